@@ -1,0 +1,1 @@
+"""Small Equinox models, the shipped-corpus loader and optax training loops."""

@@ -1,0 +1,1 @@
+"""Pallas kernels with their pure-jnp references: quant/ and attention/."""

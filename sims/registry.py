@@ -1,0 +1,70 @@
+"""Discovery of results and benchmarks.
+
+A *result* is any module ``sims/<name>.py`` (name not starting with "_" and not one of the infrastructure
+modules) that defines ``NAME``, ``PRESETS``, ``run``, ``plot`` and ``claims``. Adding a result is adding such a
+module: nothing to register by hand. A *benchmark* is ``bench`` in a result module or in ``sims/bench_<x>.py``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+import pkgutil
+from types import ModuleType
+
+import sims
+from sims.harness import WorkbenchError
+
+INFRASTRUCTURE = {"cli", "harness", "registry", "style", "sweep"}
+REQUIRED = ("NAME", "TITLE", "PRESETS", "run", "plot", "claims")
+
+
+def _candidate_names() -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(sims.__path__)
+                  if not m.name.startswith("_") and m.name not in INFRASTRUCTURE)
+
+
+def result_names() -> list[str]:
+    """Names of every result module, sorted."""
+    return [n for n in _candidate_names() if not n.startswith("bench")]
+
+
+def _unknown(kind: str, name: str, known: list[str]) -> WorkbenchError:
+    close = difflib.get_close_matches(name, known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return WorkbenchError(f"unknown {kind} {name!r}{hint}; known: {', '.join(known) or 'none'}")
+
+
+def get(name: str) -> ModuleType:
+    """The result module ``sims.<name>``, checked against the contract."""
+    names = result_names()
+    if name not in names:
+        raise _unknown("result", name, names)
+    module = importlib.import_module(f"sims.{name}")
+    missing = [a for a in REQUIRED if not hasattr(module, a)]
+    if missing:
+        raise WorkbenchError(f"sims/{name}.py does not follow the result contract: missing {missing}")
+    return module
+
+
+def bench_names() -> list[str]:
+    """Names accepted by ``workbench bench``: results with a ``bench`` and ``sims/bench_<x>.py`` modules."""
+    names = []
+    for n in _candidate_names():
+        if n.startswith("bench_"):
+            names.append(n.removeprefix("bench_"))
+        elif hasattr(importlib.import_module(f"sims.{n}"), "bench"):
+            names.append(n)
+    return sorted(names)
+
+
+def get_bench(name: str):
+    """The ``bench(quick: bool) -> [BenchRow]`` function registered under ``name``."""
+    candidates = _candidate_names()
+    if f"bench_{name}" in candidates:
+        return importlib.import_module(f"sims.bench_{name}").bench
+    if name in candidates:
+        module = importlib.import_module(f"sims.{name}")
+        if hasattr(module, "bench"):
+            return module.bench
+    raise _unknown("benchmark", name, bench_names())

@@ -1,0 +1,377 @@
+"""River-valley momentum: heavy ball lets GD run at a learning rate that would make it diverge, and moves
+(1 + beta)/(1 - beta) times faster along the river. Synthetic part of ``shared/papers/river_valley.md``.
+
+Figures (``figures/river_valley/``):
+  trajectories.png        GD vs heavy ball on a curved valley at an aggressive learning rate
+  phase_diagram.png       (lr, beta) map of river progress and divergence, theory boundary 2(1+beta)/lam drawn
+  river_progress.png      distance along the river vs steps (straight and high-dimensional valleys), theory dashed
+  stability_boundary.png  measured largest stable lr vs beta for HB and Nesterov against the closed forms
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sims import style
+from sims.harness import BenchRow, Claim, time_call
+from sims.sweep import grid, sweep
+from theory import river_valley as rv
+
+NAME = "river_valley"
+TITLE = "Heavy-ball momentum in river-valley landscapes: larger stable lr, (1+beta)/(1-beta) faster river"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    lam: float = 100.0  # valley curvature
+    mu: float = 0.01  # river curvature (kappa = lam / mu)
+    x0: float = 1.0  # initial distance along the river (x* = 0)
+    y0: float = 0.1  # initial valley offset
+    # phase diagram
+    n_lr: int = 60
+    n_beta: int = 50
+    lr_range: tuple[float, float] = (1e-3, 1e-1)
+    beta_max: float = 0.99
+    phase_steps: int = 500
+    # stability boundary (bisection on lr, per beta)
+    boundary_betas: tuple[float, ...] = (0.0, 0.2, 0.4, 0.6, 0.8, 0.9, 0.95)
+    boundary_steps: int = 4000
+    bisection_iters: int = 30
+    # river speed
+    speed_betas: tuple[float, ...] = (0.5, 0.8, 0.9)
+    speed_margin: float = 0.95  # run at this fraction of the measured boundary
+    speed_steps: int = 2000
+    # curves
+    progress_betas: tuple[float, ...] = (0.5, 0.8, 0.9)
+    progress_steps: int = 1500
+    curved_a: float = 1.0
+    curved_k: float = 0.3
+    traj_beta: float = 0.9
+    traj_steps: int = 400
+    hd_dim: int = 16
+    hd_lam_min: float = 1.0
+    n_seeds: int = 16
+    polyak_steps: int = 1000
+
+
+PRESETS = {
+    "full": Config(),
+    "quick": Config(n_lr=16, n_beta=12, phase_steps=300, boundary_betas=(0.0, 0.5, 0.9), boundary_steps=2000,
+                    bisection_iters=22, speed_betas=(0.9,), speed_steps=600, progress_betas=(0.9,),
+                    progress_steps=400, traj_steps=200, hd_dim=8, n_seeds=4, polyak_steps=600),
+}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pieces of the simulation (pure, jitted through the harness sweep)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _phase_point(row, *, valley, theta0, steps):
+    traj, diverged = rv.optimize(valley, theta0, lr=row["lr"], beta=row["beta"], steps=steps, method="hb")
+    # envelope over the last 10% of steps, so an oscillating iterate caught near x* does not count as arrived
+    tail = rv.river_distance(traj[-max(1, steps // 10):], valley)
+    progress = 1.0 - jnp.max(tail) / rv.river_distance(theta0, valley)
+    return {"progress": jnp.where(diverged, 0.0, progress), "diverged": diverged}  # diverged: 0 progress
+
+
+def measured_boundary(valley, theta0, beta, *, method, steps, iters, lo=1e-4, hi=1.0):
+    """Largest lr that does not diverge within ``steps`` steps, by bisection in log(lr) on [lo, hi]."""
+
+    def diverges(lr):
+        return rv.optimize(valley, theta0, lr=lr, beta=beta, steps=steps, method=method)[1]
+
+    def body(_, bracket):
+        a, b = bracket
+        m = jnp.sqrt(a * b)
+        bad = diverges(m)
+        return jnp.where(bad, a, m), jnp.where(bad, m, b)
+
+    a, b = jax.lax.fori_loop(0, iters, body, (jnp.asarray(lo), jnp.asarray(hi)))
+    return jnp.sqrt(a * b)
+
+
+def _river_speed(lr, beta, *, valley, steps, window=100):
+    traj, _ = rv.optimize(valley, jnp.zeros(2), lr=lr, beta=beta, steps=steps, method="hb")
+    return (traj[-window - 1, 0] - traj[-1, 0]) / window
+
+
+def _hd_progress(y0, *, valley, lr, beta, steps):
+    theta0 = jnp.concatenate([jnp.ones(1), y0])
+    traj, diverged = rv.optimize(valley, theta0, lr=lr, beta=beta, steps=steps, method="hb")
+    return rv.river_distance(traj, valley), diverged
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    lam, mu = cfg.lam, cfg.mu
+    straight = rv.straight_valley(mu, lam)
+    theta0 = jnp.array([cfg.x0, cfg.y0])
+    out = {}
+
+    # (lr, beta) phase diagram: one vmapped sweep over the flattened grid
+    lrs = jnp.geomspace(*cfg.lr_range, cfg.n_lr)
+    betas = jnp.linspace(0.0, cfg.beta_max, cfg.n_beta)
+    g = grid(lr=lrs, beta=betas)
+    phase = sweep(partial(_phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps), g)
+    out["phase"] = {"lr": lrs, "beta": betas,
+                    "progress": phase["progress"].reshape(cfg.n_lr, cfg.n_beta),
+                    "diverged": phase["diverged"].reshape(cfg.n_lr, cfg.n_beta)}
+
+    # stability boundary by bisection, vmapped over beta, for HB and Nesterov
+    bb = jnp.asarray(cfg.boundary_betas)
+    boundary = {"beta": bb}
+    for method in ("hb", "nesterov"):
+        fn = partial(measured_boundary, straight, theta0, method=method, steps=cfg.boundary_steps,
+                     iters=cfg.bisection_iters)
+        boundary[method] = jax.jit(jax.vmap(fn))(bb)
+    out["boundary"] = boundary
+
+    # largest stable river speed on a linear river, at speed_margin x the *measured* boundary
+    river = rv.linear_river(1.0, lam)
+    sb = jnp.asarray(cfg.speed_betas)
+    lr_gd = cfg.speed_margin * measured_boundary(straight, theta0, 0.0, method="hb", steps=cfg.boundary_steps,
+                                                 iters=cfg.bisection_iters)
+    lr_hb = cfg.speed_margin * jax.vmap(partial(measured_boundary, straight, theta0, method="hb",
+                                                steps=cfg.boundary_steps, iters=cfg.bisection_iters))(sb)
+    speed = partial(_river_speed, valley=river, steps=cfg.speed_steps)
+    v_gd = speed(lr_gd, 0.0)
+    v_hb = jax.vmap(speed)(lr_hb, sb)
+    out["river_speed"] = {"beta": sb, "lr_hb": lr_hb, "lr_gd": lr_gd, "speed_hb": v_hb, "speed_gd": v_gd,
+                          "gain": v_hb / v_gd}
+
+    # exact linear-river transient vs simulation
+    t = jnp.arange(cfg.speed_steps + 1)
+    lr_t, beta_t = 0.5 * rv.hb_threshold(lam, cfg.traj_beta), cfg.traj_beta
+    sim, _ = rv.optimize(river, jnp.zeros(2), lr=lr_t, beta=beta_t, steps=cfg.speed_steps, method="hb")
+    out["transient"] = {"t": t, "simulated": sim[:, 0],
+                        "formula": rv.linear_river_transient(t, 0.0, lr_t, 1.0, beta_t)}
+
+    # river progress curves on the straight valley at 0.9 x each method's threshold, with the exact 1-D theory
+    pb = jnp.asarray((0.0, *cfg.progress_betas))
+    lr_p = 0.9 * rv.hb_threshold(lam, pb)
+    curves = jax.vmap(lambda lr, b: rv.optimize(straight, theta0, lr=lr, beta=b, steps=cfg.progress_steps,
+                                                method="hb")[0])(lr_p, pb)
+    theory = jax.vmap(lambda lr, b: rv.quadratic_trajectory(cfg.x0, lr, mu, b, cfg.progress_steps))(lr_p, pb)
+    out["progress"] = {"beta": pb, "lr": lr_p, "distance": jnp.abs(curves[..., 0]), "theory": jnp.abs(theory)}
+
+    # high-dimensional valley: a spectrum of valley curvatures, random valley offsets (one per seed, vmapped)
+    lams = rv.valley_spectrum(cfg.hd_dim, cfg.hd_lam_min, lam)
+    hd = rv.high_dim_valley(mu, lams)
+    y0 = cfg.y0 * jax.random.normal(key, (cfg.n_seeds, cfg.hd_dim))
+    hd_out = {}
+    for label, b in (("gd", 0.0), ("hb", cfg.traj_beta)):
+        fn = partial(_hd_progress, valley=hd, lr=0.9 * rv.hb_threshold(lam, b), beta=b, steps=cfg.progress_steps)
+        dist, div = sweep(fn, y0)
+        hd_out[label] = {"distance": dist, "diverged": div}
+    out["high_dim"] = hd_out
+
+    # GD vs HB trajectories on a curved valley at an aggressive lr
+    curved = rv.curved_valley(mu * 10, lam, cfg.curved_a, cfg.curved_k)
+    lam_eff = lam * (1.0 + (cfg.curved_a * cfg.curved_k) ** 2)  # largest curvature across the curved floor
+    lr_aggr = 0.8 * rv.hb_threshold(lam_eff, cfg.traj_beta)
+    start = jnp.array([-3.0, cfg.curved_a * np.sin(-3.0 * cfg.curved_k) + 0.05])
+    tr = {}
+    for label, lr, b in (("gd_safe", 0.9 * rv.gd_threshold(lam_eff), 0.0), ("gd_aggressive", lr_aggr, 0.0),
+                         ("hb_aggressive", lr_aggr, cfg.traj_beta)):
+        traj, div = rv.optimize(curved, start, lr=lr, beta=b, steps=cfg.traj_steps, method="hb")
+        tr[label] = {"theta": traj, "diverged": div, "lr": jnp.asarray(lr),
+                     "loss": jax.vmap(rv.valley_loss, (0, None))(traj, curved)}
+    out["trajectories"] = tr
+
+    # Polyak's optimal heavy ball on [mu, lam]: measured rate vs (sqrt k - 1)/(sqrt k + 1)
+    lr_o, beta_o, rate_o = rv.hb_optimal_params(mu, lam)
+    traj, _ = rv.optimize(straight, theta0, lr=lr_o, beta=beta_o, steps=cfg.polyak_steps, method="hb")
+    norms = jnp.linalg.norm(traj, axis=-1)
+    half = cfg.polyak_steps // 2
+    out["polyak"] = {"rate_theory": rate_o, "rate_measured": (norms[-1] / norms[half]) ** (1.0 / half),
+                     "lr": lr_o, "beta": beta_o}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Claims
+# ---------------------------------------------------------------------------------------------------------
+
+
+def claims(results: dict, cfg: Config) -> list[Claim]:
+    out = []
+    b = results["boundary"]
+    for beta, hb, nag in zip(np.asarray(b["beta"]), np.asarray(b["hb"]), np.asarray(b["nesterov"]), strict=True):
+        out.append(Claim(f"HB stability boundary lr* = 2(1+beta)/lam at beta={beta:.2f}",
+                         rv.hb_threshold(cfg.lam, float(beta)), hb, 0.02, "rel"))
+        if beta > 0:
+            out.append(Claim(f"Nesterov boundary lr* = 2(1+beta)/((1+2beta)lam) at beta={beta:.2f}",
+                             rv.nesterov_threshold(cfg.lam, float(beta)), nag, 0.02, "rel"))
+    s = results["river_speed"]
+    for beta, gain in zip(np.asarray(s["beta"]), np.asarray(s["gain"]), strict=True):
+        out.append(Claim(f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f}",
+                         rv.river_speed_gain(float(beta)), gain, 0.03, "rel"))
+    t = results["transient"]
+    err = np.max(np.abs(np.asarray(t["simulated"]) - np.asarray(t["formula"])))
+    scale = np.max(np.abs(np.asarray(t["formula"])))
+    out.append(Claim("exact linear-river transient x_t = x0 - lr g/(1-b)[t - b(1-b^t)/(1-b)] (max rel. error)",
+                     0.0, err / scale, 1e-4, "abs", source="theory"))
+    p = results["polyak"]
+    out.append(Claim("optimal HB rate (sqrt k - 1)/(sqrt k + 1) on [mu, lam]", p["rate_theory"],
+                     p["rate_measured"], 0.01, "rel", source="theory"))
+    tr = results["trajectories"]
+    out.append(Claim("GD diverges at the aggressive lr where HB (beta=0.9) converges (1 = diverged)", 1.0,
+                     float(tr["gd_aggressive"]["diverged"]) - float(tr["hb_aggressive"]["diverged"]), 0.0, "abs"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------------------
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    figs = {}
+    lam, mu = cfg.lam, cfg.mu
+
+    # trajectories on the curved valley
+    tr = results["trajectories"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
+    xs = np.linspace(-3.5, 1.0, 300)
+    ys = np.linspace(-2.0, 2.0, 240)
+    X, Y = np.meshgrid(xs, ys)
+    curved = rv.curved_valley(mu * 10, lam, cfg.curved_a, cfg.curved_k)
+    Z = jax.vmap(rv.valley_loss, (0, None))(jnp.stack([X.ravel(), Y.ravel()], -1), curved).reshape(X.shape)
+    ax.contour(X, Y, np.log10(np.asarray(Z) + 1e-3), levels=18, colors="0.75", linewidths=0.6)
+    labels = {"gd_safe": "GD, lr = 0.9 x 2/lam (stable)",
+              "gd_aggressive": "GD, aggressive lr (diverges)",
+              "hb_aggressive": f"heavy ball beta={cfg.traj_beta}, same aggressive lr"}
+    for (name, d), color in zip(tr.items(), ("tab:blue", "tab:red", "tab:green"), strict=True):
+        th = np.asarray(d["theta"])
+        n_show = len(th) if not bool(d["diverged"]) else min(len(th), 12)
+        ax.plot(th[:n_show, 0], th[:n_show, 1], "-", color=color, lw=0.9, alpha=0.85,
+                label=f"{labels[name]} (lr={float(d['lr']):.4f})")
+        ax2.semilogy(np.maximum(np.asarray(d["loss"]), 1e-12), color=color, label=labels[name])
+    ax.plot(0, 0, "k*", ms=10, label="minimum x* = 0")
+    ax.set(xlim=(-3.5, 1.0), ylim=(-2.0, 2.0), xlabel="river coordinate x", ylabel="valley coordinate y",
+           title=f"Curved valley lam={lam:g}, mu={10 * mu:g}, y = {cfg.curved_a:g} sin({cfg.curved_k:g} x)")
+    ax.legend(loc="lower right")
+    ax2.set(xlabel="step", ylabel="loss", title="Loss (GD at the aggressive lr blows up and stops)")
+    ax2.legend()
+    figs["trajectories"] = fig
+
+    # phase diagram
+    ph = results["phase"]
+    lrs, betas = np.asarray(ph["lr"]), np.asarray(ph["beta"])
+    prog = np.where(np.asarray(ph["diverged"]), np.nan, np.asarray(ph["progress"]))
+    fig, ax = style.figure(figsize=(7.6, 5.2))
+    mesh = ax.pcolormesh(betas, lrs, np.ma.masked_invalid(prog), shading="nearest", cmap="viridis", vmin=0,
+                         vmax=1)
+    div = np.asarray(ph["diverged"]).astype(float)
+    ax.pcolormesh(betas, lrs, np.ma.masked_where(div < 0.5, div), shading="nearest", cmap="Greys", vmin=0,
+                  vmax=1.4)
+    bfine = np.linspace(0, cfg.beta_max, 200)
+    ax.plot(bfine, np.asarray(rv.hb_threshold(lam, bfine)), **style.PREDICTION,
+            label="theory: divergence at lr = 2(1+beta)/lam")
+    ax.plot(bfine, (1 - np.sqrt(bfine)) ** 2 / mu, color="white", ls=":", lw=1.4,
+            label="river mode overdamped below lr = (1-sqrt beta)^2/mu")
+    gd = rv.hb_guidance(lam, mu)
+    ax.plot(float(gd.beta), float(gd.lr), marker="*", color="orange", ms=14, ls="none",
+            label=f"guidance: beta={float(gd.beta):.2f}, lr={float(gd.lr):.3f}")
+    ax.set(yscale="log", ylim=(lrs[0], lrs[-1]), xlabel="momentum beta", ylabel="learning rate lr",
+           title=f"Heavy ball on a straight valley (lam={lam:g}, mu={mu:g}): river progress after "
+                 f"{cfg.phase_steps} steps\n(grey = diverged; progress uses the max distance over the last 10%)")
+    fig.colorbar(mesh, ax=ax, label="river progress 1 - |x_T - x*| / |x_0 - x*|")
+    ax.legend(loc="lower left", fontsize=8)
+    figs["phase_diagram"] = fig
+
+    # river progress vs steps
+    pr = results["progress"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
+    for i, (b, lr) in enumerate(zip(np.asarray(pr["beta"]), np.asarray(pr["lr"]), strict=True)):
+        name = "GD" if b == 0 else f"HB beta={b:g}"
+        line, = ax.semilogy(np.asarray(pr["distance"][i]), lw=3.5, alpha=0.45,
+                            label=f"{name}, lr={lr:.4f} (0.9 x threshold)")
+        ax.semilogy(np.asarray(pr["theory"][i]), **style.prediction(color=line.get_color()))
+    ax.plot([], [], **style.PREDICTION, label="exact 1-D theory (river mode)")
+    ax.set(xlabel="step", ylabel="distance along the river |x_t - x*|",
+           title=f"Straight valley: progress along the river (lam={lam:g}, mu={mu:g})")
+    ax.legend(fontsize=8)
+    hd = results["high_dim"]
+    steps = np.arange(np.asarray(hd["gd"]["distance"]).shape[1])
+    for label, color, b in (("gd", "tab:blue", 0.0), ("hb", "tab:green", cfg.traj_beta)):
+        d = np.asarray(hd[label]["distance"])
+        lo, med, hi = np.percentile(d, [10, 50, 90], axis=0)
+        name = "GD" if label == "gd" else f"HB beta={b:g}"
+        ax2.semilogy(steps, med, color=color, lw=3.5, alpha=0.45,
+                     label=f"{name} (median of {d.shape[0]} seeds, 10-90% band)")
+        ax2.fill_between(steps, lo, hi, color=color, alpha=0.25)
+        lr = 0.9 * float(rv.hb_threshold(lam, b))
+        ax2.semilogy(steps, np.abs(np.asarray(rv.quadratic_trajectory(1.0, lr, mu, b, len(steps) - 1))),
+                     **style.prediction(color=color))
+    ax2.plot([], [], **style.PREDICTION, label="exact 1-D theory (river mode)")
+    ax2.set(xlabel="step", ylabel="|x_t - x*|",
+            title=f"High-dimensional valley: {cfg.hd_dim} curvatures in [{cfg.hd_lam_min:g}, {lam:g}]")
+    ax2.legend(fontsize=8)
+    figs["river_progress"] = fig
+
+    # stability boundary
+    b = results["boundary"]
+    fig, ax = style.figure(figsize=(7, 4.6))
+    bfine = np.linspace(0, 0.99, 200)
+    ax.plot(bfine, lam * np.asarray(rv.hb_threshold(lam, bfine)), **style.prediction(color="tab:blue"),
+            label="theory HB: lr lam = 2(1+beta)")
+    ax.plot(bfine, lam * np.asarray(rv.nesterov_threshold(lam, bfine)), **style.prediction(color="tab:red"),
+            label="theory Nesterov: lr lam = 2(1+beta)/(1+2beta)")
+    ax.plot(np.asarray(b["beta"]), lam * np.asarray(b["hb"]), "o", color="tab:blue", label="measured HB")
+    ax.plot(np.asarray(b["beta"]), lam * np.asarray(b["nesterov"]), "s", color="tab:red",
+            label="measured Nesterov")
+    ax.axhline(2.0, color="0.5", lw=1, label="GD: lr lam = 2")
+    ax.set(xlabel="momentum beta", ylabel="largest stable lr x lam (dimensionless)",
+           title=f"Stability boundary (bisection, {cfg.boundary_steps} steps per test)")
+    ax.legend()
+    figs["stability_boundary"] = fig
+    return figs
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Benchmark: the jitted, vmapped phase-diagram sweep vs a NumPy loop over the same grid
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _numpy_phase(lrs, betas, lam, mu, x0, y0, steps):
+    curv = np.array([mu, lam])
+    progress = np.empty((len(lrs), len(betas)))
+    for i, lr in enumerate(lrs):
+        for j, beta in enumerate(betas):
+            x = np.array([x0, y0])
+            xp = x.copy()
+            ok = True
+            tail = []
+            for t in range(steps):
+                xn = x - lr * curv * x + beta * (x - xp)
+                if not np.all(np.abs(xn) < 1e6 * (1 + max(abs(x0), abs(y0)))):
+                    ok = False
+                    break
+                xp, x = x, xn
+                if t >= steps - max(1, steps // 10):
+                    tail.append(abs(x[0]))
+            progress[i, j] = 1 - max(tail) / abs(x0) if ok else 0.0
+    return progress
+
+
+def bench(quick: bool = False) -> list[BenchRow]:
+    cfg = PRESETS["quick" if quick else "full"]
+    n = 16 if quick else 40
+    lrs, betas = np.geomspace(*cfg.lr_range, n), np.linspace(0, cfg.beta_max, n)
+    straight = rv.straight_valley(cfg.mu, cfg.lam)
+    theta0 = jnp.array([cfg.x0, cfg.y0])
+    fn = partial(_phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps)
+    g = grid(lr=jnp.asarray(lrs, jnp.float32), beta=jnp.asarray(betas, jnp.float32))
+    ours = time_call(lambda: sweep(fn, g)["progress"], repeats=3)
+    base = time_call(lambda: _numpy_phase(lrs, betas, cfg.lam, cfg.mu, cfg.x0, cfg.y0, cfg.phase_steps),
+                     repeats=1, warmup=0)
+    a = np.asarray(sweep(fn, g)["progress"]).reshape(n, n)
+    b = _numpy_phase(lrs, betas, cfg.lam, cfg.mu, cfg.x0, cfg.y0, cfg.phase_steps)
+    return [BenchRow(f"phase diagram {n}x{n}x{cfg.phase_steps}", "jit(vmap) sweep", "NumPy loop", ours, base,
+                     note=f"max |progress diff| {np.max(np.abs(a - b)):.1e}; target >= 20x")]

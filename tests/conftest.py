@@ -1,0 +1,37 @@
+"""Shared test configuration: hypothesis profiles, float64 scoping, the repo root."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+
+import jax
+import pytest
+from hypothesis import HealthCheck, settings
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# CI: few, derandomized examples (reproducible, fast); dev: more exploration. deadline=None everywhere (jit).
+settings.register_profile("ci", max_examples=15, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+
+@contextlib.contextmanager
+def float64():
+    """Scoped float64 (``jax.enable_x64`` is not flipped globally mid-run)."""
+    with jax.enable_x64(True):
+        yield
+
+
+@pytest.fixture
+def x64():
+    with float64():
+        yield
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT

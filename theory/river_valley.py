@@ -1,0 +1,328 @@
+"""River-valley landscapes and momentum: closed forms for heavy ball (HB), Nesterov and GD.
+
+Reference: "Towards understanding momentum acceleration in river-valley loss landscapes" (2026), notes in
+``shared/papers/river_valley.md``; background: Wen et al., ICLR 2025 (warmup-stable-decay, river valley).
+
+Notation (used throughout):
+  ``lr``   learning rate (eta),            ``beta`` momentum coefficient in [0, 1),
+  ``lam``  valley (sharp) curvature,       ``mu``   river (flat) curvature, mu << lam,
+  ``h = lr * lam``  the step measured in units of the curvature.
+
+Heavy ball:  x_{t+1} = x_t - lr * grad(x_t) + beta * (x_t - x_{t-1}),          x_{-1} = x_0   (v_0 = 0)
+Nesterov:    y_t = x_t + beta * (x_t - x_{t-1});  x_{t+1} = y_t - lr * grad(y_t)
+GD is heavy ball with beta = 0.
+
+On a 1-D quadratic of curvature lam both are linear two-step recursions whose characteristic polynomial is
+z^2 - c1 z + c0 with
+  HB:        c1 = 1 + beta - h,               c0 = beta                 (eq. HB-char)
+  Nesterov:  c1 = (1 + beta)(1 - h),          c0 = beta (1 - h)         (eq. NAG-char)
+Everything in this module is a pure function, jit/vmap-compatible; bad concrete parameters raise ValueError.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+from theory import _validate as v
+
+METHODS = ("gd", "hb", "nesterov")
+
+# ---------------------------------------------------------------------------------------------------------
+# Landscapes
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Valley(NamedTuple):
+    """A river valley  L(x, y) = l(x) + 1/2 sum_i lams_i (y_i - a sin(k x))^2,  l(x) = mu/2 (x - x*)^2 + g x.
+
+    theta = (x, y_1, ..., y_d), shape (1 + d,). ``x`` is the river coordinate, ``y`` the valley coordinates.
+      straight valley:      a = 0, g = 0          L = mu/2 (x - x*)^2 + lam/2 y^2
+      curved valley:        d = 1, a != 0         L = mu/2 (x - x*)^2 + lam/2 (y - a sin(k x))^2
+      high-dimensional:     d > 1, a spectrum of valley curvatures lams (see ``valley_spectrum``)
+      linear river:         mu = 0, g > 0         the river slopes down forever at constant gradient g
+    Fields are arrays so that a Valley is a pytree (vmappable over landscapes).
+    """
+
+    mu: jax.Array
+    g: jax.Array
+    lams: jax.Array  # (d,)
+    a: jax.Array
+    k: jax.Array
+    x_star: jax.Array
+
+
+def _valley(mu, g, lams, a, k, x_star) -> Valley:
+    v.nonnegative("mu", mu)
+    v.nonnegative("g", g)
+    v.positive("lam", lams)
+    v.nonnegative("k", k)
+    f = lambda z: jnp.asarray(z, dtype=jnp.result_type(float))
+    return Valley(f(mu), f(g), jnp.atleast_1d(f(lams)), f(a), f(k), f(x_star))
+
+
+def straight_valley(mu: float, lam: float, x_star: float = 0.0) -> Valley:
+    """L = mu/2 (x - x*)^2 + lam/2 y^2 (paper's straight valley)."""
+    return _valley(mu, 0.0, lam, 0.0, 0.0, x_star)
+
+
+def curved_valley(mu: float, lam: float, a: float, k: float, x_star: float = 0.0) -> Valley:
+    """L = mu/2 (x - x*)^2 + lam/2 (y - a sin(k x))^2 (paper's curved valley)."""
+    return _valley(mu, 0.0, lam, a, k, x_star)
+
+
+def linear_river(g: float, lam: float) -> Valley:
+    """L = g x + lam/2 y^2: a river of constant slope g (used for the exact transient and river speed)."""
+    return _valley(0.0, g, lam, 0.0, 0.0, 0.0)
+
+
+def valley_spectrum(d: int, lam_min: float, lam_max: float) -> jax.Array:
+    """Geometric spectrum of d valley curvatures from lam_min to lam_max, shape (d,)."""
+    v.positive_int("d", d)
+    v.positive("lam_min", lam_min)
+    v.check("lam_max", lam_max, lambda a: a >= lam_min, f">= lam_min={lam_min}")
+    return jnp.geomspace(lam_min, lam_max, d)
+
+
+def high_dim_valley(mu: float, lams: jax.Array, a: float = 0.0, k: float = 0.0, x_star: float = 0.0) -> Valley:
+    """L = l(x) + 1/2 (y - h(x))^T diag(lams) (y - h(x)), h(x) = a sin(k x) 1: the high-dimensional valley."""
+    return _valley(mu, 0.0, lams, a, k, x_star)
+
+
+def valley_loss(theta: jax.Array, valley: Valley) -> jax.Array:
+    """Loss of ``theta`` (shape (1 + d,)) on ``valley``; returns a scalar."""
+    x, y = theta[0], theta[1:]
+    river = 0.5 * valley.mu * (x - valley.x_star) ** 2 + valley.g * x
+    off = y - valley.a * jnp.sin(valley.k * x)
+    return river + 0.5 * jnp.sum(valley.lams * off**2)
+
+
+def river_distance(theta: jax.Array, valley: Valley) -> jax.Array:
+    """|x - x*|: distance along the river still to travel. theta (..., 1 + d) -> (...)."""
+    return jnp.abs(theta[..., 0] - valley.x_star)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Optimisers
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _check_lr_beta(lr, beta) -> None:
+    v.positive("lr", lr)
+    v.in_interval("beta", beta, 0.0, 1.0)
+
+
+def momentum_step(grad_fn, x, x_prev, *, lr, beta, method: str):
+    """One step of ``method`` in {"gd", "hb", "nesterov"}: returns (x_next, x). Shapes follow ``x``."""
+    if method == "nesterov":
+        y = x + beta * (x - x_prev)
+        return y - lr * grad_fn(y), x
+    b = 0.0 if method == "gd" else beta
+    return x - lr * grad_fn(x) + b * (x - x_prev), x
+
+
+@partial(jax.jit, static_argnames=("steps", "method", "blowup"))
+def _optimize(valley, theta0, lr, beta, steps, method, blowup):
+    grad_fn = jax.grad(valley_loss)
+    scale = blowup * (1.0 + jnp.max(jnp.abs(theta0)))
+
+    def body(carry, _):
+        x, x_prev, diverged = carry
+        x_new, x_old = momentum_step(lambda z: grad_fn(z, valley), x, x_prev, lr=lr, beta=beta, method=method)
+        bad = diverged | ~jnp.all(jnp.isfinite(x_new)) | (jnp.max(jnp.abs(x_new)) > scale)
+        # once diverged, freeze the iterate: the trajectory stays finite and the flag records the blow-up
+        x_new = jnp.where(bad, x, x_new)
+        x_old = jnp.where(bad, x_prev, x_old)
+        return (x_new, x_old, bad), x_new
+
+    (_, _, diverged), traj = lax.scan(body, (theta0, theta0, jnp.array(False)), None, length=steps)
+    return jnp.concatenate([theta0[None], traj]), diverged
+
+
+def optimize(valley: Valley, theta0: jax.Array, *, lr, beta=0.0, steps: int, method: str = "hb",
+             blowup: float = 1e6) -> tuple[jax.Array, jax.Array]:
+    """Run ``steps`` iterations of GD / heavy ball / Nesterov on ``valley`` from ``theta0`` (v_0 = 0).
+
+    Returns ``(trajectory, diverged)``: trajectory shape (steps + 1, 1 + d) including theta0; ``diverged`` is a
+    bool scalar, True once any |theta| exceeded ``blowup * (1 + max|theta0|)`` (the iterate is then frozen, so no
+    NaN or inf ever leaves this function). ``lr`` and ``beta`` may be traced (vmap over grids).
+    """
+    v.one_of("method", method, METHODS)
+    v.positive_int("steps", steps)
+    _check_lr_beta(lr, beta)
+    theta0 = jnp.asarray(theta0, dtype=valley.mu.dtype)
+    v.shape("theta0", theta0, (1 + valley.lams.shape[0],))
+    return _optimize(valley, theta0, lr, beta, steps, method, blowup)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Stability thresholds and spectral radii (1-D quadratic of curvature lam)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def gd_threshold(lam):
+    """Largest stable GD learning rate on curvature lam: lr < 2 / lam."""
+    v.positive("lam", lam)
+    return 2.0 / lam
+
+
+def hb_threshold(lam, beta):
+    """Largest stable heavy-ball learning rate: lr < 2 (1 + beta) / lam   (|beta| < 1)."""
+    v.positive("lam", lam)
+    v.in_interval("beta", beta, 0.0, 1.0)
+    return 2.0 * (1.0 + beta) / lam
+
+
+def nesterov_threshold(lam, beta):
+    """Largest stable Nesterov learning rate (constant beta): lr < 2 (1 + beta) / ((1 + 2 beta) lam)."""
+    v.positive("lam", lam)
+    v.in_interval("beta", beta, 0.0, 1.0)
+    return 2.0 * (1.0 + beta) / ((1.0 + 2.0 * beta) * lam)
+
+
+def char_coeffs(lr, lam, beta, method: str = "hb"):
+    """(c1, c0) of the characteristic polynomial z^2 - c1 z + c0 (eqs. HB-char, NAG-char)."""
+    v.one_of("method", method, METHODS)
+    h = lr * lam
+    if method == "nesterov":
+        return (1.0 + beta) * (1.0 - h), beta * (1.0 - h)
+    b = 0.0 * beta if method == "gd" else beta
+    return 1.0 + b - h, b
+
+
+def quadratic_roots(c1, c0):
+    """Roots of z^2 - c1 z + c0 as complex arrays (r1, r2) with |r1| >= |r2|. Broadcasts over inputs."""
+    c1 = jnp.asarray(c1, dtype=jnp.result_type(float))
+    disc = (c1**2 - 4.0 * c0).astype(jnp.result_type(c1, jnp.complex64))
+    s = jnp.sqrt(disc)
+    r1, r2 = (c1 + s) / 2.0, (c1 - s) / 2.0
+    swap = jnp.abs(r2) > jnp.abs(r1)
+    return jnp.where(swap, r2, r1), jnp.where(swap, r1, r2)
+
+
+def spectral_radius(lr, lam, beta, method: str = "hb"):
+    """Spectral radius of the linear iteration on curvature lam: max |root|; < 1 iff the method converges.
+
+    In the complex regime of HB, (1 - sqrt beta)^2 <= lr lam <= (1 + sqrt beta)^2, it equals sqrt(beta).
+    Broadcasts over lr, lam, beta.
+    """
+    c1, c0 = char_coeffs(lr, lam, beta, method)
+    r1, _ = quadratic_roots(c1, c0)
+    return jnp.abs(r1)
+
+
+def hb_optimal_params(mu, L):
+    """Polyak's optimal heavy ball on curvatures in [mu, L], kappa = L / mu.
+
+    Returns (lr, beta, rate): lr = 4 / (sqrt L + sqrt mu)^2, beta = ((sqrt k - 1)/(sqrt k + 1))^2,
+    rate = (sqrt k - 1)/(sqrt k + 1) (the spectral radius on every curvature in [mu, L]).
+    """
+    v.positive("mu", mu)
+    v.check("L", L, lambda a: a >= mu, f">= mu={mu}")
+    sk = jnp.sqrt(L / mu)
+    rate = (sk - 1.0) / (sk + 1.0)
+    return 4.0 / (jnp.sqrt(L) + jnp.sqrt(mu)) ** 2, rate**2, rate
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The river: effective rate, speed gain, exact transient
+# ---------------------------------------------------------------------------------------------------------
+
+
+def effective_river_lr(lr, beta):
+    """Effective learning rate along a flat direction: lr / (1 - beta) (slow root ~ 1 - lr mu / (1 - beta))."""
+    _check_lr_beta(lr, beta)
+    return lr / (1.0 - beta)
+
+
+def river_slow_root(lr, mu, beta):
+    """First-order slow root of HB on the river curvature mu: 1 - lr mu / (1 - beta)."""
+    return 1.0 - effective_river_lr(lr, beta) * mu
+
+
+def overdamped(lr, mu, beta):
+    """True where the river mode is overdamped (real roots): lr mu <= (1 - sqrt beta)^2."""
+    return lr * mu <= (1.0 - jnp.sqrt(beta)) ** 2
+
+
+def max_stable_river_speed(lam_valley, beta, g=1.0):
+    """Largest river speed (distance per step on a slope g) at the edge of valley stability.
+
+    HB: 2 (1 + beta) g / ((1 - beta) lam);  GD (beta = 0): 2 g / lam.
+    """
+    return effective_river_lr(hb_threshold(lam_valley, beta), beta) * g
+
+
+def river_speed_gain(beta):
+    """Gain of HB's largest stable river speed over GD's: (1 + beta) / (1 - beta) (19x at beta = 0.9)."""
+    v.in_interval("beta", beta, 0.0, 1.0)
+    return (1.0 + beta) / (1.0 - beta)
+
+
+def linear_river_transient(t, x0, lr, g, beta):
+    """Exact HB position on a linear river of slope g from rest (v_0 = 0):
+
+        x_t = x0 - (lr g / (1 - beta)) [ t - beta (1 - beta^t) / (1 - beta) ].
+
+    ``t`` may be an integer array; broadcasts.
+    """
+    _check_lr_beta(lr, beta)
+    t = jnp.asarray(t, dtype=jnp.result_type(float))
+    return x0 - (lr * g / (1.0 - beta)) * (t - beta * (1.0 - beta**t) / (1.0 - beta))
+
+
+def quadratic_trajectory(x0, lr, lam, beta, steps: int, method: str = "hb"):
+    """Exact iterates x_0..x_steps of ``method`` on the 1-D quadratic lam/2 x^2 (v_0 = 0), shape (steps + 1,).
+
+    Computed from the 2x2 companion recursion x_{t+1} = c1 x_t - c0 x_{t-1} with the convention x_{-1} = x_0.
+    For Nesterov the first step also satisfies this recursion with x_{-1} = x_0.
+    """
+    v.positive_int("steps", steps)
+    c1, c0 = char_coeffs(lr, lam, beta, method)
+
+    def body(carry, _):
+        x, xp = carry
+        xn = c1 * x - c0 * xp
+        return (xn, x), xn
+
+    x0 = jnp.asarray(x0, dtype=jnp.result_type(float))
+    _, xs = lax.scan(body, (x0, x0), None, length=steps)
+    return jnp.concatenate([x0[None], xs])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Practical guidance
+# ---------------------------------------------------------------------------------------------------------
+
+
+class Guidance(NamedTuple):
+    lr: jax.Array
+    beta: jax.Array
+    river_rate: jax.Array  # 1 - spectral radius on mu: fraction of the remaining river distance removed per step
+    gd_river_rate: jax.Array  # the same for GD at safety * 2 / lam
+    valley_radius: jax.Array  # spectral radius on lam at the recommended point (< 1)
+
+
+def hb_guidance(lam_valley, mu_river, *, safety: float = 0.9, num_betas: int = 512) -> Guidance:
+    """Recommend (lr, beta) for heavy ball on a valley of curvature lam and a river of curvature mu.
+
+    Rule: for each beta take the largest safe learning rate lr(beta) = safety * 2 (1 + beta) / lam (valley
+    stability with a margin), then choose beta maximising the river rate 1 - rho(lr(beta), mu, beta). This is
+    the paper's guidance made explicit: raise beta together with lr, as long as the river mode stays
+    overdamped (lr mu <~ (1 - sqrt beta)^2); past that the river oscillates and the rate drops to
+    1 - sqrt(beta).
+    """
+    v.positive("lam_valley", lam_valley)
+    v.positive("mu_river", mu_river)
+    v.check("mu_river", mu_river, lambda a: a < lam_valley, f"< lam_valley={lam_valley}")
+    v.in_interval("safety", safety, 0.0, 1.0)
+    betas = jnp.linspace(0.0, 0.999, num_betas)
+    lrs = safety * 2.0 * (1.0 + betas) / lam_valley
+    rates = 1.0 - spectral_radius(lrs, mu_river, betas)
+    i = jnp.argmax(rates)
+    gd_rate = 1.0 - spectral_radius(safety * 2.0 / lam_valley, mu_river, 0.0)
+    return Guidance(lrs[i], betas[i], rates[i], gd_rate, spectral_radius(lrs[i], lam_valley, betas[i]))
