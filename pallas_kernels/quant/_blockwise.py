@@ -57,7 +57,11 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _tiles(rows: int, cols: int, block: int, bs: BlockSizes):
+def _tiles(rows: int, cols: int, block: int, bs: BlockSizes, platform: str | None = None):
+    if (platform or jax.default_backend()) == "tpu":
+        # Mosaic wants the last two block dims divisible by (8, 128) or equal to the array's: whole rows,
+        # and 32 of them (the uint8 sublane tile).
+        return 32, cols, -(-rows // 32) * 32, cols
     bm = min(bs.block_rows, _pow2_at_least(rows))
     bk = max(block, min(bs.block_cols, _pow2_at_least(cols)))
     return bm, bk, -(-rows // bm) * bm, -(-cols // bk) * bk
@@ -96,7 +100,7 @@ def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), i
     shape = x.shape
     x2 = x.reshape(-1, shape[-1])
     rows, cols = x2.shape
-    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes)
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, None if interpret else platform)
     if (rp, kp) != (rows, cols):
         x2 = jnp.pad(x2, ((0, rp - rows), (0, kp - cols)))
     codes, scales = pl.pallas_call(
@@ -126,7 +130,7 @@ def dequantize_pallas(q: QuantizedArray, *, dtype=jnp.float32, block_sizes: Bloc
     codes = q.codes.reshape(-1, shape[-1] // 2)
     scales = q.scales.reshape(-1, shape[-1] // block)
     rows, cols = codes.shape[0], shape[-1]
-    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes)
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, None if interpret else platform)
     if (rp, kp) != (rows, cols):
         codes = jnp.pad(codes, ((0, rp - rows), (0, (kp - cols) // 2)))
         # padded scale bytes decode to a finite scale; their codes are 0 so the values are 0 and sliced away

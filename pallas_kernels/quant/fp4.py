@@ -263,10 +263,10 @@ def pack_nibbles(codes):
     """(..., K) codes 0..15 -> (..., K // 2) uint8, element 2i in the low nibble.
 
     Written with a reshape + shifted sum (no strided slicing) so that it also lowers inside kernels."""
-    codes = codes.astype(jnp.uint32)
+    codes = codes.astype(jnp.int32)  # int32: Mosaic has no unsigned reductions
     pairs = codes.reshape(*codes.shape[:-1], codes.shape[-1] // 2, 2)
-    parity = jax.lax.broadcasted_iota(jnp.uint32, pairs.shape, pairs.ndim - 1)
-    return jnp.sum(pairs << (parity * _u32(4)), axis=-1).astype(jnp.uint8)
+    parity = jax.lax.broadcasted_iota(jnp.int32, pairs.shape, pairs.ndim - 1)
+    return jnp.sum(pairs << (parity * 4), axis=-1).astype(jnp.uint8)
 
 
 def unpack_nibbles(packed):

@@ -236,8 +236,10 @@ def dequantized_weight_unscaled(q: QuantizedArray):
 def fp4_matmul(x, w: QuantizedArray, out_dtype=None):
     """Reference W4A16 matmul: ``x @ dequantize(w).T`` for a weight ``w`` of logical shape (N, K).
 
-    Computed as ``(x_f32 @ (value * s_b).T) * g`` with float32 accumulation (HIGHEST precision)."""
+    W4A16 numerics: ``x`` is rounded to bfloat16, then ``(x @ (value * s_b).T) * g`` is computed with float32
+    accumulation (HIGHEST precision); every product is exact in float32."""
     out_dtype = out_dtype or x.dtype
     wv = dequantized_weight_unscaled(w)
-    acc = jnp.einsum("...k,nk->...n", x.astype(jnp.float32), wv, precision="highest")
+    xb = x.astype(jnp.bfloat16).astype(jnp.float32)
+    acc = jnp.einsum("...k,nk->...n", xb, wv, precision="highest")
     return (acc * w.global_scale).astype(out_dtype)
