@@ -71,8 +71,9 @@ def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int,
 
 
 @functools.partial(jax.jit, static_argnames=("out_dtype", "block_sizes", "interpret", "platform"))
-def fp4_matmul_pallas(x, w: QuantizedArray, *, out_dtype=None, block_sizes: MatmulBlockSizes = MatmulBlockSizes(),
-                      interpret: bool = False, platform: str | None = None):
+def fp4_matmul_pallas(x, w: QuantizedArray, *, out_dtype=None,
+                      block_sizes: MatmulBlockSizes = MatmulBlockSizes(), interpret: bool = False,
+                      platform: str | None = None):
     """The Pallas kernel (see the module docstring). ``platform`` picks TPU or Triton tiling/params."""
     out_dtype = jnp.dtype(out_dtype or x.dtype)
     n, k = w.shape
