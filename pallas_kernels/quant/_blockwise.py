@@ -70,7 +70,7 @@ def _tiles(rows: int, cols: int, block: int, bs: BlockSizes, platform: str | Non
 def _quantize_kernel(x_ref, g_ref, codes_ref, scales_ref, *, block_fn, block):
     bm, bk = x_ref.shape
     x = x_ref[...].astype(jnp.float32).reshape(bm, bk // block, block)
-    codes, sc = block_fn(x, g_ref[...])
+    codes, sc = block_fn(x, g_ref[...])  # g_ref holds fl(1/g)
     codes_ref[...] = fp4.pack_nibbles(codes.reshape(bm, bk))
     scales_ref[...] = sc.astype(jnp.uint8)
 
@@ -93,7 +93,7 @@ def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), i
     block = fp4.BLOCK_SIZE[fmt]
     block_fn = {
         "nvfp4": ref.nvfp4_block_codes,
-        "mxfp4": lambda xb, g: ref.mxfp4_block_codes(xb),
+        "mxfp4": lambda xb, inv_g: ref.mxfp4_block_codes(xb),
         "razer_activation": ref.razer_activation_block_codes,
         "razer_weight": ref.razer_weight_block_codes,
     }[fmt]
@@ -114,7 +114,7 @@ def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), i
         interpret=interpret,
         compiler_params=None if interpret else compiler_params(platform),
         name=f"{fmt}_quantize",
-    )(x2, _g_block(g))
+    )(x2, _g_block(ref.reciprocal(g)))
     codes = codes[:rows, : cols // 2].reshape(*shape[:-1], shape[-1] // 2)
     scales = scales[:rows, : cols // block].reshape(*shape[:-1], shape[-1] // block)
     return QuantizedArray(codes=codes, scales=scales, global_scale=jnp.asarray(g, jnp.float32),

@@ -122,6 +122,16 @@ def check_format(q: QuantizedArray, allowed: tuple[str, ...], name: str = "q") -
 # ---------------------------------------------------------------------------------------------------------
 
 
+def flush_subnormals(x):
+    """float32 ``x`` with |x| < 2^-126 (float32 subnormals) replaced by +0.
+
+    XLA on CPU (and GPUs) runs float32 with flush-to-zero / denormals-are-zero, so a subnormal input would
+    silently act as a signed zero on one backend and as a number on another. The quantizers flush them
+    explicitly first, which makes the result the same everywhere (and equal to the numpy tests' model)."""
+    x = x.astype(jnp.float32)
+    return jnp.where(jnp.abs(x) < np.float32(F32_MIN_NORMAL), np.float32(0.0), x)
+
+
 def _bits(x):
     return jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
 
@@ -152,6 +162,25 @@ def e2m1_magnitude_code(a):
         hit = (a >= t) if inclusive else (a > t)
         m = m + hit.astype(jnp.uint32)
     return m
+
+
+def e2m1_magnitude_code_scaled(a, s):
+    """E2M1 magnitude code of the *exact* quotient a / s (a >= 0, s > 0), without dividing: |a| is compared
+    with t * s for every midpoint t; t has <= 3 significant bits and the scales <= 4, so t * s is exact and
+    the result is RNE of the real quotient (ties, a == t * s exactly, go to the even code)."""
+    a = a.astype(jnp.float32)
+    m = jnp.zeros(a.shape, jnp.uint32)
+    for t, inclusive in _E2M1_THRESHOLDS:
+        ts = np.float32(t) * s
+        hit = (a >= ts) if inclusive else (a > ts)
+        m = m + hit.astype(jnp.uint32)
+    return m
+
+
+def e2m1_encode_scaled(x, s):
+    """E2M1 code (uint32, sign bit 3) of the exact quotient x / s for s > 0 (broadcastable)."""
+    sign = _bits(x) >> _u32(31)
+    return (sign << _u32(3)) | e2m1_magnitude_code_scaled(jnp.abs(x), s)
 
 
 def e2m1_encode(v):
@@ -246,6 +275,23 @@ def e8m0_encode_round_up(x):
     mant = b & _u32(0x7FFFFF)
     ru = (mant > _u32(0)) & (exp != _u32(0xFE)) & ~((exp == _u32(0)) & (mant <= _u32(0x400000)))
     return exp + ru.astype(jnp.uint32)
+
+
+def e8m0_code_for_amax(amax):
+    """Block amax (float32 >= 0) -> E8M0 code of ``2^ceil(log2(amax / 6))``, computed exactly from the bits
+    of amax = m 2^E (m in [1, 2)): amax / 6 = (m / 1.5) 2^(E-2), so the exponent is E - 2, plus 1 when
+    m > 1.5. Clamped to [0, 253]; amax = 0 gives code 0 (scale 2^-127). Equal to jax.nn's
+    rule (round ``fl(amax * fl(1/6))`` up to a power of two) except where that product rounds onto a power
+    of two."""
+    b = _bits(amax) & _u32(0x7FFFFFFF)
+    field = (b >> _u32(23)).astype(jnp.int32)
+    up = ((b & _u32(0x7FFFFF)) > _u32(0x400000)).astype(jnp.int32)
+    return jnp.clip(field - 2 + up, 0, 253).astype(jnp.uint32)
+
+
+def e8m0_reciprocal(code):
+    """E8M0 code in [0, 253] -> 2^(127 - code) (float32, a normal number: multiplying by it is exact)."""
+    return _from_bits((_u32(254) - code.astype(jnp.uint32)) << _u32(23))
 
 
 def e8m0_decode(code):
