@@ -301,6 +301,35 @@ def e8m0_decode(code):
 
 
 # ---------------------------------------------------------------------------------------------------------
+# Deterministic block error (the RaZeR candidate choice)
+# ---------------------------------------------------------------------------------------------------------
+
+
+ERR_FRACTION_BITS = 14
+ERR_TERM_MAX = 1 << 26
+
+
+def pow2_reciprocal(s):
+    """2^-E for positive normal float32 s = m 2^E (m in [1, 2)): an exact power of two within a factor 2 of
+    1/s, obtained from the bits (no division)."""
+    return _from_bits((_u32(254) - (_bits(s) >> _u32(23))) << _u32(23))
+
+
+def block_sq_err(d, p):
+    """Order-independent block squared error: sum_i min(round(2^14 fl((d_i p)^2)), 2^26) as int32.
+
+    d (..., B) float32 differences, p (..., 1) an exact power of two (``pow2_reciprocal`` of the block scale).
+    d p is exact, the square is rounded once and feeds no add (no FMA contraction), and the terms are
+    integers, so the sum is exact in any order: the same on every backend, unlike a float32 ``jnp.sum``
+    whose order XLA and the GPU compilers choose. Resolution 2^-14 in squared scale units; the cap (|d p| >=
+    2^6, only for values saturating far beyond the FP4 range) keeps 16 terms below 2^31. Monotone in |d|."""
+    e = jnp.square(d.astype(jnp.float32) * p)
+    k = (e * np.float32(1 << ERR_FRACTION_BITS) + np.float32(0.5)).astype(jnp.int32)
+    k = jnp.where(e >= np.float32(ERR_TERM_MAX >> ERR_FRACTION_BITS), jnp.int32(ERR_TERM_MAX), k)
+    return jnp.sum(jnp.minimum(k, jnp.int32(ERR_TERM_MAX)), axis=-1)
+
+
+# ---------------------------------------------------------------------------------------------------------
 # Nibble packing
 # ---------------------------------------------------------------------------------------------------------
 

@@ -30,8 +30,11 @@ MXFP4 (B = 32, no global scale: ``global_scale`` = 1)
 RaZeR, activation variant (B = 16): NVFP4's g and s_b, plus one special value ``sv_b in {+5, -5}`` per block
   stored in the (always free) sign bit of the E4M3 scale byte and decoded from the redundant code 0x8 (-0).
     element i takes sv when |xs_i - sv s_b| < |xs_i - q_i s_b| (q_i its E2M1 value; strictly closer: a tie
-    keeps the FP4 value, as the spec sentence "closer to it than to its FP4 rounding" says)
-    err(sv)  = sum_i (xs_i - chosen_i s_b)^2 in float32;  sv = -5 iff err(-5) < err(+5)
+    keeps the FP4 value, as the spec sentence "closer to it than to its FP4 rounding" says); decided exactly
+    by comparing xs_i with the midpoint ((sv + q_i) / 2) s_b
+    err(sv)  = sum_i round(2^14 fl((d_i p_b)^2)) as int32, d_i = fl(xs_i - chosen_i s_b), p_b = the power of
+               two 2^-floor(log2 s_b) (fp4.block_sq_err: integer terms, so the sum and the choice are the
+               same on every backend whatever the reduction order); sv = -5 iff err(-5) < err(+5)
   Zeros are coded +0 (0x0) because 0x8 is the special value.
 
 RaZeR, weight variant (B = 16): special values (+5, -5, +8, -8), index in bits 6..7 of the scale byte,
@@ -39,8 +42,8 @@ RaZeR, weight variant (B = 16): special values (+5, -5, +8, -8), index in bits 6
   (yc2367/NVFP4-RaZeR, ``quant_nvfp4_razer_e3m3``) the block scale depends on the candidate: it maps the block
   amax onto the candidate's largest magnitude qmax (6 for +-5, 8 for +-8):
     s_b(sv)  = E3M3( clip(fl(max_i |xs_i| * fl(1/qmax)), 2^-5, 28) )
-    err(sv)  = sum_i (xs_i - chosen_i(sv) s_b(sv))^2 in float32, the smallest wins (first of +5, -5, +8, -8
-               on ties).
+    err(sv)  = as above with d_i = fl(xs_i - chosen_i(sv) s_b(sv)) and the common unit p_b of s_b(6); the
+               smallest wins (first of +5, -5, +8, -8 on ties).
   Difference from the authors' simulation: they clamp to [2^-5, 28] and then cast to *E4M3*, which keeps 3
   mantissa bits below 2^-2; we store a true 6-bit E3M3 (bias 3, subnormals below 2^-2), so 6 + 2 bits fill
   the byte exactly.
@@ -52,9 +55,9 @@ authors' code sends ties *down* in magnitude (``<= mid``); the two differ only o
 The "by construction" guarantee (tested): the special-value decision compares exact products, so for the
 activation variant each element's error is <= its NVFP4 error (same g and s_b): RaZeR's block squared error
 is <= NVFP4's exactly (in real arithmetic, on every block). For the weight variant the +5/-5 candidates share
-the E3M3 scale s_b(6) with plain FP4 under the weight variant's own g, so the chosen float32 err is <= plain
-FP4's float32 err with that scale (monotone rounding of each square and of the sum in the same order); it is
-*not* comparable block by block to NVFP4 proper, whose g and E4M3 scale differ.
+the E3M3 scale s_b(6) with plain FP4 under the weight variant's own g, so the chosen integer err is <= plain
+FP4's err with that scale (each term is monotone in |d_i| and the integer sum is exact); it is *not*
+comparable block by block to NVFP4 proper, whose g and E4M3 scale differ.
 """
 
 from __future__ import annotations
@@ -115,17 +118,22 @@ def mxfp4_block_codes(xb):
     return fp4.e2m1_encode(xb * fp4.e8m0_reciprocal(sc)[..., None]), sc
 
 
-def _razer_choose(xs, s, sv):
-    """Per element of xs (..., B) with block scale s (..., 1): FP4 magnitude code, whether the special value
-    sv is strictly closer (|xs - sv s| < |xs - q s|: exact products, so the decision is exact), and the
-    block error sum_i (xs_i - chosen_i s)^2 in float32."""
+def _razer_choose(xs, s, sv, p):
+    """Per element of xs (..., B) with block scale s (..., 1): FP4 magnitude code m, whether the special value
+    sv is strictly closer than the FP4 value q (|xs - sv s| < |xs - q s|, decided exactly by comparing xs with
+    the midpoint (sv + q) / 2 times s, an exact product), and the block error
+    ``fp4.block_sq_err(fl(xs - chosen s), p)`` (int32, in units of (1/p)^2 2^-14). ``sv=None``: plain FP4."""
     m = fp4.e2m1_magnitude_code_scaled(jnp.abs(xs), s)
-    mag = fp4.e2m1_magnitude_value(m) * s
+    mag = fp4.e2m1_magnitude_value(m)
     q = jnp.where(xs < 0, -mag, mag)
-    svs = np.float32(sv) * s
-    use = jnp.abs(xs - svs) < jnp.abs(xs - q)
-    err = jnp.sum(jnp.where(use, (xs - svs) ** 2, (xs - q) ** 2), axis=-1)
-    return m, use, err
+    if sv is None:
+        use = jnp.zeros(xs.shape, bool)
+        chosen = q
+    else:
+        mid = (np.float32(sv) + q) * np.float32(0.5) * s  # (sv + q) / 2 has <= 5 significant bits: exact
+        use = jnp.where(q < np.float32(sv), xs > mid, xs < mid)  # sv is never an E2M1 value
+        chosen = jnp.where(use, np.float32(sv), q)
+    return m, use, fp4.block_sq_err(xs - chosen * s, p)
 
 
 def _razer_codes(xs, m, use):
@@ -139,20 +147,27 @@ def razer_activation_block_codes(xb, inv_g):
     xs = fp4.flush_subnormals(xb) * inv_g
     sc = nvfp4_scale_code(jnp.max(jnp.abs(xs), axis=-1))
     s = fp4.e4m3_decode(sc)[..., None]
-    m, use_p, err_p = _razer_choose(xs, s, 5.0)
-    _, use_n, err_n = _razer_choose(xs, s, -5.0)
+    p = fp4.pow2_reciprocal(s)
+    m, use_p, err_p = _razer_choose(xs, s, 5.0, p)
+    _, use_n, err_n = _razer_choose(xs, s, -5.0, p)
     neg = err_n < err_p
     use = jnp.where(neg[..., None], use_n, use_p)
     return _razer_codes(xs, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
+def _e3m3_scale_code(bmax, qmax: float):
+    return fp4.e3m3_encode(
+        jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX)))
+
+
 def razer_weight_candidate(xs, bmax, idx: int, allow_special: bool = True):
     """One weight-variant candidate (special value RAZER_WEIGHT_SPECIALS[idx]) -> (err, codes, scale byte).
+    Errors of all candidates share the unit p = pow2_reciprocal(s_b(6)) so they compare across scales.
     ``allow_special=False`` gives plain FP4 with the same E3M3 scale (the baseline of the guarantee)."""
     sv, qmax = RAZER_WEIGHT_SPECIALS[idx], RAZER_WEIGHT_QMAX[idx]
-    sf = jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX))
-    sc = fp4.e3m3_encode(sf)
-    m, use, err = _razer_choose(xs, fp4.e3m3_decode(sc)[..., None], sv if allow_special else float("nan"))
+    p = fp4.pow2_reciprocal(fp4.e3m3_decode(_e3m3_scale_code(bmax, 6.0)))[..., None]
+    sc = _e3m3_scale_code(bmax, qmax)
+    m, use, err = _razer_choose(xs, fp4.e3m3_decode(sc)[..., None], sv if allow_special else None, p)
     return err, _razer_codes(xs, m, use), sc | jnp.uint32(idx << 6)
 
 

@@ -75,3 +75,17 @@ def mxfp4(x):
     c = f4_codes(xb * np.ldexp(np.float32(1), 127 - code)[..., None].astype(np.float32))
     deq = flush(f4_values(c) * np.ldexp(1.0, code - 127)[..., None])
     return c, code.astype(np.uint8), deq
+
+
+def pow2_reciprocal(s):
+    _, e = np.frexp(np.asarray(s, np.float64))  # s = m 2^e, m in [0.5, 1): floor(log2 s) = e - 1
+    return np.ldexp(np.float32(1), 1 - e).astype(np.float32)
+
+
+def block_err(xs, chosen, s, p):
+    """The RaZeR block error exactly as specified (reference.py): integer terms round(2^14 (d p)^2), capped."""
+    d = (np.asarray(xs, np.float32) - (np.asarray(chosen, np.float32) * np.asarray(s, np.float32))).astype(np.float32)
+    e = np.square((d * np.float32(p)).astype(np.float32)).astype(np.float32)
+    k = np.floor((e * np.float32(2**14)).astype(np.float32) + np.float32(0.5)).astype(np.float64)
+    k = np.where(e >= np.float32(2**12), 2**26, np.minimum(k, 2**26))
+    return k.sum(-1).astype(np.int64)

@@ -190,3 +190,16 @@ def test_bad_arguments():
         nvfp4_quantize(np.ones((2, 16), np.float32), global_scale=np.ones(2))
     with pytest.raises(ValueError, match="format"):
         nvfp4_dequantize(mxfp4_quantize(np.ones((2, 32), np.float32)))
+
+
+def test_api_ties_round_to_even():
+    """Through the public op: with g = 1 and block amax 6 the block scale is exactly 1, so the inputs sit
+    exactly on the E2M1 midpoints; RNE sends them to the even code (the RaZeR authors' ties-down would give
+    0.5, 1.5 and 3 for 0.75, 1.75 and 3.5)."""
+    mids = [0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0]
+    x = np.array([6.0, *mids, *[-m for m in mids], 0.0], np.float32)[None]
+    q = nvfp4_quantize(x, global_scale=1.0)
+    assert np.asarray(q.scales)[0, 0] == 0x38  # E4M3 1.0
+    out = np.asarray(nvfp4_dequantize(q))[0]
+    rne = [0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0]
+    np.testing.assert_array_equal(out, [6.0, *rne, *[-r for r in rne], 0.0])
