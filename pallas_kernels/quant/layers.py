@@ -42,7 +42,7 @@ def quantize_weight(w, format: str = "nvfp4", *, implementation=None) -> Quantiz
 
 
 class EqxQuantizedLinear(eqx.Module):
-    """Equinox quantized linear: ``weight`` (out, in) FP4 blocks along ``in``; optional float ``bias`` (out,)."""
+    """Equinox quantized linear: ``weight`` (out, in), FP4 blocks along ``in``; optional ``bias`` (out,)."""
 
     weight: QuantizedArray
     bias: jax.Array | None
@@ -50,7 +50,8 @@ class EqxQuantizedLinear(eqx.Module):
 
     @classmethod
     def from_linear(cls, linear: eqx.nn.Linear, format: str = "nvfp4", implementation=None):
-        return cls(weight=quantize_weight(linear.weight, format), bias=linear.bias, implementation=implementation)
+        return cls(weight=quantize_weight(linear.weight, format), bias=linear.bias,
+                   implementation=implementation)
 
     def __call__(self, x):
         y = fp4_matmul(x, self.weight, implementation=self.implementation)
@@ -80,8 +81,9 @@ class NnxQuantizedLinear(nnx.Module):
 
     @property
     def weight(self) -> QuantizedArray:
-        return QuantizedArray(codes=self.codes[...], scales=self.scales[...], global_scale=self.global_scale[...],
-                              shape=self.shape, format=self.format, block_size=self.block_size)
+        return QuantizedArray(codes=self.codes[...], scales=self.scales[...],
+                              global_scale=self.global_scale[...], shape=self.shape, format=self.format,
+                              block_size=self.block_size)
 
     def __call__(self, x):
         y = fp4_matmul(x, self.weight, implementation=self.implementation)

@@ -51,7 +51,8 @@ def exact_codes(xs, s):
 
 
 def nvfp4_scales(xs):
-    sf = np.clip(np.abs(xs).max(-1) * np.float32(1 / 6), np.float32(2.0**-9), np.float32(448)).astype(np.float32)
+    sf = np.clip(np.abs(xs).max(-1) * np.float32(1 / 6), np.float32(2.0**-9), np.float32(448))
+    sf = sf.astype(np.float32)
     s8 = sf.astype(F8)
     return s8.view(np.uint8), s8.astype(np.float32)
 
@@ -83,8 +84,9 @@ def pow2_reciprocal(s):
 
 
 def block_err(xs, chosen, s, p):
-    """The RaZeR block error exactly as specified (reference.py): integer terms round(2^14 (d p)^2), capped."""
-    d = (np.asarray(xs, np.float32) - (np.asarray(chosen, np.float32) * np.asarray(s, np.float32))).astype(np.float32)
+    """The RaZeR block error as specified (reference.py): integer terms round(2^14 (d p)^2), capped."""
+    cs = (np.asarray(chosen, np.float32) * np.asarray(s, np.float32)).astype(np.float32)
+    d = (np.asarray(xs, np.float32) - cs).astype(np.float32)
     e = np.square((d * np.float32(p)).astype(np.float32)).astype(np.float32)
     k = np.floor((e * np.float32(2**14)).astype(np.float32) + np.float32(0.5)).astype(np.float64)
     k = np.where(e >= np.float32(2**12), 2**26, np.minimum(k, 2**26))

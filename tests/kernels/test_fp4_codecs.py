@@ -15,7 +15,8 @@ class _Jitted:
     """fp4's codecs under jit (eager op-by-op dispatch of the integer ops is slow on a shared CPU)."""
 
     def __getattr__(self, name):
-        return jax.jit(getattr(_fp4, name)) if name.startswith(("e2m1", "e4m3", "e3m3", "e8m0")) else getattr(_fp4, name)
+        fn = getattr(_fp4, name)
+        return jax.jit(fn) if name.startswith(("e2m1", "e4m3", "e3m3", "e8m0")) else fn
 
 
 fp4 = _Jitted()
@@ -99,7 +100,8 @@ def test_e3m3_against_enumeration():
 
 
 def test_e8m0_round_up_and_decode():
-    v = np.concatenate([_float_probe(2.0**-120, 2.0**120, 20000), 2.0 ** np.arange(-120, 121.0)]).astype(np.float32)
+    v = np.concatenate([_float_probe(2.0**-120, 2.0**120, 20000), 2.0 ** np.arange(-120, 121.0)])
+    v = v.astype(np.float32)
     codes = np.asarray(fp4.e8m0_encode_round_up(jnp.asarray(v)))
     m, e = np.frexp(v.astype(np.float64))  # v = m 2^e, m in [0.5, 1)
     expect = np.where(m == 0.5, e - 1, e) + 127  # ceil(log2 v) + bias

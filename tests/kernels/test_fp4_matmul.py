@@ -50,7 +50,8 @@ def test_reference_equals_dense_float64(fmt):
     x, q, w_deq = _operands((5,), 48, 96, fmt)
     y = np.asarray(fp4_matmul(x, q, implementation="xla"), np.float64)
     exact = np.asarray(x, np.float64) @ np.asarray(w_deq, np.float64).T
-    assert np.all(np.abs(y - exact) <= _tolerance(x, w_deq) + 2.0**-8 * np.abs(exact))  # + bf16 output rounding
+    # + the bfloat16 output rounding (x is bfloat16, so is y)
+    assert np.all(np.abs(y - exact) <= _tolerance(x, w_deq) + 2.0**-8 * np.abs(exact))
 
 
 @settings(max_examples=6)

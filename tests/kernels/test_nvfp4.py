@@ -1,4 +1,4 @@
-"""NVFP4: reference vs an ml_dtypes model and jax.nn's NVFP4 scaled matmul; Pallas (interpret) vs reference."""
+"""NVFP4: reference vs an ml_dtypes model and jax.nn's NVFP4 quantizer; Pallas (interpret) vs reference."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def test_codes_equal_jax_nn_nvfp4_quantizer(kind):
     if quantize is None:
         pytest.skip("jax._src.cudnn.scaled_matmul_stablehlo.quantize not available in this jax")
     x = _adversarial(kind, (8, 64), seed=2)
-    if kind == "huge_range":  # jax.nn clamps block scales at 0 (NaN for underflowing blocks): keep them finite
+    if kind == "huge_range":  # jax.nn clamps block scales at 0 (NaN for underflowing blocks): avoid those
         x = np.clip(np.abs(x), 1e27, None) * np.sign(x)
     q = nvfp4_quantize(x)
     cfg = jax.nn.get_scaled_dot_general_config("nvfp4", q.global_scale.reshape(1))

@@ -52,7 +52,8 @@ def test_quantize_dequantize_matmul_lower(fmt, platform):
     low = _lower(lambda x, g: _blockwise.quantize_pallas(x, g, fmt=fmt, platform=platform), platform, x, g)
     assert TARGET[platform] in _custom_calls(low)
     q = _quantized_spec(fmt, (64, 512))
-    low = _lower(lambda q: _blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform), platform, q)
+    low = _lower(lambda q: _blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform),
+                 platform, q)
     assert TARGET[platform] in _custom_calls(low)
     a = jax.ShapeDtypeStruct((8, 512), jnp.bfloat16)
     w = _quantized_spec(fmt, (128, 512))

@@ -1,5 +1,5 @@
-"""RaZeR: reference vs a numpy/ml_dtypes model, the special-value rules, the "never worse than NVFP4" guarantee,
-and Pallas (interpret) bit-exact against the reference."""
+"""RaZeR: reference vs a numpy/ml_dtypes model, the special-value rules, the "never worse than NVFP4"
+guarantee, and Pallas (interpret) bit-exact against the reference."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def razer_weight_np(x):
     g = np.float32(quant_np.global_scale(x, 6 * 28))
     xs = (quant_np.blocks(quant_np.flush(x), 16) * (np.float32(1) / g)).astype(np.float32)
     bmax = np.abs(xs).max(-1)
-    p = quant_np.pow2_reciprocal(_e3m3_table()[_e3m3_rne(np.clip((bmax * np.float32(1 / 6)).astype(np.float32),
-                                                                  2.0**-5, 28.0))])[..., None]
+    s6 = _e3m3_table()[_e3m3_rne(np.clip((bmax * np.float32(1 / 6)).astype(np.float32), 2.0**-5, 28.0))]
+    p = quant_np.pow2_reciprocal(s6)[..., None]
     best_err, best = None, None
     for idx, (sv, qmax) in enumerate([(5.0, 6.0), (-5.0, 6.0), (8.0, 8.0), (-8.0, 8.0)]):
         sf = np.clip((bmax * np.float32(1 / qmax)).astype(np.float32), 2.0**-5, 28.0)
@@ -102,7 +102,8 @@ def test_special_values_are_used_and_decoded():
     codes = quant_np.unpack(q.codes)
     assert codes[0, 1:4].tolist() == [8, 8, 8] and codes[1, 1:4].tolist() == [8, 8, 8]
     out = np.asarray(razer_dequantize(q))
-    # 4.5 is a tie between 4 (its FP4 rounding) and 5: kept at 4 (strictly closer rule); 5.5: 6 kept; -0.1 -> +0
+    # 4.5 is a tie between 4 (its FP4 rounding) and 5: kept at 4 (strictly-closer rule); 5.5 keeps 6;
+    # -0.1 -> +0
     np.testing.assert_array_equal(out[0, :7], [6, 5, 5, 5, 4, 6, 1])
     np.testing.assert_array_equal(out[1, :7], [-6, -5, -5, -5, -4, -6, -1])
     assert codes[0, 15] == 0 and codes[1, 15] == 0  # zeros are +0: 0x8 is taken
@@ -150,7 +151,8 @@ def test_weight_never_worse_than_fp4_with_the_same_e3m3_scale():
     xs = (quant_np.blocks(x, 16) * (np.float32(1) / g)).astype(np.float32)
     bmax = np.abs(xs).max(-1)
     errs = [np.asarray(ref.razer_weight_candidate(xs, bmax, i)[0]) for i in range(4)]
-    plain_err, plain_codes, plain_byte = (np.asarray(a) for a in ref.razer_weight_candidate(xs, bmax, 0, False))
+    plain = ref.razer_weight_candidate(xs, bmax, 0, False)
+    plain_err, plain_codes, plain_byte = (np.asarray(a) for a in plain)
     chosen = np.min(errs, axis=0)
     assert np.all(chosen <= plain_err)
     # float64, from the stored codes/scales of the public op
