@@ -19,7 +19,10 @@ NVFP4 (B = 16)
   Relation to ``jax.nn.get_scaled_dot_general_config("nvfp4", g)``: its quantizer computes the same g-scaling
   and block scale (XLA evaluates its ``x / g`` and ``amax / 6`` exactly as above), then casts the *rounded*
   quotient fl(xs * fl(1/s)) to E2M1; the two agree except when that double rounding crosses a midpoint, and
-  except for blocks whose scale underflows E4M3 (jax.nn clamps at 0 and gets 0/0 = NaN; here 2^-9).
+  except for blocks whose scale underflows E4M3: jax.nn clamps the scale at 0, its quotients are NaN or inf
+  and its E2M1 cast (no NaN/inf in E2M1) turns them into -0 or +-6 times a zero scale, so such a block
+  (all-zero blocks included) decodes to 0; here the scale is clamped at 2^-9 and a tiny nonzero block keeps
+  a coarse approximation of its values (an all-zero block gives codes +0).
 
 MXFP4 (B = 32, no global scale: ``global_scale`` = 1)
     e_b      = ceil(log2(amax_b / 6)) exactly (from the bits of amax_b), clamped to [-127, 126]; stored + 127
