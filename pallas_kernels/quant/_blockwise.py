@@ -100,7 +100,7 @@ def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), i
     shape = x.shape
     x2 = x.reshape(-1, shape[-1])
     rows, cols = x2.shape
-    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, None if interpret else platform)
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, platform)
     if (rp, kp) != (rows, cols):
         x2 = jnp.pad(x2, ((0, rp - rows), (0, kp - cols)))
     codes, scales = pl.pallas_call(
@@ -130,7 +130,7 @@ def dequantize_pallas(q: QuantizedArray, *, dtype=jnp.float32, block_sizes: Bloc
     codes = q.codes.reshape(-1, shape[-1] // 2)
     scales = q.scales.reshape(-1, shape[-1] // block)
     rows, cols = codes.shape[0], shape[-1]
-    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, None if interpret else platform)
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, platform)
     if (rp, kp) != (rows, cols):
         codes = jnp.pad(codes, ((0, rp - rows), (0, (kp - cols) // 2)))
         # padded scale bytes decode to a finite scale; their codes are 0 so the values are 0 and sliced away

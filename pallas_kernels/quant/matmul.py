@@ -81,7 +81,7 @@ def fp4_matmul_pallas(x, w: QuantizedArray, *, out_dtype=None,
     x2 = x.reshape(-1, k).astype(jnp.bfloat16)
     m = x2.shape[0]
     block = w.block_size
-    tpu = (platform or jax.default_backend()) == "tpu" and not interpret
+    tpu = (platform or jax.default_backend()) == "tpu"
     bm = max(16, min(block_sizes.block_m, _pow2_at_least(m)))
     bn = max(16, min(block_sizes.block_n, _pow2_at_least(n)))
     if tpu:

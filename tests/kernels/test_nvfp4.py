@@ -188,6 +188,11 @@ def test_bad_arguments():
         nvfp4_quantize(np.ones((2, 16), np.float32), implementation="cuda")
     with pytest.raises(ValueError, match="global_scale"):
         nvfp4_quantize(np.ones((2, 16), np.float32), global_scale=np.ones(2))
+    for bad in (0.0, -1.0, np.inf, np.nan):
+        with pytest.raises(ValueError, match="global_scale"):
+            nvfp4_quantize(np.ones((2, 16), np.float32), global_scale=bad)
+    with pytest.raises(ValueError, match="dtype"):
+        nvfp4_dequantize(nvfp4_quantize(np.ones((2, 16), np.float32)), dtype=jnp.int32)
     with pytest.raises(ValueError, match="format"):
         nvfp4_dequantize(mxfp4_quantize(np.ones((2, 32), np.float32)))
 
