@@ -78,5 +78,6 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
                                   np.asarray(_blockwise.dequantize_pallas(a, interpret=True, platform="tpu")))
     act = jnp.asarray(rng.standard_normal((5, 96)), jnp.bfloat16)
     y_ref = np.asarray(ref.fp4_matmul(act, a, out_dtype=jnp.float32), np.float64)
-    y = np.asarray(fp4_matmul_pallas(act, a, out_dtype=jnp.float32, interpret=True, platform="tpu"), np.float64)
+    y = fp4_matmul_pallas(act, a, out_dtype=jnp.float32, interpret=True, platform="tpu")
+    y = np.asarray(y, np.float64)
     np.testing.assert_allclose(y, y_ref, rtol=1e-5, atol=1e-5 * np.abs(y_ref).max())
