@@ -35,9 +35,9 @@ RaZeR, activation variant (B = 16): NVFP4's g and s_b, plus one special value ``
     element i takes sv when |xs_i - sv s_b| < |xs_i - q_i s_b| (q_i its E2M1 value; strictly closer: a tie
     keeps the FP4 value, as the spec sentence "closer to it than to its FP4 rounding" says); decided exactly
     by comparing xs_i with the midpoint ((sv + q_i) / 2) s_b
-    err(sv)  = sum_i round(2^14 fl((d_i p_b)^2)) as int32, d_i = fl(xs_i - chosen_i s_b), p_b = the power of
-               two 2^-floor(log2 s_b) (fp4.block_sq_err: integer terms, so the sum and the choice are the
-               same on every backend whatever the reduction order); sv = -5 iff err(-5) < err(+5)
+    err(sv)  = sum_i round(2^14 fl((d_i p_b)^2)) as int32, d_i = fl(|xs_i| - |chosen_i| s_b), p_b = the
+               power of two 2^-floor(log2 s_b) (fp4.block_sq_err: integer terms, so the sum and the choice
+               are the same on every backend whatever the reduction order); sv = -5 iff err(-5) < err(+5)
   Zeros are coded +0 (0x0) because 0x8 is the special value.
 
 RaZeR, weight variant (B = 16): special values (+5, -5, +8, -8), index in bits 6..7 of the scale byte,
@@ -45,7 +45,7 @@ RaZeR, weight variant (B = 16): special values (+5, -5, +8, -8), index in bits 6
   (yc2367/NVFP4-RaZeR, ``quant_nvfp4_razer_e3m3``) the block scale depends on the candidate: it maps the block
   amax onto the candidate's largest magnitude qmax (6 for +-5, 8 for +-8):
     s_b(sv)  = E3M3( clip(fl(max_i |xs_i| * fl(1/qmax)), 2^-5, 28) )
-    err(sv)  = as above with d_i = fl(xs_i - chosen_i(sv) s_b(sv)) and the common unit p_b of s_b(6); the
+    err(sv)  = as above with d_i = fl(|xs_i| - |chosen_i(sv)| s_b(sv)) and the common unit p_b of s_b(6); the
                smallest wins (first of +5, -5, +8, -8 on ties).
   Difference from the authors' simulation: they clamp to [2^-5, 28] and then cast to *E4M3*, which keeps 3
   mantissa bits below 2^-2; we store a true 6-bit E3M3 (bias 3, subnormals below 2^-2), so 6 + 2 bits fill
@@ -136,7 +136,9 @@ def _razer_choose(xs, s, sv, p):
         mid = (np.float32(sv) + q) * np.float32(0.5) * s  # (sv + q) / 2 has <= 5 significant bits: exact
         use = jnp.where(q < np.float32(sv), xs > mid, xs < mid)  # sv is never an E2M1 value
         chosen = jnp.where(use, np.float32(sv), q)
-    return m, use, fp4.block_sq_err(xs - chosen * s, p)
+    # chosen has the sign of xs (or is 0), so |d| = ||xs| - |chosen| s|; going through |xs| (a fabs between
+    # the multiply xs = x * fl(1/g) and this subtract) keeps a GPU compiler from fusing them into an FMA
+    return m, use, fp4.block_sq_err(jnp.abs(xs) - jnp.abs(chosen) * s, p)
 
 
 def _razer_codes(xs, m, use):

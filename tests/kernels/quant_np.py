@@ -85,8 +85,8 @@ def pow2_reciprocal(s):
 
 def block_err(xs, chosen, s, p):
     """The RaZeR block error as specified (reference.py): integer terms round(2^14 (d p)^2), capped."""
-    cs = (np.asarray(chosen, np.float32) * np.asarray(s, np.float32)).astype(np.float32)
-    d = (np.asarray(xs, np.float32) - cs).astype(np.float32)
+    cs = (np.abs(np.asarray(chosen, np.float32)) * np.asarray(s, np.float32)).astype(np.float32)
+    d = (np.abs(np.asarray(xs, np.float32)) - cs).astype(np.float32)
     e = np.square((d * np.float32(p)).astype(np.float32)).astype(np.float32)
     k = np.floor((e * np.float32(2**14)).astype(np.float32) + np.float32(0.5)).astype(np.float64)
     k = np.where(e >= np.float32(2**12), 2**26, np.minimum(k, 2**26))
