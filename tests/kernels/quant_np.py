@@ -91,3 +91,40 @@ def block_err(xs, chosen, s, p):
     k = np.floor((e * np.float32(2**14)).astype(np.float32) + np.float32(0.5)).astype(np.float64)
     k = np.where(e >= np.float32(2**12), 2**26, np.minimum(k, 2**26))
     return k.sum(-1).astype(np.int64)
+
+
+def adversarial(kind: str, shape, seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    if kind == "normal":
+        return rng.standard_normal(shape).astype(np.float32)
+    if kind == "zeros":
+        return np.zeros(shape, np.float32)
+    if kind == "mixed_zero_blocks":
+        x = rng.standard_normal(shape).astype(np.float32)
+        x[..., :16] = 0.0
+        return x
+    if kind == "subnormal":  # float32 subnormals mixed with tiny normals
+        return (rng.standard_normal(shape) * 1e-39).astype(np.float32)
+    if kind == "tiny":
+        return (rng.standard_normal(shape) * 1e-36).astype(np.float32)
+    if kind == "huge_range":  # 60 decades in one tensor, +-
+        mag = 10.0 ** rng.uniform(-30, 30, shape)
+        return (mag * rng.choice([-1, 1], shape)).astype(np.float32)
+    if kind == "near_max":
+        return (rng.uniform(-1, 1, shape) * 3e38).astype(np.float32)
+    if kind == "ties":  # values on E2M1 midpoints after scaling by an exact power of two
+        v = rng.choice([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0], shape) * rng.choice([-1, 1], shape)
+        return (v * 2.0**-3).astype(np.float32)
+    raise ValueError(kind)
+
+
+KINDS = ["normal", "zeros", "mixed_zero_blocks", "subnormal", "tiny", "huge_range", "near_max", "ties"]
+
+
+def e3m3_table() -> np.ndarray:
+    """All 64 E3M3 values by the definition: bias 3, field 0 = subnormal m/8 * 2^-2."""
+    out = []
+    for c in range(64):
+        f, m = c >> 3, c & 7
+        out.append(m / 8 * 2.0**-2 if f == 0 else (1 + m / 8) * 2.0 ** (f - 3))
+    return np.array(out, np.float64)

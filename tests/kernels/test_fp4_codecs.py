@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from pallas_kernels.quant import fp4 as _fp4
+from tests.kernels.quant_np import e3m3_table as _e3m3_table
 
 
 class _Jitted:
@@ -71,15 +72,6 @@ def test_e4m3_encode_decode_match_ml_dtypes():
     codes = np.arange(127, dtype=np.uint8)
     np.testing.assert_array_equal(np.asarray(fp4.e4m3_decode(jnp.asarray(codes))),
                                   codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32))
-
-
-def _e3m3_table() -> np.ndarray:
-    """All 64 E3M3 values by the definition: bias 3, field 0 = subnormal m/8 * 2^-2."""
-    out = []
-    for c in range(64):
-        f, m = c >> 3, c & 7
-        out.append(m / 8 * 2.0**-2 if f == 0 else (1 + m / 8) * 2.0 ** (f - 3))
-    return np.array(out, np.float64)
 
 
 def test_e3m3_against_enumeration():

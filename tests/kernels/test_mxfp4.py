@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from pallas_kernels.quant import mxfp4_dequantize, mxfp4_quantize, nvfp4_quantize
 from tests.kernels import quant_np
-from tests.kernels.test_nvfp4 import KINDS, _adversarial
+from tests.kernels.quant_np import KINDS
+from tests.kernels.quant_np import adversarial as _adversarial
 
 SHAPES = [(32,), (3, 64), (2, 2, 96), (4, 256)]
 

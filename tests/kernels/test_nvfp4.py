@@ -11,36 +11,12 @@ from hypothesis import strategies as st
 
 from pallas_kernels.quant import QuantizedArray, mxfp4_quantize, nvfp4_dequantize, nvfp4_quantize
 from tests.kernels import quant_np
+from tests.kernels.quant_np import KINDS
+from tests.kernels.quant_np import adversarial as _adversarial
 
 SHAPES = [(16,), (3, 32), (2, 3, 48), (5, 256)]
 
 
-def _adversarial(kind: str, shape, seed=0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if kind == "normal":
-        return rng.standard_normal(shape).astype(np.float32)
-    if kind == "zeros":
-        return np.zeros(shape, np.float32)
-    if kind == "mixed_zero_blocks":
-        x = rng.standard_normal(shape).astype(np.float32)
-        x[..., :16] = 0.0
-        return x
-    if kind == "subnormal":  # float32 subnormals mixed with tiny normals
-        return (rng.standard_normal(shape) * 1e-39).astype(np.float32)
-    if kind == "tiny":
-        return (rng.standard_normal(shape) * 1e-36).astype(np.float32)
-    if kind == "huge_range":  # 60 decades in one tensor, +-
-        mag = 10.0 ** rng.uniform(-30, 30, shape)
-        return (mag * rng.choice([-1, 1], shape)).astype(np.float32)
-    if kind == "near_max":
-        return (rng.uniform(-1, 1, shape) * 3e38).astype(np.float32)
-    if kind == "ties":  # values on E2M1 midpoints after scaling by an exact power of two
-        v = rng.choice([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0], shape) * rng.choice([-1, 1], shape)
-        return (v * 2.0**-3).astype(np.float32)
-    raise ValueError(kind)
-
-
-KINDS = ["normal", "zeros", "mixed_zero_blocks", "subnormal", "tiny", "huge_range", "near_max", "ties"]
 
 
 @pytest.mark.parametrize("kind", KINDS)

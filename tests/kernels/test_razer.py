@@ -3,6 +3,7 @@ guarantee, and Pallas (interpret) bit-exact against the reference."""
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -11,8 +12,8 @@ from hypothesis import strategies as st
 from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize, razer_dequantize, razer_quantize
 from pallas_kernels.quant import reference as ref
 from tests.kernels import quant_np
-from tests.kernels.test_fp4_codecs import _e3m3_table
-from tests.kernels.test_nvfp4 import _adversarial
+from tests.kernels.quant_np import adversarial as _adversarial
+from tests.kernels.quant_np import e3m3_table as _e3m3_table
 
 SHAPES = [(16,), (3, 32), (2, 2, 48), (4, 256)]
 E2M1_GRID = np.array([0, 0.5, 1, 1.5, 2, 3, 4, 6], np.float64)
@@ -150,8 +151,9 @@ def test_weight_never_worse_than_fp4_with_the_same_e3m3_scale():
     g = np.float32(quant_np.global_scale(x, 6 * 28))
     xs = (quant_np.blocks(x, 16) * (np.float32(1) / g)).astype(np.float32)
     bmax = np.abs(xs).max(-1)
-    errs = [np.asarray(ref.razer_weight_candidate(xs, bmax, i)[0]) for i in range(4)]
-    plain = ref.razer_weight_candidate(xs, bmax, 0, False)
+    candidate = jax.jit(ref.razer_weight_candidate, static_argnums=(2, 3))
+    errs = [np.asarray(candidate(xs, bmax, i, True)[0]) for i in range(4)]
+    plain = candidate(xs, bmax, 0, False)
     plain_err, plain_codes, plain_byte = (np.asarray(a) for a in plain)
     chosen = np.min(errs, axis=0)
     assert np.all(chosen <= plain_err)
@@ -171,7 +173,7 @@ def test_weight_never_worse_than_fp4_with_the_same_e3m3_scale():
     assert mse_w < mse_n
 
 
-@settings(max_examples=6)
+@settings(max_examples=5)
 @given(shape=st.sampled_from(SHAPES), variant=st.sampled_from(["activation", "weight"]),
        log_scale=st.sampled_from([-20, 0, 20]), seed=st.integers(0, 3))
 def test_pallas_interpret_equals_reference(shape, variant, log_scale, seed):
