@@ -575,15 +575,16 @@ def avr_lower_bound_instance(n_jobs: int, alpha: float, kappa: float, t_min: flo
 
     Continuum limit (OPT(t) = t^-gamma, AVR(t) = (t^-gamma - 1) / gamma):
     ratio(kappa) = (1 - gamma alpha) gamma^-alpha int_0^1 (t^-gamma - 1)^alpha dt  ->  alpha^alpha as kappa -> 0
-    (``avr_lower_bound_ratio``). t_min defaults to exp(-30 / kappa), small enough that the truncation is
-    negligible (use float64 for kappa < 0.5).
+    (``avr_lower_bound_ratio``). t_min defaults to exp(-6 / kappa): the truncated mass is ~ e^-6 of the total
+    (use float64 for kappa < 0.15). The discrete ratio approaches the continuum one as the log-spacing
+    6 / (kappa n_jobs) -> 0.
     """
     v.positive_int("n_jobs", n_jobs)
     check_alpha(alpha)
     v.in_interval("kappa", kappa, 0.0, 1.0)
     v.positive("kappa", kappa)
     gamma = (1.0 - kappa) / alpha
-    log_tmin = math.log(t_min) if t_min is not None else -30.0 / kappa
+    log_tmin = math.log(t_min) if t_min is not None else -6.0 / kappa
     dtype = jnp.result_type(float)
     d = jnp.exp(jnp.linspace(0.0, log_tmin, n_jobs + 1, dtype=dtype))  # d_0 = 1 > d_1 > ... > d_n
     prim = d ** (1.0 - gamma) / (1.0 - gamma)
@@ -598,8 +599,8 @@ def avr_lower_bound_ratio(alpha, kappa, n_quad: int = 20001):
     import numpy as np
 
     gamma = (1.0 - kappa) / alpha
-    u = np.linspace(0.0, 60.0 / kappa, n_quad)
-    f = (np.exp(gamma * u) - 1.0) ** alpha * np.exp(-u)
+    u = np.linspace(0.0, 80.0 / kappa, n_quad)
+    f = np.exp((gamma * alpha - 1.0) * u) * (-np.expm1(-gamma * u)) ** alpha  # (e^{gamma u} - 1)^alpha e^{-u}
     integral = np.trapezoid(f, u)
     return (1.0 - gamma * alpha) * gamma ** (-alpha) * integral
 
