@@ -48,49 +48,29 @@ KNOWN_MISMATCHES = {
 class Config:
     alpha: float = 3.0
     eps_values: tuple[float, ...] = (0.1, 0.5, 2.0)
-    # LAS experiment (Bamas et al.): n jobs, one per time unit, window D, random-walk workloads in [20, 80]
-    las_jobs: int = 200
-    las_window: int = 20
-    las_seeds: int = 20
-    las_substeps: int = 4
+    # LAS's experiment model (Bamas et al.): one job per time unit, window D, random-walk workloads in [20, 80].
+    # The same instances serve the LAS experiment, the error sweep and the adversarial predictions.
+    n_jobs: int = 200
+    window: int = 20
+    n_seeds: int = 20
+    substeps: int = 4  # grid slots per time unit
     walk_step: float = 5.0
-    # error sweep / adversarial predictions for SP (smaller instances of the same family)
-    sweep_jobs: int = 100
-    sweep_substeps: int = 2
-    sweep_seeds: int = 8
     noise_levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4, 0.8, 1.6)
     # worst-case bound checks on general random instances
     bound_jobs: int = 12
     bound_horizon: int = 30
     bound_seeds: int = 64
     # AVR lower-bound family at alpha = 2
-    lb_jobs: int = 400
+    lb_jobs: int = 100  # and twice as many
     lb_kappas: tuple[float, ...] = (0.4, 0.2, 0.1)
     chunk: int = 5
 
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(eps_values=(0.1, 2.0), las_jobs=60, las_seeds=3, las_substeps=2, sweep_jobs=40,
-                    sweep_seeds=2, noise_levels=(0.0, 0.4, 1.6), bound_seeds=8, lb_jobs=120, lb_kappas=(0.4,),
-                    chunk=3),
+    "quick": Config(eps_values=(0.1, 2.0), n_jobs=40, n_seeds=2, substeps=2, noise_levels=(0.0, 0.4, 1.6),
+                    bound_seeds=4, lb_jobs=40, lb_kappas=(0.4,), chunk=2),
 }
-
-
-def _ratio(sched, opt, alpha):
-    return ss.energy(sched.profile, alpha) / opt
-
-
-def _baselines(r, d, w, opt, alpha, n_slots, dt):
-    out = {}
-    for name in BASELINES:
-        if name == "qoa":
-            sched = ss.qoa(r, d, w, alpha=alpha, n_slots=n_slots, dt=dt)
-        else:
-            sched = getattr(ss, name)(r, d, w, n_slots=n_slots, dt=dt)
-        out[name] = _ratio(sched, opt, alpha)
-        out[f"{name}_feasible"] = sched.feasible
-    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -98,64 +78,8 @@ def _baselines(r, d, w, opt, alpha, n_slots, dt):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _las_row(key, *, cfg: Config):
-    """One seed of the LAS experiment: baselines, LAS with three predictors, SP with the exact OPT speed."""
-    a, sub = cfg.alpha, cfg.las_substeps
-    dt, n_slots = 1.0 / sub, (cfg.las_jobs + cfg.las_window) * sub
-    k_inst, k_pred = jax.random.split(key)
-    r, d, w = ss.las_instance(k_inst, cfg.las_jobs, cfg.las_window, step=cfg.walk_step)
-    opt_res = ss.yds(r, d, w)
-    opt = ss.energy(opt_res.profile, a)
-    out = _baselines(r, d, w, opt, a, n_slots, dt)
-    s_opt = ss.profile_on_grid(opt_res.profile, n_slots, dt)
-    eps = jnp.asarray(cfg.eps_values)
-    for kind in ss.WORK_PREDICTIONS:
-        pred = ss.predict_work(k_pred, w, kind)
-        out[f"las_{kind}"] = jax.vmap(
-            lambda e, pred=pred: _ratio(ss.las(r, d, w, pred, eps=e, alpha=a, n_slots=n_slots, dt=dt), opt, a))(eps)
-    for mode in ss.SP_MODES:
-        out[f"sp_{mode}"] = jax.vmap(lambda e, mode=mode: _ratio(
-            ss.speed_prediction_schedule(r, d, w, s_opt, eps=e, alpha=a, mode=mode, dt=dt), opt, a))(eps)
-    return out
-
-
-def _sweep_instance(key, cfg: Config):
-    dt, n_slots = 1.0 / cfg.sweep_substeps, (cfg.sweep_jobs + cfg.las_window) * cfg.sweep_substeps
-    r, d, w = ss.las_instance(key, cfg.sweep_jobs, cfg.las_window, step=cfg.walk_step)
-    opt_res = ss.yds(r, d, w)
-    return r, d, w, ss.energy(opt_res.profile, cfg.alpha), ss.profile_on_grid(opt_res.profile, n_slots, dt), dt
-
-
-def _sp_ratios(r, d, w, opt, s_hat, dt, cfg):
-    eps = jnp.asarray(cfg.eps_values)
-    out = {}
-    for mode in ss.SP_MODES:
-        out[mode] = jax.vmap(lambda e, mode=mode: _ratio(
-            ss.speed_prediction_schedule(r, d, w, s_hat, eps=e, alpha=cfg.alpha, mode=mode, dt=dt), opt,
-            cfg.alpha))(eps)
-    return out
-
-
-def _error_row(key, *, cfg: Config):
-    """One seed: SP's ratio at every noise level (noisy speed predictions) and the baselines."""
-    k_inst, k_noise = jax.random.split(key)
-    r, d, w, opt, s_opt, dt = _sweep_instance(k_inst, cfg)
-    n_slots = s_opt.shape[0]
-    out = _baselines(r, d, w, opt, cfg.alpha, n_slots, dt)
-
-    def at_noise(sigma, k):
-        s_hat = ss.predict_speed(k, s_opt, "noisy", sigma)
-        res = _sp_ratios(r, d, w, opt, s_hat, dt, cfg)
-        res["error"] = ss.prediction_error(s_hat, s_opt, cfg.alpha)
-        return res
-
-    sig = jnp.asarray(cfg.noise_levels)
-    out["sp"] = jax.lax.map(lambda x: at_noise(*x), (sig, jax.random.split(k_noise, sig.shape[0])))
-    return out
-
-
 def _adversarial_predictions(key, s_opt, cfg: Config):
-    sub, D = cfg.sweep_substeps, cfg.las_window
+    sub, D = cfg.substeps, cfg.window
     return {
         "zero": ss.predict_speed(key, s_opt, "zero"),
         "scaled_up": ss.predict_speed(key, s_opt, "scaled", scale=10.0),
@@ -169,61 +93,99 @@ def _adversarial_predictions(key, s_opt, cfg: Config):
     }
 
 
-def _adversarial_row(key, *, cfg: Config):
-    k_inst, k_pred = jax.random.split(key)
-    r, d, w, opt, s_opt, dt = _sweep_instance(k_inst, cfg)
-    preds = _adversarial_predictions(k_pred, s_opt, cfg)
-    stacked = jnp.stack([preds[k] for k in ADVERSARIAL])
-    res = jax.lax.map(lambda s_hat: _sp_ratios(r, d, w, opt, s_hat, dt, cfg), stacked)  # (kinds, eps)
-    m, delta_eff = ss.shrink_slots(r, d, jnp.asarray(cfg.eps_values)[:, None], cfg.alpha, dt)
-    res["delta_eff"] = jnp.min(delta_eff, axis=1)
-    return res
-
-
-def _bounds_row(key, *, cfg: Config, alpha: float):
-    """A general random instance: ratios of AVR, OA, BKP (fine grid) and the feasibility of each schedule."""
-    sub = 4
-    r, d, w = ss.random_instance(key, cfg.bound_jobs, cfg.bound_horizon, 1, 12, 10.0)
-    opt = ss.energy(ss.yds(r, d, w).profile, alpha)
-    n_slots = cfg.bound_horizon * sub
-    return _baselines(r, d, w, opt, alpha, n_slots, 1.0 / sub)
-
-
-def _profiles(key, cfg: Config):
-    """Speed profiles of every algorithm on one small instance (12 jobs on [0, 30])."""
-    a, sub, horizon = cfg.alpha, 4, 30
-    dt, n_slots = 1.0 / sub, horizon * sub
-    r, d, w = ss.random_instance(key, 12, horizon, 2, 14, 10.0)
+def _row(key, *, cfg: Config):
+    """One seed: a LAS-model instance; OPT, the baselines, LAS with three predictors, and SP (both modes, every
+    eps) under noisy and adversarial speed predictions. Returns ratios E / OPT and seed 0's profiles."""
+    a, sub = cfg.alpha, cfg.substeps
+    dt, n_slots = 1.0 / sub, (cfg.n_jobs + cfg.window) * sub
+    k_inst, k_work, k_noise, k_adv = jax.random.split(key, 4)
+    r, d, w = ss.las_instance(k_inst, cfg.n_jobs, cfg.window, step=cfg.walk_step)
     opt_res = ss.yds(r, d, w)
     opt = ss.energy(opt_res.profile, a)
     s_opt = ss.profile_on_grid(opt_res.profile, n_slots, dt)
-    s_hat = ss.predict_speed(jax.random.fold_in(key, 1), s_opt, "noisy", 0.4)
-    eps = 0.5
-    scheds = {
-        "AVR": ss.avr(r, d, w, n_slots=n_slots, dt=dt),
-        "OA": ss.oa(r, d, w, n_slots=n_slots, dt=dt),
-        "qOA": ss.qoa(r, d, w, alpha=a, n_slots=n_slots, dt=dt),
-        "BKP": ss.bkp(r, d, w, n_slots=n_slots, dt=dt),
-        "SP dynamic (noise 0.4)": ss.speed_prediction_schedule(r, d, w, s_hat, eps=eps, alpha=a, dt=dt),
-        "LAS (noise 0.2)": ss.las(r, d, w, ss.predict_work(jax.random.fold_in(key, 2), w, "accurate", 0.2),
-                                  eps=eps, alpha=a, n_slots=n_slots, dt=dt),
-    }
-    return {"release": r, "deadline": d, "work": w, "opt_edges": opt_res.profile.edges,
-            "opt_speed": opt_res.profile.speed, "prediction": s_hat, "eps": jnp.asarray(eps),
-            "speed": {k: s.profile.speed for k, s in scheds.items()},
-            "ratio": {k: ss.energy(s.profile, a) / opt for k, s in scheds.items()}}
+    out, speeds = {}, {"opt": s_opt}
+    for name in BASELINES:
+        if name == "qoa":
+            sched = ss.qoa(r, d, w, alpha=a, n_slots=n_slots, dt=dt)
+        else:
+            sched = getattr(ss, name)(r, d, w, n_slots=n_slots, dt=dt)
+        out[name] = ss.energy(sched.profile, a) / opt
+        out[f"{name}_feasible"] = sched.feasible
+        out[f"{name}_guard"] = sched.guard_work
+        speeds[name] = sched.profile.speed
+    eps = jnp.asarray(cfg.eps_values)
+
+    def las_run(e, pred):
+        sched = ss.las(r, d, w, pred, eps=e, alpha=a, n_slots=n_slots, dt=dt)
+        return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed
+
+    preds = jnp.stack([ss.predict_work(k_work, w, kind) for kind in ss.WORK_PREDICTIONS])
+    ratio, feas, sp = jax.vmap(jax.vmap(las_run, (0, None)), (None, 0))(eps, preds)  # (kinds, eps)
+    for i, kind in enumerate(ss.WORK_PREDICTIONS):
+        out[f"las_{kind}"], out[f"las_{kind}_feasible"] = ratio[i], feas[i]
+    speeds["las"] = sp[0, 0]
+
+    def sp_run(s_hat):
+        res = {"error": ss.prediction_error(s_hat, s_opt, a)}
+        for mode in ss.SP_MODES:
+            def one(e, mode=mode):
+                sched = ss.speed_prediction_schedule(r, d, w, s_hat, eps=e, alpha=a, mode=mode, dt=dt)
+                return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed
+            res[mode], res[f"{mode}_feasible"], res[f"{mode}_speed"] = jax.vmap(one)(eps)
+        return res
+
+    sig = jnp.asarray(cfg.noise_levels)
+    noisy = jax.vmap(lambda s, k: ss.predict_speed(k, s_opt, "noisy", s))(sig, jax.random.split(k_noise, sig.size))
+    adv = _adversarial_predictions(k_adv, s_opt, cfg)
+    preds = jnp.concatenate([noisy, jnp.stack([adv[k] for k in ADVERSARIAL])])
+    res = jax.lax.map(sp_run, preds)
+    n_noise = sig.size
+    out["sp_noise"] = {k: v[:n_noise] for k, v in res.items() if not k.endswith("_speed")}
+    out["sp_adv"] = {k: v[n_noise:] for k, v in res.items() if not k.endswith("_speed")}
+    i_show = min(2, n_noise - 1)
+    speeds["sp_prediction"] = noisy[i_show]
+    speeds["sp_dynamic"] = res["dynamic_speed"][i_show, 0]
+    m, delta_eff = ss.shrink_slots(r, d, eps[:, None], a, dt)
+    out["delta_eff"] = jnp.min(delta_eff, axis=1)
+    out["speeds"] = speeds
+    out["jobs"] = {"release": r, "deadline": d, "work": w}
+    return out
+
+
+def _bounds_row(batch, *, cfg: Config):
+    """A general random instance (windows 1..12) at power alpha = batch["alpha"]: AVR, OA, qOA, BKP ratios."""
+    sub, alpha = 4, batch["alpha"]
+    r, d, w = ss.random_instance(batch["key"], cfg.bound_jobs, cfg.bound_horizon, 1, 12, 10.0)
+    opt = ss.energy(ss.yds(r, d, w).profile, alpha)
+    n_slots, dt = cfg.bound_horizon * sub, 1.0 / sub
+    out = {}
+    for name in BASELINES:
+        if name == "qoa":
+            sched = ss.qoa(r, d, w, alpha=alpha, n_slots=n_slots, dt=dt)
+        else:
+            sched = getattr(ss, name)(r, d, w, n_slots=n_slots, dt=dt)
+        out[name] = ss.energy(sched.profile, alpha) / opt
+        out[f"{name}_feasible"] = sched.feasible
+    return out
 
 
 def _avr_lower_bound(cfg: Config):
-    out = {"kappa": np.asarray(cfg.lb_kappas), "measured": [], "continuum": []}
+    """AVR / YDS on the lower-bound family at alpha = 2 with n and 2n jobs per kappa (float64): the error to the
+    continuum limit is first order in the log-spacing, so 2 R(2n) - R(n) extrapolates to the limit."""
+    n1, n2 = cfg.lb_jobs, 2 * cfg.lb_jobs
+    out = {"kappa": np.asarray(cfg.lb_kappas), "n": np.asarray([n1, n2])}
+    meas = []
     with jax.enable_x64(True):
         for kappa in cfg.lb_kappas:
-            r, d, w = ss.avr_lower_bound_instance(cfg.lb_jobs, 2.0, kappa)
-            opt = ss.energy(ss.yds(r, d, w).profile, 2.0)
-            out["measured"].append(float(ss.energy(ss.avr_profile(r, d, w), 2.0) / opt))
-            out["continuum"].append(float(ss.avr_lower_bound_ratio(2.0, kappa)))
-    out["measured"] = np.asarray(out["measured"])
-    out["continuum"] = np.asarray(out["continuum"])
+            row = []
+            for n in (n1, n2):
+                r, d, w = ss.avr_lower_bound_instance(n, 2.0, kappa)
+                opt = ss.energy(ss.yds(r, d, w).profile, 2.0)
+                row.append(float(ss.energy(ss.avr_profile(r, d, w), 2.0) / opt))
+            meas.append(row)
+    out["measured"] = np.asarray(meas)  # (kappas, 2)
+    out["continuum"] = np.asarray([ss.avr_lower_bound_ratio(2.0, k) for k in cfg.lb_kappas])
+    out["extrapolated"] = 2 * out["measured"][:, 1] - out["measured"][:, 0]
     fine = np.geomspace(1e-3, 0.9, 40)
     out["curve_kappa"] = fine
     out["curve_ratio"] = np.asarray([ss.avr_lower_bound_ratio(2.0, k) for k in fine])
@@ -231,17 +193,15 @@ def _avr_lower_bound(cfg: Config):
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
-    k_las, k_err, k_adv, k_bnd, k_prof = jax.random.split(key, 5)
+    k_main, k_bnd = jax.random.split(key)
     out = {"eps": jnp.asarray(cfg.eps_values)}
-    out["las"] = sweep(partial(_las_row, cfg=cfg), jax.random.split(k_las, cfg.las_seeds), chunk_size=cfg.chunk)
-    out["error"] = sweep(partial(_error_row, cfg=cfg), jax.random.split(k_err, cfg.sweep_seeds),
-                         chunk_size=cfg.chunk)
-    out["adversarial"] = sweep(partial(_adversarial_row, cfg=cfg), jax.random.split(k_adv, cfg.sweep_seeds),
-                               chunk_size=cfg.chunk)
-    out["bounds"] = {f"alpha{int(a)}": sweep(partial(_bounds_row, cfg=cfg, alpha=a),
-                                             jax.random.split(jax.random.fold_in(k_bnd, int(a)), cfg.bound_seeds))
-                     for a in (2.0, 3.0)}
-    out["profiles"] = _profiles(k_prof, cfg)
+    main = sweep(partial(_row, cfg=cfg), jax.random.split(k_main, cfg.n_seeds), chunk_size=cfg.chunk)
+    out["profiles"] = jax.tree.map(lambda x: x[0], {"speeds": main.pop("speeds"), "jobs": main.pop("jobs")})
+    out["main"] = main
+    alphas = jnp.repeat(jnp.asarray([2.0, 3.0]), cfg.bound_seeds)
+    bnd = sweep(partial(_bounds_row, cfg=cfg), {"key": jax.random.split(k_bnd, alphas.size), "alpha": alphas})
+    out["bounds"] = {f"alpha{int(al)}": jax.tree.map(lambda x, i=i: x[i * cfg.bound_seeds:(i + 1) * cfg.bound_seeds],
+                                                     bnd) for i, al in enumerate((2, 3))}
     out["avr_lb"] = _avr_lower_bound(cfg)
     return out
 
@@ -251,55 +211,67 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 
 
+def paper_setup(cfg: Config) -> bool:
+    """True when the config is LAS's experiment (200 jobs, D = 20, alpha = 3, 20 seeds): only then are the
+    published numbers a claim."""
+    return (cfg.n_jobs, cfg.window, cfg.alpha, cfg.n_seeds) == (200, 20, 3.0, 20)
+
+
 def claims(results: dict, cfg: Config) -> list[Claim]:
     a = cfg.alpha
     eps = np.asarray(results["eps"])
+    main = results["main"]
     out = []
-    err = results["error"]
     noise = np.asarray(cfg.noise_levels)
     i0 = int(np.argmin(np.abs(noise)))
     for mode in ss.SP_MODES:
-        worst0 = np.max(np.asarray(err["sp"][mode])[:, i0, :], axis=0)  # (eps,) worst seed at zero error
+        worst0 = np.max(np.asarray(main["sp_noise"][mode])[:, i0, :], axis=0)  # (eps,) worst seed, zero error
         for e, m in zip(eps, worst0, strict=True):
             out.append(Claim(f"SP-{mode} consistency: worst ratio at zero error <= 1 + eps (eps={e:g})", 1 + e, m,
                              0.0, "le", source="paper"))
-    las = results["las"]
-    for e, m in zip(eps, np.max(np.asarray(las["las_accurate"]), axis=0), strict=True):
+    for e, m in zip(eps, np.max(np.asarray(main["las_accurate"]), axis=0), strict=True):
         out.append(Claim(f"LAS consistency: worst ratio with exact workloads <= 1 + eps (eps={e:g})", 1 + e, m, 0.0,
                          "le", source="paper"))
-    adv = results["adversarial"]
-    delta = np.min(np.asarray(adv["delta_eff"]), axis=0)
+    feas = [np.asarray(main[f"las_{k}_feasible"]) for k in ss.WORK_PREDICTIONS]
+    feas += [np.asarray(main[blk][f"{m}_feasible"]) for blk in ("sp_noise", "sp_adv") for m in ss.SP_MODES]
+    feas += [np.asarray(main[f"{n}_feasible"]) for n in BASELINES]
+    out.append(Claim("every schedule (baselines, LAS, SP; every prediction) meets every deadline (1 = all)", 1.0,
+                     float(all(bool(f.all()) for f in feas)), 0.0, "abs", source="theory"))
+    delta = np.min(np.asarray(main["delta_eff"]), axis=0)
     for j, e in enumerate(eps):
-        worst = max(np.max(np.asarray(adv[mode])[:, :, j]) for mode in ss.SP_MODES)
-        out.append(Claim(f"SP robustness: worst adversarial ratio <= delta^-a 2^(a-1) a^a (eps={e:g}, "
-                         f"delta_eff={delta[j]:.3f})", float(ss.sp_robustness_bound(a, delta[j])), worst, 0.0,
-                         "le", source="theory"))
-        worst_las = max(np.max(np.asarray(las[f"las_{k}"])[:, j]) for k in ss.WORK_PREDICTIONS)
-        out.append(Claim(f"LAS robustness: worst ratio (random/misleading predictors) below the same bound "
-                         f"(eps={e:g})", float(ss.sp_robustness_bound(a, delta[j])), worst_las, 0.0, "le",
-                         source="theory"))
-    for name, pub in PUBLISHED.items():
-        label = {"avr": "AVR", "oa": "OA", "bkp": "BKP"}[name]
-        out.append(Claim(f"{label} mean ratio (LAS experiment, {cfg.las_jobs} jobs, D={cfg.las_window}, a={a:g}, "
-                         f"{cfg.las_seeds} seeds) vs published", pub, np.mean(np.asarray(las[name])), 0.1, "rel"))
-    lo, hi = PUBLISHED_LAS
-    mean_las = np.mean(np.asarray(las["las_accurate"]), axis=0)
-    for e, m in zip(eps, mean_las, strict=True):
-        out.append(Claim(f"LAS-accurate mean ratio within the published range [{lo}, {hi}] (eps={e:g})",
-                         (lo + hi) / 2, m, (hi - lo) / 2, "abs"))
+        bound = float(ss.sp_robustness_bound(a, delta[j]))
+        worst = max(float(np.max(np.asarray(main[blk][mode])[..., j])) for blk in ("sp_noise", "sp_adv")
+                    for mode in ss.SP_MODES)
+        out.append(Claim(f"SP robustness: worst ratio over all generated predictions <= delta^-a 2^(a-1) a^a "
+                         f"(eps={e:g}, delta_eff={delta[j]:.3f})", bound, worst, 0.0, "le", source="theory"))
+        worst_las = max(float(np.max(np.asarray(main[f"las_{k}"])[:, j])) for k in ss.WORK_PREDICTIONS)
+        out.append(Claim(f"LAS robustness: worst ratio (random / misleading predictors) <= the same bound "
+                         f"(eps={e:g})", bound, worst_las, 0.0, "le", source="theory"))
+    if paper_setup(cfg):
+        for name, pub in PUBLISHED.items():
+            label = LABELS[name]
+            out.append(Claim(f"{label} mean ratio in LAS's experiment (200 jobs, D=20, a=3, 20 seeds) vs published",
+                             pub, float(np.mean(np.asarray(main[name]))), 0.1, "rel"))
+        lo, hi = PUBLISHED_LAS
+        for e, m in zip(eps, np.mean(np.asarray(main["las_accurate"]), axis=0), strict=True):
+            out.append(Claim(f"LAS-accurate mean ratio within the published range [{lo}, {hi}] (eps={e:g})",
+                             (lo + hi) / 2, m, (hi - lo) / 2, "abs"))
     for label in ("alpha2", "alpha3"):
         al = 2.0 if label == "alpha2" else 3.0
         b = results["bounds"][label]
         for name, bound in (("avr", ss.avr_bound(al)), ("oa", ss.oa_bound(al)), ("bkp", ss.bkp_bound(al))):
-            out.append(Claim(f"{name.upper()} worst ratio <= its bound on random instances (alpha={al:g})",
+            out.append(Claim(f"{LABELS[name]} worst ratio <= its bound on random instances (alpha={al:g})",
                              float(bound), float(np.max(np.asarray(b[name]))), 0.0, "le", source="theory"))
-        feas = all(bool(np.all(np.asarray(b[f"{n}_feasible"]))) for n in BASELINES)
-        out.append(Claim(f"every AVR/OA/qOA/BKP schedule meets every deadline (alpha={al:g}, 1 = all)", 1.0,
-                         float(feas), 0.0, "abs", source="theory"))
+        out.append(Claim(f"OPT is a lower bound: min ratio of AVR/OA/qOA/BKP >= 1 (alpha={al:g})", 1.0,
+                         min(float(np.min(np.asarray(b[n]))) for n in BASELINES), 1e-4, "ge", source="theory"))
     lb = results["avr_lb"]
-    for k, m, c in zip(lb["kappa"], lb["measured"], lb["continuum"], strict=True):
-        out.append(Claim(f"AVR/OPT on the lower-bound family at alpha=2, kappa={k:g} (-> 4 as kappa -> 0)", c, m,
-                         0.05, "rel", source="theory"))
+    n1, n2 = (int(x) for x in lb["n"])
+    for k, m, c, x in zip(lb["kappa"], lb["measured"], lb["continuum"], lb["extrapolated"], strict=True):
+        order = float(np.log2((c - m[0]) / (c - m[1])))
+        out.append(Claim(f"AVR/OPT on the lower-bound family (alpha=2, kappa={k:g}): convergence order in the "
+                         f"log-spacing, {n1} vs {n2} jobs", 1.0, order, 0.35, "abs", source="theory"))
+        out.append(Claim(f"AVR/OPT extrapolated 2R({n2}) - R({n1}) = continuum limit (alpha=2, kappa={k:g}; "
+                         f"-> 4 as kappa -> 0)", c, x, 0.02, "rel", source="theory"))
     return out
 
 
@@ -316,120 +288,140 @@ def plot(results: dict, cfg: Config) -> dict:
     a = cfg.alpha
     eps = np.asarray(results["eps"])
     cmap = [f"C{i}" for i in range(len(eps))]
+    main = results["main"]
+    setup = f"{cfg.n_jobs} jobs, D={cfg.window}, a={a:g}, {cfg.n_seeds} seeds"
 
     # ratio vs prediction error
-    err = results["error"]
-    fig, ax = style.figure(figsize=(8, 5))
-    x = np.mean(np.asarray(err["sp"]["error"]), axis=0)
+    fig, ax = style.figure(figsize=(8.5, 5.5))
+    x = np.mean(np.asarray(main["sp_noise"]["error"]), axis=0)
     for j, e in enumerate(eps):
-        for mode, ls in (("dynamic", "-"), ("offline", "--")):
-            y = np.asarray(err["sp"][mode])[:, :, j]
-            ax.errorbar(x, y.mean(0), yerr=y.std(0), fmt="o" + ls, color=cmap[j], ms=4, capsize=2,
-                        label=f"SP {mode}, eps={e:g}" if mode == "dynamic" else f"SP offline, eps={e:g}")
-        ax.axhline(1 + e, color=cmap[j], lw=0.8, ls=":")
+        for mode, fmt in (("dynamic", "o-"), ("offline", "s--")):
+            y = np.asarray(main["sp_noise"][mode])[:, :, j]
+            ax.errorbar(x, y.mean(0), yerr=y.std(0), fmt=fmt, color=cmap[j], ms=4, capsize=2,
+                        label=f"SP {mode}, eps={e:g}")
+        ax.axhline(1 + e, color=cmap[j], lw=0.8, ls=":", label=f"1 + eps = {1 + e:g}")
     for name in BASELINES:
-        ax.axhline(np.mean(np.asarray(err[name])), color=COLORS[name], lw=1.5, alpha=0.7,
-                   label=f"{LABELS[name]} (no prediction)")
+        ax.axhline(np.mean(np.asarray(main[name])), color=COLORS[name], lw=2, alpha=0.6,
+                   label=f"{LABELS[name]} (no prediction), mean")
     ax.axhline(1.0, **style.prediction(), label="YDS = OPT = 1")
-    ax.set(xscale="symlog", xlabel="relative prediction error ||s_hat - s*||_a / ||s*||_a (symlog)",
-           ylabel="energy / OPT", yscale="log",
-           title=f"SP with noisy machine-speed predictions ({cfg.sweep_jobs} jobs, D={cfg.las_window}, a={a:g}, "
-                 f"{cfg.sweep_seeds} seeds; dotted: 1 + eps)")
+    ax.set(xscale="symlog", xlabel="relative prediction error ||s_hat - s*||_a / ||s*||_a  (mean over seeds)",
+           ylabel="energy / OPT (mean +- std)", yscale="log",
+           title=f"SP with noisy speed predictions s_hat = s* exp(sigma z - sigma^2/2)  ({setup})")
     ax.set_xlim(left=0)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=3)
     figs["ratio_vs_error"] = fig
 
-    # speed profiles
+    # speed profiles (seed 0, first 60 time units)
     p = results["profiles"]
+    sp = {k: np.asarray(v) for k, v in p["speeds"].items()}
+    n_slots = sp["opt"].shape[0]
+    t = np.arange(n_slots + 1) / cfg.substeps
+    t_end = min(60.0, t[-1])
+    k_end = int(t_end * cfg.substeps)
     fig, axes = style.figure(2, 1, figsize=(10, 7), sharex=True)
-    edges, sp = np.asarray(p["opt_edges"]), np.asarray(p["opt_speed"])
-    n_slots = np.asarray(p["prediction"]).shape[0]
-    tgrid = np.arange(n_slots + 1) * (30.0 / n_slots)
-    ratios = {k: float(v) for k, v in p["ratio"].items()}
-    for ax, names in zip(axes, (("AVR", "OA", "qOA", "BKP"), ("SP dynamic (noise 0.4)", "LAS (noise 0.2)")),
-                         strict=True):
-        ax.stairs(sp, edges, color="black", lw=2.2, label="OPT (YDS, exact)")
-        for name in names:
-            ax.stairs(np.asarray(p["speed"][name]), tgrid, lw=1.2, label=f"{name}: E/OPT = {ratios[name]:.3f}")
-        if names[0].startswith("SP"):
-            ax.stairs(np.asarray(p["prediction"]), tgrid, color="0.6", lw=0.8, ls=":", label="predicted speed s_hat")
-        ax.set(ylabel="speed s(t)")
-        ax.legend(fontsize=8, loc="upper right")
-    r, d = np.asarray(p["release"]), np.asarray(p["deadline"])
-    ymax = axes[1].get_ylim()[1]
-    for i, (ri, di) in enumerate(zip(r, d, strict=True)):
-        axes[1].plot([ri, di], [ymax * (0.97 - 0.025 * i)] * 2, color="0.4", lw=1)
-    axes[0].set_title(f"Speed profiles on one instance (12 jobs; grey bars: job windows; a={a:g}, eps={float(p['eps']):g})")
+    groups = ((("avr", "AVR"), ("oa", "OA"), ("qoa", "qOA"), ("bkp", "BKP")),
+              (("sp_prediction", "predicted speed s_hat (sigma = %g)" % cfg.noise_levels[min(2, len(cfg.noise_levels) - 1)]),
+               ("sp_dynamic", f"SP dynamic with that prediction, eps={eps[0]:g}"),
+               ("las", f"LAS with exact workloads, eps={eps[0]:g}")))
+    for ax, names in zip(axes, groups, strict=True):
+        ax.stairs(sp["opt"][:k_end], t[:k_end + 1], color="black", lw=2.4, label="OPT (YDS)")
+        for key, label in names:
+            style_kw = dict(color="0.6", lw=0.8) if key == "sp_prediction" else dict(lw=1.3)
+            ax.stairs(sp[key][:k_end], t[:k_end + 1], label=label, **style_kw)
+        ax.set(ylabel="speed s(t) (work / time)")
+        ax.legend(fontsize=8, loc="upper right", ncol=2)
+    axes[0].set_title(f"Speed profiles on one instance (seed 0 of the LAS model, first {t_end:g} time units; "
+                      f"job i arrives at t = i, due at i + {cfg.window})")
     axes[1].set(xlabel="time t")
     figs["profiles"] = fig
 
     # robustness
-    adv = results["adversarial"]
-    fig, ax = style.figure(figsize=(10, 5))
+    adv = main["sp_adv"]
+    fig, ax = style.figure(figsize=(11, 5.5))
     width = 0.8 / (2 * len(eps))
     xs = np.arange(len(ADVERSARIAL))
     for j, e in enumerate(eps):
         for mi, mode in enumerate(ss.SP_MODES):
             worst = np.max(np.asarray(adv[mode])[:, :, j], axis=0)
             off = (2 * j + mi - len(eps) + 0.5) * width
-            ax.bar(xs + off, worst, width, color=cmap[j], alpha=1.0 if mode == "dynamic" else 0.5,
+            ax.bar(xs + off, worst, width, color=cmap[j], alpha=1.0 if mode == "dynamic" else 0.45,
                    label=f"SP {mode}, eps={e:g}")
-    delta = np.min(np.asarray(adv["delta_eff"]), axis=0)
+    delta = np.min(np.asarray(main["delta_eff"]), axis=0)
     for j, e in enumerate(eps):
         ax.axhline(float(ss.sp_robustness_bound(a, delta[j])), **style.prediction(color=cmap[j]),
-                   label=f"bound delta^-a 2^(a-1) a^a, eps={e:g}")
-    err = results["error"]
-    ax.axhline(np.mean(np.asarray(err["oa"])), color=COLORS["oa"], lw=1.5, label="OA (mean)")
+                   label=f"robustness bound, eps={e:g} (delta_eff={delta[j]:.3f})")
+    ax.axhline(np.mean(np.asarray(main["oa"])), color=COLORS["oa"], lw=1.5, label="OA (mean ratio)")
     ax.axhline(ss.oa_bound(a), color=COLORS["oa"], lw=1, ls="-.", label="OA's bound a^a")
+    ax.axhline(1.0, color="black", lw=0.8)
     ax.set(xticks=xs, yscale="log", ylabel="worst energy / OPT over seeds",
-           title="Robustness: SP under adversarial speed predictions")
+           title=f"Robustness: SP under adversarial speed predictions ({setup}); "
+                 "bound = delta^-a 2^(a-1) a^a")
     ax.set_xticklabels([k.replace("_", "\n") for k in ADVERSARIAL], fontsize=8)
     ax.legend(fontsize=7, ncol=3, loc="upper left")
+    ax.set_ylim(0.8, None)
     figs["robustness"] = fig
 
     # LAS experiment
-    las = results["las"]
-    fig, ax = style.figure(figsize=(10, 5))
-    names = list(BASELINES) + [f"las_{k}" for k in ss.WORK_PREDICTIONS] + [f"sp_{m}" for m in ss.SP_MODES]
-    pos = 0
-    ticks, ticklabels = [], []
-    for name in names:
-        vals = np.asarray(las[name])
-        if vals.ndim == 1:
-            vals = vals[:, None]
-            labels = [LABELS.get(name, name)]
-        else:
-            labels = [f"{name.replace('_', ' ')}\neps={e:g}" for e in eps]
-        for j in range(vals.shape[1]):
-            ax.bar(pos, vals[:, j].mean(), yerr=vals[:, j].std(), color=COLORS.get(name, cmap[j]), capsize=3)
+    fig, ax = style.figure(figsize=(11, 5.5))
+    pos, ticks, ticklabels = 0.0, [], []
+    base_pos = {}
+    for name in BASELINES:
+        vals = np.asarray(main[name])
+        ax.bar(pos, vals.mean(), yerr=vals.std(), color=COLORS[name], capsize=3)
+        base_pos[name] = pos
+        ticks.append(pos)
+        ticklabels.append(LABELS[name])
+        pos += 1
+    pos += 0.5
+    for kind in ss.WORK_PREDICTIONS:
+        vals = np.asarray(main[f"las_{kind}"])
+        for j, e in enumerate(eps):
+            ax.bar(pos, vals[:, j].mean(), yerr=vals[:, j].std(), color=cmap[j], capsize=3)
             ticks.append(pos)
-            ticklabels.append(labels[j])
+            ticklabels.append(f"LAS {kind}\neps={e:g}")
+            pos += 1
+        pos += 0.5
+    for mode in ss.SP_MODES:
+        vals = np.asarray(main["sp_noise"][mode])[:, i0_noise(cfg), :]
+        for j, e in enumerate(eps):
+            ax.bar(pos, vals[:, j].mean(), yerr=vals[:, j].std(), color=cmap[j], capsize=3, hatch="//")
+            ticks.append(pos)
+            ticklabels.append(f"SP {mode}\ns_hat = s*\neps={e:g}")
             pos += 1
         pos += 0.5
     for k, (name, pub) in enumerate(PUBLISHED.items()):
-        ax.plot(BASELINES.index(name) * 1.5, pub, marker="*", ms=14, color="black", ls="none",
+        ax.plot(base_pos[name], pub, marker="*", ms=15, color="black", ls="none",
                 label="published mean (Bamas et al. 2020)" if k == 0 else None)
-    ax.axhspan(*PUBLISHED_LAS, color="0.8", zorder=0, label="published LAS-accurate range 1.008-1.026")
-    ax.axhline(1.0, **style.prediction(), label="OPT")
+    ax.axhspan(*PUBLISHED_LAS, color="0.75", zorder=0, label="published LAS-accurate range 1.008-1.026")
+    ax.axhline(1.0, **style.prediction(), label="OPT = 1")
     ax.set(xticks=ticks, yscale="log", ylabel="mean energy / OPT (+- std over seeds)",
-           title=f"LAS experiment: {cfg.las_jobs} jobs, D={cfg.las_window}, a={a:g}, {cfg.las_seeds} seeds "
-                 f"(random-walk workloads in [20, 80])")
+           title=f"LAS's experiment: {setup} (random-walk workloads in [20, 80]); bars ours, stars published")
     ax.set_xticklabels(ticklabels, fontsize=6.5)
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="upper right")
     figs["las_experiment"] = fig
 
     # AVR lower bound
     lb = results["avr_lb"]
     fig, ax = style.figure(figsize=(7, 4.5))
     ax.plot(lb["curve_kappa"], lb["curve_ratio"], **style.prediction(), label="continuum limit (quadrature)")
-    ax.plot(lb["kappa"], lb["measured"], "o", color="tab:orange", ms=8,
-            label=f"measured: exact AVR / YDS, {cfg.lb_jobs} jobs")
-    ax.axhline(4.0, color="tab:red", lw=1, label="alpha^alpha = 4")
-    ax.set(xscale="log", xlabel="kappa (gamma = (1 - kappa) / alpha)", ylabel="AVR / OPT",
+    n1, n2 = (int(x) for x in lb["n"])
+    ax.plot(lb["kappa"], lb["measured"][:, 0], "v", color="tab:orange", ms=7, ls="none",
+            label=f"measured: exact AVR / YDS, {n1} jobs")
+    ax.plot(lb["kappa"], lb["measured"][:, 1], "^", color="tab:orange", ms=7, ls="none",
+            label=f"measured, {n2} jobs")
+    ax.plot(lb["kappa"], lb["extrapolated"], "o", color="tab:blue", ms=8, ls="none",
+            label="extrapolated 2 R(2n) - R(n)")
+    ax.axhline(4.0, color="tab:red", lw=1, label="alpha^alpha = 4 (kappa -> 0)")
+    ax.set(xscale="log", xlabel="kappa (work density t^-gamma, gamma = (1 - kappa) / alpha)", ylabel="AVR / OPT",
            title="AVR on its lower-bound family at alpha = 2")
     ax.legend()
     figs["avr_lower_bound"] = fig
     return figs
+
+
+def i0_noise(cfg: Config) -> int:
+    """Index of the zero-noise level (exact prediction s_hat = s*)."""
+    return int(np.argmin(np.abs(np.asarray(cfg.noise_levels))))
 
 
 # ---------------------------------------------------------------------------------------------------------

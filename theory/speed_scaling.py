@@ -429,7 +429,7 @@ def bkp(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
 
 
 def robustify(alloc, width):
-    """Per-job causal moving average: alloc (n_slots, n) work per slot, width (n,) in slots (0 = unchanged).
+    """Per-job causal moving average: alloc (n_slots, n) work per slot, width (n,) in slots (0 or 1 = unchanged).
 
     out[k, j] = (1 / m_j) sum_{i = k - m_j + 1}^{k} alloc[i, j]: work done at slot i is spread over slots
     i .. i + m_j - 1 (a delay of < m_j slots), the total work of each job is kept when the grid has room, and by
@@ -443,7 +443,7 @@ def robustify(alloc, width):
     lo = jnp.clip(k + 1 - m[None, :], 0, n_slots)
     hi = k + 1
     out = (jnp.take_along_axis(c, hi * jnp.ones_like(lo), 0) - jnp.take_along_axis(c, lo, 0)) / m[None, :]
-    return jnp.where(width[None, :] > 0, out, alloc)
+    return jnp.where(width[None, :] > 1, out, alloc)
 
 
 @partial(jax.jit, static_argnames=("n_slots",))
