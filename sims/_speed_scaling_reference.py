@@ -2,8 +2,8 @@
 
 Deliberately naive and independent of ``theory/speed_scaling.py``:
   yds_python   the textbook O(n^3)-per-round YDS: every interval [r_i, d_k], the work of the jobs inside it by
-               a loop over jobs, extraction, explicit collapse of every remaining job's times (floats, no arrays).
-  avr_python, oa_python   slot-by-slot loops on the grid with EDF by a Python sort.
+               a loop over jobs, extraction, explicit collapse of every remaining job's times (floats, no
+  arrays). avr_python, oa_python   slot-by-slot loops on the grid with EDF by a Python sort.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ import math
 def yds_python(release, deadline, work):
     """Returns (energy_fn, rounds): rounds = [(density, length, [job indices])] in extraction order;
     energy_fn(alpha) = sum density^alpha * length."""
-    jobs = {j: [float(r), float(d), float(w)] for j, (r, d, w) in enumerate(zip(release, deadline, work, strict=True))
+    triples = zip(release, deadline, work, strict=True)
+    jobs = {j: [float(r), float(d), float(w)] for j, (r, d, w) in enumerate(triples)
             if w > 0}
     rounds = []
     while jobs:

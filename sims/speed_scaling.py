@@ -1,4 +1,5 @@
-"""Online speed scaling with predictions: machine-speed predictions (SP) and job-workload predictions (LAS) against
+"""Online speed scaling with predictions: machine-speed predictions (SP) and job-workload predictions (LAS)
+against
 the classic online algorithms, measured as energy / OPT (YDS = 1). Spec: ``shared/papers/speed_scaling.md``.
 
 Figures (``figures/speed_scaling/``):
@@ -6,11 +7,12 @@ Figures (``figures/speed_scaling/``):
                        (dynamic solid, offline dashed), AVR / OA / qOA / BKP as horizontal lines, YDS = 1
   profiles.png         speed profiles of OPT vs the algorithms on one small instance
   robustness.png       worst ratio under adversarial predictions per eps, with the robustness bound
-  las_experiment.png   LAS's experiment (200 jobs, D = 20, alpha = 3, 20 seeds): mean ratios beside the published
-  avr_lower_bound.png  AVR / OPT on the lower-bound family at alpha = 2 approaching alpha^alpha = 4
+  las_experiment.png   LAS's experiment (200 jobs, D = 20, alpha = 3, 20 seeds): mean ratios beside the
+  published avr_lower_bound.png  AVR / OPT on the lower-bound family at alpha = 2 approaching alpha^alpha = 4
 
 Grids: the LAS instances have integer release times; online algorithms run on a grid of ``substeps`` slots per
-time unit (AVR, OA are exact on it; qOA and BKP are discretised; LAS and SP round their shrink to whole slots).
+time unit (AVR, OA are exact on it; qOA and BKP are discretised; LAS and SP round their shrink to whole
+slots).
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from sims.sweep import sweep
 from theory import speed_scaling as ss
 
 NAME = "speed_scaling"
-TITLE = "Speed scaling with machine-speed predictions: (1+eps)-consistent, O(1)-robust; LAS and classic baselines"
+TITLE = "Speed scaling with machine-speed predictions: (1+eps)-consistent, O(1)-robust; LAS and baselines"
 
 BASELINES = ("avr", "oa", "qoa", "bkp")
 PUBLISHED = {"avr": 1.27, "oa": 1.20, "bkp": 7.88}  # Bamas et al. 2020, mean ratios of their experiment
@@ -38,7 +40,8 @@ ADVERSARIAL = ("zero", "scaled_up", "scaled_down", "shifted_early", "shifted_lat
                "spikes", "very_noisy")
 # Published numbers we do not reproduce; the claim is kept (and fails) and the reason is written here.
 KNOWN_MISMATCHES = {
-    "BKP mean ratio": "BKP implemented from its definition (s = max_t' w(t, et-(e-1)t', t')/(t'-t)) gives ~3.4 on "
+    "BKP mean ratio": "BKP implemented from its definition (s = max_t' w(t, et-(e-1)t', t')/(t'-t)) gives "
+                      "~3.4 on "
                       "our random walk; the published 7.88 depends on their BKP variant/discretisation and "
                       "generator, which our notes do not specify",
 }
@@ -48,7 +51,8 @@ KNOWN_MISMATCHES = {
 class Config:
     alpha: float = 3.0
     eps_values: tuple[float, ...] = (0.1, 0.5, 2.0)
-    # LAS's experiment model (Bamas et al.): one job per time unit, window D, random-walk workloads in [20, 80].
+    # LAS's experiment model (Bamas et al.): one job per time unit, window D, random-walk workloads in [20,
+    # 80].
     # The same instances serve the LAS experiment, the error sweep and the adversarial predictions.
     n_jobs: int = 200
     window: int = 20
@@ -94,7 +98,8 @@ def _adversarial_predictions(key, s_opt, cfg: Config):
 
 
 def _row(key, *, cfg: Config):
-    """One seed: a LAS-model instance; OPT, the baselines, LAS with three predictors, and SP (both modes, every
+    """One seed: a LAS-model instance; OPT, the baselines, LAS with three predictors, and SP (both modes,
+    every
     eps) under noisy and adversarial speed predictions. Returns ratios E / OPT and seed 0's profiles."""
     a, sub = cfg.alpha, cfg.substeps
     dt, n_slots = 1.0 / sub, (cfg.n_jobs + cfg.window) * sub
@@ -135,7 +140,8 @@ def _row(key, *, cfg: Config):
         return res
 
     sig = jnp.asarray(cfg.noise_levels)
-    noisy = jax.vmap(lambda s, k: ss.predict_speed(k, s_opt, "noisy", s))(sig, jax.random.split(k_noise, sig.size))
+    noisy = jax.vmap(lambda s, k: ss.predict_speed(k, s_opt, "noisy", s))(sig,
+                                                                          jax.random.split(k_noise, sig.size))
     adv = _adversarial_predictions(k_adv, s_opt, cfg)
     preds = jnp.concatenate([noisy, jnp.stack([adv[k] for k in ADVERSARIAL])])
     res = jax.lax.map(sp_run, preds)
@@ -170,7 +176,8 @@ def _bounds_row(batch, *, cfg: Config):
 
 
 def _avr_lower_bound(cfg: Config):
-    """AVR / YDS on the lower-bound family at alpha = 2 with n and 2n jobs per kappa (float64): the error to the
+    """AVR / YDS on the lower-bound family at alpha = 2 with n and 2n jobs per kappa (float64): the error to
+    the
     continuum limit is first order in the log-spacing, so 2 R(2n) - R(n) extrapolates to the limit."""
     n1, n2 = cfg.lb_jobs, 2 * cfg.lb_jobs
     out = {"kappa": np.asarray(cfg.lb_kappas), "n": np.asarray([n1, n2])}
@@ -200,8 +207,9 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out["main"] = main
     alphas = jnp.repeat(jnp.asarray([2.0, 3.0]), cfg.bound_seeds)
     bnd = sweep(partial(_bounds_row, cfg=cfg), {"key": jax.random.split(k_bnd, alphas.size), "alpha": alphas})
-    out["bounds"] = {f"alpha{int(al)}": jax.tree.map(lambda x, i=i: x[i * cfg.bound_seeds:(i + 1) * cfg.bound_seeds],
-                                                     bnd) for i, al in enumerate((2, 3))}
+    nb = cfg.bound_seeds
+    out["bounds"] = {f"alpha{al}": jax.tree.map(lambda x, i=i: x[i * nb:(i + 1) * nb], bnd)
+                     for i, al in enumerate((2, 3))}
     out["avr_lb"] = _avr_lower_bound(cfg)
     return out
 
@@ -227,15 +235,16 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     for mode in ss.SP_MODES:
         worst0 = np.max(np.asarray(main["sp_noise"][mode])[:, i0, :], axis=0)  # (eps,) worst seed, zero error
         for e, m in zip(eps, worst0, strict=True):
-            out.append(Claim(f"SP-{mode} consistency: worst ratio at zero error <= 1 + eps (eps={e:g})", 1 + e, m,
-                             0.0, "le", source="paper"))
+            out.append(Claim(f"SP-{mode} consistency: worst ratio at zero error <= 1 + eps (eps={e:g})",
+                             1 + e, m, 0.0, "le", source="paper"))
     for e, m in zip(eps, np.max(np.asarray(main["las_accurate"]), axis=0), strict=True):
-        out.append(Claim(f"LAS consistency: worst ratio with exact workloads <= 1 + eps (eps={e:g})", 1 + e, m, 0.0,
-                         "le", source="paper"))
+        out.append(Claim(f"LAS consistency: worst ratio with exact workloads <= 1 + eps (eps={e:g})",
+                         1 + e, m, 0.0, "le", source="paper"))
     feas = [np.asarray(main[f"las_{k}_feasible"]) for k in ss.WORK_PREDICTIONS]
     feas += [np.asarray(main[blk][f"{m}_feasible"]) for blk in ("sp_noise", "sp_adv") for m in ss.SP_MODES]
     feas += [np.asarray(main[f"{n}_feasible"]) for n in BASELINES]
-    out.append(Claim("every schedule (baselines, LAS, SP; every prediction) meets every deadline (1 = all)", 1.0,
+    out.append(Claim("every schedule (baselines, LAS, SP; every prediction) meets every deadline (1 = all)",
+                     1.0,
                      float(all(bool(f.all()) for f in feas)), 0.0, "abs", source="theory"))
     delta = np.min(np.asarray(main["delta_eff"]), axis=0)
     for j, e in enumerate(eps):
@@ -250,7 +259,8 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     if paper_setup(cfg):
         for name, pub in PUBLISHED.items():
             label = LABELS[name]
-            out.append(Claim(f"{label} mean ratio in LAS's experiment (200 jobs, D=20, a=3, 20 seeds) vs published",
+            out.append(Claim(f"{label} mean ratio in LAS's experiment (200 jobs, D=20, a=3, 20 seeds) vs "
+                             "published",
                              pub, float(np.mean(np.asarray(main[name]))), 0.1, "rel"))
         lo, hi = PUBLISHED_LAS
         for e, m in zip(eps, np.mean(np.asarray(main["las_accurate"]), axis=0), strict=True):
@@ -263,12 +273,14 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             out.append(Claim(f"{LABELS[name]} worst ratio <= its bound on random instances (alpha={al:g})",
                              float(bound), float(np.max(np.asarray(b[name]))), 0.0, "le", source="theory"))
         out.append(Claim(f"OPT is a lower bound: min ratio of AVR/OA/qOA/BKP >= 1 (alpha={al:g})", 1.0,
-                         min(float(np.min(np.asarray(b[n]))) for n in BASELINES), 1e-4, "ge", source="theory"))
+                         min(float(np.min(np.asarray(b[n]))) for n in BASELINES), 1e-4, "ge",
+                         source="theory"))
     lb = results["avr_lb"]
     n1, n2 = (int(x) for x in lb["n"])
     for k, m, c, x in zip(lb["kappa"], lb["measured"], lb["continuum"], lb["extrapolated"], strict=True):
         order = float(np.log2((c - m[0]) / (c - m[1])))
-        out.append(Claim(f"AVR/OPT on the lower-bound family (alpha=2, kappa={k:g}): convergence order in the "
+        out.append(Claim(f"AVR/OPT on the lower-bound family (alpha=2, kappa={k:g}): convergence order in "
+                         "the "
                          f"log-spacing, {n1} vs {n2} jobs", 1.0, order, 0.35, "abs", source="theory"))
         out.append(Claim(f"AVR/OPT extrapolated 2R({n2}) - R({n1}) = continuum limit (alpha=2, kappa={k:g}; "
                          f"-> 4 as kappa -> 0)", c, x, 0.02, "rel", source="theory"))
@@ -319,8 +331,9 @@ def plot(results: dict, cfg: Config) -> dict:
     t_end = min(60.0, t[-1])
     k_end = int(t_end * cfg.substeps)
     fig, axes = style.figure(2, 1, figsize=(10, 7), sharex=True)
+    sigma_show = cfg.noise_levels[min(2, len(cfg.noise_levels) - 1)]
     groups = ((("avr", "AVR"), ("oa", "OA"), ("qoa", "qOA"), ("bkp", "BKP")),
-              (("sp_prediction", "predicted speed s_hat (sigma = %g)" % cfg.noise_levels[min(2, len(cfg.noise_levels) - 1)]),
+              (("sp_prediction", f"predicted speed s_hat (sigma = {sigma_show:g})"),
                ("sp_dynamic", f"SP dynamic with that prediction, eps={eps[0]:g}"),
                ("las", f"LAS with exact workloads, eps={eps[0]:g}")))
     for ax, names in zip(axes, groups, strict=True):
@@ -378,7 +391,7 @@ def plot(results: dict, cfg: Config) -> dict:
         for j, e in enumerate(eps):
             ax.bar(pos, vals[:, j].mean(), yerr=vals[:, j].std(), color=cmap[j], capsize=3)
             ticks.append(pos)
-            ticklabels.append(f"LAS {kind}\neps={e:g}")
+            ticklabels.append(f"LAS\n{kind}\neps={e:g}")
             pos += 1
         pos += 0.5
     for mode in ss.SP_MODES:
@@ -386,7 +399,7 @@ def plot(results: dict, cfg: Config) -> dict:
         for j, e in enumerate(eps):
             ax.bar(pos, vals[:, j].mean(), yerr=vals[:, j].std(), color=cmap[j], capsize=3, hatch="//")
             ticks.append(pos)
-            ticklabels.append(f"SP {mode}\ns_hat = s*\neps={e:g}")
+            ticklabels.append(f"SP\n{mode}\ns_hat=s*\neps={e:g}")
             pos += 1
         pos += 0.5
     for k, (name, pub) in enumerate(PUBLISHED.items()):
@@ -396,7 +409,7 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.axhline(1.0, **style.prediction(), label="OPT = 1")
     ax.set(xticks=ticks, yscale="log", ylabel="mean energy / OPT (+- std over seeds)",
            title=f"LAS's experiment: {setup} (random-walk workloads in [20, 80]); bars ours, stars published")
-    ax.set_xticklabels(ticklabels, fontsize=6.5)
+    ax.set_xticklabels(ticklabels, fontsize=6)
     ax.legend(fontsize=8, loc="upper right")
     figs["las_experiment"] = fig
 
@@ -412,7 +425,8 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.plot(lb["kappa"], lb["extrapolated"], "o", color="tab:blue", ms=8, ls="none",
             label="extrapolated 2 R(2n) - R(n)")
     ax.axhline(4.0, color="tab:red", lw=1, label="alpha^alpha = 4 (kappa -> 0)")
-    ax.set(xscale="log", xlabel="kappa (work density t^-gamma, gamma = (1 - kappa) / alpha)", ylabel="AVR / OPT",
+    ax.set(xscale="log", xlabel="kappa (work density t^-gamma, gamma = (1 - kappa) / alpha)",
+           ylabel="AVR / OPT",
            title="AVR on its lower-bound family at alpha = 2")
     ax.legend()
     figs["avr_lower_bound"] = fig
@@ -458,5 +472,6 @@ def bench(quick: bool = False) -> list[BenchRow]:
         base.append((e_opt, e_avr, e_oa))
     t_base = time.perf_counter() - t0
     diff = np.max(np.abs(np.asarray(ours) - np.asarray(base)) / np.asarray(base))
-    return [BenchRow(f"YDS+AVR+OA, {n_inst} inst x {n_jobs} jobs", "jit(vmap) sweep", "pure Python", t_ours, t_base,
+    return [BenchRow(f"YDS+AVR+OA, {n_inst} inst x {n_jobs} jobs", "jit(vmap) sweep", "pure Python", t_ours,
+                     t_base,
                      note=f"max rel. energy diff {diff:.1e}")]

@@ -3,8 +3,8 @@ that use predictions (of the jobs' workloads, LAS; of the machine speed, SP). No
 ``shared/papers/speed_scaling.md``.
 
 Model. Jobs j = 1..n have release r_j, deadline d_j > r_j and work w_j >= 0 (three arrays of shape (n,)).
-Preemption is allowed; a machine running at speed s(t) consumes power s^alpha (alpha > 1); the energy of a speed
-profile is E(s) = int s(t)^alpha dt, and a schedule must finish every job inside its window [r_j, d_j].
+Preemption is allowed; a machine running at speed s(t) consumes power s^alpha (alpha > 1); the energy of a
+speed profile is E(s) = int s(t)^alpha dt, and a schedule must finish every job inside its window [r_j, d_j].
 
 Two representations of a speed profile (both the NamedTuple ``Profile``: ``edges`` (m + 1,), ``speed`` (m,),
 constant on each piece):
@@ -14,26 +14,27 @@ constant on each piece):
     release and deadline times are multiples of dt (every generator here makes them so).
 
 Algorithms (E = energy, OPT = E(YDS)):
-  YDS   offline optimum: repeatedly extract the interval I maximising g(I) = w(jobs with window in I) / |I|,
-        run at g(I) on I, remove its jobs and collapse I. Critical speeds are non-increasing.      (YDS 1995)
-  AVR   s(t) = sum_{j: r_j <= t < d_j} w_j / (d_j - r_j);  alpha^alpha <= ratio <= 2^(alpha-1) alpha^alpha.
-  OA    at each time run the YDS plan of the remaining work: s(t) = max_k W_rem(d <= d_k) / (d_k - t);
-        ratio alpha^alpha.        qOA: q x OA's speed, q = 2 - 1/alpha.
-  BKP   s(t) = max_{t' > t} w(t, e t - (e - 1) t', t') / (t' - t), w(t, t1, t2) = work released in [t1, t] with
-        deadline <= t2; ratio <= 2 (alpha / (alpha - 1))^alpha e^alpha.                   (Bansal-Kimbrel-Pruhs)
-  LAS   (Bamas, Maggiori, Rohwedder, Svensson 2020) job-workload predictions w_hat: delta from
-        ((1 + delta) / (1 - delta))^alpha = 1 + eps; windows shrunk to [r_j, d_j - delta |I_j|]; follow the YDS
-        schedule of the predicted jobs scaled by min(1, w_j / w_hat_j), spread the excess (w_j - w_hat_j)^+
-        uniformly over the shrunk window, then ``robustify``: average each job's allocation over a causal window
-        of width delta |I_j| (feasible again for the original windows; never more energy, by Jensen).
-  SP    machine-speed predictions s_hat(t) (our reconstruction; the paper's text is not public): on the shrunk
-        windows follow s_hat(t) on the pending work, with a reserve that keeps the shrunk instance feasible,
-          dynamic (only s_hat(t) is known at t):   s(t) = max(s_hat(t), OA speed of the remaining work),
-          offline (all of s_hat known):            s(t) = s_hat(t) + the smallest extra speed D(t) such that
-              the remaining work with shrunk deadline <= d'_k fits into int_t^{d'_k} s_hat + D(t) (d'_k - t),
-        then ``robustify`` as in LAS. Robustness is then a theorem: a job's smoothed allocation never exceeds
-        w_j / (delta_eff |I_j|), so s(t) <= AVR(t) / delta_eff and E <= delta_eff^-alpha 2^(alpha-1) alpha^alpha OPT
-        whatever the prediction (``sp_robustness_bound``). Consistency (prediction = OPT) is measured, not proved.
+  YDS  offline optimum: repeatedly extract the interval I maximising g(I) = w(jobs with window in I) / |I|,
+       run at g(I) on I, remove its jobs and collapse I. Critical speeds are non-increasing.  (YDS 1995)
+  AVR  s(t) = sum_{j: r_j <= t < d_j} w_j / (d_j - r_j); alpha^alpha <= ratio <= 2^(alpha-1) alpha^alpha.
+  OA   at each time run the YDS plan of the remaining work: s(t) = max_k W_rem(d <= d_k) / (d_k - t);
+       ratio alpha^alpha.  qOA: q x OA's speed, q = 2 - 1/alpha.
+  BKP  s(t) = max_{t' > t} w(t, e t - (e - 1) t', t') / (t' - t), with w(t, t1, t2) = work released in
+       [t1, t] with deadline <= t2; ratio <= 2 (alpha / (alpha - 1))^alpha e^alpha.  (Bansal-Kimbrel-Pruhs)
+  LAS  (Bamas, Maggiori, Rohwedder, Svensson 2020) job-workload predictions w_hat: delta from
+       ((1 + delta) / (1 - delta))^alpha = 1 + eps; windows shrunk to [r_j, d_j - delta |I_j|]; follow the
+       YDS schedule of the predicted jobs scaled by min(1, w_j / w_hat_j), spread the excess
+       (w_j - w_hat_j)^+ uniformly over the shrunk window, then ``robustify``: average each job's allocation
+       over a causal window of width delta |I_j| (feasible for the original windows; never more energy).
+  SP   machine-speed predictions s_hat(t) (our reconstruction; the paper's text is not public): on the
+       shrunk windows follow s_hat(t) on the pending work, with a reserve that keeps them feasible,
+         dynamic (only s_hat(t) is known at t):  s(t) = max(s_hat(t), OA speed of the remaining work),
+         offline (all of s_hat known):           s(t) = s_hat(t) + the smallest extra speed D(t) such that
+             the remaining work with shrunk deadline <= d'_k fits in int_t^{d'_k} s_hat + D(t) (d'_k - t),
+       then ``robustify`` as in LAS. Robustness is then a theorem: a job's smoothed allocation never
+       exceeds w_j / (delta_eff |I_j|), so s(t) <= AVR(t) / delta_eff and
+       E <= delta_eff^-alpha 2^(alpha-1) alpha^alpha OPT whatever the prediction (``sp_robustness_bound``).
+       Consistency (prediction = OPT gives <= (1 + eps) OPT) is measured, not proved.
 
 Every function is jit/vmap compatible (``n_slots`` and string options are static); concrete bad inputs raise
 ValueError naming the parameter (deadline <= release, negative work, alpha <= 1, ...).
@@ -58,7 +59,8 @@ SP_MODES = ("dynamic", "offline")
 
 
 class Profile(NamedTuple):
-    """A piecewise-constant speed profile: ``speed[i]`` on [edges[i], edges[i + 1]). edges (m + 1,), speed (m,)."""
+    """A piecewise-constant speed profile: ``speed[i]`` on [edges[i], edges[i + 1]). edges (m + 1,), speed
+    (m,)."""
 
     edges: jax.Array
     speed: jax.Array
@@ -67,8 +69,8 @@ class Profile(NamedTuple):
 class Schedule(NamedTuple):
     """An EDF schedule on a time grid.
 
-    profile     Profile on the grid (edges (n_slots + 1,)): the speed actually used, i.e. the work done in each
-                slot / dt (a machine with less pending work than capacity slows down instead of idling).
+    profile     Profile on the grid (edges (n_slots + 1,)): the speed actually used, i.e. the work done in
+                each slot / dt (a machine with less pending work than capacity slows down instead of idling).
     nominal     (n_slots,) the speed the algorithm asked for (before the guard and before slowing down).
     unfinished  (n,) work of each job left at its deadline (0 for a feasible schedule).
     feasible    bool scalar: every job finished by its deadline (unfinished <= 1e-4 relative).
@@ -119,7 +121,8 @@ def check_instance(release, deadline, work) -> None:
         bad = ~(d > r)
         if bad.any():
             i = int(np.argmax(bad))
-            raise ValueError(f"deadline must be > release for every job, got deadline {d[i]} <= release {r[i]} "
+            raise ValueError(f"deadline must be > release for every job, got deadline {d[i]} <= release "
+                             f"{r[i]} "
                              f"for job {i}")
     v.nonnegative("work", work)
 
@@ -129,7 +132,8 @@ def check_alpha(alpha) -> None:
 
 
 def energy(profile: Profile, alpha) -> jax.Array:
-    """E = sum_i (edges[i+1] - edges[i]) speed[i]^alpha = int s(t)^alpha dt. ``alpha`` > 1. Returns a scalar."""
+    """E = sum_i (edges[i+1] - edges[i]) speed[i]^alpha = int s(t)^alpha dt. ``alpha`` > 1. Returns a
+    scalar."""
     check_alpha(alpha)
     return jnp.sum(jnp.diff(profile.edges) * jnp.asarray(profile.speed) ** alpha)
 
@@ -147,7 +151,8 @@ def grid_profile(speed, dt) -> Profile:
 
 def profile_on_grid(profile: Profile, n_slots: int, dt) -> jax.Array:
     """Average speed of an exact profile on each grid slot, shape (n_slots,) (exact integration)."""
-    cum = jnp.concatenate([jnp.zeros(1, profile.speed.dtype), jnp.cumsum(jnp.diff(profile.edges) * profile.speed)])
+    piece = jnp.diff(profile.edges) * profile.speed
+    cum = jnp.concatenate([jnp.zeros(1, piece.dtype), jnp.cumsum(piece)])
     x = jnp.arange(n_slots + 1, dtype=profile.speed.dtype) * dt
     c = jnp.interp(x, profile.edges, cum, left=0.0, right=cum[-1])
     return jnp.diff(c) / dt
@@ -198,7 +203,8 @@ def shrink_slots(release, deadline, eps, alpha, dt):
 
 
 def sp_robustness_bound(alpha, delta_eff):
-    """E(LAS or SP) <= delta_eff^-alpha 2^(alpha-1) alpha^alpha OPT, for any prediction (see module docstring)."""
+    """E(LAS or SP) <= delta_eff^-alpha 2^(alpha-1) alpha^alpha OPT, for any prediction (see module
+    docstring)."""
     return avr_bound(alpha) / delta_eff**alpha
 
 
@@ -253,11 +259,12 @@ def _yds(release, deadline, work):
 def yds(release, deadline, work) -> YDS:
     """Exact YDS optimum of the instance (release, deadline, work), each of shape (n,).
 
-    Each round extracts the max-density interval [r_i, d_k] (densities of all O(n^2) candidate intervals from one
-    2-D prefix sum over (release rank, deadline rank), so a round is O(n^2) and the algorithm O(n^3) in the worst
-    case of n rounds), assigns its density to the uncovered elementary segments it covers, removes its jobs and
-    collapses it (collapsed coordinates = uncovered length before each edge). Returns ``YDS``; the optimal energy
-    is ``energy(yds(...).profile, alpha)``. Not the O(n^2 log n) algorithm of Li, Yao and Yao (2006).
+    Each round extracts the max-density interval [r_i, d_k] (densities of all O(n^2) candidate intervals from
+    one 2-D prefix sum over (release rank, deadline rank), so a round is O(n^2) and the algorithm O(n^3) in
+    the worst case of n rounds), assigns its density to the uncovered elementary segments it covers, removes
+    its jobs and collapses it (collapsed coordinates = uncovered length before each edge). Returns ``YDS``;
+    the optimal energy is ``energy(yds(...).profile, alpha)``. Not the O(n^2 log n) algorithm of Li, Yao and
+    Yao (2006).
     """
     check_instance(release, deadline, work)
     return _yds(jnp.asarray(release), jnp.asarray(deadline), jnp.asarray(work))
@@ -286,7 +293,8 @@ def _slots(release, deadline, dt):
 
 
 def _edf_step(rem, pending, cap):
-    """EDF inside one slot: ``cap`` work units go to pending jobs in deadline order (arrays sorted by deadline)."""
+    """EDF inside one slot: ``cap`` work units go to pending jobs in deadline order (arrays sorted by
+    deadline)."""
     a = jnp.where(pending, rem, 0.0)
     before = jnp.cumsum(a) - a
     done = jnp.clip(cap - before, 0.0, a)
@@ -348,11 +356,12 @@ def edf_schedule(release, deadline, work, speed, *, dt=1.0, guard=False) -> Sche
     """Run EDF on the grid speed profile ``speed`` (n_slots,); ``feasible`` says whether every job finished.
 
     With ``guard`` the speed of a slot is raised to finish the jobs due at its end (``guard_work`` records how
-    much): a safety net that makes any profile feasible. EDF is optimal for feasibility: if any schedule with this
-    speed profile meets every deadline, EDF does.
+    much): a safety net that makes any profile feasible. EDF is optimal for feasibility: if any schedule with
+    this speed profile meets every deadline, EDF does.
     """
     release, deadline, work = _prep(release, deadline, work, jnp.shape(speed)[-1], dt)
-    return _edf_schedule(release, deadline, work, jnp.asarray(speed, work.dtype), dt, jnp.shape(speed)[-1], guard)
+    speed = jnp.asarray(speed, work.dtype)
+    return _edf_schedule(release, deadline, work, speed, dt, speed.shape[-1], guard)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -361,7 +370,8 @@ def edf_schedule(release, deadline, work, speed, *, dt=1.0, guard=False) -> Sche
 
 
 def _oa_speed(t, rem, pending, ds, dt):
-    """YDS plan of the pending work at time t (all released now): max_k W(d <= d_k) / (d_k - t). Sorted by ds."""
+    """YDS plan of the pending work at time t (all released now): max_k W(d <= d_k) / (d_k - t). Sorted by
+    ds."""
     cum = jnp.cumsum(jnp.where(pending, rem, 0.0))
     horizon = ds * dt - t
     return jnp.max(jnp.where(pending & (horizon > 0), cum / jnp.where(horizon > 0, horizon, 1.0), 0.0))
@@ -398,19 +408,22 @@ def _online(release, deadline, work, dt, q, n_slots, algorithm):
 
 
 def avr(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
-    """AVR on the grid: s(t) = sum of densities of the jobs whose window contains t; EDF. Exact on the grid."""
+    """AVR on the grid: s(t) = sum of densities of the jobs whose window contains t; EDF. Exact on the
+    grid."""
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, n_slots, "avr")
 
 
 def oa(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
-    """Optimal Available: at each slot, the speed of the YDS plan of the remaining work (exact on the grid)."""
+    """Optimal Available: at each slot, the speed of the YDS plan of the remaining work (exact on the
+    grid)."""
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, n_slots, "oa")
 
 
 def qoa(release, deadline, work, *, alpha, n_slots: int, dt=1.0) -> Schedule:
-    """qOA: q = 2 - 1/alpha times OA's current speed, re-planned every slot (a discretisation of the continuous
+    """qOA: q = 2 - 1/alpha times OA's current speed, re-planned every slot (a discretisation of the
+    continuous
     rule: finer dt approaches it)."""
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, qoa_q(alpha), n_slots, "qoa")
@@ -429,12 +442,13 @@ def bkp(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
 
 
 def robustify(alloc, width):
-    """Per-job causal moving average: alloc (n_slots, n) work per slot, width (n,) in slots (0 or 1 = unchanged).
+    """Per-job causal moving average: alloc (n_slots, n) work per slot, width (n,) in slots (0 or 1 =
+    unchanged).
 
     out[k, j] = (1 / m_j) sum_{i = k - m_j + 1}^{k} alloc[i, j]: work done at slot i is spread over slots
-    i .. i + m_j - 1 (a delay of < m_j slots), the total work of each job is kept when the grid has room, and by
-    Jensen sum_k (sum_j out[k, j])^alpha <= sum_k (sum_j alloc[k, j])^alpha. Work pushed past the grid is lost,
-    so leave m_j slots of room after the last deadline.
+    i .. i + m_j - 1 (a delay of < m_j slots), the total work of each job is kept when the grid has room, and
+    by Jensen sum_k (sum_j out[k, j])^alpha <= sum_k (sum_j alloc[k, j])^alpha. Work pushed past the grid is
+    lost, so leave m_j slots of room after the last deadline.
     """
     n_slots = alloc.shape[0]
     m = jnp.maximum(width, 1)
@@ -471,8 +485,8 @@ def las(release, deadline, work, predicted_work, *, eps, alpha, n_slots: int, dt
     """LAS (LAS-Trust + Robustify, Bamas et al. 2020) with job-workload predictions ``predicted_work`` (n,).
 
     Shrink/smoothing width m_j = ceil(delta (d_j - r_j) / dt) slots, delta from ``eps_to_delta``. Needs
-    n_slots >= max deadline / dt. The predicted instance shares the real releases and deadlines (LAS's setting:
-    one job per time step with a predicted workload).
+    n_slots >= max deadline / dt. The predicted instance shares the real releases and deadlines (LAS's
+    setting: one job per time step with a predicted workload).
     """
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
     v.nonnegative("predicted_work", predicted_work)
@@ -487,7 +501,8 @@ def _sp(release, deadline, work, s_hat, dt, m, n_slots, mode):
     ds_s = ds - m
     perm = jnp.argsort(ds_s, stable=True)
     rs_p, ds_p, w_p = rs[perm], ds_s[perm], work[perm]
-    cap = jnp.concatenate([jnp.zeros(1, s_hat.dtype), jnp.cumsum(s_hat * dt)])  # predicted capacity prefix sums
+    # prefix sums of the predicted capacity
+    cap = jnp.concatenate([jnp.zeros(1, s_hat.dtype), jnp.cumsum(s_hat * dt)])
 
     if mode == "dynamic":
         def fn(k, t, rem, pending, st):
@@ -531,7 +546,8 @@ def speed_prediction_schedule(release, deadline, work, predicted_speed, *, eps, 
 
 def las_instance(key, n_jobs: int = 200, window: int = 20, low: float = 20.0, high: float = 80.0,
                  step: float = 5.0):
-    """LAS's uniform-deadline model: job i released at time i with deadline i + window (``D``), workloads a random
+    """LAS's uniform-deadline model: job i released at time i with deadline i + window (``D``), workloads a
+    random
     walk in [low, high]: w_0 ~ U[low, high], w_{i+1} = w_i + U[-step, step], reflected at the walls.
 
     The step distribution is our choice (the paper's generator is not specified in our notes).
@@ -557,11 +573,13 @@ def las_instance(key, n_jobs: int = 200, window: int = 20, low: float = 20.0, hi
 
 def random_instance(key, n_jobs: int, horizon: int, min_window: int = 1, max_window: int = 10,
                     max_work: float = 10.0):
-    """Jobs with integer releases U{0 .. horizon - max_window}, integer window lengths U{min .. max_window} and
+    """Jobs with integer releases U{0 .. horizon - max_window}, integer window lengths U{min .. max_window}
+    and
     work U(0.1, max_work). Returns (release, deadline, work), each (n_jobs,)."""
     v.positive_int("n_jobs", n_jobs)
     v.positive_int("min_window", min_window)
-    v.check("max_window", max_window, lambda a: (a >= min_window) & (a <= horizon), f"in [min_window, {horizon}]")
+    v.check("max_window", max_window, lambda a: (a >= min_window) & (a <= horizon),
+            f"in [min_window, {horizon}]")
     k0, k1, k2 = jax.random.split(key, 3)
     r = jax.random.randint(k0, (n_jobs,), 0, horizon - max_window + 1).astype(jnp.result_type(float))
     length = jax.random.randint(k1, (n_jobs,), min_window, max_window + 1).astype(r.dtype)
@@ -574,9 +592,9 @@ def avr_lower_bound_instance(n_jobs: int, alpha: float, kappa: float, t_min: flo
     [t_min, 1], work w_i = int_{d_{i+1}}^{d_i} t^-gamma dt with gamma = (1 - kappa) / alpha.
 
     Continuum limit (OPT(t) = t^-gamma, AVR(t) = (t^-gamma - 1) / gamma):
-    ratio(kappa) = (1 - gamma alpha) gamma^-alpha int_0^1 (t^-gamma - 1)^alpha dt  ->  alpha^alpha as kappa -> 0
-    (``avr_lower_bound_ratio``). t_min defaults to exp(-6 / kappa): the truncated mass is ~ e^-6 of the total
-    (use float64 for kappa < 0.15). The discrete ratio approaches the continuum one as the log-spacing
+    ratio(kappa) = (1 - gamma alpha) gamma^-alpha int_0^1 (t^-gamma - 1)^alpha dt  ->  alpha^alpha as kappa ->
+    0 (``avr_lower_bound_ratio``). t_min defaults to exp(-6 / kappa): the truncated mass is ~ e^-6 of the
+    total (use float64 for kappa < 0.15). The discrete ratio approaches the continuum one as the log-spacing
     6 / (kappa n_jobs) -> 0.
     """
     v.positive_int("n_jobs", n_jobs)
