@@ -264,8 +264,7 @@ def yds(release, deadline, work) -> YDS:
     the worst case of n rounds), assigns its density to the uncovered elementary segments it covers, removes
     its jobs and collapses it (collapsed coordinates = uncovered length before each edge). Returns ``YDS``;
     the optimal energy is ``energy(yds(...).profile, alpha)``. Not the O(n^2 log n) algorithm of Li, Yao and
-    Yao (2006).
-    """
+    Yao (2006). """
     check_instance(release, deadline, work)
     return _yds(jnp.asarray(release), jnp.asarray(deadline), jnp.asarray(work))
 
@@ -378,18 +377,18 @@ def _oa_speed(t, rem, pending, ds, dt):
 
 
 @partial(jax.jit, static_argnames=("n_slots", "algorithm"))
-def _online(release, deadline, work, dt, q, n_slots, algorithm):
+def _online(release, deadline, work, dt, q, is_avr, n_slots, algorithm):
+    """algorithm "avr_oa": AVR when ``is_avr`` else q x OA (traced switch: AVR, OA and qOA share one compiled
+    program); "bkp": BKP."""
     rs, ds = _slots(release, deadline, dt)
     perm, r, d, w = _sorted(release, deadline, work, ds)
     rs, ds = rs[perm], ds[perm]
     dens = w / (d - r)
 
-    if algorithm == "avr":
+    if algorithm == "avr_oa":
         def fn(k, t, rem, pending, st):
-            return jnp.sum(jnp.where((rs <= k) & (k < ds), dens, 0.0)), st
-    elif algorithm in ("oa", "qoa"):
-        def fn(k, t, rem, pending, st):
-            return q * _oa_speed(t, rem, pending, ds, dt), st
+            s_avr = jnp.sum(jnp.where((rs <= k) & (k < ds), dens, 0.0))
+            return jnp.where(is_avr, s_avr, q * _oa_speed(t, rem, pending, ds, dt)), st
     else:  # bkp
         def fn(k, t, rem, pending, st):
             released = r <= t + 1e-6 * dt
@@ -411,29 +410,40 @@ def avr(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
     """AVR on the grid: s(t) = sum of densities of the jobs whose window contains t; EDF. Exact on the
     grid."""
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
-    return _online(release, deadline, work, dt, 1.0, n_slots, "avr")
+    return _online(release, deadline, work, dt, 1.0, True, n_slots, "avr_oa")
 
 
 def oa(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
     """Optimal Available: at each slot, the speed of the YDS plan of the remaining work (exact on the
     grid)."""
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
-    return _online(release, deadline, work, dt, 1.0, n_slots, "oa")
+    return _online(release, deadline, work, dt, 1.0, False, n_slots, "avr_oa")
 
 
 def qoa(release, deadline, work, *, alpha, n_slots: int, dt=1.0) -> Schedule:
     """qOA: q = 2 - 1/alpha times OA's current speed, re-planned every slot (a discretisation of the
-    continuous
-    rule: finer dt approaches it)."""
+    continuous rule: finer dt approaches it)."""
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
-    return _online(release, deadline, work, dt, qoa_q(alpha), n_slots, "qoa")
+    return _online(release, deadline, work, dt, qoa_q(alpha), False, n_slots, "avr_oa")
 
 
 def bkp(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
     """BKP evaluated at the start of each slot and held for the slot (O(n^2) per slot); the guard covers the
     discretisation (``guard_work`` reports it; it vanishes as dt -> 0)."""
     release, deadline, work = _prep(release, deadline, work, n_slots, dt)
-    return _online(release, deadline, work, dt, 1.0, n_slots, "bkp")
+    return _online(release, deadline, work, dt, 1.0, False, n_slots, "bkp")
+
+
+def online_schedules(release, deadline, work, *, alpha, n_slots: int, dt=1.0) -> dict[str, Schedule]:
+    """AVR, OA, qOA (one compiled program, vmapped over the algorithm switch) and BKP: {name: Schedule}."""
+    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    one = jnp.asarray(1.0, work.dtype)
+    q = jnp.stack([one, one, jnp.asarray(qoa_q(alpha), work.dtype)])
+    is_avr = jnp.array([True, False, False])
+    three = jax.vmap(lambda qq, a: _online(release, deadline, work, dt, qq, a, n_slots, "avr_oa"))(q, is_avr)
+    out = {name: jax.tree.map(lambda x, i=i: x[i], three) for i, name in enumerate(("avr", "oa", "qoa"))}
+    out["bkp"] = _online(release, deadline, work, dt, 1.0, False, n_slots, "bkp")
+    return out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -441,6 +451,7 @@ def bkp(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
 # ---------------------------------------------------------------------------------------------------------
 
 
+@jax.jit
 def robustify(alloc, width):
     """Per-job causal moving average: alloc (n_slots, n) work per slot, width (n,) in slots (0 or 1 =
     unchanged).
@@ -495,8 +506,9 @@ def las(release, deadline, work, predicted_work, *, eps, alpha, n_slots: int, dt
     return _las(release, deadline, work, jnp.asarray(predicted_work, work.dtype), dt, m, n_slots)
 
 
-@partial(jax.jit, static_argnames=("n_slots", "mode"))
-def _sp(release, deadline, work, s_hat, dt, m, n_slots, mode):
+@partial(jax.jit, static_argnames=("n_slots",))
+def _sp(release, deadline, work, s_hat, dt, m, n_slots, offline):
+    """``offline`` is a traced bool (both modes share one compiled program)."""
     rs, ds = _slots(release, deadline, dt)
     ds_s = ds - m
     perm = jnp.argsort(ds_s, stable=True)
@@ -504,17 +516,15 @@ def _sp(release, deadline, work, s_hat, dt, m, n_slots, mode):
     # prefix sums of the predicted capacity
     cap = jnp.concatenate([jnp.zeros(1, s_hat.dtype), jnp.cumsum(s_hat * dt)])
 
-    if mode == "dynamic":
-        def fn(k, t, rem, pending, st):
-            return jnp.maximum(s_hat[k], _oa_speed(t, rem, pending, ds_p, dt)), st
-    else:
-        def fn(k, t, rem, pending, st):
-            cum = jnp.cumsum(jnp.where(pending, rem, 0.0))
-            future = cap[jnp.clip(ds_p, 0, n_slots)] - cap[k]
-            horizon = ds_p * dt - t
-            deficit = jnp.where(pending & (horizon > 0),
-                                jnp.maximum(cum - future, 0.0) / jnp.where(horizon > 0, horizon, 1.0), 0.0)
-            return s_hat[k] + jnp.max(deficit), st
+    def fn(k, t, rem, pending, st):
+        cum = jnp.cumsum(jnp.where(pending, rem, 0.0))
+        horizon = ds_p * dt - t
+        ok = pending & (horizon > 0)
+        safe = jnp.where(ok, horizon, 1.0)
+        s_oa = jnp.max(jnp.where(ok, cum / safe, 0.0))  # dynamic reserve: OA speed of the remaining work
+        future = cap[jnp.clip(ds_p, 0, n_slots)] - cap[k]  # offline: predicted capacity up to each deadline
+        deficit = jnp.max(jnp.where(ok, jnp.maximum(cum - future, 0.0) / safe, 0.0))
+        return jnp.where(offline, s_hat[k] + deficit, jnp.maximum(s_hat[k], s_oa)), st
 
     _, _, _, _, done = _scan_edf(fn, rs_p, ds_p, w_p, n_slots, dt, guard=True, per_job=True)
     alloc = jnp.zeros_like(done).at[:, perm].set(done)
@@ -536,7 +546,21 @@ def speed_prediction_schedule(release, deadline, work, predicted_speed, *, eps, 
     v.nonnegative("predicted_speed", predicted_speed)
     m, _ = shrink_slots(release, deadline, eps, alpha, dt)
     v.check("eps", m, lambda a: a < (jnp.asarray(deadline - release) / dt), "small enough to leave a window")
-    return _sp(release, deadline, work, jnp.asarray(predicted_speed, work.dtype), dt, m, n_slots, mode)
+    s_hat = jnp.asarray(predicted_speed, work.dtype)
+    return _sp(release, deadline, work, s_hat, dt, m, n_slots, mode == "offline")
+
+
+def speed_prediction_schedules(release, deadline, work, predicted_speed, *, eps, alpha,
+                               dt=1.0) -> dict[str, Schedule]:
+    """SP in both modes at once (one compiled program vmapped over the mode): {mode: Schedule}."""
+    n_slots = int(jnp.shape(predicted_speed)[-1])
+    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    v.nonnegative("predicted_speed", predicted_speed)
+    m, _ = shrink_slots(release, deadline, eps, alpha, dt)
+    s_hat = jnp.asarray(predicted_speed, work.dtype)
+    flags = jnp.array([False, True])
+    both = jax.vmap(lambda off: _sp(release, deadline, work, s_hat, dt, m, n_slots, off))(flags)
+    return {mode: jax.tree.map(lambda x, i=i: x[i], both) for i, mode in enumerate(SP_MODES)}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -547,8 +571,7 @@ def speed_prediction_schedule(release, deadline, work, predicted_speed, *, eps, 
 def las_instance(key, n_jobs: int = 200, window: int = 20, low: float = 20.0, high: float = 80.0,
                  step: float = 5.0):
     """LAS's uniform-deadline model: job i released at time i with deadline i + window (``D``), workloads a
-    random
-    walk in [low, high]: w_0 ~ U[low, high], w_{i+1} = w_i + U[-step, step], reflected at the walls.
+    random walk in [low, high]: w_0 ~ U[low, high], w_{i+1} = w_i + U[-step, step], reflected at the walls.
 
     The step distribution is our choice (the paper's generator is not specified in our notes).
     Returns (release, deadline, work), each (n_jobs,).
@@ -574,8 +597,7 @@ def las_instance(key, n_jobs: int = 200, window: int = 20, low: float = 20.0, hi
 def random_instance(key, n_jobs: int, horizon: int, min_window: int = 1, max_window: int = 10,
                     max_work: float = 10.0):
     """Jobs with integer releases U{0 .. horizon - max_window}, integer window lengths U{min .. max_window}
-    and
-    work U(0.1, max_work). Returns (release, deadline, work), each (n_jobs,)."""
+    and work U(0.1, max_work). Returns (release, deadline, work), each (n_jobs,)."""
     v.positive_int("n_jobs", n_jobs)
     v.positive_int("min_window", min_window)
     v.check("max_window", max_window, lambda a: (a >= min_window) & (a <= horizon),
