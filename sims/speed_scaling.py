@@ -341,7 +341,7 @@ def plot(results: dict, cfg: Config) -> dict:
             style_kw = dict(color="0.6", lw=0.8) if key == "sp_prediction" else dict(lw=1.3)
             ax.stairs(sp[key][:k_end], t[:k_end + 1], label=label, **style_kw)
         ax.set(ylabel="speed s(t) (work / time)")
-        ax.legend(fontsize=8, loc="upper right", ncol=2)
+        ax.legend(fontsize=8, loc="upper left", ncol=2)
     axes[0].set_title(f"Speed profiles on one instance (seed 0 of the LAS model, first {t_end:g} time units; "
                       f"job i arrives at t = i, due at i + {cfg.window})")
     axes[1].set(xlabel="time t")
@@ -362,8 +362,8 @@ def plot(results: dict, cfg: Config) -> dict:
     for j, e in enumerate(eps):
         ax.axhline(float(ss.sp_robustness_bound(a, delta[j])), **style.prediction(color=cmap[j]),
                    label=f"robustness bound, eps={e:g} (delta_eff={delta[j]:.3f})")
-    ax.axhline(np.mean(np.asarray(main["oa"])), color=COLORS["oa"], lw=1.5, label="OA (mean ratio)")
-    ax.axhline(ss.oa_bound(a), color=COLORS["oa"], lw=1, ls="-.", label="OA's bound a^a")
+    ax.axhline(np.mean(np.asarray(main["oa"])), color="0.35", lw=1.5, label="OA (mean ratio, no prediction)")
+    ax.axhline(ss.oa_bound(a), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set(xticks=xs, yscale="log", ylabel="worst energy / OPT over seeds",
            title=f"Robustness: SP under adversarial speed predictions ({setup}); "
@@ -374,7 +374,7 @@ def plot(results: dict, cfg: Config) -> dict:
     figs["robustness"] = fig
 
     # LAS experiment
-    fig, ax = style.figure(figsize=(11, 5.5))
+    fig, ax = style.figure(figsize=(13, 5.5))
     pos, ticks, ticklabels = 0.0, [], []
     base_pos = {}
     for name in BASELINES:
