@@ -87,8 +87,8 @@ def test_yds_against_a_time_discretised_convex_program():
             return g.ravel()
 
         cons = [{"type": "eq", "fun": c, "jac": c_jac, "args": (j,)} for j in range(n)]
-        sol = scipy_opt.minimize(f, x0, jac=grad, method="SLSQP", bounds=[(0, None)] * x0.size, constraints=cons,
-                                 options={"ftol": 1e-12, "maxiter": 500})
+        sol = scipy_opt.minimize(f, x0, jac=grad, method="SLSQP", bounds=[(0, None)] * x0.size,
+                                 constraints=cons, options={"ftol": 1e-12, "maxiter": 500})
         e_yds = float(ss.energy(ss.yds(r, d, w).profile, alpha))
         assert e_yds <= sol.fun * (1 + 1e-6)  # YDS is optimal
         np.testing.assert_allclose(e_yds, sol.fun, rtol=1e-3)  # and the grid program reaches it
