@@ -1,7 +1,7 @@
 """``workbench``: list, run and check the results; benchmark the kernels and sweeps.
 
     workbench list
-    workbench run NAME [--quick] [--seed N] [--out DIR]
+    workbench run NAME [--quick] [--seed N] [--out DIR] [--set FIELD=VALUE ...]
     workbench all [--quick] [--seed N]
     workbench claims [NAME ...]
     workbench bench NAME [--quick]
@@ -35,6 +35,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
     r.add_argument("--seed", type=_seed, default=0)
     r.add_argument("--out", default=None, help="output folder (default figures/<name>)")
+    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a Config field of the preset, e.g. --set lam=50 (repeatable)")
     a = sub.add_parser("all", help="run every result")
     a.add_argument("--quick", action="store_true")
     a.add_argument("--seed", type=_seed, default=0)
@@ -55,14 +57,16 @@ def _cmd_list() -> int:
     return 0
 
 
-def _cmd_run(names, quick, seed, out) -> int:
+def _cmd_run(names, quick, seed, out, overrides=()) -> int:
     from sims import harness, registry
 
     failed = []
     t0 = time.perf_counter()
+    preset = "quick" if quick else "full"
     for name in names:
         module = registry.get(name)
-        outcome = harness.execute(module, preset="quick" if quick else "full", seed=seed, out_dir=out)
+        cfg = harness.get_config(module, preset, **harness.parse_overrides(overrides))
+        outcome = harness.execute(module, preset=preset, seed=seed, out_dir=out, cfg=cfg)
         if not outcome.passed:
             failed.append(name)
     if len(names) > 1:
@@ -108,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return _cmd_list()
         if args.command == "run":
-            return _cmd_run([args.name], args.quick, args.seed, args.out)
+            return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides)
         if args.command == "all":
             from sims import registry
 

@@ -171,11 +171,38 @@ def quick_from_env() -> bool:
 
 
 def get_config(module: ModuleType, preset: str, **overrides):
-    """The module's preset ``Config`` with ``overrides`` applied (``dataclasses.replace``)."""
+    """The module's preset ``Config`` with ``overrides`` applied (``dataclasses.replace``, so the Config's own
+    ``__post_init__`` validation runs and raises ``ValueError`` naming a bad field)."""
     if preset not in module.PRESETS:
         raise WorkbenchError(f"unknown preset {preset!r} for {module.NAME}; choose from {sorted(module.PRESETS)}")
     cfg = module.PRESETS[preset]
-    return dataclasses.replace(cfg, **overrides) if overrides else cfg
+    if not overrides:
+        return cfg
+    fields = {f.name for f in dataclasses.fields(cfg)}
+    unknown = sorted(set(overrides) - fields)
+    if unknown:
+        raise WorkbenchError(f"unknown config field(s) {unknown} for {module.NAME}; fields: {sorted(fields)}")
+    return dataclasses.replace(cfg, **overrides)
+
+
+def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
+    """Parse ``["lam=50", "speed_betas=(0.5, 0.9)"]`` into ``{"lam": 50, "speed_betas": (0.5, 0.9)}``.
+
+    Values are Python literals (numbers, tuples, strings, True/False); anything else is kept as a string.
+    """
+    import ast
+
+    out = {}
+    for item in items:
+        name, sep, text = item.partition("=")
+        if not sep or not name.strip():
+            raise WorkbenchError(f"--set expects FIELD=VALUE, got {item!r}")
+        try:
+            value = ast.literal_eval(text.strip())
+        except (ValueError, SyntaxError):
+            value = text.strip()
+        out[name.strip()] = tuple(value) if isinstance(value, list) else value
+    return out
 
 
 def _git_revision() -> str:
@@ -225,7 +252,10 @@ class Outcome:
 
 def execute(module: ModuleType, *, preset: str = "full", seed: int = 0, out_dir: str | Path | None = None,
             write: bool = True, verbose: bool = True, cfg=None) -> Outcome:
-    """Run one result: ``run`` -> ``claims`` -> ``plot`` -> write ``out_dir`` (default ``figures/<name>``)."""
+    """Run one result: ``run`` -> ``claims`` -> ``plot`` -> write ``out_dir`` (default ``figures/<name>``).
+
+    ``cfg`` (a Config) replaces the preset's; ``preset`` is then only recorded in the manifest.
+    """
     import matplotlib.pyplot as plt
 
     from sims import style

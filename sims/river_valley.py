@@ -20,6 +20,7 @@ import numpy as np
 from sims import style
 from sims.harness import BenchRow, Claim, time_call
 from sims.sweep import grid, sweep
+from theory import _validate as v
 from theory import river_valley as rv
 
 NAME = "river_valley"
@@ -57,6 +58,22 @@ class Config:
     hd_lam_min: float = 1.0
     n_seeds: int = 16
     polyak_steps: int = 1000
+
+    def __post_init__(self):
+        v.positive("lam", self.lam)
+        v.positive("mu", self.mu)
+        v.check("mu", self.mu, lambda a: a < self.lam, f"< lam={self.lam} (the river is the flat direction)")
+        v.positive("lr_range", self.lr_range)
+        v.in_interval("beta_max", self.beta_max, 0.0, 1.0)
+        for name in ("boundary_betas", "speed_betas", "progress_betas", "traj_beta"):
+            v.in_interval(name, getattr(self, name), 0.0, 1.0)
+        v.in_interval("speed_margin", self.speed_margin, 0.0, 1.0)
+        for name in ("n_lr", "n_beta", "phase_steps", "boundary_steps", "bisection_iters", "speed_steps",
+                     "progress_steps", "traj_steps", "hd_dim", "n_seeds", "polyak_steps"):
+            v.positive_int(name, getattr(self, name))
+        if self.speed_steps <= 100:
+            raise ValueError(f"speed_steps must be > 100 (the speed is measured over the last 100), "
+                             f"got {self.speed_steps}")
 
 
 PRESETS = {

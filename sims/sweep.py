@@ -17,14 +17,15 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.sharding import NamedSharding
+from jax.sharding import AxisType, NamedSharding
 from jax.sharding import PartitionSpec as P
 
 
 def batch_mesh(devices=None) -> jax.sharding.Mesh:
     """A 1-D mesh named "batch" over ``devices`` (default: all)."""
     devices = list(devices) if devices is not None else jax.devices()
-    return jax.make_mesh((len(devices),), ("batch",), devices=devices)
+    # Auto axes: XLA (GSPMD) propagates the batch sharding through the vmapped computation, whatever it does.
+    return jax.make_mesh((len(devices),), ("batch",), axis_types=(AxisType.Auto,), devices=devices)
 
 
 def _batch_size(batch) -> int:

@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, settings
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 # CI: few, derandomized examples (reproducible, fast); dev: more exploration. deadline=None everywhere (jit).
-settings.register_profile("ci", max_examples=15, deadline=None, derandomize=True,
-                          suppress_health_check=[HealthCheck.too_slow])
-settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# function-scoped fixtures are fine here: `x64` is a context that every example may share.
+_SUPPRESS = [HealthCheck.too_slow, HealthCheck.function_scoped_fixture]
+settings.register_profile("ci", max_examples=15, deadline=None, derandomize=True, suppress_health_check=_SUPPRESS)
+settings.register_profile("dev", max_examples=40, deadline=None, suppress_health_check=_SUPPRESS)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
 
 
