@@ -39,7 +39,8 @@ and the effective width is k_c ~ (alpha / (c_IT D Z))^(1/(2 beta)) (eq. kc). Bay
 contribute ~D/alpha each, the unlearned tail ~k_c^(1-2 beta): eps_BO = Theta(k_c D / alpha) ~
 alpha^(1/(2 beta) - 1) while k_c < k, ~k D / alpha once every feature is learned (refinement).
 
-Numerics: the state is s (not m), and 1 - m = 1/(1 + s), 1 - g(m) = (1 - m) sum_l mu_l^2 (1 + ... + m^(l-1)),
+Numerics: the branch started at m = 0 is seeded at s = 1e-6 (so a continuous transition, e.g. g = m^2, can grow
+out of it); for g = m^3 that seed decays to remnants below 1e-10, numerically zero. The state is s (not m), and 1 - m = 1/(1 + s), 1 - g(m) = (1 - m) sum_l mu_l^2 (1 + ... + m^(l-1)),
 so errors down to 1e-12 are exact in float32. Every function is jit/vmap compatible; ``solve`` raises
 ``NotConvergedError`` (a RuntimeError) when called eagerly and an iteration did not converge, and returns a
 ``converged`` flag that vmapped callers check with ``check_converged``.
@@ -252,7 +253,7 @@ def _run(d0, alpha, a2, delta, kernel, damping, tol, max_iter):
     def cond(state):
         return (state[3] > tol) & (state[4] < max_iter)
 
-    init = (s_lo0, s_hi0, jnp.asarray(d0, a2.dtype), jnp.asarray(jnp.inf, a2.dtype), jnp.asarray(0))
+    init = (s_lo0, s_hi0, jnp.asarray(d0, a2.dtype), jnp.asarray(jnp.inf, a2.dtype), jnp.zeros_like(max_iter))
     s_lo, s_hi, d, res, it = lax.while_loop(cond, step, init)
     s, _ = _select(s_lo, s_hi, alpha * a2 / d, kernel)
     return s, d, res, it
@@ -263,7 +264,7 @@ def _phi_terms(s):
     return 0.5 * (m - jnp.log1p(s))  # (m + log(1 - m)) / 2
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
+@jax.jit
 def _solve(alpha, a2, delta, kernel, damping, tol, max_iter):
     alpha = jnp.asarray(alpha, a2.dtype)
     s_u, d_u, r_u, i_u = _run(delta + jnp.sum(a2), alpha, a2, delta, kernel, damping, tol, max_iter)
@@ -319,11 +320,11 @@ def solve(alpha, a2, delta, *, kernel: Kernel | None = None, damping=0.7, tol=No
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
     _check_params(alpha, a2, delta, damping, tol, max_iter)
-    sol = _solve(alpha, a2, delta, kernel or cubic_kernel(), damping, tol, max_iter)
+    sol = _solve(alpha, a2, delta, kernel or cubic_kernel(), damping, tol, jnp.asarray(max_iter))
     return check_converged(sol, alpha) if check else sol
 
 
-@partial(jax.jit, static_argnames=("max_iter",))
+@jax.jit
 def _solve_grid(alphas, a2, delta, kernel, damping, tol, max_iter):
     return jax.vmap(_solve, in_axes=(0, None, None, None, None, None, None))(
         alphas, a2, delta, kernel, damping, tol, max_iter)
@@ -337,7 +338,7 @@ def solve_grid(alphas, a2, delta, *, kernel: Kernel | None = None, damping=0.7, 
     alphas = jnp.asarray(alphas, a2.dtype)
     v.shape("alphas", alphas, (None,))
     _check_params(alphas, a2, delta, damping, tol, max_iter)
-    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), damping, tol, max_iter)
+    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), damping, tol, jnp.asarray(max_iter))
     return check_converged(sol, alphas) if check else sol
 
 
@@ -382,7 +383,7 @@ def effective_width(m, threshold=0.5):
     return jnp.sum(jnp.asarray(m) > threshold, axis=-1)
 
 
-@partial(jax.jit, static_argnames=("iters", "max_iter"))
+@partial(jax.jit, static_argnames=("iters",))
 def _thresholds(idx, a2, delta, kernel, lo, hi, iters, damping, tol, max_iter):
     def one(i):
         def body(_, br):
@@ -397,7 +398,7 @@ def _thresholds(idx, a2, delta, kernel, lo, hi, iters, damping, tol, max_iter):
     return jax.vmap(one)(idx)
 
 
-def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 48,
+def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44,
                damping=0.7, tol=None, max_iter: int = 20000) -> jax.Array:
     """Per-feature thresholds alpha_i: the alpha where feature ``idx`` (0-based, (F,)) first has m_i > 1/2.
 
@@ -411,4 +412,4 @@ def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12
     v.check("hi", hi, lambda h: h > lo, f"> lo={lo}")
     idx = jnp.atleast_1d(jnp.asarray(idx))
     v.check("idx", idx, lambda i: (i >= 0) & (i < a2.shape[0]), f"in [0, {a2.shape[0]})")
-    return _thresholds(idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, damping, tol, max_iter)
+    return _thresholds(idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, damping, tol, jnp.asarray(max_iter))

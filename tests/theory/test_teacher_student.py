@@ -107,7 +107,7 @@ def scipy_reference(alpha, a2, delta):
 
 
 @given(beta=betas, delta=deltas, log_alpha=st.floats(0.0, 14.0))
-@settings(max_examples=25)
+@settings(max_examples=12)
 def test_solver_matches_scipy_reference(beta, delta, log_alpha, x64):
     a2 = ts.amplitudes(K, beta)
     alpha = float(np.exp(log_alpha))
@@ -123,34 +123,28 @@ def test_solver_matches_scipy_reference(beta, delta, log_alpha, x64):
 
 
 @given(beta=betas, delta=deltas)
-@settings(max_examples=10)
-def test_monotone_in_alpha_and_ordered_features(beta, delta, x64):
-    sol = ts.solve_grid(GRID, ts.amplitudes(K, beta), delta)
-    eps, m = np.asarray(sol.eps_bo), np.asarray(sol.m)
-    assert np.all(np.diff(eps) <= 1e-12), "eps_BO must be non-increasing in alpha"
-    assert np.all(np.diff(m, axis=0) >= -1e-12), "each m_i must be non-decreasing in alpha"
-    assert np.all(np.diff(m, axis=1) <= 1e-12), "m_i >= m_{i+1}"
-    assert np.all(np.diff(np.asarray(sol.k_c)) >= 0)
-    # Gibbs = 2 x Bayes (Nishimori), and eps_BO = Delta_eff - Delta
-    np.testing.assert_allclose(np.asarray(ts.gibbs_error(sol.m, ts.amplitudes(K, beta))), 2 * eps, rtol=1e-9)
-    np.testing.assert_allclose(np.asarray(sol.delta_eff) - delta, eps, rtol=1e-8, atol=1e-14)
-
-
-@given(beta=betas, delta=deltas)
-@settings(max_examples=10)
-def test_closed_forms_vs_solver(beta, delta, x64):
+@settings(max_examples=8)
+def test_grid_properties_and_closed_forms(beta, delta, x64):
     a2 = ts.amplitudes(K, beta)
     sol = ts.solve_grid(GRID, a2, delta)
-    c = GRID[:, None] * np.asarray(a2)[None] / np.asarray(sol.delta_eff)[:, None]
-    m = np.asarray(sol.m)
+    eps, m, de = np.asarray(sol.eps_bo), np.asarray(sol.m), np.asarray(sol.delta_eff)
+    # monotonicity and ordering (unlearned overlaps are numerically 0: < 1e-10 remnants of the 1e-6 seed)
+    assert np.all(np.diff(eps) <= 1e-12), "eps_BO must be non-increasing in alpha"
+    assert np.all(np.diff(m, axis=0) >= -1e-9), "each m_i must be non-decreasing in alpha"
+    assert np.all(np.diff(m, axis=1) <= 1e-9), "m_i >= m_{i+1}"
+    assert np.all(np.diff(np.asarray(sol.k_c)) >= 0)
+    # Gibbs = 2 x Bayes (Nishimori), and eps_BO = Delta_eff - Delta
+    np.testing.assert_allclose(np.asarray(ts.gibbs_error(sol.m, a2)), 2 * eps, rtol=1e-9)
+    np.testing.assert_allclose(de, delta + eps, rtol=1e-8)  # converged to tol = 1e-10 (relative, in D)
+    # closed forms: learned <=> c = alpha a2/Delta_eff >= c_IT, and then m = m+(c) >= m+(c_IT); else m = 0
+    c = GRID[:, None] * np.asarray(a2)[None] / de[:, None]
     learned = m > 0.5
-    # learned <=> c >= c_IT, and then m = m+(c); unlearned features sit exactly at 0
     assert np.array_equal(learned, c >= ts.C_IT)
     np.testing.assert_allclose(m[learned], np.asarray(ts.m_plus(c[learned])), atol=1e-8)
     assert np.all(m[~learned] < 1e-9)
     assert np.all(m[learned] >= ts.M_JUMP - 1e-9)
-    # k_c is the integer part of the closed form (alpha / (c_IT Delta_eff Z))^(1/(2 beta))
-    kcf = np.asarray(ts.k_c_closed_form(GRID, beta, K, np.asarray(sol.delta_eff)))
+    # k_c is the integer part of (alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k
+    kcf = np.asarray(ts.k_c_closed_form(GRID, beta, K, de))
     np.testing.assert_array_equal(np.asarray(sol.k_c), np.minimum(np.floor(kcf + 1e-9), K))
 
 
@@ -169,7 +163,7 @@ def test_jumps_at_thresholds_and_exponent_2beta(beta, x64):
     right = ts.solve_grid(thr * (1 + 1e-7), a2, delta)
     rows = np.arange(len(idx))
     m_left, m_right = np.asarray(left.m)[rows, idx], np.asarray(right.m)[rows, idx]
-    assert np.all(m_left == 0.0)
+    assert np.all(m_left < 1e-9)
     assert np.all(m_right >= ts.M_JUMP - 1e-9)  # jump >= m+(c_IT)
     c_left = thr * np.asarray(a2)[idx] / np.asarray(left.delta_eff)
     c_right = thr * np.asarray(a2)[idx] / np.asarray(right.delta_eff)
@@ -186,11 +180,14 @@ def test_first_jump_with_small_noise_is_larger_than_0645(x64):
 
 def test_fixed_point_is_stationary_point_of_potential(x64):
     a2 = ts.amplitudes(K, 1.0)
-    for alpha in (3.0, 300.0, 3e5):
+    for alpha in (10.0, 300.0, 3e5):
         sol = ts.solve(alpha, a2, 0.5)
-        grad = jax.grad(ts.potential)(sol.m, alpha, a2, 0.5)
-        learned = np.asarray(sol.m) > 0
-        assert np.max(np.abs(np.asarray(grad)[learned]), initial=0.0) < 1e-6 * max(1.0, alpha * 1e-3)
+        grad = np.asarray(jax.grad(ts.potential)(sol.m, alpha, a2, 0.5))
+        # dPhi/dm_i = (alpha a2_i g'(m_i)/D - s_i)/2 with s_i = m_i/(1 - m_i): zero relative to s_i/2
+        s = np.asarray(sol.m) / (1 - np.asarray(sol.m))
+        learned = np.asarray(sol.m) > 0.5
+        assert learned.any()
+        assert np.max(np.abs(grad[learned]) / (0.5 * s[learned])) < 1e-8
         np.testing.assert_allclose(float(ts.potential(sol.m, alpha, a2, 0.5)),
                                    float(ts.potential_notes_form(sol.m, alpha, a2, 0.5)), rtol=1e-10)
         # and it beats the all-uninformed fixed point (m = 0)
@@ -239,18 +236,18 @@ def test_gibbs_is_twice_bayes_monte_carlo():
 # ---------------------------------------------------------------------------------------------------------
 
 
-def test_vmapped_grid_equals_single_solves_and_no_recompile():
+def test_vmapped_grid_equals_single_solves_and_no_recompile(x64):
     a2 = ts.amplitudes(K, 1.0)
-    alphas = np.geomspace(1.0, 1e4, 8)
+    alphas = np.geomspace(1.0, 1e4, len(GRID))
     grid = ts.solve_grid(alphas, a2, 1.0)
     single = np.array([float(ts.solve(a, a2, 1.0).eps_bo) for a in alphas])
-    np.testing.assert_allclose(np.asarray(grid.eps_bo), single, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(grid.eps_bo), single, rtol=1e-9)
     before = ts._solve_grid._cache_size()
     ts.solve_grid(alphas * 2, a2, 0.7)
     assert ts._solve_grid._cache_size() == before
 
 
-def test_not_converged_raises():
+def test_not_converged_raises(x64):
     with pytest.raises(ts.NotConvergedError, match="did not converge"):
         ts.solve(10.0, ts.amplitudes(K, 1.0), 1.0, max_iter=2)
     sol = ts.solve(10.0, ts.amplitudes(K, 1.0), 1.0, max_iter=2, check=False)
