@@ -385,7 +385,7 @@ def numpy_solve(alpha, a2, delta, damping=0.7, tol=1e-5, max_iter=20000):
             new, old = sel(n_lo, n_hi, c), sel(s_lo, s_hi, c)
             m = new / (1 + new)
             d_new = (1 - damping) * d + damping * (delta + np.sum(a2 * (1 + m + m * m) / (1 + new)))
-            res = max(np.max(np.abs(new - old) / ((1 + new) * (1 + old))), abs(d_new - d) / d)
+            res = max(np.max(np.abs(new - old) / (1 + np.minimum(new, old))), abs(d_new - d) / d)
             s_lo, s_hi, d = n_lo, n_hi, d_new
             if res <= tol:
                 break

@@ -244,9 +244,10 @@ def _run(d0, alpha, a2, delta, kernel, damping, tol, max_iter):
         n_lo, n_hi = upd(s_lo), upd(s_hi)
         s_sel, _ = _select(n_lo, n_hi, c, kernel)
         d_new = (1.0 - damping) * d + damping * (delta + jnp.sum(a2 * one_minus_g_from_s(s_sel, kernel)))
-        # residual: change of the selected overlaps and relative change of D
+        # residual: change of the selected s relative to 1 + s (absolute in m for small s, relative in 1 - m and
+        # hence in the error 1 - g(m) for large s), and relative change of D
         old_sel, _ = _select(s_lo, s_hi, c, kernel)
-        dm = jnp.max(jnp.abs(s_sel - old_sel) / ((1.0 + s_sel) * (1.0 + old_sel)))
+        dm = jnp.max(jnp.abs(s_sel - old_sel) / (1.0 + jnp.minimum(s_sel, old_sel)))
         res = jnp.maximum(dm, jnp.abs(d_new - d) / d)
         return n_lo, n_hi, d_new, res, it + 1
 

@@ -1,0 +1,53 @@
+"""Teacher-student result end to end on the quick preset, the NumPy reference used by the benchmark, the bench."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from sims import harness
+from sims import teacher_student as sim
+from theory import teacher_student as ts
+
+
+def test_quick_preset_end_to_end(tmp_path):
+    outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
+    failed = [c.statement for c in outcome.claims if not c.passed]
+    assert not failed, failed
+    assert all(c.source in ("reconstruction", "theory") for c in outcome.claims)
+    for fname in ("data.npz", "claims.json", "manifest.json", "staircase.png", "scaling.png",
+                  "effective_width.png", "student.png"):
+        assert (tmp_path / fname).stat().st_size > 0, fname
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["preset"] == "quick" and manifest["claims_passed"] == manifest["claims_total"]
+    assert manifest["nonfinite_arrays"] == []
+    # the staircase is a staircase: each shown feature switches on once, later features later
+    st = outcome.results["staircase"]
+    m = np.asarray(st["m"])
+    on = np.argmax(m > 0.5, axis=0)
+    assert np.all(m[-1] > 0.5) and np.all(np.diff(on) > 0)
+    # students learn something: at the largest n the narrow student beats the zero predictor
+    assert np.median(np.asarray(outcome.results["student"]["best"])[-1, 0]) < 1.0
+
+
+def test_numpy_reference_matches_solver():
+    a2 = ts.amplitudes(60, 1.0)
+    for alpha in (2.0, 50.0, 3e3, 1e7):
+        m_np, eps_np = sim.numpy_solve(alpha, np.asarray(a2), 0.7)
+        sol = ts.solve(alpha, a2, 0.7)
+        np.testing.assert_allclose(float(sol.eps_bo), eps_np, rtol=1e-4)
+        np.testing.assert_allclose(np.asarray(sol.m), m_np, atol=1e-5)
+
+
+def test_bench_runs_and_reports_a_ratio():
+    rows = sim.bench(quick=True)
+    assert rows and all(np.isfinite(r.speedup) and r.speedup > 0 for r in rows)
+    assert "max rel |eps diff|" in rows[0].note
+
+
+@pytest.mark.slow
+def test_full_preset_claims():
+    outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
+    assert outcome.passed, harness.format_claims(sim.NAME, outcome.claims)
