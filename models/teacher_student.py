@@ -64,19 +64,25 @@ def sample(key, teacher: TwoLayer, n: int, delta):
 
 
 @partial(jax.jit, static_argnames=("n_max", "steps", "evals", "n_test"))
-def train_student(key, teacher: TwoLayer, mask, n, *, n_max: int, delta, steps: int, lr, evals: int = 40,
-                  n_test: int = 4096, val_frac: float = 0.2):
+def train_student(data_key, init_key, teacher: TwoLayer, mask, n, *, n_max: int, delta, steps: int, lr,
+                  evals: int = 40, n_test: int = 4096, val_frac: float = 0.2):
     """Train one student by full-batch Adam on the first ``n`` of ``n_max`` noisy samples; early stopping.
+
+    ``data_key`` draws the samples and the test inputs, ``init_key`` the student's initialisation: restarts
+    with one ``data_key`` and several ``init_key`` see the same data (selection among them by validation loss
+    is then a legitimate learner, see ``select_restart``).
 
     ``n`` may be traced (<= n_max, the static padded size), so students for every sample size, width (``mask``)
     and seed share one compiled, vmapped loop. The n samples are split into a training part and a validation
     part (``val_frac``; noisy labels, as the learner would have); the test error E_x (f(x) - f*(x))^2 is measured
     on ``n_test`` fresh noiseless inputs. Adam with a cosine learning-rate decay (lr -> lr/10).
-    Returns dict: test (evals + 1,) test error at init and each evaluation, val (evals + 1,) validation loss, best () test error
-    at the evaluation with the lowest validation loss, final () test error at the end. Non-finite values are
-    replaced by +inf (a blown-up run is flagged, never NaN).
+    Returns dict: test (evals + 1,) test error at init and each evaluation, val (evals + 1,) validation loss,
+    best () test error at the evaluation with the lowest validation loss, best_val () that validation loss,
+    final () test error at the end.
+    Non-finite values are replaced by +inf (a blown-up run is flagged, never NaN).
     """
-    kd, ki, kt = jax.random.split(key, 3)
+    kd, kt = jax.random.split(data_key)
+    ki = init_key
     x, y = sample(kd, teacher, n_max, delta)
     j = jnp.arange(n_max)
     n_val = jnp.maximum(1, jnp.round(val_frac * n)).astype(j.dtype)
@@ -110,4 +116,11 @@ def train_student(key, teacher: TwoLayer, mask, n, *, n_max: int, delta, steps: 
     val = jnp.concatenate([init_eval[1][None], val])
     test = jnp.where(jnp.isfinite(test), test, jnp.inf)
     val = jnp.where(jnp.isfinite(val), val, jnp.inf)
-    return {"test": test, "val": val, "best": test[jnp.argmin(val)], "final": test[-1]}
+    i = jnp.argmin(val)
+    return {"test": test, "val": val, "best": test[i], "best_val": val[i], "final": test[-1]}
+
+
+def select_restart(best, best_val, axis: int = -1):
+    """Test error of the restart with the lowest validation loss along ``axis`` (restarts share their data)."""
+    i = jnp.expand_dims(jnp.argmin(best_val, axis=axis), axis)
+    return jnp.squeeze(jnp.take_along_axis(best, i, axis=axis), axis)

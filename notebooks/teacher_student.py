@@ -101,7 +101,7 @@ def explore(beta=1.0, k=400, delta=1.0, log10_alpha=2.0):
 widgets.interact(explore, beta=widgets.FloatSlider(value=1.0, min=0.6, max=2.5, step=0.05),
                  k=widgets.IntSlider(value=400, min=10, max=4000, step=10),
                  delta=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2),
-                 log10_alpha=widgets.FloatSlider(value=2.0, min=0.0, max=10.0, step=0.1));
+                 log10_alpha=widgets.FloatSlider(value=2.0, min=0.0, max=10.0, step=0.1))
 
 # %% [markdown]
 # ## What to take away

@@ -33,6 +33,9 @@ NAME = "teacher_student"
 TITLE = ("Teacher-student at extensive width (reconstruction): features learned one by one through jumps; "
          "eps_BO ~ n^(1/(2beta)-1), then n^-1")
 RECON = "decoupled fixed-point reconstruction (paper's equations not public)"
+# The paper's student claim. Not reproduced at the small d we can afford (gap ~2-5x: restarts miss the weakest
+# features, see the report); kept as a claim so that the failure is visible in claims.json.
+SMALL_GAP = "Adam student of width k_c reaches eps_BO up to a small gap"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,16 +60,17 @@ class Config:
     st_beta: float = 1.0
     st_delta: float = 0.25
     st_alphas: tuple[float, ...] = (8.0, 16.0, 32.0, 64.0, 128.0)
-    st_seeds: int = 3
+    st_datasets: int = 2  # independent training sets per (alpha, width)
+    st_restarts: int = 8  # random initialisations per training set; the learner keeps the best by validation
     st_wide: int = 4  # wide student: st_wide x k units
-    st_steps: int = 2000
+    st_steps: int = 1000
     st_lr: float = 1e-2
 
 
 PRESETS = {
     "full": Config(),
     "quick": Config(k=400, n_alpha=60, k_lo=5, k_hi_div=8, stair_features=5, n_stair=120,
-                    jump_features=(16, 32, 64), st_d=12, st_k=3, st_alphas=(16.0, 64.0), st_seeds=2, st_steps=400),
+                    jump_features=(16, 32, 64), st_alphas=(32.0, 128.0), st_datasets=1, st_restarts=3, st_steps=400),
 }
 
 
@@ -103,8 +107,8 @@ def alpha_grid(cfg: Config, beta: float) -> np.ndarray:
 
 
 def _student_row(row, *, teacher, n_max, delta, steps, lr):
-    return mts.train_student(row["key"], teacher, row["mask"], row["n"], n_max=n_max, delta=delta, steps=steps,
-                             lr=lr)
+    return mts.train_student(row["data_key"], row["init_key"], teacher, row["mask"], row["n"], n_max=n_max,
+                             delta=delta, steps=steps, lr=lr)
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
@@ -133,7 +137,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
                         "m_left": take(left["m"]), "m_right": take(right["m"]),
                         "c_left": thr * a2[idx] / left["delta_eff"], "c_right": thr * a2[idx] / right["delta_eff"]}
 
-    # Adam-trained students vs the Bayes curve (small d); rows = (alpha, width variant, seed), one vmapped sweep
+    # Adam-trained students vs the Bayes curve (small d); rows = (alpha, width variant, dataset, restart), one
+    # vmapped sweep; restarts of one (alpha, dataset) share their data (and test set) across widths
     d, k = cfg.st_d, cfg.st_k
     a2s = ts.amplitudes(k, cfg.st_beta)
     kt, ks = jax.random.split(key)
@@ -143,20 +148,28 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     bayes = ts.solve_grid(jnp.asarray(np.concatenate([st_alpha, fine]), jnp.float32), a2s, cfg.st_delta)
     kc = np.maximum(np.asarray(bayes.k_c[: len(st_alpha)]), 1)
     h = cfg.st_wide * k
-    n_rows, masks = [], []
-    for a, kca in zip(st_alpha, kc, strict=True):
-        for width in (kca, h):
-            for _ in range(cfg.st_seeds):
-                n_rows.append(int(round(a * d)))
-                masks.append(np.arange(h) < width)
+    A, D, R = len(st_alpha), cfg.st_datasets, cfg.st_restarts
+    data_keys = jax.random.split(ks, A * D).reshape(A, D)
+    init_keys = jax.random.split(jax.random.fold_in(ks, 1), A * 2 * D * R).reshape(A, 2, D, R)
+    n_rows, masks, dk, ik = [], [], [], []
+    for a in range(A):
+        for v, width in enumerate((kc[a], h)):
+            for j in range(D):
+                for r in range(R):
+                    n_rows.append(int(round(st_alpha[a] * d)))
+                    masks.append(np.arange(h) < width)
+                    dk.append(data_keys[a, j])
+                    ik.append(init_keys[a, v, j, r])
     batch = {"n": jnp.asarray(n_rows), "mask": jnp.asarray(np.array(masks), jnp.float32),
-             "key": jax.random.split(ks, len(n_rows))}
+             "data_key": jnp.stack(dk), "init_key": jnp.stack(ik)}
     fn = partial(_student_row, teacher=teacher, n_max=int(max(n_rows)), delta=cfg.st_delta, steps=cfg.st_steps,
                  lr=cfg.st_lr)
     res = sweep(fn, batch)
-    shape = (len(st_alpha), 2, cfg.st_seeds)
+    shape = (A, 2, D, R)
+    best, best_val = res["best"].reshape(shape), res["best_val"].reshape(shape)
     out["student"] = {"alpha": jnp.asarray(st_alpha, jnp.float32), "width": jnp.asarray(np.stack([kc, 0 * kc + h], 1)),
-                      "best": res["best"].reshape(shape), "final": res["final"].reshape(shape),
+                      "best": best, "best_val": best_val, "final": res["final"].reshape(shape),
+                      "selected": mts.select_restart(best, best_val),
                       "eps_bo": bayes.eps_bo[: len(st_alpha)], "fine_alpha": jnp.asarray(fine, jnp.float32),
                       "fine_eps": bayes.eps_bo[len(st_alpha):], "fine_k_c": bayes.k_c[len(st_alpha):]}
     return out
@@ -211,9 +224,10 @@ def measurements(results: dict, cfg: Config) -> dict:
     out["c_at_threshold"] = float(np.median(0.5 * (np.asarray(st["c_left"]) + np.asarray(st["c_right"]))[big]))
     out["m_left_max"] = float(np.max(np.asarray(st["m_left"])))
     s = results["student"]
-    ratio = np.asarray(s["best"]) / np.asarray(s["eps_bo"])[:, None, None]
-    out["student_min_ratio"] = float(np.min(ratio))
-    out["student_ratio_last"] = np.median(ratio[-1], axis=-1)  # (2,) narrow, wide at the largest alpha
+    eps = np.asarray(s["eps_bo"])
+    out["student_min_ratio"] = float(np.min(np.asarray(s["best"]) / eps[:, None, None, None]))
+    sel = np.asarray(s["selected"]) / eps[:, None, None]  # (alpha, width, dataset)
+    out["student_ratio_last"] = np.median(sel[-1], axis=-1)  # (2,) narrow, wide at the largest alpha
     return out
 
 
@@ -252,8 +266,11 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                      1.4558, m["c_at_threshold"], 0.01, "rel", source=R))
     out.append(Claim(f"thresholds alpha_i ~ i^(2beta), beta=1: fitted exponent over i in {list(cfg.jump_features)}",
                      2.0, m["threshold_exponent"], 0.05, "abs", source=R))
-    out.append(Claim("no Adam student beats the Bayes error (min over n, widths, seeds of err/eps_BO)", 1.0,
-                     m["student_min_ratio"], 0.0, "ge", source="theory"))
+    out.append(Claim("no Adam student beats the Bayes error (min over n, widths, data, restarts of err/eps_BO)",
+                     1.0, m["student_min_ratio"], 0.0, "ge", source="theory"))
+    out.append(Claim(f"{SMALL_GAP}: err/eps_BO at the largest n "
+                     f"(best of {cfg.st_restarts} restarts by validation, median over data; small = within 50%)",
+                     1.0, float(m["student_ratio_last"][0]), 0.5, "rel", source="paper"))
     return out
 
 
@@ -344,15 +361,18 @@ def plot(results: dict, cfg: Config) -> dict:
               label="eps_BO (reconstruction, d -> infinity)")
     al = np.asarray(s["alpha"])
     best = np.asarray(s["best"])
+    sel = np.asarray(s["selected"])
     width = np.asarray(s["width"])
-    for v, (name, col, off) in enumerate((("width k_c(n)", "tab:blue", 0.96), (f"width {cfg.st_wide}k", "tab:orange",
-                                                                                1.04))):
-        med = np.median(best[:, v], axis=-1)
-        ax.loglog(al * off, med, "o-", color=col, label=f"Adam student, {name} (median of {best.shape[-1]} seeds)")
-        ax.scatter(np.repeat(al * off, best.shape[-1]), best[:, v].ravel(), color=col, s=10, alpha=0.5)
+    nd, nr = best.shape[2], best.shape[3]
+    for v, (name, col, off) in enumerate((("width k_c(n)", "tab:blue", 0.96),
+                                          (f"width {cfg.st_wide}k", "tab:orange", 1.04))):
+        ax.loglog(al * off, np.median(sel[:, v], axis=-1), "o-", color=col,
+                  label=f"Adam student, {name}: best of {nr} restarts by validation (median of {nd} data sets)")
+        ax.scatter(np.repeat(al * off, nd * nr), best[:, v].ravel(), color=col, s=9, alpha=0.35)
+    ax.scatter([], [], color="0.4", s=9, alpha=0.5, label="individual runs (every restart)")
     for a, w in zip(al, width[:, 0], strict=True):
-        ax.annotate(f"k_c={w}", (a, float(np.median(best[al == a, 0]))), textcoords="offset points",
-                    xytext=(-10, -14), fontsize=7, color="tab:blue")
+        ax.annotate(f"k_c={w}", (a * 0.96, float(np.median(sel[al == a, 0]))), textcoords="offset points",
+                    xytext=(-12, -14), fontsize=7, color="tab:blue")
     ax.axhline(1.0, color="0.6", lw=0.8, ls=":", label="error of the zero predictor")
     ax.set(xlabel="alpha = n/d", ylabel="test error E(f - f*)^2 (early-stopped)",
            title=f"Adam students vs the Bayes curve: d={cfg.st_d}, k={cfg.st_k}, beta={cfg.st_beta:g}, "

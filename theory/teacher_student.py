@@ -40,10 +40,14 @@ contribute ~D/alpha each, the unlearned tail ~k_c^(1-2 beta): eps_BO = Theta(k_c
 alpha^(1/(2 beta) - 1) while k_c < k, ~k D / alpha once every feature is learned (refinement).
 
 Numerics: the branch started at m = 0 is seeded at s = 1e-6 (so a continuous transition, e.g. g = m^2, can grow
-out of it); for g = m^3 that seed decays to remnants below 1e-10, numerically zero. The state is s (not m), and 1 - m = 1/(1 + s), 1 - g(m) = (1 - m) sum_l mu_l^2 (1 + ... + m^(l-1)),
-so errors down to 1e-12 are exact in float32. Every function is jit/vmap compatible; ``solve`` raises
-``NotConvergedError`` (a RuntimeError) when called eagerly and an iteration did not converge, and returns a
-``converged`` flag that vmapped callers check with ``check_converged``.
+out of it); for g = m^3 that seed decays to remnants below 1e-10, numerically zero. The state is s (not m), and
+1 - m = 1/(1 + s), 1 - g(m) = (1 - m) sum_l mu_l^2 (1 + ... + m^(l-1)), so errors down to 1e-12 are exact in
+float32; the convergence residual is |delta s|/(1 + s), i.e. relative in 1 - m for learned features. In float32,
+Delta_eff resolves ~1e-7 relative: near the thresholds of features with a_i^2 below that, the two self-consistent
+configurations are numerically tied and the choice between them is arbitrary (harmless for eps_BO). Every
+function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError) when called eagerly and
+an iteration did not converge, and returns a ``converged`` flag that vmapped callers check with
+``check_converged``.
 """
 
 from __future__ import annotations
