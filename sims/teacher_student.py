@@ -377,7 +377,7 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.set(xlabel="alpha = n/d", ylabel="test error E(f - f*)^2 (early-stopped)",
            title=f"Adam students vs the Bayes curve: d={cfg.st_d}, k={cfg.st_k}, beta={cfg.st_beta:g}, "
                  f"Delta={cfg.st_delta:g}\n(finite d; the Bayes curve is the d -> infinity reconstruction)")
-    ax.legend(fontsize=8)
+    ax.legend(fontsize=8, loc="lower left")
     figs["student"] = fig
     return figs
 
