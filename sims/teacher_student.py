@@ -291,7 +291,7 @@ def plot(results: dict, cfg: Config) -> dict:
     m = np.asarray(st["m"])
     de = np.asarray(st["delta_eff"])
     a2 = np.asarray(ts.amplitudes(cfg.k, 1.0))
-    fig, ax = style.figure(figsize=(8.5, 5))
+    fig, ax = style.figure(figsize=(11, 5))
     cmap = __import__("matplotlib").colormaps["viridis"]
     F = m.shape[1]
     for i in range(F):
@@ -303,12 +303,12 @@ def plot(results: dict, cfg: Config) -> dict:
         ax.plot(alpha, pred, **style.prediction(linewidth=0.9))
         ax.axvline(float(st["threshold"][i]), color=col, lw=0.6, ls=":")
     ax.axhline(ts.M_JUMP, color="0.4", lw=1, ls="-.", label=f"m+(c_IT) = {ts.M_JUMP:.3f}")
-    ax.plot([], [], **style.PREDICTION, label="closed form m+(alpha a_i^2/Delta_eff), learned if c >= c_IT")
+    ax.plot([], [], **style.PREDICTION, label="closed form m+(c), c = alpha a_i^2/Delta_eff\n(learned iff c >= c_IT)")
     ax.set(xscale="log", xlabel="alpha = n/d (samples per input dimension)", ylabel="overlap m_i",
            ylim=(-0.03, 1.03),
            title=f"Features learned one by one through jumps (beta=1, k={cfg.k}, Delta={cfg.delta:g})\n"
                  f"{RECON}; dotted: bisected thresholds alpha_i")
-    ax.legend(loc="center left", fontsize=8)
+    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
     figs["staircase"] = fig
 
     # scaling
