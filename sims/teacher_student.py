@@ -69,8 +69,8 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(k=400, n_alpha=60, k_lo=5, k_hi_div=8, stair_features=5, n_stair=120,
-                    jump_features=(16, 32, 64), st_alphas=(32.0, 128.0), st_datasets=1, st_restarts=3, st_steps=400),
+    "quick": Config(k=400, n_alpha=48, k_lo=5, k_hi_div=8, stair_features=5, n_stair=80,
+                    jump_features=(16, 32, 64), st_alphas=(32.0, 128.0), st_datasets=1, st_restarts=3, st_steps=300),
 }
 
 

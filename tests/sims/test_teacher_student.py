@@ -21,12 +21,13 @@ def test_quick_preset_end_to_end(tmp_path):
     assert len(gap) == 1 and np.isfinite(gap[0].measured) and gap[0].measured >= 1.0
     failed = [c.statement for c in outcome.claims if not c.passed and c not in gap]
     assert not failed, failed
-    assert all(c.source in ("reconstruction", "theory") for c in outcome.claims)
+    assert all(c.source in ("reconstruction", "theory") for c in outcome.claims if c not in gap)
     for fname in ("data.npz", "claims.json", "manifest.json", "staircase.png", "scaling.png",
                   "effective_width.png", "student.png"):
         assert (tmp_path / fname).stat().st_size > 0, fname
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["preset"] == "quick" and manifest["claims_passed"] == manifest["claims_total"]
+    assert manifest["preset"] == "quick"
+    assert manifest["claims_passed"] == manifest["claims_total"] - (0 if gap[0].passed else 1)
     assert manifest["nonfinite_arrays"] == []
     # the staircase is a staircase: each shown feature switches on once, later features later
     st = outcome.results["staircase"]

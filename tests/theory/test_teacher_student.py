@@ -107,7 +107,7 @@ def scipy_reference(alpha, a2, delta):
 
 
 @given(beta=betas, delta=deltas, log_alpha=st.floats(0.0, 14.0))
-@settings(max_examples=12)
+@settings(max_examples=8)
 def test_solver_matches_scipy_reference(beta, delta, log_alpha, x64):
     a2 = ts.amplitudes(K, beta)
     alpha = float(np.exp(log_alpha))
@@ -123,7 +123,7 @@ def test_solver_matches_scipy_reference(beta, delta, log_alpha, x64):
 
 
 @given(beta=betas, delta=deltas)
-@settings(max_examples=8)
+@settings(max_examples=5)
 def test_grid_properties_and_closed_forms(beta, delta, x64):
     a2 = ts.amplitudes(K, beta)
     sol = ts.solve_grid(GRID, a2, delta)
