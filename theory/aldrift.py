@@ -315,7 +315,8 @@ def imh_transition_matrix(p, q):
     """Exact IMH kernel on a finite space (eq. IMH): P[x, y] = q(y) min(1, p(y) q(x) / (p(x) q(y))) for y != x,
     P[x, x] = 1 - sum_{y != x} P[x, y]. p, q (K,) probability vectors with q > 0. Returns (K, K)."""
     r = p / q  # importance ratio
-    acc = jnp.minimum(1.0, r[None, :] / r[:, None])
+    rx = r[:, None]
+    acc = jnp.where(rx > 0, jnp.minimum(1.0, r[None, :] / jnp.where(rx > 0, rx, 1.0)), 1.0)  # leave p(x) = 0
     P = q[None, :] * acc
     P = P * (1.0 - jnp.eye(p.shape[0], dtype=P.dtype))
     return P + jnp.diag(1.0 - jnp.sum(P, axis=1))
