@@ -173,7 +173,7 @@ def log_prob_fn(model):
     of a Gaussian is computed here, not per evaluation: a batched triangular solve per point is slow on CPU)."""
     if isinstance(model, Gaussian):
         n = model.mean.shape[-1]
-        inv = jax.scipy.linalg.solve_triangular(model.chol, jnp.eye(n, dtype=model.chol.dtype), lower=True)
+        inv = jnp.linalg.inv(model.chol)
         const = -jnp.sum(jnp.log(jnp.abs(jnp.diagonal(model.chol)))) - 0.5 * n * _LOG2PI
 
         def f(x):
@@ -327,27 +327,48 @@ def imh_tv_bound(W, M):
     return (1.0 - 1.0 / W) ** M
 
 
+def _noise(model, key, shape):
+    """The standard noise behind ``sample(model, key, shape)``: (normals (*shape, n), component indices)."""
+    if isinstance(model, Gaussian):
+        return jax.random.normal(key, (*shape, model.mean.shape[-1]), dtype=model.mean.dtype), None
+    ki, kz = jax.random.split(key)
+    m, n = model.centers.shape
+    return (jax.random.normal(kz, (*shape, n), dtype=model.centers.dtype),
+            jax.random.randint(ki, shape, 0, m))
+
+
+def _from_noise(model, z, idx):
+    if isinstance(model, Gaussian):
+        return model.mean + z @ model.chol.T
+    return model.centers[idx] + model.h * z
+
+
 def _imh_chain(cost, prior, tau, model, key, M):
-    """One IMH chain of M steps (lax.scan). Starts from a proposal draw. Returns (x_M, n_accepted, best cost)."""
+    """One IMH chain of M steps (lax.scan). Starts from a proposal draw. Returns (x_M, n_accepted, best cost).
+
+    All the chain's randomness is drawn before the scan (one PRNG call site per kind, a much smaller program to
+    compile than a key split per step)."""
     logq = log_prob_fn(model)
 
     def logw(x):
         dx = cost(x)
         return prior.log_prob(x) - tau * dx - logq(x), dx
 
-    k0, k1 = jax.random.split(key)
-    x = sample(model, k0)
+    kz, ku = jax.random.split(key)
+    z, idx = _noise(model, kz, (M + 1,))
+    props = _from_noise(model, z, idx)  # (M + 1, n): the initial state and the M proposals
+    logu = jnp.log(jax.random.uniform(ku, (M,), dtype=props.dtype))
+    x = props[0]
     lw, dx = logw(x)
 
-    def step(carry, k):
+    def step(carry, inp):
         x, lw, best = carry
-        kp, ku = jax.random.split(k)
-        y = sample(model, kp)
+        y, lu = inp
         lwy, dy = logw(y)
-        accept = jnp.log(jax.random.uniform(ku, dtype=lw.dtype)) < lwy - lw
+        accept = lu < lwy - lw
         return (jnp.where(accept, y, x), jnp.where(accept, lwy, lw), jnp.minimum(best, dy)), accept
 
-    (x, _, best), acc = lax.scan(step, (x, lw, dx), jax.random.split(k1, M))
+    (x, _, best), acc = lax.scan(step, (x, lw, dx), (props[1:], logu))
     return x, jnp.sum(acc), best
 
 
