@@ -9,6 +9,17 @@ Figures (``figures/aldrift/``):
   evaluations.png     evaluations of d to reach eps vs log(1/eps): ALDRIFT, random search, DOO (n = 2)
   coverage.png        sup p/L on growing grids and vs sample size: where coarse learnability holds and fails
   quadratic_check.png ALDRIFT's mean sample cost vs the closed form E_{p_tau}[d] for a pure quadratic (A = 0)
+
+Findings worth knowing (full preset):
+* ALDRIFT's final mean in setting 1 is ~0.05-0.1 from x*, while the exact mean of p_T (quadrature) is 0.005.
+  The lag is the IMH correction running out of steps: the proposal variance 2/(mu0 + tau mu_d) is set by the
+  *lower* envelope constant, but near x* p_tau has curvature L_d = mu_d + A w^2 (37 mu_d in setting 1), so
+  W = sup p/L grows and the acceptance rate falls to ~7% (acceptance.png); M = 50 steps then do not fully mix.
+  The paper's theory takes M = m^2. Still far inside x*'s basin (pi/w = 1.05), where TOPIFT never gets.
+* In the n = 2 eps panel the mean sample cost settles at ~1.5 n/(2 tau) rather than the Laplace value n/(2 tau)
+  (same cause); a constant factor, so the slope m(M+1)/ln(1+1/n) per e-fold of 1/eps is unaffected.
+* Setting 2 (narrow prior next to a ripple): TOPIFT's outcome varies by run (some runs reach ||mean|| ~ 0.3,
+  the median stalls at 1.4); no claim is made there, the figure shows the spread.
 """
 
 from __future__ import annotations
