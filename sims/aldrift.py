@@ -161,6 +161,34 @@ def _exact_path(setting, n, taus, npts=40001):
     return jnp.abs(mean) * math.sqrt(n), n * ec
 
 
+def coverage(cfg: Config, key) -> dict:
+    """sup p/L over growing 1-D grids and the tail mass Pr_p[p/L > 10] for every coverage family, seeds vmapped."""
+    k_cov = key
+    R = np.asarray(cfg.cov_R)
+    xs = jnp.linspace(-R.max(), R.max(), cfg.cov_grid)
+    dx = float(xs[1] - xs[0])
+    cov = {"R": jnp.asarray(R), "m": jnp.asarray(cfg.cov_m)}
+    sup_R, sup_m, tail_m = [], [], []
+    masks = jnp.stack([jnp.abs(xs) <= r + 1e-9 for r in R])  # (nR, G)
+    fixed = jnp.abs(xs) <= cfg.cov_R_fixed + 1e-9
+    for j, m in enumerate(cfg.cov_m):
+        keys = jax.random.split(jax.random.fold_in(k_cov, j), cfg.cov_seeds)
+        chunk = max(1, int(4e7 // (m * cfg.cov_grid)))  # KDE log-densities are (G, m) per seed: bound the memory
+        ratio, logps = sweep(partial(_coverage_seed, m=m, xs=xs, sep=cfg.cov_mix_sep), keys, chunk_size=chunk)
+        if m == cfg.cov_m_main:
+            sup_R.append(jnp.max(jnp.where(masks[None, None], ratio[:, :, None, :], -jnp.inf), axis=-1))
+        sup_m.append(jnp.max(jnp.where(fixed, ratio, -jnp.inf), axis=-1))  # (S, F)
+        tail_m.append(jnp.sum(jnp.exp(logps) * (ratio > jnp.log(10.0)), axis=-1) * dx)
+    cov["log_sup_vs_R"] = sup_R[0]  # (S, F, nR)
+    cov["log_sup_vs_m"] = jnp.stack(sup_m, axis=1)  # (S, nm, F)
+    cov["tail_mass_K10_vs_m"] = jnp.stack(tail_m, axis=1)  # (S, nm, F)
+    # closed-form sup for the inflated MLE (seed by seed, from its fitted mean) at m = cov_m_main
+    km = jax.random.split(jax.random.fold_in(k_cov, list(cfg.cov_m).index(cfg.cov_m_main)), cfg.cov_seeds)
+    means = jax.vmap(lambda k: jnp.mean(jax.random.normal(jax.random.split(k, 3)[0], (cfg.cov_m_main, 1))))(km)
+    cov["mle_closed_form"] = al.gaussian_log_sup_ratio(0.0, 1.0, means, math.sqrt(2.0))
+    return cov
+
+
 # ---------------------------------------------------------------------------------------------------------
 # run
 # ---------------------------------------------------------------------------------------------------------
@@ -217,28 +245,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
                                                                                       cfg.eps_n))}
 
     # 3. coverage ratios on 1-D grids
-    R = np.asarray(cfg.cov_R)
-    xs = jnp.linspace(-R.max(), R.max(), cfg.cov_grid)
-    dx = float(xs[1] - xs[0])
-    cov = {"R": jnp.asarray(R), "m": jnp.asarray(cfg.cov_m)}
-    sup_R, sup_m, tail_m = [], [], []
-    masks = jnp.stack([jnp.abs(xs) <= r + 1e-9 for r in R])  # (nR, G)
-    fixed = jnp.abs(xs) <= cfg.cov_R_fixed + 1e-9
-    for j, m in enumerate(cfg.cov_m):
-        keys = jax.random.split(jax.random.fold_in(k_cov, j), cfg.cov_seeds)
-        ratio, logps = sweep(partial(_coverage_seed, m=m, xs=xs, sep=cfg.cov_mix_sep), keys)  # (S, F, G)
-        if m == cfg.cov_m_main:
-            sup_R.append(jnp.max(jnp.where(masks[None, None], ratio[:, :, None, :], -jnp.inf), axis=-1))
-        sup_m.append(jnp.max(jnp.where(fixed, ratio, -jnp.inf), axis=-1))  # (S, F)
-        tail_m.append(jnp.sum(jnp.exp(logps) * (ratio > jnp.log(10.0)), axis=-1) * dx)
-    cov["log_sup_vs_R"] = sup_R[0]  # (S, F, nR)
-    cov["log_sup_vs_m"] = jnp.stack(sup_m, axis=1)  # (S, nm, F)
-    cov["tail_mass_K10_vs_m"] = jnp.stack(tail_m, axis=1)  # (S, nm, F)
-    # closed-form sup for the inflated MLE (seed by seed, from its fitted mean) at m = cov_m_main
-    km = jax.random.split(jax.random.fold_in(k_cov, list(cfg.cov_m).index(cfg.cov_m_main)), cfg.cov_seeds)
-    means = jax.vmap(lambda k: jnp.mean(jax.random.normal(jax.random.split(k, 3)[0], (cfg.cov_m_main, 1))))(km)
-    cov["mle_closed_form"] = al.gaussian_log_sup_ratio(0.0, 1.0, means, math.sqrt(2.0))
-    out["coverage"] = cov
+    out["coverage"] = coverage(cfg, k_cov)
 
     # 4. pure quadratic: ALDRIFT's sample cost vs the closed form E_{p_tau}[d]
     out["quadratic"] = {"sample_cost": quad_res["aldrift"]["sample_cost"],
