@@ -1,0 +1,22 @@
+"""Block-quantized FP4 formats (NVFP4, MXFP4, RaZeR) and the fused W4A16 matmul.
+
+Every op is a pure-jnp reference (``reference.py``, the spec and the XLA fallback) plus a Pallas kernel,
+behind one public function with ``implementation=None | "xla" | "pallas" | "interpret"``.
+"""
+
+from pallas_kernels.quant._blockwise import BlockSizes
+from pallas_kernels.quant.fp4 import QuantizedArray
+from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
+from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
+from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
+
+__all__ = [
+    "BlockSizes",
+    "QuantizedArray",
+    "mxfp4_dequantize",
+    "mxfp4_quantize",
+    "nvfp4_dequantize",
+    "nvfp4_quantize",
+    "razer_dequantize",
+    "razer_quantize",
+]

@@ -1,0 +1,177 @@
+"""Pallas plumbing shared by the block quantizers: one quantize kernel and one dequantize kernel,
+parameterised by the per-format block math of :mod:`pallas_kernels.quant.reference` (the kernels call the
+very same jnp functions on 2-D tiles, so interpret mode equals the reference bit for bit).
+
+Tiling: the input is viewed as ``(R, K)`` (all leading axes flattened); the grid is ``(R / bm, K / bk)``
+with a ``(bm, bk)`` tile per program, ``bk`` a multiple of the format's block and of 2. Inside, the tile is
+viewed as ``(bm, bk / B, B)`` for the block amax, the codes are packed with a reshape + shifted sum (no
+strided slicing, no gathers: Triton- and Mosaic-friendly) and the scale bytes are written as ``uint8``.
+Ragged shapes are padded with zeros to whole tiles and sliced back (a zero block quantizes to code 0 and
+never touches real data).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+
+import jax
+import jax.numpy as jnp
+from jax.experimental import pallas as pl
+
+from pallas_kernels.quant import fp4
+from pallas_kernels.quant import reference as ref
+from pallas_kernels.quant.fp4 import QuantizedArray
+
+IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
+
+
+@dataclasses.dataclass(frozen=True)
+class BlockSizes:
+    """Tile of one Pallas program: ``block_rows`` x ``block_cols`` elements (powers of two; ``block_cols`` a
+    multiple of the format's block size). Shrunk to the array when it is smaller."""
+
+    block_rows: int = 16
+    block_cols: int = 512
+
+
+def resolve_implementation(implementation):
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
+    if implementation is None:
+        return "pallas" if jax.default_backend() in ("gpu", "tpu") else "xla"
+    return implementation
+
+
+def compiler_params(platform: str | None = None):
+    """Triton params unless lowering for TPU (``platform`` or the default backend)."""
+    platform = platform or jax.default_backend()
+    if platform == "tpu":
+        return None
+    from jax.experimental.pallas import triton as plgpu
+
+    return plgpu.CompilerParams(num_warps=4, num_stages=2)
+
+
+def _pow2_at_least(n: int) -> int:
+    return 1 << max(0, (int(n) - 1).bit_length())
+
+
+def _tiles(rows: int, cols: int, block: int, bs: BlockSizes):
+    bm = min(bs.block_rows, _pow2_at_least(rows))
+    bk = max(block, min(bs.block_cols, _pow2_at_least(cols)))
+    return bm, bk, -(-rows // bm) * bm, -(-cols // bk) * bk
+
+
+def _quantize_kernel(x_ref, g_ref, codes_ref, scales_ref, *, block_fn, block):
+    bm, bk = x_ref.shape
+    x = x_ref[...].astype(jnp.float32).reshape(bm, bk // block, block)
+    codes, sc = block_fn(x, g_ref[...])
+    codes_ref[...] = fp4.pack_nibbles(codes.reshape(bm, bk))
+    scales_ref[...] = sc.astype(jnp.uint8)
+
+
+def _dequantize_kernel(codes_ref, scales_ref, g_ref, out_ref, *, fmt, block):
+    bm, bk = out_ref.shape
+    codes = fp4.unpack_nibbles(codes_ref[...]).reshape(bm, bk // block, block)
+    vals = ref.dequantize_blocks(codes, scales_ref[...].astype(jnp.uint32), g_ref[...], fmt)
+    out_ref[...] = vals.reshape(bm, bk).astype(out_ref.dtype)
+
+
+def _g_block(g):
+    return jnp.asarray(g, jnp.float32).reshape(1, 1)
+
+
+@functools.partial(jax.jit, static_argnames=("fmt", "block_sizes", "interpret", "platform"))
+def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), interpret: bool = False,
+                    platform: str | None = None) -> QuantizedArray:
+    """Quantize ``x`` (..., K) with the Pallas kernel for ``fmt``; global scale ``g`` (MXFP4 ignores it)."""
+    block = fp4.BLOCK_SIZE[fmt]
+    block_fn = {
+        "nvfp4": ref.nvfp4_block_codes,
+        "mxfp4": lambda xb, g: ref.mxfp4_block_codes(xb),
+        "razer_activation": ref.razer_activation_block_codes,
+        "razer_weight": ref.razer_weight_block_codes,
+    }[fmt]
+    shape = x.shape
+    x2 = x.reshape(-1, shape[-1])
+    rows, cols = x2.shape
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes)
+    if (rp, kp) != (rows, cols):
+        x2 = jnp.pad(x2, ((0, rp - rows), (0, kp - cols)))
+    codes, scales = pl.pallas_call(
+        functools.partial(_quantize_kernel, block_fn=block_fn, block=block),
+        grid=(rp // bm, kp // bk),
+        in_specs=[pl.BlockSpec((bm, bk), lambda i, j: (i, j)), pl.BlockSpec((1, 1), lambda i, j: (0, 0))],
+        out_specs=[pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
+                   pl.BlockSpec((bm, bk // block), lambda i, j: (i, j))],
+        out_shape=[jax.ShapeDtypeStruct((rp, kp // 2), jnp.uint8),
+                   jax.ShapeDtypeStruct((rp, kp // block), jnp.uint8)],
+        interpret=interpret,
+        compiler_params=None if interpret else compiler_params(platform),
+        name=f"{fmt}_quantize",
+    )(x2, _g_block(g))
+    codes = codes[:rows, : cols // 2].reshape(*shape[:-1], shape[-1] // 2)
+    scales = scales[:rows, : cols // block].reshape(*shape[:-1], shape[-1] // block)
+    return QuantizedArray(codes=codes, scales=scales, global_scale=jnp.asarray(g, jnp.float32),
+                          shape=tuple(shape), format=fmt, block_size=block)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype", "block_sizes", "interpret", "platform"))
+def dequantize_pallas(q: QuantizedArray, *, dtype=jnp.float32, block_sizes: BlockSizes = BlockSizes(),
+                      interpret: bool = False, platform: str | None = None):
+    """Dequantize any :class:`QuantizedArray` with the Pallas kernel -> array of shape ``q.shape``."""
+    block = q.block_size
+    shape = q.shape
+    codes = q.codes.reshape(-1, shape[-1] // 2)
+    scales = q.scales.reshape(-1, shape[-1] // block)
+    rows, cols = codes.shape[0], shape[-1]
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes)
+    if (rp, kp) != (rows, cols):
+        codes = jnp.pad(codes, ((0, rp - rows), (0, (kp - cols) // 2)))
+        # padded scale bytes decode to a finite scale; their codes are 0 so the values are 0 and sliced away
+        scales = jnp.pad(scales, ((0, rp - rows), (0, (kp - cols) // block)))
+    out = pl.pallas_call(
+        functools.partial(_dequantize_kernel, fmt=q.format, block=block),
+        grid=(rp // bm, kp // bk),
+        in_specs=[pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
+                  pl.BlockSpec((bm, bk // block), lambda i, j: (i, j)),
+                  pl.BlockSpec((1, 1), lambda i, j: (0, 0))],
+        out_specs=pl.BlockSpec((bm, bk), lambda i, j: (i, j)),
+        out_shape=jax.ShapeDtypeStruct((rp, kp), dtype),
+        interpret=interpret,
+        compiler_params=None if interpret else compiler_params(platform),
+        name=f"{q.format}_dequantize",
+    )(codes, scales, _g_block(q.global_scale))
+    return out[:rows, :cols].reshape(shape)
+
+
+def quantize(x, g, *, fmt: str, implementation, block_sizes: BlockSizes | None = None):
+    """Dispatch: "xla" -> reference, "pallas" -> kernel, "interpret" -> kernel in interpret mode."""
+    impl = resolve_implementation(implementation)
+    if impl == "xla":
+        return _ref_jit(x, g, fmt)
+    return quantize_pallas(x, g, fmt=fmt, block_sizes=block_sizes or BlockSizes(),
+                           interpret=impl == "interpret")
+
+
+@functools.partial(jax.jit, static_argnames=("fmt",))
+def _ref_jit(x, g, fmt):
+    if fmt == "nvfp4":
+        return ref.nvfp4_quantize(x, global_scale=g)
+    if fmt == "mxfp4":
+        return ref.mxfp4_quantize(x)
+    return ref.razer_quantize(x, variant=fmt.removeprefix("razer_"), global_scale=g)
+
+
+@functools.partial(jax.jit, static_argnames=("dtype",))
+def _ref_dequantize_jit(q, dtype):
+    return ref.dequantize(q, dtype)
+
+
+def dequantize(q: QuantizedArray, *, dtype, implementation, block_sizes: BlockSizes | None = None):
+    impl = resolve_implementation(implementation)
+    if impl == "xla":
+        return _ref_dequantize_jit(q, dtype)
+    return dequantize_pallas(q, dtype=dtype, block_sizes=block_sizes or BlockSizes(),
+                             interpret=impl == "interpret")

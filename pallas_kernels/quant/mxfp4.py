@@ -1,0 +1,36 @@
+"""MXFP4 (OCP microscaling): E2M1 codes, one E8M0 power-of-two scale per 32 elements, no global scale.
+
+The scale is ``amax / 6`` rounded *up* to a power of two (the ``jax.nn`` ``mxfp4`` rule), so no element clips;
+see ``reference.py``. ``implementation`` as in :mod:`pallas_kernels.quant.nvfp4`.
+
+    mxfp4_quantize(x, *, implementation=None, block_sizes=None) -> QuantizedArray (global_scale = 1)
+    mxfp4_dequantize(q, *, dtype=jnp.float32, implementation=None, block_sizes=None) -> array of q.shape
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from pallas_kernels.quant import _blockwise, fp4
+from pallas_kernels.quant._blockwise import BlockSizes
+from pallas_kernels.quant.fp4 import QuantizedArray
+
+__all__ = ["mxfp4_quantize", "mxfp4_dequantize"]
+
+
+def mxfp4_quantize(x, *, implementation=None, block_sizes: BlockSizes | None = None) -> QuantizedArray:
+    """Quantize ``x`` (..., K), K % 32 == 0, to MXFP4.
+
+    Returns codes uint8 (..., K/2) and E8M0 scale bytes uint8 (..., K/32); ``global_scale`` is 1."""
+    fp4.check_input(x, 32)
+    x = jnp.asarray(x)
+    return _blockwise.quantize(x, jnp.float32(1.0), fmt="mxfp4", implementation=implementation,
+                               block_sizes=block_sizes)
+
+
+def mxfp4_dequantize(q: QuantizedArray, *, dtype=jnp.float32, implementation=None,
+                     block_sizes: BlockSizes | None = None):
+    """``e2m1 * 2^(e-127)`` as ``dtype``, shape ``q.shape``."""
+    fp4.check_format(q, ("mxfp4",))
+    return _blockwise.dequantize(q, dtype=jnp.dtype(dtype), implementation=implementation,
+                                 block_sizes=block_sizes)

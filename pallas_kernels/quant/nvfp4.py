@@ -1,0 +1,52 @@
+"""NVFP4: E2M1 codes, one E4M3 scale per 16 elements, an FP32 global scale (math: ``reference.py``).
+
+Public ops (blocks along the last axis; ``implementation``: None = Pallas on GPU/TPU, XLA reference on CPU;
+"xla"; "pallas"; "interpret" = the Pallas kernel in interpret mode, bit-exact with the reference on CPU):
+
+    nvfp4_quantize(x, *, global_scale=None, implementation=None, block_sizes=None) -> QuantizedArray
+    nvfp4_dequantize(q, *, dtype=jnp.float32, implementation=None, block_sizes=None) -> array of q.shape
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from pallas_kernels.quant import _blockwise, fp4
+from pallas_kernels.quant import reference as ref
+from pallas_kernels.quant._blockwise import BlockSizes
+from pallas_kernels.quant.fp4 import QuantizedArray
+
+__all__ = ["nvfp4_quantize", "nvfp4_dequantize"]
+
+
+def _global_scale(x, global_scale, denom):
+    if global_scale is None:
+        return ref.global_scale_from_amax(jnp.max(jnp.abs(x)), denom)
+    g = jnp.asarray(global_scale, jnp.float32)
+    if g.shape != ():
+        raise ValueError(f"global_scale must be a scalar, got shape {g.shape}")
+    return g
+
+
+def nvfp4_quantize(x, *, global_scale=None, implementation=None,
+                   block_sizes: BlockSizes | None = None) -> QuantizedArray:
+    """Quantize ``x`` (..., K), K % 16 == 0, to NVFP4.
+
+    Args:
+      x: float array; inf/nan raise ValueError when ``x`` is concrete (not checked under jit).
+      global_scale: FP32 scalar; default ``max(amax(|x|) / (448 * 6), 2^-126)``.
+    Returns:
+      QuantizedArray(codes uint8 (..., K/2), scales uint8 E4M3 (..., K/16), global_scale f32, format "nvfp4").
+    """
+    fp4.check_input(x, 16)
+    x = jnp.asarray(x)
+    g = _global_scale(x, global_scale, ref.NVFP4_GLOBAL_MAX)
+    return _blockwise.quantize(x, g, fmt="nvfp4", implementation=implementation, block_sizes=block_sizes)
+
+
+def nvfp4_dequantize(q: QuantizedArray, *, dtype=jnp.float32, implementation=None,
+                     block_sizes: BlockSizes | None = None):
+    """``(e2m1 * s_block) * global_scale`` as ``dtype``, shape ``q.shape``."""
+    fp4.check_format(q, ("nvfp4",))
+    return _blockwise.dequantize(q, dtype=jnp.dtype(dtype), implementation=implementation,
+                                 block_sizes=block_sizes)
