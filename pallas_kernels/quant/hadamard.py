@@ -94,6 +94,7 @@ def hadamard_matrix(d: int, dtype=jnp.float32, *, normalize: bool = True) -> jax
     return jnp.asarray(h / np.sqrt(d) if normalize else h, dtype)
 
 
+@functools.partial(jax.jit, static_argnames=("normalize",))
 def fwht_reference(x: jax.Array, *, normalize: bool = True) -> jax.Array:
     """Butterfly FWHT along the last axis (pure jnp): ``x @ H_d / sqrt(d)`` (``normalize``) or ``x @ H_d``.
 
