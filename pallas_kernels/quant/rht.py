@@ -98,6 +98,7 @@ def _check(x, bits, scaling):
     check_length(x.shape[-1])
 
 
+@functools.partial(jax.jit, static_argnums=(1, 2))
 def rht_randomness(key: jax.Array, d: int, batch_shape: tuple[int, ...]) -> tuple[jax.Array, jax.Array]:
     """(signs (d,) in {-1, +1} float32, dither u (*batch_shape) in [0, 1) float32) from ``key``."""
     k_sign, k_dither = jax.random.split(key)
@@ -109,11 +110,6 @@ def rht_randomness(key: jax.Array, d: int, batch_shape: tuple[int, ...]) -> tupl
 # ---------------------------------------------------------------------------------------------------------
 # The scalar quantizer (shared by the reference and the kernels: plain jnp on arrays that broadcast)
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _step(bits: int) -> float:
-    n = 2 ** bits
-    return 1.0 / (n - 1)
 
 
 def erfc(x):
@@ -142,16 +138,19 @@ def expand(z):
     return (_SQRT3 * _SQRT2) * jax.lax.erf_inv(2.0 * z - 1.0)
 
 
-def encode_levels(t, u, bits: int):
-    """Dithered level k = floor(G(t)/delta + u) in [0, N-1] (int32); ``u`` broadcasts against t."""
-    n = 2 ** bits
-    v = compand(t) * float(n - 1) + u
-    return jnp.clip(jnp.floor(v), 0, n - 1).astype(jnp.int32)
+def encode_levels(t, u, bits):
+    """Dithered level k = floor(G(t)/delta + u) in [0, N-1] (int32); ``u`` broadcasts against t.
+
+    ``bits`` may be a Python int or a traced integer (the references take it dynamically: one compile for
+    every b)."""
+    nm1 = jnp.power(2.0, jnp.asarray(bits, jnp.float32)) - 1.0
+    v = compand(t) * nm1 + u
+    return jnp.clip(jnp.floor(v), 0.0, nm1).astype(jnp.int32)
 
 
-def decode_levels(k, u, bits: int):
+def decode_levels(k, u, bits):
     """Unit-scale reconstruction q = G^{-1}(midpoint of the dithered cell k clipped to [0, 1])."""
-    delta = _step(bits)
+    delta = 1.0 / (jnp.power(2.0, jnp.asarray(bits, jnp.float32)) - 1.0)
     kf = k.astype(jnp.float32)
     lo = jnp.maximum((kf - u) * delta, 0.0)
     hi = jnp.minimum((kf + 1.0 - u) * delta, 1.0)
@@ -181,6 +180,7 @@ def _unit_coords(y, sumsq, d: int):
 # ---------------------------------------------------------------------------------------------------------
 
 
+@functools.partial(jax.jit, static_argnames=("scaling",))
 def rht_quantize_reference(x, signs, u, *, bits: int, scaling: str = "turbo"):
     """Reference quantizer. x (..., d); signs (d,); u (...,). Returns (codes uint8 (..., d), scale f32 (...,))."""
     x = jnp.asarray(x, jnp.float32)
@@ -193,12 +193,14 @@ def rht_quantize_reference(x, signs, u, *, bits: int, scaling: str = "turbo"):
     return k.astype(jnp.uint8), s[..., 0]
 
 
+@functools.partial(jax.jit, static_argnames=("dtype",))
 def rht_dequantize_reference(codes, scale, signs, u, *, bits: int, dtype=jnp.float32):
     """Reference decoder: x_hat = D H (S q)."""
     q = decode_levels(codes.astype(jnp.int32), u[..., None], bits)
     return (fwht_reference(q * scale[..., None]) * signs).astype(dtype)
 
 
+@functools.partial(jax.jit, static_argnames=("scaling",))
 def dense_rotation_quantize(x, rotation, u, *, bits: int, scaling: str = "turbo"):
     """The same dithered scalar quantizer after a dense rotation ``rotation`` (d, d) (e.g. Haar-random) instead
     of H D: the Theta(d^2) baseline the paper compares with. Returns x_hat (..., d) float32."""
