@@ -187,6 +187,7 @@ def _routing(q: InQuantPacked):
     return is_out, is_don, fill, even, odd, even @ route, odd @ route
 
 
+@functools.partial(jax.jit, static_argnames=("dtype",))
 def inquant_unpack_reference(q: InQuantPacked, dtype=jnp.float32):
     nib = _nibble_unpack(q.packed).astype(jnp.int32)  # (..., C)
     s4 = q.scales[..., 0:1].astype(jnp.float32)
@@ -203,7 +204,7 @@ def inquant_unpack_reference(q: InQuantPacked, dtype=jnp.float32):
     return val.astype(dtype)
 
 
-def _unpack_kernel(p_ref, s_ref, out_ref, don_ref, fill_ref, e_ref, o_ref_, re_ref, ro_ref, y_ref):
+def _unpack_kernel(p_ref, s4_ref, s8_ref, out_ref, don_ref, fill_ref, e_ref, o_ref_, re_ref, ro_ref, y_ref):
     p = p_ref[...].astype(jnp.int32)  # (rows, C/2) packed bytes
     lo = (p & 0xF).astype(jnp.float32)
     hi = ((p >> 4) & 0xF).astype(jnp.float32)
@@ -213,8 +214,7 @@ def _unpack_kernel(p_ref, s_ref, out_ref, don_ref, fill_ref, e_ref, o_ref_, re_r
     byte = v + 16.0 * h
     q8 = jnp.where(byte >= 128.0, byte - 256.0, byte)
     q4 = jnp.where(v >= 8.0, v - 16.0, v)
-    s = s_ref[...]
-    val = jnp.where(out_ref[...] > 0, q8 * s[:, 1:2], q4 * s[:, 0:1])
+    val = jnp.where(out_ref[...] > 0, q8 * s8_ref[...], q4 * s4_ref[...])  # scales (rows, 1): no slicing
     val = jnp.where(don_ref[...] > 0, fill_ref[...], val)
     y_ref[...] = val.astype(y_ref.dtype)
 
@@ -232,13 +232,13 @@ def _unpack_call(packed, scales, *routing, dtype, rows, interpret, compiler_para
         _unpack_kernel,
         out_shape=jax.ShapeDtypeStruct((n_pad, c), dtype),
         grid=(n_pad // rows,),
-        in_specs=[pl.BlockSpec((rows, h), lambda i: (i, 0)), pl.BlockSpec((rows, 2), lambda i: (i, 0)),
-                  vec, vec, vec, full((h, c)), full((h, c)), full((h, c)), full((h, c))],
+        in_specs=[pl.BlockSpec((rows, h), lambda i: (i, 0)), pl.BlockSpec((rows, 1), lambda i: (i, 0)),
+                  pl.BlockSpec((rows, 1), lambda i: (i, 0)), vec, vec, vec, full((h, c)), full((h, c)), full((h, c)), full((h, c))],
         out_specs=pl.BlockSpec((rows, c), lambda i: (i, 0)),
         interpret=interpret,
         compiler_params=compiler_params,
         name="inquant_unpack",
-    )(packed, scales, *routing)
+    )(packed, scales[:, 0:1], scales[:, 1:2], *routing)
     return out[:n]
 
 

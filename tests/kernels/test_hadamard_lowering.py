@@ -54,3 +54,13 @@ def test_rht_lowers(platform, d):
 
     text = lower_text(f, spec, platform=platform)
     check_custom_calls(text, platform, 2)
+
+
+@pytest.mark.parametrize("platform", ["tpu", "cuda"])
+def test_inquant_unpack_lowers(platform):
+    from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
+
+    x = jnp.ones((64, 128), jnp.bfloat16)
+    q = inquant_pack(x, key=jax.random.key(0), n_outliers=4)
+    text = lower_text(lambda q: inquant_unpack(q, implementation="pallas"), q, platform=platform)
+    check_custom_calls(text, platform, 1)
