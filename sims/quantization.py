@@ -59,13 +59,13 @@ class Config:
     kv_channels: int = 128
     kv_outliers: tuple[int, ...] = (3, 4, 5, 40, 97)  # three adjacent outlier channels exercise the stride
     kv_outlier_scale: float = 25.0
-    kv_dof: float = 3.0
+    kv_dof: int = 3
     kv_samples: int = 128
 
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(dims=(64, 256), vectors_per_family=1, n_signs=16, n_dither=4, dense_d=64,
+    "quick": Config(dims=(256,), vectors_per_family=1, n_signs=16, n_dither=4, dense_d=64,
                     dense_rotations=8, chunk=48, fmt_rows=32, fmt_cols=128, kv_tokens=256, kv_samples=64),
 }
 
@@ -120,30 +120,33 @@ def dithered_mse(x, key, bits, *, n_signs: int, n_dither: int):
     return v.mean(), v.std() / np.sqrt(n_signs)
 
 
-def dense_mse(x, key, bits, *, n_rot: int, n_dither: int):
-    """Same estimate with a Haar-random dense rotation (QR of a Gaussian matrix, sign-fixed) instead of H D."""
+def haar_rotations(key, n: int, d: int):
+    """``n`` Haar-random orthogonal (d, d) matrices (QR of a Gaussian matrix with the sign of diag R fixed)."""
+    g = jax.random.normal(key, (n, d, d))
+    qm, r = jnp.linalg.qr(g)
+    return qm * jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))[:, None, :]
+
+
+def dense_mse(x, key, bits, rotations, *, n_dither: int):
+    """Same estimate with dense Haar rotations ``rotations`` (n, d, d) instead of H D (one dither shift each)."""
     d = x.shape[-1]
 
-    def one(k):
-        k1, k2 = jax.random.split(k)
-        g = jax.random.normal(k1, (d, d))
-        qm, r = jnp.linalg.qr(g)
-        rot = qm * jnp.sign(jnp.diag(r))[None, :]
-        u = (jnp.arange(n_dither) + jax.random.uniform(k2)) / n_dither
+    def one(rot, k):
+        u = (jnp.arange(n_dither) + jax.random.uniform(k)) / n_dither
         xx = jnp.broadcast_to(x, (n_dither, d))
-        xh = dense_rotation_quantize(xx, rot.T, u, bits=bits)
+        xh = dense_rotation_quantize(xx, rot, u, bits=bits)
         return jnp.mean(jnp.sum((xh - xx) ** 2, -1))
 
-    v = jax.lax.map(one, jax.random.split(key, n_rot))
-    return v.mean(), v.std() / np.sqrt(n_rot)
+    v = jax.vmap(one)(rotations, jax.random.split(key, rotations.shape[0]))
+    return v.mean(), v.std() / np.sqrt(rotations.shape[0])
 
 
 def _row_mse(row, *, n_signs, n_dither):
     return dithered_mse(row["x"], row["key"], row["bits"], n_signs=n_signs, n_dither=n_dither)
 
 
-def _row_dense(row, *, n_rot, n_dither):
-    return dense_mse(row["x"], row["key"], row["bits"], n_rot=n_rot, n_dither=n_dither)
+def _row_dense(row, *, rotations, n_dither):
+    return dense_mse(row["x"], row["key"], row["bits"], rotations, n_dither=n_dither)
 
 
 def _vector_bits_grid(xs, bits, key):
@@ -158,11 +161,19 @@ def _vector_bits_grid(xs, bits, key):
 # ---------------------------------------------------------------------------------------------------------
 
 
+def student_t(key, dof: int, shape):
+    """Student-t samples with integer ``dof`` as z / sqrt(chi2_dof / dof) (cheaper to compile than a gamma)."""
+    kz, kc = jax.random.split(key)
+    chi2 = jnp.sum(jax.random.normal(kc, (dof, *shape)) ** 2, axis=0)
+    return jax.random.normal(kz, shape) / jnp.sqrt(chi2 / dof)
+
+
+@partial(jax.jit, static_argnums=(1, 2))
 def format_datasets(key, rows: int, cols: int) -> dict[str, jax.Array]:
     k1, k2, k3 = jax.random.split(key, 3)
     out_cols = jnp.ones(cols).at[jnp.arange(0, cols, cols // 8)].set(20.0)
     return {"gaussian": jax.random.normal(k1, (rows, cols)),
-            "student_t3": jax.random.t(k2, 3.0, (rows, cols)),
+            "student_t3": student_t(k2, 3, (rows, cols)),
             "outlier_channels": jax.random.normal(k3, (rows, cols)) * out_cols}
 
 
@@ -188,8 +199,10 @@ FORMAT_BITS = {"NVFP4": 4 + 8 / 16, "MXFP4": 4 + 8 / 32, "RaZeR (act.)": 4 + 8 /
 
 def synthetic_kv(key, cfg: Config):
     """Heavy-tailed KV: Student-t(dof) entries, a few outlier channels scaled by kv_outlier_scale."""
-    scale = jnp.ones(cfg.kv_channels).at[jnp.asarray(cfg.kv_outliers)].set(cfg.kv_outlier_scale)
-    return (jax.random.t(key, cfg.kv_dof, (cfg.kv_tokens, cfg.kv_channels)) * scale).astype(jnp.bfloat16)
+    scale = np.ones(cfg.kv_channels, np.float32)
+    scale[list(cfg.kv_outliers)] = cfg.kv_outlier_scale
+    t = jax.jit(student_t, static_argnums=(1, 2))(key, cfg.kv_dof, (cfg.kv_tokens, cfg.kv_channels))
+    return (t * scale).astype(jnp.bfloat16)
 
 
 def absmax_roundtrip(x, levels: int):
@@ -197,6 +210,22 @@ def absmax_roundtrip(x, levels: int):
     s = jnp.max(jnp.abs(x), -1, keepdims=True) / levels
     s = jnp.where(s > 0, s, 1.0)
     return jnp.round(x / s) * s
+
+
+@partial(jax.jit, static_argnums=2)
+def _format_stats(x, key, rht_block: int) -> dict:
+    rows = x.shape[0]
+    rt = format_roundtrips(x, key, rht_block)
+    xb = x.reshape(rows, -1, rht_block)
+    xh_unbiased = rt.pop("RHT b=4, unbiased").reshape(xb.shape)
+    stats = {label: {"rel_mse": jnp.sum((xh - x) ** 2) / jnp.sum(x * x),
+                     "err": ((xh - x) / jnp.sqrt(jnp.mean(x * x))).reshape(-1)[:20000]}
+             for label, xh in rt.items()}
+    # per-block MSE of NVFP4 vs RaZeR (activation): RaZeR keeps NVFP4's candidate when it is better
+    blocks = lambda v: jnp.sum(((v - x) ** 2).reshape(rows, -1, 16), -1)
+    stats["block_gap"] = jnp.max(blocks(rt["RaZeR (act.)"]) - blocks(rt["NVFP4"]))
+    stats["unbiased_inner"] = jnp.max(jnp.abs(jnp.sum(xh_unbiased * xb, -1) / jnp.sum(xb * xb, -1) - 1.0))
+    return stats
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -222,7 +251,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 
     # dense Haar rotation at dense_d
     xs, _ = unit_vectors(jax.random.fold_in(k_vec, cfg.dense_d), cfg.dense_d, cfg.vectors_per_family)
-    fn = partial(_row_dense, n_rot=cfg.dense_rotations, n_dither=cfg.n_dither)
+    rots = haar_rotations(jax.random.fold_in(k_dense, 1), cfg.dense_rotations, cfg.dense_d)
+    fn = partial(_row_dense, rotations=rots, n_dither=cfg.n_dither)
     m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, k_dense), chunk_size=cfg.chunk)
     out["dense"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
     fn = partial(_row_mse, n_signs=cfg.dense_rotations, n_dither=cfg.n_dither)
@@ -230,19 +260,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out["rht_at_dense_d"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
 
     # formats at ~4.5 bits per element
-    fmt = {}
-    for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items():
-        rt = format_roundtrips(x, k_rht, cfg.rht_block)
-        fmt[name] = {label: {"rel_mse": jnp.sum((xh - x) ** 2) / jnp.sum(x * x),
-                             "err": ((xh - x) / jnp.sqrt(jnp.mean(x * x))).reshape(-1)[:20000]}
-                     for label, xh in rt.items()}
-        # per-block MSE of NVFP4 vs RaZeR (activation): RaZeR chooses the better of its candidates per block
-        blocks = lambda v: jnp.sum(((v - x) ** 2).reshape(cfg.fmt_rows, -1, 16), -1)
-        fmt[name]["block_gap"] = jnp.max(blocks(rt["RaZeR (act.)"]) - blocks(rt["NVFP4"]))
-        xb = x.reshape(cfg.fmt_rows, -1, cfg.rht_block)
-        xh = rt.pop("RHT b=4, unbiased").reshape(xb.shape)
-        del fmt[name]["RHT b=4, unbiased"]
-        fmt[name]["unbiased_inner"] = jnp.max(jnp.abs(jnp.sum(xh * xb, -1) / jnp.sum(xb * xb, -1) - 1.0))
+    fmt = {name: _format_stats(x, k_rht, cfg.rht_block)
+           for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items()}
     out["formats"] = fmt
 
     # InQuant on heavy-tailed KV
