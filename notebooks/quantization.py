@@ -13,7 +13,8 @@
 # %% [markdown]
 # # The quantization core: one randomized Hadamard transform, FP4 formats, InQuant
 #
-# **Dithered RHT quantization.** Rotate `y = H D x` (Walsh-Hadamard `H`, random signs `D`), then quantize every
+# **Dithered RHT quantization.** Rotate `y = H D x` (Walsh-Hadamard `H`, random signs `D`), then quantize
+# every
 # coordinate with the same scalar quantizer: compand `z = Phi(y / (sqrt 3 sigma))` (sigma = ||x|| / sqrt d),
 # round on a grid of `2^b` cells shifted by one random dither `u`, expand back. Averaged over the dither the
 # error of coordinate `i` is `(delta^2/12) sigma^2 6 pi exp(t_i^2 / 3)`, and a Rademacher sum `t_i` has
@@ -50,8 +51,10 @@ PRESET = "quick" if QUICK else "full"
 # %%
 for b in range(1, 9):
     lm = dq.LLOYD_MAX_GAUSSIAN.get(b)
-    print(f"b={b}: (pi sqrt3/2) 4^-b = {float(dq.mse_bound(b)):.3e}   x (N/(N-1))^2 = "
-          f"{float(dq.high_resolution_mse(b)):.3e}" + (f"   Lloyd-Max = {lm:.3e}" if lm else ""))
+    print(
+        f"b={b}: (pi sqrt3/2) 4^-b = {float(dq.mse_bound(b)):.3e}   x (N/(N-1))^2 = "
+        f"{float(dq.high_resolution_mse(b)):.3e}" + (f"   Lloyd-Max = {lm:.3e}" if lm else "")
+    )
 x = jax.random.normal(jax.random.key(0), (4, 1024))
 print("FWHT is orthonormal and self-inverse:", float(jnp.max(jnp.abs(fwht(fwht(x)) - x))))
 
@@ -86,7 +89,11 @@ def explore(bits=4, log2_d=10, family="gaussian", scaling="turbo", draws=16):
     fig, ax = style.figure(figsize=(6, 3.4))
     ax.hist(errs, bins=12, color="tab:blue", alpha=0.8, label=f"{draws} draws of (D, u)")
     ax.axvline(float(dq.mse_bound(bits)), **style.prediction(), label="(pi sqrt3/2) 4^-b")
-    ax.axvline(np.mean(errs), color="tab:red", label=f"mean = {np.mean(errs) / float(dq.mse_bound(bits)):.3f} x bound")
+    ax.axvline(
+        np.mean(errs),
+        color="tab:red",
+        label=f"mean = {np.mean(errs) / float(dq.mse_bound(bits)):.3f} x bound",
+    )
     ax.set(xlabel="||x - x_hat||^2 (unit x)", ylabel="count", title=f"{family}, d={d}, b={bits}, {scaling}")
     ax.legend(fontsize=8)
     plt.show()
@@ -94,20 +101,30 @@ def explore(bits=4, log2_d=10, family="gaussian", scaling="turbo", draws=16):
 
 def explore_inquant(n_outliers=4, outlier_scale=25.0):
     kv = sim.student_t(jax.random.key(1), 3, (512, 128)) * jnp.ones(128).at[jnp.array([3, 4, 5, 40, 97])].set(
-        outlier_scale)
+        outlier_scale
+    )
     q = inquant_pack(kv.astype(jnp.bfloat16), key=jax.random.key(2), n_outliers=n_outliers)
     err = float(jnp.mean((inquant_unpack(q) - kv) ** 2))
     e4 = float(jnp.mean((sim.absmax_roundtrip(kv, 7) - kv) ** 2))
-    print(f"outliers {np.asarray(q.outliers)}, donors {np.asarray(q.donors)}, payload {q.nbytes()['payload_ratio']}x; "
-          f"MSE InQuant {err:.4f} vs plain 4-bit {e4:.4f}")
+    print(
+        f"outliers {np.asarray(q.outliers)}, donors {np.asarray(q.donors)}, "
+        f"payload {q.nbytes()['payload_ratio']}x; "
+        f"MSE InQuant {err:.4f} vs plain 4-bit {e4:.4f}"
+    )
 
 
 if QUICK:
     explore()
     explore_inquant()
 else:
-    widgets.interact(explore, bits=(1, 8), log2_d=(4, 13), family=list(sim.FAMILIES),
-                     scaling=["turbo", "mse", "unbiased"], draws=(4, 64, 4))
+    widgets.interact(
+        explore,
+        bits=(1, 8),
+        log2_d=(4, 13),
+        family=list(sim.FAMILIES),
+        scaling=["turbo", "mse", "unbiased"],
+        draws=(4, 64, 4),
+    )
     widgets.interact(explore_inquant, n_outliers=(0, 8), outlier_scale=(1.0, 100.0, 1.0))
 
 # %% [markdown]

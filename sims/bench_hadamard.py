@@ -38,13 +38,30 @@ def bench(quick: bool = False) -> list[BenchRow]:
         t_ours = time_call(ours, x, repeats=3)
         gbs = 2 * x.size * 4 / t_ours / 1e9
         note = f"{gbs:.1f} GB/s" + (f" = {100 * gbs / peak:.0f}% of HBM peak" if peak else "")
-        rows.append(BenchRow(f"fwht {n}x{d}", impl, "XLA butterfly", t_ours, time_call(ref, x, repeats=3), note))
-        rows.append(BenchRow(f"fwht {n}x{d}", impl, "dense H matmul", t_ours, time_call(dense, x, repeats=3),
-                             f"flops ratio d/(2 log2 d) = {d / (2 * d.bit_length() - 2):.0f}"))
+        rows.append(
+            BenchRow(f"fwht {n}x{d}", impl, "XLA butterfly", t_ours, time_call(ref, x, repeats=3), note)
+        )
+        rows.append(
+            BenchRow(
+                f"fwht {n}x{d}",
+                impl,
+                "dense H matmul",
+                t_ours,
+                time_call(dense, x, repeats=3),
+                f"flops ratio d/(2 log2 d) = {d / (2 * d.bit_length() - 2):.0f}",
+            )
+        )
         key = jax.random.key(1)
         signs, u = rht_randomness(key, d, (n,))
-        q_ours = jax.jit(lambda x: rht_quantize(x, key=key, bits=4).codes)
-        q_ref = jax.jit(lambda x: rht_quantize_reference(x, signs, u, bits=4)[0])
-        rows.append(BenchRow(f"rht_quantize b=4 {n}x{d}", impl, "XLA reference", time_call(q_ours, x, repeats=3),
-                             time_call(q_ref, x, repeats=3)))
+        q_ours = jax.jit(lambda x, key=key: rht_quantize(x, key=key, bits=4).codes)
+        q_ref = jax.jit(lambda x, s=signs, u=u: rht_quantize_reference(x, s, u, bits=4)[0])
+        rows.append(
+            BenchRow(
+                f"rht_quantize b=4 {n}x{d}",
+                impl,
+                "XLA reference",
+                time_call(q_ours, x, repeats=3),
+                time_call(q_ref, x, repeats=3),
+            )
+        )
     return rows

@@ -1,4 +1,5 @@
-"""The quantization core: dithered randomized-Hadamard quantization against the (pi sqrt 3 / 2) 4^-b bound, FP4
+"""The quantization core: dithered randomized-Hadamard quantization against the (pi sqrt 3 / 2) 4^-b
+bound, FP4
 formats at equal bits per element, and InQuant KV-cache packing (``shared/papers/quantization.md``).
 
 Figures (``figures/quantization/``):
@@ -35,7 +36,9 @@ from sims.sweep import sweep
 from theory import dithered_quant as dq
 
 NAME = "quantization"
-TITLE = "Dithered RHT quantization meets (pi sqrt3/2) 4^-b; NVFP4/MXFP4/RaZeR/RHT at equal bits; InQuant 4.0x KV"
+TITLE = (
+    "Dithered RHT quantization meets (pi sqrt3/2) 4^-b; NVFP4/MXFP4/RaZeR/RHT at equal bits; InQuant 4.0x KV"
+)
 
 FAMILIES = ("gaussian", "flat", "e1", "sparse4", "two_level", "cauchy")
 
@@ -65,8 +68,19 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(dims=(256,), vectors_per_family=1, n_signs=16, n_dither=4, dense_d=64,
-                    dense_rotations=8, chunk=48, fmt_rows=32, fmt_cols=128, kv_tokens=256, kv_samples=64),
+    "quick": Config(
+        dims=(64,),
+        vectors_per_family=1,
+        n_signs=16,
+        n_dither=4,
+        dense_d=64,
+        dense_rotations=8,
+        chunk=48,
+        fmt_rows=32,
+        fmt_cols=128,
+        kv_tokens=256,
+        kv_samples=64,
+    ),
 }
 
 
@@ -121,14 +135,16 @@ def dithered_mse(x, key, bits, *, n_signs: int, n_dither: int):
 
 
 def haar_rotations(key, n: int, d: int):
-    """``n`` Haar-random orthogonal (d, d) matrices (QR of a Gaussian matrix with the sign of diag R fixed)."""
+    """``n`` Haar-random orthogonal (d, d) matrices (QR of a Gaussian matrix with the sign of diag R
+    fixed)."""
     g = jax.random.normal(key, (n, d, d))
     qm, r = jnp.linalg.qr(g)
     return qm * jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))[:, None, :]
 
 
 def dense_mse(x, key, bits, rotations, *, n_dither: int):
-    """Same estimate with dense Haar rotations ``rotations`` (n, d, d) instead of H D (one dither shift each)."""
+    """Same estimate with dense Haar rotations ``rotations`` (n, d, d) instead of H D (one dither shift
+    each)."""
     d = x.shape[-1]
 
     def one(rot, k):
@@ -151,9 +167,11 @@ def _row_dense(row, *, rotations, n_dither):
 
 def _vector_bits_grid(xs, bits, key):
     nv, nb = xs.shape[0], len(bits)
-    return {"x": jnp.repeat(jnp.asarray(xs), nb, axis=0),
-            "bits": jnp.tile(jnp.asarray(bits, jnp.int32), nv),
-            "key": jax.random.split(key, nv * nb)}
+    return {
+        "x": jnp.repeat(jnp.asarray(xs), nb, axis=0),
+        "bits": jnp.tile(jnp.asarray(bits, jnp.int32), nv),
+        "key": jax.random.split(key, nv * nb),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -162,7 +180,8 @@ def _vector_bits_grid(xs, bits, key):
 
 
 def student_t(key, dof: int, shape):
-    """Student-t samples with integer ``dof`` as z / sqrt(chi2_dof / dof) (cheaper to compile than a gamma)."""
+    """Student-t samples with integer ``dof`` as z / sqrt(chi2_dof / dof) (cheaper to compile than a
+    gamma)."""
     kz, kc = jax.random.split(key)
     chi2 = jnp.sum(jax.random.normal(kc, (dof, *shape)) ** 2, axis=0)
     return jax.random.normal(kz, shape) / jnp.sqrt(chi2 / dof)
@@ -172,14 +191,16 @@ def student_t(key, dof: int, shape):
 def format_datasets(key, rows: int, cols: int) -> dict[str, jax.Array]:
     k1, k2, k3 = jax.random.split(key, 3)
     out_cols = jnp.ones(cols).at[jnp.arange(0, cols, cols // 8)].set(20.0)
-    return {"gaussian": jax.random.normal(k1, (rows, cols)),
-            "student_t3": student_t(k2, 3, (rows, cols)),
-            "outlier_channels": jax.random.normal(k3, (rows, cols)) * out_cols}
+    return {
+        "gaussian": jax.random.normal(k1, (rows, cols)),
+        "student_t3": student_t(k2, 3, (rows, cols)),
+        "outlier_channels": jax.random.normal(k3, (rows, cols)) * out_cols,
+    }
 
 
 @partial(jax.jit, static_argnums=2)
 def format_roundtrips(x, key, rht_block: int) -> dict[str, jax.Array]:
-    """x_hat for NVFP4, MXFP4, RaZeR (activation), RaZeR (weight), dithered RHT (b=4, turbo and mse scaling)."""
+    """x_hat for NVFP4, MXFP4, RaZeR (activation), RaZeR (weight), dithered RHT (b=4, turbo and unbiased)."""
     rows, cols = x.shape
     xb = x.reshape(rows, cols // rht_block, rht_block)
     out = {
@@ -188,13 +209,18 @@ def format_roundtrips(x, key, rht_block: int) -> dict[str, jax.Array]:
         "RaZeR (act.)": razer_dequantize(razer_quantize(x, variant="activation")),
         "RaZeR (weight)": razer_dequantize(razer_quantize(x, variant="weight")),
     }
-    for scaling, label in (("turbo", "RHT b=4"), ("mse", "RHT b=4, LS scale"), ("unbiased", "RHT b=4, unbiased")):
+    for scaling, label in (("turbo", "RHT b=4"), ("unbiased", "RHT b=4, unbiased")):
         q = rht_quantize(xb, key=key, bits=4, scaling=scaling)
         out[label] = rht_dequantize(q).reshape(rows, cols)
     return out
 
 
-FORMAT_BITS = {"NVFP4": 4 + 8 / 16, "MXFP4": 4 + 8 / 32, "RaZeR (act.)": 4 + 8 / 16, "RaZeR (weight)": 4 + 6 / 16}
+FORMAT_BITS = {
+    "NVFP4": 4 + 8 / 16,
+    "MXFP4": 4 + 8 / 32,
+    "RaZeR (act.)": 4 + 8 / 16,
+    "RaZeR (weight)": 4 + 6 / 16,
+}
 
 
 def synthetic_kv(key, cfg: Config):
@@ -218,9 +244,13 @@ def _format_stats(x, key, rht_block: int) -> dict:
     rt = format_roundtrips(x, key, rht_block)
     xb = x.reshape(rows, -1, rht_block)
     xh_unbiased = rt.pop("RHT b=4, unbiased").reshape(xb.shape)
-    stats = {label: {"rel_mse": jnp.sum((xh - x) ** 2) / jnp.sum(x * x),
-                     "err": ((xh - x) / jnp.sqrt(jnp.mean(x * x))).reshape(-1)[:20000]}
-             for label, xh in rt.items()}
+    stats = {
+        label: {
+            "rel_mse": jnp.sum((xh - x) ** 2) / jnp.sum(x * x),
+            "err": ((xh - x) / jnp.sqrt(jnp.mean(x * x))).reshape(-1)[:20000],
+        }
+        for label, xh in rt.items()
+    }
     # per-block MSE of NVFP4 vs RaZeR (activation): RaZeR keeps NVFP4's candidate when it is better
     blocks = lambda v: jnp.sum(((v - x) ** 2).reshape(rows, -1, 16), -1)
     stats["block_gap"] = jnp.max(blocks(rt["RaZeR (act.)"]) - blocks(rt["NVFP4"]))
@@ -235,8 +265,11 @@ def _format_stats(x, key, rht_block: int) -> dict:
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
     k_vec, k_mse, k_dense, k_fmt, k_rht, k_kv, k_pack = jax.random.split(key, 7)
-    out: dict = {"bits": jnp.asarray(cfg.bits), "bound": dq.mse_bound(jnp.asarray(cfg.bits)),
-                 "finite_level": dq.high_resolution_mse(jnp.asarray(cfg.bits))}
+    out: dict = {
+        "bits": jnp.asarray(cfg.bits),
+        "bound": dq.mse_bound(jnp.asarray(cfg.bits)),
+        "finite_level": dq.high_resolution_mse(jnp.asarray(cfg.bits)),
+    }
     nb = len(cfg.bits)
 
     # MSE vs bits: every (vector, b) pair is one sweep row, per d
@@ -255,13 +288,18 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     fn = partial(_row_dense, rotations=rots, n_dither=cfg.n_dither)
     m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, k_dense), chunk_size=cfg.chunk)
     out["dense"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
-    fn = partial(_row_mse, n_signs=cfg.dense_rotations, n_dither=cfg.n_dither)
-    m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, k_dense), chunk_size=cfg.chunk)
-    out["rht_at_dense_d"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
+    if cfg.dense_d in cfg.dims:  # same vectors (same fold_in key): reuse the RHT sweep
+        out["rht_at_dense_d"] = per_d[str(cfg.dense_d)]
+    else:
+        fn = partial(_row_mse, n_signs=cfg.n_signs, n_dither=cfg.n_dither)
+        m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, k_dense), chunk_size=cfg.chunk)
+        out["rht_at_dense_d"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
 
     # formats at ~4.5 bits per element
-    fmt = {name: _format_stats(x, k_rht, cfg.rht_block)
-           for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items()}
+    fmt = {
+        name: _format_stats(x, k_rht, cfg.rht_block)
+        for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items()
+    }
     out["formats"] = fmt
 
     # InQuant on heavy-tailed KV
@@ -269,13 +307,18 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     kvf = kv.astype(jnp.float32)
     q = inquant_pack(kv, key=k_pack, n_outliers=len(cfg.kv_outliers), n_samples=cfg.kv_samples)
     sizes = q.nbytes()
-    recon = {"InQuant (4.0x)": inquant_unpack(q), "plain 4-bit": absmax_roundtrip(kvf, 7),
-             "8-bit": absmax_roundtrip(kvf, 127)}
+    recon = {
+        "InQuant (4.0x)": inquant_unpack(q),
+        "plain 4-bit": absmax_roundtrip(kvf, 7),
+        "8-bit": absmax_roundtrip(kvf, 127),
+    }
     out["inquant"] = {
         "channel_rmse": {k: jnp.sqrt(jnp.mean((v - kvf) ** 2, 0)) for k, v in recon.items()},
         "mse": {k: jnp.mean((v - kvf) ** 2) for k, v in recon.items()},
-        "outliers": q.outliers, "donors": q.donors,
-        "payload_ratio": jnp.asarray(sizes["payload_ratio"]), "total_ratio": jnp.asarray(sizes["total_ratio"]),
+        "outliers": q.outliers,
+        "donors": q.donors,
+        "payload_ratio": jnp.asarray(sizes["payload_ratio"]),
+        "total_ratio": jnp.asarray(sizes["total_ratio"]),
         "true_outliers": jnp.asarray(cfg.kv_outliers),
     }
     return out
@@ -302,24 +345,54 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     worst = np.stack([_worst_ratio(r, bits)[0] for r in results["rht"].values()])  # (dims, bits)
     worst_se = np.stack([_worst_ratio(r, bits)[1] for r in results["rht"].values()])
     j = int(np.argmax(worst[:, -1]))
-    out.append(Claim(f"dithered RHT: worst-of-many unit-vector MSE at b={bits[-1]} (all d) = (pi sqrt3/2 + o(1)) "
-                     f"4^-b: MSE / bound (within 5% + 3 s.e.)", 1.0, worst[j, -1], 0.05 + 3 * worst_se[j, -1],
-                     "abs"))
+    out.append(
+        Claim(
+            f"dithered RHT: worst-of-many unit-vector MSE at b={bits[-1]} (all d) = (pi sqrt3/2 + o(1)) "
+            f"4^-b: MSE / bound (within 5% + 3 s.e.)",
+            1.0,
+            worst[j, -1],
+            0.05 + 3 * worst_se[j, -1],
+            "abs",
+        )
+    )
     for bi, b in enumerate(bits):
         if b < 3:
             continue
         w = int(np.argmax(worst[:, bi]))
-        out.append(Claim(f"b={b}: worst MSE/bound <= (N/(N-1))^2 (finite-level o(1)) + 3 s.e.", fl[bi],
-                         worst[w, bi], 3 * worst_se[w, bi], "le", source="theory"))
+        out.append(
+            Claim(
+                f"b={b}: worst MSE/bound <= (N/(N-1))^2 (finite-level o(1)) + 3 s.e.",
+                fl[bi],
+                worst[w, bi],
+                3 * worst_se[w, bi],
+                "le",
+                source="theory",
+            )
+        )
     o1 = worst.max(0) - 1.0
-    out.append(Claim("measured o(1) shrinks: o(1) at b=8 is below o(1) at b=3 (difference > 0)", 0.0,
-                     o1[bits == 3][0] - o1[-1], 0.0, "ge", source="theory"))
+    out.append(
+        Claim(
+            "measured o(1) shrinks: o(1) at b=8 is below o(1) at b=3 (difference > 0)",
+            0.0,
+            o1[bits == 3][0] - o1[-1],
+            0.0,
+            "ge",
+            source="theory",
+        )
+    )
     dense, _ = _worst_ratio(results["dense"], bits)
     rht_same, _ = _worst_ratio(results["rht_at_dense_d"], bits)
     for b in (4, 8):
         bi = int(np.nonzero(bits == b)[0][0])
-        out.append(Claim(f"one RHT matches a dense Haar rotation at d={cfg.dense_d}, b={b}: worst MSE ratio RHT/dense",
-                         1.0, rht_same[bi] / dense[bi], 0.1, "rel"))
+        out.append(
+            Claim(
+                f"one RHT matches a dense Haar rotation at d={cfg.dense_d}, b={b}: worst MSE ratio RHT/dense",
+                1.0,
+                rht_same[bi] / dense[bi],
+                0.1,
+                "rel",
+            )
+        )
     # e1: every |t| = 1, so E exp(t^2/3) = e^(1/3) exactly -> prediction finite-level * (pi/2) e^(1/3) 4^-b
     fam = np.asarray(results["families"])
     e1 = int(np.nonzero(fam == FAMILIES.index("e1"))[0][0])
@@ -328,23 +401,71 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     pred = float(dq.high_resolution_mse(int(bits[-1]), np.exp(1.0 / 3.0)))
     e1_m = np.asarray(results["rht"][dmax]["mse"])[e1, b8]
     e1_se = np.asarray(results["rht"][dmax]["se"])[e1, b8]
-    out.append(Claim(f"e_1 at b={bits[-1]}, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3; within 3% + 3 "
-                     "s.e.)", pred, e1_m, 0.03 * pred + 3 * e1_se, "abs", source="theory"))
+    out.append(
+        Claim(
+            f"e_1 at b={bits[-1]}, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3; within 3% + 3 "
+            "s.e.)",
+            pred,
+            e1_m,
+            0.03 * pred + 3 * e1_se,
+            "abs",
+            source="theory",
+        )
+    )
     f = results["formats"]
     for ds in f:
-        out.append(Claim(f"RaZeR (act.) block MSE <= NVFP4 block MSE on every block ({ds}): max gap", 0.0,
-                         float(f[ds]["block_gap"]), 1e-6, "le", source="paper"))
-        out.append(Claim(f"EDEN unbiased scale: <x_hat, x> = ||x||^2 ({ds}): max relative deviation", 0.0,
-                         float(f[ds]["unbiased_inner"]), 1e-4, "abs", source="theory"))
+        out.append(
+            Claim(
+                f"RaZeR (act.) block MSE <= NVFP4 block MSE on every block ({ds}): max gap",
+                0.0,
+                float(f[ds]["block_gap"]),
+                1e-6,
+                "le",
+                source="paper",
+            )
+        )
+        out.append(
+            Claim(
+                f"EDEN unbiased scale: <x_hat, x> = ||x||^2 ({ds}): max relative deviation",
+                0.0,
+                float(f[ds]["unbiased_inner"]),
+                1e-4,
+                "abs",
+                source="theory",
+            )
+        )
     iq = results["inquant"]
-    out.append(Claim("InQuant packed payload is exactly 4.0x smaller than 16-bit", 4.0, float(iq["payload_ratio"]),
-                     0.0, "abs", source="paper"))
-    out.append(Claim("InQuant finds the planted outlier channels by sampling (fraction found)", 1.0,
-                     float(np.isin(np.asarray(iq["true_outliers"]), np.asarray(iq["outliers"])).mean()), 0.0,
-                     "abs", source="reconstruction"))
+    out.append(
+        Claim(
+            "InQuant packed payload is exactly 4.0x smaller than 16-bit",
+            4.0,
+            float(iq["payload_ratio"]),
+            0.0,
+            "abs",
+            source="paper",
+        )
+    )
+    out.append(
+        Claim(
+            "InQuant finds the planted outlier channels by sampling (fraction found)",
+            1.0,
+            float(np.isin(np.asarray(iq["true_outliers"]), np.asarray(iq["outliers"])).mean()),
+            0.0,
+            "abs",
+            source="reconstruction",
+        )
+    )
     mse = {k: float(v) for k, v in iq["mse"].items()}
-    out.append(Claim("InQuant MSE / plain 4-bit MSE on heavy-tailed KV (well below 1)", 0.0,
-                     mse["InQuant (4.0x)"] / mse["plain 4-bit"], 0.25, "le", source="reconstruction"))
+    out.append(
+        Claim(
+            "InQuant MSE / plain 4-bit MSE on heavy-tailed KV (well below 1)",
+            0.0,
+            mse["InQuant (4.0x)"] / mse["plain 4-bit"],
+            0.25,
+            "le",
+            source="reconstruction",
+        )
+    )
     return out
 
 
@@ -363,22 +484,35 @@ def plot(results: dict, cfg: Config) -> dict:
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
     for (d, r), c in zip(results["rht"].items(), colors, strict=False):
         w, _ = _worst_ratio(r, bits)
-        ax.semilogy(bits, w * bound, "o-", color=c, label=f"one RHT, d={d} (worst of {len(r['mse'])} vectors)")
+        ax.semilogy(
+            bits, w * bound, "o-", color=c, label=f"one RHT, d={d} (worst of {len(r['mse'])} vectors)"
+        )
         ax2.plot(bits, w, "o-", color=c, label=f"one RHT, d={d}")
     wd, _ = _worst_ratio(results["dense"], bits)
-    ax.semilogy(bits, wd * bound, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
+    ax.semilogy(
+        bits, wd * bound, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}"
+    )
     ax2.plot(bits, wd, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
     ax.semilogy(bits, bound, **style.prediction(), label="paper: (pi sqrt3 / 2) 4^-b")
     ax.semilogy(bits, fl, **style.prediction(linestyle=":"), label="theory: x (N/(N-1))^2 (finite levels)")
     lm = np.array(sorted(dq.LLOYD_MAX_GAUSSIAN.items()))
-    ax.semilogy(lm[:, 0], lm[:, 1], "x", color="0.4", ms=8, label="Lloyd-Max Gaussian (no dither, TurboQuant)")
-    ax.set(xlabel="bits per coordinate b", ylabel="E ||x - x_hat||^2 for unit x (worst of many)",
-           title="Dithered quantization after one randomized Hadamard transform")
+    ax.semilogy(
+        lm[:, 0], lm[:, 1], "x", color="0.4", ms=8, label="Lloyd-Max Gaussian (no dither, TurboQuant)"
+    )
+    ax.set(
+        xlabel="bits per coordinate b",
+        ylabel="E ||x - x_hat||^2 for unit x (worst of many)",
+        title="Dithered quantization after one randomized Hadamard transform",
+    )
     ax.legend(fontsize=8)
     ax2.axhline(1.0, **style.prediction(), label="paper: ratio -> 1 as b grows")
     ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
-    ax2.set(xlabel="bits per coordinate b", ylabel="worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)",
-            title="The measured o(1) term", ylim=(0.6, 1.6))
+    ax2.set(
+        xlabel="bits per coordinate b",
+        ylabel="worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)",
+        title="The measured o(1) term",
+        ylim=(0.6, 1.6),
+    )
     ax2.legend(fontsize=8)
     figs["mse_vs_bits"] = fig
 
@@ -391,20 +525,27 @@ def plot(results: dict, cfg: Config) -> dict:
         vals = [float(f[ds][lab]["rel_mse"]) for ds in datasets]
         ax.bar(np.arange(len(datasets)) + i * width, vals, width, label=lab)
     ax.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets)
-    ax.set(yscale="log", ylabel="relative MSE ||X - X_hat||^2 / ||X||^2",
-           title=f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices")
+    ax.set(
+        yscale="log",
+        ylabel="relative MSE ||X - X_hat||^2 / ||X||^2",
+        title=f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices",
+    )
     ax.axhline(float(dq.mse_bound(4)), **style.prediction(), label="(pi sqrt3/2) 4^-4 (RHT bound)")
     ax.legend(fontsize=7)
     rht_bits = 4 + 32 / cfg.rht_block
-    cell = [[lab, f"{FORMAT_BITS.get(lab, rht_bits):.3g}"] + [f"{float(f[ds][lab]['rel_mse']):.2e}" for ds in datasets]
-            for lab in labels]
+    cell = [
+        [lab, f"{FORMAT_BITS.get(lab, rht_bits):.3g}"]
+        + [f"{float(f[ds][lab]['rel_mse']):.2e}" for ds in datasets]
+        for lab in labels
+    ]
     axt.axis("off")
     tab = axt.table(cellText=cell, colLabels=["format", "bits/elt"] + datasets, loc="center")
     tab.auto_set_font_size(False)
     tab.set_fontsize(8)
     tab.scale(1, 1.5)
-    axt.set_title(f"Relative MSE at ~4.5 bits/element (RHT: b=4 on {cfg.rht_block}-vectors + fp32 scale)",
-                  fontsize=9)
+    axt.set_title(
+        f"Relative MSE at ~4.5 bits/element (RHT: b=4 on {cfg.rht_block}-vectors + fp32 scale)", fontsize=9
+    )
     figs["format_comparison"] = fig
 
     fig, axes = style.figure(1, len(labels), figsize=(3 * len(labels), 3.4), sharey=True)
@@ -424,13 +565,20 @@ def plot(results: dict, cfg: Config) -> dict:
     for dn in np.asarray(iq["donors"]):
         ax.plot(dn, float(np.asarray(iq["channel_rmse"]["InQuant (4.0x)"])[dn]), "kv", ms=5)
     ax.plot([], [], "kv", label="donor channels (slot lent to an outlier)")
-    ax.set(xlabel="channel", ylabel="RMS reconstruction error", title=(
-        f"Heavy-tailed KV (t, dof {cfg.kv_dof:g}), outlier channels {list(cfg.kv_outliers)} (grey)"))
+    ax.set(
+        xlabel="channel",
+        ylabel="RMS reconstruction error",
+        title=(f"Heavy-tailed KV (t, dof {cfg.kv_dof:g}), outlier channels {list(cfg.kv_outliers)} (grey)"),
+    )
     ax.legend(fontsize=8)
     names = list(iq["mse"])
     ax2.bar(names, [float(iq["mse"][n]) for n in names], color=["tab:blue", "tab:orange", "tab:green"])
-    ax2.set(yscale="log", ylabel="MSE", title=f"InQuant payload {float(iq['payload_ratio']):.1f}x "
-            f"(with scales {float(iq['total_ratio']):.2f}x)")
+    ax2.set(
+        yscale="log",
+        ylabel="MSE",
+        title=f"InQuant payload {float(iq['payload_ratio']):.1f}x "
+        f"(with scales {float(iq['total_ratio']):.2f}x)",
+    )
     ax2.tick_params(axis="x", labelsize=8)
     figs["inquant"] = fig
     return figs

@@ -1,4 +1,5 @@
-"""Closed forms for dithered quantization after one randomized Hadamard transform (``papers/quantization.md``).
+"""Closed forms for dithered quantization after one randomized Hadamard transform
+(``papers/quantization.md``).
 
 Setting: a vector x in R^d, y = H D x (normalized Walsh-Hadamard H, random signs D), sigma = ||x||/sqrt(d),
 b bits per coordinate, N = 2^b levels. The quantizer (``pallas_kernels/quant/rht.py``) companded each
@@ -22,7 +23,8 @@ High-resolution analysis (each equation is one function below):
       d as b grows                                                              -> ``mse_bound``
       (the Panter-Dite constant for a unit-variance Gaussian; TurboQuant's D_mse bound is the same number).
 The o(1) has two parts: the finite-level factor (N/(N-1))^2 - 1 = O(2^-b) of (3) and the high-resolution
-error of (1) in the few wide tail cells. The tests and the sim *measure* it (``o1_term``), they do not assume it.
+error of (1) in the few wide tail cells. The tests and the sim *measure* it (``o1_term``), they do not
+assume it.
 
 All functions accept Python numbers or arrays (jit/vmap compatible); bits must be >= 1.
 """
@@ -74,11 +76,14 @@ def high_resolution_mse(bits, moment=math.sqrt(3.0)):
     """(N/(N-1))^2 (pi/2) 4^-b E exp(t^2/3) per unit ||x||^2 (eq. 3); ``moment`` = E exp(t^2/3), at most
     sqrt 3 (the Gaussian value) for every x, which gives (N/(N-1))^2 (pi sqrt(3)/2) 4^-b."""
     v.positive("moment", moment)
-    return finite_level_factor(bits) * (math.pi / 2.0) * jnp.power(4.0, -jnp.asarray(bits, jnp.float32)) * moment
+    return (
+        finite_level_factor(bits) * (math.pi / 2.0) * jnp.power(4.0, -jnp.asarray(bits, jnp.float32)) * moment
+    )
 
 
 def rademacher_exp_moment(a, lam=1.0 / 3.0):
-    """Exact E exp(lam (sum_j eps_j a_j)^2) by enumerating the 2^k sign patterns of a short vector ``a`` (k <= 20),
+    """Exact E exp(lam (sum_j eps_j a_j)^2) by enumerating the 2^k sign patterns of a short vector ``a``
+    (k <= 20),
     normalized so sum a_j^2 = 1 (eq. 2's left side; compare with ``gaussian_exp_moment(lam)``)."""
     a = jnp.asarray(a, jnp.float32)
     k = a.shape[-1]

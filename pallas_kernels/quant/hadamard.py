@@ -1,9 +1,10 @@
 """Fast Walsh-Hadamard transform (FWHT) along the last axis: reference butterfly, Pallas kernel, public op.
 
 Notation: ``d = 2^n`` is the transform length and ``H_d`` the Sylvester Hadamard matrix
-(``H_1 = [1]``, ``H_2m = [[H_m, H_m], [H_m, -H_m]]``, i.e. ``scipy.linalg.hadamard(d)``). The normalized transform
+(``H_1 = [1]``, ``H_2m = [[H_m, H_m], [H_m, -H_m]]``, i.e. ``scipy.linalg.hadamard(d)``). The normalized
+transform
 
-    fwht(x) = x @ H_d / sqrt(d)                                                     (orthonormal, self-inverse)
+    fwht(x) = x @ H_d / sqrt(d)                                (orthonormal, self-inverse)
 
 costs O(d log d) with the butterfly ``(a, b) -> (a + b, a - b)`` over strides ``h = 1, 2, 4, ..., d/2``
 (``fwht_reference``, pure jnp: the spec and the XLA fallback).
@@ -19,7 +20,8 @@ transforms as
 so one row costs two small dense matmuls, ``2 d (a + b)`` flops, instead of ``d^2`` for a dense rotation.
 Modes (``HadamardBlocks``):
   * dense, ``d <= dense_max``: a block of ``block_rows`` rows times one dense ``T x T`` tile, where
-    ``T = max(d, 16)`` and the tile is ``I_{T/d} (x) H_d`` (rows shorter than 16 are grouped 16/d per tile row,
+    ``T = max(d, 16)`` and the tile is ``I_{T/d} (x) H_d`` (rows shorter than 16 are grouped 16/d per
+    tile row,
     since GPU dots need every dim >= 16);
   * Kronecker, ``d > dense_max``: one row per program, ``H_a X H_b`` with ``b = min(tile, d/16)`` and
     ``a = d/b <= 256``, so d up to 32768 (= 256 x 128) is supported.
@@ -80,7 +82,8 @@ def resolve_implementation(implementation: str | None) -> str:
 
 @functools.lru_cache(maxsize=64)
 def hadamard_matrix_np(d: int) -> np.ndarray:
-    """The unnormalized Sylvester Hadamard matrix H_d (entries +-1, float32), equal to scipy.linalg.hadamard."""
+    """The unnormalized Sylvester Hadamard matrix H_d (entries +-1, float32), equal to
+    scipy.linalg.hadamard."""
     check_length(d, "d")
     h = np.ones((1, 1), np.float32)
     while h.shape[0] < d:
@@ -127,8 +130,10 @@ def kron_split(d: int, blocks: HadamardBlocks = HadamardBlocks()) -> tuple[int, 
     b = min(blocks.tile, d // _MIN_DOT)
     a = d // b
     if a > 256 or a < _MIN_DOT or b < _MIN_DOT:
-        raise ValueError(f"d={d} cannot be split into Hadamard tiles a x b with 16 <= a <= 256, 16 <= b <= "
-                         f"{blocks.tile}; the Pallas FWHT supports power-of-two d up to {MAX_PALLAS_D}")
+        raise ValueError(
+            f"d={d} cannot be split into Hadamard tiles a x b with 16 <= a <= 256, 16 <= b <= "
+            f"{blocks.tile}; the Pallas FWHT supports power-of-two d up to {MAX_PALLAS_D}"
+        )
     return a, b
 
 
@@ -171,8 +176,13 @@ def per_platform(fn, *args, interpret: bool, num_warps: int):
     return jax.lax.platform_dependent(*args, cuda=gpu, rocm=gpu, default=other)
 
 
-def fwht_pallas(x: jax.Array, *, blocks: HadamardBlocks = HadamardBlocks(), interpret: bool = False,
-                precision=jax.lax.Precision.HIGHEST) -> jax.Array:
+def fwht_pallas(
+    x: jax.Array,
+    *,
+    blocks: HadamardBlocks = HadamardBlocks(),
+    interpret: bool = False,
+    precision=jax.lax.Precision.HIGHEST,
+) -> jax.Array:
     """Pallas FWHT along the last axis (see the module docstring for the tile design)."""
     _check_blocks(blocks)
     x = jnp.asarray(x)
@@ -218,9 +228,11 @@ def _fwht_call(x, *, blocks, interpret, precision, compiler_params):
         functools.partial(_kron_kernel, scale=scale, precision=precision),
         out_shape=jax.ShapeDtypeStruct((n, a, b), dtype),
         grid=(n,),
-        in_specs=[pl.BlockSpec((None, a, b), lambda i: (i, 0, 0)),
-                  pl.BlockSpec((a, a), lambda i: (0, 0)),
-                  pl.BlockSpec((b, b), lambda i: (0, 0))],
+        in_specs=[
+            pl.BlockSpec((None, a, b), lambda i: (i, 0, 0)),
+            pl.BlockSpec((a, a), lambda i: (0, 0)),
+            pl.BlockSpec((b, b), lambda i: (0, 0)),
+        ],
         out_specs=pl.BlockSpec((None, a, b), lambda i: (i, 0, 0)),
         interpret=interpret,
         compiler_params=cp,
@@ -229,8 +241,13 @@ def _fwht_call(x, *, blocks, interpret, precision, compiler_params):
     return y.reshape(shape)
 
 
-def fwht(x: jax.Array, *, implementation: str | None = None, blocks: HadamardBlocks | None = None,
-         precision=jax.lax.Precision.HIGHEST) -> jax.Array:
+def fwht(
+    x: jax.Array,
+    *,
+    implementation: str | None = None,
+    blocks: HadamardBlocks | None = None,
+    precision=jax.lax.Precision.HIGHEST,
+) -> jax.Array:
     """Normalized fast Walsh-Hadamard transform along the last axis: ``x @ H_d / sqrt(d)``.
 
     x: ``(..., d)``, d a power of two (<= 32768 for the Pallas kernel). Self-inverse: fwht(fwht(x)) = x.
@@ -243,4 +260,6 @@ def fwht(x: jax.Array, *, implementation: str | None = None, blocks: HadamardBlo
         return fwht_reference(x)
     if not jnp.issubdtype(x.dtype, jnp.floating):
         x = x.astype(jnp.float32)
-    return fwht_pallas(x, blocks=blocks or HadamardBlocks(), interpret=impl == "interpret", precision=precision)
+    return fwht_pallas(
+        x, blocks=blocks or HadamardBlocks(), interpret=impl == "interpret", precision=precision
+    )

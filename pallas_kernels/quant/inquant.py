@@ -1,6 +1,7 @@
 """InQuant: in-place mixed-precision 4-bit KV-cache packing (``shared/papers/quantization.md``).
 
-Input: a KV tensor ``x`` of shape ``(..., T, C)`` (tokens x channels, 16-bit in practice). Outlier channels need
+Input: a KV tensor ``x`` of shape ``(..., T, C)`` (tokens x channels, 16-bit in practice). Outlier
+channels need
 8 bits; each borrows the 4-bit slot of a low-saliency neighbour channel for its high nibble, so the packed
 layout is exactly the plain 4-bit layout: ``C/2`` bytes per token, 4.0x smaller than 16-bit.
 
@@ -41,9 +42,11 @@ from jax.experimental import pallas as pl
 from pallas_kernels.quant.hadamard import per_platform, resolve_implementation
 
 
-@functools.partial(jax.tree_util.register_dataclass,
-                   data_fields=["packed", "scales", "outliers", "donors", "donor_fill"],
-                   meta_fields=["channels", "dtype"])
+@functools.partial(
+    jax.tree_util.register_dataclass,
+    data_fields=["packed", "scales", "outliers", "donors", "donor_fill"],
+    meta_fields=["channels", "dtype"],
+)
 @dataclasses.dataclass(frozen=True)
 class InQuantPacked:
     """packed uint8 (..., T, C/2); scales float16 (..., T, 2) = (s4, s8); outliers, donors int32 (k,);
@@ -62,8 +65,13 @@ class InQuantPacked:
         payload = int(np.prod(self.packed.shape))
         meta = int(np.prod(self.scales.shape)) * 2 + int(self.outliers.shape[0]) * (2 + 2 + 2)
         dense16 = int(np.prod(self.packed.shape[:-1])) * self.channels * 2
-        return {"payload": payload, "metadata": meta, "input_16bit": dense16,
-                "payload_ratio": dense16 / payload, "total_ratio": dense16 / (payload + meta)}
+        return {
+            "payload": payload,
+            "metadata": meta,
+            "input_16bit": dense16,
+            "payload_ratio": dense16 / payload,
+            "total_ratio": dense16 / (payload + meta),
+        }
 
 
 def _check(x, n_outliers, n_samples):
@@ -73,8 +81,10 @@ def _check(x, n_outliers, n_samples):
     if c % 2 or c < 4:
         raise ValueError(f"x.shape[-1] (channels) must be even and >= 4, got {c}")
     if not isinstance(n_outliers, (int, np.integer)) or not 0 <= n_outliers <= c // 3:
-        raise ValueError(f"n_outliers must be an integer in [0, C/3] = [0, {c // 3}] (each outlier takes a donor), "
-                         f"got {n_outliers!r}")
+        raise ValueError(
+            f"n_outliers must be an integer in [0, C/3] = [0, {c // 3}] (each outlier takes a donor), "
+            f"got {n_outliers!r}"
+        )
     if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
 
@@ -90,7 +100,8 @@ def channel_saliency(x, *, key, n_samples: int):
 
 def select_outliers_and_donors(saliency, n_outliers: int):
     """(outliers, donors) int32 (k,): top-k saliency channels and, for each (in decreasing saliency), the
-    nearest free channel, ties broken by lower saliency (stride grows past adjacent outliers and used donors)."""
+    nearest free channel, ties broken by lower saliency (stride grows past adjacent outliers and used
+    donors)."""
     c = saliency.shape[0]
     order = jnp.argsort(-saliency)
     outliers = order[:n_outliers].astype(jnp.int32)
@@ -149,22 +160,43 @@ def _pack(x, key, *, n_outliers, n_samples):
     nib = jnp.where(is_out, byte8 & 0xF, nib)
     hi_at_out = (byte8 >> 4) & 0xF  # (..., C): high nibble of each outlier, still at the outlier's column
     nib = nib.at[..., donors].set(hi_at_out[..., outliers])
-    return (_nibble_pack(nib), jnp.concatenate([s4, s8], axis=-1), outliers, donors,
-            mean[donors].astype(jnp.float16))
+    return (
+        _nibble_pack(nib),
+        jnp.concatenate([s4, s8], axis=-1),
+        outliers,
+        donors,
+        mean[donors].astype(jnp.float16),
+    )
 
 
-def inquant_pack(x: jax.Array, *, key: jax.Array, n_outliers: int | None = None, n_samples: int = 64,
-                 implementation: str | None = None) -> InQuantPacked:
-    """Pack ``x`` (..., T, C) into the InQuant 4-bit layout (module docstring). ``n_outliers`` defaults to C/32
+def inquant_pack(
+    x: jax.Array,
+    *,
+    key: jax.Array,
+    n_outliers: int | None = None,
+    n_samples: int = 64,
+    implementation: str | None = None,
+) -> InQuantPacked:
+    """Pack ``x`` (..., T, C) into the InQuant 4-bit layout (module docstring). ``n_outliers`` defaults
+    to C/32
     (at least 1). ``implementation`` is accepted for the common op signature; packing runs as XLA."""
     x = jnp.asarray(x)
     if n_outliers is None:
         n_outliers = max(1, x.shape[-1] // 32)
     _check(x, n_outliers, n_samples)
     resolve_implementation(implementation)
-    packed, scales, outliers, donors, fill = _pack(x, key, n_outliers=int(n_outliers), n_samples=int(n_samples))
-    return InQuantPacked(packed=packed, scales=scales, outliers=outliers, donors=donors, donor_fill=fill,
-                         channels=int(x.shape[-1]), dtype=jnp.dtype(x.dtype).name)
+    packed, scales, outliers, donors, fill = _pack(
+        x, key, n_outliers=int(n_outliers), n_samples=int(n_samples)
+    )
+    return InQuantPacked(
+        packed=packed,
+        scales=scales,
+        outliers=outliers,
+        donors=donors,
+        donor_fill=fill,
+        channels=int(x.shape[-1]),
+        dtype=jnp.dtype(x.dtype).name,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -232,8 +264,18 @@ def _unpack_call(packed, scales, *routing, dtype, rows, interpret, compiler_para
         _unpack_kernel,
         out_shape=jax.ShapeDtypeStruct((n_pad, c), dtype),
         grid=(n_pad // rows,),
-        in_specs=[pl.BlockSpec((rows, h), lambda i: (i, 0)), pl.BlockSpec((rows, 1), lambda i: (i, 0)),
-                  pl.BlockSpec((rows, 1), lambda i: (i, 0)), vec, vec, vec, full((h, c)), full((h, c)), full((h, c)), full((h, c))],
+        in_specs=[
+            pl.BlockSpec((rows, h), lambda i: (i, 0)),
+            pl.BlockSpec((rows, 1), lambda i: (i, 0)),
+            pl.BlockSpec((rows, 1), lambda i: (i, 0)),
+            vec,
+            vec,
+            vec,
+            full((h, c)),
+            full((h, c)),
+            full((h, c)),
+            full((h, c)),
+        ],
         out_specs=pl.BlockSpec((rows, c), lambda i: (i, 0)),
         interpret=interpret,
         compiler_params=compiler_params,
@@ -242,9 +284,11 @@ def _unpack_call(packed, scales, *routing, dtype, rows, interpret, compiler_para
     return out[:n]
 
 
-def inquant_unpack(q: InQuantPacked, *, dtype=jnp.float32, implementation: str | None = None,
-                   block_rows: int = 32) -> jax.Array:
-    """Dequantize an ``InQuantPacked`` to ``(..., T, C)``: ordinary channels from int4, outliers from the 8-bit
+def inquant_unpack(
+    q: InQuantPacked, *, dtype=jnp.float32, implementation: str | None = None, block_rows: int = 32
+) -> jax.Array:
+    """Dequantize an ``InQuantPacked`` to ``(..., T, C)``: ordinary channels from int4, outliers from the
+    8-bit
     code rebuilt out of their own and their donor's nibble, donors as their sampled mean."""
     if not isinstance(q, InQuantPacked):
         raise ValueError(f"q must be an InQuantPacked from inquant_pack, got {type(q).__name__}")
@@ -258,6 +302,12 @@ def inquant_unpack(q: InQuantPacked, *, dtype=jnp.float32, implementation: str |
         raise ValueError(f"channels must be a power of two >= 32 for the Pallas unpack, got {c}")
     shape = (*q.packed.shape[:-1], c)
     call = functools.partial(_unpack_call, dtype=dtype, rows=block_rows, interpret=impl == "interpret")
-    out = per_platform(call, q.packed.reshape(-1, c // 2), q.scales.reshape(-1, 2).astype(jnp.float32),
-                       *_routing(q), interpret=impl == "interpret", num_warps=4)
+    out = per_platform(
+        call,
+        q.packed.reshape(-1, c // 2),
+        q.scales.reshape(-1, 2).astype(jnp.float32),
+        *_routing(q),
+        interpret=impl == "interpret",
+        num_warps=4,
+    )
     return out.reshape(shape)

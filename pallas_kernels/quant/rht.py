@@ -1,7 +1,8 @@
 """Dithered quantization with one randomized Hadamard transform (RHT): reference, fused Pallas kernels, ops.
 
 Notation (``shared/papers/quantization.md``): ``x`` in R^d (d a power of two), ``D`` a diagonal of random
-signs, ``H`` the normalized Walsh-Hadamard matrix, ``y = H D x`` (so ||y|| = ||x||), ``sigma = ||x|| / sqrt(d)``
+signs, ``H`` the normalized Walsh-Hadamard matrix, ``y = H D x`` (so ||y|| = ||x||), ``sigma = ||x|| /
+sqrt(d)``
 (the per-coordinate scale a uniformly random rotation would give), ``b`` bits per coordinate, ``N = 2^b``
 levels, and ``u ~ U[0, 1)`` one random scalar dither per vector.
 
@@ -66,8 +67,9 @@ _SQRT3 = math.sqrt(3.0)
 _SQRT2 = math.sqrt(2.0)
 
 
-@functools.partial(jax.tree_util.register_dataclass, data_fields=["codes", "scale", "key"],
-                   meta_fields=["bits", "scaling"])
+@functools.partial(
+    jax.tree_util.register_dataclass, data_fields=["codes", "scale", "key"], meta_fields=["bits", "scaling"]
+)
 @dataclasses.dataclass(frozen=True)
 class RHTQuantized:
     """codes: uint8 (..., d) levels in [0, 2^bits); scale: float32 (...,) the S of ``scaling``; key: the key
@@ -94,7 +96,9 @@ def _check(x, bits, scaling):
     if scaling not in SCALINGS:
         raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     if x.ndim < 1:
-        raise ValueError(f"x must have at least one axis (the vectors lie along the last), got shape {x.shape}")
+        raise ValueError(
+            f"x must have at least one axis (the vectors lie along the last), got shape {x.shape}"
+        )
     check_length(x.shape[-1])
 
 
@@ -121,8 +125,16 @@ def erfc(x):
     z = jnp.abs(x)
     t = 1.0 / (1.0 + 0.5 * z)
     p = -0.82215223 + t * 0.17087277
-    for c in (1.48851587, -1.13520398, 0.27886807, -0.18628806, 0.09678418, 0.37409196, 1.00002368,
-              -1.26551223):
+    for c in (
+        1.48851587,
+        -1.13520398,
+        0.27886807,
+        -0.18628806,
+        0.09678418,
+        0.37409196,
+        1.00002368,
+        -1.26551223,
+    ):
         p = c + t * p
     ans = t * jnp.exp(-z * z + p)
     return jnp.where(x >= 0, ans, 2.0 - ans)
@@ -182,7 +194,8 @@ def _unit_coords(y, sumsq, d: int):
 
 @functools.partial(jax.jit, static_argnames=("scaling",))
 def rht_quantize_reference(x, signs, u, *, bits: int, scaling: str = "turbo"):
-    """Reference quantizer. x (..., d); signs (d,); u (...,). Returns (codes uint8 (..., d), scale f32 (...,))."""
+    """Reference quantizer. x (..., d); signs (d,); u (...,). Returns (codes uint8 (..., d), scale f32
+    (...,))."""
     x = jnp.asarray(x, jnp.float32)
     d = x.shape[-1]
     y = fwht_reference(x * signs)
@@ -202,7 +215,8 @@ def rht_dequantize_reference(codes, scale, signs, u, *, bits: int, dtype=jnp.flo
 
 @functools.partial(jax.jit, static_argnames=("scaling",))
 def dense_rotation_quantize(x, rotation, u, *, bits: int, scaling: str = "turbo"):
-    """The same dithered scalar quantizer after a dense rotation ``rotation`` (d, d) (e.g. Haar-random) instead
+    """The same dithered scalar quantizer after a dense rotation ``rotation`` (d, d) (e.g. Haar-random)
+    instead
     of H D: the Theta(d^2) baseline the paper compares with. Returns x_hat (..., d) float32."""
     x = jnp.asarray(x, jnp.float32)
     d = x.shape[-1]
@@ -265,7 +279,9 @@ def _dequant_kernel(*refs, bits, d, kron, precision):
 def _layout(n: int, d: int, blocks: HadamardBlocks):
     """(kron, rows per block, padded n, tile inputs, view shape of a row)."""
     if d < 16:
-        raise ValueError(f"x.shape[-1] must be >= 16 for the Pallas RHT kernels, got {d} (use implementation='xla')")
+        raise ValueError(
+            f"x.shape[-1] must be >= 16 for the Pallas RHT kernels, got {d} (use implementation='xla')"
+        )
     if d <= blocks.dense_max:
         rows = min(blocks.block_rows, max(8, 1 << (n - 1).bit_length()))
         return False, rows, -(-n // rows) * rows, [jnp.asarray(hadamard_matrix_np(d))], (d,)
@@ -340,10 +356,18 @@ def _dequantize_call(codes, scale, signs, u, *, bits, dtype, blocks, interpret, 
 # ---------------------------------------------------------------------------------------------------------
 
 
-def rht_quantize(x: jax.Array, *, key: jax.Array, bits: int, scaling: str = "turbo",
-                 implementation: str | None = None, blocks: HadamardBlocks | None = None,
-                 precision=jax.lax.Precision.HIGHEST) -> RHTQuantized:
-    """Dithered RHT quantization of the vectors along the last axis of ``x`` (..., d) at ``bits`` per coordinate.
+def rht_quantize(
+    x: jax.Array,
+    *,
+    key: jax.Array,
+    bits: int,
+    scaling: str = "turbo",
+    implementation: str | None = None,
+    blocks: HadamardBlocks | None = None,
+    precision=jax.lax.Precision.HIGHEST,
+) -> RHTQuantized:
+    """Dithered RHT quantization of the vectors along the last axis of ``x`` (..., d) at ``bits`` per
+    coordinate.
 
     key: explicit randomness (signs D and one dither per vector). scaling: "turbo" | "mse" | "unbiased"
     (module docstring). implementation: None (Pallas on GPU/TPU, XLA on CPU), "xla", "pallas", "interpret".
@@ -360,17 +384,30 @@ def rht_quantize(x: jax.Array, *, key: jax.Array, bits: int, scaling: str = "tur
     else:
         blocks = blocks or HadamardBlocks()
         x2 = x.astype(jnp.float32).reshape(-1, d)
-        call = functools.partial(_quantize_call, bits=bits, scaling=scaling, blocks=blocks,
-                                 interpret=impl == "interpret", precision=precision)
+        call = functools.partial(
+            _quantize_call,
+            bits=bits,
+            scaling=scaling,
+            blocks=blocks,
+            interpret=impl == "interpret",
+            precision=precision,
+        )
         _layout(x2.shape[0], d, blocks)  # eager shape errors
-        codes, scale = per_platform(call, x2, signs, u.reshape(-1), interpret=impl == "interpret",
-                                    num_warps=blocks.num_warps)
+        codes, scale = per_platform(
+            call, x2, signs, u.reshape(-1), interpret=impl == "interpret", num_warps=blocks.num_warps
+        )
         codes, scale = codes.reshape(x.shape), scale.reshape(x.shape[:-1])
     return RHTQuantized(codes=codes, scale=scale, key=key, bits=int(bits), scaling=scaling)
 
 
-def rht_dequantize(q: RHTQuantized, *, dtype=jnp.float32, implementation: str | None = None,
-                   blocks: HadamardBlocks | None = None, precision=jax.lax.Precision.HIGHEST) -> jax.Array:
+def rht_dequantize(
+    q: RHTQuantized,
+    *,
+    dtype=jnp.float32,
+    implementation: str | None = None,
+    blocks: HadamardBlocks | None = None,
+    precision=jax.lax.Precision.HIGHEST,
+) -> jax.Array:
     """x_hat = D H (S q) with the signs and dither regenerated from ``q.key``; shape ``q.codes.shape``."""
     if not isinstance(q, RHTQuantized):
         raise ValueError(f"q must be an RHTQuantized container from rht_quantize, got {type(q).__name__}")
@@ -383,9 +420,22 @@ def rht_dequantize(q: RHTQuantized, *, dtype=jnp.float32, implementation: str | 
     if impl == "xla":
         return rht_dequantize_reference(q.codes, q.scale, signs, u, bits=q.bits, dtype=dtype)
     blocks = blocks or HadamardBlocks()
-    call = functools.partial(_dequantize_call, bits=q.bits, dtype=dtype, blocks=blocks,
-                             interpret=impl == "interpret", precision=precision)
+    call = functools.partial(
+        _dequantize_call,
+        bits=q.bits,
+        dtype=dtype,
+        blocks=blocks,
+        interpret=impl == "interpret",
+        precision=precision,
+    )
     _layout(int(np.prod(shape[:-1], dtype=np.int64)), d, blocks)
-    out = per_platform(call, q.codes.reshape(-1, d), q.scale.reshape(-1), signs, u.reshape(-1),
-                       interpret=impl == "interpret", num_warps=blocks.num_warps)
+    out = per_platform(
+        call,
+        q.codes.reshape(-1, d),
+        q.scale.reshape(-1),
+        signs,
+        u.reshape(-1),
+        interpret=impl == "interpret",
+        num_warps=blocks.num_warps,
+    )
     return out.reshape(shape)

@@ -1,4 +1,5 @@
-"""FWHT: the butterfly reference against scipy's Hadamard matrix, and the Pallas kernel (interpret mode) against
+"""FWHT: the butterfly reference against scipy's Hadamard matrix, and the Pallas kernel (interpret mode)
+against
 the reference."""
 
 from __future__ import annotations
@@ -65,8 +66,9 @@ def test_pallas_small_tile_blocks_and_bf16():
     xb = x.astype(jnp.bfloat16)
     yb = fwht(xb[:, :64], implementation="interpret")
     assert yb.dtype == jnp.bfloat16
-    np.testing.assert_allclose(np.asarray(yb, np.float32), np.asarray(fwht_reference(xb[:, :64]), np.float32),
-                               rtol=2e-2, atol=2e-2)
+    np.testing.assert_allclose(
+        np.asarray(yb, np.float32), np.asarray(fwht_reference(xb[:, :64]), np.float32), rtol=2e-2, atol=2e-2
+    )
 
 
 def test_kron_split():

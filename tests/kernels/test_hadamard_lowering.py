@@ -15,9 +15,12 @@ from jax.sharding import AbstractDevice, AbstractMesh, AxisType
 from pallas_kernels.quant.hadamard import fwht
 from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
 
-CUDA_MESH = AbstractMesh((1,), ("x",), (AxisType.Explicit,),
-                         abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None,
-                                                        platform="cuda"))
+CUDA_MESH = AbstractMesh(
+    (1,),
+    ("x",),
+    (AxisType.Explicit,),
+    abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None, platform="cuda"),
+)
 
 
 def lower_text(f, *specs, platform: str) -> str:

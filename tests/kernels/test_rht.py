@@ -31,8 +31,9 @@ def _pre_floor(x, key, bits):
     return compand(y / sigma) * (2**bits - 1) + u[..., None]
 
 
-@pytest.mark.parametrize("shape,bits,scaling", [((5, 16), 1, "turbo"), ((2, 3, 64), 4, "unbiased"),
-                                                 ((3, 1024), 8, "mse")])
+@pytest.mark.parametrize(
+    "shape,bits,scaling", [((5, 16), 1, "turbo"), ((2, 3, 64), 4, "unbiased"), ((3, 1024), 8, "mse")]
+)
 def test_interpret_matches_reference(shape, bits, scaling):
     key = jax.random.key(sum(shape))
     x = 3.0 * jax.random.normal(jax.random.key(7), shape, jnp.float32)
@@ -75,8 +76,12 @@ def test_codes_cover_levels_and_roundtrip_error_shrinks_4x_per_bit():
     keys = jax.random.split(jax.random.key(1), 8)
     mses = []
     for b in (5, 6, 7, 8):
-        e = [jnp.mean(jnp.sum((rht_dequantize(rht_quantize(x, key=k, bits=b)) - x) ** 2, -1)
-                      / jnp.sum(x * x, -1)) for k in keys]
+        e = [
+            jnp.mean(
+                jnp.sum((rht_dequantize(rht_quantize(x, key=k, bits=b)) - x) ** 2, -1) / jnp.sum(x * x, -1)
+            )
+            for k in keys
+        ]
         q = rht_quantize(x, key=keys[0], bits=b)
         assert int(q.codes.max()) <= 2**b - 1
         mses.append(float(np.mean(e)))
