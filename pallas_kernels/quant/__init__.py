@@ -6,13 +6,16 @@ behind one public function with ``implementation=None | "xla" | "pallas" | "inte
 
 from pallas_kernels.quant._blockwise import BlockSizes
 from pallas_kernels.quant.fp4 import QuantizedArray
+from pallas_kernels.quant.matmul import MatmulBlockSizes, fp4_matmul
 from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
 from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
 from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
 
 __all__ = [
     "BlockSizes",
+    "MatmulBlockSizes",
     "QuantizedArray",
+    "fp4_matmul",
     "mxfp4_dequantize",
     "mxfp4_quantize",
     "nvfp4_dequantize",

@@ -57,7 +57,11 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _tiles(rows: int, cols: int, block: int, bs: BlockSizes):
+def _tiles(rows: int, cols: int, block: int, bs: BlockSizes, platform: str | None = None):
+    if (platform or jax.default_backend()) == "tpu":
+        # Mosaic wants the last two block dims divisible by (8, 128) or equal to the array's: whole rows,
+        # and 32 of them (the uint8 sublane tile).
+        return 32, cols, -(-rows // 32) * 32, cols
     bm = min(bs.block_rows, _pow2_at_least(rows))
     bk = max(block, min(bs.block_cols, _pow2_at_least(cols)))
     return bm, bk, -(-rows // bm) * bm, -(-cols // bk) * bk
@@ -66,7 +70,7 @@ def _tiles(rows: int, cols: int, block: int, bs: BlockSizes):
 def _quantize_kernel(x_ref, g_ref, codes_ref, scales_ref, *, block_fn, block):
     bm, bk = x_ref.shape
     x = x_ref[...].astype(jnp.float32).reshape(bm, bk // block, block)
-    codes, sc = block_fn(x, g_ref[...])
+    codes, sc = block_fn(x, g_ref[...])  # g_ref holds fl(1/g)
     codes_ref[...] = fp4.pack_nibbles(codes.reshape(bm, bk))
     scales_ref[...] = sc.astype(jnp.uint8)
 
@@ -89,14 +93,14 @@ def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), i
     block = fp4.BLOCK_SIZE[fmt]
     block_fn = {
         "nvfp4": ref.nvfp4_block_codes,
-        "mxfp4": lambda xb, g: ref.mxfp4_block_codes(xb),
+        "mxfp4": lambda xb, inv_g: ref.mxfp4_block_codes(xb),
         "razer_activation": ref.razer_activation_block_codes,
         "razer_weight": ref.razer_weight_block_codes,
     }[fmt]
     shape = x.shape
     x2 = x.reshape(-1, shape[-1])
     rows, cols = x2.shape
-    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes)
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, platform)
     if (rp, kp) != (rows, cols):
         x2 = jnp.pad(x2, ((0, rp - rows), (0, kp - cols)))
     codes, scales = pl.pallas_call(
@@ -110,7 +114,7 @@ def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), i
         interpret=interpret,
         compiler_params=None if interpret else compiler_params(platform),
         name=f"{fmt}_quantize",
-    )(x2, _g_block(g))
+    )(x2, _g_block(ref.reciprocal(g)))
     codes = codes[:rows, : cols // 2].reshape(*shape[:-1], shape[-1] // 2)
     scales = scales[:rows, : cols // block].reshape(*shape[:-1], shape[-1] // block)
     return QuantizedArray(codes=codes, scales=scales, global_scale=jnp.asarray(g, jnp.float32),
@@ -126,7 +130,7 @@ def dequantize_pallas(q: QuantizedArray, *, dtype=jnp.float32, block_sizes: Bloc
     codes = q.codes.reshape(-1, shape[-1] // 2)
     scales = q.scales.reshape(-1, shape[-1] // block)
     rows, cols = codes.shape[0], shape[-1]
-    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes)
+    bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, platform)
     if (rp, kp) != (rows, cols):
         codes = jnp.pad(codes, ((0, rp - rows), (0, (kp - cols) // 2)))
         # padded scale bytes decode to a finite scale; their codes are 0 so the values are 0 and sliced away

@@ -122,6 +122,16 @@ def check_format(q: QuantizedArray, allowed: tuple[str, ...], name: str = "q") -
 # ---------------------------------------------------------------------------------------------------------
 
 
+def flush_subnormals(x):
+    """float32 ``x`` with |x| < 2^-126 (float32 subnormals) replaced by +0.
+
+    XLA on CPU (and GPUs) runs float32 with flush-to-zero / denormals-are-zero, so a subnormal input would
+    silently act as a signed zero on one backend and as a number on another. The quantizers flush them
+    explicitly first, which makes the result the same everywhere (and equal to the numpy tests' model)."""
+    x = x.astype(jnp.float32)
+    return jnp.where(jnp.abs(x) < np.float32(F32_MIN_NORMAL), np.float32(0.0), x)
+
+
 def _bits(x):
     return jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
 
@@ -152,6 +162,25 @@ def e2m1_magnitude_code(a):
         hit = (a >= t) if inclusive else (a > t)
         m = m + hit.astype(jnp.uint32)
     return m
+
+
+def e2m1_magnitude_code_scaled(a, s):
+    """E2M1 magnitude code of the *exact* quotient a / s (a >= 0, s > 0), without dividing: |a| is compared
+    with t * s for every midpoint t; t has <= 3 significant bits and the scales <= 4, so t * s is exact and
+    the result is RNE of the real quotient (ties, a == t * s exactly, go to the even code)."""
+    a = a.astype(jnp.float32)
+    m = jnp.zeros(a.shape, jnp.uint32)
+    for t, inclusive in _E2M1_THRESHOLDS:
+        ts = np.float32(t) * s
+        hit = (a >= ts) if inclusive else (a > ts)
+        m = m + hit.astype(jnp.uint32)
+    return m
+
+
+def e2m1_encode_scaled(x, s):
+    """E2M1 code (uint32, sign bit 3) of the exact quotient x / s for s > 0 (broadcastable)."""
+    sign = _bits(x) >> _u32(31)
+    return (sign << _u32(3)) | e2m1_magnitude_code_scaled(jnp.abs(x), s)
 
 
 def e2m1_encode(v):
@@ -248,10 +277,56 @@ def e8m0_encode_round_up(x):
     return exp + ru.astype(jnp.uint32)
 
 
+def e8m0_code_for_amax(amax):
+    """Block amax (float32 >= 0) -> E8M0 code of ``2^ceil(log2(amax / 6))``, computed exactly from the bits
+    of amax = m 2^E (m in [1, 2)): amax / 6 = (m / 1.5) 2^(E-2), so the exponent is E - 2, plus 1 when
+    m > 1.5. Clamped to [0, 253]; amax = 0 gives code 0 (scale 2^-127). Equal to jax.nn's
+    rule (round ``fl(amax * fl(1/6))`` up to a power of two) except where that product rounds onto a power
+    of two."""
+    b = _bits(amax) & _u32(0x7FFFFFFF)
+    field = (b >> _u32(23)).astype(jnp.int32)
+    up = ((b & _u32(0x7FFFFF)) > _u32(0x400000)).astype(jnp.int32)
+    return jnp.clip(field - 2 + up, 0, 253).astype(jnp.uint32)
+
+
+def e8m0_reciprocal(code):
+    """E8M0 code in [0, 253] -> 2^(127 - code) (float32, a normal number: multiplying by it is exact)."""
+    return _from_bits((_u32(254) - code.astype(jnp.uint32)) << _u32(23))
+
+
 def e8m0_decode(code):
     """E8M0 code -> float32 ``2^(code-127)``; code 0 -> 2^-127 (as in jax.nn), never 0."""
     code = code.astype(jnp.uint32)
     return jnp.where(code == _u32(0), np.float32(2.0**-127), _from_bits(code << _u32(23)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Deterministic block error (the RaZeR candidate choice)
+# ---------------------------------------------------------------------------------------------------------
+
+
+ERR_FRACTION_BITS = 14
+ERR_TERM_MAX = 1 << 26
+
+
+def pow2_reciprocal(s):
+    """2^-E for positive normal float32 s = m 2^E (m in [1, 2)): an exact power of two within a factor 2 of
+    1/s, obtained from the bits (no division)."""
+    return _from_bits((_u32(254) - (_bits(s) >> _u32(23))) << _u32(23))
+
+
+def block_sq_err(d, p):
+    """Order-independent block squared error: sum_i min(round(2^14 fl((d_i p)^2)), 2^26) as int32.
+
+    d (..., B) float32 differences, p (..., 1) an exact power of two (``pow2_reciprocal`` of the block scale).
+    d p is exact, the square is rounded once and feeds no add (no FMA contraction), and the terms are
+    integers, so the sum is exact in any order: the same on every backend, unlike a float32 ``jnp.sum``
+    whose order XLA and the GPU compilers choose. Resolution 2^-14 in squared scale units; the cap (|d p| >=
+    2^6, only for values saturating far beyond the FP4 range) keeps 16 terms below 2^31. Monotone in |d|."""
+    e = jnp.square(d.astype(jnp.float32) * p)
+    k = (e * np.float32(1 << ERR_FRACTION_BITS) + np.float32(0.5)).astype(jnp.int32)
+    k = jnp.where(e >= np.float32(ERR_TERM_MAX >> ERR_FRACTION_BITS), jnp.int32(ERR_TERM_MAX), k)
+    return jnp.sum(jnp.minimum(k, jnp.int32(ERR_TERM_MAX)), axis=-1)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -263,10 +338,10 @@ def pack_nibbles(codes):
     """(..., K) codes 0..15 -> (..., K // 2) uint8, element 2i in the low nibble.
 
     Written with a reshape + shifted sum (no strided slicing) so that it also lowers inside kernels."""
-    codes = codes.astype(jnp.uint32)
+    codes = codes.astype(jnp.int32)  # int32: Mosaic has no unsigned reductions
     pairs = codes.reshape(*codes.shape[:-1], codes.shape[-1] // 2, 2)
-    parity = jax.lax.broadcasted_iota(jnp.uint32, pairs.shape, pairs.ndim - 1)
-    return jnp.sum(pairs << (parity * _u32(4)), axis=-1).astype(jnp.uint8)
+    parity = jax.lax.broadcasted_iota(jnp.int32, pairs.shape, pairs.ndim - 1)
+    return jnp.sum(pairs << (parity * 4), axis=-1).astype(jnp.uint8)
 
 
 def unpack_nibbles(packed):

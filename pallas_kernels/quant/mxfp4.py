@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from pallas_kernels.quant import _blockwise, fp4
 from pallas_kernels.quant._blockwise import BlockSizes
 from pallas_kernels.quant.fp4 import QuantizedArray
+from pallas_kernels.quant.nvfp4 import _out_dtype
 
 __all__ = ["mxfp4_quantize", "mxfp4_dequantize"]
 
@@ -32,5 +33,5 @@ def mxfp4_dequantize(q: QuantizedArray, *, dtype=jnp.float32, implementation=Non
                      block_sizes: BlockSizes | None = None):
     """``e2m1 * 2^(e-127)`` as ``dtype``, shape ``q.shape``."""
     fp4.check_format(q, ("mxfp4",))
-    return _blockwise.dequantize(q, dtype=jnp.dtype(dtype), implementation=implementation,
+    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation,
                                  block_sizes=block_sizes)

@@ -9,7 +9,9 @@ Public ops (blocks along the last axis; ``implementation``: None = Pallas on GPU
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from pallas_kernels.quant import _blockwise, fp4
 from pallas_kernels.quant import reference as ref
@@ -22,10 +24,23 @@ __all__ = ["nvfp4_quantize", "nvfp4_dequantize"]
 def _global_scale(x, global_scale, denom):
     if global_scale is None:
         return ref.global_scale_from_amax(jnp.max(jnp.abs(x)), denom)
+    if not isinstance(global_scale, jax.core.Tracer):
+        v = np.asarray(global_scale, np.float32)
+        if v.shape != ():
+            raise ValueError(f"global_scale must be a scalar, got shape {v.shape}")
+        if not (np.isfinite(v) and v >= np.float32(2.0**-126)):
+            raise ValueError(f"global_scale must be a finite float32 >= 2^-126, got {float(v)!r}")
     g = jnp.asarray(global_scale, jnp.float32)
     if g.shape != ():
         raise ValueError(f"global_scale must be a scalar, got shape {g.shape}")
     return g
+
+
+def _out_dtype(dtype):
+    dt = jnp.dtype(dtype)
+    if not jnp.issubdtype(dt, jnp.floating):
+        raise ValueError(f"dtype must be a floating-point dtype, got {dt}")
+    return dt
 
 
 def nvfp4_quantize(x, *, global_scale=None, implementation=None,
@@ -48,5 +63,5 @@ def nvfp4_dequantize(q: QuantizedArray, *, dtype=jnp.float32, implementation=Non
                      block_sizes: BlockSizes | None = None):
     """``(e2m1 * s_block) * global_scale`` as ``dtype``, shape ``q.shape``."""
     fp4.check_format(q, ("nvfp4",))
-    return _blockwise.dequantize(q, dtype=jnp.dtype(dtype), implementation=implementation,
+    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation,
                                  block_sizes=block_sizes)

@@ -22,7 +22,7 @@ from pallas_kernels.quant import _blockwise, fp4
 from pallas_kernels.quant import reference as ref
 from pallas_kernels.quant._blockwise import BlockSizes
 from pallas_kernels.quant.fp4 import QuantizedArray
-from pallas_kernels.quant.nvfp4 import _global_scale
+from pallas_kernels.quant.nvfp4 import _global_scale, _out_dtype
 
 __all__ = ["razer_quantize", "razer_dequantize"]
 
@@ -46,5 +46,5 @@ def razer_dequantize(q: QuantizedArray, *, dtype=jnp.float32, implementation=Non
                      block_sizes: BlockSizes | None = None):
     """``(value * s_block) * global_scale`` with code 0x8 -> the block's special value; shape ``q.shape``."""
     fp4.check_format(q, ("razer_activation", "razer_weight"))
-    return _blockwise.dequantize(q, dtype=jnp.dtype(dtype), implementation=implementation,
+    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation,
                                  block_sizes=block_sizes)

@@ -1,50 +1,66 @@
 """Pure-jnp reference quantizers: the specification of every format, and the XLA fallback of the public ops.
 
 All functions take a float array ``x`` of shape ``(..., K)`` (``K`` a multiple of the block size ``B``) and
-work on blocks of ``B`` consecutive elements along the last axis. Notation (per block ``b``, element ``i``):
+work on blocks of ``B`` consecutive elements along the last axis. Inputs are cast to float32; float32
+subnormals (|x| < 2^-126) are flushed to +0 first (``fp4.flush_subnormals``: XLA runs float32 flush-to-zero
+on CPU and GPU, so this pins one behaviour everywhere).
+
+The arithmetic is chosen to be *the same on every backend*: only IEEE multiplies, comparisons and integer
+ops run per element (no per-element division: XLA turns ``x / g`` into ``x * fl(1/g)`` and a GPU kernel's
+float division need not be correctly rounded). Notation per block b, element i; fl() = float32 rounding.
 
 NVFP4 (B = 16)
-    g        = max(amax(|x|) / (448 * 6), 2^-126)                  FP32 global scale (floor avoids 0 / inf)
-    xs_i     = x_i / g                                                 (float32 division)
-    s_b      = E4M3( clip(max_i |xs_i| / 6, 2^-9, 448) )                RNE; stored as the E4M3 byte
-    v_i      = xs_i / s_b                                               (float32 division)
-    c_i      = E2M1(v_i)                                                RNE, saturating at +-6, sign kept
-    x_hat_i  = (e2m1(c_i) * s_b) * g
-  This is operation for operation the ``jax.nn.get_scaled_dot_general_config("nvfp4", g)`` quantizer (which
-  divides by ``g`` first, then takes the block amax), except that jax.nn clamps the block scale at 0
-  instead of 2^-9: a block whose scale underflows E4M3 gives 0/0 = NaN there and code 0 with scale 2^-9 here.
+    g        = max(amax(|x|) / (448 * 6), 2^-126)        FP32 global scale (floor: all-zero / tiny inputs)
+    xs_i     = fl(x_i * fl(1 / g))
+    s_b      = E4M3( clip(fl(max_i |xs_i| * fl(1/6)), 2^-9, 448) )     RNE; stored as the E4M3 byte
+    c_i      = E2M1(xs_i / s_b)   RNE of the *exact* quotient (|xs_i| compared with t * s_b for the seven
+               midpoints t, products exact), saturating at +-6, sign kept (-0 possible)
+    x_hat_i  = fl(fl(e2m1(c_i) * s_b) * g)
+  Relation to ``jax.nn.get_scaled_dot_general_config("nvfp4", g)``: its quantizer computes the same g-scaling
+  and block scale (XLA evaluates its ``x / g`` and ``amax / 6`` exactly as above), then casts the *rounded*
+  quotient fl(xs * fl(1/s)) to E2M1; the two agree except when that double rounding crosses a midpoint, and
+  except for blocks whose scale underflows E4M3: jax.nn clamps the scale at 0, its quotients are NaN or inf
+  and its E2M1 cast (no NaN/inf in E2M1) turns them into -0 or +-6 times a zero scale, so such a block
+  (all-zero blocks included) decodes to 0; here the scale is clamped at 2^-9 and a tiny nonzero block keeps
+  a coarse approximation of its values (an all-zero block gives codes +0).
 
-MXFP4 (B = 32)
-    s_b      = 2^(E8M0 round-up of amax_b / 6)      (the jax.nn ``mxfp4`` rule: the scale is rounded up, so
-    v_i      = x_i / s_b                              |v_i| <= 6 and nothing clips)
-    c_i      = E2M1(v_i),     x_hat_i = e2m1(c_i) * s_b.          ``global_scale`` is 1.
+MXFP4 (B = 32, no global scale: ``global_scale`` = 1)
+    e_b      = ceil(log2(amax_b / 6)) exactly (from the bits of amax_b), clamped to [-127, 126]; stored + 127
+    c_i      = E2M1(x_i * 2^-e_b)  (exact product), x_hat_i = e2m1(c_i) * 2^e_b
+  The scale is rounded up, as in jax.nn's ``mxfp4`` rule, so nothing clips (jax.nn rounds fl(amax * fl(1/6))
+  up instead of the exact quotient: they differ only if that product rounds onto a power of two).
 
 RaZeR, activation variant (B = 16): NVFP4's g and s_b, plus one special value ``sv_b in {+5, -5}`` per block
-  stored in the (always free) sign bit of the E4M3 scale byte and decoded from the (redundant) code 0x8 (-0).
-    q_i      = e2m1(E2M1(v_i)),  element i takes sv when |v_i - sv| < |v_i - q_i|  (strictly closer; a tie
-               keeps the FP4 value, as the spec sentence "closer to it than to its FP4 rounding" says)
-    err(sv)  = sum_i (v_i - chosen_i)^2   (float32, block order); sv = -5 iff err(-5) < err(+5)
+  stored in the (always free) sign bit of the E4M3 scale byte and decoded from the redundant code 0x8 (-0).
+    element i takes sv when |xs_i - sv s_b| < |xs_i - q_i s_b| (q_i its E2M1 value; strictly closer: a tie
+    keeps the FP4 value, as the spec sentence "closer to it than to its FP4 rounding" says); decided exactly
+    by comparing xs_i with the midpoint ((sv + q_i) / 2) s_b
+    err(sv)  = sum_i round(2^14 fl((d_i p_b)^2)) as int32, d_i = fl(|xs_i| - |chosen_i| s_b), p_b = the
+               power of two 2^-floor(log2 s_b) (fp4.block_sq_err: integer terms, so the sum and the choice
+               are the same on every backend whatever the reduction order); sv = -5 iff err(-5) < err(+5)
   Zeros are coded +0 (0x0) because 0x8 is the special value.
 
 RaZeR, weight variant (B = 16): special values (+5, -5, +8, -8), index in bits 6..7 of the scale byte,
-  6-bit E3M3 block scale in bits 0..5, global scale g = max(amax / (6 * 28), 2^-126).  As in the authors' code
+  6-bit E3M3 block scale in bits 0..5, global scale g = max(amax / (6 * 28), 2^-126). As in the authors' code
   (yc2367/NVFP4-RaZeR, ``quant_nvfp4_razer_e3m3``) the block scale depends on the candidate: it maps the block
-  amax onto the candidate's largest magnitude (6 for +-5, 8 for +-8):
-    s_b(sv)  = E3M3( clip(max_i |xs_i| / qmax(sv), 2^-5, 28) )
-    v_i(sv)  = xs_i / s_b(sv);  chosen_i as above;  err(sv) = s_b(sv)^2 * sum_i (v_i(sv) - chosen_i)^2
-  and the candidate with the smallest err wins (first in the order +5, -5, +8, -8 on ties). Difference from
-  the authors' simulation: they clamp to [2^-5, 28] and then cast to *E4M3*, which keeps 3 mantissa bits
-  below 2^-2; we store a true 6-bit E3M3 (bias 3, subnormals below 2^-2), so 6 + 2 bits fill the byte exactly.
+  amax onto the candidate's largest magnitude qmax (6 for +-5, 8 for +-8):
+    s_b(sv)  = E3M3( clip(fl(max_i |xs_i| * fl(1/qmax)), 2^-5, 28) )
+    err(sv)  = as above with d_i = fl(|xs_i| - |chosen_i(sv)| s_b(sv)) and the common unit p_b of s_b(6); the
+               smallest wins (first of +5, -5, +8, -8 on ties).
+  Difference from the authors' simulation: they clamp to [2^-5, 28] and then cast to *E4M3*, which keeps 3
+  mantissa bits below 2^-2; we store a true 6-bit E3M3 (bias 3, subnormals below 2^-2), so 6 + 2 bits fill
+  the byte exactly.
 
 Rounding choice: all formats round to nearest, ties to even (RNE, the ml_dtypes / hardware rule). The RaZeR
 authors' code sends ties *down* in magnitude (``<= mid``); the two differ only on exact midpoints
-(|v| in {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5}); tests pin the RNE choice on every midpoint.
+(|v| in {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5} times the scale); tests pin the RNE choice on every midpoint.
 
-The "by construction" guarantee (tested): for the activation variant each element's error |v_i - chosen_i|
-is <= its NVFP4 error |v_i - q_i| (same g and s_b), so RaZeR's block MSE <= NVFP4's exactly. For the weight
-variant the +5/-5 candidates share s_b(6) with plain FP4 under the same E3M3 scale, so the chosen err (as
-computed here, in float32) is <= plain FP4's err with that scale; it is *not* comparable block by block to
-NVFP4 proper, whose g and E4M3 scale differ.
+The "by construction" guarantee (tested): the special-value decision compares exact products, so for the
+activation variant each element's error is <= its NVFP4 error (same g and s_b): RaZeR's block squared error
+is <= NVFP4's exactly (in real arithmetic, on every block). For the weight variant the +5/-5 candidates share
+the E3M3 scale s_b(6) with plain FP4 under the weight variant's own g, so the chosen integer err is <= plain
+FP4's err with that scale (each term is monotone in |d_i| and the integer sum is exact); it is *not*
+comparable block by block to NVFP4 proper, whose g and E4M3 scale differ.
 """
 
 from __future__ import annotations
@@ -71,76 +87,105 @@ def global_scale_from_amax(amax, denom: float):
     return jnp.maximum(jnp.asarray(amax, jnp.float32) / np.float32(denom), np.float32(fp4.F32_MIN_NORMAL))
 
 
+def reciprocal(g):
+    """fl32(1/g): the quantizers multiply by it (one IEEE multiply per element, identical on every backend;
+    XLA would rewrite ``x / g`` into exactly this anyway, and a Triton division need not be correctly
+    rounded)."""
+    return np.float32(1.0) / jnp.asarray(g, jnp.float32)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Shared block math (also called from inside the kernels, on 2-D tiles viewed as (rows, nblocks, B))
 # ---------------------------------------------------------------------------------------------------------
 
 
-def nvfp4_block_codes(xb, g):
-    """xb: (..., nb, B) float32, g: scalar -> (codes (..., nb, B) uint32, scale codes (..., nb) uint32)."""
-    xs = xb / g
-    bmax = jnp.max(jnp.abs(xs), axis=-1)
-    sc = fp4.e4m3_encode(jnp.clip(bmax / np.float32(6.0), np.float32(fp4.E4M3_MIN), np.float32(fp4.E4M3_MAX)))
-    s = fp4.e4m3_decode(sc)
-    return fp4.e2m1_encode(xs / s[..., None]), sc
+SIXTH = np.float32(1.0 / 6.0)  # fl32(1/6): the block scale is bmax * fl(1/6), a single IEEE multiply
+
+
+def nvfp4_scale_code(bmax):
+    """Block amax (of x * r) -> E4M3 scale code: RNE( clip(bmax * fl(1/6), 2^-9, 448) )."""
+    return fp4.e4m3_encode(jnp.clip(bmax * SIXTH, np.float32(fp4.E4M3_MIN), np.float32(fp4.E4M3_MAX)))
+
+
+def nvfp4_block_codes(xb, inv_g):
+    """xb: (..., nb, 16) float, inv_g = fl(1/g) -> (codes (..., nb, 16), scale codes (..., nb)), uint32."""
+    xs = fp4.flush_subnormals(xb) * inv_g
+    sc = nvfp4_scale_code(jnp.max(jnp.abs(xs), axis=-1))
+    return fp4.e2m1_encode_scaled(xs, fp4.e4m3_decode(sc)[..., None]), sc
 
 
 def mxfp4_block_codes(xb):
-    """xb: (..., nb, 32) float32 -> (codes, E8M0 scale codes)."""
-    bmax = jnp.max(jnp.abs(xb), axis=-1)
-    sc = fp4.e8m0_encode_round_up(bmax / np.float32(6.0))
-    s = fp4.e8m0_decode(sc)
-    return fp4.e2m1_encode(xb / s[..., None]), sc
+    """xb: (..., nb, 32) float -> (codes, E8M0 scale codes); v = x * 2^(127 - code) is exact."""
+    xb = fp4.flush_subnormals(xb)
+    sc = fp4.e8m0_code_for_amax(jnp.max(jnp.abs(xb), axis=-1))
+    return fp4.e2m1_encode(xb * fp4.e8m0_reciprocal(sc)[..., None]), sc
 
 
-def _razer_choose(v, sv):
-    """Per element: FP4 magnitude code, its value, and whether sv is strictly closer. v: (..., B)."""
-    m = fp4.e2m1_magnitude_code(jnp.abs(v))
-    q = jnp.where(v < 0, -fp4.e2m1_magnitude_value(m), fp4.e2m1_magnitude_value(m))
-    use = jnp.abs(v - np.float32(sv)) < jnp.abs(v - q)
-    err = jnp.sum(jnp.where(use, (v - np.float32(sv)) ** 2, (v - q) ** 2), axis=-1)
-    return m, use, err
+def _razer_choose(xs, s, sv, p):
+    """Per element of xs (..., B) with block scale s (..., 1): FP4 magnitude code m, whether the special value
+    sv is strictly closer than the FP4 value q (|xs - sv s| < |xs - q s|, decided exactly by comparing xs with
+    the midpoint (sv + q) / 2 times s, an exact product), and the block error
+    ``fp4.block_sq_err(fl(xs - chosen s), p)`` (int32, in units of (1/p)^2 2^-14). ``sv=None``: plain FP4."""
+    m = fp4.e2m1_magnitude_code_scaled(jnp.abs(xs), s)
+    mag = fp4.e2m1_magnitude_value(m)
+    q = jnp.where(xs < 0, -mag, mag)
+    if sv is None:
+        use = jnp.zeros(xs.shape, bool)
+        chosen = q
+    else:
+        mid = (np.float32(sv) + q) * np.float32(0.5) * s  # (sv + q) / 2 has <= 5 significant bits: exact
+        use = jnp.where(q < np.float32(sv), xs > mid, xs < mid)  # sv is never an E2M1 value
+        chosen = jnp.where(use, np.float32(sv), q)
+    # chosen has the sign of xs (or is 0), so |d| = ||xs| - |chosen| s|; going through |xs| (a fabs between
+    # the multiply xs = x * fl(1/g) and this subtract) keeps a GPU compiler from fusing them into an FMA
+    return m, use, fp4.block_sq_err(jnp.abs(xs) - jnp.abs(chosen) * s, p)
 
 
-def _razer_codes(v, m, use):
+def _razer_codes(xs, m, use):
     """Element codes: 0x8 for the special value, +0 for zeros, sign | magnitude otherwise."""
-    sign = jnp.where((v < 0) & (m > 0), jnp.uint32(8), jnp.uint32(0))
+    sign = jnp.where((xs < 0) & (m > 0), jnp.uint32(8), jnp.uint32(0))
     return jnp.where(use, jnp.uint32(8), sign | m)
 
 
-def razer_activation_block_codes(xb, g):
+def razer_activation_block_codes(xb, inv_g):
     """RaZeR activation variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32)."""
-    xs = xb / g
-    bmax = jnp.max(jnp.abs(xs), axis=-1)
-    sc = fp4.e4m3_encode(jnp.clip(bmax / np.float32(6.0), np.float32(fp4.E4M3_MIN), np.float32(fp4.E4M3_MAX)))
-    v = xs / fp4.e4m3_decode(sc)[..., None]
-    m, use_p, err_p = _razer_choose(v, 5.0)
-    _, use_n, err_n = _razer_choose(v, -5.0)
+    xs = fp4.flush_subnormals(xb) * inv_g
+    sc = nvfp4_scale_code(jnp.max(jnp.abs(xs), axis=-1))
+    s = fp4.e4m3_decode(sc)[..., None]
+    p = fp4.pow2_reciprocal(s)
+    m, use_p, err_p = _razer_choose(xs, s, 5.0, p)
+    _, use_n, err_n = _razer_choose(xs, s, -5.0, p)
     neg = err_n < err_p
     use = jnp.where(neg[..., None], use_n, use_p)
-    return _razer_codes(v, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
+    return _razer_codes(xs, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
-def razer_weight_block_codes(xb, g):
+def _e3m3_scale_code(bmax, qmax: float):
+    return fp4.e3m3_encode(
+        jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX)))
+
+
+def razer_weight_candidate(xs, bmax, idx: int, allow_special: bool = True):
+    """One weight-variant candidate (special value RAZER_WEIGHT_SPECIALS[idx]) -> (err, codes, scale byte).
+    Errors of all candidates share the unit p = pow2_reciprocal(s_b(6)) so they compare across scales.
+    ``allow_special=False`` gives plain FP4 with the same E3M3 scale (the baseline of the guarantee)."""
+    sv, qmax = RAZER_WEIGHT_SPECIALS[idx], RAZER_WEIGHT_QMAX[idx]
+    p = fp4.pow2_reciprocal(fp4.e3m3_decode(_e3m3_scale_code(bmax, 6.0)))[..., None]
+    sc = _e3m3_scale_code(bmax, qmax)
+    m, use, err = _razer_choose(xs, fp4.e3m3_decode(sc)[..., None], sv if allow_special else None, p)
+    return err, _razer_codes(xs, m, use), sc | jnp.uint32(idx << 6)
+
+
+def razer_weight_block_codes(xb, inv_g):
     """RaZeR weight variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32)."""
-    xs = xb / g
+    xs = fp4.flush_subnormals(xb) * inv_g
     bmax = jnp.max(jnp.abs(xs), axis=-1)
-    best = None
-    for idx, (sv, qmax) in enumerate(zip(RAZER_WEIGHT_SPECIALS, RAZER_WEIGHT_QMAX, strict=True)):
-        clipped = jnp.clip(bmax / np.float32(qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX))
-        sc = fp4.e3m3_encode(clipped)
-        s = fp4.e3m3_decode(sc)
-        v = xs / s[..., None]
-        m, use, err = _razer_choose(v, sv)
-        err = (s * s) * err
-        codes = _razer_codes(v, m, use)
-        byte = sc | jnp.uint32(idx << 6)
-        if best is None:
-            best = (err, codes, byte)
-        else:
-            better = err < best[0]
-            best = (jnp.where(better, err, best[0]), jnp.where(better[..., None], codes, best[1]),
-                    jnp.where(better, byte, best[2]))
+    best = razer_weight_candidate(xs, bmax, 0)
+    for idx in range(1, len(RAZER_WEIGHT_SPECIALS)):
+        err, codes, byte = razer_weight_candidate(xs, bmax, idx)
+        better = err < best[0]
+        best = (jnp.where(better, err, best[0]), jnp.where(better[..., None], codes, best[1]),
+                jnp.where(better, byte, best[2]))
     return best[1], best[2]
 
 
@@ -195,7 +240,7 @@ def nvfp4_quantize(x, global_scale=None) -> QuantizedArray:
     if global_scale is None:
         global_scale = global_scale_from_amax(jnp.max(jnp.abs(x)), NVFP4_GLOBAL_MAX)
     g = jnp.asarray(global_scale, jnp.float32)
-    codes, sc = nvfp4_block_codes(_blocks(x, 16), g)
+    codes, sc = nvfp4_block_codes(_blocks(x, 16), reciprocal(g))
     return _pack(x, codes, sc, g, "nvfp4")
 
 
@@ -213,7 +258,7 @@ def razer_quantize(x, variant: str = "activation", global_scale=None) -> Quantiz
         denom, fn, fmt = RAZER_WEIGHT_GLOBAL_MAX, razer_weight_block_codes, "razer_weight"
     g = global_scale_from_amax(jnp.max(jnp.abs(x)), denom) if global_scale is None else global_scale
     g = jnp.asarray(g, jnp.float32)
-    codes, sc = fn(_blocks(x, 16), g)
+    codes, sc = fn(_blocks(x, 16), reciprocal(g))
     return _pack(x, codes, sc, g, fmt)
 
 
@@ -236,8 +281,10 @@ def dequantized_weight_unscaled(q: QuantizedArray):
 def fp4_matmul(x, w: QuantizedArray, out_dtype=None):
     """Reference W4A16 matmul: ``x @ dequantize(w).T`` for a weight ``w`` of logical shape (N, K).
 
-    Computed as ``(x_f32 @ (value * s_b).T) * g`` with float32 accumulation (HIGHEST precision)."""
+    W4A16 numerics: ``x`` is rounded to bfloat16, then ``(x @ (value * s_b).T) * g`` is computed with float32
+    accumulation (HIGHEST precision); every product is exact in float32."""
     out_dtype = out_dtype or x.dtype
     wv = dequantized_weight_unscaled(w)
-    acc = jnp.einsum("...k,nk->...n", x.astype(jnp.float32), wv, precision="highest")
+    xb = x.astype(jnp.bfloat16).astype(jnp.float32)
+    acc = jnp.einsum("...k,nk->...n", xb, wv, precision="highest")
     return (acc * w.global_scale).astype(out_dtype)
