@@ -340,7 +340,8 @@ def exact_kl(p: ARModel, q: ARModel, n: int) -> jax.Array:
 
 class Decoded(NamedTuple):
     """Output of :func:`decode`. tokens (m, n) int32; lp, lq (m, n): log p_t(x_t|x_<t), log q_t(x_t|x_<t);
-    last_lp, last_lq (m, K): the full next-token log-probs of both models at the last position."""
+    last_lp, last_lq (m, K): the full next-token log-probs of both models at the last position, or (m, n, K)
+    at every position when decoded with ``keep_all=True``."""
 
     tokens: jax.Array
     lp: jax.Array
@@ -349,8 +350,9 @@ class Decoded(NamedTuple):
     last_lq: jax.Array
 
 
-@partial(jax.jit, static_argnames=("n", "m"))
-def decode(p: ARModel, q: ARModel, from_q: jax.Array, *, key: jax.Array, n: int, m: int) -> Decoded:
+@partial(jax.jit, static_argnames=("n", "m", "keep_all"))
+def decode(p: ARModel, q: ARModel, from_q: jax.Array, *, key: jax.Array, n: int, m: int,
+           keep_all: bool = False) -> Decoded:
     """Sample m sequences of length n, row i from Q if ``from_q[i]`` else from P, querying both models.
 
     ``from_q``: bool (m,). One ``lax.scan`` over the n positions; each step makes one next-token query to
@@ -365,12 +367,21 @@ def decode(p: ARModel, q: ARModel, from_q: jax.Array, *, key: jax.Array, n: int,
         x = jax.random.categorical(k, jnp.where(from_q[:, None], lq_all, lp_all), axis=-1).astype(jnp.int32)
         tokens = tokens.at[:, t].set(x)
         pick = lambda a: jnp.take_along_axis(a, x[:, None], -1)[:, 0]
-        return (tokens, lp_all, lq_all), (pick(lp_all), pick(lq_all))
+        ys = (pick(lp_all), pick(lq_all)) + ((lp_all, lq_all) if keep_all else ())
+        return (tokens, lp_all, lq_all), ys
 
     K = p.K
     init = (jnp.zeros((m, n), jnp.int32), jnp.zeros((m, K)), jnp.zeros((m, K)))
-    (tokens, last_lp, last_lq), (lp, lq) = lax.scan(step, init, (jnp.arange(n), keys))
-    return Decoded(tokens, lp.T, lq.T, last_lp, last_lq)
+    (tokens, last_lp, last_lq), ys = lax.scan(step, init, (jnp.arange(n), keys))
+    if keep_all:
+        last_lp, last_lq = jnp.moveaxis(ys[2], 0, 1), jnp.moveaxis(ys[3], 0, 1)
+    return Decoded(tokens, ys[0].T, ys[1].T, last_lp, last_lq)
+
+
+def _mask(d: Decoded, length):
+    """(n,) float mask of the positions t < length (all positions when length is None)."""
+    n = d.lp.shape[1]
+    return jnp.ones(n) if length is None else (jnp.arange(n) < length).astype(jnp.float32)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -392,20 +403,39 @@ def hoeffding_m(eps: float, delta: float) -> int:
     return int(math.ceil(math.log(2.0 / delta) / (2.0 * eps ** 2)))
 
 
-@partial(jax.jit, static_argnames=("n", "m", "kind"))
-def _tv_logit_z(p, q, *, key, n, m, kind):
-    k_src, k_dec = jax.random.split(key)
-    from_q = (jax.random.bernoulli(k_src, 0.5, (m,)) if kind == "mixture" else jnp.zeros((m,), bool))
-    d = decode(p, q, from_q, key=k_dec, n=n, m=m)
-    L = jnp.sum(d.lp - d.lq, axis=1)
+def logit_z_from_decoded(d: Decoded, kind: str = "plain", length=None) -> jax.Array:
+    """Per-sequence logit-access estimates (m,) from decoded sequences: x ~ P for plain and rb, x ~ (P+Q)/2
+    (``decode`` with from_q ~ Bernoulli(1/2)) for mixture.
+
+    ``length`` (optional, may be traced): estimate TV of the length-``length`` prefixes instead (rb then needs
+    ``decode(..., keep_all=True)``).
+    """
+    v.one_of("kind", kind, LOGIT_KINDS)
+    mask = _mask(d, length)
+    L = jnp.sum((d.lp - d.lq) * mask, axis=1)
     if kind == "plain":
         return plain_z(L)
     if kind == "mixture":
         return jnp.abs(jnp.tanh(0.5 * L))
     # rb: sum_v p_n(v) (1 - R q_n(v)/p_n(v))_+ with R = exp(-L_<n), in log space (no overflow)
-    L_prev = L - (d.lp[:, -1] - d.lq[:, -1])
-    ratio = d.last_lq - d.last_lp - L_prev[:, None]
-    return jnp.sum(jnp.exp(d.last_lp) * plain_z(-ratio), axis=-1)
+    if length is None:
+        last = d.lp.shape[1] - 1
+        last_lp, last_lq = d.last_lp, d.last_lq
+    else:
+        if d.last_lp.ndim != 3:
+            raise ValueError("kind='rb' with a length needs decode(..., keep_all=True)")
+        last = length - 1
+        last_lp = jnp.take(d.last_lp, last, axis=1)
+        last_lq = jnp.take(d.last_lq, last, axis=1)
+    L_prev = L - (jnp.take(d.lp, last, axis=1) - jnp.take(d.lq, last, axis=1))
+    return jnp.sum(jnp.exp(last_lp) * plain_z(L_prev[:, None] + last_lp - last_lq), axis=-1)
+
+
+@partial(jax.jit, static_argnames=("n", "m", "kind"))
+def _tv_logit_z(p, q, *, key, n, m, kind):
+    k_src, k_dec = jax.random.split(key)
+    from_q = (jax.random.bernoulli(k_src, 0.5, (m,)) if kind == "mixture" else jnp.zeros((m,), bool))
+    return logit_z_from_decoded(decode(p, q, from_q, key=k_dec, n=n, m=m), kind)
 
 
 def tv_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain") -> jax.Array:
@@ -486,15 +516,26 @@ def correct(L_hat: jax.Array, var: jax.Array, kind: str = "simex", order: int = 
     return sum(w * smoothed_z(L_hat, k * var) for k, w in enumerate(weights))
 
 
-@partial(jax.jit, static_argnames=("n", "m", "r", "kind", "order"))
-def _tv_noisy_z(p, q, sigma, *, key, n, m, r, kind, order):
+def noisy_z_from_decoded(d: Decoded, sigma, r, *, key: jax.Array, kind: str = "simex",
+                         order: int = 2, length=None) -> jax.Array:
+    """Noisy-logit per-sequence estimates (m,) from decoded sequences x ~ P (``decode`` with from_q False).
+
+    Each of the r repeated queries adds N(0, sigma^2) to log p_t(x_t) and to log q_t(x_t); their average has
+    variance sigma^2 / r per model and position (drawn directly: the same law as averaging r draws).
+    ``sigma`` and ``r`` may be traced (vmap over them); ``length`` as in ``logit_z_from_decoded``.
+    """
+    m, n = d.lp.shape
+    mask = _mask(d, length)
+    noise = sigma * jnp.sqrt(2.0 / r) * jax.random.normal(key, (m, n))
+    L_hat = jnp.sum((d.lp - d.lq + noise) * mask, axis=1)
+    return correct(L_hat, 2.0 * jnp.sum(mask) * jnp.square(sigma) / r, kind, order)
+
+
+@partial(jax.jit, static_argnames=("n", "m", "kind", "order"))
+def _tv_noisy_z(p, q, sigma, r, *, key, n, m, kind, order):
     k_dec, k_noise = jax.random.split(key)
     d = decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)
-    # each of the r repeats adds N(0, sigma^2) to log p_t(x_t) and to log q_t(x_t); their average has
-    # variance sigma^2 / r per model and position (drawn directly: same law as averaging r draws)
-    noise = sigma * jnp.sqrt(2.0 / r) * jax.random.normal(k_noise, (m, n))
-    L_hat = jnp.sum(d.lp - d.lq + noise, axis=1)
-    return correct(L_hat, 2.0 * n * sigma ** 2 / r, kind, order)
+    return noisy_z_from_decoded(d, sigma, r, key=k_noise, kind=kind, order=order)
 
 
 def tv_noisy_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, sigma: float, r: int = 1,
@@ -508,7 +549,7 @@ def tv_noisy_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, sig
     v.nonnegative("sigma", sigma)
     v.one_of("kind", kind, NOISY_KINDS)
     v.one_of("order", order, (1, 2))
-    return _tv_noisy_z(p, q, jnp.asarray(sigma, jnp.float32), key=key, n=n, m=m, r=r, kind=kind, order=order)
+    return _tv_noisy_z(p, q, jnp.float32(sigma), jnp.float32(r), key=key, n=n, m=m, kind=kind, order=order)
 
 
 def tv_noisy_logit(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, sigma: float, r: int = 1,
@@ -523,15 +564,36 @@ def noisy_plugin_bias_bound(sigma, n, r):
     return sigma * jnp.sqrt(2.0 * n / r)
 
 
-@partial(jax.jit, static_argnames=("n", "m", "s", "kind", "order"))
-def _tv_sample_z(p, q, *, key, n, m, s, kind, order):
-    k_dec, kp, kq = jax.random.split(key, 3)
-    d = decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)  # x ~ P: n sampler calls per sequence
-    c_p = jax.random.binomial(kp, s, jnp.exp(d.lp))  # count of x_t among s samples of p_t(. | x_<t)
-    c_q = jax.random.binomial(kq, s, jnp.exp(d.lq))
-    L_hat = jnp.sum(jnp.log(c_p + 0.5) - jnp.log(c_q + 0.5), axis=1)
-    var = jnp.sum(1.0 / (c_p + 0.5) + 1.0 / (c_q + 0.5) - 2.0 / (s + 1.0), axis=1)
+def sample_counts(d: Decoded, s, *, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """Counts (c_p, c_q), each (m, n), of the observed token x_t among s samples of p_t(. | x_<t) and of
+    q_t(. | x_<t): drawn as Binomial(s, p_t(x_t)), exactly the law of counting categorical samples."""
+    c = jax.random.binomial(key, jnp.asarray(s, jnp.float32), jnp.exp(jnp.stack([d.lp, d.lq])))
+    return c[0], c[1]
+
+
+def sample_z_from_counts(c_p, c_q, s, kind: str = "simex", order: int = 2, mask=None) -> jax.Array:
+    """Sample-access estimates (m,) from counts: L_hat = sum_t log((c_p + 1/2)/(c_q + 1/2)) with the
+    delta-method variance v_hat = sum_t 1/(c_p + 1/2) + 1/(c_q + 1/2) - 2/(s + 1), then ``correct``.
+    ``mask`` (n,) selects the positions used (default all)."""
+    mask = jnp.ones(c_p.shape[-1]) if mask is None else mask
+    L_hat = jnp.sum((jnp.log(c_p + 0.5) - jnp.log(c_q + 0.5)) * mask, axis=-1)
+    var = jnp.sum((1.0 / (c_p + 0.5) + 1.0 / (c_q + 0.5) - 2.0 / (s + 1.0)) * mask, axis=-1)
     return correct(L_hat, jnp.maximum(var, 0.0), kind, order)
+
+
+def sample_z_from_decoded(d: Decoded, s, *, key: jax.Array, kind: str = "simex", order: int = 2,
+                          length=None) -> jax.Array:
+    """Sample-access per-sequence estimates (m,) from decoded x ~ P; ``s`` samples per model and position.
+    ``s`` may be traced (vmap over it); ``length`` as in ``logit_z_from_decoded``."""
+    c_p, c_q = sample_counts(d, s, key=key)
+    return sample_z_from_counts(c_p, c_q, jnp.asarray(s, jnp.float32), kind, order, _mask(d, length))
+
+
+@partial(jax.jit, static_argnames=("n", "m", "kind", "order"))
+def _tv_sample_z(p, q, s, *, key, n, m, kind, order):
+    k_dec, k_s = jax.random.split(key)
+    d = decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)  # x ~ P: n sampler calls per sequence
+    return sample_z_from_decoded(d, s, key=k_s, kind=kind, order=order)
 
 
 def tv_sample_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, s: int, kind: str = "simex",
@@ -543,7 +605,7 @@ def tv_sample_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, s: int, 
     v.positive_int("s", s)
     v.one_of("kind", kind, NOISY_KINDS)
     v.one_of("order", order, (1, 2))
-    return _tv_sample_z(p, q, key=key, n=n, m=m, s=s, kind=kind, order=order)
+    return _tv_sample_z(p, q, jnp.float32(s), key=key, n=n, m=m, kind=kind, order=order)
 
 
 def tv_sample(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, s: int, kind: str = "simex",
