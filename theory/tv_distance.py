@@ -19,11 +19,11 @@ over the ``m`` sequences.
 
 Estimators (every one returns per-sequence values ``Z`` of shape ``(m,)``; the estimate is their mean):
   logit access (exact next-token log-probs of both models on any prefix), ``tv_logit(kind=...)``:
-    plain     x ~ P,           Z = (1 - exp(-L))_+ in [0, 1],   E Z = TV,  Var Z <= E Z^2 <= TV     (eq. plain)
-    mixture   x ~ (P + Q)/2,   Z = |tanh(L / 2)| = |P - Q|/(P + Q),  E Z = TV                       (eq. mix)
-    rb        x_<n ~ P,  R = exp(-L_<n),  Z = sum_v (p_n(v) - R q_n(v))_+ = E[plain | x_<n]        (eq. RB)
+    plain    x ~ P,          Z = (1 - exp(-L))_+ in [0, 1],   E Z = TV,  Var Z <= E Z^2 <= TV   (eq. plain)
+    mixture  x ~ (P + Q)/2,  Z = |tanh(L / 2)| = |P - Q|/(P + Q),  E Z = TV                     (eq. mix)
+    rb       x_<n ~ P,  R = exp(-L_<n),  Z = sum_v (p_n(v) - R q_n(v))_+ = E[plain | x_<n]      (eq. RB)
   Hoeffding: m = ceil(ln(2/delta) / (2 eps^2)) sequences give |mean Z - TV| <= eps w.p. >= 1 - delta
-  (Z in [0, 1]); each sequence costs n queries to each model: 2 n m queries in all.             (eq. Hoeffding)
+  (Z in [0, 1]); each sequence costs n queries to each model: 2 n m queries in all.           (eq. Hoeffding)
   noisy-logit access, ``tv_noisy_logit``: the model returns log-probs plus N(0, sigma^2) noise per query;
     exact samples x ~ P are available (the engine generates them). Averaging r repeats per position gives
     L_hat = L + N(0, v) with v = 2 n sigma^2 / r.
@@ -38,7 +38,7 @@ Estimators (every one returns per-sequence values ``Z`` of shape ``(m,)``; the e
               sim and tests), variance O(1 + n sigma^2 / r). Error eps then costs about
               n (1 + n sigma^2/r) r / eps^2 queries with r ~ n sigma^2 eps^(-1/(order+1)) for the bias: i.e.
               O~((n + n^2 sigma^2) / eps^(2 + 1/(order+1))) -- the paper's rate up to eps^(1/(order+1)).
-              It is not bounded in [0, 1] and it is not worst-case unbiased (a point mass of L at 0 defeats it).
+              It is not bounded in [0, 1] and not worst-case unbiased (a point mass of L at 0 defeats it).
   sample access, ``tv_sample``: only samples from p_t(. | x_<t) and q_t(. | x_<t) on any prefix. Per position
     s samples from each model give counts c_p, c_q of the observed token x_t; the log-ratio estimate is
     log((c_p + 1/2) / (c_q + 1/2)), whose variance is about (1 - p)/(s p) per model, mean (K - 1)/s over
@@ -88,7 +88,8 @@ class ARModel:
     """
 
     def __init__(self, step_fn, params, K: int, all_fn=None, opts: tuple = ()):
-        self.step_fn, self.params, self.K, self.all_fn, self.opts = step_fn, params, int(K), all_fn, tuple(opts)
+        self.step_fn, self.params, self.K = step_fn, params, int(K)
+        self.all_fn, self.opts = all_fn, tuple(opts)
 
     def tree_flatten(self):
         return (self.params,), (self.step_fn, self.K, self.all_fn, self.opts)
@@ -158,7 +159,8 @@ def ngram_model(logits: jax.Array) -> ARModel:
 
 
 def markov_model(init_logits: jax.Array, trans_logits: jax.Array) -> ARModel:
-    """A Markov chain: x_0 ~ softmax(init_logits) (K,), x_t | x_{t-1} ~ softmax(trans_logits[x_{t-1}]) (K, K)."""
+    """A Markov chain: x_0 ~ softmax(init_logits) (K,), x_t | x_{t-1} ~ softmax(trans_logits[x_{t-1}]) (K, K).
+    """
     init_logits = jnp.asarray(init_logits, jnp.float32)
     K = init_logits.shape[-1]
     v.shape("init_logits", init_logits, (K,))
@@ -195,8 +197,8 @@ def random_transformer(key: jax.Array, K: int, n_max: int, *, d_model: int = 32,
     """A random pre-LayerNorm causal transformer LM over K tokens (BOS = token K), at most n_max positions.
 
     ``dtype`` is the compute dtype, "float32" or "bfloat16" (bfloat16 rounding of params and activations is
-    emulated exactly, see ``round_bf16``; logits are normalised in float32): ``float32`` and ``bfloat16`` are two "engines" serving the same weights
-    (``with_dtype``). ``logit_scale`` multiplies the unembedding so next-token distributions are peaked.
+    emulated exactly, see ``round_bf16``; logits are normalised in float32): two "engines" serving the same
+    weights (``with_dtype``). ``logit_scale`` multiplies the unembedding so next-token distributions are peaked.
     """
     v.positive_int("K", K)
     v.positive_int("n_max", n_max)
@@ -462,7 +464,7 @@ def _summarise(z, queries):
 
 
 def tv_logit(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain") -> Estimate:
-    """Logit-access TV estimate from m sequences (2 n m next-token queries). Unbiased; see module docstring."""
+    """Logit-access TV estimate from m sequences (2 n m next-token queries); unbiased (module docstring)."""
     return _summarise(tv_logit_z(key, p, q, n, m, kind), 2 * n * m)
 
 
@@ -503,7 +505,7 @@ def smoothed_z(mu: jax.Array, s2: jax.Array) -> jax.Array:
 
 
 def correct(L_hat: jax.Array, var: jax.Array, kind: str = "simex", order: int = 2) -> jax.Array:
-    """Per-sequence estimates from noisy log-ratios ``L_hat`` (m,) with noise variance ``var`` (scalar or (m,)).
+    """Per-sequence estimates from noisy log-ratios ``L_hat`` (m,), noise variance ``var`` (scalar or (m,)).
 
     plugin: (1 - exp(-L_hat))_+.  simex: polynomial extrapolation in the total noise variance of
     T(k) = g(L_hat, k var), k = 0..order, to zero noise (weights (2, -1) for order 1, (3, -3, 1) for order 2).
@@ -598,7 +600,7 @@ def _tv_sample_z(p, q, s, *, key, n, m, kind, order):
 
 def tv_sample_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, s: int, kind: str = "simex",
                 order: int = 2) -> jax.Array:
-    """Per-sequence sample-access estimates (m,) with s samples per model and position ((2s + 1) n m calls)."""
+    """Per-sequence sample-access estimates (m,), s samples per model and position ((2s + 1) n m calls)."""
     _check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
