@@ -22,8 +22,8 @@
 #   Variants: the symmetric mixture estimator $|\tanh(L/2)|$ and a Rao-Blackwellised last step.
 # * **Sample access** (only samples of the next token): estimate $p_t(x_t)$ from $s$ samples; this behaves
 #   like noisy logits with $\sigma^2\sim K/s$, and the paper's rate is $\tilde O(n^2K/\varepsilon^2)$.
-# * **Noisy logits** ($\sigma$ noise on log-probs): the plug-in is biased by up to $\sigma\sqrt{2n/r}$; we add a
-#   SIMEX correction (extrapolation in the noise variance with the closed-form Gaussian smoothing).
+# * **Noisy logits** ($\sigma$ noise on log-probs): the plug-in is biased by up to $\sigma\sqrt{2n/r}$;
+#   we add a SIMEX correction (extrapolation in the noise variance with the closed-form Gaussian smoothing).
 #
 # The estimators live in `theory/tv_distance.py`; the simulation in `sims/tv_distance.py`.
 

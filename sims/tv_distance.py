@@ -20,6 +20,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import matplotlib.ticker
 import numpy as np
 
 from sims import style
@@ -90,7 +91,8 @@ def markov_pair(key, K, scale, delta):
 
 
 def separated_pair(key, K, scale, lam):
-    """P pushes the upper half of the vocabulary down by lam, Q the lower half: supports separate as lam grows."""
+    """P pushes the upper half of the vocabulary down by lam, Q the lower half: the supports separate as lam
+    grows."""
     base = scale * jax.random.normal(key, (K + 1, K))
     upper = (jnp.arange(K) >= K // 2).astype(jnp.float32)
     return tv.ngram_model(base - lam * upper), tv.ngram_model(base - lam * (1.0 - upper))
@@ -142,7 +144,8 @@ def pool_z(p, q, s_grid, r_grid, sigma, length, *, key, n, m):
         out[f"sample_{kind}"] = jax.vmap(lambda cp, cq, s, kind=kind: tv.sample_z_from_counts(
             cp, cq, s, kind, mask=mask))(counts[0], counts[1], s_grid)
         out[f"noisy_{kind}"] = jax.vmap(
-            lambda r, kind=kind: tv.noisy_z_from_decoded(d, sigma, r, key=k_r, kind=kind, length=length))(r_grid)
+            lambda r, kind=kind: tv.noisy_z_from_decoded(d, sigma, r, key=k_r, kind=kind, length=length))(
+            r_grid)
     return out
 
 
@@ -159,7 +162,8 @@ def _coverage_row(key, *, p, q, n, m):
     k1, k2, k3 = jax.random.split(key, 3)
     d = tv.decode(p, q, jnp.zeros((m,), bool), key=k1, n=n, m=m)
     dm = tv.decode(p, q, jax.random.bernoulli(k2, 0.5, (m,)), key=k3, n=n, m=m)
-    return {"plain": tv.logit_z_from_decoded(d, "plain").mean(), "rb": tv.logit_z_from_decoded(d, "rb").mean(),
+    return {"plain": tv.logit_z_from_decoded(d, "plain").mean(),
+            "rb": tv.logit_z_from_decoded(d, "rb").mean(),
             "mixture": tv.logit_z_from_decoded(dm, "mixture").mean()}
 
 
@@ -228,8 +232,6 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out["coverage"] = cov
 
     # ---- queries to reach eps vs n: paired differences against the RB estimate on the same sequences ----
-    s_grid = jnp.asarray(cfg.slope_s, jnp.float32)
-    r_grid = jnp.asarray(cfg.slope_r, jnp.float32)
     kp, k_dir, k_stats = jax.random.split(next(keys), 3)
     base = tv.random_ngram(kp, K, 1, cfg.scale)
     direction = jax.random.normal(k_dir, base.params.shape)
@@ -255,7 +257,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     costs = {"plain": 2 * nn[:, None], "rb": 2 * nn[:, None],
              "sample_plugin": nn[:, None] * (2 * sl["s"][None, :] + 1),
              "sample_simex": nn[:, None] * (2 * sl["s"][None, :] + 1),
-             "noisy_plugin": 2 * nn[:, None] * sl["r"][None, :], "noisy_simex": 2 * nn[:, None] * sl["r"][None, :]}
+             "noisy_plugin": 2 * nn[:, None] * sl["r"][None, :],
+             "noisy_simex": 2 * nn[:, None] * sl["r"][None, :]}
     for nm in names:
         st = {k2: np.array(v2).reshape(len(nn), -1) for k2, v2 in acc[nm].items()}
         st["queries"] = queries_to_eps(st["bias"], st["var"], st["se_bias"], costs[nm], cfg.slope_eps)
@@ -288,6 +291,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     eng = {"n": np.asarray(cfg.tf_n), "tv": z.mean(0)[idx], "tv_se": z.std(0, ddof=1)[idx] / sq,
            "kl": L.mean(0)[idx], "kl_se": L.std(0, ddof=1)[idx] / sq,
            "exact_n": np.asarray(cfg.tf_exact_n), "exact_tv": tv.exact_tv(f32, bf16, cfg.tf_exact_n),
+           "exact_kl": tv.exact_kl(f32, bf16, cfg.tf_exact_n),
            "self_tv": tv.exact_tv(bf16, bf16, cfg.tf_exact_n), "first_token_tv": tv.exact_tv(f32, bf16, 1)}
     out["engines"] = eng
     return out
@@ -323,7 +327,8 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     r0 = cfg.noisy_r[0]
     out.append(Claim(f"SIMEX noisy-logit |bias| <= plugin |bias| (sigma={cfg.sigma}, r={r0})",
                      abs(float(e[f"noisy_plugin_r{r0}"]["mean"]) - tv_true),
-                     abs(float(e[f"noisy_simex_r{r0}"]["mean"]) - tv_true), 0.0, "le", source="reconstruction"))
+                     abs(float(e[f"noisy_simex_r{r0}"]["mean"]) - tv_true), 0.0, "le",
+                     source="reconstruction"))
     sl = results["slopes"]
     out.append(Claim("logit access (RB): queries to reach eps grow like n (log-log slope)", 1.0,
                      float(sl["rb"]["slope"]), 0.3, "abs"))
@@ -336,7 +341,8 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     sep = results["separation"]
     hw = 2 * math.sqrt(math.log(2 / 0.1) / (2 * cfg.sep_m))
     widths = [np.subtract(*np.percentile(np.asarray(x), [95, 5])) for x in sep["tv_est"]]
-    out.append(Claim(f"TV estimates' 90% spread <= Hoeffding 90% width at every separation (m={cfg.sep_m})", hw,
+    out.append(Claim(f"TV estimates' 90% spread <= Hoeffding 90% width at every separation (m={cfg.sep_m})",
+                     hw,
                      max(widths), 0.0, "le", source="theory"))
     gap = np.max(np.asarray(sep["tv"]) - np.sqrt(np.asarray(sep["kl"]) / 2))
     out.append(Claim("Pinsker TV <= sqrt(KL/2) at every separation (max of TV - sqrt(KL/2))", 0.0, gap, 1e-6,
@@ -386,7 +392,7 @@ def plot(results: dict, cfg: Config) -> dict:
                   alpha=0.7, label=f"plugin, s={s}")
     ax.loglog(qq, guide_sample, **style.prediction(), label="n^2 K / eps^2")
     ax.loglog(qq, guide_logit, **style.prediction(color="0.6"), label="n / eps^2")
-    ax.set(title=f"Sample access: s samples per model and position", xlabel="total sampler calls Q")
+    ax.set(title="Sample access: s samples per model and position", xlabel="total sampler calls Q")
     ax.legend(fontsize=7, ncol=2)
     ax = axes[2]
     colors = iter(("tab:purple", "tab:red", "tab:brown", "tab:pink"))
@@ -421,17 +427,22 @@ def plot(results: dict, cfg: Config) -> dict:
     ref = np.asarray(sl["rb"]["queries"])
     ax.loglog(nn, ref[0] * nn / nn[0], **style.prediction(), label="slope 1 (n / eps^2)")
     sref = np.asarray(sl["sample_plugin"]["queries"])
-    ax.loglog(nn, sref[0] * (nn / nn[0]) ** 2, **style.prediction(color="tab:red"), label="slope 2 (n^2 K / eps^2)")
+    ax.loglog(nn, sref[0] * (nn / nn[0]) ** 2, **style.prediction(color="tab:red"),
+              label="slope 2 (n^2 K / eps^2)")
     ax.set(xlabel="sequence length n", ylabel=f"queries for RMSE = {cfg.slope_eps}",
-           title=f"Queries to reach eps = {cfg.slope_eps} (K={K}, per-step perturbation {cfg.slope_delta}/sqrt(n))")
+           title=f"Queries to reach eps = {cfg.slope_eps} (K={K}, per-step perturbation "
+                 f"{cfg.slope_delta}/sqrt(n))")
     ax.legend(fontsize=7)
     ax2.errorbar(nn, sl["tv_ref"], 2 * np.asarray(sl["tv_ref_se"]), fmt="o-", color="k",
                  label=f"TV (RB, {cfg.slope_pool * cfg.slope_chunks} sequences, +-2 SE)")
     ax2.plot(nn, sl["rb"]["var"], "s-", color="tab:green", label="Var Z (RB)")
     ax2.plot(nn, sl["plain"]["var"], "^-", color="tab:blue", label="Var Z (plain)")
-    ax2.set(xscale="log", xlabel="sequence length n", ylabel="value", ylim=(0, 1),
-            title="The family keeps TV roughly constant in n")
+    ax2.set(xscale="log", xlabel="sequence length n", ylabel="TV or variance", ylim=(0, None),
+            title="The family keeps TV (and Var Z) roughly constant in n")
     ax2.legend()
+    for a in (ax, ax2):
+        a.set_xticks(nn, [str(int(v)) for v in nn])
+        a.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     figs["queries_vs_n"] = fig
 
     # coverage
@@ -457,13 +468,15 @@ def plot(results: dict, cfg: Config) -> dict:
     lam = np.asarray(sep["lam"])
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
     tvx, klx = np.asarray(sep["tv"]), np.asarray(sep["kl"])
-    for est, truth, c, lab in ((sep["tv_est"], tvx, "tab:blue", "TV"), (sep["kl_est"], klx, "tab:red", "KL(P||Q)")):
+    for est, truth, c, lab in ((sep["tv_est"], tvx, "tab:blue", "TV"),
+                               (sep["kl_est"], klx, "tab:red", "KL(P||Q)")):
         lo, hi = np.percentile(np.asarray(est), [5, 95], axis=1)
         ax.plot(lam, truth, "o-", color=c, label=f"exact {lab}")
         ax.fill_between(lam, lo, hi, color=c, alpha=0.25, label=f"{lab} estimates, 5-95% (m={cfg.sep_m})")
     ax.plot(lam, np.sqrt(klx / 2), **style.prediction(), label="Pinsker bound sqrt(KL/2)")
     ax.axhline(1.0, color="0.5", lw=1)
-    ax.set(yscale="symlog", xlabel="separation lambda (logit gap between the halves of the vocabulary)",
+    ax.set(yscale="symlog", ylim=(0, None),
+           xlabel="separation lambda (logit gap between the halves of the vocabulary)",
            ylabel="distance (nats for KL)", title=f"TV saturates at 1, KL grows without bound (K={K}, n={n})")
     ax.legend(fontsize=8)
     for est, c, lab in ((sep["tv_est"], "tab:blue", "TV"), (sep["kl_est"], "tab:red", "KL")):
@@ -471,7 +484,7 @@ def plot(results: dict, cfg: Config) -> dict:
         ax2.plot(lam, hi - lo, "o-", color=c, label=f"{lab} estimator")
     ax2.axhline(2 * math.sqrt(math.log(20) / (2 * cfg.sep_m)), **style.prediction(),
                 label="TV: Hoeffding 90% width (any lambda)")
-    ax2.set(yscale="log", xlabel="separation lambda", ylabel="5-95% spread of the estimate",
+    ax2.set(xlabel="separation lambda", ylabel="5-95% spread of the estimate (same units as the value)",
             title=f"Estimator spread ({cfg.sep_reps} repetitions of m={cfg.sep_m})")
     ax2.legend()
     figs["tv_vs_kl"] = fig
@@ -485,12 +498,16 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.errorbar(ne, eng["kl"], 2 * np.asarray(eng["kl_se"]), fmt="s-", color="tab:red",
                 label="KL(fp32 || bf16) estimate +-2 SE")
     ax.plot([float(eng["exact_n"])], [float(eng["exact_tv"])], "k*", ms=12, label="exact TV (enumeration)")
+    ax.plot([float(eng["exact_n"])], [float(eng["exact_kl"])], "*", color="darkred", ms=12,
+            label="exact KL (enumeration)")
     ftv = float(eng["first_token_tv"])
     ax.plot(ne, 1 - (1 - ftv) ** ne, **style.prediction(),
             label="1-(1-tv_1)^n: per-token TV of the first position compounded")
-    ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="distance",
+    ax.set(xscale="log", yscale="log", xlabel="sequence length n", ylabel="distance (KL in nats)",
            title=f"Two engines of one random tiny transformer (K={cfg.tf_K}, d={cfg.tf_d}, "
                  f"{cfg.tf_layers} layers, m={cfg.tf_m})")
+    ax.set_xticks(ne, [str(int(v)) for v in ne], minor=False)
+    ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.legend(fontsize=8)
     figs["engines"] = fig
     return figs

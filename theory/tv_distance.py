@@ -198,7 +198,7 @@ def random_transformer(key: jax.Array, K: int, n_max: int, *, d_model: int = 32,
 
     ``dtype`` is the compute dtype, "float32" or "bfloat16" (bfloat16 rounding of params and activations is
     emulated exactly, see ``round_bf16``; logits are normalised in float32): two "engines" serving the same
-    weights (``with_dtype``). ``logit_scale`` multiplies the unembedding so next-token distributions are peaked.
+    weights (``with_dtype``). ``logit_scale`` multiplies the unembedding (peaked next-token distributions).
     """
     v.positive_int("K", K)
     v.positive_int("n_max", n_max)
