@@ -200,6 +200,7 @@ def random_transformer(key: jax.Array, K: int, n_max: int, *, d_model: int = 32,
     emulated exactly, see ``round_bf16``; logits are normalised in float32): two "engines" serving the same
     weights (``with_dtype``). ``logit_scale`` multiplies the unembedding (peaked next-token distributions).
     """
+    v.one_of("dtype", jnp.dtype(dtype).name, ENGINE_DTYPES)
     v.positive_int("K", K)
     v.positive_int("n_max", n_max)
     v.positive_int("d_model", d_model)
@@ -216,7 +217,6 @@ def random_transformer(key: jax.Array, K: int, n_max: int, *, d_model: int = 32,
                        "ln2": jnp.ones(d), "w1": nrm((d, 4 * d), d), "w2": nrm((4 * d, d), 4 * d)})
     params = {"embed": nrm((K + 1, d), 1.0), "pos": 0.5 * nrm((n_max, d), 1.0), "layers": layers,
               "lnf": jnp.ones(d), "unembed": logit_scale * nrm((d, K), d)}
-    v.one_of("dtype", jnp.dtype(dtype).name, ENGINE_DTYPES)
     return ARModel(_tf_step, params, K, _tf_all, (("dtype", jnp.dtype(dtype).name), ("n_heads", n_heads)))
 
 

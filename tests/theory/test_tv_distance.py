@@ -126,8 +126,8 @@ def test_variance_bounds_exact_and_measured():
 def test_identical_models_give_zero():
     p, _ = pair(4)
     for kind in tv.LOGIT_KINDS:
-        assert float(tv.tv_logit(jax.random.key(0), p, p, N, 64, kind).value) == 0.0
-    assert float(tv.kl_logit(jax.random.key(0), p, p, N, 64).value) == 0.0
+        assert float(tv.tv_logit(jax.random.key(0), p, p, N, M, kind).value) == 0.0
+    assert float(tv.kl_logit(jax.random.key(0), p, p, N, M).value) == 0.0
 
 
 def test_decode_samples_from_p():
@@ -210,16 +210,19 @@ def test_transformer_engines():
     f32 = tv.random_transformer(jax.random.key(0), 5, 3, d_model=16, n_layers=1)
     bf16 = tv.with_dtype(f32, "bfloat16")
     toks = tv.all_sequences(5, 3)
-    for m in (f32, bf16):
+    for m, atol in ((f32, 1e-5), (bf16, 0.0)):
         lp = m.all_logprobs(toks)
         np.testing.assert_allclose(np.asarray(jnp.exp(lp).sum(-1)), 1.0, atol=1e-5)
+        # one well-defined distribution whatever the surrounding program: bit-exact for the bf16 engine
+        # (its rounding is explicit), float32 up to XLA's reassociation
         step = jax.jit(lambda tk, m=m: jnp.stack([m.logprobs(tk, t) for t in range(3)], 1))(toks)
-        np.testing.assert_array_equal(np.asarray(step), np.asarray(lp))  # one well-defined distribution
+        np.testing.assert_allclose(np.asarray(step), np.asarray(lp), rtol=0, atol=atol)
         # causal: position t does not see tokens at positions >= t
-        np.testing.assert_array_equal(np.asarray(m.logprobs(toks.at[:, 1:].set(0), 1)), np.asarray(lp[:, 1]))
+        np.testing.assert_allclose(np.asarray(m.logprobs(toks.at[:, 1:].set(0), 1)), np.asarray(lp[:, 1]),
+                                   rtol=0, atol=atol)
     exact = float(tv.exact_tv(f32, bf16, 3))
     assert 0 < exact < 0.5
-    e = tv.tv_logit(jax.random.key(1), f32, bf16, 3, 4096, "rb")
+    e = tv.tv_logit(jax.random.key(1), f32, bf16, 3, 2048, "rb")
     assert abs(float(e.value) - exact) <= 4 * float(e.stderr)
     x = jnp.array([1.0, 1.00390625, 1.001953125, 3.14159])
     np.testing.assert_array_equal(np.asarray(tv.round_bf16(x)),
@@ -257,6 +260,6 @@ def test_bad_inputs_raise():
 def test_no_recompilation_across_models(seed):
     p, q = pair(seed)
     before = tv._tv_logit_z._cache_size()
-    tv.tv_logit_z(jax.random.key(seed), p, q, N, 64, "plain")
-    tv.tv_logit_z(jax.random.key(seed + 1), q, p, N, 64, "plain")
+    tv.tv_logit_z(jax.random.key(seed), p, q, N, M, "plain")
+    tv.tv_logit_z(jax.random.key(seed + 1), q, p, N, M, "plain")
     assert tv._tv_logit_z._cache_size() - before <= 1
