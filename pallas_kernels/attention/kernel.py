@@ -28,6 +28,10 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+# imported eagerly: importing them inside the first trace changes JAX's trace context and makes the
+# second call of a jitted op recompile
+from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas import triton as pltriton
 
 from pallas_kernels.attention.reference import MASK_VALUE
 
@@ -134,8 +138,6 @@ def flash_pallas(q, k, v, kv_num_blocks=None, kv_indices=None, *, causal: bool, 
     out_shape = jax.ShapeDtypeStruct((B, H, Lq, D), q.dtype)
 
     if backend == "tpu":
-        from jax.experimental.pallas import tpu as pltpu
-
         cap = kv_indices.shape[-1] if sparse else 1
         kernel = functools.partial(_tpu_kernel, sparse=sparse, num_heads=H, num_q_blocks=Qb, cap=cap, **kw)
         nsp = 2 if sparse else 0
@@ -154,8 +156,6 @@ def flash_pallas(q, k, v, kv_num_blocks=None, kv_indices=None, *, causal: bool, 
 
     if backend != "gpu":
         raise ValueError(f"backend must be 'gpu' or 'tpu', got {backend!r}")
-    from jax.experimental.pallas import triton as pltriton
-
     kernel = functools.partial(_gpu_kernel, sparse=sparse, **kw)
     q_spec = pl.BlockSpec((None, None, bq, D), lambda b, h, i: (b, h, i, 0))
     kv_spec = pl.BlockSpec((None, None, Lk, D), lambda b, h, i: (b, h // g, 0, 0))

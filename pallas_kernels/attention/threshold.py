@@ -22,6 +22,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
+# imported eagerly: importing them inside the first trace changes JAX's trace context and makes the
+# second call of a jitted op recompile
+from jax.experimental.pallas import tpu as pltpu
+from jax.experimental.pallas import triton as pltriton
 
 from pallas_kernels.attention import reference as ref
 from pallas_kernels.attention.ops import _bhld, _resolve
@@ -118,13 +122,9 @@ def _bound_pallas(qh, index: KeyIndex, *, block_q: int, backend: str, interpret:
     c_spec = pl.BlockSpec((None, None, nb2, D), lambda b, h, i, *_: (b, h // g, 0, 0))
     o_spec = pl.BlockSpec((None, None, block_q, nb2), lambda b, h, i, *_: (b, h, i, 0))
     if backend == "tpu":
-        from jax.experimental.pallas import tpu as pltpu
-
         params = pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel"))
     else:
-        from jax.experimental.pallas import triton as pltriton
-
-        params = pltriton.CompilerParams(num_warps=4, num_stages=1)
+            params = pltriton.CompilerParams(num_warps=4, num_stages=1)
     out = pl.pallas_call(kernel, grid=(B, H, Lq // block_q), in_specs=[q_spec, c_spec, s_spec],
                          out_specs=o_spec, out_shape=jax.ShapeDtypeStruct((B, H, Lq, nb2), jnp.float32),
                          interpret=interpret, compiler_params=params, name="louver_block_bound")(qh, c, s)
