@@ -73,20 +73,20 @@ ALLOCATIONS = ("uniform", "concentration", "global")
 
 def head_budgets(importance, budget):
     """Blocks per row for each head under the paper's head-adaptive rule: the global budget of
-    R = rho H Kb blocks per query-block row is split across heads in proportion to their concentration,
-    k_h = clip(largest-remainder rounding of R c_h / sum c, 1, Kb) (the clip to >= 1 may add a block for
-    heads of zero concentration). Returns int32 [H]."""
+    R = round(rho H Kb) blocks per query-block row is split across heads: one block each, the other R - H in
+    proportion to their concentration c_h (largest-remainder rounding), capped at Kb, so sum_h k_h = R unless
+    a cap binds. Returns int32 [H]."""
     H, _, Kb = importance.shape
     c = head_concentration(importance)
     w = jnp.where(jnp.sum(c) > 1e-12, c / jnp.maximum(jnp.sum(c), 1e-12), 1.0 / H)
-    total = jnp.round(budget * H * Kb)
-    share = total * w
+    total = jnp.round(budget * H * Kb) - H  # one block per head is reserved first
+    share = jnp.maximum(total, 0) * w
     base = jnp.floor(share)
     # largest remainders get the blocks left after flooring, so sum_h k_h == R before clipping
     left = (total - jnp.sum(base)).astype(jnp.int32)
     order = jnp.argsort(jnp.argsort(-(share - base), stable=True), stable=True)
     k = base.astype(jnp.int32) + (order < left).astype(jnp.int32)
-    return jnp.clip(k, 1, Kb)
+    return jnp.clip(1 + k, 1, Kb)
 
 
 def select_blocks(importance, budget, *, allocation: str = "concentration"):
@@ -196,9 +196,12 @@ def synthetic_trajectory(*, key, num_steps: int, num_heads: int, seq_len: int, h
     # targets: a random subset of key blocks per (phase, head, query block)
     scores = jax.random.uniform(k_t, (nphase, H, nb, nb))
     targets = jnp.argsort(scores, axis=-1)[..., :num_targets]  # [P, H, Qb, m]
-    direction = jnp.sum(jnp.take_along_axis(u[None, :, None], targets[..., None], axis=-2), axis=-2)  # [P,H,Qb,D]
-    phase = jnp.searchsorted(jnp.asarray(transitions), jnp.arange(T), side="right")  # [T]
-    base = jnp.repeat(direction[phase], block, axis=2)  # [T, H, L, D]
+    chosen = jnp.sum(jax.nn.one_hot(targets, nb, dtype=u.dtype), axis=-2)  # [P, H, Qb, Kb] 0/1
+    direction = jnp.einsum("phij,hjd->phid", chosen, u)  # sum of the target directions
+    # (one-hot einsums instead of gathers/searchsorted: the gather form took minutes to compile on XLA:CPU)
+    phase = jnp.sum(jnp.arange(T)[:, None] >= jnp.asarray(transitions, jnp.int32).reshape(1, -1), axis=1)
+    base = jnp.repeat(jnp.einsum("tp,phid->thid", jax.nn.one_hot(phase, nphase, dtype=u.dtype), direction),
+                      block, axis=2)  # [T, H, L, D]
     walk = jnp.cumsum(drift * jax.random.normal(k_dr, (T, H, L, D)), axis=0)
     tok = noise * jax.random.normal(k_qn, (H, L, D))
     q = jnp.asarray(sharpness)[None, :, None, None] * (base + tok + walk)
