@@ -3,24 +3,25 @@
 Spec: ``shared/papers/sparse_attention.md``. Three studies:
   policy   On a controlled synthetic denoising trajectory with abrupt transitions (``theory.sparse_attention
            .synthetic_trajectory``): attention-output error and recall of block masks vs refresh period P and
-           budget rho, for the paper's policy (anchor refresh + head-adaptive budget) against the prior practice
-           (first-step-only mask, uniform budget). Sweeps over (seed, P, rho) are vmapped via ``sims.sweep``.
+           budget rho, for the paper's policy (anchor refresh + head-adaptive budget) against the prior
+           practice (first-step-only mask, uniform budget). Sweeps over (seed, P, rho) are vmapped
+           via ``sims.sweep``.
   louver   Threshold retrieval on the trajectory's keys (blocks are key clusters): recall (must be exactly 1:
-           zero false negatives), fraction of keys scored (work) and attention error vs tau, ball and box bounds.
-  speed    Wall time of block-sparse attention vs dense attention at sparsity 50-94%: the XLA paths on CPU (the
+           zero false negatives), fraction of keys scored (work) and attention error vs tau, ball and box
+           bounds.
+  speed    Wall time of block-sparse vs dense attention at sparsity 50-94%: the XLA paths on CPU (the
            block-sparse path gathers only the listed blocks), the Pallas kernels on GPU/TPU.
 
 Figures (``figures/sparse_attention/``):
-  policy_budget.png    error and recall vs achieved block density, per allocation, refresh P=1 / P=4 / first-only
+  policy_budget.png    error and recall vs achieved block density, per allocation, P=1 / P=4 / first-only
   refresh_period.png   error vs refresh period at fixed budget; per-step error across the transitions
   louver.png           recall (=1), keys scored and attention error vs tau
-  speed.png            speedup of block-sparse over dense attention vs sparsity, ideal 1/(1-s) and paper points
+  speed.png            speedup of block-sparse over dense attention vs sparsity, ideal 1/(1-s), paper
 """
 
 from __future__ import annotations
 
 import dataclasses
-import time
 from functools import partial
 
 import jax
@@ -69,10 +70,25 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(num_steps=12, num_heads=4, seq_len=128, head_dim=16, transitions=(5,),
-                    sharpness=(1.0, 4.0, 8.0, 12.0), n_seeds=2, periods=(1, 4, 12), budgets=(0.25, 0.5),
-                    main_budget=0.25, main_period=4, tau_quantiles=(0.0, 0.9, 0.99), speed_len=512,
-                    speed_heads=2, speed_block=32, speed_sparsities=(0.5, 0.875), speed_repeats=2),
+    "quick": Config(
+        num_steps=12,
+        num_heads=4,
+        seq_len=128,
+        head_dim=16,
+        transitions=(5,),
+        sharpness=(1.0, 4.0, 8.0, 12.0),
+        n_seeds=2,
+        periods=(1, 4, 12),
+        budgets=(0.25, 0.5),
+        main_budget=0.25,
+        main_period=4,
+        tau_quantiles=(0.0, 0.9, 0.99),
+        speed_len=512,
+        speed_heads=2,
+        speed_block=32,
+        speed_sparsities=(0.5, 0.875),
+        speed_repeats=2,
+    ),
 }
 
 
@@ -83,10 +99,17 @@ def _key(seed):
 
 
 def _trajectory(cfg: Config, key):
-    return sa.synthetic_trajectory(key=key, num_steps=cfg.num_steps, num_heads=cfg.num_heads,
-                                   seq_len=cfg.seq_len, head_dim=cfg.head_dim, block=cfg.block,
-                                   transitions=cfg.transitions, sharpness=jnp.asarray(cfg.sharpness),
-                                   num_targets=cfg.num_targets)
+    return sa.synthetic_trajectory(
+        key=key,
+        num_steps=cfg.num_steps,
+        num_heads=cfg.num_heads,
+        seq_len=cfg.seq_len,
+        head_dim=cfg.head_dim,
+        block=cfg.block,
+        transitions=cfg.transitions,
+        sharpness=jnp.asarray(cfg.sharpness),
+        num_targets=cfg.num_targets,
+    )
 
 
 def _policy_point(row, *, cfg: Config, allocation: str):
@@ -96,27 +119,38 @@ def _policy_point(row, *, cfg: Config, allocation: str):
     anchors = jnp.mod(jnp.arange(cfg.num_steps), row["period"]) == 0
     masks = sa.mask_trajectory(imp, anchors, row["budget"], allocation=allocation)
     err, rec = sa.evaluate_masks(q, k, v, masks)
-    return {"err": err, "recall": rec, "density": jnp.mean(masks),
-            "blocks_per_head": jnp.mean(masks, axis=(0, 2, 3)), "concentration": sa.head_concentration(imp[0])}
+    return {
+        "err": err,
+        "recall": rec,
+        "density": jnp.mean(masks),
+        "blocks_per_head": jnp.mean(masks, axis=(0, 2, 3)),
+        "concentration": sa.head_concentration(imp[0]),
+    }
 
 
 def _louver_point(seed, *, cfg: Config):
-    """Threshold retrieval on one step of the trajectory (queries of step 0, keys), taus from score quantiles."""
+    """Threshold retrieval on step 0 of the trajectory; taus from quantiles of the scores."""
     q, k, v = _trajectory(cfg, _key(seed))
     q, k, v = (x[0].transpose(1, 0, 2)[None] for x in (q, k, v))  # [1, L, H, D]
     scores = jnp.einsum("bqhd,bkhd->bhqk", q, k)
     taus = jnp.quantile(scores, jnp.asarray(cfg.tau_quantiles))
     out = {}
     for bound in ("ball", "box"):
+
         def at(tau, bound=bound):
-            o, r = threshold_attention(q, k, v, tau, block_size=cfg.louver_block, bound=bound,
-                                       implementation="xla")
+            o, r = threshold_attention(
+                q, k, v, tau, block_size=cfg.louver_block, bound=bound, implementation="xla"
+            )
             dense = flash_attention(q, k, v, implementation="xla")
             need = scores >= tau
             fn = jnp.sum(need & ~jnp.repeat(r.block_mask, cfg.louver_block, axis=-1))
-            return {"false_neg": fn, "touched": r.touched_fraction, "kept": jnp.mean(r.key_mask),
-                    "needed": jnp.mean(need),
-                    "err": jnp.linalg.norm(o - dense) / jnp.linalg.norm(dense)}
+            return {
+                "false_neg": fn,
+                "touched": r.touched_fraction,
+                "kept": jnp.mean(r.key_mask),
+                "needed": jnp.mean(need),
+                "err": jnp.linalg.norm(o - dense) / jnp.linalg.norm(dense),
+            }
 
         out[bound] = jax.lax.map(at, taus)
     out["tau"] = taus
@@ -144,8 +178,12 @@ def _speed(cfg: Config, key):
         fn = jax.jit(partial(block_sparse_attention, block_q=b, block_k=b))
         ts.append(time_call(fn, q, k, v, cnt, idx, repeats=cfg.speed_repeats))
         caps.append(cap / n)
-    return {"sparsity": 1.0 - np.asarray(caps), "dense_s": np.float64(t_dense), "sparse_s": np.asarray(ts),
-            "backend": np.asarray(jax.default_backend() == "cpu")}
+    return {
+        "sparsity": 1.0 - np.asarray(caps),
+        "dense_s": np.float64(t_dense),
+        "sparse_s": np.asarray(ts),
+        "backend": np.asarray(jax.default_backend() == "cpu"),
+    }
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
@@ -191,24 +229,77 @@ def claims(results, cfg: Config) -> list[Claim]:
     fn = sum(int(np.sum(np.asarray(lv[b]["false_neg"]))) for b in ("ball", "box"))
     touched_hi = float(np.mean(np.asarray(lv["box"]["touched"])[:, -1]))
     return [
-        Claim(f"Step-dLLM policy (refresh every {cfg.main_period} steps, head-adaptive budget) has lower attention "
-              f"error than the first-step-only mask with uniform budget (rho={cfg.budgets[ib]:g}; predicted = the "
-              "baseline's error, an upper bound)", prior, ours, 0.0, "le", "paper"),
-        Claim("...at no larger block density (predicted = baseline density)", dens_u, dens_c, 0.01, "le",
-              "reconstruction"),
-        Claim("Refreshing at anchor steps beats reusing the first-step mask across a transition (uniform budget: "
-              f"error at P={cfg.main_period} <= error of first-step-only)",
-              err("uniform", ifirst), err("uniform", ip), 0.0, "le", "paper"),
-        Claim("Error grows with the refresh period: P=1 <= P=main (uniform budget)", err("uniform", ip),
-              err("uniform", i1), 0.0, "le", "theory"),
-        Claim("Head-adaptive budget beats the uniform budget at equal refresh (P=1): error <= uniform's",
-              err("uniform", i1), err("concentration", i1), 0.0, "le", "paper"),
-        Claim("Head-adaptive budget gives concentrated heads more blocks: Spearman(concentration, blocks) > 0",
-              0.0, float(_spearman(conc, bph)), 0.0, "ge", "paper"),
-        Claim("Louver retrieval has zero false negatives (keys with q.k >= tau in skipped blocks, all taus, "
-              "ball and box)", 0.0, fn, 0.0, "abs", "paper"),
-        Claim(f"Louver box index scores < half of the keys at the {cfg.tau_quantiles[-1]:g} score quantile",
-              0.5, touched_hi, 0.0, "le", "reconstruction"),
+        Claim(
+            f"Step-dLLM policy (refresh every {cfg.main_period} steps, head-adaptive budget) has lower "
+            "attention "
+            f"error than the first-step-only mask with uniform budget (rho={cfg.budgets[ib]:g}; "
+            "predicted = the "
+            "baseline's error, an upper bound)",
+            prior,
+            ours,
+            0.0,
+            "le",
+            "paper",
+        ),
+        Claim(
+            "...at no larger block density (predicted = baseline density)",
+            dens_u,
+            dens_c,
+            0.01,
+            "le",
+            "reconstruction",
+        ),
+        Claim(
+            "Refreshing at anchor steps beats reusing the first-step mask across a transition "
+            "(uniform budget: "
+            f"error at P={cfg.main_period} <= error of first-step-only)",
+            err("uniform", ifirst),
+            err("uniform", ip),
+            0.0,
+            "le",
+            "paper",
+        ),
+        Claim(
+            "Error grows with the refresh period: P=1 <= P=main (uniform budget)",
+            err("uniform", ip),
+            err("uniform", i1),
+            0.0,
+            "le",
+            "theory",
+        ),
+        Claim(
+            "Head-adaptive budget beats the uniform budget at equal refresh (P=1): error <= uniform's",
+            err("uniform", i1),
+            err("concentration", i1),
+            0.0,
+            "le",
+            "paper",
+        ),
+        Claim(
+            "Head-adaptive budget gives concentrated heads more blocks: Spearman(concentration, blocks) > 0",
+            0.0,
+            float(_spearman(conc, bph)),
+            0.0,
+            "ge",
+            "paper",
+        ),
+        Claim(
+            "Louver retrieval has zero false negatives (keys with q.k >= tau in skipped blocks, all taus, "
+            "ball and box)",
+            0.0,
+            fn,
+            0.0,
+            "abs",
+            "paper",
+        ),
+        Claim(
+            f"Louver box index scores < half of the keys at the {cfg.tau_quantiles[-1]:g} score quantile",
+            0.5,
+            touched_hi,
+            0.0,
+            "le",
+            "reconstruction",
+        ),
     ]
 
 
@@ -216,7 +307,7 @@ def _spearman(a, b):
     ra = np.argsort(np.argsort(a)).astype(float)
     rb = np.argsort(np.argsort(b)).astype(float)
     ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = np.sqrt((ra ** 2).sum() * (rb ** 2).sum())
+    den = np.sqrt((ra**2).sum() * (rb**2).sum())
     return float((ra * rb).sum() / den) if den > 0 else 0.0
 
 
@@ -225,16 +316,22 @@ def _spearman(a, b):
 # ---------------------------------------------------------------------------------------------------------
 
 COLORS = {"uniform": "tab:gray", "concentration": "tab:red", "global": "tab:blue"}
-LABELS = {"uniform": "uniform budget", "concentration": "head-adaptive (paper)", "global": "global top-K (ours)"}
+LABELS = {
+    "uniform": "uniform budget",
+    "concentration": "head-adaptive (paper)",
+    "global": "global top-K (ours)",
+}
 
 
 def plot(results, cfg: Config) -> dict:
     figs = {}
     pol = {a: jax.tree.map(np.asarray, results["policy"][a]) for a in ALLOCS}
     P = list(cfg.periods)
-    show = [(P.index(1), "-", "refresh every step"), (P.index(cfg.main_period), "--",
-                                                      f"refresh every {cfg.main_period}"),
-            (len(P) - 1, ":", "first-step-only")]
+    show = [
+        (P.index(1), "-", "refresh every step"),
+        (P.index(cfg.main_period), "--", f"refresh every {cfg.main_period}"),
+        (len(P) - 1, ":", "first-step-only"),
+    ]
 
     fig, axes = style.figure(1, 2, figsize=(11, 4.2))
     for a in ALLOCS:
@@ -244,10 +341,16 @@ def plot(results, cfg: Config) -> dict:
             r = pol[a]["recall"][:, ip].mean(axis=(0, 2))
             axes[0].plot(d, e, ls, marker="o", ms=3, color=COLORS[a], label=f"{LABELS[a]}, {lab}")
             axes[1].plot(d, r, ls, marker="o", ms=3, color=COLORS[a])
-    axes[0].set(xlabel="achieved block density (fraction of blocks kept)",
-                ylabel="relative attention-output error\n(mean over steps)", title="error vs budget")
-    axes[1].set(xlabel="achieved block density", ylabel="recall (dense attention mass inside mask)",
-                title="recall vs budget")
+    axes[0].set(
+        xlabel="achieved block density (fraction of blocks kept)",
+        ylabel="relative attention-output error\n(mean over steps)",
+        title="error vs budget",
+    )
+    axes[1].set(
+        xlabel="achieved block density",
+        ylabel="recall (dense attention mass inside mask)",
+        title="recall vs budget",
+    )
     axes[0].legend(fontsize=6.5, ncol=1)
     figs["policy_budget"] = fig
 
@@ -256,19 +359,30 @@ def plot(results, cfg: Config) -> dict:
     per = np.asarray(cfg.periods)
     for a in ALLOCS:
         e = pol[a]["err"][:, :, ib].mean(axis=2)
-        axes[0].errorbar(per, e.mean(0), yerr=e.std(0), marker="o", capsize=3, color=COLORS[a], label=LABELS[a])
-    axes[0].set(xscale="log", xlabel=f"refresh period P (steps; P={per[-1]} = first-step-only)",
-                ylabel="relative attention-output error", title=f"refresh-period study (rho={cfg.budgets[ib]:g})")
+        axes[0].errorbar(
+            per, e.mean(0), yerr=e.std(0), marker="o", capsize=3, color=COLORS[a], label=LABELS[a]
+        )
+    axes[0].set(
+        xscale="log",
+        xlabel=f"refresh period P (steps; P={per[-1]} = first-step-only)",
+        ylabel="relative attention-output error",
+        title=f"refresh-period study (rho={cfg.budgets[ib]:g})",
+    )
     axes[0].set_xticks(per, [str(p) for p in per])
     axes[0].legend(fontsize=8)
     t = np.arange(cfg.num_steps)
     for ip, ls, lab in show:
         for a in ("uniform", "concentration"):
-            axes[1].plot(t, pol[a]["err"][:, ip, ib].mean(0), ls, color=COLORS[a], label=f"{LABELS[a]}, {lab}")
+            axes[1].plot(
+                t, pol[a]["err"][:, ip, ib].mean(0), ls, color=COLORS[a], label=f"{LABELS[a]}, {lab}"
+            )
     for tr in cfg.transitions:
         axes[1].axvline(tr, color="black", lw=0.8, alpha=0.5)
-    axes[1].set(xlabel="denoising step (vertical lines: abrupt transitions)", ylabel="relative output error",
-                title="per-step error across transitions")
+    axes[1].set(
+        xlabel="denoising step (vertical lines: abrupt transitions)",
+        ylabel="relative output error",
+        title="per-step error across transitions",
+    )
     axes[1].legend(fontsize=6.5)
     figs["refresh_period"] = fig
 
@@ -277,18 +391,29 @@ def plot(results, cfg: Config) -> dict:
     fig, axes = style.figure(1, 3, figsize=(13, 4))
     for bound, c in (("ball", "tab:purple"), ("box", "tab:green")):
         x = lv[bound]
-        recall = 1.0 - x["false_neg"] / np.maximum(x["needed"] * cfg.num_heads * cfg.seq_len ** 2, 1)
+        recall = 1.0 - x["false_neg"] / np.maximum(x["needed"] * cfg.num_heads * cfg.seq_len**2, 1)
         axes[0].plot(qs, recall.mean(0), "o-", color=c, label=f"{bound} bound")
         axes[1].plot(qs, x["touched"].mean(0), "o-", color=c, label=f"keys scored, {bound}")
         axes[2].plot(qs, x["err"].mean(0), "o-", color=c, label=bound)
     axes[1].plot(qs, lv["ball"]["needed"].mean(0), "k--", label="keys with q.k >= tau (ideal work)")
     axes[0].axhline(1.0, **style.prediction(label="guarantee: recall = 1"))
-    axes[0].set(xlabel="tau (as a quantile of all q.k scores)", ylabel="recall of keys with q.k >= tau",
-                ylim=(0.9, 1.02), title="zero false negatives")
-    axes[1].set(xlabel="tau quantile", ylabel="fraction of (query, key) pairs", yscale="log",
-                title="work: keys scored")
-    axes[2].set(xlabel="tau quantile", ylabel="relative error vs dense attention",
-                title="attention on retrieved keys\n(same keys for both bounds: curves coincide)")
+    axes[0].set(
+        xlabel="tau (as a quantile of all q.k scores)",
+        ylabel="recall of keys with q.k >= tau",
+        ylim=(0.9, 1.02),
+        title="zero false negatives",
+    )
+    axes[1].set(
+        xlabel="tau quantile",
+        ylabel="fraction of (query, key) pairs",
+        yscale="log",
+        title="work: keys scored",
+    )
+    axes[2].set(
+        xlabel="tau quantile",
+        ylabel="relative error vs dense attention",
+        title="attention on retrieved keys\n(same keys for both bounds: curves coincide)",
+    )
     for ax in axes:
         ax.legend(fontsize=7)
     figs["louver"] = fig
@@ -300,10 +425,19 @@ def plot(results, cfg: Config) -> dict:
     ax.plot(ss, 1 / (1 - ss), **style.prediction(label="ideal 1/(1-s)"))
     ax.plot(ss, 0.8 / (1 - ss), ":", color="gray", label="goal 0.8/(1-s)")
     ax.plot([0.9, 0.95], [4.2, 8.5], "k*", ms=10, label="Step-dLLM paper (GPU, 16K)")
-    ax.plot(s, sp["dense_s"] / sp["sparse_s"], "o-", color="tab:red",
-            label=f"measured ({'CPU, XLA paths' if sp['backend'] else 'Pallas kernels'}, L={cfg.speed_len})")
-    ax.set(yscale="log", xlabel="block sparsity s (fraction of key blocks skipped)",
-           ylabel="speedup over dense attention", title="block-sparse speed vs sparsity")
+    ax.plot(
+        s,
+        sp["dense_s"] / sp["sparse_s"],
+        "o-",
+        color="tab:red",
+        label=f"measured ({'CPU, XLA paths' if sp['backend'] else 'Pallas kernels'}, L={cfg.speed_len})",
+    )
+    ax.set(
+        yscale="log",
+        xlabel="block sparsity s (fraction of key blocks skipped)",
+        ylabel="speedup over dense attention",
+        title="block-sparse speed vs sparsity",
+    )
     ax.legend(fontsize=8)
     figs["speed"] = fig
     return figs

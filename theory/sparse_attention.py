@@ -1,4 +1,6 @@
-"""Step-dLLM's block-sparse mask policy for diffusion LMs, as pure functions (``shared/papers/sparse_attention.md``).
+"""Step-dLLM's block-sparse mask policy for diffusion LMs, as pure functions.
+
+Spec: ``shared/papers/sparse_attention.md``.
 
 A bidirectional denoiser recomputes full attention at every step t = 0..T-1. Step-dLLM's observations: the
 attention pattern is only locally consistent across steps (it shifts abruptly at transitions) and heads
@@ -129,6 +131,7 @@ def mask_trajectory(importances, anchors, budget, *, allocation: str = "concentr
 
     importances [T, H, Qb, Kb]; anchors bool [T] (anchors[0] must be True: step 0 always computes a mask).
     """
+
     def step(prev, inp):
         imp, anchor = inp
         new = jnp.where(anchor, select_blocks(imp, budget, allocation=allocation), prev)
@@ -156,6 +159,7 @@ def masked_attention(q, k, v, block_mask):
 
 def evaluate_masks(q, k, v, masks):
     """Per-step relative output error [T] and recall [T] of masks [T, H, Qb, Kb] on q, k, v [T, H, L, D]."""
+
     def one(qt, kt, vt, mt):
         om, od, rec = masked_attention(qt, kt, vt, mt)
         return jnp.linalg.norm(om - od) / jnp.linalg.norm(od), jnp.mean(rec)
@@ -163,9 +167,20 @@ def evaluate_masks(q, k, v, masks):
     return jax.vmap(one)(q, k, v, masks)
 
 
-def synthetic_trajectory(*, key, num_steps: int, num_heads: int, seq_len: int, head_dim: int, block: int,
-                         transitions: tuple[int, ...], sharpness, num_targets: int = 2, drift: float = 0.05,
-                         noise: float = 0.3):
+def synthetic_trajectory(
+    *,
+    key,
+    num_steps: int,
+    num_heads: int,
+    seq_len: int,
+    head_dim: int,
+    block: int,
+    transitions: tuple[int, ...],
+    sharpness,
+    num_targets: int = 2,
+    drift: float = 0.05,
+    noise: float = 0.3,
+):
     """A controlled denoising trajectory with abrupt transitions: q, k, v [T, H, L, D].
 
     Key block J carries a latent unit direction u_J (plus token noise ``noise``). In phase p (the steps
@@ -200,8 +215,9 @@ def synthetic_trajectory(*, key, num_steps: int, num_heads: int, seq_len: int, h
     direction = jnp.einsum("phij,hjd->phid", chosen, u)  # sum of the target directions
     # (one-hot einsums instead of gathers/searchsorted: the gather form took minutes to compile on XLA:CPU)
     phase = jnp.sum(jnp.arange(T)[:, None] >= jnp.asarray(transitions, jnp.int32).reshape(1, -1), axis=1)
-    base = jnp.repeat(jnp.einsum("tp,phid->thid", jax.nn.one_hot(phase, nphase, dtype=u.dtype), direction),
-                      block, axis=2)  # [T, H, L, D]
+    base = jnp.repeat(
+        jnp.einsum("tp,phid->thid", jax.nn.one_hot(phase, nphase, dtype=u.dtype), direction), block, axis=2
+    )  # [T, H, L, D]
     walk = jnp.cumsum(drift * jax.random.normal(k_dr, (T, H, L, D)), axis=0)
     tok = noise * jax.random.normal(k_qn, (H, L, D))
     q = jnp.asarray(sharpness)[None, :, None, None] * (base + tok + walk)

@@ -28,6 +28,7 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+
 # imported eagerly: importing them inside the first trace changes JAX's trace context and makes the
 # second call of a jitted op recompile
 from jax.experimental.pallas import tpu as pltpu
@@ -38,7 +39,9 @@ from pallas_kernels.attention.reference import MASK_VALUE
 
 @dataclasses.dataclass(frozen=True)
 class BlockSizes:
-    """Tile sizes: ``block_q`` queries per program, ``block_k`` keys per inner step (powers of two >= 16 on GPU)."""
+    """Tile sizes: ``block_q`` queries per program, ``block_k`` keys per inner step.
+
+    Powers of two >= 16 on GPU."""
 
     block_q: int = 64
     block_k: int = 64
@@ -70,11 +73,15 @@ def _body(q_ref, k_ref, v_ref, o_ref, *, n_steps, block_index, q_block, causal, 
             p = jnp.where(keep, p, 0.0)
         l_new = corr * l + jnp.sum(p, axis=1)
         acc_new = corr[:, None] * acc + jax.lax.dot_general(
-            p.astype(v.dtype), v, (((1,), (0,)), ((), ())), preferred_element_type=jnp.float32)
+            p.astype(v.dtype), v, (((1,), (0,)), ((), ())), preferred_element_type=jnp.float32
+        )
         return acc_new, m_new, l_new
 
-    init = (jnp.zeros((block_q, D), jnp.float32), jnp.full((block_q,), MASK_VALUE, jnp.float32),
-            jnp.zeros((block_q,), jnp.float32))
+    init = (
+        jnp.zeros((block_q, D), jnp.float32),
+        jnp.full((block_q,), MASK_VALUE, jnp.float32),
+        jnp.zeros((block_q,), jnp.float32),
+    )
     acc, _, l = jax.lax.fori_loop(0, n_steps, step, init)
     l_safe = jnp.where(l == 0.0, 1.0, l)
     o_ref[...] = (acc / l_safe[:, None]).astype(o_ref.dtype)
@@ -94,8 +101,13 @@ def _gpu_kernel(*refs, sparse, **kw):
         block_index = lambda j: idx_ref[j]
     else:
         q_ref, k_ref, v_ref, o_ref = refs
-        n = _dense_steps(i, causal=kw["causal"], block_q=kw["block_q"], block_k=kw["block_k"],
-                         num_kv_blocks=kw.pop("num_kv_blocks"))
+        n = _dense_steps(
+            i,
+            causal=kw["causal"],
+            block_q=kw["block_q"],
+            block_k=kw["block_k"],
+            num_kv_blocks=kw.pop("num_kv_blocks"),
+        )
         block_index = lambda j: j
     kw.pop("num_kv_blocks", None)
     _body(q_ref, k_ref, v_ref, o_ref, n_steps=n, block_index=block_index, q_block=i, **kw)
@@ -111,15 +123,28 @@ def _tpu_kernel(*refs, sparse, num_heads, num_q_blocks, cap, **kw):
         block_index = lambda j: idx_ref[row * cap + j]
     else:
         q_ref, k_ref, v_ref, o_ref = refs
-        n = _dense_steps(i, causal=kw["causal"], block_q=kw["block_q"], block_k=kw["block_k"],
-                         num_kv_blocks=num_kv_blocks)
+        n = _dense_steps(
+            i, causal=kw["causal"], block_q=kw["block_q"], block_k=kw["block_k"], num_kv_blocks=num_kv_blocks
+        )
         block_index = lambda j: j
     _body(q_ref, k_ref, v_ref, o_ref, n_steps=n, block_index=block_index, q_block=i, **kw)
 
 
-def flash_pallas(q, k, v, kv_num_blocks=None, kv_indices=None, *, causal: bool, scale: float,
-                 block_sizes: BlockSizes, backend: str, interpret: bool = False, num_warps: int = 4,
-                 num_stages: int = 2):
+def flash_pallas(
+    q,
+    k,
+    v,
+    kv_num_blocks=None,
+    kv_indices=None,
+    *,
+    causal: bool,
+    scale: float,
+    block_sizes: BlockSizes,
+    backend: str,
+    interpret: bool = False,
+    num_warps: int = 4,
+    num_stages: int = 2,
+):
     """Run the kernel on ``q [B,H,Lq,D]``, ``k, v [B,Hkv,Lk,D]`` (head-major); returns ``[B,H,Lq,D]``.
 
     ``backend``: "gpu" (Triton form; with ``interpret=True`` the interpreter runs it) or "tpu" (Mosaic form).
@@ -130,7 +155,9 @@ def flash_pallas(q, k, v, kv_num_blocks=None, kv_indices=None, *, causal: bool, 
     g = H // Hkv
     bq, bk = block_sizes.block_q, block_sizes.block_k
     if Lq % bq or Lk % bk:
-        raise ValueError(f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq}, block_k={bk}")
+        raise ValueError(
+            f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq}, block_k={bk}"
+        )
     Qb, KVb = Lq // bq, Lk // bk
     sparse = kv_indices is not None
     kw = dict(causal=causal, scale=scale, block_q=bq, block_k=bk, num_kv_blocks=KVb)
@@ -143,15 +170,21 @@ def flash_pallas(q, k, v, kv_num_blocks=None, kv_indices=None, *, causal: bool, 
         nsp = 2 if sparse else 0
         q_spec = pl.BlockSpec((None, None, bq, D), lambda b, h, i, *_: (b, h, i, 0))
         kv_spec = pl.BlockSpec((None, None, Lk, D), lambda b, h, i, *_: (b, h // g, 0, 0))
-        grid_spec = pltpu.PrefetchScalarGridSpec(num_scalar_prefetch=nsp, grid=grid,
-                                                 in_specs=[q_spec, kv_spec, kv_spec], out_specs=q_spec)
-        call = pl.pallas_call(kernel, grid_spec=grid_spec, out_shape=out_shape, interpret=interpret,
-                              compiler_params=pltpu.CompilerParams(
-                                  dimension_semantics=("parallel", "parallel", "arbitrary")),
-                              name="block_sparse_flash" if sparse else "flash_attention")
+        grid_spec = pltpu.PrefetchScalarGridSpec(
+            num_scalar_prefetch=nsp, grid=grid, in_specs=[q_spec, kv_spec, kv_spec], out_specs=q_spec
+        )
+        call = pl.pallas_call(
+            kernel,
+            grid_spec=grid_spec,
+            out_shape=out_shape,
+            interpret=interpret,
+            compiler_params=pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "arbitrary")),
+            name="block_sparse_flash" if sparse else "flash_attention",
+        )
         if sparse:
-            return call(kv_num_blocks.reshape(-1).astype(jnp.int32), kv_indices.reshape(-1).astype(jnp.int32),
-                        q, k, v)
+            return call(
+                kv_num_blocks.reshape(-1).astype(jnp.int32), kv_indices.reshape(-1).astype(jnp.int32), q, k, v
+            )
         return call(q, k, v)
 
     if backend != "gpu":
@@ -166,11 +199,18 @@ def flash_pallas(q, k, v, kv_num_blocks=None, kv_indices=None, *, causal: bool, 
         cap2 = pl.next_power_of_2(cap)
         if cap2 != cap:  # Triton blocks are powers of two; padded slots are never read (j < count <= cap)
             kv_indices = jnp.pad(kv_indices, ((0, 0), (0, 0), (0, 0), (0, cap2 - cap)))
-        in_specs = [pl.BlockSpec((None, None, None, 1), lambda b, h, i: (b, h, i, 0)),
-                    pl.BlockSpec((None, None, None, cap2), lambda b, h, i: (b, h, i, 0))] + in_specs
+        in_specs = [
+            pl.BlockSpec((None, None, None, 1), lambda b, h, i: (b, h, i, 0)),
+            pl.BlockSpec((None, None, None, cap2), lambda b, h, i: (b, h, i, 0)),
+        ] + in_specs
         args = [kv_num_blocks.astype(jnp.int32)[..., None], kv_indices.astype(jnp.int32)] + args
-    return pl.pallas_call(kernel, grid=grid, in_specs=in_specs,
-                          out_specs=pl.BlockSpec((None, None, bq, D), lambda b, h, i: (b, h, i, 0)),
-                          out_shape=out_shape, interpret=interpret,
-                          compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
-                          name="block_sparse_flash" if sparse else "flash_attention")(*args)
+    return pl.pallas_call(
+        kernel,
+        grid=grid,
+        in_specs=in_specs,
+        out_specs=pl.BlockSpec((None, None, bq, D), lambda b, h, i: (b, h, i, 0)),
+        out_shape=out_shape,
+        interpret=interpret,
+        compiler_params=pltriton.CompilerParams(num_warps=num_warps, num_stages=num_stages),
+        name="block_sparse_flash" if sparse else "flash_attention",
+    )(*args)

@@ -20,18 +20,38 @@ def _attend(q, k, v, kv_num_blocks, kv_indices, *, causal, block_q, block_k, imp
     if kv_indices is None:
         from pallas_kernels.attention.kernel import BlockSizes
 
-        return flash_attention(q, k, v, causal=causal, implementation=implementation,
-                               block_sizes=BlockSizes(block_q, block_k))
-    return block_sparse_attention(q, k, v, kv_num_blocks, kv_indices, block_q=block_q, block_k=block_k,
-                                  causal=causal, implementation=implementation)
+        return flash_attention(
+            q, k, v, causal=causal, implementation=implementation, block_sizes=BlockSizes(block_q, block_k)
+        )
+    return block_sparse_attention(
+        q,
+        k,
+        v,
+        kv_num_blocks,
+        kv_indices,
+        block_q=block_q,
+        block_k=block_k,
+        causal=causal,
+        implementation=implementation,
+    )
 
 
 class NnxSparseAttention(nnx.Module):
     """``flax.nnx`` attention: ``out = W_o attn(W_q x, W_k x, W_v x)`` (dense or block-sparse)."""
 
-    def __init__(self, embed_dim: int, num_heads: int, *, num_kv_heads: int | None = None, head_dim: int = 16,
-                 block_q: int = 16, block_k: int = 16, causal: bool = False, implementation: str | None = None,
-                 rngs: nnx.Rngs):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        *,
+        num_kv_heads: int | None = None,
+        head_dim: int = 16,
+        block_q: int = 16,
+        block_k: int = 16,
+        causal: bool = False,
+        implementation: str | None = None,
+        rngs: nnx.Rngs,
+    ):
         self.h, self.hkv, self.d = num_heads, num_kv_heads or num_heads, head_dim
         if self.h % self.hkv:
             raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({self.hkv})")
@@ -39,15 +59,29 @@ class NnxSparseAttention(nnx.Module):
         self.k = nnx.Linear(embed_dim, self.hkv * head_dim, use_bias=False, rngs=rngs)
         self.v = nnx.Linear(embed_dim, self.hkv * head_dim, use_bias=False, rngs=rngs)
         self.o = nnx.Linear(self.h * head_dim, embed_dim, use_bias=False, rngs=rngs)
-        self.block_q, self.block_k, self.causal, self.implementation = block_q, block_k, causal, implementation
+        self.block_q, self.block_k, self.causal, self.implementation = (
+            block_q,
+            block_k,
+            causal,
+            implementation,
+        )
 
     def __call__(self, x, kv_num_blocks=None, kv_indices=None):
         B, L, _ = x.shape
         q = self.q(x).reshape(B, L, self.h, self.d)
         k = self.k(x).reshape(B, L, self.hkv, self.d)
         v = self.v(x).reshape(B, L, self.hkv, self.d)
-        o = _attend(q, k, v, kv_num_blocks, kv_indices, causal=self.causal, block_q=self.block_q,
-                    block_k=self.block_k, implementation=self.implementation)
+        o = _attend(
+            q,
+            k,
+            v,
+            kv_num_blocks,
+            kv_indices,
+            causal=self.causal,
+            block_q=self.block_q,
+            block_k=self.block_k,
+            implementation=self.implementation,
+        )
         return self.o(o.reshape(B, L, self.h * self.d))
 
 
@@ -66,9 +100,19 @@ class EqxSparseAttention(eqx.Module):
     causal: bool = eqx.field(static=True)
     implementation: str | None = eqx.field(static=True)
 
-    def __init__(self, embed_dim: int, num_heads: int, *, num_kv_heads: int | None = None, head_dim: int = 16,
-                 block_q: int = 16, block_k: int = 16, causal: bool = False, implementation: str | None = None,
-                 key: jax.Array):
+    def __init__(
+        self,
+        embed_dim: int,
+        num_heads: int,
+        *,
+        num_kv_heads: int | None = None,
+        head_dim: int = 16,
+        block_q: int = 16,
+        block_k: int = 16,
+        causal: bool = False,
+        implementation: str | None = None,
+        key: jax.Array,
+    ):
         hkv = num_kv_heads or num_heads
         if num_heads % hkv:
             raise ValueError(f"num_heads ({num_heads}) must be a multiple of num_kv_heads ({hkv})")
@@ -79,13 +123,27 @@ class EqxSparseAttention(eqx.Module):
         self.wv = init(kv, embed_dim, hkv * head_dim)
         self.wo = init(ko, num_heads * head_dim, embed_dim)
         self.num_heads, self.num_kv_heads, self.head_dim = num_heads, hkv, head_dim
-        self.block_q, self.block_k, self.causal, self.implementation = block_q, block_k, causal, implementation
+        self.block_q, self.block_k, self.causal, self.implementation = (
+            block_q,
+            block_k,
+            causal,
+            implementation,
+        )
 
     def __call__(self, x, kv_num_blocks=None, kv_indices=None):
         B, L, _ = x.shape
         q = (x @ self.wq).reshape(B, L, self.num_heads, self.head_dim)
         k = (x @ self.wk).reshape(B, L, self.num_kv_heads, self.head_dim)
         v = (x @ self.wv).reshape(B, L, self.num_kv_heads, self.head_dim)
-        o = _attend(q, k, v, kv_num_blocks, kv_indices, causal=self.causal, block_q=self.block_q,
-                    block_k=self.block_k, implementation=self.implementation)
+        o = _attend(
+            q,
+            k,
+            v,
+            kv_num_blocks,
+            kv_indices,
+            causal=self.causal,
+            block_q=self.block_q,
+            block_k=self.block_k,
+            implementation=self.implementation,
+        )
         return o.reshape(B, L, -1) @ self.wo

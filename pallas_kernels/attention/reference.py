@@ -42,7 +42,8 @@ def default_scale(head_dim: int) -> float:
 def attention_reference(q, k, v, *, causal: bool = False, scale: float | None = None, mask=None):
     """Dense softmax attention ``softmax(scale q k^T + mask) v`` in float32, with defined empty rows.
 
-    q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; ``mask`` optional bool broadcastable to [B, H, Lq, Lk] (True = keep).
+    q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; ``mask`` optional bool broadcastable to
+    [B, H, Lq, Lk] (True = keep).
     ``causal`` keeps key j for query i iff j <= i (aligned at the start, Lq == Lk). Returns [B, Lq, H, D] in
     q.dtype; rows with no kept key are 0.
     """
@@ -100,17 +101,38 @@ def expand_block_mask(block_mask, block_q: int, block_k: int):
     return jnp.repeat(jnp.repeat(block_mask, block_q, axis=-2), block_k, axis=-1)
 
 
-def block_sparse_reference(q, k, v, kv_num_blocks, kv_indices, *, block_q: int, block_k: int,
-                           causal: bool = False, scale: float | None = None):
+def block_sparse_reference(
+    q,
+    k,
+    v,
+    kv_num_blocks,
+    kv_indices,
+    *,
+    block_q: int,
+    block_k: int,
+    causal: bool = False,
+    scale: float | None = None,
+):
     """The spec of block-sparse attention: dense attention under the expanded block mask."""
     Lk = k.shape[1]
     bm = block_lists_to_mask(kv_num_blocks, kv_indices, Lk // block_k)
-    return attention_reference(q, k, v, causal=causal, scale=scale,
-                               mask=expand_block_mask(bm, block_q, block_k))
+    return attention_reference(
+        q, k, v, causal=causal, scale=scale, mask=expand_block_mask(bm, block_q, block_k)
+    )
 
 
-def block_sparse_xla(q, k, v, kv_num_blocks, kv_indices, *, block_q: int, block_k: int,
-                     causal: bool = False, scale: float | None = None):
+def block_sparse_xla(
+    q,
+    k,
+    v,
+    kv_num_blocks,
+    kv_indices,
+    *,
+    block_q: int,
+    block_k: int,
+    causal: bool = False,
+    scale: float | None = None,
+):
     """The XLA path that *skips work*: gathers only the ``cap = kv_indices.shape[-1]`` listed key blocks per
     (batch, head, query block) and attends to those, so compute scales with the list capacity, not Lk.
 

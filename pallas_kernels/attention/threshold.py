@@ -1,4 +1,4 @@
-"""Louver-style threshold retrieval: every key with ``q . k >= tau``, with zero false negatives by construction.
+"""Louver-style threshold retrieval: every key with ``q . k >= tau``, zero false negatives by construction.
 
 Index (``build_key_index``): the keys of each kv head are cut into blocks of ``block_size``; per block either
   ball: centre ``c = mean(k)`` and radius ``r = max ||k - c||``   ->  max_k q.k <= q.c + ||q|| r
@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
+
 # imported eagerly: importing them inside the first trace changes JAX's trace context and makes the
 # second call of a jitted op recompile
 from jax.experimental.pallas import tpu as pltpu
@@ -59,7 +60,9 @@ def build_key_index(k, *, block_size: int = 16, bound: str = "ball") -> KeyIndex
     if bound not in BOUNDS:
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
     if not isinstance(block_size, int) or block_size <= 0 or k.shape[1] % block_size:
-        raise ValueError(f"block_size must be a positive integer dividing Lk={k.shape[1]}, got {block_size!r}")
+        raise ValueError(
+            f"block_size must be a positive integer dividing Lk={k.shape[1]}, got {block_size!r}"
+        )
     B, Lk, Hkv, D = k.shape
     kb = _bhld(k).astype(jnp.float32).reshape(B, Hkv, Lk // block_size, block_size, D)
     infl = 1.0 + 4 * (D + 2) * _EPS
@@ -124,15 +127,31 @@ def _bound_pallas(qh, index: KeyIndex, *, block_q: int, backend: str, interpret:
     if backend == "tpu":
         params = pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel"))
     else:
-            params = pltriton.CompilerParams(num_warps=4, num_stages=1)
-    out = pl.pallas_call(kernel, grid=(B, H, Lq // block_q), in_specs=[q_spec, c_spec, s_spec],
-                         out_specs=o_spec, out_shape=jax.ShapeDtypeStruct((B, H, Lq, nb2), jnp.float32),
-                         interpret=interpret, compiler_params=params, name="louver_block_bound")(qh, c, s)
+        params = pltriton.CompilerParams(num_warps=4, num_stages=1)
+    out = pl.pallas_call(
+        kernel,
+        grid=(B, H, Lq // block_q),
+        in_specs=[q_spec, c_spec, s_spec],
+        out_specs=o_spec,
+        out_shape=jax.ShapeDtypeStruct((B, H, Lq, nb2), jnp.float32),
+        interpret=interpret,
+        compiler_params=params,
+        name="louver_block_bound",
+    )(qh, c, s)
     return out[..., :nb]
 
 
-def threshold_retrieve(q, k, tau, *, block_size: int = 16, bound: str = "ball", block_q: int | None = None,
-                       implementation: str | None = None, backend: str | None = None) -> Retrieval:
+def threshold_retrieve(
+    q,
+    k,
+    tau,
+    *,
+    block_size: int = 16,
+    bound: str = "ball",
+    block_q: int | None = None,
+    implementation: str | None = None,
+    backend: str | None = None,
+) -> Retrieval:
     """All keys with ``q . k >= tau`` (raw dot product, no softmax scale), via per-block upper bounds.
 
     q [B, Lq, H, D], k [B, Lk, Hkv, D]; ``tau`` a scalar or an array broadcastable to [B, H, Lq].
@@ -151,18 +170,34 @@ def threshold_retrieve(q, k, tau, *, block_size: int = 16, bound: str = "ball", 
         bq = block_q or min(64, Lq)
         if Lq % bq:
             raise ValueError(f"block_q={bq} must divide Lq={Lq}")
-        ub = _bound_pallas(qh, index, block_q=bq, backend="gpu" if implementation == "interpret" else plat,
-                           interpret=implementation == "interpret")
+        ub = _bound_pallas(
+            qh,
+            index,
+            block_q=bq,
+            backend="gpu" if implementation == "interpret" else plat,
+            interpret=implementation == "interpret",
+        )
     tau_q = tau_b[..., None] if tau.ndim else tau
     block_mask = ub >= tau_q
-    scores = jnp.einsum("bhqd,bhkd->bhqk", qh, jnp.repeat(_bhld(k).astype(jnp.float32), H // k.shape[2], axis=1))
+    scores = jnp.einsum(
+        "bhqd,bhkd->bhqk", qh, jnp.repeat(_bhld(k).astype(jnp.float32), H // k.shape[2], axis=1)
+    )
     keys_in = jnp.repeat(block_mask, block_size, axis=-1)
     key_mask = keys_in & (scores >= tau_q)
     return Retrieval(key_mask, block_mask, ub, jnp.mean(block_mask.astype(jnp.float32)))
 
 
-def threshold_attention(q, k, v, tau, *, block_size: int = 16, bound: str = "ball", scale: float | None = None,
-                        implementation: str | None = None):
+def threshold_attention(
+    q,
+    k,
+    v,
+    tau,
+    *,
+    block_size: int = 16,
+    bound: str = "ball",
+    scale: float | None = None,
+    implementation: str | None = None,
+):
     """Attention restricted to the retrieved keys (q.k >= tau); queries retrieving nothing get 0.
 
     Returns (output [B, Lq, H, D], Retrieval)."""

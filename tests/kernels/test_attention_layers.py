@@ -1,4 +1,4 @@
-"""The flax.nnx and equinox attention layers run the ops: dense == block-sparse with a full block list, and the
+"""The flax.nnx and equinox attention layers run the ops: dense == block-sparse with a full list, and the
 layer output equals the same maths written with jax.nn.dot_product_attention."""
 
 from __future__ import annotations

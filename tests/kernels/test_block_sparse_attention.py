@@ -26,8 +26,9 @@ CONFIGS = [(1, 64, 4, 2, 16, 16, 16, True), (2, 64, 2, 1, 16, 32, 16, False)]
 
 @functools.cache
 def _op(impl, causal, bq, bk):
-    return jax.jit(functools.partial(block_sparse_attention, block_q=bq, block_k=bk, causal=causal,
-                                     implementation=impl))
+    return jax.jit(
+        functools.partial(block_sparse_attention, block_q=bq, block_k=bk, causal=causal, implementation=impl)
+    )
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -44,13 +45,17 @@ def _case(cfg, seed, density):
     cnt, idx = mask_to_block_lists(bm)
     # list the blocks in reverse order: the result must not depend on the order of a row's list
     j = jnp.arange(nk)
-    idx = jnp.where(j < cnt[..., None], jnp.take_along_axis(idx, jnp.maximum(cnt[..., None] - 1 - j, 0), -1), idx)
+    idx = jnp.where(
+        j < cnt[..., None], jnp.take_along_axis(idx, jnp.maximum(cnt[..., None] - 1 - j, 0), -1), idx
+    )
     want = attention_reference(q, k, v, causal=causal, mask=expand_block_mask(bm, bq, bk))
     got = {impl: _op(impl, causal, bq, bk)(q, k, v, cnt, idx) for impl in ("interpret", "xla")}
     return bm, block_lists_to_mask(cnt, idx, nk), got, want
 
 
-@given(cfg=st.sampled_from(CONFIGS), seed=st.integers(0, 2**16), density=st.sampled_from([0.0, 0.3, 0.7, 1.0]))
+@given(
+    cfg=st.sampled_from(CONFIGS), seed=st.integers(0, 2**16), density=st.sampled_from([0.0, 0.3, 0.7, 1.0])
+)
 def test_block_sparse_equals_masked_dense(cfg, seed, density):
     bq = cfg[5]
     bm, bm_roundtrip, got, want = _case(cfg, seed, density)
@@ -78,8 +83,14 @@ def test_xla_path_uses_capacity_not_length():
     assert biggest(2) * 4 == biggest(8)
 
 
-@pytest.mark.parametrize("bad,match", [("count", "kv_num_blocks must lie"), ("index", "kv_indices must lie"),
-                                       ("shape", "kv_num_blocks must have shape")])
+@pytest.mark.parametrize(
+    "bad,match",
+    [
+        ("count", "kv_num_blocks must lie"),
+        ("index", "kv_indices must lie"),
+        ("shape", "kv_num_blocks must have shape"),
+    ],
+)
 def test_bad_lists_raise(bad, match):
     q = k = v = jnp.ones((1, 32, 2, 16))
     cnt = jnp.ones((1, 2, 2), jnp.int32)

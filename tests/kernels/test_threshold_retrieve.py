@@ -27,23 +27,31 @@ _floats = st.floats(-4, 4, width=32, allow_subnormal=False)
 
 @functools.cache
 def _retrieve(block_size, bound, impl="xla"):
-    return jax.jit(functools.partial(threshold_retrieve, block_size=block_size, bound=bound,
-                                     implementation=impl))
+    return jax.jit(
+        functools.partial(threshold_retrieve, block_size=block_size, bound=bound, implementation=impl)
+    )
 
 
-@given(q=hnp.arrays(np.float32, (B, LQ, H, D), elements=_floats),
-       k=hnp.arrays(np.float32, (B, LK, HKV, D), elements=_floats),
-       tau=st.floats(-30, 30, width=32), block_size=st.sampled_from([4, 8]), bound=st.sampled_from(["ball", "box"]),
-       k_shift=st.sampled_from([0.0, 3.0]))
+@given(
+    q=hnp.arrays(np.float32, (B, LQ, H, D), elements=_floats),
+    k=hnp.arrays(np.float32, (B, LK, HKV, D), elements=_floats),
+    tau=st.floats(-30, 30, width=32),
+    block_size=st.sampled_from([4, 8]),
+    bound=st.sampled_from(["ball", "box"]),
+    k_shift=st.sampled_from([0.0, 3.0]),
+)
 def test_zero_false_negatives(q, k, tau, block_size, bound, k_shift):
-    k = k + np.float32(k_shift)  # keys away from the origin: the bound is far from tight, the check still exact
+    k = k + np.float32(
+        k_shift
+    )  # keys away from the origin: the bound is far from tight, the check still exact
     r = _retrieve(block_size, bound)(q, k, tau)
     exact = np.einsum("bqhd,bkd->bhqk", q.astype(np.float64), k[:, :, 0].astype(np.float64))  # Hkv = 1
     needed = exact >= tau
     touched = np.repeat(np.asarray(r.block_mask), block_size, axis=-1)
     assert not np.any(needed & ~touched), "a key with q.k >= tau sits in a skipped block"
-    assert np.all(np.asarray(r.upper_bound)[..., None].repeat(block_size, -1).reshape(exact.shape)
-                  >= exact - 1e-12)  # the bound bounds every key of its block
+    assert np.all(
+        np.asarray(r.upper_bound)[..., None].repeat(block_size, -1).reshape(exact.shape) >= exact - 1e-12
+    )  # the bound bounds every key of its block
     f32 = jnp.einsum("bqhd,bkhd->bhqk", q, jnp.repeat(k, H, axis=2)) >= tau
     np.testing.assert_array_equal(np.asarray(r.key_mask), np.asarray(f32))  # retrieval == brute force
 
@@ -102,8 +110,14 @@ def test_retrieval_block_lists_cover_retrieved_keys():
     assert not np.any(np.asarray(r.key_mask) & ~per_query)
 
 
-@pytest.mark.parametrize("kwargs,match", [(dict(bound="sphere"), "bound"), (dict(block_size=5), "block_size"),
-                                          (dict(implementation="gpu"), "implementation")])
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [
+        (dict(bound="sphere"), "bound"),
+        (dict(block_size=5), "block_size"),
+        (dict(implementation="gpu"), "implementation"),
+    ],
+)
 def test_bad_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         threshold_retrieve(jnp.ones((1, 8, 1, 16)), jnp.ones((1, 32, 1, 16)), 0.0, **kwargs)

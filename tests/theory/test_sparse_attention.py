@@ -94,8 +94,18 @@ def test_masked_attention_recall_and_error(seed, density):
 
 def test_trajectory_transition_is_abrupt():
     sharp = jnp.array([1.0, 8.0])
-    q, k, v = sa.synthetic_trajectory(key=_key(0), num_steps=6, num_heads=2, seq_len=64, head_dim=16, block=16,
-                                      transitions=(3,), sharpness=sharp, num_targets=1, drift=0.0)
+    q, k, v = sa.synthetic_trajectory(
+        key=_key(0),
+        num_steps=6,
+        num_heads=2,
+        seq_len=64,
+        head_dim=16,
+        block=16,
+        transitions=(3,),
+        sharpness=sharp,
+        num_targets=1,
+        drift=0.0,
+    )
     imp = jax.vmap(lambda a, b: sa.block_importance(a, b, block_q=16, block_k=16))(q, k)
     top = np.asarray(jnp.argmax(imp[:, 1], axis=-1))  # sharp head's best block per query block
     np.testing.assert_array_equal(top[0], top[2])  # stable within a phase
@@ -103,13 +113,20 @@ def test_trajectory_transition_is_abrupt():
     assert float(sa.head_concentration(imp[0])[1]) > float(sa.head_concentration(imp[0])[0])
 
 
-@pytest.mark.parametrize("call,match", [
-    (lambda imp: sa.select_blocks(imp, 0.0), "budget"),
-    (lambda imp: sa.select_blocks(imp, 0.5, allocation="topk"), "allocation"),
-    (lambda imp: sa.anchor_steps(4, 0), "period"),
-    (lambda imp: sa.block_importance(jnp.ones((1, 20, 4)), jnp.ones((1, 20, 4)), block_q=16, block_k=4),
-     "block_q"),
-])
+@pytest.mark.parametrize(
+    "call,match",
+    [
+        (lambda imp: sa.select_blocks(imp, 0.0), "budget"),
+        (lambda imp: sa.select_blocks(imp, 0.5, allocation="topk"), "allocation"),
+        (lambda imp: sa.anchor_steps(4, 0), "period"),
+        (
+            lambda imp: sa.block_importance(
+                jnp.ones((1, 20, 4)), jnp.ones((1, 20, 4)), block_q=16, block_k=4
+            ),
+            "block_q",
+        ),
+    ],
+)
 def test_bad_parameters_raise(call, match):
     with pytest.raises(ValueError, match=match):
         call(jnp.full((1, 2, 2), 0.5))
