@@ -66,6 +66,7 @@ class Config:
     speed_block: int = 64
     speed_sparsities: tuple[float, ...] = (0.5, 0.75, 0.875, 0.9375)
     speed_repeats: int = 3
+    chunk_size: int = 16  # sweep rows per compiled chunk (bounds memory)
 
 
 PRESETS = {
@@ -194,7 +195,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     shape = (cfg.n_seeds, len(cfg.periods), len(cfg.budgets))
     out = {"policy": {}}
     for alloc in ALLOCS:
-        res = sweep(partial(_policy_point, cfg=cfg, allocation=alloc), g)
+        res = sweep(partial(_policy_point, cfg=cfg, allocation=alloc), g, chunk_size=cfg.chunk_size)
         out["policy"][alloc] = jax.tree.map(lambda x: x.reshape(shape + x.shape[1:]), res)
     out["louver"] = sweep(partial(_louver_point, cfg=cfg), seeds)
     out["speed"] = _speed(cfg, jax.random.fold_in(key, 1))

@@ -164,7 +164,9 @@ def evaluate_masks(q, k, v, masks):
         om, od, rec = masked_attention(qt, kt, vt, mt)
         return jnp.linalg.norm(om - od) / jnp.linalg.norm(od), jnp.mean(rec)
 
-    return jax.vmap(one)(q, k, v, masks)
+    # lax.map, not vmap: one step's [H, L, L] scores live at a time (vmap over T under a vmapped sweep
+    # multiplied the memory by T and was OOM-killed on the shared 23 GB machine)
+    return jax.lax.map(lambda a: one(*a), (q, k, v, masks))
 
 
 def synthetic_trajectory(
