@@ -58,16 +58,17 @@ Saturation scales: SGD's speedup from batching stops near B ~ L_max / L (then lr
 noise); accelerated SHB keeps a speedup proportional to B up to B ~ tr H / sqrt(L mu) (L_max / sqrt(L mu) with
 uniform sampling), where its rate reaches full-batch heavy ball's (sqrt(kappa) - 1)/(sqrt(kappa) + 1).
 
-Momentum rule (``momentum_rule``): use the deterministic optimal parameters for the curvature interval
-[mu, L_B] with the batch-dependent effective smoothness
-   L_B = max(L, (L_max / (c B))^2 / mu),        c = 1,
-heavy ball: lr = 4 / (sqrt L_B + sqrt mu)^2, beta = ((sqrt k_B - 1)/(sqrt k_B + 1))^2, k_B = L_B / mu;
-Nesterov:   lr = 1 / L_B,                    beta = (sqrt k_B - 1)/(sqrt k_B + 1).
-Why: heavy ball's effective step along slow directions is lr / (1 - beta) ~= 1 / sqrt(mu L_B); eq. STAB for
-small lr h says the noise is tolerated while lr / (1 - beta) < 2 B / L_max. L_B above puts the effective step
-at B / L_max (c = 1: half the limit), so 1 - rho ~= 2 B mu / L_max grows proportionally to B until L_B hits L
-at B = L_max / (c sqrt(L mu)): the saturation point. Equivalently beta_B ~= 1 - 4 c' B mu / L_max, i.e.
-1 - beta grows linearly with B.
+Momentum rule (``momentum_rule``, eq. RULE): critically damped heavy ball with a step growing like B^2,
+   lr_B = min(4 mu (B / L_max)^2, 2 / L),   beta_B = (1 - sqrt(lr_B mu))^2   (Nesterov: a / L with a = 1 and
+   beta_B = (1 - sqrt(lr_B mu)) / (1 + sqrt(lr_B mu))).
+Why: heavy ball's effective step along slow directions is lr / (1 - beta) ~= sqrt(lr / mu) / 2 at critical damping;
+eq. STAB for small lr h says the noise is tolerated while lr / (1 - beta) < 2 B / L_max. The rule puts the
+effective step at B / L_max (half the limit), so the slowest mode contracts by 1 - sqrt(lr mu) = 1 - 2 B mu / L_max
+per step: a speedup proportional to B, with 1 - beta ~= 4 B mu / L_max growing linearly in B, until the step
+reaches 2 / L at B = L_max / sqrt(2 L mu) (the saturation point, ~ tr H / sqrt(L mu)); beyond it the rule is
+full-batch heavy ball critically damped on mu (rate 1 - sqrt(2 / kappa), within sqrt 2 in e-folds of Polyak's
+optimum). Polyak's own parameters are NOT used: they put the top mode at the edge of the complex region
+(lr L = (1 + sqrt beta)^2), where eq. STAB's denominator vanishes and any sampling noise makes SHB diverge.
 
 Everything is a pure function; bad concrete parameters raise ValueError naming the parameter. Use float64
 (``jax.enable_x64``) for the operator's spectral radius when rates are within ~1e-4 of 1.
@@ -84,7 +85,7 @@ import numpy as np
 from jax import lax
 
 from theory import _validate as v
-from theory.river_valley import hb_optimal_params, spectral_radius
+from theory.river_valley import hb_optimal_params, quadratic_roots, spectral_radius
 
 SAMPLINGS = ("uniform", "norm")
 METHODS = ("sgd", "hb", "nesterov")
@@ -92,7 +93,8 @@ METHODS = ("sgd", "hb", "nesterov")
 __all__ = [
     "SAMPLINGS", "METHODS", "Problem", "Constants", "spectrum", "make_problem", "random_problem",
     "least_squares_residual", "hessian", "constants", "saturation_scales", "kaczmarz_problem", "kaczmarz_lr",
-    "kaczmarz_rate_bound", "kaczmarz_bound", "coordinate_descent_problem", "momentum_rule", "stable_sufficient",
+    "kaczmarz_rate_bound", "kaczmarz_bound", "coordinate_descent_problem", "momentum_rule", "rule_saturation",
+    "stable_sufficient",
     "sample_batch", "minibatch_gradient", "run", "kaczmarz", "coordinate_descent", "mean_matrices",
     "operator_matrix", "operator_apply", "second_moment_trajectory", "noise_kernel", "mean_square_rate",
     "efold_time", "expected_sq_error", "Kernel", "hb_optimal_params", "spectral_radius",
@@ -304,24 +306,33 @@ def coordinate_descent_problem(A, b) -> Problem:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def momentum_rule(mu, L, L_max, batch_size, method: str = "hb", c: float = 1.0):
-    """(lr, beta) of the simple batch-size rule (module docstring): deterministic optimal parameters on
-    [mu, L_B], L_B = max(L, (L_max / (c B))^2 / mu). For "sgd": lr = 1 / (L (1 - 1/B) + L_max / B), beta = 0
-    (the step minimising the Lyapunov bound E||e'||^2 <= (1 - lr (2 - lr L_B') mu) ||e||^2)."""
+def momentum_rule(mu, L, L_max, batch_size, method: str = "hb", a: float | None = None):
+    """(lr, beta) of the simple batch-size rule (module docstring, eq. RULE):
+
+        lr = min(4 mu (B / L_max)^2, a / L),   heavy ball: beta = (1 - sqrt(lr mu))^2  (a = 2),
+                                               Nesterov:   beta = (1 - sqrt(lr mu)) / (1 + sqrt(lr mu))  (a = 1),
+    i.e. critically damp the slowest mode and grow the step like B^2 so that the effective step
+    lr / (1 - beta) ~= B / L_max stays at half of the noise limit 2 B / L_max of eq. STAB; it saturates at
+    B = L_max sqrt(a) / (2 sqrt(L mu)) ~ tr H / sqrt(L mu). For "sgd": lr = 1 / (L (1 - 1/B) + L_max / B),
+    beta = 0 (the step minimising the Lyapunov bound E||e'||^2 <= (1 - lr (2 - lr L_B') mu) ||e||^2)."""
     v.one_of("method", method, METHODS)
     v.positive("mu", mu)
     v.positive("L", L)
     v.positive("L_max", L_max)
     v.positive("batch_size", batch_size)
-    v.positive("c", c)
     if method == "sgd":
         return 1.0 / (L * (1.0 - 1.0 / batch_size) + L_max / batch_size), 0.0 * jnp.asarray(mu)
-    L_B = jnp.maximum(L, (L_max / (c * batch_size)) ** 2 / mu)
-    if method == "hb":
-        lr, beta, _ = hb_optimal_params(mu, L_B)
-        return lr, beta
-    sk = jnp.sqrt(L_B / mu)
-    return 1.0 / L_B, (sk - 1.0) / (sk + 1.0)
+    a = (2.0 if method == "hb" else 1.0) if a is None else a
+    v.positive("a", a)
+    lr = jnp.minimum(4.0 * mu * (batch_size / L_max) ** 2, a / L)
+    s = jnp.sqrt(lr * mu)
+    return lr, ((1.0 - s) ** 2 if method == "hb" else (1.0 - s) / (1.0 + s))
+
+
+def rule_saturation(mu, L, L_max, method: str = "hb", a: float | None = None):
+    """Batch size where the rule's step reaches a / L: B = L_max sqrt(a) / (2 sqrt(L mu))."""
+    a = (2.0 if method == "hb" else 1.0) if a is None else a
+    return L_max * jnp.sqrt(a) / (2.0 * jnp.sqrt(L * mu))
 
 
 def stable_sufficient(lr, beta, batch_size, h, L_max):
@@ -341,8 +352,11 @@ def stable_sufficient(lr, beta, batch_size, h, L_max):
 
 
 def sample_batch(problem: Problem, batch_size: int, *, key: jax.Array) -> jax.Array:
-    """B row indices drawn iid (with replacement) from ``problem.probs``, shape (B,)."""
-    return jax.random.categorical(key, jnp.log(problem.probs), shape=(batch_size,))
+    """B row indices drawn iid (with replacement) from ``problem.probs``, shape (B,) (inverse-CDF sampling:
+    O(B log n) per batch instead of the O(B n) of Gumbel-max)."""
+    cdf = jnp.cumsum(problem.probs)
+    u = jax.random.uniform(key, (batch_size,), dtype=cdf.dtype) * cdf[-1]
+    return jnp.minimum(jnp.searchsorted(cdf, u, side="right"), problem.probs.shape[0] - 1)
 
 
 def minibatch_gradient(problem: Problem, x: jax.Array, idx: jax.Array) -> jax.Array:
@@ -422,11 +436,13 @@ def _cd(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every)
     G = A.T @ A / n
     c = A.T @ b / n
     p = jnp.diag(G) / jnp.trace(G)
+    cdf = jnp.cumsum(p)
     gap = lambda x: 0.5 * (x - x_star) @ G @ (x - x_star)
 
     def step(carry, k):
         x, xp = carry
-        j = jax.random.categorical(k, jnp.log(p), shape=(batch_size,))
+        u = jax.random.uniform(k, (batch_size,), dtype=cdf.dtype) * cdf[-1]
+        j = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), d - 1)
         y = x + gamma * beta * (x - xp)
         gj = (G[j] @ y - c[j]) / p[j] / batch_size
         xn = (x + beta * (x - xp)).at[j].add(-lr * gj)
@@ -582,17 +598,26 @@ def noise_kernel(problem: Problem) -> Kernel:
     return Kernel(h, U, K)
 
 
-@partial(jax.jit, static_argnames=("method", "iters"))
-def _rate(h, K, lr, beta, batch_size, method, iters, cap):
+def _unified_mean(lr, beta, nu, h):
+    """M_i (h.shape + (2, 2)) and c (2,) for heavy ball (nu = 0) and Nesterov (nu = 1) at once (nu traced):
+    M11 = 1 + beta - lr h - nu beta lr h, M12 = -beta (1 - nu lr h), c = (1 + nu beta, -nu beta)."""
+    one, zero = jnp.ones_like(h), jnp.zeros_like(h)
+    M = jnp.stack([jnp.stack([1 + beta - lr * h - nu * beta * lr * h, -beta * (1 - nu * lr * h)], -1),
+                   jnp.stack([one, zero], -1)], -2)
+    return M, jnp.stack([1.0 + nu * beta, -nu * beta])
+
+
+@partial(jax.jit, static_argnames=("iters",))
+def _rate(h, K, lr, beta, nu, batch_size, iters, cap):
     d = h.shape[0]
     dt = h.dtype
     iu, ju = np.triu_indices(d)
-    M, c = mean_matrices(lr, beta, h, method)
+    M, c = _unified_mean(lr, beta, nu, h)
     MM = jnp.einsum("pab,pcd->pacbd", M[iu], M[ju]).reshape(-1, 4, 4)  # M_i (x) M_j over the pairs i <= j
     cc = jnp.kron(c, c)
     e11 = jnp.zeros((MM.shape[0], 4, 1), dt).at[:, 0, 0].set(1.0)
-    lo = jnp.max(spectral_radius(lr, h, 0.0 * beta if method == "sgd" else beta,
-                                 "nesterov" if method == "nesterov" else "hb")) ** 2
+    r1, _ = quadratic_roots(M[:, 0, 0], -M[:, 0, 1])
+    lo = jnp.max(jnp.abs(r1)) ** 2  # rho(M)^2 = rho(T0)
     eye = jnp.eye(K.shape[0], dtype=dt)
     vec_i = jnp.asarray(_sym_basis(d).T @ np.eye(d).reshape(-1), dt)
     cap = jnp.asarray(cap, dt)
@@ -648,14 +673,16 @@ def mean_square_rate(kernel: Kernel, *, lr, beta, batch_size, method: str = "hb"
     v.in_interval("beta", beta, 0.0, 1.0)
     h, K = kernel.h, kernel.K
     dt = h.dtype
-    return _rate(h, K, jnp.asarray(lr, dt), jnp.asarray(beta, dt), jnp.asarray(batch_size, dt), method, iters, cap)
+    beta = 0.0 * jnp.asarray(beta, dt) if method == "sgd" else jnp.asarray(beta, dt)
+    nu = jnp.asarray(1.0 if method == "nesterov" else 0.0, dt)
+    return _rate(h, K, jnp.asarray(lr, dt), beta, nu, jnp.asarray(batch_size, dt), iters, cap)
 
 
-@partial(jax.jit, static_argnames=("method", "steps"))
-def _traj(h, U, K, e0, lr, beta, batch_size, method, steps):
+@partial(jax.jit, static_argnames=("steps",))
+def _traj(h, U, K, e0, lr, beta, nu, batch_size, steps):
     d = h.shape[0]
     dt = h.dtype
-    M, c = mean_matrices(lr, beta, h, method)
+    M, c = _unified_mean(lr, beta, nu, h)
     S = jnp.asarray(_sym_basis(d), dt)
     et = U.T @ e0
     s0 = jnp.outer(et, et)[:, :, None, None] * jnp.ones((2, 2), dt)
@@ -679,8 +706,10 @@ def expected_sq_error(kernel: Kernel, e0: jax.Array, *, lr, beta, batch_size, st
     v.positive_int("steps", steps)
     v.one_of("method", method, METHODS)
     dt = kernel.h.dtype
-    return _traj(kernel.h, kernel.U, kernel.K, jnp.asarray(e0, dt), jnp.asarray(lr, dt), jnp.asarray(beta, dt),
-                 jnp.asarray(batch_size, dt), method, steps)
+    beta = 0.0 * jnp.asarray(beta, dt) if method == "sgd" else jnp.asarray(beta, dt)
+    nu = jnp.asarray(1.0 if method == "nesterov" else 0.0, dt)
+    return _traj(kernel.h, kernel.U, kernel.K, jnp.asarray(e0, dt), jnp.asarray(lr, dt), beta, nu,
+                 jnp.asarray(batch_size, dt), steps)
 
 
 def efold_time(rho):
