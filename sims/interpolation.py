@@ -2,14 +2,16 @@
 proportionally to the batch size B up to a saturation point tr H / sqrt(L mu), far beyond SGD's L_max / L.
 Synthetic part of ``shared/papers/interpolation.md`` (Garg & Derezinski 2026).
 
-Pipeline (``run``): one random consistent system (n x d, condition number ``cond``, "norm" sampling by default);
+Pipeline (``run``): one random consistent system (n x d, condition number ``cond``, "norm" sampling by
+default);
 for every batch size B and method (SGD, heavy ball, Nesterov) the step size and momentum are grid-optimised on
 the *exact* mean-square rate rho(T) of eq. MS (``theory.interpolation.mean_square_rate``, float64); the simple
 momentum rule (``momentum_rule``) is evaluated beside it; then every configuration is run by Monte Carlo
 (seeds vmapped through ``sims.sweep.sweep``, float32) and compared with the exact E||e_t||^2 recursion.
 
 Figures (``figures/interpolation/``):
-  iterations_vs_batch.png  iterations to reach E||e||^2 <= eps ||e_0||^2 vs B (log-log), Monte Carlo and theory
+  iterations_vs_batch.png  iterations to reach E||e||^2 <= eps ||e_0||^2 vs B (log-log), Monte Carlo and
+  theory
   speedup.png              speedup T(1)/T(B) vs B with the line y = B and the saturation scales
   rate_check.png           Monte-Carlo per-step rate vs the operator's spectral radius (e-fold times)
   momentum_rule.png        grid-optimised vs rule (lr, beta) as functions of B, and the rule's cost
@@ -35,8 +37,12 @@ NAME = "interpolation"
 TITLE = "Interpolation regime: mini-batch heavy ball / Nesterov speed up ~B until tr H / sqrt(L mu)"
 
 METHODS = ("sgd", "hb", "nesterov", "hb_rule")  # grid-optimised SGD, HB, Nesterov; heavy ball with the B rule
-LABELS = {"sgd": "SGD (grid-opt lr)", "hb": "heavy ball (grid-opt lr, beta)",
-          "nesterov": "Nesterov (grid-opt lr, beta)", "hb_rule": "heavy ball, rule lr=min(4mu(B/L_max)^2, 2/L), beta=(1-sqrt(lr mu))^2"}
+LABELS = {
+    "sgd": "SGD (grid-opt lr)",
+    "hb": "heavy ball (grid-opt lr, beta)",
+    "nesterov": "Nesterov (grid-opt lr, beta)",
+    "hb_rule": "heavy ball, rule lr=min(4mu(B/L_max)^2, 2/L), beta=(1-sqrt(lr mu))^2",
+}
 COLORS = {"sgd": "tab:blue", "hb": "tab:red", "nesterov": "tab:green", "hb_rule": "tab:purple"}
 
 
@@ -54,7 +60,9 @@ class Config:
     n_zoom: int = 4
     zoom_points: int = 5
     eps: float = 1e-4  # target E||e||^2 / ||e_0||^2
-    fit_efolds: float = 4.0  # Monte-Carlo rate fitted over this many e-folds once the exact curve is asymptotic
+    fit_efolds: float = (
+        4.0  # Monte-Carlo rate fitted over this many e-folds once the exact curve is asymptotic
+    )
     n_seeds: int = 512
     seed_budget: int = 4096  # seeds x B is capped at this (less sampling noise at large B)
     min_seeds: int = 32
@@ -69,9 +77,26 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(n=80, d=5, cond=400.0, batch_sizes=(1, 4, 32), n_grid=6, n_zoom=2, zoom_points=5,
-                    eps=1e-3, fit_efolds=3.0, n_seeds=256, seed_budget=1024, min_seeds=32, record_points=150,
-                    rate_check_batches=(4,), linear_fraction=0.25, block=4, aux_seeds=256, aux_eps=1e-3),
+    "quick": Config(
+        n=80,
+        d=5,
+        cond=400.0,
+        batch_sizes=(1, 4, 32),
+        n_grid=6,
+        n_zoom=2,
+        zoom_points=5,
+        eps=1e-3,
+        fit_efolds=3.0,
+        n_seeds=256,
+        seed_budget=1024,
+        min_seeds=32,
+        record_points=150,
+        rate_check_batches=(4,),
+        linear_fraction=0.25,
+        block=4,
+        aux_seeds=256,
+        aux_eps=1e-3,
+    ),
 }
 
 
@@ -89,10 +114,12 @@ def _rate_chunk(h, K, lr, beta, nu, B):
 
 
 def rates(kernel, lr, beta, method, B):
-    """rho(T) for flat arrays of (lr, beta, B) (broadcast), evaluated in fixed-size chunks so that one compiled
+    """rho(T) for flat arrays of (lr, beta, B) (broadcast), evaluated in fixed-size chunks so that one
+    compiled
     function serves every call (float64 inside)."""
-    lr, beta, B = np.broadcast_arrays(np.asarray(lr, np.float64), np.asarray(beta, np.float64),
-                                      np.asarray(B, np.float64))
+    lr, beta, B = np.broadcast_arrays(
+        np.asarray(lr, np.float64), np.asarray(beta, np.float64), np.asarray(B, np.float64)
+    )
     shape = lr.shape
     nu = np.full(shape, 1.0 if method == "nesterov" else 0.0)
     if method == "sgd":
@@ -105,23 +132,26 @@ def rates(kernel, lr, beta, method, B):
     with jax.enable_x64(True):
         h, K = jnp.asarray(kernel.h, jnp.float64), jnp.asarray(kernel.K, jnp.float64)
         for s in range(0, n + pad, _CHUNK):
-            out.append(np.asarray(_rate_chunk(h, K, *[jnp.asarray(a[s:s + _CHUNK]) for a in flat])))
+            out.append(np.asarray(_rate_chunk(h, K, *[jnp.asarray(a[s : s + _CHUNK]) for a in flat])))
     return np.concatenate(out)[:n].reshape(shape)
 
 
 def grid_optimise(kernel, batch_sizes, method, *, n_grid, n_zoom, zoom_points, L):
     """Minimise rho(T) over (log lr, log(1 - beta)) for every B: a coarse grid, then ``n_zoom`` rounds of a
-    zoom_points^2 grid spanning +-1 previous spacing around the best point. Returns (lr, beta, rho), each (nB,)."""
+    zoom_points^2 grid spanning +-1 previous spacing around the best point. Returns (lr, beta, rho), each
+    (nB,)."""
     B = np.asarray(batch_sizes, np.float64)[:, None]
     sgd = method == "sgd"
     # coordinates: u = log(lr / (1 - beta)) (the effective step; the noise limit is a line u = const),
     # w = log(1 - beta)
-    u = np.linspace(np.log(1e-3 / L), np.log(4.0 / L) if sgd else np.log(1e3 / L), 3 * n_grid if sgd else n_grid)
+    u = np.linspace(
+        np.log(1e-3 / L), np.log(4.0 / L) if sgd else np.log(1e3 / L), 3 * n_grid if sgd else n_grid
+    )
     w = np.zeros(1) if sgd else np.linspace(np.log(1e-4), 0.0, n_grid)
     U, W = (a.ravel()[None].repeat(len(B), 0) for a in np.meshgrid(u, w, indexing="ij"))
     du, dw = u[1] - u[0], (0.0 if sgd else w[1] - w[0])
     best = None
-    for round_ in range(n_zoom + 1):
+    for round_ in range(n_zoom + 1):  # noqa: B007
         r = rates(kernel, np.exp(U + W), 1.0 - np.exp(W), method, B)
         i = np.argmin(r, axis=1)
         cand = (U[np.arange(len(B)), i], W[np.arange(len(B)), i], r[np.arange(len(B)), i])
@@ -145,15 +175,27 @@ def grid_optimise(kernel, batch_sizes, method, *, n_grid, n_zoom, zoom_points, L
 
 def _mc_row(row, *, problem, batch_size, steps, record_every):
     x0 = jnp.zeros_like(problem.x_star)
-    errs, div = ip._run(problem, x0, row["lr"], row["beta"], row["gamma"], row["key"], batch_size, steps,
-                        record_every)
+    errs, div = ip._run(
+        problem, x0, row["lr"], row["beta"], row["gamma"], row["key"], batch_size, steps, record_every
+    )
     return errs, div
 
 
 def _cd_row(row, *, problem, batch_size, steps, record_every):
     x0 = jnp.zeros_like(problem.x_star)
-    return ip._cd(problem.A, problem.b, problem.x_star, x0, row["lr"], row["beta"], row["gamma"], row["key"],
-                  batch_size, steps, record_every)
+    return ip._cd(
+        problem.A,
+        problem.b,
+        problem.x_star,
+        x0,
+        row["lr"],
+        row["beta"],
+        row["gamma"],
+        row["key"],
+        batch_size,
+        steps,
+        record_every,
+    )
 
 
 def _hit(curve, t, level):
@@ -167,7 +209,8 @@ def _hit(curve, t, level):
 
 
 def _asymptotic_window(exact, rho, span, tol=0.02):
-    """(t_a, t_b): from the first step after which the exact curve's slope, averaged over one e-fold, stays within
+    """(t_a, t_b): from the first step after which the exact curve's slope, averaged over one e-fold, stays
+    within
     ``tol`` of log rho, to ``span`` e-folds later (clipped to the curve)."""
     lc = np.log(np.maximum(np.asarray(exact, np.float64), 1e-300))
     ef = float(-1.0 / np.log(rho))
@@ -193,8 +236,9 @@ def _fit(curve, t, ta, tb):
 
 
 def _to32(tree):
-    return jax.tree.map(lambda a: jnp.asarray(np.asarray(a), jnp.float32) if np.asarray(a).dtype.kind == "f"
-                        else a, tree)
+    return jax.tree.map(
+        lambda a: jnp.asarray(np.asarray(a), jnp.float32) if np.asarray(a).dtype.kind == "f" else a, tree
+    )
 
 
 @partial(jax.jit, static_argnames=("steps",))
@@ -219,8 +263,15 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 
     # ---- theory in float64: problem, constants, grid-optimised and rule parameters, exact trajectories
     with jax.enable_x64(True):
-        problem = ip.random_problem(cfg.n, cfg.d, cond=cfg.cond, decay=cfg.decay, row_spread=cfg.row_spread,
-                                    sampling=cfg.sampling, key=kp)
+        problem = ip.random_problem(
+            cfg.n,
+            cfg.d,
+            cond=cfg.cond,
+            decay=cfg.decay,
+            row_spread=cfg.row_spread,
+            sampling=cfg.sampling,
+            key=kp,
+        )
         c = ip.constants(problem)
         sat = ip.saturation_scales(problem)
         kernel = ip.noise_kernel(problem)
@@ -228,8 +279,9 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         Bf = np.asarray(Bs, np.float64)
         params = {}
         for m in ("sgd", "hb", "nesterov"):
-            lr, beta, rho = grid_optimise(kernel, Bs, m, n_grid=cfg.n_grid, n_zoom=cfg.n_zoom,
-                                          zoom_points=cfg.zoom_points, L=L)
+            lr, beta, rho = grid_optimise(
+                kernel, Bs, m, n_grid=cfg.n_grid, n_zoom=cfg.n_zoom, zoom_points=cfg.zoom_points, L=L
+            )
             params[m] = {"lr": lr, "beta": beta, "rho": rho}
         lr_r, beta_r = (np.asarray(a) for a in ip.momentum_rule(mu, L, L_max, Bf, "hb"))
         params["hb_rule"] = {"lr": lr_r, "beta": beta_r, "rho": rates(kernel, lr_r, beta_r, "hb", Bf)}
@@ -241,14 +293,22 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         e0 = -problem.x_star
         theory_curves, steps_B, stride_B = {}, [], []
         for j, B in enumerate(Bs):
-            steps, stride = _steps_for([params[m]["rho"][j] for m in METHODS], cfg.eps, cfg.fit_efolds + 3,
-                                       cfg.record_points)
+            steps, stride = _steps_for(
+                [params[m]["rho"][j] for m in METHODS], cfg.eps, cfg.fit_efolds + 3, cfg.record_points
+            )
             steps_B.append(steps)
             stride_B.append(stride)
-            theory_curves[B] = np.asarray(_exact_batch(
-                kernel, e0, jnp.asarray([params[m]["lr"][j] for m in METHODS]),
-                jnp.asarray([0.0 if m == "sgd" else params[m]["beta"][j] for m in METHODS]), jnp.asarray(NU),
-                jnp.full(nM, float(B)), steps))
+            theory_curves[B] = np.asarray(
+                _exact_batch(
+                    kernel,
+                    e0,
+                    jnp.asarray([params[m]["lr"][j] for m in METHODS]),
+                    jnp.asarray([0.0 if m == "sgd" else params[m]["beta"][j] for m in METHODS]),
+                    jnp.asarray(NU),
+                    jnp.full(nM, float(B)),
+                    steps,
+                )
+            )
         # Kaczmarz and coordinate-descent problems (float64 theory)
         kz = ip.make_problem(problem.A, problem.b, sampling="norm")
         cdp = ip.coordinate_descent_problem(problem.A, problem.b)
@@ -257,22 +317,51 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
             kern, cc = ip.noise_kernel(pr_), ip.constants(pr_)
             lr_sgd_b, _ = ip.momentum_rule(float(cc.mu), float(cc.L), float(cc.L_max), cfg.block, "sgd")
             lr_hb_b, beta_hb_b = ip.momentum_rule(float(cc.mu), float(cc.L), float(cc.L_max), cfg.block, "hb")
-            confs = {"single": (1.0 / float(cc.tr_H), 0.0, 1), "block": (float(lr_sgd_b), 0.0, cfg.block),
-                     "block_hb": (float(lr_hb_b), float(beta_hb_b), cfg.block)}
-            rhos = {k: float(ip.mean_square_rate(kern, lr=a, beta=b_, batch_size=float(B_), method="hb"))
-                    for k, (a, b_, B_) in confs.items()}
-            steps, stride = _steps_for(list(rhos.values()), cfg.aux_eps, cfg.fit_efolds + 3, cfg.record_points)
-            ex = np.asarray(_exact_batch(kern, -pr_.x_star, jnp.asarray([v_[0] for v_ in confs.values()]),
-                                         jnp.asarray([v_[1] for v_ in confs.values()]), jnp.zeros(3),
-                                         jnp.asarray([float(v_[2]) for v_ in confs.values()]), steps))
-            aux[name] = {"confs": confs, "rho": rhos, "steps": steps, "stride": stride,
-                         "exact": dict(zip(confs, ex, strict=True)),
-                         "bound_rate": float(ip.kaczmarz_rate_bound(pr_.A))}
+            confs = {
+                "single": (1.0 / float(cc.tr_H), 0.0, 1),
+                "block": (float(lr_sgd_b), 0.0, cfg.block),
+                "block_hb": (float(lr_hb_b), float(beta_hb_b), cfg.block),
+            }
+            rhos = {
+                k: float(ip.mean_square_rate(kern, lr=a, beta=b_, batch_size=float(B_), method="hb"))
+                for k, (a, b_, B_) in confs.items()
+            }
+            steps, stride = _steps_for(
+                list(rhos.values()), cfg.aux_eps, cfg.fit_efolds + 3, cfg.record_points
+            )
+            ex = np.asarray(
+                _exact_batch(
+                    kern,
+                    -pr_.x_star,
+                    jnp.asarray([v_[0] for v_ in confs.values()]),
+                    jnp.asarray([v_[1] for v_ in confs.values()]),
+                    jnp.zeros(3),
+                    jnp.asarray([float(v_[2]) for v_ in confs.values()]),
+                    steps,
+                )
+            )
+            aux[name] = {
+                "confs": confs,
+                "rho": rhos,
+                "steps": steps,
+                "stride": stride,
+                "exact": dict(zip(confs, ex, strict=True)),
+                "bound_rate": float(ip.kaczmarz_rate_bound(pr_.A)),
+            }
         problem32, kz32 = _to32(problem), _to32(kz)
 
-    out["constants"] = {"mu": mu, "L": L, "L_max": L_max, "tr_H": float(c.tr_H), "eff_rank": float(c.eff_rank),
-                        "row_spread": float(c.row_spread), "sat_sgd": float(sat["sgd"]), "sat_shb": float(sat["shb"]),
-                        "sat_rule": float(ip.rule_saturation(mu, L, L_max)), "residual": float(problem.residual)}
+    out["constants"] = {
+        "mu": mu,
+        "L": L,
+        "L_max": L_max,
+        "tr_H": float(c.tr_H),
+        "eff_rank": float(c.eff_rank),
+        "row_spread": float(c.row_spread),
+        "sat_sgd": float(sat["sgd"]),
+        "sat_shb": float(sat["shb"]),
+        "sat_rule": float(ip.rule_saturation(mu, L, L_max)),
+        "residual": float(problem.residual),
+    }
     out["deterministic"] = {"hb_rho": float(rho_det), "polyak_rate_sq": float(r_p) ** 2, "gd_rho": gd_rho}
     out["params"] = params
     out["nesterov_rule"] = {"lr": lr_n, "beta": beta_n, "rho": rho_n}
@@ -286,11 +375,14 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     keys = jax.random.split(kmc, nB)
     for j, B in enumerate(Bs):
         seeds = max(cfg.min_seeds, min(cfg.n_seeds, cfg.seed_budget // B))
-        rows = {"lr": np.repeat([params[m]["lr"][j] for m in METHODS], seeds).astype(np.float32),
-                "beta": np.repeat([0.0 if m == "sgd" else params[m]["beta"][j] for m in METHODS],
-                                  seeds).astype(np.float32),
-                "gamma": np.repeat(NU, seeds).astype(np.float32),
-                "key": jax.random.split(keys[j], nM * seeds)}
+        rows = {
+            "lr": np.repeat([params[m]["lr"][j] for m in METHODS], seeds).astype(np.float32),
+            "beta": np.repeat([0.0 if m == "sgd" else params[m]["beta"][j] for m in METHODS], seeds).astype(
+                np.float32
+            ),
+            "gamma": np.repeat(NU, seeds).astype(np.float32),
+            "key": jax.random.split(keys[j], nM * seeds),
+        }
         fn = partial(_mc_row, problem=problem32, batch_size=B, steps=steps_B[j], record_every=stride_B[j])
         errs, div = sweep(fn, rows)
         mean = np.asarray(errs, np.float64).reshape(nM, seeds, -1).mean(axis=1)
@@ -306,11 +398,19 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
             rates_mc[i, j] = _fit(mean[i], t, ta, tb)
             rates_th_fit[i, j] = _fit(theory_curves[B][i], full_t, ta, tb)
             diverged[i, j] = div[i].mean()
-        curves_out[f"B{B}"] = {"t": t, "mc_mean": mean, "theory": theory_curves[B][:, ::stride_B[j]],
-                               "seeds": np.asarray(seeds)}
+        curves_out[f"B{B}"] = {
+            "t": t,
+            "mc_mean": mean,
+            "theory": theory_curves[B][:, :: stride_B[j]],
+            "seeds": np.asarray(seeds),
+        }
     out["mc"] = {"hits": hits_mc, "rates": rates_mc, "diverged_fraction": diverged}
-    out["theory"] = {"hits": hits_th, "rates_fit": rates_th_fit, "fit_window": windows,
-                     "rho": np.stack([params[m]["rho"] for m in METHODS])}
+    out["theory"] = {
+        "hits": hits_th,
+        "rates_fit": rates_th_fit,
+        "fit_window": windows,
+        "rho": np.stack([params[m]["rho"] for m in METHODS]),
+    }
     out["curves"] = curves_out
 
     # ---- Kaczmarz and coordinate descent panels
@@ -319,23 +419,38 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         a = aux[name]
         res = {}
         for ci, (cname, (lr, beta, B)) in enumerate(a["confs"].items()):
-            rows = {"lr": np.full(cfg.aux_seeds, lr, np.float32), "beta": np.full(cfg.aux_seeds, beta, np.float32),
-                    "gamma": np.zeros(cfg.aux_seeds, np.float32),
-                    "key": jax.random.split(jax.random.fold_in(kk, ci), cfg.aux_seeds)}
+            rows = {
+                "lr": np.full(cfg.aux_seeds, lr, np.float32),
+                "beta": np.full(cfg.aux_seeds, beta, np.float32),
+                "gamma": np.zeros(cfg.aux_seeds, np.float32),
+                "key": jax.random.split(jax.random.fold_in(kk, ci), cfg.aux_seeds),
+            }
             if name == "kaczmarz":
                 fn = partial(_mc_row, problem=kz32, batch_size=B, steps=a["steps"], record_every=a["stride"])
                 errs = np.asarray(sweep(fn, rows)[0], np.float64)
             else:
-                # coordinate descent acts on x of the original problem; 2 (f - f*) = ||z||^2 of the equivalent one
-                fn = partial(_cd_row, problem=problem32, batch_size=B, steps=a["steps"], record_every=a["stride"])
+                # coordinate descent acts on x of the original problem; 2 (f - f*) = ||z||^2 of the
+                # equivalent one
+                fn = partial(
+                    _cd_row, problem=problem32, batch_size=B, steps=a["steps"], record_every=a["stride"]
+                )
                 errs = 2.0 * np.asarray(sweep(fn, rows), np.float64)
             mean = errs.mean(axis=0)
             t = np.arange(mean.shape[0]) * a["stride"]
             ex = a["exact"][cname]
             ta, tb = _asymptotic_window(ex, a["rho"][cname], cfg.fit_efolds)
-            res[cname] = {"t": t, "mc_mean": mean, "exact": ex[::a["stride"]], "rho": a["rho"][cname],
-                          "rate_mc": _fit(mean, t, ta, tb), "rate_exact_fit": _fit(ex, np.arange(len(ex)), ta, tb),
-                          "fit_window": np.array([ta, tb]), "lr": lr, "beta": beta, "B": B}
+            res[cname] = {
+                "t": t,
+                "mc_mean": mean,
+                "exact": ex[:: a["stride"]],
+                "rho": a["rho"][cname],
+                "rate_mc": _fit(mean, t, ta, tb),
+                "rate_exact_fit": _fit(ex, np.arange(len(ex)), ta, tb),
+                "fit_window": np.array([ta, tb]),
+                "lr": lr,
+                "beta": beta,
+                "B": B,
+            }
         res["bound_rate"] = a["bound_rate"]
         out[name] = res
     return out
@@ -360,47 +475,121 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     lin = Bs <= cfg.linear_fraction * float(c["sat_shb"])
     if lin.sum() >= 2:
         slope = np.polyfit(np.log(Bs[lin]), np.log(sp[i_hb, lin]), 1)[0]
-        out.append(Claim(f"heavy-ball speedup grows ~ B below saturation: log-log slope of T(1)/T(B) for "
-                         f"B <= {cfg.linear_fraction:g} tr H/sqrt(L mu) = {cfg.linear_fraction * c['sat_shb']:.0f}",
-                         1.0, slope, 0.2, "abs"))
+        out.append(
+            Claim(
+                f"heavy-ball speedup grows ~ B below saturation: log-log slope of T(1)/T(B) for "
+                f"B <= {cfg.linear_fraction:g} tr H/sqrt(L mu) = {cfg.linear_fraction * c['sat_shb']:.0f}",
+                1.0,
+                slope,
+                0.2,
+                "abs",
+            )
+        )
         ratio = sp[i_hb, lin] / Bs[lin]
-        out.append(Claim("heavy-ball speedup / B stays within [1/2, 2] below saturation (worst ratio, log2 distance "
-                         "from 1)", 0.0, float(np.max(np.abs(np.log2(ratio)))), 1.0, "le"))
+        out.append(
+            Claim(
+                "heavy-ball speedup / B stays within [1/2, 2] below saturation (worst ratio, log2 distance "
+                "from 1)",
+                0.0,
+                float(np.max(np.abs(np.log2(ratio)))),
+                1.0,
+                "le",
+            )
+        )
     # SGD saturates: its speedup at the largest B is of the order L_max / L (within a factor 2)
-    out.append(Claim(f"SGD's batching speedup saturates at ~L_max/L: speedup at B = {Bs[-1]:g} vs L_max/L "
-                     "(|log2 ratio|)", 0.0, abs(math.log2(sp[i_sgd, -1] / float(c["sat_sgd"]))), 1.0, "le"))
+    out.append(
+        Claim(
+            f"SGD's batching speedup saturates at ~L_max/L: speedup at B = {Bs[-1]:g} vs L_max/L "
+            "(|log2 ratio|)",
+            0.0,
+            abs(math.log2(sp[i_sgd, -1] / float(c["sat_sgd"]))),
+            1.0,
+            "le",
+        )
+    )
     # large B: SHB approaches full-batch accelerated heavy ball
     det_hit = math.log(1 / cfg.eps) * float(ip.efold_time(results["deterministic"]["polyak_rate_sq"]))
     th_hits = np.asarray(results["theory"]["hits"])
-    out.append(Claim(f"at B = {Bs[-1]:g} the exact SHB rate is within 2x of full-batch heavy ball's "
-                     "((sqrt k-1)/(sqrt k+1))^2 (ratio of e-fold times)", 1.0,
-                     float(ip.efold_time(results["theory"]["rho"][i_hb, -1]))
-                     / float(ip.efold_time(results["deterministic"]["polyak_rate_sq"])), 1.0, "le", source="paper"))
+    out.append(
+        Claim(
+            f"at B = {Bs[-1]:g} the exact SHB rate is within 2x of full-batch heavy ball's "
+            "((sqrt k-1)/(sqrt k+1))^2 (ratio of e-fold times)",
+            1.0,
+            float(ip.efold_time(results["theory"]["rho"][i_hb, -1]))
+            / float(ip.efold_time(results["deterministic"]["polyak_rate_sq"])),
+            1.0,
+            "le",
+            source="paper",
+        )
+    )
     del det_hit, th_hits
-    out.append(Claim("noiseless limit (B = inf) of the operator at Polyak's parameters = ((sqrt k - 1)/(sqrt k + 1))^2",
-                     results["deterministic"]["polyak_rate_sq"], results["deterministic"]["hb_rho"], 1e-6, "rel",
-                     source="theory"))
+    out.append(
+        Claim(
+            "noiseless limit (B = inf) of the operator at Polyak's parameters = ((sqrt k-1)/(sqrt k+1))^2",
+            results["deterministic"]["polyak_rate_sq"],
+            results["deterministic"]["hb_rho"],
+            1e-6,
+            "rel",
+            source="theory",
+        )
+    )
     # Monte-Carlo rate vs the spectral radius (compared as 1 - rate, i.e. the per-step decay)
     rho = np.asarray(results["theory"]["rho"])
     rmc = np.asarray(results["mc"]["rates"])
     for B in cfg.rate_check_batches:
         j = list(cfg.batch_sizes).index(B)
         for i, m in enumerate(METHODS):
-            out.append(Claim(f"Monte-Carlo decay -log(rate) of E||e||^2 = operator's -log rho(T): {m}, B={B}",
-                             -math.log(rho[i, j]), -math.log(rmc[i, j]), 0.05, "rel", source="theory"))
+            out.append(
+                Claim(
+                    f"Monte-Carlo decay -log(rate) of E||e||^2 = operator's -log rho(T): {m}, B={B}",
+                    -math.log(rho[i, j]),
+                    -math.log(rmc[i, j]),
+                    0.05,
+                    "rel",
+                    source="theory",
+                )
+            )
     # the rule vs grid-optimised beta
     p = results["params"]
     ratio = np.asarray(ip.efold_time(p["hb_rule"]["rho"])) / np.asarray(ip.efold_time(p["hb"]["rho"]))
-    out.append(Claim("momentum rule's exact e-fold time within 2x of grid-optimised heavy ball at every B (worst "
-                     "ratio)", 1.0, float(np.max(ratio)), 1.0, "le", source="reconstruction"))
+    out.append(
+        Claim(
+            "momentum rule's exact e-fold time within 2x of grid-optimised heavy ball at every B (worst "
+            "ratio)",
+            1.0,
+            float(np.max(ratio)),
+            1.0,
+            "le",
+            source="reconstruction",
+        )
+    )
     # Kaczmarz and coordinate descent
-    for name, what in (("kaczmarz", "randomized Kaczmarz E||e||^2"), ("cd", "randomized coordinate descent f-f*")):
+    for name, what in (
+        ("kaczmarz", "randomized Kaczmarz E||e||^2"),
+        ("cd", "randomized coordinate descent f-f*"),
+    ):
         r = results[name]
-        out.append(Claim(f"{what}: Monte-Carlo rate <= bound 1 - sigma_min^2/||A||_F^2 (single row)",
-                         r["bound_rate"], r["single"]["rate_mc"], 0.0, "le", source="paper"))
+        out.append(
+            Claim(
+                f"{what}: Monte-Carlo rate <= bound 1 - sigma_min^2/||A||_F^2 (single row)",
+                r["bound_rate"],
+                r["single"]["rate_mc"],
+                0.0,
+                "le",
+                source="paper",
+            )
+        )
         for cname in ("single", "block", "block_hb"):
-            out.append(Claim(f"{what}, {cname}: Monte-Carlo -log(rate) = operator's -log rho", -math.log(r[cname]["rho"]),
-                             -math.log(r[cname]["rate_mc"]), 0.05, "rel", source="theory"))
+            out.append(
+                Claim(
+                    f"{what}, {cname}: Monte-Carlo -log(rate) = operator's -log rho",
+                    -math.log(r[cname]["rho"]),
+                    -math.log(r[cname]["rate_mc"]),
+                    0.05,
+                    "rel",
+                    source="theory",
+                )
+            )
     return out
 
 
@@ -410,9 +599,16 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
 
 
 def _sat_lines(ax, c, ymax_text=None):
-    ax.axvline(c["sat_sgd"], color="tab:blue", ls=":", lw=1.2, label=f"SGD saturation L_max/L = {c['sat_sgd']:.1f}")
-    ax.axvline(c["sat_shb"], color="tab:red", ls=":", lw=1.2,
-               label=f"SHB saturation tr H/sqrt(L mu) = {c['sat_shb']:.0f}")
+    ax.axvline(
+        c["sat_sgd"], color="tab:blue", ls=":", lw=1.2, label=f"SGD saturation L_max/L = {c['sat_sgd']:.1f}"
+    )
+    ax.axvline(
+        c["sat_shb"],
+        color="tab:red",
+        ls=":",
+        lw=1.2,
+        label=f"SHB saturation tr H/sqrt(L mu) = {c['sat_shb']:.0f}",
+    )
 
 
 def plot(results: dict, cfg: Config) -> dict:
@@ -421,8 +617,10 @@ def plot(results: dict, cfg: Config) -> dict:
     c = results["constants"]
     hits = np.asarray(results["mc"]["hits"])
     th = np.asarray(results["theory"]["hits"])
-    head = (f"n={cfg.n}, d={cfg.d}, kappa={cfg.cond:g}, {cfg.sampling} sampling, tr H/L={c['eff_rank']:.2f}, "
-            f"eps={cfg.eps:g}")
+    head = (
+        f"n={cfg.n}, d={cfg.d}, kappa={cfg.cond:g}, {cfg.sampling} sampling, tr H/L={c['eff_rank']:.2f}, "
+        f"eps={cfg.eps:g}"
+    )
 
     # iterations to eps vs B
     fig, ax = style.figure(figsize=(8.2, 5.6))
@@ -437,8 +635,12 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.axhline(gd, color="tab:blue", lw=0.8, alpha=0.6, label=f"full-batch GD (lr = 2/(L+mu)): {gd:.0f}")
     ax.loglog(Bs, th[1, 0] / Bs, color="0.5", lw=1, ls="-.", label="perfect parallelization T(1)/B")
     _sat_lines(ax, c)
-    ax.set(xlabel="batch size B (rows per step)", ylabel=f"iterations until E||e||^2 <= {cfg.eps:g} ||e_0||^2",
-           title=f"Iterations to eps vs batch size\n{head}", ylim=(max(1, 0.5 * np.nanmin(hits)), None))
+    ax.set(
+        xlabel="batch size B (rows per step)",
+        ylabel=f"iterations until E||e||^2 <= {cfg.eps:g} ||e_0||^2",
+        title=f"Iterations to eps vs batch size\n{head}",
+        ylim=(max(1, 0.5 * np.nanmin(hits)), None),
+    )
     ax.legend(fontsize=7.5, loc="lower left")
     figs["iterations_vs_batch"] = fig
 
@@ -451,11 +653,21 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.plot([], [], **style.PREDICTION, label="theory (exact recursion)")
     ax.loglog(Bs, Bs, color="0.4", lw=1, ls="-.", label="speedup = B (perfect parallelization)")
     lin = Bs <= cfg.linear_fraction * c["sat_shb"]
-    ax.fill_between(Bs, Bs / 2, Bs * 2, where=lin, color="0.85", alpha=0.6,
-                    label=f"band B/2..2B checked for B <= {cfg.linear_fraction:g} x SHB saturation")
+    ax.fill_between(
+        Bs,
+        Bs / 2,
+        Bs * 2,
+        where=lin,
+        color="0.85",
+        alpha=0.6,
+        label=f"band B/2..2B checked for B <= {cfg.linear_fraction:g} x SHB saturation",
+    )
     _sat_lines(ax, c)
-    ax.set(xlabel="batch size B", ylabel="speedup T(B=1) / T(B)  (same method, Monte Carlo)",
-           title=f"Speedup from batching\n{head}")
+    ax.set(
+        xlabel="batch size B",
+        ylabel="speedup T(B=1) / T(B)  (same method, Monte Carlo)",
+        title=f"Speedup from batching\n{head}",
+    )
     ax.legend(fontsize=7.5, loc="upper left")
     figs["speedup"] = fig
 
@@ -473,12 +685,21 @@ def plot(results: dict, cfg: Config) -> dict:
     for k, name in (("kaczmarz", "Kaczmarz"), ("cd", "coord. descent")):
         r = results[k]
         for cname, mk in (("single", "s"), ("block", "^"), ("block_hb", "D")):
-            ax.loglog(-1 / np.log(r[cname]["rho"]), -1 / np.log(r[cname]["rate_mc"]), mk, mfc="none",
-                      color="tab:orange" if k == "kaczmarz" else "tab:brown", label=f"{name}, {cname}")
-    ax.set(xlabel="predicted: -1 / log rho(T)  (iterations per e-fold, operator eq. MS)",
-           ylabel="measured: -1 / log(Monte-Carlo rate of mean ||e||^2)",
-           title=f"Exact mean-square rate vs Monte Carlo\n(slope fitted over {cfg.fit_efolds:g} e-folds once the "
-                 "exact curve is asymptotic)")
+            ax.loglog(
+                -1 / np.log(r[cname]["rho"]),
+                -1 / np.log(r[cname]["rate_mc"]),
+                mk,
+                mfc="none",
+                color="tab:orange" if k == "kaczmarz" else "tab:brown",
+                label=f"{name}, {cname}",
+            )
+    ax.set(
+        xlabel="predicted: -1 / log rho(T)  (iterations per e-fold, operator eq. MS)",
+        ylabel="measured: -1 / log(Monte-Carlo rate of mean ||e||^2)",
+        title=f"Exact mean-square rate vs Monte Carlo\n(slope fitted over {cfg.fit_efolds:g} e-folds once "
+        "the "
+        "exact curve is asymptotic)",
+    )
     ax.legend(fontsize=7, loc="upper left")
     figs["rate_check"] = fig
 
@@ -497,35 +718,63 @@ def plot(results: dict, cfg: Config) -> dict:
     ax1.set(xlabel="batch size B", ylabel="1 - beta", title="Momentum: 1 - beta grows ~ linearly in B")
     ax2.set(xlabel="batch size B", ylabel="lr x L", title="Step size")
     for m in ("hb", "nesterov", "hb_rule", "sgd"):
-        ax3.loglog(Bs, np.asarray(ip.efold_time(p[m]["rho"])), "o-" if m != "hb_rule" else "D--",
-                   color=COLORS[m], label=LABELS[m])
+        ax3.loglog(
+            Bs,
+            np.asarray(ip.efold_time(p[m]["rho"])),
+            "o-" if m != "hb_rule" else "D--",
+            color=COLORS[m],
+            label=LABELS[m],
+        )
     ax3.loglog(Bs, np.asarray(ip.efold_time(nr["rho"])), "s:", color="tab:olive", label="Nesterov rule")
-    ax3.set(xlabel="batch size B", ylabel="-1/log rho(T): iterations per e-fold of E||e||^2",
-            title="Exact rate: rule vs grid optimum")
+    ax3.set(
+        xlabel="batch size B",
+        ylabel="-1/log rho(T): iterations per e-fold of E||e||^2",
+        title="Exact rate: rule vs grid optimum",
+    )
     for a in (ax1, ax2, ax3):
         a.legend(fontsize=6.5)
     figs["momentum_rule"] = fig
 
     # Kaczmarz and coordinate descent
     fig, axes = style.figure(1, 2, figsize=(12.5, 4.8))
-    for ax, k, title, ylab in ((axes[0], "kaczmarz", "Randomized Kaczmarz (rows ~ ||a_i||^2)",
-                                "E||x_t - x*||^2 / ||x_0 - x*||^2"),
-                               (axes[1], "cd", "Randomized coordinate descent (coordinates ~ G_jj)",
-                                "E[f(x_t) - f*] / (f(x_0) - f*)")):
+    for ax, k, title, ylab in (
+        (axes[0], "kaczmarz", "Randomized Kaczmarz (rows ~ ||a_i||^2)", "E||x_t - x*||^2 / ||x_0 - x*||^2"),
+        (
+            axes[1],
+            "cd",
+            "Randomized coordinate descent (coordinates ~ G_jj)",
+            "E[f(x_t) - f*] / (f(x_0) - f*)",
+        ),
+    ):
         r = results[k]
         for cname, col in (("single", "tab:blue"), ("block", "tab:green"), ("block_hb", "tab:red")):
             d = r[cname]
             t = np.asarray(d["t"])
-            lab = {"single": "single row/coordinate, exact projection",
-                   "block": f"block of {d['B']} (averaged), lr from the SGD rule",
-                   "block_hb": f"block of {d['B']} + heavy ball (rule, beta={d['beta']:.3f})"}[cname]
-            ax.semilogy(t, np.asarray(d["mc_mean"]) / np.asarray(d["mc_mean"])[0], color=col, lw=3, alpha=0.45,
-                        label=f"{lab}: Monte Carlo ({cfg.aux_seeds} seeds)")
+            lab = {
+                "single": "single row/coordinate, exact projection",
+                "block": f"block of {d['B']} (averaged), lr from the SGD rule",
+                "block_hb": f"block of {d['B']} + heavy ball (rule, beta={d['beta']:.3f})",
+            }[cname]
+            ax.semilogy(
+                t,
+                np.asarray(d["mc_mean"]) / np.asarray(d["mc_mean"])[0],
+                color=col,
+                lw=3,
+                alpha=0.45,
+                label=f"{lab}: Monte Carlo ({cfg.aux_seeds} seeds)",
+            )
             ax.semilogy(t, np.asarray(d["exact"]) / np.asarray(d["exact"])[0], **style.prediction(color=col))
         tb = np.asarray(r["single"]["t"])
-        ax.semilogy(tb, r["bound_rate"] ** tb, color="k", ls=":", lw=1.5,
-                    label="bound (1 - sigma_min^2/||A||_F^2)^t" if k == "kaczmarz" else
-                    "bound (1 - lambda_min(G)/tr G)^t (Leventhal-Lewis)")
+        ax.semilogy(
+            tb,
+            r["bound_rate"] ** tb,
+            color="k",
+            ls=":",
+            lw=1.5,
+            label="bound (1 - sigma_min^2/||A||_F^2)^t"
+            if k == "kaczmarz"
+            else "bound (1 - lambda_min(G)/tr G)^t (Leventhal-Lewis)",
+        )
         ax.plot([], [], **style.PREDICTION, label="exact recursion (eq. MS)")
         ax.set(xlabel="iteration t", ylabel=ylab, title=title, ylim=(cfg.aux_eps * 0.05, 2))
         ax.legend(fontsize=7)
@@ -557,22 +806,45 @@ def _numpy_mc(A, b, x_star, probs, weights, lr, beta, B, steps, seeds, rng):
 def bench(quick: bool = False) -> list[BenchRow]:
     cfg = PRESETS["quick" if quick else "full"]
     seeds, steps, B = (64, 300, 4) if quick else (256, 1000, 8)
-    problem = _to32(ip.random_problem(cfg.n, cfg.d, cond=cfg.cond, sampling=cfg.sampling, key=jax.random.key(0)))
+    problem = _to32(
+        ip.random_problem(cfg.n, cfg.d, cond=cfg.cond, sampling=cfg.sampling, key=jax.random.key(0))
+    )
     c = ip.constants(problem)
     lr, beta = ip.momentum_rule(float(c.mu), float(c.L), float(c.L_max), B, "hb")
     lr, beta = float(lr), float(beta)
-    rows = {"lr": np.full(seeds, lr, np.float32), "beta": np.full(seeds, beta, np.float32),
-            "gamma": np.zeros(seeds, np.float32), "key": jax.random.split(jax.random.key(1), seeds)}
+    rows = {
+        "lr": np.full(seeds, lr, np.float32),
+        "beta": np.full(seeds, beta, np.float32),
+        "gamma": np.zeros(seeds, np.float32),
+        "key": jax.random.split(jax.random.key(1), seeds),
+    }
     fn = partial(_mc_row, problem=problem, batch_size=B, steps=steps, record_every=1)
     ours = time_call(lambda: sweep(fn, rows)[0], repeats=3)
-    npp = [np.asarray(a, np.float64) for a in (problem.A, problem.b, problem.x_star, problem.probs, problem.weights)]
+    npp = [
+        np.asarray(a, np.float64)
+        for a in (problem.A, problem.b, problem.x_star, problem.probs, problem.weights)
+    ]
     npp[3] = npp[3] / npp[3].sum()
     base_seeds = max(4, seeds // 8)
-    base = time_call(lambda: _numpy_mc(*npp, lr, beta, B, steps, base_seeds, np.random.default_rng(0)), repeats=1,
-                     warmup=0) * seeds / base_seeds
+    base = (
+        time_call(
+            lambda: _numpy_mc(*npp, lr, beta, B, steps, base_seeds, np.random.default_rng(0)),
+            repeats=1,
+            warmup=0,
+        )
+        * seeds
+        / base_seeds
+    )
     ref = _numpy_mc(*npp, lr, beta, B, steps, 64, np.random.default_rng(1)).mean(0)
     mc = np.asarray(sweep(fn, rows)[0]).mean(0)
     dev = float(np.max(np.abs(np.log(mc[: steps // 2]) - np.log(ref[: steps // 2]))))
-    return [BenchRow(f"SHB MC {seeds} seeds x {steps} steps, B={B}, d={cfg.d}", "jit(vmap) sweep",
-                     f"NumPy loop (timed on {base_seeds} seeds, scaled)", ours, base,
-                     note=f"max |log mean diff| first half {dev:.2f} (MC noise, 64 NumPy seeds)")]
+    return [
+        BenchRow(
+            f"SHB MC {seeds} seeds x {steps} steps, B={B}, d={cfg.d}",
+            "jit(vmap) sweep",
+            f"NumPy loop (timed on {base_seeds} seeds, scaled)",
+            ours,
+            base,
+            note=f"max |log mean diff| first half {dev:.2f} (MC noise, 64 NumPy seeds)",
+        )
+    ]

@@ -34,8 +34,10 @@ E||e_t||^2 (per step); -1 / log rho(T) is the number of iterations per e-fold of
 
 Computing rho(T) without the (2d)^2 x (2d)^2 matrix (``mean_square_rate``): T = T0 + noise with T0(S) =
 M S M^T. In H's eigenbasis T0 decouples into 2 x 2 blocks, so for lambda > rho(T0) = rho(M)^2 the reduced map
-F(lambda) Q = (lr^2 / B) g(lambda) o N(Q),  g_ij(lambda) = (c (x) c)^T (lambda I_4 - M_i (x) M_j)^{-1} (e1 (x) e1)
-(a Schur multiplier; c = (1, 0) for HB, (1 + beta, -beta) for Nesterov) is a positive map on d x d matrices and
+F(lambda) Q = (lr^2 / B) g(lambda) o N(Q),  g_ij(lambda) = (c (x) c)^T (lambda I_4 - M_i (x) M_j)^{-1} (e1
+(x) e1)
+(a Schur multiplier; c = (1, 0) for HB, (1 + beta, -beta) for Nesterov) is a positive map on d x d matrices
+and
    lambda > rho(T)   <=>   lambda > rho(M)^2  and  (I - F(lambda))^{-1}(I) is positive definite.
 (If x = (I - F)^{-1} I is PD then x = I + F(x) >= I and F(x) <= (1 - 1/lambda_max(x)) x, so rho(F) < 1; the
 converse is the Neumann series.)  Bisection on lambda gives rho(T) to machine precision with d^2 x d^2
@@ -61,9 +63,11 @@ uniform sampling), where its rate reaches full-batch heavy ball's (sqrt(kappa) -
 Momentum rule (``momentum_rule``, eq. RULE): critically damped heavy ball with a step growing like B^2,
    lr_B = min(4 mu (B / L_max)^2, 2 / L),   beta_B = (1 - sqrt(lr_B mu))^2   (Nesterov: a / L with a = 1 and
    beta_B = (1 - sqrt(lr_B mu)) / (1 + sqrt(lr_B mu))).
-Why: heavy ball's effective step along slow directions is lr / (1 - beta) ~= sqrt(lr / mu) / 2 at critical damping;
+Why: heavy ball's effective step along slow directions is lr / (1 - beta) ~= sqrt(lr / mu) / 2 at critical
+damping;
 eq. STAB for small lr h says the noise is tolerated while lr / (1 - beta) < 2 B / L_max. The rule puts the
-effective step at B / L_max (half the limit), so the slowest mode contracts by 1 - sqrt(lr mu) = 1 - 2 B mu / L_max
+effective step at B / L_max (half the limit), so the slowest mode contracts by 1 - sqrt(lr mu) = 1 - 2 B mu /
+L_max
 per step: a speedup proportional to B, with 1 - beta ~= 4 B mu / L_max growing linearly in B, until the step
 reaches 2 / L at B = L_max / sqrt(2 L mu) (the saturation point, ~ tr H / sqrt(L mu)); beyond it the rule is
 full-batch heavy ball critically damped on mu (rate 1 - sqrt(2 / kappa), within sqrt 2 in e-folds of Polyak's
@@ -91,13 +95,41 @@ SAMPLINGS = ("uniform", "norm")
 METHODS = ("sgd", "hb", "nesterov")
 
 __all__ = [
-    "SAMPLINGS", "METHODS", "Problem", "Constants", "spectrum", "make_problem", "random_problem",
-    "least_squares_residual", "hessian", "constants", "saturation_scales", "kaczmarz_problem", "kaczmarz_lr",
-    "kaczmarz_rate_bound", "kaczmarz_bound", "coordinate_descent_problem", "momentum_rule", "rule_saturation",
+    "SAMPLINGS",
+    "METHODS",
+    "Problem",
+    "Constants",
+    "spectrum",
+    "make_problem",
+    "random_problem",
+    "least_squares_residual",
+    "hessian",
+    "constants",
+    "saturation_scales",
+    "kaczmarz_problem",
+    "kaczmarz_lr",
+    "kaczmarz_rate_bound",
+    "kaczmarz_bound",
+    "coordinate_descent_problem",
+    "momentum_rule",
+    "rule_saturation",
     "stable_sufficient",
-    "sample_batch", "minibatch_gradient", "run", "kaczmarz", "coordinate_descent", "mean_matrices",
-    "operator_matrix", "operator_apply", "second_moment_trajectory", "noise_kernel", "mean_square_rate",
-    "efold_time", "expected_sq_error", "Kernel", "hb_optimal_params", "spectral_radius",
+    "sample_batch",
+    "minibatch_gradient",
+    "run",
+    "kaczmarz",
+    "coordinate_descent",
+    "mean_matrices",
+    "operator_matrix",
+    "operator_apply",
+    "second_moment_trajectory",
+    "noise_kernel",
+    "mean_square_rate",
+    "efold_time",
+    "expected_sq_error",
+    "Kernel",
+    "hb_optimal_params",
+    "spectral_radius",
 ]
 
 # ---------------------------------------------------------------------------------------------------------
@@ -108,7 +140,8 @@ __all__ = [
 class Problem(NamedTuple):
     """A consistent least-squares problem with a sampling distribution (a pytree: vmappable).
 
-    A (n, d), b (n,), x_star (d,) with A x_star = b, probs (n,) the row-sampling probabilities p_i, weights (n,)
+    A (n, d), b (n,), x_star (d,) with A x_star = b, probs (n,) the row-sampling probabilities p_i, weights
+    (n,)
     the importance weights w_i = 1/(n p_i), residual () the relative least-squares residual
     ||A x_ls - b|| / ||b|| (0 for an interpolating system; ``make_problem`` rejects it when it is not ~0).
     """
@@ -148,7 +181,8 @@ def spectrum(d: int, cond: float, decay: float = 1.0) -> jax.Array:
 
 
 def least_squares_residual(A: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
-    """(x_ls, ||A x_ls - b|| / ||b||) for the least-squares solution x_ls. Traceable; 0 residual = consistent."""
+    """(x_ls, ||A x_ls - b|| / ||b||) for the least-squares solution x_ls. Traceable; 0 residual =
+    consistent."""
     x_ls = jnp.linalg.lstsq(A, b)[0]
     res = jnp.linalg.norm(A @ x_ls - b) / jnp.maximum(jnp.linalg.norm(b), jnp.finfo(b.dtype).tiny)
     return x_ls, res
@@ -169,8 +203,10 @@ def make_problem(A, b, *, sampling: str = "uniform", rtol: float | None = None) 
     """Validate a consistent system A x = b (A (n, d), b (n,)) and attach the sampling distribution.
 
     Raises ValueError when ``b`` is not in the range of ``A`` (relative least-squares residual > ``rtol``,
-    default sqrt(machine eps)): the interpolation theory assumes b = A x*. Also rejects A without full column
-    rank (x* would not be unique and mu = 0). Under ``jit`` the checks cannot run; the residual is then kept
+    see below): the interpolation theory assumes b = A x*. Also rejects A without full column
+    rank (x* would not be unique and mu = 0). Default ``rtol``: 1e-4 in float32, 1e-6 in float64 (loose enough
+    for a consistent system rounded to float32). Under ``jit`` the checks cannot run; the residual is then
+    kept
     in ``Problem.residual`` so callers can flag it.
     """
     v.one_of("sampling", sampling, SAMPLINGS)
@@ -182,10 +218,14 @@ def make_problem(A, b, *, sampling: str = "uniform", rtol: float | None = None) 
     if A.shape[0] < A.shape[1]:
         raise ValueError(f"A must have n >= d rows (full column rank), got shape {A.shape}")
     x_ls, res = least_squares_residual(A, b)
-    tol = float(np.sqrt(np.finfo(np.dtype(A.dtype)).eps)) if rtol is None else rtol
-    v.check("b", res, lambda r: r <= tol,
-            f"in the range of A (consistent, relative least-squares residual <= {tol:.1e}); the interpolation "
-            "theory assumes b = A x*, this system is inconsistent with residual")
+    tol = (1e-4 if np.dtype(A.dtype).itemsize <= 4 else 1e-6) if rtol is None else rtol
+    v.check(
+        "b",
+        res,
+        lambda r: r <= tol,
+        f"in the range of A (consistent, relative least-squares residual <= {tol:.1e}); the interpolation "
+        "theory assumes b = A x*, this system is inconsistent with residual",
+    )
     if v.is_concrete(A):
         s = np.linalg.svd(np.asarray(A, dtype=np.float64), compute_uv=False)
         if s[-1] <= 1e-10 * s[0]:
@@ -194,8 +234,16 @@ def make_problem(A, b, *, sampling: str = "uniform", rtol: float | None = None) 
     return Problem(A, b, x_ls, p, w, res)
 
 
-def random_problem(n: int, d: int, *, cond: float, decay: float = 1.0, row_spread: float = 0.0,
-                   sampling: str = "uniform", key: jax.Array) -> Problem:
+def random_problem(
+    n: int,
+    d: int,
+    *,
+    cond: float,
+    decay: float = 1.0,
+    row_spread: float = 0.0,
+    sampling: str = "uniform",
+    key: jax.Array,
+) -> Problem:
     """A random consistent system with H = A^T A / n = V diag(spectrum(d, cond, decay)) V^T exactly.
 
     Rows: a_i = s_i g_i W V diag(sqrt lam) V^T with g_i ~ N(0, I_d), s_i = exp(row_spread * xi_i) (log-normal
@@ -248,7 +296,11 @@ def saturation_scales(problem: Problem) -> dict[str, jax.Array]:
     """Batch sizes where batching stops paying: {"sgd": L_max / L, "shb": tr H / sqrt(L mu),
     "shb_lmax": L_max / sqrt(L mu)} (the last equals "shb" for "norm" sampling)."""
     c = constants(problem)
-    return {"sgd": c.L_max / c.L, "shb": c.tr_H / jnp.sqrt(c.L * c.mu), "shb_lmax": c.L_max / jnp.sqrt(c.L * c.mu)}
+    return {
+        "sgd": c.L_max / c.L,
+        "shb": c.tr_H / jnp.sqrt(c.L * c.mu),
+        "shb_lmax": c.L_max / jnp.sqrt(c.L * c.mu),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -287,7 +339,8 @@ def coordinate_descent_problem(A, b) -> Problem:
 
     With G = A^T A / n, coordinate j ~ p_j = G_jj / tr G and update x <- x - lr (1/B) sum_j (1/p_j) e_j
     (grad f(y))_j, the error z = G^{1/2} (x - x*) follows SGD / HB / Nesterov with X_j = g_j g_j^T / p_j,
-    g_j = G^{1/2} e_j, i.e. the problem with A_eq = sqrt(d) G^{1/2} (d x d), "norm" sampling (p_j ~ ||g_j||^2 =
+    g_j = G^{1/2} e_j, i.e. the problem with A_eq = sqrt(d) G^{1/2} (d x d), "norm" sampling (p_j ~ ||g_j||^2
+    =
     G_jj) and x*_eq = G^{1/2} x*. ||z||^2 = 2 (f(x) - f*). lr = 1 / tr G is exact coordinate minimisation.
     """
     pr = make_problem(A, b)
@@ -310,7 +363,8 @@ def momentum_rule(mu, L, L_max, batch_size, method: str = "hb", a: float | None 
     """(lr, beta) of the simple batch-size rule (module docstring, eq. RULE):
 
         lr = min(4 mu (B / L_max)^2, a / L),   heavy ball: beta = (1 - sqrt(lr mu))^2  (a = 2),
-                                               Nesterov:   beta = (1 - sqrt(lr mu)) / (1 + sqrt(lr mu))  (a = 1),
+                                               Nesterov:   beta = (1 - sqrt(lr mu)) / (1 + sqrt(lr mu))  (a =
+                                               1),
     i.e. critically damp the slowest mode and grow the step like B^2 so that the effective step
     lr / (1 - beta) ~= B / L_max stays at half of the noise limit 2 B / L_max of eq. STAB; it saturates at
     B = L_max sqrt(a) / (2 sqrt(L mu)) ~ tr H / sqrt(L mu). For "sgd": lr = 1 / (L (1 - 1/B) + L_max / B),
@@ -393,8 +447,18 @@ def _run(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blo
     return jnp.concatenate([e0[None], errs]), div
 
 
-def run(problem: Problem, x0: jax.Array, *, lr, beta=0.0, batch_size: int, steps: int, method: str = "hb",
-        key: jax.Array, record_every: int = 1) -> tuple[jax.Array, jax.Array]:
+def run(
+    problem: Problem,
+    x0: jax.Array,
+    *,
+    lr,
+    beta=0.0,
+    batch_size: int,
+    steps: int,
+    method: str = "hb",
+    key: jax.Array,
+    record_every: int = 1,
+) -> tuple[jax.Array, jax.Array]:
     """Run mini-batch SGD / heavy ball / Nesterov from x0 (x_{-1} = x0) on ``problem``.
 
     Returns ``(sq_errors, diverged)``: ||x_t - x*||^2 at t = 0, k, 2k, ..., steps (k = ``record_every``; shape
@@ -412,22 +476,51 @@ def run(problem: Problem, x0: jax.Array, *, lr, beta=0.0, batch_size: int, steps
     beta = 0.0 * jnp.asarray(beta) if method == "sgd" else jnp.asarray(beta)
     x0 = jnp.asarray(x0, dtype=problem.A.dtype)
     v.shape("x0", x0, problem.x_star.shape)
-    return _run(problem, x0, jnp.asarray(lr, x0.dtype), beta.astype(x0.dtype), jnp.asarray(_gamma(method), x0.dtype),
-                key, batch_size, steps, record_every)
+    return _run(
+        problem,
+        x0,
+        jnp.asarray(lr, x0.dtype),
+        beta.astype(x0.dtype),
+        jnp.asarray(_gamma(method), x0.dtype),
+        key,
+        batch_size,
+        steps,
+        record_every,
+    )
 
 
-def kaczmarz(problem: Problem, x0: jax.Array, *, steps: int, key: jax.Array, block_size: int = 1,
-             relaxation: float = 1.0, beta: float = 0.0, method: str = "hb", record_every: int = 1):
+def kaczmarz(
+    problem: Problem,
+    x0: jax.Array,
+    *,
+    steps: int,
+    key: jax.Array,
+    block_size: int = 1,
+    relaxation: float = 1.0,
+    beta: float = 0.0,
+    method: str = "hb",
+    record_every: int = 1,
+):
     """Randomized Kaczmarz (``block_size`` 1) and averaged block Kaczmarz: x moves by ``relaxation`` times the
     average of ``block_size`` row projections (rows ~ ||a_i||^2), optionally with momentum ``beta``
-    (heavy ball or Nesterov). ``problem`` must use "norm" sampling. Returns ``run``'s (sq_errors, diverged)."""
+    (heavy ball or Nesterov). ``problem`` must use "norm" sampling. Returns ``run``'s (sq_errors,
+    diverged)."""
     v.positive("relaxation", relaxation)
     if v.is_concrete(problem.probs):
         r = np.sum(np.asarray(problem.A) ** 2, axis=1)
         if not np.allclose(np.asarray(problem.probs), r / r.sum(), rtol=1e-5):
             raise ValueError("problem must use 'norm' sampling for Kaczmarz (see kaczmarz_problem)")
-    return run(problem, x0, lr=relaxation * kaczmarz_lr(problem), beta=beta, batch_size=block_size, steps=steps,
-               method=method if beta > 0 else "sgd", key=key, record_every=record_every)
+    return run(
+        problem,
+        x0,
+        lr=relaxation * kaczmarz_lr(problem),
+        beta=beta,
+        batch_size=block_size,
+        steps=steps,
+        method=method if beta > 0 else "sgd",
+        key=key,
+        record_every=record_every,
+    )
 
 
 @partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
@@ -457,8 +550,18 @@ def _cd(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every)
     return jnp.concatenate([gap(x0)[None], gaps])
 
 
-def coordinate_descent(problem: Problem, x0: jax.Array, *, lr, beta=0.0, batch_size: int = 1, steps: int,
-                       method: str = "hb", key: jax.Array, record_every: int = 1) -> jax.Array:
+def coordinate_descent(
+    problem: Problem,
+    x0: jax.Array,
+    *,
+    lr,
+    beta=0.0,
+    batch_size: int = 1,
+    steps: int,
+    method: str = "hb",
+    key: jax.Array,
+    record_every: int = 1,
+) -> jax.Array:
     """Randomized (block) coordinate descent with optional momentum on f(x) = 1/(2n)||Ax - b||^2, acting on x
     coordinate by coordinate: j ~ G_jj / tr G, x_j <- x_j - lr (1/B) (grad f(y))_j / p_j (accumulated over the
     B sampled coordinates), y as in ``run``. lr = 1/tr G with B = 1, beta = 0 is exact coordinate
@@ -473,8 +576,19 @@ def coordinate_descent(problem: Problem, x0: jax.Array, *, lr, beta=0.0, batch_s
     v.in_interval("beta", beta, 0.0, 1.0)
     dt = problem.A.dtype
     beta = 0.0 if method == "sgd" else beta
-    return _cd(problem.A, problem.b, problem.x_star, jnp.asarray(x0, dt), jnp.asarray(lr, dt),
-               jnp.asarray(beta, dt), jnp.asarray(_gamma(method), dt), key, batch_size, steps, record_every)
+    return _cd(
+        problem.A,
+        problem.b,
+        problem.x_star,
+        jnp.asarray(x0, dt),
+        jnp.asarray(lr, dt),
+        jnp.asarray(beta, dt),
+        jnp.asarray(_gamma(method), dt),
+        key,
+        batch_size,
+        steps,
+        record_every,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -545,8 +659,9 @@ def operator_matrix(problem: Problem, *, lr, beta, batch_size, method: str = "hb
     return jnp.kron(M, M) + (lr**2 / batch_size) * jnp.kron(E1, E1) @ N @ jnp.kron(C, C)
 
 
-def second_moment_trajectory(problem: Problem, e0: jax.Array, *, lr, beta, batch_size, steps: int,
-                             method: str = "hb") -> jax.Array:
+def second_moment_trajectory(
+    problem: Problem, e0: jax.Array, *, lr, beta, batch_size, steps: int, method: str = "hb"
+) -> jax.Array:
     """Exact E||x_t - x*||^2 for t = 0..steps (shape (steps + 1,)) from x_0 - x* = e0 (= x_{-1} - x*), by
     iterating eq. MS on S_0 = [[e0 e0^T, e0 e0^T], [e0 e0^T, e0 e0^T]]."""
     v.positive_int("steps", steps)
@@ -575,7 +690,8 @@ def _sym_basis(d: int) -> np.ndarray:
 
 
 class Kernel(NamedTuple):
-    """Eq. MS in H's eigenbasis: h (d,) eigenvalues (ascending), U (d, d) eigenvectors, K (m, m) the noise map."""
+    """Eq. MS in H's eigenbasis: h (d,) eigenvalues (ascending), U (d, d) eigenvectors, K (m, m) the noise
+    map."""
 
     h: jax.Array
     U: jax.Array
@@ -583,7 +699,8 @@ class Kernel(NamedTuple):
 
 
 def noise_kernel(problem: Problem) -> Kernel:
-    """Kernel(h, U, K): eigenvalues h (d,) of H (ascending), eigenvectors U, and N restricted to symmetric matrices in H's eigenbasis, as an
+    """Kernel(h, U, K): eigenvalues h (d,) of H (ascending), eigenvectors U, and N restricted to symmetric
+    matrices in H's eigenbasis, as an
     (m, m) matrix, m = d(d+1)/2, in the orthonormal coordinates of ``_sym_basis`` (K = S^T K_full S with
     K_full = sum_i p_i w_i^2 vec(a~ a~^T) vec(a~ a~^T)^T - diag(vec(h h^T)), a~ = U^T a). Depends on the
     problem only: compute it once and reuse it for every (lr, beta, B)."""
@@ -602,8 +719,13 @@ def _unified_mean(lr, beta, nu, h):
     """M_i (h.shape + (2, 2)) and c (2,) for heavy ball (nu = 0) and Nesterov (nu = 1) at once (nu traced):
     M11 = 1 + beta - lr h - nu beta lr h, M12 = -beta (1 - nu lr h), c = (1 + nu beta, -nu beta)."""
     one, zero = jnp.ones_like(h), jnp.zeros_like(h)
-    M = jnp.stack([jnp.stack([1 + beta - lr * h - nu * beta * lr * h, -beta * (1 - nu * lr * h)], -1),
-                   jnp.stack([one, zero], -1)], -2)
+    M = jnp.stack(
+        [
+            jnp.stack([1 + beta - lr * h - nu * beta * lr * h, -beta * (1 - nu * lr * h)], -1),
+            jnp.stack([one, zero], -1),
+        ],
+        -2,
+    )
     return M, jnp.stack([1.0 + nu * beta, -nu * beta])
 
 
@@ -644,7 +766,8 @@ def _rate(h, K, lr, beta, nu, batch_size, iters, cap):
         rf = b - fb * (b - a) / (fb - fa)
         m = jnp.where(usable & (rf > a) & (rf < b), rf, 0.5 * (a + b))
         ok, fm = test(m)
-        # Illinois: when the same end is kept twice, halve the other end's phi so the bracket closes from both sides
+        # Illinois: when the same end is kept twice, halve the other end's phi so the bracket closes from
+        # both sides
         new_side = jnp.where(ok, 1, -1)
         fa_n = jnp.where(ok, jnp.where(side == 1, 0.5 * fa, fa), jnp.where(fm < 0, fm, jnp.nan))
         fb_n = jnp.where(ok, fm, jnp.where(side == -1, 0.5 * fb, fb))
@@ -655,15 +778,18 @@ def _rate(h, K, lr, beta, nu, batch_size, iters, cap):
     return jnp.where(ok_cap, b, cap)
 
 
-def mean_square_rate(kernel: Kernel, *, lr, beta, batch_size, method: str = "hb", iters: int = 40,
-                     cap: float = 2.0):
-    """Spectral radius rho(T) of eq. MS (the exact per-step rate of E||e_t||^2) from ``noise_kernel``'s output.
+def mean_square_rate(
+    kernel: Kernel, *, lr, beta, batch_size, method: str = "hb", iters: int = 40, cap: float = 2.0
+):
+    """Spectral radius rho(T) of eq. MS (the exact per-step rate of E||e_t||^2) from ``noise_kernel``'s
+    output.
 
     Root finding on lambda in [rho(M)^2, cap]: the positive-definiteness test of the module docstring decides
     on which side of rho(T) a point lies (exact); Illinois regula falsi on phi(lambda) = 1 / tr((I -
     F(lambda))^{-1} I), which changes sign through a simple zero at rho(T), proposes the points, with
     bisection where phi is not usable (far left of rho(T)). Returns the
-    smallest point found to pass the test (an upper bound of rho(T); ``iters`` = 40 gives ~1e-12 in float64). Values >= 1 mean mean-square divergence; ``cap`` is returned when rho(T) >= cap. lr, beta and
+    smallest point found to pass the test (an upper bound of rho(T); ``iters`` = 40 gives ~1e-12 in float64).
+    Values >= 1 mean mean-square divergence; ``cap`` is returned when rho(T) >= cap. lr, beta and
     batch_size may be traced (vmap over grids); batch_size = jnp.inf gives the deterministic rate rho(M)^2.
     """
     v.one_of("method", method, METHODS)
@@ -698,8 +824,9 @@ def _traj(h, U, K, e0, lr, beta, nu, batch_size, steps):
     return jnp.concatenate([jnp.sum(e0**2)[None], tr])
 
 
-def expected_sq_error(kernel: Kernel, e0: jax.Array, *, lr, beta, batch_size, steps: int,
-                      method: str = "hb") -> jax.Array:
+def expected_sq_error(
+    kernel: Kernel, e0: jax.Array, *, lr, beta, batch_size, steps: int, method: str = "hb"
+) -> jax.Array:
     """Exact E||e_t||^2, t = 0..steps (shape (steps + 1,)), from e_0 = e_{-1} = e0, iterating eq. MS in H's
     eigenbasis with the reduced noise map (O(d^4) per step instead of O(n d^2); same values as
     ``second_moment_trajectory``). lr, beta, batch_size may be traced."""
@@ -708,8 +835,17 @@ def expected_sq_error(kernel: Kernel, e0: jax.Array, *, lr, beta, batch_size, st
     dt = kernel.h.dtype
     beta = 0.0 * jnp.asarray(beta, dt) if method == "sgd" else jnp.asarray(beta, dt)
     nu = jnp.asarray(1.0 if method == "nesterov" else 0.0, dt)
-    return _traj(kernel.h, kernel.U, kernel.K, jnp.asarray(e0, dt), jnp.asarray(lr, dt), beta, nu,
-                 jnp.asarray(batch_size, dt), steps)
+    return _traj(
+        kernel.h,
+        kernel.U,
+        kernel.K,
+        jnp.asarray(e0, dt),
+        jnp.asarray(lr, dt),
+        beta,
+        nu,
+        jnp.asarray(batch_size, dt),
+        steps,
+    )
 
 
 def efold_time(rho):
