@@ -76,7 +76,7 @@ from ipywidgets import FloatLogSlider, FloatSlider, IntSlider, interact  # noqa:
 
 def explore(B=8, beta=0.9, cond=1000.0):
     with jax.enable_x64(True):
-        pr = ip.random_problem(200, 8, cond=cond, sampling="norm", key=jax.random.key(0))
+        pr = ip.random_problem(cfg.n, cfg.d, cond=cond, sampling="norm", key=jax.random.key(0))
         c = ip.constants(pr)
         k = ip.noise_kernel(pr)
     lrs = np.geomspace(1e-4, 4.0, 60) / float(c.L)

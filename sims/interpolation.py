@@ -37,6 +37,7 @@ NAME = "interpolation"
 TITLE = "Interpolation regime: mini-batch heavy ball / Nesterov speed up ~B until tr H / sqrt(L mu)"
 
 METHODS = ("sgd", "hb", "nesterov", "hb_rule")  # grid-optimised SGD, HB, Nesterov; heavy ball with the B rule
+GROUPS = (("sgd",), ("hb", "nesterov", "hb_rule"))  # run separately: SGD needs many more steps at large B
 LABELS = {
     "sgd": "SGD (grid-opt lr)",
     "hb": "heavy ball (grid-opt lr, beta)",
@@ -291,24 +292,26 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         rho_det = ip.mean_square_rate(kernel, lr=lr_p, beta=beta_p, batch_size=jnp.inf, method="hb")
         gd_rho = ((L - mu) / (L + mu)) ** 2  # GD at lr = 2/(L + mu): ||e|| factor (k-1)/(k+1) per step
         e0 = -problem.x_star
-        theory_curves, steps_B, stride_B = {}, [], []
+        # exact curves, per B and per group (SGD runs much longer than momentum at large B)
+        theory_curves, steps_B, stride_B = {}, {}, {}
         for j, B in enumerate(Bs):
-            steps, stride = _steps_for(
-                [params[m]["rho"][j] for m in METHODS], cfg.eps, cfg.fit_efolds + 3, cfg.record_points
-            )
-            steps_B.append(steps)
-            stride_B.append(stride)
-            theory_curves[B] = np.asarray(
-                _exact_batch(
-                    kernel,
-                    e0,
-                    jnp.asarray([params[m]["lr"][j] for m in METHODS]),
-                    jnp.asarray([0.0 if m == "sgd" else params[m]["beta"][j] for m in METHODS]),
-                    jnp.asarray(NU),
-                    jnp.full(nM, float(B)),
-                    steps,
+            for g, group in enumerate(GROUPS):
+                idx = [METHODS.index(m) for m in group]
+                steps, stride = _steps_for(
+                    [params[m]["rho"][j] for m in group], cfg.eps, cfg.fit_efolds + 3, cfg.record_points
                 )
-            )
+                steps_B[B, g], stride_B[B, g] = steps, stride
+                theory_curves[B, g] = np.asarray(
+                    _exact_batch(
+                        kernel,
+                        e0,
+                        jnp.asarray([params[m]["lr"][j] for m in group]),
+                        jnp.asarray([0.0 if m == "sgd" else params[m]["beta"][j] for m in group]),
+                        jnp.asarray(NU[idx]),
+                        jnp.full(len(group), float(B)),
+                        steps,
+                    )
+                )
         # Kaczmarz and coordinate-descent problems (float64 theory)
         kz = ip.make_problem(problem.A, problem.b, sampling="norm")
         cdp = ip.coordinate_descent_problem(problem.A, problem.b)
@@ -372,38 +375,38 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     windows = np.zeros((nM, nB, 2))
     diverged = np.zeros((nM, nB))
     curves_out = {}
-    keys = jax.random.split(kmc, nB)
+    keys = jax.random.split(kmc, nB * len(GROUPS))
     for j, B in enumerate(Bs):
         seeds = max(cfg.min_seeds, min(cfg.n_seeds, cfg.seed_budget // B))
-        rows = {
-            "lr": np.repeat([params[m]["lr"][j] for m in METHODS], seeds).astype(np.float32),
-            "beta": np.repeat([0.0 if m == "sgd" else params[m]["beta"][j] for m in METHODS], seeds).astype(
-                np.float32
-            ),
-            "gamma": np.repeat(NU, seeds).astype(np.float32),
-            "key": jax.random.split(keys[j], nM * seeds),
-        }
-        fn = partial(_mc_row, problem=problem32, batch_size=B, steps=steps_B[j], record_every=stride_B[j])
-        errs, div = sweep(fn, rows)
-        mean = np.asarray(errs, np.float64).reshape(nM, seeds, -1).mean(axis=1)
-        div = np.asarray(div).reshape(nM, seeds)
-        t = np.arange(mean.shape[1]) * stride_B[j]
-        full_t = np.arange(theory_curves[B].shape[1])
-        for i in range(nM):
-            rho = float(params[METHODS[i]]["rho"][j])
-            ta, tb = _asymptotic_window(theory_curves[B][i], rho, cfg.fit_efolds)
-            windows[i, j] = ta, tb
-            hits_mc[i, j] = _hit(mean[i], t, cfg.eps)
-            hits_th[i, j] = _hit(theory_curves[B][i], full_t, cfg.eps)
-            rates_mc[i, j] = _fit(mean[i], t, ta, tb)
-            rates_th_fit[i, j] = _fit(theory_curves[B][i], full_t, ta, tb)
-            diverged[i, j] = div[i].mean()
-        curves_out[f"B{B}"] = {
-            "t": t,
-            "mc_mean": mean,
-            "theory": theory_curves[B][:, :: stride_B[j]],
-            "seeds": np.asarray(seeds),
-        }
+        curves_out[f"B{B}"] = {"seeds": np.asarray(seeds)}
+        for g, group in enumerate(GROUPS):
+            idx = [METHODS.index(m) for m in group]
+            k = len(group)
+            steps, stride, th = steps_B[B, g], stride_B[B, g], theory_curves[B, g]
+            rows = {
+                "lr": np.repeat([params[m]["lr"][j] for m in group], seeds).astype(np.float32),
+                "beta": np.repeat([0.0 if m == "sgd" else params[m]["beta"][j] for m in group], seeds).astype(
+                    np.float32
+                ),
+                "gamma": np.repeat(NU[idx], seeds).astype(np.float32),
+                "key": jax.random.split(keys[j * len(GROUPS) + g], k * seeds),
+            }
+            fn = partial(_mc_row, problem=problem32, batch_size=B, steps=steps, record_every=stride)
+            errs, div = sweep(fn, rows)
+            mean = np.asarray(errs, np.float64).reshape(k, seeds, -1).mean(axis=1)
+            div = np.asarray(div).reshape(k, seeds)
+            t = np.arange(mean.shape[1]) * stride
+            full_t = np.arange(th.shape[1])
+            for r, i in enumerate(idx):
+                rho = float(params[METHODS[i]]["rho"][j])
+                ta, tb = _asymptotic_window(th[r], rho, cfg.fit_efolds)
+                windows[i, j] = ta, tb
+                hits_mc[i, j] = _hit(mean[r], t, cfg.eps)
+                hits_th[i, j] = _hit(th[r], full_t, cfg.eps)
+                rates_mc[i, j] = _fit(mean[r], t, ta, tb)
+                rates_th_fit[i, j] = _fit(th[r], full_t, ta, tb)
+                diverged[i, j] = div[r].mean()
+            curves_out[f"B{B}"]["_".join(group)] = {"t": t, "mc_mean": mean, "theory": th[:, ::stride]}
     out["mc"] = {"hits": hits_mc, "rates": rates_mc, "diverged_fraction": diverged}
     out["theory"] = {
         "hits": hits_th,
