@@ -234,7 +234,8 @@ def test_coordinate_descent_matches_equivalent_problem():
         exact = np.asarray(ip.expected_sq_error(k, -cdp.x_star, lr=lr, beta=beta, batch_size=B, steps=20))
         z0 = np.asarray(cdp.x_star)
         G = np.asarray(ip.hessian(pr64))
-        np.testing.assert_allclose(z0 @ z0, np.asarray(pr64.x_star) @ G @ np.asarray(pr64.x_star), rtol=1e-10)
+        # x*_eq = G^{1/2} x_ls; x_ls equals the float32-rounded x* to ~1e-7
+        np.testing.assert_allclose(z0 @ z0, np.asarray(pr64.x_star) @ G @ np.asarray(pr64.x_star), rtol=1e-6)
     gaps = jax.vmap(
         lambda kk: ip.coordinate_descent(
             pr, jnp.zeros(4), lr=lr, beta=beta, batch_size=B, steps=20, key=kk, record_every=5
@@ -273,7 +274,9 @@ def test_noiseless_operator_at_polyak_gives_optimal_rate(cond):
         rho = float(ip.mean_square_rate(ip.noise_kernel(pr), lr=lr, beta=beta, batch_size=jnp.inf))
         sk = np.sqrt(float(c.L / c.mu))
     assert float(rate) == pytest.approx((sk - 1) / (sk + 1), rel=1e-10)
-    assert rho == pytest.approx(float(rate) ** 2, rel=1e-8)
+    # Polyak's parameters make the extreme modes critically damped (double roots of z^2 - c1 z + c0), whose
+    # computed modulus carries an O(sqrt(machine eps)) error: 1e-6 is the honest tolerance here
+    assert rho == pytest.approx(float(rate) ** 2, rel=1e-6)
 
 
 # ---------------------------------------------------------------------------------------------------------
