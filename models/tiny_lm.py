@@ -167,3 +167,38 @@ def replace_linear_weights(model: TinyLM, weights: dict[str, jax.Array]) -> Tiny
     current = dict(zip(names, getters(model), strict=True))
     current.update(weights)
     return eqx.tree_at(getters, model, [current[n] for n in names])
+
+
+def sample(model: TinyLM, prompt: jax.Array, num_tokens: int, *, key: jax.Array,
+           temperature: float = 1.0) -> jax.Array:
+    """Autoregressively extend ``prompt: int[P]`` (1 <= P) by ``num_tokens`` tokens; returns int[P + num_tokens].
+
+    The model sees the last ``ctx`` tokens (no KV cache: the tiny model recomputes the window each step).
+    ``temperature = 0`` is greedy decoding.
+    """
+    v.positive_int("num_tokens", num_tokens)
+    v.nonnegative("temperature", temperature)
+    prompt = jnp.asarray(prompt, jnp.int32)
+    if prompt.ndim != 1 or prompt.shape[0] < 1:
+        raise ValueError(f"prompt must be a non-empty 1-D token array, got shape {prompt.shape}")
+    ctx, p = model.config.ctx, prompt.shape[0]
+    buf = jnp.concatenate([jnp.zeros(max(ctx - p, 0), jnp.int32), prompt[-ctx:], jnp.zeros(num_tokens, jnp.int32)])
+    start = max(ctx - p, 0) + min(p, ctx)  # index of the first generated token in buf
+
+    @jax.jit
+    def go(buf, key):
+        def step(c, i):
+            buf, key = c
+            key, k = jax.random.split(key)
+            window = jax.lax.dynamic_slice(buf, (start + i - ctx,), (ctx,))
+            logits = model(window)[-1]
+            tok = jnp.where(temperature > 0,
+                            jax.random.categorical(k, logits / jnp.maximum(temperature, 1e-6)),
+                            jnp.argmax(logits))
+            return (buf.at[start + i].set(tok.astype(jnp.int32)), key), None
+
+        (buf, _), _ = jax.lax.scan(step, (buf, key), jnp.arange(num_tokens))
+        return buf
+
+    out = go(buf, key)
+    return jnp.concatenate([prompt, out[start:]])
