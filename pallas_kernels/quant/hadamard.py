@@ -1,0 +1,265 @@
+"""Fast Walsh-Hadamard transform (FWHT) along the last axis: reference butterfly, Pallas kernel, public op.
+
+Notation: ``d = 2^n`` is the transform length and ``H_d`` the Sylvester Hadamard matrix
+(``H_1 = [1]``, ``H_2m = [[H_m, H_m], [H_m, -H_m]]``, i.e. ``scipy.linalg.hadamard(d)``). The normalized
+transform
+
+    fwht(x) = x @ H_d / sqrt(d)                                (orthonormal, self-inverse)
+
+costs O(d log d) with the butterfly ``(a, b) -> (a + b, a - b)`` over strides ``h = 1, 2, 4, ..., d/2``
+(``fwht_reference``, pure jnp: the spec and the XLA fallback).
+
+The Pallas kernel does not run the butterfly (log d dependent passes over registers); it uses dense Hadamard
+tiles on the matrix units instead, after the GPU design of the papers (a dense 16x16 / 128x128 H tile on
+tensor cores plus a Kronecker split for large d). Because Sylvester matrices factor as
+``H_{ab} = H_a (x) H_b``, a row ``x`` of length ``d = a b`` viewed row-major as an ``a x b`` matrix ``X``
+transforms as
+
+    vec(H_a X H_b) = (H_a (x) H_b) vec(X)                                            (H symmetric)
+
+so one row costs two small dense matmuls, ``2 d (a + b)`` flops, instead of ``d^2`` for a dense rotation.
+Modes (``HadamardBlocks``):
+  * dense, ``d <= dense_max``: a block of ``block_rows`` rows times one dense ``T x T`` tile, where
+    ``T = max(d, 16)`` and the tile is ``I_{T/d} (x) H_d`` (rows shorter than 16 are grouped 16/d per
+    tile row,
+    since GPU dots need every dim >= 16);
+  * Kronecker, ``d > dense_max``: one row per program, ``H_a X H_b`` with ``b = min(tile, d/16)`` and
+    ``a = d/b <= 256``, so d up to 32768 (= 256 x 128) is supported.
+Tiles hold the exact +-1 entries; the ``1/sqrt(d)`` scale is applied once at the end in float32.
+
+Shapes: ``x`` is ``(..., d)`` of any float dtype; the output has the same shape and dtype (computed in f32).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import pallas as pl
+
+MAX_PALLAS_D = 32768
+_MIN_DOT = 16  # Triton dots need every dimension >= 16
+_IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
+
+
+@dataclasses.dataclass(frozen=True)
+class HadamardBlocks:
+    """Block sizes of the FWHT kernel.
+
+    dense_max: largest d done with one dense tile per block of rows (power of two, >= 16).
+    tile: largest Kronecker factor ``b`` (power of two, >= 16); ``a = d / b`` must stay <= 256.
+    block_rows: rows (of the T-wide view) per program in dense mode (power of two, multiple of 8 for TPU).
+    num_warps: Triton warps per program.
+    """
+
+    dense_max: int = 128
+    tile: int = 128
+    block_rows: int = 32
+    num_warps: int = 4
+
+
+def is_power_of_two(d: int) -> bool:
+    return isinstance(d, (int, np.integer)) and d >= 1 and (d & (d - 1)) == 0
+
+
+def check_length(d: int, name: str = "x.shape[-1]") -> None:
+    if not is_power_of_two(d):
+        raise ValueError(f"{name} must be a power of two (Walsh-Hadamard length), got {d}")
+
+
+def resolve_implementation(implementation: str | None) -> str:
+    """``None`` -> "pallas" on GPU/TPU, "xla" on CPU; otherwise checked and returned."""
+    if implementation not in _IMPLEMENTATIONS:
+        raise ValueError(f"implementation must be one of {_IMPLEMENTATIONS}, got {implementation!r}")
+    if implementation is None:
+        return "pallas" if jax.default_backend() in ("gpu", "cuda", "rocm", "tpu") else "xla"
+    return implementation
+
+
+@functools.lru_cache(maxsize=64)
+def hadamard_matrix_np(d: int) -> np.ndarray:
+    """The unnormalized Sylvester Hadamard matrix H_d (entries +-1, float32), equal to
+    scipy.linalg.hadamard."""
+    check_length(d, "d")
+    h = np.ones((1, 1), np.float32)
+    while h.shape[0] < d:
+        h = np.block([[h, h], [h, -h]])
+    return h
+
+
+def hadamard_matrix(d: int, dtype=jnp.float32, *, normalize: bool = True) -> jax.Array:
+    """H_d (``normalize``: divided by sqrt(d), orthonormal) as a ``(d, d)`` array."""
+    h = hadamard_matrix_np(d)
+    return jnp.asarray(h / np.sqrt(d) if normalize else h, dtype)
+
+
+@functools.partial(jax.jit, static_argnames=("normalize",))
+def fwht_reference(x: jax.Array, *, normalize: bool = True) -> jax.Array:
+    """Butterfly FWHT along the last axis (pure jnp): ``x @ H_d / sqrt(d)`` (``normalize``) or ``x @ H_d``.
+
+    Stage h pairs entries i and i + h inside blocks of 2h: ``(a, b) -> (a + b, a - b)``; log2(d) stages.
+    """
+    x = jnp.asarray(x)
+    d = x.shape[-1]
+    check_length(d)
+    out_dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
+    y = x.astype(jnp.promote_types(out_dtype, jnp.float32))
+    lead = y.shape[:-1]
+    h = 1
+    while h < d:
+        z = y.reshape(*lead, d // (2 * h), 2, h)
+        a, b = z[..., 0, :], z[..., 1, :]
+        y = jnp.stack([a + b, a - b], axis=-2).reshape(*lead, d)
+        h *= 2
+    if normalize:
+        y = y * (1.0 / math.sqrt(d))
+    return y.astype(out_dtype)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Pallas kernel
+# ---------------------------------------------------------------------------------------------------------
+
+
+def kron_split(d: int, blocks: HadamardBlocks = HadamardBlocks()) -> tuple[int, int]:
+    """``(a, b)`` with ``H_d = H_a (x) H_b`` for the Kronecker mode: b = min(tile, d/16), a = d/b."""
+    b = min(blocks.tile, d // _MIN_DOT)
+    a = d // b
+    if a > 256 or a < _MIN_DOT or b < _MIN_DOT:
+        raise ValueError(
+            f"d={d} cannot be split into Hadamard tiles a x b with 16 <= a <= 256, 16 <= b <= "
+            f"{blocks.tile}; the Pallas FWHT supports power-of-two d up to {MAX_PALLAS_D}"
+        )
+    return a, b
+
+
+def _check_blocks(blocks: HadamardBlocks) -> None:
+    for name in ("dense_max", "tile", "block_rows"):
+        v = getattr(blocks, name)
+        if not is_power_of_two(v) or (name != "block_rows" and v < _MIN_DOT):
+            raise ValueError(f"blocks.{name} must be a power of two (>= 16 for tiles), got {v}")
+
+
+def _dense_kernel(x_ref, h_ref, o_ref, *, scale, precision):
+    x = x_ref[...].astype(jnp.float32)
+    y = jnp.dot(x, h_ref[...], precision=precision, preferred_element_type=jnp.float32)
+    o_ref[...] = (y * scale).astype(o_ref.dtype)
+
+
+def _kron_kernel(x_ref, ha_ref, hb_ref, o_ref, *, scale, precision):
+    x = x_ref[...].astype(jnp.float32)  # (a, b): one row of length d = a b
+    t = jnp.dot(x, hb_ref[...], precision=precision, preferred_element_type=jnp.float32)
+    y = jnp.dot(ha_ref[...], t, precision=precision, preferred_element_type=jnp.float32)
+    o_ref[...] = (y * scale).astype(o_ref.dtype)
+
+
+def triton_params(num_warps: int):
+    from jax.experimental.pallas import triton as pltr
+
+    return pltr.CompilerParams(num_warps=num_warps, num_stages=1)
+
+
+def per_platform(fn, *args, interpret: bool, num_warps: int):
+    """Call ``fn(*args, compiler_params=...)`` with Triton params on CUDA/ROCm and none elsewhere (TPU).
+
+    The choice is made at lowering time with ``lax.platform_dependent`` so one traced function lowers for
+    either platform (also from a CPU host, as the lowering tests do).
+    """
+    if interpret:
+        return fn(*args, compiler_params=None)
+    gpu = functools.partial(fn, compiler_params=triton_params(num_warps))
+    other = functools.partial(fn, compiler_params=None)
+    return jax.lax.platform_dependent(*args, cuda=gpu, rocm=gpu, default=other)
+
+
+def fwht_pallas(
+    x: jax.Array,
+    *,
+    blocks: HadamardBlocks = HadamardBlocks(),
+    interpret: bool = False,
+    precision=jax.lax.Precision.HIGHEST,
+) -> jax.Array:
+    """Pallas FWHT along the last axis (see the module docstring for the tile design)."""
+    _check_blocks(blocks)
+    x = jnp.asarray(x)
+    d = x.shape[-1]
+    check_length(d)
+    if d > MAX_PALLAS_D:
+        raise ValueError(f"x.shape[-1] must be <= {MAX_PALLAS_D} for the Pallas FWHT, got {d}")
+    if d > blocks.dense_max:
+        kron_split(d, blocks)  # eager error for an impossible split
+    call = functools.partial(_fwht_call, blocks=blocks, interpret=interpret, precision=precision)
+    return per_platform(call, x, interpret=interpret, num_warps=blocks.num_warps)
+
+
+def _fwht_call(x, *, blocks, interpret, precision, compiler_params):
+    d = x.shape[-1]
+    shape, dtype = x.shape, x.dtype
+    x2 = x.reshape(-1, d)
+    n = x2.shape[0]
+    scale = 1.0 / math.sqrt(d)
+    cp = compiler_params
+    if d <= blocks.dense_max:
+        t = max(d, _MIN_DOT)
+        g = t // d  # rows grouped per tile row
+        tile = jnp.asarray(np.kron(np.eye(g, dtype=np.float32), hadamard_matrix_np(d)))
+        m = -(-n // g)
+        rows = min(blocks.block_rows, max(8, 1 << (m - 1).bit_length()))
+        m_pad = -(-m // rows) * rows
+        flat = jnp.pad(x2.reshape(-1), (0, m_pad * t - n * d)).reshape(m_pad, t)
+        y = pl.pallas_call(
+            functools.partial(_dense_kernel, scale=scale, precision=precision),
+            out_shape=jax.ShapeDtypeStruct((m_pad, t), dtype),
+            grid=(m_pad // rows,),
+            in_specs=[pl.BlockSpec((rows, t), lambda i: (i, 0)), pl.BlockSpec((t, t), lambda i: (0, 0))],
+            out_specs=pl.BlockSpec((rows, t), lambda i: (i, 0)),
+            interpret=interpret,
+            compiler_params=cp,
+            name="fwht_dense",
+        )(flat, tile)
+        return y.reshape(-1)[: n * d].reshape(shape)
+    a, b = kron_split(d, blocks)
+    x3 = x2.reshape(n, a, b)
+    y = pl.pallas_call(
+        functools.partial(_kron_kernel, scale=scale, precision=precision),
+        out_shape=jax.ShapeDtypeStruct((n, a, b), dtype),
+        grid=(n,),
+        in_specs=[
+            pl.BlockSpec((None, a, b), lambda i: (i, 0, 0)),
+            pl.BlockSpec((a, a), lambda i: (0, 0)),
+            pl.BlockSpec((b, b), lambda i: (0, 0)),
+        ],
+        out_specs=pl.BlockSpec((None, a, b), lambda i: (i, 0, 0)),
+        interpret=interpret,
+        compiler_params=cp,
+        name="fwht_kron",
+    )(x3, jnp.asarray(hadamard_matrix_np(a)), jnp.asarray(hadamard_matrix_np(b)))
+    return y.reshape(shape)
+
+
+def fwht(
+    x: jax.Array,
+    *,
+    implementation: str | None = None,
+    blocks: HadamardBlocks | None = None,
+    precision=jax.lax.Precision.HIGHEST,
+) -> jax.Array:
+    """Normalized fast Walsh-Hadamard transform along the last axis: ``x @ H_d / sqrt(d)``.
+
+    x: ``(..., d)``, d a power of two (<= 32768 for the Pallas kernel). Self-inverse: fwht(fwht(x)) = x.
+    implementation: None (Pallas on GPU/TPU, XLA reference on CPU), "xla", "pallas", "interpret".
+    """
+    x = jnp.asarray(x)
+    check_length(x.shape[-1])
+    impl = resolve_implementation(implementation)
+    if impl == "xla":
+        return fwht_reference(x)
+    if not jnp.issubdtype(x.dtype, jnp.floating):
+        x = x.astype(jnp.float32)
+    return fwht_pallas(
+        x, blocks=blocks or HadamardBlocks(), interpret=impl == "interpret", precision=precision
+    )

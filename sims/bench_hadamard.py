@@ -1,0 +1,67 @@
+"""``workbench bench hadamard``: the FWHT against its XLA butterfly reference and against a dense rotation
+matmul (the Theta(d^2) peer), and the fused RHT quantizer against its reference.
+
+On CPU the default implementation is the XLA reference, so there "ours" is ``fwht(implementation=None)`` =
+the butterfly; on a GPU/TPU it is the Pallas kernel, and the row notes the achieved HBM bandwidth fraction
+when the chip's peak is known.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+
+from pallas_kernels.quant.hadamard import fwht, fwht_reference, hadamard_matrix
+from pallas_kernels.quant.rht import rht_quantize, rht_quantize_reference, rht_randomness
+from sims.harness import BenchRow, time_call
+
+PEAK_HBM_GBS = {"H100": 3350.0, "H200": 4800.0, "A100": 2039.0, "TPU v5": 819.0, "TPU v4": 1200.0}
+
+
+def _peak():
+    kind = jax.devices()[0].device_kind
+    return next((v for k, v in PEAK_HBM_GBS.items() if k in kind), None)
+
+
+def bench(quick: bool = False) -> list[BenchRow]:
+    rows = []
+    backend = jax.default_backend()
+    impl = "pallas" if backend != "cpu" else "xla (CPU default)"
+    shapes = [(256, 1024)] if quick else [(4096, 128), (1024, 4096), (64, 32768)]
+    peak = _peak()
+    for n, d in shapes:
+        x = jax.random.normal(jax.random.key(0), (n, d), jnp.float32)
+        ours = jax.jit(lambda x: fwht(x))
+        ref = jax.jit(lambda x: fwht_reference(x))
+        h = hadamard_matrix(d)
+        dense = jax.jit(lambda x, h=h: jnp.dot(x, h, precision=jax.lax.Precision.HIGHEST))
+        t_ours = time_call(ours, x, repeats=3)
+        gbs = 2 * x.size * 4 / t_ours / 1e9
+        note = f"{gbs:.1f} GB/s" + (f" = {100 * gbs / peak:.0f}% of HBM peak" if peak else "")
+        rows.append(
+            BenchRow(f"fwht {n}x{d}", impl, "XLA butterfly", t_ours, time_call(ref, x, repeats=3), note)
+        )
+        rows.append(
+            BenchRow(
+                f"fwht {n}x{d}",
+                impl,
+                "dense H matmul",
+                t_ours,
+                time_call(dense, x, repeats=3),
+                f"flops ratio d/(2 log2 d) = {d / (2 * d.bit_length() - 2):.0f}",
+            )
+        )
+        key = jax.random.key(1)
+        signs, u = rht_randomness(key, d, (n,))
+        q_ours = jax.jit(lambda x, key=key: rht_quantize(x, key=key, bits=4).codes)
+        q_ref = jax.jit(lambda x, s=signs, u=u: rht_quantize_reference(x, s, u, bits=4)[0])
+        rows.append(
+            BenchRow(
+                f"rht_quantize b=4 {n}x{d}",
+                impl,
+                "XLA reference",
+                time_call(q_ours, x, repeats=3),
+                time_call(q_ref, x, repeats=3),
+            )
+        )
+    return rows
