@@ -18,6 +18,18 @@ eigenvectors at theta_0 (the valley) and the rest (the river). Measured: the fra
 (the valley walls, large), the fraction of the displacement in V (small), and the loss with the valley
 component of d_t removed (the river carries the progress).
 
+What the full preset measures (seed 0; ``figures/river_valley_lm/claims.json``): lambda_max(init) = 40. GD
+stays trainable up to 16 x 2/lambda_max(init) (it diverges at 32x: its sharpness falls after the first large
+steps, the catapult of edge-of-stability training), so the quadratic edge 2/lambda_max(init) does not predict
+it (claim fails, kept in the table). Heavy ball at the *same* lr is *less* stable than GD here (beta=0.5: edge
+8x... 16x on the grid, beta=0.9: 8x): the quadratic prediction edge(beta)/edge(0) = 1+beta fails for beta=0.9.
+Measured in the effective lr lr/(1-beta) that sets the step along flat directions, heavy ball's edge (80 x
+2/lambda at beta=0.9) is far beyond GD's: momentum buys river speed, not a larger raw lr, in this model. What does
+hold: at its best lr, SGD+HB(0.9) reaches a lower loss than GD at its best lr (2.22 vs 2.38 nats/byte); at the
+same lr 1.5 x 2/lambda, GD shows loss spikes and HB descends smoothly and further; the gradient lies mostly
+(33%) in the top-4 Hessian directions (2700x a random 4-dim subspace's share) while only 3% of HB's
+displacement does, and the river part of the displacement alone keeps 95% of the loss decrease.
+
 Figures (``figures/river_valley_lm/``):
   lr_beta_grid.png    final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW; edges
   decomposition.png   valley coordinates, river distance and losses along a heavy-ball trajectory; spectrum
