@@ -21,8 +21,8 @@ component of d_t removed (the river carries the progress).
 What the full preset measures (seed 0; ``figures/river_valley_lm/claims.json``): lambda_max(init) = 40. GD
 stays trainable up to 16 x 2/lambda_max(init) (it diverges at 32x: its sharpness falls after the first large
 steps, the catapult of edge-of-stability training), so the quadratic edge 2/lambda_max(init) does not predict
-it (claim fails, kept in the table). Heavy ball at the *same* lr is *less* stable than GD here (beta=0.5: edge
-8x... 16x on the grid, beta=0.9: 8x): the quadratic prediction edge(beta)/edge(0) = 1+beta fails for beta=0.9.
+it (claim fails, kept in the table). Heavy ball at the *same* lr is no more stable than GD here (beta=0.5: edge
+16x, the same as GD; beta=0.9: 8x): the quadratic prediction edge(beta)/edge(0) = 1+beta fails for beta=0.9.
 Measured in the effective lr lr/(1-beta) that sets the step along flat directions, heavy ball's edge (80 x
 2/lambda at beta=0.9) is far beyond GD's: momentum buys river speed, not a larger raw lr, in this model. What does
 hold: at its best lr, SGD+HB(0.9) reaches a lower loss than GD at its best lr (2.22 vs 2.38 nats/byte); at the
