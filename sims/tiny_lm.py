@@ -68,7 +68,7 @@ class Config:
     sample_tokens: int = 120
 
     def __post_init__(self):
-        self.model  # validates the model shape
+        _ = self.model  # validates the model shape
         for name in ("steps", "batch_size", "eval_windows", "rht_group", "sample_tokens"):
             v.positive_int(name, getattr(self, name))
         v.positive("lr", self.lr)
