@@ -19,6 +19,7 @@ Formats (bits per weight, counting the block scales; the per-tensor FP32 scale i
 Figures (``figures/tiny_lm/``):
   perplexity.png    perplexity per format (bar), the RaZeR/NVFP4 reduction beside the paper's 29.4%
   layer_errors.png  per-layer relative weight MSE and the perplexity increase when only that layer is quantized
+  engines.png       TV and KL between the float32 engine and bf16 / NVFP4-weight / RaZeR-weight engines
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ import numpy as np
 
 from models import corpus, tokenizer
 from models import train as tr
-from models.tiny_lm import LMConfig, linear_weights, replace_linear_weights, sample
+from models.tiny_lm import LMConfig, TinyLM, cast, linear_weights, replace_linear_weights, sample
 from pallas_kernels.quant import (
     mxfp4_dequantize,
     mxfp4_quantize,
@@ -45,11 +46,14 @@ from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
 from sims import style
 from sims.harness import Claim
 from theory import _validate as v
+from theory import tv_distance as tvd
 
 NAME = "tiny_lm"
 TITLE = "Tiny LM with 4-bit weights: RaZeR vs NVFP4 vs MXFP4 vs dithered RHT perplexity"
 
 FORMATS = ("nvfp4", "razer", "mxfp4", "rht4")
+PROMPT = "def "  # the engines generate continuations of this prompt
+ENGINES = ("float32", "bfloat16", "nvfp4 weights", "razer weights")
 PAPER_RAZER_REDUCTION = 0.294  # RaZeR paper: average perplexity-loss reduction over NVFP4, weight-only
 
 
@@ -66,14 +70,18 @@ class Config:
     eval_windows: int = 256
     rht_group: int = 64
     sample_tokens: int = 120
+    tv_n: int = 24  # sequence length for the engine TV/KL
+    tv_m: int = 256  # sequences per estimate
 
     def __post_init__(self):
         _ = self.model  # validates the model shape
-        for name in ("steps", "batch_size", "eval_windows", "rht_group", "sample_tokens"):
+        for name in ("steps", "batch_size", "eval_windows", "rht_group", "sample_tokens", "tv_n", "tv_m"):
             v.positive_int(name, getattr(self, name))
         v.positive("lr", self.lr)
         if self.d_model % 32:
             raise ValueError(f"d_model must be a multiple of 32 (MXFP4 blocks), got {self.d_model}")
+        if self.tv_n + len(PROMPT) - 1 > self.ctx:
+            raise ValueError(f"tv_n must be <= ctx - {len(PROMPT) - 1} = {self.ctx - len(PROMPT) + 1}, got {self.tv_n}")
         if self.rht_group & (self.rht_group - 1):
             raise ValueError(f"rht_group must be a power of two, got {self.rht_group}")
 
@@ -90,7 +98,7 @@ class Config:
 PRESETS = {
     "full": Config(),
     "quick": Config(d_model=32, n_layers=1, n_heads=2, ctx=32, steps=150, lr=1e-2, corpus_bytes=200_000,
-                    eval_windows=64, sample_tokens=40),
+                    eval_windows=64, sample_tokens=40, tv_n=12, tv_m=64),
 }
 
 
@@ -126,6 +134,36 @@ def _eval(model, x, y):
     return tr.evaluate(model, x, y)
 
 
+def as_ar_model(model: TinyLM, prompt: str = PROMPT) -> tvd.ARModel:
+    """``model`` as an autoregressive model of theory.tv_distance: sequences continuing ``prompt``.
+
+    Position t's next-token log-probs are the model's on ``prompt + tokens[:t]`` (teacher forcing, one forward
+    pass over the window; the window must fit in ctx).
+    """
+    pr = jnp.asarray(tokenizer.encode(prompt))
+
+    def all_fn(params, tokens):
+        b, n = tokens.shape
+        inp = jnp.concatenate([jnp.broadcast_to(pr, (b, pr.shape[0])), tokens[:, :-1]], axis=1)
+        return jax.nn.log_softmax(jax.vmap(params)(inp)[:, pr.shape[0] - 1:], axis=-1)
+
+    def step_fn(params, tokens, t):
+        return all_fn(params, tokens)[:, t]
+
+    return tvd.ARModel(step_fn, model, 256, all_fn=all_fn)
+
+
+def engine_distances(engine_a: TinyLM, engine_b: TinyLM, *, key: jax.Array, n: int, m: int) -> dict:
+    """TV(A, B) (logit access, plain estimator) and KL(A || B) from the same m sequences x ~ A of length n.
+
+    Returns value and standard error of each (per-sequence Z averaged; stderr = std(Z)/sqrt(m))."""
+    d = tvd.decode(as_ar_model(engine_a), as_ar_model(engine_b), jnp.zeros((m,), bool), key=key, n=n, m=m)
+    z_tv = tvd.logit_z_from_decoded(d, "plain")
+    z_kl = jnp.sum(d.lp - d.lq, axis=1)
+    se = lambda z: jnp.std(z, ddof=1) / np.sqrt(m)  # noqa: E731
+    return {"tv": jnp.mean(z_tv), "tv_se": se(z_tv), "kl": jnp.mean(z_kl), "kl_se": se(z_kl)}
+
+
 def run(cfg: Config, *, key: jax.Array) -> dict:
     model, train_losses = tr.trained_model(cfg.model, cfg.train, desc="train tiny LM")
     train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
@@ -149,7 +187,16 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out["bits"] = {f: jnp.asarray(bits_per_weight(f, cfg.d_model, cfg.rht_group)) for f in FORMATS}
     d_nv = ppl["nvfp4"] - out["fp_ppl"]
     out["razer_reduction"] = 1.0 - (ppl["razer"] - out["fp_ppl"]) / d_nv
-    prompt = tokenizer.encode("def ")
+    # engines: the same model served in float32 (A) and as B = bfloat16 compute / 4-bit weights
+    engines = {"float32": model, "bfloat16": cast(model, jnp.bfloat16),
+               "nvfp4 weights": replace_linear_weights(model, quantized_weights(model, "nvfp4", key=key,
+                                                                                rht_group=cfg.rht_group)),
+               "razer weights": replace_linear_weights(model, quantized_weights(model, "razer", key=key,
+                                                                                rht_group=cfg.rht_group))}
+    k_tv = jax.random.fold_in(key, 99)
+    out["engines"] = {name: engine_distances(model, eng, key=k_tv, n=cfg.tv_n, m=cfg.tv_m)
+                      for name, eng in engines.items()}
+    prompt = tokenizer.encode(PROMPT)
     out["sample"] = sample(model, prompt, cfg.sample_tokens, key=key, temperature=0.8)
     out["sample_nvfp4"] = sample(replace_linear_weights(model, quantized_weights(
         model, "nvfp4", key=key, rht_group=cfg.rht_group)), prompt, cfg.sample_tokens, key=key, temperature=0.8)
@@ -171,6 +218,15 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         Claim("MXFP4 (power-of-two scales, blocks of 32) perplexity >= NVFP4's (MXFP4 - NVFP4)", 0.0,
               p["mxfp4"] - p["nvfp4"], 0.0, "ge", source="theory"),
     ]
+    e = results["engines"]
+    out.append(Claim("TV(float32 engine, itself) = 0 exactly (logit estimator)", 0.0, float(e["float32"]["tv"]),
+                     1e-6, "abs", source="theory"))
+    for name in ENGINES[1:]:
+        tv, kl = float(e[name]["tv"]), float(e[name]["kl"])
+        lo_tv = tv - 2 * float(e[name]["tv_se"])
+        hi_kl = max(kl + 2 * float(e[name]["kl_se"]), 0.0)
+        out.append(Claim(f"Pinsker TV <= sqrt(KL/2), float32 vs {name} (TV - 2se - sqrt((KL + 2se)/2))", 0.0,
+                         lo_tv - np.sqrt(hi_kl / 2), 0.0, "le", source="theory"))
     return out
 
 
@@ -210,6 +266,21 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.set(ylabel="relative weight MSE |W - Q(W)|^2 / |W|^2", yscale="log", title="Per-layer weight error")
     ax2.set(ylabel="perplexity increase (only this layer quantized)", title="Per-layer perplexity cost")
     figs["layer_errors"] = fig
+
+    e = results["engines"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.2))
+    names = list(ENGINES[1:])
+    tv = [float(e[n]["tv"]) for n in names]
+    kl = [float(e[n]["kl"]) for n in names]
+    ax.bar(names, tv, yerr=[2 * float(e[n]["tv_se"]) for n in names], capsize=5, color="tab:blue",
+           label="TV estimate (logit access, +-2 se)")
+    ax.plot(names, [np.sqrt(max(k, 0) / 2) for k in kl], "k_", ms=30, mew=2, label="Pinsker bound sqrt(KL/2)")
+    ax.set(ylabel="TV(float32 engine, other engine)",
+           title=f"Engine TV over {cfg.tv_n}-byte continuations of {PROMPT!r}, m={cfg.tv_m}")
+    ax.legend(fontsize=8)
+    ax2.bar(names, kl, yerr=[2 * float(e[n]["kl_se"]) for n in names], capsize=5, color="tab:orange")
+    ax2.set(ylabel="KL(float32 || other) (nats per sequence)", title="KL estimate (+-2 se), same sequences")
+    figs["engines"] = fig
     return figs
 
 

@@ -34,12 +34,12 @@ def test_config_validation():
 
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
-    for fname in ("data.npz", "claims.json", "manifest.json", "perplexity.png", "layer_errors.png"):
+    for fname in ("data.npz", "claims.json", "manifest.json", "perplexity.png", "layer_errors.png", "engines.png"):
         assert (tmp_path / fname).stat().st_size > 0, fname
-    by = {c.statement.split(" (")[0]: c for c in outcome.claims}
     for prefix in ("the trained model beats the unigram baseline", "every 4-bit format costs perplexity",
-                   "RaZeR"):
-        assert by[prefix].passed, by[prefix]
+                   "RaZeR (weight variant) perplexity", "TV(float32 engine, itself)", "Pinsker"):
+        matched = [c for c in outcome.claims if c.statement.startswith(prefix)]
+        assert matched and all(c.passed for c in matched), matched
     # the paper's 29.4% and MXFP4 >= NVFP4 are measured, but a 1-layer 150-step model is too noisy to decide
     assert all(np.isfinite(c.measured) for c in outcome.claims)
     r = outcome.results
