@@ -148,7 +148,10 @@ def bench(quick: bool = False) -> list[BenchRow]:
         bw = _bandwidth_note(nbytes, t_ours)
         out.append(BenchRow(f"fp4_matmul[{fmt}] {m}x{n}x{k}", ours_name, "bf16 dense matmul", t_ours, t_base,
                             note="; ".join(s for s in (note, bw) if s)))
-    return out
+    # the Hadamard transform and the dithered RHT quantizer (sims/bench_hadamard.py) belong to the same op set
+    from sims import bench_hadamard
+
+    return out + bench_hadamard.bench(quick=quick)
 
 
 @jax.jit

@@ -1,4 +1,5 @@
-"""Block-quantized FP4 formats (NVFP4, MXFP4, RaZeR) and the fused W4A16 matmul.
+"""Block-quantized FP4 formats (NVFP4, MXFP4, RaZeR), the fused W4A16 matmul, the fast Walsh-Hadamard
+transform with the dithered randomized-Hadamard quantizer, and InQuant KV-cache packing.
 
 Every op is a pure-jnp reference (``reference.py``, the spec and the XLA fallback) plus a Pallas kernel,
 behind one public function with ``implementation=None | "xla" | "pallas" | "interpret"``.
@@ -6,20 +7,31 @@ behind one public function with ``implementation=None | "xla" | "pallas" | "inte
 
 from pallas_kernels.quant._blockwise import BlockSizes
 from pallas_kernels.quant.fp4 import QuantizedArray
+from pallas_kernels.quant.hadamard import HadamardBlocks, fwht
+from pallas_kernels.quant.inquant import InQuantPacked, inquant_pack, inquant_unpack
 from pallas_kernels.quant.matmul import MatmulBlockSizes, fp4_matmul
 from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
 from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
 from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
+from pallas_kernels.quant.rht import RHTQuantized, rht_dequantize, rht_quantize
 
 __all__ = [
     "BlockSizes",
+    "HadamardBlocks",
+    "InQuantPacked",
     "MatmulBlockSizes",
     "QuantizedArray",
+    "RHTQuantized",
     "fp4_matmul",
+    "fwht",
+    "inquant_pack",
+    "inquant_unpack",
     "mxfp4_dequantize",
     "mxfp4_quantize",
     "nvfp4_dequantize",
     "nvfp4_quantize",
     "razer_dequantize",
     "razer_quantize",
+    "rht_dequantize",
+    "rht_quantize",
 ]

@@ -150,19 +150,27 @@ def expand(z):
     return (_SQRT3 * _SQRT2) * jax.lax.erf_inv(2.0 * z - 1.0)
 
 
+def _levels_minus_one(bits):
+    """N - 1 = 2^b - 1: a Python float for a Python int (kernels: no constant ops for Mosaic to lower), else
+    traced."""
+    if isinstance(bits, (int, np.integer)):
+        return float(2 ** int(bits) - 1)
+    return jnp.power(2.0, jnp.asarray(bits, jnp.float32)) - 1.0
+
+
 def encode_levels(t, u, bits):
     """Dithered level k = floor(G(t)/delta + u) in [0, N-1] (int32); ``u`` broadcasts against t.
 
     ``bits`` may be a Python int or a traced integer (the references take it dynamically: one compile for
     every b)."""
-    nm1 = jnp.power(2.0, jnp.asarray(bits, jnp.float32)) - 1.0
+    nm1 = _levels_minus_one(bits)
     v = compand(t) * nm1 + u
     return jnp.clip(jnp.floor(v), 0.0, nm1).astype(jnp.int32)
 
 
 def decode_levels(k, u, bits):
     """Unit-scale reconstruction q = G^{-1}(midpoint of the dithered cell k clipped to [0, 1])."""
-    delta = 1.0 / (jnp.power(2.0, jnp.asarray(bits, jnp.float32)) - 1.0)
+    delta = 1.0 / _levels_minus_one(bits)
     kf = k.astype(jnp.float32)
     lo = jnp.maximum((kf - u) * delta, 0.0)
     hi = jnp.minimum((kf + 1.0 - u) * delta, 1.0)

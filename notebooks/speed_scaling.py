@@ -1,0 +1,110 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Online speed scaling with predictions
+#
+# Jobs $j$ arrive at $r_j$ with work $w_j$ and must finish by $d_j$; running at speed $s$ costs power
+# $s^\alpha$.
+# The offline optimum is **YDS** (repeatedly run the densest interval at its density). Online, **AVR**,
+# **OA**,
+# **qOA** and **BKP** are $O(1)$-competitive (OA: $\alpha^\alpha$).
+#
+# With predictions we can do better:
+# * **LAS** (Bamas et al. 2020) uses predicted *workloads*: it follows YDS of the prediction on windows shrunk
+# by
+#   $\delta$ and smooths the result ("robustify"), $((1+\delta)/(1-\delta))^\alpha = 1+\epsilon$.
+# * **SP** (machine-speed predictions) uses a predicted *speed profile* $\hat s(t)$: follow it on the pending
+# work,
+#   add a reserve when it would miss a (shrunk) deadline, then robustify. Accurate $\hat s$ gives
+#   $\le (1+\epsilon)$ OPT; any $\hat s$ gives $\le \delta^{-\alpha} 2^{\alpha-1}\alpha^\alpha$ OPT.
+#
+# SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling.py`.
+
+# %%
+import jax
+import matplotlib.pyplot as plt
+from IPython.display import display
+
+from sims import harness
+from sims import speed_scaling as sim
+from theory import speed_scaling as ss
+
+quick = harness.quick_from_env()
+cfg = sim.PRESETS["quick" if quick else "full"]
+outcome = harness.execute(sim, cfg=cfg, preset="quick" if quick else "full", write=False, verbose=True)
+
+# %% [markdown]
+# ## Figures
+# Ratio vs prediction error (one curve per $\epsilon$), the speed profiles on one instance, robustness under
+# adversarial predictions, LAS's experiment beside the published means, and AVR's lower-bound family.
+
+# %%
+from sims import style  # noqa: E402
+
+with style.context():
+    figs = sim.plot(outcome.results, cfg)
+for fig in figs.values():
+    display(fig)
+    plt.close(fig)
+
+# %% [markdown]
+# ## Try it: one instance, your $\alpha$, $\epsilon$ and prediction noise
+# Energy / OPT of SP (dynamic and offline) with a noisy speed prediction
+# $\hat s = s^* e^{\sigma z - \sigma^2/2}$, of LAS with workloads perturbed by the same relative noise, and of
+# OA.
+
+# %%
+N_JOBS, WINDOW, SUB = 40, 20, 2
+DT, N_SLOTS = 1.0 / SUB, (N_JOBS + WINDOW) * SUB
+r, d, w = ss.las_instance(jax.random.key(0), N_JOBS, WINDOW)
+opt_res = ss.yds(r, d, w)
+s_opt = ss.profile_on_grid(opt_res.profile, N_SLOTS, DT)
+
+
+def explore(alpha=3.0, eps=0.5, noise=0.2):
+    key = jax.random.key(1)
+    opt = float(ss.energy(opt_res.profile, alpha))
+    s_hat = ss.predict_speed(key, s_opt, "noisy", noise)
+    w_hat = ss.predict_work(key, w, "accurate", noise)
+    rows = {
+        **{f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, eps=eps, alpha=alpha, mode=m, dt=DT)
+           for m in ss.SP_MODES},
+        "LAS": ss.las(r, d, w, w_hat, eps=eps, alpha=alpha, n_slots=N_SLOTS, dt=DT),
+        "OA": ss.oa(r, d, w, n_slots=N_SLOTS, dt=DT),
+    }
+    fig, ax = style.figure(figsize=(8, 3.5))
+    t = jax.numpy.arange(N_SLOTS + 1) * DT
+    ax.stairs(s_opt, t, color="black", lw=2, label="OPT")
+    ax.stairs(s_hat, t, color="0.6", lw=0.8, label="prediction")
+    for name, sched in rows.items():
+        ratio = float(ss.energy(sched.profile, alpha)) / opt
+        ax.stairs(sched.profile.speed, t, lw=1.1, label=f"{name}: E/OPT = {ratio:.3f}")
+    err = float(ss.prediction_error(s_hat, s_opt, alpha))
+    ax.set(xlabel="time", ylabel="speed",
+           title=f"alpha={alpha:g}, eps={eps:g}, speed-prediction error {err:.2f}")
+    ax.legend(fontsize=7, ncol=2)
+    display(fig)
+    plt.close(fig)
+
+
+explore()
+
+# %%
+try:
+    from ipywidgets import FloatSlider, interact
+
+    interact(explore, alpha=FloatSlider(value=3.0, min=1.5, max=4.0, step=0.5),
+             eps=FloatSlider(value=0.5, min=0.05, max=2.0, step=0.05),
+             noise=FloatSlider(value=0.2, min=0.0, max=2.0, step=0.1))
+except ImportError:  # pragma: no cover - widgets are optional
+    pass

@@ -1,0 +1,38 @@
+"""Sparse-attention core: dense flash attention, block-sparse flash attention, threshold retrieval.
+
+Public ops (layout [B, L, H, D] as ``jax.nn.dot_product_attention``):
+  flash_attention(q, k, v, *, causal, implementation)
+  block_sparse_attention(q, k, v, kv_num_blocks, kv_indices, *, block_q, block_k, causal, implementation)
+  threshold_retrieve(q, k, tau, *, block_size, bound, implementation)
+"""
+
+from pallas_kernels.attention.kernel import BlockSizes
+from pallas_kernels.attention.ops import block_sparse_attention, flash_attention
+from pallas_kernels.attention.reference import (
+    attention_reference,
+    block_lists_to_mask,
+    expand_block_mask,
+    mask_to_block_lists,
+)
+from pallas_kernels.attention.threshold import (
+    Retrieval,
+    build_key_index,
+    retrieval_block_lists,
+    threshold_attention,
+    threshold_retrieve,
+)
+
+__all__ = [
+    "BlockSizes",
+    "Retrieval",
+    "attention_reference",
+    "block_lists_to_mask",
+    "block_sparse_attention",
+    "build_key_index",
+    "expand_block_mask",
+    "flash_attention",
+    "mask_to_block_lists",
+    "retrieval_block_lists",
+    "threshold_attention",
+    "threshold_retrieve",
+]

@@ -1,0 +1,94 @@
+"""Pure-Python reference implementations for speed scaling: the test oracle and the benchmark baseline.
+
+Deliberately naive and independent of ``theory/speed_scaling.py``:
+  yds_python   the textbook O(n^3)-per-round YDS: every interval [r_i, d_k], the work of the jobs inside it by
+               a loop over jobs, extraction, explicit collapse of every remaining job's times (floats, no
+  arrays). avr_python, oa_python   slot-by-slot loops on the grid with EDF by a Python sort.
+"""
+
+from __future__ import annotations
+
+import math
+
+
+def yds_python(release, deadline, work):
+    """Returns (energy_fn, rounds): rounds = [(density, length, [job indices])] in extraction order;
+    energy_fn(alpha) = sum density^alpha * length."""
+    triples = zip(release, deadline, work, strict=True)
+    jobs = {j: [float(r), float(d), float(w)] for j, (r, d, w) in enumerate(triples)
+            if w > 0}
+    rounds = []
+    while jobs:
+        best = None
+        starts = sorted({v[0] for v in jobs.values()})
+        ends = sorted({v[1] for v in jobs.values()})
+        for a in starts:
+            for b in ends:
+                if b <= a:
+                    continue
+                inside = [j for j, (r, d, _) in jobs.items() if r >= a and d <= b]
+                wsum = sum(jobs[j][2] for j in inside)
+                g = wsum / (b - a)
+                if best is None or g > best[0] + 1e-12 * max(1.0, abs(g)):
+                    best = (g, a, b, inside)
+        g, a, b, inside = best
+        rounds.append((g, b - a, inside))
+        for j in inside:
+            del jobs[j]
+        for vals in jobs.values():
+            for i in (0, 1):
+                t = vals[i]
+                vals[i] = t if t <= a else (a if t <= b else t - (b - a))
+    return (lambda alpha: sum(g**alpha * length for g, length, _ in rounds)), rounds
+
+
+def _edf_slot(rem, avail_order, cap):
+    done_total = 0.0
+    for j in avail_order:
+        x = min(rem[j], cap - done_total)
+        if x <= 0:
+            break
+        rem[j] -= x
+        done_total += x
+    return done_total
+
+
+def _grid(release, deadline, dt):
+    rs = [math.ceil(r / dt - 1e-4) for r in release]
+    ds = [math.floor(d / dt + 1e-4) for d in deadline]
+    return rs, ds
+
+
+def avr_python(release, deadline, work, n_slots, dt=1.0):
+    """AVR speeds per slot with EDF; returns the list of effective speeds."""
+    rs, ds = _grid(release, deadline, dt)
+    n = len(work)
+    rem = [float(w) for w in work]
+    dens = [work[j] / (deadline[j] - release[j]) for j in range(n)]
+    out = []
+    for k in range(n_slots):
+        s = sum(dens[j] for j in range(n) if rs[j] <= k < ds[j])
+        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > 0), key=lambda j: ds[j])
+        out.append(_edf_slot(rem, order, s * dt) / dt)
+    return out
+
+
+def oa_python(release, deadline, work, n_slots, dt=1.0):
+    """OA speeds per slot (max over deadlines of remaining work due by it / time left) with EDF."""
+    rs, ds = _grid(release, deadline, dt)
+    n = len(work)
+    rem = [float(w) for w in work]
+    out = []
+    for k in range(n_slots):
+        t = k * dt
+        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > 1e-12), key=lambda j: ds[j])
+        s, cum = 0.0, 0.0
+        for j in order:
+            cum += rem[j]
+            s = max(s, cum / (ds[j] * dt - t))
+        out.append(_edf_slot(rem, order, s * dt) / dt)
+    return out
+
+
+def energy_python(speeds, dt, alpha):
+    return sum(s**alpha for s in speeds) * dt

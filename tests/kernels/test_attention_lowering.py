@@ -1,0 +1,111 @@
+"""Every attention kernel lowers for TPU (Mosaic) and CUDA (Triton) on a CPU-only machine.
+
+TPU: ``jax.jit(f).trace(*specs).lower(lowering_platforms=('tpu',))`` under an abstract TPU mesh (the Mosaic
+lowering asks for the device kind); CUDA: the same under an abstract H100 mesh, Triton selected by
+``jax.experimental.pallas.triton.CompilerParams``. Lowering runs the Pallas->Mosaic/Triton-IR lowering (block
+shapes, dot dims, index maps, scalar prefetch); it does not run the device compilers.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+from jax.sharding import AbstractDevice, AbstractMesh, AxisType
+
+from pallas_kernels.attention import BlockSizes, block_sparse_attention, flash_attention, threshold_retrieve
+
+SD = jax.ShapeDtypeStruct
+MESHES = {
+    "cuda": AbstractMesh(
+        (1,),
+        ("x",),
+        (AxisType.Explicit,),
+        abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None, platform="cuda"),
+    ),
+    "tpu": AbstractMesh(
+        (1,),
+        ("x",),
+        (AxisType.Explicit,),
+        abstract_device=AbstractDevice(device_kind="TPU v5 lite", num_cores=1, platform="tpu"),
+    ),
+}
+BACKEND = {"cuda": "gpu", "tpu": "tpu"}
+B, L, H, HKV, D, BLK = 1, 512, 4, 2, 128, 128
+
+
+def _cases(platform):
+    be = BACKEND[platform]
+    q = SD((B, L, H, D), jnp.bfloat16)
+    k = SD((B, L, HKV, D), jnp.bfloat16)
+    cnt = SD((B, H, L // BLK), jnp.int32)
+    idx = SD((B, H, L // BLK, 3), jnp.int32)  # cap 3: not a power of two (padded for Triton)
+    return {
+        "flash_causal": (
+            functools.partial(
+                flash_attention,
+                causal=True,
+                implementation="pallas",
+                backend=be,
+                block_sizes=BlockSizes(BLK, BLK),
+            ),
+            (q, k, k),
+        ),
+        "flash_bidirectional": (
+            functools.partial(
+                flash_attention,
+                implementation="pallas",
+                backend=be,
+                block_sizes=BlockSizes(BLK, 64 if be == "gpu" else BLK),
+            ),
+            (q, k, k),
+        ),
+        "block_sparse": (
+            functools.partial(
+                block_sparse_attention,
+                block_q=BLK,
+                block_k=BLK,
+                causal=True,
+                implementation="pallas",
+                backend=be,
+            ),
+            (q, k, k, cnt, idx),
+        ),
+        "threshold_ball": (
+            lambda q, k: (
+                threshold_retrieve(q, k, 1.0, block_size=16, implementation="pallas", backend=be).block_mask
+            ),
+            (q, k),
+        ),
+        "threshold_box": (
+            lambda q, k: (
+                threshold_retrieve(
+                    q, k, 1.0, block_size=16, bound="box", implementation="pallas", backend=be
+                ).block_mask
+            ),
+            (q, k),
+        ),
+    }
+
+
+@pytest.mark.parametrize("platform", ["cuda", "tpu"])
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+def test_kernels_lower(platform):
+    for name, (fn, specs) in _cases(platform).items():
+        with jax.sharding.use_abstract_mesh(MESHES[platform]):
+            lowered = jax.jit(fn).trace(*specs).lower(lowering_platforms=(platform,))
+        text = lowered.as_text()
+        marker = "tpu_custom_call" if platform == "tpu" else "xla.gpu.triton"
+        assert marker in text, f"{name}: no {marker} in the {platform} lowering"
+
+
+def test_gpu_rejects_non_power_of_two_blocks():
+    q = SD((1, 96, 2, 16), jnp.float32)
+    with pytest.raises(ValueError, match="power of two"):
+        jax.jit(
+            functools.partial(
+                block_sparse_attention, block_q=48, block_k=48, implementation="pallas", backend="gpu"
+            )
+        ).trace(q, q, q, SD((1, 2, 2), jnp.int32), SD((1, 2, 2, 2), jnp.int32))

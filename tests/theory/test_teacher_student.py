@@ -1,0 +1,270 @@
+"""Teacher-student decoupled fixed point (our reconstruction): properties, closed forms, an independent SciPy
+reference (closed-form branches + root finding on Delta_eff + global potential), Monte Carlo for Nishimori."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from scipy import optimize
+
+from theory import teacher_student as ts
+
+K = 40  # one feature count for every solver test, so jit compiles once per dtype
+GRID = np.geomspace(0.5, 1e6, 48)
+betas = st.sampled_from([0.75, 1.0, 1.5, 2.0])
+deltas = st.sampled_from([0.05, 0.3, 1.0, 5.0])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Amplitudes, kernels, closed forms
+# ---------------------------------------------------------------------------------------------------------
+
+
+@given(beta=st.floats(0.55, 3.0), k=st.sampled_from([1, 7, 100]))
+def test_amplitudes_normalised_and_decreasing(beta, k, x64):
+    a2 = np.asarray(ts.amplitudes(k, beta))
+    assert a2.shape == (k,) and abs(a2.sum() - 1) < 1e-12
+    assert np.all(np.diff(a2) < 0)
+    np.testing.assert_allclose(a2 * float(ts.normaliser(k, beta)), np.arange(1, k + 1) ** (-2 * beta), rtol=1e-12)
+
+
+@given(m=st.floats(0.0, 0.999), mu=st.lists(st.floats(-2, 2), min_size=1, max_size=5))
+def test_kernel_from_hermite_coefficients(m, mu, x64):
+    mu = np.array(mu)
+    if np.sum(mu**2) < 1e-6:
+        return
+    kern = ts.hermite_kernel(mu)
+    ls = np.arange(1, len(mu) + 1)
+    expected = np.sum(mu**2 * m**ls) / np.sum(mu**2)
+    np.testing.assert_allclose(float(ts.g(m, kern)), expected, rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(float(ts.g_prime(m, kern)), np.sum(ls * mu**2 * m ** (ls - 1)) / np.sum(mu**2),
+                               rtol=1e-10, atol=1e-14)
+    s = m / (1 - m)
+    np.testing.assert_allclose(float(ts.one_minus_g_from_s(s, kern)), 1 - expected, rtol=1e-9, atol=1e-13)
+
+
+def test_one_minus_g_is_accurate_deep_in_refinement():
+    # float32: 1 - m^3 at s = 1e9 must be 3e-9, not the 0 that 1 - g(m) would give
+    val = float(ts.one_minus_g_from_s(jnp.float32(1e9)))
+    np.testing.assert_allclose(val, 3e-9, rtol=1e-5)
+
+
+def test_information_threshold_matches_scipy():
+    def f_plus(c):  # per-feature potential on the non-trivial branch, Delta_eff frozen
+        m = 0.5 * (1 + np.sqrt(1 - 4 / (3 * c)))
+        return m + np.log1p(-m) + c * m**3
+
+    c_it = optimize.brentq(f_plus, 4 / 3 + 1e-12, 5.0, xtol=1e-14)
+    assert abs(ts.C_IT - c_it) < 1e-10
+    assert abs(ts.C_IT - 1.4558) < 1e-4 and abs(ts.M_JUMP - 0.645) < 1e-3  # the notes' numbers
+    assert abs(float(ts.m_plus(4 / 3)) - 0.5) < 1e-7  # spinodal
+    assert float(ts.m_plus(1.3)) == 0.0
+
+
+@given(c=st.floats(4 / 3, 1e4))
+def test_m_plus_is_a_fixed_point_and_the_maximum_of_f(c, x64):
+    m = float(ts.m_plus(c))
+    s = 3 * c * m**2
+    np.testing.assert_allclose(m, s / (1 + s), rtol=1e-9)
+    grid = np.linspace(0.0, 0.999999, 20001)
+    f = np.asarray(ts.feature_potential(grid, c))
+    # the learned branch is the global maximum of f exactly when c >= c_IT
+    best = grid[np.argmax(f)]
+    if c > ts.C_IT * 1.001:
+        assert abs(best - m) < 1e-3
+    elif c < ts.C_IT * 0.999:
+        assert best == 0.0
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Independent SciPy reference for the whole solution (g = m^3)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def scipy_reference(alpha, a2, delta):
+    """Closed-form per-feature branches given D, all roots of D = Delta + eps(D) by brentq, max global Phi."""
+    a2 = np.asarray(a2, np.float64)
+
+    def config(d):
+        c = alpha * a2 / d
+        m = np.where(c >= ts.C_IT, 0.5 * (1 + np.sqrt(np.clip(1 - 4 / (3 * c), 0, None))), 0.0)
+        return m
+
+    h = lambda d: d - delta - np.sum(a2 * (1 - config(d) ** 3))
+    ds = np.linspace(delta, delta + a2.sum() + 1e-9, 4001)
+    hs = np.array([h(d) for d in ds])
+    roots = [optimize.brentq(h, ds[j], ds[j + 1], xtol=1e-15) for j in range(len(ds) - 1)
+             if hs[j] <= 0 <= hs[j + 1] and (hs[j] < 0 or hs[j + 1] > 0)]
+    roots = roots or [ds[np.argmin(np.abs(hs))]]
+    phis = [np.sum(0.5 * (config(d) + np.log1p(-config(d)))) - 0.5 * alpha * np.log(d) for d in roots]
+    d = roots[int(np.argmax(phis))]
+    m = config(d)
+    return m, np.sum(a2 * (1 - m**3))
+
+
+@given(beta=betas, delta=deltas, log_alpha=st.floats(0.0, 14.0))
+@settings(max_examples=8)
+def test_solver_matches_scipy_reference(beta, delta, log_alpha, x64):
+    a2 = ts.amplitudes(K, beta)
+    alpha = float(np.exp(log_alpha))
+    sol = ts.solve(alpha, a2, delta)
+    m_ref, eps_ref = scipy_reference(alpha, a2, delta)
+    np.testing.assert_allclose(float(sol.eps_bo), eps_ref, rtol=1e-7)
+    np.testing.assert_allclose(np.asarray(sol.m), m_ref, atol=1e-7)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Properties on alpha grids (vmapped solver)
+# ---------------------------------------------------------------------------------------------------------
+
+
+@given(beta=betas, delta=deltas)
+@settings(max_examples=5)
+def test_grid_properties_and_closed_forms(beta, delta, x64):
+    a2 = ts.amplitudes(K, beta)
+    sol = ts.solve_grid(GRID, a2, delta)
+    eps, m, de = np.asarray(sol.eps_bo), np.asarray(sol.m), np.asarray(sol.delta_eff)
+    # monotonicity and ordering (unlearned overlaps are numerically 0: < 1e-10 remnants of the 1e-6 seed)
+    assert np.all(np.diff(eps) <= 1e-12), "eps_BO must be non-increasing in alpha"
+    assert np.all(np.diff(m, axis=0) >= -1e-9), "each m_i must be non-decreasing in alpha"
+    assert np.all(np.diff(m, axis=1) <= 1e-9), "m_i >= m_{i+1}"
+    assert np.all(np.diff(np.asarray(sol.k_c)) >= 0)
+    # Gibbs = 2 x Bayes (Nishimori), and eps_BO = Delta_eff - Delta
+    np.testing.assert_allclose(np.asarray(ts.gibbs_error(sol.m, a2)), 2 * eps, rtol=1e-9)
+    np.testing.assert_allclose(de, delta + eps, rtol=1e-8)  # converged to tol = 1e-10 (relative, in D)
+    # closed forms: learned <=> c = alpha a2/Delta_eff >= c_IT, and then m = m+(c) >= m+(c_IT); else m = 0
+    c = GRID[:, None] * np.asarray(a2)[None] / de[:, None]
+    learned = m > 0.5
+    assert np.array_equal(learned, c >= ts.C_IT)
+    np.testing.assert_allclose(m[learned], np.asarray(ts.m_plus(c[learned])), atol=1e-8)
+    assert np.all(m[~learned] < 1e-9)
+    assert np.all(m[learned] >= ts.M_JUMP - 1e-9)
+    # k_c is the integer part of (alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k
+    kcf = np.asarray(ts.k_c_closed_form(GRID, beta, K, de))
+    np.testing.assert_array_equal(np.asarray(sol.k_c), np.minimum(np.floor(kcf + 1e-9), K))
+
+
+@pytest.mark.parametrize("beta", [1.0, 1.5])
+def test_jumps_at_thresholds_and_exponent_2beta(beta, x64):
+    # Delta >> tail: Delta_eff ~ Delta, so the thresholds follow c_IT Delta Z i^(2 beta) (notes: small Delta bends)
+    delta = 200.0
+    a2 = ts.amplitudes(K, beta)
+    idx = jnp.array([3, 7, 15, 31])
+    thr = np.asarray(ts.thresholds(idx, a2, delta))
+    local = np.diff(np.log(thr)) / np.diff(np.log(np.asarray(idx) + 1.0))
+    assert np.all(np.abs(local - 2 * beta) < 0.02), local
+    np.testing.assert_allclose(thr, np.asarray(ts.threshold_closed_form(np.asarray(idx) + 1, beta, K, delta)),
+                               rtol=0.01)
+    left = ts.solve_grid(thr * (1 - 1e-7), a2, delta)
+    right = ts.solve_grid(thr * (1 + 1e-7), a2, delta)
+    rows = np.arange(len(idx))
+    m_left, m_right = np.asarray(left.m)[rows, idx], np.asarray(right.m)[rows, idx]
+    assert np.all(m_left < 1e-9)
+    assert np.all(m_right >= ts.M_JUMP - 1e-9)  # jump >= m+(c_IT)
+    c_left = thr * np.asarray(a2)[idx] / np.asarray(left.delta_eff)
+    c_right = thr * np.asarray(a2)[idx] / np.asarray(right.delta_eff)
+    assert np.all(c_left <= ts.C_IT * (1 + 1e-6)) and np.all(c_right >= ts.C_IT * (1 - 1e-6))
+
+
+def test_first_jump_with_small_noise_is_larger_than_0645(x64):
+    # feature 1 carries a large share of the signal: learning it lowers Delta_eff, so it lands above m+(c_IT)
+    a2 = ts.amplitudes(K, 1.0)
+    thr = float(ts.thresholds(jnp.array([0]), a2, 0.1)[0])
+    m = float(ts.solve(thr * (1 + 1e-7), a2, 0.1).m[0])
+    assert m > ts.M_JUMP + 0.05
+
+
+def test_fixed_point_is_stationary_point_of_potential(x64):
+    a2 = ts.amplitudes(K, 1.0)
+    for alpha in (10.0, 300.0, 3e5):
+        sol = ts.solve(alpha, a2, 0.5)
+        grad = np.asarray(jax.grad(ts.potential)(sol.m, alpha, a2, 0.5))
+        # dPhi/dm_i = (alpha a2_i g'(m_i)/D - s_i)/2 with s_i = m_i/(1 - m_i): zero relative to s_i/2
+        s = np.asarray(sol.m) / (1 - np.asarray(sol.m))
+        learned = np.asarray(sol.m) > 0.5
+        assert learned.any()
+        assert np.max(np.abs(grad[learned]) / (0.5 * s[learned])) < 1e-8
+        np.testing.assert_allclose(float(ts.potential(sol.m, alpha, a2, 0.5)),
+                                   float(ts.potential_notes_form(sol.m, alpha, a2, 0.5)), rtol=1e-10)
+        # and it beats the all-uninformed fixed point (m = 0)
+        assert float(ts.potential(sol.m, alpha, a2, 0.5)) >= float(ts.potential(0 * sol.m, alpha, a2, 0.5)) - 1e-9
+
+
+def test_refinement_law_and_float32_precision():
+    a2 = ts.amplitudes(K, 1.0)
+    alphas = np.geomspace(1e7, 1e11, 9)
+    sol = ts.solve_grid(alphas, a2, 1.0)  # float32
+    assert np.all(np.asarray(sol.k_c) == K)
+    slope = np.polyfit(np.log(alphas), np.log(np.asarray(sol.eps_bo)), 1)[0]
+    assert abs(slope + 1) < 1e-3
+    np.testing.assert_allclose(np.asarray(sol.eps_bo) * alphas / np.asarray(sol.delta_eff), K, rtol=2e-3)
+
+
+def test_general_kernel_continuous_transition(x64):
+    # g = m^2 (activation He_2/sqrt 2): continuous (BBP-like) transition m = 1 - 1/(2c) for c > 1/2
+    kern = ts.hermite_kernel([0.0, 1.0])
+    a2 = jnp.ones(1)
+    for alpha in (0.5, 2.0, 5.0, 50.0):
+        sol = ts.solve(alpha, a2, 1.0, kernel=kern)
+        c = alpha / float(sol.delta_eff)
+        np.testing.assert_allclose(float(sol.m[0]), max(0.0, 1 - 1 / (2 * c)), atol=1e-6)
+
+
+def test_gibbs_is_twice_bayes_monte_carlo():
+    # the Gaussian-prior scalar channel y = sqrt(s) w + z behind m = s/(1+s): Bayes MSE 1 - m, Gibbs MSE 2(1 - m)
+    rng = np.random.default_rng(0)
+    n, s = 400_000, 2.0
+    w, z = rng.standard_normal(n), rng.standard_normal(n)
+    y = np.sqrt(s) * w + z
+    mean, var = np.sqrt(s) * y / (1 + s), 1 / (1 + s)
+    sample = mean + np.sqrt(var) * rng.standard_normal(n)
+    m = s / (1 + s)
+    np.testing.assert_allclose(np.mean(w * mean), m, rtol=0.01)  # overlap with the teacher = m
+    bayes, gibbs = np.mean((w - mean) ** 2), np.mean((w - sample) ** 2)
+    np.testing.assert_allclose(bayes, 1 - m, rtol=0.01)
+    np.testing.assert_allclose(gibbs / bayes, 2.0, rtol=0.02)
+    np.testing.assert_allclose(float(ts.gibbs_error(jnp.array([m ** (1 / 3)]), jnp.ones(1))),
+                               2 * float(ts.bayes_error(jnp.array([m ** (1 / 3)]), jnp.ones(1))), rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# jit / vmap, convergence errors, input checks
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_vmapped_grid_equals_single_solves_and_no_recompile(x64):
+    a2 = ts.amplitudes(K, 1.0)
+    alphas = np.geomspace(1.0, 1e4, len(GRID))
+    grid = ts.solve_grid(alphas, a2, 1.0)
+    single = np.array([float(ts.solve(a, a2, 1.0).eps_bo) for a in alphas])
+    np.testing.assert_allclose(np.asarray(grid.eps_bo), single, rtol=1e-9)
+    before = ts._solve_grid._cache_size()
+    ts.solve_grid(alphas * 2, a2, 0.7)
+    assert ts._solve_grid._cache_size() == before
+
+
+def test_not_converged_raises(x64):
+    with pytest.raises(ts.NotConvergedError, match="did not converge"):
+        ts.solve(10.0, ts.amplitudes(K, 1.0), 1.0, max_iter=2)
+    sol = ts.solve(10.0, ts.amplitudes(K, 1.0), 1.0, max_iter=2, check=False)
+    assert not bool(sol.converged)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: ts.amplitudes(10, 0.5), "beta"),
+    (lambda: ts.amplitudes(0, 1.0), "k"),
+    (lambda: ts.solve(-1.0, ts.amplitudes(5, 1.0), 1.0), "alpha"),
+    (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 0.0), "Delta"),
+    (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 1.0, damping=1.5), "damping"),
+    (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 1.0, max_iter=0), "max_iter"),
+    (lambda: ts.solve_grid(np.ones((2, 2)), ts.amplitudes(5, 1.0), 1.0), "alphas"),
+    (lambda: ts.hermite_kernel([0.0, 0.0]), "mu"),
+    (lambda: ts.thresholds([7], ts.amplitudes(5, 1.0), 1.0), "idx"),
+])
+def test_bad_parameters_raise_value_error_naming_them(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
