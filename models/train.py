@@ -1,0 +1,186 @@
+"""Training the tiny LM: random-window batches, cross-entropy, an optax loop as ``lax.scan`` over steps.
+
+``train_scan`` is pure (jit/vmap-able: vmap it over learning rates and momenta for a sweep); it freezes the
+parameters at the first non-finite or blown-up loss and reports ``diverged`` instead of propagating NaN.
+``fit`` runs it as jitted chunks under a tqdm bar. ``trained_model`` trains on demand and caches the weights
+outside git (``$WORKBENCH_CACHE`` or ``~/.cache/workbench``), keyed by a hash of the configuration.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from functools import partial
+from pathlib import Path
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from models import corpus
+from models.tiny_lm import LMConfig, TinyLM
+from theory import _validate as v
+
+
+def get_batch(data: jax.Array, key: jax.Array, batch_size: int, ctx: int) -> tuple[jax.Array, jax.Array]:
+    """``batch_size`` random windows of ``data``: inputs ``x[B, ctx]`` and next-token targets ``y[B, ctx]``."""
+    starts = jax.random.randint(key, (batch_size,), 0, data.shape[0] - ctx - 1)
+    win = jax.vmap(lambda s: jax.lax.dynamic_slice(data, (s,), (ctx + 1,)))(starts)
+    return win[:, :-1], win[:, 1:]
+
+
+def loss_fn(model: TinyLM, x: jax.Array, y: jax.Array) -> jax.Array:
+    """Mean next-token cross-entropy (nats/token) of ``model`` on ``x[B, T]`` -> ``y[B, T]``."""
+    logits = jax.vmap(model)(x)
+    return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
+
+
+def eval_windows(data: np.ndarray, ctx: int, n_windows: int) -> tuple[jax.Array, jax.Array]:
+    """Deterministic evaluation set: the first ``n_windows`` non-overlapping windows of ``data``."""
+    n = min(n_windows, (len(data) - 1) // ctx)
+    if n < 1:
+        raise ValueError(f"data too short ({len(data)} tokens) for ctx={ctx}")
+    x = np.asarray(data[: n * ctx]).reshape(n, ctx)
+    y = np.asarray(data[1: n * ctx + 1]).reshape(n, ctx)
+    return jnp.asarray(x), jnp.asarray(y)
+
+
+def evaluate(model: TinyLM, x: jax.Array, y: jax.Array, chunk: int = 64) -> jax.Array:
+    """Mean cross-entropy on the evaluation windows (nats/token), computed in chunks of windows."""
+    n = x.shape[0]
+    m = n // chunk * chunk
+    parts = []
+    if m:
+        xs, ys = x[:m].reshape(-1, chunk, x.shape[1]), y[:m].reshape(-1, chunk, y.shape[1])
+        parts.append(jax.lax.map(lambda ab: loss_fn(model, *ab), (xs, ys)) * chunk)
+    if n > m:
+        parts.append(loss_fn(model, x[m:], y[m:])[None] * (n - m))
+    return jnp.sum(jnp.concatenate(parts)) / n
+
+
+def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax.Array, key: jax.Array, *,
+               steps: int, batch_size: int, blowup: float = 2.0, state=None):
+    """``steps`` optimizer steps as one ``lax.scan``. Pure: jit it, vmap it over optimizer hyper-parameters.
+
+    ``state`` = (model, opt_state, diverged, key) from a previous call resumes. The run is flagged diverged (and
+    its parameters frozen) at the first step whose loss is non-finite or above ``blowup`` times the first loss.
+    Returns ``(state, losses[steps])``; losses after divergence are NaN.
+    """
+    params, static = eqx.partition(model, eqx.is_inexact_array)
+    ctx = model.config.ctx
+    if state is None:
+        state = (params, optimizer.init(params), jnp.asarray(False), key, jnp.asarray(jnp.inf))
+    else:
+        state = (eqx.partition(state[0], eqx.is_inexact_array)[0], *state[1:])
+
+    def step(carry, _):
+        p, opt_state, diverged, k, ref = carry
+        k, kb = jax.random.split(k)
+        x, y = get_batch(data, kb, batch_size, ctx)
+        loss, g = jax.value_and_grad(lambda q: loss_fn(eqx.combine(q, static), x, y))(p)
+        ref = jnp.where(jnp.isinf(ref), loss, ref)
+        updates, new_opt = optimizer.update(g, opt_state, p)
+        new_p = optax.apply_updates(p, updates)
+        bad = diverged | ~jnp.isfinite(loss) | (loss > blowup * ref)
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(bad, b, a), new, old)  # noqa: E731
+        return (keep(new_p, p), keep(new_opt, opt_state), bad, k, ref), jnp.where(bad, jnp.nan, loss)
+
+    (p, opt_state, diverged, key, ref), losses = jax.lax.scan(step, state, None, length=steps)
+    return (eqx.combine(p, static), opt_state, diverged, key, ref), losses
+
+
+def fit(model: TinyLM, optimizer: optax.GradientTransformation, data, *, steps: int, batch_size: int,
+        key: jax.Array, chunk: int = 200, desc: str | None = None):
+    """Train for ``steps`` steps as jitted ``lax.scan`` chunks under a tqdm bar (``desc=None`` hides it).
+
+    Returns ``(model, losses[steps], diverged)``.
+    """
+    from tqdm.auto import tqdm
+
+    v.positive_int("steps", steps)
+    v.positive_int("chunk", chunk)
+    data = jnp.asarray(data)
+
+    @partial(eqx.filter_jit, donate="none")
+    def run(state, n):
+        return train_scan(state[0], optimizer, data, key, steps=n, batch_size=batch_size, state=state)
+
+    params, _ = eqx.partition(model, eqx.is_inexact_array)
+    state = (model, optimizer.init(params), jnp.asarray(False), key, jnp.asarray(jnp.inf))
+    losses = []
+    with tqdm(total=steps, desc=desc, disable=desc is None) as bar:
+        done = 0
+        while done < steps:
+            n = min(chunk, steps - done)
+            state, ls = run(state, n)
+            losses.append(ls)
+            done += n
+            bar.update(n)
+    return state[0], jnp.concatenate(losses), bool(state[2])
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainConfig:
+    steps: int = 1500
+    batch_size: int = 32
+    lr: float = 3e-3
+    weight_decay: float = 0.01
+    warmup: int = 50
+    corpus_bytes: int | None = None  # truncate the corpus (None: all of it)
+    seed: int = 0
+
+    def __post_init__(self):
+        for name in ("steps", "batch_size", "warmup"):
+            v.positive_int(name, getattr(self, name))
+        v.positive("lr", self.lr)
+        v.nonnegative("weight_decay", self.weight_decay)
+
+
+def adamw_schedule(tc: TrainConfig) -> optax.GradientTransformation:
+    """AdamW with linear warmup and cosine decay to 10% of ``tc.lr``, global-norm clipping at 1."""
+    sched = optax.warmup_cosine_decay_schedule(0.0, tc.lr, min(tc.warmup, tc.steps), tc.steps, tc.lr * 0.1)
+    return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=tc.weight_decay))
+
+
+def cache_dir() -> Path:
+    return Path(os.environ.get("WORKBENCH_CACHE", Path.home() / ".cache" / "workbench")) / "tiny_lm"
+
+
+def _cache_key(mc: LMConfig, tc: TrainConfig) -> str:
+    blob = json.dumps([dataclasses.asdict(mc), dataclasses.asdict(tc), corpus.CORPUS_FILE.stat().st_size,
+                       jax.__version__], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc: str | None = None):
+    """Train ``TinyLM(mc)`` with AdamW per ``tc`` on the shipped corpus, or load it from the cache.
+
+    Returns ``(model, losses)`` (losses: the per-step training losses, float32[steps]).
+    """
+    path = cache_dir() / f"{_cache_key(mc, tc)}.eqx"
+    skeleton = TinyLM(mc, key=jax.random.key(tc.seed))
+    if use_cache and path.exists():
+        try:
+            with path.open("rb") as f:
+                losses = np.load(f)
+                model = eqx.tree_deserialise_leaves(f, skeleton)
+            return model, jnp.asarray(losses)
+        except Exception:  # a corrupt or stale cache entry: retrain
+            pass
+    train, _ = corpus.load_corpus(max_bytes=tc.corpus_bytes)
+    model, losses, diverged = fit(skeleton, adamw_schedule(tc), train, steps=tc.steps, batch_size=tc.batch_size,
+                                  key=jax.random.key(tc.seed + 1), desc=desc)
+    if diverged:
+        raise RuntimeError(f"training diverged with {tc}")
+    if use_cache:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        with tmp.open("wb") as f:
+            np.save(f, np.asarray(losses))
+            eqx.tree_serialise_leaves(f, model)
+        tmp.replace(path)
+    return model, losses
