@@ -103,7 +103,7 @@ def scan_with_progress(step: Callable, carry: Any, num_steps: int, *, chunk: int
     from tqdm.auto import tqdm
 
     @partial(jax.jit, static_argnums=1)
-    def run_chunk(c, length):
+    def scan_chunk(c, length):
         return jax.lax.scan(step, c, None, length=length)
 
     ys = []
@@ -111,7 +111,7 @@ def scan_with_progress(step: Callable, carry: Any, num_steps: int, *, chunk: int
         done = 0
         while done < num_steps:
             length = min(chunk, num_steps - done)
-            carry, y = run_chunk(carry, length)
+            carry, y = scan_chunk(carry, length)
             ys.append(y)
             done += length
             bar.update(length)

@@ -447,6 +447,18 @@ def _run(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blo
     return jnp.concatenate([e0[None], errs]), div
 
 
+
+def _check_run_args(method, batch_size, steps, record_every, lr, beta) -> None:
+    """Eager checks shared by the iterative solvers (``run``, coordinate descent, Kaczmarz)."""
+    v.one_of("method", method, METHODS)
+    v.positive_int("batch_size", batch_size)
+    v.positive_int("steps", steps)
+    v.positive_int("record_every", record_every)
+    if steps % record_every:
+        raise ValueError(f"steps must be a multiple of record_every={record_every}, got {steps}")
+    v.positive("lr", lr)
+    v.in_interval("beta", beta, 0.0, 1.0)
+
 def run(
     problem: Problem,
     x0: jax.Array,
@@ -465,14 +477,7 @@ def run(
     (steps // k + 1,)) and a bool, True once ||x_t - x*||^2 exceeded 1e10 ||x_0 - x*||^2 (the iterate is then
     frozen: no NaN/inf leaves). lr and beta may be traced; ``method`` "sgd" forces beta = 0.
     """
-    v.one_of("method", method, METHODS)
-    v.positive_int("batch_size", batch_size)
-    v.positive_int("steps", steps)
-    v.positive_int("record_every", record_every)
-    if steps % record_every:
-        raise ValueError(f"steps must be a multiple of record_every={record_every}, got {steps}")
-    v.positive("lr", lr)
-    v.in_interval("beta", beta, 0.0, 1.0)
+    _check_run_args(method, batch_size, steps, record_every, lr, beta)
     beta = 0.0 * jnp.asarray(beta) if method == "sgd" else jnp.asarray(beta)
     x0 = jnp.asarray(x0, dtype=problem.A.dtype)
     v.shape("x0", x0, problem.x_star.shape)
@@ -566,14 +571,7 @@ def coordinate_descent(
     coordinate by coordinate: j ~ G_jj / tr G, x_j <- x_j - lr (1/B) (grad f(y))_j / p_j (accumulated over the
     B sampled coordinates), y as in ``run``. lr = 1/tr G with B = 1, beta = 0 is exact coordinate
     minimisation. Returns f(x_t) - f* = 1/2 e^T G e at t = 0, k, ..., steps, shape (steps // k + 1,)."""
-    v.one_of("method", method, METHODS)
-    v.positive_int("batch_size", batch_size)
-    v.positive_int("steps", steps)
-    v.positive_int("record_every", record_every)
-    if steps % record_every:
-        raise ValueError(f"steps must be a multiple of record_every={record_every}, got {steps}")
-    v.positive("lr", lr)
-    v.in_interval("beta", beta, 0.0, 1.0)
+    _check_run_args(method, batch_size, steps, record_every, lr, beta)
     dt = problem.A.dtype
     beta = 0.0 if method == "sgd" else beta
     return _cd(
