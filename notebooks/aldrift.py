@@ -38,7 +38,7 @@ import numpy as np
 from IPython.display import Image, display
 
 from sims import aldrift as sim
-from sims import harness, style
+from sims.core import harness, style
 from theory import aldrift as al
 
 QUICK = harness.quick_from_env()

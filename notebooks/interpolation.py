@@ -31,7 +31,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sims import interpolation as sim
-from sims.harness import execute, format_claims, quick_from_env
+from sims.core.harness import execute, format_claims, quick_from_env
 from theory import interpolation as ip
 
 QUICK = quick_from_env()

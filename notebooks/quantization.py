@@ -36,8 +36,8 @@ from IPython.display import Image, display
 from pallas_kernels.quant.hadamard import fwht
 from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
 from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
-from sims import harness, style
 from sims import quantization as sim
+from sims.core import harness, style
 from theory import dithered_quant as dq
 
 QUICK = harness.quick_from_env()

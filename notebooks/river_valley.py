@@ -30,8 +30,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import Image, display
 
-from sims import harness, style
 from sims import river_valley as sim
+from sims.core import harness, style
 from theory import river_valley as rv
 
 QUICK = harness.quick_from_env()

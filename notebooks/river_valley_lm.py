@@ -31,8 +31,8 @@ from IPython.display import Image, display
 from models import corpus
 from models import train as tr
 from models.tiny_lm import TinyLM
-from sims import harness, style
 from sims import river_valley_lm as sim
+from sims.core import harness, style
 from theory import river_valley as rv
 
 QUICK = harness.quick_from_env()

@@ -20,7 +20,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sims import sparse_attention as sim
-from sims.harness import execute, format_claims, quick_from_env
+from sims.core.harness import execute, format_claims, quick_from_env
 from theory import sparse_attention as sa
 
 preset = "quick" if quick_from_env() else "full"

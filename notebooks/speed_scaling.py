@@ -35,8 +35,8 @@ import jax
 import matplotlib.pyplot as plt
 from IPython.display import display
 
-from sims import harness
 from sims import speed_scaling as sim
+from sims.core import harness
 from theory import speed_scaling as ss
 
 quick = harness.quick_from_env()
@@ -49,7 +49,7 @@ outcome = harness.execute(sim, cfg=cfg, preset="quick" if quick else "full", wri
 # adversarial predictions, LAS's experiment beside the published means, and AVR's lower-bound family.
 
 # %%
-from sims import style  # noqa: E402
+from sims.core import style  # noqa: E402
 
 with style.context():
     figs = sim.plot(outcome.results, cfg)

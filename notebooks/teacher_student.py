@@ -33,8 +33,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from sims import harness
 from sims import teacher_student as sim
+from sims.core import harness
 from theory import teacher_student as ts
 
 quick = harness.quick_from_env()

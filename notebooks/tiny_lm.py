@@ -28,8 +28,8 @@ from IPython.display import Image, display
 from models import corpus, tokenizer
 from models import train as tr
 from models.tiny_lm import num_params, replace_linear_weights, sample
-from sims import harness, style
 from sims import tiny_lm as sim
+from sims.core import harness, style
 
 QUICK = harness.quick_from_env()
 PRESET = "quick" if QUICK else "full"

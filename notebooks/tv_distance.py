@@ -33,8 +33,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 from IPython.display import display
 
-from sims import harness, style
 from sims import tv_distance as sim
+from sims.core import harness, style
 from theory import tv_distance as tv
 
 quick = harness.quick_from_env()

@@ -34,9 +34,9 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.stats
 
-from sims import style
-from sims.harness import BenchRow, Claim, time_call
-from sims.sweep import sweep
+from sims.core import style
+from sims.core.harness import BenchRow, Claim, time_call
+from sims.core.sweep import sweep
 from theory import aldrift as al
 
 NAME = "aldrift"

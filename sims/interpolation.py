@@ -7,7 +7,7 @@ default);
 for every batch size B and method (SGD, heavy ball, Nesterov) the step size and momentum are grid-optimised on
 the *exact* mean-square rate rho(T) of eq. MS (``theory.interpolation.mean_square_rate``, float64); the simple
 momentum rule (``momentum_rule``) is evaluated beside it; then every configuration is run by Monte Carlo
-(seeds vmapped through ``sims.sweep.sweep``, float32) and compared with the exact E||e_t||^2 recursion.
+(seeds vmapped through ``sims.core.sweep.sweep``, float32) and compared with the exact E||e_t||^2 recursion.
 
 Figures (``figures/interpolation/``):
   iterations_vs_batch.png  iterations to reach E||e||^2 <= eps ||e_0||^2 vs B (log-log), Monte Carlo and
@@ -45,9 +45,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims import style
-from sims.harness import BenchRow, Claim, time_call
-from sims.sweep import sweep
+from sims.core import style
+from sims.core.harness import BenchRow, Claim, time_call
+from sims.core.sweep import sweep
 from theory import interpolation as ip
 
 NAME = "interpolation"

@@ -30,9 +30,9 @@ from pallas_kernels.quant.rht import (
     rht_quantize,
     rht_quantize_reference,
 )
-from sims import style
-from sims.harness import Claim
-from sims.sweep import sweep
+from sims.core import style
+from sims.core.harness import Claim
+from sims.core.sweep import sweep
 from theory import dithered_quant as dq
 
 NAME = "quantization"

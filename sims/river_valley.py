@@ -17,9 +17,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims import style
-from sims.harness import BenchRow, Claim, time_call
-from sims.sweep import grid, sweep
+from sims.core import style
+from sims.core.harness import BenchRow, Claim, time_call
+from sims.core.sweep import grid, sweep
 from theory import _validate as v
 from theory import river_valley as rv
 

@@ -3,7 +3,7 @@ beta1 as a check, and the valley/river decomposition of a training trajectory. L
 ``shared/papers/river_valley.md``.
 
 The model is ``models.tiny_lm.TinyLM`` trained on the shipped stdlib corpus. Every run in a grid starts from the
-same initialisation and sees the same batches; the grid is one ``sims.sweep.sweep`` (jit(vmap)) over rows.
+same initialisation and sees the same batches; the grid is one ``sims.core.sweep.sweep`` (jit(vmap)) over rows.
 
 Learning rates are measured in units of GD's quadratic threshold 2/lambda_max, with lambda_max the top
 eigenvalue of the Hessian of the loss at initialisation (on a fixed batch), found by Lanczos on
@@ -49,9 +49,9 @@ from jax.flatten_util import ravel_pytree
 from models import corpus
 from models import train as tr
 from models.tiny_lm import LMConfig, TinyLM
-from sims import style
-from sims.harness import BenchRow, Claim, time_call
-from sims.sweep import grid, sweep
+from sims.core import style
+from sims.core.harness import BenchRow, Claim, time_call
+from sims.core.sweep import grid, sweep
 from theory import _validate as v
 from theory import river_valley as rv
 

@@ -5,7 +5,7 @@ Spec: ``shared/papers/sparse_attention.md``. Three studies:
            .synthetic_trajectory``): attention-output error and recall of block masks vs refresh period P and
            budget rho, for the paper's policy (anchor refresh + head-adaptive budget) against the prior
            practice (first-step-only mask, uniform budget). Sweeps over (seed, P, rho) are vmapped
-           via ``sims.sweep``.
+           via ``sims.core.sweep``.
   louver   Threshold retrieval on the trajectory's keys (blocks are key clusters): recall (must be exactly 1:
            zero false negatives), fraction of keys scored (work) and attention error vs tau, ball and box
            bounds.
@@ -30,9 +30,9 @@ import numpy as np
 
 from pallas_kernels.attention import block_sparse_attention, flash_attention, threshold_attention
 from pallas_kernels.attention.reference import mask_to_block_lists
-from sims import style
-from sims.harness import Claim
-from sims.sweep import grid, sweep
+from sims.core import style
+from sims.core.harness import Claim
+from sims.core.sweep import grid, sweep
 from theory import sparse_attention as sa
 
 NAME = "sparse_attention"
@@ -160,7 +160,7 @@ def _louver_point(seed, *, cfg: Config):
 
 def _speed(cfg: Config, key):
     """Median seconds of dense vs block-sparse attention per sparsity, on the current backend."""
-    from sims.harness import time_call
+    from sims.core.harness import time_call
 
     L, H, D, b = cfg.speed_len, cfg.speed_heads, cfg.speed_dim, cfg.speed_block
     kq, kk, kv, km = jax.random.split(_key(jax.random.randint(key, (), 0, 2**30)), 4)

@@ -24,9 +24,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims import style
-from sims.harness import BenchRow, Claim
-from sims.sweep import sweep
+from sims.core import style
+from sims.core.harness import BenchRow, Claim
+from sims.core.sweep import sweep
 from theory import speed_scaling as ss
 
 NAME = "speed_scaling"
@@ -80,7 +80,7 @@ PRESETS = {
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Pieces (pure functions of a PRNG key, vmapped by sims.sweep)
+# Pieces (pure functions of a PRNG key, vmapped by sims.core.sweep)
 # ---------------------------------------------------------------------------------------------------------
 
 
@@ -452,7 +452,7 @@ def _bench_row(key, *, n_jobs, horizon, alpha):
 
 
 def bench(quick: bool = False) -> list[BenchRow]:
-    from sims import _speed_scaling_reference as ref
+    from sims.bench import _speed_scaling_reference as ref
 
     n_inst = 100 if quick else 1000
     n_jobs, horizon, alpha = 16, 40, 3.0

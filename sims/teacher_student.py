@@ -24,9 +24,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from models import teacher_student as mts
-from sims import style
-from sims.harness import BenchRow, Claim, time_call
-from sims.sweep import sweep
+from sims.core import style
+from sims.core.harness import BenchRow, Claim, time_call
+from sims.core.sweep import sweep
 from theory import teacher_student as ts
 
 NAME = "teacher_student"

@@ -55,8 +55,8 @@ from pallas_kernels.quant import (
     razer_quantize,
 )
 from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
-from sims import style
-from sims.harness import Claim
+from sims.core import style
+from sims.core.harness import Claim
 from theory import _validate as v
 from theory import tv_distance as tvd
 

@@ -23,9 +23,9 @@ import jax.numpy as jnp
 import matplotlib.ticker
 import numpy as np
 
-from sims import style
-from sims.harness import BenchRow, Claim
-from sims.sweep import sweep
+from sims.core import style
+from sims.core.harness import BenchRow, Claim
+from sims.core.sweep import sweep
 from theory import tv_distance as tv
 
 NAME = "tv_distance"

@@ -29,7 +29,7 @@ def test_notebook_executes(path: Path, monkeypatch):
 
 
 def test_every_result_has_a_notebook():
-    from sims import registry
+    from sims.core import registry
 
     missing = [n for n in registry.result_names() if not (ROOT / "notebooks" / f"{n}.py").exists()]
     assert not missing, f"results without notebooks/<name>.py: {missing}"

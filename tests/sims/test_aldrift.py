@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sims import aldrift as sim
-from sims import harness
+from sims.core import harness
 
 
 def test_quick_preset_end_to_end(tmp_path):

@@ -7,7 +7,7 @@ import json
 import numpy as np
 
 from sims import interpolation as sim
-from sims.harness import execute
+from sims.core.harness import execute
 
 
 def test_quick_preset_end_to_end(tmp_path):

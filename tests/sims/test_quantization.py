@@ -6,8 +6,8 @@ import json
 
 import numpy as np
 
-from sims import harness
 from sims import quantization as sim
+from sims.core import harness
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -35,7 +35,7 @@ def test_quick_preset_end_to_end(tmp_path):
 
 
 def test_bench_quick_runs():
-    from sims.bench_hadamard import bench
+    from sims.bench.hadamard import bench
 
     rows = bench(quick=True)
     assert {r.op.split()[0] for r in rows} >= {"fwht", "rht_quantize"}

@@ -8,8 +8,8 @@ import jax
 import numpy as np
 import pytest
 
-from sims import harness
 from sims import river_valley as sim
+from sims.core import harness
 
 
 def test_quick_preset_end_to_end(tmp_path):

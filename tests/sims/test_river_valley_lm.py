@@ -9,8 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sims import harness
 from sims import river_valley_lm as sim
+from sims.core import harness
 
 
 def test_lanczos_matches_numpy_eigh():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sims import sparse_attention
-from sims.harness import execute
+from sims.core.harness import execute
 
 
 def test_quick_preset(tmp_path):

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from sims import harness
 from sims import speed_scaling as sim
+from sims.core import harness
 
 
 def test_quick_preset_end_to_end(tmp_path):

@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from sims import harness
 from sims import teacher_student as sim
+from sims.core import harness
 from theory import teacher_student as ts
 
 

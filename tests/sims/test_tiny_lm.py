@@ -6,8 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from sims import harness
 from sims import tiny_lm as sim
+from sims.core import harness
 
 
 @pytest.fixture(scope="module")

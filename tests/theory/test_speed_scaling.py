@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sims import _speed_scaling_reference as ref
+from sims.bench import _speed_scaling_reference as ref
 from theory import speed_scaling as ss
 
 N_JOBS, HORIZON, SUB = 8, 20, 2

@@ -1,8 +1,9 @@
 """Discovery of results and benchmarks.
 
-A *result* is any module ``sims/<name>.py`` (name not starting with "_" and not one of the infrastructure
-modules) that defines ``NAME``, ``PRESETS``, ``run``, ``plot`` and ``claims``. Adding a result is adding such a
-module: nothing to register by hand. A *benchmark* is ``bench`` in a result module or in ``sims/bench_<x>.py``.
+A *result* is any module or package ``sims/<name>`` (name not starting with "_"; the subpackages ``core`` and
+``bench`` hold the machinery and the kernel benchmarks) that defines ``NAME``, ``PRESETS``, ``run``, ``plot`` and
+``claims``. Adding a result is adding such a module: nothing to register by hand. A *benchmark* is ``bench`` in a
+result module or a module ``sims/bench/<x>.py``.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ import pkgutil
 from types import ModuleType
 
 import sims
-from sims.harness import WorkbenchError
+from sims.core.harness import WorkbenchError
 
-INFRASTRUCTURE = {"cli", "harness", "registry", "style", "sweep"}
+INFRASTRUCTURE = {"core", "bench"}
 REQUIRED = ("NAME", "TITLE", "PRESETS", "run", "plot", "claims")
 
 
@@ -26,7 +27,7 @@ def _candidate_names() -> list[str]:
 
 def result_names() -> list[str]:
     """Names of every result module, sorted."""
-    return [n for n in _candidate_names() if not n.startswith("bench")]
+    return _candidate_names()
 
 
 def _unknown(kind: str, name: str, known: list[str]) -> WorkbenchError:
@@ -48,22 +49,23 @@ def get(name: str) -> ModuleType:
 
 
 def bench_names() -> list[str]:
-    """Names accepted by ``workbench bench``: results with a ``bench`` and ``sims/bench_<x>.py`` modules."""
-    names = []
+    """Names accepted by ``workbench bench``: results with a ``bench`` and the ``sims/bench/<x>.py`` modules."""
+    import sims.bench
+
+    names = [m.name for m in pkgutil.iter_modules(sims.bench.__path__) if not m.name.startswith("_")]
     for n in _candidate_names():
-        if n.startswith("bench_"):
-            names.append(n.removeprefix("bench_"))
-        elif hasattr(importlib.import_module(f"sims.{n}"), "bench"):
+        if hasattr(importlib.import_module(f"sims.{n}"), "bench"):
             names.append(n)
-    return sorted(names)
+    return sorted(set(names))
 
 
 def get_bench(name: str):
     """The ``bench(quick: bool) -> [BenchRow]`` function registered under ``name``."""
-    candidates = _candidate_names()
-    if f"bench_{name}" in candidates:
-        return importlib.import_module(f"sims.bench_{name}").bench
-    if name in candidates:
+    import sims.bench
+
+    if name in {m.name for m in pkgutil.iter_modules(sims.bench.__path__) if not m.name.startswith("_")}:
+        return importlib.import_module(f"sims.bench.{name}").bench
+    if name in _candidate_names():
         module = importlib.import_module(f"sims.{name}")
         if hasattr(module, "bench"):
             return module.bench

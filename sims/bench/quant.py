@@ -25,7 +25,7 @@ from pallas_kernels.quant import (
     razer_quantize,
 )
 from pallas_kernels.quant import reference as ref
-from sims.harness import BenchRow, time_call
+from sims.core.harness import BenchRow, time_call
 
 # Peak HBM bandwidth (bytes/s) by device_kind substring (vendor data sheets).
 PEAK_HBM = {
@@ -148,8 +148,8 @@ def bench(quick: bool = False) -> list[BenchRow]:
         bw = _bandwidth_note(nbytes, t_ours)
         out.append(BenchRow(f"fp4_matmul[{fmt}] {m}x{n}x{k}", ours_name, "bf16 dense matmul", t_ours, t_base,
                             note="; ".join(s for s in (note, bw) if s)))
-    # the Hadamard transform and the dithered RHT quantizer (sims/bench_hadamard.py) belong to the same op set
-    from sims import bench_hadamard
+    # the Hadamard transform and the dithered RHT quantizer (sims/bench/hadamard.py) belong to the same op set
+    from sims.bench import hadamard as bench_hadamard
 
     return out + bench_hadamard.bench(quick=quick)
 
@@ -172,6 +172,6 @@ _razer_ref = {v: jax.jit(lambda x, v=v: ref.razer_quantize(x, variant=v)) for v 
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from sims.harness import format_bench
+    from sims.core.harness import format_bench
 
     print(format_bench(bench(quick=True)))

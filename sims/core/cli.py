@@ -4,6 +4,7 @@
     workbench run NAME [--quick] [--seed N] [--out DIR] [--set FIELD=VALUE ...]
     workbench all [--quick] [--seed N]
     workbench claims [NAME ...]
+    workbench audit [NAME ...]
     workbench bench NAME [--quick]
 
 User errors (unknown names, bad parameters) print one line ``workbench: error: ...`` and exit with status 2.
@@ -30,11 +31,12 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="workbench", description="JAX theory-and-simulation workbench.")
     sub = p.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the results and their titles")
-    r = sub.add_parser("run", help="run one result and write figures/<name>/")
+    r = sub.add_parser("run", help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)")
     r.add_argument("name")
     r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
     r.add_argument("--seed", type=_seed, default=0)
-    r.add_argument("--out", default=None, help="output folder (default figures/<name>)")
+    r.add_argument("--out", default=None,
+                   help="output folder (default figures/<name> for the full preset, the cache for --quick)")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a Config field of the preset, e.g. --set lam=50 (repeatable)")
     a = sub.add_parser("all", help="run every result")
@@ -42,6 +44,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=_seed, default=0)
     c = sub.add_parser("claims", help="print the claims tables from the committed figures")
     c.add_argument("names", nargs="*")
+    au = sub.add_parser("audit", help="run each result's mutants: every mutant must make a claim fail")
+    au.add_argument("names", nargs="*")
+    au.add_argument("--no-write", action="store_true", help="print only; do not update figures/audit.json")
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
     b.add_argument("name", nargs="?", default=None, help="benchmark name (omit to list them)")
     b.add_argument("--quick", action="store_true", help="small sizes")
@@ -49,7 +54,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_list() -> int:
-    from sims import registry
+    from sims.core import registry
 
     for name in registry.result_names():
         module = registry.get(name)
@@ -58,7 +63,7 @@ def _cmd_list() -> int:
 
 
 def _cmd_run(names, quick, seed, out, overrides=()) -> int:
-    from sims import harness, registry
+    from sims.core import harness, registry
 
     failed = []
     t0 = time.perf_counter()
@@ -76,7 +81,7 @@ def _cmd_run(names, quick, seed, out, overrides=()) -> int:
 
 
 def _cmd_claims(names) -> int:
-    from sims import harness, registry
+    from sims.core import harness, registry
 
     names = names or registry.result_names()
     bad = 0
@@ -89,12 +94,39 @@ def _cmd_claims(names) -> int:
             bad += 1
             continue
         print(harness.format_claims(name, claims))
-        bad += not all(c.passed for c in claims)
+        problems = harness.verify_outputs(harness.FIGURES_DIR / name)
+        for problem in problems:
+            print(f"  warning: figures/{name}: {problem}; rerun `workbench run {name}`", file=sys.stderr)
+        stale = [p for p in problems if "no content hash" not in p]
+        bad += bool(stale) or not all(c.passed for c in claims)
     return 1 if bad else 0
 
 
+def _cmd_audit(names, write=True) -> int:
+    from sims.core import audit, harness, registry
+
+    names = names or registry.result_names()
+    modules = [registry.get(n) for n in names]
+    summaries = []
+    for module in modules:
+        print(f"{module.NAME}: clean quick run + {len(getattr(module, 'MUTANTS', ()))} mutant(s)", flush=True)
+        summaries.append(audit.audit_result(module))
+    print()
+    print(audit.format_audit_table(summaries))
+    if write:
+        audit.write_audit(summaries, harness.FIGURES_DIR / "audit.json", harness.REPO_ROOT / "README.md")
+        print(f"\nwrote {harness.FIGURES_DIR / 'audit.json'}")
+    missed = [(s["result"], m["mutant"]) for s in summaries for m in s["mutants"] if not m["caught"]]
+    few = [s["result"] for s in summaries if len(s["mutants"]) < 3]
+    if missed:
+        print(f"MISSED mutants: {missed}")
+    if few:
+        print(f"results with fewer than 3 mutants: {few}")
+    return 1 if missed or few else 0
+
+
 def _cmd_bench(name, quick) -> int:
-    from sims import harness, registry
+    from sims.core import harness, registry
 
     if name is None:
         print("\n".join(registry.bench_names()))
@@ -106,7 +138,7 @@ def _cmd_bench(name, quick) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from sims.harness import WorkbenchError
+    from sims.core.harness import WorkbenchError
 
     try:
         if args.command == "list":
@@ -114,11 +146,13 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "run":
             return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides)
         if args.command == "all":
-            from sims import registry
+            from sims.core import registry
 
             return _cmd_run(registry.result_names(), args.quick, args.seed, None)
         if args.command == "claims":
             return _cmd_claims(args.names)
+        if args.command == "audit":
+            return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":
             return _cmd_bench(args.name, args.quick)
     except (WorkbenchError, ValueError) as err:

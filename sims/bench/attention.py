@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from pallas_kernels.attention import BlockSizes, block_sparse_attention, flash_attention
 from pallas_kernels.attention.reference import mask_to_block_lists
-from sims.harness import BenchRow, time_call
+from sims.core.harness import BenchRow, time_call
 
 
 def _lists(key, B, H, n, cap):

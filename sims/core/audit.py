@@ -1,0 +1,205 @@
+"""Mutation audit: each result proves that its claims can fail.
+
+A result declares ``MUTANTS: list[Mutant]`` beside its claims: plausible bugs a developer could make (a constant
+off by 10%, a missing factor, a dropped correction step, an off-by-one). A mutant is applied by *patching* the
+function (or constant) it targets for the duration of one run, never by editing files::
+
+    MUTANTS = [
+        Mutant("hb_boundary_missing_1+beta", "theory.river_valley:hb_lr_boundary",
+               lambda f: lambda lam, beta: f(lam, beta) / (1 + beta),
+               "the heavy-ball stability edge without its (1+beta) factor"),
+    ]
+
+``target`` is ``"module.path:attribute"`` (dotted attributes allowed: ``"mod:Class.method"``); ``mutate``
+receives the original object and returns the replacement. Every module of the project that bound the original
+object by ``from ... import`` is patched too, so a mutant reaches every caller. JAX's compilation caches are
+cleared around each run, so a function jitted in the clean run is traced again with the mutant in place.
+
+``workbench audit [NAME ...]`` runs each result's quick preset once clean and once under each mutant: a mutant is
+*caught* when a claim that passed clean fails (or the run raises) under it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import importlib
+import json
+import sys
+import time
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+PROJECT_PACKAGES = ("theory", "models", "pallas_kernels", "sims")
+
+
+@dataclasses.dataclass(frozen=True)
+class Mutant:
+    """A plausible bug: ``target`` (``"module:attr"``) replaced by ``mutate(original)`` during a run."""
+
+    name: str
+    target: str
+    mutate: Callable[[Any], Any]
+    description: str
+
+    def __post_init__(self):
+        if ":" not in self.target:
+            raise ValueError(f"Mutant target must be 'module.path:attribute', got {self.target!r}")
+
+
+def _resolve(target: str) -> tuple[Any, str, Any]:
+    module_name, _, attr_path = target.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *parents, attr = attr_path.split(".")
+    for p in parents:
+        owner = getattr(owner, p)
+    if not hasattr(owner, attr):
+        raise AttributeError(f"mutant target {target!r}: {owner!r} has no attribute {attr!r}")
+    return owner, attr, getattr(owner, attr)
+
+
+def _clear_caches() -> None:
+    import jax
+
+    jax.clear_caches()
+    for mod in list(sys.modules.values()):
+        if mod is None or not getattr(mod, "__name__", "").startswith(PROJECT_PACKAGES):
+            continue
+        for value in list(vars(mod).values()):
+            clear = getattr(value, "cache_clear", None)
+            if callable(clear) and getattr(value, "__module__", "") == mod.__name__:
+                clear()
+
+
+@contextlib.contextmanager
+def applied(mutant: Mutant) -> Iterator[None]:
+    """Patch ``mutant.target`` (and every project-module alias of the same object) for the ``with`` block."""
+    owner, attr, original = _resolve(mutant.target)
+    replacement = mutant.mutate(original)
+    patched: list[tuple[Any, str, Any]] = [(owner, attr, original)]
+    for mod in list(sys.modules.values()):
+        if mod is None or mod is owner or not getattr(mod, "__name__", "").startswith(PROJECT_PACKAGES):
+            continue
+        for name, value in list(vars(mod).items()):
+            if value is original and not isinstance(original, (int, float, bool, str, type(None))):
+                patched.append((mod, name, value))
+    _clear_caches()
+    try:
+        for obj, name, _ in patched:
+            setattr(obj, name, replacement)
+        yield
+    finally:
+        for obj, name, value in patched:
+            setattr(obj, name, value)
+        _clear_caches()
+
+
+@dataclasses.dataclass
+class MutantOutcome:
+    result: str
+    mutant: str
+    description: str
+    failed_claims: list[str]
+    error: str | None
+    wall_s: float
+
+    @property
+    def caught(self) -> bool:
+        return bool(self.failed_claims) or self.error is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "caught": self.caught}
+
+
+def run_claims(module: ModuleType, cfg, *, seed: int = 0):
+    """Claims of one run of ``module`` under ``cfg`` (no output written)."""
+    import jax
+
+    results = jax.block_until_ready(module.run(cfg, key=jax.random.key(seed)))
+    return list(module.claims(results, cfg))
+
+
+def run_mutant(module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[str] | None = None,
+               seed: int = 0) -> MutantOutcome:
+    """Run ``module`` under ``mutant``; the failed claims are those that passed clean (all, if not given)."""
+    t0 = time.perf_counter()
+    error = None
+    failed: list[str] = []
+    try:
+        with applied(mutant):
+            claims = run_claims(module, cfg, seed=seed)
+        failed = [c.statement for c in claims if not c.passed
+                  and (clean_passed is None or c.statement in clean_passed)]
+    except Exception as err:  # noqa: BLE001 - a mutant that crashes the run is caught, and we say how
+        error = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+    return MutantOutcome(module.NAME, mutant.name, mutant.description, failed, error,
+                         round(time.perf_counter() - t0, 2))
+
+
+def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0,
+                 verbose: bool = True) -> dict[str, Any]:
+    """Clean run + one run per mutant of ``module``; a JSON-able summary."""
+    from sims.core.harness import get_config
+
+    cfg = get_config(module, preset)
+    mutants: Sequence[Mutant] = getattr(module, "MUTANTS", ())
+    t0 = time.perf_counter()
+    clean = run_claims(module, cfg, seed=seed)
+    clean_passed = {c.statement for c in clean if c.passed}
+    summary: dict[str, Any] = {
+        "result": module.NAME, "preset": preset, "seed": seed,
+        "clean_passed": len(clean_passed), "clean_total": len(clean),
+        "clean_failed": [c.statement for c in clean if not c.passed],
+        "clean_wall_s": round(time.perf_counter() - t0, 2), "mutants": [],
+    }
+    for m in mutants:
+        out = run_mutant(module, m, cfg, clean_passed=clean_passed, seed=seed)
+        summary["mutants"].append(out.to_json())
+        if verbose:
+            what = out.error or f"{len(out.failed_claims)} claim(s) fail"
+            print(f"  {module.NAME:<18} {m.name:<36} {'CAUGHT' if out.caught else 'MISSED'}  {what}", flush=True)
+    return summary
+
+
+def format_audit_table(summaries: Sequence[dict[str, Any]]) -> str:
+    """A markdown table: result, mutant, caught, which claims failed."""
+    lines = ["| result | mutant | what it breaks | caught by |", "| --- | --- | --- | --- |"]
+    for s in summaries:
+        if not s["mutants"]:
+            lines.append(f"| {s['result']} | *(no mutants declared)* | | |")
+        for m in s["mutants"]:
+            if m["error"]:
+                by = f"run raises ({m['error'][:60]})"
+            elif m["failed_claims"]:
+                first = m["failed_claims"][0]
+                first = first if len(first) <= 70 else first[:67] + "..."
+                more = f" (+{len(m['failed_claims']) - 1} more)" if len(m["failed_claims"]) > 1 else ""
+                by = f"{first}{more}"
+            else:
+                by = "**MISSED**"
+            lines.append(f"| {s['result']} | `{m['mutant']}` | {m['description']} | {by} |")
+    return "\n".join(lines)
+
+
+def write_audit(summaries: Sequence[dict[str, Any]], path: Path, readme: Path | None = None) -> None:
+    """Write ``audit.json`` (merging with results already there) and refresh the README's audit table."""
+    from sims.core.harness import atomic_write_text
+
+    existing = {}
+    if path.exists():
+        try:
+            existing = {s["result"]: s for s in json.loads(path.read_text())}
+        except (ValueError, KeyError, TypeError):
+            existing = {}
+    existing.update({s["result"]: s for s in summaries})
+    merged = [existing[k] for k in sorted(existing)]
+    atomic_write_text(path, json.dumps(merged, indent=2) + "\n")
+    if readme is not None and readme.exists():
+        text = readme.read_text()
+        start, end = "<!-- audit-table -->", "<!-- /audit-table -->"
+        if start in text and end in text:
+            head, rest = text.split(start, 1)
+            _, tail = rest.split(end, 1)
+            atomic_write_text(readme, f"{head}{start}\n{format_audit_table(merged)}\n{end}{tail}")

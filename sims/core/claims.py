@@ -1,0 +1,221 @@
+"""Claims that can fail: kinds, confidence intervals over seeds, slack of bounds.
+
+A :class:`Claim` is one sentence of the paper (or of theory) compared with the simulation. Every claim has a
+``kind`` (see ``docs/architecture.md``, "Claims"):
+
+``check``
+    a measurement compared with an *independent* prediction: a closed form, an exact enumeration, a solver that
+    shares no code with what is measured.
+``bound``
+    a measurement under (``comparison="le"``) or over (``"ge"``) a proven bound. The claim reports its
+    ``slack`` = bound / measured (inverse for lower bounds); a bound with slack > :data:`LOOSE_SLACK` is
+    ``loose`` and needs a ``check`` on the same quantity beside it.
+``paper``
+    a measurement compared with a number printed in the paper; the statement says why the tolerance is what
+    it is.
+
+What holds by construction (``identity``) is a unit test, never a claim: constructing one raises.
+
+Random quantities are decided on a confidence interval over seeds: build the claim with
+:meth:`Claim.from_samples` (or pass ``ci`` = the half-width and ``n_seeds``), and the claim passes only if the
+*whole interval* meets the criterion (for ``rel``/``abs``/``le``/``ge``). For a Monte Carlo mean against its exact
+expectation use ``comparison="ci"``: it passes when the prediction lies inside the interval **and** the interval
+is narrow enough to be informative (half-width <= ``tolerance``), so it fails both on bias and on imprecision.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+KINDS = ("check", "bound", "paper")
+COMPARISONS = ("rel", "abs", "le", "ge", "ci")
+LOOSE_SLACK = 10.0
+MIN_SEEDS = 5
+
+
+def mean_ci(samples, *, level: float = 0.95) -> tuple[float, float, int]:
+    """Mean, Student-t confidence half-width and count of the finite ``samples`` (one per seed).
+
+    Returns ``(mean, halfwidth, n)``; with fewer than two finite samples the half-width is ``inf``.
+    """
+    from scipy import stats
+
+    x = np.asarray(samples, dtype=np.float64).ravel()
+    n_all = x.size
+    x = x[np.isfinite(x)]
+    if x.size < n_all or x.size < 2:
+        return (float(np.mean(x)) if x.size else float("nan")), float("inf"), int(x.size)
+    half = stats.t.ppf(0.5 + level / 2, x.size - 1) * np.std(x, ddof=1) / math.sqrt(x.size)
+    return float(np.mean(x)), float(half), int(x.size)
+
+
+def bootstrap_ci(samples, statistic=np.mean, *, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
+    """Percentile-bootstrap interval of ``statistic`` over the first axis of ``samples``.
+
+    Returns ``(estimate, halfwidth, n)`` with ``halfwidth`` the larger distance from the estimate to an end of
+    the percentile interval (a symmetric summary for the table; the claim uses it conservatively).
+    """
+    x = np.asarray(samples, dtype=np.float64)
+    n = x.shape[0]
+    est = float(statistic(x))
+    if n < 2 or not np.all(np.isfinite(x)):
+        return est, float("inf"), int(n)
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(n_boot, n))
+    boots = np.array([statistic(x[i]) for i in idx])
+    lo, hi = np.quantile(boots, [0.5 - level / 2, 0.5 + level / 2])
+    return est, float(max(est - lo, hi - est)), int(n)
+
+
+@dataclasses.dataclass(frozen=True)
+class Claim:
+    """One sentence checked against the simulation.
+
+    ``comparison`` says how ``measured`` (with confidence half-width ``ci``, 0 for a deterministic quantity)
+    is judged against ``predicted``; the whole interval ``[measured - ci, measured + ci]`` must satisfy it:
+
+      "rel"  |measured - predicted| + ci <= tolerance * |predicted|
+      "abs"  |measured - predicted| + ci <= tolerance
+      "le"   measured + ci <= predicted + tolerance        (an upper bound)
+      "ge"   measured - ci >= predicted - tolerance        (a lower bound)
+      "ci"   |measured - predicted| <= ci  and  ci <= tolerance   (an exact expectation inside the interval)
+
+    A NaN or infinite measurement, prediction or interval always fails.
+    """
+
+    statement: str
+    predicted: float
+    measured: float
+    tolerance: float
+    comparison: str = "rel"
+    kind: str = "unclassified"
+    ci: float = 0.0
+    n_seeds: int = 1
+    source: str = "paper"  # "paper", "theory" (a consequence we derived) or "reconstruction"
+
+    def __post_init__(self):
+        if self.comparison not in COMPARISONS:
+            raise ValueError(f"comparison must be one of {'/'.join(COMPARISONS)}, got {self.comparison!r}")
+        if self.kind == "identity":
+            raise ValueError(f"identity {self.statement!r} holds by construction: make it a unit test in tests/, "
+                             "not a claim")
+        if self.kind not in KINDS + ("unclassified",):
+            raise ValueError(f"kind must be one of {'/'.join(KINDS)}, got {self.kind!r}")
+        if self.kind == "bound" and self.comparison not in ("le", "ge"):
+            raise ValueError(f"a bound compares with 'le' or 'ge', got {self.comparison!r} ({self.statement!r})")
+        if self.comparison == "ci" and self.n_seeds < 2:
+            raise ValueError(f"comparison 'ci' needs an interval over seeds (n_seeds >= 2): {self.statement!r}")
+        for name in ("predicted", "measured", "tolerance", "ci"):
+            object.__setattr__(self, name, float(getattr(self, name)))
+        object.__setattr__(self, "n_seeds", int(self.n_seeds))
+        if self.ci < 0:
+            raise ValueError(f"ci is a half-width and must be >= 0, got {self.ci}")
+
+    @classmethod
+    def from_samples(cls, statement: str, predicted: float, samples, tolerance: float, comparison: str = "rel",
+                     *, kind: str, level: float = 0.95, source: str = "paper") -> Claim:
+        """A claim on the mean of per-seed ``samples`` with its Student-t interval."""
+        mean, half, n = mean_ci(samples, level=level)
+        return cls(statement, predicted, mean, tolerance, comparison, kind=kind, ci=half, n_seeds=n, source=source)
+
+    @property
+    def passed(self) -> bool:
+        m, p, tol, h = self.measured, self.predicted, self.tolerance, self.ci
+        if not (math.isfinite(m) and math.isfinite(p) and math.isfinite(h)):
+            return False
+        if self.comparison == "rel":
+            return abs(m - p) + h <= tol * abs(p)
+        if self.comparison == "abs":
+            return abs(m - p) + h <= tol
+        if self.comparison == "le":
+            return m + h <= p + tol
+        if self.comparison == "ge":
+            return m - h >= p - tol
+        return abs(m - p) <= h and h <= tol
+
+    @property
+    def slack(self) -> float | None:
+        """For a bound: bound / measured (upper) or measured / bound (lower), measured at the interval's worst
+        end. ``None`` for other kinds; ``inf`` when the measured side is <= 0."""
+        if self.kind != "bound":
+            return None
+        if self.comparison == "le":
+            bound, meas = self.predicted + self.tolerance, self.measured + self.ci
+        else:
+            bound, meas = self.measured - self.ci, self.predicted - self.tolerance
+        if not (math.isfinite(bound) and math.isfinite(meas)):
+            return float("nan")
+        if meas <= 0:
+            return float("inf") if bound > 0 else float("nan")
+        return bound / meas
+
+    @property
+    def loose(self) -> bool:
+        s = self.slack
+        return s is not None and (s > LOOSE_SLACK)
+
+    @property
+    def criterion(self) -> str:
+        return {
+            "rel": f"within {100 * self.tolerance:g}%",
+            "abs": f"within +-{self.tolerance:g}",
+            "le": f"<= predicted + {self.tolerance:g}",
+            "ge": f">= predicted - {self.tolerance:g}",
+            "ci": f"in CI, CI <= {self.tolerance:g}",
+        }[self.comparison]
+
+    def to_json(self) -> dict[str, Any]:
+        d = dataclasses.asdict(self)
+        d["passed"] = self.passed
+        d["criterion"] = self.criterion
+        d["slack"] = self.slack
+        d["loose"] = self.loose
+        return d
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any]) -> Claim:
+        fields = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in d.items() if k in fields})
+
+
+def kind_counts(claims: Sequence[Claim]) -> dict[str, int]:
+    """Counts per kind (``check``/``bound``/``paper``/``unclassified``) and of ``loose`` bounds."""
+    out = {k: 0 for k in KINDS}
+    for c in claims:
+        out[c.kind] = out.get(c.kind, 0) + 1
+    out["loose"] = sum(c.loose for c in claims)
+    return out
+
+
+def format_counts(claims: Sequence[Claim]) -> str:
+    """``"12 check, 3 bound (1 loose), 2 paper"`` (unclassified shown only when present)."""
+    k = kind_counts(claims)
+    parts = [f"{k['check']} check", f"{k['bound']} bound" + (f" ({k['loose']} loose)" if k["loose"] else ""),
+             f"{k['paper']} paper"]
+    if k.get("unclassified"):
+        parts.append(f"{k['unclassified']} unclassified")
+    return ", ".join(parts)
+
+
+def _measured_text(c: Claim) -> str:
+    if c.ci:
+        return f"{c.measured:.5g} +- {c.ci:.2g} (n={c.n_seeds})"
+    return f"{c.measured:.5g}"
+
+
+def format_claims(name: str, claims: Sequence[Claim]) -> str:
+    """A plain-text table: status, kind, statement, predicted, measured (+- CI), criterion, slack."""
+    lines = [f"{name}: {sum(c.passed for c in claims)}/{len(claims)} claims pass ({format_counts(claims)})"]
+    width = min(72, max((len(c.statement) for c in claims), default=10))
+    for c in claims:
+        status = "PASS" if c.passed else "FAIL"
+        stmt = c.statement if len(c.statement) <= width else c.statement[: width - 3] + "..."
+        slack = "" if c.slack is None else f"  slack {c.slack:.3g}" + (" LOOSE" if c.loose else "")
+        lines.append(f"  [{status}] {c.kind:<6} {stmt:<{width}}  predicted {c.predicted:>11.5g}  measured "
+                     f"{_measured_text(c):>24}  ({c.criterion}){slack}")
+    return "\n".join(lines)

@@ -1,0 +1,30 @@
+"""Every result's mutants make one of its claims fail (the mutation audit, ``sims.core.audit``).
+
+The first mutant of each result runs in the default suite (its clean quick run is the result's own
+end-to-end test); ``pytest -m mutation`` runs all of them. ``workbench audit`` compares clean vs mutant
+claim by claim and writes ``figures/audit.json``.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from sims.core import audit, harness, registry
+
+
+def _cases():
+    cases = []
+    for name in registry.result_names():
+        module = registry.get(name)
+        for i, m in enumerate(getattr(module, "MUTANTS", ())):
+            marks = () if i == 0 else (pytest.mark.mutation,)
+            cases.append(pytest.param(name, m.name, marks=marks, id=f"{name}-{m.name}"))
+    return cases
+
+
+@pytest.mark.parametrize(("name", "mutant_name"), _cases())
+def test_mutant_is_caught(name, mutant_name):
+    module = registry.get(name)
+    mutant = next(m for m in module.MUTANTS if m.name == mutant_name)
+    out = audit.run_mutant(module, mutant, harness.get_config(module, "quick"))
+    assert out.caught, f"{name}: mutant {mutant_name!r} ({mutant.description}) makes no claim fail"
