@@ -46,7 +46,9 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("names", nargs="*")
     au = sub.add_parser("audit", help="run each result's mutants: every mutant must make a claim fail")
     au.add_argument("names", nargs="*")
-    au.add_argument("--no-write", action="store_true", help="print only; do not update figures/audit.json")
+    au.add_argument("--no-write", action="store_true", help="print only; do not update figures/audit/")
+    au.add_argument("--collect", action="store_true",
+                    help="run nothing: rebuild figures/audit.json and the README table from figures/audit/*.json")
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
     b.add_argument("name", nargs="?", default=None, help="benchmark name (omit to list them)")
     b.add_argument("--quick", action="store_true", help="small sizes")
@@ -114,8 +116,8 @@ def _cmd_audit(names, write=True) -> int:
     print()
     print(audit.format_audit_table(summaries))
     if write:
-        audit.write_audit(summaries, harness.FIGURES_DIR / "audit.json", harness.REPO_ROOT / "README.md")
-        print(f"\nwrote {harness.FIGURES_DIR / 'audit.json'}")
+        audit.write_audit(summaries, harness.FIGURES_DIR, harness.REPO_ROOT / "README.md")
+        print(f"\nwrote {harness.FIGURES_DIR / 'audit'}/<result>.json and {harness.FIGURES_DIR / 'audit.json'}")
     missed = [(s["result"], m["mutant"]) for s in summaries for m in s["mutants"] if not m["caught"]]
     few = [s["result"] for s in summaries if len(s["mutants"]) < 3]
     if missed:
@@ -152,6 +154,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "claims":
             return _cmd_claims(args.names)
         if args.command == "audit":
+            if args.collect:
+                from sims.core import audit, harness
+
+                merged = audit.collect(harness.FIGURES_DIR, harness.REPO_ROOT / "README.md")
+                print(audit.format_audit_table(merged))
+                return 0
             return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":
             return _cmd_bench(args.name, args.quick)
