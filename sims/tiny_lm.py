@@ -219,27 +219,30 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 def claims(results: dict, cfg: Config) -> list[Claim]:
     p = {f: float(results["ppl"][f]) for f in FORMATS}
     fp = float(results["fp_ppl"])
+    # kinds (sims.core.claims): every number here is one trained model and one seed; the seed/size study with
+    # intervals belongs to the tiny-LM statistics issue. TV(float32 engine, itself) = 0 is an identity: a unit test.
     out = [
         Claim("the trained model beats the unigram baseline (unigram - model loss, nats/byte)", 0.0,
-              float(results["unigram_loss"]) - float(results["fp_loss"]), 0.0, "ge", source="theory"),
+              float(results["unigram_loss"]) - float(results["fp_loss"]), 0.0, "ge", source="theory", kind="check"),
         Claim("every 4-bit format costs perplexity: min over formats of ppl_q - ppl_fp", 0.0,
-              min(p.values()) - fp, 0.0, "ge", source="theory"),
+              min(p.values()) - fp, 0.0, "ge", source="theory", kind="check"),
         Claim("RaZeR (weight variant) perplexity <= NVFP4's (NVFP4 - RaZeR)", 0.0, p["nvfp4"] - p["razer"], 0.0,
-              "ge"),
-        Claim("RaZeR reduces NVFP4's perplexity loss by 29.4% (weight-only; paper average over LLMs)",
-              PAPER_RAZER_REDUCTION, float(results["razer_reduction"]), 0.15, "abs"),
+              "ge", kind="check"),
+        Claim("RaZeR reduces NVFP4's perplexity loss by 29.4% (weight-only; paper average over LLMs; one tiny "
+              "model and seed here, so +-0.15 is a scale band, not an interval)",
+              PAPER_RAZER_REDUCTION, float(results["razer_reduction"]), 0.15, "abs", kind="paper"),
         Claim("MXFP4 (power-of-two scales, blocks of 32) perplexity >= NVFP4's (MXFP4 - NVFP4)", 0.0,
-              p["mxfp4"] - p["nvfp4"], 0.0, "ge", source="theory"),
+              p["mxfp4"] - p["nvfp4"], 0.0, "ge", source="theory", kind="check"),
     ]
     e = results["engines"]
-    out.append(Claim("TV(float32 engine, itself) = 0 exactly (logit estimator)", 0.0, float(e["float32"]["tv"]),
-                     1e-6, "abs", source="theory"))
     for name in ENGINES[1:]:
         tv, kl = float(e[name]["tv"]), float(e[name]["kl"])
-        lo_tv = tv - 2 * float(e[name]["tv_se"])
-        hi_kl = max(kl + 2 * float(e[name]["kl_se"]), 0.0)
-        out.append(Claim(f"Pinsker TV <= sqrt(KL/2), float32 vs {name} (TV - 2se - sqrt((KL + 2se)/2))", 0.0,
-                         lo_tv - np.sqrt(hi_kl / 2), 0.0, "le", source="theory"))
+        # Pinsker holds for the exact TV and KL; both are estimates, so the claim is decided conservatively: the
+        # TV interval's upper end (1.96 se) must sit under the bound at the KL interval's lower end.
+        kl_lo = max(kl - 1.96 * float(e[name]["kl_se"]), 0.0)
+        out.append(Claim(f"Pinsker TV <= sqrt(KL/2), float32 vs {name} (TV +- 1.96 se vs sqrt(KL_lo/2))",
+                         float(np.sqrt(kl_lo / 2)), tv, 0.0, "le", source="theory", kind="bound",
+                         ci=1.96 * float(e[name]["tv_se"]), n_seeds=int(cfg.tv_m)))
     return out
 
 

@@ -37,11 +37,14 @@ def test_quick_preset_end_to_end(tmp_path):
     for fname in ("data.npz", "claims.json", "manifest.json", "perplexity.png", "layer_errors.png", "engines.png"):
         assert (tmp_path / fname).stat().st_size > 0, fname
     for prefix in ("the trained model beats the unigram baseline", "every 4-bit format costs perplexity",
-                   "RaZeR (weight variant) perplexity", "TV(float32 engine, itself)", "Pinsker"):
+                   "RaZeR (weight variant) perplexity", "Pinsker"):
         matched = [c for c in outcome.claims if c.statement.startswith(prefix)]
         assert matched and all(c.passed for c in matched), matched
     # the paper's 29.4% and MXFP4 >= NVFP4 are measured, but a 1-layer 150-step model is too noisy to decide
     assert all(np.isfinite(c.measured) for c in outcome.claims)
+    assert all(c.kind in ("check", "bound", "paper") for c in outcome.claims)
+    # identity (was a claim): the float32 engine against itself has TV exactly 0 under the logit estimator
+    assert float(outcome.results["engines"]["float32"]["tv"]) == 0.0
     r = outcome.results
     fp = float(r["fp_ppl"])
     ppl = {f: float(r["ppl"][f]) for f in sim.FORMATS}
