@@ -356,6 +356,8 @@ class Recorder:
                 if self.peaks:
                     rec["frac_peak_hbm"] = bytes_moved / time_s / self.peaks["hbm_bytes_per_s"]
         self.records.append(rec)
+        t = f"{time_s * 1e6:.1f}us" if time_s else "-"
+        print(f"[gpu_check]   {op} {impl} {shape}: {t} {config or ''} {error or ''}", file=sys.stderr, flush=True)
         return rec
 
     def measure(self, section, op, impl, shape, make, configs, *, flops=None, bytes_moved=None, check=None, **extra):
@@ -1104,6 +1106,27 @@ def main(argv=None) -> dict:
     sections = set(a.sections.split(","))
     t_start = time.perf_counter()
     dense = {}
+    import jaxlib
+
+    def make_result(tests, bench_s, partial):
+        return dict(
+            device=dict(kind=dev.device_kind, platform=dev.platform, name=str(dev), peak_table=table_name),
+            jax_version=jax.__version__,
+            jaxlib_version=jaxlib.__version__,
+            dry_run=s.dry_run,
+            partial=partial,
+            peaks=peaks,
+            records=rec.records,
+            tuned=rec.tuned,
+            goals=goals(rec.records, peaks, s.dry_run),
+            tests=tests,
+            bench_wall_s=bench_s,
+            wall_s=time.perf_counter() - t_start,
+            command=" ".join(["python -m pallas_kernels.gpu_check", *(argv if argv is not None else sys.argv[1:])]),
+        )
+
+    s.out.mkdir(parents=True, exist_ok=True)
+    save = lambda r: (s.out / "kernels_gpu.json").write_text(json.dumps(r, indent=1, default=str))
     for name, fn in (
         ("attention", lambda: bench_attention(rec, s, on_gpu)),
         ("block_sparse", lambda: bench_block_sparse(rec, s, on_gpu, dense)),
@@ -1125,26 +1148,11 @@ def main(argv=None) -> dict:
         print(
             f"[gpu_check] {name}: {time.perf_counter() - t:.1f}s ({time.process_time() - c:.1f}s CPU)", file=sys.stderr
         )
+        save(make_result(None, time.perf_counter() - t_start, partial=True))  # a crash later keeps what was measured
     bench_s = time.perf_counter() - t_start
     tests = run_tests(s, a.test_timeout_s or (120.0 if a.dry_run else 180.0))
-    import jaxlib
-
-    result = dict(
-        device=dict(kind=dev.device_kind, platform=dev.platform, name=str(dev), peak_table=table_name),
-        jax_version=jax.__version__,
-        jaxlib_version=jaxlib.__version__,
-        dry_run=s.dry_run,
-        peaks=peaks,
-        records=rec.records,
-        tuned=rec.tuned,
-        goals=goals(rec.records, peaks, s.dry_run),
-        tests=tests,
-        bench_wall_s=bench_s,
-        wall_s=time.perf_counter() - t_start,
-        command=" ".join(["python -m pallas_kernels.gpu_check", *(argv if argv is not None else sys.argv[1:])]),
-    )
-    s.out.mkdir(parents=True, exist_ok=True)
-    (s.out / "kernels_gpu.json").write_text(json.dumps(result, indent=1, default=str))
+    result = make_result(tests, bench_s, partial=False)
+    save(result)
     plot(result, s.out / "kernels_gpu.png")
     print(table(result))
     print(f"[gpu_check] wrote {s.out}/kernels_gpu.{{json,png}} in {result['wall_s']:.1f}s", file=sys.stderr)
