@@ -44,7 +44,14 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 from pallas_kernels.attention import reference as ref
 from pallas_kernels.attention.reference import MASK_VALUE
 
-__all__ = ["MosaicBlockSizes", "flash_attention_mgpu", "block_sparse_attention_mgpu", "flash_mgpu"]
+__all__ = [
+    "MosaicBlockSizes",
+    "block_sparse_attention_mgpu",
+    "flash_attention_mgpu",
+    "flash_mgpu",
+    "is_hopper",
+    "unsupported_reason",
+]
 
 LOG2E = math.log2(math.e)
 DTYPES = (jnp.dtype(jnp.bfloat16), jnp.dtype(jnp.float16))
@@ -81,6 +88,22 @@ def _check(q, k, v, bs: MosaicBlockSizes):
         raise ValueError(
             f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bs.block_q} and block_k={bs.block_k}"
         )
+
+
+def unsupported_reason(q, k, v, block_sizes=None) -> str | None:
+    """``None`` if the Mosaic GPU kernel accepts these operands and block sizes, else why not (the message of
+    the ``ValueError`` the public functions would raise): for a dispatcher that falls back to Triton."""
+    try:
+        _check(q, k, v, _block_sizes(block_sizes))
+    except ValueError as e:
+        return str(e)
+    return None
+
+
+def is_hopper(device=None) -> bool:
+    """True on an sm_90 GPU (H100 / H200), the target of this kernel (wgmma and TMA need Hopper)."""
+    d = device or jax.devices()[0]
+    return d.platform == "gpu" and str(getattr(d, "compute_capability", "")).startswith("9")
 
 
 def _interpret_params(interpret):

@@ -22,6 +22,8 @@ from pallas_kernels.attention.mosaic_gpu import (
     MosaicBlockSizes,
     block_sparse_attention_mgpu,
     flash_attention_mgpu,
+    is_hopper,
+    unsupported_reason,
 )
 
 H100 = AbstractMesh(
@@ -125,6 +127,15 @@ def test_rejects_bad_inputs(kw, match):
         flash_attention_mgpu(q, k, v, interpret=True, **kw)
 
 
+def test_unsupported_reason_for_a_fallback():
+    ok = jnp.zeros((1, 128, 2, 64), jnp.bfloat16)
+    assert unsupported_reason(ok, ok, ok) is None
+    assert unsupported_reason(ok, ok, ok, BlockSizes(64, 64)) is None
+    assert "bfloat16 or float16" in unsupported_reason(ok.astype(jnp.float32), ok, ok)
+    assert "block_q" in unsupported_reason(ok, ok, ok, BlockSizes(32, 64))
+    assert not is_hopper(jax.devices("cpu")[0])
+
+
 def test_block_sparse_rejects_bad_lists():
     q = jnp.zeros((1, 128, 1, 64), jnp.bfloat16)
     cnt = jnp.ones((1, 1, 2), jnp.int32)
@@ -158,12 +169,7 @@ def test_lowers_for_hopper(mesh):
         assert "wgmma" in low and "tma" in low and "mbarrier" in low  # the Hopper ops are in the module
 
 
-def _hopper() -> bool:
-    d = jax.devices()[0]
-    return d.platform == "gpu" and str(getattr(d, "compute_capability", "")).startswith("9")
-
-
-@pytest.mark.skipif(not _hopper(), reason="needs a Hopper GPU (sm_90): run by python -m pallas_kernels.gpu_check")
+@pytest.mark.skipif(not is_hopper(), reason="needs a Hopper GPU (sm_90): run by python -m pallas_kernels.gpu_check")
 @pytest.mark.parametrize("causal", [False, True])
 def test_hardware_equals_reference(causal):
     """On a Hopper GPU the compiled kernel (register P, in-place accumulate) equals the reference, dense and
