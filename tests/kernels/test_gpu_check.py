@@ -1,0 +1,107 @@
+"""The prepared GPU check (``python -m pallas_kernels.gpu_check``) is known to work before a GPU is there:
+its dry run (CPU, interpret mode, tiny sizes) runs end to end through the same code path and writes the json
+and png; the interpret -> pallas forcing of the pytest step, the peak table and the goal logic are unit-tested.
+"""
+
+from __future__ import annotations
+
+import json
+
+import jax
+import jax.numpy as jnp
+import pytest
+
+from pallas_kernels import gpu_check
+
+
+def test_peaks_table():
+    assert gpu_check.peaks_for("NVIDIA H100 80GB HBM3") == ("H100 SXM", gpu_check.PEAKS["H100 SXM"])
+    assert gpu_check.peaks_for("NVIDIA H200")[0] == "H200"
+    assert gpu_check.peaks_for("NVIDIA H100 PCIe") == ("unknown", None)
+    assert gpu_check.peaks_for("cpu") == ("unknown", None)
+    assert gpu_check.PEAKS["H200"]["hbm_bytes_per_s"] > gpu_check.PEAKS["H100 SXM"]["hbm_bytes_per_s"]
+
+
+def _has_pallas_call(fn, *args) -> bool:
+    return "pallas_call" in str(jax.make_jaxpr(fn)(*args))
+
+
+def test_forced_implementation_maps_interpret_and_restores():
+    """Inside the context every public op (and every module that imported it) runs the forced implementation
+    for implementation="interpret"; outside it the kernel runs again."""
+    import pallas_kernels.quant as quant
+    from pallas_kernels.quant import hadamard
+
+    x = jnp.ones((4, 64), jnp.float32)
+    # fresh lambdas for every trace: make_jaxpr caches traces per function object
+    assert _has_pallas_call(lambda x: quant.fwht(x, implementation="interpret"), x)
+    with gpu_check.forced_implementation("xla") as n:
+        assert n >= 10  # attention, quantizers, matmul, fwht, rht, inquant ...
+        assert not _has_pallas_call(lambda x: quant.fwht(x, implementation="interpret"), x)
+        assert not _has_pallas_call(lambda x: hadamard.fwht(x, implementation="interpret"), x)
+    assert _has_pallas_call(lambda x: quant.fwht(x, implementation="interpret"), x)
+    assert _has_pallas_call(lambda x: hadamard.fwht(x, implementation="interpret"), x)
+    assert not hasattr(quant.fwht, "__wrapped_for_gpu_check__")
+
+
+def test_goals_met_and_missed():
+    peaks = gpu_check.PEAKS["H200"]
+    recs = [
+        dict(section="quant", op="nvfp4_quantize", impl="pallas", frac_peak_hbm=0.75),
+        dict(section="quant", op="nvfp4_dequantize", impl="pallas", frac_peak_hbm=0.5),
+        dict(
+            section="block_sparse",
+            impl="pallas_triton",
+            L=16384,
+            sparsity=0.9,
+            ideal_speedup=10.0,
+            speedup_vs_dense=9.0,
+        ),
+        dict(
+            section="block_sparse",
+            impl="pallas_triton",
+            L=16384,
+            sparsity=0.95,
+            ideal_speedup=20.0,
+            speedup_vs_dense=10.0,
+        ),
+        dict(
+            section="block_sparse",
+            impl="pallas_triton",
+            L=4096,
+            sparsity=0.95,
+            ideal_speedup=20.0,
+            speedup_vs_dense=1.0,
+        ),  # not at the largest L: no goal
+        dict(section="matmul", impl="pallas", shape="M1", M=1, time_s=1.0),
+        dict(section="matmul", impl="bf16_dense", shape="M1", M=1, time_s=2.0),
+        dict(section="fwht", impl="pallas", shape="s", d=4096, time_s=1.0, goal_speedup=85.3),
+        dict(section="fwht", impl="dense_rotation", shape="s", d=4096, time_s=50.0),
+    ]
+    got = {g["goal"]: g["met"] for g in gpu_check.goals(recs, peaks, dry_run=False)}
+    assert list(got.values()) == [True, False, True, False, True, False]
+    assert all(g["met"] is None for g in gpu_check.goals(recs, peaks, dry_run=True))
+
+
+@pytest.mark.skipif(jax.default_backend() == "gpu", reason="the dry run is the CPU stand-in for the GPU run")
+def test_dry_run_end_to_end(tmp_path):
+    """The whole script on CPU: every section measured, kernels agree with their XLA paths, the pytest step
+    passes with the forcing plugin loaded, json (device, jax version) and png written."""
+    res = gpu_check.main(["--dry-run", "--out", str(tmp_path), "--budget-s", "1"])
+    saved = json.loads((tmp_path / "kernels_gpu.json").read_text())
+    assert (tmp_path / "kernels_gpu.png").stat().st_size > 10_000
+    assert saved["device"]["platform"] == "cpu" and saved["jax_version"] == jax.__version__
+    assert saved["dry_run"] is True and saved["peaks"] is None
+    recs = res["records"]
+    assert {r["section"] for r in recs} == {"attention", "block_sparse", "quant", "fwht", "inquant", "matmul"}
+    kernels = [r for r in recs if r["impl"] in ("pallas", "pallas_triton", "mosaic_gpu")]
+    assert kernels and all(r["error"] is None and r["time_s"] > 0 for r in kernels), [
+        (r["op"], r["impl"], r["error"]) for r in kernels if r["error"]
+    ]
+    assert {r["impl"] for r in recs if r["section"] == "attention"} >= {"pallas_triton", "mosaic_gpu", "xla", "cudnn"}
+    checked = [r for r in kernels if r.get("max_abs_err_vs_xla") is not None]
+    assert len(checked) >= 7 and all(r["max_abs_err_vs_xla"] < 2e-2 for r in checked)
+    assert any(r.get("speedup_vs_dense") for r in recs if r["section"] == "block_sparse")
+    assert res["tests"]["rc"] == 0, res["tests"]
+    assert "in " in res["tests"]["tail"] and "public ops" in res["tests"]["tail"]
+    assert all(g["met"] is None for g in res["goals"])
