@@ -1,0 +1,214 @@
+"""Quantization-side benchmarks: NVFP4 / MXFP4 / RaZeR quantize and dequantize, FWHT (vs a dense rotation
+``x @ H``) and InQuant unpack as achieved HBM bandwidth (bytes read + written / time); ``fp4_matmul`` (W4A16)
+at decode (M = 1, 16) and prefill (M = 4096) shapes vs a bf16 dense matmul."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+from pallas_kernels.gpu_check.adapters import (
+    _dequantize,
+    _fp4_matmul,
+    _fwht,
+    _hadamard_blocks,
+    _inquant_pack,
+    _inquant_unpack,
+    _matmul_block_sizes,
+    _quant_block_sizes,
+    _quantize,
+)
+from pallas_kernels.gpu_check.autotune import Recorder, Settings, _max_abs, against, fixed
+
+
+def _quant_grid(s: Settings):
+    return [(16, 512), (8, 256)] if s.dry_run else [(16, 512), (32, 512), (16, 1024), (8, 1024), (32, 1024)]
+
+
+def bench_quant(rec: Recorder, s: Settings):
+    import jax
+    import jax.numpy as jnp
+
+    M, K = (32, 512) if s.dry_run else (8192, 8192)
+    x = jax.random.normal(jax.random.key(0), (M, K), jnp.float32).astype(jnp.bfloat16)
+    shape = f"{M}x{K} bf16"
+    fmts = (("nvfp4", 16),) if s.dry_run else (("nvfp4", 16), ("mxfp4", 32), ("razer_activation", 16))
+    for fmt, block in fmts:
+        g = jnp.float32(float(jnp.max(jnp.abs(x.astype(jnp.float32)))) / (448 * 6))  # fixed: time the kernel
+        q_bytes = M * K * 2 + M * K // 2 + M * K // block
+        d_bytes = M * K // 2 + M * K // block + M * K * 2
+        xla_q = jax.jit(functools.partial(_quantize, fmt, implementation="xla"))
+        ref_q = xla_q(x, g)
+        xla_d = jax.jit(functools.partial(_dequantize, fmt, dtype=jnp.bfloat16, implementation="xla"))
+        want = xla_d(ref_q)
+
+        def make_q(cfg, *, fmt=fmt, g=g):
+            f = functools.partial(_quantize, fmt, implementation=s.pallas, block_sizes=_quant_block_sizes(*cfg))
+            return jax.jit(f), (x, g)
+
+        def make_d(cfg, *, fmt=fmt, ref_q=ref_q):
+            f = functools.partial(
+                _dequantize, fmt, dtype=jnp.bfloat16, implementation=s.pallas, block_sizes=_quant_block_sizes(*cfg)
+            )
+            return jax.jit(f), (ref_q,)
+
+        for impl in ("xla", "pallas"):
+            pallas = impl == "pallas"
+            rec.measure(
+                "quant",
+                f"{fmt}_quantize",
+                impl,
+                shape,
+                make_q if pallas else fixed(xla_q, x, g),
+                _quant_grid(s) if pallas else [None],
+                bytes_moved=q_bytes,
+                check=(lambda out, ref=ref_q.codes: _max_abs(out.codes, ref)) if pallas else None,
+            )
+            rec.measure(
+                "quant",
+                f"{fmt}_dequantize",
+                impl,
+                shape,
+                make_d if pallas else fixed(xla_d, ref_q),
+                _quant_grid(s) if pallas else [None],
+                bytes_moved=d_bytes,
+                check=against(want) if pallas else None,
+            )
+
+
+def bench_fwht(rec: Recorder, s: Settings):
+    import jax
+    import jax.numpy as jnp
+
+    total = 2**12 if s.dry_run else 2**25
+    ds = (64,) if s.dry_run else (256, 1024, 4096, 16384)
+    grid = (
+        [(128, 128, 32, 4)]
+        if s.dry_run
+        else [(128, 128, 32, 4), (256, 128, 32, 8), (128, 64, 64, 4), (128, 128, 64, 8)]
+    )
+    for d in ds:
+        n = total // d
+        x = jax.random.normal(jax.random.key(d), (n, d), jnp.float32)
+        shape = f"{n}x{d} f32"
+        nbytes = 2 * n * d * 4
+        xla = jax.jit(functools.partial(_fwht, implementation="xla"))
+        want = xla(x)
+        extra = dict(d=d, goal_speedup=d / (4 * math.log2(d)))
+        rec.measure("fwht", "fwht", "xla", shape, fixed(xla, x), [None], bytes_moved=nbytes, **extra)
+
+        def make(cfg, *, x=x):
+            f = functools.partial(_fwht, implementation=s.pallas, blocks=_hadamard_blocks(*cfg))
+            return jax.jit(f), (x,)
+
+        rec.measure("fwht", "fwht", "pallas", shape, make, grid, bytes_moved=nbytes, check=against(want), **extra)
+        h = jax.jit(functools.partial(_fwht, implementation="xla"))(jnp.eye(d, dtype=jnp.float32))  # H (symmetric)
+        dense = jax.jit(lambda x, h: jnp.dot(x, h, precision=jax.lax.Precision.HIGHEST))
+        rec.measure(
+            "fwht",
+            "fwht",
+            "dense_rotation",
+            shape,
+            fixed(dense, x, h),
+            [None],
+            flops=2 * n * d * d,
+            bytes_moved=nbytes + d * d * 4,
+            check=against(want),
+            **extra,
+        )
+
+
+def bench_inquant(rec: Recorder, s: Settings):
+    import jax
+    import jax.numpy as jnp
+
+    T, C = (64, 64) if s.dry_run else (2**20, 128)
+    x = jax.random.normal(jax.random.key(7), (T, C), jnp.float32).astype(jnp.bfloat16)
+    packed = _inquant_pack(x, key=jax.random.key(8))
+    shape = f"T{T} C{C} bf16"
+    nbytes = T * C // 2 + T * 2 * 2 + T * C * 2
+    xla = jax.jit(functools.partial(_inquant_unpack, dtype=jnp.bfloat16, implementation="xla"))
+    want = xla(packed)
+    rec.measure("inquant", "inquant_unpack", "xla", shape, fixed(xla, packed), [None], bytes_moved=nbytes)
+
+    def make(rows):
+        f = functools.partial(_inquant_unpack, dtype=jnp.bfloat16, implementation=s.pallas, block_rows=rows)
+        return jax.jit(f), (packed,)
+
+    rec.measure(
+        "inquant",
+        "inquant_unpack",
+        "pallas",
+        shape,
+        make,
+        [32] if s.dry_run else [32, 64, 128, 256],
+        bytes_moved=nbytes,
+        check=against(want),
+    )
+
+
+def _matmul_grid(s: Settings, M: int):
+    if s.dry_run:
+        return [(16, 64, 128)]
+    if M <= 16:  # decode
+        return [(16, 64, 256), (16, 128, 256), (16, 64, 512), (16, 256, 128)]
+    return [(64, 64, 128), (128, 128, 128), (64, 128, 256), (128, 64, 256)]
+
+
+def bench_matmul(rec: Recorder, s: Settings):
+    import jax
+    import jax.numpy as jnp
+
+    N = K = 256 if s.dry_run else 8192
+    Ms = (1,) if s.dry_run else (1, 16, 4096)
+    w = jax.random.normal(jax.random.key(3), (N, K), jnp.float32).astype(jnp.bfloat16)
+    g = jnp.float32(float(jnp.max(jnp.abs(w.astype(jnp.float32)))) / (448 * 6))
+    wq = _quantize("nvfp4", w, g, implementation="xla")
+    w_bytes_fp4 = N * K // 2 + N * K // 16
+    for M in Ms:
+        x = jax.random.normal(jax.random.key(M), (M, K), jnp.float32).astype(jnp.bfloat16)
+        shape = f"M{M} N{N} K{K} nvfp4"
+        flops = 2 * M * N * K
+        io = M * K * 2 + M * N * 2
+        xla = jax.jit(functools.partial(_fp4_matmul, implementation="xla"))
+        want = xla(x, wq)
+        rec.measure(
+            "matmul",
+            "fp4_matmul",
+            "xla",
+            shape,
+            fixed(xla, x, wq),
+            [None],
+            flops=flops,
+            bytes_moved=w_bytes_fp4 + io,
+            M=M,
+        )
+
+        def make(cfg, *, x=x):
+            f = functools.partial(_fp4_matmul, implementation=s.pallas, block_sizes=_matmul_block_sizes(*cfg))
+            return jax.jit(f), (x, wq)
+
+        rec.measure(
+            "matmul",
+            "fp4_matmul",
+            "pallas",
+            shape,
+            make,
+            _matmul_grid(s, M),
+            flops=flops,
+            bytes_moved=w_bytes_fp4 + io,
+            check=against(want),
+            M=M,
+        )
+        dense = jax.jit(lambda x, w: jnp.dot(x, w.T, preferred_element_type=jnp.float32).astype(jnp.bfloat16))
+        rec.measure(
+            "matmul",
+            "fp4_matmul",
+            "bf16_dense",
+            shape,
+            fixed(dense, x, w),
+            [None],
+            flops=flops,
+            bytes_moved=N * K * 2 + io,
+            M=M,
+        )
