@@ -6,12 +6,15 @@ and png; the interpret -> pallas forcing of the pytest step, the peak table and 
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import jax
 import jax.numpy as jnp
 import pytest
 
 from pallas_kernels import gpu_check
+from pallas_kernels.gpu_check import plugin
 
 
 def test_peaks_table():
@@ -42,6 +45,25 @@ def test_forced_implementation_maps_interpret_and_restores():
     assert _has_pallas_call(lambda x: quant.fwht(x, implementation="interpret"), x)
     assert _has_pallas_call(lambda x: hadamard.fwht(x, implementation="interpret"), x)
     assert not hasattr(quant.fwht, "__wrapped_for_gpu_check__")
+
+
+def test_package_entry_points():
+    """The package keeps the module's entry points: ``-p pallas_kernels.gpu_check`` finds the pytest hooks on the
+    package, ``python -m pallas_kernels.gpu_check`` runs ``__main__``, and the check's own adapters (which take
+    ``implementation=``) are not patched as public ops."""
+    assert gpu_check.pytest_configure is plugin.pytest_configure
+    assert gpu_check.pytest_unconfigure is plugin.pytest_unconfigure
+    mods = {m.__name__ for m, _, _ in plugin._public_ops()}
+    assert "pallas_kernels.quant.hadamard" in mods
+    assert not any(m.startswith("pallas_kernels.gpu_check") for m in mods), mods
+    p = subprocess.run(
+        [sys.executable, "-m", "pallas_kernels.gpu_check", "--help"],
+        cwd=gpu_check.REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert p.returncode == 0 and "--dry-run" in p.stdout and "prepared hardware check" in p.stdout, p.stderr
 
 
 def test_goals_met_and_missed():
