@@ -414,7 +414,16 @@ FAKE_RUN = textwrap.dedent(
     mod = types.ModuleType("sims._atomic_fake")
     mod.NAME, mod.TITLE, mod.Config = "atomic_fake", "a fake result", Config
     mod.PRESETS = {"quick": Config(), "full": Config()}
-    mod.run = lambda cfg, *, key: {"x": jnp.full(3, cfg.value), "nested": {"y": jnp.arange(2)}}
+    from sims.core.sweep import sweep
+
+    def _row(r):
+        return {"y": r["a"] * 1.0, "z": jnp.sin(r["a"])}
+
+    def run(cfg, *, key):
+        rows = sweep(_row, {"a": cfg.value + jnp.arange(7.0)})  # sharded over every process's devices
+        return {"x": rows["y"], "nested": {"z": rows["z"]}}
+
+    mod.run = run
     mod.claims = lambda r, cfg: [harness.Claim("x = value", cfg.value, float(r["x"][0]), 1e-9, kind="check")]
 
     def plot(results, cfg):
@@ -558,3 +567,37 @@ def test_phase_progress_only_on_a_terminal(monkeypatch):
     phases.done()
     phases.close()
     assert phases.enabled
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_distributed_run_over_two_cpu_processes_equals_single_process(tmp_path):
+    """`workbench run NAME --distributed` on 2 local CPU processes (gloo): same data, only process 0 writes."""
+    single, multi = tmp_path / "single", tmp_path / "multi"
+    mod = _fake_module()
+    harness.execute(mod, out_dir=single, cfg=mod.Config(2.0), verbose=False)
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    args = ["run", "atomic_fake", "--out", str(multi), "--set", "value=2", "--distributed"]
+    p0 = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args, "--coordinator", f"127.0.0.1:{port}",
+                           "--num-processes", "2", "--process-id", "0"], cwd=ROOT, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env1 = {**env, "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"}
+    p1 = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args], cwd=ROOT, env=env1, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    (out0, err0), (out1, err1) = p0.communicate(timeout=240), p1.communicate(timeout=240)
+    assert p0.returncode == 0 and p1.returncode == 0, (err0[-2000:], err1[-2000:])
+    assert "wrote" in out0 and "wrote" not in out1, (out0, out1)
+    manifest = json.loads((multi / "manifest.json").read_text())
+    assert manifest["process_count"] == 2 and manifest["device_count"] == 2
+    with np.load(single / "data.npz") as a, np.load(multi / "data.npz") as b:
+        assert a.files == b.files
+        for k in a.files:
+            np.testing.assert_array_equal(a[k], b[k])
+    assert (single / "claims.json").read_text() == (multi / "claims.json").read_text()
