@@ -43,8 +43,8 @@ def initialize(coordinator=None, num_processes=None, process_id=None) -> None:
     import jax
 
     kwargs = settings(coordinator, num_processes, process_id)
-    if os.environ.get("JAX_PLATFORMS", "").strip().lower() == "cpu":
-        jax.config.update("jax_cpu_collectives_implementation", "gloo")
+    # CPU devices of different processes talk through gloo (GPU/TPU backends use their own collectives)
+    jax.config.update("jax_cpu_collectives_implementation", "gloo")
     try:
         jax.distributed.initialize(**{k: v for k, v in kwargs.items() if v is not None})
     except (ValueError, RuntimeError) as err:

@@ -178,6 +178,20 @@ def test_cli_bad_input_is_one_line(argv, message, capsys, tmp_path, monkeypatch)
     assert "Traceback" not in captured.out + captured.err
 
 
+def test_an_error_inside_a_simulation_keeps_its_traceback(monkeypatch, tmp_path):
+    """Only user errors become one line: a ValueError raised by the simulation itself is a bug and propagates."""
+    mod = _fake_module()
+
+    def broken(cfg, *, key):
+        raise ValueError("internal: shapes do not match")
+
+    monkeypatch.setattr(mod, "run", broken)
+    monkeypatch.setattr(registry, "get", lambda name: mod)
+    with pytest.raises(ValueError, match="internal"):
+        cli.main(["run", "atomic_fake", "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
+
+
 def test_cli_version_and_run_help_lists_the_config(capsys):
     with pytest.raises(SystemExit) as exc:
         cli.main(["--version"])
