@@ -615,3 +615,23 @@ def test_distributed_run_over_two_cpu_processes_equals_single_process(tmp_path):
         for k in a.files:
             np.testing.assert_array_equal(a[k], b[k])
     assert (single / "claims.json").read_text() == (multi / "claims.json").read_text()
+
+
+def test_notebook_helper_opens_committed_data_and_recomputes(tmp_path, monkeypatch):
+    from sims.core import notebook
+
+    mod = _fake_module()
+    harness.execute(mod, out_dir=tmp_path / "r", cfg=mod.Config(1.5), seed=2, verbose=False)
+    nb = notebook.open_result(mod, tmp_path / "r")
+    assert nb.cfg == mod.Config(1.5) and nb.seed == 2 and "committed" in nb.source and nb.problems == []
+    np.testing.assert_array_equal(nb.results["x"], 1.5 + np.arange(7.0))
+    assert [c.measured for c in nb.claims] == [1.5] and set(nb.figures()) == {"a_first", "b_second"}
+    nb.recompute(cfg=mod.Config(3.0))
+    assert [c.measured for c in nb.claims] == [3.0] and nb.source.startswith("recomputed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # recomputing writes nothing
+    assert "white-space: pre" in notebook.claims_html("t", nb.claims)
+
+    monkeypatch.setenv("WORKBENCH_QUICK", "1")
+    seen = []
+    notebook.interact(lambda a=1.0, b="x": seen.append((a, b)), a=(0.0, 2.0, 0.5), b=["x", "y"])
+    assert seen == [(1.0, "x")]
