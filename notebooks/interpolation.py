@@ -122,6 +122,7 @@ def explore(B=8, beta=0.9, cond=1000.0):
 
 notebook.interact(
     explore,
+    live=False,
     B=IntSlider(8, 1, 256),
     beta=FloatSlider(value=0.9, min=0.0, max=0.999, step=0.001),
     cond=FloatLogSlider(value=1000.0, base=10, min=1, max=4),

@@ -125,6 +125,7 @@ def explore_inquant(n_outliers=4, outlier_scale=25.0):
 
 notebook.interact(
     explore,
+    live=False,
     bits=(1, 8),
     log2_d=(4, 13),
     family=list(sim.FAMILIES),

@@ -112,7 +112,7 @@ def show(budget=0.25, period=4, allocation="concentration"):
     plt.show()
 
 
-notebook.interact(show, budget=(0.125, 1.0, 0.0625), period=(1, cfg.num_steps), allocation=list(sim.ALLOCS))
+notebook.interact(show, live=False, budget=(0.125, 1.0, 0.0625), period=(1, cfg.num_steps), allocation=list(sim.ALLOCS))
 
 # %% [markdown]
 # ## Recompute

@@ -106,7 +106,7 @@ def explore(alpha=3.0, eps=0.5, noise=0.2):
     plt.show()
 
 
-notebook.interact(explore, alpha=(1.5, 4.0, 0.5), eps=(0.05, 2.0, 0.05), noise=(0.0, 2.0, 0.1))
+notebook.interact(explore, live=False, alpha=(1.5, 4.0, 0.5), eps=(0.05, 2.0, 0.05), noise=(0.0, 2.0, 0.1))
 
 # %% [markdown]
 # ## Recompute

@@ -106,7 +106,7 @@ def explore(n=4, K=3, sigma=0.3, perturbation=0.7, s=64, m=4096):
         print(f"{name:<28} {float(e.value):.4f} +- {2 * float(e.stderr):.4f}   ({e.queries} queries)")
 
 
-notebook.interact(explore, n=widgets.IntSlider(4, 1, 8), K=widgets.IntSlider(3, 2, 4),
+notebook.interact(explore, live=False, n=widgets.IntSlider(4, 1, 8), K=widgets.IntSlider(3, 2, 4),
                   sigma=widgets.FloatSlider(0.3, min=0.0, max=1.0, step=0.05),
                   perturbation=widgets.FloatSlider(0.7, min=0.0, max=3.0, step=0.1),
                   s=widgets.IntSlider(64, 4, 1024), m=widgets.fixed(4096 if not quick else 1024))

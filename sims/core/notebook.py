@@ -235,9 +235,7 @@ def interact(fn, *, live: bool = True, **controls):
             c.layout.width = "480px"
     if quiet:  # nobody at the sliders: run once with the defaults, errors propagate
         return fn(**{c._kwarg: c.get_interact_value() for c in w.kwargs_widgets})
-    if not live:
-        w.update()
-    _display(w)
+    _display(w)  # live: already drawn once with the defaults; not live: drawn when "recompute" is pressed
     return w
 
 
