@@ -279,7 +279,8 @@ def check_out_dir(out: str | Path) -> Path:
         probe = tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.probe-", delete=True)
         probe.close()
     except OSError as err:
-        raise WorkbenchError(f"--out {str(out)!r} cannot be written: {err.strerror or err}") from None
+        reason = err.strerror or str(err)
+        raise WorkbenchError(f"--out {str(out)!r}: cannot write in {str(out.parent)!r} ({reason})") from None
     return out
 
 

@@ -142,7 +142,7 @@ BAD_INPUTS = [
     (["run", "river_valley", "--bogus"], "unrecognized arguments: --bogus"),
     (["run", "river_valley", "--out", "{file}"], "exists and is not a folder"),
     (["run", "river_valley", "--out", "{file}/sub"], "is not a folder"),
-    (["run", "river_valley", "--out", "/proc/x"], "cannot be written"),
+    (["run", "river_valley", "--out", "/proc/x"], "cannot write in '/proc'"),
     (["run", "river_valley", "--out", "/dev/null/x"], "is not a folder"),
     (["run", "river_valley", "--process-id", "0"], "need --distributed"),
     (["run", "river_valley", "--distributed", "--num-processes", "0"], "expected a positive integer"),
