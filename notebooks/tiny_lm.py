@@ -52,7 +52,20 @@ PRESET = "quick" if QUICK else "full"
 cfg = sim.PRESETS[PRESET]
 
 # %% [markdown]
-# ## Train (or load from the cache outside git)
+# ## Quantize and compare
+# The study: perplexity per format, RaZeR's reduction of NVFP4's perplexity loss beside the paper's 29.4%, the
+# per-layer error table.
+# The committed full-preset run, loaded from `figures/tiny_lm/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+
+# %%
+nb = notebook.open_result(sim)
+nb.show()
+print(sim.layer_table(nb.results))
+
+# %% [markdown]
+# ## The model
+# Trained on first use (minutes on two cores for the full preset), then loaded from the cache outside git.
 
 # %%
 model, losses = tr.trained_model(cfg.model, cfg.train, desc="training")
@@ -71,18 +84,6 @@ ax.legend()
 for temp in (0.5, 1.0):
     out = sample(model, tokenizer.encode("def "), 120 if not QUICK else 40, key=jax.random.key(0), temperature=temp)
     print(f"--- temperature {temp}\n{tokenizer.decode(out)}\n")
-
-# %% [markdown]
-# ## Quantize and compare
-# The study: perplexity per format, RaZeR's reduction of NVFP4's perplexity loss beside the paper's 29.4%, the
-# per-layer error table.
-# The committed full-preset run, loaded from `figures/tiny_lm/data.npz` (no recomputation:
-# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
-
-# %%
-nb = notebook.open_result(sim)
-nb.show()
-print(sim.layer_table(nb.results))
 
 # %% [markdown]
 # ## Explore: one format, one layer
