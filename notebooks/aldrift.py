@@ -1,9 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -28,21 +31,28 @@
 # Everything below calls `theory/aldrift.py` and `sims/aldrift.py` (`workbench run aldrift`).
 
 # %%
-import tempfile
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
 
-import ipywidgets as widgets
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Image, display
 
 from sims import aldrift as sim
-from sims.core import harness, style
+from sims.core import notebook, style
 from theory import aldrift as al
-
-QUICK = harness.quick_from_env()
-PRESET = "quick" if QUICK else "full"
 
 # %% [markdown]
 # ## Closed forms
@@ -66,13 +76,13 @@ for T in (1.0, 10.0, 100.0):
 # %% [markdown]
 # ## The simulation
 # Both paper settings (n = 10), evaluations-to-eps against random search and DOO (n = 2), and the coverage
-# diagnostics. `quick` under CI.
+# diagnostics.
+# The committed full-preset run, loaded from `figures/aldrift/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
 
 # %%
-out = tempfile.mkdtemp(prefix="aldrift_")
-outcome = harness.execute(sim, preset=PRESET, seed=0, out_dir=out)
-for name in ("mean_distance", "acceptance", "evaluations", "coverage", "quadratic_check"):
-    display(Image(filename=f"{out}/{name}.png"))
+nb = notebook.open_result(sim)
+nb.show()
 
 # %% [markdown]
 # ## Explore
@@ -107,16 +117,23 @@ def explore(A=2.0, w=3.0, schedule="geometric", m=60, M=20, T=20.0, n=10, mu_d=0
     plt.show()
 
 
-if QUICK:
-    explore(m=30, M=10)
-else:
-    widgets.interact(explore, A=(0.0, 4.0, 0.25), w=(0.5, 6.0, 0.25), schedule=["geometric", "additive"],
-                     m=(20, 400, 20), M=(5, 100, 5), T=(1.0, 50.0, 1.0), n=widgets.fixed(10),
-                     mu_d=widgets.fixed(0.5), x0=widgets.fixed(6.0), mu0=widgets.fixed(0.1))
+notebook.interact(explore, live=False, A=(0.0, 4.0, 0.25), w=(0.5, 6.0, 0.25), schedule=["geometric", "additive"],
+                  m=(20, 400, 20), M=(5, 100, 5), T=(1.0, 50.0, 1.0), n=notebook.fixed(10),
+                  mu_d=notebook.fixed(0.5), x0=notebook.fixed(6.0), mu0=notebook.fixed(0.1))
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run aldrift --help` explains each field.
+
+# %%
+nb.controls()
 
 # %% [markdown]
 # ## Claims
-# The table `workbench claims aldrift` prints from the committed figures.
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
 
 # %%
-print(harness.format_claims(sim.NAME, outcome.claims))
+nb.show_claims()

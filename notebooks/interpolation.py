@@ -1,9 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -26,18 +29,36 @@
 # Carlo runs with the seeds vmapped.
 
 # %%
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
 from sims import interpolation as sim
-from sims.core.harness import execute, format_claims, quick_from_env
+from sims.core import notebook
 from theory import interpolation as ip
 
-QUICK = quick_from_env()
-preset = "quick" if QUICK else "full"
-outcome = execute(sim, preset=preset, write=False, verbose=False)
-print(format_claims(f"interpolation [{preset}]", outcome.claims))
+# %% [markdown]
+# ## The committed run
+# The committed full-preset run, loaded from `figures/interpolation/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+
+# %%
+nb = notebook.open_result(sim)
+cfg = nb.cfg
 
 # %% [markdown]
 # ## Iterations to reach $\varepsilon$ and the speedup from batching
@@ -45,10 +66,7 @@ print(format_claims(f"interpolation [{preset}]", outcome.claims))
 # saturation scales $L_{\max}/L$ (SGD) and $\operatorname{tr}H/\sqrt{L\mu}$ (momentum).
 
 # %%
-cfg = sim.PRESETS[preset]
-figs = sim.plot(outcome.results, cfg)
-for name in ("iterations_vs_batch", "speedup"):
-    display(figs[name])  # noqa: F821  (IPython builtin)
+nb.show("iterations_vs_batch", "speedup")
 
 # %% [markdown]
 # ## Exact rate vs Monte Carlo, the momentum rule, Kaczmarz and coordinate descent
@@ -59,9 +77,7 @@ for name in ("iterations_vs_batch", "speedup"):
 # linearly in $B$.
 
 # %%
-for name in ("rate_check", "momentum_rule", "kaczmarz_cd"):
-    display(figs[name])  # noqa: F821
-plt.close("all")
+nb.show("rate_check", "momentum_rule", "kaczmarz_cd")
 
 # %% [markdown]
 # ## Explore: batch size, momentum, condition number
@@ -71,7 +87,7 @@ plt.close("all")
 # are marked.
 
 # %%
-from ipywidgets import FloatLogSlider, FloatSlider, IntSlider, interact  # noqa: E402
+from ipywidgets import FloatLogSlider, FloatSlider, IntSlider  # noqa: E402
 
 
 def explore(B=8, beta=0.9, cond=1000.0):
@@ -104,11 +120,27 @@ def explore(B=8, beta=0.9, cond=1000.0):
     plt.show()
 
 
-interact(
+notebook.interact(
     explore,
+    live=False,
     B=IntSlider(8, 1, 256),
     beta=FloatSlider(value=0.9, min=0.0, max=0.999, step=0.001),
     cond=FloatLogSlider(value=1000.0, base=10, min=1, max=4),
 )
-if QUICK:
-    explore(B=4, beta=0.9, cond=100.0)
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run interpolation --help` explains each field.
+
+# %%
+nb.controls()
+
+# %% [markdown]
+# ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
+
+# %%
+nb.show_claims()

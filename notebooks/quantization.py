@@ -1,9 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -26,22 +29,31 @@
 # `theory/dithered_quant.py` (the closed forms) and `sims/quantization.py` (figures and claims).
 
 # %%
-import ipywidgets as widgets
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Image, display
 
 from pallas_kernels.quant.hadamard import fwht
 from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
 from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
 from sims import quantization as sim
-from sims.core import harness, style
+from sims.core import notebook, style
 from theory import dithered_quant as dq
-
-QUICK = harness.quick_from_env()
-PRESET = "quick" if QUICK else "full"
 
 # %% [markdown]
 # ## The closed forms
@@ -62,14 +74,12 @@ print("FWHT is orthonormal and self-inverse:", float(jnp.max(jnp.abs(fwht(fwht(x
 # ## The simulation
 # MSE vs bits (worst of many unit vectors, several `d`, and a dense Haar rotation), the format comparison at
 # ~4.5 bits per element, error histograms, and InQuant on heavy-tailed synthetic KV.
+# The committed full-preset run, loaded from `figures/quantization/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
 
 # %%
-import tempfile
-
-out = tempfile.mkdtemp(prefix="quantization_")
-outcome = harness.execute(sim, preset=PRESET, seed=0, out_dir=out)
-for name in ("mse_vs_bits", "format_comparison", "error_histograms", "inquant"):
-    display(Image(filename=f"{out}/{name}.png"))
+nb = notebook.open_result(sim)
+nb.show()
 
 # %% [markdown]
 # ## Explore
@@ -113,22 +123,30 @@ def explore_inquant(n_outliers=4, outlier_scale=25.0):
     )
 
 
-if QUICK:
-    explore()
-    explore_inquant()
-else:
-    widgets.interact(
-        explore,
-        bits=(1, 8),
-        log2_d=(4, 13),
-        family=list(sim.FAMILIES),
-        scaling=["turbo", "mse", "unbiased"],
-        draws=(4, 64, 4),
-    )
-    widgets.interact(explore_inquant, n_outliers=(0, 8), outlier_scale=(1.0, 100.0, 1.0))
+notebook.interact(
+    explore,
+    live=False,
+    bits=(1, 8),
+    log2_d=(4, 13),
+    family=list(sim.FAMILIES),
+    scaling=["turbo", "mse", "unbiased"],
+    draws=(4, 64, 4),
+)
+notebook.interact(explore_inquant, n_outliers=(0, 8), outlier_scale=(1.0, 100.0, 1.0))
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run quantization --help` explains each field.
+
+# %%
+nb.controls()
 
 # %% [markdown]
 # ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
 
 # %%
-print(harness.format_claims(sim.NAME, outcome.claims))
+nb.show_claims()

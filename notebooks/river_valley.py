@@ -1,9 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -24,18 +27,27 @@
 # figures and claims of `workbench run river_valley`).
 
 # %%
-import ipywidgets as widgets
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Image, display
 
 from sims import river_valley as sim
-from sims.core import harness, style
+from sims.core import notebook, style
 from theory import river_valley as rv
-
-QUICK = harness.quick_from_env()
-PRESET = "quick" if QUICK else "full"
 
 # %% [markdown]
 # ## The closed forms
@@ -53,15 +65,12 @@ print(f"guidance for lam={lam}, mu={mu}: lr={float(g.lr):.4f}, beta={float(g.bet
 
 # %% [markdown]
 # ## The simulation
-# Runs the preset (`quick` under CI), checks the paper's claims, and writes the figures to a scratch folder.
+# The committed full-preset run, loaded from `figures/river_valley/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
 
 # %%
-import tempfile
-
-out = tempfile.mkdtemp(prefix="river_valley_")
-outcome = harness.execute(sim, preset=PRESET, seed=0, out_dir=out)
-for name in ("phase_diagram", "trajectories", "river_progress", "stability_boundary"):
-    display(Image(filename=f"{out}/{name}.png"))
+nb = notebook.open_result(sim)
+nb.show()
 
 # %% [markdown]
 # ## Explore
@@ -90,15 +99,22 @@ def explore(lr_over_gd_limit=1.5, beta=0.9, curvature_lam=100.0, bend_a=1.0, ste
     plt.show()
 
 
-if QUICK:
-    explore()
-else:
-    widgets.interact(explore, lr_over_gd_limit=(0.2, 2.0, 0.05), beta=(0.0, 0.98, 0.01),
-                     curvature_lam=(10.0, 400.0, 10.0), bend_a=(0.0, 2.0, 0.1), steps=(50, 1000, 50))
+notebook.interact(explore, lr_over_gd_limit=(0.2, 2.0, 0.05), beta=(0.0, 0.98, 0.01),
+                  curvature_lam=(10.0, 400.0, 10.0), bend_a=(0.0, 2.0, 0.1), steps=(50, 1000, 50))
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run river_valley --help` explains each field.
+
+# %%
+nb.controls()
 
 # %% [markdown]
 # ## Claims
-# The table `workbench claims river_valley` prints from the committed figures.
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
 
 # %%
-print(harness.format_claims(sim.NAME, outcome.claims))
+nb.show_claims()

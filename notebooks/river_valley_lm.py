@@ -1,13 +1,17 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
 #     name: python3
+# ---
 
 # %% [markdown]
 # # River-valley momentum on a tiny language model
@@ -20,33 +24,41 @@
 # Hessian eigen-directions (the valley) and the rest (the river).
 
 # %%
-import tempfile
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
-from IPython.display import Image, display
 
 from models import corpus
 from models import train as tr
 from models.tiny_lm import TinyLM
 from sims import river_valley_lm as sim
-from sims.core import harness, style
+from sims.core import notebook, style
 from theory import river_valley as rv
-
-QUICK = harness.quick_from_env()
-PRESET = "quick" if QUICK else "full"
 
 # %% [markdown]
 # ## The study
-# `quick` under CI (a 1-layer model, 60 steps per grid point); `full` is the committed figure.
+# The committed full-preset run, loaded from `figures/river_valley_lm/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
 
 # %%
-out = tempfile.mkdtemp(prefix="river_valley_lm_")
-outcome = harness.execute(sim, preset=PRESET, seed=0, out_dir=out)
-for name in ("lr_beta_grid", "decomposition"):
-    display(Image(filename=f"{out}/{name}.png"))
+nb = notebook.open_result(sim)
+nb.show()
 
 # %% [markdown]
 # ## What the quadratic theory predicts vs what the network does
@@ -56,9 +68,9 @@ for name in ("lr_beta_grid", "decomposition"):
 # and heavy ball's effective step along flat directions is `lr/(1-beta)`, which is what blows up.
 
 # %%
-lam = float(outcome.results["hessian"]["lambda_max"])
-cfg = sim.PRESETS[PRESET]
-for b, e in zip(cfg.betas, sim.edges(outcome.results), strict=True):
+lam = float(nb.results["hessian"]["lambda_max"])
+cfg = nb.cfg
+for b, e in zip(cfg.betas, sim.edges(nb.results), strict=True):
     print(f"beta={b:4.2f}: quadratic edge lr = {float(rv.hb_threshold(lam, b)):.4f}, measured edge "
           f"{e * 2 / lam:.4f}  (= {e:.2f} x 2/lambda);  effective lr/(1-beta) at the edge {e * 2 / lam / (1 - b):.3f}")
 
@@ -83,15 +95,21 @@ def explore(lr_mult=1.5, beta=0.9, steps=60):
     ax.legend()
 
 
-if QUICK:
-    explore()
-else:
-    import ipywidgets as widgets
+notebook.interact(explore, live=False, lr_mult=(0.1, 30.0, 0.1), beta=(0.0, 0.98, 0.02), steps=(20, 400, 20))
 
-    widgets.interact(explore, lr_mult=(0.1, 30.0, 0.1), beta=(0.0, 0.98, 0.02), steps=(20, 400, 20))
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run river_valley_lm --help` explains each field.
+
+# %%
+nb.controls()
 
 # %% [markdown]
 # ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
 
 # %%
-print(harness.format_claims(sim.NAME, outcome.claims))
+nb.show_claims()

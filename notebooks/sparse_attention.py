@@ -1,3 +1,18 @@
+# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
 # %% [markdown]
 # # The sparse-attention core
 #
@@ -14,18 +29,36 @@
 #   FlexAttention-style block lists, and the Louver bound, as Pallas kernels with pure-jnp references.
 
 # %%
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
 from sims import sparse_attention as sim
-from sims.core.harness import execute, format_claims, quick_from_env
+from sims.core import notebook
 from theory import sparse_attention as sa
 
-preset = "quick" if quick_from_env() else "full"
-out = execute(sim, preset=preset, write=False, verbose=False)
-print(format_claims(f"sparse_attention [{preset}]", out.claims))
+# %% [markdown]
+# ## The committed run
+# The committed full-preset run, loaded from `figures/sparse_attention/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+
+# %%
+nb = notebook.open_result(sim)
 
 # %% [markdown]
 # ## Error and recall vs budget
@@ -36,27 +69,26 @@ print(format_claims(f"sparse_attention [{preset}]", out.claims))
 # diffuse heads whose output is an average that a few blocks already approximate in norm.
 
 # %%
-figs = sim.plot(out.results, sim.PRESETS[preset])
-figs["policy_budget"]
+nb.show("policy_budget")
 
 # %% [markdown]
 # ## Refresh period and transitions
 # The per-step error jumps at each abrupt transition and stays high until the next anchor step.
 
 # %%
-figs["refresh_period"]
+nb.show("refresh_period")
 
 # %% [markdown]
 # ## Louver: zero false negatives, work vs tau
 
 # %%
-figs["louver"]
+nb.show("louver")
 
 # %% [markdown]
 # ## Speed vs sparsity (CPU: XLA paths; GPU: Pallas kernels)
 
 # %%
-figs["speed"]
+nb.show("speed")
 
 # %% [markdown]
 # ## Try it: one trajectory, your budget, refresh period and allocation
@@ -80,9 +112,21 @@ def show(budget=0.25, period=4, allocation="concentration"):
     plt.show()
 
 
-try:
-    from ipywidgets import interact
+notebook.interact(show, live=False, budget=(0.125, 1.0, 0.0625), period=(1, cfg.num_steps), allocation=list(sim.ALLOCS))
 
-    interact(show, budget=(0.125, 1.0, 0.0625), period=(1, cfg.num_steps), allocation=list(sim.ALLOCS))
-except ImportError:
-    show()
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run sparse_attention --help` explains each field.
+
+# %%
+nb.controls()
+
+# %% [markdown]
+# ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
+
+# %%
+nb.show_claims()

@@ -1,9 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -31,31 +34,38 @@
 # SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling.py`.
 
 # %%
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax
 import matplotlib.pyplot as plt
-from IPython.display import display
 
 from sims import speed_scaling as sim
-from sims.core import harness
+from sims.core import notebook, style
 from theory import speed_scaling as ss
 
-quick = harness.quick_from_env()
-cfg = sim.PRESETS["quick" if quick else "full"]
-outcome = harness.execute(sim, cfg=cfg, preset="quick" if quick else "full", write=False, verbose=True)
+nb = notebook.open_result(sim)  # the committed run (figures/speed_scaling/data.npz), not a recomputation
 
 # %% [markdown]
 # ## Figures
 # Ratio vs prediction error (one curve per $\epsilon$), the speed profiles on one instance, robustness under
 # adversarial predictions, LAS's experiment beside the published means, and AVR's lower-bound family.
+# The committed full-preset run, loaded from `figures/speed_scaling/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
 
 # %%
-from sims.core import style  # noqa: E402
-
-with style.context():
-    figs = sim.plot(outcome.results, cfg)
-for fig in figs.values():
-    display(fig)
-    plt.close(fig)
+nb.show()
 
 # %% [markdown]
 # ## Try it: one instance, your $\alpha$, $\epsilon$ and prediction noise
@@ -93,18 +103,24 @@ def explore(alpha=3.0, eps=0.5, noise=0.2):
     ax.set(xlabel="time", ylabel="speed",
            title=f"alpha={alpha:g}, eps={eps:g}, speed-prediction error {err:.2f}")
     ax.legend(fontsize=7, ncol=2)
-    display(fig)
-    plt.close(fig)
+    plt.show()
 
 
-explore()
+notebook.interact(explore, live=False, alpha=(1.5, 4.0, 0.5), eps=(0.05, 2.0, 0.05), noise=(0.0, 2.0, 0.1))
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run speed_scaling --help` explains each field.
 
 # %%
-try:
-    from ipywidgets import FloatSlider, interact
+nb.controls()
 
-    interact(explore, alpha=FloatSlider(value=3.0, min=1.5, max=4.0, step=0.5),
-             eps=FloatSlider(value=0.5, min=0.05, max=2.0, step=0.05),
-             noise=FloatSlider(value=0.2, min=0.0, max=2.0, step=0.1))
-except ImportError:  # pragma: no cover - widgets are optional
-    pass
+# %% [markdown]
+# ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
+
+# %%
+nb.show_claims()

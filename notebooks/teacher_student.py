@@ -1,10 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
-#     formats: py:percent
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -28,16 +30,28 @@
 # its numbers are ours, not the paper's.
 
 # %%
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
 
 from sims import teacher_student as sim
-from sims.core import harness
+from sims.core import notebook
 from theory import teacher_student as ts
 
-quick = harness.quick_from_env()
 print(f"c_IT = {ts.C_IT:.4f}, jump m+(c_IT) = {ts.M_JUMP:.4f}, spinodal c = 4/3")
 
 # %% [markdown]
@@ -60,17 +74,15 @@ plt.show()
 
 # %% [markdown]
 # ## The simulation
-# The quick preset under CI, the full preset otherwise (a few minutes on two cores): staircase of jumps,
+# The committed full-preset run, loaded from `figures/teacher_student/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+# Staircase of jumps,
 # scaling laws for $\beta \in \{0.75, 1, 1.5\}$, the effective width, and Adam-trained students of width $k_c$ and
 # $4k$ against the Bayes curve.
 
 # %%
-outcome = harness.execute(sim, preset="quick" if quick else "full", write=False, verbose=True)
-cfg = sim.PRESETS[outcome.preset]
-figs = sim.plot(outcome.results, cfg)
-for f in figs.values():
-    display(f)
-    plt.close(f)
+nb = notebook.open_result(sim)
+nb.show()
 
 # %% [markdown]
 # ## Explore: overlaps and errors at one sample ratio
@@ -98,10 +110,10 @@ def explore(beta=1.0, k=400, delta=1.0, log10_alpha=2.0):
           f"k_c Delta_eff/alpha = {int(sol.k_c) * float(sol.delta_eff) / alpha:.3g}")
 
 
-widgets.interact(explore, beta=widgets.FloatSlider(value=1.0, min=0.6, max=2.5, step=0.05),
-                 k=widgets.IntSlider(value=400, min=10, max=4000, step=10),
-                 delta=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2),
-                 log10_alpha=widgets.FloatSlider(value=2.0, min=0.0, max=10.0, step=0.1))
+notebook.interact(explore, beta=widgets.FloatSlider(value=1.0, min=0.6, max=2.5, step=0.05),
+                  k=widgets.IntSlider(value=400, min=10, max=4000, step=10),
+                  delta=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2),
+                  log10_alpha=widgets.FloatSlider(value=2.0, min=0.0, max=10.0, step=0.1))
 
 # %% [markdown]
 # ## What to take away
@@ -111,3 +123,20 @@ widgets.interact(explore, beta=widgets.FloatSlider(value=1.0, min=0.6, max=2.5, 
 #   any width we can reach; $\beta \ge 1$ matches it within a few hundredths.
 # * The Adam students at small $d$ sit above the $d\to\infty$ Bayes curve (as they must) and close part of the
 #   gap as $n$ grows; the gap at these sizes is a factor of a few, larger than the paper's "small gap".
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run teacher_student --help` explains each field.
+
+# %%
+nb.controls()
+
+# %% [markdown]
+# ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
+
+# %%
+nb.show_claims()

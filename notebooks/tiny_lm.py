@@ -1,13 +1,17 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
 #     name: python3
+# ---
 
 # %% [markdown]
 # # A tiny language model: train, sample, quantize to 4 bits, compare
@@ -19,24 +23,49 @@
 # `sims/tiny_lm.py`.
 
 # %%
-import tempfile
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 
 import jax
 import numpy as np
-from IPython.display import Image, display
 
 from models import corpus, tokenizer
 from models import train as tr
 from models.tiny_lm import num_params, replace_linear_weights, sample
 from sims import tiny_lm as sim
-from sims.core import harness, style
+from sims.core import harness, notebook, style
 
 QUICK = harness.quick_from_env()
 PRESET = "quick" if QUICK else "full"
 cfg = sim.PRESETS[PRESET]
 
 # %% [markdown]
-# ## Train (or load from the cache outside git)
+# ## Quantize and compare
+# The study: perplexity per format, RaZeR's reduction of NVFP4's perplexity loss beside the paper's 29.4%, the
+# per-layer error table.
+# The committed full-preset run, loaded from `figures/tiny_lm/data.npz` (no recomputation:
+# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+
+# %%
+nb = notebook.open_result(sim)
+nb.show()
+print(sim.layer_table(nb.results))
+
+# %% [markdown]
+# ## The model
+# Trained on first use (minutes on two cores for the full preset), then loaded from the cache outside git.
 
 # %%
 model, losses = tr.trained_model(cfg.model, cfg.train, desc="training")
@@ -57,25 +86,13 @@ for temp in (0.5, 1.0):
     print(f"--- temperature {temp}\n{tokenizer.decode(out)}\n")
 
 # %% [markdown]
-# ## Quantize and compare
-# The study: perplexity per format, RaZeR's reduction of NVFP4's perplexity loss beside the paper's 29.4%, the
-# per-layer error table.
-
-# %%
-outdir = tempfile.mkdtemp(prefix="tiny_lm_")
-outcome = harness.execute(sim, preset=PRESET, seed=0, out_dir=outdir)
-for name in ("perplexity", "layer_errors"):
-    display(Image(filename=f"{outdir}/{name}.png"))
-print(sim.layer_table(outcome.results))
-
-# %% [markdown]
 # ## Explore: one format, one layer
 # Quantize a single weight matrix and see its error and the perplexity cost.
 
 # %%
 x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
 fp = float(np.exp(sim._eval(model, x, y)))
-names = list(outcome.results["layer_names"])
+names = [str(n) for n in nb.results["layer_names"]]
 
 
 def explore(fmt="razer", layer=str(names[0])):
@@ -84,15 +101,21 @@ def explore(fmt="razer", layer=str(names[0])):
     print(f"{fmt} on {layer}: perplexity {ppl:.4f} (float32 {fp:.4f})")
 
 
-if QUICK:
-    explore()
-else:
-    import ipywidgets as widgets
+notebook.interact(explore, live=False, fmt=list(sim.FORMATS), layer=names)
 
-    widgets.interact(explore, fmt=list(sim.FORMATS), layer=[str(n) for n in names])
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run tiny_lm --help` explains each field.
+
+# %%
+nb.controls()
 
 # %% [markdown]
 # ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
 
 # %%
-print(harness.format_claims(sim.NAME, outcome.claims))
+nb.show_claims()

@@ -1,9 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -28,19 +31,29 @@
 # The estimators live in `theory/tv_distance.py`; the simulation in `sims/tv_distance.py`.
 
 # %%
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax
-import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import display
 
 from sims import tv_distance as sim
-from sims.core import harness, style
+from sims.core import harness, notebook
 from theory import tv_distance as tv
 
 quick = harness.quick_from_env()
-cfg = sim.PRESETS["quick" if quick else "full"]
-outcome = harness.execute(sim, cfg=cfg, preset="quick" if quick else "full", write=False, verbose=True)
-results = outcome.results
+nb = notebook.open_result(sim)  # the committed run (figures/tv_distance/data.npz), not a recomputation
 
 # %% [markdown]
 # ## Error vs number of queries
@@ -48,9 +61,7 @@ results = outcome.results
 # estimated log-ratio: their curves flatten at the estimator's bias until $s$ (or $r$) grows.
 
 # %%
-with style.context():
-    figs = sim.plot(results, cfg)
-display(figs["errors_vs_queries"])
+nb.show("errors_vs_queries")
 
 # %% [markdown]
 # ## Queries to reach $\varepsilon$ vs $n$
@@ -58,8 +69,7 @@ display(figs["errors_vs_queries"])
 # of the log-ratio grows like $nK/s$, so $s$ must grow like $n$).
 
 # %%
-display(figs["queries_vs_n"])
-display(figs["coverage"])
+nb.show("queries_vs_n", "coverage")
 
 # %% [markdown]
 # ## TV vs KL when the supports separate, and two engines of one model
@@ -67,10 +77,7 @@ display(figs["coverage"])
 # separation. Then: TV between float32 and bfloat16 compute of one random tiny transformer.
 
 # %%
-display(figs["tv_vs_kl"])
-display(figs["engines"])
-for f in figs.values():
-    plt.close(f)
+nb.show("tv_vs_kl", "engines")
 
 # %% [markdown]
 # ## Explore: a random Markov pair
@@ -99,7 +106,24 @@ def explore(n=4, K=3, sigma=0.3, perturbation=0.7, s=64, m=4096):
         print(f"{name:<28} {float(e.value):.4f} +- {2 * float(e.stderr):.4f}   ({e.queries} queries)")
 
 
-widgets.interact(explore, n=widgets.IntSlider(4, 1, 8), K=widgets.IntSlider(3, 2, 4),
-                 sigma=widgets.FloatSlider(0.3, min=0.0, max=1.0, step=0.05),
-                 perturbation=widgets.FloatSlider(0.7, min=0.0, max=3.0, step=0.1),
-                 s=widgets.IntSlider(64, 4, 1024), m=widgets.fixed(4096 if not quick else 1024))
+notebook.interact(explore, live=False, n=widgets.IntSlider(4, 1, 8), K=widgets.IntSlider(3, 2, 4),
+                  sigma=widgets.FloatSlider(0.3, min=0.0, max=1.0, step=0.05),
+                  perturbation=widgets.FloatSlider(0.7, min=0.0, max=3.0, step=0.1),
+                  s=widgets.IntSlider(64, 4, 1024), m=widgets.fixed(4096 if not quick else 1024))
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
+# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
+# the new run's. `workbench run tv_distance --help` explains each field.
+
+# %%
+nb.controls()
+
+# %% [markdown]
+# ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
+
+# %%
+nb.show_claims()

@@ -33,6 +33,7 @@ from pallas_kernels.attention.reference import mask_to_block_lists
 from sims.core import style
 from sims.core.harness import Claim
 from sims.core.sweep import grid, sweep
+from theory import _validate as v
 from theory import sparse_attention as sa
 
 NAME = "sparse_attention"
@@ -67,6 +68,33 @@ class Config:
     speed_sparsities: tuple[float, ...] = (0.5, 0.75, 0.875, 0.9375)
     speed_repeats: int = 3
     chunk_size: int = 16  # sweep rows per compiled chunk (bounds memory)
+
+    def __post_init__(self):
+        for name in ("num_steps", "num_heads", "seq_len", "head_dim", "block", "num_targets", "n_seeds",
+                     "main_period", "louver_block", "speed_len", "speed_heads", "speed_dim", "speed_block",
+                     "speed_repeats", "chunk_size"):
+            v.positive_int(name, getattr(self, name))
+        for name, blk, length in (("block", self.block, self.seq_len), ("louver_block", self.louver_block,
+                                                                         self.seq_len),
+                                  ("speed_block", self.speed_block, self.speed_len)):
+            if length % blk:
+                raise ValueError(f"{name}={blk} must divide the sequence length {length}")
+        if not self.transitions or not self.sharpness or not self.periods or not self.budgets:
+            raise ValueError("transitions, sharpness, periods and budgets must be non-empty")
+        for name in ("transitions", "periods"):
+            for x in getattr(self, name):
+                v.positive_int(name, x)
+        if any(t >= self.num_steps for t in self.transitions):
+            raise ValueError(f"transitions must be < num_steps={self.num_steps}, got {self.transitions}")
+        v.positive("sharpness", self.sharpness)
+        v.in_interval("budgets", self.budgets, 0.0, 1.0, closed_hi=True)
+        v.positive("budgets", self.budgets)
+        v.in_interval("speed_sparsities", self.speed_sparsities, 0.0, 1.0)
+        v.in_interval("tau_quantiles", self.tau_quantiles, 0.0, 1.0)
+        if self.main_budget not in self.budgets:
+            raise ValueError(f"main_budget={self.main_budget} must be one of budgets={self.budgets}")
+        if self.main_period not in self.periods or 1 not in self.periods:
+            raise ValueError(f"periods={self.periods} must contain 1 and main_period={self.main_period}")
 
 
 PRESETS = {

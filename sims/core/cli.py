@@ -1,47 +1,117 @@
 """``workbench``: list, run and check the results; benchmark the kernels and sweeps.
 
     workbench list
-    workbench run NAME [--quick] [--seed N] [--out DIR] [--set FIELD=VALUE ...]
-    workbench all [--quick] [--seed N]
+    workbench run NAME [--quick] [--seed N] [--out DIR] [--set FIELD=VALUE ...] [--distributed ...]
+    workbench run NAME --help          # the Config fields: types, defaults, one-line docs
+    workbench all [--quick] [--seed N] [--out DIR]
     workbench claims [NAME ...]
     workbench audit [NAME ...]
     workbench bench NAME [--quick]
+    workbench notebook [NAME]          # JupyterLab with the notebooks opening as notebooks
+    workbench --version
 
-User errors (unknown names, bad parameters) print one line ``workbench: error: ...`` and exit with status 2.
+User errors (unknown names, bad parameters, an unusable ``--out``) print one line ``workbench: error: ...`` and
+exit with status 2, before anything runs; Ctrl-C prints one line and exits with 130. An error inside a simulation
+is a bug, not a user error: it keeps its traceback.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+SEED_MAX = 2**32
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("jax-theory-workbench")
+    except Exception:  # noqa: BLE001  (not installed: read pyproject.toml)
+        import re
+        from pathlib import Path
+
+        text = (Path(__file__).resolve().parents[2] / "pyproject.toml").read_text()
+        m = re.search(r'^version\s*=\s*"([^"]+)"', text, re.M)
+        return m.group(1) if m else "unknown"
+
+
+class _UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse whose errors are one line (``workbench: error: ...``) and exit 2, without the usage block."""
+
+    def error(self, message):
+        hint = f" (see `{self.prog} --help`)"
+        raise _UsageError(" ".join(message.split()) + hint)
 
 
 def _seed(text: str) -> int:
     try:
+        value = int(text.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be an integer in [0, 2**32), got {text!r}") from None
+    if not 0 <= value < SEED_MAX:
+        raise argparse.ArgumentTypeError(f"seed must be an integer in [0, 2**32), got {text!r}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
         value = int(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer, got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
+
+
+def _nonneg_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
     if value < 0:
-        raise argparse.ArgumentTypeError(f"seed must be a non-negative integer, got {text!r}")
+        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
     return value
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="workbench", description="JAX theory-and-simulation workbench.")
-    sub = p.add_subparsers(dest="command", required=True)
+    p = _Parser(prog="workbench", description="JAX theory-and-simulation workbench.")
+    p.add_argument("--version", action="version", version=f"workbench {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="list the results and their titles")
-    r = sub.add_parser("run", help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)")
-    r.add_argument("name")
+    r = sub.add_parser("run", add_help=False,
+                       help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)")
+    r.add_argument("name", nargs="?")
+    r.add_argument("-h", "--help", action="store_true", help="show this help (with NAME: its Config fields)")
     r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
-    r.add_argument("--seed", type=_seed, default=0)
+    r.add_argument("--seed", type=_seed, default=0, help="PRNG seed, an integer in [0, 2**32) (default 0)")
     r.add_argument("--out", default=None,
                    help="output folder (default figures/<name> for the full preset, the cache for --quick)")
     r.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a Config field of the preset, e.g. --set lam=50 (repeatable)")
+                   help="override a Config field of the preset, e.g. --set lam=50 --set lr_range=1e-3,0.1")
+    d = r.add_argument_group("several processes (jax.distributed)")
+    d.add_argument("--distributed", action="store_true",
+                   help="call jax.distributed.initialize() first; sweeps shard over every process's devices and "
+                        "only process 0 writes outputs")
+    d.add_argument("--coordinator", default=None, metavar="HOST:PORT",
+                   help="coordinator address (default $JAX_COORDINATOR_ADDRESS, or auto-detected on a cluster)")
+    d.add_argument("--num-processes", type=_positive_int, default=None, metavar="N",
+                   help="number of processes (default $JAX_NUM_PROCESSES, or auto-detected)")
+    d.add_argument("--process-id", type=_nonneg_int, default=None, metavar="I",
+                   help="this process's id (default $JAX_PROCESS_ID, or auto-detected)")
     a = sub.add_parser("all", help="run every result")
     a.add_argument("--quick", action="store_true")
     a.add_argument("--seed", type=_seed, default=0)
+    a.add_argument("--out", default=None, help="parent folder: each result goes to OUT/<name>")
     c = sub.add_parser("claims", help="print the claims tables from the committed figures")
     c.add_argument("names", nargs="*")
     au = sub.add_parser("audit", help="run each result's mutants: every mutant must make a claim fail")
@@ -52,6 +122,8 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
     b.add_argument("name", nargs="?", default=None, help="benchmark name (omit to list them)")
     b.add_argument("--quick", action="store_true", help="small sizes")
+    nb = sub.add_parser("notebook", help="open JupyterLab on notebooks/ (the .py files open as notebooks)")
+    nb.add_argument("name", nargs="?", default=None, help="a result whose notebook to open")
     return p
 
 
@@ -64,20 +136,37 @@ def _cmd_list() -> int:
     return 0
 
 
-def _cmd_run(names, quick, seed, out, overrides=()) -> int:
-    from sims.core import harness, registry
+def _prepare(names, quick, out, overrides, *, per_result_out: bool):
+    """Validate everything the user gave (names, --set, --out) before anything runs."""
+    from sims.core import config, harness, registry
 
-    failed = []
-    t0 = time.perf_counter()
     preset = "quick" if quick else "full"
+    if out is not None and per_result_out:
+        harness.check_out_dir(out)
+    jobs = []
     for name in names:
         module = registry.get(name)
-        cfg = harness.get_config(module, preset, **harness.parse_overrides(overrides))
-        outcome = harness.execute(module, preset=preset, seed=seed, out_dir=out, cfg=cfg)
+        cfg = config.apply_overrides(module, preset, overrides)
+        if out is None:
+            target = harness.default_out_dir(module.NAME, preset)
+        else:
+            target = os.path.join(out, module.NAME) if per_result_out else out
+        jobs.append((module, cfg, harness.check_out_dir(target)))
+    return preset, jobs
+
+
+def _cmd_run(names, quick, seed, out, overrides=(), *, per_result_out=False, write=True) -> int:
+    from sims.core import harness
+
+    preset, jobs = _prepare(names, quick, out, overrides, per_result_out=per_result_out)
+    failed = []
+    t0 = time.perf_counter()
+    for module, cfg, target in jobs:
+        outcome = harness.execute(module, preset=preset, seed=seed, out_dir=target, cfg=cfg, write=write)
         if not outcome.passed:
-            failed.append(name)
-    if len(names) > 1:
-        print(f"\n{len(names) - len(failed)}/{len(names)} results pass all claims "
+            failed.append(module.NAME)
+    if len(jobs) > 1:
+        print(f"\n{len(jobs) - len(failed)}/{len(jobs)} results pass all claims "
               f"({time.perf_counter() - t0:.0f}s)" + (f"; failing: {', '.join(failed)}" if failed else ""))
     return 1 if failed else 0
 
@@ -86,10 +175,10 @@ def _cmd_claims(names) -> int:
     from sims.core import harness, registry
 
     names = names or registry.result_names()
+    for name in names:
+        registry.get(name)  # unknown names: the one-line error before any output
     bad = 0
     for name in names:
-        if name not in registry.result_names():
-            registry.get(name)  # raises the one-line error
         claims = harness.load_claims(name)
         if claims is None:
             print(f"{name}: no committed figures/{name}/claims.json (run `workbench run {name}`)")
@@ -138,19 +227,74 @@ def _cmd_bench(name, quick) -> int:
     return 0
 
 
+def _cmd_notebook(name) -> int:
+    from sims.core import harness, notebook, registry
+
+    target = "notebooks"
+    if name is not None:
+        registry.get(name)
+        target = f"notebooks/{name}.py"
+    cmd = notebook.lab_command(target)
+    print(" ".join(cmd), flush=True)
+    env = {**os.environ, **notebook.lab_env()}
+    os.chdir(harness.REPO_ROOT)
+    try:
+        os.execvpe(cmd[0], cmd, env)
+    except FileNotFoundError:
+        from sims.core.harness import WorkbenchError
+
+        raise WorkbenchError("JupyterLab is not installed: pip install -e '.[notebook]'") from None
+    return 0
+
+
+def _run_help(parser: argparse.ArgumentParser, name) -> int:
+    run_parser = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]
+    print(run_parser.format_help())
+    if name is None:
+        print("`workbench run NAME --help` lists NAME's Config fields (types, defaults, docs).")
+        return 0
+    from sims.core import config, registry
+
+    print(config.describe_config(registry.get(name)))
+    return 0
+
+
+def _init_distributed(args) -> None:
+    from sims.core import distributed
+
+    distributed.initialize(coordinator=args.coordinator, num_processes=args.num_processes,
+                           process_id=args.process_id)
+
+
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
     from sims.core.harness import WorkbenchError
 
+    parser = _parser()
     try:
+        try:
+            args = parser.parse_args(argv)
+        except _UsageError as err:
+            print(f"workbench: error: {err}", file=sys.stderr)
+            return EXIT_USAGE
         if args.command == "list":
             return _cmd_list()
         if args.command == "run":
-            return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides)
+            if args.help:
+                return _run_help(parser, args.name)
+            if args.name is None:
+                raise WorkbenchError("run needs a result NAME (see `workbench list`)")
+            if args.distributed:
+                _init_distributed(args)
+            elif args.coordinator or args.num_processes or args.process_id is not None:
+                raise WorkbenchError("--coordinator/--num-processes/--process-id need --distributed")
+            from sims.core import distributed
+
+            return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides,
+                            write=distributed.is_writer())
         if args.command == "all":
             from sims.core import registry
 
-            return _cmd_run(registry.result_names(), args.quick, args.seed, None)
+            return _cmd_run(registry.result_names(), args.quick, args.seed, args.out, per_result_out=True)
         if args.command == "claims":
             return _cmd_claims(args.names)
         if args.command == "audit":
@@ -163,10 +307,19 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":
             return _cmd_bench(args.name, args.quick)
-    except (WorkbenchError, ValueError) as err:
-        print(f"workbench: error: {err}", file=sys.stderr)
-        return 2
-    return 2
+        if args.command == "notebook":
+            return _cmd_notebook(args.name)
+    except WorkbenchError as err:  # user errors only: anything else keeps its traceback
+        print(f"workbench: error: {' '.join(str(err).split())}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("workbench: interrupted (the previous output, if any, is unchanged)", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_USAGE
+
+
+def entry() -> None:
+    sys.exit(main())
 
 
 if __name__ == "__main__":

@@ -4,7 +4,12 @@
 axis). On one device it is ``jit(vmap(fn))``. With several devices the batch is padded to a multiple of the
 device count and placed with ``NamedSharding(jax.make_mesh((n,), ("batch",)), P("batch"))``, so XLA runs each
 device's slice in parallel: how a sweep scales from a laptop to a GPU/TPU pod. ``chunk_size`` splits a very
-large batch into host-level chunks with a tqdm progress bar.
+large batch into host-level chunks with a tqdm progress bar (shown only on a terminal, see
+:func:`sims.core.harness.progress_enabled`).
+
+Several processes (``workbench run NAME --distributed``, :mod:`sims.core.distributed`): ``jax.devices()`` then
+lists every process's devices, the batch is sharded over all of them, and the output is gathered back so every
+process holds the whole result (the same arrays as a single-process run).
 """
 
 from __future__ import annotations
@@ -51,13 +56,34 @@ def _vmapped(fn, batch):
     return jax.vmap(fn)(batch)
 
 
+def _progress_on(progress, n_chunks: int) -> bool:
+    from sims.core.harness import progress_enabled
+
+    if progress is None:  # auto: several chunks, on a terminal
+        return n_chunks > 1 and progress_enabled()
+    return bool(progress) and progress_enabled()
+
+
+def _gather(tree):
+    """Every process's shards of a global array, as one array on this process (multi-process sweeps)."""
+    from jax.experimental import multihost_utils
+
+    def one(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            return jnp.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return x
+
+    return jax.tree.map(one, tree)
+
+
 def sweep(fn: Callable[[Any], Any], batch: Any, *, devices=None, chunk_size: int | None = None,
-          progress: bool | str = False) -> Any:
+          progress: bool | str | None = None) -> Any:
     """Evaluate ``fn(row)`` for every row of ``batch``; returns the stacked outputs (leading axis = batch).
 
     ``fn`` must be hashable and stable across calls (a module-level function or ``functools.partial`` of one
     with hashable arguments) so the compiled sweep is cached. ``progress`` (True or a description) shows a tqdm
-    bar over chunks. Results are identical whatever the device count (tested with 8 fake CPU devices).
+    bar over chunks on a terminal; None (default) shows it when there are several chunks. Results are identical
+    whatever the device and process count (tested with 8 fake CPU devices and with 2 CPU processes).
     """
     n = _batch_size(batch)
     devices = list(devices) if devices is not None else jax.devices()
@@ -66,7 +92,7 @@ def sweep(fn: Callable[[Any], Any], batch: Any, *, devices=None, chunk_size: int
     chunk = math.ceil(chunk / ndev) * ndev
     sharding = NamedSharding(batch_mesh(devices), P("batch")) if ndev > 1 else None
     starts = range(0, n, chunk)
-    if progress:
+    if _progress_on(progress, len(starts)):
         from tqdm.auto import tqdm
 
         starts = tqdm(starts, desc=progress if isinstance(progress, str) else "sweep", unit="chunk")
@@ -78,6 +104,8 @@ def sweep(fn: Callable[[Any], Any], batch: Any, *, devices=None, chunk_size: int
         if sharding is not None:
             part = jax.device_put(part, sharding)
         out = _vmapped(fn, part)
+        if jax.process_count() > 1:
+            out = _gather(out)
         outs.append(jax.tree.map(lambda y, m=m: y[:m], out))
     if len(outs) == 1:
         return outs[0]
@@ -106,8 +134,10 @@ def scan_with_progress(step: Callable, carry: Any, num_steps: int, *, chunk: int
     def scan_chunk(c, length):
         return jax.lax.scan(step, c, None, length=length)
 
+    from sims.core.harness import progress_enabled
+
     ys = []
-    with tqdm(total=num_steps, desc=desc, disable=desc is None) as bar:
+    with tqdm(total=num_steps, desc=desc, disable=desc is None or not progress_enabled()) as bar:
         done = 0
         while done < num_steps:
             length = min(chunk, num_steps - done)

@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 
 import jax
 import jax.numpy as jnp
@@ -105,27 +108,133 @@ def test_parse_overrides():
         harness.parse_overrides(["lam"])
 
 
-@pytest.mark.parametrize(
-    ("argv", "message"),
-    [(["run", "no_such_result"], "unknown result 'no_such_result'"),
-     (["run", "river_valley", "--set", "traj_beta=1.0"], "traj_beta must be in [0.0, 1.0)"),
-     (["run", "river_valley", "--set", "lam=-1"], "lam must be > 0"),
-     (["run", "river_valley", "--set", "lr_range=(-0.1, 0.1)"], "lr_range must be > 0"),
-     (["run", "river_valley", "--set", "nope=1"], "unknown config field"),
-     (["bench", "no_such_bench"], "unknown benchmark"),
-     (["claims", "no_such_result"], "unknown result")],
-)
-def test_cli_bad_input_is_one_line(argv, message, capsys):
+# ---- the command line: every bad input is one line and exit 2, before anything runs ----
+
+BAD_INPUTS = [
+    ([], "the following arguments are required: command"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["run"], "run needs a result NAME"),
+    (["run", "no_such_result"], "unknown result 'no_such_result'"),
+    (["run", "river_vally"], "did you mean 'river_valley'"),
+    (["run", "river_valley", "--seed", "-1"], "seed must be an integer in [0, 2**32)"),
+    (["run", "river_valley", "--seed", "abc"], "seed must be an integer in [0, 2**32)"),
+    (["run", "river_valley", "--seed", "18446744073709551616"], "seed must be an integer in [0, 2**32)"),
+    (["run", "river_valley", "--seed", "1.5"], "seed must be an integer in [0, 2**32)"),
+    (["run", "river_valley", "--set", "lam=abc"], "lam expects float"),
+    (["run", "river_valley", "--set", "lam=nan"], "lam must be a finite float"),
+    (["run", "river_valley", "--set", "lam=-inf"], "lam must be a finite float"),
+    (["run", "river_valley", "--set", "lam=1e999"], "lam must be a finite float"),
+    (["run", "river_valley", "--set", "lam=-1"], "lam must be > 0"),
+    (["run", "river_valley", "--set", "lam=True"], "lam expects float"),
+    (["run", "river_valley", "--set", "lr_range=0.1"], "lr_range expects tuple[float, float] (2 values"),
+    (["run", "river_valley", "--set", "lr_range=(0.1,0.2,0.3)"], "lr_range expects tuple[float, float]"),
+    (["run", "river_valley", "--set", "lr_range=(-0.1, 0.1)"], "lr_range must be > 0"),
+    (["run", "river_valley", "--set", "speed_betas=(0.5,abc)"], "speed_betas expects tuple[float, ...]"),
+    (["run", "river_valley", "--set", "n_lr=2.5"], "n_lr expects int"),
+    (["run", "river_valley", "--set", "n_lr=many"], "n_lr expects int"),
+    (["run", "river_valley", "--set", "traj_beta=1.0"], "traj_beta must be in [0.0, 1.0)"),
+    (["run", "river_valley", "--set", "nope=1"], "unknown config field 'nope'"),
+    (["run", "river_valley", "--set", "lamm=1"], "did you mean 'lam'"),
+    (["run", "river_valley", "--set", "lam"], "--set expects FIELD=VALUE"),
+    (["run", "river_valley", "--set", "=5"], "--set expects FIELD=VALUE"),
+    (["run", "river_valley", "--set", "lam="], "--set lam=: no value given"),
+    (["run", "river_valley", "--set"], "argument --set: expected one argument"),
+    (["run", "river_valley", "--bogus"], "unrecognized arguments: --bogus"),
+    (["run", "river_valley", "--out", "{file}"], "exists and is not a folder"),
+    (["run", "river_valley", "--out", "{file}/sub"], "is not a folder"),
+    (["run", "river_valley", "--out", "/proc/x"], "cannot write in '/proc'"),
+    (["run", "river_valley", "--out", "/dev/null/x"], "is not a folder"),
+    (["run", "river_valley", "--process-id", "0"], "need --distributed"),
+    (["run", "river_valley", "--distributed", "--num-processes", "0"], "expected a positive integer"),
+    (["run", "river_valley", "--distributed", "--coordinator", "nohost"], "must be HOST:PORT"),
+    (["run", "river_valley", "--distributed", "--coordinator", "127.0.0.1:1", "--num-processes", "2",
+      "--process-id", "5"], "process id must be in [0, 2)"),
+    (["run", "tiny_lm", "--set", "corpus_bytes=lots"], "corpus_bytes expects int | None"),
+    (["run", "sparse_attention", "--set", "block=7"], "block=7 must divide the sequence length"),
+    (["run", "aldrift", "--set", "settings=(1,2)"],
+     "settings expects tuple[tuple[float, float, float, float, float], ...]"),
+    (["all", "--seed", "x"], "seed must be an integer"),
+    (["all", "--out", "{file}"], "exists and is not a folder"),
+    (["claims", "no_such_result"], "unknown result 'no_such_result'"),
+    (["audit", "no_such_result"], "unknown result 'no_such_result'"),
+    (["bench", "no_such_bench"], "unknown benchmark 'no_such_bench'"),
+    (["notebook", "no_such_result"], "unknown result 'no_such_result'"),
+]
+
+
+@pytest.mark.parametrize(("argv", "message"), BAD_INPUTS, ids=[" ".join(a) or "(nothing)" for a, _ in BAD_INPUTS])
+def test_cli_bad_input_is_one_line(argv, message, capsys, tmp_path, monkeypatch):
+    def no_run(*a, **k):
+        raise AssertionError("a bad input reached the simulation")
+
+    monkeypatch.setattr(harness, "execute", no_run)
+    a_file = tmp_path / "a_file"
+    a_file.write_text("")
+    argv = [a.replace("{file}", str(a_file)) for a in argv]
     assert cli.main(argv) == 2
-    err = capsys.readouterr().err.strip()
-    assert err.startswith("workbench: error:") and message in err and "\n" not in err
+    captured = capsys.readouterr()
+    err = captured.err.strip()
+    assert err.startswith("workbench: error:") and message in err and "\n" not in err, err
+    assert "Traceback" not in captured.out + captured.err
 
 
-def test_cli_negative_seed_is_rejected(capsys):
+def test_an_error_inside_a_simulation_keeps_its_traceback(monkeypatch, tmp_path):
+    """Only user errors become one line: a ValueError raised by the simulation itself is a bug and propagates."""
+    mod = _fake_module()
+
+    def broken(cfg, *, key):
+        raise ValueError("internal: shapes do not match")
+
+    monkeypatch.setattr(mod, "run", broken)
+    monkeypatch.setattr(registry, "get", lambda name: mod)
+    with pytest.raises(ValueError, match="internal"):
+        cli.main(["run", "atomic_fake", "--out", str(tmp_path / "out")])
+    assert not (tmp_path / "out").exists()
+
+
+def test_cli_version_and_run_help_lists_the_config(capsys):
     with pytest.raises(SystemExit) as exc:
-        cli.main(["run", "river_valley", "--seed", "-1"])
-    assert exc.value.code == 2
-    assert "non-negative integer" in capsys.readouterr().err
+        cli.main(["--version"])
+    assert exc.value.code == 0 and capsys.readouterr().out.startswith("workbench ")
+    assert cli.main(["run", "river_valley", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "--set FIELD=VALUE" in out and "Config fields of river_valley" in out
+    assert re.search(r"lam\s+float\s+= 100.0\s+valley curvature", out), out
+    assert re.search(r"lr_range\s+tuple\[float, float\]\s+= \(0.001, 0.1\)", out), out
+    assert re.search(r"n_lr\s+int\s+= 60 \(quick: \d+\)\s+\(phase diagram\)", out), out
+    assert cli.main(["run", "--help"]) == 0
+    assert "NAME's Config fields" in capsys.readouterr().out
+
+
+def test_typed_overrides_follow_the_declared_types():
+    from sims import river_valley, tiny_lm
+    from sims.core import config
+
+    cfg = config.apply_overrides(river_valley, "quick", ["lam=50", "lr_range=1e-3,0.2", "speed_betas=0.5",
+                                                          "boundary_betas=[0, 0.5]", "n_lr=1e1"])
+    assert (cfg.lam, cfg.lr_range, cfg.speed_betas, cfg.boundary_betas, cfg.n_lr) == (
+        50.0, (1e-3, 0.2), (0.5,), (0.0, 0.5), 10)
+    assert isinstance(cfg.lam, float) and isinstance(cfg.n_lr, int)
+    assert config.apply_overrides(tiny_lm, "quick", ["corpus_bytes=None"]).corpus_bytes is None
+    assert config.apply_overrides(tiny_lm, "quick", ["corpus_bytes=5000"]).corpus_bytes == 5000
+    assert config.parse_value("flag", "yes", bool) is True and config.parse_value("flag", "0", bool) is False
+    assert config.parse_value("name", "'abc'", str) == "abc"
+    assert config.parse_value("x", "inf", float, default=float("inf")) == float("inf")  # inf where inf is default
+    with pytest.raises(harness.WorkbenchError, match="x must be a finite float"):
+        config.parse_value("x", "nan", float, default=float("inf"))
+    with pytest.raises(harness.WorkbenchError, match="flag expects bool"):
+        config.parse_value("flag", "maybe", bool)
+
+
+def test_every_config_field_has_a_readable_type():
+    from sims.core import config
+
+    for name in registry.result_names():
+        module = registry.get(name)
+        text = config.describe_config(module)
+        for f in dataclasses.fields(module.PRESETS["full"]):
+            assert f"  {f.name} " in text, (name, f.name)
+        assert "<class" not in text and "typing." not in text, text
 
 
 def test_cli_list_and_committed_claims(capsys):
@@ -298,3 +407,231 @@ def test_out_dir_that_is_a_file_is_rejected_before_the_run(tmp_path):
     f.write_text("")
     with pytest.raises(harness.WorkbenchError, match="not a folder"):
         harness.check_out_dir(f)
+
+
+# ---- atomic outputs under a real interrupt: SIGINT and SIGKILL during the write phase ----
+
+FAKE_RUN = textwrap.dedent(
+    """
+    import dataclasses, os, sys, time, types
+    from pathlib import Path
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import jax.numpy as jnp
+    from sims.core import cli, harness, registry
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        value: float = 1.0  # what the fake result measures
+
+    mod = types.ModuleType("sims._atomic_fake")
+    mod.NAME, mod.TITLE, mod.Config = "atomic_fake", "a fake result", Config
+    mod.PRESETS = {"quick": Config(), "full": Config()}
+    from sims.core.sweep import sweep
+
+    def _row(r):
+        return {"y": r["a"] * 1.0, "z": jnp.sin(r["a"])}
+
+    def run(cfg, *, key):
+        rows = sweep(_row, {"a": cfg.value + jnp.arange(7.0)})  # sharded over every process's devices
+        return {"x": rows["y"], "nested": {"z": rows["z"]}}
+
+    mod.run = run
+    mod.claims = lambda r, cfg: [harness.Claim("x = value", cfg.value, float(r["x"][0]), 1e-9, kind="check")]
+
+    def plot(results, cfg):
+        first, second = plt.figure(), plt.figure()
+        first.gca().plot(results["x"])
+        save = second.savefig
+
+        def slow_save(*args, **kwargs):  # the write phase: one PNG is already in the temporary folder
+            Path(os.environ["WRITING_MARKER"]).write_text("writing")
+            time.sleep(120)
+            return save(*args, **kwargs)
+
+        if os.environ.get("WRITING_MARKER"):
+            second.savefig = slow_save
+        return {"a_first": first, "b_second": second}
+
+    mod.plot = plot
+    sys.modules[mod.__name__] = mod
+    """
+)
+FAKE_CLI = FAKE_RUN + "registry.get = lambda name: mod\nsys.exit(cli.main(sys.argv[1:]))\n"
+
+
+def _fake_module():
+    ns: dict = {}
+    exec(FAKE_RUN, ns)  # noqa: S102  (the same fake result, in this process)
+    sys.modules.pop("sims._atomic_fake", None)
+    return ns["mod"]
+
+
+def _fake_cli(args, env_extra=None, wait_marker=None, sig=None):
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", **(env_extra or {})}
+    proc = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    if sig is not None:
+        deadline = time.monotonic() + 120
+        while not os.path.exists(wait_marker):
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() < deadline, "the fake run never reached its write phase"
+            time.sleep(0.05)
+        proc.send_signal(sig)
+    out, err = proc.communicate(timeout=120)
+    return proc.returncode, out, err
+
+
+def _snapshot(folder):
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def test_interrupted_write_leaves_the_previous_output_byte_identical(tmp_path):
+    out = tmp_path / "result"
+    mod = _fake_module()
+    harness.execute(mod, out_dir=out, cfg=mod.Config(1.0), verbose=False)
+    before = _snapshot(out)
+    assert {"a_first.png", "b_second.png", "data.npz", "claims.json", "manifest.json"} <= set(before)
+    assert harness.verify_outputs(out) == []
+
+    marker = tmp_path / "writing"
+    rc, _, err = _fake_cli(["run", "atomic_fake", "--out", str(out), "--set", "value=2", "--seed", "7"],
+                           {"WRITING_MARKER": str(marker)}, marker, signal.SIGINT)
+    assert rc == 130, err
+    assert err.strip().count("\n") == 0 and "interrupted" in err and "Traceback" not in err, err
+    assert _snapshot(out) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result", "writing"], "temp folder left after Ctrl-C"
+
+    marker.unlink()
+    rc, _, err = _fake_cli(["run", "atomic_fake", "--out", str(out), "--set", "value=3"],
+                           {"WRITING_MARKER": str(marker)}, marker, signal.SIGKILL)
+    assert rc == -signal.SIGKILL
+    assert _snapshot(out) == before and harness.verify_outputs(out) == []
+    left = [p.name for p in tmp_path.iterdir() if p.name.startswith(".result.tmp-")]
+    assert len(left) == 1, "SIGKILL cannot clean up; the next run does"
+
+    harness.execute(mod, out_dir=out, cfg=mod.Config(4.0), seed=3, verbose=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["result", "writing"], "stale temp folder not removed"
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["seed"] == 3 and manifest["config"]["value"] == 4.0
+    assert json.loads((out / "claims.json").read_text())[0]["measured"] == 4.0
+    assert harness.verify_outputs(out) == []
+
+
+def test_results_round_trip_through_data_npz(tmp_path):
+    results = {"a": {64: jnp.zeros(1), 1024: jnp.ones(1)}, "b": {"d": jnp.ones(2)}, "c": [jnp.zeros(1), jnp.arange(3)],
+               "s": np.array(["x", "yy"]), "scalar": jnp.float32(2.5)}
+    flat = harness.flatten_results(results)
+    np.savez(tmp_path / "data.npz", **flat)
+    with np.load(tmp_path / "data.npz") as d:
+        loaded = {k: d[k] for k in d.files}
+    back = harness.unflatten_results(loaded, json.loads(json.dumps(harness.results_layout(results))))
+    assert jax.tree.structure(back) == jax.tree.structure(jax.tree.map(np.asarray, results))
+    np.testing.assert_array_equal(back["c"][1], np.arange(3))
+    assert back["a"][1024].shape == (1,) and float(back["scalar"]) == 2.5
+    guessed = harness.unflatten_results(loaded)  # no layout (older outputs): lists and digit keys guessed
+    assert isinstance(guessed["c"], list) and guessed["a"][64].shape == (1,) and guessed["a"]["1024"].shape == (1,)
+
+
+def test_committed_data_replots_and_reclaims_through_the_result(tmp_path):
+    """What a notebook does on opening: data.npz -> results pytree -> sim.plot / sim.claims."""
+    import matplotlib.pyplot as plt
+
+    from sims import river_valley_lm
+    from sims.core import notebook
+
+    nb = notebook.open_result(river_valley_lm)
+    figs = nb.figures()
+    assert {f"{k}.png" for k in figs} == set(nb.manifest["figures"])
+    committed = harness.load_claims("river_valley_lm")
+    assert [c.statement for c in nb.claims] == [c.statement for c in committed]
+    np.testing.assert_allclose([c.measured for c in nb.claims], [c.measured for c in committed], rtol=1e-6)
+    plt.close("all")
+
+
+def test_all_writes_each_result_under_out(monkeypatch, tmp_path, capsys):
+    seen = []
+
+    def fake_execute(module, **kw):
+        seen.append((module.NAME, kw["out_dir"], kw["preset"]))
+        return harness.Outcome(module.NAME, kw["preset"], {}, [], kw["out_dir"], 0.0)
+
+    monkeypatch.setattr(harness, "execute", fake_execute)
+    assert cli.main(["all", "--quick", "--out", str(tmp_path / "all")]) == 0
+    assert [n for n, _, _ in seen] == registry.result_names()
+    assert all(out == tmp_path / "all" / n and preset == "quick" for n, out, preset in seen)
+
+
+def test_quick_outputs_are_git_ignored(monkeypatch):
+    monkeypatch.delenv("WORKBENCH_CACHE", raising=False)
+    target = harness.default_out_dir("river_valley", "quick")
+    assert harness.FIGURES_DIR not in target.parents
+    if (ROOT / ".git").exists():
+        proc = subprocess.run(["git", "check-ignore", "-q", str(target / "claims.json")], cwd=ROOT)
+        assert proc.returncode == 0, f"{target} is not git-ignored"
+
+
+def test_phase_progress_only_on_a_terminal(monkeypatch):
+    monkeypatch.delenv("WORKBENCH_PROGRESS", raising=False)
+    assert not harness.Phases("x", ["run"]).enabled  # pytest captures stderr: not a TTY
+    monkeypatch.setenv("WORKBENCH_PROGRESS", "1")
+    phases = harness.Phases("x", ["run", "claims"])
+    phases.start("run")
+    phases.done()
+    phases.close()
+    assert phases.enabled
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_distributed_run_over_two_cpu_processes_equals_single_process(tmp_path):
+    """`workbench run NAME --distributed` on 2 local CPU processes (gloo): same data, only process 0 writes."""
+    single, multi = tmp_path / "single", tmp_path / "multi"
+    mod = _fake_module()
+    harness.execute(mod, out_dir=single, cfg=mod.Config(2.0), verbose=False)
+    port = _free_port()
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
+    args = ["run", "atomic_fake", "--out", str(multi), "--set", "value=2", "--distributed"]
+    p0 = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args, "--coordinator", f"127.0.0.1:{port}",
+                           "--num-processes", "2", "--process-id", "0"], cwd=ROOT, env=env, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    env1 = {**env, "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"}
+    p1 = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args], cwd=ROOT, env=env1, text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    (out0, err0), (out1, err1) = p0.communicate(timeout=240), p1.communicate(timeout=240)
+    assert p0.returncode == 0 and p1.returncode == 0, (err0[-2000:], err1[-2000:])
+    assert "wrote" in out0 and "wrote" not in out1, (out0, out1)
+    manifest = json.loads((multi / "manifest.json").read_text())
+    assert manifest["process_count"] == 2 and manifest["device_count"] == 2
+    with np.load(single / "data.npz") as a, np.load(multi / "data.npz") as b:
+        assert a.files == b.files
+        for k in a.files:
+            np.testing.assert_array_equal(a[k], b[k])
+    assert (single / "claims.json").read_text() == (multi / "claims.json").read_text()
+
+
+def test_notebook_helper_opens_committed_data_and_recomputes(tmp_path, monkeypatch):
+    from sims.core import notebook
+
+    mod = _fake_module()
+    harness.execute(mod, out_dir=tmp_path / "r", cfg=mod.Config(1.5), seed=2, verbose=False)
+    nb = notebook.open_result(mod, tmp_path / "r")
+    assert nb.cfg == mod.Config(1.5) and nb.seed == 2 and "committed" in nb.source and nb.problems == []
+    np.testing.assert_array_equal(nb.results["x"], 1.5 + np.arange(7.0))
+    assert [c.measured for c in nb.claims] == [1.5] and set(nb.figures()) == {"a_first", "b_second"}
+    nb.recompute(cfg=mod.Config(3.0))
+    assert [c.measured for c in nb.claims] == [3.0] and nb.source.startswith("recomputed")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["r"]  # recomputing writes nothing
+    assert "white-space: pre" in notebook.claims_html("t", nb.claims)
+
+    monkeypatch.setenv("WORKBENCH_QUICK", "1")
+    seen = []
+    notebook.interact(lambda a=1.0, b="x": seen.append((a, b)), a=(0.0, 2.0, 0.5), b=["x", "y"])
+    assert seen == [(1.0, "x")]

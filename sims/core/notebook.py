@@ -1,0 +1,259 @@
+"""The one execution helper every ``notebooks/<name>.py`` uses.
+
+A notebook opens from the committed outputs, not by rerunning the simulation::
+
+    from sims.core import notebook
+    nb = notebook.open_result(sim)       # figures/<name>/data.npz -> the results pytree (seconds)
+    nb.show()                            # sim.plot(results, cfg): every figure
+    nb.show_claims()                     # sim.claims(results, cfg): the claims table (no wrapping)
+    nb.controls()                        # sliders for the Config + a "recompute" button (reruns the simulation)
+    notebook.interact(explore, beta=(0.0, 0.98, 0.01))   # the cheap live explorations (labels not cut)
+
+The notebook therefore depends on the result's ``plot`` and ``claims``, never on the array keys of
+``data.npz``: whoever changes a result changes its data and its plots together. ``nb.recompute(...)`` runs
+:func:`sims.core.harness.execute` without writing, and the figures/claims shown afterwards are the new run's.
+
+Headless (``WORKBENCH_QUICK=1``, the notebook tests), :func:`interact` calls the function once with the
+default values (errors surface as cell errors instead of disappearing into a widget) and ``controls`` only builds
+its widgets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import html
+import math
+import os
+import sys
+import time
+import typing
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+from sims.core import harness
+
+LABEL_STYLE = {"description_width": "initial"}
+
+
+def headless() -> bool:
+    """True under ``WORKBENCH_QUICK`` (the suite executes notebooks with nobody at the sliders)."""
+    return harness.quick_from_env()
+
+
+def _display(obj) -> None:
+    try:
+        from IPython.display import display
+    except ImportError:  # plain Python: print what can be printed
+        print(obj)
+        return
+    display(obj)
+
+
+def _in_kernel() -> bool:
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    return shell is not None and "IPKernelApp" in getattr(shell, "config", {})
+
+
+def claims_html(title: str, claims) -> str:
+    """The claims table in a ``<pre>`` that scrolls sideways instead of wrapping."""
+    table = harness.format_claims(title, claims)
+    return ("<pre style='white-space: pre; overflow-x: auto; font-size: 85%; line-height: 1.25'>"
+            f"{html.escape(table)}</pre>")
+
+
+class Result:
+    """A result's data in a notebook: the committed run on opening, the latest recomputation afterwards."""
+
+    def __init__(self, sim: ModuleType, folder: str | Path | None = None):
+        self.sim = sim
+        self.folder = Path(folder) if folder is not None else harness.FIGURES_DIR / sim.NAME
+        self._figures: dict[str, Any] | None = None
+        self._claims = None
+        t0 = time.perf_counter()
+        self.results, self.cfg, self.manifest = harness.load_results(sim, self.folder)
+        self.preset = self.manifest.get("preset", "full")
+        self.seed = self.manifest.get("seed", 0)
+        self.source = (f"committed {self._rel(self.folder)} ({self.preset} preset, seed {self.seed}, "
+                       f"git {self.manifest.get('git_revision', '?')})")
+        self.load_s = time.perf_counter() - t0
+        problems = harness.verify_outputs(self.folder)
+        self.problems = [p for p in problems if "no content hash" not in p]
+
+    @staticmethod
+    def _rel(path: Path) -> str:
+        try:
+            return str(path.resolve().relative_to(harness.REPO_ROOT))
+        except ValueError:
+            return str(path)
+
+    # -- what the notebook shows ------------------------------------------------------------------------
+
+    @property
+    def claims(self):
+        if self._claims is None:
+            self._claims = list(self.sim.claims(self.results, self.cfg))
+        return self._claims
+
+    def figures(self) -> dict[str, Any]:
+        """``sim.plot(results, cfg)`` (cached until the next recompute), in the workbench style."""
+        if self._figures is None:
+            import matplotlib.pyplot as plt
+
+            from sims.core import style
+
+            with style.context():
+                self._figures = dict(self.sim.plot(self.results, self.cfg))
+            for fig in self._figures.values():
+                plt.close(fig)  # shown through display() only, not again by the inline backend
+        return self._figures
+
+    def show(self, *names: str) -> None:
+        """Display the named figures (all when none are named)."""
+        figs = self.figures()
+        unknown = [n for n in names if n not in figs]
+        if unknown:
+            raise KeyError(f"{self.sim.NAME} has no figure(s) {unknown}; figures: {sorted(figs)}")
+        for name in names or list(figs):
+            _display(figs[name])
+
+    def show_claims(self) -> None:
+        """The claims of the data shown (``sim.claims`` on it), as one table that does not wrap."""
+        title = f"{self.sim.NAME} [{self.source}]"
+        for p in self.problems:
+            print(f"warning: {self._rel(self.folder)}: {p}", file=sys.stderr)
+        if _in_kernel():
+            from IPython.display import HTML
+
+            _display(HTML(claims_html(title, self.claims)))
+        else:
+            print(harness.format_claims(title, self.claims))
+
+    # -- recomputing ----------------------------------------------------------------------------------------
+
+    def recompute(self, cfg=None, *, preset: str = "quick", seed: int = 0, **overrides) -> Result:
+        """Rerun the simulation (``preset``'s Config, or ``cfg``, with ``overrides``) without writing anything;
+        the figures and claims shown afterwards are this run's."""
+        if cfg is None:
+            cfg = harness.get_config(self.sim, preset, **overrides)
+        elif overrides:
+            cfg = dataclasses.replace(cfg, **overrides)
+        outcome = harness.execute(self.sim, cfg=cfg, preset=preset, seed=seed, write=False, verbose=False,
+                                  progress=False)
+        self.results, self.cfg, self.preset, self.seed = outcome.results, cfg, preset, seed
+        self._claims, self._figures, self.problems = outcome.claims, None, []
+        self.source = f"recomputed: {preset} preset, seed {seed}, {outcome.wall_s:.1f} s"
+        return self
+
+    def controls(self, fields: typing.Sequence[str] | None = None, *, preset: str = "quick"):
+        """Widgets for the scalar Config fields (starting from ``preset``) and a "recompute" button that reruns
+        the simulation and redraws every figure and the claims table below it. Returns the widget box."""
+        import ipywidgets as widgets
+
+        base = harness.get_config(self.sim, preset)
+        hints = typing.get_type_hints(type(base))
+        names = list(fields) if fields is not None else [
+            f.name for f in dataclasses.fields(base) if hints.get(f.name) in (int, float, bool)]
+        inputs = {name: _field_widget(name, hints[name], getattr(base, name)) for name in names}
+        preset_w = widgets.Dropdown(options=list(self.sim.PRESETS), value=preset, description="preset",
+                                    style=LABEL_STYLE)
+        seed_w = widgets.BoundedIntText(value=0, min=0, max=2**31 - 1, description="seed", style=LABEL_STYLE,
+                                        layout=widgets.Layout(width="160px"))
+        button = widgets.Button(description="recompute", button_style="primary", icon="refresh")
+        status = widgets.HTML(value=f"showing: {html.escape(self.source)}")
+        out = widgets.Output()
+
+        def on_preset(change):
+            cfg = harness.get_config(self.sim, change["new"])
+            for name, w in inputs.items():
+                w.value = getattr(cfg, name)
+
+        def on_click(_):
+            button.disabled = True
+            status.value = "running ..."
+            try:
+                with out:
+                    out.clear_output(wait=True)
+                    values = {name: w.value for name, w in inputs.items()}
+                    try:
+                        cfg = dataclasses.replace(harness.get_config(self.sim, preset_w.value), **values)
+                    except (ValueError, TypeError) as err:  # the Config's validation of the user's values
+                        print(f"invalid settings: {err}")
+                        return
+                    self.recompute(cfg, preset=preset_w.value, seed=int(seed_w.value))
+                    self.show()
+                    self.show_claims()
+                status.value = f"showing: {html.escape(self.source)}"
+            finally:
+                button.disabled = False
+
+        preset_w.observe(on_preset, names="value")
+        button.on_click(on_click)
+        box = widgets.VBox([widgets.HBox([preset_w, seed_w, button]),
+                            widgets.GridBox(list(inputs.values()),
+                                            layout=widgets.Layout(grid_template_columns="repeat(3, 1fr)")),
+                            status, out])
+        _display(box)
+        return box
+
+
+def _field_widget(name: str, tp, value):
+    import ipywidgets as widgets
+
+    layout = widgets.Layout(width="auto")
+    if tp is bool:
+        return widgets.Checkbox(value=bool(value), description=name, style=LABEL_STYLE, layout=layout)
+    if tp is int:
+        return widgets.IntText(value=int(value), description=name, style=LABEL_STYLE, layout=layout)
+    return widgets.FloatText(value=float(value) if math.isfinite(value) else 0.0, description=name,
+                             style=LABEL_STYLE, layout=layout)
+
+
+def open_result(sim: ModuleType, folder: str | Path | None = None) -> Result:
+    """The committed run of ``sim`` (``figures/<name>/``), loaded without recomputing anything."""
+    return Result(sim, folder)
+
+
+def interact(fn, *, live: bool = True, **controls):
+    """``ipywidgets.interact`` with readable labels (``description_width: initial``) and sliders that update on
+    release. ``live=False`` adds a "recompute" button instead of rerunning on every change (expensive ``fn``).
+    Headless, ``fn`` runs once with the defaults (so an error fails the notebook test)."""
+    import ipywidgets as widgets
+
+    quiet = headless() or not _in_kernel()
+    w = widgets.interactive(fn, {"manual": quiet or not live, "manual_name": "recompute"}, **controls)
+    for c in w.kwargs_widgets:
+        if hasattr(c, "style") and hasattr(c.style, "description_width"):
+            c.style.description_width = "initial"
+        if hasattr(c, "continuous_update"):
+            c.continuous_update = False
+        if hasattr(c, "layout") and not isinstance(c, widgets.Dropdown):
+            c.layout.width = "480px"
+    if quiet:  # nobody at the sliders: run once with the defaults, errors propagate
+        return fn(**{c._kwarg: c.get_interact_value() for c in w.kwargs_widgets})
+    _display(w)  # live: already drawn once with the defaults; not live: drawn when "recompute" is pressed
+    return w
+
+
+def fixed(value):
+    """``ipywidgets.fixed``: an argument of :func:`interact` without a control."""
+    import ipywidgets as widgets
+
+    return widgets.fixed(value)
+
+
+def lab_env() -> dict[str, str]:
+    """Environment for ``jupyter lab`` so the repository's settings apply: ``.jupyter/lab/user-settings`` makes
+    the Jupytext notebook the default viewer of ``.py`` files (``workbench notebook`` sets it)."""
+    root = harness.REPO_ROOT
+    return {"JUPYTERLAB_SETTINGS_DIR": str(root / ".jupyter" / "lab" / "user-settings"),
+            "JUPYTERLAB_WORKSPACES_DIR": str(root / ".cache" / "jupyterlab-workspaces"),
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))}
+
+
+def lab_command(target: str = "notebooks") -> list[str]:
+    return ["jupyter", "lab", target]
