@@ -114,6 +114,8 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--out", default=None, help="parent folder: each result goes to OUT/<name>")
     c = sub.add_parser("claims", help="print the claims tables from the committed figures")
     c.add_argument("names", nargs="*")
+    c.add_argument("--readme", action="store_true",
+                   help="also rewrite the claims column of README.md's results table from the committed claims")
     au = sub.add_parser("audit", help="run each result's mutants: every mutant must make a claim fail")
     au.add_argument("names", nargs="*")
     au.add_argument("--no-write", action="store_true", help="print only; do not update figures/audit/")
@@ -296,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
 
             return _cmd_run(registry.result_names(), args.quick, args.seed, args.out, per_result_out=True)
         if args.command == "claims":
+            if args.readme:
+                from sims.core import readme
+
+                print(f"README results table updated: {', '.join(readme.update_results_table())}")
             return _cmd_claims(args.names)
         if args.command == "audit":
             if args.collect:

@@ -635,3 +635,18 @@ def test_notebook_helper_opens_committed_data_and_recomputes(tmp_path, monkeypat
     seen = []
     notebook.interact(lambda a=1.0, b="x": seen.append((a, b)), a=(0.0, 2.0, 0.5), b=["x", "y"])
     assert seen == [(1.0, "x")]
+
+
+def test_readme_claims_column_is_generated(tmp_path):
+    from sims.core import readme
+
+    fig = tmp_path / "figures" / "demo"
+    fig.mkdir(parents=True)
+    claims = [harness.Claim("a", 1, 1, 0.1, kind="check"), harness.Claim("b", 2, 1, 0, "le", kind="bound"),
+              harness.Claim("c", 1, 3, 0.1, kind="paper")]
+    (fig / "claims.json").write_text(json.dumps([c.to_json() for c in claims]))
+    md = tmp_path / "README.md"
+    md.write_text("x\n<!-- results-table -->\n| result | claims |\n| --- | --- |\n"
+                  "| [demo](sims/demo.py) | 9/9 |\n\nend\n")
+    assert readme.update_results_table(md, tmp_path / "figures") == ["demo"]
+    assert "| [demo](sims/demo.py) | 2/3 (1 check, 1 bound, 1 paper) |" in md.read_text()

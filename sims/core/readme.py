@@ -1,0 +1,43 @@
+"""Keep README.md's results table honest: its claims column is generated from the committed claims.json files.
+
+``workbench claims --readme`` rewrites the last cell of each row between ``<!-- results-table -->`` and the end
+of that table as ``passed/total (c check, b bound (l loose), p paper)``; the other cells are the authors' prose.
+Only check/bound/paper claims exist (identities are unit tests), so these counts are what the README reports.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from sims.core.claims import format_counts
+from sims.core.harness import FIGURES_DIR, REPO_ROOT, atomic_write_text, load_claims
+
+MARKER = "<!-- results-table -->"
+_ROW = re.compile(r"^\| \[(?P<name>[a-z0-9_]+)\]\(")
+
+
+def claims_cell(name: str, figures_dir: Path = FIGURES_DIR) -> str:
+    claims = load_claims(name, figures_dir)
+    if claims is None:
+        return "not run yet"
+    return f"{sum(c.passed for c in claims)}/{len(claims)} ({format_counts(claims)})"
+
+
+def update_results_table(readme: Path = REPO_ROOT / "README.md", figures_dir: Path = FIGURES_DIR) -> list[str]:
+    """Rewrite the claims column of the README's results table; returns the names of the rows updated."""
+    lines = readme.read_text().split("\n")
+    if MARKER not in lines:
+        return []
+    i = lines.index(MARKER) + 1
+    updated = []
+    while i < len(lines) and lines[i].startswith("|"):
+        m = _ROW.match(lines[i])
+        if m:
+            cells = lines[i].rstrip().rstrip("|").split(" | ")
+            cells[-1] = claims_cell(m.group("name"), figures_dir)
+            lines[i] = " | ".join(cells) + " |"
+            updated.append(m.group("name"))
+        i += 1
+    atomic_write_text(readme, "\n".join(lines))
+    return updated
