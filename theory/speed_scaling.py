@@ -260,15 +260,18 @@ def _yds(release, deadline, work):
     by_d = jnp.argsort(deadline, stable=True)  # job at deadline-rank q
     rank_r = jnp.argsort(by_r)
     rank_d = jnp.argsort(by_d)
+    # W[p, q] = sum_j w_j [rank_r(j) >= p] [rank_d(j) <= q]: one (n, n) x (n, n) product per round
+    ranks = jnp.arange(n)
+    after_r = (rank_r[:, None] >= ranks[None, :]).astype(dtype)
+    before_d = (rank_d[:, None] <= ranks[None, :]).astype(dtype)
 
     def body(state):
         alive, covered, seg_speed, job_speed, crit, rnd = state
         # collapsed coordinate of every edge: edges[0] + uncovered length before it
         U = edges[0] + jnp.concatenate([jnp.zeros(1, dtype), jnp.cumsum(jnp.where(covered, 0.0, seg_len))])
         rc, dc = U[pos_r], U[pos_d]
-        # W[p, q] = work of alive jobs with release-rank >= p and deadline-rank <= q (2-D prefix sums, O(n^2))
-        M = jnp.zeros((n, n), dtype).at[rank_r, rank_d].add(jnp.where(alive, work, 0.0))
-        W = jnp.cumsum(jnp.cumsum(M[::-1], axis=0)[::-1], axis=1)
+        # W[p, q] = work of alive jobs with release-rank >= p and deadline-rank <= q
+        W = after_r.T @ (jnp.where(alive, work, 0.0)[:, None] * before_d)
         a, b = rc[by_r], dc[by_d]
         length = b[None, :] - a[:, None]
         ok = (length > 0) & alive[by_r][:, None] & alive[by_d][None, :]
