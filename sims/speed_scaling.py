@@ -12,13 +12,20 @@ Figures (``figures/speed_scaling/``):
   las_experiment.png   LAS's experiment (200 jobs, D = 20, alpha = 3, 20 seeds): mean ratios beside the
                        published ones (BKP with the commanded-speed accounting and with work-only accounting)
   las_eps.png          LAS-accurate mean ratio vs eps with the published range: which eps it belongs to
+  las_smoothness.png   LAS's ratio vs the workload-prediction error with (1 + eps)(1 + eta_w)^alpha
   avr_lower_bound.png  AVR / OPT on the lower-bound family at alpha = 2 approaching alpha^alpha = 4
 
-Findings (full preset, 20 seeds): BKP with its commanded speed integrated is at ~8 (published 7.88); the old
-work-only accounting gave 3.6. SP's ratio flattens with the prediction error below lambda^alpha E(OA)/OPT
-(proved) while pure following grows like (1 + eta)^alpha. Robust SP is not (1 + eps)-consistent on every
-instance (theory docstring): 1.017 on LAS's instances at lambda = 2, up to ~1.5 on nested random windows.
-The published LAS-accurate range 1.008-1.026 belongs to an eps interval (``las_eps``), not to all three eps.
+Findings (full preset, 20 seeds):
+  * BKP with its commanded speed integrated: 7.72 +- 0.51 (published 7.88); the old work-only accounting gave
+    3.6 (BKP's speed counts work it has already done, so it over-speeds; the machine pays for it).
+  * SP's ratio flattens with the prediction error below the proved lambda^alpha E(OA)/OPT (worst over the
+    adversarial family: 0.64 / 0.46 / 0.21 of that bound at lambda = 1.5 / 2 / 4), while pure following grows
+    to ~500 OPT at eta ~ 100; noisy predictions stay below (1 + eta)^alpha for every sigma.
+  * Robust SP is not (1 + eps)-consistent on every instance (theory docstring): worst seed 1.126 / 1.071 /
+    1.025 at lambda = 1.5 / 2 / 4 with the exact prediction, against 1.1 at eps = 0.1 (lambda = 1.5 fails, and
+    is kept failing); pure following of the exact prediction costs exactly OPT on every instance.
+  * The published LAS-accurate range 1.008-1.026 maps to eps in [0.24, 1.17] on our instances (LAS-accurate
+    is 1.005 at eps = 0.1 and 1.036 at eps = 2), so it belongs to eps = 0.5 of our three, not to all three.
 
 Grid: the LAS instances have integer release times; every online algorithm runs on ``substeps`` slots per
 time unit (AVR, OA and SP are exact on it; qOA and BKP are evaluated at slot starts; LAS rounds its shrink up
@@ -50,7 +57,12 @@ PUBLISHED = {"avr": 1.27, "oa": 1.20, "bkp": 7.88}  # Bamas et al. 2020, mean ra
 PUBLISHED_LAS = (1.008, 1.026)
 ADVERSARIAL = ("zero", "scaled_up", "scaled_down", "shifted_early", "shifted_late", "reversed", "uniform",
                "spikes", "very_noisy")
-KNOWN_MISMATCHES: dict[str, str] = {}
+# Claims that fail on the full preset, with the reason (kept failing, not loosened).
+KNOWN_MISMATCHES = {
+    "SP-dynamic consistency on LAS's instances (lambda=1.5)": "the cap binds during the ramp at the start (OPT "
+    "speeds up for jobs not yet released); see the theory docstring",
+    "SP-offline consistency on LAS's instances (lambda=1.5)": "same as SP-dynamic",
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -189,6 +201,11 @@ def _row(key, *, cfg: Config):
         return ss.energy(ss.yds(r, d - m * dt, w).profile, a) / opt
 
     out["las_shrunk_opt"] = jax.vmap(shrunk_opt)(eps)
+    # job-workload predictions with relative noise sigma (LAS at the smallest eps): smoothness curve
+    sig = jnp.asarray(cfg.noise_levels)
+    w_noisy = jax.vmap(lambda s_, k: ss.predict_work(k, w, "accurate", s_))(sig, jax.random.split(k_work, sig.size))
+    out["las_noise"] = jax.vmap(lambda p_: las_run(jnp.min(eps), p_)[0])(w_noisy)
+    out["las_noise_error"] = jax.vmap(lambda p_: ss.prediction_error(p_, w, a))(w_noisy)
     if cfg.las_eps_grid:
         grid = jnp.asarray(cfg.las_eps_grid)
         out["las_eps_grid"] = jax.vmap(lambda e: las_run(e, w)[0])(grid)
@@ -370,6 +387,18 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 "mean over seeds of ratio / (1 + eta)^a <= 1", 1.0, rel, 0.0, "le", kind="check",
                 source="theory"))
 
+    # LAS smoothness with noisy job-workload predictions (smallest eps): ratio <= (1 + eps) (1 + eta_w)^a
+    eta_w, las_n = np.asarray(main["las_noise_error"]), np.asarray(main["las_noise"])
+    e0 = float(eps.min())
+    for i, sig in enumerate(cfg.noise_levels):
+        if sig == 0:
+            continue
+        rel = las_n[:, i] / ((1 + e0) * (1 + eta_w[:, i]) ** a)
+        out.append(Claim.from_samples(
+            f"LAS smoothness (eps={e0:g}, workload noise sigma={sig:g}, mean eta_w={eta_w[:, i].mean():.2f}): mean "
+            "over seeds of ratio / ((1 + eps) (1 + eta_w)^a) <= 1", 1.0, rel, 0.0, "le", kind="check",
+            source="theory"))
+
     # LAS
     las_acc = np.asarray(main["las_accurate"])  # (seeds, eps)
     shrunk = np.asarray(main["las_shrunk_opt"])
@@ -476,6 +505,21 @@ def plot(results: dict, cfg: Config) -> dict:
            title=f"SP with noisy speed predictions s_hat = s* exp(sigma z - sigma^2/2)  ({setup})")
     ax.legend(fontsize=7, ncol=3, loc="upper left")
     figs["ratio_vs_error"] = fig
+
+    # LAS with noisy job-workload predictions
+    fig, ax = style.figure(figsize=(7, 4.5))
+    eta_w = np.asarray(main["las_noise_error"]).mean(0)
+    xw = np.where(eta_w > 0, eta_w, x_floor)
+    m, h = _mean_ci(np.asarray(main["las_noise"]))
+    ax.errorbar(xw, m, yerr=h, fmt="o-", capsize=3, label=f"LAS, eps={eps.min():g} (mean, 95% CI)")
+    xs = np.geomspace(x_floor, max(xw.max(), 1.0), 100)
+    ax.plot(xs, (1 + eps.min()) * (1 + xs) ** a, **style.prediction(), label="(1 + eps)(1 + eta_w)^a")
+    ax.axhline(np.mean(np.asarray(main["avr"])), color=COLORS["avr"], lw=2, alpha=0.5, label="AVR, mean")
+    ax.set(xscale="log", yscale="log", ylim=(0.95, None),
+           xlabel=f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a (eta = 0 drawn at {x_floor})",
+           ylabel="energy / OPT", title=f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({setup})")
+    ax.legend(fontsize=8)
+    figs["las_smoothness"] = fig
 
     # speed profiles (seed 0, first 60 time units)
     p = results["profiles"]

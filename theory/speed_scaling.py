@@ -58,9 +58,10 @@ Algorithms (E = energy, OPT = E(YDS)):
        robust SP deviates from OPT only where OPT > lambda OA_ref (OPT speeds up for jobs not yet released:
        the ramp at the start of LAS's instances) or where OPT falls behind the OA reference on a deadline
        prefix (OPT may postpone a job OA runs early). Both can be made arbitrarily costly by nesting windows,
-       so robust SP is NOT (1 + eps)-consistent on every instance for a fixed lambda: measured, LAS's
-       instances give 1.017 at lambda = 2 and 1.005 at lambda = 4; random instances with windows 1..10 give
-       up to ~1.5 (the tests pin one). A dynamic predictor cannot tell "a burst is coming" from an adversary;
+       so robust SP is NOT (1 + eps)-consistent on every instance for a fixed lambda: measured, the worst of
+       20 LAS instances (200 jobs) is 1.126 / 1.071 / 1.025 at lambda = 1.5 / 2 / 4 (1.21 at lambda = 2 on
+       40-job instances, where the ramp is a larger share); random instances with windows 1..10 give up to
+       ~1.5 (the tests pin one above 1.1). A dynamic predictor cannot tell "a burst is coming" from an adversary;
        how the paper gets both guarantees at once is not in our notes.
        Smoothness: the measured ratio stays below (1 + eta)^alpha with eta = ||s_hat - s*||_alpha / ||s*||_alpha
        (Minkowski: E(s_hat) <= (1 + eta)^alpha OPT) until the cap binds, then flattens below lambda^alpha
