@@ -27,9 +27,9 @@
 # by
 #   $\delta$ and smooths the result ("robustify"), $((1+\delta)/(1-\delta))^\alpha = 1+\epsilon$.
 # * **SP** (machine-speed predictions) uses a predicted *speed profile* $\hat s(t)$: follow it on the pending
-# work,
-#   add a reserve when it would miss a (shrunk) deadline, then robustify. Accurate $\hat s$ gives
-#   $\le (1+\epsilon)$ OPT; any $\hat s$ gives $\le \delta^{-\alpha} 2^{\alpha-1}\alpha^\alpha$ OPT.
+#   work with an OA reserve, clipped to $\lambda$ times the speed of a reference OA run. Any $\hat s$ gives
+#   $\le \lambda^\alpha E(\mathrm{OA}) \le \lambda^\alpha\alpha^\alpha$ OPT; pure following of an exact
+#   $\hat s$ gives OPT, the clip costs a little consistency.
 #
 # SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling.py`.
 
@@ -59,7 +59,7 @@ nb = notebook.open_result(sim)  # the committed run (figures/speed_scaling/data.
 
 # %% [markdown]
 # ## Figures
-# Ratio vs prediction error (one curve per $\epsilon$), the speed profiles on one instance, robustness under
+# Ratio vs prediction error (one curve per cap $\lambda$), the speed profiles on one instance, robustness under
 # adversarial predictions, LAS's experiment beside the published means, and AVR's lower-bound family.
 # The committed full-preset run, loaded from `figures/speed_scaling/data.npz` (no recomputation:
 # opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
@@ -81,13 +81,13 @@ opt_res = ss.yds(r, d, w)
 s_opt = ss.profile_on_grid(opt_res.profile, N_SLOTS, DT)
 
 
-def explore(alpha=3.0, eps=0.5, noise=0.2):
+def explore(alpha=3.0, eps=0.5, noise=0.2, cap=2.0):
     key = jax.random.key(1)
     opt = float(ss.energy(opt_res.profile, alpha))
     s_hat = ss.predict_speed(key, s_opt, "noisy", noise)
     w_hat = ss.predict_work(key, w, "accurate", noise)
     rows = {
-        **{f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, eps=eps, alpha=alpha, mode=m, dt=DT)
+        **{f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, cap=cap, dt=DT)
            for m in ss.SP_MODES},
         "LAS": ss.las(r, d, w, w_hat, eps=eps, alpha=alpha, n_slots=N_SLOTS, dt=DT),
         "OA": ss.oa(r, d, w, n_slots=N_SLOTS, dt=DT),
@@ -101,12 +101,13 @@ def explore(alpha=3.0, eps=0.5, noise=0.2):
         ax.stairs(sched.profile.speed, t, lw=1.1, label=f"{name}: E/OPT = {ratio:.3f}")
     err = float(ss.prediction_error(s_hat, s_opt, alpha))
     ax.set(xlabel="time", ylabel="speed",
-           title=f"alpha={alpha:g}, eps={eps:g}, speed-prediction error {err:.2f}")
+           title=f"alpha={alpha:g}, LAS eps={eps:g}, SP lambda={cap:g}, speed-prediction error {err:.2f}")
     ax.legend(fontsize=7, ncol=2)
     plt.show()
 
 
-notebook.interact(explore, live=False, alpha=(1.5, 4.0, 0.5), eps=(0.05, 2.0, 0.05), noise=(0.0, 2.0, 0.1))
+notebook.interact(explore, live=False, alpha=(1.5, 4.0, 0.5), eps=(0.05, 2.0, 0.05), noise=(0.0, 2.0, 0.1),
+                  cap=(1.0, 8.0, 0.5))
 
 # %% [markdown]
 # ## Recompute

@@ -1,7 +1,8 @@
-"""End-to-end run of the speed-scaling result on its quick preset."""
+"""End-to-end run of the speed-scaling result on its quick preset; Config validation."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
@@ -16,7 +17,8 @@ def test_quick_preset_end_to_end(tmp_path):
     assert outcome.claims, "no claims"
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
-    for name in ("ratio_vs_error", "profiles", "robustness", "las_experiment"):  # avr_lower_bound: full only
+    assert all(c.kind in ("check", "bound", "paper") for c in outcome.claims)
+    for name in ("ratio_vs_error", "profiles", "robustness", "las_experiment"):  # las_eps, avr_lower_bound: full
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["claims_passed"] == manifest["claims_total"] and manifest["nonfinite_arrays"] == []
@@ -25,6 +27,23 @@ def test_quick_preset_end_to_end(tmp_path):
     # the quick preset is not LAS's experiment: no published-number claims are made on it
     assert not sim.paper_setup(sim.PRESETS["quick"]) and sim.paper_setup(sim.PRESETS["full"])
 
+
+@pytest.mark.parametrize("field, value, match", [
+    ("alpha", 1.0, "alpha"), ("alpha", float("nan"), "alpha"), ("eps_values", (), "eps_values"),
+    ("eps_values", (0.1, -1.0), "eps_values"), ("caps", (0.5,), "caps"), ("noise_levels", (0.1, 0.2), "noise_levels"),
+    ("noise_levels", (0.0, 0.4, 0.2), "noise_levels"), ("n_seeds", 3, "n_seeds"), ("n_jobs", 0, "n_jobs"),
+    ("lb_kappas", (1.5,), "lb_kappas"), ("bkp_check_jobs", 500, "bkp_check_jobs"), ("walk_step", -1.0, "walk_step"),
+    ("las_eps_grid", (0.5, 0.1), "las_eps_grid"), ("eps_values", (1e6,), "eps_values"),
+])
+def test_config_validates_its_fields(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(sim.PRESETS["quick"], **{field: value})
+
+
+def test_las_eps_interval_interpolates_the_published_range():
+    lo, hi = sim.las_eps_interval([0.1, 0.5, 2.0], [1.004, 1.014, 1.036])
+    assert 0.1 < lo < 0.5 < hi < 2.0
+    assert np.isnan(sim.las_eps_interval([0.1, 1.0], [1.03, 1.04])[0])
 
 
 @pytest.mark.slow
