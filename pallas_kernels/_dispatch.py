@@ -21,14 +21,14 @@ import contextvars
 import functools
 import re
 from collections.abc import Callable
-from typing import Literal, TypeAlias
+from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import checkify
 
-Implementation: TypeAlias = Literal["xla", "pallas", "interpret"] | None
+Implementation = Literal["xla", "pallas", "interpret"] | None
 IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -127,10 +127,17 @@ def check_array(
             raise ValueError(f"{name} must be an array, got {type(x).__name__}")
     dt = jnp.dtype(x.dtype)
     if dt.name not in dtypes:
-        kind = "complex" if jnp.issubdtype(dt, jnp.complexfloating) else (
-            "integer" if jnp.issubdtype(dt, jnp.integer) else ("boolean" if dt == jnp.bool_ else "non-float")
+        kind = (
+            "complex"
+            if jnp.issubdtype(dt, jnp.complexfloating)
+            else ("integer" if jnp.issubdtype(dt, jnp.integer) else ("boolean" if dt == jnp.bool_ else "non-float"))
         )
-        raise ValueError(f"{name} must have dtype in {dtypes}, got {kind} dtype {dt.name}")
+        what = (
+            "a floating-point array"
+            if dtypes == FLOAT_DTYPES or all("float" in d for d in dtypes)
+            else ("an integer array" if all("int" in d for d in dtypes) else "an array")
+        )
+        raise ValueError(f"{name} must be {what} with dtype in {dtypes}, got {kind} dtype {dt.name}")
     nd = len(x.shape)
     if ndim is not None:
         allowed = (ndim,) if isinstance(ndim, int) else ndim

@@ -164,9 +164,7 @@ def flash_pallas(
     g = H // Hkv
     bq, bk = block_sizes.block_q, block_sizes.block_k
     if Lq % bq or Lk % bk:
-        raise ValueError(
-            f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq}, block_k={bk}"
-        )
+        raise ValueError(f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq}, block_k={bk}")
     Qb, KVb = Lq // bq, Lk // bk
     sparse = kv_indices is not None
     kw = dict(causal=causal, scale=scale, block_q=bq, block_k=bk, num_kv_blocks=KVb)
@@ -191,9 +189,7 @@ def flash_pallas(
             name="block_sparse_flash" if sparse else "flash_attention",
         )
         if sparse:
-            return call(
-                kv_num_blocks.reshape(-1).astype(jnp.int32), kv_indices.reshape(-1).astype(jnp.int32), q, k, v
-            )
+            return call(kv_num_blocks.reshape(-1).astype(jnp.int32), kv_indices.reshape(-1).astype(jnp.int32), q, k, v)
         return call(q, k, v)
 
     if backend != "gpu":

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Public ops: ``flash_attention`` and ``block_sparse_attention`` (layout [B, L, H, D], GQA, causal or not).
 
 ``implementation`` (:mod:`pallas_kernels._dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes
@@ -146,14 +147,13 @@ def check_block_lists(kv_num_blocks, kv_indices, B: int, H: int, Qb: int, KVb: i
     """Shapes, integer dtypes and ranges of FlexAttention-style block lists (ranges: eager, or traced under
     ``checked``: an out-of-range index would be an out-of-bounds read on hardware)."""
     for name, x in (("kv_num_blocks", kv_num_blocks), ("kv_indices", kv_indices)):
-        dp.check_array(name, x, dtypes=("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"),
-                       allow_empty=True)
+        dp.check_array(
+            name, x, dtypes=("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"), allow_empty=True
+        )
     if tuple(kv_num_blocks.shape) != (B, H, Qb):
         raise ValueError(f"kv_num_blocks must have shape (B, H, Qb) = {(B, H, Qb)}, got {kv_num_blocks.shape}")
     if kv_indices.ndim != 4 or tuple(kv_indices.shape[:3]) != (B, H, Qb):
-        raise ValueError(
-            f"kv_indices must have shape (B, H, Qb, cap) = {(B, H, Qb)} + (cap,), got {kv_indices.shape}"
-        )
+        raise ValueError(f"kv_indices must have shape (B, H, Qb, cap) = {(B, H, Qb)} + (cap,), got {kv_indices.shape}")
     cap = kv_indices.shape[-1]
     if cap == 0:
         raise ValueError(f"kv_indices must have a capacity (last axis) >= 1, got shape {kv_indices.shape}")
@@ -190,7 +190,9 @@ def block_sparse_attention(
     is_causal = _causal_kw(is_causal, causal)
     if block_sizes is None:
         if block_q is None or block_k is None:
-            raise ValueError("block_sparse_attention needs block_sizes=AttentionBlockSizes(bq, bk) (or block_q=, block_k=)")
+            raise ValueError(
+                "block_sparse_attention needs block_sizes=AttentionBlockSizes(bq, bk) (or block_q=, block_k=)"
+            )
         block_sizes = AttentionBlockSizes(block_q, block_k)
     elif block_q is not None or block_k is not None:
         raise ValueError("give either block_sizes or block_q/block_k, not both")
@@ -201,16 +203,12 @@ def block_sparse_attention(
     B, Lq, H, D = q.shape
     Lk = k.shape[1]
     if Lq % bq or Lk % bk:
-        raise ValueError(
-            f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq} and block_k={bk}"
-        )
+        raise ValueError(f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq} and block_k={bk}")
     check_block_lists(kv_num_blocks, kv_indices, B, H, Lq // bq, Lk // bk)
     if is_causal and Lq != Lk:
         raise ValueError(f"is_causal attention needs Lq == Lk, got {Lq} and {Lk}")
     scale = _check_scale(scale, D)
-    impl, plat = dp.resolve(
-        implementation, backend=backend, pallas_ok=lambda p: _tiling_refusal(bq, bk, Lq, Lk, D, p)
-    )
+    impl, plat = dp.resolve(implementation, backend=backend, pallas_ok=lambda p: _tiling_refusal(bq, bk, Lq, Lk, D, p))
     if impl == "xla":
         return ref.block_sparse_xla(
             q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale

@@ -121,9 +121,7 @@ def block_sparse_reference(
     causal = causal if is_causal is None else bool(is_causal)
     Lk = k.shape[1]
     bm = block_lists_to_mask(kv_num_blocks, kv_indices, Lk // block_k)
-    return attention_reference(
-        q, k, v, causal=causal, scale=scale, mask=expand_block_mask(bm, block_q, block_k)
-    )
+    return attention_reference(q, k, v, causal=causal, scale=scale, mask=expand_block_mask(bm, block_q, block_k))
 
 
 def block_sparse_xla(

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Louver-style threshold retrieval: every key with ``q . k >= tau``, zero false negatives by construction.
 
 Index (``build_key_index``): the keys of each kv head are cut into blocks of ``block_size``; per block either
@@ -24,16 +25,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
-from jaxtyping import Array, Float
 
 # imported eagerly: importing them inside the first trace changes JAX's trace context and makes the
 # second call of a jitted op recompile
 from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
+from jaxtyping import Array, Float
 
-from pallas_kernels.attention import reference as ref
 from pallas_kernels import _dispatch as dp
 from pallas_kernels._dispatch import Implementation
+from pallas_kernels.attention import reference as ref
 from pallas_kernels.attention.ops import _bhld, _pow2_divisor, check_qkv
 
 BOUNDS = ("ball", "box")
@@ -66,9 +67,7 @@ def build_key_index(k, *, block_size: int = 16, bound: str = "ball") -> KeyIndex
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
     dp.check_array("k", k, ndim=4)
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 or k.shape[1] % block_size:
-        raise ValueError(
-            f"block_size must be a positive integer dividing Lk={k.shape[1]}, got {block_size!r}"
-        )
+        raise ValueError(f"block_size must be a positive integer dividing Lk={k.shape[1]}, got {block_size!r}")
     B, Lk, Hkv, D = k.shape
     kb = _bhld(k).astype(jnp.float32).reshape(B, Hkv, Lk // block_size, block_size, D)
     infl = 1.0 + 4 * (D + 2) * _EPS
@@ -191,7 +190,9 @@ def threshold_retrieve(
         try:
             jnp.broadcast_shapes(tau.shape, (B, H, Lq))
         except ValueError:
-            raise ValueError(f"tau must be a scalar or broadcastable to (B, H, Lq) = {(B, H, Lq)}, got shape {tau.shape}") from None
+            raise ValueError(
+                f"tau must be a scalar or broadcastable to (B, H, Lq) = {(B, H, Lq)}, got shape {tau.shape}"
+            ) from None
     dp.check_finite("tau", tau)
     bq = block_q or _pow2_divisor(Lq)
     dp.check_block("block_q", bq)

@@ -50,8 +50,7 @@ class EqxQuantizedLinear(eqx.Module):
 
     @classmethod
     def from_linear(cls, linear: eqx.nn.Linear, format: str = "nvfp4", implementation=None):
-        return cls(weight=quantize_weight(linear.weight, format), bias=linear.bias,
-                   implementation=implementation)
+        return cls(weight=quantize_weight(linear.weight, format), bias=linear.bias, implementation=implementation)
 
     def __call__(self, x):
         y = fp4_matmul(x, self.weight, implementation=self.implementation)
@@ -81,9 +80,14 @@ class NnxQuantizedLinear(nnx.Module):
 
     @property
     def weight(self) -> QuantizedArray:
-        return QuantizedArray(codes=self.codes[...], scales=self.scales[...],
-                              global_scale=self.global_scale[...], shape=self.shape, format=self.format,
-                              block_size=self.block_size)
+        return QuantizedArray(
+            codes=self.codes[...],
+            scales=self.scales[...],
+            global_scale=self.global_scale[...],
+            shape=self.shape,
+            format=self.format,
+            block_size=self.block_size,
+        )
 
     def __call__(self, x):
         y = fp4_matmul(x, self.weight, implementation=self.implementation)

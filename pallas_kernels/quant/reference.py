@@ -194,8 +194,7 @@ def razer_activation_block_codes(xb, inv_g):
 
 
 def _e3m3_scale_code(bmax, qmax: float):
-    return fp4.e3m3_encode(
-        jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX)))
+    return fp4.e3m3_encode(jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX)))
 
 
 def razer_weight_candidate(xs, bmax, idx: int, allow_special: bool = True):
@@ -282,9 +281,14 @@ def dequantize_blocks(codes, byte, g, fmt: str):
 
 def _pack(x, codes, sc, g, fmt: str) -> QuantizedArray:
     codes = codes.reshape(*x.shape[:-1], x.shape[-1])
-    return QuantizedArray(codes=fp4.pack_nibbles(codes), scales=sc.astype(jnp.uint8),
-                          global_scale=jnp.asarray(g, jnp.float32), shape=tuple(x.shape), format=fmt,
-                          block_size=fp4.BLOCK_SIZE[fmt])
+    return QuantizedArray(
+        codes=fp4.pack_nibbles(codes),
+        scales=sc.astype(jnp.uint8),
+        global_scale=jnp.asarray(g, jnp.float32),
+        shape=tuple(x.shape),
+        format=fmt,
+        block_size=fp4.BLOCK_SIZE[fmt],
+    )
 
 
 def nvfp4_quantize(x, global_scale=None) -> QuantizedArray:
