@@ -74,9 +74,7 @@ def _cases(platform):
             (q, k, k, cnt, idx),
         ),
         "threshold_ball": (
-            lambda q, k: (
-                threshold_retrieve(q, k, 1.0, block_size=16, implementation="pallas", backend=be).block_mask
-            ),
+            lambda q, k: threshold_retrieve(q, k, 1.0, block_size=16, implementation="pallas", backend=be).block_mask,
             (q, k),
         ),
         "threshold_box": (
@@ -105,7 +103,5 @@ def test_gpu_rejects_non_power_of_two_blocks():
     q = SD((1, 96, 2, 16), jnp.float32)
     with pytest.raises(ValueError, match="power of two"):
         jax.jit(
-            functools.partial(
-                block_sparse_attention, block_q=48, block_k=48, implementation="pallas", backend="gpu"
-            )
+            functools.partial(block_sparse_attention, block_q=48, block_k=48, implementation="pallas", backend="gpu")
         ).trace(q, q, q, SD((1, 2, 2), jnp.int32), SD((1, 2, 2, 2), jnp.int32))

@@ -62,8 +62,9 @@ def test_pallas_interpret_equals_reference(shape, log_scale, seed):
     b = mxfp4_quantize(x, implementation="interpret")
     np.testing.assert_array_equal(np.asarray(a.codes), np.asarray(b.codes))
     np.testing.assert_array_equal(np.asarray(a.scales), np.asarray(b.scales))
-    np.testing.assert_array_equal(np.asarray(mxfp4_dequantize(a)),
-                                  np.asarray(mxfp4_dequantize(a, implementation="interpret")))
+    np.testing.assert_array_equal(
+        np.asarray(mxfp4_dequantize(a)), np.asarray(mxfp4_dequantize(a, implementation="interpret"))
+    )
 
 
 def test_errors():

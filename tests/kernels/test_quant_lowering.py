@@ -26,17 +26,23 @@ TARGET = {"cuda": "__gpu$xla.gpu.triton", "tpu": "tpu_custom_call"}
 def _lower(fn, platform, *specs):
     if platform == "tpu":
         return jax.jit(fn).trace(*specs).lower(lowering_platforms=("tpu",))
-    mesh = AbstractMesh((1,), ("x",), (AxisType.Explicit,),
-                        abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None,
-                                                       platform="cuda"))
+    mesh = AbstractMesh(
+        (1,),
+        ("x",),
+        (AxisType.Explicit,),
+        abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None, platform="cuda"),
+    )
     with jax.sharding.use_abstract_mesh(mesh):
         return jax.jit(fn).trace(*specs).lower(lowering_platforms=("cuda",))
 
 
 def _quantized_spec(fmt, shape):
-    fn = {"nvfp4": ref.nvfp4_quantize, "mxfp4": ref.mxfp4_quantize,
-          "razer_activation": lambda x: ref.razer_quantize(x, "activation"),
-          "razer_weight": lambda x: ref.razer_quantize(x, "weight")}[fmt]
+    fn = {
+        "nvfp4": ref.nvfp4_quantize,
+        "mxfp4": ref.mxfp4_quantize,
+        "razer_activation": lambda x: ref.razer_quantize(x, "activation"),
+        "razer_weight": lambda x: ref.razer_quantize(x, "weight"),
+    }[fmt]
     return jax.eval_shape(fn, jax.ShapeDtypeStruct(shape, jnp.float32))
 
 
@@ -52,8 +58,7 @@ def test_quantize_dequantize_matmul_lower(fmt, platform):
     low = _lower(lambda x, g: _blockwise.quantize_pallas(x, g, fmt=fmt, platform=platform), platform, x, g)
     assert TARGET[platform] in _custom_calls(low)
     q = _quantized_spec(fmt, (64, 512))
-    low = _lower(lambda q: _blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform),
-                 platform, q)
+    low = _lower(lambda q: _blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform), platform, q)
     assert TARGET[platform] in _custom_calls(low)
     a = jax.ShapeDtypeStruct((8, 512), jnp.bfloat16)
     w = _quantized_spec(fmt, (128, 512))
@@ -74,8 +79,9 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
     b = _blockwise.quantize_pallas(x, g, fmt=fmt, interpret=True, platform="tpu")
     np.testing.assert_array_equal(np.asarray(a.codes), np.asarray(b.codes))
     np.testing.assert_array_equal(np.asarray(a.scales), np.asarray(b.scales))
-    np.testing.assert_array_equal(np.asarray(ref.dequantize(a)),
-                                  np.asarray(_blockwise.dequantize_pallas(a, interpret=True, platform="tpu")))
+    np.testing.assert_array_equal(
+        np.asarray(ref.dequantize(a)), np.asarray(_blockwise.dequantize_pallas(a, interpret=True, platform="tpu"))
+    )
     act = jnp.asarray(rng.standard_normal((5, 96)), jnp.bfloat16)
     y_ref = np.asarray(ref.fp4_matmul(act, a, out_dtype=jnp.float32), np.float64)
     y = fp4_matmul_pallas(act, a, out_dtype=jnp.float32, interpret=True, platform="tpu")

@@ -27,9 +27,7 @@ _floats = st.floats(-4, 4, width=32, allow_subnormal=False)
 
 @functools.cache
 def _retrieve(block_size, bound, impl="xla"):
-    return jax.jit(
-        functools.partial(threshold_retrieve, block_size=block_size, bound=bound, implementation=impl)
-    )
+    return jax.jit(functools.partial(threshold_retrieve, block_size=block_size, bound=bound, implementation=impl))
 
 
 @given(
@@ -41,9 +39,7 @@ def _retrieve(block_size, bound, impl="xla"):
     k_shift=st.sampled_from([0.0, 3.0]),
 )
 def test_zero_false_negatives(q, k, tau, block_size, bound, k_shift):
-    k = k + np.float32(
-        k_shift
-    )  # keys away from the origin: the bound is far from tight, the check still exact
+    k = k + np.float32(k_shift)  # keys away from the origin: the bound is far from tight, the check still exact
     r = _retrieve(block_size, bound)(q, k, tau)
     exact = np.einsum("bqhd,bkd->bhqk", q.astype(np.float64), k[:, :, 0].astype(np.float64))  # Hkv = 1
     needed = exact >= tau
