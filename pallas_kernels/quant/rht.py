@@ -54,11 +54,13 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
+from pallas_kernels import _dispatch as dp
 from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant.hadamard import (
     HadamardBlockSizes,
     _block_sizes_kw,
     check_length,
+    check_x,
     fwht_reference,
     hadamard_matrix_np,
     kron_split,
@@ -101,7 +103,9 @@ def _check(x, bits, scaling):
         raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     if x.ndim < 1:
         raise ValueError(f"x must have at least one axis (the vectors lie along the last), got shape {x.shape}")
+    check_x(x)
     check_length(x.shape[-1])
+    dp.check_finite("x", x, "; the norm and the compander would turn a whole vector into NaN")
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
