@@ -91,10 +91,11 @@ def check_length(d: int, name: str = "x.shape[-1]") -> None:
         raise ValueError(f"{name} must be a power of two (Walsh-Hadamard length), got {d}")
 
 
-def resolve_implementation(implementation: Implementation, pallas_ok=True) -> str:
+def resolve_implementation(implementation: Implementation, pallas_ok=True, backend: str | None = None) -> str:
     """The shared resolver (:func:`pallas_kernels._dispatch.resolve`): None -> the kernel on GPU/TPU when
-    ``pallas_ok`` accepts the shapes, else "xla"."""
-    return dp.resolve(implementation, pallas_ok=pallas_ok)[0]
+    ``pallas_ok`` accepts the shapes, else "xla". ``backend`` ("gpu"/"tpu") lets a CPU host lower the kernel
+    for an accelerator (the kernels pick their platform's parameters at lowering time)."""
+    return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend)[0]
 
 
 def check_x(x, name: str = "x") -> None:
@@ -274,6 +275,7 @@ def fwht(
     block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
     blocks: HadamardBlockSizes | None = None,
+    backend: str | None = None,
 ) -> Float[Array, "*batch d"]:
     """Normalized fast Walsh-Hadamard transform along the last axis: ``x @ H_d / sqrt(d)``.
 
@@ -287,7 +289,7 @@ def fwht(
         x = jnp.asarray(x)
     check_x(x)
     check_length(x.shape[-1])
-    impl = resolve_implementation(implementation, lambda p: _pallas_refusal(x.shape[-1], block_sizes))
+    impl = resolve_implementation(implementation, lambda p: _pallas_refusal(x.shape[-1], block_sizes), backend)
     if impl == "xla":
         return fwht_reference(x)
     return fwht_pallas(x, blocks=block_sizes, interpret=impl == "interpret", precision=precision)

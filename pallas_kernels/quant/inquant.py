@@ -288,7 +288,12 @@ def _unpack_call(packed, scales, *routing, dtype, rows, interpret, compiler_para
 
 
 def inquant_unpack(
-    q: InQuantPacked, *, dtype=jnp.float32, implementation: Implementation = None, block_rows: int = 32
+    q: InQuantPacked,
+    *,
+    dtype=jnp.float32,
+    implementation: Implementation = None,
+    block_rows: int = 32,
+    backend: str | None = None,
 ) -> jax.Array:
     """Dequantize an ``InQuantPacked`` to ``(..., T, C)``: ordinary channels from int4, outliers from the
     8-bit
@@ -306,7 +311,7 @@ def inquant_unpack(
             return f"channels must be a power of two >= 32 for the Pallas unpack, got {c}"
         return None
 
-    impl = resolve_implementation(implementation, refusal)
+    impl = resolve_implementation(implementation, refusal, backend)
     if impl == "xla":
         return inquant_unpack_reference(q, dtype)
     shape = (*q.packed.shape[:-1], c)

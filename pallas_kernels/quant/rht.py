@@ -395,6 +395,7 @@ def rht_quantize(
     block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
     blocks: HadamardBlockSizes | None = None,
+    backend: str | None = None,
 ) -> RHTQuantized:
     """Dithered RHT quantization of the vectors along the last axis of ``x`` (..., d) at ``bits`` per
     coordinate.
@@ -410,7 +411,7 @@ def rht_quantize(
     _check(x, bits, scaling)
     _check_key(key)
     d = x.shape[-1]
-    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes))
+    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend)
     signs, u = rht_randomness(key, d, x.shape[:-1])
     if impl == "xla":
         codes, scale = rht_quantize_reference(x, signs, u, bits=bits, scaling=scaling)
@@ -439,6 +440,7 @@ def rht_dequantize(
     block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
     blocks: HadamardBlockSizes | None = None,
+    backend: str | None = None,
 ) -> Float[Array, "*batch d"]:
     """x_hat = D H (S q) with the signs and dither regenerated from ``q.key``; shape ``q.codes.shape``."""
     if not isinstance(q, RHTQuantized):
@@ -449,7 +451,7 @@ def rht_dequantize(
     block_sizes = _block_sizes_kw(block_sizes, blocks)
     shape = q.codes.shape
     d = shape[-1]
-    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes))
+    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend)
     signs, u = rht_randomness(q.key, d, shape[:-1])
     if impl == "xla":
         return rht_dequantize_reference(q.codes, q.scale, signs, u, bits=q.bits, dtype=dtype)

@@ -29,7 +29,6 @@ from pallas_kernels.quant import (
     fwht,
     inquant_pack,
     inquant_unpack,
-    mxfp4_dequantize,
     mxfp4_quantize,
     nvfp4_dequantize,
     nvfp4_quantize,
