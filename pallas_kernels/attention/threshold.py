@@ -61,7 +61,7 @@ class Retrieval(NamedTuple):
     touched_fraction: jax.Array
 
 
-def build_key_index(k, *, block_size: int = 16, bound: str = "ball") -> KeyIndex:
+def build_key_index(k: Float[Array, "B Lk Hkv D"], *, block_size: int = 16, bound: str = "ball") -> KeyIndex:
     """Block summaries of ``k [B, Lk, Hkv, D]`` (Lk a multiple of ``block_size``)."""
     if bound not in BOUNDS:
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
@@ -223,9 +223,9 @@ def threshold_retrieve(
 
 
 def threshold_attention(
-    q,
-    k,
-    v,
+    q: Float[Array, "B Lq H D"],
+    k: Float[Array, "B Lk Hkv D"],
+    v: Float[Array, "B Lk Hkv D"],
     tau,
     *,
     block_size: int = 16,

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """InQuant: in-place mixed-precision 4-bit KV-cache packing (``shared/papers/quantization.md``).
 
 Input: a KV tensor ``x`` of shape ``(..., T, C)`` (tokens x channels, 16-bit in practice). Outlier
@@ -38,6 +39,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
+from jaxtyping import Array, Float
 
 from pallas_kernels import _dispatch as dp
 from pallas_kernels._dispatch import Implementation
@@ -174,7 +176,7 @@ def _pack(x, key, *, n_outliers, n_samples):
 
 
 def inquant_pack(
-    x: jax.Array,
+    x: Float[Array, "*batch T C"],
     *,
     key: jax.Array,
     n_outliers: int | None = None,
@@ -294,7 +296,7 @@ def inquant_unpack(
     implementation: Implementation = None,
     block_rows: int = 32,
     backend: str | None = None,
-) -> jax.Array:
+) -> Float[Array, "*batch T C"]:
     """Dequantize an ``InQuantPacked`` to ``(..., T, C)``: ordinary channels from int4, outliers from the
     8-bit
     code rebuilt out of their own and their donor's nibble, donors as their sampled mean."""
