@@ -86,3 +86,13 @@ def test_gpu_rejects_non_power_of_two_blocks():
         jax.jit(
             functools.partial(block_sparse_attention, block_q=48, block_k=48, implementation="pallas", backend="gpu")
         ).trace(q, q, q, SD((1, 2, 2), jnp.int32), SD((1, 2, 2, 2), jnp.int32))
+
+
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+def test_default_implementation_falls_back_to_xla_for_shapes_the_kernel_refuses():
+    """implementation=None on a GPU: the kernel when the shapes fit its tiling (L = 128), XLA otherwise
+    (L = 100 is no multiple of a power-of-two block >= 16), never an error for a valid input."""
+    fn = functools.partial(flash_attention, is_causal=True, backend="gpu")
+    for length, kernels in ((128, 1), (100, 0)):
+        spec = SD((1, length, 2, 64), jnp.bfloat16)
+        assert kernel_calls(lower_text(fn, spec, spec, spec, platform="cuda"), "cuda") == kernels
