@@ -162,15 +162,20 @@ def e2m1_magnitude_code(a):
 
 def e2m1_magnitude_code_scaled(a, s):
     """E2M1 magnitude code of the *exact* quotient a / s (a >= 0, s > 0), without dividing: |a| is compared
-    with t * s for every midpoint t; t has <= 3 significant bits and the scales <= 4, so t * s is exact and
-    the result is RNE of the real quotient (ties, a == t * s exactly, go to the even code)."""
+    with t * s for midpoints t; t has <= 3 significant bits and the scales <= 4, so t * s is exact and
+    the result is RNE of the real quotient (ties, a == t * s exactly, go to the even code).
+
+    Three compares (a binary search over the seven midpoints) instead of seven: the midpoint below an even
+    code is inclusive and below an odd code exclusive, so bit 2 is ``a >= 1.75 s``, bit 1 ``a >= (3.5 | 0.75)
+    s`` and bit 0 ``a > (5 | 2.5 | 1.25 | 0.25) s`` (same comparisons as the linear scan, so bit-identical)."""
     a = a.astype(jnp.float32)
-    m = jnp.zeros(a.shape, jnp.uint32)
-    for t, inclusive in _E2M1_THRESHOLDS:
-        ts = np.float32(t) * s
-        hit = (a >= ts) if inclusive else (a > ts)
-        m = m + hit.astype(jnp.uint32)
-    return m
+    f = np.float32
+    b2 = a >= f(1.75) * s
+    b1 = a >= jnp.where(b2, f(3.5), f(0.75)) * s
+    t0 = jnp.where(b2, jnp.where(b1, f(5.0), f(2.5)), jnp.where(b1, f(1.25), f(0.25)))
+    b0 = a > t0 * s
+    u = jnp.uint32
+    return (b2.astype(u) << u(2)) | (b1.astype(u) << u(1)) | b0.astype(u)
 
 
 def e2m1_encode_scaled(x, s):
