@@ -22,14 +22,10 @@ from jaxtyping import Array, Float, Int
 from pallas_kernels import _dispatch as dp
 from pallas_kernels._dispatch import Implementation
 from pallas_kernels.attention import reference as ref
-from pallas_kernels.attention.kernel import AttentionBlockSizes, flash_pallas
+from pallas_kernels.attention.kernel import AttentionBlockSizes, _is_pow2, flash_pallas
 
 IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
-
-
-def _is_pow2(n: int) -> bool:
-    return n > 0 and (n & (n - 1)) == 0
 
 
 def _causal_kw(is_causal: bool, causal: bool | None) -> bool:

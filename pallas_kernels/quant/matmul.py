@@ -53,10 +53,6 @@ class MatmulBlockSizes:
             dp.check_block(name, getattr(self, name), pow2=True, minimum=16)
 
 
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
-
-
 def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int, bk: int):
     bm, k_total = x_ref.shape
     bn = codes_ref.shape[0]
@@ -97,13 +93,13 @@ def fp4_matmul_pallas(
     m = x2.shape[0]
     block = w.block_size
     tpu = (platform or jax.default_backend()) == "tpu"
-    bm = max(16, min(block_sizes.block_m, _pow2_at_least(m)))
-    bn = max(16, min(block_sizes.block_n, _pow2_at_least(n)))
+    bm = max(16, min(block_sizes.block_m, _blockwise._pow2_at_least(m)))
+    bn = max(16, min(block_sizes.block_n, _blockwise._pow2_at_least(n)))
     if tpu:
         bm, bn = max(bm, 32), max(bn, 128)  # uint8 sublane tile 32; output lanes 128
         bk = kp = k
     else:
-        bk = max(block, 16, min(block_sizes.block_k, _pow2_at_least(k)))
+        bk = max(block, 16, min(block_sizes.block_k, _blockwise._pow2_at_least(k)))
         kp = -(-k // bk) * bk
     mp, np_ = -(-m // bm) * bm, -(-n // bn) * bn
     codes, scales = w.codes, w.scales
