@@ -130,7 +130,11 @@ def check_array(
         kind = (
             "complex"
             if jnp.issubdtype(dt, jnp.complexfloating)
-            else ("integer" if jnp.issubdtype(dt, jnp.integer) else ("boolean" if dt == jnp.bool_ else "non-float"))
+            else (
+                "integer"
+                if jnp.issubdtype(dt, jnp.integer)
+                else ("boolean" if dt == jnp.bool_ else ("floating" if jnp.issubdtype(dt, jnp.floating) else "other"))
+            )
         )
         what = (
             "a floating-point array"
