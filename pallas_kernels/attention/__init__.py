@@ -1,12 +1,13 @@
 """Sparse-attention core: dense flash attention, block-sparse flash attention, threshold retrieval.
 
 Public ops (layout [B, L, H, D] as ``jax.nn.dot_product_attention``):
-  flash_attention(q, k, v, *, causal, implementation)
-  block_sparse_attention(q, k, v, kv_num_blocks, kv_indices, *, block_q, block_k, causal, implementation)
+  flash_attention(q, k, v, *, is_causal, scale, block_sizes, implementation)
+  block_sparse_attention(q, k, v, kv_num_blocks, kv_indices, *, block_sizes | block_q, block_k, is_causal,
+                         implementation)
   threshold_retrieve(q, k, tau, *, block_size, bound, implementation)
 """
 
-from pallas_kernels.attention.kernel import BlockSizes
+from pallas_kernels.attention.kernel import AttentionBlockSizes, BlockSizes
 from pallas_kernels.attention.ops import block_sparse_attention, flash_attention
 from pallas_kernels.attention.reference import (
     attention_reference,
@@ -23,6 +24,7 @@ from pallas_kernels.attention.threshold import (
 )
 
 __all__ = [
+    "AttentionBlockSizes",
     "BlockSizes",
     "Retrieval",
     "attention_reference",

@@ -38,13 +38,22 @@ from pallas_kernels.attention.reference import MASK_VALUE
 
 
 @dataclasses.dataclass(frozen=True)
-class BlockSizes:
-    """Tile sizes: ``block_q`` queries per program, ``block_k`` keys per inner step.
+class AttentionBlockSizes:
+    """Tile sizes of the attention kernels: ``block_q`` queries per program, ``block_k`` keys per inner step.
 
-    Powers of two >= 16 on GPU."""
+    Positive integers dividing the sequence lengths; powers of two >= 16 on GPU. Checked on construction."""
 
     block_q: int = 64
     block_k: int = 64
+
+    def __post_init__(self):
+        from pallas_kernels._dispatch import check_block
+
+        check_block("block_q", self.block_q)
+        check_block("block_k", self.block_k)
+
+
+BlockSizes = AttentionBlockSizes  # backward-compatible name (one release)
 
 
 def _is_pow2(n: int) -> bool:
@@ -139,7 +148,7 @@ def flash_pallas(
     *,
     causal: bool,
     scale: float,
-    block_sizes: BlockSizes,
+    block_sizes: AttentionBlockSizes,
     backend: str,
     interpret: bool = False,
     num_warps: int = 4,
@@ -155,9 +164,7 @@ def flash_pallas(
     g = H // Hkv
     bq, bk = block_sizes.block_q, block_sizes.block_k
     if Lq % bq or Lk % bk:
-        raise ValueError(
-            f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq}, block_k={bk}"
-        )
+        raise ValueError(f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq}, block_k={bk}")
     Qb, KVb = Lq // bq, Lk // bk
     sparse = kv_indices is not None
     kw = dict(causal=causal, scale=scale, block_q=bq, block_k=bk, num_kv_blocks=KVb)
@@ -182,9 +189,7 @@ def flash_pallas(
             name="block_sparse_flash" if sparse else "flash_attention",
         )
         if sparse:
-            return call(
-                kv_num_blocks.reshape(-1).astype(jnp.int32), kv_indices.reshape(-1).astype(jnp.int32), q, k, v
-            )
+            return call(kv_num_blocks.reshape(-1).astype(jnp.int32), kv_indices.reshape(-1).astype(jnp.int32), q, k, v)
         return call(q, k, v)
 
     if backend != "gpu":

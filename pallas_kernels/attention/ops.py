@@ -1,54 +1,89 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Public ops: ``flash_attention`` and ``block_sparse_attention`` (layout [B, L, H, D], GQA, causal or not).
 
-``implementation``: ``None`` (Pallas on GPU/TPU, the XLA path on CPU), ``"xla"``, ``"pallas"`` (the kernel for
-``backend``, default the current platform), ``"interpret"`` (the Pallas kernel run by the interpreter: any
-platform; this is how the kernel is checked on CPU).
+``implementation`` (:mod:`pallas_kernels._dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes
+fit its tiling, else the XLA path), ``"xla"``, ``"pallas"`` (the kernel for ``backend``, default the current
+platform), ``"interpret"`` (the Pallas kernel run by the interpreter: any platform).
+
+The dense ``"xla"`` path *is* ``jax.nn.dot_product_attention(..., implementation="xla")`` (the peer: same
+numerics, float32 softmax, and never slower than it); the block-sparse ``"xla"`` path gathers only the listed
+key blocks.
+
+Names follow ``jax.nn.dot_product_attention``: ``is_causal`` (the old keyword ``causal`` still works),
+``scale``; tiling by ``block_sizes=AttentionBlockSizes(block_q, block_k)``.
 """
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-import numpy as np
+from jaxtyping import Array, Float, Int
 
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.attention import reference as ref
-from pallas_kernels.attention.kernel import BlockSizes, _is_pow2, flash_pallas
+from pallas_kernels.attention.kernel import AttentionBlockSizes, _is_pow2, flash_pallas
 
-IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
-
-
-def _platform(backend: str | None) -> str:
-    b = (backend or jax.default_backend()).lower()
-    return {"cuda": "gpu", "rocm": "gpu"}.get(b, b)
+IMPLEMENTATIONS = dp.IMPLEMENTATIONS
+ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
 
 
-def _resolve(implementation, backend):
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
-    plat = _platform(backend)
-    if implementation is None:
-        implementation = "pallas" if plat in ("gpu", "tpu") else "xla"
-    if implementation == "pallas" and plat not in ("gpu", "tpu"):
-        raise ValueError(
-            f"implementation='pallas' needs backend 'gpu' or 'tpu' (got {plat!r}); "
-            "use implementation='interpret' on CPU"
+def _causal_kw(is_causal: bool, causal: bool | None) -> bool:
+    """``causal=`` is the pre-0.2 spelling of ``is_causal=`` (kept as an alias)."""
+    if causal is None:
+        return bool(is_causal)
+    if is_causal and not causal:
+        raise ValueError("is_causal=True contradicts causal=False (causal is an alias of is_causal)")
+    return bool(causal)
+
+
+def check_qkv(q, k, v, *, finite: bool = True) -> None:
+    """dtype, rank, shape agreement, non-empty, finite (eager; traced under ``checked``)."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        dp.check_array(name, x, ndim=4, dtypes=ATTENTION_DTYPES)
+    if not (q.dtype == k.dtype == v.dtype):
+        raise ValueError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    ref._check_qkv(q, k, v)
+    if finite:
+        for name, x in (("q", q), ("k", k), ("v", v)):
+            dp.check_finite(name, x, "; softmax attention is undefined for them")
+
+
+def _check_scale(scale, head_dim: int) -> float:
+    if scale is None:
+        return ref.default_scale(head_dim)
+    if dp.is_traced(scale):
+        raise ValueError("scale must be a static Python float, got a traced value")
+    s = float(scale)
+    if not (s == s and abs(s) != float("inf")):
+        raise ValueError(f"scale must be a finite float, got {scale!r}")
+    return s
+
+
+def _pow2_divisor(n: int, cap: int = 64) -> int:
+    """Largest power of two <= cap dividing n (1 if n is odd)."""
+    b = 1
+    while b * 2 <= cap and n % (b * 2) == 0:
+        b *= 2
+    return b
+
+
+def _tiling_refusal(bq: int, bk: int, Lq: int, Lk: int, D: int, plat: str) -> str | None:
+    """Why the kernel cannot take these shapes on ``plat`` (None: it can)."""
+    if Lq % bq or Lk % bk:
+        return (
+            f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq} and block_k={bk} "
+            "for the Pallas kernel"
         )
-    return implementation, plat
-
-
-def _block_sizes(block_sizes, Lq, Lk, plat):
-    bs = block_sizes or BlockSizes(min(64, Lq), min(64, Lk))
-    for name, val in (("block_q", bs.block_q), ("block_k", bs.block_k)):
-        if not isinstance(val, int) or val <= 0:
-            raise ValueError(f"{name} must be a positive integer, got {val!r}")
-        if plat == "gpu" and (not _is_pow2(val) or val < 16):
-            raise ValueError(f"{name} must be a power of two >= 16 for the GPU kernel, got {val}")
-    if Lq % bs.block_q or Lk % bs.block_k:
-        raise ValueError(
-            f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bs.block_q} "
-            f"and block_k={bs.block_k}"
-        )
-    return bs
+    if plat == "gpu":
+        for name, val in (("block_q", bq), ("block_k", bk)):
+            if not _is_pow2(val) or val < 16:
+                return f"{name} must be a power of two >= 16 for the GPU kernel, got {val}"
+        if not _is_pow2(D) or D < 16:
+            return f"head_dim must be a power of two >= 16 for the GPU kernel, got {D}"
+    if plat == "tpu" and bq % 8 and bq != Lq:
+        return f"block_q must be a multiple of 8 (or Lq) for the TPU kernel, got {bq}"
+    return None
 
 
 def _bhld(x):
@@ -56,106 +91,123 @@ def _bhld(x):
 
 
 def flash_attention(
-    q,
-    k,
-    v,
+    q: Float[Array, "B Lq H D"],
+    k: Float[Array, "B Lk Hkv D"],
+    v: Float[Array, "B Lk Hkv D"],
     *,
-    causal: bool = False,
+    is_causal: bool = False,
     scale: float | None = None,
-    block_sizes: BlockSizes | None = None,
-    implementation: str | None = None,
+    block_sizes: AttentionBlockSizes | None = None,
+    implementation: Implementation = None,
     backend: str | None = None,
-):
+    causal: bool | None = None,
+) -> Float[Array, "B Lq H D"]:
     """Dense attention ``softmax(scale q k^T) v`` (FlashAttention-2 online softmax in the kernel).
 
-    q [B, Lq, H, D], k/v [B, Lk, Hkv, D] (H % Hkv == 0); returns [B, Lq, H, D] in q.dtype, equal to
-    ``jax.nn.dot_product_attention(q, k, v, is_causal=causal)`` up to float32 rounding.
+    q [B, Lq, H, D], k/v [B, Lk, Hkv, D] (H % Hkv == 0), float16/bfloat16/float32, finite; returns
+    [B, Lq, H, D] in q.dtype, equal to ``jax.nn.dot_product_attention(q, k, v, is_causal=is_causal)`` up to
+    float32 rounding. ``is_causal`` needs Lq == Lk. ``block_sizes`` (kernel tiles) default to the largest
+    power of two <= 64 dividing each length.
     """
-    ref._check_qkv(q, k, v)
-    implementation, plat = _resolve(implementation, backend)
-    scale = ref.default_scale(q.shape[-1]) if scale is None else float(scale)
-    if causal and q.shape[1] != k.shape[1]:
-        raise ValueError(f"causal attention needs Lq == Lk, got {q.shape[1]} and {k.shape[1]}")
-    if implementation == "xla":
-        return ref.attention_reference(q, k, v, causal=causal, scale=scale)
-    bs = _block_sizes(block_sizes, q.shape[1], k.shape[1], "gpu" if implementation == "interpret" else plat)
+    is_causal = _causal_kw(is_causal, causal)
+    check_qkv(q, k, v)
+    B, Lq, H, D = q.shape
+    Lk = k.shape[1]
+    if is_causal and Lq != Lk:
+        raise ValueError(f"is_causal attention needs Lq == Lk, got {Lq} and {Lk}")
+    scale = _check_scale(scale, D)
+    if block_sizes is not None and not isinstance(block_sizes, AttentionBlockSizes):
+        raise ValueError(f"block_sizes must be an AttentionBlockSizes, got {type(block_sizes).__name__}")
+    bs = block_sizes or AttentionBlockSizes(_pow2_divisor(Lq), _pow2_divisor(Lk))
+    impl, plat = dp.resolve(
+        implementation,
+        backend=backend,
+        pallas_ok=lambda p: _tiling_refusal(bs.block_q, bs.block_k, Lq, Lk, D, p),
+    )
+    if impl == "xla":
+        return jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, implementation="xla")
     out = flash_pallas(
         _bhld(q),
         _bhld(k),
         _bhld(v),
-        causal=causal,
+        causal=is_causal,
         scale=scale,
         block_sizes=bs,
-        backend="gpu" if implementation == "interpret" else plat,
-        interpret=implementation == "interpret",
+        backend=plat,
+        interpret=impl == "interpret",
     )
     return _bhld(out)
 
 
-def _check_lists(kv_num_blocks, kv_indices, B, H, Qb, KVb):
-    if kv_num_blocks.shape != (B, H, Qb):
-        raise ValueError(
-            f"kv_num_blocks must have shape (B, H, Qb) = {(B, H, Qb)}, got {kv_num_blocks.shape}"
+def check_block_lists(kv_num_blocks, kv_indices, B: int, H: int, Qb: int, KVb: int) -> None:
+    """Shapes, integer dtypes and ranges of FlexAttention-style block lists (ranges: eager, or traced under
+    ``checked``: an out-of-range index would be an out-of-bounds read on hardware)."""
+    for name, x in (("kv_num_blocks", kv_num_blocks), ("kv_indices", kv_indices)):
+        dp.check_array(
+            name, x, dtypes=("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"), allow_empty=True
         )
-    if kv_indices.ndim != 4 or kv_indices.shape[:3] != (B, H, Qb):
-        raise ValueError(
-            f"kv_indices must have shape (B, H, Qb, cap) = {(B, H, Qb)} + (cap,), got {kv_indices.shape}"
-        )
-    if not (
-        jnp.issubdtype(kv_num_blocks.dtype, jnp.integer) and jnp.issubdtype(kv_indices.dtype, jnp.integer)
-    ):
-        raise ValueError("kv_num_blocks and kv_indices must be integer arrays")
+    if tuple(kv_num_blocks.shape) != (B, H, Qb):
+        raise ValueError(f"kv_num_blocks must have shape (B, H, Qb) = {(B, H, Qb)}, got {kv_num_blocks.shape}")
+    if kv_indices.ndim != 4 or tuple(kv_indices.shape[:3]) != (B, H, Qb):
+        raise ValueError(f"kv_indices must have shape (B, H, Qb, cap) = {(B, H, Qb)} + (cap,), got {kv_indices.shape}")
     cap = kv_indices.shape[-1]
-    if not isinstance(kv_num_blocks, jax.core.Tracer):
-        c = np.asarray(kv_num_blocks)
-        if c.min(initial=0) < 0 or c.max(initial=0) > cap:
-            raise ValueError(f"kv_num_blocks must lie in [0, cap={cap}], got range [{c.min()}, {c.max()}]")
-    if not isinstance(kv_indices, jax.core.Tracer):
-        ix = np.asarray(kv_indices)
-        if ix.size and (ix.min() < 0 or ix.max() >= KVb):
-            raise ValueError(
-                f"kv_indices must lie in [0, {KVb}) (number of key blocks), "
-                f"got range [{ix.min()}, {ix.max()}]"
-            )
+    if cap == 0:
+        raise ValueError(f"kv_indices must have a capacity (last axis) >= 1, got shape {kv_indices.shape}")
+    dp.check_range("kv_num_blocks", kv_num_blocks, 0, cap + 1)
+    dp.check_range("kv_indices", kv_indices, 0, KVb)
 
 
 def block_sparse_attention(
-    q,
-    k,
-    v,
-    kv_num_blocks,
-    kv_indices,
+    q: Float[Array, "B Lq H D"],
+    k: Float[Array, "B Lk Hkv D"],
+    v: Float[Array, "B Lk Hkv D"],
+    kv_num_blocks: Int[Array, "B H Qb"],
+    kv_indices: Int[Array, "B H Qb cap"],
     *,
-    block_q: int,
-    block_k: int,
-    causal: bool = False,
+    block_sizes: AttentionBlockSizes | None = None,
+    block_q: int | None = None,
+    block_k: int | None = None,
+    is_causal: bool = False,
     scale: float | None = None,
-    implementation: str | None = None,
+    implementation: Implementation = None,
     backend: str | None = None,
-):
+    causal: bool | None = None,
+) -> Float[Array, "B Lq H D"]:
     """Block-sparse attention: query block i of (b, h) attends only to key blocks
-    ``kv_indices[b, h, i, :kv_num_blocks[b, h, i]]`` (FlexAttention BlockMask lists, int32).
+    ``kv_indices[b, h, i, :kv_num_blocks[b, h, i]]`` (FlexAttention BlockMask lists, integer).
 
-    q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; kv_num_blocks [B, H, Lq/block_q],
-    kv_indices [B, H, Lq/block_q, cap].
-    Equals dense attention under the expanded block mask (and causal mask if ``causal``); a query with no key
-    gets 0. Listed blocks must be distinct within a row (a repeated block would be counted twice). The
+    q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; kv_num_blocks [B, H, Lq/block_q] in [0, cap],
+    kv_indices [B, H, Lq/block_q, cap] in [0, Lk/block_k). The blocks are ``block_sizes`` or
+    ``block_q=``/``block_k=`` (the older spelling; give one of the two).
+    Equals dense attention under the expanded block mask (and causal mask if ``is_causal``); a query with no
+    key gets 0. Listed blocks must be distinct within a row (a repeated block would be counted twice). The
     ``"xla"`` path gathers only the listed blocks (work ~ cap / (Lk / block_k) of dense).
     """
-    ref._check_qkv(q, k, v)
-    implementation, plat = _resolve(implementation, backend)
+    is_causal = _causal_kw(is_causal, causal)
+    if block_sizes is None:
+        if block_q is None or block_k is None:
+            raise ValueError(
+                "block_sparse_attention needs block_sizes=AttentionBlockSizes(bq, bk) (or block_q=, block_k=)"
+            )
+        block_sizes = AttentionBlockSizes(block_q, block_k)
+    elif block_q is not None or block_k is not None:
+        raise ValueError("give either block_sizes or block_q/block_k, not both")
+    if not isinstance(block_sizes, AttentionBlockSizes):
+        raise ValueError(f"block_sizes must be an AttentionBlockSizes, got {type(block_sizes).__name__}")
+    bq, bk = block_sizes.block_q, block_sizes.block_k
+    check_qkv(q, k, v)
     B, Lq, H, D = q.shape
     Lk = k.shape[1]
-    bs = _block_sizes(
-        BlockSizes(block_q, block_k), Lq, Lk, "gpu" if implementation in ("interpret",) else plat
-    )
-    _check_lists(kv_num_blocks, kv_indices, B, H, Lq // block_q, Lk // block_k)
-    if causal and Lq != Lk:
-        raise ValueError(f"causal attention needs Lq == Lk, got {Lq} and {Lk}")
-    scale = ref.default_scale(D) if scale is None else float(scale)
-    if implementation == "xla":
+    if Lq % bq or Lk % bk:
+        raise ValueError(f"sequence lengths (Lq={Lq}, Lk={Lk}) must be multiples of block_q={bq} and block_k={bk}")
+    check_block_lists(kv_num_blocks, kv_indices, B, H, Lq // bq, Lk // bk)
+    if is_causal and Lq != Lk:
+        raise ValueError(f"is_causal attention needs Lq == Lk, got {Lq} and {Lk}")
+    scale = _check_scale(scale, D)
+    impl, plat = dp.resolve(implementation, backend=backend, pallas_ok=lambda p: _tiling_refusal(bq, bk, Lq, Lk, D, p))
+    if impl == "xla":
         return ref.block_sparse_xla(
-            q, k, v, kv_num_blocks, kv_indices, block_q=block_q, block_k=block_k, causal=causal, scale=scale
+            q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale
         )
     out = flash_pallas(
         _bhld(q),
@@ -163,10 +215,10 @@ def block_sparse_attention(
         _bhld(v),
         kv_num_blocks.astype(jnp.int32),
         kv_indices.astype(jnp.int32),
-        causal=causal,
+        causal=is_causal,
         scale=scale,
-        block_sizes=bs,
-        backend="gpu" if implementation == "interpret" else plat,
-        interpret=implementation == "interpret",
+        block_sizes=block_sizes,
+        backend=plat,
+        interpret=impl == "interpret",
     )
     return _bhld(out)

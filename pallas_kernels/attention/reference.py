@@ -39,14 +39,17 @@ def default_scale(head_dim: int) -> float:
     return 1.0 / float(head_dim) ** 0.5
 
 
-def attention_reference(q, k, v, *, causal: bool = False, scale: float | None = None, mask=None):
+def attention_reference(
+    q, k, v, *, is_causal: bool = False, scale: float | None = None, mask=None, causal: bool | None = None
+):
     """Dense softmax attention ``softmax(scale q k^T + mask) v`` in float32, with defined empty rows.
 
     q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; ``mask`` optional bool broadcastable to
     [B, H, Lq, Lk] (True = keep).
-    ``causal`` keeps key j for query i iff j <= i (aligned at the start, Lq == Lk). Returns [B, Lq, H, D] in
-    q.dtype; rows with no kept key are 0.
+    ``is_causal`` (alias ``causal``) keeps key j for query i iff j <= i (aligned at the start, Lq == Lk).
+    Returns [B, Lq, H, D] in q.dtype; rows with no kept key are 0.
     """
+    causal = bool(is_causal) if causal is None else bool(causal)
     _check_qkv(q, k, v)
     B, Lq, H, D = q.shape
     Lk = k.shape[1]
@@ -112,13 +115,13 @@ def block_sparse_reference(
     block_k: int,
     causal: bool = False,
     scale: float | None = None,
+    is_causal: bool | None = None,
 ):
     """The spec of block-sparse attention: dense attention under the expanded block mask."""
+    causal = causal if is_causal is None else bool(is_causal)
     Lk = k.shape[1]
     bm = block_lists_to_mask(kv_num_blocks, kv_indices, Lk // block_k)
-    return attention_reference(
-        q, k, v, causal=causal, scale=scale, mask=expand_block_mask(bm, block_q, block_k)
-    )
+    return attention_reference(q, k, v, causal=causal, scale=scale, mask=expand_block_mask(bm, block_q, block_k))
 
 
 def block_sparse_xla(

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Louver-style threshold retrieval: every key with ``q . k >= tau``, zero false negatives by construction.
 
 Index (``build_key_index``): the keys of each kv head are cut into blocks of ``block_size``; per block either
@@ -8,8 +9,10 @@ with ``q.k >= tau`` is ever skipped (halfspace range search, Louver). Floating p
 and the bound padded by ``4 (D + 2) eps32 (|q|.|c| + radius term)``, which covers the float32 rounding of both
 the bound and the scores, so the guarantee holds for the exactly computed ``q.k`` too (property-tested).
 
-``threshold_retrieve`` returns the candidate blocks (the work done: keys scored), the retrieved keys (exact
-``q.k >= tau`` inside candidate blocks, which equals brute force) and the upper bounds. The bound
+``threshold_retrieve`` returns the candidate blocks (the work done: keys scored), the retrieved keys
+(``fl(q.k) >= tau - M`` inside candidate blocks, ``M`` the proven float32 rounding margin of
+:func:`score_margin`: a superset of the exact ``q.k >= tau``, so zero false negatives for the exact scores,
+with extra keys only within ``M`` of tau) and the upper bounds. The bound
 computation (a [block_q, D] x [D, nb] product per program) is a Pallas kernel; the rest is jnp.
 """
 
@@ -27,9 +30,12 @@ from jax.experimental import pallas as pl
 # second call of a jitted op recompile
 from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
+from jaxtyping import Array, Float
 
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.attention import reference as ref
-from pallas_kernels.attention.ops import _bhld, _resolve
+from pallas_kernels.attention.ops import _bhld, _pow2_divisor, check_qkv
 
 BOUNDS = ("ball", "box")
 _EPS = float(np.finfo(np.float32).eps)
@@ -55,14 +61,13 @@ class Retrieval(NamedTuple):
     touched_fraction: jax.Array
 
 
-def build_key_index(k, *, block_size: int = 16, bound: str = "ball") -> KeyIndex:
+def build_key_index(k: Float[Array, "B Lk Hkv D"], *, block_size: int = 16, bound: str = "ball") -> KeyIndex:
     """Block summaries of ``k [B, Lk, Hkv, D]`` (Lk a multiple of ``block_size``)."""
     if bound not in BOUNDS:
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
-    if not isinstance(block_size, int) or block_size <= 0 or k.shape[1] % block_size:
-        raise ValueError(
-            f"block_size must be a positive integer dividing Lk={k.shape[1]}, got {block_size!r}"
-        )
+    dp.check_array("k", k, ndim=4)
+    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 or k.shape[1] % block_size:
+        raise ValueError(f"block_size must be a positive integer dividing Lk={k.shape[1]}, got {block_size!r}")
     B, Lk, Hkv, D = k.shape
     kb = _bhld(k).astype(jnp.float32).reshape(B, Hkv, Lk // block_size, block_size, D)
     infl = 1.0 + 4 * (D + 2) * _EPS
@@ -141,66 +146,97 @@ def _bound_pallas(qh, index: KeyIndex, *, block_q: int, backend: str, interpret:
     return out[..., :nb]
 
 
+def score_margin(mag, tau, D: int):
+    """Rounding margin of a float32 dot product of length D: ``M >= |fl(q.k) - q.k|`` for the exact q.k.
+
+    Any summation order (pairwise, blocked, FMA) satisfies ``|fl(q.k) - q.k| <= gamma_D sum_i |q_i k_i|``,
+    ``gamma_D = D u / (1 - D u)``, ``u = 2^-24`` (Higham, Accuracy and Stability, eq. 3.5). ``mag`` is that sum
+    computed in float32 (all terms >= 0, so ``mag >= (1 - gamma_D) sum |q_i k_i|``). We take
+    ``M = (D + 2) eps32 mag + 2 eps32 |tau| + D 2^-126``: the first term is ``>= 2 gamma_D mag`` (factor 2 of
+    slack for the rounding of ``mag`` and of M itself), the second absorbs the rounding of ``tau - M``, the
+    third flushed subnormal products. Then ``q.k >= tau`` implies ``fl(q.k) >= fl(tau - M)``.
+    """
+    return (D + 2) * _EPS * mag + 2 * _EPS * jnp.abs(tau) + D * np.float32(2.0**-126)
+
+
 def threshold_retrieve(
-    q,
-    k,
+    q: Float[Array, "B Lq H D"],
+    k: Float[Array, "B Lk Hkv D"],
     tau,
     *,
     block_size: int = 16,
     bound: str = "ball",
     block_q: int | None = None,
-    implementation: str | None = None,
+    implementation: Implementation = None,
     backend: str | None = None,
 ) -> Retrieval:
     """All keys with ``q . k >= tau`` (raw dot product, no softmax scale), via per-block upper bounds.
 
-    q [B, Lq, H, D], k [B, Lk, Hkv, D]; ``tau`` a scalar or an array broadcastable to [B, H, Lq].
+    q [B, Lq, H, D], k [B, Lk, Hkv, D]; ``tau`` a finite scalar or an array broadcastable to [B, H, Lq].
     A key block is scored only when its upper bound reaches tau; no key with q.k >= tau is skipped.
+    Zero false negatives hold for the *exact* q.k of the inputs: the key filter compares the float32 score
+    with ``tau - M`` (:func:`score_margin`), so ``key_mask`` is a superset of the exact answer, with extra keys
+    only where ``|q.k - tau| <= M`` (a few float32 ulps of ``|q|.|k|``).
     """
-    ref._check_qkv(q, k, k)
-    implementation, plat = _resolve(implementation, backend)
+    check_qkv(q, k, k)
+    B, Lq, H, D = q.shape
+    dp.check_block("block_size", block_size)
+    if bound not in BOUNDS:
+        raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
+    if k.shape[1] % block_size:
+        raise ValueError(f"block_size must divide Lk={k.shape[1]}, got {block_size}")
+    tau = jnp.asarray(tau, jnp.float32) if not dp.is_traced(tau) else tau.astype(jnp.float32)
+    if tau.ndim:
+        try:
+            jnp.broadcast_shapes(tau.shape, (B, H, Lq))
+        except ValueError:
+            raise ValueError(
+                f"tau must be a scalar or broadcastable to (B, H, Lq) = {(B, H, Lq)}, got shape {tau.shape}"
+            ) from None
+    dp.check_finite("tau", tau)
+    bq = block_q or _pow2_divisor(Lq)
+    dp.check_block("block_q", bq)
+
+    def refusal(p):
+        if Lq % bq:
+            return f"block_q={bq} must divide Lq={Lq}"
+        if p == "gpu" and (bq & (bq - 1) or bq < 16 or D & (D - 1) or D < 16):
+            return f"the GPU kernel needs block_q and head_dim powers of two >= 16, got {bq} and {D}"
+        return None
+
+    impl, plat = dp.resolve(implementation, backend=backend, pallas_ok=refusal)
     index = build_key_index(k, block_size=block_size, bound=bound)
     qh = _bhld(q).astype(jnp.float32)
-    B, H, Lq, D = qh.shape
-    tau = jnp.asarray(tau, jnp.float32)
     tau_b = jnp.broadcast_to(tau, (B, H, Lq)) if tau.ndim else tau
-    if implementation == "xla":
+    if impl == "xla":
         ub = _bound_terms_xla(qh, index)
     else:
-        bq = block_q or min(64, Lq)
-        if Lq % bq:
-            raise ValueError(f"block_q={bq} must divide Lq={Lq}")
-        ub = _bound_pallas(
-            qh,
-            index,
-            block_q=bq,
-            backend="gpu" if implementation == "interpret" else plat,
-            interpret=implementation == "interpret",
-        )
+        ub = _bound_pallas(qh, index, block_q=bq, backend=plat, interpret=impl == "interpret")
     tau_q = tau_b[..., None] if tau.ndim else tau
     block_mask = ub >= tau_q
-    scores = jnp.einsum(
-        "bhqd,bhkd->bhqk", qh, jnp.repeat(_bhld(k).astype(jnp.float32), H // k.shape[2], axis=1)
-    )
+    kh = jnp.repeat(_bhld(k).astype(jnp.float32), H // k.shape[2], axis=1)
+    scores = jnp.einsum("bhqd,bhkd->bhqk", qh, kh)
+    mag = jnp.einsum("bhqd,bhkd->bhqk", jnp.abs(qh), jnp.abs(kh))
     keys_in = jnp.repeat(block_mask, block_size, axis=-1)
-    key_mask = keys_in & (scores >= tau_q)
+    key_mask = keys_in & (scores >= tau_q - score_margin(mag, tau_q, D))
     return Retrieval(key_mask, block_mask, ub, jnp.mean(block_mask.astype(jnp.float32)))
 
 
 def threshold_attention(
-    q,
-    k,
-    v,
+    q: Float[Array, "B Lq H D"],
+    k: Float[Array, "B Lk Hkv D"],
+    v: Float[Array, "B Lk Hkv D"],
     tau,
     *,
     block_size: int = 16,
     bound: str = "ball",
     scale: float | None = None,
-    implementation: str | None = None,
+    implementation: Implementation = None,
 ):
     """Attention restricted to the retrieved keys (q.k >= tau); queries retrieving nothing get 0.
 
     Returns (output [B, Lq, H, D], Retrieval)."""
+    check_qkv(q, k, v)
     r = threshold_retrieve(q, k, tau, block_size=block_size, bound=bound, implementation=implementation)
     return ref.attention_reference(q, k, v, scale=scale, mask=r.key_mask), r
 
@@ -210,6 +246,7 @@ def retrieval_block_lists(retrieval: Retrieval, *, block_q: int, capacity: int |
     some query in it must score (union of candidate blocks). Returns (kv_num_blocks, kv_indices)."""
     bm = retrieval.block_mask
     B, H, Lq, nb = bm.shape
+    dp.check_block("block_q", block_q)
     if Lq % block_q:
         raise ValueError(f"block_q={block_q} must divide Lq={Lq}")
     union = jnp.any(bm.reshape(B, H, Lq // block_q, block_q, nb), axis=3)

@@ -5,9 +5,9 @@ Every op is a pure-jnp reference (``reference.py``, the spec and the XLA fallbac
 behind one public function with ``implementation=None | "xla" | "pallas" | "interpret"``.
 """
 
-from pallas_kernels.quant._blockwise import BlockSizes
+from pallas_kernels.quant._blockwise import BlockSizes, QuantBlockSizes
 from pallas_kernels.quant.fp4 import QuantizedArray
-from pallas_kernels.quant.hadamard import HadamardBlocks, fwht
+from pallas_kernels.quant.hadamard import HadamardBlocks, HadamardBlockSizes, fwht
 from pallas_kernels.quant.inquant import InQuantPacked, inquant_pack, inquant_unpack
 from pallas_kernels.quant.matmul import MatmulBlockSizes, fp4_matmul
 from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
@@ -17,9 +17,11 @@ from pallas_kernels.quant.rht import RHTQuantized, rht_dequantize, rht_quantize
 
 __all__ = [
     "BlockSizes",
+    "HadamardBlockSizes",
     "HadamardBlocks",
     "InQuantPacked",
     "MatmulBlockSizes",
+    "QuantBlockSizes",
     "QuantizedArray",
     "RHTQuantized",
     "fp4_matmul",

@@ -19,28 +19,35 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant import fp4
 from pallas_kernels.quant import reference as ref
 from pallas_kernels.quant.fp4 import QuantizedArray
 
-IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
+IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 
 
 @dataclasses.dataclass(frozen=True)
-class BlockSizes:
-    """Tile of one Pallas program: ``block_rows`` x ``block_cols`` elements (powers of two; ``block_cols`` a
-    multiple of the format's block size). Shrunk to the array when it is smaller."""
+class QuantBlockSizes:
+    """Tile of one Pallas quantize/dequantize program: ``block_rows`` x ``block_cols`` elements (powers of
+    two; ``block_cols`` >= 32, a multiple of every format's block). Shrunk to the array when it is smaller;
+    ragged shapes are padded. Checked on construction."""
 
     block_rows: int = 16
     block_cols: int = 512
 
+    def __post_init__(self):
+        dp.check_block("block_rows", self.block_rows, pow2=True)
+        dp.check_block("block_cols", self.block_cols, pow2=True, minimum=32)
 
-def resolve_implementation(implementation):
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
-    if implementation is None:
-        return "pallas" if jax.default_backend() in ("gpu", "tpu") else "xla"
-    return implementation
+
+BlockSizes = QuantBlockSizes  # backward-compatible name (one release)
+
+
+def resolve_implementation(implementation: Implementation) -> str:
+    """The shared resolver (:func:`pallas_kernels._dispatch.resolve`); the block kernels pad any shape."""
+    return dp.resolve(implementation)[0]
 
 
 def compiler_params(platform: str | None = None):
@@ -57,7 +64,7 @@ def _pow2_at_least(n: int) -> int:
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
-def _tiles(rows: int, cols: int, block: int, bs: BlockSizes, platform: str | None = None):
+def _tiles(rows: int, cols: int, block: int, bs: QuantBlockSizes, platform: str | None = None):
     if (platform or jax.default_backend()) == "tpu":
         # Mosaic wants the last two block dims divisible by (8, 128) or equal to the array's: whole rows,
         # and 32 of them (the uint8 sublane tile).
@@ -87,8 +94,15 @@ def _g_block(g):
 
 
 @functools.partial(jax.jit, static_argnames=("fmt", "block_sizes", "interpret", "platform"))
-def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), interpret: bool = False,
-                    platform: str | None = None) -> QuantizedArray:
+def quantize_pallas(
+    x,
+    g,
+    *,
+    fmt: str,
+    block_sizes: QuantBlockSizes = QuantBlockSizes(),
+    interpret: bool = False,
+    platform: str | None = None,
+) -> QuantizedArray:
     """Quantize ``x`` (..., K) with the Pallas kernel for ``fmt``; global scale ``g`` (MXFP4 ignores it)."""
     block = fp4.BLOCK_SIZE[fmt]
     block_fn = {
@@ -107,23 +121,36 @@ def quantize_pallas(x, g, *, fmt: str, block_sizes: BlockSizes = BlockSizes(), i
         functools.partial(_quantize_kernel, block_fn=block_fn, block=block),
         grid=(rp // bm, kp // bk),
         in_specs=[pl.BlockSpec((bm, bk), lambda i, j: (i, j)), pl.BlockSpec((1, 1), lambda i, j: (0, 0))],
-        out_specs=[pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
-                   pl.BlockSpec((bm, bk // block), lambda i, j: (i, j))],
-        out_shape=[jax.ShapeDtypeStruct((rp, kp // 2), jnp.uint8),
-                   jax.ShapeDtypeStruct((rp, kp // block), jnp.uint8)],
+        out_specs=[
+            pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
+            pl.BlockSpec((bm, bk // block), lambda i, j: (i, j)),
+        ],
+        out_shape=[jax.ShapeDtypeStruct((rp, kp // 2), jnp.uint8), jax.ShapeDtypeStruct((rp, kp // block), jnp.uint8)],
         interpret=interpret,
         compiler_params=None if interpret else compiler_params(platform),
         name=f"{fmt}_quantize",
     )(x2, _g_block(ref.reciprocal(g)))
     codes = codes[:rows, : cols // 2].reshape(*shape[:-1], shape[-1] // 2)
     scales = scales[:rows, : cols // block].reshape(*shape[:-1], shape[-1] // block)
-    return QuantizedArray(codes=codes, scales=scales, global_scale=jnp.asarray(g, jnp.float32),
-                          shape=tuple(shape), format=fmt, block_size=block)
+    return QuantizedArray(
+        codes=codes,
+        scales=scales,
+        global_scale=jnp.asarray(g, jnp.float32),
+        shape=tuple(shape),
+        format=fmt,
+        block_size=block,
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("dtype", "block_sizes", "interpret", "platform"))
-def dequantize_pallas(q: QuantizedArray, *, dtype=jnp.float32, block_sizes: BlockSizes = BlockSizes(),
-                      interpret: bool = False, platform: str | None = None):
+def dequantize_pallas(
+    q: QuantizedArray,
+    *,
+    dtype=jnp.float32,
+    block_sizes: QuantBlockSizes = QuantBlockSizes(),
+    interpret: bool = False,
+    platform: str | None = None,
+):
     """Dequantize any :class:`QuantizedArray` with the Pallas kernel -> array of shape ``q.shape``."""
     block = q.block_size
     shape = q.shape
@@ -138,9 +165,11 @@ def dequantize_pallas(q: QuantizedArray, *, dtype=jnp.float32, block_sizes: Bloc
     out = pl.pallas_call(
         functools.partial(_dequantize_kernel, fmt=q.format, block=block),
         grid=(rp // bm, kp // bk),
-        in_specs=[pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
-                  pl.BlockSpec((bm, bk // block), lambda i, j: (i, j)),
-                  pl.BlockSpec((1, 1), lambda i, j: (0, 0))],
+        in_specs=[
+            pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
+            pl.BlockSpec((bm, bk // block), lambda i, j: (i, j)),
+            pl.BlockSpec((1, 1), lambda i, j: (0, 0)),
+        ],
         out_specs=pl.BlockSpec((bm, bk), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((rp, kp), dtype),
         interpret=interpret,
@@ -150,13 +179,18 @@ def dequantize_pallas(q: QuantizedArray, *, dtype=jnp.float32, block_sizes: Bloc
     return out[:rows, :cols].reshape(shape)
 
 
-def quantize(x, g, *, fmt: str, implementation, block_sizes: BlockSizes | None = None):
+def _check_block_sizes(block_sizes):
+    if block_sizes is not None and not isinstance(block_sizes, QuantBlockSizes):
+        raise ValueError(f"block_sizes must be a QuantBlockSizes, got {type(block_sizes).__name__}")
+
+
+def quantize(x, g, *, fmt: str, implementation, block_sizes: QuantBlockSizes | None = None):
     """Dispatch: "xla" -> reference, "pallas" -> kernel, "interpret" -> kernel in interpret mode."""
+    _check_block_sizes(block_sizes)
     impl = resolve_implementation(implementation)
     if impl == "xla":
         return _ref_jit(x, g, fmt)
-    return quantize_pallas(x, g, fmt=fmt, block_sizes=block_sizes or BlockSizes(),
-                           interpret=impl == "interpret")
+    return quantize_pallas(x, g, fmt=fmt, block_sizes=block_sizes or QuantBlockSizes(), interpret=impl == "interpret")
 
 
 @functools.partial(jax.jit, static_argnames=("fmt",))
@@ -173,9 +207,11 @@ def _ref_dequantize_jit(q, dtype):
     return ref.dequantize(q, dtype)
 
 
-def dequantize(q: QuantizedArray, *, dtype, implementation, block_sizes: BlockSizes | None = None):
+def dequantize(q: QuantizedArray, *, dtype, implementation, block_sizes: QuantBlockSizes | None = None):
+    _check_block_sizes(block_sizes)
     impl = resolve_implementation(implementation)
     if impl == "xla":
         return _ref_dequantize_jit(q, dtype)
-    return dequantize_pallas(q, dtype=dtype, block_sizes=block_sizes or BlockSizes(),
-                             interpret=impl == "interpret")
+    return dequantize_pallas(
+        q, dtype=dtype, block_sizes=block_sizes or QuantBlockSizes(), interpret=impl == "interpret"
+    )

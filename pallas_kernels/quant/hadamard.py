@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Fast Walsh-Hadamard transform (FWHT) along the last axis: reference butterfly, Pallas kernel, public op.
 
 Notation: ``d = 2^n`` is the transform length and ``H_d`` the Sylvester Hadamard matrix
@@ -40,14 +41,27 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
+from jaxtyping import Array, Float
+
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 
 MAX_PALLAS_D = 32768
 _MIN_DOT = 16  # Triton dots need every dimension >= 16
-_IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
+_IMPLEMENTATIONS = dp.IMPLEMENTATIONS
+
+
+def _check_blocks(blocks) -> None:
+    for name in ("dense_max", "tile", "block_rows"):
+        v = getattr(blocks, name)
+        if isinstance(v, bool) or not is_power_of_two(v) or (name != "block_rows" and v < _MIN_DOT):
+            raise ValueError(f"block_sizes.{name} must be a power of two (>= 16 for tiles), got {v!r}")
+    if isinstance(blocks.num_warps, bool) or not is_power_of_two(blocks.num_warps):
+        raise ValueError(f"block_sizes.num_warps must be a power of two, got {blocks.num_warps!r}")
 
 
 @dataclasses.dataclass(frozen=True)
-class HadamardBlocks:
+class HadamardBlockSizes:
     """Block sizes of the FWHT kernel.
 
     dense_max: largest d done with one dense tile per block of rows (power of two, >= 16).
@@ -61,6 +75,12 @@ class HadamardBlocks:
     block_rows: int = 32
     num_warps: int = 4
 
+    def __post_init__(self):
+        _check_blocks(self)
+
+
+HadamardBlocks = HadamardBlockSizes  # backward-compatible name (one release)
+
 
 def is_power_of_two(d: int) -> bool:
     return isinstance(d, (int, np.integer)) and d >= 1 and (d & (d - 1)) == 0
@@ -71,13 +91,16 @@ def check_length(d: int, name: str = "x.shape[-1]") -> None:
         raise ValueError(f"{name} must be a power of two (Walsh-Hadamard length), got {d}")
 
 
-def resolve_implementation(implementation: str | None) -> str:
-    """``None`` -> "pallas" on GPU/TPU, "xla" on CPU; otherwise checked and returned."""
-    if implementation not in _IMPLEMENTATIONS:
-        raise ValueError(f"implementation must be one of {_IMPLEMENTATIONS}, got {implementation!r}")
-    if implementation is None:
-        return "pallas" if jax.default_backend() in ("gpu", "cuda", "rocm", "tpu") else "xla"
-    return implementation
+def resolve_implementation(implementation: Implementation, pallas_ok=True, backend: str | None = None) -> str:
+    """The shared resolver (:func:`pallas_kernels._dispatch.resolve`): None -> the kernel on GPU/TPU when
+    ``pallas_ok`` accepts the shapes, else "xla". ``backend`` ("gpu"/"tpu") lets a CPU host lower the kernel
+    for an accelerator (the kernels pick their platform's parameters at lowering time)."""
+    return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend)[0]
+
+
+def check_x(x, name: str = "x") -> None:
+    """A non-empty float array with at least one axis (complex and integer rejected by name)."""
+    dp.check_array(name, x, min_ndim=1)
 
 
 @functools.lru_cache(maxsize=64)
@@ -125,7 +148,7 @@ def fwht_reference(x: jax.Array, *, normalize: bool = True) -> jax.Array:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def kron_split(d: int, blocks: HadamardBlocks = HadamardBlocks()) -> tuple[int, int]:
+def kron_split(d: int, blocks: HadamardBlockSizes = HadamardBlockSizes()) -> tuple[int, int]:
     """``(a, b)`` with ``H_d = H_a (x) H_b`` for the Kronecker mode: b = min(tile, d/16), a = d/b."""
     b = min(blocks.tile, d // _MIN_DOT)
     a = d // b
@@ -135,13 +158,6 @@ def kron_split(d: int, blocks: HadamardBlocks = HadamardBlocks()) -> tuple[int, 
             f"{blocks.tile}; the Pallas FWHT supports power-of-two d up to {MAX_PALLAS_D}"
         )
     return a, b
-
-
-def _check_blocks(blocks: HadamardBlocks) -> None:
-    for name in ("dense_max", "tile", "block_rows"):
-        v = getattr(blocks, name)
-        if not is_power_of_two(v) or (name != "block_rows" and v < _MIN_DOT):
-            raise ValueError(f"blocks.{name} must be a power of two (>= 16 for tiles), got {v}")
 
 
 def _dense_kernel(x_ref, h_ref, o_ref, *, scale, precision):
@@ -179,7 +195,7 @@ def per_platform(fn, *args, interpret: bool, num_warps: int):
 def fwht_pallas(
     x: jax.Array,
     *,
-    blocks: HadamardBlocks = HadamardBlocks(),
+    blocks: HadamardBlockSizes = HadamardBlockSizes(),
     interpret: bool = False,
     precision=jax.lax.Precision.HIGHEST,
 ) -> jax.Array:
@@ -241,25 +257,51 @@ def _fwht_call(x, *, blocks, interpret, precision, compiler_params):
     return y.reshape(shape)
 
 
+def _pallas_refusal(d: int, block_sizes: HadamardBlockSizes):
+    if d > MAX_PALLAS_D:
+        return f"x.shape[-1] must be <= {MAX_PALLAS_D} for the Pallas FWHT, got {d}"
+    if d > block_sizes.dense_max:
+        try:
+            kron_split(d, block_sizes)
+        except ValueError as e:
+            return str(e)
+    return None
+
+
 def fwht(
-    x: jax.Array,
+    x: Float[Array, "*batch d"],
     *,
-    implementation: str | None = None,
-    blocks: HadamardBlocks | None = None,
+    implementation: Implementation = None,
+    block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
-) -> jax.Array:
+    blocks: HadamardBlockSizes | None = None,
+    backend: str | None = None,
+) -> Float[Array, "*batch d"]:
     """Normalized fast Walsh-Hadamard transform along the last axis: ``x @ H_d / sqrt(d)``.
 
-    x: ``(..., d)``, d a power of two (<= 32768 for the Pallas kernel). Self-inverse: fwht(fwht(x)) = x.
-    implementation: None (Pallas on GPU/TPU, XLA reference on CPU), "xla", "pallas", "interpret".
+    x: ``(..., d)`` float16/bfloat16/float32 (complex and integer inputs are rejected), d a power of two
+    (<= 32768 for the Pallas kernel; ``None`` falls back to XLA beyond). Self-inverse: fwht(fwht(x)) = x.
+    inf/nan propagate (the transform is linear: a non-finite entry spreads over its whole row).
+    ``block_sizes`` (alias ``blocks``, the older name): the kernel's :class:`HadamardBlockSizes`.
     """
-    x = jnp.asarray(x)
+    block_sizes = _block_sizes_kw(block_sizes, blocks)
+    if not hasattr(x, "dtype"):
+        x = jnp.asarray(x)
+    check_x(x)
     check_length(x.shape[-1])
-    impl = resolve_implementation(implementation)
+    impl = resolve_implementation(implementation, lambda p: _pallas_refusal(x.shape[-1], block_sizes), backend)
     if impl == "xla":
         return fwht_reference(x)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        x = x.astype(jnp.float32)
-    return fwht_pallas(
-        x, blocks=blocks or HadamardBlocks(), interpret=impl == "interpret", precision=precision
-    )
+    return fwht_pallas(x, blocks=block_sizes, interpret=impl == "interpret", precision=precision)
+
+
+def _block_sizes_kw(block_sizes, blocks) -> HadamardBlockSizes:
+    if blocks is not None:
+        if block_sizes is not None:
+            raise ValueError("give block_sizes or its old name blocks, not both")
+        block_sizes = blocks
+    if block_sizes is None:
+        return HadamardBlockSizes()
+    if not isinstance(block_sizes, HadamardBlockSizes):
+        raise ValueError(f"block_sizes must be a HadamardBlockSizes, got {type(block_sizes).__name__}")
+    return block_sizes

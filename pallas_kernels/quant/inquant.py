@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """InQuant: in-place mixed-precision 4-bit KV-cache packing (``shared/papers/quantization.md``).
 
 Input: a KV tensor ``x`` of shape ``(..., T, C)`` (tokens x channels, 16-bit in practice). Outlier
@@ -38,7 +39,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
+from jaxtyping import Array, Float
 
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant.hadamard import per_platform, resolve_implementation
 
 
@@ -77,6 +81,8 @@ class InQuantPacked:
 def _check(x, n_outliers, n_samples):
     if x.ndim < 2:
         raise ValueError(f"x must have shape (..., T, C) with at least 2 axes, got {x.shape}")
+    dp.check_array("x", x, min_ndim=2)
+    dp.check_finite("x", x, "; the per-token scales would become inf/nan")
     c = x.shape[-1]
     if c % 2 or c < 4:
         raise ValueError(f"x.shape[-1] (channels) must be even and >= 4, got {c}")
@@ -170,24 +176,23 @@ def _pack(x, key, *, n_outliers, n_samples):
 
 
 def inquant_pack(
-    x: jax.Array,
+    x: Float[Array, "*batch T C"],
     *,
     key: jax.Array,
     n_outliers: int | None = None,
     n_samples: int = 64,
-    implementation: str | None = None,
+    implementation: Implementation = None,
 ) -> InQuantPacked:
     """Pack ``x`` (..., T, C) into the InQuant 4-bit layout (module docstring). ``n_outliers`` defaults
     to C/32
     (at least 1). ``implementation`` is accepted for the common op signature; packing runs as XLA."""
-    x = jnp.asarray(x)
+    if not hasattr(x, "dtype"):
+        x = jnp.asarray(x)
     if n_outliers is None:
         n_outliers = max(1, x.shape[-1] // 32)
     _check(x, n_outliers, n_samples)
     resolve_implementation(implementation)
-    packed, scales, outliers, donors, fill = _pack(
-        x, key, n_outliers=int(n_outliers), n_samples=int(n_samples)
-    )
+    packed, scales, outliers, donors, fill = _pack(x, key, n_outliers=int(n_outliers), n_samples=int(n_samples))
     return InQuantPacked(
         packed=packed,
         scales=scales,
@@ -285,21 +290,32 @@ def _unpack_call(packed, scales, *routing, dtype, rows, interpret, compiler_para
 
 
 def inquant_unpack(
-    q: InQuantPacked, *, dtype=jnp.float32, implementation: str | None = None, block_rows: int = 32
-) -> jax.Array:
+    q: InQuantPacked,
+    *,
+    dtype=jnp.float32,
+    implementation: Implementation = None,
+    block_rows: int = 32,
+    backend: str | None = None,
+) -> Float[Array, "*batch T C"]:
     """Dequantize an ``InQuantPacked`` to ``(..., T, C)``: ordinary channels from int4, outliers from the
     8-bit
     code rebuilt out of their own and their donor's nibble, donors as their sampled mean."""
     if not isinstance(q, InQuantPacked):
         raise ValueError(f"q must be an InQuantPacked from inquant_pack, got {type(q).__name__}")
-    impl = resolve_implementation(implementation)
+    from pallas_kernels.quant.nvfp4 import _out_dtype
+
+    dtype = _out_dtype(dtype)
+    dp.check_block("block_rows", block_rows, pow2=True)
+    c = q.channels
+
+    def refusal(p):
+        if c < 32 or c & (c - 1):
+            return f"channels must be a power of two >= 32 for the Pallas unpack, got {c}"
+        return None
+
+    impl = resolve_implementation(implementation, refusal, backend)
     if impl == "xla":
         return inquant_unpack_reference(q, dtype)
-    c = q.channels
-    if c < 32 or c & (c - 1):
-        if implementation is None:
-            return inquant_unpack_reference(q, dtype)
-        raise ValueError(f"channels must be a power of two >= 32 for the Pallas unpack, got {c}")
     shape = (*q.packed.shape[:-1], c)
     call = functools.partial(_unpack_call, dtype=dtype, rows=block_rows, interpret=impl == "interpret")
     out = per_platform(

@@ -1,59 +1,111 @@
-"""Thin quantized-linear layers for users' models, over :func:`pallas_kernels.quant.fp4_matmul`.
+"""Drop-in quantized-linear layers for users' models, over :func:`pallas_kernels.quant.fp4_matmul`.
 
-* :class:`EqxQuantizedLinear` (equinox): ``weight`` is a :class:`QuantizedArray` of shape (out, in).
-* :class:`NnxQuantizedLinear` (flax.nnx): the packed codes / scales / global scale live in non-trainable
-  ``QuantizedWeight`` variables (so ``nnx.state(model, nnx.Param)`` leaves them out of optimizers).
+* :meth:`QuantizedLinear.from_linear`: an ``eqx.nn.Linear`` -> :class:`EqxQuantizedLinear`, an
+  ``nnx.Linear`` -> :class:`NnxQuantizedLinear`; each behaves like the layer it replaces (same call
+  signature, ``key=None`` for equinox, ``in_features``/``out_features``/``use_bias``, works inside
+  ``eqx.nn.Sequential`` / ``nnx.Sequential`` and under ``jax.vmap``).
+* :func:`quantize_model`: every (filtered) Linear of an equinox or flax.nnx model, without touching its code.
 
-Both compute ``y = x @ dequantize(W).T + b`` with bfloat16 activations and float32 accumulation (see
-``matmul.py``); ``format`` is one of "nvfp4", "mxfp4", "razer" (RaZeR weight variant) or "razer_activation".
-Build them from a float layer with ``from_linear`` (equinox ``eqx.nn.Linear`` / flax ``nnx.Linear``).
-The layers are inference adapters: the weight is frozen (no gradient flows into the codes).
+``y = x @ dequantize(W).T + b`` with bfloat16-rounded activations and float32 accumulation (``matmul.py``);
+``fmt`` (the old keyword ``format`` still works) is one of "nvfp4", "mxfp4", "razer" (RaZeR weight variant) or
+"razer_activation". The weight is frozen (inference adapters: no gradient flows into the codes); in nnx the
+packed arrays are ``QuantizedWeight`` variables, not ``nnx.Param`` (optimizers leave them out).
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from pallas_kernels._dispatch import Implementation
+from pallas_kernels.quant import fp4
 from pallas_kernels.quant.fp4 import QuantizedArray
 from pallas_kernels.quant.matmul import fp4_matmul
 from pallas_kernels.quant.mxfp4 import mxfp4_quantize
 from pallas_kernels.quant.nvfp4 import nvfp4_quantize
 from pallas_kernels.quant.razer import razer_quantize
 
-__all__ = ["EqxQuantizedLinear", "NnxQuantizedLinear", "QuantizedWeight", "quantize_weight"]
+__all__ = [
+    "EqxQuantizedLinear",
+    "NnxQuantizedLinear",
+    "QuantizedLinear",
+    "QuantizedWeight",
+    "quantize_model",
+    "quantize_weight",
+]
 
 WEIGHT_FORMATS = ("nvfp4", "mxfp4", "razer", "razer_activation")
+_BLOCK = {"nvfp4": 16, "mxfp4": 32, "razer": 16, "razer_activation": 16}
 
 
-def quantize_weight(w, format: str = "nvfp4", *, implementation=None) -> QuantizedArray:
-    """Quantize a float weight of shape (out, in) (blocks along ``in``) to ``format``."""
-    if format == "nvfp4":
+def _fmt_kw(fmt: str | None, format: str | None) -> str:  # noqa: A002 (the old keyword)
+    if format is not None:
+        if fmt is not None and fmt != format:
+            raise ValueError(f"fmt={fmt!r} and its alias format={format!r} disagree")
+        fmt = format
+    fmt = "nvfp4" if fmt is None else fmt
+    if fmt not in WEIGHT_FORMATS:
+        raise ValueError(f"fmt must be one of {WEIGHT_FORMATS}, got {fmt!r}")
+    return fmt
+
+
+def quantize_weight(
+    w, fmt: str | None = None, *, implementation: Implementation = None, format: str | None = None
+) -> QuantizedArray:  # noqa: A002
+    """Quantize a float weight of shape (out, in) (blocks along ``in``) to ``fmt``."""
+    fmt = _fmt_kw(fmt, format)
+    if fmt == "nvfp4":
         return nvfp4_quantize(w, implementation=implementation)
-    if format == "mxfp4":
+    if fmt == "mxfp4":
         return mxfp4_quantize(w, implementation=implementation)
-    if format == "razer":
+    if fmt == "razer":
         return razer_quantize(w, variant="weight", implementation=implementation)
-    if format == "razer_activation":
-        return razer_quantize(w, variant="activation", implementation=implementation)
-    raise ValueError(f"format must be one of {WEIGHT_FORMATS}, got {format!r}")
+    return razer_quantize(w, variant="activation", implementation=implementation)
 
 
 class EqxQuantizedLinear(eqx.Module):
-    """Equinox quantized linear: ``weight`` (out, in), FP4 blocks along ``in``; optional ``bias`` (out,)."""
+    """Drop-in for ``eqx.nn.Linear``: unbatched ``__call__(x [in], *, key=None) -> [out]`` (any leading axes
+    also work); ``weight`` is a :class:`QuantizedArray` (out, in), FP4 blocks along ``in``."""
 
     weight: QuantizedArray
     bias: jax.Array | None
-    implementation: str | None = eqx.field(static=True, default=None)
+    in_features: int = eqx.field(static=True)
+    out_features: int = eqx.field(static=True)
+    use_bias: bool = eqx.field(static=True)
+    implementation: Implementation = eqx.field(static=True, default=None)
+
+    def __init__(self, weight: QuantizedArray, bias=None, *, implementation: Implementation = None):
+        fp4.check_format(weight, fp4.FORMATS, name="weight")
+        if len(weight.shape) != 2:
+            raise ValueError(f"weight must be a 2-D (out, in) QuantizedArray, got shape {weight.shape}")
+        self.weight, self.bias = weight, bias
+        self.out_features, self.in_features = weight.shape
+        self.use_bias = bias is not None
+        self.implementation = implementation
 
     @classmethod
-    def from_linear(cls, linear: eqx.nn.Linear, format: str = "nvfp4", implementation=None):
-        return cls(weight=quantize_weight(linear.weight, format), bias=linear.bias,
-                   implementation=implementation)
+    def from_linear(
+        cls,
+        linear: eqx.nn.Linear,
+        fmt: str | None = None,
+        *,
+        implementation: Implementation = None,
+        format: str | None = None,  # noqa: A002 (alias)
+    ) -> EqxQuantizedLinear:
+        if not isinstance(linear, eqx.nn.Linear):
+            raise ValueError(f"linear must be an eqx.nn.Linear, got {type(linear).__name__}")
+        if linear.in_features == "scalar" or linear.out_features == "scalar":
+            raise ValueError("a 'scalar' eqx.nn.Linear has no block of weights to quantize")
+        w = quantize_weight(linear.weight, _fmt_kw(fmt, format))
+        return cls(w, linear.bias, implementation=implementation)
 
-    def __call__(self, x):
+    def __call__(self, x, *, key: jax.Array | None = None):
+        del key
         y = fp4_matmul(x, self.weight, implementation=self.implementation)
         return y if self.bias is None else y + self.bias.astype(y.dtype)
 
@@ -63,28 +115,128 @@ class QuantizedWeight(nnx.Variable):
 
 
 class NnxQuantizedLinear(nnx.Module):
-    """flax.nnx quantized linear: ``y = x @ W.T + b`` with W (out, in) stored packed (FP4 codes + scales)."""
+    """Drop-in for ``nnx.Linear``: ``__call__(inputs [..., in]) -> [..., out]``, W (out, in) stored packed."""
 
-    def __init__(self, weight: QuantizedArray, bias=None, *, implementation=None):
+    def __init__(self, weight: QuantizedArray, bias=None, *, implementation: Implementation = None):
+        fp4.check_format(weight, fp4.FORMATS, name="weight")
+        if len(weight.shape) != 2:
+            raise ValueError(f"weight must be a 2-D (out, in) QuantizedArray, got shape {weight.shape}")
         self.codes = QuantizedWeight(weight.codes)
         self.scales = QuantizedWeight(weight.scales)
         self.global_scale = QuantizedWeight(weight.global_scale)
         self.shape, self.format, self.block_size = weight.shape, weight.format, weight.block_size
+        self.out_features, self.in_features = weight.shape
+        self.use_bias = bias is not None
         self.bias = None if bias is None else nnx.Param(jnp.asarray(bias))
         self.implementation = implementation
 
     @classmethod
-    def from_linear(cls, linear: nnx.Linear, format: str = "nvfp4", implementation=None):
+    def from_linear(
+        cls,
+        linear: nnx.Linear,
+        fmt: str | None = None,
+        *,
+        implementation: Implementation = None,
+        format: str | None = None,  # noqa: A002 (alias)
+    ) -> NnxQuantizedLinear:
         """nnx.Linear keeps its kernel as (in, out): it is transposed to (out, in) before quantizing."""
+        if not isinstance(linear, nnx.Linear):
+            raise ValueError(f"linear must be an nnx.Linear, got {type(linear).__name__}")
         bias = None if linear.bias is None else linear.bias[...]
-        return cls(quantize_weight(linear.kernel[...].T, format), bias, implementation=implementation)
+        return cls(quantize_weight(linear.kernel[...].T, _fmt_kw(fmt, format)), bias, implementation=implementation)
 
     @property
     def weight(self) -> QuantizedArray:
-        return QuantizedArray(codes=self.codes[...], scales=self.scales[...],
-                              global_scale=self.global_scale[...], shape=self.shape, format=self.format,
-                              block_size=self.block_size)
+        return QuantizedArray(
+            codes=self.codes[...],
+            scales=self.scales[...],
+            global_scale=self.global_scale[...],
+            shape=self.shape,
+            format=self.format,
+            block_size=self.block_size,
+        )
 
-    def __call__(self, x):
-        y = fp4_matmul(x, self.weight, implementation=self.implementation)
+    def __call__(self, inputs):
+        y = fp4_matmul(inputs, self.weight, implementation=self.implementation)
         return y if self.bias is None else y + self.bias[...].astype(y.dtype)
+
+
+class QuantizedLinear:
+    """``QuantizedLinear.from_linear(linear, fmt)``: the quantized drop-in for an ``eqx.nn.Linear``
+    (:class:`EqxQuantizedLinear`) or an ``nnx.Linear`` (:class:`NnxQuantizedLinear`)."""
+
+    def __new__(cls, *args, **kwargs):
+        raise TypeError("build a quantized layer with QuantizedLinear.from_linear(linear, fmt)")
+
+    @staticmethod
+    def from_linear(
+        linear,
+        fmt: str | None = None,
+        *,
+        implementation: Implementation = None,
+        format: str | None = None,  # noqa: A002 (alias)
+    ):
+        if isinstance(linear, eqx.nn.Linear):
+            return EqxQuantizedLinear.from_linear(linear, fmt, implementation=implementation, format=format)
+        if isinstance(linear, nnx.Linear):
+            return NnxQuantizedLinear.from_linear(linear, fmt, implementation=implementation, format=format)
+        raise ValueError(f"linear must be an eqx.nn.Linear or an nnx.Linear, got {type(linear).__name__}")
+
+
+def _in_features(linear) -> Any:
+    return linear.in_features
+
+
+def _default_filter(fmt: str) -> Callable[[str, Any], bool]:
+    """Quantize every Linear whose input width is a whole number of blocks (others stay float)."""
+    return lambda path, linear: isinstance(_in_features(linear), int) and _in_features(linear) % _BLOCK[fmt] == 0
+
+
+def quantize_model(
+    model,
+    fmt: str | None = None,
+    *,
+    filter: Callable[[str, Any], bool] | None = None,  # noqa: A002 (qwix's name)
+    implementation: Implementation = None,
+    format: str | None = None,  # noqa: A002 (alias)
+):
+    """Replace the Linear layers of an equinox or flax.nnx ``model`` by their quantized drop-ins.
+
+    ``filter(path, linear) -> bool`` picks the layers (``path`` as ``jax.tree_util.keystr`` for equinox, a
+    dotted attribute path for nnx); the default takes every Linear whose ``in_features`` is a multiple of the
+    format's block (16, or 32 for MXFP4). equinox: returns a new model; nnx: replaces in place and returns it.
+    """
+    fmt = _fmt_kw(fmt, format)
+    keep = filter or _default_filter(fmt)
+    if isinstance(model, nnx.Module):
+        targets = [
+            (path, m) for path, m in _iter_modules(model) if isinstance(m, nnx.Linear) and keep(_dotted(path), m)
+        ]
+        for path, lin in targets:
+            new = NnxQuantizedLinear.from_linear(lin, fmt, implementation=implementation)
+            parent = model
+            for p in path[:-1]:
+                parent = parent[p] if isinstance(p, int) else getattr(parent, p)
+            if isinstance(path[-1], int):
+                parent[path[-1]] = new
+            else:
+                setattr(parent, path[-1], new)
+        return model
+    is_lin = lambda x: isinstance(x, eqx.nn.Linear)  # noqa: E731
+
+    def swap(path, x):
+        if is_lin(x) and keep(jax.tree_util.keystr(path), x):
+            return EqxQuantizedLinear.from_linear(x, fmt, implementation=implementation)
+        return x
+
+    return jax.tree_util.tree_map_with_path(swap, model, is_leaf=is_lin)
+
+
+def _dotted(path) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def _iter_modules(model):
+    """``nnx.iter_modules`` (flax >= 0.12) or the older method."""
+    it = getattr(nnx, "iter_modules", None)
+    return it(model) if it is not None else model.iter_modules()

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Fused dequantize-matmul (W4A16): ``y = x @ W^T`` with ``W`` an FP4 block-quantized weight, ``x`` bfloat16.
 
     fp4_matmul(x, w, *, out_dtype=None, implementation=None, block_sizes=None) -> (..., N)
@@ -25,7 +26,10 @@ import functools
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
+from jaxtyping import Array, Float
 
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant import _blockwise, fp4
 from pallas_kernels.quant import reference as ref
 from pallas_kernels.quant.fp4 import QuantizedArray
@@ -38,15 +42,15 @@ MATMUL_FORMATS = ("nvfp4", "mxfp4", "razer_activation", "razer_weight")
 @dataclasses.dataclass(frozen=True)
 class MatmulBlockSizes:
     """Output tile ``block_m x block_n`` per program, K chunk ``block_k`` (powers of two, >= 16 for Triton's
-    dot; ``block_k`` a multiple of the format's block size)."""
+    dot; ``block_k`` a multiple of the format's block size). Checked on construction."""
 
     block_m: int = 64
     block_n: int = 64
     block_k: int = 128
 
-
-def _pow2_at_least(n: int) -> int:
-    return 1 << max(0, (int(n) - 1).bit_length())
+    def __post_init__(self):
+        for name in ("block_m", "block_n", "block_k"):
+            dp.check_block(name, getattr(self, name), pow2=True, minimum=16)
 
 
 def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int, bk: int):
@@ -63,17 +67,24 @@ def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int,
         codes = fp4.unpack_nibbles(ck).reshape(bn, bk // block, block)
         w = ref.element_values(codes, sk, fmt) * ref.block_scale_value(sk, fmt)[..., None]
         w = w.reshape(bn, bk).astype(jnp.bfloat16)
-        return acc + jax.lax.dot_general(xk.astype(jnp.bfloat16), w, (((1,), (1,)), ((), ())),
-                                         preferred_element_type=jnp.float32)
+        return acc + jax.lax.dot_general(
+            xk.astype(jnp.bfloat16), w, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32
+        )
 
     acc = jax.lax.fori_loop(0, nk, body, jnp.zeros((bm, bn), jnp.float32))
     o_ref[...] = (acc * g_ref[...]).astype(o_ref.dtype)
 
 
 @functools.partial(jax.jit, static_argnames=("out_dtype", "block_sizes", "interpret", "platform"))
-def fp4_matmul_pallas(x, w: QuantizedArray, *, out_dtype=None,
-                      block_sizes: MatmulBlockSizes = MatmulBlockSizes(), interpret: bool = False,
-                      platform: str | None = None):
+def fp4_matmul_pallas(
+    x,
+    w: QuantizedArray,
+    *,
+    out_dtype=None,
+    block_sizes: MatmulBlockSizes = MatmulBlockSizes(),
+    interpret: bool = False,
+    platform: str | None = None,
+):
     """The Pallas kernel (see the module docstring). ``platform`` picks TPU or Triton tiling/params."""
     out_dtype = jnp.dtype(out_dtype or x.dtype)
     n, k = w.shape
@@ -82,13 +93,13 @@ def fp4_matmul_pallas(x, w: QuantizedArray, *, out_dtype=None,
     m = x2.shape[0]
     block = w.block_size
     tpu = (platform or jax.default_backend()) == "tpu"
-    bm = max(16, min(block_sizes.block_m, _pow2_at_least(m)))
-    bn = max(16, min(block_sizes.block_n, _pow2_at_least(n)))
+    bm = max(16, min(block_sizes.block_m, _blockwise._pow2_at_least(m)))
+    bn = max(16, min(block_sizes.block_n, _blockwise._pow2_at_least(n)))
     if tpu:
         bm, bn = max(bm, 32), max(bn, 128)  # uint8 sublane tile 32; output lanes 128
         bk = kp = k
     else:
-        bk = max(block, 16, min(block_sizes.block_k, _pow2_at_least(k)))
+        bk = max(block, 16, min(block_sizes.block_k, _blockwise._pow2_at_least(k)))
         kp = -(-k // bk) * bk
     mp, np_ = -(-m // bm) * bm, -(-n // bn) * bn
     codes, scales = w.codes, w.scales
@@ -100,10 +111,12 @@ def fp4_matmul_pallas(x, w: QuantizedArray, *, out_dtype=None,
     out = pl.pallas_call(
         functools.partial(_kernel, fmt=w.format, block=block, bk=bk),
         grid=(mp // bm, np_ // bn),
-        in_specs=[pl.BlockSpec((bm, kp), lambda i, j: (i, 0)),
-                  pl.BlockSpec((bn, kp // 2), lambda i, j: (j, 0)),
-                  pl.BlockSpec((bn, kp // block), lambda i, j: (j, 0)),
-                  pl.BlockSpec((1, 1), lambda i, j: (0, 0))],
+        in_specs=[
+            pl.BlockSpec((bm, kp), lambda i, j: (i, 0)),
+            pl.BlockSpec((bn, kp // 2), lambda i, j: (j, 0)),
+            pl.BlockSpec((bn, kp // block), lambda i, j: (j, 0)),
+            pl.BlockSpec((1, 1), lambda i, j: (0, 0)),
+        ],
         out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((mp, np_), out_dtype),
         interpret=interpret,
@@ -118,8 +131,14 @@ def _ref_jit(x, w, out_dtype):
     return ref.fp4_matmul(x, w, out_dtype=out_dtype)
 
 
-def fp4_matmul(x, w: QuantizedArray, *, out_dtype=None, implementation=None,
-               block_sizes: MatmulBlockSizes | None = None):
+def fp4_matmul(
+    x: Float[Array, "*batch K"],
+    w: QuantizedArray,
+    *,
+    out_dtype=None,
+    implementation: Implementation = None,
+    block_sizes: MatmulBlockSizes | None = None,
+) -> Float[Array, "*batch N"]:
     """``x @ dequantize(w).T`` for ``x`` (..., K) and an FP4 weight ``w`` of logical shape (N, K) -> (..., N).
 
     ``out_dtype`` defaults to ``x.dtype``; ``implementation`` as for the quantizers (None: Pallas on GPU/TPU,
@@ -127,14 +146,20 @@ def fp4_matmul(x, w: QuantizedArray, *, out_dtype=None, implementation=None,
     fp4.check_format(w, MATMUL_FORMATS, name="w")
     if len(w.shape) != 2:
         raise ValueError(f"w must be a 2-D (N, K) quantized weight, got shape {w.shape}")
-    x = jnp.asarray(x)
-    if not jnp.issubdtype(x.dtype, jnp.floating):
-        raise ValueError(f"x must be a floating-point array, got dtype {x.dtype}")
-    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+    if not hasattr(x, "dtype"):
+        x = jnp.asarray(x)
+    dp.check_array("x", x, min_ndim=1)
+    if x.shape[-1] != w.shape[1]:
         raise ValueError(f"x.shape[-1] must equal w.shape[1] = {w.shape[1]}, got x.shape = {x.shape}")
-    out_dtype = jnp.dtype(out_dtype or x.dtype)
+    dp.check_finite("x", x, "; the W4A16 product would silently carry them")
+    if block_sizes is not None and not isinstance(block_sizes, MatmulBlockSizes):
+        raise ValueError(f"block_sizes must be a MatmulBlockSizes, got {type(block_sizes).__name__}")
+    from pallas_kernels.quant.nvfp4 import _out_dtype
+
+    out_dtype = _out_dtype(out_dtype or x.dtype)
     impl = _blockwise.resolve_implementation(implementation)
     if impl == "xla":
         return _ref_jit(x, w, out_dtype)
-    return fp4_matmul_pallas(x, w, out_dtype=out_dtype, block_sizes=block_sizes or MatmulBlockSizes(),
-                             interpret=impl == "interpret")
+    return fp4_matmul_pallas(
+        x, w, out_dtype=out_dtype, block_sizes=block_sizes or MatmulBlockSizes(), interpret=impl == "interpret"
+    )

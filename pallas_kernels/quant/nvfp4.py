@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """NVFP4: E2M1 codes, one E4M3 scale per 16 elements, an FP32 global scale (math: ``reference.py``).
 
 Public ops (blocks along the last axis; ``implementation``: None = Pallas on GPU/TPU, XLA reference on CPU;
@@ -12,10 +13,13 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, Float
 
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant import _blockwise, fp4
 from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant._blockwise import BlockSizes
+from pallas_kernels.quant._blockwise import QuantBlockSizes
 from pallas_kernels.quant.fp4 import QuantizedArray
 
 __all__ = ["nvfp4_quantize", "nvfp4_dequantize"]
@@ -24,6 +28,14 @@ __all__ = ["nvfp4_quantize", "nvfp4_dequantize"]
 def _global_scale(x, global_scale, denom):
     if global_scale is None:
         return ref.global_scale_from_amax(jnp.max(jnp.abs(x)), denom)
+    if isinstance(global_scale, jax.core.Tracer):
+        g = global_scale.astype(jnp.float32)
+        if g.shape != ():
+            raise ValueError(f"global_scale must be a scalar, got shape {g.shape}")
+        dp.require(
+            jnp.isfinite(g) & (g >= np.float32(2.0**-126)), "global_scale must be a finite float32 >= 2^-126, got {}", g
+        )
+        return g
     if not isinstance(global_scale, jax.core.Tracer):
         v = np.asarray(global_scale, np.float32)
         if v.shape != ():
@@ -37,18 +49,26 @@ def _global_scale(x, global_scale, denom):
 
 
 def _out_dtype(dtype):
-    dt = jnp.dtype(dtype)
+    try:
+        dt = jnp.dtype(dtype)
+    except TypeError:
+        raise ValueError(f"dtype must be a floating-point dtype, got {dtype!r}") from None
     if not jnp.issubdtype(dt, jnp.floating):
         raise ValueError(f"dtype must be a floating-point dtype, got {dt}")
     return dt
 
 
-def nvfp4_quantize(x, *, global_scale=None, implementation=None,
-                   block_sizes: BlockSizes | None = None) -> QuantizedArray:
+def nvfp4_quantize(
+    x: Float[Array, "*batch K"],
+    *,
+    global_scale=None,
+    implementation: Implementation = None,
+    block_sizes: QuantBlockSizes | None = None,
+) -> QuantizedArray:
     """Quantize ``x`` (..., K), K % 16 == 0, to NVFP4.
 
     Args:
-      x: float array; inf/nan raise ValueError when ``x`` is concrete (not checked under jit).
+      x: float array; inf/nan raise ValueError when ``x`` is concrete (under jit: ``pallas_kernels.checked``).
       global_scale: FP32 scalar; default ``max(amax(|x|) / (448 * 6), 2^-126)``.
     Returns:
       QuantizedArray(codes uint8 (..., K/2), scales uint8 E4M3 (..., K/16), global_scale f32, format "nvfp4").
@@ -59,9 +79,13 @@ def nvfp4_quantize(x, *, global_scale=None, implementation=None,
     return _blockwise.quantize(x, g, fmt="nvfp4", implementation=implementation, block_sizes=block_sizes)
 
 
-def nvfp4_dequantize(q: QuantizedArray, *, dtype=jnp.float32, implementation=None,
-                     block_sizes: BlockSizes | None = None):
+def nvfp4_dequantize(
+    q: QuantizedArray,
+    *,
+    dtype=jnp.float32,
+    implementation: Implementation = None,
+    block_sizes: QuantBlockSizes | None = None,
+) -> Float[Array, "*batch K"]:
     """``(e2m1 * s_block) * global_scale`` as ``dtype``, shape ``q.shape``."""
     fp4.check_format(q, ("nvfp4",))
-    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation,
-                                 block_sizes=block_sizes)
+    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """RaZeR (redundant zero remapping) on NVFP4: the FP4 code 0x8 (-0) decodes to a per-block special value.
 
 * ``variant="activation"``: NVFP4's global and E4M3 block scale; the scale byte's sign bit picks the special
@@ -17,10 +18,12 @@ worse than NVFP4" guarantee are in ``reference.py``.
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jaxtyping import Array, Float
 
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant import _blockwise, fp4
 from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant._blockwise import BlockSizes
+from pallas_kernels.quant._blockwise import QuantBlockSizes
 from pallas_kernels.quant.fp4 import QuantizedArray
 from pallas_kernels.quant.nvfp4 import _global_scale, _out_dtype
 
@@ -29,8 +32,14 @@ __all__ = ["razer_quantize", "razer_dequantize"]
 VARIANTS = ("activation", "weight")
 
 
-def razer_quantize(x, *, variant: str = "activation", global_scale=None, implementation=None,
-                   block_sizes: BlockSizes | None = None) -> QuantizedArray:
+def razer_quantize(
+    x: Float[Array, "*batch K"],
+    *,
+    variant: str = "activation",
+    global_scale=None,
+    implementation: Implementation = None,
+    block_sizes: QuantBlockSizes | None = None,
+) -> QuantizedArray:
     """Quantize ``x`` (..., K), K % 16 == 0, with RaZeR; format "razer_activation" or "razer_weight"."""
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
@@ -38,13 +47,16 @@ def razer_quantize(x, *, variant: str = "activation", global_scale=None, impleme
     x = jnp.asarray(x)
     denom = ref.NVFP4_GLOBAL_MAX if variant == "activation" else ref.RAZER_WEIGHT_GLOBAL_MAX
     g = _global_scale(x, global_scale, denom)
-    return _blockwise.quantize(x, g, fmt=f"razer_{variant}", implementation=implementation,
-                               block_sizes=block_sizes)
+    return _blockwise.quantize(x, g, fmt=f"razer_{variant}", implementation=implementation, block_sizes=block_sizes)
 
 
-def razer_dequantize(q: QuantizedArray, *, dtype=jnp.float32, implementation=None,
-                     block_sizes: BlockSizes | None = None):
+def razer_dequantize(
+    q: QuantizedArray,
+    *,
+    dtype=jnp.float32,
+    implementation: Implementation = None,
+    block_sizes: QuantBlockSizes | None = None,
+) -> Float[Array, "*batch K"]:
     """``(value * s_block) * global_scale`` with code 0x8 -> the block's special value; shape ``q.shape``."""
     fp4.check_format(q, ("razer_activation", "razer_weight"))
-    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation,
-                                 block_sizes=block_sizes)
+    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

@@ -147,22 +147,54 @@ def _razer_codes(xs, m, use):
     return jnp.where(use, jnp.uint32(8), sign | m)
 
 
+def _err_terms(d, p, *, cap: bool = True):
+    """Per-element integer error terms of :func:`fp4.block_sq_err` (before the block sum). ``cap=False``
+    skips the saturation, valid where ``|d p| < 2^6`` (elements within a few scale units of their value)."""
+    e = jnp.square(d.astype(jnp.float32) * p)
+    k = (e * np.float32(1 << fp4.ERR_FRACTION_BITS) + np.float32(0.5)).astype(jnp.int32)
+    if not cap:
+        return k
+    k = jnp.where(e >= np.float32(fp4.ERR_TERM_MAX >> fp4.ERR_FRACTION_BITS), jnp.int32(fp4.ERR_TERM_MAX), k)
+    return jnp.minimum(k, jnp.int32(fp4.ERR_TERM_MAX))
+
+
+def _special_gains(xs, a, near, k0, sv: float, s, p):
+    """Block sums of ``k(fp4) - k(special)`` over the ``near`` elements of each sign (see
+    :func:`razer_activation_block_codes`). ``k0``: the FP4 terms (or None: computed here for near elements,
+    whose FP4 value is 4 s if |xs| <= 5 s else 6 s)."""
+    if k0 is None:
+        four_or_six = jnp.where(a > np.float32(5.0) * s, np.float32(6.0), np.float32(4.0))
+        k0 = _err_terms(a - four_or_six * s, p, cap=False)
+    gain = jnp.where(near, k0 - _err_terms(a - np.float32(sv) * s, p, cap=False), 0)
+    gp = jnp.sum(jnp.where(xs > 0, gain, 0), axis=-1)
+    gn = jnp.sum(jnp.where(xs < 0, gain, 0), axis=-1)
+    return gp, gn
+
+
 def razer_activation_block_codes(xb, inv_g):
-    """RaZeR activation variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32)."""
+    """RaZeR activation variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32).
+
+    Fast form of two :func:`_razer_choose` calls (bit-identical). An element can only take the special value
+    of its own sign (0 is an FP4 value, so one of the other sign is always farther than its FP4 rounding),
+    and for it both candidates are the same test: |xs| strictly closer to 5 s than to its FP4 rounding |q| s,
+    which (RNE, 5 s rounds to 4 s) is exactly ``4.5 s < |xs| < 5.5 s``, with the same special-value term
+    ``|xs| - 5 s``. So ``err(+5) - err(-5) = gain(xs < 0) - gain(xs > 0)``, gain = k(fp4) - k(special) summed
+    over the near elements of that sign (exact integer sums, same choice as comparing the block errors)."""
     xs = fp4.flush_subnormals(xb) * inv_g
-    sc = nvfp4_scale_code(jnp.max(jnp.abs(xs), axis=-1))
+    a = jnp.abs(xs)
+    sc = nvfp4_scale_code(jnp.max(a, axis=-1))
     s = fp4.e4m3_decode(sc)[..., None]
     p = fp4.pow2_reciprocal(s)
-    m, use_p, err_p = _razer_choose(xs, s, 5.0, p)
-    _, use_n, err_n = _razer_choose(xs, s, -5.0, p)
-    neg = err_n < err_p
-    use = jnp.where(neg[..., None], use_n, use_p)
+    m = fp4.e2m1_magnitude_code_scaled(a, s)
+    near = (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s)
+    gp, gn = _special_gains(xs, a, near, None, 5.0, s, p)
+    neg = gn > gp  # err(-5) < err(+5)
+    use = near & jnp.where(neg[..., None], xs < 0, xs > 0)
     return _razer_codes(xs, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
 def _e3m3_scale_code(bmax, qmax: float):
-    return fp4.e3m3_encode(
-        jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX)))
+    return fp4.e3m3_encode(jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX)))
 
 
 def razer_weight_candidate(xs, bmax, idx: int, allow_special: bool = True):
@@ -177,16 +209,36 @@ def razer_weight_candidate(xs, bmax, idx: int, allow_special: bool = True):
 
 
 def razer_weight_block_codes(xb, inv_g):
-    """RaZeR weight variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32)."""
+    """RaZeR weight variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32).
+
+    The four candidates of :func:`razer_weight_candidate` (first wins ties) in the fast form of
+    :func:`razer_activation_block_codes` (bit-identical): +-5 at s_b(6) (near: ``4.5 s < |xs| < 5.5 s``), +-8
+    at s_b(8) (FP4 values are <= 6 < 8, so near: ``|xs| > 7 s``); err = plain-FP4 block error minus the gain."""
     xs = fp4.flush_subnormals(xb) * inv_g
-    bmax = jnp.max(jnp.abs(xs), axis=-1)
-    best = razer_weight_candidate(xs, bmax, 0)
-    for idx in range(1, len(RAZER_WEIGHT_SPECIALS)):
-        err, codes, byte = razer_weight_candidate(xs, bmax, idx)
-        better = err < best[0]
-        best = (jnp.where(better, err, best[0]), jnp.where(better[..., None], codes, best[1]),
-                jnp.where(better, byte, best[2]))
-    return best[1], best[2]
+    a = jnp.abs(xs)
+    bmax = jnp.max(a, axis=-1)
+    sc6, sc8 = _e3m3_scale_code(bmax, 6.0), _e3m3_scale_code(bmax, 8.0)
+    s6, s8 = fp4.e3m3_decode(sc6)[..., None], fp4.e3m3_decode(sc8)[..., None]
+    p = fp4.pow2_reciprocal(s6)
+    m6 = fp4.e2m1_magnitude_code_scaled(a, s6)
+    m8 = fp4.e2m1_magnitude_code_scaled(a, s8)
+    k6 = _err_terms(a - fp4.e2m1_magnitude_value(m6) * s6, p)
+    k8 = _err_terms(a - fp4.e2m1_magnitude_value(m8) * s8, p)
+    near6 = (a > np.float32(4.5) * s6) & (a < np.float32(5.5) * s6)
+    near8 = a > np.float32(7.0) * s8
+    gp6, gn6 = _special_gains(xs, a, near6, k6, 5.0, s6, p)
+    gp8, gn8 = _special_gains(xs, a, near8, k8, 8.0, s8, p)
+    z6, z8 = jnp.sum(k6, axis=-1), jnp.sum(k8, axis=-1)
+    errs = (z6 - gp6, z6 - gn6, z8 - gp8, z8 - gn8)
+    best, idx = errs[0], jnp.zeros(bmax.shape, jnp.uint32)
+    for i in (1, 2, 3):
+        better = errs[i] < best
+        best, idx = jnp.where(better, errs[i], best), jnp.where(better, jnp.uint32(i), idx)
+    wide = (idx >= jnp.uint32(2))[..., None]
+    want_neg = ((idx & jnp.uint32(1)) == jnp.uint32(1))[..., None]
+    use = jnp.where(wide, near8, near6) & jnp.where(want_neg, xs < 0, xs > 0)
+    codes = _razer_codes(xs, jnp.where(wide, m8, m6), use)
+    return codes, jnp.where(wide[..., 0], sc8, sc6) | (idx << jnp.uint32(6))
 
 
 def razer_special_value(byte, fmt: str):
@@ -229,9 +281,14 @@ def dequantize_blocks(codes, byte, g, fmt: str):
 
 def _pack(x, codes, sc, g, fmt: str) -> QuantizedArray:
     codes = codes.reshape(*x.shape[:-1], x.shape[-1])
-    return QuantizedArray(codes=fp4.pack_nibbles(codes), scales=sc.astype(jnp.uint8),
-                          global_scale=jnp.asarray(g, jnp.float32), shape=tuple(x.shape), format=fmt,
-                          block_size=fp4.BLOCK_SIZE[fmt])
+    return QuantizedArray(
+        codes=fp4.pack_nibbles(codes),
+        scales=sc.astype(jnp.uint8),
+        global_scale=jnp.asarray(g, jnp.float32),
+        shape=tuple(x.shape),
+        format=fmt,
+        block_size=fp4.BLOCK_SIZE[fmt],
+    )
 
 
 def nvfp4_quantize(x, global_scale=None) -> QuantizedArray:

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Dithered quantization with one randomized Hadamard transform (RHT): reference, fused Pallas kernels, ops.
 
 Notation (``shared/papers/quantization.md``): ``x`` in R^d (d a power of two), ``D`` a diagonal of random
@@ -51,10 +52,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.experimental import pallas as pl
+from jaxtyping import Array, Float
 
+from pallas_kernels import _dispatch as dp
+from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant.hadamard import (
-    HadamardBlocks,
+    HadamardBlockSizes,
+    _block_sizes_kw,
     check_length,
+    check_x,
     fwht_reference,
     hadamard_matrix_np,
     kron_split,
@@ -96,10 +102,10 @@ def _check(x, bits, scaling):
     if scaling not in SCALINGS:
         raise ValueError(f"scaling must be one of {SCALINGS}, got {scaling!r}")
     if x.ndim < 1:
-        raise ValueError(
-            f"x must have at least one axis (the vectors lie along the last), got shape {x.shape}"
-        )
+        raise ValueError(f"x must have at least one axis (the vectors lie along the last), got shape {x.shape}")
+    check_x(x)
     check_length(x.shape[-1])
+    dp.check_finite("x", x, "; the norm and the compander would turn a whole vector into NaN")
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
@@ -284,12 +290,10 @@ def _dequant_kernel(*refs, bits, d, kron, precision):
     o_ref[...] = xh.astype(o_ref.dtype)
 
 
-def _layout(n: int, d: int, blocks: HadamardBlocks):
+def _layout(n: int, d: int, blocks: HadamardBlockSizes):
     """(kron, rows per block, padded n, tile inputs, view shape of a row)."""
     if d < 16:
-        raise ValueError(
-            f"x.shape[-1] must be >= 16 for the Pallas RHT kernels, got {d} (use implementation='xla')"
-        )
+        raise ValueError(f"x.shape[-1] must be >= 16 for the Pallas RHT kernels, got {d} (use implementation='xla')")
     if d <= blocks.dense_max:
         rows = min(blocks.block_rows, max(8, 1 << (n - 1).bit_length()))
         return False, rows, -(-n // rows) * rows, [jnp.asarray(hadamard_matrix_np(d))], (d,)
@@ -364,45 +368,65 @@ def _dequantize_call(codes, scale, signs, u, *, bits, dtype, blocks, interpret, 
 # ---------------------------------------------------------------------------------------------------------
 
 
+def _check_key(key) -> None:
+    if not isinstance(key, jax.Array) and not hasattr(key, "dtype"):
+        raise ValueError(f"key must be a jax.random key, got {type(key).__name__}")
+    if not (jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) or (key.dtype == jnp.uint32 and key.shape == (2,))):
+        raise ValueError(
+            f"key must be a jax.random key (jax.random.key(seed)), got dtype {key.dtype}, shape {key.shape}"
+        )
+
+
+def _rht_refusal(d: int, block_sizes: HadamardBlockSizes):
+    try:
+        _layout(1, d, block_sizes)
+    except ValueError as e:
+        return str(e)
+    return None
+
+
 def rht_quantize(
-    x: jax.Array,
+    x: Float[Array, "*batch d"],
     *,
     key: jax.Array,
     bits: int,
     scaling: str = "turbo",
-    implementation: str | None = None,
-    blocks: HadamardBlocks | None = None,
+    implementation: Implementation = None,
+    block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
+    blocks: HadamardBlockSizes | None = None,
+    backend: str | None = None,
 ) -> RHTQuantized:
     """Dithered RHT quantization of the vectors along the last axis of ``x`` (..., d) at ``bits`` per
     coordinate.
 
-    key: explicit randomness (signs D and one dither per vector). scaling: "turbo" | "mse" | "unbiased"
-    (module docstring). implementation: None (Pallas on GPU/TPU, XLA on CPU), "xla", "pallas", "interpret".
+    x: float16/bfloat16/float32, finite (inf/nan raise: they would turn a whole vector into NaN), d a power of
+    two (>= 16 for the kernels; ``None`` falls back to XLA below). key: explicit randomness (signs D and one
+    dither per vector). scaling: "turbo" | "mse" | "unbiased" (module docstring). ``block_sizes`` (alias
+    ``blocks``): the :class:`HadamardBlockSizes` of the kernel.
     """
-    x = jnp.asarray(x)
+    block_sizes = _block_sizes_kw(block_sizes, blocks)
+    if not hasattr(x, "dtype"):
+        x = jnp.asarray(x)
     _check(x, bits, scaling)
-    impl = resolve_implementation(implementation)
+    _check_key(key)
     d = x.shape[-1]
+    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend)
     signs, u = rht_randomness(key, d, x.shape[:-1])
-    if impl == "pallas" and d < 16 and implementation is None:
-        impl = "xla"
     if impl == "xla":
         codes, scale = rht_quantize_reference(x, signs, u, bits=bits, scaling=scaling)
     else:
-        blocks = blocks or HadamardBlocks()
         x2 = x.astype(jnp.float32).reshape(-1, d)
         call = functools.partial(
             _quantize_call,
             bits=bits,
             scaling=scaling,
-            blocks=blocks,
+            blocks=block_sizes,
             interpret=impl == "interpret",
             precision=precision,
         )
-        _layout(x2.shape[0], d, blocks)  # eager shape errors
         codes, scale = per_platform(
-            call, x2, signs, u.reshape(-1), interpret=impl == "interpret", num_warps=blocks.num_warps
+            call, x2, signs, u.reshape(-1), interpret=impl == "interpret", num_warps=block_sizes.num_warps
         )
         codes, scale = codes.reshape(x.shape), scale.reshape(x.shape[:-1])
     return RHTQuantized(codes=codes, scale=scale, key=key, bits=int(bits), scaling=scaling)
@@ -412,31 +436,33 @@ def rht_dequantize(
     q: RHTQuantized,
     *,
     dtype=jnp.float32,
-    implementation: str | None = None,
-    blocks: HadamardBlocks | None = None,
+    implementation: Implementation = None,
+    block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
-) -> jax.Array:
+    blocks: HadamardBlockSizes | None = None,
+    backend: str | None = None,
+) -> Float[Array, "*batch d"]:
     """x_hat = D H (S q) with the signs and dither regenerated from ``q.key``; shape ``q.codes.shape``."""
     if not isinstance(q, RHTQuantized):
         raise ValueError(f"q must be an RHTQuantized container from rht_quantize, got {type(q).__name__}")
-    impl = resolve_implementation(implementation)
+    from pallas_kernels.quant.nvfp4 import _out_dtype
+
+    dtype = _out_dtype(dtype)
+    block_sizes = _block_sizes_kw(block_sizes, blocks)
     shape = q.codes.shape
     d = shape[-1]
+    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend)
     signs, u = rht_randomness(q.key, d, shape[:-1])
-    if impl == "pallas" and d < 16 and implementation is None:
-        impl = "xla"
     if impl == "xla":
         return rht_dequantize_reference(q.codes, q.scale, signs, u, bits=q.bits, dtype=dtype)
-    blocks = blocks or HadamardBlocks()
     call = functools.partial(
         _dequantize_call,
         bits=q.bits,
         dtype=dtype,
-        blocks=blocks,
+        blocks=block_sizes,
         interpret=impl == "interpret",
         precision=precision,
     )
-    _layout(int(np.prod(shape[:-1], dtype=np.int64)), d, blocks)
     out = per_platform(
         call,
         q.codes.reshape(-1, d),
@@ -444,6 +470,6 @@ def rht_dequantize(
         signs,
         u.reshape(-1),
         interpret=impl == "interpret",
-        num_warps=blocks.num_warps,
+        num_warps=block_sizes.num_warps,
     )
     return out.reshape(shape)

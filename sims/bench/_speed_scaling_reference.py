@@ -15,8 +15,7 @@ def yds_python(release, deadline, work):
     """Returns (energy_fn, rounds): rounds = [(density, length, [job indices])] in extraction order;
     energy_fn(alpha) = sum density^alpha * length."""
     triples = zip(release, deadline, work, strict=True)
-    jobs = {j: [float(r), float(d), float(w)] for j, (r, d, w) in enumerate(triples)
-            if w > 0}
+    jobs = {j: [float(r), float(d), float(w)] for j, (r, d, w) in enumerate(triples) if w > 0}
     rounds = []
     while jobs:
         best = None

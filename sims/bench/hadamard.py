@@ -36,9 +36,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
         t_ours = time_call(ours, x, repeats=3)
         gbs = 2 * x.size * 4 / t_ours / 1e9
         note = f"{gbs:.1f} GB/s" + (f" = {100 * gbs / peak:.0f}% of HBM peak" if peak else "")
-        rows.append(
-            BenchRow(f"fwht {n}x{d}", impl, "XLA butterfly", t_ours, time_call(ref, x, repeats=3), note)
-        )
+        rows.append(BenchRow(f"fwht {n}x{d}", impl, "XLA butterfly", t_ours, time_call(ref, x, repeats=3), note))
         if d <= 8192:  # a dense d x d rotation needs d^2 * 4 bytes (4.3 GB at d = 32768): peer skipped there
             h = hadamard_matrix(d)
             dense = jax.jit(lambda x, h=h: jnp.dot(x, h, precision=jax.lax.Precision.HIGHEST))

@@ -13,26 +13,11 @@ import functools
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.sharding import AbstractDevice, AbstractMesh, AxisType
 
-from pallas_kernels.attention import BlockSizes, block_sparse_attention, flash_attention, threshold_retrieve
+from pallas_kernels.attention import AttentionBlockSizes, block_sparse_attention, flash_attention, threshold_retrieve
+from tests.kernels.lowering import BACKEND, kernel_calls, lower_text
 
 SD = jax.ShapeDtypeStruct
-MESHES = {
-    "cuda": AbstractMesh(
-        (1,),
-        ("x",),
-        (AxisType.Explicit,),
-        abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None, platform="cuda"),
-    ),
-    "tpu": AbstractMesh(
-        (1,),
-        ("x",),
-        (AxisType.Explicit,),
-        abstract_device=AbstractDevice(device_kind="TPU v5 lite", num_cores=1, platform="tpu"),
-    ),
-}
-BACKEND = {"cuda": "gpu", "tpu": "tpu"}
 B, L, H, HKV, D, BLK = 1, 512, 4, 2, 128, 128
 
 
@@ -46,10 +31,10 @@ def _cases(platform):
         "flash_causal": (
             functools.partial(
                 flash_attention,
-                causal=True,
+                is_causal=True,
                 implementation="pallas",
                 backend=be,
-                block_sizes=BlockSizes(BLK, BLK),
+                block_sizes=AttentionBlockSizes(BLK, BLK),
             ),
             (q, k, k),
         ),
@@ -58,7 +43,7 @@ def _cases(platform):
                 flash_attention,
                 implementation="pallas",
                 backend=be,
-                block_sizes=BlockSizes(BLK, 64 if be == "gpu" else BLK),
+                block_sizes=AttentionBlockSizes(BLK, 64 if be == "gpu" else BLK),
             ),
             (q, k, k),
         ),
@@ -67,16 +52,14 @@ def _cases(platform):
                 block_sparse_attention,
                 block_q=BLK,
                 block_k=BLK,
-                causal=True,
+                is_causal=True,
                 implementation="pallas",
                 backend=be,
             ),
             (q, k, k, cnt, idx),
         ),
         "threshold_ball": (
-            lambda q, k: (
-                threshold_retrieve(q, k, 1.0, block_size=16, implementation="pallas", backend=be).block_mask
-            ),
+            lambda q, k: threshold_retrieve(q, k, 1.0, block_size=16, implementation="pallas", backend=be).block_mask,
             (q, k),
         ),
         "threshold_box": (
@@ -94,18 +77,22 @@ def _cases(platform):
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
 def test_kernels_lower(platform):
     for name, (fn, specs) in _cases(platform).items():
-        with jax.sharding.use_abstract_mesh(MESHES[platform]):
-            lowered = jax.jit(fn).trace(*specs).lower(lowering_platforms=(platform,))
-        text = lowered.as_text()
-        marker = "tpu_custom_call" if platform == "tpu" else "xla.gpu.triton"
-        assert marker in text, f"{name}: no {marker} in the {platform} lowering"
+        assert kernel_calls(lower_text(fn, *specs, platform=platform), platform) >= 1, name
 
 
 def test_gpu_rejects_non_power_of_two_blocks():
     q = SD((1, 96, 2, 16), jnp.float32)
     with pytest.raises(ValueError, match="power of two"):
         jax.jit(
-            functools.partial(
-                block_sparse_attention, block_q=48, block_k=48, implementation="pallas", backend="gpu"
-            )
+            functools.partial(block_sparse_attention, block_q=48, block_k=48, implementation="pallas", backend="gpu")
         ).trace(q, q, q, SD((1, 2, 2), jnp.int32), SD((1, 2, 2, 2), jnp.int32))
+
+
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+def test_default_implementation_falls_back_to_xla_for_shapes_the_kernel_refuses():
+    """implementation=None on a GPU: the kernel when the shapes fit its tiling (L = 128), XLA otherwise
+    (L = 100 is no multiple of a power-of-two block >= 16), never an error for a valid input."""
+    fn = functools.partial(flash_attention, is_causal=True, backend="gpu")
+    for length, kernels in ((128, 1), (100, 0)):
+        spec = SD((1, length, 2, 64), jnp.bfloat16)
+        assert kernel_calls(lower_text(fn, spec, spec, spec, platform="cuda"), "cuda") == kernels

@@ -45,17 +45,13 @@ def _case(cfg, seed, density):
     cnt, idx = mask_to_block_lists(bm)
     # list the blocks in reverse order: the result must not depend on the order of a row's list
     j = jnp.arange(nk)
-    idx = jnp.where(
-        j < cnt[..., None], jnp.take_along_axis(idx, jnp.maximum(cnt[..., None] - 1 - j, 0), -1), idx
-    )
+    idx = jnp.where(j < cnt[..., None], jnp.take_along_axis(idx, jnp.maximum(cnt[..., None] - 1 - j, 0), -1), idx)
     want = attention_reference(q, k, v, causal=causal, mask=expand_block_mask(bm, bq, bk))
     got = {impl: _op(impl, causal, bq, bk)(q, k, v, cnt, idx) for impl in ("interpret", "xla")}
     return bm, block_lists_to_mask(cnt, idx, nk), got, want
 
 
-@given(
-    cfg=st.sampled_from(CONFIGS), seed=st.integers(0, 2**16), density=st.sampled_from([0.0, 0.3, 0.7, 1.0])
-)
+@given(cfg=st.sampled_from(CONFIGS), seed=st.integers(0, 2**16), density=st.sampled_from([0.0, 0.3, 0.7, 1.0]))
 def test_block_sparse_equals_masked_dense(cfg, seed, density):
     bq = cfg[5]
     bm, bm_roundtrip, got, want = _case(cfg, seed, density)

@@ -30,10 +30,7 @@ def _op(impl, causal, bq, bk):
 
 def _qkv(seed, B, L, H, Hkv, D, dtype, scale=1.0):
     ks = jax.random.split(jax.random.key(seed, impl="unsafe_rbg"), 3)
-    return [
-        (scale * jax.random.normal(k, (B, L, h, D))).astype(dtype)
-        for k, h in zip(ks, (H, Hkv, Hkv), strict=True)
-    ]
+    return [(scale * jax.random.normal(k, (B, L, h, D))).astype(dtype) for k, h in zip(ks, (H, Hkv, Hkv), strict=True)]
 
 
 @functools.partial(jax.jit, static_argnums=0)

@@ -34,12 +34,20 @@ def _float_probe(lo: float, hi: float, n: int, seed: int = 0) -> np.ndarray:
 
 def test_e2m1_encode_matches_ml_dtypes_cast():
     rng = np.random.default_rng(0)
-    v = np.concatenate([
-        rng.uniform(-7, 7, 20000).astype(np.float32),
-        _float_probe(1e-4, 10, 5000), -_float_probe(1e-4, 10, 5000, seed=1),
-        E2M1_MIDPOINTS, -E2M1_MIDPOINTS, np.nextafter(E2M1_MIDPOINTS, 0), np.nextafter(E2M1_MIDPOINTS, 9),
-        E2M1_VALUES, -E2M1_VALUES, np.array([-0.0, 7.0, -100.0, 1e30, -1e-30], np.float32),
-    ]).astype(np.float32)
+    v = np.concatenate(
+        [
+            rng.uniform(-7, 7, 20000).astype(np.float32),
+            _float_probe(1e-4, 10, 5000),
+            -_float_probe(1e-4, 10, 5000, seed=1),
+            E2M1_MIDPOINTS,
+            -E2M1_MIDPOINTS,
+            np.nextafter(E2M1_MIDPOINTS, 0),
+            np.nextafter(E2M1_MIDPOINTS, 9),
+            E2M1_VALUES,
+            -E2M1_VALUES,
+            np.array([-0.0, 7.0, -100.0, 1e30, -1e-30], np.float32),
+        ]
+    ).astype(np.float32)
     ours = np.asarray(fp4.e2m1_encode(jnp.asarray(v)))
     cast = v.astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
     np.testing.assert_array_equal(ours, cast)
@@ -64,14 +72,15 @@ def test_e2m1_decode_all_codes():
 def test_e4m3_encode_decode_match_ml_dtypes():
     grid = np.arange(1, 127, dtype=np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float32)
     mids = ((grid[1:].astype(np.float64) + grid[:-1]) / 2).astype(np.float32)
-    v = np.concatenate([_float_probe(2.0**-9, 448, 50000), grid, mids, np.nextafter(mids, 0),
-                        np.nextafter(mids, 1e3)])
+    v = np.concatenate([_float_probe(2.0**-9, 448, 50000), grid, mids, np.nextafter(mids, 0), np.nextafter(mids, 1e3)])
     v = np.clip(v, 2.0**-9, 448).astype(np.float32)
-    np.testing.assert_array_equal(np.asarray(fp4.e4m3_encode(jnp.asarray(v))),
-                                  v.astype(ml_dtypes.float8_e4m3fn).view(np.uint8))
+    np.testing.assert_array_equal(
+        np.asarray(fp4.e4m3_encode(jnp.asarray(v))), v.astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    )
     codes = np.arange(127, dtype=np.uint8)
-    np.testing.assert_array_equal(np.asarray(fp4.e4m3_decode(jnp.asarray(codes))),
-                                  codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32))
+    np.testing.assert_array_equal(
+        np.asarray(fp4.e4m3_decode(jnp.asarray(codes))), codes.view(ml_dtypes.float8_e4m3fn).astype(np.float32)
+    )
 
 
 def test_e3m3_against_enumeration():

@@ -10,39 +10,21 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import pytest
-from jax.sharding import AbstractDevice, AbstractMesh, AxisType
 
 from pallas_kernels.quant.hadamard import fwht
 from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
-
-CUDA_MESH = AbstractMesh(
-    (1,),
-    ("x",),
-    (AxisType.Explicit,),
-    abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None, platform="cuda"),
-)
-
-
-def lower_text(f, *specs, platform: str) -> str:
-    if platform == "tpu":
-        return jax.jit(f).trace(*specs).lower(lowering_platforms=("tpu",)).as_text()
-    with jax.sharding.use_abstract_mesh(CUDA_MESH):
-        return jax.jit(f).trace(*specs).lower(lowering_platforms=("cuda",)).as_text()
+from tests.kernels.lowering import BACKEND, kernel_calls, lower_text
 
 
 def check_custom_calls(text: str, platform: str, count: int) -> None:
-    tpu, triton = text.count("tpu_custom_call"), text.count("__gpu$xla.gpu.triton")
-    if platform == "tpu":
-        assert (tpu, triton) == (count, 0)
-    else:
-        assert (tpu, triton) == (0, count)
+    assert kernel_calls(text, platform) == count
 
 
 @pytest.mark.parametrize("platform", ["tpu", "cuda"])
 @pytest.mark.parametrize("d", [8, 128, 32768])  # block-diagonal 16-tile, dense tile, Kronecker 256 x 128
 def test_fwht_lowers(platform, d):
     spec = jax.ShapeDtypeStruct((4, d), jnp.float32)
-    text = lower_text(lambda x: fwht(x, implementation="pallas"), spec, platform=platform)
+    text = lower_text(lambda x: fwht(x, implementation="pallas", backend=BACKEND[platform]), spec, platform=platform)
     check_custom_calls(text, platform, 1)
 
 
@@ -52,8 +34,10 @@ def test_rht_lowers(platform, d):
     spec = jax.ShapeDtypeStruct((3, d), jnp.bfloat16)
 
     def f(x):
-        q = rht_quantize(x, key=jax.random.key(0), bits=4, scaling="unbiased", implementation="pallas")
-        return q.codes, q.scale, rht_dequantize(q, implementation="pallas")
+        q = rht_quantize(
+            x, key=jax.random.key(0), bits=4, scaling="unbiased", implementation="pallas", backend=BACKEND[platform]
+        )
+        return q.codes, q.scale, rht_dequantize(q, implementation="pallas", backend=BACKEND[platform])
 
     text = lower_text(f, spec, platform=platform)
     check_custom_calls(text, platform, 2)
@@ -65,5 +49,7 @@ def test_inquant_unpack_lowers(platform):
 
     x = jnp.ones((64, 128), jnp.bfloat16)
     q = inquant_pack(x, key=jax.random.key(0), n_outliers=4)
-    text = lower_text(lambda q: inquant_unpack(q, implementation="pallas"), q, platform=platform)
+    text = lower_text(
+        lambda q: inquant_unpack(q, implementation="pallas", backend=BACKEND[platform]), q, platform=platform
+    )
     check_custom_calls(text, platform, 1)

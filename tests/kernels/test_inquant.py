@@ -30,9 +30,7 @@ def numpy_unpack(q: InQuantPacked) -> np.ndarray:
     s4 = np.asarray(q.scales[..., 0:1], np.float32)
     s8 = np.asarray(q.scales[..., 1:2], np.float32)
     out = np.where(nib >= 8, nib - 16, nib) * s4
-    for o, d, f in zip(
-        np.asarray(q.outliers), np.asarray(q.donors), np.asarray(q.donor_fill, np.float32), strict=True
-    ):
+    for o, d, f in zip(np.asarray(q.outliers), np.asarray(q.donors), np.asarray(q.donor_fill, np.float32), strict=True):
         byte = nib[..., o] + 16 * nib[..., d]
         out[..., o] = np.where(byte >= 128, byte - 256, byte) * s8[..., 0]
         out[..., d] = f

@@ -7,41 +7,26 @@ Mosaic MLIR (``tpu_custom_call``) inside the StableHLO module; the device compil
 
 from __future__ import annotations
 
-import re
-
 import jax
 import jax.numpy as jnp
 import pytest
-from jax._src.mesh import AbstractDevice
-from jax.sharding import AbstractMesh, AxisType
 
 from pallas_kernels.quant import _blockwise
 from pallas_kernels.quant import reference as ref
 from pallas_kernels.quant.matmul import fp4_matmul_pallas
+from tests.kernels.lowering import kernel_calls, lower_text
 
 FORMATS = ["nvfp4", "mxfp4", "razer_activation", "razer_weight"]
-TARGET = {"cuda": "__gpu$xla.gpu.triton", "tpu": "tpu_custom_call"}
-
-
-def _lower(fn, platform, *specs):
-    if platform == "tpu":
-        return jax.jit(fn).trace(*specs).lower(lowering_platforms=("tpu",))
-    mesh = AbstractMesh((1,), ("x",), (AxisType.Explicit,),
-                        abstract_device=AbstractDevice(device_kind="NVIDIA H100 80GB HBM3", num_cores=None,
-                                                       platform="cuda"))
-    with jax.sharding.use_abstract_mesh(mesh):
-        return jax.jit(fn).trace(*specs).lower(lowering_platforms=("cuda",))
 
 
 def _quantized_spec(fmt, shape):
-    fn = {"nvfp4": ref.nvfp4_quantize, "mxfp4": ref.mxfp4_quantize,
-          "razer_activation": lambda x: ref.razer_quantize(x, "activation"),
-          "razer_weight": lambda x: ref.razer_quantize(x, "weight")}[fmt]
+    fn = {
+        "nvfp4": ref.nvfp4_quantize,
+        "mxfp4": ref.mxfp4_quantize,
+        "razer_activation": lambda x: ref.razer_quantize(x, "activation"),
+        "razer_weight": lambda x: ref.razer_quantize(x, "weight"),
+    }[fmt]
     return jax.eval_shape(fn, jax.ShapeDtypeStruct(shape, jnp.float32))
-
-
-def _custom_calls(lowered):
-    return set(re.findall(r"custom_call @(\S+)\(", lowered.as_text()))
 
 
 @pytest.mark.parametrize("platform", ["cuda", "tpu"])
@@ -49,16 +34,33 @@ def _custom_calls(lowered):
 def test_quantize_dequantize_matmul_lower(fmt, platform):
     x = jax.ShapeDtypeStruct((64, 512), jnp.float32)
     g = jax.ShapeDtypeStruct((), jnp.float32)
-    low = _lower(lambda x, g: _blockwise.quantize_pallas(x, g, fmt=fmt, platform=platform), platform, x, g)
-    assert TARGET[platform] in _custom_calls(low)
+    assert (
+        kernel_calls(
+            lower_text(
+                lambda x, g: _blockwise.quantize_pallas(x, g, fmt=fmt, platform=platform), x, g, platform=platform
+            ),
+            platform,
+        )
+        == 1
+    )
     q = _quantized_spec(fmt, (64, 512))
-    low = _lower(lambda q: _blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform),
-                 platform, q)
-    assert TARGET[platform] in _custom_calls(low)
+    assert (
+        kernel_calls(
+            lower_text(
+                lambda q: _blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform), q, platform=platform
+            ),
+            platform,
+        )
+        == 1
+    )
     a = jax.ShapeDtypeStruct((8, 512), jnp.bfloat16)
     w = _quantized_spec(fmt, (128, 512))
-    low = _lower(lambda a, w: fp4_matmul_pallas(a, w, platform=platform), platform, a, w)
-    assert TARGET[platform] in _custom_calls(low)
+    assert (
+        kernel_calls(
+            lower_text(lambda a, w: fp4_matmul_pallas(a, w, platform=platform), a, w, platform=platform), platform
+        )
+        == 1
+    )
 
 
 @pytest.mark.parametrize("fmt", ["razer_weight"])
@@ -74,8 +76,9 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
     b = _blockwise.quantize_pallas(x, g, fmt=fmt, interpret=True, platform="tpu")
     np.testing.assert_array_equal(np.asarray(a.codes), np.asarray(b.codes))
     np.testing.assert_array_equal(np.asarray(a.scales), np.asarray(b.scales))
-    np.testing.assert_array_equal(np.asarray(ref.dequantize(a)),
-                                  np.asarray(_blockwise.dequantize_pallas(a, interpret=True, platform="tpu")))
+    np.testing.assert_array_equal(
+        np.asarray(ref.dequantize(a)), np.asarray(_blockwise.dequantize_pallas(a, interpret=True, platform="tpu"))
+    )
     act = jnp.asarray(rng.standard_normal((5, 96)), jnp.bfloat16)
     y_ref = np.asarray(ref.fp4_matmul(act, a, out_dtype=jnp.float32), np.float64)
     y = fp4_matmul_pallas(act, a, out_dtype=jnp.float32, interpret=True, platform="tpu")

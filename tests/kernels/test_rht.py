@@ -77,9 +77,7 @@ def test_codes_cover_levels_and_roundtrip_error_shrinks_4x_per_bit():
     mses = []
     for b in (5, 6, 7, 8):
         e = [
-            jnp.mean(
-                jnp.sum((rht_dequantize(rht_quantize(x, key=k, bits=b)) - x) ** 2, -1) / jnp.sum(x * x, -1)
-            )
+            jnp.mean(jnp.sum((rht_dequantize(rht_quantize(x, key=k, bits=b)) - x) ** 2, -1) / jnp.sum(x * x, -1))
             for k in keys
         ]
         q = rht_quantize(x, key=keys[0], bits=b)

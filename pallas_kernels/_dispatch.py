@@ -1,0 +1,233 @@
+"""One implementation resolver and one set of input checks for every public kernel op.
+
+``implementation``:
+  * ``None``: the best implementation that accepts these inputs on this platform: the Pallas kernel on GPU/TPU
+    when the op's shape constraints hold (``pallas_ok``), otherwise the XLA path. ``None`` never raises for a
+    valid input just because the kernel cannot take it.
+  * ``"xla"``: the pure-jnp path (the reference, or a faster XLA formulation with the same numerics).
+  * ``"pallas"``: the kernel for ``backend`` (default: the current platform); raises if it cannot run there
+    or cannot take these shapes.
+  * ``"interpret"``: the Pallas kernel run by the interpreter, on any platform (how kernels are checked on CPU).
+
+Input checks (:func:`require` and the ``check_*`` helpers) raise ``ValueError`` naming the argument. Checks of
+values (finiteness, index ranges) run eagerly on concrete arrays; under ``jit`` they are skipped, unless the
+call runs inside :func:`checked` (``jax.experimental.checkify``), which raises the *same* ``ValueError``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import functools
+import re
+from collections.abc import Callable
+from typing import Literal
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.experimental import checkify
+
+Implementation = Literal["xla", "pallas", "interpret"] | None
+IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+_CHECKIFY = contextvars.ContextVar("pallas_kernels_checkify", default=False)
+
+
+def platform(backend: str | None = None) -> str:
+    """``backend`` (or the default backend) as "cpu", "gpu" or "tpu"."""
+    b = (backend or jax.default_backend()).lower()
+    return {"cuda": "gpu", "rocm": "gpu"}.get(b, b)
+
+
+def resolve(
+    implementation: Implementation,
+    *,
+    backend: str | None = None,
+    pallas_ok: bool | Callable[[str], str | None] = True,
+) -> tuple[str, str]:
+    """-> (implementation in {"xla", "pallas", "interpret"}, kernel platform in {"cpu", "gpu", "tpu"}).
+
+    ``pallas_ok``: True, or a function ``platform -> None`` (the kernel accepts the inputs) or an error string
+    (why it does not). With ``implementation=None`` a refusal falls back to "xla"; with ``"pallas"`` or
+    ``"interpret"`` it raises ``ValueError(reason)``. The platform returned for "interpret" is "gpu" (the
+    interpreter runs the GPU form of the kernel).
+    """
+    if implementation not in IMPLEMENTATIONS:
+        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
+    plat = platform(backend)
+
+    def refusal(p: str) -> str | None:
+        return None if pallas_ok is True else pallas_ok(p)
+
+    if implementation is None:
+        if plat in ("gpu", "tpu") and refusal(plat) is None:
+            return "pallas", plat
+        return "xla", plat
+    if implementation == "xla":
+        return "xla", plat
+    if implementation == "pallas" and plat not in ("gpu", "tpu"):
+        raise ValueError(
+            f"implementation='pallas' needs backend 'gpu' or 'tpu' (got {plat!r}); "
+            "use implementation='interpret' on CPU"
+        )
+    kplat = "gpu" if implementation == "interpret" else plat
+    why = refusal(kplat)
+    if why is not None:
+        raise ValueError(why)
+    return implementation, kplat
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------------------------
+
+
+def is_traced(x) -> bool:
+    return isinstance(x, jax.core.Tracer)
+
+
+def checkify_enabled() -> bool:
+    return _CHECKIFY.get()
+
+
+def require(ok, msg: str, *fmt_args) -> None:
+    """Raise ``ValueError(msg.format(*fmt_args))`` unless ``ok``.
+
+    ``ok`` is a Python bool or a boolean array. A traced ``ok`` becomes a ``checkify.check`` inside
+    :func:`checked` (same message) and is skipped otherwise."""
+    if isinstance(ok, (bool, np.bool_)):
+        if not ok:
+            raise ValueError(msg.format(*(np.asarray(a).item() for a in fmt_args)))
+        return
+    if is_traced(ok) or any(is_traced(a) for a in fmt_args):
+        if _CHECKIFY.get():
+            checkify.check(jnp.all(ok), msg, *fmt_args)
+        return
+    if not bool(np.all(np.asarray(ok))):
+        raise ValueError(msg.format(*(np.asarray(a).item() for a in fmt_args)))
+
+
+def check_array(
+    name: str,
+    x,
+    *,
+    ndim: int | tuple[int, ...] | None = None,
+    min_ndim: int | None = None,
+    dtypes: tuple[str, ...] = FLOAT_DTYPES,
+    allow_empty: bool = False,
+) -> None:
+    """Static checks: a floating (or ``dtypes``) array of the right rank, non-empty. Complex and integer
+    dtypes are rejected by name."""
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        if isinstance(x, (list, tuple, int, float, np.number)):
+            x = np.asarray(x)
+        else:
+            raise ValueError(f"{name} must be an array, got {type(x).__name__}")
+    dt = jnp.dtype(x.dtype)
+    if dt.name not in dtypes:
+        kind = (
+            "complex"
+            if jnp.issubdtype(dt, jnp.complexfloating)
+            else (
+                "integer"
+                if jnp.issubdtype(dt, jnp.integer)
+                else ("boolean" if dt == jnp.bool_ else ("floating" if jnp.issubdtype(dt, jnp.floating) else "other"))
+            )
+        )
+        what = (
+            "a floating-point array"
+            if dtypes == FLOAT_DTYPES or all("float" in d for d in dtypes)
+            else ("an integer array" if all("int" in d for d in dtypes) else "an array")
+        )
+        raise ValueError(f"{name} must be {what} with dtype in {dtypes}, got {kind} dtype {dt.name}")
+    nd = len(x.shape)
+    if ndim is not None:
+        allowed = (ndim,) if isinstance(ndim, int) else ndim
+        if nd not in allowed:
+            raise ValueError(f"{name} must have rank {' or '.join(map(str, allowed))}, got shape {tuple(x.shape)}")
+    if min_ndim is not None and nd < min_ndim:
+        raise ValueError(f"{name} must have at least {min_ndim} axis/axes, got shape {tuple(x.shape)}")
+    if not allow_empty and 0 in tuple(x.shape):
+        raise ValueError(f"{name} must be non-empty, got shape {tuple(x.shape)}")
+
+
+def check_finite(name: str, x, why: str = "") -> None:
+    """No inf/nan in ``x`` (eager; under :func:`checked` also traced)."""
+    if is_traced(x):
+        if _CHECKIFY.get():
+            bad = jnp.sum(~jnp.isfinite(jnp.asarray(x))).astype(jnp.int32)
+            checkify.check(bad == 0, f"{name} contains {{}} non-finite value(s) (inf/nan){why}", bad)
+        return
+    a = np.asarray(jnp.asarray(x).astype(jnp.float32) if jnp.dtype(x.dtype) == jnp.bfloat16 else x)
+    bad = ~np.isfinite(a)
+    if bad.any():
+        raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (inf/nan){why}")
+
+
+def check_block(name: str, value, *, pow2: bool = False, minimum: int = 1) -> None:
+    """A block size: a positive integer (a power of two if ``pow2``) >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+    if pow2 and value & (value - 1):
+        raise ValueError(f"{name} must be a power of two, got {value}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def check_range(name: str, x, lo: int, hi: int) -> None:
+    """Integer entries of ``x`` lie in ``[lo, hi)`` (eager; under :func:`checked` also traced)."""
+    if x.size == 0:
+        return
+    msg = f"{name} must lie in [{lo}, {hi}), got range [{{}}, {{}}]"
+    if is_traced(x):
+        if _CHECKIFY.get():
+            mn, mx = jnp.min(x), jnp.max(x)
+            checkify.check((mn >= lo) & (mx < hi), msg, mn, mx)
+        return
+    a = np.asarray(x)
+    if a.min() < lo or a.max() >= hi:
+        raise ValueError(msg.format(a.min(), a.max()))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# checkify path
+# ---------------------------------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def _checkify_on():
+    tok = _CHECKIFY.set(True)
+    try:
+        yield
+    finally:
+        _CHECKIFY.reset(tok)
+
+
+def checked(fn: Callable, *, jit: bool = True) -> Callable:
+    """``fn`` with the value checks of every kernel op it calls active under ``jit``.
+
+    ``checked(f)(*args)`` traces ``f`` with ``jax.experimental.checkify`` (and ``jax.jit`` unless
+    ``jit=False``) and raises the same ``ValueError`` an eager call would (NaN inputs, out-of-range
+    ``kv_indices``...). Static checks (dtype, shapes, block sizes) raise at trace time as usual.
+    """
+
+    def traced(*args, **kwargs):
+        with _checkify_on():
+            return fn(*args, **kwargs)
+
+    cf = checkify.checkify(traced, errors=checkify.user_checks)
+    if jit:
+        cf = jax.jit(cf)
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with _checkify_on():
+            err, out = cf(*args, **kwargs)
+        msg = err.get()
+        if msg is not None:
+            raise ValueError(re.sub(r"\s*\((`check` failed|check failed at).*$", "", msg, flags=re.S))
+        return out
+
+    return wrapper
