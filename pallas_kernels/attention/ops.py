@@ -24,6 +24,20 @@ from pallas_kernels._dispatch import Implementation
 from pallas_kernels.attention import reference as ref
 from pallas_kernels.attention.kernel import AttentionBlockSizes, _is_pow2, flash_pallas
 
+GPU_KERNELS = (None, "triton", "mosaic")
+
+
+def _gpu_kernel(gpu_kernel, impl: str, plat: str) -> bool:
+    """True when the Mosaic GPU (Hopper) kernel should run: ``gpu_kernel="mosaic"`` on a GPU, or in interpret
+    mode. ``None``/``"triton"`` keep the Triton kernel until a GPU run shows Mosaic at least as fast."""
+    if gpu_kernel not in GPU_KERNELS:
+        raise ValueError(f"gpu_kernel must be one of {GPU_KERNELS}, got {gpu_kernel!r}")
+    if gpu_kernel != "mosaic" or impl == "xla":
+        return False
+    if plat == "tpu":
+        raise ValueError("gpu_kernel='mosaic' is a GPU kernel; this call resolved to TPU")
+    return True
+
 IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
 
@@ -101,13 +115,16 @@ def flash_attention(
     implementation: Implementation = None,
     backend: str | None = None,
     causal: bool | None = None,
+    gpu_kernel: str | None = None,
 ) -> Float[Array, "B Lq H D"]:
     """Dense attention ``softmax(scale q k^T) v`` (FlashAttention-2 online softmax in the kernel).
 
     q [B, Lq, H, D], k/v [B, Lk, Hkv, D] (H % Hkv == 0), float16/bfloat16/float32, finite; returns
     [B, Lq, H, D] in q.dtype, equal to ``jax.nn.dot_product_attention(q, k, v, is_causal=is_causal)`` up to
     float32 rounding. ``is_causal`` needs Lq == Lk. ``block_sizes`` (kernel tiles) default to the largest
-    power of two <= 64 dividing each length.
+    power of two <= 64 dividing each length. ``gpu_kernel="mosaic"`` selects the Mosaic GPU (Hopper: wgmma, TMA)
+    kernel of ``pallas_kernels.attention.mosaic_gpu`` instead of Triton on a GPU (bf16/f16, D a multiple of 64;
+    not yet run on hardware); with ``implementation="interpret"`` it runs Mosaic GPU's interpreter on CPU.
     """
     is_causal = _causal_kw(is_causal, causal)
     check_qkv(q, k, v)
@@ -126,6 +143,12 @@ def flash_attention(
     )
     if impl == "xla":
         return jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, implementation="xla")
+    if _gpu_kernel(gpu_kernel, impl, plat):
+        from pallas_kernels.attention import mosaic_gpu
+
+        return mosaic_gpu.flash_attention_mgpu(
+            q, k, v, causal=is_causal, scale=scale, block_sizes=block_sizes, interpret=impl == "interpret"
+        )
     out = flash_pallas(
         _bhld(q),
         _bhld(k),
@@ -172,6 +195,7 @@ def block_sparse_attention(
     implementation: Implementation = None,
     backend: str | None = None,
     causal: bool | None = None,
+    gpu_kernel: str | None = None,
 ) -> Float[Array, "B Lq H D"]:
     """Block-sparse attention: query block i of (b, h) attends only to key blocks
     ``kv_indices[b, h, i, :kv_num_blocks[b, h, i]]`` (FlexAttention BlockMask lists, integer).
@@ -208,6 +232,13 @@ def block_sparse_attention(
     if impl == "xla":
         return ref.block_sparse_xla(
             q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale
+        )
+    if _gpu_kernel(gpu_kernel, impl, plat):
+        from pallas_kernels.attention import mosaic_gpu
+
+        return mosaic_gpu.block_sparse_attention_mgpu(
+            q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale,
+            interpret=impl == "interpret",
         )
     out = flash_pallas(
         _bhld(q),

@@ -185,3 +185,15 @@ def test_hardware_equals_reference(causal):
     cnt, idx = mask_to_block_lists(bm)
     out = block_sparse_attention_mgpu(q, k, v, cnt, idx, block_q=64, block_k=128, causal=causal)
     _close(out, _ref(q, k, v, causal=causal, mask=expand_block_mask(bm, 64, 128)), jnp.bfloat16)
+
+
+def test_public_op_dispatches_to_mosaic_gpu():
+    """``flash_attention(..., gpu_kernel="mosaic")`` reaches this kernel (interpret mode on CPU); a bad
+    ``gpu_kernel`` is rejected by name."""
+    from pallas_kernels.attention import flash_attention
+
+    q, k, v = _qkv(1, 128, 2, 1, 64, jnp.float16)
+    out = flash_attention(q, k, v, is_causal=True, implementation="interpret", gpu_kernel="mosaic")
+    _close(out, _ref(q, k, v, causal=True), jnp.float16)
+    with pytest.raises(ValueError, match="gpu_kernel"):
+        flash_attention(q, k, v, implementation="interpret", gpu_kernel="cutlass")
