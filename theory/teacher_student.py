@@ -23,14 +23,17 @@ Delta), Gaussian prior on the w_i. Notation:
   eps_BO  = sum_i a2_i (1 - g(m_i)) = D - Delta                         (eq. BO, Bayes error)
   eps_G   = sum_i a2_i (g(1) + g(1) - 2 g(m_i)) = 2 eps_BO              (eq. Gibbs, Nishimori: q = m)
 
-Branch selection. Phi(m) >= L(m; D*) where L is Phi with log D linearised at the optimum D*, with equality at the
-optimum, and L is separable over features; so the maximiser of Phi has every feature on the per-feature branch
-that maximises f(.; c_i(D*)). The solver therefore iterates (damped) with per-feature branch selection: for every
-feature it tracks the iterate started at m = 0 and the one started at m = 1 and keeps the one with the larger
-f. Several self-consistent D can exist near a threshold; the solver runs the whole damped iteration from the
-uninformed start (all m = 0, D = Delta + 1) and from the informed start (all m = 1, D = Delta), which converge to
-the extreme self-consistent points, and keeps the run with the larger Phi (compared as a difference, so large
-alpha does not swamp it). With three or more self-consistent points it could miss the middle one (not seen).
+Global maximiser (``solve``). -log is convex, so Phi(m) = max_D L(m; D) with L the potential with log D
+linearised at D, and max_m Phi = max_D G(D), G(D) = sum_i max_m f(m; alpha a2_i/D) - (alpha/2)(log D +
+(Delta + sum a2)/D - 1): a one-dimensional problem. G'(D) = (alpha/(2 D^2)) (T(D) - D), T(D) = Delta + eps(D) with
+every feature on its best branch; T is non-decreasing with upward jumps only, so every local maximiser of G is a
+continuous downward crossing of T(D) - D: a self-consistent point with every feature on its best branch, the
+learned set a prefix {1..j} (a2 decreasing). ``solve`` brackets all of them between the two extreme self-consistent
+points (monotone iteration from D = Delta and D = Delta + sum a2), solves for every learned count j in between the
+continuous equation on the D-interval where exactly j features are learned (bisection in log(D - Delta): roots
+are never taken at jumps), evaluates Phi on every point found and keeps the largest. Tested against an
+independent float64 method (dense starting points, plain iteration, no branch selection). Non-cubic kernels:
+only the two extreme points are compared.
 
 Closed forms for g = m^3 (D frozen): non-trivial branch m+(c) = (1 + sqrt(1 - 4/(3 c)))/2 for c >= 4/3
 (spinodal c_sp = 4/3, m+ = 1/2 there); information-theoretic threshold c_IT = 1.4558 where f(m+(c); c) = 0,
@@ -39,14 +42,12 @@ and the effective width is k_c ~ (alpha / (c_IT D Z))^(1/(2 beta)) (eq. kc). Bay
 contribute ~D/alpha each, the unlearned tail ~k_c^(1-2 beta): eps_BO = Theta(k_c D / alpha) ~
 alpha^(1/(2 beta) - 1) while k_c < k, ~k D / alpha once every feature is learned (refinement).
 
-Numerics: the branch started at m = 0 is seeded at s = 1e-6 (so a continuous transition, e.g. g = m^2, can grow
-out of it); for g = m^3 that seed decays to remnants below 1e-10, numerically zero. The state is s (not m), and
-1 - m = 1/(1 + s), 1 - g(m) = (1 - m) sum_l mu_l^2 (1 + ... + m^(l-1)), so errors down to 1e-12 are exact in
-float32; the convergence residual is |delta s|/(1 + s), i.e. relative in 1 - m for learned features. In float32,
-Delta_eff resolves ~1e-7 relative: near the thresholds of features with a_i^2 below that, the two self-consistent
-configurations are numerically tied and the choice between them is arbitrary (harmless for eps_BO). Every
-function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError) when called eagerly and
-an iteration did not converge, and returns a ``converged`` flag that vmapped callers check with
+Numerics: the state is x = Delta_eff - Delta = eps (not D, whose float32 ulp would swamp a small eps), the
+learned branch is carried as (m, u = 1 - m) with u+ = (2/(3c))/(1 + sqrt(1 - 4/(3c))) and 1 - g(m) = u sum_l c2_l
+(1 + ... + m^(l-1)), so errors down to 1e-12 are exact in float32; the residual is |eps(D) - x|/x. Near the
+thresholds of features with a_i^2 below float32 resolution the competing points are numerically tied (harmless
+for eps_BO). Every function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError)
+when called eagerly and did not converge, and returns a ``converged`` flag that vmapped callers check with
 ``check_converged``.
 """
 
@@ -206,6 +207,8 @@ def k_c_closed_form(alpha, beta, k: int, delta_eff):
 # ---------------------------------------------------------------------------------------------------------
 
 N_CANDIDATES = 8  # learned counts tried between the two extreme self-consistent points (cubic kernel)
+EXTREME_STEPS = 20  # monotone steps bounding the self-consistent points (cubic kernel: bounds only, any count is valid)
+BISECT_STEPS = {"float32": 30, "float64": 64}  # log-bisection steps: 2^-30 of a bracket of ln-width <= 30 ~ 3e-8
 
 
 class Solution(NamedTuple):
@@ -368,10 +371,10 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack):
 def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True):
     alpha = jnp.asarray(alpha, a2.dtype)
     delta = jnp.asarray(delta, a2.dtype)
-    n_bisect = 64 if a2.dtype == jnp.float64 else 34
+    n_bisect = BISECT_STEPS["float64" if a2.dtype == jnp.float64 else "float32"]
     if cubic:
         # the extremes only bound the search here: a few steps suffice, the bisection does the rest
-        x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, jnp.minimum(max_iter, 64))
+        x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, jnp.minimum(max_iter, EXTREME_STEPS))
         ok, _, e, m, u, res, complete = _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, tol)
     else:
         x_lo, x_hi, r = _extremes(alpha, a2, delta, kernel, cubic, tol, max_iter)
