@@ -206,7 +206,7 @@ def k_c_closed_form(alpha, beta, k: int, delta_eff):
 # The solver: every local maximiser of Phi, the largest kept
 # ---------------------------------------------------------------------------------------------------------
 
-N_CANDIDATES = 8  # learned counts tried between the two extreme self-consistent points (cubic kernel)
+N_CANDIDATES = 4  # learned counts tried between the extreme self-consistent points (cubic kernel; <= 2 seen)
 EXTREME_STEPS = 20  # monotone steps bounding the self-consistent points (cubic kernel: bounds only, any count is valid)
 BISECT_STEPS = {"float32": 30, "float64": 64}  # log-bisection steps: 2^-30 of a bracket of ln-width <= 30 ~ 3e-8
 
