@@ -142,14 +142,14 @@ class PriorNet(eqx.Module):
         return he3(x @ self.w.T / jnp.sqrt(self.w.shape[1])) @ self.v
 
 
-def prior_teacher(key, d: int, a2) -> PriorNet:
+def prior_teacher(d: int, a2, *, key) -> PriorNet:
     """Teacher drawn from the prior the reconstruction assumes: w*_i ~ N(0, I_d), readout a_i = sqrt(a2_i)."""
     a2 = jnp.asarray(a2)
     return PriorNet(jax.random.normal(key, (a2.shape[0], d)), jnp.sqrt(a2))
 
 
 @partial(jax.jit, static_argnames=("n", "steps", "evals", "n_test"))
-def train_map(data_key, init_key, teacher: PriorNet, *, n: int, delta, steps: int, lr, warm,
+def train_map(teacher: PriorNet, *, data_key, init_key, n: int, delta, steps: int, lr, warm,
               evals: int = 25, n_test: int = 4096, val_frac: float = 0.2):
     """Adam on the negative log posterior sum_train (y - f)^2 / (2 Delta) + |w|^2 / 2 (the Gaussian prior; v free).
 
@@ -206,7 +206,7 @@ def train_map(data_key, init_key, teacher: PriorNet, *, n: int, delta, steps: in
 # ---------------------------------------------------------------------------------------------------------
 
 
-def symmetric_noise(key, n: int):
+def symmetric_noise(n: int, *, key):
     """Symmetric Gaussian tensor (n, n, n): the mean of the 6 index permutations of an iid N(0,1) tensor, times
     sqrt 6, so entries with distinct indices have unit variance."""
     z = jax.random.normal(key, (n, n, n))
@@ -221,7 +221,7 @@ def amp_onsager(theta, eta_prime, xhat_prev, xhat):
 
 
 @partial(jax.jit, static_argnames=("n", "iters", "signals"))
-def spiked_tensor_amp(key, cs, *, n: int, iters: int, m0, signals: int = 1):
+def spiked_tensor_amp(cs, *, key, n: int, iters: int, m0, signals: int = 1):
     """AMP on Y = theta x(x)x(x)x / n^2 + G / n (G ``symmetric_noise``), theta = sqrt(6 c), |x|^2 = n.
 
     x is a Gaussian vector rescaled to |x|^2 = n (the Gaussian prior up to its norm, which only adds O(n^-1/2)
@@ -236,7 +236,7 @@ def spiked_tensor_amp(key, cs, *, n: int, iters: int, m0, signals: int = 1):
     kx, kg, k0 = jax.random.split(key, 3)
     x = jax.random.normal(kx, (signals, n))
     x = x * jnp.sqrt(n) / jnp.linalg.norm(x, axis=1, keepdims=True)
-    gmat = symmetric_noise(kg, n).reshape(n, n * n) / n
+    gmat = symmetric_noise(n, key=kg).reshape(n, n * n) / n
     z0 = jax.random.normal(k0, (signals, n))
     r0 = m0 / (1.0 - m0)
     xhat0 = jnp.sqrt(r0) * (jnp.sqrt(r0) * x + z0) / (1.0 + r0)

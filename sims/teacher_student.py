@@ -301,7 +301,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     # AMP on sampled spiked cubic tensors, from the learned side
     ka, ks = jax.random.split(key)
     cs = jnp.asarray(cfg.amp_cs, jnp.float32)
-    amp = [mts.spiked_tensor_amp(kk, cs, n=cfg.amp_n, iters=cfg.amp_iters, m0=cfg.amp_m0, signals=cfg.amp_signals)
+    amp = [mts.spiked_tensor_amp(cs, key=kk, n=cfg.amp_n, iters=cfg.amp_iters, m0=cfg.amp_m0,
+                                 signals=cfg.amp_signals)
            for kk in jax.random.split(ka, cfg.amp_seeds)]
     # per seed (one noise tensor): mean over its independent spikes
     out["amp"] = {"c": cs, "overlap": jnp.stack([a[0][:, -1].mean(-1) for a in amp]),
@@ -314,7 +315,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         k = max(1, int(d * cfg.st_k_ratio))
         a2s = ts.amplitudes(k, cfg.st_beta)
         kd = jax.random.fold_in(ks, j)
-        teachers = jax.vmap(lambda kk, d=d, a2s=a2s: mts.prior_teacher(kk, d, a2s))(
+        teachers = jax.vmap(lambda kk, d=d, a2s=a2s: mts.prior_teacher(d, a2s, key=kk))(
             jax.random.split(jax.random.fold_in(kd, 0), cfg.st_seeds))
         dkeys = jax.random.split(jax.random.fold_in(kd, 1), cfg.st_seeds)
         ikeys = jax.random.split(jax.random.fold_in(kd, 2), cfg.st_seeds)
@@ -334,7 +335,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 
 
 def _student(dk, ik, teacher, warm, *, n, delta, steps, lr):
-    return mts.train_map(dk, ik, teacher, n=n, delta=delta, steps=steps, lr=lr, warm=warm)
+    return mts.train_map(teacher, data_key=dk, init_key=ik, n=n, delta=delta, steps=steps, lr=lr, warm=warm)
 
 
 # ---------------------------------------------------------------------------------------------------------
