@@ -124,3 +124,142 @@ def select_restart(best, best_val, axis: int = -1):
     """Test error of the restart with the lowest validation loss along ``axis`` (restarts share their data)."""
     i = jnp.expand_dims(jnp.argmin(best_val, axis=axis), axis)
     return jnp.squeeze(jnp.take_along_axis(best, i, axis=axis), axis)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Teacher from the reconstruction's prior, MAP students (random or warm start at the teacher)
+# ---------------------------------------------------------------------------------------------------------
+
+
+class PriorNet(eqx.Module):
+    """f(x) = sum_j v_j He_3(w_j . x / sqrt d)/sqrt 6 with unnormalised rows w (h, d): the Gaussian-prior model of
+    the reconstruction (w_j ~ N(0, I_d), so w_j . x / sqrt d has variance |w_j|^2/d ~ 1)."""
+
+    w: jax.Array
+    v: jax.Array
+
+    def __call__(self, x):
+        return he3(x @ self.w.T / jnp.sqrt(self.w.shape[1])) @ self.v
+
+
+def prior_teacher(d: int, a2, *, key) -> PriorNet:
+    """Teacher drawn from the prior the reconstruction assumes: w*_i ~ N(0, I_d), readout a_i = sqrt(a2_i)."""
+    a2 = jnp.asarray(a2)
+    return PriorNet(jax.random.normal(key, (a2.shape[0], d)), jnp.sqrt(a2))
+
+
+@partial(jax.jit, static_argnames=("n", "steps", "evals", "n_test"))
+def train_map(teacher: PriorNet, *, data_key, init_key, n: int, delta, steps: int, lr, warm,
+              evals: int = 25, n_test: int = 4096, val_frac: float = 0.2):
+    """Adam on the negative log posterior sum_train (y - f)^2 / (2 Delta) + |w|^2 / 2 (the Gaussian prior; v free).
+
+    ``warm`` (bool, may be traced): start at the teacher (w*, v*): the estimator then sits in the teacher's
+    basin, so its error separates a too-optimistic Bayes error from an optimisation failure; else w ~ N(0, I),
+    v ~ 0.1 N(0,1)/sqrt h.
+    Same width as the teacher. Returns test (evals + 1,) errors E_x (f - f*)^2 on fresh inputs, val (evals + 1,)
+    validation loss (noisy labels), best (test error at the lowest validation loss), final (test error at the end).
+    """
+    kd, kt = jax.random.split(data_key)
+    d = teacher.w.shape[1]
+    kx, kz = jax.random.split(kd)
+    x = jax.random.normal(kx, (n, d))
+    y = teacher(x) + jnp.sqrt(delta) * jax.random.normal(kz, (n,))
+    n_val = max(1, int(round(val_frac * n)))
+    xtr, ytr, xva, yva = x[n_val:], y[n_val:], x[:n_val], y[:n_val]
+    xte = jax.random.normal(kt, (n_test, d))
+    fte = teacher(xte)
+    kw, kv = jax.random.split(init_key)
+    h = teacher.w.shape[0]
+    rand = PriorNet(jax.random.normal(kw, (h, d)), 0.1 * jax.random.normal(kv, (h,)) / jnp.sqrt(h))
+    params = jax.tree.map(lambda t, r: jnp.where(warm, t, r), teacher, rand)  # ``warm`` may be traced
+    opt = optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=0.1))
+    state = opt.init(params)
+    n_tr = xtr.shape[0]
+
+    def objective(p):
+        return (jnp.sum((p(xtr) - ytr) ** 2) / (2.0 * delta) + 0.5 * jnp.sum(p.w**2)) / n_tr
+
+    def step(carry, _):
+        p, s = carry
+        upd, s = opt.update(jax.grad(objective)(p), s, p)
+        return (optax.apply_updates(p, upd), s), None
+
+    def measure(p):
+        return jnp.mean((p(xte) - fte) ** 2), jnp.mean((p(xva) - yva) ** 2)
+
+    def chunk(carry, _):
+        carry, _ = jax.lax.scan(step, carry, None, length=steps // evals)
+        return carry, measure(carry[0])
+
+    t0, v0 = measure(params)
+    _, (test, val) = jax.lax.scan(chunk, (params, state), None, length=evals)
+    test = jnp.where(jnp.isfinite(test), test, jnp.inf)
+    val = jnp.where(jnp.isfinite(val), val, jnp.inf)
+    test = jnp.concatenate([t0[None], test])
+    val = jnp.concatenate([v0[None], val])
+    i = jnp.argmin(val[1:]) + 1  # never the initialisation (for a warm start that would be the teacher itself)
+    return {"test": test, "val": val, "best": test[i], "best_val": val[i], "final": test[-1]}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# AMP on a spiked cubic tensor: the per-feature channel of the reconstruction, run on data
+# ---------------------------------------------------------------------------------------------------------
+
+
+def symmetric_noise(n: int, *, key):
+    """Symmetric Gaussian tensor (n, n, n): the mean of the 6 index permutations of an iid N(0,1) tensor, times
+    sqrt 6, so entries with distinct indices have unit variance."""
+    z = jax.random.normal(key, (n, n, n))
+    perms = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
+    return sum(jnp.transpose(z, p) for p in perms) / jnp.sqrt(6.0)
+
+
+def amp_onsager(theta, eta_prime, xhat_prev, xhat):
+    """Onsager term of tensor AMP (order 3, symmetric unit noise / n, ordered sums):
+    (p-1)(p-1)! <eta'> <xhat^{t-1} xhat^t> xhat^{t-1} = 4 <eta'> <xhat^{t-1} xhat^t> xhat^{t-1}."""
+    return 4.0 * eta_prime * jnp.mean(xhat_prev * xhat, axis=-1, keepdims=True) * xhat_prev
+
+
+@partial(jax.jit, static_argnames=("n", "iters", "signals"))
+def spiked_tensor_amp(cs, *, key, n: int, iters: int, m0, signals: int = 1):
+    """AMP on Y = theta x(x)x(x)x / n^2 + G / n (G ``symmetric_noise``), theta = sqrt(6 c), |x|^2 = n.
+
+    x is a Gaussian vector rescaled to |x|^2 = n (the Gaussian prior up to its norm, which only adds O(n^-1/2)
+    noise to every overlap). Channel: the local field B = Y{xhat}^2 - Onsager is A x + sigma z with A = theta m^2
+    and sigma^2 = 2 q^2 (q = <xhat^2>), i.e. SNR r = 3 c m^2 at the Nishimori point: the per-feature equation
+    m = r/(1 + r) of the reconstruction with c = alpha a2 / Delta_eff. The denoiser is the Gaussian-prior
+    posterior mean with A estimated from the data, A^2 = <B^2> - 2 q^2 (empirical Bayes: scale free, so the norm
+    of xhat cannot run away). Started from a side channel of overlap ``m0`` (continuation from the learned side).
+    ``cs`` (C,) SNRs; ``signals`` independent spikes x share one noise tensor G (one matrix product per step).
+    Returns overlap (C, iters + 1, signals) <xhat x> and mse (C, iters + 1, signals) <(xhat - x)^2>.
+    """
+    kx, kg, k0 = jax.random.split(key, 3)
+    x = jax.random.normal(kx, (signals, n))
+    x = x * jnp.sqrt(n) / jnp.linalg.norm(x, axis=1, keepdims=True)
+    gmat = symmetric_noise(n, key=kg).reshape(n, n * n) / n
+    z0 = jax.random.normal(k0, (signals, n))
+    r0 = m0 / (1.0 - m0)
+    xhat0 = jnp.sqrt(r0) * (jnp.sqrt(r0) * x + z0) / (1.0 + r0)
+    mean = lambda v: jnp.mean(v, axis=1, keepdims=True)
+
+    def run(c):
+        theta = jnp.sqrt(6.0 * c)
+
+        def step(carry, _):
+            xh, xh_prev, ep = carry
+            quad = (xh[:, :, None] * xh[:, None, :]).reshape(signals, n * n)
+            b = theta * x * mean(x * xh) ** 2 + quad @ gmat.T
+            b = b - amp_onsager(theta, ep, xh_prev, xh)
+            s2 = 2.0 * mean(xh**2) ** 2
+            a2 = jnp.maximum(mean(b * b) - s2, 1e-12 * s2)
+            scale = (jnp.sqrt(a2) / s2) / (1.0 + a2 / s2)
+            new = scale * b
+            return (new, xh, scale), (mean(new * x)[:, 0], mean((new - x) ** 2)[:, 0])
+
+        # first step: xhat0 is independent of G, no Onsager term (eta' = 0 plays that role)
+        init = (xhat0, xhat0, jnp.zeros((signals, 1)))
+        _, (ov, mse) = jax.lax.scan(step, init, None, length=iters)
+        return (jnp.concatenate([mean(xhat0 * x)[:, 0][None], ov]),
+                jnp.concatenate([mean((xhat0 - x) ** 2)[:, 0][None], mse]))
+
+    return jax.lax.map(run, jnp.asarray(cs))

@@ -23,14 +23,17 @@ Delta), Gaussian prior on the w_i. Notation:
   eps_BO  = sum_i a2_i (1 - g(m_i)) = D - Delta                         (eq. BO, Bayes error)
   eps_G   = sum_i a2_i (g(1) + g(1) - 2 g(m_i)) = 2 eps_BO              (eq. Gibbs, Nishimori: q = m)
 
-Branch selection. Phi(m) >= L(m; D*) where L is Phi with log D linearised at the optimum D*, with equality at the
-optimum, and L is separable over features; so the maximiser of Phi has every feature on the per-feature branch
-that maximises f(.; c_i(D*)). The solver therefore iterates (damped) with per-feature branch selection: for every
-feature it tracks the iterate started at m = 0 and the one started at m = 1 and keeps the one with the larger
-f. Several self-consistent D can exist near a threshold; the solver runs the whole damped iteration from the
-uninformed start (all m = 0, D = Delta + 1) and from the informed start (all m = 1, D = Delta), which converge to
-the extreme self-consistent points, and keeps the run with the larger Phi (compared as a difference, so large
-alpha does not swamp it). With three or more self-consistent points it could miss the middle one (not seen).
+Global maximiser (``solve``). -log is convex, so Phi(m) = max_D L(m; D) with L the potential with log D
+linearised at D, and max_m Phi = max_D G(D), G(D) = sum_i max_m f(m; alpha a2_i/D) - (alpha/2)(log D +
+(Delta + sum a2)/D - 1): a one-dimensional problem. G'(D) = (alpha/(2 D^2)) (T(D) - D), T(D) = Delta + eps(D) with
+every feature on its best branch; T is non-decreasing with upward jumps only, so every local maximiser of G is a
+continuous downward crossing of T(D) - D: a self-consistent point with every feature on its best branch, the
+learned set a prefix {1..j} (a2 decreasing). ``solve`` brackets all of them between the two extreme self-consistent
+points (monotone iteration from D = Delta and D = Delta + sum a2), solves for every learned count j in between the
+continuous equation on the D-interval where exactly j features are learned (bisection in log(D - Delta): roots
+are never taken at jumps), evaluates Phi on every point found and keeps the largest. Tested against an
+independent float64 method (dense starting points, plain iteration, no branch selection). Non-cubic kernels:
+only the two extreme points are compared.
 
 Closed forms for g = m^3 (D frozen): non-trivial branch m+(c) = (1 + sqrt(1 - 4/(3 c)))/2 for c >= 4/3
 (spinodal c_sp = 4/3, m+ = 1/2 there); information-theoretic threshold c_IT = 1.4558 where f(m+(c); c) = 0,
@@ -39,14 +42,12 @@ and the effective width is k_c ~ (alpha / (c_IT D Z))^(1/(2 beta)) (eq. kc). Bay
 contribute ~D/alpha each, the unlearned tail ~k_c^(1-2 beta): eps_BO = Theta(k_c D / alpha) ~
 alpha^(1/(2 beta) - 1) while k_c < k, ~k D / alpha once every feature is learned (refinement).
 
-Numerics: the branch started at m = 0 is seeded at s = 1e-6 (so a continuous transition, e.g. g = m^2, can grow
-out of it); for g = m^3 that seed decays to remnants below 1e-10, numerically zero. The state is s (not m), and
-1 - m = 1/(1 + s), 1 - g(m) = (1 - m) sum_l mu_l^2 (1 + ... + m^(l-1)), so errors down to 1e-12 are exact in
-float32; the convergence residual is |delta s|/(1 + s), i.e. relative in 1 - m for learned features. In float32,
-Delta_eff resolves ~1e-7 relative: near the thresholds of features with a_i^2 below that, the two self-consistent
-configurations are numerically tied and the choice between them is arbitrary (harmless for eps_BO). Every
-function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError) when called eagerly and
-an iteration did not converge, and returns a ``converged`` flag that vmapped callers check with
+Numerics: the state is x = Delta_eff - Delta = eps (not D, whose float32 ulp would swamp a small eps), the
+learned branch is carried as (m, u = 1 - m) with u+ = (2/(3c))/(1 + sqrt(1 - 4/(3c))) and 1 - g(m) = u sum_l c2_l
+(1 + ... + m^(l-1)), so errors down to 1e-12 are exact in float32; the residual is |eps(D) - x|/x. Near the
+thresholds of features with a_i^2 below float32 resolution the competing points are numerically tied (harmless
+for eps_BO). Every function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError)
+when called eagerly and did not converge, and returns a ``converged`` flag that vmapped callers check with
 ``check_converged``.
 """
 
@@ -58,6 +59,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 
 from theory import _validate as v
@@ -201,17 +203,22 @@ def k_c_closed_form(alpha, beta, k: int, delta_eff):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# The damped fixed-point solver
+# The solver: every local maximiser of Phi, the largest kept
 # ---------------------------------------------------------------------------------------------------------
+
+N_CANDIDATES = 4  # learned counts tried between the extreme self-consistent points (cubic kernel; <= 2 seen)
+EXTREME_STEPS = 20  # monotone steps bounding the self-consistent points (cubic kernel: bounds only, any count is valid)
+BISECT_STEPS = {"float32": 30, "float64": 64}  # log-bisection steps: 2^-30 of a bracket of ln-width <= 30 ~ 3e-8
 
 
 class Solution(NamedTuple):
-    """Fixed point of eqs. D/FP at one alpha (shapes for k features; under vmap every field gains a batch axis).
+    """Global maximiser of Phi over the self-consistent points at one alpha (under vmap, fields gain a batch axis).
 
-    m (k,) overlaps; s (k,) conjugate SNRs; delta_eff () effective noise D; eps_bo () Bayes error (eq. BO);
-    k_c () number of learned features (m_i > 1/2); informed () True when the run started from m = 1 won the
-    potential comparison; dphi () Phi(informed run) - Phi(uninformed run); converged () both runs met ``tol``;
-    iterations () the larger iteration count of the two runs; residual () the larger final residual.
+    m (k,) overlaps; s (k,) conjugate SNRs m/(1 - m); delta_eff () effective noise D; eps_bo () Bayes error
+    (eq. BO); k_c () number of learned features (m_i > 1/2); n_candidates () self-consistent points (local
+    maximisers of Phi) that were found and compared; dphi () Phi(kept) - Phi(runner-up) (inf when only one);
+    complete () every learned count between the extreme self-consistent points was tried; converged ()
+    ``complete`` and the kept point's residual <= tol; residual () |Delta_eff - Delta - eps(Delta_eff)| / eps.
     """
 
     m: jax.Array
@@ -219,81 +226,187 @@ class Solution(NamedTuple):
     delta_eff: jax.Array
     eps_bo: jax.Array
     k_c: jax.Array
-    informed: jax.Array
+    n_candidates: jax.Array
     dphi: jax.Array
+    complete: jax.Array
     converged: jax.Array
-    iterations: jax.Array
     residual: jax.Array
 
 
-def _select(s_lo, s_hi, c, kernel):
-    """Per-feature branch with the larger f(.; c): returns (s, took_hi)."""
-    m_lo, m_hi = s_lo / (1.0 + s_lo), s_hi / (1.0 + s_hi)
-    f_lo = 0.5 * (m_lo - jnp.log1p(s_lo) + c * g(m_lo, kernel))
-    f_hi = 0.5 * (m_hi - jnp.log1p(s_hi) + c * g(m_hi, kernel))
-    hi = f_hi > f_lo
-    return jnp.where(hi, s_hi, s_lo), hi
+def _fm(m, u, c, kernel):
+    """f(m; c) (eq. f) from m and u = 1 - m (so that log(1 - m) keeps its precision for m -> 1)."""
+    return 0.5 * (m + jnp.log(u) + c * g(m, kernel))
 
 
-def _run(d0, alpha, a2, delta, kernel, damping, tol, max_iter):
-    """One damped iteration (with per-feature branch tracking) from effective noise d0."""
-    c_max = alpha * a2 / delta
-    s_lo0 = jnp.full_like(a2, 1e-6)
-    s_hi0 = c_max * g_prime(jnp.ones_like(a2), kernel)
-
-    def step(state):
-        s_lo, s_hi, d, _, it = state
-        c = alpha * a2 / d
-        upd = lambda s: (1.0 - damping) * s + damping * c * g_prime(s / (1.0 + s), kernel)
-        n_lo, n_hi = upd(s_lo), upd(s_hi)
-        s_sel, _ = _select(n_lo, n_hi, c, kernel)
-        d_new = (1.0 - damping) * d + damping * (delta + jnp.sum(a2 * one_minus_g_from_s(s_sel, kernel)))
-        # residual: change of the selected s relative to 1 + s (absolute in m for small s, relative in 1 - m and
-        # hence in the error 1 - g(m) for large s), and relative change of D
-        old_sel, _ = _select(s_lo, s_hi, c, kernel)
-        dm = jnp.max(jnp.abs(s_sel - old_sel) / (1.0 + jnp.minimum(s_sel, old_sel)))
-        res = jnp.maximum(dm, jnp.abs(d_new - d) / d)
-        return n_lo, n_hi, d_new, res, it + 1
-
-    def cond(state):
-        return (state[3] > tol) & (state[4] < max_iter)
-
-    init = (s_lo0, s_hi0, jnp.asarray(d0, a2.dtype), jnp.asarray(jnp.inf, a2.dtype), jnp.zeros_like(max_iter))
-    s_lo, s_hi, d, res, it = lax.while_loop(cond, step, init)
-    s, _ = _select(s_lo, s_hi, alpha * a2 / d, kernel)
-    return s, d, res, it
+def _one_minus_g(m, u, kernel):
+    """1 - g(m) = u sum_l c2_l (1 + m + ... + m^(l-1)) with u = 1 - m: no cancellation as m -> 1."""
+    c2 = kernel.c2
+    tail = jnp.cumsum(c2[::-1])[::-1][1:]
+    return u * jnp.polyval(tail[::-1], m)
 
 
-def _phi_terms(s):
-    m = s / (1.0 + s)
-    return 0.5 * (m - jnp.log1p(s))  # (m + log(1 - m)) / 2
+def _learned_branch(c):
+    """Non-trivial branch of g = m^3 as (m, u = 1 - m): m+(c), u+ = (2/(3c))/(1 + sqrt(1 - 4/(3c))), c >= 4/3."""
+    cc = jnp.maximum(c, SPINODAL_C)
+    r = jnp.sqrt(jnp.maximum(1.0 - 4.0 / (3.0 * cc), 0.0))
+    return 0.5 * (1.0 + r), (2.0 / (3.0 * cc)) / (1.0 + r)
 
 
-@jax.jit
-def _solve(alpha, a2, delta, kernel, damping, tol, max_iter):
+def best_branch(c, kernel: Kernel | None = None, *, cubic: bool = True, n_inner: int = 400):
+    """Per-feature maximiser of f(.; c) with D frozen (eq. f), as (m, u = 1 - m); broadcasts over ``c``.
+
+    Cubic kernel: the larger of f(0) = 0 and f(m+(c); c) (learned iff c > c_IT). Other kernels: the fixed points
+    of s <- c g'(s/(1+s)) reached from s = 0 and from s = c g'(1) (the smallest and the largest: the map is
+    monotone), ``n_inner`` iterations each, the one with the larger f kept.
+    """
+    kernel = kernel or cubic_kernel()
+    c = jnp.asarray(c)
+    if cubic:
+        m_hi, u_hi = _learned_branch(c)
+        hi = (c >= SPINODAL_C) & (_fm(m_hi, u_hi, c, kernel) > 0.0)
+        return jnp.where(hi, m_hi, 0.0), jnp.where(hi, u_hi, 1.0)
+
+    def fixed(s0):
+        s = lax.fori_loop(0, n_inner, lambda _, s: c * g_prime(s / (1.0 + s), kernel), s0)
+        return s / (1.0 + s), 1.0 / (1.0 + s)
+
+    m_lo, u_lo = fixed(jnp.zeros_like(c))
+    m_hi, u_hi = fixed(c * g_prime(jnp.ones_like(c), kernel))
+    hi = _fm(m_hi, u_hi, c, kernel) > _fm(m_lo, u_lo, c, kernel)
+    return jnp.where(hi, m_hi, m_lo), jnp.where(hi, u_hi, u_lo)
+
+
+def potential_gap(m_a, u_a, e_a, m_b, u_b, e_b, alpha, delta):
+    """Phi(a) - Phi(b) for two configurations (eq. Phi, m-form), with D = delta + e and u = 1 - m per feature.
+
+    Phi = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D; the log D difference is log1p((e_a - e_b)/(delta + e_b))
+    so that a large alpha does not swamp a small gap.
+    """
+    t = jnp.sum(0.5 * (m_a + jnp.log(u_a)) - 0.5 * (m_b + jnp.log(u_b)), axis=-1)
+    return t - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))
+
+
+def keep_best(phi, valid):
+    """Index of the candidate with the largest Phi among the valid ones (the global maximiser)."""
+    return jnp.argmax(jnp.where(valid, phi, -jnp.inf))
+
+
+def _errors(d, alpha, a2, kernel, cubic):
+    m, u = best_branch(alpha * a2 / d, kernel, cubic=cubic)
+    return jnp.sum(a2 * _one_minus_g(m, u, kernel)), m, u
+
+
+def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter):
+    """Monotone iteration x <- eps(Delta + x) (per-feature best branch) from x = 0 and from x = sum a2.
+
+    x = D - Delta (kept as the state so that a small eps keeps its relative precision). T(D) = Delta + eps(D) is
+    non-decreasing in D, so the run from below increases to the smallest self-consistent point and the run from
+    above decreases to the largest: after any number of steps they bracket every self-consistent point. Stops at
+    relative change <= tol or after ``n_iter`` steps. Returns (x_lo, x_hi, residual).
+    """
+    def body(st):
+        lo, hi, _, it = st
+        n_lo = _errors(delta + lo, alpha, a2, kernel, cubic)[0]
+        n_hi = _errors(delta + hi, alpha, a2, kernel, cubic)[0]
+        res = jnp.maximum(jnp.abs(n_lo - lo) / n_lo, jnp.abs(n_hi - hi) / n_hi)
+        return n_lo, jnp.maximum(n_hi, n_lo), res, it + 1
+
+    init = (jnp.zeros((), a2.dtype) + 0 * alpha, jnp.sum(a2) + 0 * alpha, jnp.asarray(jnp.inf, a2.dtype),
+            jnp.zeros((), jnp.int32))
+    lo, hi, res, _ = lax.while_loop(lambda st: (st[2] > tol) & (st[3] < n_iter), body, init)
+    return lo, hi, res
+
+
+def _prefix_errors(x, j, alpha, a2, delta, tail):
+    """eps with exactly the first j features learned (g = m^3) at D = delta + x: (eps, m, u)."""
+    m_hi, u_hi = _learned_branch(alpha * a2 / (delta + x))
+    on = jnp.arange(a2.shape[0]) < j
+    m, u = jnp.where(on, m_hi, 0.0), jnp.where(on, u_hi, 1.0)
+    e = jnp.sum(jnp.where(on, a2 * u_hi * (1.0 + m_hi + m_hi * m_hi), 0.0)) + tail[j]
+    return e, m, u
+
+
+def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack):
+    """Every learned count j between the extremes: the self-consistent point with features 1..j learned.
+
+    For count j the point lies where feature j is learned and j+1 is not, D in [alpha a2_{j+1}/c_IT,
+    alpha a2_j/c_IT] (a2 decreasing: the learned set is always a prefix), intersected with [d_lo, d_hi]; there
+    h_j(x) = eps_j(delta + x) - x is continuous, and a downward crossing (h_j >= 0 at the left end, <= 0 at the
+    right end) is bisected in log x. Returns per candidate (valid, x, eps, m, u, residual, complete).
+    """
+    k = a2.shape[0]
+    dt = a2.dtype
+    tail = jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, dt)])  # tail[j] = sum_{i>=j} a2_i
+    d_thr = alpha * a2 / C_IT  # feature i (0-based) learned iff D <= d_thr[i]
+    count = lambda d: jnp.sum(d <= d_thr)
+    j_hi, j_lo = count(delta + x_lo), count(delta + x_hi)
+    js = j_lo + jnp.arange(N_CANDIDATES)
+    complete = (j_hi - j_lo) < N_CANDIDATES
+
+    def one(j):
+        up = jnp.where(j > 0, d_thr[jnp.maximum(j - 1, 0)], jnp.inf)
+        down = jnp.where(j < k, d_thr[jnp.minimum(j, k - 1)], 0.0)
+        a = jnp.maximum(x_lo, down - delta)
+        b = jnp.minimum(x_hi, up - delta)
+        tiny = jnp.finfo(dt).tiny
+        a, b = jnp.maximum(a, tiny), jnp.maximum(b, tiny)
+        h = lambda x: _prefix_errors(x, j, alpha, a2, delta, tail)[0] - x
+        ok = (j <= j_hi) & (a <= b) & (h(a) >= -slack * a) & (h(b) <= slack * b)
+
+        def body(_, ab):
+            lo, hi = ab
+            mid = jnp.sqrt(lo * hi)
+            pos = h(mid) >= 0
+            return jnp.where(pos, mid, lo), jnp.where(pos, hi, mid)
+
+        lo, hi = lax.fori_loop(0, n_bisect, body, (a, b))
+        e, m, u = _prefix_errors(lo, j, alpha, a2, delta, tail)
+        return ok, lo, e, m, u, jnp.abs(e - lo) / lo
+
+    ok, x, e, m, u, res = jax.vmap(one)(js)
+    return ok, x, e, m, u, res, complete
+
+
+@partial(jax.jit, static_argnames=("cubic",))
+def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True):
     alpha = jnp.asarray(alpha, a2.dtype)
-    s_u, d_u, r_u, i_u = _run(delta + jnp.sum(a2), alpha, a2, delta, kernel, damping, tol, max_iter)
-    s_i, d_i, r_i, i_i = _run(delta, alpha, a2, delta, kernel, damping, tol, max_iter)
-    dphi = jnp.sum(_phi_terms(s_i) - _phi_terms(s_u)) - 0.5 * alpha * jnp.log1p((d_i - d_u) / d_u)
-    informed = dphi > 0
-    s = jnp.where(informed, s_i, s_u)
-    d = jnp.where(informed, d_i, d_u)
-    m = s / (1.0 + s)
-    eps = jnp.sum(a2 * one_minus_g_from_s(s, kernel))
-    res = jnp.maximum(r_u, r_i)
-    return Solution(m=m, s=s, delta_eff=d, eps_bo=eps, k_c=jnp.sum(m > 0.5), informed=informed, dphi=dphi,
-                    converged=res <= tol, iterations=jnp.maximum(i_u, i_i), residual=res)
+    delta = jnp.asarray(delta, a2.dtype)
+    n_bisect = BISECT_STEPS["float64" if a2.dtype == jnp.float64 else "float32"]
+    if cubic:
+        # the extremes only bound the search here: a few steps suffice, the bisection does the rest
+        x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, jnp.minimum(max_iter, EXTREME_STEPS))
+        ok, _, e, m, u, res, complete = _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, tol)
+    else:
+        x_lo, x_hi, r = _extremes(alpha, a2, delta, kernel, cubic, tol, max_iter)
+        e, m, u = jax.vmap(lambda x: _errors(delta + x, alpha, a2, kernel, cubic))(jnp.stack([x_lo, x_hi]))
+        ok = jnp.ones(2, bool)
+        res = jnp.full(2, r)
+        complete = jnp.asarray(True)
+    phi = potential_gap(m, u, e, m[0], u[0], e[0], alpha, delta)
+    best = keep_best(phi, ok)
+    runner = jnp.max(jnp.where(ok & (jnp.arange(ok.shape[0]) != best), phi, -jnp.inf))
+    m_b, u_b, e_b = m[best], u[best], e[best]
+    res_b = jnp.where(ok[best], res[best], jnp.inf)
+    return Solution(m=m_b, s=m_b / u_b, delta_eff=delta + e_b, eps_bo=e_b, k_c=jnp.sum(m_b > 0.5),
+                    n_candidates=jnp.sum(ok), dphi=phi[best] - runner, complete=complete,
+                    converged=complete & (res_b <= tol), residual=res_b)
 
 
-def _check_params(alpha, a2, delta, damping, tol, max_iter):
+def _is_cubic(kernel) -> bool:
+    if kernel is None:
+        return True
+    c2 = np.asarray(kernel.c2)
+    return c2.shape == (4,) and bool(np.allclose(c2, [0.0, 0.0, 0.0, 1.0]))
+
+
+def _check_params(alpha, a2, delta, tol, max_iter):
     v.nonnegative("alpha", alpha)
     v.positive("Delta", delta)
-    v.in_interval("damping", damping, 0.0, 1.0, closed_hi=True)
-    v.positive("damping", damping)
     v.positive("tol", tol)
     v.positive_int("max_iter", max_iter)
     v.check("a2", a2, lambda a: (a.ndim == 1) & (a.size > 0), "a non-empty 1-D array of amplitudes")
     v.nonnegative("a2", a2)
+    v.check("a2", a2, lambda a: np.all(np.diff(np.asarray(a)) <= 0), "non-increasing (features sorted by amplitude)")
 
 
 def check_converged(sol: Solution, alpha=None) -> Solution:
@@ -305,8 +418,8 @@ def check_converged(sol: Solution, alpha=None) -> Solution:
     where = "" if alpha is None else f" at alpha = {jnp.asarray(alpha).reshape(-1)[bad][:5]}"
     raise NotConvergedError(
         f"teacher-student fixed point did not converge{where}: residual "
-        f"{jnp.asarray(sol.residual).reshape(-1)[bad][:5]} after {int(jnp.max(sol.iterations))} iterations; "
-        "raise max_iter, lower damping or loosen tol")
+        f"{jnp.asarray(sol.residual).reshape(-1)[bad][:5]}, complete {jnp.asarray(sol.complete).reshape(-1)[bad][:5]}"
+        "; raise max_iter or loosen tol")
 
 
 def default_tol(dtype) -> float:
@@ -314,36 +427,47 @@ def default_tol(dtype) -> float:
     return 1e-10 if jnp.dtype(dtype) == jnp.float64 else 1e-5
 
 
-def solve(alpha, a2, delta, *, kernel: Kernel | None = None, damping=0.7, tol=None, max_iter: int = 20000,
+def solve(alpha, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000,
           check: bool = True) -> Solution:
-    """Bayes-optimal fixed point (reconstruction, eqs. D/FP/Phi) at sample ratio ``alpha`` = n/d.
+    """Global maximiser of Phi over the self-consistent points (reconstruction, eqs. D/FP/Phi) at alpha = n/d.
 
-    ``a2`` (k,) squared amplitudes (``amplitudes``), ``delta`` label-noise variance Delta > 0. ``alpha``,
-    ``delta`` and ``damping`` may be traced (vmap over alpha grids: ``solve_grid``). When called eagerly with
-    ``check`` the convergence flag is checked and ``NotConvergedError`` raised on failure.
+    ``a2`` (k,) squared amplitudes, non-increasing (``amplitudes``), ``delta`` label-noise variance Delta > 0.
+    Why this is the global maximiser: -log is convex, so Phi(m) = max_D L(m; D) with L the potential with
+    log D linearised at D; hence max_m Phi = max_D G(D), G(D) = sum_i max_m f(m; alpha a2_i/D) - (alpha/2)(log D +
+    (Delta + sum a2)/D - 1), a one-dimensional problem, and G'(D) = (alpha/(2 D^2)) (T(D) - D) with
+    T(D) = Delta + eps(D) (every feature on its best branch). T is non-decreasing with upward jumps only, so the
+    local maxima of G are continuous downward crossings of T(D) - D: self-consistent points with every feature
+    on its best branch, learned set a prefix {1..j}. The solver brackets all of them between the extreme
+    self-consistent points (monotone iteration from D = Delta and D = Delta + sum a2), solves, for every learned
+    count j in between (at most ``N_CANDIDATES``), the continuous equation on the D-interval where exactly j
+    features are learned by bisection, evaluates Phi on every point found, and keeps the largest (``keep_best``).
+    For a non-cubic kernel only the two extreme points are compared (global when there are at most two).
+
+    ``alpha`` and ``delta`` may be traced (vmap: ``solve_grid``). Eagerly, with ``check``, ``NotConvergedError``
+    is raised when the kept point's residual exceeds ``tol`` or more than ``N_CANDIDATES`` counts were contested.
     """
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
-    _check_params(alpha, a2, delta, damping, tol, max_iter)
-    sol = _solve(alpha, a2, delta, kernel or cubic_kernel(), damping, tol, jnp.asarray(max_iter))
+    _check_params(alpha, a2, delta, tol, max_iter)
+    sol = _solve(alpha, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel))
     return check_converged(sol, alpha) if check else sol
 
 
-@jax.jit
-def _solve_grid(alphas, a2, delta, kernel, damping, tol, max_iter):
-    return jax.vmap(_solve, in_axes=(0, None, None, None, None, None, None))(
-        alphas, a2, delta, kernel, damping, tol, max_iter)
+@partial(jax.jit, static_argnames=("cubic",))
+def _solve_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True):
+    return jax.vmap(lambda a: _solve(a, a2, delta, kernel, tol, max_iter, cubic=cubic))(alphas)
 
 
-def solve_grid(alphas, a2, delta, *, kernel: Kernel | None = None, damping=0.7, tol=None,
-               max_iter: int = 20000, check: bool = True) -> Solution:
+def solve_grid(alphas, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000,
+               check: bool = True) -> Solution:
     """``solve`` vmapped over a 1-D grid ``alphas`` (B,): every Solution field gains a leading axis B."""
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
     alphas = jnp.asarray(alphas, a2.dtype)
     v.shape("alphas", alphas, (None,))
-    _check_params(alphas, a2, delta, damping, tol, max_iter)
-    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), damping, tol, jnp.asarray(max_iter))
+    _check_params(alphas, a2, delta, tol, max_iter)
+    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter),
+                      cubic=_is_cubic(kernel))
     return check_converged(sol, alphas) if check else sol
 
 
@@ -362,6 +486,13 @@ def potential_notes_form(m, alpha, a2, delta, kernel: Kernel | None = None):
     s = alpha * a2 * g_prime(m, kernel) / d
     psi = 0.5 * (s - jnp.log1p(s))
     return jnp.sum(psi - 0.5 * s * m) - 0.5 * alpha * jnp.log(d)
+
+
+def first_crossing(y, level):
+    """Index of the first entry of ``y`` (..., n) above ``level`` along the last axis (n when none): the grid
+    point where a jump is detected (a feature's overlap, or an AMP overlap read from the large-c side)."""
+    above = jnp.asarray(y) > level
+    return jnp.where(jnp.any(above, axis=-1), jnp.argmax(above, axis=-1), above.shape[-1])
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -388,13 +519,13 @@ def effective_width(m, threshold=0.5):
     return jnp.sum(jnp.asarray(m) > threshold, axis=-1)
 
 
-@partial(jax.jit, static_argnames=("iters",))
-def _thresholds(idx, a2, delta, kernel, lo, hi, iters, damping, tol, max_iter):
+@partial(jax.jit, static_argnames=("iters", "cubic"))
+def _thresholds(idx, a2, delta, kernel, lo, hi, iters, tol, max_iter, cubic=True):
     def one(i):
         def body(_, br):
             a, b = br
             mid = jnp.sqrt(a * b)
-            learned = _solve(mid, a2, delta, kernel, damping, tol, max_iter).m[i] > 0.5
+            learned = _solve(mid, a2, delta, kernel, tol, max_iter, cubic=cubic).m[i] > 0.5
             return jnp.where(learned, a, mid), jnp.where(learned, mid, b)
 
         a, b = lax.fori_loop(0, iters, body, (jnp.asarray(lo, a2.dtype), jnp.asarray(hi, a2.dtype)))
@@ -404,7 +535,7 @@ def _thresholds(idx, a2, delta, kernel, lo, hi, iters, damping, tol, max_iter):
 
 
 def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44,
-               damping=0.7, tol=None, max_iter: int = 20000) -> jax.Array:
+               tol=None, max_iter: int = 20000) -> jax.Array:
     """Per-feature thresholds alpha_i: the alpha where feature ``idx`` (0-based, (F,)) first has m_i > 1/2.
 
     Bisection in log(alpha) on [lo, hi] with ``iters`` solves each, vmapped over features; returns (F,).
@@ -412,9 +543,10 @@ def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12
     """
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
-    _check_params(lo, a2, delta, damping, tol, max_iter)
+    _check_params(lo, a2, delta, tol, max_iter)
     v.positive("lo", lo)
     v.check("hi", hi, lambda h: h > lo, f"> lo={lo}")
     idx = jnp.atleast_1d(jnp.asarray(idx))
     v.check("idx", idx, lambda i: (i >= 0) & (i < a2.shape[0]), f"in [0, {a2.shape[0]})")
-    return _thresholds(idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, damping, tol, jnp.asarray(max_iter))
+    return _thresholds(idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, tol, jnp.asarray(max_iter),
+                       cubic=_is_cubic(kernel))
