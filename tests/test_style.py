@@ -17,3 +17,16 @@ def test_ruff_clean():
     if proc.returncode != 0 and "No module named ruff" in proc.stderr:
         pytest.skip("ruff not installed")
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+
+
+FORMATTED = ("pallas_kernels", "tests/kernels", "sims/bench")  # the kernel library: `ruff format` applied
+
+
+def test_kernel_library_is_ruff_formatted():
+    ruff = shutil.which("ruff") or shutil.which("ruff", path=str(REPO_ROOT / ".venv" / "bin"))
+    cmd = [ruff] if ruff else [sys.executable, "-m", "ruff"]
+    proc = subprocess.run([*cmd, "format", "--check", *FORMATTED], cwd=REPO_ROOT, capture_output=True, text=True,
+                          timeout=120)
+    if proc.returncode != 0 and "No module named ruff" in proc.stderr:
+        pytest.skip("ruff not installed")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]

@@ -38,6 +38,7 @@ def _gpu_kernel(gpu_kernel, impl: str, plat: str) -> bool:
         raise ValueError("gpu_kernel='mosaic' is a GPU kernel; this call resolved to TPU")
     return True
 
+
 IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
 
@@ -237,7 +238,15 @@ def block_sparse_attention(
         from pallas_kernels.attention import mosaic_gpu
 
         return mosaic_gpu.block_sparse_attention_mgpu(
-            q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale,
+            q,
+            k,
+            v,
+            kv_num_blocks,
+            kv_indices,
+            block_q=bq,
+            block_k=bk,
+            causal=is_causal,
+            scale=scale,
             interpret=impl == "interpret",
         )
     out = flash_pallas(

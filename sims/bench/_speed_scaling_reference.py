@@ -109,8 +109,11 @@ def bkp_python(release, deadline, work, n_slots, dt=1.0):
         s = 0.0
         for tp in cands:
             t1 = e * t - (e - 1) * tp
-            wsum = sum(work[j] for j in range(n) if release[j] <= t + 1e-6 * dt and release[j] >= t1 - 1e-4 * dt
-                       and deadline[j] <= tp + 1e-4 * dt)
+            wsum = sum(
+                work[j]
+                for j in range(n)
+                if release[j] <= t + 1e-6 * dt and release[j] >= t1 - 1e-4 * dt and deadline[j] <= tp + 1e-4 * dt
+            )
             s = max(s, wsum / (tp - t))
         order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > 1e-12), key=lambda j: ds[j])
         need = sum(rem[j] for j in order if ds[j] == k + 1) / dt
