@@ -93,10 +93,10 @@ class Claim:
     measured: float
     tolerance: float
     comparison: str = "rel"
-    kind: str = "unclassified"
+    source: str = "paper"  # "paper", "theory" (a consequence we derived) or "reconstruction"
+    kind: str = "unclassified"  # pass kind=, ci=, n_seeds= by keyword
     ci: float = 0.0
     n_seeds: int = 1
-    source: str = "paper"  # "paper", "theory" (a consequence we derived) or "reconstruction"
 
     def __post_init__(self):
         if self.comparison not in COMPARISONS:
