@@ -37,8 +37,8 @@ Zeroth-order estimators (only evaluations of the hard quantizer Q; u ~ p):
     sigma u) (-p'(u)) du, the boundary terms vanish because Q is bounded and p -> 0 at the ends of its support;
     g2 is the antithetic average of g1 and g1 at -u, equal in law for a symmetric p.)
 
-STE as the degenerate case. The uniform law has no density score: -p'/p is the pair of point masses
-``(delta(u + a) - delta(u - a))`` / (2a) ... so (4)-(5) collapse to the deterministic edge difference
+STE as the degenerate case. The uniform law has no density score: its density's derivative is the pair of
+point masses p' = (delta(u + a) - delta(u - a)) / (2a), so (4)-(5) collapse to the deterministic edge difference
 
     (6)  g_unif(x) = (Q(x + sigma a) - Q(x - sigma a)) / (2 sigma a),  a = sqrt 3,
 
@@ -354,9 +354,9 @@ def grid_ripple(sigma, *, law: str, at: str = "level", n_terms: int = 4096):
 def sup_on_grid(fn, levels, n: int = 4097, pad: float = 3.0):
     """max of ``fn`` over a dense grid of [q_0 - pad, q_K + pad] that contains every boundary and level
     (the sups in eq. 9; exact for bumps peaking at the boundaries, otherwise within the grid spacing)."""
-    lv = np.asarray(levels, np.float64)
-    grid = np.concatenate([np.linspace(lv[0] - pad, lv[-1] + pad, n), lv, 0.5 * (lv[1:] + lv[:-1])])
-    return jnp.max(fn(jnp.asarray(np.sort(grid), jnp.float32)))
+    lv = jnp.asarray(levels, jnp.float32)
+    grid = jnp.concatenate([jnp.linspace(lv[0] - pad, lv[-1] + pad, n), lv, 0.5 * (lv[1:] + lv[:-1])])
+    return jnp.max(fn(grid))
 
 
 def bias_bound(levels, sigma, *, law: str, lf: float = 1.0):
