@@ -120,7 +120,8 @@ def test_uniform_law_recovers_clipped_ste_exactly():
         edge = zg.two_point_estimator(lambda z, lv=lv: zg.quantize(z, lv), x, zg.STE_SIGMA, law="uniform",
                                       key=jax.random.key(0), n=3)
         np.testing.assert_allclose(np.asarray(edge), np.broadcast_to(ste, edge.shape), atol=1e-5)
-    assert float(zg.grid_ripple(zg.STE_SIGMA, law="uniform")) == pytest.approx(1.0, abs=1e-6)
+    # every term is sin(pi m)/(pi m) = 0; in float32 each is ~1e-7, summed over 4096 terms
+    assert float(zg.grid_ripple(zg.STE_SIGMA, law="uniform")) == pytest.approx(1.0, abs=1e-3)
 
 
 @given(sigma=st.floats(0.07, 1.2), law=st.sampled_from(["gaussian", "logistic", "triangular"]))
