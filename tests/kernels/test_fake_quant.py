@@ -1,0 +1,157 @@
+"""pallas_kernels.quant.fake_quant: the forward is the library's round trip, the custom_vjp backward is the
+closed-form surrogate (finite differences of the smoothed quantizer), under jit / vmap / grad."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pallas_kernels.quant import (
+    mxfp4_dequantize,
+    mxfp4_quantize,
+    nvfp4_dequantize,
+    nvfp4_quantize,
+    razer_dequantize,
+    razer_quantize,
+)
+from pallas_kernels.quant.fake_quant import FORMATS, fake_quant, quantize_with_scale
+from theory import zoe_grad as zg
+
+X = jax.random.normal(jax.random.key(0), (3, 64)) * jnp.linspace(0.2, 2.0, 64)
+
+
+def _bits(fmt):
+    return 3 if fmt == "int" else 4
+
+
+@pytest.mark.parametrize("fmt", ["nvfp4", "mxfp4", "razer", "razer_activation"])
+def test_forward_is_the_library_round_trip(fmt):
+    ref = {"nvfp4": lambda x: nvfp4_dequantize(nvfp4_quantize(x)),
+           "mxfp4": lambda x: mxfp4_dequantize(mxfp4_quantize(x)),
+           "razer": lambda x: razer_dequantize(razer_quantize(x, variant="weight")),
+           "razer_activation": lambda x: razer_dequantize(razer_quantize(x, variant="activation"))}[fmt]
+    np.testing.assert_array_equal(np.asarray(fake_quant(X, format=fmt)), np.asarray(ref(X)))
+
+
+def test_int_forward_matches_numpy_absmax():
+    x = np.asarray(X, np.float64)
+    for bits, block in ((3, 16), (4, None), (2, 8)):
+        m = 2 ** (bits - 1) - 1
+        b = x.shape[-1] if block is None else block
+        xb = x.reshape(3, -1, b)
+        d = np.abs(xb).max(-1, keepdims=True) / m
+        want = (np.clip(np.round(xb / d), -m, m) * d).reshape(x.shape)
+        got = fake_quant(X, format="int", bits=bits, block_size=block)
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+@pytest.mark.parametrize("law", ["gaussian", "logistic", "triangular", "uniform"])
+def test_backward_is_surrogate_at_z(fmt, law):
+    bits = _bits(fmt)
+    kw = {"block_size": 16} if fmt == "int" else {}
+    g = jax.jit(jax.grad(lambda x: jnp.sum(fake_quant(x, format=fmt, bits=bits, surrogate=law, sigma=0.35,
+                                                     **kw))))(X)
+    _, scale, special = quantize_with_scale(X, format=fmt, bits=bits, **kw)
+    z = X / scale
+    if fmt == "int":
+        lv = zg.int_levels(bits)
+    elif special is None:
+        lv = zg.e2m1_levels()
+    else:
+        base = np.asarray(zg.E2M1_LEVELS, np.float32)
+        lv = jnp.asarray(np.stack([np.sort(np.append(base, s)) for s in np.asarray(special).ravel()]).reshape(
+            *X.shape, 16))
+    want = zg.surrogate_grad(z, lv, 0.35, law=law)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5, atol=1e-6)
+
+
+@given(fmt=st.sampled_from(FORMATS), law=st.sampled_from(["gaussian", "logistic", "triangular"]),
+       sigma=st.floats(0.15, 1.0), seed=st.integers(0, 20))
+def test_backward_matches_finite_differences_of_smoothed_quantizer(fmt, law, sigma, seed):
+    """custom_vjp gradient = central difference of s * Q_sigma(x / s), the smoothed quantizer of the same
+    block (scale held fixed: the documented backward)."""
+    x = jax.random.normal(jax.random.key(seed), (2, 32)) * 1.5
+    bits = _bits(fmt)
+    kw = {"block_size": 16} if fmt == "int" else {}
+    g = jax.grad(lambda v: jnp.sum(fake_quant(v, format=fmt, bits=bits, surrogate=law, sigma=sigma, **kw)))(x)
+    _, scale, special = quantize_with_scale(x, format=fmt, bits=bits, **kw)
+    if fmt == "int":
+        lv = zg.int_levels(bits)
+    elif special is None:
+        lv = zg.e2m1_levels()
+    else:  # RaZeR: E2M1 plus the block's special value
+        base = np.asarray(zg.E2M1_LEVELS, np.float32)
+        lv = jnp.asarray(np.stack([np.sort(np.append(base, s)) for s in np.asarray(special).ravel()]).reshape(
+            *x.shape, 16))
+    with jax.enable_x64(True):
+        s64 = jnp.asarray(scale, jnp.float64)
+        h = 1e-4 * s64
+        qs = lambda v: s64 * zg.smoothed((v / s64).astype(jnp.float32), lv, sigma, law=law)  # noqa: E731
+        fd = (qs(x + h) - qs(x - h)) / (2 * h)
+    np.testing.assert_allclose(np.asarray(g), np.asarray(fd), rtol=3e-2, atol=3e-2)
+
+
+def test_ste_and_uniform_int_give_straight_through():
+    g = jax.grad(lambda x: jnp.sum(fake_quant(x, format="nvfp4", surrogate="ste")))(X)
+    np.testing.assert_array_equal(np.asarray(g), 1.0)
+    # INT with the uniform law one step wide: the clipped STE (the block amax sits at the clip end z = M)
+    g = jax.grad(lambda x: jnp.sum(fake_quant(x, format="int", bits=3, block_size=16, surrogate="uniform")))(X)
+    _, scale, _ = quantize_with_scale(X, format="int", bits=3, block_size=16)
+    z = np.abs(np.asarray(X / scale))
+    inside = z < 3 - 1e-4
+    np.testing.assert_allclose(np.asarray(g)[inside], 1.0, atol=1e-5)
+
+
+def test_vmap_jit_and_dtype():
+    f = lambda r: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3)  # noqa: E731
+    gv = jax.vmap(jax.grad(lambda r: jnp.sum(f(r) * jnp.arange(64.0))))(X)
+    gr = jnp.stack([jax.grad(lambda r: jnp.sum(f(r) * jnp.arange(64.0)))(X[i]) for i in range(3)])
+    np.testing.assert_allclose(np.asarray(gv), np.asarray(gr), rtol=1e-6)
+    # NVFP4's global scale is per tensor: under vmap each row is its own tensor
+    np.testing.assert_array_equal(np.asarray(jax.vmap(f)(X)), np.stack([np.asarray(f(X[i])) for i in range(3)]))
+    xb = X.astype(jnp.bfloat16)
+    y = fake_quant(xb, format="mxfp4")
+    assert y.dtype == jnp.bfloat16
+    gb = jax.grad(lambda r: jnp.sum(fake_quant(r, format="mxfp4").astype(jnp.float32)))(xb)
+    assert gb.dtype == jnp.bfloat16 and bool(jnp.all(jnp.isfinite(gb)))
+    # second-order: the backward is smooth in x only through z; grad of grad runs
+    jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r)))(X)
+
+
+def test_jit_does_not_recompile():
+    f = jax.jit(jax.grad(lambda r: jnp.sum(fake_quant(r, format="razer", surrogate="logistic", sigma=0.4))))
+    f(X)
+    n = f._cache_size()
+    f(X + 1.0)
+    assert f._cache_size() == n
+
+
+def test_zero_input_is_finite():
+    for fmt in FORMATS:
+        z = jnp.zeros((2, 32))
+        g = jax.grad(lambda r, fmt=fmt: jnp.sum(fake_quant(r, format=fmt, bits=_bits(fmt))))(z)
+        assert bool(jnp.all(jnp.isfinite(g))) and bool(jnp.all(fake_quant(z, format=fmt, bits=_bits(fmt)) == 0))
+
+
+def test_validation():
+    with pytest.raises(ValueError, match="format"):
+        fake_quant(X, format="fp8")
+    with pytest.raises(ValueError, match="surrogate"):
+        fake_quant(X, surrogate="cauchy")
+    with pytest.raises(ValueError, match="sigma"):
+        fake_quant(X, sigma=0.0)
+    with pytest.raises(ValueError, match="bits"):
+        fake_quant(X, format="nvfp4", bits=3)
+    with pytest.raises(ValueError, match="bits"):
+        fake_quant(X, format="int", bits=1)
+    with pytest.raises(ValueError, match="block_size"):
+        fake_quant(X, format="int", bits=3, block_size=10)
+    with pytest.raises(ValueError, match="last axis"):
+        fake_quant(X[:, :40], format="mxfp4")
+    with pytest.raises(ValueError, match="sigma"):
+        jax.jit(lambda s: fake_quant(X, sigma=s))(0.3)
