@@ -6,6 +6,7 @@ behind one public function with ``implementation=None | "xla" | "pallas" | "inte
 """
 
 from pallas_kernels.quant._blockwise import BlockSizes, QuantBlockSizes
+from pallas_kernels.quant.fake_quant import fake_quant
 from pallas_kernels.quant.fp4 import QuantizedArray
 from pallas_kernels.quant.hadamard import HadamardBlocks, HadamardBlockSizes, fwht
 from pallas_kernels.quant.inquant import InQuantPacked, inquant_pack, inquant_unpack
@@ -16,6 +17,7 @@ from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
 from pallas_kernels.quant.rht import RHTQuantized, rht_dequantize, rht_quantize
 
 __all__ = [
+    "fake_quant",
     "BlockSizes",
     "HadamardBlockSizes",
     "HadamardBlocks",

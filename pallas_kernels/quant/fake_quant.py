@@ -115,8 +115,7 @@ def _roundtrip(x, spec: _Spec):
     return xhat, scale, special
 
 
-def quantize_with_scale(x, *, format: str = "nvfp4", bits: int = 4, block_size: int | None = None,
-                        implementation=None):
+def quantize_with_scale(x, *, format: str = "nvfp4", bits: int = 4, block_size: int | None = None, implementation=None):
     """The forward of ``fake_quant`` with its per-element scale and RaZeR special value (for inspection)."""
     spec = _make_spec(x, format, bits, "ste", None, block_size, implementation)
     return _roundtrip(jnp.asarray(x, jnp.float32), spec)
@@ -200,8 +199,9 @@ def _make_spec(x, format, bits, surrogate, sigma, block_size, implementation) ->
     if format == "int":
         if block_size is not None:
             if not isinstance(block_size, (int, np.integer)) or block_size <= 0 or shape[-1] % block_size:
-                raise ValueError(f"block_size must be a positive divisor of the last axis ({shape[-1]}), "
-                                 f"got {block_size!r}")
+                raise ValueError(
+                    f"block_size must be a positive divisor of the last axis ({shape[-1]}), got {block_size!r}"
+                )
             block_size = int(block_size)
     else:
         if block_size not in (None, BLOCK[format]):
@@ -212,8 +212,16 @@ def _make_spec(x, format, bits, surrogate, sigma, block_size, implementation) ->
     return _Spec(format, int(bits), surrogate, sigma, block_size, implementation)
 
 
-def fake_quant(x, *, format: str = "nvfp4", bits: int = 4, surrogate: str = "gaussian", sigma: float | None = None,
-               block_size: int | None = None, implementation=None):
+def fake_quant(
+    x,
+    *,
+    format: str = "nvfp4",
+    bits: int = 4,
+    surrogate: str = "gaussian",
+    sigma: float | None = None,
+    block_size: int | None = None,
+    implementation=None,
+):
     """Quantize-dequantize ``x`` (..., K) in ``format`` with a ZOE-Grad surrogate backward (module docstring).
 
     Args:

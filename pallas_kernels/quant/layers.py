@@ -5,6 +5,11 @@
   signature, ``key=None`` for equinox, ``in_features``/``out_features``/``use_bias``, works inside
   ``eqx.nn.Sequential`` / ``nnx.Sequential`` and under ``jax.vmap``).
 * :func:`quantize_model`: every (filtered) Linear of an equinox or flax.nnx model, without touching its code.
+* Quantization-aware training: ``from_linear(..., qat=True, surrogate="gaussian", sigma=None)`` (and
+  ``quantize_model(..., qat=True)``) returns :class:`EqxQATLinear` / :class:`NnxQATLinear`, which keep the float
+  weight trainable and use ``fake_quant`` (``pallas_kernels.quant.fake_quant``): the forward is the same
+  quantize/dequantize round trip, the backward the closed-form ZOE-Grad surrogate (``"ste"`` for the
+  straight-through estimator). After training, ``from_linear`` on the QAT layer's float weight packs it.
 
 ``y = x @ dequantize(W).T + b`` with bfloat16-rounded activations and float32 accumulation (``matmul.py``);
 ``fmt`` (the old keyword ``format`` still works) is one of "nvfp4", "mxfp4", "razer" (RaZeR weight variant) or
@@ -24,6 +29,7 @@ from flax import nnx
 
 from pallas_kernels._dispatch import Implementation
 from pallas_kernels.quant import fp4
+from pallas_kernels.quant.fake_quant import fake_quant
 from pallas_kernels.quant.fp4 import QuantizedArray
 from pallas_kernels.quant.matmul import fp4_matmul
 from pallas_kernels.quant.mxfp4 import mxfp4_quantize
@@ -31,7 +37,9 @@ from pallas_kernels.quant.nvfp4 import nvfp4_quantize
 from pallas_kernels.quant.razer import razer_quantize
 
 __all__ = [
+    "EqxQATLinear",
     "EqxQuantizedLinear",
+    "NnxQATLinear",
     "NnxQuantizedLinear",
     "QuantizedLinear",
     "QuantizedWeight",
@@ -175,12 +183,98 @@ class QuantizedLinear:
         *,
         implementation: Implementation = None,
         format: str | None = None,  # noqa: A002 (alias)
+        qat: bool = False,
+        surrogate: str = "gaussian",
+        sigma: float | None = None,
     ):
+        if qat:
+            fmt = _fmt_kw(fmt, format)
+            if isinstance(linear, eqx.nn.Linear):
+                return EqxQATLinear(linear, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
+            if isinstance(linear, nnx.Linear):
+                return NnxQATLinear(linear, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
+            raise ValueError(f"linear must be an eqx.nn.Linear or an nnx.Linear, got {type(linear).__name__}")
         if isinstance(linear, eqx.nn.Linear):
             return EqxQuantizedLinear.from_linear(linear, fmt, implementation=implementation, format=format)
         if isinstance(linear, nnx.Linear):
             return NnxQuantizedLinear.from_linear(linear, fmt, implementation=implementation, format=format)
         raise ValueError(f"linear must be an eqx.nn.Linear or an nnx.Linear, got {type(linear).__name__}")
+
+
+class EqxQATLinear(eqx.Module):
+    """Quantization-aware drop-in for ``eqx.nn.Linear``: float ``weight`` (out, in) trained through
+    ``fake_quant`` (quantized forward, surrogate backward); unbatched ``__call__(x, *, key=None)``."""
+
+    weight: jax.Array
+    bias: jax.Array | None
+    fmt: str = eqx.field(static=True)
+    surrogate: str = eqx.field(static=True)
+    sigma: float | None = eqx.field(static=True)
+    in_features: int = eqx.field(static=True)
+    out_features: int = eqx.field(static=True)
+    use_bias: bool = eqx.field(static=True)
+    implementation: Implementation = eqx.field(static=True, default=None)
+
+    def __init__(
+        self,
+        linear: eqx.nn.Linear,
+        fmt: str = "nvfp4",
+        *,
+        surrogate: str = "gaussian",
+        sigma: float | None = None,
+        implementation: Implementation = None,
+    ):
+        if not isinstance(linear, eqx.nn.Linear):
+            raise ValueError(f"linear must be an eqx.nn.Linear, got {type(linear).__name__}")
+        self.weight, self.bias = linear.weight, linear.bias
+        self.fmt, self.surrogate, self.sigma = _fmt_kw(fmt, None), surrogate, sigma
+        self.out_features, self.in_features = linear.weight.shape
+        self.use_bias = linear.bias is not None
+        self.implementation = implementation
+        fake_quant(self.weight, format=self.fmt, surrogate=surrogate, sigma=sigma)  # eager argument checks
+
+    def __call__(self, x, *, key: jax.Array | None = None):
+        del key
+        w = fake_quant(
+            self.weight, format=self.fmt, surrogate=self.surrogate, sigma=self.sigma, implementation=self.implementation
+        )
+        y = x @ w.T.astype(x.dtype)
+        return y if self.bias is None else y + self.bias.astype(y.dtype)
+
+
+class NnxQATLinear(nnx.Module):
+    """Quantization-aware drop-in for ``nnx.Linear``: the float ``kernel`` (in, out) stays an ``nnx.Param`` and
+    the forward uses its ``fake_quant`` round trip (blocks along ``in``), the backward the surrogate."""
+
+    def __init__(
+        self,
+        linear: nnx.Linear,
+        fmt: str = "nvfp4",
+        *,
+        surrogate: str = "gaussian",
+        sigma: float | None = None,
+        implementation: Implementation = None,
+    ):
+        if not isinstance(linear, nnx.Linear):
+            raise ValueError(f"linear must be an nnx.Linear, got {type(linear).__name__}")
+        self.kernel = nnx.Param(linear.kernel[...])
+        self.bias = None if linear.bias is None else nnx.Param(linear.bias[...])
+        self.fmt, self.surrogate, self.sigma = _fmt_kw(fmt, None), surrogate, sigma
+        self.in_features, self.out_features = linear.kernel.shape
+        self.use_bias = linear.bias is not None
+        self.implementation = implementation
+        fake_quant(self.kernel[...].T, format=self.fmt, surrogate=surrogate, sigma=sigma)
+
+    def __call__(self, inputs):
+        w = fake_quant(
+            self.kernel[...].T,
+            format=self.fmt,
+            surrogate=self.surrogate,
+            sigma=self.sigma,
+            implementation=self.implementation,
+        )
+        y = inputs @ w.T.astype(inputs.dtype)
+        return y if self.bias is None else y + self.bias[...].astype(y.dtype)
 
 
 def _in_features(linear) -> Any:
@@ -199,8 +293,14 @@ def quantize_model(
     filter: Callable[[str, Any], bool] | None = None,  # noqa: A002 (qwix's name)
     implementation: Implementation = None,
     format: str | None = None,  # noqa: A002 (alias)
+    qat: bool = False,
+    surrogate: str = "gaussian",
+    sigma: float | None = None,
 ):
     """Replace the Linear layers of an equinox or flax.nnx ``model`` by their quantized drop-ins.
+
+    ``qat=True`` swaps in the quantization-aware layers instead (float weights, ``fake_quant`` forward,
+    ``surrogate``/``sigma`` backward) for training; a later ``quantize_model`` on the trained model packs them.
 
     ``filter(path, linear) -> bool`` picks the layers (``path`` as ``jax.tree_util.keystr`` for equinox, a
     dotted attribute path for nnx); the default takes every Linear whose ``in_features`` is a multiple of the
@@ -213,7 +313,11 @@ def quantize_model(
             (path, m) for path, m in _iter_modules(model) if isinstance(m, nnx.Linear) and keep(_dotted(path), m)
         ]
         for path, lin in targets:
-            new = NnxQuantizedLinear.from_linear(lin, fmt, implementation=implementation)
+            new = (
+                NnxQATLinear(lin, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
+                if qat
+                else NnxQuantizedLinear.from_linear(lin, fmt, implementation=implementation)
+            )
             parent = model
             for p in path[:-1]:
                 parent = parent[p] if isinstance(p, int) else getattr(parent, p)
@@ -226,6 +330,8 @@ def quantize_model(
 
     def swap(path, x):
         if is_lin(x) and keep(jax.tree_util.keystr(path), x):
+            if qat:
+                return EqxQATLinear(x, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
             return EqxQuantizedLinear.from_linear(x, fmt, implementation=implementation)
         return x
 

@@ -30,10 +30,12 @@ def _bits(fmt):
 
 @pytest.mark.parametrize("fmt", ["nvfp4", "mxfp4", "razer", "razer_activation"])
 def test_forward_is_the_library_round_trip(fmt):
-    ref = {"nvfp4": lambda x: nvfp4_dequantize(nvfp4_quantize(x)),
-           "mxfp4": lambda x: mxfp4_dequantize(mxfp4_quantize(x)),
-           "razer": lambda x: razer_dequantize(razer_quantize(x, variant="weight")),
-           "razer_activation": lambda x: razer_dequantize(razer_quantize(x, variant="activation"))}[fmt]
+    ref = {
+        "nvfp4": lambda x: nvfp4_dequantize(nvfp4_quantize(x)),
+        "mxfp4": lambda x: mxfp4_dequantize(mxfp4_quantize(x)),
+        "razer": lambda x: razer_dequantize(razer_quantize(x, variant="weight")),
+        "razer_activation": lambda x: razer_dequantize(razer_quantize(x, variant="activation")),
+    }[fmt]
     np.testing.assert_array_equal(np.asarray(fake_quant(X, format=fmt)), np.asarray(ref(X)))
 
 
@@ -54,8 +56,7 @@ def test_int_forward_matches_numpy_absmax():
 def test_backward_is_surrogate_at_z(fmt, law):
     bits = _bits(fmt)
     kw = {"block_size": 16} if fmt == "int" else {}
-    g = jax.jit(jax.grad(lambda x: jnp.sum(fake_quant(x, format=fmt, bits=bits, surrogate=law, sigma=0.35,
-                                                     **kw))))(X)
+    g = jax.jit(jax.grad(lambda x: jnp.sum(fake_quant(x, format=fmt, bits=bits, surrogate=law, sigma=0.35, **kw))))(X)
     _, scale, special = quantize_with_scale(X, format=fmt, bits=bits, **kw)
     z = X / scale
     if fmt == "int":
@@ -64,14 +65,19 @@ def test_backward_is_surrogate_at_z(fmt, law):
         lv = zg.e2m1_levels()
     else:
         base = np.asarray(zg.E2M1_LEVELS, np.float32)
-        lv = jnp.asarray(np.stack([np.sort(np.append(base, s)) for s in np.asarray(special).ravel()]).reshape(
-            *X.shape, 16))
+        lv = jnp.asarray(
+            np.stack([np.sort(np.append(base, s)) for s in np.asarray(special).ravel()]).reshape(*X.shape, 16)
+        )
     want = zg.surrogate_grad(z, lv, 0.35, law=law)
     np.testing.assert_allclose(np.asarray(g), np.asarray(want), rtol=1e-5, atol=1e-6)
 
 
-@given(fmt=st.sampled_from(FORMATS), law=st.sampled_from(["gaussian", "logistic", "triangular"]),
-       sigma=st.floats(0.15, 1.0), seed=st.integers(0, 20))
+@given(
+    fmt=st.sampled_from(FORMATS),
+    law=st.sampled_from(["gaussian", "logistic", "triangular"]),
+    sigma=st.floats(0.15, 1.0),
+    seed=st.integers(0, 20),
+)
 def test_backward_matches_finite_differences_of_smoothed_quantizer(fmt, law, sigma, seed):
     """custom_vjp gradient = central difference of s * Q_sigma(x / s), the smoothed quantizer of the same
     block (scale held fixed: the documented backward)."""
@@ -86,8 +92,9 @@ def test_backward_matches_finite_differences_of_smoothed_quantizer(fmt, law, sig
         lv = zg.e2m1_levels()
     else:  # RaZeR: E2M1 plus the block's special value
         base = np.asarray(zg.E2M1_LEVELS, np.float32)
-        lv = jnp.asarray(np.stack([np.sort(np.append(base, s)) for s in np.asarray(special).ravel()]).reshape(
-            *x.shape, 16))
+        lv = jnp.asarray(
+            np.stack([np.sort(np.append(base, s)) for s in np.asarray(special).ravel()]).reshape(*x.shape, 16)
+        )
     with jax.enable_x64(True):
         s64 = jnp.asarray(scale, jnp.float64)
         h = 1e-4 * s64
