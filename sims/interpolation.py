@@ -41,8 +41,22 @@ which sit on the edge of mean-square stability: there the sample mean decays fas
 bootstrap interval, blind to what no seed sampled, is too narrow. Iterations to eps (reached after a few
 e-folds) are far less affected than the asymptotic windowed decay. The quick preset checks B = 32 only (at
 4096 seeds its Nesterov B = 1 optimum reaches eps 6% early, outside the interval: the heavy tail, not the
-theory); the full preset checks B = 1, 16, 256, 1024 on both (see claims.json); the block + momentum
+theory); the full preset checks B = 1, 16, 256, 1024 on both; the block + momentum
 Kaczmarz / coordinate-descent decay (B = 4 or 8 at beta ~ 0.98) is checked on iterations to eps only.
+
+Full preset, seed 0 (``python -m sims.core.cli run interpolation``): 46/56 claims pass (49 check, 2 bound,
+5 paper). All four B = 1 windowed-decay checks now pass (the three old misses are resolved: heavy ball at its
+B = 1 optimum 0.001869 +- 6.8e-5 vs the exact fit 0.001840 with 4096 seeds, the rule 0.0011623 +- 1.5e-5 vs
+0.0011573 in float64, the rule at B = 256 0.08061 +- 0.0014 vs the exact curve's fit 0.08150 on the same
+window). The 10 failures are all configurations whose grid optimum puts a mode on the edge of mean-square
+stability, where the Monte-Carlo mean misses the tail: SGD at B = 16 and 256 (grid lr = 1.94/L and 1.99/L, the
+top mode |1 - lr L| ~ 0.94-0.99 with batch noise: the sample mean sits 2.5-8x *below* the exact curve during
+the transient, 18-22% fewer iterations to eps, 0.8% / 6.7% faster windowed decay; at B = 1024 the noise is
+small and they agree to 0.1%), heavy ball at B = 1 and 16 (iterations to eps 1.5% / 4% early; the B = 16
+decay interval is 9% wide, too wide to be informative), and the three SGD/HB acceleration ratios built on
+those. They are not theory errors (the exact recursion matches enumeration and the dense operator in the unit
+tests, and every configuration away from the edge agrees inside its interval); deciding them would need
+rare-event sampling, not more seeds.
 """
 
 from __future__ import annotations
