@@ -162,7 +162,7 @@ PRESETS = {
         eps=1e-3,
         fit_efolds=3.0,
         n_seeds=4096,
-        seed_budget=32768,
+        seed_budget=131072,  # 4096 seeds at every B (at 1024 seeds the rule's B = 32 decay interval is 8% wide)
         min_seeds=32,
         record_points=150,
         rate_check_batches=(32,),
