@@ -294,6 +294,39 @@ def quadratic_trajectory(x0, lr, lam, beta, steps: int, method: str = "hb"):
     return jnp.concatenate([x0[None], xs])
 
 
+def quadratic_closed_form(t, x0, lr, lam, beta, method: str = "hb", *, double_tol: float = 1e-12):
+    """Closed-form iterate x_t of ``method`` on the 1-D quadratic lam/2 x^2 from rest (x_{-1} = x_0), from the
+    roots r1, r2 of z^2 - c1 z + c0 (eqs. HB-char, NAG-char) -- no recursion is iterated:
+
+        x_1 = (1 - h) x_0                                  (every method, h = lr lam)
+        x_t = A r1^t + B r2^t,  A = (x_1 - r2 x_0)/(r1 - r2),  B = x_0 - A        (distinct roots)
+        x_t = r^t x_0 + t r^(t-1) (x_1 - r x_0)                                  (double root r)
+
+    The double-root branch is taken where |c1^2 - 4 c0| <= ``double_tol`` c1^2 (Polyak's optimum sits exactly
+    there: x_t = x_0 r^t (1 + (1 - r) t) on the mu edge). ``t`` is an array of non-negative integers; the
+    result has the broadcast shape of (t, x0, lr, lam, beta), real. Evaluate in float64 (``jax.enable_x64``)
+    when the roots are close: the distinct-root branch loses ~eps / |r1 - r2| relative accuracy.
+    """
+    v.one_of("method", method, METHODS)
+    c1, c0 = char_coeffs(lr, lam, beta, method)
+    dt = jnp.result_type(c1, float)
+    c1 = jnp.asarray(c1, dt)
+    c0 = jnp.asarray(c0, dt)
+    t = jnp.asarray(t, dt)
+    x0 = jnp.asarray(x0, dt)
+    x1 = (1.0 - jnp.asarray(lr, dt) * jnp.asarray(lam, dt)) * x0
+    r1, r2 = quadratic_roots(c1, c0)
+    disc = c1**2 - 4.0 * c0
+    double = jnp.abs(disc) <= double_tol * jnp.maximum(c1**2, jnp.finfo(dt).tiny)
+    sep = jnp.where(double, 1.0, r1 - r2)
+    A = (x1 - r2 * x0) / sep
+    distinct = A * r1**t + (x0 - A) * r2**t
+    r = 0.5 * (r1 + r2)
+    tm1 = jnp.maximum(t - 1.0, 0.0)
+    rep = r**t * x0 + t * r**tm1 * (x1 - r * x0)
+    return jnp.real(jnp.where(double, rep, distinct))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Practical guidance
 # ---------------------------------------------------------------------------------------------------------

@@ -1,10 +1,13 @@
-"""End-to-end test of sims/interpolation.py on the quick preset, plus the bench's NumPy baseline."""
+"""End-to-end test of sims/interpolation.py on the quick preset, its helpers, Config validation and the bench's
+NumPy baseline."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import numpy as np
+import pytest
 
 from sims import interpolation as sim
 from sims.core.harness import execute
@@ -15,19 +18,57 @@ def test_quick_preset_end_to_end(tmp_path):
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
     assert len(outcome.claims) >= 10
+    assert {c.kind for c in outcome.claims} <= {"check", "bound", "paper"}
+    # every Monte-Carlo claim is decided on an interval over >= 5 seeds
+    assert all(c.n_seeds >= 5 and c.ci > 0 for c in outcome.claims if "Monte-Carlo" in c.statement)
     for name in ("iterations_vs_batch", "speedup", "rate_check", "momentum_rule", "kaczmarz_cd"):
         assert (tmp_path / f"{name}.png").exists()
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["nonfinite_arrays"] == []
     assert manifest["claims_passed"] == manifest["claims_total"]
     assert np.all(np.asarray(outcome.results["mc"]["diverged_fraction"]) == 0)
+
+
+def test_hits_interpolates_in_log_and_handles_edges():
+    t = np.arange(5.0) * 10
+    curves = np.array([[1.0, 0.1, 0.01, 0.001, 1e-4],   # crosses 1e-2.5 between t=20 and t=30
+                       [1.0, 1.0, 1.0, 1.0, 1.0],        # never
+                       [1.0, 1e-5, 1e-5, 1e-5, 1e-5]])   # at once after t=0
+    hits = sim._hits(curves, t, 10**-2.5)
+    np.testing.assert_allclose(hits[0], 25.0)
+    assert hits[1] == np.inf
+    assert 0 < hits[2] <= 10
+
+
+def test_fits_recovers_a_geometric_rate():
+    t = np.arange(100.0)
+    curves = np.stack([0.9**t, 3.0 * 0.99**t])
+    np.testing.assert_allclose(sim._fits(curves, t, 10, 80), [0.9, 0.99], rtol=1e-12)
+
+
+def test_bootstrap_halfwidth_of_a_known_mean():
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(4000, 1))
+    boots = sim._boot_means(x, 400, rng)[:, 0]
+    half = sim.boot_halfwidth(float(x.mean()), boots)
+    np.testing.assert_allclose(half, 1.96 / np.sqrt(4000), rtol=0.2)
+    assert sim.boot_halfwidth(0.0, np.array([0.0, np.inf])) == np.inf
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("n", 3, "n must be"), ("cond", 0.5, "cond"), ("sampling", "rows", "sampling"),
+    ("batch_sizes", (2, 4, 8), "batch_sizes"), ("batch_sizes", (1, 8, 4), "batch_sizes"),
+    ("rate_check_batches", (3,), "rate_check_batches"), ("eps", 2.0, "eps"), ("min_seeds", 3, "min_seeds"),
+    ("n_boot", 10, "n_boot"), ("fit_efolds", float("nan"), "fit_efolds"),
+])
+def test_config_validation_names_the_field(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(sim.PRESETS["quick"], **{field: value})
 
 
 def test_numpy_baseline_agrees_with_theory():
     """The bench's NumPy loop is an honest baseline: its mean error follows the exact recursion (15%, 200
     seeds)."""
     import jax
-    import jax.numpy as jnp
 
     from theory import interpolation as ip
 
@@ -39,4 +80,3 @@ def test_numpy_baseline_agrees_with_theory():
     npp = [np.asarray(a, np.float64) for a in (pr.A, pr.b, pr.x_star, pr.probs, pr.weights)]
     mc = sim._numpy_mc(*npp, 0.5, 0.5, 2, 20, 400, np.random.default_rng(0)).mean(0)
     np.testing.assert_allclose(mc[::5], exact[::5], rtol=0.15)
-    del jnp

@@ -1,7 +1,8 @@
-"""River-valley result end to end on the quick preset, plus its benchmark."""
+"""River-valley result end to end on the quick preset, plus its benchmark and Config validation."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import jax
@@ -16,6 +17,7 @@ def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
+    assert all(c.kind == "check" for c in outcome.claims)
     for fname in ("data.npz", "claims.json", "manifest.json", "trajectories.png", "phase_diagram.png",
                   "river_progress.png", "stability_boundary.png"):
         assert (tmp_path / fname).stat().st_size > 0, fname
@@ -28,18 +30,29 @@ def test_quick_preset_end_to_end(tmp_path):
     above_gd = lr > 2.2 / sim.PRESETS["quick"].lam
     assert div[above_gd, 0].all()
     assert (~div[above_gd & (lr < 3.0 / sim.PRESETS["quick"].lam), -2]).all()
-
-
-def test_claims_are_independent_of_seed():
+    # the seed matters: another key draws other curved-valley starts (claims are fractions over them)
     cfg = sim.PRESETS["quick"]
-    a = sim.claims(sim.run(cfg, key=jax.random.key(1)), cfg)
-    assert all(c.passed for c in a)
+    a = np.asarray(sim._curved_starts(cfg, jax.random.split(jax.random.key(0))[1]))
+    b = np.asarray(sim._curved_starts(cfg, jax.random.split(jax.random.key(1))[1]))
+    assert not np.allclose(a, b)
+    np.testing.assert_array_equal(np.asarray(outcome.results["trajectories"]["starts"]), a)
 
 
 def test_bench_meets_target():
     rows = sim.bench(quick=True)
     assert rows and all(np.isfinite(r.speedup) for r in rows)
     assert rows[0].speedup >= 20, harness.format_bench(rows)
+
+
+@pytest.mark.parametrize("field, value, match", [
+    ("lam", -1.0, "lam"), ("mu", 200.0, "mu"), ("lr_range", (0.1, 0.01), "lr_range"),
+    ("boundary_betas", (0.0, 1.2), "boundary_betas"), ("n_seeds", 3, "n_seeds"),
+    ("speed_steps", 50, "speed_steps"), ("curved_a", float("nan"), "curved_a"), ("x0", 0.0, "x0"),
+    ("start_x_range", (1.0, 0.0), "start_x_range"), ("hd_lam_min", 1e3, "hd_lam_min"),
+])
+def test_config_validation_names_the_field(field, value, match):
+    with pytest.raises(ValueError, match=match):
+        dataclasses.replace(sim.PRESETS["quick"], **{field: value})
 
 
 @pytest.mark.slow

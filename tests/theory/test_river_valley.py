@@ -79,6 +79,38 @@ def test_quadratic_trajectory_matches_optimizer(h, beta, method, x64):
     np.testing.assert_allclose(np.asarray(traj[:, 1]), np.asarray(exact), rtol=1e-9, atol=1e-12)
 
 
+@given(h=st.floats(0.01, 3.0), beta=st.floats(0.0, 0.95), method=st.sampled_from(rv.METHODS))
+def test_closed_form_matches_recursion(h, beta, method, x64):
+    """The eigen-solution A r1^t + B r2^t (no recursion) against the iterated companion recursion."""
+    lam, steps = 4.0, 60
+    rec = np.asarray(rv.quadratic_trajectory(1.0, h / lam, lam, beta, steps, method))
+    cf = np.asarray(rv.quadratic_closed_form(jnp.arange(steps + 1), 1.0, h / lam, lam, beta, method))
+    np.testing.assert_allclose(cf, rec, rtol=1e-7, atol=1e-9 * np.max(np.abs(rec)))
+
+
+@given(h=st.floats(0.01, 3.0), beta=st.floats(0.0, 0.95), method=st.sampled_from(rv.METHODS))
+def test_closed_form_matches_numpy_matrix_power(h, beta, method, x64):
+    """Independent reference: powers of the NumPy companion matrix applied to (x_0, x_{-1}) = (1, 1)."""
+    c1, c0 = (float(c) for c in rv.char_coeffs(h, 1.0, beta, method))
+    M = np.array([[c1, -c0], [1.0, 0.0]])
+    t = 37
+    expected = (np.linalg.matrix_power(M, t) @ np.array([1.0, 1.0]))[0]
+    got = float(rv.quadratic_closed_form(t, 1.0, h, 1.0, beta, method))
+    np.testing.assert_allclose(got, expected, rtol=1e-7, atol=1e-10)
+
+
+@pytest.mark.parametrize("kappa", [4.0, 100.0, 1e4])
+def test_closed_form_double_root_at_polyak(kappa, x64):
+    """At Polyak's parameters the mu and L modes are double roots: x_t = r^t (1 + (1 -+ r) t) exactly."""
+    mu, L = 1.0, kappa
+    lr, beta, r = (float(a) for a in rv.hb_optimal_params(mu, L))
+    t = np.arange(200.0)
+    np.testing.assert_allclose(np.asarray(rv.quadratic_closed_form(t, 1.0, lr, mu, beta)),
+                               r**t * (1 + (1 - r) * t), rtol=1e-6, atol=1e-300)
+    np.testing.assert_allclose(np.abs(np.asarray(rv.quadratic_closed_form(t, 1.0, lr, L, beta))),
+                               r**t * (1 + (1 + r) * t), rtol=1e-6, atol=1e-300)
+
+
 @given(mu=st.floats(1e-3, 1.0), kappa=st.floats(1.5, 1e4))
 def test_optimal_heavy_ball_rate(mu, kappa, x64):
     L = mu * kappa
