@@ -428,12 +428,12 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     R = cfg.coverage_reps
     for kind in tv.LOGIT_KINDS:
         frac = float(cov[kind]["coverage"])
-        out.append(Claim(f"Hoeffding: coverage of |T - TV| <= {cfg.eps} at m={m_h}, {kind} estimator >= 1 - delta "
+        out.append(Claim(f"Hoeffding: coverage of |T - TV| <= {cfg.eps} at the Hoeffding m(eps, delta), {kind} estimator >= 1 - delta "
                          f"({R} repetitions; conservative by design, the checks below can fail)", 1 - cfg.delta,
                          frac, 0.0, "ge", kind="bound", ci=0.0, n_seeds=R))
     for kind in tv.LOGIT_KINDS:
         est = np.asarray(cov[kind]["estimates"], np.float64)
-        out.append(Claim.from_samples(f"{kind} logit estimator unbiased: mean of {R} repetitions (m={m_h}) = "
+        out.append(Claim.from_samples(f"{kind} logit estimator unbiased: mean of {R} repetitions at the Hoeffding m = "
                                       "exact TV (enumeration); CI half-width <= 0.01", tv_true, est, 0.01, "ci",
                                       kind="check", source="theory"))
     var_rb = None
@@ -476,7 +476,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         rep = cov[name] if name != "rb" else {"value": cov["rb"]["estimates"], "se": cov["rb"]["se"]}
         frac, half, N = binomial_ci(ci_hits(rep, tv_true))
         out.append(Claim(f"{label}: the stated 95% interval (Estimate.halfwidth) covers the exact TV in >= 90% of "
-                         f"{R} repetitions at m={m_h} (whole binomial CI; 0.05 below 0.95 for the normal "
+                         f"{R} repetitions at the Hoeffding m (whole binomial CI; 0.05 below 0.95 for the normal "
                          "approximation)", 0.95, frac, 0.05, "ge", kind="check", ci=half, n_seeds=N))
     sl = results["slopes"]
     for nm, lab, pred in (("rb", "logit access (RB)", 1.0), ("plain", "logit access (plain)", 1.0),
