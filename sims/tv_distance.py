@@ -428,9 +428,9 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     R = cfg.coverage_reps
     for kind in tv.LOGIT_KINDS:
         frac = float(cov[kind]["coverage"])
-        out.append(Claim(f"Hoeffding: coverage of |T - TV| <= {cfg.eps} at the Hoeffding m(eps, delta), {kind} estimator >= 1 - delta "
-                         f"({R} repetitions; conservative by design, the checks below can fail)", 1 - cfg.delta,
-                         frac, 0.0, "ge", kind="bound", ci=0.0, n_seeds=R))
+        out.append(Claim(f"Hoeffding: coverage of |T - TV| <= {cfg.eps} at the Hoeffding m(eps, delta), {kind} "
+                         f"estimator >= 1 - delta ({R} repetitions; conservative by design, the checks below can "
+                         "fail)", 1 - cfg.delta, frac, 0.0, "ge", kind="bound", ci=0.0, n_seeds=R))
     for kind in tv.LOGIT_KINDS:
         est = np.asarray(cov[kind]["estimates"], np.float64)
         out.append(Claim.from_samples(f"{kind} logit estimator unbiased: mean of {R} repetitions at the Hoeffding m = "
