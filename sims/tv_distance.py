@@ -9,6 +9,16 @@ Figures (``figures/tv_distance/``):
   coverage.png           coverage of |T - TV| <= eps at the Hoeffding m, and the error distribution
   tv_vs_kl.png           TV vs KL (and Pinsker) as the supports separate; spread of both estimators
   engines.png            TV and KL between a float32 and a bfloat16 engine of one random tiny transformer vs n
+
+Claims (issue 13): the estimators are checked against their *exact expectations* by enumeration (float64 NumPy,
+``enumerated_reference``; the noisy ones through the Gaussian smoothing E_eta g(L + eta, kv) = g(L, (k+1)v)),
+decided on CIs over ``coverage_reps`` repetitions at the Hoeffding m. The loose spec bounds (plugin bias
+<= sigma sqrt(2n/r), Hoeffding coverage) are kept as ``bound`` claims beside those checks. Intervals: the
+sample and noisy estimators' 95% intervals are widened by a bias estimate (``Estimate.halfwidth``); without it
+the noisy r = 1 interval covered the true TV in ~60-80% of repetitions (it is centred on a biased mean). With
+the bias estimate = SIMEX-2 minus SIMEX-1 only, it covered 88%; with SIMEX-2 minus the plugin, >= 95%.
+Default sample kind: ``tv_sample`` uses kind="auto" (plugin below s = 8, SIMEX above;
+``theory.tv_distance.resolve_sample_kind`` has the measurements: at s <= 4 SIMEX's worst-case bias was larger).
 """
 
 from __future__ import annotations
