@@ -15,7 +15,8 @@ Claims (issue 13): the estimators are checked against their *exact expectations*
 decided on CIs over ``coverage_reps`` repetitions at the Hoeffding m. The loose spec bounds (plugin bias
 <= sigma sqrt(2n/r), Hoeffding coverage) are kept as ``bound`` claims beside those checks. Intervals: the
 sample and noisy estimators' 95% intervals are widened by a bias estimate (``Estimate.halfwidth``); without it
-the noisy r = 1 interval covered the true TV in 82% of repetitions and the sample s = 4 one in ~7% (full preset, coverage.png: they are centred on a biased mean). With
+the noisy r = 1 interval covered the true TV in 82%
+of repetitions and the sample s = 4 one in ~7% (full preset, coverage.png: centred on a biased mean). With
 the bias estimate = SIMEX-2 minus SIMEX-1 only, it covered 88%; with SIMEX-2 minus the plugin, >= 95%.
 Default sample kind: ``tv_sample`` uses kind="auto" (plugin below s = 8, SIMEX above;
 ``theory.tv_distance.resolve_sample_kind`` has the measurements: at s <= 4 SIMEX's worst-case bias was larger).
