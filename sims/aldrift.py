@@ -5,8 +5,9 @@ Reproduces ``shared/papers/aldrift.md`` (Awasthi et al., arXiv 2503.06917).
 Figures (``figures/aldrift/``):
   mean_distance.png   ||mean - x*|| vs iteration, ALDRIFT vs TOPIFT, the paper's two settings (n = 10), with the
                       exact mean of p_tau (quadrature: the cost is separable) dashed
-  acceptance.png      IMH acceptance rate vs tau in both settings
-  evaluations.png     evaluations of d to reach eps vs log(1/eps): ALDRIFT, random search, DOO (n = 2)
+  acceptance.png      IMH acceptance rate and importance ESS fraction (sum w)^2/(N sum w^2) vs tau
+  evaluations.png     evaluations of d to reach eps vs log(1/eps): ALDRIFT, random search, DOO (n = 4, where
+                      random search needs (1/eps)^(n/2) = eps^-2), mean +- 95% CI over runs
   coverage.png        sup p/L on growing grids and vs sample size: where coarse learnability holds and fails
   quadratic_check.png ALDRIFT's mean sample cost vs the closed form E_{p_tau}[d] for a pure quadratic (A = 0)
 
@@ -18,6 +19,14 @@ Findings worth knowing (full preset):
   The paper's theory takes M = m^2. Still far inside x*'s basin (pi/w = 1.05), where TOPIFT never gets.
 * In the n = 2 eps panel the mean sample cost settles at ~1.5 n/(2 tau) rather than the Laplace value n/(2 tau)
   (same cause); a constant factor, so the slope m(M+1)/ln(1+1/n) per e-fold of 1/eps is unaffected.
+* At n = 4 (evaluations.png) the lag is larger: ALDRIFT's mean sample cost at the last temperature is ~4x the
+  Laplace value n/(2 tau) (quick preset, T = 1e3: 0.0086 vs 0.002): the proposal variance 2/(mu0 + tau mu_d)
+  is ~18x the target's 1/(tau L_d) per coordinate, the importance ESS fraction of the proposals falls to ~1% and
+  the acceptance to ~20%. The slope per e-fold of 1/eps still matches m(M+1)/ln(1+1/n) within ~6%; the lag is
+  an offset (drawn as the dashed "Laplace" line). No claim on the absolute cost there (it would fail by design).
+* Issue 13: the "linear in ln(1/eps)" R^2 claims are gone (the geometric schedule makes them nearly certain);
+  the slope is decided per run with a CI, and the pure-quadratic checks at T use a schedule written out in the
+  sim, independent of theory.aldrift.temperature_schedule.
 * Setting 2 (narrow prior next to a ripple): TOPIFT's outcome varies by run (some runs reach ||mean|| ~ 0.3,
   the median stalls at 1.4); no claim is made there, the figure shows the spread.
 """
@@ -35,6 +44,8 @@ import numpy as np
 import scipy.stats
 
 from sims.core import style
+from sims.core.audit import Mutant
+from sims.core.claims import mean_ci
 from sims.core.harness import BenchRow, Claim, time_call
 from sims.core.sweep import sweep
 from theory import aldrift as al
@@ -54,18 +65,23 @@ class Config:
     m: int = 200
     M: int = 50
     runs: int = 10
-    # evaluations-to-eps panel (small n; the paper's setting 2 cost; box for random search and DOO)
-    eps_n: int = 2
+    quad_m: int = 200  # chains of the pure-quadratic check (its claims need ~1% precision on E[d] at T)
+    quad_runs: int = 20
+    quad_M: int = 50  # IMH steps per temperature there (quick: M = 10 leaves E[d] at T 8% high: the IMH lag)
+    # evaluations-to-eps panel (n = 4: random search needs (1/eps)^(n/2) = eps^-2; the paper's setting 2 cost)
+    eps_n: int = 4
     eps_setting: int = 1
     eps_T: float = 1e5
     eps_m: int = 100
     eps_M: int = 20
     eps_runs: int = 10
     eps_grid: tuple[float, float, int] = (1.0, 1e-4, 17)  # geomspace(start, stop, num)
-    box: tuple[float, float] = (-3.7, 6.3)
-    rs_runs: int = 128
-    rs_budget: int = 500_000
-    rs_eps_min: float = 3e-3
+    # random search and DOO box: contains x* = 0 off-centre (DOO's first evaluation is the centre)
+    box: tuple[float, float] = (-1.1, 1.5)
+    rs_runs: int = 512
+    rs_budget: int = 1_500_000
+    rs_eps_min: float = 0.03
+    rs_eps_max: float = 0.1  # random-search fits use rs_eps_min <= eps <= rs_eps_max (ball regime)
     doo_expansions: int = 1000
     doo_eps_grid: tuple[float, float, int] = (1.0, 1e-6, 25)
     # coverage (1-D target N(0, 1); a two-mode mixture for the single-Gaussian MLE)
@@ -77,13 +93,53 @@ class Config:
     cov_grid: int = 4001
     cov_mix_sep: float = 1.5
 
+    def __post_init__(self):
+        for f in ("n", "m", "M", "runs", "quad_m", "quad_runs", "quad_M", "eps_n", "eps_m", "eps_M", "eps_runs",
+                  "rs_runs", "rs_budget", "doo_expansions", "cov_m_main", "cov_seeds", "cov_grid"):
+            val = getattr(self, f)
+            if not isinstance(val, int) or val < 1:
+                raise ValueError(f"Config.{f} must be a positive integer, got {val!r}")
+        for f in ("runs", "quad_runs", "eps_runs", "cov_seeds"):
+            if getattr(self, f) < 5:
+                raise ValueError(f"Config.{f} must be >= 5 (claims on random quantities use CIs over >= 5 seeds), "
+                                 f"got {getattr(self, f)}")
+        for f in ("tau1", "T", "eps_T", "rs_eps_min", "rs_eps_max", "cov_R_fixed", "cov_mix_sep"):
+            val = getattr(self, f)
+            if not (math.isfinite(val) and val > 0):
+                raise ValueError(f"Config.{f} must be finite and > 0, got {val!r}")
+        if self.tau1 >= self.T or self.tau1 >= self.eps_T:
+            raise ValueError(f"Config.tau1 must be below T and eps_T, got tau1={self.tau1}, T={self.T}, "
+                             f"eps_T={self.eps_T}")
+        if self.rs_eps_min > self.rs_eps_max:
+            raise ValueError(f"Config.rs_eps_min must be <= rs_eps_max, got {self.rs_eps_min} > {self.rs_eps_max}")
+        if not self.settings or any(len(st) != 5 or not all(math.isfinite(x) for x in st) for st in self.settings):
+            raise ValueError(f"Config.settings must be non-empty 5-tuples (mu_d, A, w, x0, mu0), got {self.settings}")
+        if any(st[0] <= 0 or st[4] <= 0 or st[1] < 0 for st in self.settings):
+            raise ValueError("Config.settings need mu_d > 0, A >= 0 and mu0 > 0")
+        if not 0 <= self.eps_setting < len(self.settings):
+            raise ValueError(f"Config.eps_setting must index settings (0..{len(self.settings) - 1}), got "
+                             f"{self.eps_setting}")
+        for f in ("eps_grid", "doo_eps_grid"):
+            a, b, num = getattr(self, f)
+            if not (a > b > 0 and int(num) >= 3):
+                raise ValueError(f"Config.{f} must be (start > stop > 0, num >= 3), got {getattr(self, f)}")
+        lo, hi = self.box
+        if not (lo < 0 < hi):
+            raise ValueError(f"Config.box must contain x* = 0, got {self.box}")
+        if self.cov_m_main not in self.cov_m:
+            raise ValueError(f"Config.cov_m_main must be one of cov_m={self.cov_m}, got {self.cov_m_main}")
+        if len(self.cov_R) < 2 or sorted(self.cov_R) != list(self.cov_R) or min(self.cov_R) <= 0:
+            raise ValueError(f"Config.cov_R must be >= 2 increasing positive radii, got {self.cov_R}")
+
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(m=40, M=10, runs=3, eps_T=1e3, eps_m=40, eps_M=10, eps_runs=3, eps_grid=(1.0, 1e-2, 9),
-                    rs_runs=64, rs_budget=200_000, rs_eps_min=5e-3, doo_expansions=300, cov_m=(30, 300),
-                    cov_m_main=300, cov_seeds=12, cov_R=(2.0, 4.0, 8.0, 16.0), cov_grid=1601),
+    "quick": Config(m=40, M=10, runs=5, quad_m=400, quad_M=50, eps_T=1e3, eps_m=40, eps_M=10, eps_runs=5,
+                    eps_grid=(1.0, 1e-2, 9), rs_runs=256, rs_budget=200_000, rs_eps_min=0.1, rs_eps_max=0.32,
+                    doo_expansions=300, cov_m=(30, 300), cov_m_main=300, cov_seeds=12, cov_R=(2.0, 4.0, 8.0, 16.0),
+                    cov_grid=1601),
 }
+
 
 COVERAGE_FAMILIES = ("MLE mean, variance 2 sigma^2 (ALDRIFT)", "KDE h = sigma_hat (c = 1)",
                      "KDE h = 2 sigma_hat (c = 2)", "single Gaussian MLE on a 2-mode mixture",
@@ -113,13 +169,20 @@ def _settings_run(row, *, n, taus, m, M):
     return {"aldrift": h._asdict(), "topift": ht._asdict()}
 
 
+def _quad_run(key, *, setting, n, taus, m, M):
+    """One ALDRIFT run on a pure quadratic (A = 0) setting: its History as a dict."""
+    cost, prior = _problem(setting, n)
+    h, _, _ = al.aldrift(cost, prior, jnp.asarray(taus), m=m, M=M, mu_d=setting[0], key=key)
+    return h._asdict()
+
+
 def _eps_aldrift(key, *, setting, n, taus, m, M, eps):
     cost, prior = _problem(setting, n)
     h, _, _ = al.aldrift(cost, prior, jnp.asarray(taus), m=m, M=M, mu_d=setting[0], key=key)
     cnt_mean, ok_mean = al.evaluations_to_reach(jax.lax.cummin(h.sample_cost), eps, h.evals)
     cnt_best, ok_best = al.evaluations_to_reach(h.best, eps, h.evals)
     return {"mean_cost": cnt_mean, "mean_reached": ok_mean, "best": cnt_best, "best_reached": ok_best,
-            "sample_cost": h.sample_cost, "acceptance": h.acceptance}
+            "sample_cost": h.sample_cost, "acceptance": h.acceptance, "ess": h.ess}
 
 
 def _eps_random(key, *, setting, n, lo, hi, budget, eps):
@@ -195,18 +258,14 @@ def coverage(cfg: Config, key) -> dict:
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
-    if cfg.cov_m_main not in cfg.cov_m:
-        raise ValueError(f"cov_m_main must be one of cov_m={cfg.cov_m}, got {cfg.cov_m_main}")
     out = {}
     k_set, k_eps, k_rs, k_cov = jax.random.split(key, 4)
     n = cfg.n
     taus = al.temperature_schedule("geometric", cfg.T, tau1=cfg.tau1, n=n)
     out["taus"] = jnp.asarray(taus)
 
-    # 1. the two paper settings and the pure quadratic (setting 1 with A = 0): one sweep over (setting, run)
-    s1 = cfg.settings[0]
-    quad = (s1[0], 0.0, s1[2], s1[3], s1[4])
-    rows = [*cfg.settings, quad]
+    # 1. the two paper settings: one sweep over (setting, run); the pure quadratic (setting 1, A = 0) apart
+    rows = list(cfg.settings)
     batch = {"key": jax.random.split(k_set, len(rows) * cfg.runs),
              "setting": jnp.repeat(jnp.asarray(rows, dtype=jnp.float32), cfg.runs, axis=0)}
     fn = partial(_settings_run, n=n, taus=tuple(float(t) for t in taus), m=cfg.m, M=cfg.M)
@@ -215,10 +274,11 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         res = jax.tree.map(lambda a, i=i: a[i * cfg.runs:(i + 1) * cfg.runs], res_all)
         dist_exact, ecost_exact = _exact_path(setting, n, taus)
         res["exact"] = {"distance": dist_exact, "cost": ecost_exact}
-        if i < len(cfg.settings):
-            out[f"setting{i + 1}"] = res
-        else:
-            quad_res = res
+        out[f"setting{i + 1}"] = res
+    s1 = cfg.settings[0]
+    quad = (s1[0], 0.0, s1[2], s1[3], s1[4])
+    fn = partial(_quad_run, setting=quad, n=n, taus=tuple(float(t) for t in taus), m=cfg.quad_m, M=cfg.quad_M)
+    quad_res = sweep(fn, jax.random.split(jax.random.fold_in(k_set, 1), cfg.quad_runs))
 
     # 2. evaluations to reach eps (n small): ALDRIFT (runs vmapped), random search (runs vmapped), DOO
     setting = cfg.settings[cfg.eps_setting]
@@ -247,10 +307,21 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     # 3. coverage ratios on 1-D grids
     out["coverage"] = coverage(cfg, k_cov)
 
-    # 4. pure quadratic: ALDRIFT's sample cost vs the closed form E_{p_tau}[d]
-    out["quadratic"] = {"sample_cost": quad_res["aldrift"]["sample_cost"],
+    # 4. pure quadratic: ALDRIFT's sample cost and fitted mean vs the closed forms. The temperatures of the
+    # prediction are the paper's schedule written out here (tau_k = tau1 (1 + 1/n)^k, k = 0.., clipped at T),
+    # independently of theory.aldrift.temperature_schedule (which a mutant may break).
+    kmax = int(math.log(cfg.T / cfg.tau1) / math.log1p(1.0 / n)) + 2
+    intended = np.minimum(cfg.tau1 * (1.0 + 1.0 / n) ** np.arange(kmax + 1), cfg.T)
+    intended = intended[: int(np.argmax(intended >= cfg.T)) + 1]
+    mu_T = s1[4] + cfg.T * s1[0]
+    mean_T = s1[4] * s1[3] / mu_T  # per coordinate (x* = 0)
+    out["quadratic"] = {"sample_cost": quad_res["sample_cost"], "mean": quad_res["mean"],
+                        "acceptance": quad_res["acceptance"], "ess": quad_res["ess"],
+                        "intended_taus": intended,
                         "closed_form": jax.vmap(lambda t: al.quadratic_expected_cost(
-                            s1[3] * jnp.ones(n), s1[4], jnp.zeros(n), s1[0], t))(out["taus"])}
+                            s1[3] * jnp.ones(n), s1[4], jnp.zeros(n), s1[0], t))(jnp.asarray(intended)),
+                        "closed_form_T": 0.5 * s1[0] * (n / mu_T + n * mean_T ** 2),
+                        "mean_sq_T": n * mean_T ** 2 + n / (cfg.quad_m * mu_T)}
     return out
 
 
@@ -293,35 +364,71 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     w1 = cfg.settings[0][2]
     basin = math.pi / w1
     r1 = results["setting1"]
-    out.append(Claim(f"setting 1: ALDRIFT ends in x*'s basin, ||mean - x*|| <= pi/w = {basin:.2f} (max over "
-                     f"{cfg.runs} runs)", basin, _final_distance(r1, "aldrift").max(), 0.0, "le"))
-    out.append(Claim(f"setting 1: TOPIFT trapped outside x*'s basin, ||mean - x*|| >= pi/w (min over "
-                     f"{cfg.runs} runs)", basin, _final_distance(r1, "topift").min(), 0.0, "ge"))
+    out.append(Claim.from_samples(
+        f"setting 1: ALDRIFT ends in x*'s basin, ||mean - x*|| <= pi/w = {basin:.2f} (whole 95% CI over {cfg.runs} "
+        "runs; loose by nature, the pure-quadratic checks below test the same sampler sharply)", basin,
+        _final_distance(r1, "aldrift"), 0.0, "le", kind="bound"))
+    out.append(Claim.from_samples(
+        f"setting 1: TOPIFT trapped outside x*'s basin, ||mean - x*|| >= pi/w (whole 95% CI over {cfg.runs} runs)",
+        basin, _final_distance(r1, "topift"), 0.0, "ge", kind="bound"))
 
+    # pure quadratic (A = 0): closed forms at T, decided on CIs over runs
+    q = results["quadratic"]
+    cost_T = np.asarray(q["sample_cost"])[:, -1]
+    out.append(Claim.from_samples(
+        f"pure quadratic (A=0): ALDRIFT mean sample cost at T={cfg.T:g} = closed form mu_d/2 (n/(mu0+T mu_d) + "
+        f"|mean_T|^2) ({cfg.quad_runs} runs x {cfg.quad_m} chains, M={cfg.quad_M}; whole CI within 3%: at M=50 "
+        "the IMH lag leaves E[d] ~0.5-1.5% high)",
+        float(q["closed_form_T"]), cost_T, 0.03, "rel", kind="check", source="theory"))
+    mean_sq = np.sum(np.asarray(q["mean"])[:, -1] ** 2, axis=-1)
+    out.append(Claim.from_samples(
+        f"pure quadratic: E||fitted mean - x*||^2 at T = ||mean_T||^2 + n/(m mu_T) (m={cfg.quad_m}; CI "
+        "half-width <= 50%)", float(q["mean_sq_T"]), mean_sq, 0.5 * float(q["mean_sq_T"]), "ci", kind="check",
+        source="theory"))
+
+    e = results["eps"]
     s = eps_summary(results, cfg)
     L = np.log(1.0 / s["eps"])
-    # ALDRIFT: evaluations linear in log(1/eps) over the eps it reached in every run
+    # ALDRIFT: the slope of evaluations vs ln(1/eps), one fit per run (the eps every run reached). The geometric
+    # schedule makes evaluations linear in the temperature index; the slope in ln(1/eps) is m(M+1)/ln(1+1/n)
+    # only if E[d] follows n/(2 tau), so this can fail (an R^2 of a linear fit could hardly).
     ok = s["ald_ok"]
-    slope, _, r2 = _line_fit(L[ok], s["ald_med"][ok])
-    out.append(Claim("ALDRIFT: evaluations to mean sample cost <= eps are linear in ln(1/eps) (R^2 of the fit)",
-                     1.0, r2, 0.02, "ge"))
-    out.append(Claim("ALDRIFT: slope d evals / d ln(1/eps) = m(M+1)/ln(1+1/n) (E_{p_tau}[d] ~ n/(2 tau))",
-                     float(results["eps"]["aldrift_slope_predicted"]), slope, 0.25, "rel", source="theory"))
-    # random search: log-log slope n/2 and the absolute count at the smallest eps
-    ok = s["rs_ok"] & (s["rs_eps"] <= 0.1 * 1.0001)
-    rslope, _, _ = _line_fit(np.log(1 / s["rs_eps"][ok]), np.log(s["rs_mean"][ok]))
-    out.append(Claim(f"random search: evaluations ~ (1/eps)^(n/2), log-log slope n/2 at n={cfg.eps_n}",
-                     cfg.eps_n / 2, rslope, 0.15, "rel"))
-    pred = np.asarray(results["eps"]["random"]["predicted"])
+    ald = np.asarray(e["aldrift"]["mean_cost"], float)
+    slopes = [_line_fit(L[ok], ald[r, ok])[0] for r in range(ald.shape[0])] if ok.sum() >= 3 else [np.nan]
+    out.append(Claim.from_samples(
+        f"ALDRIFT (n={cfg.eps_n}): slope d evals / d ln(1/eps) = m(M+1)/ln(1+1/n) (E_{{p_tau}}[d] ~ n/(2 tau); "
+        f"per-run fits, {cfg.eps_runs} runs)", float(e["aldrift_slope_predicted"]), slopes, 0.25, "rel",
+        kind="check", source="theory"))
+    # random search: per-run log-log slopes n/2 and the mean count at the smallest eps
+    rs = np.asarray(e["random"]["count"], float)
+    rs_eps = s["rs_eps"]
+    okr = s["rs_ok"] & (rs_eps <= cfg.rs_eps_max * 1.0001) & (rs_eps >= cfg.rs_eps_min * 0.9999)
+    x = np.log(1 / rs_eps[okr])
+    rslopes = [_line_fit(x, np.log(rs[r, okr]))[0] for r in range(rs.shape[0])] if okr.sum() >= 2 else [np.nan]
+    out.append(Claim.from_samples(
+        f"random search: evaluations ~ (1/eps)^(n/2), log-log slope n/2 = {cfg.eps_n / 2:g} at n={cfg.eps_n} "
+        f"(per-run fits over eps in [{cfg.rs_eps_min:g}, {cfg.rs_eps_max:g}], {cfg.rs_runs} runs)", cfg.eps_n / 2,
+        rslopes, 0.15, "rel", kind="check"))
+    pred = np.asarray(e["random"]["predicted"])
     i = int(np.flatnonzero(s["rs_ok"])[-1]) if s["rs_ok"].any() else -1
-    out.append(Claim(f"random search: mean evaluations at eps={s['rs_eps'][i]:.2g} = 1/P(ball of radius "
-                     f"sqrt(2 eps/L_d)) ({cfg.rs_runs} runs)", pred[i],
-                     s["rs_mean"][i] if s["rs_ok"].any() else np.nan, 0.3, "rel", source="theory"))
-    # DOO: also O(log 1/eps): linear fit in ln(1/eps) over eps <= 1e-1
-    ok = s["doo_ok"] & (s["doo_eps"] <= 0.1 * 1.0001)
-    _, _, dr2 = _line_fit(np.log(1 / s["doo_eps"][ok]), s["doo"][ok].astype(float))
-    out.append(Claim("DOO: evaluations to best <= eps are linear in ln(1/eps) for eps <= 0.1 (R^2 of the fit)",
-                     1.0, dr2 if ok.sum() > 2 else np.nan, 0.1, "ge"))
+    out.append(Claim.from_samples(
+        f"random search: mean evaluations at eps={rs_eps[i]:.2g} = 1/P(ball of radius sqrt(2 eps/L_d)) "
+        f"({cfg.rs_runs} runs; whole CI within 30%: the ball is exact only as eps -> 0)", float(pred[i]),
+        rs[:, i] if s["rs_ok"].any() else [np.nan], 0.3, "rel", kind="check", source="theory"))
+    # where (1/eps)^(n/2) bites: ALDRIFT vs random search at the smallest eps both reached
+    common = [j for j, ep in enumerate(rs_eps) if s["rs_ok"][j]]
+    if common and ok.any():
+        ep = rs_eps[common[-1]]
+        ja = int(np.argmin(np.abs(s["eps"] - ep)))
+        ratio = np.log10(rs[:, common[-1]].mean() / ald[:, ja]) if ok[ja] else np.array([np.nan])
+    else:
+        ep, ratio = float("nan"), np.array([np.nan])
+    out.append(Claim.from_samples(
+        f"n={cfg.eps_n}: ALDRIFT needs fewer evaluations than random search at eps={ep:.2g} "
+        f"(log10 ratio random/ALDRIFT > 0 over the {cfg.eps_runs} ALDRIFT runs)", 0.0, ratio, 0.0, "ge",
+        kind="paper"))
+    # DOO: shown in evaluations.png, no claim: at n = 4 its evaluations-to-eps are a staircase (a new cell
+    # centre lands near x* every few hundred evaluations) and an R^2 of a line through it decides nothing.
 
     # coverage: the fraction of seeds whose sup p/L still grows between R_mid and R_max (by > 0.01 decade).
     # Bounded families: 0. Shrinking bandwidth (h < sigma: lighter tails than p): 1. Empirical variance: exactly
@@ -341,17 +448,12 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         verdict = "holds" if holds else "fails"
         out.append(Claim(f"coverage {verdict}, {name}: fraction of {S} seeds whose sup p/L still grows "
                          f"R={R[j_mid]:g}->{R[-1]:g}", pred, frac[f], tol if 0 < pred < 1 else 0.0, "abs",
-                         source="theory" if name.startswith("empirical") else "paper"))
+                         kind="check", n_seeds=S, source="theory" if name.startswith("empirical") else "paper"))
     cf = np.asarray(cov["mle_closed_form"]) / np.log(10.0)
     out.append(Claim("grid sup p/L of the inflated MLE = closed form log(s2/s1) + dm^2/(2(s2^2-s1^2)) "
                      "(max abs error, decades)", 0.0, np.max(np.abs(sup[:, 0, -1] - cf)), 1e-3, "abs",
-                     source="theory"))
+                     kind="check", source="theory"))
 
-    # pure quadratic: ALDRIFT's mean sample cost at T vs the closed form
-    q = results["quadratic"]
-    out.append(Claim(f"pure quadratic (A=0): ALDRIFT mean sample cost at T={cfg.T:g} = closed form "
-                     "mu_d/2 (n/(mu0+T mu_d) + |mean_T|^2)", float(np.asarray(q["closed_form"])[-1]),
-                     float(np.mean(np.asarray(q["sample_cost"])[:, -1])), 0.1, "rel", source="theory"))
     return out
 
 
@@ -389,14 +491,23 @@ def plot(results: dict, cfg: Config) -> dict:
         ax.legend(fontsize=8, loc="lower left")
     figs["mean_distance"] = fig
 
-    fig, ax = style.figure(figsize=(6.4, 4.4))
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12.8, 4.4))
     for i, (setting, color) in enumerate(zip(cfg.settings, ("tab:blue", "tab:green"), strict=False)):
-        acc = np.asarray(results[f"setting{i + 1}"]["aldrift"]["acceptance"])
-        _band(ax, taus, acc, color, f"setting {i + 1} (A={setting[1]:g}, w={setting[2]:g}), "
-                                    f"L_d/mu_d = {al.envelope_constants(*setting[:3])[1] / setting[0]:g}")
+        res = results[f"setting{i + 1}"]["aldrift"]
+        lab = (f"setting {i + 1} (A={setting[1]:g}, w={setting[2]:g}), "
+               f"L_d/mu_d = {al.envelope_constants(*setting[:3])[1] / setting[0]:g}")
+        _band(ax, taus, np.asarray(res["acceptance"]), color, lab)
+        _band(ax2, taus, np.asarray(res["ess"]), color, lab)
+    qa = results["quadratic"]
+    _band(ax, taus, np.asarray(qa["acceptance"]), "tab:gray", "pure quadratic (A=0)", ls="--")
+    _band(ax2, taus, np.asarray(qa["ess"]), "tab:gray", "pure quadratic (A=0)", ls="--")
     ax.set(xscale="log", yscale="log", xlabel="temperature tau", ylabel="IMH acceptance rate",
            title=f"ALDRIFT acceptance (m={cfg.m} chains x M={cfg.M} steps per tau; median, min-max of runs)")
+    ax2.set(xscale="log", yscale="log", xlabel="temperature tau",
+            ylabel="importance ESS / (m M)  of the proposals",
+            title="Effective sample size fraction (sum w)^2 / (N sum w^2), w = target/proposal")
     ax.legend(fontsize=8)
+    ax2.legend(fontsize=8)
     figs["acceptance"] = fig
 
     s = eps_summary(results, cfg)
@@ -404,8 +515,13 @@ def plot(results: dict, cfg: Config) -> dict:
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
     L10 = np.log10(1 / s["eps"])
     ok = s["ald_ok"]
-    ax.plot(L10[ok], s["ald_med"][ok], "o-", color="tab:blue",
-            label=f"ALDRIFT: mean sample cost <= eps (median of {cfg.eps_runs})")
+    ald_all = np.asarray(e["aldrift"]["mean_cost"], float)
+    ci = np.array([mean_ci(ald_all[:, j])[1] for j in range(ald_all.shape[1])])
+    ax.errorbar(L10[ok], ald_all.mean(0)[ok], ci[ok], fmt="o-", color="tab:blue", capsize=3,
+                label=f"ALDRIFT: mean sample cost <= eps (mean +- 95% CI of {cfg.eps_runs} runs)")
+    k_lap = 1 + np.ceil(np.log(np.maximum(cfg.eps_n / (2 * s["eps"] * cfg.tau1), 1.0)) / math.log1p(1 / cfg.eps_n))
+    ax.plot(L10, cfg.eps_m * (cfg.eps_M + 1) * k_lap, color="0.5", ls="--", lw=1,
+            label="if E[d] were the Laplace n/(2 tau) (the gap = IMH lag)")
     best = np.median(np.asarray(e["aldrift"]["best"]), 0)
     okb = np.asarray(e["aldrift"]["best_reached"]).all(0)
     ax.plot(L10[okb], best[okb], "o:", color="tab:blue", alpha=0.6, label="ALDRIFT: best cost seen <= eps")
@@ -424,8 +540,10 @@ def plot(results: dict, cfg: Config) -> dict:
     ax2.loglog(1 / s["eps"][ok], s["ald_med"][ok], "o-", color="tab:blue", label="ALDRIFT (mean cost)")
     ax2.loglog(1 / s["doo_eps"][okd], s["doo"][okd], "s-", color="tab:orange", label="DOO")
     okr = s["rs_ok"]
-    ax2.loglog(1 / s["rs_eps"][okr], s["rs_mean"][okr], "^-", color="tab:red",
-               label=f"random search on the box (mean of {cfg.rs_runs})")
+    rs_all = np.asarray(e["random"]["count"], float)
+    rci = np.array([mean_ci(rs_all[:, j])[1] for j in range(rs_all.shape[1])])
+    ax2.errorbar(1 / s["rs_eps"][okr], s["rs_mean"][okr], rci[okr], fmt="^-", color="tab:red", capsize=3,
+                 label=f"random search on the box (mean +- 95% CI of {cfg.rs_runs})")
     ax2.loglog(1 / s["rs_eps"], np.asarray(e["random"]["predicted"]), **style.prediction(color="tab:red"),
                label="1/P(ball r = sqrt(2 eps/L_d)) ~ (1/eps)^(n/2)")
     ax2.set(xlabel="1/eps", ylabel="evaluations of d", title=f"Log-log: random search slope n/2 = {cfg.eps_n / 2:g}"
@@ -464,8 +582,9 @@ def plot(results: dict, cfg: Config) -> dict:
 
     q = results["quadratic"]
     fig, ax = style.figure(figsize=(6.4, 4.4))
-    _band(ax, taus, np.asarray(q["sample_cost"]), "tab:blue", f"ALDRIFT mean sample cost ({cfg.runs} runs)")
-    ax.plot(taus, np.asarray(q["closed_form"]), **style.prediction(),
+    _band(ax, taus, np.asarray(q["sample_cost"]), "tab:blue",
+          f"ALDRIFT mean sample cost ({cfg.quad_runs} runs x {cfg.quad_m} chains; median, min-max)")
+    ax.plot(np.asarray(q["intended_taus"]), np.asarray(q["closed_form"]), **style.prediction(),
             label="closed form E_{p_tau}[d] = mu_d/2 (n/(mu0+tau mu_d) + |mean|^2)")
     s1 = cfg.settings[0]
     ax.set(xscale="log", yscale="log", xlabel="temperature tau", ylabel="cost d",
@@ -533,3 +652,24 @@ def bench(quick: bool = False) -> list[BenchRow]:
                      loop, note=note),
             BenchRow(f"IMH {m} chains x {M} steps, n={n}", "jit(vmap(scan))", "NumPy vectorised over chains",
                      ours, vec)]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mutants: plausible bugs the claims must catch (``workbench audit aldrift``)
+# ---------------------------------------------------------------------------------------------------------
+
+
+MUTANTS = [
+    Mutant("imh_missing_proposal_correction", "theory.aldrift:log_prob_fn",
+           lambda f: lambda model: (lambda x, g=f(model): 0.0 * g(x)),
+           "IMH acceptance min(1, w(y)/w(x)) without the proposal ratio L_prev(x)/L_prev(y)"),
+    Mutant("schedule_off_by_one", "theory.aldrift:num_temperatures",
+           lambda f: lambda *a, **k: max(1, f(*a, **k) - 1),
+           "geometric schedule one temperature short: stops at T/(1+1/n) instead of T"),
+    Mutant("mle_inflation_dropped", "theory.aldrift:aldrift",
+           lambda f: lambda *a, **k: f(*a, **{**k, "inflation": 1.0}),
+           "fitted proposal variance 1/mu_tau instead of the inflated 2/mu_tau (proposal lighter than p_tau)"),
+    Mutant("random_search_missing_gamma", "theory.aldrift:random_search_expected_evals",
+           lambda f: lambda eps, L_d, lo, hi, n: f(eps, L_d, lo, hi, n) / math.gamma(0.5 * n + 1.0),
+           "1/P(ball) without the Gamma(n/2 + 1) of the ball volume"),
+]

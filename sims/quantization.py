@@ -8,16 +8,30 @@ Figures (``figures/quantization/``):
   format_comparison.png NVFP4 vs MXFP4 vs RaZeR vs dithered RHT at ~4.5 bits per element (relative MSE)
   error_histograms.png  per-element error distributions of the four formats on Gaussian data
   inquant.png           InQuant vs plain 4-bit vs 8-bit on heavy-tailed synthetic KV (per-channel error)
+
+Claims (issue 13): the worst vector is chosen on one pass and *re-measured* on fresh sign draws (and fresh Haar
+rotations), so the claims are not decided on the maximum of many noisy estimates (which biases upwards: the
+old b=8 "worst" 1.017 x bound at d=8192 came from such a maximum). The RHT-vs-dense comparison uses the vector
+worst under the RHT (a Haar rotation's MSE has the same law for every unit vector). RaZeR <= NVFP4 per block,
+EDEN's unbiased scale, InQuant's exact 4.0x payload and its planted-outlier recovery hold by construction and
+are unit tests (tests/sims/test_quantization.py). (N/(N-1))^2 is the high-resolution value, not a proven bound:
+it is claimed only at b = 3, 4, where it holds with margin.
+Known disagreement: "one RHT matches a dense Haar rotation" fails at b = 8 on the re-measured worst vector:
+quick (d = 64) 1.064 +- 0.045 (RHT ~6% worse: at finite d a Haar-rotated coordinate has lighter tails than the
+Rademacher sum H D x of a few-sparse vector), full (d = 256) 0.89 +- 0.14 (too imprecise to decide). The old
+claim's 0.93 came from the max of 18 noisy estimates. Left failing, not loosened.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 from functools import partial
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.stats
 
 from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
 from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
@@ -31,6 +45,7 @@ from pallas_kernels.quant.rht import (
     rht_quantize_reference,
 )
 from sims.core import style
+from sims.core.audit import Mutant
 from sims.core.harness import Claim
 from sims.core.sweep import sweep
 from theory import dithered_quant as dq
@@ -64,6 +79,33 @@ class Config:
     kv_outlier_scale: float = 25.0
     kv_dof: int = 3
     kv_samples: int = 128
+    kv_seeds: int = 5  # independent KV matrices (and packing keys) for the InQuant claim
+    fresh_factor: int = 2  # the worst vector is re-measured with fresh_factor * n_signs new sign draws
+
+    def __post_init__(self):
+        for f in ("vectors_per_family", "n_signs", "n_dither", "dense_d", "dense_rotations", "chunk", "fmt_rows",
+                  "fmt_cols", "rht_block", "kv_tokens", "kv_channels", "kv_dof", "kv_samples", "kv_seeds",
+                  "fresh_factor"):
+            val = getattr(self, f)
+            if not isinstance(val, int) or val < 1:
+                raise ValueError(f"Config.{f} must be a positive integer, got {val!r}")
+        if not self.dims or any(d < 2 or d & (d - 1) for d in (*self.dims, self.dense_d, self.rht_block)):
+            raise ValueError(f"Config.dims, dense_d and rht_block must be powers of two >= 2, got dims={self.dims}, "
+                             f"dense_d={self.dense_d}, rht_block={self.rht_block}")
+        if not self.bits or any(not isinstance(b, int) or not 1 <= b <= 8 for b in self.bits) or \
+                list(self.bits) != sorted(set(self.bits)):
+            raise ValueError(f"Config.bits must be increasing integers in 1..8, got {self.bits}")
+        for b in (3, 4, 8):
+            if b not in self.bits:
+                raise ValueError(f"Config.bits must contain {b} (the claims use b = 3, 4 and 8), got {self.bits}")
+        if self.n_signs < 5 or self.kv_seeds < 5 or self.dense_rotations < 5:
+            raise ValueError("Config.n_signs, kv_seeds and dense_rotations must be >= 5 (CIs over >= 5 draws)")
+        if self.fmt_cols % 32 or self.fmt_cols % self.rht_block:
+            raise ValueError(f"Config.fmt_cols must be a multiple of 32 and of rht_block, got {self.fmt_cols}")
+        if not self.kv_outliers or max(self.kv_outliers) >= self.kv_channels or min(self.kv_outliers) < 0:
+            raise ValueError(f"Config.kv_outliers must be channel indices in [0, kv_channels), got {self.kv_outliers}")
+        if not (math.isfinite(self.kv_outlier_scale) and self.kv_outlier_scale > 0):
+            raise ValueError(f"Config.kv_outlier_scale must be finite and > 0, got {self.kv_outlier_scale}")
 
 
 PRESETS = {
@@ -74,7 +116,8 @@ PRESETS = {
         n_signs=16,
         n_dither=4,
         dense_d=64,
-        dense_rotations=8,
+        dense_rotations=24,
+        fresh_factor=4,
         chunk=48,
         fmt_rows=32,
         fmt_cols=128,
@@ -274,11 +317,19 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 
     # MSE vs bits: every (vector, b) pair is one sweep row, per d
     per_d = {}
+    bound_np = np.asarray(dq.mse_bound(np.asarray(cfg.bits)))
+    fresh_fn = partial(_row_mse, n_signs=cfg.fresh_factor * cfg.n_signs, n_dither=cfg.n_dither)
     for d, kd in zip(cfg.dims, jax.random.split(k_mse, len(cfg.dims)), strict=True):
         xs, names = unit_vectors(jax.random.fold_in(k_vec, d), d, cfg.vectors_per_family)
         fn = partial(_row_mse, n_signs=cfg.n_signs, n_dither=cfg.n_dither)
         m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, kd), chunk_size=cfg.chunk)
-        per_d[str(d)] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
+        m = m.reshape(-1, nb)
+        # the worst vector per b (selected on this pass) re-measured with fresh sign draws: no selection bias
+        worst = np.argmax(np.asarray(m) / bound_np[None], axis=0)
+        rows = {"x": jnp.asarray(xs[worst]), "bits": jnp.asarray(cfg.bits, jnp.int32),
+                "key": jax.random.split(jax.random.fold_in(kd, 7), nb)}
+        fm, fse = sweep(fresh_fn, rows, chunk_size=cfg.chunk)
+        per_d[str(d)] = {"mse": m, "se": se.reshape(-1, nb), "worst": worst, "fresh_mse": fm, "fresh_se": fse}
     out["rht"] = per_d
     out["families"] = np.asarray([FAMILIES.index(n) for n in names])
 
@@ -295,6 +346,17 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, k_dense), chunk_size=cfg.chunk)
         out["rht_at_dense_d"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
 
+    # RHT and dense on the vector worst under the RHT (the dense rotation's MSE has the same law for every unit
+    # vector: Haar invariance), both re-measured afresh
+    worst = np.argmax(np.asarray(out["rht_at_dense_d"]["mse"]) / bound_np[None], axis=0)
+    rows = {"x": jnp.asarray(xs[worst]), "bits": jnp.asarray(cfg.bits, jnp.int32),
+            "key": jax.random.split(jax.random.fold_in(k_dense, 8), nb)}
+    rots2 = haar_rotations(jax.random.fold_in(k_dense, 2), cfg.fresh_factor * cfg.dense_rotations, cfg.dense_d)
+    fd, fdse = sweep(partial(_row_dense, rotations=rots2, n_dither=cfg.n_dither), rows, chunk_size=cfg.chunk)
+    fr, frse = sweep(fresh_fn, {**rows, "key": jax.random.split(jax.random.fold_in(k_dense, 9), nb)},
+                     chunk_size=cfg.chunk)
+    out["dense_fresh"] = {"worst": worst, "dense_mse": fd, "dense_se": fdse, "rht_mse": fr, "rht_se": frse}
+
     # formats at ~4.5 bits per element
     fmt = {
         name: _format_stats(x, k_rht, cfg.rht_block)
@@ -302,25 +364,32 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     }
     out["formats"] = fmt
 
-    # InQuant on heavy-tailed KV
-    kv = synthetic_kv(k_kv, cfg)
-    kvf = kv.astype(jnp.float32)
-    q = inquant_pack(kv, key=k_pack, n_outliers=len(cfg.kv_outliers), n_samples=cfg.kv_samples)
-    sizes = q.nbytes()
-    recon = {
-        "InQuant (4.0x)": inquant_unpack(q),
-        "plain 4-bit": absmax_roundtrip(kvf, 7),
-        "8-bit": absmax_roundtrip(kvf, 127),
-    }
-    out["inquant"] = {
-        "channel_rmse": {k: jnp.sqrt(jnp.mean((v - kvf) ** 2, 0)) for k, v in recon.items()},
-        "mse": {k: jnp.mean((v - kvf) ** 2) for k, v in recon.items()},
-        "outliers": q.outliers,
-        "donors": q.donors,
-        "payload_ratio": jnp.asarray(sizes["payload_ratio"]),
-        "total_ratio": jnp.asarray(sizes["total_ratio"]),
-        "true_outliers": jnp.asarray(cfg.kv_outliers),
-    }
+    # InQuant on heavy-tailed KV: kv_seeds independent matrices and packing keys (seed 0 is plotted)
+    ratios = []
+    for j in range(cfg.kv_seeds):
+        kv = synthetic_kv(jax.random.fold_in(k_kv, j), cfg)
+        kvf = kv.astype(jnp.float32)
+        q = inquant_pack(kv, key=jax.random.fold_in(k_pack, j), n_outliers=len(cfg.kv_outliers),
+                         n_samples=cfg.kv_samples)
+        recon = {
+            "InQuant (4.0x)": inquant_unpack(q),
+            "plain 4-bit": absmax_roundtrip(kvf, 7),
+            "8-bit": absmax_roundtrip(kvf, 127),
+        }
+        mse = {k: jnp.mean((v - kvf) ** 2) for k, v in recon.items()}
+        ratios.append(mse["InQuant (4.0x)"] / mse["plain 4-bit"])
+        if j == 0:
+            sizes = q.nbytes()
+            out["inquant"] = {
+                "channel_rmse": {k: jnp.sqrt(jnp.mean((v - kvf) ** 2, 0)) for k, v in recon.items()},
+                "mse": mse,
+                "outliers": q.outliers,
+                "donors": q.donors,
+                "payload_ratio": jnp.asarray(sizes["payload_ratio"]),
+                "total_ratio": jnp.asarray(sizes["total_ratio"]),
+                "true_outliers": jnp.asarray(cfg.kv_outliers),
+            }
+    out["inquant"]["ratio_per_seed"] = jnp.stack(ratios)
     return out
 
 
@@ -330,7 +399,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 
 
 def _worst_ratio(res, bits):
-    """(worst over vectors of MSE / bound, its standard error) per b, for one {"mse", "se"} entry."""
+    """(worst over vectors of MSE / bound, its standard error) per b, for one {"mse", "se"} entry (first pass:
+    biased up by the selection; plots only)."""
     m, se = np.asarray(res["mse"]), np.asarray(res["se"])
     ratio = m / np.asarray(dq.mse_bound(np.asarray(bits)))[None]
     i = np.argmax(ratio, axis=0)
@@ -338,135 +408,100 @@ def _worst_ratio(res, bits):
     return ratio[i, cols], (se / np.asarray(dq.mse_bound(np.asarray(bits)))[None])[i, cols]
 
 
+def t_halfwidth(se, n: int):
+    """95% Student-t half-width from ``se`` = std (ddof 0) / sqrt(n) of n independent draws."""
+    return scipy.stats.t.ppf(0.975, n - 1) * np.asarray(se) * math.sqrt(n / (n - 1))
+
+
+def fresh_worst(results, cfg):
+    """Per b: the fresh (held-out) estimate of MSE / bound for the worst vector of the d whose first-pass worst
+    ratio is largest, its 95% CI half-width, and that d. Returns (ratio (B,), ci (B,), d (B,))."""
+    bits = np.asarray(results["bits"])
+    bound = np.asarray(dq.mse_bound(bits))
+    first = np.stack([_worst_ratio(r, bits)[0] for r in results["rht"].values()])  # (dims, B)
+    dims = list(results["rht"])
+    j = np.argmax(first, axis=0)
+    n = cfg.fresh_factor * cfg.n_signs
+    ratio = np.array([np.asarray(results["rht"][dims[jj]]["fresh_mse"])[bi] / bound[bi] for bi, jj in enumerate(j)])
+    se = np.array([np.asarray(results["rht"][dims[jj]]["fresh_se"])[bi] / bound[bi] for bi, jj in enumerate(j)])
+    return ratio, t_halfwidth(se, n), np.array([int(dims[jj]) for jj in j])
+
+
 def claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     bits = np.asarray(results["bits"])
     fl = np.asarray(dq.finite_level_factor(bits))
-    worst = np.stack([_worst_ratio(r, bits)[0] for r in results["rht"].values()])  # (dims, bits)
-    worst_se = np.stack([_worst_ratio(r, bits)[1] for r in results["rht"].values()])
-    j = int(np.argmax(worst[:, -1]))
-    out.append(
-        Claim(
-            f"dithered RHT: worst-of-many unit-vector MSE at b={bits[-1]} (all d) = (pi sqrt3/2 + o(1)) "
-            f"4^-b: MSE / bound (within 5% + 3 s.e.)",
-            1.0,
-            worst[j, -1],
-            0.05 + 3 * worst_se[j, -1],
-            "abs",
-        )
-    )
+    n_fresh = cfg.fresh_factor * cfg.n_signs
+    ratio, ci, dsel = fresh_worst(results, cfg)
+    b8 = int(np.nonzero(bits == 8)[0][0])
+    out.append(Claim(
+        f"dithered RHT: MSE of the worst unit vector at b=8 <= (pi sqrt3/2 + o(1)) 4^-b (the paper's bound) "
+        f"(worst of {len(FAMILIES) * cfg.vectors_per_family} vectors x {len(cfg.dims)} d chosen on one pass, "
+        f"re-measured on {n_fresh} fresh sign draws; whole 95% CI; o(1) <= 0.05 at b=8)", 1.0, ratio[b8], 0.05,
+        "le", kind="bound", ci=ci[b8], n_seeds=n_fresh))
     for bi, b in enumerate(bits):
-        if b < 3:
+        if b not in (3, 4):
             continue
-        w = int(np.argmax(worst[:, bi]))
-        out.append(
-            Claim(
-                f"b={b}: worst MSE/bound <= (N/(N-1))^2 (finite-level o(1)) + 3 s.e.",
-                fl[bi],
-                worst[w, bi],
-                3 * worst_se[w, bi],
-                "le",
-                source="theory",
-            )
-        )
-    o1 = worst.max(0) - 1.0
-    out.append(
-        Claim(
-            "measured o(1) shrinks: o(1) at b=8 is below o(1) at b=3 (difference > 0)",
-            0.0,
-            o1[bits == 3][0] - o1[-1],
-            0.0,
-            "ge",
-            source="theory",
-        )
-    )
-    dense, _ = _worst_ratio(results["dense"], bits)
-    rht_same, _ = _worst_ratio(results["rht_at_dense_d"], bits)
+        out.append(Claim(
+            f"b={b}: worst-vector MSE/bound (fresh re-measurement, d={dsel[bi]}) <= (N/(N-1))^2, the finite-level "
+            "high-resolution value (eq. 3; not a proven bound: with margin at b <= 4, at b >= 6 the first pass put "
+            "the o(1) ~1% above it)", fl[bi], ratio[bi], 0.0, "le", kind="bound", ci=ci[bi],
+            n_seeds=n_fresh, source="theory"))
+    b3 = int(np.nonzero(bits == 3)[0][0])
+    out.append(Claim(
+        "measured o(1) shrinks: (MSE/bound - 1) at b=3 minus at b=8 > 0 (fresh re-measurements, whole 95% CI)", 0.0,
+        ratio[b3] - ratio[b8], 0.0, "ge", kind="check", ci=math.hypot(ci[b3], ci[b8]), n_seeds=n_fresh,
+        source="theory"))
+    df = results["dense_fresh"]
+    nd = cfg.fresh_factor * cfg.dense_rotations
     for b in (4, 8):
         bi = int(np.nonzero(bits == b)[0][0])
-        out.append(
-            Claim(
-                f"one RHT matches a dense Haar rotation at d={cfg.dense_d}, b={b}: worst MSE ratio RHT/dense",
-                1.0,
-                rht_same[bi] / dense[bi],
-                0.1,
-                "rel",
-            )
-        )
+        r_m, r_se = float(np.asarray(df["rht_mse"])[bi]), float(np.asarray(df["rht_se"])[bi])
+        d_m, d_se = float(np.asarray(df["dense_mse"])[bi]), float(np.asarray(df["dense_se"])[bi])
+        rr = r_m / d_m
+        rci = rr * math.hypot(t_halfwidth(r_se, n_fresh) / r_m, t_halfwidth(d_se, nd) / d_m)
+        out.append(Claim(
+            f"one RHT matches a dense Haar rotation at d={cfg.dense_d}, b={b}: worst-vector MSE ratio RHT/dense "
+            f"(vector worst under the RHT; dense is rotation-invariant; both re-measured: {n_fresh} sign draws, "
+            f"{nd} fresh rotations; whole 95% CI within 10%)", 1.0, rr, 0.1, "rel",
+            kind="check", ci=rci, n_seeds=min(n_fresh, nd)))
     # e1: every |t| = 1, so E exp(t^2/3) = e^(1/3) exactly -> prediction finite-level * (pi/2) e^(1/3) 4^-b
     fam = np.asarray(results["families"])
     e1 = int(np.nonzero(fam == FAMILIES.index("e1"))[0][0])
     dmax = str(max(cfg.dims))
-    b8 = int(np.nonzero(bits == bits[-1])[0][0])
-    pred = float(dq.high_resolution_mse(int(bits[-1]), np.exp(1.0 / 3.0)))
-    e1_m = np.asarray(results["rht"][dmax]["mse"])[e1, b8]
-    e1_se = np.asarray(results["rht"][dmax]["se"])[e1, b8]
-    out.append(
-        Claim(
-            f"e_1 at b={bits[-1]}, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3; within 3% + 3 "
-            "s.e.)",
-            pred,
-            e1_m,
-            0.03 * pred + 3 * e1_se,
-            "abs",
-            source="theory",
-        )
-    )
-    f = results["formats"]
-    for ds in f:
-        out.append(
-            Claim(
-                f"RaZeR (act.) block MSE <= NVFP4 block MSE on every block ({ds}): max gap",
-                0.0,
-                float(f[ds]["block_gap"]),
-                1e-6,
-                "le",
-                source="paper",
-            )
-        )
-        out.append(
-            Claim(
-                f"EDEN unbiased scale: <x_hat, x> = ||x||^2 ({ds}): max relative deviation",
-                0.0,
-                float(f[ds]["unbiased_inner"]),
-                1e-4,
-                "abs",
-                source="theory",
-            )
-        )
-    iq = results["inquant"]
-    out.append(
-        Claim(
-            "InQuant packed payload is exactly 4.0x smaller than 16-bit",
-            4.0,
-            float(iq["payload_ratio"]),
-            0.0,
-            "abs",
-            source="paper",
-        )
-    )
-    out.append(
-        Claim(
-            "InQuant finds the planted outlier channels by sampling (fraction found)",
-            1.0,
-            float(np.isin(np.asarray(iq["true_outliers"]), np.asarray(iq["outliers"])).mean()),
-            0.0,
-            "abs",
-            source="reconstruction",
-        )
-    )
-    mse = {k: float(v) for k, v in iq["mse"].items()}
-    out.append(
-        Claim(
-            "InQuant MSE / plain 4-bit MSE on heavy-tailed KV (well below 1)",
-            0.0,
-            mse["InQuant (4.0x)"] / mse["plain 4-bit"],
-            0.25,
-            "le",
-            source="reconstruction",
-        )
-    )
+    pred = float(dq.high_resolution_mse(8, np.exp(1.0 / 3.0)))
+    e1_m = float(np.asarray(results["rht"][dmax]["mse"])[e1, b8])
+    e1_ci = float(t_halfwidth(np.asarray(results["rht"][dmax]["se"])[e1, b8], cfg.n_signs))
+    out.append(Claim(
+        f"e_1 at b=8, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3; whole 95% CI over {cfg.n_signs} "
+        "sign draws within 3%)", pred, e1_m, 0.03, "rel", kind="check", ci=e1_ci, n_seeds=cfg.n_signs,
+        source="theory"))
+    rat = np.asarray(results["inquant"]["ratio_per_seed"], np.float64)
+    out.append(Claim.from_samples(
+        f"InQuant MSE / plain 4-bit MSE on heavy-tailed KV well below 1: <= 0.25 (whole 95% CI over {cfg.kv_seeds} "
+        "KV matrices; the paper: accuracy close to mixed-precision baselines at exactly 4.0x)", 0.25, rat, 0.0, "le",
+        kind="paper", source="reconstruction"))
     return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Mutants: plausible bugs the claims must catch (``workbench audit quantization``)
+# ---------------------------------------------------------------------------------------------------------
+
+
+MUTANTS = [
+    Mutant("dither_dropped_in_encoder", "pallas_kernels.quant.rht:encode_levels",
+           lambda f: lambda t, u, bits: f(t, 0.0 * u, bits),
+           "the encoder rounds without the dither u while the decoder still subtracts it"),
+    Mutant("rht_scale_rounded_up", "pallas_kernels.quant.rht:_scale",
+           lambda f: lambda scaling, sumsq, yq, qq, d: f(scaling, sumsq, yq, qq, d) * 1.02,
+           "the per-vector scale S 2% too large (rounded up to a coarse float)"),
+    Mutant("panter_dite_missing_sqrt3", "theory.dithered_quant:PANTER_DITE", lambda c: math.pi / 2,
+           "the bound's constant pi/2 instead of pi sqrt(3)/2 (the Gaussian moment E exp(g^2/3) dropped)"),
+    Mutant("inquant_saliency_reversed", "pallas_kernels.quant.inquant:select_outliers_and_donors",
+           lambda f: lambda saliency, n_outliers: f(-saliency, n_outliers),
+           "InQuant promotes the least salient channels to 8 bits"),
+]
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -505,12 +540,15 @@ def plot(results: dict, cfg: Config) -> dict:
         title="Dithered quantization after one randomized Hadamard transform",
     )
     ax.legend(fontsize=8)
+    fr, fci, _ = fresh_worst(results, cfg)
+    ax2.errorbar(bits + 0.08, fr, fci, fmt="D", color="k", ms=4, capsize=3,
+                 label=f"worst vector re-measured ({cfg.fresh_factor * cfg.n_signs} fresh draws, 95% CI)")
     ax2.axhline(1.0, **style.prediction(), label="paper: ratio -> 1 as b grows")
     ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
     ax2.set(
         xlabel="bits per coordinate b",
         ylabel="worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)",
-        title="The measured o(1) term",
+        title="The measured o(1) term (lines: first pass, biased up by the max)",
         ylim=(0.6, 1.6),
     )
     ax2.legend(fontsize=8)

@@ -366,23 +366,33 @@ def _imh_chain(cost, prior, tau, model, key, M):
         y, lu = inp
         lwy, dy = logw(y)
         accept = lu < lwy - lw
-        return (jnp.where(accept, y, x), jnp.where(accept, lwy, lw), jnp.minimum(best, dy)), accept
+        return (jnp.where(accept, y, x), jnp.where(accept, lwy, lw), jnp.minimum(best, dy)), (accept, lwy)
 
-    (x, _, best), acc = lax.scan(step, (x, lw, dx), (props[1:], logu))
-    return x, jnp.sum(acc), best
+    (x, _, best), (acc, lws) = lax.scan(step, (x, lw, dx), (props[1:], logu))
+    return x, jnp.sum(acc), best, lws
 
 
-def imh_chains(cost, prior, tau, model, *, m: int, M: int, key):
+def importance_ess(log_w):
+    """Kish effective sample size fraction (sum w)^2 / (N sum w^2) of importance weights given as logs (any
+    shape, N = their count); 1 when the proposal is the target, ~1/E_q[(p/q)^2] otherwise."""
+    lw = jnp.ravel(log_w)
+    return jnp.exp(2.0 * logsumexp(lw) - logsumexp(2.0 * lw)) / lw.size
+
+
+def imh_chains(cost, prior, tau, model, *, m: int, M: int, key, return_ess: bool = False):
     """m independent IMH chains (vmap) of M steps (lax.scan), target w_tau = L0 exp(-tau d), proposal ``model``.
 
-    Returns (final states (m, n), acceptance rate over all m*M proposals, best cost seen). Uses m (M + 1)
-    evaluations of d (each chain's initial draw plus M proposals).
+    Returns (final states (m, n), acceptance rate over all m*M proposals, best cost seen), and with
+    ``return_ess`` also the importance-sampling ESS fraction of the m*M proposals against the target
+    (``importance_ess``: how well the fitted proposal covers p_tau). Uses m (M + 1) evaluations of d (each
+    chain's initial draw plus M proposals).
     """
     v.positive_int("m", m)
     v.positive_int("M", M)
     v.nonnegative("tau", tau)
-    xs, acc, best = jax.vmap(lambda k: _imh_chain(cost, prior, tau, model, k, M))(jax.random.split(key, m))
-    return xs, jnp.sum(acc) / (m * M), jnp.min(best)
+    xs, acc, best, lws = jax.vmap(lambda k: _imh_chain(cost, prior, tau, model, k, M))(jax.random.split(key, m))
+    out = (xs, jnp.sum(acc) / (m * M), jnp.min(best))
+    return (*out, importance_ess(lws)) if return_ess else out
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -393,13 +403,15 @@ def imh_chains(cost, prior, tau, model, *, m: int, M: int, key):
 class History(NamedTuple):
     """Per-iteration record (leading axis = iteration, length N): fitted mean (N, n), mean cost of the m fitted
     samples (N,), best cost seen so far (N,), cumulative evaluations of d (N,), IMH acceptance rate (N,) (NaN-free;
-    TOPIFT reports 1/M, the fraction kept)."""
+    TOPIFT reports 1/M, the fraction kept), importance ESS fraction of the proposals against the target (N,)
+    (``importance_ess``; TOPIFT reports 1: it does not weight)."""
 
     mean: jax.Array
     sample_cost: jax.Array
     best: jax.Array
     evals: jax.Array
     acceptance: jax.Array
+    ess: jax.Array
 
 
 def initial_model(family: str, prior: GaussianPrior, *, m: int, c: float = 1.0, key):
@@ -419,12 +431,12 @@ def _aldrift(cost, prior, taus, mu_d, inflation, c, key, m, M, family):
     def level(carry, inp):
         model, best, evals = carry
         tau, k = inp
-        xs, acc, b = imh_chains(cost, prior, tau, model, m=m, M=M, key=k)
+        xs, acc, b, ess = imh_chains(cost, prior, tau, model, m=m, M=M, key=k, return_ess=True)
         var = inflation / (prior.mu0 + tau * mu_d)
         new = _fit(family, xs, var=var, c=c)
         best = jnp.minimum(best, b)
         evals = evals + m * (M + 1)
-        rec = History(jnp.mean(xs, axis=0), jnp.mean(cost(xs)), best, evals, acc)
+        rec = History(jnp.mean(xs, axis=0), jnp.mean(cost(xs)), best, evals, acc, ess)
         return (new, best, evals), (rec, xs)
 
     keys = jax.random.split(krun, taus.shape[0])
@@ -473,7 +485,8 @@ def _topift(cost, prior, c, key, m, M, rounds, family):
         new = _fit(family, elite, var=1.0, c=c)
         best = jnp.minimum(best, jnp.min(dx))
         evals = evals + m * M
-        rec = History(jnp.mean(elite, axis=0), jnp.mean(dx[idx]), best, evals, jnp.asarray(1.0 / M, dx.dtype))
+        rec = History(jnp.mean(elite, axis=0), jnp.mean(dx[idx]), best, evals, jnp.asarray(1.0 / M, dx.dtype),
+                      jnp.asarray(1.0, dx.dtype))
         return (new, best, evals), rec
 
     init = (model, jnp.array(jnp.inf, prior.x0.dtype), jnp.array(0.0, prior.x0.dtype))

@@ -41,3 +41,24 @@ def test_bench_reports_a_speedup():
 def test_full_preset_claims():
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
     assert outcome.passed, harness.format_claims(sim.NAME, outcome.claims)
+
+
+def test_config_validation():
+    cfg = sim.PRESETS["quick"]
+    for field, bad in (("m", 0), ("runs", 3), ("tau1", float("nan")), ("box", (0.5, 1.0)), ("cov_m_main", 7),
+                       ("eps_setting", 5), ("rs_eps_min", 1.0)):
+        with pytest.raises(ValueError, match=field):
+            type(cfg)(**{**cfg.__dict__, field: bad})
+
+
+def test_intended_schedule_matches_theory():
+    # the sim's independent schedule for the quadratic prediction equals theory.aldrift's on the clean code
+    from theory import aldrift as al
+
+    cfg = sim.PRESETS["quick"]
+    taus = al.temperature_schedule("geometric", cfg.T, tau1=cfg.tau1, n=cfg.n)
+    kmax = int(np.log(cfg.T / cfg.tau1) / np.log1p(1.0 / cfg.n)) + 2
+    intended = np.minimum(cfg.tau1 * (1.0 + 1.0 / cfg.n) ** np.arange(kmax + 1), cfg.T)
+    intended = intended[: int(np.argmax(intended >= cfg.T)) + 1]
+    np.testing.assert_allclose(taus, intended, rtol=1e-12)
+    assert len(taus) == 57  # the paper's schedule 0.1 -> 20 by (1 + 1/10)

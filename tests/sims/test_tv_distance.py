@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from sims import tv_distance
 from sims.core.harness import execute
@@ -32,3 +33,26 @@ def test_queries_to_eps_closed_form():
     q = tv_distance.queries_to_eps(np.array([[0.2]]), np.array([[0.2]]), np.array([[0.0]]),
                                    np.array([[10.0]]), 0.1)
     assert np.isnan(q).all()
+
+
+def test_config_validation():
+    cfg = tv_distance.PRESETS["quick"]
+    for field, bad in (("K", 0), ("eps", 1.5), ("sigma", float("nan")), ("noisy_r", (3,)), ("slope_n", (8,)),
+                       ("tf_exact_n", 7)):
+        with pytest.raises(ValueError, match=field):
+            type(cfg)(**{**cfg.__dict__, field: bad})
+
+
+def test_enumerated_reference_matches_theory():
+    import jax
+
+    from theory import tv_distance as tv
+
+    p, q = tv_distance.markov_pair(jax.random.key(3), 3, 1.0, 0.6)
+    ref = tv_distance.enumerated_reference(p, q, 4, 0.3, (1,))
+    assert ref["tv"] == pytest.approx(float(tv.exact_tv(p, q, 4)), abs=1e-5)
+    assert ref["tv_halfsum"] == pytest.approx(ref["tv"], abs=1e-6)
+    assert 0 <= ref["var"]["rb"] <= ref["var"]["plain"] <= ref["tv"]
+    # the NumPy smoothing against the JAX closed form
+    mu, s2 = np.array([-1.0, 0.2, 2.0]), np.array([0.5, 1.0, 2.0])
+    np.testing.assert_allclose(tv_distance._smoothed_np(mu, s2), np.asarray(tv.smoothed_z(mu, s2)), atol=1e-5)

@@ -319,3 +319,37 @@ def test_bad_parameters_raise_value_errors_naming_them():
         al.topift(cost, prior, m=4, M=2, rounds=0, key=key)
     with pytest.raises(ValueError, match="c must"):
         al.fit_kde(jnp.zeros((3, 1)), 0.0)
+
+
+def test_importance_ess_fraction():
+    assert float(al.importance_ess(jnp.zeros(100))) == pytest.approx(1.0)  # equal weights
+    lw = jnp.log(jnp.array([1.0, 0.0, 0.0, 0.0]) + 1e-30)
+    assert float(al.importance_ess(lw)) == pytest.approx(0.25, rel=1e-6)  # one weight carries everything
+    w = np.array([1.0, 2.0, 3.0, 4.0])
+    assert float(al.importance_ess(jnp.log(jnp.asarray(w)))) == pytest.approx(w.sum() ** 2 / (4 * (w ** 2).sum()),
+                                                                            rel=1e-6)
+
+
+def test_imh_chains_ess_is_one_when_the_proposal_is_the_target():
+    # pure quadratic: p_tau = N((mu0 x0)/(mu0 + tau mu_d), 1/(mu0 + tau mu_d)); propose exactly that
+    n, mu_d, mu0, tau = 3, 1.0, 0.5, 2.0
+    cost = al.rastrigin_envelope(mu_d, 0.0, 1.0, jnp.zeros(n))
+    prior = al.gaussian_prior(jnp.ones(n), mu0)
+    mu = mu0 + tau * mu_d
+    model = al.Gaussian(jnp.full(n, mu0 / mu), jnp.eye(n) / math.sqrt(mu))
+    _, acc, _, ess = al.imh_chains(cost, prior, tau, model, m=64, M=8, key=jax.random.key(0), return_ess=True)
+    assert float(ess) == pytest.approx(1.0, abs=1e-4)
+    assert float(acc) == pytest.approx(1.0, abs=1e-6)
+    assert len(al.imh_chains(cost, prior, tau, model, m=4, M=2, key=jax.random.key(0))) == 3
+
+
+def test_history_records_ess_in_unit_interval():
+    n = 2
+    cost = al.rastrigin_envelope(1.0, 0.5, 4.0, jnp.zeros(n))
+    prior = al.gaussian_prior(jnp.full(n, 1.35), 2.0)
+    taus = al.temperature_schedule("geometric", 5.0, tau1=0.1, n=n)
+    hist, _, _ = al.aldrift(cost, prior, taus, m=16, M=4, mu_d=1.0, key=jax.random.key(0))
+    ess = np.asarray(hist.ess)
+    assert ess.shape == (len(taus),) and np.all((ess > 0) & (ess <= 1 + 1e-6))
+    ht, _ = al.topift(cost, prior, m=16, M=4, rounds=3, key=jax.random.key(0))
+    np.testing.assert_array_equal(np.asarray(ht.ess), 1.0)

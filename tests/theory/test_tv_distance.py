@@ -263,3 +263,47 @@ def test_no_recompilation_across_models(seed):
     tv.tv_logit_z(jax.random.key(seed), p, q, N, M, "plain")
     tv.tv_logit_z(jax.random.key(seed + 1), q, p, N, M, "plain")
     assert tv._tv_logit_z._cache_size() - before <= 1
+
+
+# ---------------------------------------------------------------------------------------------------------
+# identities moved out of the claims (issue 13), the interval estimate and the default sample kind
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_pinsker_and_self_distance_exact():
+    for seed in range(3):
+        p, q = pair(seed, delta=2.0 * seed + 0.5)
+        t, kl = float(tv.exact_tv(p, q, N)), float(tv.exact_kl(p, q, N))
+        assert t <= math.sqrt(kl / 2) + 1e-6  # Pinsker
+        assert float(tv.exact_tv(p, p, N)) == pytest.approx(0.0, abs=1e-6)  # TV(P, P) = 0
+    f32 = tv.random_transformer(jax.random.key(0), 5, 3, d_model=16, n_layers=1)
+    bf16 = tv.with_dtype(f32, "bfloat16")
+    assert float(tv.exact_tv(bf16, bf16, 3)) == pytest.approx(0.0, abs=1e-6)
+
+
+def test_estimate_halfwidth_and_bias():
+    e = tv.Estimate(jnp.float32(0.3), jnp.float32(0.01), 10, jnp.float32(0.02))
+    assert float(e.halfwidth(0.95)) == pytest.approx(1.959964 * 0.01 + 0.02, rel=1e-5)
+    assert float(tv.Estimate(0.3, 0.01, 10).halfwidth()) == pytest.approx(0.0196, rel=1e-3)  # logit: bias 0
+    with pytest.raises(ValueError, match="level"):
+        e.halfwidth(1.5)
+    p, q = pair(1)
+    en = tv.tv_noisy_logit(jax.random.key(2), p, q, N, 4000, 0.3, 1)  # simex: bias vs the plugin
+    zp = np.asarray(tv.tv_noisy_logit_z(jax.random.key(2), p, q, N, 4000, 0.3, 1, "plugin"), np.float64)
+    assert float(en.bias) == pytest.approx(abs(float(en.value) - zp.mean()), abs=1e-5)
+    assert float(tv.tv_logit(jax.random.key(0), p, q, N, 100).bias) == 0.0
+
+
+def test_lower_order_and_auto_kind():
+    assert tv.lower_order("simex", 2) == ("plugin", 2)
+    assert tv.lower_order("simex", 1) == ("plugin", 2)
+    assert tv.lower_order("plugin", 2) == ("simex", 2)
+    assert tv.resolve_sample_kind("auto", tv.SIMEX_MIN_S - 1) == "plugin"
+    assert tv.resolve_sample_kind("auto", tv.SIMEX_MIN_S) == "simex"
+    assert tv.resolve_sample_kind("plugin", 1000) == "plugin"
+    with pytest.raises(ValueError, match="kind"):
+        tv.resolve_sample_kind("bogus", 4)
+    p, q = pair(1)
+    z_auto = tv.tv_sample_z(jax.random.key(3), p, q, N, 64, 4)
+    z_plug = tv.tv_sample_z(jax.random.key(3), p, q, N, 64, 4, "plugin")
+    np.testing.assert_array_equal(np.asarray(z_auto), np.asarray(z_plug))
