@@ -1,9 +1,12 @@
 # ---
 # jupyter:
 #   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
 #     text_representation:
 #       extension: .py
 #       format_name: percent
+#       format_version: '1.3'
 #   kernelspec:
 #     display_name: Python 3
 #     language: python
@@ -30,22 +33,29 @@
 # `sims/zoe_grad.py`.
 
 # %%
-import tempfile
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
 
-import ipywidgets as widgets
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+
+# %%
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
-from IPython.display import Image, display
 
 from pallas_kernels.quant.fake_quant import fake_quant
 from sims import zoe_grad as sim
-from sims.core import harness, style
+from sims.core import notebook, style
 from theory import zoe_grad as zg
-
-QUICK = harness.quick_from_env()
-PRESET = "quick" if QUICK else "full"
 
 # %% [markdown]
 # ## The closed form and the STE identity
@@ -65,13 +75,12 @@ print("fake_quant NVFP4 gradient (first 8):", np.round(np.asarray(g[0, :8]), 3))
 # ## The simulation
 # Monte Carlo means of the estimators vs the closed form, the sigma sweep against the characteristic-function
 # series, `fake_quant`'s backward vs the estimator through the NVFP4 kernels, the convergence bound on a toy,
-# and QAT of the tiny LM (STE vs continuous surrogates vs post-training quantization).
+# and QAT of the tiny LM (STE vs continuous surrogates vs post-training quantization). The committed full-preset
+# run, loaded from `figures/zoe_grad/data.npz` and drawn by `sim.plot` (no recomputation: seconds).
 
 # %%
-out = tempfile.mkdtemp(prefix="zoe_grad_")
-outcome = harness.execute(sim, preset=PRESET, seed=0, out_dir=out)
-for name in ("estimators", "sigma_sweep", "kernel_check", "convergence", "qat"):
-    display(Image(filename=f"{out}/{name}.png"))
+nb = notebook.open_result(sim)
+nb.show()
 
 # %% [markdown]
 # ## Explore
@@ -96,15 +105,21 @@ def explore(sigma=0.3, law="gaussian", grid="int", draws=4000):
     plt.show()
 
 
-if QUICK:
-    explore()
-    explore(sigma=float(zg.STE_SIGMA), law="uniform")
-else:
-    widgets.interact(explore, sigma=(0.03, 1.5, 0.01), law=list(zg.LAWS), grid=list(sim.GRIDS),
-                     draws=(500, 20000, 500))
+notebook.interact(explore, live=False, sigma=(0.03, 1.5, 0.01), law=list(zg.LAWS), grid=list(sim.GRIDS),
+                  draws=(500, 20000, 500))
+
+# %% [markdown]
+# ## Recompute
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (nothing is written
+# to `figures/`); `workbench run zoe_grad --help` explains each field.
+
+# %%
+nb.controls()
 
 # %% [markdown]
 # ## Claims
+# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
+# recomputation's).
 
 # %%
-print(harness.format_claims(sim.NAME, outcome.claims))
+nb.show_claims()
