@@ -22,6 +22,7 @@ the previous output byte-identical.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import dataclasses
 import hashlib
@@ -303,17 +304,9 @@ def atomic_write_text(path: Path, text: str) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        with _suppress_oserror():
+        with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-
-
-class _suppress_oserror:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, et, ev, tb):
-        return et is not None and issubclass(et, OSError)
 
 
 _RENAME_EXCHANGE = 2
@@ -333,7 +326,7 @@ def _exchange(a: Path, b: Path) -> bool:
 
 
 def _fsync_dir(path: Path) -> None:
-    with _suppress_oserror():
+    with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY)
         try:
             os.fsync(fd)
@@ -344,7 +337,7 @@ def _fsync_dir(path: Path) -> None:
 def publish_dir(tmp: Path, out: Path) -> None:
     """Replace ``out`` by the complete folder ``tmp`` in one rename; ``tmp`` is gone afterwards."""
     for f in tmp.iterdir():
-        with _suppress_oserror():
+        with contextlib.suppress(OSError):
             fd = os.open(f, os.O_RDONLY)
             os.fsync(fd)
             os.close(fd)
