@@ -10,7 +10,20 @@ import jax
 import pytest
 from hypothesis import HealthCheck, settings
 
+from sims.core.harness import enable_compilation_cache
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# One persistent XLA compilation cache for the whole run (``.cache/workbench/jax``, git-ignored): the xdist workers,
+# the CLI subprocesses and the notebook kernels share it, so a result's mutant run in tests/sims/test_audit.py
+# recompiles only what its mutant changes, and a second local run of the suite skips most compile time.
+# WORKBENCH_JAX_CACHE=0 turns it off.
+_JAX_CACHE = enable_compilation_cache()
+if _JAX_CACHE is not None:
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(_JAX_CACHE)
+    os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.1"
+    os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(4 << 30)
 
 # CI: few, derandomized examples (reproducible, fast); dev: more exploration. deadline=None everywhere (jit).
 # function-scoped fixtures are fine here: `x64` is a context that every example may share.

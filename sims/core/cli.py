@@ -280,6 +280,10 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         if args.command == "list":
             return _cmd_list()
+        if args.command in ("run", "all", "audit", "bench"):
+            from sims.core import harness
+
+            harness.enable_compilation_cache()
         if args.command == "run":
             if args.help:
                 return _run_help(parser, args.name)
