@@ -356,7 +356,7 @@ def _prefix_eps(x, j, w, alpha, delta, tail):
     On the learned branch c_i = alpha a2_i / D, r_i = sqrt(1 - 4/(3 c_i)) = sqrt(1 - 4 D w_i / 3), t_i = 1 + r_i,
     m_i = t_i/2, u_i = (2/(3 c_i))/t_i, so a2_i u_i (1 + m_i + m_i^2) = (2D/(3 alpha)) (t_i/4 + 1/2 + 1/t_i):
     eps_j = (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + tail[j]. One sqrt and one division per feature, no
-    cancellation (every term lies in [3/2, 7/4]); ``_prefix_errors`` adds the overlaps. Tested against a2_i (1 - m+(c_i)^3).
+    cancellation (every term lies in [3/2, 7/4]). Tested against sum a2_i (1 - m+(c_i)^3).
     """
     d = delta + x
     t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * d * w, 0.0))
