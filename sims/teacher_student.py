@@ -61,8 +61,10 @@ from sims.core.sweep import sweep
 from theory import teacher_student as ts
 
 NAME = "teacher_student"
-TITLE = ("Teacher-student at extensive width (reconstruction): features learned one by one through jumps; "
-         "eps_BO ~ n^(1/(2beta)-1), then n^-1")
+TITLE = (
+    "Teacher-student at extensive width (reconstruction): features learned one by one through jumps; "
+    "eps_BO ~ n^(1/(2beta)-1), then n^-1"
+)
 RECON = "decoupled fixed-point reconstruction (paper's equations not public)"
 SMALL_GAP = "Adam student of width k reaches eps_BO up to a small gap"
 
@@ -108,8 +110,22 @@ class Config:
         def bad(field, what):
             raise ValueError(f"Config.{field} {what} (got {getattr(self, field)!r})")
 
-        for f in ("k", "n_alpha", "k_lo", "k_hi_div", "stair_features", "n_stair", "ref_k", "ref_n_alpha",
-                  "amp_n", "amp_seeds", "amp_signals", "amp_iters", "st_seeds", "st_steps"):
+        for f in (
+            "k",
+            "n_alpha",
+            "k_lo",
+            "k_hi_div",
+            "stair_features",
+            "n_stair",
+            "ref_k",
+            "ref_n_alpha",
+            "amp_n",
+            "amp_seeds",
+            "amp_signals",
+            "amp_iters",
+            "st_seeds",
+            "st_steps",
+        ):
             val = getattr(self, f)
             if not isinstance(val, int) or val < 1:
                 bad(f, "must be a positive integer")
@@ -127,13 +143,19 @@ class Config:
             lo_hi = getattr(self, f)
             if len(lo_hi) != 2 or not (0 < lo_hi[0] < lo_hi[1] < math.inf):
                 bad(f, "must be a pair 0 < lo < hi < inf")
-        if not self.jump_features or any(not (1 <= j <= self.k) for j in self.jump_features) or len(
-                self.jump_features) < 3:
+        if (
+            not self.jump_features
+            or any(not (1 <= j <= self.k) for j in self.jump_features)
+            or len(self.jump_features) < 3
+        ):
             bad("jump_features", f"must hold >= 3 features in [1, k={self.k}]")
         if self.stair_features > self.k or self.ref_k < 2:
             bad("stair_features", "must be <= k (and ref_k >= 2)")
-        if len(self.amp_cs) < 4 or any(not (math.isfinite(c) and c > 0) for c in self.amp_cs) or list(
-                self.amp_cs) != sorted(self.amp_cs):
+        if (
+            len(self.amp_cs) < 4
+            or any(not (math.isfinite(c) and c > 0) for c in self.amp_cs)
+            or list(self.amp_cs) != sorted(self.amp_cs)
+        ):
             bad("amp_cs", "must be >= 4 increasing finite SNRs > 0")
         if sum(c >= 3.0 for c in self.amp_cs) < 3:
             bad("amp_cs", "must hold >= 3 SNRs >= 3 (the learned-branch claims)")
@@ -147,9 +169,22 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(k=400, n_alpha=48, k_lo=5, k_hi_div=8, stair_features=5, n_stair=80,
-                    jump_features=(16, 32, 64), ref_n_alpha=32, amp_n=64, amp_seeds=6, amp_iters=20,
-                    st_ds=(16, 32), st_seeds=5, st_steps=100),
+    "quick": Config(
+        k=400,
+        n_alpha=48,
+        k_lo=5,
+        k_hi_div=8,
+        stair_features=5,
+        n_stair=80,
+        jump_features=(16, 32, 64),
+        ref_n_alpha=32,
+        amp_n=64,
+        amp_seeds=6,
+        amp_iters=20,
+        st_ds=(16, 32),
+        st_seeds=5,
+        st_steps=100,
+    ),
 }
 
 
@@ -194,8 +229,13 @@ def reference_solve(alpha: float, a2, delta: float, *, tol: float = 1e-13, max_i
     phi = np.where(done, phi, -np.inf)
     best = int(np.argmax(phi))
     distinct = len({round(float(x), 9) for x in e[done]})
-    return {"eps": float(e[best]), "m": m[best], "phi": float(phi[best]), "n_converged": int(done.sum()),
-            "n_distinct": distinct}
+    return {
+        "eps": float(e[best]),
+        "m": m[best],
+        "phi": float(phi[best]),
+        "n_converged": int(done.sum()),
+        "n_distinct": distinct,
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -230,8 +270,15 @@ def asymptotic_eps(alpha, beta: float, k: int, delta: float) -> np.ndarray:
 
 def _solve_row(row):
     sol = ts.solve(row["alpha"], row["a2"], row["delta"], check=False)
-    return {"eps": sol.eps_bo, "k_c": sol.k_c, "delta_eff": sol.delta_eff, "converged": sol.converged,
-            "residual": sol.residual, "m": sol.m, "complete": sol.complete}
+    return {
+        "eps": sol.eps_bo,
+        "k_c": sol.k_c,
+        "delta_eff": sol.delta_eff,
+        "converged": sol.converged,
+        "residual": sol.residual,
+        "m": sol.m,
+        "complete": sol.complete,
+    }
 
 
 def _solve_sweep(alphas, a2, delta, keep_m: int = 0):
@@ -276,8 +323,14 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     idx = np.concatenate([np.arange(cfg.stair_features), np.asarray(cfg.jump_features) - 1])
     thr = ts.thresholds(jnp.asarray(idx), a2, cfg.delta)
     det = np.asarray(ts.first_crossing(np.asarray(r["m"]).T, 0.5))  # (F,) first grid index with m_i > 1/2
-    out["staircase"] = {"alpha": jnp.asarray(alphas, jnp.float32), "m": r["m"], "delta_eff": r["delta_eff"],
-                        "feature": jnp.asarray(idx + 1), "threshold": thr, "detected": jnp.asarray(det)}
+    out["staircase"] = {
+        "alpha": jnp.asarray(alphas, jnp.float32),
+        "m": r["m"],
+        "delta_eff": r["delta_eff"],
+        "feature": jnp.asarray(idx + 1),
+        "threshold": thr,
+        "detected": jnp.asarray(det),
+    }
 
     # the solver against the independent float64 reference across the first thresholds (k = ref_k)
     a2r = ts.amplitudes(cfg.ref_k, cfg.st_beta)
@@ -289,26 +342,35 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     sol = ts.solve_grid(jnp.asarray(ra, jnp.float32), a2r, cfg.st_delta)
     ref = [reference_solve(float(a), np.asarray(a2r, np.float64), cfg.st_delta) for a in ra]
     m_ref = np.array([x["m"] for x in ref])
-    out["reference"] = {"alpha": jnp.asarray(ra), "eps_solver": sol.eps_bo, "k_c": sol.k_c,
-                        "n_candidates": sol.n_candidates, "m_solver": sol.m, "m_ref": jnp.asarray(m_ref),
-                        # jumps on the reference's side found by NumPy alone (first grid index with m_i > 1/2)
-                        "coexist": jnp.asarray(np.isin(ra, coexist)),
-                        "jump_ref": jnp.asarray(np.where((m_ref > 0.5).any(0), np.argmax(m_ref > 0.5, axis=0),
-                                                         ra.size)),
-                        "jump_solver": ts.first_crossing(sol.m.T, 0.5),
-                        "eps_ref": jnp.asarray([x["eps"] for x in ref]),
-                        "n_distinct": jnp.asarray([x["n_distinct"] for x in ref])}
+    out["reference"] = {
+        "alpha": jnp.asarray(ra),
+        "eps_solver": sol.eps_bo,
+        "k_c": sol.k_c,
+        "n_candidates": sol.n_candidates,
+        "m_solver": sol.m,
+        "m_ref": jnp.asarray(m_ref),
+        # jumps on the reference's side found by NumPy alone (first grid index with m_i > 1/2)
+        "coexist": jnp.asarray(np.isin(ra, coexist)),
+        "jump_ref": jnp.asarray(np.where((m_ref > 0.5).any(0), np.argmax(m_ref > 0.5, axis=0), ra.size)),
+        "jump_solver": ts.first_crossing(sol.m.T, 0.5),
+        "eps_ref": jnp.asarray([x["eps"] for x in ref]),
+        "n_distinct": jnp.asarray([x["n_distinct"] for x in ref]),
+    }
 
     # AMP on sampled spiked cubic tensors, from the learned side
     ka, ks = jax.random.split(key)
     cs = jnp.asarray(cfg.amp_cs, jnp.float32)
-    amp = [mts.spiked_tensor_amp(cs, key=kk, n=cfg.amp_n, iters=cfg.amp_iters, m0=cfg.amp_m0,
-                                 signals=cfg.amp_signals)
-           for kk in jax.random.split(ka, cfg.amp_seeds)]
+    amp = [
+        mts.spiked_tensor_amp(cs, key=kk, n=cfg.amp_n, iters=cfg.amp_iters, m0=cfg.amp_m0, signals=cfg.amp_signals)
+        for kk in jax.random.split(ka, cfg.amp_seeds)
+    ]
     # per seed (one noise tensor): mean over its independent spikes
-    out["amp"] = {"c": cs, "overlap": jnp.stack([a[0][:, -1].mean(-1) for a in amp]),
-                  "mse": jnp.stack([a[1][:, -1].mean(-1) for a in amp]),
-                  "mse_path": jnp.stack([a[1].mean(-1) for a in amp])}
+    out["amp"] = {
+        "c": cs,
+        "overlap": jnp.stack([a[0][:, -1].mean(-1) for a in amp]),
+        "mse": jnp.stack([a[1][:, -1].mean(-1) for a in amp]),
+        "mse_path": jnp.stack([a[1].mean(-1) for a in amp]),
+    }
 
     # MAP students: d grows at fixed alpha and k/d; random init vs warm start at the teacher
     st = {"d": jnp.asarray(cfg.st_ds), "k": [], "eps_bo": [], "random": [], "warm": [], "warm_best": []}
@@ -317,7 +379,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         a2s = ts.amplitudes(k, cfg.st_beta)
         kd = jax.random.fold_in(ks, j)
         teachers = jax.vmap(lambda kk, d=d, a2s=a2s: mts.prior_teacher(d, a2s, key=kk))(
-            jax.random.split(jax.random.fold_in(kd, 0), cfg.st_seeds))
+            jax.random.split(jax.random.fold_in(kd, 0), cfg.st_seeds)
+        )
         dkeys = jax.random.split(jax.random.fold_in(kd, 1), cfg.st_seeds)
         ikeys = jax.random.split(jax.random.fold_in(kd, 2), cfg.st_seeds)
         n = int(round(cfg.st_alpha * d))
@@ -329,8 +392,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         st["k"].append(k)
         st["eps_bo"].append(eps)
         st["random"].append(res["best"][: cfg.st_seeds])  # early-stopped by validation
-        st["warm"].append(res["final"][cfg.st_seeds:])  # trained to the end from the teacher
-        st["warm_best"].append(res["best"][cfg.st_seeds:])
+        st["warm"].append(res["final"][cfg.st_seeds :])  # trained to the end from the teacher
+        st["warm_best"].append(res["best"][cfg.st_seeds :])
     out["student"] = {f: jnp.asarray(np.array(x)) if isinstance(x, list) else x for f, x in st.items()}
     return out
 
@@ -387,8 +450,9 @@ def measurements(results: dict, cfg: Config) -> dict:
     out["threshold_exponent"] = float(np.polyfit(np.log(feat[big]), np.log(thr[big]), 1)[0])
     rf = results["reference"]
     out["jump_shift"] = float(np.max(np.abs(np.asarray(rf["jump_solver"]) - np.asarray(rf["jump_ref"]))))
-    out["ref_err"] = float(np.max(np.abs(np.asarray(rf["eps_solver"], np.float64) - np.asarray(rf["eps_ref"]))
-                                  / np.asarray(rf["eps_ref"])))
+    out["ref_err"] = float(
+        np.max(np.abs(np.asarray(rf["eps_solver"], np.float64) - np.asarray(rf["eps_ref"])) / np.asarray(rf["eps_ref"]))
+    )
     am = results["amp"]
     c = np.asarray(am["c"], np.float64)
     mse = np.asarray(am["mse"], np.float64)
@@ -415,41 +479,137 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     R = "reconstruction"
     for b, beta in enumerate(cfg.betas):
-        out.append(Claim(f"eps_BO slope while k_c < k ({cfg.k_lo} <= k_c <= k/{cfg.k_hi_div}), beta={beta:g}: solver "
-                         f"vs the continuum finite-k formula (asymptotic 1/(2beta)-1 = {0.5 / beta - 1:.3f})",
-                         m["slope_asym"][b], m["slope_fl"][b], 0.03, "abs", kind="check", source=R))
+        out.append(
+            Claim(
+                f"eps_BO slope while k_c < k ({cfg.k_lo} <= k_c <= k/{cfg.k_hi_div}), beta={beta:g}: solver "
+                f"vs the continuum finite-k formula (asymptotic 1/(2beta)-1 = {0.5 / beta - 1:.3f})",
+                m["slope_asym"][b],
+                m["slope_fl"][b],
+                0.03,
+                "abs",
+                kind="check",
+                source=R,
+            )
+        )
         if beta >= 1.0:
-            out.append(Claim(f"eps_BO ~ n^(1/(2beta)-1) while k_c < k: fitted slope vs the asymptotic exponent, "
-                             f"beta={beta:g}", 0.5 / beta - 1.0, m["slope_fl"][b], 0.05, "abs", kind="check",
-                             source=R))
-            out.append(Claim(f"eps_BO = Theta(k_c d/n): eps alpha/(k_c Delta_eff) -> 1 + c_IT/(2beta-1) "
-                             f"(median, feature learning), beta={beta:g}", 1.0 + ts.C_IT / (2 * beta - 1),
-                             m["ratio_fl"][b], 0.05, "rel", kind="check", source=R))
-        out.append(Claim(f"refinement (k_c = k): eps_BO ~ n^-1, fitted slope, beta={beta:g}", -1.0,
-                         m["slope_ref"][b], 0.05, "abs", kind="check", source=R))
-    out.append(Claim(f"thresholds alpha_i ~ i^(2beta), beta=1: fitted exponent over i in {list(cfg.jump_features)}",
-                     2.0, m["threshold_exponent"], 0.05, "abs", kind="check", source=R))
-    out.append(Claim(f"jumps of m_1..m_{cfg.ref_k} detected on the alpha grid at the same grid point as in the "
-                     "independent float64 reference (max |index difference| over features)", 0.0, m["jump_shift"],
-                     0.5, "abs", kind="check", source=R))
-    out.append(Claim(f"solver = independent float64 multi-start reference (plain iteration, no branch selection): "
-                     f"max rel |eps diff| over {cfg.ref_n_alpha} alphas + every alpha where several points coexist, "
-                     f"k={cfg.ref_k}",
-                     0.0, m["ref_err"], 1e-3, "abs", kind="check", source=R))
-    out.append(Claim.from_samples(
-        f"AMP on sampled spiked cubic tensors (n={cfg.amp_n}) from the learned side: MSE / (1 - m+(c)) - 1, mean "
-        f"over c >= 3 (per seed; finite-n fluctuations ~ n^-1/2 set the 15%)", 0.0, m["amp_dev"], 0.15, "abs",
-        kind="check", source=R))
-    out.append(Claim.from_samples(
-        "AMP on data: slope of log MSE vs log c over c >= 3 = slope of log(1 - m+(c)) (refinement, per seed)",
-        m["amp_slope_pred"], m["amp_slope"], 0.1, "abs", kind="check", source=R))
+            out.append(
+                Claim(
+                    f"eps_BO ~ n^(1/(2beta)-1) while k_c < k: fitted slope vs the asymptotic exponent, beta={beta:g}",
+                    0.5 / beta - 1.0,
+                    m["slope_fl"][b],
+                    0.05,
+                    "abs",
+                    kind="check",
+                    source=R,
+                )
+            )
+            out.append(
+                Claim(
+                    f"eps_BO = Theta(k_c d/n): eps alpha/(k_c Delta_eff) -> 1 + c_IT/(2beta-1) "
+                    f"(median, feature learning), beta={beta:g}",
+                    1.0 + ts.C_IT / (2 * beta - 1),
+                    m["ratio_fl"][b],
+                    0.05,
+                    "rel",
+                    kind="check",
+                    source=R,
+                )
+            )
+        out.append(
+            Claim(
+                f"refinement (k_c = k): eps_BO ~ n^-1, fitted slope, beta={beta:g}",
+                -1.0,
+                m["slope_ref"][b],
+                0.05,
+                "abs",
+                kind="check",
+                source=R,
+            )
+        )
+    out.append(
+        Claim(
+            f"thresholds alpha_i ~ i^(2beta), beta=1: fitted exponent over i in {list(cfg.jump_features)}",
+            2.0,
+            m["threshold_exponent"],
+            0.05,
+            "abs",
+            kind="check",
+            source=R,
+        )
+    )
+    out.append(
+        Claim(
+            f"jumps of m_1..m_{cfg.ref_k} detected on the alpha grid at the same grid point as in the "
+            "independent float64 reference (max |index difference| over features)",
+            0.0,
+            m["jump_shift"],
+            0.5,
+            "abs",
+            kind="check",
+            source=R,
+        )
+    )
+    out.append(
+        Claim(
+            f"solver = independent float64 multi-start reference (plain iteration, no branch selection): "
+            f"max rel |eps diff| over {cfg.ref_n_alpha} alphas + every alpha where several points coexist, "
+            f"k={cfg.ref_k}",
+            0.0,
+            m["ref_err"],
+            1e-3,
+            "abs",
+            kind="check",
+            source=R,
+        )
+    )
+    out.append(
+        Claim.from_samples(
+            f"AMP on sampled spiked cubic tensors (n={cfg.amp_n}) from the learned side: MSE / (1 - m+(c)) - 1, mean "
+            f"over c >= 3 (per seed; finite-n fluctuations ~ n^-1/2 set the 15%)",
+            0.0,
+            m["amp_dev"],
+            0.15,
+            "abs",
+            kind="check",
+            source=R,
+        )
+    )
+    out.append(
+        Claim.from_samples(
+            "AMP on data: slope of log MSE vs log c over c >= 3 = slope of log(1 - m+(c)) (refinement, per seed)",
+            m["amp_slope_pred"],
+            m["amp_slope"],
+            0.1,
+            "abs",
+            kind="check",
+            source=R,
+        )
+    )
     d_hi = cfg.st_ds[-1]
-    out.append(Claim.from_samples(
-        f"no MAP student beats the Bayes error: random-init err/eps_BO at d={d_hi} (k/d={cfg.st_k_ratio:g}, "
-        f"alpha={cfg.st_alpha:g})", 1.0, m["st_random"][-1], 0.0, "ge", kind="bound", source="theory"))
-    out.append(Claim.from_samples(
-        f"{SMALL_GAP}: random-init MAP/Adam student err/eps_BO at d={d_hi} (small = within 50%; not reproduced, "
-        "see the module docstring)", 1.0, m["st_random"][-1], 0.5, "rel", kind="paper", source="paper"))
+    out.append(
+        Claim.from_samples(
+            f"no MAP student beats the Bayes error: random-init err/eps_BO at d={d_hi} (k/d={cfg.st_k_ratio:g}, "
+            f"alpha={cfg.st_alpha:g})",
+            1.0,
+            m["st_random"][-1],
+            0.0,
+            "ge",
+            kind="bound",
+            source="theory",
+        )
+    )
+    out.append(
+        Claim.from_samples(
+            f"{SMALL_GAP}: random-init MAP/Adam student err/eps_BO at d={d_hi} (small = within 50%; not reproduced, "
+            "see the module docstring)",
+            1.0,
+            m["st_random"][-1],
+            0.5,
+            "rel",
+            kind="paper",
+            source="paper",
+        )
+    )
     return out
 
 
@@ -483,10 +643,14 @@ def plot(results: dict, cfg: Config) -> dict:
         ax.axvline(float(st["threshold"][i]), color=col, lw=0.6, ls=":")
     ax.axhline(ts.M_JUMP, color="0.4", lw=1, ls="-.", label=f"m+(c_IT) = {ts.M_JUMP:.3f}")
     ax.plot([], [], **style.PREDICTION, label="closed form m+(c), c = alpha a_i^2/Delta_eff\n(learned iff c >= c_IT)")
-    ax.set(xscale="log", xlabel="alpha = n/d (samples per input dimension)", ylabel="overlap m_i",
-           ylim=(-0.03, 1.03),
-           title=f"Features learned one by one through jumps (beta=1, k={cfg.k}, Delta={cfg.delta:g})\n"
-                 f"{RECON}; dotted: bisected thresholds alpha_i")
+    ax.set(
+        xscale="log",
+        xlabel="alpha = n/d (samples per input dimension)",
+        ylabel="overlap m_i",
+        ylim=(-0.03, 1.03),
+        title=f"Features learned one by one through jumps (beta=1, k={cfg.k}, Delta={cfg.delta:g})\n"
+        f"{RECON}; dotted: bisected thresholds alpha_i",
+    )
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
     figs["staircase"] = fig
 
@@ -499,23 +663,34 @@ def plot(results: dict, cfg: Config) -> dict:
         al, eps = np.asarray(sc["alpha"][b], np.float64), np.asarray(sc["eps"][b], np.float64)
         kc, de_b = np.asarray(sc["k_c"][b]), np.asarray(sc["delta_eff"][b], np.float64)
         sl_fl, sl_ref = meas["slope_fl"][b], meas["slope_ref"][b]
-        ax.loglog(al, eps, color=col, lw=2.5, alpha=0.75,
-                  label=f"beta={beta:g}: eps_BO (fitted slopes {sl_fl:.3f} | {sl_ref:.3f})")
+        ax.loglog(
+            al,
+            eps,
+            color=col,
+            lw=2.5,
+            alpha=0.75,
+            label=f"beta={beta:g}: eps_BO (fitted slopes {sl_fl:.3f} | {sl_ref:.3f})",
+        )
         ax.loglog(al, np.maximum(kc, 1) * de_b / al, color=col, lw=1, ls=":")
         if fl[b].any():
             ax.loglog(al[fl[b]], asymptotic_eps(al[fl[b]], beta, cfg.k, cfg.delta), color="k", lw=1, ls="-.")
         for mask, slope in ((fl[b], 0.5 / beta - 1.0), (ref[b], -1.0)):
             if mask.any():
                 x = al[mask]
-                x0, y0 = np.sqrt(x[0] * x[-1]), np.exp(np.interp(np.log(np.sqrt(x[0] * x[-1])), np.log(al),
-                                                                 np.log(eps)))
+                x0, y0 = (
+                    np.sqrt(x[0] * x[-1]),
+                    np.exp(np.interp(np.log(np.sqrt(x[0] * x[-1])), np.log(al), np.log(eps))),
+                )
                 xs = np.geomspace(x[0] / 3, x[-1] * 3, 10)
                 ax.loglog(xs, 1.6 * y0 * (xs / x0) ** slope, **style.prediction(color=col))
     ax.plot([], [], **style.PREDICTION, label="predicted slopes 1/(2beta)-1, then -1 (offset x1.6)")
     ax.plot([], [], color="0.3", lw=1, ls=":", label="k_c Delta_eff / alpha  (= k_c d Delta_eff / n)")
     ax.plot([], [], color="k", lw=1, ls="-.", label="continuum finite-k formula (fit window; predicts the slopes)")
-    ax.set(xlabel="alpha = n/d  (n samples at fixed d)", ylabel="Bayes-optimal error eps_BO",
-           title=f"Bayes-optimal scaling laws (k={cfg.k}, Delta={cfg.delta:g}); {RECON}")
+    ax.set(
+        xlabel="alpha = n/d  (n samples at fixed d)",
+        ylabel="Bayes-optimal error eps_BO",
+        title=f"Bayes-optimal scaling laws (k={cfg.k}, Delta={cfg.delta:g}); {RECON}",
+    )
     ax.legend(fontsize=8, loc="lower left")
     figs["scaling"] = fig
 
@@ -531,8 +706,12 @@ def plot(results: dict, cfg: Config) -> dict:
         ax.loglog(al, np.maximum(kcf, 0.5), **style.prediction(color=col))
     ax.plot([], [], **style.PREDICTION, label="(alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k")
     ax.axhline(cfg.k, color="0.5", lw=1, label=f"k = {cfg.k} (refinement above)")
-    ax.set(xlabel="alpha = n/d", ylabel="effective width k_c (features with m_i > 1/2)", ylim=(0.7, 2 * cfg.k),
-           title=f"Effective width grows as n^(1/(2 beta)) until k_c = k; {RECON}")
+    ax.set(
+        xlabel="alpha = n/d",
+        ylabel="effective width k_c (features with m_i > 1/2)",
+        ylim=(0.7, 2 * cfg.k),
+        title=f"Effective width grows as n^(1/(2 beta)) until k_c = k; {RECON}",
+    )
     ax.legend(fontsize=8)
     figs["effective_width"] = fig
 
@@ -541,14 +720,30 @@ def plot(results: dict, cfg: Config) -> dict:
     fig, ax = style.figure(figsize=(8, 5))
     ra = np.asarray(rf["alpha"])
     ax.loglog(ra, np.asarray(rf["eps_ref"]), **style.prediction(), label="independent float64 reference (multi-start)")
-    ax.loglog(ra, np.asarray(rf["eps_solver"]), "o", ms=4, mfc="none", color="tab:blue",
-              label=f"ts.solve (float32), max rel diff {meas['ref_err']:.1e}")
+    ax.loglog(
+        ra,
+        np.asarray(rf["eps_solver"]),
+        "o",
+        ms=4,
+        mfc="none",
+        color="tab:blue",
+        label=f"ts.solve (float32), max rel diff {meas['ref_err']:.1e}",
+    )
     multi = np.asarray(rf["coexist"])
-    ax.loglog(ra[multi], np.asarray(rf["eps_ref"])[multi], "x", color="tab:red", ms=7,
-              label="alphas where the solver found >= 2 self-consistent points (largest Phi kept)")
-    ax.set(xlabel="alpha = n/d", ylabel="Bayes error eps_BO",
-           title=f"Global maximiser of Phi vs an independent solver (k={cfg.ref_k}, beta={cfg.st_beta:g}, "
-                 f"Delta={cfg.st_delta:g}; reconstruction)")
+    ax.loglog(
+        ra[multi],
+        np.asarray(rf["eps_ref"])[multi],
+        "x",
+        color="tab:red",
+        ms=7,
+        label="alphas where the solver found >= 2 self-consistent points (largest Phi kept)",
+    )
+    ax.set(
+        xlabel="alpha = n/d",
+        ylabel="Bayes error eps_BO",
+        title=f"Global maximiser of Phi vs an independent solver (k={cfg.ref_k}, beta={cfg.st_beta:g}, "
+        f"Delta={cfg.st_delta:g}; reconstruction)",
+    )
     ax.legend(fontsize=8)
     figs["reference"] = fig
 
@@ -558,21 +753,38 @@ def plot(results: dict, cfg: Config) -> dict:
     mse = np.asarray(am["mse"], np.float64)
     fig, ax = style.figure(figsize=(8, 5))
     cc = np.geomspace(c[0], c[-1], 300)
-    ax.loglog(cc, np.where(cc >= 4 / 3, 1 - np.asarray(ts.m_plus(cc)), 1.0), **style.prediction(),
-              label="1 - m+(c): learned branch (ends at the spinodal c = 4/3, jump to MSE 1)")
+    ax.loglog(
+        cc,
+        np.where(cc >= 4 / 3, 1 - np.asarray(ts.m_plus(cc)), 1.0),
+        **style.prediction(),
+        label="1 - m+(c): learned branch (ends at the spinodal c = 4/3, jump to MSE 1)",
+    )
     mean = mse.mean(0)
-    half = np.array([math.inf if mse.shape[0] < 2 else
-                     __import__("sims.core.claims", fromlist=["mean_ci"]).mean_ci(mse[:, j])[1]
-                     for j in range(c.size)])
-    ax.errorbar(c, mean, yerr=half, fmt="o", color="tab:blue", capsize=3,
-                label=f"AMP on sampled tensors, n={cfg.amp_n}: mean MSE, 95% CI over {mse.shape[0]} seeds")
+    half = np.array(
+        [
+            math.inf if mse.shape[0] < 2 else __import__("sims.core.claims", fromlist=["mean_ci"]).mean_ci(mse[:, j])[1]
+            for j in range(c.size)
+        ]
+    )
+    ax.errorbar(
+        c,
+        mean,
+        yerr=half,
+        fmt="o",
+        color="tab:blue",
+        capsize=3,
+        label=f"AMP on sampled tensors, n={cfg.amp_n}: mean MSE, 95% CI over {mse.shape[0]} seeds",
+    )
     for s in range(mse.shape[0]):
         ax.scatter(c, mse[s], s=8, color="tab:blue", alpha=0.3)
     ax.axvline(4 / 3, color="0.5", ls=":", lw=1, label="spinodal c = 4/3")
     ax.axvline(ts.C_IT, color="0.3", ls="-.", lw=1, label=f"c_IT = {ts.C_IT:.4f} (Bayes-optimal jump)")
-    ax.set(xlabel="per-feature SNR c = alpha a_i^2 / Delta_eff", ylabel="MSE (1 - overlap)",
-           title=f"AMP on data (spiked cubic tensor = the reconstruction's per-feature channel), "
-                 f"{cfg.amp_iters} iterations from overlap {cfg.amp_m0:g}")
+    ax.set(
+        xlabel="per-feature SNR c = alpha a_i^2 / Delta_eff",
+        ylabel="MSE (1 - overlap)",
+        title=f"AMP on data (spiked cubic tensor = the reconstruction's per-feature channel), "
+        f"{cfg.amp_iters} iterations from overlap {cfg.amp_m0:g}",
+    )
     ax.legend(fontsize=8)
     figs["amp"] = fig
 
@@ -581,19 +793,35 @@ def plot(results: dict, cfg: Config) -> dict:
     ds = np.asarray(s["d"])
     fig, ax = style.figure(figsize=(8, 5))
     from sims.core.claims import mean_ci
-    for key_, name, col, off in (("st_random", "random init, early-stopped (validation)", "tab:blue", 0.97),
-                                 ("st_warm", "warm start at the teacher, trained to the end", "tab:orange", 1.03)):
+
+    for key_, name, col, off in (
+        ("st_random", "random init, early-stopped (validation)", "tab:blue", 0.97),
+        ("st_warm", "warm start at the teacher, trained to the end", "tab:orange", 1.03),
+    ):
         r = meas[key_]
         mc = [mean_ci(r[j]) for j in range(ds.size)]
-        ax.errorbar(ds * off, [x[0] for x in mc], yerr=[x[1] for x in mc], fmt="o-", color=col, capsize=3,
-                    label=f"MAP/Adam student, {name} (mean, 95% CI, {r.shape[1]} seeds)")
+        ax.errorbar(
+            ds * off,
+            [x[0] for x in mc],
+            yerr=[x[1] for x in mc],
+            fmt="o-",
+            color=col,
+            capsize=3,
+            label=f"MAP/Adam student, {name} (mean, 95% CI, {r.shape[1]} seeds)",
+        )
         ax.scatter(np.repeat(ds * off, r.shape[1]), r.ravel(), s=9, color=col, alpha=0.35)
     ax.axhline(1.0, color="k", lw=1, ls="--", label="eps_BO (reconstruction, d -> infinity)")
     ax.axhline(1.5, color="0.6", lw=0.8, ls=":", label="'small gap' (within 50%)")
-    ax.set(xscale="log", yscale="log", xlabel="input dimension d (k = d/4 features, n = alpha d)",
-           ylabel="test error / eps_BO", xticks=ds, xticklabels=[str(x) for x in ds],
-           title=f"The Adam gap: alpha={cfg.st_alpha:g}, beta={cfg.st_beta:g}, Delta={cfg.st_delta:g}, "
-                 "teacher from the Gaussian prior")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="input dimension d (k = d/4 features, n = alpha d)",
+        ylabel="test error / eps_BO",
+        xticks=ds,
+        xticklabels=[str(x) for x in ds],
+        title=f"The Adam gap: alpha={cfg.st_alpha:g}, beta={cfg.st_beta:g}, Delta={cfg.st_delta:g}, "
+        "teacher from the Gaussian prior",
+    )
     ax.legend(fontsize=8)
     figs["student"] = fig
     return figs
@@ -604,16 +832,30 @@ def plot(results: dict, cfg: Config) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 
 MUTANTS = [
-    Mutant("wrong_branch_kept", "theory.teacher_student:keep_best", lambda f: lambda phi, valid: f(-phi, valid),
-           "the self-consistent point with the SMALLEST potential is kept"),
-    Mutant("potential_missing_half", "theory.teacher_student:phi_gap",
-           lambda f: lambda ta, ea, tb, eb, alpha, delta: f(ta, ea, tb, eb, 2.0 * alpha, delta),
-           "the (alpha/2) log Delta_eff term of Phi without its 1/2 when candidates are compared"),
-    Mutant("jump_one_step_late", "theory.teacher_student:first_crossing",
-           lambda f: lambda y, level: jnp.minimum(f(y, level) + 1, jnp.shape(y)[-1]),
-           "jumps detected one alpha-grid step late"),
-    Mutant("c_it_off_5pct", "theory.teacher_student:C_IT", lambda c: 1.05 * c,
-           "the information-theoretic threshold constant 5% off"),
+    Mutant(
+        "wrong_branch_kept",
+        "theory.teacher_student:keep_best",
+        lambda f: lambda phi, valid: f(-phi, valid),
+        "the self-consistent point with the SMALLEST potential is kept",
+    ),
+    Mutant(
+        "potential_missing_half",
+        "theory.teacher_student:phi_gap",
+        lambda f: lambda ta, ea, tb, eb, alpha, delta: f(ta, ea, tb, eb, 2.0 * alpha, delta),
+        "the (alpha/2) log Delta_eff term of Phi without its 1/2 when candidates are compared",
+    ),
+    Mutant(
+        "jump_one_step_late",
+        "theory.teacher_student:first_crossing",
+        lambda f: lambda y, level: jnp.minimum(f(y, level) + 1, jnp.shape(y)[-1]),
+        "jumps detected one alpha-grid step late",
+    ),
+    Mutant(
+        "c_it_off_5pct",
+        "theory.teacher_student:C_IT",
+        lambda c: 1.05 * c,
+        "the information-theoretic threshold constant 5% off",
+    ),
 ]
 
 
@@ -622,8 +864,9 @@ MUTANTS = [
 # ---------------------------------------------------------------------------------------------------------
 
 
-def numpy_solve(alpha, a2, delta, tol=1e-5, n_ext=ts.EXTREME_STEPS, n_bisect=ts.BISECT_STEPS["float32"],
-                n_cand=ts.N_CANDIDATES):
+def numpy_solve(
+    alpha, a2, delta, tol=1e-5, n_ext=ts.EXTREME_STEPS, n_bisect=ts.BISECT_STEPS["float32"], n_cand=ts.N_CANDIDATES
+):
     """NumPy port of ``theory.teacher_student.solve`` for g = m^3, line by line (same algorithm, float32, one
     alpha, vectorised over features and candidates as the JAX code is): returns (m, eps).
 
@@ -678,7 +921,8 @@ def numpy_solve(alpha, a2, delta, tol=1e-5, n_ext=ts.EXTREME_STEPS, n_bisect=ts.
     u = np.where(on, (2 / (3 * np.maximum(c, f32(4 / 3)))) / (1 + r), 1)
     e = np.sum(np.where(on, a2 * u * (1 + m + m * m), 0), axis=1) + tail[jc]
     phi = np.sum(0.5 * (m + np.log(u)) - 0.5 * (m[0] + np.log(u[0])), axis=1) - 0.5 * alpha * np.log1p(
-        (e - e[0]) / (delta + e[0]))
+        (e - e[0]) / (delta + e[0])
+    )
     best = int(np.argmax(np.where(ok, phi, -np.inf)))
     return m[best], float(e[best])
 
@@ -716,8 +960,15 @@ def bench(quick: bool = False) -> list[BenchRow]:
         w_ours, w_base, c_ours, c_base = _interleaved(ours, base, rounds)
         e_ours, e_np = np.asarray(ours(), np.float64), np.asarray(base(), np.float64)
         err = float(np.max(np.abs(e_ours - e_np) / e_np))
-        rows.append(BenchRow(f"global-maximiser solve, {n} alphas x k={k}", "jit(vmap) solve_grid",
-                             "NumPy loop (same algorithm)", w_ours, w_base,
-                             note=f"median of {rounds} interleaved rounds after a warm-up (compile excluded); CPU-time "
-                                  f"ratio {c_base / c_ours:.1f}x; max rel |eps diff| {err:.1e}"))
+        rows.append(
+            BenchRow(
+                f"global-maximiser solve, {n} alphas x k={k}",
+                "jit(vmap) solve_grid",
+                "NumPy loop (same algorithm)",
+                w_ours,
+                w_base,
+                note=f"median of {rounds} interleaved rounds after a warm-up (compile excluded); CPU-time "
+                f"ratio {c_base / c_ours:.1f}x; max rel |eps diff| {err:.1e}",
+            )
+        )
     return rows

@@ -282,8 +282,14 @@ def potential_gap(m_a, u_a, e_a, m_b, u_b, e_b, alpha, delta):
     Phi = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D; the log D difference is log1p((e_a - e_b)/(delta + e_b))
     so that a large alpha does not swamp a small gap. (``phi_gap`` on the feature sums.)
     """
-    return phi_gap(jnp.sum(0.5 * (m_a + jnp.log(u_a)), axis=-1), e_a, jnp.sum(0.5 * (m_b + jnp.log(u_b)), axis=-1),
-                   e_b, alpha, delta)
+    return phi_gap(
+        jnp.sum(0.5 * (m_a + jnp.log(u_a)), axis=-1),
+        e_a,
+        jnp.sum(0.5 * (m_b + jnp.log(u_b)), axis=-1),
+        e_b,
+        alpha,
+        delta,
+    )
 
 
 def phi_gap(t_a, e_a, t_b, e_b, alpha, delta):
@@ -324,8 +330,12 @@ def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None):
         res = jnp.maximum(jnp.abs(n_lo - lo) / n_lo, jnp.abs(n_hi - hi) / n_hi)
         return n_lo, jnp.maximum(n_hi, n_lo), res, it + 1
 
-    init = (jnp.zeros((), a2.dtype) + 0 * alpha, jnp.sum(a2) + 0 * alpha, jnp.asarray(jnp.inf, a2.dtype),
-            jnp.zeros((), jnp.int32))
+    init = (
+        jnp.zeros((), a2.dtype) + 0 * alpha,
+        jnp.sum(a2) + 0 * alpha,
+        jnp.asarray(jnp.inf, a2.dtype),
+        jnp.zeros((), jnp.int32),
+    )
     lo, hi, res, _ = lax.while_loop(lambda st: (st[2] > tol) & (st[3] < n_iter), body, init)
     return lo, hi, res
 
@@ -456,9 +466,18 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True):
         m_b, u_b = m[best], u[best]
     e_b = e[best]
     res_b = jnp.where(ok[best], res[best], jnp.inf)
-    return Solution(m=m_b, s=m_b / u_b, delta_eff=delta + e_b, eps_bo=e_b, k_c=jnp.sum(m_b > 0.5),
-                    n_candidates=jnp.sum(ok), dphi=phi[best] - runner, complete=complete,
-                    converged=complete & (res_b <= tol), residual=res_b)
+    return Solution(
+        m=m_b,
+        s=m_b / u_b,
+        delta_eff=delta + e_b,
+        eps_bo=e_b,
+        k_c=jnp.sum(m_b > 0.5),
+        n_candidates=jnp.sum(ok),
+        dphi=phi[best] - runner,
+        complete=complete,
+        converged=complete & (res_b <= tol),
+        residual=res_b,
+    )
 
 
 def _is_cubic(kernel) -> bool:
@@ -488,7 +507,8 @@ def check_converged(sol: Solution, alpha=None) -> Solution:
     raise NotConvergedError(
         f"teacher-student fixed point did not converge{where}: residual "
         f"{jnp.asarray(sol.residual).reshape(-1)[bad][:5]}, complete {jnp.asarray(sol.complete).reshape(-1)[bad][:5]}"
-        "; raise max_iter or loosen tol")
+        "; raise max_iter or loosen tol"
+    )
 
 
 def default_tol(dtype) -> float:
@@ -496,8 +516,9 @@ def default_tol(dtype) -> float:
     return 1e-10 if jnp.dtype(dtype) == jnp.float64 else 1e-5
 
 
-def solve(alpha, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000,
-          check: bool = True) -> Solution:
+def solve(
+    alpha, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000, check: bool = True
+) -> Solution:
     """Global maximiser of Phi over the self-consistent points (reconstruction, eqs. D/FP/Phi) at alpha = n/d.
 
     ``a2`` (k,) squared amplitudes, non-increasing (``amplitudes``), ``delta`` label-noise variance Delta > 0.
@@ -527,16 +548,16 @@ def _solve_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True):
     return jax.vmap(lambda a: _solve(a, a2, delta, kernel, tol, max_iter, cubic=cubic))(alphas)
 
 
-def solve_grid(alphas, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000,
-               check: bool = True) -> Solution:
+def solve_grid(
+    alphas, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000, check: bool = True
+) -> Solution:
     """``solve`` vmapped over a 1-D grid ``alphas`` (B,): every Solution field gains a leading axis B."""
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
     alphas = jnp.asarray(alphas, a2.dtype)
     v.shape("alphas", alphas, (None,))
     _check_params(alphas, a2, delta, tol, max_iter)
-    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter),
-                      cubic=_is_cubic(kernel))
+    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel))
     return check_converged(sol, alphas) if check else sol
 
 
@@ -603,8 +624,9 @@ def _thresholds(idx, a2, delta, kernel, lo, hi, iters, tol, max_iter, cubic=True
     return jax.vmap(one)(idx)
 
 
-def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44,
-               tol=None, max_iter: int = 20000) -> jax.Array:
+def thresholds(
+    idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44, tol=None, max_iter: int = 20000
+) -> jax.Array:
     """Per-feature thresholds alpha_i: the alpha where feature ``idx`` (0-based, (F,)) first has m_i > 1/2.
 
     Bisection in log(alpha) on [lo, hi] with ``iters`` solves each, vmapped over features; returns (F,).
@@ -617,5 +639,6 @@ def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12
     v.check("hi", hi, lambda h: h > lo, f"> lo={lo}")
     idx = jnp.atleast_1d(jnp.asarray(idx))
     v.check("idx", idx, lambda i: (i >= 0) & (i < a2.shape[0]), f"in [0, {a2.shape[0]})")
-    return _thresholds(idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, tol, jnp.asarray(max_iter),
-                       cubic=_is_cubic(kernel))
+    return _thresholds(
+        idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel)
+    )

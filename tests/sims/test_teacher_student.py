@@ -23,8 +23,17 @@ def test_quick_preset_end_to_end(tmp_path):
     assert not failed, failed
     kinds = [c.kind for c in outcome.claims]
     assert kinds.count("check") >= 3 and "unclassified" not in kinds
-    for fname in ("data.npz", "claims.json", "manifest.json", "staircase.png", "scaling.png",
-                  "effective_width.png", "reference.png", "amp.png", "student.png"):
+    for fname in (
+        "data.npz",
+        "claims.json",
+        "manifest.json",
+        "staircase.png",
+        "scaling.png",
+        "effective_width.png",
+        "reference.png",
+        "amp.png",
+        "student.png",
+    ):
         assert (tmp_path / fname).stat().st_size > 0, fname
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["preset"] == "quick"
@@ -56,10 +65,22 @@ def test_asymptotic_formula_is_the_solver_at_large_k():
     np.testing.assert_allclose(sim.asymptotic_eps(alphas, beta, k, 1.0), np.asarray(sol.eps_bo), rtol=0.1)
 
 
-@pytest.mark.parametrize("field, value", [("k", 0), ("delta", -1.0), ("betas", (0.4, 1.0)), ("betas", (1.5,)),
-                                          ("stair_alpha", (3.0, 1.0)), ("jump_features", (1, 2)),
-                                          ("amp_cs", (3.0, 1.0, 5.0, 10.0)), ("amp_m0", 1.0), ("st_seeds", 3),
-                                          ("st_ds", (24,)), ("st_lr", float("nan"))])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("k", 0),
+        ("delta", -1.0),
+        ("betas", (0.4, 1.0)),
+        ("betas", (1.5,)),
+        ("stair_alpha", (3.0, 1.0)),
+        ("jump_features", (1, 2)),
+        ("amp_cs", (3.0, 1.0, 5.0, 10.0)),
+        ("amp_m0", 1.0),
+        ("st_seeds", 3),
+        ("st_ds", (24,)),
+        ("st_lr", float("nan")),
+    ],
+)
 def test_config_validates_itself(field, value):
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})

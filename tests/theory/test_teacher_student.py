@@ -41,8 +41,9 @@ def test_kernel_from_hermite_coefficients(m, mu, x64):
     ls = np.arange(1, len(mu) + 1)
     expected = np.sum(mu**2 * m**ls) / np.sum(mu**2)
     np.testing.assert_allclose(float(ts.g(m, kern)), expected, rtol=1e-10, atol=1e-14)
-    np.testing.assert_allclose(float(ts.g_prime(m, kern)), np.sum(ls * mu**2 * m ** (ls - 1)) / np.sum(mu**2),
-                               rtol=1e-10, atol=1e-14)
+    np.testing.assert_allclose(
+        float(ts.g_prime(m, kern)), np.sum(ls * mu**2 * m ** (ls - 1)) / np.sum(mu**2), rtol=1e-10, atol=1e-14
+    )
     s = m / (1 - m)
     np.testing.assert_allclose(float(ts.one_minus_g_from_s(s, kern)), 1 - expected, rtol=1e-9, atol=1e-13)
 
@@ -188,8 +189,9 @@ def test_jumps_at_thresholds_and_exponent_2beta(beta, x64):
     thr = np.asarray(ts.thresholds(idx, a2, delta))
     local = np.diff(np.log(thr)) / np.diff(np.log(np.asarray(idx) + 1.0))
     assert np.all(np.abs(local - 2 * beta) < 0.02), local
-    np.testing.assert_allclose(thr, np.asarray(ts.threshold_closed_form(np.asarray(idx) + 1, beta, K, delta)),
-                               rtol=0.01)
+    np.testing.assert_allclose(
+        thr, np.asarray(ts.threshold_closed_form(np.asarray(idx) + 1, beta, K, delta)), rtol=0.01
+    )
     left = ts.solve_grid(thr * (1 - 1e-7), a2, delta)
     right = ts.solve_grid(thr * (1 + 1e-7), a2, delta)
     rows = np.arange(len(idx))
@@ -219,8 +221,11 @@ def test_fixed_point_is_stationary_point_of_potential(x64):
         learned = np.asarray(sol.m) > 0.5
         assert learned.any()
         assert np.max(np.abs(grad[learned]) / (0.5 * s[learned])) < 1e-8
-        np.testing.assert_allclose(float(ts.potential(sol.m, alpha, a2, 0.5)),
-                                   float(ts.potential_notes_form(sol.m, alpha, a2, 0.5)), rtol=1e-10)
+        np.testing.assert_allclose(
+            float(ts.potential(sol.m, alpha, a2, 0.5)),
+            float(ts.potential_notes_form(sol.m, alpha, a2, 0.5)),
+            rtol=1e-10,
+        )
         # and it beats the all-uninformed fixed point (m = 0)
         assert float(ts.potential(sol.m, alpha, a2, 0.5)) >= float(ts.potential(0 * sol.m, alpha, a2, 0.5)) - 1e-9
 
@@ -258,8 +263,11 @@ def test_gibbs_is_twice_bayes_monte_carlo():
     bayes, gibbs = np.mean((w - mean) ** 2), np.mean((w - sample) ** 2)
     np.testing.assert_allclose(bayes, 1 - m, rtol=0.01)
     np.testing.assert_allclose(gibbs / bayes, 2.0, rtol=0.02)
-    np.testing.assert_allclose(float(ts.gibbs_error(jnp.array([m ** (1 / 3)]), jnp.ones(1))),
-                               2 * float(ts.bayes_error(jnp.array([m ** (1 / 3)]), jnp.ones(1))), rtol=1e-6)
+    np.testing.assert_allclose(
+        float(ts.gibbs_error(jnp.array([m ** (1 / 3)]), jnp.ones(1))),
+        2 * float(ts.bayes_error(jnp.array([m ** (1 / 3)]), jnp.ones(1))),
+        rtol=1e-6,
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -288,17 +296,20 @@ def test_not_converged_raises(x64):
     assert not bool(sol.converged)
 
 
-@pytest.mark.parametrize("call, name", [
-    (lambda: ts.amplitudes(10, 0.5), "beta"),
-    (lambda: ts.amplitudes(0, 1.0), "k"),
-    (lambda: ts.solve(-1.0, ts.amplitudes(5, 1.0), 1.0), "alpha"),
-    (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 0.0), "Delta"),
-    (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0)[::-1], 1.0), "a2"),
-    (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 1.0, max_iter=0), "max_iter"),
-    (lambda: ts.solve_grid(np.ones((2, 2)), ts.amplitudes(5, 1.0), 1.0), "alphas"),
-    (lambda: ts.hermite_kernel([0.0, 0.0]), "mu"),
-    (lambda: ts.thresholds([7], ts.amplitudes(5, 1.0), 1.0), "idx"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        (lambda: ts.amplitudes(10, 0.5), "beta"),
+        (lambda: ts.amplitudes(0, 1.0), "k"),
+        (lambda: ts.solve(-1.0, ts.amplitudes(5, 1.0), 1.0), "alpha"),
+        (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 0.0), "Delta"),
+        (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0)[::-1], 1.0), "a2"),
+        (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 1.0, max_iter=0), "max_iter"),
+        (lambda: ts.solve_grid(np.ones((2, 2)), ts.amplitudes(5, 1.0), 1.0), "alphas"),
+        (lambda: ts.hermite_kernel([0.0, 0.0]), "mu"),
+        (lambda: ts.thresholds([7], ts.amplitudes(5, 1.0), 1.0), "idx"),
+    ],
+)
 def test_bad_parameters_raise_value_error_naming_them(call, name):
     with pytest.raises(ValueError, match=name):
         call()
