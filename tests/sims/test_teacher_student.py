@@ -49,7 +49,7 @@ def test_bench_and_its_numpy_port():
     assert rows and all(np.isfinite(r.speedup) and r.speedup > 0 for r in rows)
     # the NumPy baseline runs the same algorithm (same shapes as the bench: no new compilation)
     a2 = ts.amplitudes(400, 1.0)
-    alphas = np.array([2.0, 50.0, 3e3, 1e7] + [1.0] * 12)
+    alphas = np.array([2.0, 50.0, 3e3, 1e7] + [1.0] * 28)
     sol = ts.solve_grid(alphas, a2, 1.0)
     for j in range(4):
         m_np, eps_np = sim.numpy_solve(alphas[j], np.asarray(a2), 1.0)

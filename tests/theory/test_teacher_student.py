@@ -144,6 +144,31 @@ def test_near_a_threshold_several_points_coexist_and_the_larger_phi_is_kept(x64)
         np.testing.assert_allclose(float(ts.solve(a, a2, 0.25).eps_bo), ref["eps"], rtol=1e-8)
 
 
+def test_prefix_forms_equal_the_closed_forms(x64):
+    # the loops' eps_j = (2D/(3 alpha)) sum_{i<j} (t/4 + 1/2 + 1/t) + tail[j] is sum_i a2_i (1 - m_i^3) with the
+    # first j features on the learned branch m+(alpha a2_i / D); the overlaps and Phi's feature sum likewise
+    a2 = np.asarray(ts.amplitudes(37, 1.0))  # 37: not a multiple of the lane width (padding exercised)
+    alpha, delta = 300.0, 0.3
+    w, d_thr, tail = ts._fast_terms(alpha, jnp.asarray(a2), delta)
+    for x in (1e-4, 0.02, 0.2, 0.9):
+        d = delta + x
+        for j in (0, 1, int(np.sum(d <= np.asarray(d_thr))), 37):
+            c = alpha * a2 / d
+            m = np.where(np.arange(37) < j, 0.5 * (1 + np.sqrt(np.maximum(1 - 4 / (3 * c), 0))), 0.0)
+            on = np.arange(37) < j
+            if np.any(c[on] < 4 / 3):  # no learned branch there: not a state the solver evaluates
+                continue
+            np.testing.assert_allclose(
+                float(ts._prefix_eps(x, j, w, alpha, delta, tail)), np.sum(a2 * (1 - m**3)), rtol=1e-12
+            )
+            e, t = ts._prefix_sums(x, j, w, alpha, delta, tail)
+            np.testing.assert_allclose(float(e), np.sum(a2 * (1 - m**3)), rtol=1e-12)
+            np.testing.assert_allclose(float(t), np.sum(0.5 * (m + np.log1p(-m))), rtol=1e-12, atol=1e-14)
+            mm, uu = (np.asarray(v)[:37] for v in ts._prefix_overlaps(x, j, w, delta))
+            np.testing.assert_allclose(mm, m, rtol=1e-12)
+            np.testing.assert_allclose(uu, 1 - m, rtol=1e-9)
+
+
 def test_first_crossing():
     y = jnp.array([[0.0, 0.1, 0.7, 0.9], [0.0, 0.0, 0.0, 0.2]])
     np.testing.assert_array_equal(np.asarray(ts.first_crossing(y, 0.5)), [2, 4])
