@@ -44,7 +44,11 @@ alpha^(1/(2 beta) - 1) while k_c < k, ~k D / alpha once every feature is learned
 
 Numerics: the state is x = Delta_eff - Delta = eps (not D, whose float32 ulp would swamp a small eps), the
 learned branch is carried as (m, u = 1 - m) with u+ = (2/(3c))/(1 + sqrt(1 - 4/(3c))) and 1 - g(m) = u sum_l c2_l
-(1 + ... + m^(l-1)), so errors down to 1e-12 are exact in float32; the residual is |eps(D) - x|/x. Near the
+(1 + ... + m^(l-1)), so errors down to 1e-12 are exact in float32; the residual is |eps(D) - x|/x. The cubic
+loops evaluate eps with the first j features learned as (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + sum_{i>=j}
+a2_i, t_i = 1 + sqrt(1 - 4 D w_i/3), w_i = 1/(alpha a2_i) precomputed (``_prefix_eps``: one sqrt and one division
+per feature, terms in [3/2, 7/4], no cancellation), summed as ``LANES`` partial sums (XLA vectorises those; a
+plain float reduction is latency-bound), and the potential from its feature sums (``phi_gap``). Near the
 thresholds of features with a_i^2 below float32 resolution the competing points are numerically tied (harmless
 for eps_BO). Every function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError)
 when called eagerly and did not converge, and returns a ``converged`` flag that vmapped callers check with
