@@ -913,7 +913,14 @@ MUTANTS = [
 
 
 def numpy_solve(
-    alpha, a2, delta, tol=1e-5, n_ext=ts.EXTREME_STEPS, n_bisect=ts.BISECT_STEPS["float32"], n_cand=ts.N_CANDIDATES
+    alpha,
+    a2,
+    delta,
+    tol=1e-5,
+    n_ext=ts.EXTREME_STEPS,
+    n_bisect=ts.BISECT_STEPS["float32"],
+    n_cand=ts.N_CANDIDATES,
+    dynamic: bool = False,
 ):
     """NumPy port of ``theory.teacher_student.solve`` for g = m^3, line by line (same algorithm, float32, one
     alpha, vectorised over features and candidates as the JAX code is): returns (m, eps).
@@ -922,6 +929,10 @@ def numpy_solve(
     j_lo .. j_lo + n_cand - 1 bisected in log x on their D-intervals; Phi on each, the largest valid kept. The
     prefix error is eps_j(D) = (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + sum_{i>=j} a2_i,
     t_i = 1 + sqrt(1 - 4 D / (3 alpha a2_i)) (``theory.teacher_student._prefix_eps``).
+
+    ``dynamic``: what NumPy's dynamic shapes allow and the JAX code (static shapes) does not do: the loops run over
+    the J features that can be learned at all (alpha a2_i / Delta >= c_IT) and over the contested candidates
+    j_lo .. j_hi only. Same result.
     """
     f32 = np.float32
     a2 = np.asarray(a2, f32)
@@ -932,14 +943,16 @@ def numpy_solve(
     d_thr = alpha * a2 / f32(ts.C_IT)
     tail = np.concatenate([np.cumsum(a2[::-1])[::-1], np.zeros(1, f32)])
     feat = np.arange(k)
+    n_loop = int(np.sum(delta <= d_thr)) if dynamic else k  # features the loops visit (D >= Delta always)
+    w_l, d_thr_l, feat_l = w[:n_loop], d_thr[:n_loop], feat[:n_loop]
 
     def eps(x, j):  # x (C,), j (C,): prefix errors
         d = delta + x
-        t = 1 + np.sqrt(np.maximum(1 - f32(4 / 3) * d[:, None] * w, 0))
-        s = np.sum(np.where(feat < j[:, None], 0.25 * t + 0.5 + 1 / t, 0), axis=1)
+        t = 1 + np.sqrt(np.maximum(1 - f32(4 / 3) * d[:, None] * w_l, 0))
+        s = np.sum(np.where(feat_l < j[:, None], 0.25 * t + 0.5 + 1 / t, 0), axis=1)
         return np.where(j > 0, f32(2 / 3) * (d / alpha) * s, 0) + tail[j]
 
-    count = lambda d: np.sum(d[:, None] <= d_thr, axis=1)  # noqa: E731
+    count = lambda d: np.sum(d[:, None] <= d_thr_l, axis=1)  # noqa: E731
     x = np.array([0, a2.sum()], f32)
     for _ in range(n_ext):
         new = eps(x, count(delta + x))
@@ -948,7 +961,7 @@ def numpy_solve(
         if res <= tol:
             break
     j_hi, j_lo = count(delta + x)
-    js = j_lo + np.arange(n_cand)
+    js = np.arange(j_lo, j_hi + 1) if dynamic else j_lo + np.arange(n_cand)
     up = np.where(js > 0, d_thr[np.clip(js - 1, 0, k - 1)], np.inf)
     down = np.where(js < k, d_thr[np.clip(js, 0, k - 1)], 0)
     tiny = np.finfo(f32).tiny
@@ -994,8 +1007,10 @@ def _interleaved(ours, base, rounds: int):
 def bench(quick: bool = False) -> list[BenchRow]:
     """``ts.solve_grid`` (one jit(vmap) call over the alpha grid, compiled once before timing) against a Python
     loop of ``numpy_solve`` (the same algorithm in NumPy, one alpha at a time) on the same grid: the full preset's
-    sweep (k = 4000, 160 alphas, beta = 1) and the quick preset's (k = 400). Ratios of medians over interleaved
-    rounds; the note gives the CPU-time ratio too (robust to other processes on the machine)."""
+    sweep (k = 4000, 160 alphas, beta = 1) and the quick preset's (k = 400). A second row per size times the NumPy
+    loop with ``dynamic=True`` (only the learnable features and the contested candidates: what NumPy's dynamic
+    shapes allow and the static-shape JAX code does not do). Ratios of medians over interleaved rounds; the note
+    gives the CPU-time ratio too (robust to other processes on the machine)."""
     sizes = [(400, 32, 3)] if quick else [(4000, 160, 5), (400, 160, 5)]
     rows = []
     for k, n, rounds in sizes:
@@ -1004,19 +1019,22 @@ def bench(quick: bool = False) -> list[BenchRow]:
         preset = PRESETS["full" if k == PRESETS["full"].k else "quick"]
         alphas = alpha_grid(dataclasses.replace(preset, n_alpha=n), 1.0)
         ours = lambda alphas=alphas, a2=a2: ts.solve_grid(alphas, a2, 1.0).eps_bo  # noqa: E731
-        base = lambda alphas=alphas, a2_np=a2_np: [numpy_solve(a, a2_np, 1.0)[1] for a in alphas]  # noqa: E731
-        w_ours, w_base, c_ours, c_base = _interleaved(ours, base, rounds)
-        e_ours, e_np = np.asarray(ours(), np.float64), np.asarray(base(), np.float64)
-        err = float(np.max(np.abs(e_ours - e_np) / e_np))
-        rows.append(
-            BenchRow(
-                f"global-maximiser solve, {n} alphas x k={k}",
-                "jit(vmap) solve_grid",
-                "NumPy loop (same algorithm)",
-                w_ours,
-                w_base,
-                note=f"median of {rounds} interleaved rounds after a warm-up (compile excluded); CPU-time "
-                f"ratio {c_base / c_ours:.1f}x; max rel |eps diff| {err:.1e}",
+        for dynamic, name in ((False, "NumPy loop (same algorithm)"), (True, "NumPy loop, dynamic shapes")):
+            base = lambda alphas=alphas, a2_np=a2_np, dynamic=dynamic: [  # noqa: E731
+                numpy_solve(a, a2_np, 1.0, dynamic=dynamic)[1] for a in alphas
+            ]
+            w_ours, w_base, c_ours, c_base = _interleaved(ours, base, rounds)
+            e_ours, e_np = np.asarray(ours(), np.float64), np.asarray(base(), np.float64)
+            err = float(np.max(np.abs(e_ours - e_np) / e_np))
+            rows.append(
+                BenchRow(
+                    f"global-maximiser solve, {n} alphas x k={k}",
+                    "jit(vmap) solve_grid",
+                    name,
+                    w_ours,
+                    w_base,
+                    note=f"median of {rounds} interleaved rounds after a warm-up (compile excluded); CPU-time "
+                    f"ratio {c_base / c_ours:.1f}x; max rel |eps diff| {err:.1e}",
+                )
             )
-        )
     return rows

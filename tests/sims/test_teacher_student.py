@@ -52,9 +52,10 @@ def test_bench_and_its_numpy_port():
     alphas = np.array([2.0, 50.0, 3e3, 1e7] + [1.0] * 28)
     sol = ts.solve_grid(alphas, a2, 1.0)
     for j in range(4):
-        m_np, eps_np = sim.numpy_solve(alphas[j], np.asarray(a2), 1.0)
-        np.testing.assert_allclose(float(sol.eps_bo[j]), eps_np, rtol=1e-4)
-        np.testing.assert_allclose(np.asarray(sol.m[j]), m_np, atol=1e-4)
+        for dynamic in (False, True):
+            m_np, eps_np = sim.numpy_solve(alphas[j], np.asarray(a2), 1.0, dynamic=dynamic)
+            np.testing.assert_allclose(float(sol.eps_bo[j]), eps_np, rtol=1e-4)
+            np.testing.assert_allclose(np.asarray(sol.m[j]), m_np, atol=1e-4)
 
 
 def test_asymptotic_formula_is_the_solver_at_large_k():
