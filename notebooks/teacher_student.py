@@ -90,6 +90,7 @@ nb.show()
 # overlaps of the first features; the text gives the Bayes error, the Gibbs error ($= 2\times$ Bayes), the
 # effective width and the closed-form $k_c$.
 
+
 # %%
 def explore(beta=1.0, k=400, delta=1.0, log10_alpha=2.0):
     a2 = ts.amplitudes(int(k), beta)
@@ -100,20 +101,29 @@ def explore(beta=1.0, k=400, delta=1.0, log10_alpha=2.0):
     fig, ax = plt.subplots(figsize=(7, 3.2))
     ax.bar(np.arange(1, show + 1), m[:show], color=np.where(m[:show] > 0.5, "tab:blue", "0.7"))
     ax.axhline(ts.M_JUMP, color="k", lw=0.8, ls="--", label="m+(c_IT) = 0.645")
-    ax.set(xlabel="feature i", ylabel="overlap m_i", ylim=(0, 1.02),
-           title=f"alpha = {alpha:.3g}: k_c = {int(sol.k_c)} of {int(k)} features learned (reconstruction)")
+    ax.set(
+        xlabel="feature i",
+        ylabel="overlap m_i",
+        ylim=(0, 1.02),
+        title=f"alpha = {alpha:.3g}: k_c = {int(sol.k_c)} of {int(k)} features learned (reconstruction)",
+    )
     ax.legend(fontsize=8)
     plt.show()
     kcf = float(ts.k_c_closed_form(alpha, beta, int(k), float(sol.delta_eff)))
-    print(f"eps_BO = {float(sol.eps_bo):.4g}   Gibbs = {float(ts.gibbs_error(sol.m, a2)):.4g}   "
-          f"Delta_eff = {float(sol.delta_eff):.4g}   k_c = {int(sol.k_c)} (closed form {kcf:.2f})   "
-          f"k_c Delta_eff/alpha = {int(sol.k_c) * float(sol.delta_eff) / alpha:.3g}")
+    print(
+        f"eps_BO = {float(sol.eps_bo):.4g}   Gibbs = {float(ts.gibbs_error(sol.m, a2)):.4g}   "
+        f"Delta_eff = {float(sol.delta_eff):.4g}   k_c = {int(sol.k_c)} (closed form {kcf:.2f})   "
+        f"k_c Delta_eff/alpha = {int(sol.k_c) * float(sol.delta_eff) / alpha:.3g}"
+    )
 
 
-notebook.interact(explore, beta=widgets.FloatSlider(value=1.0, min=0.6, max=2.5, step=0.05),
-                  k=widgets.IntSlider(value=400, min=10, max=4000, step=10),
-                  delta=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2),
-                  log10_alpha=widgets.FloatSlider(value=2.0, min=0.0, max=10.0, step=0.1))
+notebook.interact(
+    explore,
+    beta=widgets.FloatSlider(value=1.0, min=0.6, max=2.5, step=0.05),
+    k=widgets.IntSlider(value=400, min=10, max=4000, step=10),
+    delta=widgets.FloatLogSlider(value=1.0, base=10, min=-2, max=2),
+    log10_alpha=widgets.FloatSlider(value=2.0, min=0.0, max=10.0, step=0.1),
+)
 
 # %% [markdown]
 # ## What to take away

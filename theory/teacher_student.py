@@ -44,7 +44,11 @@ alpha^(1/(2 beta) - 1) while k_c < k, ~k D / alpha once every feature is learned
 
 Numerics: the state is x = Delta_eff - Delta = eps (not D, whose float32 ulp would swamp a small eps), the
 learned branch is carried as (m, u = 1 - m) with u+ = (2/(3c))/(1 + sqrt(1 - 4/(3c))) and 1 - g(m) = u sum_l c2_l
-(1 + ... + m^(l-1)), so errors down to 1e-12 are exact in float32; the residual is |eps(D) - x|/x. Near the
+(1 + ... + m^(l-1)), so errors down to 1e-12 are exact in float32; the residual is |eps(D) - x|/x. The cubic
+loops evaluate eps with the first j features learned as (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + sum_{i>=j}
+a2_i, t_i = 1 + sqrt(1 - 4 D w_i/3), w_i = 1/(alpha a2_i) precomputed (``_prefix_eps``: one sqrt and one division
+per feature, terms in [3/2, 7/4], no cancellation), summed as ``LANES`` partial sums (XLA vectorises those; a
+plain float reduction is latency-bound), and the potential from its feature sums (``phi_gap``). Near the
 thresholds of features with a_i^2 below float32 resolution the competing points are numerically tied (harmless
 for eps_BO). Every function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError)
 when called eagerly and did not converge, and returns a ``converged`` flag that vmapped callers check with
@@ -280,10 +284,22 @@ def potential_gap(m_a, u_a, e_a, m_b, u_b, e_b, alpha, delta):
     """Phi(a) - Phi(b) for two configurations (eq. Phi, m-form), with D = delta + e and u = 1 - m per feature.
 
     Phi = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D; the log D difference is log1p((e_a - e_b)/(delta + e_b))
-    so that a large alpha does not swamp a small gap.
+    so that a large alpha does not swamp a small gap. (``phi_gap`` on the feature sums.)
     """
-    t = jnp.sum(0.5 * (m_a + jnp.log(u_a)) - 0.5 * (m_b + jnp.log(u_b)), axis=-1)
-    return t - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))
+    return phi_gap(
+        jnp.sum(0.5 * (m_a + jnp.log(u_a)), axis=-1),
+        e_a,
+        jnp.sum(0.5 * (m_b + jnp.log(u_b)), axis=-1),
+        e_b,
+        alpha,
+        delta,
+    )
+
+
+def phi_gap(t_a, e_a, t_b, e_b, alpha, delta):
+    """Phi(a) - Phi(b) from the feature sums t = sum_i (m_i + log(1 - m_i))/2 and the errors e (eq. Phi):
+    t_a - t_b - (alpha/2) log((delta + e_a)/(delta + e_b)), the log as log1p((e_a - e_b)/(delta + e_b))."""
+    return t_a - t_b - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))
 
 
 def keep_best(phi, valid):
@@ -296,49 +312,109 @@ def _errors(d, alpha, a2, kernel, cubic):
     return jnp.sum(a2 * _one_minus_g(m, u, kernel)), m, u
 
 
-def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter):
+def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None):
     """Monotone iteration x <- eps(Delta + x) (per-feature best branch) from x = 0 and from x = sum a2.
 
     x = D - Delta (kept as the state so that a small eps keeps its relative precision). T(D) = Delta + eps(D) is
     non-decreasing in D, so the run from below increases to the smallest self-consistent point and the run from
     above decreases to the largest: after any number of steps they bracket every self-consistent point. Stops at
-    relative change <= tol or after ``n_iter`` steps. Returns (x_lo, x_hi, residual).
+    relative change <= tol or after ``n_iter`` steps. Returns (x_lo, x_hi, residual). ``fast`` (cubic kernel):
+    the ``_fast_terms`` tuple; eps(D) is then the prefix error with the count j(D) = #{i: D <= alpha a2_i/c_IT}
+    (f(m+(c); c) > 0 iff c > c_IT, so this is the best branch of every feature).
     """
+    if fast is None:
+        err = lambda x: _errors(delta + x, alpha, a2, kernel, cubic)[0]  # noqa: E731
+    else:
+        w, d_thr, tail = fast
+        err = lambda x: _prefix_eps(x, jnp.sum(delta + x <= d_thr), w, alpha, delta, tail)  # noqa: E731
+
     def body(st):
         lo, hi, _, it = st
-        n_lo = _errors(delta + lo, alpha, a2, kernel, cubic)[0]
-        n_hi = _errors(delta + hi, alpha, a2, kernel, cubic)[0]
+        n_lo, n_hi = err(lo), err(hi)
         res = jnp.maximum(jnp.abs(n_lo - lo) / n_lo, jnp.abs(n_hi - hi) / n_hi)
         return n_lo, jnp.maximum(n_hi, n_lo), res, it + 1
 
-    init = (jnp.zeros((), a2.dtype) + 0 * alpha, jnp.sum(a2) + 0 * alpha, jnp.asarray(jnp.inf, a2.dtype),
-            jnp.zeros((), jnp.int32))
+    init = (
+        jnp.zeros((), a2.dtype) + 0 * alpha,
+        jnp.sum(a2) + 0 * alpha,
+        jnp.asarray(jnp.inf, a2.dtype),
+        jnp.zeros((), jnp.int32),
+    )
     lo, hi, res, _ = lax.while_loop(lambda st: (st[2] > tol) & (st[3] < n_iter), body, init)
     return lo, hi, res
 
 
-def _prefix_errors(x, j, alpha, a2, delta, tail):
-    """eps with exactly the first j features learned (g = m^3) at D = delta + x: (eps, m, u)."""
-    m_hi, u_hi = _learned_branch(alpha * a2 / (delta + x))
-    on = jnp.arange(a2.shape[0]) < j
-    m, u = jnp.where(on, m_hi, 0.0), jnp.where(on, u_hi, 1.0)
-    e = jnp.sum(jnp.where(on, a2 * u_hi * (1.0 + m_hi + m_hi * m_hi), 0.0)) + tail[j]
-    return e, m, u
+LANES = 16  # sums over features run as LANES independent partial sums (XLA vectorises them; a plain sum does not)
 
 
-def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack):
+def _lane_sum(x):
+    """Sum over the last axis (length a multiple of LANES) as LANES interleaved partial sums, then across them."""
+    return jnp.sum(jnp.sum(x.reshape(x.shape[:-1] + (x.shape[-1] // LANES, LANES)), axis=-2), axis=-1)
+
+
+def _fast_terms(alpha, a2, delta):
+    """Per-alpha constants of the cubic prefix error: w (k_pad,) = 1/(alpha a2_i) (inf on padding and where
+    alpha a2_i = 0), d_thr (k,) = alpha a2_i / c_IT (feature i learned iff D <= d_thr_i), tail (k + 1,) with
+    tail[j] = sum_{i>=j} a2_i (the unlearned features' errors)."""
+    k = a2.shape[0]
+    pad = (-k) % LANES
+    aa = jnp.concatenate([alpha * a2, jnp.zeros(pad, a2.dtype)])
+    w = jnp.where(aa > 0, 1.0 / jnp.where(aa > 0, aa, 1.0), jnp.inf)
+    tail = jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, a2.dtype)])
+    return w, alpha * a2 / C_IT, tail
+
+
+def _prefix_eps(x, j, w, alpha, delta, tail):
+    """eps with exactly the first j features learned (g = m^3) at D = delta + x, the form the loops evaluate.
+
+    On the learned branch c_i = alpha a2_i / D, r_i = sqrt(1 - 4/(3 c_i)) = sqrt(1 - 4 D w_i / 3), t_i = 1 + r_i,
+    m_i = t_i/2, u_i = (2/(3 c_i))/t_i, so a2_i u_i (1 + m_i + m_i^2) = (2D/(3 alpha)) (t_i/4 + 1/2 + 1/t_i):
+    eps_j = (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + tail[j]. One sqrt and one division per feature, no
+    cancellation (every term lies in [3/2, 7/4]). Tested against sum a2_i (1 - m+(c_i)^3).
+    """
+    d = delta + x
+    t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * d * w, 0.0))
+    on = jnp.arange(w.shape[-1]) < j
+    s = _lane_sum(jnp.where(on, 0.25 * t + 0.5 + 1.0 / t, 0.0))
+    return jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
+
+
+def _prefix_sums(x, j, w, alpha, delta, tail):
+    """``_prefix_eps`` and the potential's feature sum in one pass: (eps, t) at D = delta + x with
+    t = sum_i (m_i + log(1 - m_i))/2 (eq. Phi; unlearned features contribute 0). Learned features (i < j):
+    m_i = t_i/2, u_i = 1 - m_i = (2/3) D w_i / t_i (= (2/(3 c_i))/(1 + r_i), no cancellation as m_i -> 1).
+    """
+    d = delta + x
+    q = d * w
+    t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
+    on = jnp.arange(w.shape[-1]) < j
+    s = _lane_sum(jnp.where(on, 0.25 * t + 0.5 + 1.0 / t, 0.0))
+    e = jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
+    phi = _lane_sum(jnp.where(on, 0.25 * t + 0.5 * jnp.log((2.0 / 3.0) * q / t), 0.0))
+    return e, phi
+
+
+def _prefix_overlaps(x, j, w, delta):
+    """Overlaps (m, u = 1 - m), shape (k_pad,), with exactly the first j features learned at D = delta + x."""
+    q = (delta + x) * w
+    t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
+    on = jnp.arange(w.shape[-1]) < j
+    return jnp.where(on, 0.5 * t, 0.0), jnp.where(on, (2.0 / 3.0) * q / t, 1.0)
+
+
+def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
     """Every learned count j between the extremes: the self-consistent point with features 1..j learned.
 
     For count j the point lies where feature j is learned and j+1 is not, D in [alpha a2_{j+1}/c_IT,
     alpha a2_j/c_IT] (a2 decreasing: the learned set is always a prefix), intersected with [d_lo, d_hi]; there
     h_j(x) = eps_j(delta + x) - x is continuous, and a downward crossing (h_j >= 0 at the left end, <= 0 at the
-    right end) is bisected in log x. Returns per candidate (valid, x, eps, m, u, residual, complete).
+    right end) is bisected in log x. Returns per candidate (valid, x, j, eps, t, residual) and ``complete``
+    (t: the potential's feature sum, ``_prefix_sums``).
     """
     k = a2.shape[0]
     dt = a2.dtype
-    tail = jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, dt)])  # tail[j] = sum_{i>=j} a2_i
-    d_thr = alpha * a2 / C_IT  # feature i (0-based) learned iff D <= d_thr[i]
-    count = lambda d: jnp.sum(d <= d_thr)
+    w, d_thr, tail = _fast_terms(alpha, a2, delta) if fast is None else fast  # feature i learned iff D <= d_thr[i]
+    count = lambda d: jnp.sum(d <= d_thr)  # noqa: E731
     j_hi, j_lo = count(delta + x_lo), count(delta + x_hi)
     js = j_lo + jnp.arange(N_CANDIDATES)
     complete = (j_hi - j_lo) < N_CANDIDATES
@@ -350,7 +426,7 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack):
         b = jnp.minimum(x_hi, up - delta)
         tiny = jnp.finfo(dt).tiny
         a, b = jnp.maximum(a, tiny), jnp.maximum(b, tiny)
-        h = lambda x: _prefix_errors(x, j, alpha, a2, delta, tail)[0] - x
+        h = lambda x: _prefix_eps(x, j, w, alpha, delta, tail) - x  # noqa: E731
         ok = (j <= j_hi) & (a <= b) & (h(a) >= -slack * a) & (h(b) <= slack * b)
 
         def body(_, ab):
@@ -360,11 +436,11 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack):
             return jnp.where(pos, mid, lo), jnp.where(pos, hi, mid)
 
         lo, hi = lax.fori_loop(0, n_bisect, body, (a, b))
-        e, m, u = _prefix_errors(lo, j, alpha, a2, delta, tail)
-        return ok, lo, e, m, u, jnp.abs(e - lo) / lo
+        e, phi = _prefix_sums(lo, j, w, alpha, delta, tail)
+        return ok, lo, e, phi, jnp.abs(e - lo) / lo
 
-    ok, x, e, m, u, res = jax.vmap(one)(js)
-    return ok, x, e, m, u, res, complete
+    ok, x, e, phi, res = jax.vmap(one)(js)
+    return ok, x, js, e, phi, res, complete
 
 
 @partial(jax.jit, static_argnames=("cubic",))
@@ -372,24 +448,40 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True):
     alpha = jnp.asarray(alpha, a2.dtype)
     delta = jnp.asarray(delta, a2.dtype)
     n_bisect = BISECT_STEPS["float64" if a2.dtype == jnp.float64 else "float32"]
+    k = a2.shape[0]
     if cubic:
         # the extremes only bound the search here: a few steps suffice, the bisection does the rest
-        x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, jnp.minimum(max_iter, EXTREME_STEPS))
-        ok, _, e, m, u, res, complete = _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, tol)
+        fast = _fast_terms(alpha, a2, delta)
+        x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, jnp.minimum(max_iter, EXTREME_STEPS), fast)
+        ok, x, js, e, t, res, complete = _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, tol, fast)
     else:
         x_lo, x_hi, r = _extremes(alpha, a2, delta, kernel, cubic, tol, max_iter)
         e, m, u = jax.vmap(lambda x: _errors(delta + x, alpha, a2, kernel, cubic))(jnp.stack([x_lo, x_hi]))
+        t = jnp.sum(0.5 * (m + jnp.log(u)), axis=-1)
         ok = jnp.ones(2, bool)
         res = jnp.full(2, r)
         complete = jnp.asarray(True)
-    phi = potential_gap(m, u, e, m[0], u[0], e[0], alpha, delta)
+    phi = phi_gap(t, e, t[0], e[0], alpha, delta)
     best = keep_best(phi, ok)
     runner = jnp.max(jnp.where(ok & (jnp.arange(ok.shape[0]) != best), phi, -jnp.inf))
-    m_b, u_b, e_b = m[best], u[best], e[best]
+    if cubic:  # overlaps of the kept point only (the LANES padding dropped)
+        m_b, u_b = (v_[:k] for v_ in _prefix_overlaps(x[best], js[best], fast[0], delta))
+    else:
+        m_b, u_b = m[best], u[best]
+    e_b = e[best]
     res_b = jnp.where(ok[best], res[best], jnp.inf)
-    return Solution(m=m_b, s=m_b / u_b, delta_eff=delta + e_b, eps_bo=e_b, k_c=jnp.sum(m_b > 0.5),
-                    n_candidates=jnp.sum(ok), dphi=phi[best] - runner, complete=complete,
-                    converged=complete & (res_b <= tol), residual=res_b)
+    return Solution(
+        m=m_b,
+        s=m_b / u_b,
+        delta_eff=delta + e_b,
+        eps_bo=e_b,
+        k_c=jnp.sum(m_b > 0.5),
+        n_candidates=jnp.sum(ok),
+        dphi=phi[best] - runner,
+        complete=complete,
+        converged=complete & (res_b <= tol),
+        residual=res_b,
+    )
 
 
 def _is_cubic(kernel) -> bool:
@@ -419,7 +511,8 @@ def check_converged(sol: Solution, alpha=None) -> Solution:
     raise NotConvergedError(
         f"teacher-student fixed point did not converge{where}: residual "
         f"{jnp.asarray(sol.residual).reshape(-1)[bad][:5]}, complete {jnp.asarray(sol.complete).reshape(-1)[bad][:5]}"
-        "; raise max_iter or loosen tol")
+        "; raise max_iter or loosen tol"
+    )
 
 
 def default_tol(dtype) -> float:
@@ -427,8 +520,9 @@ def default_tol(dtype) -> float:
     return 1e-10 if jnp.dtype(dtype) == jnp.float64 else 1e-5
 
 
-def solve(alpha, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000,
-          check: bool = True) -> Solution:
+def solve(
+    alpha, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000, check: bool = True
+) -> Solution:
     """Global maximiser of Phi over the self-consistent points (reconstruction, eqs. D/FP/Phi) at alpha = n/d.
 
     ``a2`` (k,) squared amplitudes, non-increasing (``amplitudes``), ``delta`` label-noise variance Delta > 0.
@@ -458,16 +552,16 @@ def _solve_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True):
     return jax.vmap(lambda a: _solve(a, a2, delta, kernel, tol, max_iter, cubic=cubic))(alphas)
 
 
-def solve_grid(alphas, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000,
-               check: bool = True) -> Solution:
+def solve_grid(
+    alphas, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000, check: bool = True
+) -> Solution:
     """``solve`` vmapped over a 1-D grid ``alphas`` (B,): every Solution field gains a leading axis B."""
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
     alphas = jnp.asarray(alphas, a2.dtype)
     v.shape("alphas", alphas, (None,))
     _check_params(alphas, a2, delta, tol, max_iter)
-    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter),
-                      cubic=_is_cubic(kernel))
+    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel))
     return check_converged(sol, alphas) if check else sol
 
 
@@ -534,8 +628,9 @@ def _thresholds(idx, a2, delta, kernel, lo, hi, iters, tol, max_iter, cubic=True
     return jax.vmap(one)(idx)
 
 
-def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44,
-               tol=None, max_iter: int = 20000) -> jax.Array:
+def thresholds(
+    idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44, tol=None, max_iter: int = 20000
+) -> jax.Array:
     """Per-feature thresholds alpha_i: the alpha where feature ``idx`` (0-based, (F,)) first has m_i > 1/2.
 
     Bisection in log(alpha) on [lo, hi] with ``iters`` solves each, vmapped over features; returns (F,).
@@ -548,5 +643,6 @@ def thresholds(idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12
     v.check("hi", hi, lambda h: h > lo, f"> lo={lo}")
     idx = jnp.atleast_1d(jnp.asarray(idx))
     v.check("idx", idx, lambda i: (i >= 0) & (i < a2.shape[0]), f"in [0, {a2.shape[0]})")
-    return _thresholds(idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, tol, jnp.asarray(max_iter),
-                       cubic=_is_cubic(kernel))
+    return _thresholds(
+        idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel)
+    )

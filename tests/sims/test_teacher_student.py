@@ -23,8 +23,17 @@ def test_quick_preset_end_to_end(tmp_path):
     assert not failed, failed
     kinds = [c.kind for c in outcome.claims]
     assert kinds.count("check") >= 3 and "unclassified" not in kinds
-    for fname in ("data.npz", "claims.json", "manifest.json", "staircase.png", "scaling.png",
-                  "effective_width.png", "reference.png", "amp.png", "student.png"):
+    for fname in (
+        "data.npz",
+        "claims.json",
+        "manifest.json",
+        "staircase.png",
+        "scaling.png",
+        "effective_width.png",
+        "reference.png",
+        "amp.png",
+        "student.png",
+    ):
         assert (tmp_path / fname).stat().st_size > 0, fname
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["preset"] == "quick"
@@ -40,12 +49,13 @@ def test_bench_and_its_numpy_port():
     assert rows and all(np.isfinite(r.speedup) and r.speedup > 0 for r in rows)
     # the NumPy baseline runs the same algorithm (same shapes as the bench: no new compilation)
     a2 = ts.amplitudes(400, 1.0)
-    alphas = np.array([2.0, 50.0, 3e3, 1e7] + [1.0] * 12)
+    alphas = np.array([2.0, 50.0, 3e3, 1e7] + [1.0] * 28)
     sol = ts.solve_grid(alphas, a2, 1.0)
     for j in range(4):
-        m_np, eps_np = sim.numpy_solve(alphas[j], np.asarray(a2), 1.0)
-        np.testing.assert_allclose(float(sol.eps_bo[j]), eps_np, rtol=1e-4)
-        np.testing.assert_allclose(np.asarray(sol.m[j]), m_np, atol=1e-4)
+        for dynamic in (False, True):
+            m_np, eps_np = sim.numpy_solve(alphas[j], np.asarray(a2), 1.0, dynamic=dynamic)
+            np.testing.assert_allclose(float(sol.eps_bo[j]), eps_np, rtol=1e-4)
+            np.testing.assert_allclose(np.asarray(sol.m[j]), m_np, atol=1e-4)
 
 
 def test_asymptotic_formula_is_the_solver_at_large_k():
@@ -56,10 +66,22 @@ def test_asymptotic_formula_is_the_solver_at_large_k():
     np.testing.assert_allclose(sim.asymptotic_eps(alphas, beta, k, 1.0), np.asarray(sol.eps_bo), rtol=0.1)
 
 
-@pytest.mark.parametrize("field, value", [("k", 0), ("delta", -1.0), ("betas", (0.4, 1.0)), ("betas", (1.5,)),
-                                          ("stair_alpha", (3.0, 1.0)), ("jump_features", (1, 2)),
-                                          ("amp_cs", (3.0, 1.0, 5.0, 10.0)), ("amp_m0", 1.0), ("st_seeds", 3),
-                                          ("st_ds", (24,)), ("st_lr", float("nan"))])
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("k", 0),
+        ("delta", -1.0),
+        ("betas", (0.4, 1.0)),
+        ("betas", (1.5,)),
+        ("stair_alpha", (3.0, 1.0)),
+        ("jump_features", (1, 2)),
+        ("amp_cs", (3.0, 1.0, 5.0, 10.0)),
+        ("amp_m0", 1.0),
+        ("st_seeds", 3),
+        ("st_ds", (24,)),
+        ("st_lr", float("nan")),
+    ],
+)
 def test_config_validates_itself(field, value):
     with pytest.raises(ValueError, match=field):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})
