@@ -73,7 +73,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     periods = jnp.asarray(cfg.periods, jnp.int32)
     budgets = jnp.full(periods.shape, cfg.main_budget, jnp.float32)
     online = {}
-    for a in policy.ALLOCS:
+    for a in cfg.online_allocs:
         out = policy.online_runs(model, truth, periods, budgets, cfg, alloc=a)  # [len(periods), N, L]
         online[a] = {
             "agreement": jnp.mean((out == final[None])[..., gen], axis=-1),

@@ -35,6 +35,7 @@ class Config:
     main_period: int = 4
     far_lag: int = 8  # "distant steps": |t - t'| >= far_lag
     n_perm: int = 2000  # permutations of the head-concentration test
+    online_allocs: tuple[str, ...] = ("uniform", "concentration")  # free-running sparse decoding
     # Louver
     tau_quantiles: tuple[float, ...] = (0.0, 0.5, 0.9, 0.97, 0.99, 0.999)
     # speed (CPU: XLA paths)
@@ -97,6 +98,10 @@ class Config:
             raise ValueError("the schedule has no transition: gen_block must be < seq_len - prompt_len")
         if self.far_lag >= self.steps:
             raise ValueError(f"far_lag must be < steps={self.steps}, got {self.far_lag}")
+        if "uniform" not in self.online_allocs or not set(self.online_allocs) <= {"uniform", "concentration"}:
+            raise ValueError(
+                f"online_allocs must contain 'uniform' (and may contain 'concentration'), got {self.online_allocs}"
+            )
         v.in_interval("tau_quantiles", self.tau_quantiles, 0.0, 1.0)
         v.in_interval("speed_sparsities", self.speed_sparsities, 0.0, 1.0)
 
@@ -143,11 +148,13 @@ PRESETS = {
         main_period=2,
         far_lag=4,
         n_perm=500,
+        online_allocs=("uniform",),
         tau_quantiles=(0.0, 0.9, 0.99),
-        speed_len=512,
+        speed_len=256,
         speed_heads=2,
+        speed_dim=32,
         speed_block=32,
-        speed_sparsities=(0.5, 0.875),
-        speed_repeats=2,
+        speed_sparsities=(0.75,),
+        speed_repeats=1,
     ),
 }

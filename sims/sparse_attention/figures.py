@@ -171,8 +171,10 @@ def plot(results, cfg: Config) -> dict:
         for ax, val in (
             (axes[0], pol[a]["err"][rows].mean(axis=(2, 3))),
             (axes[1], pol[a]["dnll"][rows].mean(2)),
-            (axes[2], on[a]["agreement"]),
+            (axes[2], on[a]["agreement"] if a in on else None),
         ):
+            if val is None:
+                continue
             mu, hw = _ci(val, axis=1)
             ax.errorbar(per, mu, yerr=hw, marker="o", capsize=3, color=COLORS[a], label=LABELS[a])
     axes[2].plot(per, np.full(per.shape, 1.0), **style.prediction(label="dense decoder (itself)"))

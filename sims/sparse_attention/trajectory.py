@@ -106,19 +106,21 @@ def map_statistics(true, cfg: Config, *, key) -> dict:
     ``overlap_lag [N, T]``: overlap of step t with step 0..T-1 averaged over t (the lag profile, for the figure).
     """
     T = cfg.steps
-    m = topk_masks(true, cfg.main_k)  # [N, T, nl, H, Qb, Kb]
-    ov = lambda a, b: sa.mask_overlap(a, b).mean(axis=(-2, -1))  # noqa: E731 -> [N, ...] over layers, heads
+    true = np.asarray(true)
+    m = _topk_np(true, cfg.main_k)  # [N, T, nl, H, Qb, Kb]
+    # overlap |a & b| / |a| (``theory.sparse_attention.mask_overlap``), in numpy: these are many small arrays
+    ov = lambda a, b: ((a & b).sum((-2, -1)) / np.maximum(a.sum((-2, -1)), 1)).mean(axis=(-2, -1))  # noqa: E731
     cons = ov(m[:, :-1], m[:, 1:])  # [N, T-1]: t -> t+1
     trans = np.zeros(T - 1, bool)
     trans[[t - 1 for t in cfg.transitions]] = True
     # null: shuffle each row of step t+1's map over key blocks before taking its top-k
-    perm = jax.random.uniform(key, true[:, 1:].shape).argsort(axis=-1)
-    shuffled = jnp.take_along_axis(true[:, 1:], perm, axis=-1)
-    null = ov(m[:, :-1], topk_masks(shuffled, cfg.main_k))[:, ~trans]
+    rng = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1)))
+    shuffled = np.take_along_axis(true[:, 1:], rng.random(true[:, 1:].shape).argsort(axis=-1), axis=-1)
+    null = ov(m[:, :-1], _topk_np(shuffled, cfg.main_k))[:, ~trans]
     pairs = [(t, s) for t in range(T) for s in range(t + cfg.far_lag, T)]
     ta, sb = (np.asarray(x) for x in zip(*pairs, strict=True))
     far = ov(m[:, ta], m[:, sb])
-    lag = jnp.stack([ov(m[:, : T - d], m[:, d:]).mean(axis=1) for d in range(T)], axis=1)  # [N, T]
+    lag = np.stack([ov(m[:, : T - d], m[:, d:]).mean(axis=1) for d in range(T)], axis=1)  # [N, T]
     return {
         "within": cons[:, ~trans].mean(axis=1),
         "across": cons[:, trans].mean(axis=1),
@@ -126,8 +128,14 @@ def map_statistics(true, cfg: Config, *, key) -> dict:
         "null": null.mean(axis=1),
         "per_step": cons,
         "overlap_lag": lag,
-        "topk_mass": sa.topk_mass(true, cfg.main_k).mean(axis=1),
+        "topk_mass": np.asarray(sa.topk_mass(jnp.asarray(true), cfg.main_k)).mean(axis=1),
     }
+
+
+def _topk_np(maps, k: int):
+    """``topk_masks`` in numpy (same ranks: stable sort, ties to the lower index)."""
+    rank = np.argsort(np.argsort(-maps, axis=-1, kind="stable"), axis=-1, kind="stable")
+    return rank < k
 
 
 def head_spread_test(topk_mass, n_perm: int, *, seed: int = 0) -> dict:
