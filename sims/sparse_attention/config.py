@@ -44,7 +44,7 @@ class Config:
     speed_dim: int = 64
     speed_block: int = 64
     speed_sparsities: tuple[float, ...] = (0.5, 0.75, 0.875, 0.9375)
-    speed_repeats: int = 5
+    speed_repeats: int = 7
 
     def __post_init__(self):
         for name in (

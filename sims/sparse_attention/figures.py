@@ -210,8 +210,8 @@ def plot(results, cfg: Config) -> dict:
     _transitions(ax, cfg)
     ax.set(
         xlabel="denoising step",
-        ylabel="relative attention-output error (mean over prompts, layers)",
-        title=f"per-step error (rho={cfg.main_budget:g})",
+        ylabel="relative attention-output error",
+        title=f"per-step error (rho={cfg.main_budget:g}; mean over prompts and layers)",
     )
     ax.legend(fontsize=6.5)
     figs["per_step"] = fig
@@ -272,7 +272,8 @@ def plot(results, cfg: Config) -> dict:
         xlabel="block sparsity s (fraction of key blocks skipped)",
         ylabel="speedup of block-sparse attention",
         title=f"block-sparse speed, L={cfg.speed_len}, H={cfg.speed_heads}, D={cfg.speed_dim}, "
-        f"block {cfg.speed_block}\n({where}, one run, interleaved timings; no GPU numbers drawn)",
+        f"block {cfg.speed_block}\n({where}, one run, fastest of {cfg.speed_repeats} interleaved calls; "
+        "no GPU numbers drawn)",
     )
     ax.legend(fontsize=7)
     figs["speed"] = fig
