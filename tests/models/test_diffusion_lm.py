@@ -35,7 +35,11 @@ def test_shapes_and_bad_input(model):
     x = jnp.arange(CFG.ctx, dtype=jnp.int32) % 257
     logits = fwd(model, x)
     assert logits.shape == (CFG.ctx, dl.BYTES) and logits.dtype == jnp.float32
-    assert eqx.filter_jit(jax.vmap(model))(jnp.zeros((3, CFG.ctx), jnp.int32)).shape == (3, CFG.ctx, 256)
+    assert eqx.filter_jit(lambda m, x: jax.vmap(m)(x))(model, jnp.zeros((3, CFG.ctx), jnp.int32)).shape == (
+        3,
+        CFG.ctx,
+        256,
+    )
     qkv = model.qkv(x)
     assert len(qkv) == CFG.n_layers and all(a.shape == (CFG.ctx, 4, 8) for t in qkv for a in t)
     with pytest.raises(ValueError, match="1-D"):
