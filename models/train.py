@@ -63,11 +63,13 @@ def evaluate(model: TinyLM, x: jax.Array, y: jax.Array, chunk: int = 64) -> jax.
 
 
 def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax.Array, key: jax.Array, *,
-               steps: int, batch_size: int, blowup: float = 2.0, state=None):
+               steps: int, batch_size: int, blowup: float = 2.0, state=None, batch_loss=None):
     """``steps`` optimizer steps as one ``lax.scan``. Pure: jit it, vmap it over optimizer hyper-parameters.
 
     ``state`` = (model, opt_state, diverged, key) from a previous call resumes. The run is flagged diverged (and
     its parameters frozen) at the first step whose loss is non-finite or above ``blowup`` times the first loss.
+    ``batch_loss(model, data, key, batch_size) -> scalar`` replaces the default next-token loss on random windows
+    (e.g. the masked-diffusion loss of ``models.diffusion_lm``).
     Returns ``(state, losses[steps])``; losses after divergence are NaN.
     """
     params, static = eqx.partition(model, eqx.is_inexact_array)
@@ -77,11 +79,16 @@ def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax
     else:
         state = (eqx.partition(state[0], eqx.is_inexact_array)[0], *state[1:])
 
+    if batch_loss is None:
+
+        def batch_loss(m, data, kb, batch_size):
+            x, y = get_batch(data, kb, batch_size, ctx)
+            return loss_fn(m, x, y)
+
     def step(carry, _):
         p, opt_state, diverged, k, ref = carry
         k, kb = jax.random.split(k)
-        x, y = get_batch(data, kb, batch_size, ctx)
-        loss, g = jax.value_and_grad(lambda q: loss_fn(eqx.combine(q, static), x, y))(p)
+        loss, g = jax.value_and_grad(lambda q: batch_loss(eqx.combine(q, static), data, kb, batch_size))(p)
         ref = jnp.where(jnp.isinf(ref), loss, ref)
         updates, new_opt = optimizer.update(g, opt_state, p)
         new_p = optax.apply_updates(p, updates)
@@ -94,8 +101,9 @@ def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax
 
 
 def fit(model: TinyLM, optimizer: optax.GradientTransformation, data, *, steps: int, batch_size: int,
-        key: jax.Array, chunk: int = 200, desc: str | None = None):
+        key: jax.Array, chunk: int = 200, desc: str | None = None, batch_loss=None):
     """Train for ``steps`` steps as jitted ``lax.scan`` chunks under a tqdm bar (``desc=None`` hides it).
+    ``batch_loss``: as in :func:`train_scan` (None: next-token loss).
 
     Returns ``(model, losses[steps], diverged)``.
     """
@@ -107,7 +115,8 @@ def fit(model: TinyLM, optimizer: optax.GradientTransformation, data, *, steps: 
 
     @partial(eqx.filter_jit, donate="none")
     def run(state, n):
-        return train_scan(state[0], optimizer, data, key, steps=n, batch_size=batch_size, state=state)
+        return train_scan(state[0], optimizer, data, key, steps=n, batch_size=batch_size, state=state,
+                          batch_loss=batch_loss)
 
     params, _ = eqx.partition(model, eqx.is_inexact_array)
     state = (model, optimizer.init(params), jnp.asarray(False), key, jnp.asarray(jnp.inf))
@@ -150,19 +159,22 @@ def cache_dir() -> Path:
     return Path(os.environ.get("WORKBENCH_CACHE", Path.home() / ".cache" / "workbench")) / "tiny_lm"
 
 
-def _cache_key(mc: LMConfig, tc: TrainConfig) -> str:
-    blob = json.dumps([dataclasses.asdict(mc), dataclasses.asdict(tc), corpus.CORPUS_FILE.stat().st_size,
-                       jax.__version__], sort_keys=True)
+def _cache_key(mc: LMConfig, tc: TrainConfig, tag: str = "") -> str:
+    parts = [dataclasses.asdict(mc), dataclasses.asdict(tc), corpus.CORPUS_FILE.stat().st_size, jax.__version__]
+    blob = json.dumps(parts + [tag] if tag else parts, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc: str | None = None):
+def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc: str | None = None,
+                  model_cls=TinyLM, batch_loss=None, tag: str = ""):
     """Train ``TinyLM(mc)`` with AdamW per ``tc`` on the shipped corpus, or load it from the cache.
 
+    ``model_cls``, ``batch_loss`` and ``tag`` (part of the cache key) train another model family with its own
+    loss through the same loop and cache (``models.diffusion_lm``); the defaults are the tiny causal LM.
     Returns ``(model, losses)`` (losses: the per-step training losses, float32[steps]).
     """
-    path = cache_dir() / f"{_cache_key(mc, tc)}.eqx"
-    skeleton = TinyLM(mc, key=jax.random.key(tc.seed))
+    path = cache_dir() / f"{tag + '-' if tag else ''}{_cache_key(mc, tc, tag)}.eqx"
+    skeleton = model_cls(mc, key=jax.random.key(tc.seed))
     if use_cache and path.exists():
         try:
             with path.open("rb") as f:
@@ -173,7 +185,7 @@ def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc
             pass
     train, _ = corpus.load_corpus(max_bytes=tc.corpus_bytes)
     model, losses, diverged = fit(skeleton, adamw_schedule(tc), train, steps=tc.steps, batch_size=tc.batch_size,
-                                  key=jax.random.key(tc.seed + 1), desc=desc)
+                                  key=jax.random.key(tc.seed + 1), desc=desc, batch_loss=batch_loss)
     if diverged:
         raise RuntimeError(f"training diverged with {tc}")
     if use_cache:

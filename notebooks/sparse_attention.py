@@ -14,19 +14,20 @@
 # ---
 
 # %% [markdown]
-# # The sparse-attention core
+# # The sparse-attention core, on a trained diffusion LM
 #
-# Three ideas from 2026 sparse-attention papers, reproduced on a CPU-sized scale:
+# Three ideas from 2026 sparse-attention papers, measured at CPU scale:
 #
-# * **Step-dLLM** (diffusion LMs recompute full attention every denoising step): build a *block-sparse mask*
-#   from pooled queries/keys, **refresh it at anchor steps** and reuse it in between, and split a
-#   **global block budget across heads by how concentrated their attention is**. The prior practice keeps the
-#   first step's mask with the same budget for every head.
-# * **Louver**: sparse attention as halfspace range search. Each key block gets a bound
-#   (ball: centre + radius, or box) so that a block is skipped only if *no* key in it can reach
-#   `q.k >= tau`: zero false negatives.
-# * **Kernels** (`pallas_kernels.attention`): dense flash attention, block-sparse flash attention driven by
-#   FlexAttention-style block lists, and the Louver bound, as Pallas kernels with pure-jnp references.
+# * **Step-dLLM** (diffusion LMs recompute full attention every denoising step): attention is only *locally*
+#   consistent across steps and shifts at transitions, and heads differ in how concentrated they are; so refresh
+#   a block-sparse mask at **anchor steps** and split a **global block budget across heads** by concentration.
+#   Here the attention maps come from a real model: a tiny masked-diffusion LM (`models/diffusion_lm.py`,
+#   LLaDA objective, trained on the shipped byte corpus) decoding held-out prompts by semi-autoregressive
+#   iterative unmasking with low-confidence remasking.
+# * **Louver**: retrieve every key with `q.k >= tau` with zero false negatives. Reproduced: a flat index of
+#   per-block ball/box bounds over contiguous key blocks (not the paper's own index), checked on the model's q, k.
+# * **Kernels** (`pallas_kernels.attention`): the sparse runs go through `block_sparse_attention` (XLA path on
+#   CPU); the speed figure compares it with the same implementation with every block listed.
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
@@ -43,14 +44,12 @@ if "google.colab" in sys.modules and not os.path.isdir("figures"):
     sys.path.insert(0, os.getcwd())
 
 # %%
-import jax
-import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
+from models import tokenizer
 from sims import sparse_attention as sim
 from sims.core import notebook
-from theory import sparse_attention as sa
 
 # %% [markdown]
 # ## The committed run
@@ -59,60 +58,58 @@ from theory import sparse_attention as sa
 
 # %%
 nb = notebook.open_result(sim)
+r, cfg = nb.results, nb.cfg
+acc, uni = np.asarray(r["quality"]["acc"]), np.asarray(r["quality"]["unigram_acc"])
+print(f"masked-token accuracy at ratio {cfg.eval_ratio}: {acc.mean():.3f} (unigram baseline {uni.mean():.3f})")
+text = tokenizer.decode(np.asarray(r["sample"]["prompt_and_text"]))
+print("prompt:   ", repr(text[: cfg.prompt_len]))
+print("generated:", repr(text[cfg.prompt_len :]))
+print("held out: ", repr(tokenizer.decode(np.asarray(r["sample"]["truth"]))[cfg.prompt_len :]))
 
 # %% [markdown]
-# ## Error and recall vs budget
-# Solid: refresh every step; dashed: every few steps; dotted: first-step-only. Red is the paper's
-# head-adaptive budget, grey the uniform budget, blue a mass-greedy global top-K (our addition).
-# Note that recall (dense attention mass inside the mask) and output error need not agree: the head-adaptive
-# budget lowers the output error while capturing slightly less mass, because it moves blocks away from
-# diffuse heads whose output is an average that a few blocks already approximate in norm.
+# ## The attention maps
+# Block-pooled dense attention of the last layer at a few steps around the first transition (the step where
+# decoding moves to the next block), then what Step-dLLM's argument rests on: overlap of top-k block masks
+# between consecutive steps (vs a shuffled null), its decay with the lag, and each head's concentration.
 
 # %%
-nb.show("policy_budget")
+nb.show("maps", "overlap")
 
 # %% [markdown]
-# ## Refresh period and transitions
-# The per-step error jumps at each abrupt transition and stays high until the next anchor step.
+# ## Policies at equal density
+# Output error and the end-to-end NLL change (every layer through `block_sparse_attention`) vs density, vs
+# refresh period, and per step; grey = uniform budget, red = the paper's head-adaptive budget.
 
 # %%
-nb.show("refresh_period")
+nb.show("policy_budget", "refresh_period", "per_step")
 
 # %% [markdown]
-# ## Louver: zero false negatives, work vs tau
+# ## Louver: zero false negatives, work vs tau; speed vs sparsity (CPU)
 
 # %%
-nb.show("louver")
+nb.show("louver", "speed")
 
 # %% [markdown]
-# ## Speed vs sparsity (CPU: XLA paths; GPU: Pallas kernels)
+# ## Try it: per-step error of one policy on the committed trajectories
 
 # %%
-nb.show("speed")
-
-# %% [markdown]
-# ## Try it: one trajectory, your budget, refresh period and allocation
-
-# %%
-cfg = sim.PRESETS["quick"]
-q, k, v = sim._trajectory(cfg, sim._key(0))
-imp = jax.vmap(lambda a, b: sa.block_importance(a, b, block_q=cfg.block, block_k=cfg.block))(q, k)
+from sims.sparse_attention.claims import row  # noqa: E402
 
 
-def show(budget=0.25, period=4, allocation="concentration"):
-    masks = sa.mask_trajectory(imp, sa.anchor_steps(cfg.num_steps, period), budget, allocation=allocation)
-    err, rec = sa.evaluate_masks(q, k, v, masks)
+def show(period=cfg.main_period, budget=cfg.main_budget, allocation="concentration"):
+    e = np.asarray(r["policy"][allocation]["err"])[row(cfg, period, budget)].mean(axis=-1)  # [N, T]
     fig, ax = plt.subplots(figsize=(6, 3))
-    ax.plot(np.asarray(err), "o-", label="relative error")
-    ax.plot(np.asarray(rec), "s-", label="recall")
+    ax.plot(e.mean(0), "o-", label=f"{allocation}, P={period}, rho={budget}")
     for t in cfg.transitions:
-        ax.axvline(t, color="k", lw=0.8)
-    ax.set(xlabel="denoising step", ylim=(0, 1.2), title=f"density {float(jnp.mean(masks)):.2f}")
+        ax.axvline(t, color="k", lw=0.8, ls=":")
+    ax.set(xlabel="denoising step", ylabel="relative output error")
     ax.legend()
     plt.show()
 
 
-notebook.interact(show, live=False, budget=(0.125, 1.0, 0.0625), period=(1, cfg.num_steps), allocation=list(sim.ALLOCS))
+notebook.interact(
+    show, live=False, period=list(cfg.periods), budget=list(cfg.budgets), allocation=["uniform", "concentration"]
+)
 
 # %% [markdown]
 # ## Recompute

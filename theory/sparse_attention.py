@@ -19,9 +19,13 @@ differ in how concentrated their attention is. Its policy, reproduced here:
 
 Measured quantities (``evaluate_masks``) against dense attention: relative output error
 ``||O_mask - O||_F / ||O||_F`` and recall = mean over queries of the dense attention mass inside the mask.
-``synthetic_trajectory`` makes a controlled denoising trajectory: each head's queries of query block I aim at
-a set of target key blocks (through block-level latent directions), slow drift between steps and an abrupt
-re-draw of all targets at given transition steps; heads have different sharpness (concentrated vs diffuse).
+On real attention maps (``sims.sparse_attention`` records them from a trained diffusion LM):
+``block_attention_mass`` (the dense attention pooled to blocks), ``mask_overlap`` (block-mask overlap between
+two steps) and ``topk_mass`` (how concentrated a head is).
+
+``synthetic_trajectory`` (a controlled toy: each head's queries of query block I aim at target key blocks,
+slow drift and an abrupt re-draw of all targets at given transition steps) is kept **only for unit tests** of
+the policy machinery: it builds the paper's conclusion in, so no claim is drawn from it.
 
 Shapes: one sequence, heads first: q, k, v [H, L, D]; block masks [H, Qb, Kb] (bool). Batch with vmap.
 """
@@ -60,6 +64,36 @@ def block_importance(q, k, *, block_q: int, block_k: int):
     _check_blocks(q.shape[-2], block_q, "block_q")
     _check_blocks(k.shape[-2], block_k, "block_k")
     return _importance(q, k, block_q, block_k)
+
+
+def block_attention_mass(q, k, block: int):
+    """Dense attention pooled to blocks: ``A[h, I, J] = mean_{i in I} sum_{j in J} softmax_j(q_i.k_j/sqrt(D))``.
+
+    q, k [H, L, D] -> [H, L/block, L/block]; rows sum to 1 (the mass query block I puts on key block J).
+    """
+    _check_blocks(q.shape[-2], block, "block")
+    return _attention_mass(q, k, block)
+
+
+@partial(jax.jit, static_argnames=("block",))
+def _attention_mass(q, k, block):
+    H, L, D = q.shape
+    p = jax.nn.softmax(jnp.einsum("hqd,hkd->hqk", q, k) / jnp.sqrt(D), axis=-1)
+    return jnp.mean(jnp.sum(p.reshape(H, L // block, block, L // block, block), axis=-1), axis=2)
+
+
+def mask_overlap(a, b):
+    """Block-mask overlap ``|a & b| / |a|`` over the last two axes: bool [..., Qb, Kb] x2 -> [...] in [0, 1].
+
+    For top-k masks with the same k per row it is symmetric (the fraction of a's blocks that b keeps)."""
+    return jnp.sum(a & b, axis=(-2, -1)) / jnp.maximum(jnp.sum(a, axis=(-2, -1)), 1)
+
+
+def topk_mass(importance, k: int):
+    """Mass in the top-``k`` key blocks of each row, averaged over rows: [..., Qb, Kb] -> [...] (1 = a head that
+    puts all its attention on k blocks; k/Kb = uniform attention)."""
+    V.positive_int("k", k)
+    return jnp.mean(jnp.sum(jax.lax.top_k(importance, k)[0], axis=-1), axis=-1)
 
 
 def head_concentration(importance):
@@ -183,7 +217,7 @@ def synthetic_trajectory(
     drift: float = 0.05,
     noise: float = 0.3,
 ):
-    """A controlled denoising trajectory with abrupt transitions: q, k, v [T, H, L, D].
+    """A controlled denoising trajectory with abrupt transitions: q, k, v [T, H, L, D] (unit tests only).
 
     Key block J carries a latent unit direction u_J (plus token noise ``noise``). In phase p (the steps
     between consecutive ``transitions``), query block I of head h aims at ``num_targets`` random key blocks

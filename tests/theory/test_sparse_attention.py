@@ -99,6 +99,8 @@ def test_masked_attention_recall_and_error(seed, density):
 
 
 def test_trajectory_transition_is_abrupt():
+    """Unit test of the policy machinery on the synthetic toy trajectory (it builds the transition in; no claim
+    of ``sims.sparse_attention`` uses it: those come from a trained diffusion LM's attention)."""
     sharp = jnp.array([1.0, 8.0])
     q, k, v = sa.synthetic_trajectory(
         key=_key(0),
@@ -119,6 +121,30 @@ def test_trajectory_transition_is_abrupt():
     assert float(sa.head_concentration(imp[0])[1]) > float(sa.head_concentration(imp[0])[0])
 
 
+def test_block_attention_mass_matches_numpy():
+    q, k, _ = _qkv(1)
+    a = np.asarray(sa.block_attention_mass(q, k, BLK))
+    s = np.einsum("hqd,hkd->hqk", np.asarray(q, np.float64), np.asarray(k, np.float64)) / np.sqrt(D)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    ref = p.reshape(H, NB, BLK, NB, BLK).sum(-1).mean(2)
+    np.testing.assert_allclose(a, ref, rtol=1e-4, atol=1e-6)
+    np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
+
+
+def test_overlap_and_topk_mass():
+    a = jnp.asarray([[[True, True, False, False]]])
+    b = jnp.asarray([[[True, False, True, False]]])
+    assert float(sa.mask_overlap(a, a)[0]) == 1.0 and float(sa.mask_overlap(a, b)[0]) == 0.5
+    assert float(sa.mask_overlap(a, ~a)[0]) == 0.0
+    uniform = jnp.full((2, 3, 8), 1 / 8)
+    np.testing.assert_allclose(sa.topk_mass(uniform, 2), 0.25, rtol=1e-6)
+    onehot = jax.nn.one_hot(jnp.zeros((2, 3), int), 8)
+    np.testing.assert_allclose(sa.topk_mass(onehot, 1), 1.0)
+    with pytest.raises(ValueError, match="k"):
+        sa.topk_mass(uniform, 0)
+
+
 @pytest.mark.parametrize(
     "call,match",
     [
@@ -126,9 +152,7 @@ def test_trajectory_transition_is_abrupt():
         (lambda imp: sa.select_blocks(imp, 0.5, allocation="topk"), "allocation"),
         (lambda imp: sa.anchor_steps(4, 0), "period"),
         (
-            lambda imp: sa.block_importance(
-                jnp.ones((1, 20, 4)), jnp.ones((1, 20, 4)), block_q=16, block_k=4
-            ),
+            lambda imp: sa.block_importance(jnp.ones((1, 20, 4)), jnp.ones((1, 20, 4)), block_q=16, block_k=4),
             "block_q",
         ),
     ],

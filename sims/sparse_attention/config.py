@@ -1,0 +1,160 @@
+"""Configuration of the sparse-attention result: the diffusion LM, its denoising runs, the policy sweep."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from models import diffusion_lm as dl
+from models import train as tr
+from theory import _validate as v
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    # the tiny masked-diffusion LM (trained once, cached outside git)
+    d_model: int = 64
+    n_layers: int = 2
+    n_heads: int = 4
+    seq_len: int = 128
+    train_steps: int = 1000
+    batch_size: int = 32
+    lr: float = 3e-3
+    warmup: int = 50
+    eval_windows: int = 64  # held-out windows for the masked-token accuracy
+    eval_ratio: float = 0.5  # mask ratio of that evaluation
+    # denoising trajectories: prompt = the first prompt_len bytes of a held-out window, the rest generated
+    n_prompts: int = 10
+    prompt_len: int = 32
+    gen_block: int = 32  # semi-autoregressive decoding block (LLaDA's block length)
+    steps: int = 24  # denoising steps in all (steps / num_blocks per block)
+    block: int = 8  # attention block (kernel tile) the maps are pooled to
+    # policies
+    periods: tuple[int, ...] = (1, 2, 4, 8, 24)  # the last one (>= steps) is first-step-only
+    budgets: tuple[float, ...] = (0.125, 0.25, 0.5)
+    main_budget: float = 0.25
+    main_period: int = 4
+    far_lag: int = 8  # "distant steps": |t - t'| >= far_lag
+    n_perm: int = 2000  # permutations of the head-concentration test
+    online_allocs: tuple[str, ...] = ("uniform", "concentration")  # free-running sparse decoding
+    # Louver
+    tau_quantiles: tuple[float, ...] = (0.0, 0.5, 0.9, 0.97, 0.99, 0.999)
+    # speed (CPU: XLA paths)
+    speed_len: int = 2048
+    speed_heads: int = 4
+    speed_dim: int = 64
+    speed_block: int = 64
+    speed_sparsities: tuple[float, ...] = (0.5, 0.75, 0.875, 0.9375)
+    speed_repeats: int = 7
+
+    def __post_init__(self):
+        for name in (
+            "d_model",
+            "n_layers",
+            "n_heads",
+            "seq_len",
+            "train_steps",
+            "batch_size",
+            "warmup",
+            "eval_windows",
+            "n_prompts",
+            "prompt_len",
+            "gen_block",
+            "steps",
+            "block",
+            "far_lag",
+            "n_perm",
+            "speed_len",
+            "speed_heads",
+            "speed_dim",
+            "speed_block",
+            "speed_repeats",
+        ):
+            v.positive_int(name, getattr(self, name))
+        if self.n_prompts < 5:
+            raise ValueError(f"n_prompts must be >= 5 (claims are decided over prompts), got {self.n_prompts}")
+        v.positive("lr", self.lr)
+        v.in_interval("eval_ratio", self.eval_ratio, 0.0, 1.0, closed_hi=True)
+        dl.schedule(self.seq_len, self.prompt_len, self.steps, self.gen_block)  # raises on a bad schedule
+        for name, blk, length in (
+            ("block", self.block, self.seq_len),
+            ("speed_block", self.speed_block, self.speed_len),
+        ):
+            if length % blk:
+                raise ValueError(f"{name}={blk} must divide the sequence length {length}")
+        if not self.periods or not self.budgets:
+            raise ValueError("periods and budgets must be non-empty")
+        for p in self.periods:
+            v.positive_int("periods", p)
+        if 1 not in self.periods or self.main_period not in self.periods or max(self.periods) < self.steps:
+            raise ValueError(
+                f"periods={self.periods} must contain 1, main_period={self.main_period} and one "
+                f"period >= steps={self.steps} (first-step-only)"
+            )
+        v.in_interval("budgets", self.budgets, 0.0, 1.0, closed_hi=True)
+        v.positive("budgets", self.budgets)
+        if self.main_budget not in self.budgets:
+            raise ValueError(f"main_budget={self.main_budget} must be one of budgets={self.budgets}")
+        if not self.transitions:
+            raise ValueError("the schedule has no transition: gen_block must be < seq_len - prompt_len")
+        if self.far_lag >= self.steps:
+            raise ValueError(f"far_lag must be < steps={self.steps}, got {self.far_lag}")
+        if "uniform" not in self.online_allocs or not set(self.online_allocs) <= {"uniform", "concentration"}:
+            raise ValueError(
+                f"online_allocs must contain 'uniform' (and may contain 'concentration'), got {self.online_allocs}"
+            )
+        v.in_interval("tau_quantiles", self.tau_quantiles, 0.0, 1.0)
+        v.in_interval("speed_sparsities", self.speed_sparsities, 0.0, 1.0)
+
+    @property
+    def model(self) -> dl.DLMConfig:
+        return dl.DLMConfig(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.seq_len)
+
+    @property
+    def train(self) -> tr.TrainConfig:
+        return tr.TrainConfig(steps=self.train_steps, batch_size=self.batch_size, lr=self.lr, warmup=self.warmup)
+
+    @property
+    def transitions(self) -> tuple[int, ...]:
+        return dl.transitions(self.seq_len, self.prompt_len, self.steps, self.gen_block)
+
+    @property
+    def num_blocks(self) -> int:
+        return self.seq_len // self.block
+
+    @property
+    def main_k(self) -> int:
+        """Blocks per row of a uniform mask at the main budget (as ``select_blocks``)."""
+        return max(1, round(self.main_budget * self.num_blocks))
+
+
+PRESETS = {
+    "full": Config(),
+    "quick": Config(
+        d_model=32,
+        n_layers=2,
+        n_heads=4,
+        seq_len=64,
+        train_steps=150,
+        batch_size=16,
+        eval_windows=24,
+        n_prompts=6,
+        prompt_len=16,
+        gen_block=24,
+        steps=8,
+        block=8,
+        periods=(1, 2, 8),
+        budgets=(0.25, 0.5),
+        main_budget=0.25,
+        main_period=2,
+        far_lag=4,
+        n_perm=500,
+        online_allocs=("uniform",),
+        tau_quantiles=(0.0, 0.9, 0.99),
+        speed_len=256,
+        speed_heads=2,
+        speed_dim=32,
+        speed_block=32,
+        speed_sparsities=(0.75,),
+        speed_repeats=1,
+    ),
+}

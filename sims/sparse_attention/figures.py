@@ -1,0 +1,280 @@
+"""Figures of the sparse-attention result (matplotlib, the project style)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+
+from sims.core import style
+from sims.core.claims import mean_ci
+from sims.sparse_attention.claims import row
+from sims.sparse_attention.config import Config
+
+COLORS = {"uniform": "tab:gray", "concentration": "tab:red"}
+LABELS = {"uniform": "uniform budget", "concentration": "head-adaptive budget (paper)"}
+
+
+def _ci(x, axis=0):
+    """Mean and 95% t half-width along ``axis`` (over prompts)."""
+    x = np.moveaxis(np.asarray(x, np.float64), axis, 0)
+    flat = x.reshape(x.shape[0], -1)
+    res = [mean_ci(flat[:, j]) for j in range(flat.shape[1])]
+    return (np.asarray([r[0] for r in res]).reshape(x.shape[1:]), np.asarray([r[1] for r in res]).reshape(x.shape[1:]))
+
+
+def _transitions(ax, cfg: Config, label=True):
+    for i, t in enumerate(cfg.transitions):
+        ax.axvline(
+            t,
+            color="black",
+            lw=0.8,
+            ls=":",
+            alpha=0.7,
+            label="transition (next decoding block)" if label and i == 0 else None,
+        )
+
+
+def plot(results, cfg: Config) -> dict:
+    r = jax.tree.map(np.asarray, results)
+    figs = {}
+    T, k = cfg.steps, cfg.main_k
+
+    # example maps around the first transition
+    tr0 = cfg.transitions[0]
+    steps = sorted({0, max(tr0 - 2, 0), tr0 - 1, tr0, min(tr0 + 1, T - 1), T - 1})
+    ex = r["example_maps"]  # [T, H, Qb, Kb]
+    H = ex.shape[1]
+    fig, axes = style.figure(H, len(steps), figsize=(2.1 * len(steps), 2.1 * H))
+    axes = np.asarray(axes).reshape(H, len(steps))
+    for h in range(H):
+        for j, t in enumerate(steps):
+            ax = axes[h, j]
+            ax.imshow(ex[t, h], cmap="viridis", vmin=0, vmax=max(float(ex[:, h].max()), 1e-6))
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if h == 0:
+                ax.set_title(f"step {t}" + (" (transition)" if t in cfg.transitions else ""), fontsize=8)
+            if j == 0:
+                ax.set_ylabel(f"head {h}\nquery block", fontsize=8)
+            if h == H - 1:
+                ax.set_xlabel("key block", fontsize=8)
+    fig.suptitle(f"block-pooled attention (block = {cfg.block} tokens), last layer, prompt 0", fontsize=10)
+    figs["maps"] = fig
+
+    # overlap statistics
+    m = r["maps"]
+    fig, axes = style.figure(1, 3, figsize=(15, 4.2))
+    mean, half = _ci(m["per_step"])
+    t = np.arange(1, T)
+    axes[0].errorbar(
+        t, mean, yerr=half, marker="o", ms=3, capsize=2, color="tab:blue", label="overlap(step t-1, step t)"
+    )
+    nm, _, _ = mean_ci(m["null"])
+    axes[0].axhline(nm, color="gray", ls="--", label="null: next map shuffled over key blocks")
+    _transitions(axes[0], cfg)
+    axes[0].set(
+        xlabel="denoising step t",
+        ylabel=f"top-{k} block-mask overlap",
+        title="consecutive-step overlap (mean, 95% CI over prompts)",
+        ylim=(0, 1.02),
+    )
+    axes[0].legend(fontsize=7)
+    mean, half = _ci(m["overlap_lag"])
+    axes[1].errorbar(
+        np.arange(T),
+        mean,
+        yerr=half,
+        marker="o",
+        ms=3,
+        capsize=2,
+        color="tab:blue",
+        label="overlap(step t, step t + lag)",
+    )
+    axes[1].axhline(nm, color="gray", ls="--", label="shuffled null")
+    axes[1].axvline(cfg.far_lag, color="tab:orange", ls="--", lw=1, label=f"'distant' = lag >= {cfg.far_lag}")
+    axes[1].set(
+        xlabel="lag (steps)", ylabel=f"top-{k} block-mask overlap", title="overlap decays with lag", ylim=(0, 1.02)
+    )
+    axes[1].legend(fontsize=7)
+    tm = m["topk_mass"].reshape(m["topk_mass"].shape[0], -1)  # [N, nl*H]
+    mean, half = _ci(tm)
+    order = np.argsort(mean)
+    labels = [f"L{i // cfg.n_heads}H{i % cfg.n_heads}" for i in range(tm.shape[1])]
+    axes[2].errorbar(
+        np.arange(tm.shape[1]),
+        mean[order],
+        yerr=half[order],
+        fmt="o",
+        capsize=3,
+        color="tab:red",
+        label="per head (95% CI over prompts)",
+    )
+    axes[2].axhline(k / cfg.num_blocks, **style.prediction(label=f"uniform attention: {k}/{cfg.num_blocks}"))
+    axes[2].set_xticks(np.arange(tm.shape[1]), [labels[i] for i in order], rotation=60, fontsize=7)
+    hs = r["head_spread"]
+    axes[2].set(
+        xlabel="layer/head (sorted)",
+        ylabel=f"attention mass in top-{k} blocks",
+        title=f"heads differ in concentration (permutation p = {float(hs['p_value']):.3g})",
+    )
+    axes[2].legend(fontsize=7)
+    figs["overlap"] = fig
+
+    # policy: error vs density
+    pol = r["policy"]
+    first, P = max(cfg.periods), cfg.main_period
+    show = [(1, "-", "refresh every step"), (P, "--", f"refresh every {P}"), (first, ":", "first-step-only")]
+    fig, axes = style.figure(1, 2, figsize=(12, 4.2))
+    for a in ("uniform", "concentration"):
+        for per, ls, lab in show:
+            rows = [row(cfg, per, b) for b in cfg.budgets]
+            d = pol[a]["density"][rows]
+            e = pol[a]["err"][rows].mean(axis=(2, 3))  # [B, N]
+            nl = pol[a]["dnll"][rows].mean(axis=2)
+            em, eh = _ci(e, axis=1)
+            nm_, nh_ = _ci(nl, axis=1)
+            axes[0].errorbar(
+                d, em, yerr=eh, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a], label=f"{LABELS[a]}, {lab}"
+            )
+            axes[1].errorbar(d, nm_, yerr=nh_, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a])
+    for name, mk in (("oracle", "*"), ("stale", "x")):
+        e = pol[name]["err"][0].mean(axis=(1, 2))
+        lab = (
+            "oracle: top-k of the true pooled attention"
+            if name == "oracle"
+            else f"mask {cfg.far_lag} steps old (uniform)"
+        )
+        axes[0].errorbar(pol[name]["density"][0], *_ci(e[:, None]), fmt=mk, ms=9, color="black", label=lab)
+        axes[1].errorbar(
+            pol[name]["density"][0], *_ci(pol[name]["dnll"][0].mean(axis=1)[:, None]), fmt=mk, ms=9, color="black"
+        )
+    axes[1].axhline(0, color="black", lw=0.6)
+    axes[0].set(
+        xlabel="block density (fraction of blocks kept)",
+        ylabel="relative attention-output error",
+        title="output error vs density\n(mean over layers, steps; 95% CI over prompts)",
+    )
+    axes[1].set(
+        xlabel="block density",
+        ylabel="NLL(sparse) - NLL(dense)  (nats/byte)",
+        title="end to end (teacher-forced): NLL of held-out bytes,\nblock_sparse_attention in every layer",
+    )
+    axes[0].legend(fontsize=6.5)
+    figs["policy_budget"] = fig
+
+    # refresh period sweep at the main budget
+    fig, axes = style.figure(1, 3, figsize=(15, 4.2))
+    per = np.asarray(cfg.periods)
+    on = r["online"]
+    for a in ("uniform", "concentration"):
+        rows = [row(cfg, p, cfg.main_budget) for p in cfg.periods]
+        for ax, val in (
+            (axes[0], pol[a]["err"][rows].mean(axis=(2, 3))),
+            (axes[1], pol[a]["dnll"][rows].mean(2)),
+            (axes[2], on[a]["agreement"] if a in on else None),
+        ):
+            if val is None:
+                continue
+            mu, hw = _ci(val, axis=1)
+            ax.errorbar(per, mu, yerr=hw, marker="o", capsize=3, color=COLORS[a], label=LABELS[a])
+    axes[2].plot(per, np.full(per.shape, 1.0), **style.prediction(label="dense decoder (itself)"))
+    for ax, yl, ti in (
+        (axes[0], "relative attention-output error", "output error"),
+        (axes[1], "NLL(sparse) - NLL(dense)  (nats/byte)", "end to end, teacher-forced"),
+        (axes[2], "generated bytes equal to the dense decoder's", "end to end, free running"),
+    ):
+        ax.set(
+            xscale="log",
+            xlabel=f"refresh period P (steps; P={per[-1]} = first-step-only)",
+            ylabel=yl,
+            title=f"{ti} (rho={cfg.main_budget:g})",
+        )
+        ax.set_xticks(per, [str(p) for p in per])
+        ax.legend(fontsize=7)
+    figs["refresh_period"] = fig
+
+    # per-step error across the transitions
+    fig, ax = style.figure(figsize=(7.5, 4.2))
+    for a in ("uniform", "concentration"):
+        for p, ls, lab in show:
+            e = pol[a]["err"][row(cfg, p, cfg.main_budget)].mean(axis=-1)  # [N, T]
+            ax.plot(np.arange(T), e.mean(0), ls, color=COLORS[a], label=f"{LABELS[a]}, {lab}")
+    ax.plot(
+        np.arange(T),
+        pol["oracle"]["err"][0].mean(axis=-1).mean(0),
+        "k*-",
+        ms=4,
+        lw=0.8,
+        label="oracle top-k of the true map",
+    )
+    _transitions(ax, cfg)
+    ax.set(
+        xlabel="denoising step",
+        ylabel="relative attention-output error",
+        title=f"per-step error (rho={cfg.main_budget:g}; mean over prompts and layers)",
+    )
+    ax.legend(fontsize=6.5)
+    figs["per_step"] = fig
+
+    # Louver
+    lv = r["louver"]
+    qs = np.asarray(cfg.tau_quantiles)
+    fig, axes = style.figure(1, 2, figsize=(11, 4.2))
+    for bound, c in (("ball", "tab:purple"), ("box", "tab:green")):
+        x = lv[bound]
+        pairs = cfg.n_heads * cfg.seq_len**2
+        missed = (x["fn_block"] + x["fn_key"]) / np.maximum(x["needed"] * pairs, 1)
+        axes[0].plot(qs, 1.0 - missed.mean(axis=(0, 1)), "o-", color=c, label=f"{bound} bound")
+        axes[1].plot(qs, x["touched"].mean(axis=(0, 1)), "o-", color=c, label=f"pairs scored, {bound} index")
+    axes[1].plot(qs, lv["ball"]["needed"].mean(axis=(0, 1)), "k--", label="pairs with q.k >= tau (ideal work)")
+    axes[0].axhline(1.0, **style.prediction(label="guarantee: recall = 1"))
+    axes[0].set(
+        xlabel="tau (quantile of the layer's q.k scores)",
+        ylabel="recall of keys with q.k >= tau (float64)",
+        ylim=(0.9, 1.02),
+        title="zero false negatives on the model's q, k",
+    )
+    axes[1].set(
+        xlabel="tau quantile",
+        ylabel="fraction of (query, key) pairs",
+        yscale="log",
+        title=f"work: flat index of {cfg.block}-key blocks",
+    )
+    for ax in axes:
+        ax.legend(fontsize=7)
+    figs["louver"] = fig
+
+    # speed
+    sp = r["speed"]
+    fig, ax = style.figure(figsize=(7, 4.5))
+    order = np.argsort(sp["sparsity"])
+    s = sp["sparsity"][order]
+    ss = np.linspace(min(0.45, s.min()), max(0.97, s.max()), 60)
+    where = "CPU" if bool(sp["cpu"]) else "accelerator"
+    ax.plot(ss, 1 / (1 - ss), **style.prediction(label="ideal 1/(1-s) (work ratio)"))
+    for m, mk, lab in (("whole", "o-", "whole-sequence call"), ("chunked", "^-", "called per query block")):
+        ax.plot(
+            s,
+            sp[f"{m}_full_list_s"] / sp[f"{m}_sparse_s"][order],
+            mk,
+            color="tab:red" if m == "whole" else "tab:blue",
+            label=f"vs the same XLA block-sparse op with every block listed, {lab} ({where})",
+        )
+    ax.plot(
+        s,
+        sp["jaxnn_s"] / sp["whole_sparse_s"][order],
+        "s--",
+        color="tab:gray",
+        label=f"whole call vs the dense XLA path jax.nn.dot_product_attention ({where})",
+    )
+    ax.set(
+        yscale="log",
+        xlabel="block sparsity s (fraction of key blocks skipped)",
+        ylabel="speedup of block-sparse attention",
+        title=f"block-sparse speed, L={cfg.speed_len}, H={cfg.speed_heads}, D={cfg.speed_dim}, "
+        f"block {cfg.speed_block}\n({where}, one run, fastest of {cfg.speed_repeats} interleaved calls; "
+        "no GPU numbers drawn)",
+    )
+    ax.legend(fontsize=7)
+    figs["speed"] = fig
+    return figs

@@ -1,0 +1,160 @@
+"""Real attention trajectories: the trained diffusion LM denoises held-out prompts; every step's maps recorded.
+
+``dense_runs``: LLaDA-style semi-autoregressive decoding with dense attention; the input of every step
+(``states [N, T, L]``) is kept. ``record_maps``: for every (prompt, step, layer, head) the dense attention
+pooled to ``block x block`` tiles (``true [N, T, nl, H, Qb, Kb]``, rows sum to 1) and Step-dLLM's cheap
+pooled-Q/K importance (``imp``, same shape), recomputed from the states (teacher forcing: bit-identical to the
+run). ``map_statistics``: what the paper's argument rests on, per prompt (block-mask overlap between steps
+near, far, across a transition and against a shuffled null; mass in the top-k blocks per head).
+"""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from models import corpus
+from models import diffusion_lm as dl
+from sims.sparse_attention.config import Config
+from theory import sparse_attention as sa
+
+
+def get_model(cfg: Config) -> dl.DiffusionLM:
+    """The trained tiny diffusion LM of ``cfg`` (trained on first use, then loaded from the weight cache)."""
+    return dl.trained_diffusion_lm(cfg.model, cfg.train, desc="train diffusion LM")[0]
+
+
+def held_out(cfg: Config, n: int, *, key) -> np.ndarray:
+    """``n`` distinct random non-overlapping windows of ``seq_len`` bytes of the held-out split: int32 [n, L]."""
+    _, val = corpus.load_corpus()
+    nwin = len(val) // cfg.seq_len
+    if n > nwin:
+        raise ValueError(f"asked for {n} held-out windows, only {nwin} exist")
+    idx = np.sort(np.asarray(jax.random.choice(key, nwin, (n,), replace=False)))
+    return np.stack([val[i * cfg.seq_len : (i + 1) * cfg.seq_len] for i in idx]).astype(np.int32)
+
+
+@eqx.filter_jit
+def _accuracy(model, x, ratio, key):
+    return dl.masked_accuracy(model, x, ratio, key=key)
+
+
+def denoising_quality(model, cfg: Config, *, key) -> dict:
+    """Masked-token accuracy per held-out window at ``eval_ratio`` vs the unigram baseline (always predict the
+    most frequent training byte), on the same masked positions."""
+    kx, km = jax.random.split(key)
+    x = jnp.asarray(held_out(cfg, cfg.eval_windows, key=kx))
+    train, _ = corpus.load_corpus()
+    mode = int(np.argmax(np.bincount(train, minlength=256)))
+    acc = _accuracy(model, x, cfg.eval_ratio, km)
+    _, masked = dl.mask_tokens(x, jnp.full((x.shape[0],), cfg.eval_ratio), key=km)  # same positions
+    uni = jnp.sum(masked & (x == mode), axis=1) / jnp.maximum(jnp.sum(masked, axis=1), 1)
+    return {"acc": acc, "unigram_acc": uni}
+
+
+def dense_runs(model, truth: np.ndarray, cfg: Config):
+    """Decode every prompt ``truth[:, :prompt_len]`` densely: (final [N, L], states [N, T, L])."""
+
+    @eqx.filter_jit
+    def go(m, prompts):
+        return jax.vmap(lambda p: dl.generate(m, p, cfg.seq_len, steps=cfg.steps, block_len=cfg.gen_block))(prompts)
+
+    return go(model, jnp.asarray(truth[:, : cfg.prompt_len]))
+
+
+def heads_first(x):
+    """[L, H, D] -> [H, L, D]."""
+    return jnp.transpose(x, (1, 0, 2))
+
+
+def _maps_one(model, x, block):
+    """Per layer: dense attention pooled to blocks and pooled-Q/K importance, each [nl, H, Qb, Kb]."""
+    true, imp = [], []
+    for q, k, _ in model.qkv(x):
+        qh, kh = heads_first(q), heads_first(k)
+        true.append(sa.block_attention_mass(qh, kh, block))
+        imp.append(sa.block_importance(qh, kh, block_q=block, block_k=block))
+    return jnp.stack(true), jnp.stack(imp)
+
+
+def record_maps(model, states, cfg: Config):
+    """``true, imp [N, T, nl, H, Qb, Kb]`` for states [N, T, L]."""
+
+    @eqx.filter_jit
+    def go(m, s):
+        return jax.vmap(jax.vmap(lambda x: _maps_one(m, x, cfg.block)))(s)
+
+    return go(model, states)
+
+
+def topk_masks(maps, k: int):
+    """Top-k blocks per row (ties to the lower index), bool, same shape as ``maps [..., Qb, Kb]``."""
+    rank = jnp.argsort(jnp.argsort(-maps, axis=-1, stable=True), axis=-1, stable=True)
+    return rank < k
+
+
+def map_statistics(true, cfg: Config, *, key) -> dict:
+    """Per prompt (axis 0): overlaps of top-k block masks (k = ``main_k``) averaged over layers, heads, rows.
+
+    ``within``   consecutive steps t -> t+1 inside a decoding block (t+1 not a transition)
+    ``across``   t -> t+1 where t+1 is a transition (decoding moves to the next block)
+    ``far``      pairs of steps at least ``far_lag`` apart
+    ``null``     t -> t+1 (within) with step t+1's map shuffled over key blocks (independent per row): chance
+    ``topk_mass [N, nl, H]``: mass in the top-k blocks, averaged over steps and rows (head concentration).
+    ``overlap_lag [N, T]``: overlap of step t with step 0..T-1 averaged over t (the lag profile, for the figure).
+    """
+    T = cfg.steps
+    true = np.asarray(true)
+    m = _topk_np(true, cfg.main_k)  # [N, T, nl, H, Qb, Kb]
+    # overlap |a & b| / |a| (``theory.sparse_attention.mask_overlap``), in numpy: these are many small arrays
+    ov = lambda a, b: ((a & b).sum((-2, -1)) / np.maximum(a.sum((-2, -1)), 1)).mean(axis=(-2, -1))  # noqa: E731
+    cons = ov(m[:, :-1], m[:, 1:])  # [N, T-1]: t -> t+1
+    trans = np.zeros(T - 1, bool)
+    trans[[t - 1 for t in cfg.transitions]] = True
+    # null: shuffle each row of step t+1's map over key blocks before taking its top-k
+    rng = np.random.default_rng(int(jax.random.randint(key, (), 0, 2**31 - 1)))
+    shuffled = np.take_along_axis(true[:, 1:], rng.random(true[:, 1:].shape).argsort(axis=-1), axis=-1)
+    null = ov(m[:, :-1], _topk_np(shuffled, cfg.main_k))[:, ~trans]
+    pairs = [(t, s) for t in range(T) for s in range(t + cfg.far_lag, T)]
+    ta, sb = (np.asarray(x) for x in zip(*pairs, strict=True))
+    far = ov(m[:, ta], m[:, sb])
+    lag = np.stack([ov(m[:, : T - d], m[:, d:]).mean(axis=1) for d in range(T)], axis=1)  # [N, T]
+    return {
+        "within": cons[:, ~trans].mean(axis=1),
+        "across": cons[:, trans].mean(axis=1),
+        "far": far.mean(axis=1),
+        "null": null.mean(axis=1),
+        "per_step": cons,
+        "overlap_lag": lag,
+        "topk_mass": np.asarray(sa.topk_mass(jnp.asarray(true), cfg.main_k)).mean(axis=1),
+    }
+
+
+def _topk_np(maps, k: int):
+    """``topk_masks`` in numpy (same ranks: stable sort, ties to the lower index)."""
+    rank = np.argsort(np.argsort(-maps, axis=-1, kind="stable"), axis=-1, kind="stable")
+    return rank < k
+
+
+def head_spread_test(topk_mass, n_perm: int, *, seed: int = 0) -> dict:
+    """Do heads differ in concentration beyond prompt-to-prompt noise? A permutation test.
+
+    Statistic: variance over heads (all layers) of the per-head mean (over prompts) top-k mass. Null: the head
+    labels are exchangeable within each prompt (shuffled independently per prompt), which keeps every
+    prompt's values but destroys any head identity. Returns the statistic, the null's 95% quantile and the
+    one-sided permutation p-value.
+    """
+    x = np.asarray(topk_mass, np.float64).reshape(topk_mass.shape[0], -1)  # [N, heads]
+    stat = float(np.var(x.mean(axis=0)))
+    rng = np.random.default_rng(seed)
+    null = np.empty(n_perm)
+    for i in range(n_perm):
+        xs = np.take_along_axis(x, rng.random(x.shape).argsort(axis=1), axis=1)
+        null[i] = np.var(xs.mean(axis=0))
+    return {
+        "stat": stat,
+        "null_q95": float(np.quantile(null, 0.95)),
+        "p_value": float((1 + np.sum(null >= stat)) / (1 + n_perm)),
+    }

@@ -1,0 +1,131 @@
+"""The tiny masked-diffusion LM: shapes, bidirectionality, attention hook, objective, schedule, sampling, training."""
+
+from __future__ import annotations
+
+import inspect
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from models import corpus
+from models import diffusion_lm as dl
+from models import train as tr
+from pallas_kernels.attention import block_sparse_attention, mask_to_block_lists
+
+CFG = dl.DLMConfig(d_model=32, n_layers=2, n_heads=4, ctx=32)
+fwd = eqx.filter_jit(lambda m, t: m(t))
+
+
+@pytest.fixture(scope="module")
+def model():
+    return dl.DiffusionLM(CFG, key=jax.random.key(0))
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="d_model"):
+        dl.DLMConfig(d_model=30, n_heads=4)
+    with pytest.raises(ValueError, match="ctx"):
+        dl.DLMConfig(ctx=0)
+
+
+def test_shapes_and_bad_input(model):
+    x = jnp.arange(CFG.ctx, dtype=jnp.int32) % 257
+    logits = fwd(model, x)
+    assert logits.shape == (CFG.ctx, dl.BYTES) and logits.dtype == jnp.float32
+    assert eqx.filter_jit(lambda m, x: jax.vmap(m)(x))(model, jnp.zeros((3, CFG.ctx), jnp.int32)).shape == (
+        3,
+        CFG.ctx,
+        256,
+    )
+    qkv = model.qkv(x)
+    assert len(qkv) == CFG.n_layers and all(a.shape == (CFG.ctx, 4, 8) for t in qkv for a in t)
+    with pytest.raises(ValueError, match="1-D"):
+        model(jnp.zeros((2, 4), jnp.int32))
+    with pytest.raises(ValueError, match="ctx"):
+        model(jnp.zeros(CFG.ctx + 1, jnp.int32))
+
+
+def test_bidirectional(model):
+    """Changing the last token changes the logits at position 0 (a causal model could not)."""
+    x = jnp.full(CFG.ctx, 65, jnp.int32)
+    a, b = fwd(model, x), fwd(model, x.at[-1].set(dl.MASK))
+    assert float(jnp.max(jnp.abs(a[0] - b[0]))) > 1e-4
+
+
+def test_attention_hook_dense_and_block_sparse_agree(model):
+    x = jax.random.randint(jax.random.key(1), (CFG.ctx,), 0, 257)
+    dense = fwd(model, x)
+    np.testing.assert_allclose(model(x, attention=dl.dense_attention), dense, rtol=1e-5, atol=1e-5)
+    nb = CFG.ctx // 8
+    cnt, idx = mask_to_block_lists(jnp.ones((1, CFG.n_heads, nb, nb), bool), nb)
+
+    def full_blocks(layer, q, k, v):
+        return block_sparse_attention(q[None], k[None], v[None], cnt, idx, block_q=8, block_k=8, implementation="xla")[
+            0
+        ]
+
+    np.testing.assert_allclose(model(x, attention=full_blocks), dense, rtol=1e-4, atol=1e-4)
+
+
+def test_mask_tokens_rate_and_loss():
+    x = jnp.zeros((64, 128), jnp.int32)
+    xt, masked = dl.mask_tokens(x, jnp.full(64, 0.3), key=jax.random.key(2))
+    assert abs(float(masked.mean()) - 0.3) < 0.02
+    assert bool(jnp.all((xt == dl.MASK) == masked))
+    m = dl.DiffusionLM(CFG, key=jax.random.key(0))
+    loss = eqx.filter_jit(lambda m, x, k: dl.diffusion_loss(m, x, key=k))(m, x[:4, :32], jax.random.key(3))
+    assert loss.shape == () and bool(jnp.isfinite(loss)) and float(loss) > 0
+
+
+def test_key_is_keyword_only():
+    for fn in (dl.mask_tokens, dl.diffusion_loss, dl.masked_accuracy, dl.unmask_step, dl.generate):
+        assert inspect.signature(fn).parameters["key"].kind is inspect.Parameter.KEYWORD_ONLY, fn.__name__
+    assert inspect.signature(dl.DiffusionLM.__init__).parameters["key"].kind is inspect.Parameter.KEYWORD_ONLY
+    with pytest.raises(TypeError):
+        dl.DiffusionLM(CFG, jax.random.key(0))
+
+
+def test_schedule():
+    region, count = dl.schedule(64, 16, 8, 24)
+    assert region.shape == (8, 64) and count.sum() == 48
+    for t in range(8):
+        lo = 16 + (t // 4) * 24
+        assert region[t].sum() == 24 and region[t, lo : lo + 24].all()
+    assert dl.transitions(64, 16, 8, 24) == (4,)
+    with pytest.raises(ValueError, match="block_len"):
+        dl.schedule(64, 16, 8, 20)
+    with pytest.raises(ValueError, match="steps"):
+        dl.schedule(64, 16, 7, 24)
+    with pytest.raises(ValueError, match="prompt_len"):
+        dl.schedule(64, 64, 8, 24)
+
+
+def test_generate_fills_every_mask_keeps_prompt(model):
+    prompt = jnp.arange(8, dtype=jnp.int32) + 97
+    out, states = eqx.filter_jit(lambda m, p: dl.generate(m, p, CFG.ctx, steps=6, block_len=8))(model, prompt)
+    assert out.shape == (CFG.ctx,) and states.shape == (6, CFG.ctx)
+    assert bool(jnp.all(out != dl.MASK)) and bool(jnp.all(out[:8] == prompt))
+    masked = np.asarray((states == dl.MASK).sum(axis=1))
+    assert masked[0] == CFG.ctx - 8 and np.all(np.diff(masked) < 0)  # every step commits tokens
+
+
+def test_loss_decreases_on_a_tiny_run():
+    train, _ = corpus.load_corpus(max_bytes=20_000)
+    m0 = dl.DiffusionLM(CFG, key=jax.random.key(0))
+    tc = tr.TrainConfig(steps=60, batch_size=8, lr=1e-2, warmup=5)
+    _, losses, diverged = tr.fit(
+        m0,
+        tr.adamw_schedule(tc),
+        train,
+        steps=60,
+        batch_size=8,
+        key=jax.random.key(1),
+        chunk=60,
+        batch_loss=dl._batch_loss,
+    )
+    losses = np.asarray(losses)
+    assert not diverged and losses.shape == (60,)
+    assert losses[-15:].mean() < 0.8 * losses[:5].mean()
