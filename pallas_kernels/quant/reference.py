@@ -257,9 +257,12 @@ def razer_activation_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     four_or_six = jnp.where(a > np.float32(5.0) * s, np.float32(6.0), np.float32(4.0))
     k0 = _err_terms(a - four_or_six * s, p)  # only read for near elements
     e_pos, e_neg = _block_sums(_special_terms(xs, a, near, k0, 5.0, s, p), fence)
-    neg = _fence(e_neg < e_pos, fence)  # err(-5) < err(+5); +5 wins ties
+    # err(-5) < err(+5) (+5 wins ties); the codes pass tests nearness against the fenced block thresholds
+    # fl(4.5 s), fl(5.5 s) (the same values): a separate expression, so XLA recomputes it in that pass
+    # instead of writing a full-size mask shared with the sums
+    neg, lo, hi = _fence((e_neg < e_pos, np.float32(4.5) * s[..., 0], np.float32(5.5) * s[..., 0]), fence)
     m = fp4.e2m1_magnitude_code_scaled(a, s)
-    use = near & jnp.where(neg[..., None], xs < 0, xs > 0)
+    use = (a > lo[..., None]) & (a < hi[..., None]) & jnp.where(neg[..., None], xs < 0, xs > 0)
     return _razer_codes(xs, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
