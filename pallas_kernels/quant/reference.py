@@ -65,6 +65,7 @@ comparable block by block to NVFP4 proper, whose g and E4M3 scale differ.
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -102,23 +103,47 @@ def reciprocal(g):
 SIXTH = np.float32(1.0 / 6.0)  # fl32(1/6): the block scale is bmax * fl(1/6), a single IEEE multiply
 
 
+def _fence(tree, fence: bool):
+    """``fence=True`` (the XLA path; the block functions' ``fence`` flag also picks :func:`_block_sums`'s
+    variadic form): materialize the per-block values ``tree`` before the per-element pass.
+
+    Without it XLA CPU fuses the block-scale encode/decode into the element loop and recomputes it for every
+    element (a 16x waste that dominated RaZeR's cost). An optimization barrier changes no value; the Pallas
+    kernels call the block functions with ``fence=False`` (a barrier has no kernel lowering, and a tile's
+    block values live in registers anyway)."""
+    return jax.lax.optimization_barrier(tree) if fence else tree
+
+
+def scaled_block_amax(braw, inv_g):
+    """Block amax of ``xs = flush(x) * fl(1/g)`` from the raw block amax ``braw = max_i |x_i|``:
+    ``fl(flush(braw) * fl(1/g))``. Equal to ``max_i |fl(flush(x_i) * fl(1/g))|`` bit for bit (flushing and
+    a rounded multiply by a positive constant are monotone, so they commute with max); lets the XLA path
+    read x once for both the global amax (= max of the block maxima) and the block scales."""
+    return fp4.flush_subnormals(braw) * inv_g
+
+
 def nvfp4_scale_code(bmax):
     """Block amax (of x * r) -> E4M3 scale code: RNE( clip(bmax * fl(1/6), 2^-9, 448) )."""
     return fp4.e4m3_encode(jnp.clip(bmax * SIXTH, np.float32(fp4.E4M3_MIN), np.float32(fp4.E4M3_MAX)))
 
 
-def nvfp4_block_codes(xb, inv_g):
-    """xb: (..., nb, 16) float, inv_g = fl(1/g) -> (codes (..., nb, 16), scale codes (..., nb)), uint32."""
+def nvfp4_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
+    """xb: (..., nb, 16) float, inv_g = fl(1/g) -> (codes (..., nb, 16), scale codes (..., nb)), uint32.
+    ``bmax`` (..., nb): the block amax of ``xs`` if already known (:func:`scaled_block_amax`)."""
     xs = fp4.flush_subnormals(xb) * inv_g
-    sc = nvfp4_scale_code(jnp.max(jnp.abs(xs), axis=-1))
-    return fp4.e2m1_encode_scaled(xs, fp4.e4m3_decode(sc)[..., None]), sc
+    if bmax is None:
+        bmax = jnp.max(jnp.abs(xs), axis=-1)
+    sc = nvfp4_scale_code(bmax)
+    s = _fence(fp4.e4m3_decode(sc), fence)
+    return fp4.e2m1_encode_scaled(xs, s[..., None]), sc
 
 
-def mxfp4_block_codes(xb):
+def mxfp4_block_codes(xb, *, fence: bool = False):
     """xb: (..., nb, 32) float -> (codes, E8M0 scale codes); v = x * 2^(127 - code) is exact."""
     xb = fp4.flush_subnormals(xb)
     sc = fp4.e8m0_code_for_amax(jnp.max(jnp.abs(xb), axis=-1))
-    return fp4.e2m1_encode(xb * fp4.e8m0_reciprocal(sc)[..., None]), sc
+    r = _fence(fp4.e8m0_reciprocal(sc), fence)
+    return fp4.e2m1_encode(xb * r[..., None]), sc
 
 
 def _razer_choose(xs, s, sv, p):
@@ -147,49 +172,97 @@ def _razer_codes(xs, m, use):
     return jnp.where(use, jnp.uint32(8), sign | m)
 
 
-def _err_terms(d, p, *, cap: bool = True):
-    """Per-element integer error terms of :func:`fp4.block_sq_err` (before the block sum). ``cap=False``
-    skips the saturation, valid where ``|d p| < 2^6`` (elements within a few scale units of their value)."""
-    e = jnp.square(d.astype(jnp.float32) * p)
-    k = (e * np.float32(1 << fp4.ERR_FRACTION_BITS) + np.float32(0.5)).astype(jnp.int32)
-    if not cap:
-        return k
-    k = jnp.where(e >= np.float32(fp4.ERR_TERM_MAX >> fp4.ERR_FRACTION_BITS), jnp.int32(fp4.ERR_TERM_MAX), k)
-    return jnp.minimum(k, jnp.int32(fp4.ERR_TERM_MAX))
+def _err_terms(d, p):
+    """Per-element integer error terms of :func:`fp4.block_sq_err` (before the block sum), with the factor
+    2^14 folded into the power of two: ``p = 2^7 * pow2_reciprocal(s)`` and ``k = int(fl(min(fl(y^2), 2^26) +
+    1/2))``, ``y = fl(d p)``. Bit-identical to ``block_sq_err``'s terms: ``fl(d p 2^7) = fl(d p) 2^7`` and
+    ``fl(y^2) = fl((d p)^2) 2^14`` exactly (powers of two; where a square underflows both terms are 0), ``e >=
+    2^26`` iff ``block_sq_err``'s ``e >= 2^12`` (both give the cap 2^26, as ``fl(2^26 + 1/2) = 2^26``), and the
+    ``min`` between the square and the add keeps a compiler from contracting them into an FMA (which would
+    round ``y^2 + 1/2`` once instead of twice)."""
+    y = d.astype(jnp.float32) * p
+    e = jnp.minimum(y * y, np.float32(fp4.ERR_TERM_MAX))
+    return (e + np.float32(0.5)).astype(jnp.int32)
 
 
-def _special_gains(xs, a, near, k0, sv: float, s, p):
-    """Block sums of ``k(fp4) - k(special)`` over the ``near`` elements of each sign (see
-    :func:`razer_activation_block_codes`). ``k0``: the FP4 terms (or None: computed here for near elements,
-    whose FP4 value is 4 s if |xs| <= 5 s else 6 s)."""
-    if k0 is None:
-        four_or_six = jnp.where(a > np.float32(5.0) * s, np.float32(6.0), np.float32(4.0))
-        k0 = _err_terms(a - four_or_six * s, p, cap=False)
-    gain = jnp.where(near, k0 - _err_terms(a - np.float32(sv) * s, p, cap=False), 0)
-    gp = jnp.sum(jnp.where(xs > 0, gain, 0), axis=-1)
-    gn = jnp.sum(jnp.where(xs < 0, gain, 0), axis=-1)
-    return gp, gn
+def _err_unit(s):
+    """The error unit of a block with scale s (..., nb): ``2^7 * pow2_reciprocal(s)`` (exact)."""
+    return fp4.pow2_reciprocal(s) * np.float32(1 << (fp4.ERR_FRACTION_BITS // 2))
 
 
-def razer_activation_block_codes(xb, inv_g):
+def _e2m1_value_scaled(a, s):
+    """``e2m1(RNE(a / s)) * s`` for a >= 0: the three comparisons of :func:`fp4.e2m1_magnitude_code_scaled`
+    and a select tree over the eight products ``v * s`` (exact) instead of building the code's float."""
+    f = np.float32
+    b2 = a >= f(1.75) * s
+    b1 = a >= jnp.where(b2, f(3.5), f(0.75)) * s
+    t0 = jnp.where(b2, jnp.where(b1, f(5.0), f(2.5)), jnp.where(b1, f(1.25), f(0.25)))
+    b0 = a > t0 * s
+    hi = jnp.where(b1, jnp.where(b0, f(6.0), f(4.0)), jnp.where(b0, f(3.0), f(2.0)))
+    lo = jnp.where(b1, jnp.where(b0, f(1.5), f(1.0)), jnp.where(b0, f(0.5), f(0.0)))
+    return jnp.where(b2, hi, lo) * s
+
+
+def _block_sums(terms, variadic: bool):
+    """Block sums (last axis) of several int32 arrays. ``variadic=True`` (the XLA path): one variadic
+    reduction, so XLA computes the shared per-element work once for all sums (separate ``jnp.sum`` calls
+    each recompute it in their own loop); the Pallas kernels (Triton and Mosaic lower no variadic reduce)
+    sum each array. Integer sums are exact, so both give the same integers."""
+    if not variadic:
+        return tuple(jnp.sum(t, axis=-1) for t in terms)
+    return jax.lax.reduce(
+        tuple(terms),
+        tuple(jnp.int32(0) for _ in terms),
+        lambda acc, t: tuple(u + v for u, v in zip(acc, t, strict=True)),
+        (terms[0].ndim - 1,),
+    )
+
+
+def _first_min_index(errs):
+    """Index (uint32) of the smallest of the block errors ``errs`` (the first one on ties)."""
+    best, idx = errs[0], jnp.zeros(errs[0].shape, jnp.uint32)
+    for i in range(1, len(errs)):
+        better = errs[i] < best
+        best, idx = jnp.where(better, errs[i], best), jnp.where(better, jnp.uint32(i), idx)
+    return idx
+
+
+def _special_terms(xs, a, near, k0, sv: float, s, p):
+    """The block-error terms of the candidates +sv and -sv: an element takes the special value only when
+    ``near`` and of the candidate's sign (see :func:`razer_activation_block_codes`), so its term is then
+    the special value's, else the FP4 term ``k0``."""
+    ks = _err_terms(a - np.float32(sv) * s, p)
+    return jnp.where(near & (xs > 0), ks, k0), jnp.where(near & (xs < 0), ks, k0)
+
+
+def razer_activation_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     """RaZeR activation variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32).
 
     Fast form of two :func:`_razer_choose` calls (bit-identical). An element can only take the special value
     of its own sign (0 is an FP4 value, so one of the other sign is always farther than its FP4 rounding),
     and for it both candidates are the same test: |xs| strictly closer to 5 s than to its FP4 rounding |q| s,
-    which (RNE, 5 s rounds to 4 s) is exactly ``4.5 s < |xs| < 5.5 s``, with the same special-value term
-    ``|xs| - 5 s``. So ``err(+5) - err(-5) = gain(xs < 0) - gain(xs > 0)``, gain = k(fp4) - k(special) summed
-    over the near elements of that sign (exact integer sums, same choice as comparing the block errors)."""
+    which (RNE, 5 s rounds to 4 s) is exactly ``4.5 s < |xs| < 5.5 s``, with the special-value term
+    ``|xs| - 5 s``; a near element's FP4 value is 4 s if |xs| <= 5 s else 6 s. The two sums below take the
+    special term for the near elements of the candidate's sign and ``k0`` elsewhere: for near elements
+    ``k0`` is the FP4 term, for the others it is the same integer in both sums (so it cancels in the
+    comparison), and the sums are exact (<= 16 * 2^26 < 2^31): the choice equals comparing the block errors."""
     xs = fp4.flush_subnormals(xb) * inv_g
     a = jnp.abs(xs)
-    sc = nvfp4_scale_code(jnp.max(a, axis=-1))
-    s = fp4.e4m3_decode(sc)[..., None]
-    p = fp4.pow2_reciprocal(s)
-    m = fp4.e2m1_magnitude_code_scaled(a, s)
+    if bmax is None:
+        bmax = jnp.max(a, axis=-1)
+    sc = nvfp4_scale_code(bmax)
+    s, p = _fence((fp4.e4m3_decode(sc), _err_unit(fp4.e4m3_decode(sc))), fence)
+    s, p = s[..., None], p[..., None]
     near = (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s)
-    gp, gn = _special_gains(xs, a, near, None, 5.0, s, p)
-    neg = gn > gp  # err(-5) < err(+5)
-    use = near & jnp.where(neg[..., None], xs < 0, xs > 0)
+    four_or_six = jnp.where(a > np.float32(5.0) * s, np.float32(6.0), np.float32(4.0))
+    k0 = _err_terms(a - four_or_six * s, p)  # only read for near elements
+    e_pos, e_neg = _block_sums(_special_terms(xs, a, near, k0, 5.0, s, p), fence)
+    # err(-5) < err(+5) (+5 wins ties); the codes pass tests nearness against the fenced block thresholds
+    # fl(4.5 s), fl(5.5 s) (the same values): a separate expression, so XLA recomputes it in that pass
+    # instead of writing a full-size mask shared with the sums
+    neg, lo, hi = _fence((e_neg < e_pos, np.float32(4.5) * s[..., 0], np.float32(5.5) * s[..., 0]), fence)
+    m = fp4.e2m1_magnitude_code_scaled(a, s)
+    use = (a > lo[..., None]) & (a < hi[..., None]) & jnp.where(neg[..., None], xs < 0, xs > 0)
     return _razer_codes(xs, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
@@ -208,37 +281,36 @@ def razer_weight_candidate(xs, bmax, idx: int, allow_special: bool = True):
     return err, _razer_codes(xs, m, use), sc | jnp.uint32(idx << 6)
 
 
-def razer_weight_block_codes(xb, inv_g):
+def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     """RaZeR weight variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32).
 
-    The four candidates of :func:`razer_weight_candidate` (first wins ties) in the fast form of
-    :func:`razer_activation_block_codes` (bit-identical): +-5 at s_b(6) (near: ``4.5 s < |xs| < 5.5 s``), +-8
-    at s_b(8) (FP4 values are <= 6 < 8, so near: ``|xs| > 7 s``); err = plain-FP4 block error minus the gain."""
+    The four candidates of :func:`razer_weight_candidate` (first wins ties), bit-identical, in two passes
+    over the elements: (1) FP4 values at both scales s_b(6) and s_b(8) (select trees, no code-to-float
+    decode), the four candidates' error terms (+-5 at s_b(6), near ``4.5 s < |xs| < 5.5 s``; +-8 at s_b(8),
+    FP4 values are <= 6 < 8 so near ``|xs| > 7 s``) and their block sums in one variadic reduction; (2) the
+    codes at the chosen scale only."""
     xs = fp4.flush_subnormals(xb) * inv_g
     a = jnp.abs(xs)
-    bmax = jnp.max(a, axis=-1)
+    if bmax is None:
+        bmax = jnp.max(a, axis=-1)
     sc6, sc8 = _e3m3_scale_code(bmax, 6.0), _e3m3_scale_code(bmax, 8.0)
-    s6, s8 = fp4.e3m3_decode(sc6)[..., None], fp4.e3m3_decode(sc8)[..., None]
-    p = fp4.pow2_reciprocal(s6)
-    m6 = fp4.e2m1_magnitude_code_scaled(a, s6)
-    m8 = fp4.e2m1_magnitude_code_scaled(a, s8)
-    k6 = _err_terms(a - fp4.e2m1_magnitude_value(m6) * s6, p)
-    k8 = _err_terms(a - fp4.e2m1_magnitude_value(m8) * s8, p)
+    s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
+    s6, s8, p = (v[..., None] for v in _fence((s6, s8, _err_unit(s6)), fence))
+    k6 = _err_terms(a - _e2m1_value_scaled(a, s6), p)
+    k8 = _err_terms(a - _e2m1_value_scaled(a, s8), p)
     near6 = (a > np.float32(4.5) * s6) & (a < np.float32(5.5) * s6)
     near8 = a > np.float32(7.0) * s8
-    gp6, gn6 = _special_gains(xs, a, near6, k6, 5.0, s6, p)
-    gp8, gn8 = _special_gains(xs, a, near8, k8, 8.0, s8, p)
-    z6, z8 = jnp.sum(k6, axis=-1), jnp.sum(k8, axis=-1)
-    errs = (z6 - gp6, z6 - gn6, z8 - gp8, z8 - gn8)
-    best, idx = errs[0], jnp.zeros(bmax.shape, jnp.uint32)
-    for i in (1, 2, 3):
-        better = errs[i] < best
-        best, idx = jnp.where(better, errs[i], best), jnp.where(better, jnp.uint32(i), idx)
-    wide = (idx >= jnp.uint32(2))[..., None]
+    idx = _first_min_index(
+        _block_sums(_special_terms(xs, a, near6, k6, 5.0, s6, p) + _special_terms(xs, a, near8, k8, 8.0, s8, p), fence)
+    )
+    wide = idx >= jnp.uint32(2)
+    s, idx = _fence((jnp.where(wide, s8[..., 0], s6[..., 0]), idx), fence)
+    s, w = s[..., None], (idx >= jnp.uint32(2))[..., None]
+    m = fp4.e2m1_magnitude_code_scaled(a, s)
+    near = jnp.where(w, a > np.float32(7.0) * s, (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s))
     want_neg = ((idx & jnp.uint32(1)) == jnp.uint32(1))[..., None]
-    use = jnp.where(wide, near8, near6) & jnp.where(want_neg, xs < 0, xs > 0)
-    codes = _razer_codes(xs, jnp.where(wide, m8, m6), use)
-    return codes, jnp.where(wide[..., 0], sc8, sc6) | (idx << jnp.uint32(6))
+    use = near & jnp.where(want_neg, xs < 0, xs > 0)
+    return _razer_codes(xs, m, use), jnp.where(wide, sc8, sc6) | (idx << jnp.uint32(6))
 
 
 def razer_special_value(byte, fmt: str):
@@ -291,19 +363,43 @@ def _pack(x, codes, sc, g, fmt: str) -> QuantizedArray:
     )
 
 
+def _raw_block_amax(xb):
+    """max_i |x_i| per block as ``max(max_i x_i, -min_i x_i)`` from one variadic max/min reduction: exact (a
+    zero amax may come out as -0, which every use clamps or maxes away), and XLA CPU then reads x once
+    instead of writing |x| to memory for its reduction library (2x faster). The global amax is the max of
+    these."""
+    hi, lo = jax.lax.reduce(
+        (xb, xb),
+        (np.float32(-np.inf), np.float32(np.inf)),
+        lambda a, b: (jnp.maximum(a[0], b[0]), jnp.minimum(a[1], b[1])),
+        (xb.ndim - 1,),
+    )
+    return jnp.maximum(hi, -lo)
+
+
+def _global_and_blocks(x, global_scale, denom: float):
+    """(xb, g, fl(1/g), block amax of xs): the shared first pass of the global-scale formats."""
+    xb = _blocks(x, 16)
+    # fenced: otherwise XLA folds max(max(|x|, -1)) into a second full reduction and materializes |x| for both
+    braw = _fence(_raw_block_amax(xb), True)
+    if global_scale is None:
+        global_scale = global_scale_from_amax(jnp.max(braw), denom)
+    g = jnp.asarray(global_scale, jnp.float32)
+    inv_g = reciprocal(g)
+    return xb, g, inv_g, scaled_block_amax(braw, inv_g)
+
+
 def nvfp4_quantize(x, global_scale=None) -> QuantizedArray:
     """NVFP4 reference. ``global_scale`` defaults to ``max(amax/2688, 2^-126)``."""
     x = jnp.asarray(x)
-    if global_scale is None:
-        global_scale = global_scale_from_amax(jnp.max(jnp.abs(x)), NVFP4_GLOBAL_MAX)
-    g = jnp.asarray(global_scale, jnp.float32)
-    codes, sc = nvfp4_block_codes(_blocks(x, 16), reciprocal(g))
+    xb, g, inv_g, bmax = _global_and_blocks(x, global_scale, NVFP4_GLOBAL_MAX)
+    codes, sc = nvfp4_block_codes(xb, inv_g, bmax, fence=True)
     return _pack(x, codes, sc, g, "nvfp4")
 
 
 def mxfp4_quantize(x) -> QuantizedArray:
     x = jnp.asarray(x)
-    codes, sc = mxfp4_block_codes(_blocks(x, 32))
+    codes, sc = mxfp4_block_codes(_blocks(x, 32), fence=True)
     return _pack(x, codes, sc, 1.0, "mxfp4")
 
 
@@ -313,9 +409,8 @@ def razer_quantize(x, variant: str = "activation", global_scale=None) -> Quantiz
         denom, fn, fmt = NVFP4_GLOBAL_MAX, razer_activation_block_codes, "razer_activation"
     else:
         denom, fn, fmt = RAZER_WEIGHT_GLOBAL_MAX, razer_weight_block_codes, "razer_weight"
-    g = global_scale_from_amax(jnp.max(jnp.abs(x)), denom) if global_scale is None else global_scale
-    g = jnp.asarray(g, jnp.float32)
-    codes, sc = fn(_blocks(x, 16), reciprocal(g))
+    xb, g, inv_g, bmax = _global_and_blocks(x, global_scale, denom)
+    codes, sc = fn(xb, inv_g, bmax, fence=True)
     return _pack(x, codes, sc, g, fmt)
 
 

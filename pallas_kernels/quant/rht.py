@@ -261,13 +261,19 @@ def _rowsum(v, kron: bool):
     return jnp.sum(s, axis=0, keepdims=True) if kron else s  # kron: one row per block -> (1, 1)
 
 
+def _split_refs(refs, n_in: int, kron: bool):
+    """Kernel refs ``(inputs..., Hadamard factor(s), outputs...)`` -> (inputs, the FWHT on a tile, outputs):
+    two factors ``H_a, H_b`` for the Kronecker form, one dense ``H`` otherwise."""
+    n_h = 2 if kron else 1
+    h = refs[n_in : n_in + n_h]
+    transform = (
+        functools.partial(_kron_fwht, ha_ref=h[0], hb_ref=h[1]) if kron else functools.partial(_dense_fwht, h_ref=h[0])
+    )
+    return refs[:n_in], transform, refs[n_in + n_h :]
+
+
 def _quant_kernel(*refs, bits, scaling, d, kron, precision):
-    if kron:
-        x_ref, s_ref, u_ref, ha_ref, hb_ref, k_ref, sc_ref = refs
-        transform = functools.partial(_kron_fwht, ha_ref=ha_ref, hb_ref=hb_ref)
-    else:
-        x_ref, s_ref, u_ref, h_ref, k_ref, sc_ref = refs
-        transform = functools.partial(_dense_fwht, h_ref=h_ref)
+    (x_ref, s_ref, u_ref), transform, (k_ref, sc_ref) = _split_refs(refs, 3, kron)
     x = x_ref[...].astype(jnp.float32)
     u = u_ref[...]
     y = transform(x * s_ref[...], scale=1.0 / math.sqrt(d), precision=precision)
@@ -279,12 +285,7 @@ def _quant_kernel(*refs, bits, scaling, d, kron, precision):
 
 
 def _dequant_kernel(*refs, bits, d, kron, precision):
-    if kron:
-        k_ref, sc_ref, s_ref, u_ref, ha_ref, hb_ref, o_ref = refs
-        transform = functools.partial(_kron_fwht, ha_ref=ha_ref, hb_ref=hb_ref)
-    else:
-        k_ref, sc_ref, s_ref, u_ref, h_ref, o_ref = refs
-        transform = functools.partial(_dense_fwht, h_ref=h_ref)
+    (k_ref, sc_ref, s_ref, u_ref), transform, (o_ref,) = _split_refs(refs, 4, kron)
     q = decode_levels(k_ref[...].astype(jnp.int32), u_ref[...], bits)
     xh = transform(q * sc_ref[...], scale=1.0 / math.sqrt(d), precision=precision) * s_ref[...]
     o_ref[...] = xh.astype(o_ref.dtype)

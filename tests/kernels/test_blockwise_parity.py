@@ -7,21 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from pallas_kernels.quant import (
-    mxfp4_dequantize,
-    mxfp4_quantize,
-    nvfp4_dequantize,
-    nvfp4_quantize,
-    razer_dequantize,
-    razer_quantize,
-)
+from tests.kernels.formats import FORMAT_OPS as FORMATS
 
-FORMATS = {
-    "nvfp4": (nvfp4_quantize, nvfp4_dequantize, 16),
-    "mxfp4": (mxfp4_quantize, mxfp4_dequantize, 32),
-    "razer_activation": (lambda x, **kw: razer_quantize(x, variant="activation", **kw), razer_dequantize, 16),
-    "razer_weight": (lambda x, **kw: razer_quantize(x, variant="weight", **kw), razer_dequantize, 16),
-}
 # (shape in blocks, log10 scale, seed): a scalar row, ragged rows, 3-D, a wide row; tiny and huge values
 CASES = [((1,), 0, 0), ((3, 2), -20, 1), ((2, 2, 3), 20, 2), ((5, 16), 0, 3)]
 

@@ -9,22 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pallas_kernels.quant import (
-    fp4_matmul,
-    mxfp4_dequantize,
-    mxfp4_quantize,
-    nvfp4_dequantize,
-    nvfp4_quantize,
-    razer_dequantize,
-    razer_quantize,
-)
+from pallas_kernels.quant import fp4_matmul, nvfp4_quantize
+from tests.kernels.formats import FORMAT_OPS
 
-QUANT = {
-    "nvfp4": (nvfp4_quantize, nvfp4_dequantize),
-    "mxfp4": (mxfp4_quantize, mxfp4_dequantize),
-    "razer_weight": (lambda w: razer_quantize(w, variant="weight"), razer_dequantize),
-    "razer_activation": (lambda w: razer_quantize(w, variant="activation"), razer_dequantize),
-}
 # (lead shape of x, N, K): ragged M and N (padding), K not a multiple of the K chunk, a 3-D activation
 SHAPES = [((1,), 16, 32), ((5,), 48, 96), ((2, 3), 40, 160), ((32,), 64, 512)]
 
@@ -33,7 +20,7 @@ def _operands(lead, n, k, fmt, seed=0):
     rng = np.random.default_rng(seed)
     x = jnp.asarray(rng.standard_normal((*lead, k)), jnp.bfloat16)
     w = rng.standard_normal((n, k)).astype(np.float32) * 0.05
-    quantize, dequantize = QUANT[fmt]
+    quantize, dequantize, _ = FORMAT_OPS[fmt]
     q = quantize(w)
     return x, q, dequantize(q)
 
@@ -45,7 +32,7 @@ def _tolerance(x, w_deq):
     return k * 2.0**-24 * mag + 1e-30
 
 
-@pytest.mark.parametrize("fmt", list(QUANT))
+@pytest.mark.parametrize("fmt", list(FORMAT_OPS))
 def test_reference_equals_dense_float64(fmt):
     x, q, w_deq = _operands((5,), 48, 96, fmt)
     y = np.asarray(fp4_matmul(x, q, implementation="xla"), np.float64)
@@ -55,7 +42,7 @@ def test_reference_equals_dense_float64(fmt):
 
 
 @settings(max_examples=5)
-@given(case=st.sampled_from(SHAPES), fmt=st.sampled_from(list(QUANT)), seed=st.integers(0, 3))
+@given(case=st.sampled_from(SHAPES), fmt=st.sampled_from(list(FORMAT_OPS)), seed=st.integers(0, 3))
 def test_pallas_interpret_matches_reference(case, fmt, seed):
     lead, n, k = case
     if fmt == "mxfp4" and k % 32:

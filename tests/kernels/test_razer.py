@@ -179,6 +179,27 @@ def test_weight_never_worse_than_fp4_with_the_same_e3m3_scale():
     assert mse_w < mse_n
 
 
+@pytest.mark.parametrize("global_scale", [None, 1e-30])
+def test_weight_fast_form_equals_the_four_candidates(global_scale):
+    """The weight variant's one-pass form picks what the four-candidate spec (``razer_weight_candidate``,
+    first minimum) picks, bit for bit, also where a tiny global scale saturates every block (block errors
+    at the 2^26-per-element cap, all four tied: candidate 0 must win). The previous fast form summed
+    uncapped special-value terms there (an int32 overflow) and chose -8 instead."""
+    x = _adversarial("normal", (8, 256), seed=11)
+    g = np.float32(quant_np.global_scale(x, 6 * 28) if global_scale is None else global_scale)
+    xs = (quant_np.blocks(x, 16) * (np.float32(1) / g)).astype(np.float32)
+    bmax = np.abs(xs).max(-1)
+    cands = [jax.jit(ref.razer_weight_candidate, static_argnums=(2,))(xs, bmax, i) for i in range(4)]
+    idx = np.argmin(np.stack([np.asarray(c[0]) for c in cands]), axis=0)  # first minimum on ties
+    want_bytes = np.choose(idx, [np.asarray(c[2]) for c in cands])
+    want_codes = np.choose(idx[..., None], [np.asarray(c[1]) for c in cands])
+    q = razer_quantize(x, variant="weight", global_scale=g, implementation="xla")
+    np.testing.assert_array_equal(np.asarray(q.scales), want_bytes)
+    np.testing.assert_array_equal(quant_np.blocks(quant_np.unpack(q.codes), 16), want_codes)
+    if global_scale is not None:
+        assert np.all(want_bytes >> 6 == 0)  # saturated: all tied, the first candidate (+5) wins
+
+
 def test_errors():
     with pytest.raises(ValueError, match="variant"):
         razer_quantize(np.ones((1, 16), np.float32), variant="kv")
