@@ -122,7 +122,7 @@ def _parser() -> argparse.ArgumentParser:
     au.add_argument("--collect", action="store_true",
                     help="run nothing: rebuild figures/audit.json and the README table from figures/audit/*.json")
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
-    b.add_argument("name", nargs="?", default=None, help="benchmark name (omit to list them)")
+    b.add_argument("names", nargs="*", default=[], help="benchmark names, e.g. `quant attention` (omit to list them)")
     b.add_argument("--quick", action="store_true", help="small sizes")
     nb = sub.add_parser("notebook", help="open JupyterLab on notebooks/ (the .py files open as notebooks)")
     nb.add_argument("name", nargs="?", default=None, help="a result whose notebook to open")
@@ -218,14 +218,17 @@ def _cmd_audit(names, write=True) -> int:
     return 1 if missed or few else 0
 
 
-def _cmd_bench(name, quick) -> int:
+def _cmd_bench(names, quick) -> int:
     from sims.core import harness, registry
 
-    if name is None:
+    if not names:
         print("\n".join(registry.bench_names()))
         return 0
-    rows = registry.get_bench(name)(quick=quick)
-    print(harness.format_bench(rows))
+    benches = [(name, registry.get_bench(name)) for name in names]  # unknown names: one line, before any timing
+    for name, bench in benches:
+        if len(benches) > 1:
+            print(f"== {name}")
+        print(harness.format_bench(bench(quick=quick)))
     return 0
 
 
@@ -316,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":
-            return _cmd_bench(args.name, args.quick)
+            return _cmd_bench(args.names, args.quick)
         if args.command == "notebook":
             return _cmd_notebook(args.name)
     except WorkbenchError as err:  # user errors only: anything else keeps its traceback
