@@ -87,8 +87,15 @@ def test_yds_against_a_time_discretised_convex_program():
             return g.ravel()
 
         cons = [{"type": "eq", "fun": c, "jac": c_jac, "args": (j,)} for j in range(n)]
-        sol = scipy_opt.minimize(f, x0, jac=grad, method="SLSQP", bounds=[(0, None)] * x0.size,
-                                 constraints=cons, options={"ftol": 1e-12, "maxiter": 500})
+        sol = scipy_opt.minimize(
+            f,
+            x0,
+            jac=grad,
+            method="SLSQP",
+            bounds=[(0, None)] * x0.size,
+            constraints=cons,
+            options={"ftol": 1e-12, "maxiter": 500},
+        )
         e_yds = float(ss.energy(ss.yds(r, d, w).profile, alpha))
         assert e_yds <= sol.fun * (1 + 1e-6)  # YDS is optimal
         np.testing.assert_allclose(e_yds, sol.fun, rtol=1e-3)  # and the grid program reaches it
@@ -109,8 +116,7 @@ def _all_schedules(r, d, w, alpha, key):
         "qoa": ss.qoa(r, d, w, alpha=alpha, n_slots=N_SLOTS, dt=DT),
         "bkp": ss.bkp(r, d, w, n_slots=N_SLOTS, dt=DT),
         "las": ss.las(r, d, w, w_hat, eps=0.5, alpha=alpha, n_slots=N_SLOTS, dt=DT),
-        **{f"sp_{m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, dt=DT)
-           for m in ss.SP_MODES},
+        **{f"sp_{m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, dt=DT) for m in ss.SP_MODES},
     }
 
 
@@ -143,14 +149,24 @@ def test_every_schedule_is_feasible_conserves_work_and_costs_at_least_opt(seed, 
 def test_avr_and_oa_match_the_pure_python_reference(seed):
     r, d, w = _instance(seed)
     lists = _lists(r, d, w)
-    np.testing.assert_allclose(np.asarray(ss.avr(r, d, w, n_slots=N_SLOTS, dt=DT).profile.speed),
-                               ref.avr_python(*lists, N_SLOTS, DT), rtol=1e-4, atol=1e-4)
-    np.testing.assert_allclose(np.asarray(ss.oa(r, d, w, n_slots=N_SLOTS, dt=DT).profile.speed),
-                               ref.oa_python(*lists, N_SLOTS, DT), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(ss.avr(r, d, w, n_slots=N_SLOTS, dt=DT).profile.speed),
+        ref.avr_python(*lists, N_SLOTS, DT),
+        rtol=1e-4,
+        atol=1e-4,
+    )
+    np.testing.assert_allclose(
+        np.asarray(ss.oa(r, d, w, n_slots=N_SLOTS, dt=DT).profile.speed),
+        ref.oa_python(*lists, N_SLOTS, DT),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     # the exact AVR profile and the grid AVR have the same energy (times are on the grid)
-    np.testing.assert_allclose(float(ss.energy(ss.avr_profile(r, d, w), 3.0)),
-                               float(ss.energy(ss.avr(r, d, w, n_slots=N_SLOTS, dt=DT).profile, 3.0)),
-                               rtol=1e-4)
+    np.testing.assert_allclose(
+        float(ss.energy(ss.avr_profile(r, d, w), 3.0)),
+        float(ss.energy(ss.avr(r, d, w, n_slots=N_SLOTS, dt=DT).profile, 3.0)),
+        rtol=1e-4,
+    )
 
 
 def test_edf_reports_an_infeasible_profile():
@@ -261,8 +277,16 @@ def test_pure_prediction_following_is_exactly_consistent_on_every_instance(seed,
     assert float(ss.energy(sched.profile, 3.0)) == pytest.approx(opt, rel=1e-4)
 
 
-ADVERSARIES = (("zero", {}), ("scaled", {"scale": 10.0}), ("scaled", {"scale": 0.1}), ("shifted", {"shift": 7}),
-               ("shifted", {"shift": -7}), ("reversed", {}), ("spikes", {"period": 10}), ("noisy", {"noise": 2.0}))
+ADVERSARIES = (
+    ("zero", {}),
+    ("scaled", {"scale": 10.0}),
+    ("scaled", {"scale": 0.1}),
+    ("shifted", {"shift": 7}),
+    ("shifted", {"shift": -7}),
+    ("reversed", {}),
+    ("spikes", {"period": 10}),
+    ("noisy", {"noise": 2.0}),
+)
 
 
 @given(seeds, st.sampled_from(ADVERSARIES), st.sampled_from([1.0, 2.0, 6.0]), st.sampled_from([2.0, 3.0]))
@@ -301,8 +325,9 @@ CONSISTENCY_FAMILIES = st.sampled_from([(12, 40, (1, 3)), (12, 40, (1, 30)), (24
 
 
 @settings(max_examples=6)
-@given(seeds, CONSISTENCY_FAMILIES, st.sampled_from([1, 2]), st.sampled_from([0.1, 0.5, 2.0]),
-       st.sampled_from([2.0, 3.0]))
+@given(
+    seeds, CONSISTENCY_FAMILIES, st.sampled_from([1, 2]), st.sampled_from([0.1, 0.5, 2.0]), st.sampled_from([2.0, 3.0])
+)
 def test_robust_sp_is_consistent_with_exact_predictions(seed, family, sub, eps, alpha):
     """s_hat = OPT's speed: the robust SP with kappa = sp_kappa(eps, alpha) costs <= (1 + eps) OPT, in both
     modes, on instances with short windows (1-3 time units: 1-6 slots) and long ones (up to 60 units, 120 slots).
@@ -313,8 +338,13 @@ def test_robust_sp_is_consistent_with_exact_predictions(seed, family, sub, eps, 
 
 @pytest.mark.slow
 @settings(max_examples=150)
-@given(seeds, CONSISTENCY_FAMILIES, st.sampled_from([1, 2]), st.sampled_from([0.05, 0.1, 0.5, 2.0]),
-       st.sampled_from([1.5, 2.0, 3.0]))
+@given(
+    seeds,
+    CONSISTENCY_FAMILIES,
+    st.sampled_from([1, 2]),
+    st.sampled_from([0.05, 0.1, 0.5, 2.0]),
+    st.sampled_from([1.5, 2.0, 3.0]),
+)
 def test_robust_sp_is_consistent_with_exact_predictions_many(seed, family, sub, eps, alpha):
     n, horizon, windows = family
     _sp_consistency(seed, n, horizon, windows, sub, eps, alpha)
