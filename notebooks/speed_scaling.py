@@ -31,7 +31,7 @@
 #   $\le \lambda^\alpha E(\mathrm{OA}) \le \lambda^\alpha\alpha^\alpha$ OPT; pure following of an exact
 #   $\hat s$ gives OPT, the clip costs a little consistency.
 #
-# SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling.py`.
+# SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling/sp.py`.
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.

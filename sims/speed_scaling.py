@@ -1,14 +1,16 @@
 """Online speed scaling with predictions: machine-speed predictions (SP) and job-workload predictions (LAS)
 against the classic online algorithms, measured as energy / OPT (YDS = 1). Spec:
-``shared/papers/speed_scaling.md``; the algorithms and the robustness proof are in ``theory/speed_scaling.py``.
+``shared/papers/speed_scaling.md``; the algorithms and the robustness derivation are in
+``theory/speed_scaling/`` (SP: ``sp.py``).
 
 Figures (``figures/speed_scaling/``):
   ratio_vs_error.png   SP's ratio vs the relative L_alpha error eta of a noisy speed prediction, one curve per
-                       cap lambda (dynamic solid, offline dashed), pure prediction-following for contrast, the
-                       smoothness function (1 + eta)^alpha and the robustness bound lambda^alpha E(OA)/OPT drawn
+                       eps (trust factor kappa = alpha / eps; dynamic solid, offline dashed), pure
+                       prediction-following for contrast, the smoothness function (1 + eta)^alpha and the
+                       robustness bound kappa^alpha E(AVR)/OPT drawn
   profiles.png         speed profiles of OPT vs the algorithms on one instance (BKP commanded vs work done)
   robustness.png       worst ratio under adversarial predictions (zero, huge, shifted, reversed, ...), SP per
-                       lambda vs pure following, with the bound lambda^alpha E(OA)/OPT
+                       eps vs pure following, with the bound kappa^alpha E(AVR)/OPT
   las_experiment.png   LAS's experiment (200 jobs, D = 20, alpha = 3, 20 seeds): mean ratios beside the
                        published ones (BKP with the commanded-speed accounting and with work-only accounting)
   las_eps.png          LAS-accurate mean ratio vs eps with the published range: which eps it belongs to
