@@ -89,8 +89,10 @@ def explore(alpha=3.0, eps=0.5, noise=0.2):
     s_hat = ss.predict_speed(key, s_opt, "noisy", noise)
     w_hat = ss.predict_work(key, w, "accurate", noise)
     rows = {
-        **{f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, eps=eps, dt=DT)
-           for m in ss.SP_MODES},
+        **{
+            f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, eps=eps, dt=DT)
+            for m in ss.SP_MODES
+        },
         "LAS": ss.las(r, d, w, w_hat, eps=eps, alpha=alpha, n_slots=N_SLOTS, dt=DT),
         "OA": ss.oa(r, d, w, n_slots=N_SLOTS, dt=DT),
     }
