@@ -441,6 +441,25 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                     source="theory",
                 )
             )
+    # the fallback path against an independent implementation: with no prediction (s_hat = 0) SP runs OA on its
+    # own work; at the largest kappa neither the reserve nor the cap binds on LAS's instances, so E(SP) = E(OA)
+    jk = int(np.argmax(kappas))
+    oa = np.asarray(main["oa"])
+    rel0 = np.concatenate(
+        [np.asarray(main["sp_adv"][mode])[:, ADVERSARIAL.index("zero"), jk] / oa for mode in ss.SP_MODES]
+    )
+    out.append(
+        Claim(
+            f"SP with no prediction (s_hat = 0, eps={eps[jk]:g}, kappa={kappas[jk]:g}) = OA (ss.oa): worst seed and "
+            "mode of E(SP) / E(OA)",
+            1.0,
+            float(rel0[np.argmax(np.abs(rel0 - 1))]),
+            1e-4,
+            "rel",
+            kind="check",
+            source="theory",
+        )
+    )
     follow0 = np.asarray(main["sp_noise"]["follow"])[:, i0]
     out.append(
         Claim(
