@@ -278,7 +278,10 @@ def interact(fn, *, live: bool = True, **controls) -> None:
     if quiet:  # nobody at the sliders: run once with the defaults, errors propagate
         fn(**{c._kwarg: c.get_interact_value() for c in w.kwargs_widgets})
         return
-    _display(w)  # live: already drawn once with the defaults; not live: drawn when "recompute" is pressed
+    if not live:  # drawn when "recompute" is pressed: say so instead of leaving an empty space under the button
+        with w.out:
+            print('Set the controls and press "recompute" to draw (the first call, and a new shape, compiles).')
+    _display(w)  # live: already drawn once with the defaults
 
 
 def fixed(value):
