@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -95,17 +95,19 @@ def explore(B=8, beta=0.9, cond=1000.0):
         pr = ip.random_problem(cfg.n, cfg.d, cond=cond, sampling="norm", key=jax.random.key(0))
         c = ip.constants(pr)
         k = ip.noise_kernel(pr)
-    lrs = np.geomspace(1e-4, 4.0, 60) / float(c.L)
-    rho = sim.rates(k, lrs, np.full_like(lrs, beta), "hb", B)
-    ef = np.asarray(ip.efold_time(rho))
-    lr_r, beta_r = (float(a) for a in ip.momentum_rule(float(c.mu), float(c.L), float(c.L_max), B, "hb"))
-    rho_r = float(sim.rates(k, np.array([lr_r]), np.array([beta_r]), "hb", B)[0])
+        lrs = np.geomspace(1e-4, 4.0, 60) / float(c.L)
+        rho = sim.rates(k, lrs, np.full_like(lrs, beta), "hb", B)
+        ef = np.asarray(ip.efold_time(rho))
+        lr_r, beta_r = (float(a) for a in ip.momentum_rule(float(c.mu), float(c.L), float(c.L_max), B, "hb"))
+        rho_r = float(sim.rates(k, np.array([lr_r]), np.array([beta_r]), "hb", B)[0])
+        ef_r = float(ip.efold_time(rho_r))
+        shb = float(ip.saturation_scales(pr)["shb"])
     fig, ax = plt.subplots(figsize=(7, 4.2))
     ax.loglog(
         lrs * float(c.L), np.where(np.isfinite(ef), ef, np.nan), label=f"heavy ball, beta={beta:.3f}, B={B}"
     )
     ax.axhline(
-        float(ip.efold_time(rho_r)),
+        ef_r,
         color="tab:purple",
         ls="--",
         label=f"rule: lr L={lr_r * float(c.L):.3g}, beta={beta_r:.4f}",
@@ -113,7 +115,7 @@ def explore(B=8, beta=0.9, cond=1000.0):
     ax.set(
         xlabel="lr x L",
         ylabel="iterations per e-fold of E||e||^2 (exact)",
-        title=f"kappa={cond:g}, tr H/sqrt(L mu)={float(ip.saturation_scales(pr)['shb']):.0f}; "
+        title=f"kappa={cond:g}, tr H/sqrt(L mu)={shb:.0f}; "
         "gaps = unstable",
     )
     ax.legend()
@@ -139,8 +141,8 @@ nb.controls()
 
 # %% [markdown]
 # ## Claims
-# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
-# recomputation's).
+# `sim.claims` evaluated on the data `nb` holds: the committed run when the notebook opens, the latest
+# recomputation once **recompute** was pressed (the title line says which: "committed ..." or "recomputed ...").
 
 # %%
 nb.show_claims()

@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -39,6 +39,7 @@ if "google.colab" in sys.modules and not os.path.isdir("figures"):
 # %%
 
 import jax
+import matplotlib.pyplot as plt
 import numpy as np
 
 from models import corpus, tokenizer
@@ -65,33 +66,66 @@ print(sim.layer_table(nb.results))
 
 # %% [markdown]
 # ## The model
-# Trained on first use (minutes on two cores for the full preset), then loaded from the cache outside git.
+# The sections below need the trained model. It is trained once per machine (minutes on two cores for the full
+# preset; `workbench run tiny_lm` does it too) and cached outside git. Opening the notebook never trains: with
+# no cached model, press **train the model** and then run the cells below again.
 
 # %%
-model, losses = tr.trained_model(cfg.model, cfg.train, desc="training")
+import ipywidgets as widgets  # noqa: E402
+from IPython.display import display  # noqa: E402
+
+model_file = tr.cache_dir() / f"{tr._cache_key(cfg.model, cfg.train)}.eqx"  # where trained_model caches it
+model = losses = x = y = fp = None
 train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
-print(f"{num_params(model):,} parameters; corpus {len(train_tok):,} training bytes")
-fig, ax = style.figure(figsize=(6, 3.5))
-ax.plot(np.asarray(losses), lw=0.8, label="training loss")
-ax.axhline(corpus.unigram_entropy(train_tok, val_tok), color="0.5", ls=":", label="unigram baseline")
-ax.set(xlabel="step", ylabel="cross-entropy (nats/byte)")
-ax.legend()
+
+
+def load_model(_=None):
+    global model, losses, x, y, fp
+    model, losses = tr.trained_model(cfg.model, cfg.train, desc="training")
+    x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
+    fp = float(np.exp(sim._eval(model, x, y)))
+    print(f"{num_params(model):,} parameters; corpus {len(train_tok):,} training bytes")
+    fig, ax = style.figure(figsize=(6, 3.5))
+    ax.plot(np.asarray(losses), lw=0.8, label="training loss")
+    ax.axhline(corpus.unigram_entropy(train_tok, val_tok), color="0.5", ls=":", label="unigram baseline")
+    ax.set(xlabel="step", ylabel="cross-entropy (nats/byte)")
+    ax.legend()
+    plt.show()
+
+
+if model_file.exists() or QUICK:
+    load_model()
+else:
+    train_out = widgets.Output()
+    train_button = widgets.Button(description="train the model", button_style="warning", icon="cogs")
+
+    def _train(_):
+        train_button.disabled = True
+        with train_out:
+            load_model()
+            print("trained and cached: run the cells below again")
+
+    train_button.on_click(_train)
+    print(f"no trained model cached on this machine ({model_file}); the sections below need it.")
+    display(widgets.VBox([train_button, train_out]))
 
 # %% [markdown]
 # ## Sample
 
 # %%
-for temp in (0.5, 1.0):
-    out = sample(model, tokenizer.encode("def "), 120 if not QUICK else 40, key=jax.random.key(0), temperature=temp)
-    print(f"--- temperature {temp}\n{tokenizer.decode(out)}\n")
+if model is None:
+    print("(needs the trained model: see above)")
+else:
+    for temp in (0.5, 1.0):
+        out = sample(model, tokenizer.encode("def "), 120 if not QUICK else 40, key=jax.random.key(0),
+                     temperature=temp)
+        print(f"--- temperature {temp}\n{tokenizer.decode(out)}\n")
 
 # %% [markdown]
 # ## Explore: one format, one layer
 # Quantize a single weight matrix and see its error and the perplexity cost.
 
 # %%
-x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
-fp = float(np.exp(sim._eval(model, x, y)))
 names = [str(n) for n in nb.results["layer_names"]]
 
 
@@ -101,7 +135,10 @@ def explore(fmt="razer", layer=str(names[0])):
     print(f"{fmt} on {layer}: perplexity {ppl:.4f} (float32 {fp:.4f})")
 
 
-notebook.interact(explore, live=False, fmt=list(sim.FORMATS), layer=names)
+if model is None:
+    print("(needs the trained model: see above)")
+else:
+    notebook.interact(explore, live=False, fmt=list(sim.FORMATS), layer=names)
 
 # %% [markdown]
 # ## Recompute
@@ -114,8 +151,8 @@ nb.controls()
 
 # %% [markdown]
 # ## Claims
-# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
-# recomputation's).
+# `sim.claims` evaluated on the data `nb` holds: the committed run when the notebook opens, the latest
+# recomputation once **recompute** was pressed (the title line says which: "committed ..." or "recomputed ...").
 
 # %%
 nb.show_claims()

@@ -7,7 +7,7 @@
     workbench claims [NAME ...]
     workbench audit [NAME ...]
     workbench bench NAME [--quick]
-    workbench notebook [NAME]          # JupyterLab with the notebooks opening as notebooks
+    workbench notebook [NAME] [-- JUPYTER-LAB-ARGS]   # JupyterLab with the notebooks opening as notebooks
     workbench --version
 
 User errors (unknown names, bad parameters, an unusable ``--out``) print one line ``workbench: error: ...`` and
@@ -124,7 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
     b.add_argument("names", nargs="*", default=[], help="benchmark names, e.g. `quant attention` (omit to list them)")
     b.add_argument("--quick", action="store_true", help="small sizes")
-    nb = sub.add_parser("notebook", help="open JupyterLab on notebooks/ (the .py files open as notebooks)")
+    nb = sub.add_parser("notebook", help="open JupyterLab on notebooks/ (the .py files open as notebooks)",
+                        usage="workbench notebook [-h] [name] [-- JUPYTER-LAB-ARGS ...]",
+                        epilog="Arguments after `--` go to `jupyter lab`, e.g. "
+                               "`workbench notebook river_valley -- --no-browser --port 8890`.")
     nb.add_argument("name", nargs="?", default=None, help="a result whose notebook to open")
     return p
 
@@ -232,15 +235,17 @@ def _cmd_bench(names, quick) -> int:
     return 0
 
 
-def _cmd_notebook(name) -> int:
+def _cmd_notebook(name, lab_args: list[str]) -> int:
+    import shlex
+
     from sims.core import harness, notebook, registry
 
     target = "notebooks"
     if name is not None:
         registry.get(name)
         target = f"notebooks/{name}.py"
-    cmd = notebook.lab_command(target)
-    print(" ".join(cmd), flush=True)
+    cmd = notebook.lab_command(target, *lab_args)
+    print(shlex.join(cmd), flush=True)
     env = {**os.environ, **notebook.lab_env()}
     os.chdir(harness.REPO_ROOT)
     try:
@@ -275,6 +280,11 @@ def main(argv: list[str] | None = None) -> int:
     from sims.core.harness import WorkbenchError
 
     parser = _parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    lab_args: list[str] = []
+    if argv[:1] == ["notebook"] and "--" in argv:  # workbench notebook [NAME] -- ARGS: ARGS go to `jupyter lab`
+        cut = argv.index("--")
+        argv, lab_args = argv[:cut], argv[cut + 1:]
     try:
         try:
             args = parser.parse_args(argv)
@@ -321,7 +331,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "bench":
             return _cmd_bench(args.names, args.quick)
         if args.command == "notebook":
-            return _cmd_notebook(args.name)
+            return _cmd_notebook(args.name, lab_args)
     except WorkbenchError as err:  # user errors only: anything else keeps its traceback
         print(f"workbench: error: {' '.join(str(err).split())}", file=sys.stderr)
         return EXIT_USAGE

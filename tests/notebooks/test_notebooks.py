@@ -56,6 +56,9 @@ def test_saving_from_jupyterlab_leaves_the_file_unchanged(path: Path):
 
     config = load_jupytext_configuration_file(find_jupytext_configuration_file(str(path.parent)))
     nb = jupytext.read(path)
+    # JupyterLab writes the kernelspec of the kernel it ran (ipykernel's python3: "Python 3 (ipykernel)")
+    spec = _installed_python3_kernelspec()
+    nb.metadata["kernelspec"] = {"display_name": spec.display_name, "language": spec.language, "name": "python3"}
     nb.metadata["widgets"] = {"application/vnd.jupyter.widget-state+json": {"state": {}, "version_major": 2}}
     nb.metadata["language_info"] = {"name": "python", "version": "3.12.0"}
     for cell in nb.cells:
@@ -64,6 +67,14 @@ def test_saving_from_jupyterlab_leaves_the_file_unchanged(path: Path):
             cell.outputs = [{"output_type": "stream", "name": "stdout", "text": "x\n"}]
     saved = jupytext.writes(nb, fmt="py:percent", config=config)
     assert saved == path.read_text()
+
+
+def _installed_python3_kernelspec():
+    kernelspec = pytest.importorskip("jupyter_client.kernelspec")
+    try:
+        return kernelspec.get_kernel_spec("python3")
+    except kernelspec.NoSuchKernel:
+        pytest.skip("no python3 kernel installed")
 
 
 def test_jupyterlab_opens_py_files_as_notebooks():
@@ -75,3 +86,70 @@ def test_jupyterlab_opens_py_files_as_notebooks():
     text = (settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings").read_text()
     body = json.loads("\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
     assert body["defaultViewers"]["python"] == "Jupytext Notebook"
+    # the factory name must be the one the installed jupytext JupyterLab extension registers
+    import sysconfig
+
+    ext = Path(sysconfig.get_path("data")) / "share" / "jupyter" / "labextensions" / "jupyterlab-jupytext"
+    if ext.is_dir():
+        assert any('"Jupytext Notebook"' in f.read_text(errors="replace") for f in ext.glob("static/*.js"))
+
+
+def test_workbench_notebook_roots_jupyterlab_at_the_repository():
+    """Rooted at notebooks/, JupyterLab's Jupytext would not find jupytext.toml (it looks no higher than the root)
+    and the file browser would not reach figures/ or docs/: the command roots it at the repository and opens at
+    the target; arguments after `--` reach `jupyter lab`."""
+    from sims.core import cli, harness, notebook
+
+    cmd = notebook.lab_command("notebooks/river_valley.py", "--no-browser")
+    assert cmd[:2] == ["jupyter", "lab"] and f"--ServerApp.root_dir={harness.REPO_ROOT}" in cmd
+    assert "--LabApp.default_url=/lab/tree/notebooks/river_valley.py" in cmd and cmd[-1] == "--no-browser"
+    assert (harness.REPO_ROOT / "jupytext.toml").is_file()
+    seen = {}
+
+    def fake_exec(file, args, env):
+        seen.update(file=file, args=args, env=env)
+        raise SystemExit(0)
+
+    import os
+
+    orig = os.getcwd()
+    try:
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setattr(os, "execvpe", fake_exec)
+            with pytest.raises(SystemExit):
+                cli.main(["notebook", "river_valley", "--", "--port", "8899", "--no-browser"])
+    finally:
+        os.chdir(orig)
+    assert seen["args"][-3:] == ["--port", "8899", "--no-browser"]
+    assert seen["env"]["JUPYTERLAB_SETTINGS_DIR"] == notebook.lab_env()["JUPYTERLAB_SETTINGS_DIR"]
+    assert cli.main(["notebook", "--no-browser"]) == 2  # without `--`: a one-line usage error
+
+
+def test_widgets_are_displayed_once(monkeypatch):
+    """A cell ending in `notebook.interact(...)` or `nb.controls()` must not return the widget: the cell would
+    display it a second time (seen in JupyterLab)."""
+    pytest.importorskip("ipywidgets")
+    from sims import river_valley
+    from sims.core import notebook
+
+    shown = []
+    monkeypatch.setattr(notebook, "_display", shown.append)
+    monkeypatch.setattr(notebook, "_in_kernel", lambda: True)
+    monkeypatch.delenv("WORKBENCH_QUICK", raising=False)
+    assert notebook.interact(lambda a=1.0: None, a=(0.0, 2.0, 0.5)) is None
+    assert notebook.interact(lambda a=1.0: None, live=False, a=(0.0, 2.0, 0.5)) is None
+    assert len(shown) == 2
+    nb = notebook.open_result(river_valley)
+    assert nb.controls() is None and len(shown) == 3 and shown[-1] is nb.controls_box
+
+
+def test_claims_table_keeps_every_row_aligned():
+    """The claims render as an HTML table: the statement wraps in its own column, numbers never wrap."""
+    from sims.core import harness, notebook
+
+    claims = [harness.Claim("a long statement " * 12, 1.0, 1.01, 0.1, kind="check"),
+              harness.Claim("b", 2.0, 1.0, 0, "le", kind="bound")]
+    text = notebook.claims_html("demo", claims)
+    assert text.count("<tr>") == 3 and "white-space: normal" in text and "white-space: pre" in text
+    summary = f"{sum(c.passed for c in claims)}/2 claims pass"
+    assert ("a long statement " * 12).strip() in text and summary in text
