@@ -8,7 +8,7 @@
 #       format_name: percent
 #       format_version: '1.3'
 #   kernelspec:
-#     display_name: Python 3
+#     display_name: Python 3 (ipykernel)
 #     language: python
 #     name: python3
 # ---
@@ -233,8 +233,8 @@ nb.controls()
 
 # %% [markdown]
 # ## Claims
-# `sim.claims` evaluated on the data shown above (the committed run; the table under **recompute** shows a
-# recomputation's).
+# `sim.claims` evaluated on the data `nb` holds: the committed run when the notebook opens, the latest
+# recomputation once **recompute** was pressed (the title line says which: "committed ..." or "recomputed ...").
 
 # %%
 nb.show_claims()
