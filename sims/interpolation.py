@@ -440,7 +440,9 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         lr_n, beta_n = (np.asarray(a) for a in ip.momentum_rule(mu, L, L_max, Bf, "nesterov"))
         rho_n = rates(kernel, lr_n, beta_n, "nesterov", Bf)
         lr_p, beta_p, r_p = ip.hb_optimal_params(mu, L)
-        rho_det = ip.mean_square_rate(kernel, lr=lr_p, beta=beta_p, batch_size=jnp.inf, method="hb")
+        rho_det = ip.mean_square_rate(
+            problem, kernel=kernel, lr=lr_p, beta=beta_p, batch_size=jnp.inf, method="hb"
+        ).rho
         gd_rho = ((L - mu) / (L + mu)) ** 2  # GD at lr = 2/(L + mu): ||e|| factor (k-1)/(k+1) per step
         e0 = -problem.x_star
         # exact curves, per B and per group (SGD runs much longer than momentum at large B)
@@ -477,7 +479,9 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
                 "block_hb": (float(lr_hb_b), float(beta_hb_b), cfg.block),
             }
             rhos = {
-                k: float(ip.mean_square_rate(kern, lr=a, beta=b_, batch_size=float(B_), method="hb"))
+                k: float(
+                    ip.mean_square_rate(pr_, kernel=kern, lr=a, beta=b_, batch_size=float(B_), method="hb").rho
+                )
                 for k, (a, b_, B_) in confs.items()
             }
             steps, stride = _steps_for(
