@@ -8,9 +8,11 @@ known yet, unless the call runs inside :func:`checked`: there the same predicate
 the printed value) when the compiled function runs. Static properties (dtype, rank, shapes, options) do not
 depend on values and raise at trace time either way.
 
-The mechanism is the one of ``pallas_kernels.checked`` (a context variable switched on while ``checkify``
-traces the function); it is theory's own copy because ``theory`` stands on jax alone and may not import
-``pallas_kernels`` (``shared/DESIGN.md``). The two do not see each other's checks: wrap with both to get both.
+The switch and the wrapper live in :mod:`theory._checkify` (jax only), written so that
+``pallas_kernels._dispatch`` can import them instead of keeping its own copy (``theory`` may not import
+``pallas_kernels``; the other direction already exists: ``pallas_kernels.quant.fake_quant`` uses
+``theory.zoe_grad``). Until it does, ``theory.checked`` and ``pallas_kernels.checked`` each activate only
+their own package's checks.
 
 Values are *finite* unless a check says otherwise: :func:`positive`, :func:`nonnegative` and :func:`check`
 with ``finite=True`` reject +-inf as well as NaN (NaN fails every comparison, so it fails every check).
@@ -19,29 +21,21 @@ Complex values are rejected by every value check (no ordering is meaningful on t
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
-import re
 from collections.abc import Callable
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
 
-_CHECKED = contextvars.ContextVar("theory_checked", default=False)
+from theory._checkify import checked, checking_traced, emit
+
+__all__ = ["checked", "checking_traced"]
 
 
 def is_concrete(value: Any) -> bool:
     """True when ``value`` (or every leaf of it) is known at trace time."""
     return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(value))
-
-
-def checking_traced() -> bool:
-    """True while :func:`checked` traces a function (traced values are then checked with checkify)."""
-    return _CHECKED.get()
 
 
 def _dtype_of(value: Any) -> np.dtype:
@@ -83,7 +77,7 @@ def check(
         pred0 = predicate
         predicate = lambda a: pred0(a) & _isfinite(a)  # noqa: E731
     if not is_concrete(value):
-        if _CHECKED.get():
+        if checking_traced():
             _traced_check(name, value, predicate, requirement)
         return
     arr = np.asarray(value)
@@ -110,12 +104,12 @@ def _traced_check(name, value, predicate, requirement) -> None:
     except (TypeError, jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return  # a predicate written for NumPy only (another module's): skipped under jit, as before
     if a.size <= 1:
-        checkify.check(jnp.all(ok), f"{name} must be {requirement}, got {{}}", a.reshape(()))
+        emit(jnp.all(ok), f"{name} must be {requirement}, got {{}}", a.reshape(()))
         return
     flat, okf = a.reshape(-1), ok.reshape(-1)
     first = flat[jnp.argmin(okf)]
     bad = jnp.sum(~okf).astype(jnp.int32)
-    checkify.check(
+    emit(
         jnp.all(okf),
         f"{name} must be {requirement}, got an array with {{}} offending entries, first {{}}",
         bad,
@@ -227,51 +221,3 @@ def same_shape(name_a: str, a: Any, name_b: str, b: Any) -> None:
     sa, sb = tuple(np.shape(a)), tuple(np.shape(b))
     if sa != sb:
         raise ValueError(f"{name_b} must have the shape of {name_a} {sa}, got {sb}")
-
-
-# ---------------------------------------------------------------------------------------------------------
-# checkify path
-# ---------------------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _checked_on():
-    tok = _CHECKED.set(True)
-    try:
-        yield
-    finally:
-        _CHECKED.reset(tok)
-
-
-def checked(fn: Callable, *, jit: bool = True) -> Callable:
-    """``fn`` with the value checks of every theory function it calls active for traced values.
-
-    ``checked(f)(*args)`` traces ``f`` with ``jax.experimental.checkify`` (and ``jax.jit`` unless
-    ``jit=False``) and raises the same ``ValueError`` an eager call raises (``lr`` negative, a NaN start, a
-    deadline before its release...), naming the parameter. Static arguments of ``f`` must be closed over
-    (``checked(partial(f, steps=10))``), as with ``jax.jit``. Costs one traced boolean per check.
-
-    Example::
-
-        from theory import checked, river_valley as rv
-        checked(rv.gd_threshold)(-1.0)   # ValueError: lam must be finite and > 0, got -1.0
-    """
-
-    def traced(*args, **kwargs):
-        with _checked_on():
-            return fn(*args, **kwargs)
-
-    cf = checkify.checkify(traced, errors=checkify.user_checks)
-    if jit:
-        cf = jax.jit(cf)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with _checked_on():
-            err, out = cf(*args, **kwargs)
-        msg = err.get()
-        if msg is not None:
-            raise ValueError(re.sub(r"\s*\((`check` failed|check failed at).*$", "", msg, flags=re.S))
-        return out
-
-    return wrapper
