@@ -289,7 +289,7 @@ def run_kernel_check(cfg: Config, key) -> dict:
         out[law] = {"vjp": grad[:, 1:].ravel()}
 
         def one(k, law=law):
-            u = zg.sample(k, (cfg.kernel_samples, *xb[:, 1:].shape), law)
+            u = zg.sample((cfg.kernel_samples, *xb[:, 1:].shape), law, key=k)
             anchor = jnp.broadcast_to(xb[:, :1], (cfg.kernel_samples, xb.shape[0], 1))
 
             def q_at(sign):  # |z| is clipped below 6, where Q is saturated anyway: the anchor keeps the scale

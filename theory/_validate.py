@@ -44,9 +44,9 @@ def _dtype_of(value: Any) -> np.dtype:
 
 def _real(name: str, value: Any) -> None:
     dt = _dtype_of(value)
-    if np.issubdtype(dt, np.complexfloating):
+    if jnp.issubdtype(dt, jnp.complexfloating):
         raise ValueError(f"{name} must be real, got complex dtype {dt.name}")
-    if not (np.issubdtype(dt, np.number) or dt == np.bool_):
+    if not (jnp.issubdtype(dt, jnp.number) or dt == np.bool_):
         raise ValueError(f"{name} must be a real number or array, got dtype {dt}")
 
 
@@ -81,13 +81,15 @@ def check(
             _traced_check(name, value, predicate, requirement)
         return
     arr = np.asarray(value)
-    with np.errstate(invalid="ignore", over="ignore"):
-        ok = np.broadcast_to(np.asarray(predicate(arr), dtype=bool), arr.shape)
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        ok = np.asarray(predicate(arr), dtype=bool)
     if not np.all(ok):
         if arr.size == 1:
             shown = arr.item()
-        else:
+        elif ok.shape == arr.shape:
             shown = f"an array with {int(np.sum(~ok))} offending entries, first {arr[~ok][0]}"
+        else:  # a property of the whole array (e.g. increasing): show the array itself
+            shown = np.array2string(arr, threshold=12, precision=4)
         raise ValueError(f"{name} must be {requirement}, got {shown}")
 
 
@@ -100,11 +102,14 @@ def _isfinite(a):
 def _traced_check(name, value, predicate, requirement) -> None:
     a = jnp.asarray(value)
     try:
-        ok = jnp.broadcast_to(jnp.asarray(predicate(a), dtype=bool), a.shape)
+        ok = jnp.asarray(predicate(a), dtype=bool)
     except (TypeError, jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
         return  # a predicate written for NumPy only (another module's): skipped under jit, as before
     if a.size <= 1:
         emit(jnp.all(ok), f"{name} must be {requirement}, got {{}}", a.reshape(()))
+        return
+    if ok.shape != a.shape:
+        emit(jnp.all(ok), f"{name} must be {requirement}, got {{}}", a)
         return
     flat, okf = a.reshape(-1), ok.reshape(-1)
     first = flat[jnp.argmin(okf)]
@@ -197,11 +202,11 @@ def array(
         dt = _dtype_of(value)
     except TypeError as e:
         raise ValueError(f"{name} must be an array, got {type(value).__name__}") from e
-    if np.issubdtype(dt, np.complexfloating):
+    if jnp.issubdtype(dt, jnp.complexfloating):
         raise ValueError(f"{name} must be real, got complex dtype {dt.name}")
-    if integer and not np.issubdtype(dt, np.integer):
+    if integer and not jnp.issubdtype(dt, jnp.integer):
         raise ValueError(f"{name} must be an integer array, got dtype {dt.name}")
-    if not (np.issubdtype(dt, np.number) or dt == np.bool_):
+    if not (jnp.issubdtype(dt, jnp.number) or dt == np.bool_):
         raise ValueError(f"{name} must be a real array, got dtype {dt}")
     shp = tuple(np.shape(value))
     if ndim is not None:

@@ -366,7 +366,7 @@ def _check_model(name: str, model) -> None:
     if not isinstance(model, ARModel):
         raise ValueError(f"{name} must be an ARModel, got {type(model).__name__}")
     for path, leaf in jax.tree_util.tree_leaves_with_path(model.params):
-        if np.issubdtype(v._dtype_of(leaf), np.floating):
+        if jnp.issubdtype(v._dtype_of(leaf), jnp.floating):
             v.finite(f"{name}.params{jax.tree_util.keystr(path)}", leaf)
 
 
