@@ -149,21 +149,21 @@ class Problem(NamedTuple):
     ||A x_ls - b|| / ||b|| (0 for an interpolating system; ``make_problem`` rejects it when it is not ~0).
     """
 
-    A: jax.Array
-    b: jax.Array
-    x_star: jax.Array
-    probs: jax.Array
-    weights: jax.Array
-    residual: jax.Array
+    A: Float[Array, "n d"]
+    b: Float[Array, " n"]
+    x_star: Float[Array, " d"]
+    probs: Float[Array, " n"]
+    weights: Float[Array, " n"]
+    residual: Float[Array, ""]
 
 
 class Constants(NamedTuple):
-    mu: jax.Array  # lambda_min(H)
-    L: jax.Array  # lambda_max(H)
-    L_max: jax.Array  # lambda_max(H^{-1/2} E[X^2] H^{-1/2})
-    tr_H: jax.Array
-    eff_rank: jax.Array  # tr H / L
-    row_spread: jax.Array  # max_i ||a_i||^2 / mean_i ||a_i||^2
+    mu: Float[Array, ""]  # lambda_min(H)
+    L: Float[Array, ""]  # lambda_max(H)
+    L_max: Float[Array, ""]  # lambda_max(H^{-1/2} E[X^2] H^{-1/2})
+    tr_H: Float[Array, ""]
+    eff_rank: Float[Array, ""]  # tr H / L
+    row_spread: Float[Array, ""]  # max_i ||a_i||^2 / mean_i ||a_i||^2
 
 
 def spectrum(d: int, cond: float, decay: float = 1.0) -> Float[Array, " d"]:
@@ -836,9 +836,9 @@ class NoiseKernel(NamedTuple):
     """Eq. MS in H's eigenbasis: h (d,) eigenvalues (ascending), U (d, d) eigenvectors, K (m, m) the noise
     map."""
 
-    h: jax.Array
-    U: jax.Array
-    K: jax.Array
+    h: Float[Array, " d"]
+    U: Float[Array, "d d"]
+    K: Float[Array, "m m"]
 
 
 def noise_kernel(problem: Problem) -> NoiseKernel:

@@ -52,12 +52,12 @@ class Valley(NamedTuple):
     Fields are arrays so that a Valley is a pytree (vmappable over landscapes).
     """
 
-    mu: jax.Array
-    g: jax.Array
-    lams: jax.Array  # (d,)
-    a: jax.Array
-    k: jax.Array
-    x_star: jax.Array
+    mu: Float[Array, ""]
+    g: Float[Array, ""]
+    lams: Float[Array, " d"]
+    a: Float[Array, ""]
+    k: Float[Array, ""]
+    x_star: Float[Array, ""]
 
 
 def _valley(mu, g, lams, a, k, x_star) -> Valley:
@@ -460,11 +460,11 @@ def quadratic_closed_form(
 
 
 class Guidance(NamedTuple):
-    lr: jax.Array
-    beta: jax.Array
-    river_rate: jax.Array  # 1 - spectral radius on mu: fraction of the remaining river distance removed per step
-    gd_river_rate: jax.Array  # the same for GD at safety * 2 / lam
-    valley_radius: jax.Array  # spectral radius on lam at the recommended point (< 1)
+    lr: Float[Array, ""]
+    beta: Float[Array, ""]
+    river_rate: Float[Array, ""]  # 1 - spectral radius on mu: fraction of the remaining river distance removed per step
+    gd_river_rate: Float[Array, ""]  # the same for GD at safety * 2 / lam
+    valley_radius: Float[Array, ""]  # spectral radius on lam at the recommended point (< 1)
 
 
 def hb_guidance(

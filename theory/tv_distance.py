@@ -224,7 +224,7 @@ def random_transformer(
     n_heads: int = 2,
     n_layers: int = 2,
     logit_scale: float = 3.0,
-    dtype=jnp.float32,
+    dtype: str | jnp.dtype = jnp.float32,
     key: PRNGKeyArray,
 ) -> ARModel:
     """A random pre-LayerNorm causal transformer LM over K tokens (BOS = token K), at most n_max positions.
@@ -267,7 +267,7 @@ def random_transformer(
     return ARModel(_tf_step, params, K, _tf_all, (("dtype", jnp.dtype(dtype).name), ("n_heads", n_heads)))
 
 
-def with_dtype(model: ARModel, dtype) -> ARModel:
+def with_dtype(model: ARModel, dtype: str | jnp.dtype) -> ARModel:
     """The same transformer weights served with another compute dtype (a second "engine")."""
     if model.step_fn is not _tf_step:
         raise ValueError("model must be a transformer from random_transformer")
@@ -415,11 +415,11 @@ class Decoded(NamedTuple):
     last_lp, last_lq (m, K): the full next-token log-probs of both models at the last position, or (m, n, K)
     at every position when decoded with ``keep_all=True``."""
 
-    tokens: jax.Array
-    lp: jax.Array
-    lq: jax.Array
-    last_lp: jax.Array
-    last_lq: jax.Array
+    tokens: Int[Array, "m n"]
+    lp: Float[Array, "m n"]
+    lq: Float[Array, "m n"]
+    last_lp: Float[Array, "m *n K"]
+    last_lq: Float[Array, "m *n K"]
 
 
 def decode(
@@ -564,8 +564,8 @@ class Estimate(NamedTuple):
     stated rate where the bias estimate is good (noisy logits; sample access with s >= 16, measured in the
     sim), instead of covering the biased mean E Z."""
 
-    value: jax.Array
-    stderr: jax.Array
+    value: Float[Array, ""]
+    stderr: Float[Array, ""]
     queries: int
     bias: jax.Array = 0.0
 
