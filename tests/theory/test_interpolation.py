@@ -134,7 +134,9 @@ def test_rate_equals_dense_spectral_radius(seed, lr, beta, B, method):
         pr = _problem(seed)
         T = np.asarray(ip.operator_matrix(pr, lr=lr, beta=beta, batch_size=B, method=method))
         dense = np.max(np.abs(np.linalg.eigvals(T)))
-        fast = float(ip.mean_square_rate(pr, lr=lr, beta=beta, batch_size=B, method=method).rho)
+        res = ip.mean_square_rate(pr, lr=lr, beta=beta, batch_size=B, method=method)
+        fast = float(res.rho)
+    assert bool(res.at_cap) == (fast >= 2.0)
     if dense >= 2.0:
         assert fast == 2.0
     else:
