@@ -21,6 +21,8 @@ import theory
 from theory import dithered_quant as dq
 from theory import interpolation as ip
 from theory import river_valley as rv
+from theory import speed_scaling as ss
+from theory import teacher_student as ts
 from theory import tv_distance as tv
 from theory import zoe_grad as zg
 
@@ -41,7 +43,8 @@ def _ns() -> dict:
     c = jnp.ones((4, 3))
     levels = zg.int_levels(3)
     return dict(
-        rv=rv, ip=ip, tv=tv, dq=dq, zg=zg, jnp=jnp, nan=nan, inf=inf, k=k,
+        rv=rv, ip=ip, tv=tv, dq=dq, zg=zg, ss=ss, ts=ts, jnp=jnp,
+        r=jnp.array([0.0, 1.0]), dl=jnp.array([2.0, 3.0]), nan=nan, inf=inf, k=k,
         valley=rv.straight_valley(0.1, 10.0), A=A, b=b, pr=pr, kz=kz, x0=jnp.zeros(3),
         p=p, q=q, q_nan=q_nan, other=tv.random_ngram(4, 1, key=k), d=d, c=c,
         est=tv.Estimate(jnp.float32(0.1), jnp.float32(0.01), 10), levels=levels,
@@ -203,6 +206,15 @@ BAD_CALLS = [
     ("zg.convergence_bound(nan, eta=0.1, smooth=1.0, steps_t=10, bias_sq=0.0, var=0.0)", "gap must be >= 0"),
     ("zg.sup_on_grid(jnp.abs, levels, n=1)", "n must be >= 2"),
     ("zg.score_second_moment(0.0, levels, 0.5, law='triangular')", "law must be one of"),
+    # ---- speed_scaling, teacher_student (merged before this branch; extended at rebase)
+    ("ss.yds(r, dl, jnp.array([1.0, inf]))", "work must be finite"),
+    ("ss.yds(r, jnp.array([2.0, inf]), jnp.ones(2))", "deadline must be finite"),
+    ("ss.yds(jnp.zeros(0), jnp.zeros(0), jnp.zeros(0))", "release must be non-empty"),
+    ("ss.yds(r, dl, jnp.ones(2, jnp.complex64))", "work must be real"),
+    ("ss.yds(r, jnp.array([2.0, 0.5]), jnp.ones(2))", "deadline must be > release for every job"),
+    ("ss.yds(r, dl, jnp.array([1.0, -1.0]))", "work must be >= 0"),
+    ("ts.feature_potential(1.5, 2.0)", "m must be in [0.0, 1.0)"),
+    ("ts.feature_potential(0.5, nan)", "c must be finite"),
 ]
 
 
@@ -214,7 +226,7 @@ def test_bad_call_raises_naming_the_parameter(call, fragment):
 
 def test_table_is_large_enough_and_covers_every_module():
     assert len(BAD_CALLS) >= 60
-    assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg"}
+    assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg", "ss", "ts"}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -304,6 +316,20 @@ def _checked_cases():
             (jnp.array([1.0, 0.0, 2.0]),),
             "levels must be strictly increasing",
             (jnp.array([0.0, 1.0, 2.0]),),
+        ),
+        (
+            "ss.yds",
+            lambda w: ss.yds(jnp.array([0.0, 1.0]), jnp.array([2.0, 3.0]), w).job_speed,
+            (jnp.array([1.0, inf]),),
+            "work must be finite",
+            (jnp.array([1.0, 2.0]),),
+        ),
+        (
+            "ss.yds-deadline",
+            lambda d: ss.yds(jnp.array([0.0, 1.0]), d, jnp.ones(2)).job_speed,
+            (jnp.array([2.0, 0.5]),),
+            "deadline must be > release for every job",
+            (jnp.array([2.0, 3.0]),),
         ),
     ]
 

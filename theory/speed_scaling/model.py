@@ -79,7 +79,10 @@ def check_instance(release, deadline, work) -> None:
             f"release, deadline and work must share one shape (n,), got {jnp.shape(release)}, "
             f"{jnp.shape(deadline)}, {jnp.shape(work)}"
         )
-    if v.is_concrete(release) and v.is_concrete(deadline):
+    if not (v.is_concrete(release) and v.is_concrete(deadline)):  # traced: checked under theory.checked
+        gap = jnp.asarray(deadline) - jnp.asarray(release)
+        v.check("deadline", gap, lambda a: a > 0, "> release for every job (value shown: deadline - release)")
+    else:
         import numpy as np
 
         r, d = np.asarray(release), np.asarray(deadline)
