@@ -78,7 +78,7 @@ nb.show()
 # %%
 N_JOBS, WINDOW, SUB = 40, 20, 2
 DT, N_SLOTS = 1.0 / SUB, (N_JOBS + WINDOW) * SUB
-r, d, w = ss.las_instance(jax.random.key(0), N_JOBS, WINDOW)
+r, d, w = ss.las_instance(N_JOBS, WINDOW, key=jax.random.key(0))
 opt_res = ss.yds(r, d, w)
 s_opt = ss.profile_on_grid(opt_res.profile, N_SLOTS, DT)
 
@@ -86,8 +86,8 @@ s_opt = ss.profile_on_grid(opt_res.profile, N_SLOTS, DT)
 def explore(alpha=3.0, eps=0.5, noise=0.2):
     key = jax.random.key(1)
     opt = float(ss.energy(opt_res.profile, alpha))
-    s_hat = ss.predict_speed(key, s_opt, "noisy", noise)
-    w_hat = ss.predict_work(key, w, "accurate", noise)
+    s_hat = ss.predict_speed(s_opt, "noisy", noise, key=key)
+    w_hat = ss.predict_work(w, "accurate", noise, key=key)
     rows = {
         **{
             f"SP {m}": ss.speed_prediction_schedule(r, d, w, s_hat, alpha=alpha, mode=m, eps=eps, dt=DT)

@@ -440,7 +440,9 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         lr_n, beta_n = (np.asarray(a) for a in ip.momentum_rule(mu, L, L_max, Bf, "nesterov"))
         rho_n = rates(kernel, lr_n, beta_n, "nesterov", Bf)
         lr_p, beta_p, r_p = ip.hb_optimal_params(mu, L)
-        rho_det = ip.mean_square_rate(kernel, lr=lr_p, beta=beta_p, batch_size=jnp.inf, method="hb")
+        rho_det = ip.mean_square_rate(
+            problem, kernel=kernel, lr=lr_p, beta=beta_p, batch_size=jnp.inf, method="hb"
+        ).rho
         gd_rho = ((L - mu) / (L + mu)) ** 2  # GD at lr = 2/(L + mu): ||e|| factor (k-1)/(k+1) per step
         e0 = -problem.x_star
         # exact curves, per B and per group (SGD runs much longer than momentum at large B)
@@ -477,7 +479,9 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
                 "block_hb": (float(lr_hb_b), float(beta_hb_b), cfg.block),
             }
             rhos = {
-                k: float(ip.mean_square_rate(kern, lr=a, beta=b_, batch_size=float(B_), method="hb"))
+                k: float(
+                    ip.mean_square_rate(pr_, kernel=kern, lr=a, beta=b_, batch_size=float(B_), method="hb").rho
+                )
                 for k, (a, b_, B_) in confs.items()
             }
             steps, stride = _steps_for(
@@ -1106,12 +1110,12 @@ def _nesterov_factor_dropped(f):
 
 
 MUTANTS = [
-    Mutant("gradient_missing_importance_weights", "theory.interpolation:minibatch_gradient",
+    Mutant("gradient_missing_importance_weights", "theory.interpolation:_minibatch_gradient",
            _gradient_without_weights, "mini-batch gradient without the weights 1/(n p_i) of norm sampling"),
     Mutant("exact_recursion_batch_off_by_one", "theory.interpolation:_traj", _traj_batch_off_by_one,
            "exact E||e_t||^2 recursion divides the noise by B + 1 instead of B"),
     Mutant("nesterov_factor_dropped_in_operator", "theory.interpolation:_unified_mean", _nesterov_factor_dropped,
            "mean-square operator's Nesterov block without its -beta lr h term"),
-    Mutant("sampler_uniform_instead_of_norm", "theory.interpolation:sample_batch", _uniform_sampler,
+    Mutant("sampler_uniform_instead_of_norm", "theory.interpolation:_sample_batch", _uniform_sampler,
            "rows drawn uniformly while the weights assume ||a_i||^2 sampling"),
 ]

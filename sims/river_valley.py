@@ -524,7 +524,7 @@ MUTANTS = [
     Mutant("nesterov_factor_off", "theory.river_valley:nesterov_threshold",
            lambda f: lambda lam, beta: f(lam, beta) * (1.0 + 2.0 * beta) / (1.0 + beta),
            "Nesterov edge with (1+beta) where (1+2beta) belongs"),
-    Mutant("hb_momentum_10pct", "theory.river_valley:momentum_step", _hb_momentum_10pct,
+    Mutant("hb_momentum_10pct", "theory.river_valley:_momentum_step", _hb_momentum_10pct,
            "heavy-ball step applies 1.1 beta (x - x_prev)"),
     Mutant("polyak_lr_10pct", "theory.river_valley:hb_optimal_params", _polyak_lr_10pct,
            "Polyak's optimal step 4/(sqrt L + sqrt mu)^2 off by 10%"),

@@ -180,15 +180,15 @@ def delta_reference(eps, alpha):
 def _adversarial_predictions(key, s_opt, cfg: Config):
     sub, D = cfg.substeps, cfg.window
     return {
-        "zero": ss.predict_speed(key, s_opt, "zero"),
-        "scaled_up": ss.predict_speed(key, s_opt, "scaled", scale=10.0),
-        "scaled_down": ss.predict_speed(key, s_opt, "scaled", scale=0.1),
-        "shifted_early": ss.predict_speed(key, s_opt, "shifted", shift=-(D * sub) // 2),
-        "shifted_late": ss.predict_speed(key, s_opt, "shifted", shift=(D * sub) // 2),
-        "reversed": ss.predict_speed(key, s_opt, "reversed"),
-        "uniform": ss.predict_speed(key, s_opt, "uniform"),
-        "spikes": ss.predict_speed(key, s_opt, "spikes", period=D * sub),
-        "very_noisy": ss.predict_speed(key, s_opt, "noisy", 3.0),
+        "zero": ss.predict_speed(s_opt, "zero", key=key),
+        "scaled_up": ss.predict_speed(s_opt, "scaled", scale=10.0, key=key),
+        "scaled_down": ss.predict_speed(s_opt, "scaled", scale=0.1, key=key),
+        "shifted_early": ss.predict_speed(s_opt, "shifted", shift=-(D * sub) // 2, key=key),
+        "shifted_late": ss.predict_speed(s_opt, "shifted", shift=(D * sub) // 2, key=key),
+        "reversed": ss.predict_speed(s_opt, "reversed", key=key),
+        "uniform": ss.predict_speed(s_opt, "uniform", key=key),
+        "spikes": ss.predict_speed(s_opt, "spikes", period=D * sub, key=key),
+        "very_noisy": ss.predict_speed(s_opt, "noisy", 3.0, key=key),
     }
 
 
@@ -199,7 +199,7 @@ def _row(key, *, cfg: Config):
     a, sub = cfg.alpha, cfg.substeps
     dt, n_slots = 1.0 / sub, (cfg.n_jobs + cfg.window) * sub
     k_inst, k_work, k_noise, k_adv = jax.random.split(key, 4)
-    r, d, w = ss.las_instance(k_inst, cfg.n_jobs, cfg.window, step=cfg.walk_step)
+    r, d, w = ss.las_instance(cfg.n_jobs, cfg.window, step=cfg.walk_step, key=k_inst)
     opt_res = ss.yds(r, d, w)
     opt = ss.energy(opt_res.profile, a)
     s_opt = ss.profile_on_grid(opt_res.profile, n_slots, dt)
@@ -217,7 +217,7 @@ def _row(key, *, cfg: Config):
         return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed
 
     eps = jnp.asarray(cfg.eps_values)
-    preds = jnp.stack([ss.predict_work(k_work, w, kind) for kind in ss.WORK_PREDICTIONS])
+    preds = jnp.stack([ss.predict_work(w, kind, key=k_work) for kind in ss.WORK_PREDICTIONS])
     ratio, feas, sp = jax.vmap(jax.vmap(las_run, (0, None)), (None, 0))(eps, preds)  # (kinds, eps)
     for i, kind in enumerate(ss.WORK_PREDICTIONS):
         out[f"las_{kind}"], out[f"las_{kind}_feasible"] = ratio[i], feas[i]
@@ -230,7 +230,7 @@ def _row(key, *, cfg: Config):
     out["las_shrunk_opt"] = jax.vmap(shrunk_opt)(eps)
     # job-workload predictions with relative noise sigma (LAS at the smallest eps): smoothness curve
     sig = jnp.asarray(cfg.noise_levels)
-    w_noisy = jax.vmap(lambda s_, k: ss.predict_work(k, w, "accurate", s_))(sig, jax.random.split(k_work, sig.size))
+    w_noisy = jax.vmap(lambda s_, k: ss.predict_work(w, "accurate", s_, key=k))(sig, jax.random.split(k_work, sig.size))
     out["las_noise"] = jax.vmap(lambda p_: las_run(jnp.min(eps), p_)[0])(w_noisy)
     out["las_noise_error"] = jax.vmap(lambda p_: ss.prediction_error(p_, w, a))(w_noisy)
     if cfg.las_eps_grid:
@@ -254,7 +254,7 @@ def _row(key, *, cfg: Config):
         return res
 
     sig = jnp.asarray(cfg.noise_levels)
-    noisy = jax.vmap(lambda s, k: ss.predict_speed(k, s_opt, "noisy", s))(sig, jax.random.split(k_noise, sig.size))
+    noisy = jax.vmap(lambda s, k: ss.predict_speed(s_opt, "noisy", s, key=k))(sig, jax.random.split(k_noise, sig.size))
     adv = _adversarial_predictions(k_adv, s_opt, cfg)
     preds = jnp.concatenate([noisy, jnp.stack([adv[k] for k in ADVERSARIAL])])
     res = jax.lax.map(sp_run, preds)
@@ -272,7 +272,7 @@ def _row(key, *, cfg: Config):
 def _bounds_row(batch, *, cfg: Config):
     """A general random instance (windows 1..12) at power alpha = batch["alpha"]: AVR, OA, qOA, BKP ratios."""
     sub, alpha = 4, batch["alpha"]
-    r, d, w = ss.random_instance(batch["key"], cfg.bound_jobs, cfg.bound_horizon, 1, 12, 10.0)
+    r, d, w = ss.random_instance(cfg.bound_jobs, cfg.bound_horizon, 1, 12, 10.0, key=batch["key"])
     opt = ss.energy(ss.yds(r, d, w).profile, alpha)
     n_slots, dt = cfg.bound_horizon * sub, 1.0 / sub
     out = {}
@@ -313,7 +313,7 @@ def _bkp_check(key, cfg: Config):
 
     a, sub, nj = cfg.alpha, cfg.substeps, cfg.bkp_check_jobs
     dt, n_slots = 1.0 / sub, (nj + cfg.window) * sub
-    r, d, w = ss.las_instance(key, nj, cfg.window, step=cfg.walk_step)
+    r, d, w = ss.las_instance(nj, cfg.window, step=cfg.walk_step, key=key)
     e_jax = float(ss.energy(ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots, dt=dt)["bkp"].profile, a))
     lists = [np.asarray(x, dtype=float).tolist() for x in (r, d, w)]
     e_ref = ref.energy_python(ref.bkp_python(*lists, n_slots, dt), dt, a)
@@ -970,7 +970,7 @@ MUTANTS = [
 
 
 def _bench_row(key, *, n_jobs, horizon, alpha):
-    r, d, w = ss.random_instance(key, n_jobs, horizon, 1, 10, 10.0)
+    r, d, w = ss.random_instance(n_jobs, horizon, 1, 10, 10.0, key=key)
     opt = ss.energy(ss.yds(r, d, w).profile, alpha)
     e_avr = ss.energy(ss.avr(r, d, w, n_slots=horizon).profile, alpha)
     e_oa = ss.energy(ss.oa(r, d, w, n_slots=horizon).profile, alpha)

@@ -132,8 +132,8 @@ PRESETS = {
 def markov_pair(key, K, scale, delta):
     """P: a random Markov chain (logits N(0, scale^2)); Q: P's log-prob table moved by delta * N(0, 1)."""
     k1, k2 = jax.random.split(key)
-    p = tv.random_ngram(k1, K, 1, scale)
-    return p, tv.perturb(p, k2, delta)
+    p = tv.random_ngram(K, 1, scale, key=k1)
+    return p, tv.perturb(p, delta, key=k2)
 
 
 def separated_pair(key, K, scale, lam):
@@ -346,14 +346,14 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 
     # ---- queries to reach eps vs n: paired differences against the RB estimate on the same sequences ----
     kp, k_dir, k_stats = jax.random.split(next(keys), 3)
-    base = tv.random_ngram(kp, K, 1, cfg.scale)
+    base = tv.random_ngram(K, 1, cfg.scale, key=kp)
     direction = jax.random.normal(k_dir, base.params.shape)
     sl = {"n": np.asarray(cfg.slope_n), "s": np.asarray(cfg.slope_s), "r": np.asarray(cfg.slope_r)}
     names = ("plain", "rb", "sample_plugin", "sample_simex", "noisy_plugin", "noisy_simex")
     acc = {nm: {"mean": [], "var": [], "bias": [], "se_bias": []} for nm in names}
     tv_ref, tv_se = [], []
     for nn in cfg.slope_n:
-        qn = tv.perturb(base, k_dir, cfg.slope_delta / math.sqrt(nn), direction)
+        qn = tv.perturb(base, cfg.slope_delta / math.sqrt(nn), direction)
         zc = pooled(base, qn, cfg, nn, jax.random.fold_in(k_stats, nn), cfg.slope_chunks)
         rb = zc["rb"]
         tv_ref.append(rb.mean())
@@ -396,7 +396,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
 
     # ---- two engines of one tiny transformer: one decode of length max(tf_n), every prefix length ----
     n_max = max(cfg.tf_n)
-    f32 = tv.random_transformer(next(keys), cfg.tf_K, n_max, d_model=cfg.tf_d, n_layers=cfg.tf_layers)
+    f32 = tv.random_transformer(cfg.tf_K, n_max, d_model=cfg.tf_d, n_layers=cfg.tf_layers, key=next(keys))
     bf16 = tv.with_dtype(f32, "bfloat16")
     z, L = engine_prefix_stats(f32, bf16, key=next(keys), n=n_max, m=cfg.tf_m)
     idx = np.asarray(cfg.tf_n) - 1
@@ -537,9 +537,9 @@ MUTANTS = [
     Mutant("hoeffding_eps_not_squared", "theory.tv_distance:hoeffding_m",
            lambda f: lambda eps, delta: int(math.ceil(math.log(2.0 / delta) / (2.0 * eps))),
            "Hoeffding sample size ln(2/delta)/(2 eps) with eps not squared"),
-    Mutant("rb_without_conditioning", "theory.tv_distance:logit_z_from_decoded", _rb_unconditioned,
+    Mutant("rb_without_conditioning", "theory.tv_distance:_logit_z_from_decoded", _rb_unconditioned,
            "Rao-Blackwell step conditions on the whole sequence (R = exp(-L), not exp(-L_<n))"),
-    Mutant("simex_smoothing_variance_halved", "theory.tv_distance:smoothed_z",
+    Mutant("simex_smoothing_variance_halved", "theory.tv_distance:_smoothed_z",
            lambda f: lambda mu, s2: f(mu, 0.5 * s2), "SIMEX's Gaussian smoothing with half the noise variance"),
     Mutant("interval_without_bias", "theory.tv_distance:Estimate.halfwidth",
            lambda f: lambda self, level=0.95: f(self._replace(bias=0.0 * self.bias), level),
@@ -743,7 +743,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
     m = 2000 if quick else 20000
     p, q = markov_pair(jax.random.key(0), K, 1.0, 0.6)
     exact = float(tv.exact_tv(p, q, n))
-    f = lambda k: tv.tv_logit_z(k, p, q, n, m, "plain").mean()
+    f = lambda k: tv.tv_logit_z(p, q, n, m, "plain", key=k).mean()
     jax.block_until_ready(f(jax.random.key(1)))
     reps = []
     for i in range(3):

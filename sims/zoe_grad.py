@@ -289,7 +289,7 @@ def run_kernel_check(cfg: Config, key) -> dict:
         out[law] = {"vjp": grad[:, 1:].ravel()}
 
         def one(k, law=law):
-            u = zg.sample(k, (cfg.kernel_samples, *xb[:, 1:].shape), law)
+            u = zg.sample((cfg.kernel_samples, *xb[:, 1:].shape), law, key=k)
             anchor = jnp.broadcast_to(xb[:, :1], (cfg.kernel_samples, xb.shape[0], 1))
 
             def q_at(sign):  # |z| is clipped below 6, where Q is saturated anyway: the anchor keeps the scale
@@ -650,16 +650,16 @@ def plot(results: dict, cfg: Config) -> dict:
 
 
 MUTANTS = [
-    Mutant("density_missing_normalisation", "theory.zoe_grad:pdf",
+    Mutant("density_missing_normalisation", "theory.zoe_grad:_pdf",
            lambda f: lambda t, law: 1.1 * f(t, law),
            "the perturbation density 10% too large (a dropped normalising constant)"),
-    Mutant("boundaries_at_levels", "theory.zoe_grad:boundaries",
+    Mutant("boundaries_at_levels", "theory.zoe_grad:_boundaries",
            lambda f: lambda levels: levels[..., :-1] + 0.4 * (levels[..., 1:] - levels[..., :-1]),
            "decision boundaries 40% of the way between levels instead of the midpoint"),
     Mutant("fake_quant_grad_times_scale", "pallas_kernels.quant.fake_quant:_surrogate",
            lambda f: lambda z, special, spec: f(z, special, spec) * 1.25,
            "fake_quant's backward off by 25% (a stray chain-rule factor)"),
-    Mutant("logistic_score_without_scale", "theory.zoe_grad:score",
+    Mutant("logistic_score_without_scale", "theory.zoe_grad:_score",
            lambda f: lambda u, law: f(u, law) * (math.sqrt(3) / math.pi if law == "logistic" else 1.0),
            "the logistic score tanh(u/2s)/s without its 1/s"),
     Mutant("fake_quant_scale_doubled", "pallas_kernels.quant.fake_quant:_roundtrip",

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Closed forms for dithered quantization after one randomized Hadamard transform
 (``papers/quantization.md``).
 
@@ -26,7 +27,8 @@ The o(1) has two parts: the finite-level factor (N/(N-1))^2 - 1 = O(2^-b) of (3)
 error of (1) in the few wide tail cells. The tests and the sim *measure* it (``o1_term``), they do not
 assume it.
 
-All functions accept Python numbers or arrays (jit/vmap compatible); bits must be >= 1.
+All functions accept Python numbers or arrays (jit/vmap compatible); bits must be finite and >= 1; bad
+parameters raise ValueError naming them (under ``theory.checked`` also for traced values).
 """
 
 from __future__ import annotations
@@ -34,6 +36,8 @@ from __future__ import annotations
 import math
 
 import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float
 
 from theory import _validate as v
 
@@ -44,51 +48,61 @@ PANTER_DITE = math.pi * math.sqrt(3.0) / 2.0  # ~ 2.7207: Gaussian high-resoluti
 LLOYD_MAX_GAUSSIAN = {1: 1.0 - 2.0 / math.pi, 2: 0.1175, 3: 0.03454, 4: 0.009497}
 
 
-def mse_bound(bits):
+def _bits(bits) -> None:
+    v.check("bits", bits, lambda a: a >= 1, ">= 1", finite=True)
+
+
+def mse_bound(bits: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """(pi sqrt(3) / 2) 4^-b: the asymptotic MSE of a unit vector (eq. 4). ``bits`` scalar or array."""
-    v.check("bits", bits, lambda a: a >= 1, ">= 1")
+    _bits(bits)
     return PANTER_DITE * jnp.power(4.0, -jnp.asarray(bits, jnp.float32))
 
 
-def finite_level_factor(bits):
+def finite_level_factor(bits: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """(N/(N-1))^2 with N = 2^b: the cost of covering [0, 1] with N dithered cells of step 1/(N-1) (eq. 3)."""
-    v.check("bits", bits, lambda a: a >= 1, ">= 1")
+    _bits(bits)
     n = jnp.power(2.0, jnp.asarray(bits, jnp.float32))
     return (n / (n - 1.0)) ** 2
 
 
-def gaussian_exp_moment(lam):
-    """E exp(lam g^2) = 1/sqrt(1 - 2 lam) for g ~ N(0, 1) (eq. 2); requires lam < 1/2."""
-    v.check("lam", lam, lambda a: a < 0.5, "< 1/2")
+def gaussian_exp_moment(lam: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+    """E exp(lam g^2) = 1/sqrt(1 - 2 lam) for g ~ N(0, 1) (eq. 2); requires finite lam < 1/2."""
+    v.check("lam", lam, lambda a: a < 0.5, "< 1/2", finite=True)
     return 1.0 / jnp.sqrt(1.0 - 2.0 * jnp.asarray(lam, jnp.float32))
 
 
-def dither_error_density(t, bits):
+def dither_error_density(t: Float[ArrayLike, "*b"], bits: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """(delta^2 / 12) / G'(t)^2 = (delta^2 / 12) 6 pi exp(t^2 / 3): dither-averaged squared error of one
-    coordinate at t = y/sigma in units of sigma^2, to leading order in delta = 1/(2^b - 1) (eq. 1)."""
-    v.check("bits", bits, lambda a: a >= 1, ">= 1")
+    coordinate at t = y/sigma in units of sigma^2, to leading order in delta = 1/(2^b - 1) (eq. 1). ``t``
+    finite (the density grows like exp(t^2/3): float32 overflows to inf past |t| ~ 16, where the
+    high-resolution approximation means nothing anyway)."""
+    _bits(bits)
+    v.finite("t", t)
     delta = 1.0 / (jnp.power(2.0, jnp.asarray(bits, jnp.float32)) - 1.0)
     t = jnp.asarray(t, jnp.float32)
     return delta**2 / 12.0 * 6.0 * math.pi * jnp.exp(t * t / 3.0)
 
 
-def high_resolution_mse(bits, moment=math.sqrt(3.0)):
+def high_resolution_mse(
+    bits: Float[ArrayLike, "*b"], moment: Float[ArrayLike, "*b"] = math.sqrt(3.0)
+) -> Float[Array, "*b"]:
     """(N/(N-1))^2 (pi/2) 4^-b E exp(t^2/3) per unit ||x||^2 (eq. 3); ``moment`` = E exp(t^2/3), at most
     sqrt 3 (the Gaussian value) for every x, which gives (N/(N-1))^2 (pi sqrt(3)/2) 4^-b."""
     v.positive("moment", moment)
-    return (
-        finite_level_factor(bits) * (math.pi / 2.0) * jnp.power(4.0, -jnp.asarray(bits, jnp.float32)) * moment
-    )
+    return finite_level_factor(bits) * (math.pi / 2.0) * jnp.power(4.0, -jnp.asarray(bits, jnp.float32)) * moment
 
 
-def rademacher_exp_moment(a, lam=1.0 / 3.0):
+def rademacher_exp_moment(a: Float[ArrayLike, " k"], lam: Float[ArrayLike, ""] = 1.0 / 3.0) -> Float[Array, ""]:
     """Exact E exp(lam (sum_j eps_j a_j)^2) by enumerating the 2^k sign patterns of a short vector ``a``
-    (k <= 20),
-    normalized so sum a_j^2 = 1 (eq. 2's left side; compare with ``gaussian_exp_moment(lam)``)."""
-    a = jnp.asarray(a, jnp.float32)
-    k = a.shape[-1]
+    (1 <= k <= 20, finite, not all zero), normalized so sum a_j^2 = 1 (eq. 2's left side; compare with
+    ``gaussian_exp_moment(lam)``). ``lam`` finite."""
+    v.array("a", a, ndim=1)
+    k = np.shape(a)[-1]
     if k > 20:
         raise ValueError(f"a must have at most 20 entries for exact enumeration, got {k}")
+    v.check("a", a, lambda x: (x != 0).any(), "not all zero (it is normalized to unit norm)")
+    v.finite("lam", lam)
+    a = jnp.asarray(a, jnp.float32)
     a = a / jnp.linalg.norm(a, axis=-1, keepdims=True)
     bits = (jnp.arange(2**k)[:, None] >> jnp.arange(k)[None, :]) & 1
     signs = 1.0 - 2.0 * bits.astype(jnp.float32)
@@ -96,13 +110,15 @@ def rademacher_exp_moment(a, lam=1.0 / 3.0):
     return jnp.mean(jnp.exp(lam * t * t))
 
 
-def o1_term(measured_mse, bits):
+def o1_term(measured_mse: Float[ArrayLike, "*b"], bits: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """Measured MSE / ((pi sqrt(3)/2) 4^-b) - 1: the o(1) of eq. (4) for a unit vector."""
+    v.nonnegative("measured_mse", measured_mse)
     return jnp.asarray(measured_mse) / mse_bound(bits) - 1.0
 
 
-def uniform_grid_mse(bits, d):
+def uniform_grid_mse(bits: Float[ArrayLike, "*b"], d: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """For comparison: a plain (uncompanded) dithered uniform grid covering +-sqrt(2 ln d) sigma, the typical
     largest coordinate, has MSE ~ (2 ln d / 3) 4^-b: it grows with d, the compander removes the log d."""
-    v.check("d", d, lambda a: a >= 2, ">= 2")
+    _bits(bits)
+    v.check("d", d, lambda a: a >= 2, ">= 2", finite=True)
     return 2.0 * jnp.log(jnp.asarray(d, jnp.float32)) / 3.0 * jnp.power(4.0, -jnp.asarray(bits, jnp.float32))

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Mini-batch SGD, heavy ball and Nesterov on consistent least squares (the interpolation regime).
 
 Reference: Garg & Derezinski, "Perfect parallelization in mini-batch SGD with classical momentum acceleration"
@@ -87,9 +88,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from theory import _validate as v
-from theory.river_valley import hb_optimal_params, quadratic_roots, spectral_radius
+from theory.river_valley import _quadratic_roots, hb_optimal_params, spectral_radius
 
 SAMPLINGS = ("uniform", "norm")
 METHODS = ("sgd", "hb", "nesterov")
@@ -125,9 +127,10 @@ __all__ = [
     "second_moment_trajectory",
     "noise_kernel",
     "mean_square_rate",
+    "MeanSquareRate",
     "efold_time",
     "expected_sq_error",
-    "Kernel",
+    "NoiseKernel",
     "hb_optimal_params",
     "spectral_radius",
 ]
@@ -146,24 +149,24 @@ class Problem(NamedTuple):
     ||A x_ls - b|| / ||b|| (0 for an interpolating system; ``make_problem`` rejects it when it is not ~0).
     """
 
-    A: jax.Array
-    b: jax.Array
-    x_star: jax.Array
-    probs: jax.Array
-    weights: jax.Array
-    residual: jax.Array
+    A: Float[Array, "n d"]
+    b: Float[Array, " n"]
+    x_star: Float[Array, " d"]
+    probs: Float[Array, " n"]
+    weights: Float[Array, " n"]
+    residual: Float[Array, ""]
 
 
 class Constants(NamedTuple):
-    mu: jax.Array  # lambda_min(H)
-    L: jax.Array  # lambda_max(H)
-    L_max: jax.Array  # lambda_max(H^{-1/2} E[X^2] H^{-1/2})
-    tr_H: jax.Array
-    eff_rank: jax.Array  # tr H / L
-    row_spread: jax.Array  # max_i ||a_i||^2 / mean_i ||a_i||^2
+    mu: Float[Array, ""]  # lambda_min(H)
+    L: Float[Array, ""]  # lambda_max(H)
+    L_max: Float[Array, ""]  # lambda_max(H^{-1/2} E[X^2] H^{-1/2})
+    tr_H: Float[Array, ""]
+    eff_rank: Float[Array, ""]  # tr H / L
+    row_spread: Float[Array, ""]  # max_i ||a_i||^2 / mean_i ||a_i||^2
 
 
-def spectrum(d: int, cond: float, decay: float = 1.0) -> jax.Array:
+def spectrum(d: int, cond: float, decay: float = 1.0) -> Float[Array, " d"]:
     """Eigenvalues of H, descending from L = 1 to mu = 1/cond, shape (d,):
 
         lam_j = cond^(-(j/(d-1))^decay),  j = 0..d-1.
@@ -172,7 +175,7 @@ def spectrum(d: int, cond: float, decay: float = 1.0) -> jax.Array:
     decay < 1 makes them fall faster (smaller effective rank).
     """
     v.positive_int("d", d)
-    v.check("cond", cond, lambda a: a >= 1, ">= 1")
+    v.check("cond", cond, lambda a: a >= 1, ">= 1", finite=True)
     v.positive("decay", decay)
     if d == 1:
         return jnp.ones(1)
@@ -180,9 +183,25 @@ def spectrum(d: int, cond: float, decay: float = 1.0) -> jax.Array:
     return jnp.asarray(cond, dtype=jnp.result_type(float)) ** (-(j**decay))
 
 
-def least_squares_residual(A: jax.Array, b: jax.Array) -> tuple[jax.Array, jax.Array]:
+def _check_system(A, b) -> None:
+    v.array("A", A, ndim=2)
+    v.array("b", b, ndim=1)
+    if np.shape(b)[0] != np.shape(A)[0]:
+        raise ValueError(f"b must have one entry per row of A ({np.shape(A)[0]}), got shape {np.shape(b)}")
+
+
+def least_squares_residual(
+    A: Float[ArrayLike, "n d"], b: Float[ArrayLike, " n"]
+) -> tuple[Float[Array, " d"], Float[Array, ""]]:
     """(x_ls, ||A x_ls - b|| / ||b||) for the least-squares solution x_ls. Traceable; 0 residual =
     consistent."""
+    _check_system(A, b)
+    A = jnp.asarray(A, dtype=jnp.result_type(A, float))
+    b = jnp.asarray(b, dtype=A.dtype)
+    return _least_squares_residual(A, b)
+
+
+def _least_squares_residual(A, b):
     x_ls = jnp.linalg.lstsq(A, b)[0]
     res = jnp.linalg.norm(A @ x_ls - b) / jnp.maximum(jnp.linalg.norm(b), jnp.finfo(b.dtype).tiny)
     return x_ls, res
@@ -199,7 +218,9 @@ def _probs(A, sampling):
     return p, w
 
 
-def make_problem(A, b, *, sampling: str = "uniform", rtol: float | None = None) -> Problem:
+def make_problem(
+    A: Float[ArrayLike, "n d"], b: Float[ArrayLike, " n"], *, sampling: str = "uniform", rtol: float | None = None
+) -> Problem:
     """Validate a consistent system A x = b (A (n, d), b (n,)) and attach the sampling distribution.
 
     Raises ValueError when ``b`` is not in the range of ``A`` (relative least-squares residual > ``rtol``,
@@ -210,14 +231,13 @@ def make_problem(A, b, *, sampling: str = "uniform", rtol: float | None = None) 
     in ``Problem.residual`` so callers can flag it.
     """
     v.one_of("sampling", sampling, SAMPLINGS)
+    _check_system(A, b)
+    v.positive("rtol", rtol)
     A = jnp.asarray(A, dtype=jnp.result_type(A, float))
     b = jnp.asarray(b, dtype=A.dtype)
-    if A.ndim != 2:
-        raise ValueError(f"A must be a matrix (n, d), got shape {A.shape}")
-    v.shape("b", b, (A.shape[0],))
     if A.shape[0] < A.shape[1]:
         raise ValueError(f"A must have n >= d rows (full column rank), got shape {A.shape}")
-    x_ls, res = least_squares_residual(A, b)
+    x_ls, res = _least_squares_residual(A, b)
     tol = (1e-4 if np.dtype(A.dtype).itemsize <= 4 else 1e-6) if rtol is None else rtol
     v.check(
         "b",
@@ -242,7 +262,7 @@ def random_problem(
     decay: float = 1.0,
     row_spread: float = 0.0,
     sampling: str = "uniform",
-    key: jax.Array,
+    key: PRNGKeyArray,
 ) -> Problem:
     """A random consistent system with H = A^T A / n = V diag(spectrum(d, cond, decay)) V^T exactly.
 
@@ -269,8 +289,20 @@ def random_problem(
     return Problem(A, b, x_star, p, w, jnp.zeros((), A.dtype))
 
 
-def hessian(problem: Problem) -> jax.Array:
+def _check_problem(problem) -> None:
+    if not isinstance(problem, Problem):
+        raise ValueError(f"problem must be a Problem (make_problem, random_problem, ...), got {type(problem).__name__}")
+    v.array("problem.A", problem.A, ndim=2)
+    v.array("problem.probs", problem.probs, ndim=1)
+
+
+def hessian(problem: Problem) -> Float[Array, "d d"]:
     """H = A^T A / n = E[X], shape (d, d)."""
+    _check_problem(problem)
+    return _hessian(problem)
+
+
+def _hessian(problem: Problem):
     return problem.A.T @ problem.A / problem.A.shape[0]
 
 
@@ -283,7 +315,8 @@ def _second_moment(problem: Problem) -> jax.Array:
 
 def constants(problem: Problem) -> Constants:
     """mu, L, L_max, tr H, effective rank tr H / L and the row-norm spread max ||a_i||^2 / mean ||a_i||^2."""
-    H = hessian(problem)
+    _check_problem(problem)
+    H = _hessian(problem)
     h, U = jnp.linalg.eigh(H)
     Hm12 = (U / jnp.sqrt(h)) @ U.T
     L_max = jnp.linalg.eigvalsh(Hm12 @ _second_moment(problem) @ Hm12)[-1]
@@ -292,7 +325,7 @@ def constants(problem: Problem) -> Constants:
     return Constants(h[0], h[-1], L_max, tr, tr / h[-1], jnp.max(r) / jnp.mean(r))
 
 
-def saturation_scales(problem: Problem) -> dict[str, jax.Array]:
+def saturation_scales(problem: Problem) -> dict[str, Float[Array, ""]]:
     """Batch sizes where batching stops paying: {"sgd": L_max / L, "shb": tr H / sqrt(L mu),
     "shb_lmax": L_max / sqrt(L mu)} (the last equals "shb" for "norm" sampling)."""
     c = constants(problem)
@@ -308,33 +341,36 @@ def saturation_scales(problem: Problem) -> dict[str, jax.Array]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def kaczmarz_problem(A, b) -> Problem:
+def kaczmarz_problem(A: Float[ArrayLike, "n d"], b: Float[ArrayLike, " n"]) -> Problem:
     """The system with "norm" sampling (rows ~ ||a_i||^2): randomized Kaczmarz's distribution."""
     return make_problem(A, b, sampling="norm")
 
 
-def kaczmarz_lr(problem: Problem) -> jax.Array:
+def kaczmarz_lr(problem: Problem) -> Float[Array, ""]:
     """lr = 1 / tr H = n / ||A||_F^2: with "norm" sampling lr X_i = a_i a_i^T / ||a_i||^2 (a projection)."""
     return 1.0 / jnp.trace(hessian(problem))
 
 
-def kaczmarz_rate_bound(A) -> jax.Array:
+def kaczmarz_rate_bound(A: Float[ArrayLike, "n d"]) -> Float[Array, ""]:
     """Per-step factor of the randomized Kaczmarz bound: 1 - sigma_min(A)^2 / ||A||_F^2."""
-    A = jnp.asarray(A)
+    v.array("A", A, ndim=2)
+    v.check("A", A, lambda a: (a != 0).any(), "non-zero (some entry)")
+    A = jnp.asarray(A, dtype=jnp.result_type(A, float))
     s = jnp.linalg.svd(A, compute_uv=False)
     return 1.0 - s[-1] ** 2 / jnp.sum(A**2)
 
 
-def kaczmarz_bound(A, t) -> jax.Array:
+def kaczmarz_bound(A: Float[ArrayLike, "n d"], t: Int[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """Strohmer-Vershynin bound E||x_t - x*||^2 / ||x_0 - x*||^2 <= (1 - sigma_min^2 / ||A||_F^2)^t.
 
     Also holds for the averaged block variant (average of B projections, relaxation 1) by convexity.
-    ``t`` broadcasts.
+    ``t`` (>= 0) broadcasts.
     """
+    v.nonnegative("t", t)
     return kaczmarz_rate_bound(A) ** jnp.asarray(t)
 
 
-def coordinate_descent_problem(A, b) -> Problem:
+def coordinate_descent_problem(A: Float[ArrayLike, "n d"], b: Float[ArrayLike, " n"]) -> Problem:
     """The problem on which randomized coordinate descent for f(x) = 1/(2n)||Ax - b||^2 is mini-batch SGD.
 
     With G = A^T A / n, coordinate j ~ p_j = G_jj / tr G and update x <- x - lr (1/B) sum_j (1/p_j) e_j
@@ -344,7 +380,7 @@ def coordinate_descent_problem(A, b) -> Problem:
     G_jj) and x*_eq = G^{1/2} x*. ||z||^2 = 2 (f(x) - f*). lr = 1 / tr G is exact coordinate minimisation.
     """
     pr = make_problem(A, b)
-    G = hessian(pr)
+    G = _hessian(pr)
     d = G.shape[0]
     h, U = jnp.linalg.eigh(G)
     Gh = (U * jnp.sqrt(h)) @ U.T
@@ -359,7 +395,14 @@ def coordinate_descent_problem(A, b) -> Problem:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def momentum_rule(mu, L, L_max, batch_size, method: str = "hb", a: float | None = None):
+def momentum_rule(
+    mu: Float[ArrayLike, "*b"],
+    L: Float[ArrayLike, "*b"],
+    L_max: Float[ArrayLike, "*b"],
+    batch_size: Float[ArrayLike, "*b"],
+    method: str = "hb",
+    a: float | None = None,
+) -> tuple[Float[Array, "*b"], Float[Array, "*b"]]:
     """(lr, beta) of the simple batch-size rule (module docstring, eq. RULE):
 
         lr = min(4 mu (B / L_max)^2, a / L),   heavy ball: beta = (1 - sqrt(lr mu))^2  (a = 2),
@@ -373,7 +416,7 @@ def momentum_rule(mu, L, L_max, batch_size, method: str = "hb", a: float | None 
     v.positive("mu", mu)
     v.positive("L", L)
     v.positive("L_max", L_max)
-    v.positive("batch_size", batch_size)
+    v.positive("batch_size", batch_size, allow_inf=True)
     if method == "sgd":
         return 1.0 / (L * (1.0 - 1.0 / batch_size) + L_max / batch_size), 0.0 * jnp.asarray(mu)
     a = (2.0 if method == "hb" else 1.0) if a is None else a
@@ -383,16 +426,39 @@ def momentum_rule(mu, L, L_max, batch_size, method: str = "hb", a: float | None 
     return lr, ((1.0 - s) ** 2 if method == "hb" else (1.0 - s) / (1.0 + s))
 
 
-def rule_saturation(mu, L, L_max, method: str = "hb", a: float | None = None):
+def rule_saturation(
+    mu: Float[ArrayLike, "*b"],
+    L: Float[ArrayLike, "*b"],
+    L_max: Float[ArrayLike, "*b"],
+    method: str = "hb",
+    a: float | None = None,
+) -> Float[Array, "*b"]:
     """Batch size where the rule's step reaches a / L: B = L_max sqrt(a) / (2 sqrt(L mu))."""
+    v.one_of("method", method, ("hb", "nesterov"))
+    v.positive("mu", mu)
+    v.positive("L", L)
+    v.positive("L_max", L_max)
     a = (2.0 if method == "hb" else 1.0) if a is None else a
+    v.positive("a", a)
     return L_max * jnp.sqrt(a) / (2.0 * jnp.sqrt(L * mu))
 
 
-def stable_sufficient(lr, beta, batch_size, h, L_max):
+def stable_sufficient(
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    batch_size: Float[ArrayLike, ""],
+    h: Float[ArrayLike, " d"],
+    L_max: Float[ArrayLike, ""],
+) -> Bool[Array, ""]:
     """Sufficient condition (eq. STAB) for mean-square stability of SGD / heavy ball: True when the
     deterministic HB on every eigenvalue ``h`` (array (d,)) is stable and
     max_h (lr / B)(L_max - h)(1 + beta) / ((1 - beta)(2(1 + beta) - lr h)) < 1."""
+    v.positive("lr", lr)
+    v.in_interval("beta", beta, 0.0, 1.0)
+    v.positive("batch_size", batch_size, allow_inf=True)
+    v.array("h", h, ndim=(0, 1))
+    v.positive("h", h)
+    v.positive("L_max", L_max)
     h = jnp.asarray(h)
     mean_ok = jnp.all(spectral_radius(lr, h, beta, "hb") < 1.0)
     denom = (1.0 - beta) * (2.0 * (1.0 + beta) - lr * h)
@@ -405,16 +471,32 @@ def stable_sufficient(lr, beta, batch_size, h, L_max):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def sample_batch(problem: Problem, batch_size: int, *, key: jax.Array) -> jax.Array:
+def sample_batch(problem: Problem, batch_size: int, *, key: PRNGKeyArray) -> Int[Array, " B"]:
     """B row indices drawn iid (with replacement) from ``problem.probs``, shape (B,) (inverse-CDF sampling:
     O(B log n) per batch instead of the O(B n) of Gumbel-max)."""
+    _check_problem(problem)
+    v.positive_int("batch_size", batch_size)
+    return _sample_batch(problem, batch_size, key=key)
+
+
+def _sample_batch(problem, batch_size, *, key):
     cdf = jnp.cumsum(problem.probs)
     u = jax.random.uniform(key, (batch_size,), dtype=cdf.dtype) * cdf[-1]
     return jnp.minimum(jnp.searchsorted(cdf, u, side="right"), problem.probs.shape[0] - 1)
 
 
-def minibatch_gradient(problem: Problem, x: jax.Array, idx: jax.Array) -> jax.Array:
+def minibatch_gradient(problem: Problem, x: Float[ArrayLike, " d"], idx: Int[ArrayLike, " B"]) -> Float[Array, " d"]:
     """g(x) = (1/B) sum_j w_{i_j} a_{i_j} (a_{i_j}^T x - b_{i_j}), x (d,), idx (B,) -> (d,). E[g] = grad f."""
+    _check_problem(problem)
+    v.array("x", x, ndim=1)
+    v.shape("x", x, problem.x_star.shape)
+    v.array("idx", idx, ndim=1, integer=True)
+    n = problem.A.shape[0]
+    v.check("idx", idx, lambda a: (a >= 0) & (a < n), f"row indices in [0, {n})")
+    return _minibatch_gradient(problem, jnp.asarray(x, problem.A.dtype), jnp.asarray(idx))
+
+
+def _minibatch_gradient(problem, x, idx):
     a = problem.A[idx]
     r = (a @ x - problem.b[idx]) * problem.weights[idx]
     return a.T @ r / idx.shape[0]
@@ -431,9 +513,9 @@ def _run(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blo
 
     def step(carry, k):
         x, xp, div = carry
-        idx = sample_batch(problem, batch_size, key=k)
+        idx = _sample_batch(problem, batch_size, key=k)
         y = x + gamma * beta * (x - xp)
-        xn = x - lr * minibatch_gradient(problem, y, idx) + beta * (x - xp)
+        xn = x - lr * _minibatch_gradient(problem, y, idx) + beta * (x - xp)
         err = jnp.sum((xn - problem.x_star) ** 2)
         bad = div | ~jnp.isfinite(err) | (err > limit)
         return (jnp.where(bad, x, xn), jnp.where(bad, xp, x), bad), None
@@ -447,7 +529,6 @@ def _run(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blo
     return jnp.concatenate([e0[None], errs]), div
 
 
-
 def _check_run_args(method, batch_size, steps, record_every, lr, beta) -> None:
     """Eager checks shared by the iterative solvers (``run``, coordinate descent, Kaczmarz)."""
     v.one_of("method", method, METHODS)
@@ -459,28 +540,36 @@ def _check_run_args(method, batch_size, steps, record_every, lr, beta) -> None:
     v.positive("lr", lr)
     v.in_interval("beta", beta, 0.0, 1.0)
 
+
+def _check_x0(problem: Problem, x0) -> None:
+    _check_problem(problem)
+    v.array("x0", x0, ndim=1)
+    v.shape("x0", x0, problem.x_star.shape)
+
+
 def run(
     problem: Problem,
-    x0: jax.Array,
+    x0: Float[ArrayLike, " d"],
     *,
-    lr,
-    beta=0.0,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""] = 0.0,
     batch_size: int,
     steps: int,
     method: str = "hb",
-    key: jax.Array,
+    key: PRNGKeyArray,
     record_every: int = 1,
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[Float[Array, " steps//record_every+1"], Bool[Array, ""]]:
     """Run mini-batch SGD / heavy ball / Nesterov from x0 (x_{-1} = x0) on ``problem``.
 
     Returns ``(sq_errors, diverged)``: ||x_t - x*||^2 at t = 0, k, 2k, ..., steps (k = ``record_every``; shape
     (steps // k + 1,)) and a bool, True once ||x_t - x*||^2 exceeded 1e10 ||x_0 - x*||^2 (the iterate is then
-    frozen: no NaN/inf leaves). lr and beta may be traced; ``method`` "sgd" forces beta = 0.
+    frozen at its last finite value: no NaN/inf leaves for a finite ``x0``, which is checked). lr and beta may
+    be traced; ``method`` "sgd" forces beta = 0.
     """
     _check_run_args(method, batch_size, steps, record_every, lr, beta)
+    _check_x0(problem, x0)
     beta = 0.0 * jnp.asarray(beta) if method == "sgd" else jnp.asarray(beta)
     x0 = jnp.asarray(x0, dtype=problem.A.dtype)
-    v.shape("x0", x0, problem.x_star.shape)
     return _run(
         problem,
         x0,
@@ -496,21 +585,23 @@ def run(
 
 def kaczmarz(
     problem: Problem,
-    x0: jax.Array,
+    x0: Float[ArrayLike, " d"],
     *,
     steps: int,
-    key: jax.Array,
+    key: PRNGKeyArray,
     block_size: int = 1,
     relaxation: float = 1.0,
     beta: float = 0.0,
     method: str = "hb",
     record_every: int = 1,
-):
+) -> tuple[Float[Array, " steps//record_every+1"], Bool[Array, ""]]:
     """Randomized Kaczmarz (``block_size`` 1) and averaged block Kaczmarz: x moves by ``relaxation`` times the
     average of ``block_size`` row projections (rows ~ ||a_i||^2), optionally with momentum ``beta``
     (heavy ball or Nesterov). ``problem`` must use "norm" sampling. Returns ``run``'s (sq_errors,
     diverged)."""
     v.positive("relaxation", relaxation)
+    v.in_interval("beta", beta, 0.0, 1.0)
+    _check_problem(problem)
     if v.is_concrete(problem.probs):
         r = np.sum(np.asarray(problem.A) ** 2, axis=1)
         if not np.allclose(np.asarray(problem.probs), r / r.sum(), rtol=1e-5):
@@ -518,7 +609,7 @@ def kaczmarz(
     return run(
         problem,
         x0,
-        lr=relaxation * kaczmarz_lr(problem),
+        lr=relaxation * (1.0 / jnp.trace(_hessian(problem))),
         beta=beta,
         batch_size=block_size,
         steps=steps,
@@ -557,21 +648,24 @@ def _cd(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every)
 
 def coordinate_descent(
     problem: Problem,
-    x0: jax.Array,
+    x0: Float[ArrayLike, " d"],
     *,
-    lr,
-    beta=0.0,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""] = 0.0,
     batch_size: int = 1,
     steps: int,
     method: str = "hb",
-    key: jax.Array,
+    key: PRNGKeyArray,
     record_every: int = 1,
-) -> jax.Array:
+) -> Float[Array, " steps//record_every+1"]:
     """Randomized (block) coordinate descent with optional momentum on f(x) = 1/(2n)||Ax - b||^2, acting on x
     coordinate by coordinate: j ~ G_jj / tr G, x_j <- x_j - lr (1/B) (grad f(y))_j / p_j (accumulated over the
     B sampled coordinates), y as in ``run``. lr = 1/tr G with B = 1, beta = 0 is exact coordinate
-    minimisation. Returns f(x_t) - f* = 1/2 e^T G e at t = 0, k, ..., steps, shape (steps // k + 1,)."""
+    minimisation. Returns f(x_t) - f* = 1/2 e^T G e at t = 0, k, ..., steps, shape (steps // k + 1,).
+    Divergence: there is no freezing here; with lr/beta outside the mean-square stable region the gap
+    overflows to inf (NaN after inf - inf) for long runs. Check ``mean_square_rate`` first."""
     _check_run_args(method, batch_size, steps, record_every, lr, beta)
+    _check_x0(problem, x0)
     dt = problem.A.dtype
     beta = 0.0 if method == "sgd" else beta
     return _cd(
@@ -594,9 +688,14 @@ def coordinate_descent(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def mean_matrices(lr, beta, h, method: str = "hb") -> tuple[jax.Array, jax.Array]:
+def mean_matrices(
+    lr: Float[ArrayLike, ""], beta: Float[ArrayLike, ""], h: Float[ArrayLike, "*d"], method: str = "hb"
+) -> tuple[Float[Array, "*d 2 2"], Float[Array, " 2"]]:
     """Per-eigenvalue 2x2 mean matrices M_i (shape h.shape + (2, 2)) and the read vector c (2,) of eq. MS."""
     v.one_of("method", method, METHODS)
+    v.positive("lr", lr)
+    v.in_interval("beta", beta, 0.0, 1.0)
+    v.nonnegative("h", h)
     h = jnp.asarray(h)
     beta = 0.0 * jnp.asarray(beta) if method == "sgd" else jnp.asarray(beta)
     one, zero = jnp.ones_like(h), jnp.zeros_like(h)
@@ -614,7 +713,7 @@ def _noise_map(problem: Problem, Q):
     """N(Q) = E[X Q X] - H Q H, Q (d, d) -> (d, d)."""
     A = problem.A
     c = problem.probs * problem.weights**2 * jnp.einsum("ij,jk,ik->i", A, Q, A)
-    H = hessian(problem)
+    H = _hessian(problem)
     return (A * c[:, None]).T @ A - H @ Q @ H
 
 
@@ -632,23 +731,56 @@ def _full_mean(lr, beta, H, method):
     return M, C
 
 
-def operator_apply(problem: Problem, S, *, lr, beta, batch_size, method: str = "hb"):
+def _check_ms_args(method, lr, beta, batch_size) -> None:
+    v.one_of("method", method, METHODS)
+    v.positive("lr", lr)
+    v.in_interval("beta", beta, 0.0, 1.0)
+    v.positive("batch_size", batch_size, allow_inf=True)
+
+
+def operator_apply(
+    problem: Problem,
+    S: Float[ArrayLike, "2*d 2*d"],
+    *,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    batch_size: Float[ArrayLike, ""],
+    method: str = "hb",
+) -> Float[Array, "2*d 2*d"]:
     """One step of eq. MS: S (2d, 2d) -> M S M^T + (lr^2/B) E1 N(C S C^T) E1^T. ``batch_size`` may be a float
     (jnp.inf gives the noiseless, full-batch dynamics)."""
-    v.one_of("method", method, METHODS)
+    _check_ms_args(method, lr, beta, batch_size)
+    _check_problem(problem)
     d = problem.A.shape[1]
-    M, C = _full_mean(lr, beta, hessian(problem), method)
+    v.array("S", S, ndim=2)
+    v.shape("S", S, (2 * d, 2 * d))
+    return _operator_apply(
+        problem, jnp.asarray(S, problem.A.dtype), lr=lr, beta=beta, batch_size=batch_size, method=method
+    )
+
+
+def _operator_apply(problem, S, *, lr, beta, batch_size, method):
+    d = problem.A.shape[1]
+    M, C = _full_mean(lr, beta, _hessian(problem), method)
     noise = (lr**2 / batch_size) * _noise_map(problem, C @ S @ C.T)
     return M @ S @ M.T + jnp.zeros_like(S).at[:d, :d].set(noise)
 
 
-def operator_matrix(problem: Problem, *, lr, beta, batch_size, method: str = "hb") -> jax.Array:
+def operator_matrix(
+    problem: Problem,
+    *,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    batch_size: Float[ArrayLike, ""],
+    method: str = "hb",
+) -> Float[Array, "4*d*d 4*d*d"]:
     """The dense (2d)^2 x (2d)^2 matrix of eq. MS acting on row-major vec(S) (the reference for tests; use
     ``mean_square_rate`` for the spectral radius). vec(P S Q^T) = (P (x) Q) vec(S)."""
-    v.one_of("method", method, METHODS)
+    _check_ms_args(method, lr, beta, batch_size)
+    _check_problem(problem)
     A = problem.A
     d = A.shape[1]
-    H = hessian(problem)
+    H = _hessian(problem)
     M, C = _full_mean(lr, beta, H, method)
     A2 = jax.vmap(lambda a: jnp.kron(a, a))(A)  # (n, d^2): vec(a a^T)
     c = problem.probs * problem.weights**2
@@ -658,18 +790,31 @@ def operator_matrix(problem: Problem, *, lr, beta, batch_size, method: str = "hb
 
 
 def second_moment_trajectory(
-    problem: Problem, e0: jax.Array, *, lr, beta, batch_size, steps: int, method: str = "hb"
-) -> jax.Array:
+    problem: Problem,
+    e0: Float[ArrayLike, " d"],
+    *,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    batch_size: Float[ArrayLike, ""],
+    steps: int,
+    method: str = "hb",
+) -> Float[Array, " steps+1"]:
     """Exact E||x_t - x*||^2 for t = 0..steps (shape (steps + 1,)) from x_0 - x* = e0 (= x_{-1} - x*), by
-    iterating eq. MS on S_0 = [[e0 e0^T, e0 e0^T], [e0 e0^T, e0 e0^T]]."""
+    iterating eq. MS on S_0 = [[e0 e0^T, e0 e0^T], [e0 e0^T, e0 e0^T]].
+    Divergence: where ``mean_square_rate(...).rho`` > 1 the values grow like rho^t and overflow to inf for
+    long horizons (the exact answer is then larger than the dtype's range)."""
     v.positive_int("steps", steps)
-    v.one_of("method", method, METHODS)
+    _check_ms_args(method, lr, beta, batch_size)
+    _check_problem(problem)
+    v.array("e0", e0, ndim=1)
+    v.shape("e0", e0, (problem.A.shape[1],))
+    e0 = jnp.asarray(e0, problem.A.dtype)
     z = jnp.concatenate([e0, e0])
     S0 = jnp.outer(z, z)
     d = e0.shape[0]
 
     def body(S, _):
-        S = operator_apply(problem, S, lr=lr, beta=beta, batch_size=batch_size, method=method)
+        S = _operator_apply(problem, S, lr=lr, beta=beta, batch_size=batch_size, method=method)
         return S, jnp.trace(S[:d, :d])
 
     _, tr = lax.scan(body, S0, None, length=steps)
@@ -687,22 +832,24 @@ def _sym_basis(d: int) -> np.ndarray:
     return np.stack(cols, 1)
 
 
-class Kernel(NamedTuple):
+class NoiseKernel(NamedTuple):
     """Eq. MS in H's eigenbasis: h (d,) eigenvalues (ascending), U (d, d) eigenvectors, K (m, m) the noise
     map."""
 
-    h: jax.Array
-    U: jax.Array
-    K: jax.Array
+    h: Float[Array, " d"]
+    U: Float[Array, "d d"]
+    K: Float[Array, "m m"]
 
 
-def noise_kernel(problem: Problem) -> Kernel:
-    """Kernel(h, U, K): eigenvalues h (d,) of H (ascending), eigenvectors U, and N restricted to symmetric
+def noise_kernel(problem: Problem) -> NoiseKernel:
+    """NoiseKernel(h, U, K): eigenvalues h (d,) of H (ascending), eigenvectors U, and N restricted to symmetric
     matrices in H's eigenbasis, as an
     (m, m) matrix, m = d(d+1)/2, in the orthonormal coordinates of ``_sym_basis`` (K = S^T K_full S with
     K_full = sum_i p_i w_i^2 vec(a~ a~^T) vec(a~ a~^T)^T - diag(vec(h h^T)), a~ = U^T a). Depends on the
-    problem only: compute it once and reuse it for every (lr, beta, B)."""
-    H = hessian(problem)
+    problem only: compute it once and reuse it for every (lr, beta, B) (``kernel=`` of ``mean_square_rate``
+    and ``expected_sq_error``)."""
+    _check_problem(problem)
+    H = _hessian(problem)
     d = H.shape[0]
     h, U = jnp.linalg.eigh(H)
     At = problem.A @ U
@@ -710,7 +857,7 @@ def noise_kernel(problem: Problem) -> Kernel:
     A2 = jax.vmap(lambda a: jnp.kron(a, a))(At) @ S  # (n, m)
     c = problem.probs * problem.weights**2
     K = (A2 * c[:, None]).T @ A2 - S.T @ (jnp.outer(h, h).reshape(-1)[:, None] * S)
-    return Kernel(h, U, K)
+    return NoiseKernel(h, U, K)
 
 
 def _unified_mean(lr, beta, nu, h):
@@ -736,7 +883,7 @@ def _rate(h, K, lr, beta, nu, batch_size, iters, cap):
     MM = jnp.einsum("pab,pcd->pacbd", M[iu], M[ju]).reshape(-1, 4, 4)  # M_i (x) M_j over the pairs i <= j
     cc = jnp.kron(c, c)
     e11 = jnp.zeros((MM.shape[0], 4, 1), dt).at[:, 0, 0].set(1.0)
-    r1, _ = quadratic_roots(M[:, 0, 0], -M[:, 0, 1])
+    r1, _ = _quadratic_roots(M[:, 0, 0], -M[:, 0, 1])
     lo = jnp.max(jnp.abs(r1)) ** 2  # rho(M)^2 = rho(T0)
     eye = jnp.eye(K.shape[0], dtype=dt)
     vec_i = jnp.asarray(_sym_basis(d).T @ np.eye(d).reshape(-1), dt)
@@ -778,30 +925,55 @@ def _rate(h, K, lr, beta, nu, batch_size, iters, cap):
     return jnp.where(ok_cap, b, cap)
 
 
+class MeanSquareRate(NamedTuple):
+    """``rho``: the spectral radius rho(T) of eq. MS (an upper bound within the root finder's tolerance);
+    ``at_cap``: True where rho(T) >= ``cap`` (then ``rho`` equals ``cap`` and is only a lower bound of rho(T):
+    the iteration diverges in mean square at least that fast)."""
+
+    rho: Float[Array, "*b"]
+    at_cap: Bool[Array, "*b"]
+
+
 def mean_square_rate(
-    kernel: Kernel, *, lr, beta, batch_size, method: str = "hb", iters: int = 40, cap: float = 2.0
-):
-    """Spectral radius rho(T) of eq. MS (the exact per-step rate of E||e_t||^2) from ``noise_kernel``'s
-    output.
+    problem: Problem,
+    *,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    batch_size: Float[ArrayLike, ""],
+    method: str = "hb",
+    iters: int = 40,
+    cap: float = 2.0,
+    kernel: NoiseKernel | None = None,
+) -> MeanSquareRate:
+    """Spectral radius rho(T) of eq. MS (the exact per-step rate of E||e_t||^2) of ``problem``.
+
+    Returns ``MeanSquareRate(rho, at_cap)``. ``kernel``: ``noise_kernel(problem)`` when already computed
+    (it depends on the problem only; pass it to reuse it over a grid of (lr, beta, B)), else computed here.
 
     Root finding on lambda in [rho(M)^2, cap]: the positive-definiteness test of the module docstring decides
     on which side of rho(T) a point lies (exact); Illinois regula falsi on phi(lambda) = 1 / tr((I -
     F(lambda))^{-1} I), which changes sign through a simple zero at rho(T), proposes the points, with
     bisection where phi is not usable (far left of rho(T)). Returns the
     smallest point found to pass the test (an upper bound of rho(T); ``iters`` = 40 gives ~1e-12 in float64).
-    Values >= 1 mean mean-square divergence; ``cap`` is returned when rho(T) >= cap. lr, beta and
-    batch_size may be traced (vmap over grids); batch_size = jnp.inf gives the deterministic rate rho(M)^2.
+    ``rho`` >= 1 means mean-square divergence. The search stops at ``cap`` (> 1): where rho(T) >= cap the
+    result is ``rho = cap`` with ``at_cap = True`` (flagged, never silent). lr, beta and batch_size may be
+    traced (vmap over grids); batch_size = jnp.inf gives the deterministic rate rho(M)^2.
     """
     v.one_of("method", method, METHODS)
     v.positive_int("iters", iters)
-    v.positive("lr", lr)
-    v.positive("batch_size", batch_size)
-    v.in_interval("beta", beta, 0.0, 1.0)
+    _check_ms_args(method, lr, beta, batch_size)
+    v.check("cap", cap, lambda a: a > 1, "> 1", finite=True)
+    if kernel is None:
+        kernel = noise_kernel(problem)
+    else:
+        _check_problem(problem)
+        _check_kernel(kernel, problem)
     h, K = kernel.h, kernel.K
     dt = h.dtype
     beta = 0.0 * jnp.asarray(beta, dt) if method == "sgd" else jnp.asarray(beta, dt)
     nu = jnp.asarray(1.0 if method == "nesterov" else 0.0, dt)
-    return _rate(h, K, jnp.asarray(lr, dt), beta, nu, jnp.asarray(batch_size, dt), iters, cap)
+    rho = _rate(h, K, jnp.asarray(lr, dt), beta, nu, jnp.asarray(batch_size, dt), iters, cap)
+    return MeanSquareRate(rho, rho >= jnp.asarray(cap, dt))
 
 
 @partial(jax.jit, static_argnames=("steps",))
@@ -824,14 +996,39 @@ def _traj(h, U, K, e0, lr, beta, nu, batch_size, steps):
     return jnp.concatenate([jnp.sum(e0**2)[None], tr])
 
 
+def _check_kernel(kernel, problem: Problem) -> None:
+    if not isinstance(kernel, NoiseKernel):
+        raise ValueError(f"kernel must be a NoiseKernel (noise_kernel(problem)), got {type(kernel).__name__}")
+    d = problem.A.shape[1]
+    v.shape("kernel.h", kernel.h, (d,))
+    v.shape("kernel.K", kernel.K, (d * (d + 1) // 2,) * 2)
+
+
 def expected_sq_error(
-    kernel: Kernel, e0: jax.Array, *, lr, beta, batch_size, steps: int, method: str = "hb"
-) -> jax.Array:
+    problem: Problem,
+    e0: Float[ArrayLike, " d"],
+    *,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    batch_size: Float[ArrayLike, ""],
+    steps: int,
+    method: str = "hb",
+    kernel: NoiseKernel | None = None,
+) -> Float[Array, " steps+1"]:
     """Exact E||e_t||^2, t = 0..steps (shape (steps + 1,)), from e_0 = e_{-1} = e0, iterating eq. MS in H's
     eigenbasis with the reduced noise map (O(d^4) per step instead of O(n d^2); same values as
-    ``second_moment_trajectory``). lr, beta, batch_size may be traced."""
+    ``second_moment_trajectory``). lr, beta, batch_size may be traced. ``kernel``: ``noise_kernel(problem)``
+    when already computed (reused), else computed here. Divergence: where ``mean_square_rate(...).rho`` > 1
+    the values grow like rho^t and overflow to inf for long horizons."""
     v.positive_int("steps", steps)
-    v.one_of("method", method, METHODS)
+    _check_ms_args(method, lr, beta, batch_size)
+    if kernel is None:
+        kernel = noise_kernel(problem)
+    else:
+        _check_problem(problem)
+        _check_kernel(kernel, problem)
+    v.array("e0", e0, ndim=1)
+    v.shape("e0", e0, kernel.h.shape)
     dt = kernel.h.dtype
     beta = 0.0 * jnp.asarray(beta, dt) if method == "sgd" else jnp.asarray(beta, dt)
     nu = jnp.asarray(1.0 if method == "nesterov" else 0.0, dt)
@@ -848,7 +1045,9 @@ def expected_sq_error(
     )
 
 
-def efold_time(rho):
-    """Iterations per e-fold of E||e||^2 at per-step rate rho: -1 / log(rho) (inf where rho >= 1)."""
+def efold_time(rho: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+    """Iterations per e-fold of E||e||^2 at per-step rate rho >= 0: -1 / log(rho). Where rho >= 1 the answer
+    is +inf on purpose (E||e||^2 never shrinks by a factor e): the one documented non-finite output."""
+    v.nonnegative("rho", rho)
     rho = jnp.asarray(rho)
     return jnp.where(rho < 1.0, -1.0 / jnp.log(jnp.clip(rho, 1e-300, 1.0 - 1e-16)), jnp.inf)

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """River-valley landscapes and momentum: closed forms for heavy ball (HB), Nesterov and GD.
 
 Reference: "Towards understanding momentum acceleration in river-valley loss landscapes" (2026), notes in
@@ -21,12 +22,15 @@ Everything in this module is a pure function, jit/vmap-compatible; bad concrete 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
+from jaxtyping import Array, ArrayLike, Bool, Complex, Float, Int
 
 from theory import _validate as v
 
@@ -48,19 +52,22 @@ class Valley(NamedTuple):
     Fields are arrays so that a Valley is a pytree (vmappable over landscapes).
     """
 
-    mu: jax.Array
-    g: jax.Array
-    lams: jax.Array  # (d,)
-    a: jax.Array
-    k: jax.Array
-    x_star: jax.Array
+    mu: Float[Array, ""]
+    g: Float[Array, ""]
+    lams: Float[Array, " d"]
+    a: Float[Array, ""]
+    k: Float[Array, ""]
+    x_star: Float[Array, ""]
 
 
 def _valley(mu, g, lams, a, k, x_star) -> Valley:
     v.nonnegative("mu", mu)
     v.nonnegative("g", g)
+    v.array("lam", lams, ndim=(0, 1), finite=False)
     v.positive("lam", lams)
+    v.finite("a", a)
     v.nonnegative("k", k)
+    v.finite("x_star", x_star)
     f = lambda z: jnp.asarray(z, dtype=jnp.result_type(float))
     return Valley(f(mu), f(g), jnp.atleast_1d(f(lams)), f(a), f(k), f(x_star))
 
@@ -80,29 +87,58 @@ def linear_river(g: float, lam: float) -> Valley:
     return _valley(0.0, g, lam, 0.0, 0.0, 0.0)
 
 
-def valley_spectrum(d: int, lam_min: float, lam_max: float) -> jax.Array:
+def valley_spectrum(d: int, lam_min: float, lam_max: float) -> Float[Array, " d"]:
     """Geometric spectrum of d valley curvatures from lam_min to lam_max, shape (d,)."""
     v.positive_int("d", d)
     v.positive("lam_min", lam_min)
     v.check("lam_max", lam_max, lambda a: a >= lam_min, f">= lam_min={lam_min}")
+    v.finite("lam_max", lam_max)
     return jnp.geomspace(lam_min, lam_max, d)
 
 
-def high_dim_valley(mu: float, lams: jax.Array, a: float = 0.0, k: float = 0.0, x_star: float = 0.0) -> Valley:
+def high_dim_valley(
+    mu: float, lams: Float[ArrayLike, " d"], a: float = 0.0, k: float = 0.0, x_star: float = 0.0
+) -> Valley:
     """L = l(x) + 1/2 (y - h(x))^T diag(lams) (y - h(x)), h(x) = a sin(k x) 1: the high-dimensional valley."""
     return _valley(mu, 0.0, lams, a, k, x_star)
 
 
-def valley_loss(theta: jax.Array, valley: Valley) -> jax.Array:
+def _check_valley(valley: Valley) -> None:
+    if not isinstance(valley, Valley):
+        raise ValueError(f"valley must be a Valley (straight_valley, curved_valley, ...), got {type(valley).__name__}")
+    for field in ("mu", "g", "a", "k", "x_star"):
+        v.finite(f"valley.{field}", getattr(valley, field))
+    v.array("valley.lams", valley.lams, ndim=1)
+    v.positive("valley.lams", valley.lams)
+
+
+def _check_theta(name: str, theta, valley: Valley, batched: bool = False) -> None:
+    d1 = 1 + valley.lams.shape[0]
+    v.array(name, theta, min_ndim=1 if batched else None, ndim=None if batched else 1)
+    if np.shape(theta)[-1] != d1:
+        raise ValueError(
+            f"{name} must have last axis 1 + d = {d1} (river + valley coordinates), got shape {np.shape(theta)}"
+        )
+
+
+def valley_loss(theta: Float[Array, " 1+d"], valley: Valley) -> Float[Array, ""]:
     """Loss of ``theta`` (shape (1 + d,)) on ``valley``; returns a scalar."""
+    _check_valley(valley)
+    _check_theta("theta", theta, valley)
+    return _valley_loss(theta, valley)
+
+
+def _valley_loss(theta, valley):
     x, y = theta[0], theta[1:]
     river = 0.5 * valley.mu * (x - valley.x_star) ** 2 + valley.g * x
     off = y - valley.a * jnp.sin(valley.k * x)
     return river + 0.5 * jnp.sum(valley.lams * off**2)
 
 
-def river_distance(theta: jax.Array, valley: Valley) -> jax.Array:
+def river_distance(theta: Float[Array, "*batch 1+d"], valley: Valley) -> Float[Array, "*batch"]:
     """|x - x*|: distance along the river still to travel. theta (..., 1 + d) -> (...)."""
+    _check_valley(valley)
+    _check_theta("theta", theta, valley, batched=True)
     return jnp.abs(theta[..., 0] - valley.x_star)
 
 
@@ -116,8 +152,23 @@ def _check_lr_beta(lr, beta) -> None:
     v.in_interval("beta", beta, 0.0, 1.0)
 
 
-def momentum_step(grad_fn, x, x_prev, *, lr, beta, method: str):
+def momentum_step(
+    grad_fn: Callable[[Float[Array, "*s"]], Float[Array, "*s"]],
+    x: Float[Array, "*s"],
+    x_prev: Float[Array, "*s"],
+    *,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    method: str,
+) -> tuple[Float[Array, "*s"], Float[Array, "*s"]]:
     """One step of ``method`` in {"gd", "hb", "nesterov"}: returns (x_next, x). Shapes follow ``x``."""
+    v.one_of("method", method, METHODS)
+    _check_lr_beta(lr, beta)
+    v.same_shape("x", x, "x_prev", x_prev)
+    return _momentum_step(grad_fn, x, x_prev, lr=lr, beta=beta, method=method)
+
+
+def _momentum_step(grad_fn, x, x_prev, *, lr, beta, method):
     if method == "nesterov":
         y = x + beta * (x - x_prev)
         return y - lr * grad_fn(y), x
@@ -127,12 +178,12 @@ def momentum_step(grad_fn, x, x_prev, *, lr, beta, method: str):
 
 @partial(jax.jit, static_argnames=("steps", "method", "blowup"))
 def _optimize(valley, theta0, lr, beta, steps, method, blowup):
-    grad_fn = jax.grad(valley_loss)
+    grad_fn = jax.grad(_valley_loss)
     scale = blowup * (1.0 + jnp.max(jnp.abs(theta0)))
 
     def body(carry, _):
         x, x_prev, diverged = carry
-        x_new, x_old = momentum_step(lambda z: grad_fn(z, valley), x, x_prev, lr=lr, beta=beta, method=method)
+        x_new, x_old = _momentum_step(lambda z: grad_fn(z, valley), x, x_prev, lr=lr, beta=beta, method=method)
         bad = diverged | ~jnp.all(jnp.isfinite(x_new)) | (jnp.max(jnp.abs(x_new)) > scale)
         # once diverged, freeze the iterate: the trajectory stays finite and the flag records the blow-up
         x_new = jnp.where(bad, x, x_new)
@@ -143,19 +194,30 @@ def _optimize(valley, theta0, lr, beta, steps, method, blowup):
     return jnp.concatenate([theta0[None], traj]), diverged
 
 
-def optimize(valley: Valley, theta0: jax.Array, *, lr, beta=0.0, steps: int, method: str = "hb",
-             blowup: float = 1e6) -> tuple[jax.Array, jax.Array]:
+def optimize(
+    valley: Valley,
+    theta0: Float[ArrayLike, " 1+d"],
+    *,
+    lr: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""] = 0.0,
+    steps: int,
+    method: str = "hb",
+    blowup: float = 1e6,
+) -> tuple[Float[Array, "steps+1 1+d"], Bool[Array, ""]]:
     """Run ``steps`` iterations of GD / heavy ball / Nesterov on ``valley`` from ``theta0`` (v_0 = 0).
 
     Returns ``(trajectory, diverged)``: trajectory shape (steps + 1, 1 + d) including theta0; ``diverged`` is a
-    bool scalar, True once any |theta| exceeded ``blowup * (1 + max|theta0|)`` (the iterate is then frozen, so no
-    NaN or inf ever leaves this function). ``lr`` and ``beta`` may be traced (vmap over grids).
+    bool scalar, True once any |theta| exceeded ``blowup * (1 + max|theta0|)`` or became non-finite (the
+    iterate is then frozen at its last finite value, so no NaN or inf leaves this function for a finite
+    ``theta0``, which is checked). ``lr`` and ``beta`` may be traced (vmap over grids).
     """
     v.one_of("method", method, METHODS)
     v.positive_int("steps", steps)
     _check_lr_beta(lr, beta)
+    v.positive("blowup", blowup)
+    _check_valley(valley)
+    _check_theta("theta0", theta0, valley)
     theta0 = jnp.asarray(theta0, dtype=valley.mu.dtype)
-    v.shape("theta0", theta0, (1 + valley.lams.shape[0],))
     return _optimize(valley, theta0, lr, beta, steps, method, blowup)
 
 
@@ -164,29 +226,36 @@ def optimize(valley: Valley, theta0: jax.Array, *, lr, beta=0.0, steps: int, met
 # ---------------------------------------------------------------------------------------------------------
 
 
-def gd_threshold(lam):
+def gd_threshold(lam: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """Largest stable GD learning rate on curvature lam: lr < 2 / lam."""
     v.positive("lam", lam)
     return 2.0 / lam
 
 
-def hb_threshold(lam, beta):
+def hb_threshold(lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """Largest stable heavy-ball learning rate: lr < 2 (1 + beta) / lam   (|beta| < 1)."""
     v.positive("lam", lam)
     v.in_interval("beta", beta, 0.0, 1.0)
     return 2.0 * (1.0 + beta) / lam
 
 
-def nesterov_threshold(lam, beta):
+def nesterov_threshold(lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """Largest stable Nesterov learning rate (constant beta): lr < 2 (1 + beta) / ((1 + 2 beta) lam)."""
     v.positive("lam", lam)
     v.in_interval("beta", beta, 0.0, 1.0)
     return 2.0 * (1.0 + beta) / ((1.0 + 2.0 * beta) * lam)
 
 
-def char_coeffs(lr, lam, beta, method: str = "hb"):
-    """(c1, c0) of the characteristic polynomial z^2 - c1 z + c0 (eqs. HB-char, NAG-char)."""
+def char_coeffs(
+    lr: Float[ArrayLike, "*b"], lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"], method: str = "hb"
+) -> tuple[Float[Array, "*b"], Float[Array, "*b"]]:
+    """(c1, c0) of the characteristic polynomial z^2 - c1 z + c0 (eqs. HB-char, NAG-char).
+
+    ``lr`` > 0, ``lam`` >= 0 (a curvature; 0 is a flat direction), ``beta`` in [0, 1), all finite; broadcast.
+    """
     v.one_of("method", method, METHODS)
+    _check_lr_beta(lr, beta)
+    v.nonnegative("lam", lam)
     h = lr * lam
     if method == "nesterov":
         return (1.0 + beta) * (1.0 - h), beta * (1.0 - h)
@@ -194,8 +263,17 @@ def char_coeffs(lr, lam, beta, method: str = "hb"):
     return 1.0 + b - h, b
 
 
-def quadratic_roots(c1, c0):
-    """Roots of z^2 - c1 z + c0 as complex arrays (r1, r2) with |r1| >= |r2|. Broadcasts over inputs."""
+def quadratic_roots(
+    c1: Float[ArrayLike, "*b"], c0: Float[ArrayLike, "*b"]
+) -> tuple[Complex[Array, "*b"], Complex[Array, "*b"]]:
+    """Roots of z^2 - c1 z + c0 as complex arrays (r1, r2) with |r1| >= |r2|. Broadcasts over inputs
+    (finite real coefficients)."""
+    v.finite("c1", c1)
+    v.finite("c0", c0)
+    return _quadratic_roots(c1, c0)
+
+
+def _quadratic_roots(c1, c0):
     c1 = jnp.asarray(c1, dtype=jnp.result_type(float))
     disc = (c1**2 - 4.0 * c0).astype(jnp.result_type(c1, jnp.complex64))
     s = jnp.sqrt(disc)
@@ -204,18 +282,22 @@ def quadratic_roots(c1, c0):
     return jnp.where(swap, r2, r1), jnp.where(swap, r1, r2)
 
 
-def spectral_radius(lr, lam, beta, method: str = "hb"):
+def spectral_radius(
+    lr: Float[ArrayLike, "*b"], lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"], method: str = "hb"
+) -> Float[Array, "*b"]:
     """Spectral radius of the linear iteration on curvature lam: max |root|; < 1 iff the method converges.
 
     In the complex regime of HB, (1 - sqrt beta)^2 <= lr lam <= (1 + sqrt beta)^2, it equals sqrt(beta).
-    Broadcasts over lr, lam, beta.
+    Broadcasts over lr, lam, beta; checks as ``char_coeffs`` (lr > 0, lam >= 0, beta in [0, 1), finite).
     """
     c1, c0 = char_coeffs(lr, lam, beta, method)
-    r1, _ = quadratic_roots(c1, c0)
+    r1, _ = _quadratic_roots(c1, c0)
     return jnp.abs(r1)
 
 
-def hb_optimal_params(mu, L):
+def hb_optimal_params(
+    mu: Float[ArrayLike, "*b"], L: Float[ArrayLike, "*b"]
+) -> tuple[Float[Array, "*b"], Float[Array, "*b"], Float[Array, "*b"]]:
     """Polyak's optimal heavy ball on curvatures in [mu, L], kappa = L / mu.
 
     Returns (lr, beta, rate): lr = 4 / (sqrt L + sqrt mu)^2, beta = ((sqrt k - 1)/(sqrt k + 1))^2,
@@ -223,6 +305,7 @@ def hb_optimal_params(mu, L):
     """
     v.positive("mu", mu)
     v.check("L", L, lambda a: a >= mu, f">= mu={mu}")
+    v.finite("L", L)
     sk = jnp.sqrt(L / mu)
     rate = (sk - 1.0) / (sk + 1.0)
     return 4.0 / (jnp.sqrt(L) + jnp.sqrt(mu)) ** 2, rate**2, rate
@@ -233,55 +316,85 @@ def hb_optimal_params(mu, L):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def effective_river_lr(lr, beta):
+def effective_river_lr(lr: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """Effective learning rate along a flat direction: lr / (1 - beta) (slow root ~ 1 - lr mu / (1 - beta))."""
     _check_lr_beta(lr, beta)
     return lr / (1.0 - beta)
 
 
-def river_slow_root(lr, mu, beta):
+def river_slow_root(
+    lr: Float[ArrayLike, "*b"], mu: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]
+) -> Float[Array, "*b"]:
     """First-order slow root of HB on the river curvature mu: 1 - lr mu / (1 - beta)."""
+    v.nonnegative("mu", mu)
     return 1.0 - effective_river_lr(lr, beta) * mu
 
 
-def overdamped(lr, mu, beta):
+def overdamped(
+    lr: Float[ArrayLike, "*b"], mu: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]
+) -> Bool[Array, "*b"]:
     """True where the river mode is overdamped (real roots): lr mu <= (1 - sqrt beta)^2."""
+    _check_lr_beta(lr, beta)
+    v.nonnegative("mu", mu)
     return lr * mu <= (1.0 - jnp.sqrt(beta)) ** 2
 
 
-def max_stable_river_speed(lam_valley, beta, g=1.0):
+def max_stable_river_speed(
+    lam_valley: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"], g: Float[ArrayLike, "*b"] = 1.0
+) -> Float[Array, "*b"]:
     """Largest river speed (distance per step on a slope g) at the edge of valley stability.
 
     HB: 2 (1 + beta) g / ((1 - beta) lam);  GD (beta = 0): 2 g / lam.
     """
+    v.positive("lam_valley", lam_valley)
+    v.nonnegative("g", g)
     return effective_river_lr(hb_threshold(lam_valley, beta), beta) * g
 
 
-def river_speed_gain(beta):
+def river_speed_gain(beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """Gain of HB's largest stable river speed over GD's: (1 + beta) / (1 - beta) (19x at beta = 0.9)."""
     v.in_interval("beta", beta, 0.0, 1.0)
     return (1.0 + beta) / (1.0 - beta)
 
 
-def linear_river_transient(t, x0, lr, g, beta):
+def linear_river_transient(
+    t: Float[ArrayLike, "*b"],
+    x0: Float[ArrayLike, "*b"],
+    lr: Float[ArrayLike, "*b"],
+    g: Float[ArrayLike, "*b"],
+    beta: Float[ArrayLike, "*b"],
+) -> Float[Array, "*b"]:
     """Exact HB position on a linear river of slope g from rest (v_0 = 0):
 
         x_t = x0 - (lr g / (1 - beta)) [ t - beta (1 - beta^t) / (1 - beta) ].
 
-    ``t`` may be an integer array; broadcasts.
+    ``t`` (>= 0) may be an integer array; broadcasts.
     """
     _check_lr_beta(lr, beta)
+    v.nonnegative("t", t)
+    v.finite("x0", x0)
+    v.nonnegative("g", g)
     t = jnp.asarray(t, dtype=jnp.result_type(float))
     return x0 - (lr * g / (1.0 - beta)) * (t - beta * (1.0 - beta**t) / (1.0 - beta))
 
 
-def quadratic_trajectory(x0, lr, lam, beta, steps: int, method: str = "hb"):
+def quadratic_trajectory(
+    x0: Float[ArrayLike, ""],
+    lr: Float[ArrayLike, ""],
+    lam: Float[ArrayLike, ""],
+    beta: Float[ArrayLike, ""],
+    steps: int,
+    method: str = "hb",
+) -> Float[Array, " steps+1"]:
     """Exact iterates x_0..x_steps of ``method`` on the 1-D quadratic lam/2 x^2 (v_0 = 0), shape (steps + 1,).
 
     Computed from the 2x2 companion recursion x_{t+1} = c1 x_t - c0 x_{t-1} with the convention x_{-1} = x_0.
     For Nesterov the first step also satisfies this recursion with x_{-1} = x_0.
+    Divergence: where ``spectral_radius(lr, lam, beta, method) > 1`` the iterates grow like rho^t and
+    overflow to +-inf (NaN after inf - inf) once rho^t exceeds the dtype's range; check the radius first.
     """
     v.positive_int("steps", steps)
+    v.finite("x0", x0)
     c1, c0 = char_coeffs(lr, lam, beta, method)
 
     def body(carry, _):
@@ -294,7 +407,16 @@ def quadratic_trajectory(x0, lr, lam, beta, steps: int, method: str = "hb"):
     return jnp.concatenate([x0[None], xs])
 
 
-def quadratic_closed_form(t, x0, lr, lam, beta, method: str = "hb", *, double_tol: float = 1e-12):
+def quadratic_closed_form(
+    t: Int[ArrayLike, "*b"],
+    x0: Float[ArrayLike, "*b"],
+    lr: Float[ArrayLike, "*b"],
+    lam: Float[ArrayLike, "*b"],
+    beta: Float[ArrayLike, "*b"],
+    method: str = "hb",
+    *,
+    double_tol: float = 1e-12,
+) -> Float[Array, "*b"]:
     """Closed-form iterate x_t of ``method`` on the 1-D quadratic lam/2 x^2 from rest (x_{-1} = x_0), from the
     roots r1, r2 of z^2 - c1 z + c0 (eqs. HB-char, NAG-char) -- no recursion is iterated:
 
@@ -306,8 +428,13 @@ def quadratic_closed_form(t, x0, lr, lam, beta, method: str = "hb", *, double_to
     there: x_t = x_0 r^t (1 + (1 - r) t) on the mu edge). ``t`` is an array of non-negative integers; the
     result has the broadcast shape of (t, x0, lr, lam, beta), real. Evaluate in float64 (``jax.enable_x64``)
     when the roots are close: the distinct-root branch loses ~eps / |r1 - r2| relative accuracy.
+    Divergence: where the spectral radius exceeds 1, x_t overflows to +-inf for large t (as the iteration
+    does); check ``spectral_radius`` first.
     """
     v.one_of("method", method, METHODS)
+    v.nonnegative("t", t)
+    v.finite("x0", x0)
+    v.nonnegative("double_tol", double_tol)
     c1, c0 = char_coeffs(lr, lam, beta, method)
     dt = jnp.result_type(c1, float)
     c1 = jnp.asarray(c1, dt)
@@ -315,7 +442,7 @@ def quadratic_closed_form(t, x0, lr, lam, beta, method: str = "hb", *, double_to
     t = jnp.asarray(t, dt)
     x0 = jnp.asarray(x0, dt)
     x1 = (1.0 - jnp.asarray(lr, dt) * jnp.asarray(lam, dt)) * x0
-    r1, r2 = quadratic_roots(c1, c0)
+    r1, r2 = _quadratic_roots(c1, c0)
     disc = c1**2 - 4.0 * c0
     double = jnp.abs(disc) <= double_tol * jnp.maximum(c1**2, jnp.finfo(dt).tiny)
     sep = jnp.where(double, 1.0, r1 - r2)
@@ -333,14 +460,16 @@ def quadratic_closed_form(t, x0, lr, lam, beta, method: str = "hb", *, double_to
 
 
 class Guidance(NamedTuple):
-    lr: jax.Array
-    beta: jax.Array
-    river_rate: jax.Array  # 1 - spectral radius on mu: fraction of the remaining river distance removed per step
-    gd_river_rate: jax.Array  # the same for GD at safety * 2 / lam
-    valley_radius: jax.Array  # spectral radius on lam at the recommended point (< 1)
+    lr: Float[Array, ""]
+    beta: Float[Array, ""]
+    river_rate: Float[Array, ""]  # 1 - spectral radius on mu: fraction of the remaining river distance removed per step
+    gd_river_rate: Float[Array, ""]  # the same for GD at safety * 2 / lam
+    valley_radius: Float[Array, ""]  # spectral radius on lam at the recommended point (< 1)
 
 
-def hb_guidance(lam_valley, mu_river, *, safety: float = 0.9, num_betas: int = 512) -> Guidance:
+def hb_guidance(
+    lam_valley: Float[ArrayLike, ""], mu_river: Float[ArrayLike, ""], *, safety: float = 0.9, num_betas: int = 512
+) -> Guidance:
     """Recommend (lr, beta) for heavy ball on a valley of curvature lam and a river of curvature mu.
 
     Rule: for each beta take the largest safe learning rate lr(beta) = safety * 2 (1 + beta) / lam (valley
@@ -353,6 +482,8 @@ def hb_guidance(lam_valley, mu_river, *, safety: float = 0.9, num_betas: int = 5
     v.positive("mu_river", mu_river)
     v.check("mu_river", mu_river, lambda a: a < lam_valley, f"< lam_valley={lam_valley}")
     v.in_interval("safety", safety, 0.0, 1.0)
+    v.positive("safety", safety)
+    v.positive_int("num_betas", num_betas)
     betas = jnp.linspace(0.0, 0.999, num_betas)
     lrs = safety * 2.0 * (1.0 + betas) / lam_valley
     rates = 1.0 - spectral_radius(lrs, mu_river, betas)

@@ -165,7 +165,10 @@ def feature_potential(m, c, kernel: Kernel | None = None):
     """Per-feature potential f(m; c) = (m + log(1 - m) + c g(m)) / 2 with D frozen (eq. f); f(0) = 0.
 
     Its stationary points are exactly eq. FP (m/(1 - m) = c g'(m)); the learned branch wins when f(m+) > 0.
+    ``m`` is an overlap in [0, 1) (log(1 - m) is undefined beyond), ``c`` finite.
     """
+    v.in_interval("m", m, 0.0, 1.0)
+    v.finite("c", c)
     m = jnp.asarray(m)
     return 0.5 * (m + jnp.log1p(-m) + c * g(m, kernel))
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Total-variation distance between autoregressive distributions under three access models.
 
 Reference: "Estimating the total variation distance between autoregressive models" (2026), notes in
@@ -66,6 +67,7 @@ import numpy as np
 from jax import lax
 from jax.scipy.special import ndtr
 from jax.scipy.stats import norm
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from theory import _validate as v
 
@@ -92,6 +94,10 @@ class ARModel:
     """
 
     def __init__(self, step_fn, params, K: int, all_fn=None, opts: tuple = ()):
+        if not callable(step_fn):
+            raise ValueError(f"step_fn must be callable, got {type(step_fn).__name__}")
+        if not isinstance(K, (int, np.integer)) or isinstance(K, bool) or K < 1:
+            raise ValueError(f"K must be a positive integer, got {K!r}")
         self.step_fn, self.params, self.K = step_fn, params, int(K)
         self.all_fn, self.opts = all_fn, tuple(opts)
 
@@ -103,11 +109,11 @@ class ARModel:
         step_fn, K, all_fn, opts = aux
         return cls(step_fn, children[0], K, all_fn, opts)
 
-    def logprobs(self, tokens: jax.Array, t) -> jax.Array:
+    def logprobs(self, tokens: Int[Array, "B n"], t: Int[ArrayLike, ""]) -> Float[Array, "B K"]:
         """(B, n) prefix batch, position t -> (B, K) float32 next-token log-probs."""
         return self.step_fn(self.params, tokens, t, **dict(self.opts)).astype(jnp.float32)
 
-    def all_logprobs(self, tokens: jax.Array) -> jax.Array:
+    def all_logprobs(self, tokens: Int[Array, "B n"]) -> Float[Array, "B n K"]:
         """(B, n) -> (B, n, K): log p_t(. | x_<t) for every t (teacher forcing)."""
         if self.all_fn is not None:
             return self.all_fn(self.params, tokens, **dict(self.opts)).astype(jnp.float32)
@@ -143,28 +149,29 @@ def _ngram_all(table, tokens):
     if c == 0:
         return jnp.broadcast_to(table, (B, n, K))
     padded = jnp.concatenate([jnp.full((B, c), K, tokens.dtype), tokens], axis=1)
-    idx = tuple(padded[:, j: j + n] for j in range(c))
+    idx = tuple(padded[:, j : j + n] for j in range(c))
     return table[idx]
 
 
-def ngram_model(logits: jax.Array) -> ARModel:
+def ngram_model(logits: Float[ArrayLike, "*context K"]) -> ARModel:
     """An n-gram model with context length c = logits.ndim - 1 from unnormalised ``logits``.
 
     ``logits`` has shape (K+1,)*c + (K,): ``logits[a_1, ..., a_c, v]`` scores token v after the context
     (a_1, ..., a_c) (oldest first); context symbol K stands for "before the sequence start". c = 0 is a
-    product (i.i.d.) model, c = 1 a Markov chain.
+    product (i.i.d.) model, c = 1 a Markov chain. Logits must be finite (a very negative finite logit stands
+    for a near-zero probability: -inf would make log-ratios inf - inf = NaN).
     """
+    v.array("logits", logits, min_ndim=1)
     logits = jnp.asarray(logits, jnp.float32)
-    if logits.ndim < 1:
-        raise ValueError(f"logits must have at least one axis (the token axis), got shape {logits.shape}")
     K = logits.shape[-1]
     v.shape("logits", logits, (K + 1,) * (logits.ndim - 1) + (K,))
     return ARModel(_ngram_step, jax.nn.log_softmax(logits, axis=-1), K, _ngram_all)
 
 
-def markov_model(init_logits: jax.Array, trans_logits: jax.Array) -> ARModel:
-    """A Markov chain: x_0 ~ softmax(init_logits) (K,), x_t | x_{t-1} ~ softmax(trans_logits[x_{t-1}]) (K, K).
-    """
+def markov_model(init_logits: Float[ArrayLike, " K"], trans_logits: Float[ArrayLike, "K K"]) -> ARModel:
+    """A Markov chain: x_0 ~ softmax(init_logits) (K,), x_t | x_{t-1} ~ softmax(trans_logits[x_{t-1}]) (K, K)."""
+    v.array("init_logits", init_logits, ndim=1)
+    v.array("trans_logits", trans_logits, ndim=2)
     init_logits = jnp.asarray(init_logits, jnp.float32)
     K = init_logits.shape[-1]
     v.shape("init_logits", init_logits, (K,))
@@ -172,32 +179,54 @@ def markov_model(init_logits: jax.Array, trans_logits: jax.Array) -> ARModel:
     return ngram_model(jnp.concatenate([jnp.asarray(trans_logits, jnp.float32), init_logits[None]], 0))
 
 
-def random_ngram(key: jax.Array, K: int, order: int = 1, scale: float = 1.0) -> ARModel:
+def random_ngram(K: int, order: int = 1, scale: float = 1.0, *, key: PRNGKeyArray) -> ARModel:
     """An n-gram model with context length ``order`` and i.i.d. N(0, scale^2) logits."""
     v.positive_int("K", K)
-    if not isinstance(order, int) or order < 0:
-        raise ValueError(f"order must be a non-negative integer, got {order!r}")
+    v.nonnegative_int("order", order)
     v.nonnegative("scale", scale)
     return ngram_model(scale * jax.random.normal(key, (K + 1,) * order + (K,)))
 
 
-def perturb(model: ARModel, key: jax.Array, size: float, direction: jax.Array | None = None) -> ARModel:
-    """The n-gram model whose log-prob table is moved by ``size`` times ``direction`` (default N(0, 1)).
+def perturb(
+    model: ARModel,
+    size: float,
+    direction: Float[ArrayLike, "*table"] | None = None,
+    *,
+    key: PRNGKeyArray | None = None,
+) -> ARModel:
+    """The n-gram model whose log-prob table is moved by ``size`` times ``direction`` (default: a N(0, 1)
+    draw from ``key``, which is then required).
 
     Only for n-gram models (``ngram_model``); the result is renormalised.
     """
-    if model.step_fn is not _ngram_step:
+    if not isinstance(model, ARModel) or model.step_fn is not _ngram_step:
         raise ValueError("model must be an n-gram model (ngram_model / markov_model / random_ngram)")
     v.nonnegative("size", size)
-    d = jax.random.normal(key, model.params.shape) if direction is None else jnp.asarray(direction)
+    if direction is None:
+        if key is None:
+            raise ValueError("key must be given when direction is None (the direction is drawn from it)")
+        d = jax.random.normal(key, model.params.shape)
+    else:
+        v.array("direction", direction)
+        v.shape("direction", direction, model.params.shape)
+        d = jnp.asarray(direction)
     return ngram_model(model.params + size * d)
 
 
 # ---- a random tiny causal transformer (pure JAX) -----------------------------------------------------------
 
 
-def random_transformer(key: jax.Array, K: int, n_max: int, *, d_model: int = 32, n_heads: int = 2,
-                       n_layers: int = 2, logit_scale: float = 3.0, dtype=jnp.float32) -> ARModel:
+def random_transformer(
+    K: int,
+    n_max: int,
+    *,
+    d_model: int = 32,
+    n_heads: int = 2,
+    n_layers: int = 2,
+    logit_scale: float = 3.0,
+    dtype: str | jnp.dtype = jnp.float32,
+    key: PRNGKeyArray,
+) -> ARModel:
     """A random pre-LayerNorm causal transformer LM over K tokens (BOS = token K), at most n_max positions.
 
     ``dtype`` is the compute dtype, "float32" or "bfloat16" (bfloat16 rounding of params and activations is
@@ -210,6 +239,7 @@ def random_transformer(key: jax.Array, K: int, n_max: int, *, d_model: int = 32,
     v.positive_int("d_model", d_model)
     v.positive_int("n_heads", n_heads)
     v.positive_int("n_layers", n_layers)
+    v.nonnegative("logit_scale", logit_scale)
     if d_model % n_heads:
         raise ValueError(f"d_model must be divisible by n_heads, got {d_model} and {n_heads}")
     keys = iter(jax.random.split(key, 4 + 4 * n_layers))
@@ -217,14 +247,27 @@ def random_transformer(key: jax.Array, K: int, n_max: int, *, d_model: int = 32,
     nrm = lambda shape, fan_in: jax.random.normal(next(keys), shape) / math.sqrt(fan_in)
     layers = []
     for _ in range(n_layers):
-        layers.append({"ln1": jnp.ones(d), "wqkv": nrm((d, 3 * d), d), "wo": nrm((d, d), d),
-                       "ln2": jnp.ones(d), "w1": nrm((d, 4 * d), d), "w2": nrm((4 * d, d), 4 * d)})
-    params = {"embed": nrm((K + 1, d), 1.0), "pos": 0.5 * nrm((n_max, d), 1.0), "layers": layers,
-              "lnf": jnp.ones(d), "unembed": logit_scale * nrm((d, K), d)}
+        layers.append(
+            {
+                "ln1": jnp.ones(d),
+                "wqkv": nrm((d, 3 * d), d),
+                "wo": nrm((d, d), d),
+                "ln2": jnp.ones(d),
+                "w1": nrm((d, 4 * d), d),
+                "w2": nrm((4 * d, d), 4 * d),
+            }
+        )
+    params = {
+        "embed": nrm((K + 1, d), 1.0),
+        "pos": 0.5 * nrm((n_max, d), 1.0),
+        "layers": layers,
+        "lnf": jnp.ones(d),
+        "unembed": logit_scale * nrm((d, K), d),
+    }
     return ARModel(_tf_step, params, K, _tf_all, (("dtype", jnp.dtype(dtype).name), ("n_heads", n_heads)))
 
 
-def with_dtype(model: ARModel, dtype) -> ARModel:
+def with_dtype(model: ARModel, dtype: str | jnp.dtype) -> ARModel:
     """The same transformer weights served with another compute dtype (a second "engine")."""
     if model.step_fn is not _tf_step:
         raise ValueError("model must be a transformer from random_transformer")
@@ -234,13 +277,19 @@ def with_dtype(model: ARModel, dtype) -> ARModel:
     return ARModel(model.step_fn, model.params, model.K, model.all_fn, tuple(sorted(opts.items())))
 
 
-def round_bf16(x: jax.Array) -> jax.Array:
+def round_bf16(x: Float[ArrayLike, "*s"]) -> Float[Array, "*s"]:
     """Round float32 ``x`` to the nearest bfloat16 value (ties to even), kept in float32.
 
     Done on the bit pattern with integer ops, so XLA cannot fuse it away ("excess precision"): a jitted
     bfloat16 computation otherwise rounds differently depending on the surrounding program (eager vs jit,
     inside a scan or not), and the bfloat16 "engine" would not be one well-defined distribution.
+    ``x`` must be finite (the bit trick is not meant for inf/NaN).
     """
+    v.array("x", x, allow_empty=True)
+    return _round_bf16(jnp.asarray(x))
+
+
+def _round_bf16(x):
     bits = lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
     bits = bits + jnp.uint32(0x7FFF) + ((bits >> 16) & jnp.uint32(1))
     return lax.bitcast_convert_type(bits & jnp.uint32(0xFFFF0000), jnp.float32)
@@ -256,7 +305,7 @@ def _tf_all(params, tokens, *, dtype="float32", n_heads=2):
     """Causal forward pass -> (B, n, K) log-probs. bfloat16 compute is emulated exactly: every stored
     activation (and every parameter) is rounded to bfloat16, products accumulate in float32 (as on
     tensor-core hardware); the final log-softmax is in float32."""
-    rnd = round_bf16 if jnp.dtype(dtype) == jnp.bfloat16 else (lambda a: a)
+    rnd = _round_bf16 if jnp.dtype(dtype) == jnp.bfloat16 else (lambda a: a)
     p = jax.tree.map(lambda a: rnd(a.astype(jnp.float32)), params)
     B, n = tokens.shape
     K = p["unembed"].shape[1]
@@ -289,26 +338,43 @@ def _tf_step(params, tokens, t, **opts):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def all_sequences(K: int, n: int) -> jax.Array:
+def all_sequences(K: int, n: int) -> Int[Array, "K**n n"]:
     """All K^n sequences, shape (K^n, n) int32, lexicographic order."""
     v.positive_int("K", K)
     v.positive_int("n", n)
-    if K ** n > MAX_ENUMERATION:
+    if K**n > MAX_ENUMERATION:
         raise ValueError(f"n too large for enumeration: K^n = {K}^{n} > {MAX_ENUMERATION}")
-    idx = np.arange(K ** n)
+    idx = np.arange(K**n)
     digits = (idx[:, None] // K ** np.arange(n - 1, -1, -1)[None, :]) % K
     return jnp.asarray(digits, jnp.int32)
 
 
-def sequence_logprob(model: ARModel, tokens: jax.Array) -> jax.Array:
+def sequence_logprob(model: ARModel, tokens: Int[ArrayLike, "B n"]) -> Float[Array, " B"]:
     """(B, n) -> (B,): log P(x) = sum_t log p_t(x_t | x_<t)."""
+    _check_model("model", model)
+    v.array("tokens", tokens, ndim=2, integer=True)
+    v.check("tokens", tokens, lambda a: (a >= 0) & (a < model.K), f"token ids in [0, K={model.K})")
+    return _sequence_logprob(model, jnp.asarray(tokens, jnp.int32))
+
+
+def _sequence_logprob(model, tokens):
     lp = model.all_logprobs(tokens)
     return jnp.sum(jnp.take_along_axis(lp, tokens[..., None], -1)[..., 0], axis=-1)
+
+
+def _check_model(name: str, model) -> None:
+    if not isinstance(model, ARModel):
+        raise ValueError(f"{name} must be an ARModel, got {type(model).__name__}")
+    for path, leaf in jax.tree_util.tree_leaves_with_path(model.params):
+        if jnp.issubdtype(v._dtype_of(leaf), jnp.floating):
+            v.finite(f"{name}.params{jax.tree_util.keystr(path)}", leaf)
 
 
 def _check_pair(p, q):
     if not isinstance(p, ARModel) or not isinstance(q, ARModel):
         raise ValueError("p and q must be ARModel instances")
+    _check_model("p", p)
+    _check_model("q", q)
     if p.K != q.K:
         raise ValueError(f"p and q must share the vocabulary size K, got {p.K} and {q.K}")
 
@@ -316,14 +382,14 @@ def _check_pair(p, q):
 @partial(jax.jit, static_argnums=2)
 def _exact(p, q, n):
     seqs = all_sequences(p.K, n)
-    lp, lq = sequence_logprob(p, seqs), sequence_logprob(q, seqs)
+    lp, lq = _sequence_logprob(p, seqs), _sequence_logprob(q, seqs)
     P, Q = jnp.exp(lp), jnp.exp(lq)
     tv = 0.5 * jnp.sum(jnp.abs(P - Q))
     kl = jnp.sum(P * (lp - lq))
     return tv, kl
 
 
-def exact_tv(p: ARModel, q: ARModel, n: int) -> jax.Array:
+def exact_tv(p: ARModel, q: ARModel, n: int) -> Float[Array, ""]:
     """TV(P, Q) over length-n sequences by enumerating all K^n of them (K^n <= 2^22). Scalar."""
     _check_pair(p, q)
     v.positive_int("n", n)
@@ -331,7 +397,7 @@ def exact_tv(p: ARModel, q: ARModel, n: int) -> jax.Array:
     return _exact(p, q, n)[0]
 
 
-def exact_kl(p: ARModel, q: ARModel, n: int) -> jax.Array:
+def exact_kl(p: ARModel, q: ARModel, n: int) -> Float[Array, ""]:
     """KL(P || Q) = sum_x P(x) log P(x)/Q(x) over length-n sequences, by enumeration. Scalar."""
     _check_pair(p, q)
     v.positive_int("n", n)
@@ -349,21 +415,32 @@ class Decoded(NamedTuple):
     last_lp, last_lq (m, K): the full next-token log-probs of both models at the last position, or (m, n, K)
     at every position when decoded with ``keep_all=True``."""
 
-    tokens: jax.Array
-    lp: jax.Array
-    lq: jax.Array
-    last_lp: jax.Array
-    last_lq: jax.Array
+    tokens: Int[Array, "m n"]
+    lp: Float[Array, "m n"]
+    lq: Float[Array, "m n"]
+    last_lp: Float[Array, "m *n K"]
+    last_lq: Float[Array, "m *n K"]
 
 
-@partial(jax.jit, static_argnames=("n", "m", "keep_all"))
-def decode(p: ARModel, q: ARModel, from_q: jax.Array, *, key: jax.Array, n: int, m: int,
-           keep_all: bool = False) -> Decoded:
+def decode(
+    p: ARModel, q: ARModel, from_q: Bool[ArrayLike, " m"], *, key: PRNGKeyArray, n: int, m: int, keep_all: bool = False
+) -> Decoded:
     """Sample m sequences of length n, row i from Q if ``from_q[i]`` else from P, querying both models.
 
     ``from_q``: bool (m,). One ``lax.scan`` over the n positions; each step makes one next-token query to
     each model for every row (2 n m queries in all).
     """
+    _check_pair(p, q)
+    v.positive_int("n", n)
+    v.positive_int("m", m)
+    if v._dtype_of(from_q) != np.bool_:
+        raise ValueError(f"from_q must be a boolean array, got dtype {v._dtype_of(from_q)}")
+    v.shape("from_q", from_q, (m,))
+    return _decode(p, q, from_q, key=key, n=n, m=m, keep_all=keep_all)
+
+
+@partial(jax.jit, static_argnames=("n", "m", "keep_all"))
+def _decode(p, q, from_q, *, key, n, m, keep_all=False):
     keys = jax.random.split(key, n)
 
     def step(carry, inp):
@@ -384,6 +461,17 @@ def decode(p: ARModel, q: ARModel, from_q: jax.Array, *, key: jax.Array, n: int,
     return Decoded(tokens, ys[0].T, ys[1].T, last_lp, last_lq)
 
 
+def _check_decoded(d) -> None:
+    if not isinstance(d, Decoded):
+        raise ValueError(f"d must be a Decoded (the output of decode), got {type(d).__name__}")
+
+
+def _check_length(length, n: int) -> None:
+    if length is None:
+        return
+    v.check("length", length, lambda a: (a >= 1) & (a <= n), f"in [1, n={n}]")
+
+
 def _mask(d: Decoded, length):
     """(n,) float mask of the positions t < length (all positions when length is None)."""
     n = d.lp.shape[1]
@@ -395,8 +483,13 @@ def _mask(d: Decoded, length):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def plain_z(L: jax.Array) -> jax.Array:
-    """(1 - exp(-L))_+ (eq. plain), computed without overflow."""
+def plain_z(L: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+    """(1 - exp(-L))_+ (eq. plain), computed without overflow. ``L`` real; +inf allowed (gives 1)."""
+    v.check("L", L, lambda a: a > -np.inf, "> -inf (a log-ratio; NaN and -inf rejected)")
+    return _plain_z(jnp.asarray(L))
+
+
+def _plain_z(L):
     return jnp.maximum(-jnp.expm1(-L), 0.0)
 
 
@@ -406,10 +499,12 @@ def hoeffding_m(eps: float, delta: float) -> int:
     v.positive("eps", eps)
     v.in_interval("delta", delta, 0.0, 1.0)
     v.positive("delta", delta)
-    return int(math.ceil(math.log(2.0 / delta) / (2.0 * eps ** 2)))
+    return int(math.ceil(math.log(2.0 / delta) / (2.0 * eps**2)))
 
 
-def logit_z_from_decoded(d: Decoded, kind: str = "plain", length=None) -> jax.Array:
+def logit_z_from_decoded(
+    d: Decoded, kind: str = "plain", length: Int[ArrayLike, ""] | None = None
+) -> Float[Array, " m"]:
     """Per-sequence logit-access estimates (m,) from decoded sequences: x ~ P for plain and rb, x ~ (P+Q)/2
     (``decode`` with from_q ~ Bernoulli(1/2)) for mixture.
 
@@ -417,10 +512,16 @@ def logit_z_from_decoded(d: Decoded, kind: str = "plain", length=None) -> jax.Ar
     ``decode(..., keep_all=True)``).
     """
     v.one_of("kind", kind, LOGIT_KINDS)
+    _check_decoded(d)
+    _check_length(length, d.lp.shape[1])
+    return _logit_z_from_decoded(d, kind, length)
+
+
+def _logit_z_from_decoded(d, kind, length=None):
     mask = _mask(d, length)
     L = jnp.sum((d.lp - d.lq) * mask, axis=1)
     if kind == "plain":
-        return plain_z(L)
+        return _plain_z(L)
     if kind == "mixture":
         return jnp.abs(jnp.tanh(0.5 * L))
     # rb: sum_v p_n(v) (1 - R q_n(v)/p_n(v))_+ with R = exp(-L_<n), in log space (no overflow)
@@ -434,17 +535,17 @@ def logit_z_from_decoded(d: Decoded, kind: str = "plain", length=None) -> jax.Ar
         last_lp = jnp.take(d.last_lp, last, axis=1)
         last_lq = jnp.take(d.last_lq, last, axis=1)
     L_prev = L - (jnp.take(d.lp, last, axis=1) - jnp.take(d.lq, last, axis=1))
-    return jnp.sum(jnp.exp(last_lp) * plain_z(L_prev[:, None] + last_lp - last_lq), axis=-1)
+    return jnp.sum(jnp.exp(last_lp) * _plain_z(L_prev[:, None] + last_lp - last_lq), axis=-1)
 
 
 @partial(jax.jit, static_argnames=("n", "m", "kind"))
 def _tv_logit_z(p, q, *, key, n, m, kind):
     k_src, k_dec = jax.random.split(key)
-    from_q = (jax.random.bernoulli(k_src, 0.5, (m,)) if kind == "mixture" else jnp.zeros((m,), bool))
-    return logit_z_from_decoded(decode(p, q, from_q, key=k_dec, n=n, m=m), kind)
+    from_q = jax.random.bernoulli(k_src, 0.5, (m,)) if kind == "mixture" else jnp.zeros((m,), bool)
+    return _logit_z_from_decoded(_decode(p, q, from_q, key=k_dec, n=n, m=m), kind)
 
 
-def tv_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain") -> jax.Array:
+def tv_logit_z(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Float[Array, " m"]:
     """Per-sequence logit-access estimates Z (m,), E Z = TV(P, Q); ``kind`` in plain / mixture / rb."""
     _check_pair(p, q)
     v.positive_int("n", n)
@@ -463,15 +564,16 @@ class Estimate(NamedTuple):
     stated rate where the bias estimate is good (noisy logits; sample access with s >= 16, measured in the
     sim), instead of covering the biased mean E Z."""
 
-    value: jax.Array
-    stderr: jax.Array
+    value: Float[Array, ""]
+    stderr: Float[Array, ""]
     queries: int
     bias: jax.Array = 0.0
 
-    def halfwidth(self, level: float = 0.95):
+    def halfwidth(self, level: float = 0.95) -> Float[Array, ""]:
         from scipy.stats import norm as _norm
 
         v.in_interval("level", level, 0.0, 1.0)
+        v.positive("level", level)
         return float(_norm.ppf(0.5 + level / 2)) * self.stderr + jnp.abs(self.bias)
 
 
@@ -481,12 +583,12 @@ def _summarise(z, queries, z_ref=None):
     return Estimate(jnp.mean(z), jnp.std(z, ddof=1 if m > 1 else 0) / math.sqrt(m), int(queries), bias)
 
 
-def tv_logit(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain") -> Estimate:
+def tv_logit(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Estimate:
     """Logit-access TV estimate from m sequences (2 n m next-token queries); unbiased (module docstring)."""
-    return _summarise(tv_logit_z(key, p, q, n, m, kind), 2 * n * m)
+    return _summarise(tv_logit_z(p, q, n, m, kind, key=key), 2 * n * m)
 
 
-def kl_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int) -> jax.Array:
+def kl_logit_z(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Float[Array, " m"]:
     """Per-sequence KL estimates Z = L(x), x ~ P, shape (m,): E Z = KL(P || Q) (unbounded, heavy-tailed)."""
     _check_pair(p, q)
     v.positive_int("n", n)
@@ -496,13 +598,13 @@ def kl_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int) -> jax.Ar
 
 @partial(jax.jit, static_argnames=("n", "m"))
 def _kl_z(p, q, *, key, n, m):
-    d = decode(p, q, jnp.zeros((m,), bool), key=key, n=n, m=m)
+    d = _decode(p, q, jnp.zeros((m,), bool), key=key, n=n, m=m)
     return jnp.sum(d.lp - d.lq, axis=1)
 
 
-def kl_logit(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int) -> Estimate:
+def kl_logit(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Estimate:
     """Logit-access KL(P || Q) estimate from m sequences (2 n m queries)."""
-    return _summarise(kl_logit_z(key, p, q, n, m), 2 * n * m)
+    return _summarise(kl_logit_z(p, q, n, m, key=key), 2 * n * m)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -510,30 +612,46 @@ def kl_logit(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int) -> Estimate
 # ---------------------------------------------------------------------------------------------------------
 
 
-def smoothed_z(mu: jax.Array, s2: jax.Array) -> jax.Array:
+def smoothed_z(mu: Float[ArrayLike, "*b"], s2: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """g(mu, s^2) = E (1 - exp(-(mu + s xi)))_+, xi ~ N(0, 1), in closed form (s2 = 0 gives plain_z).
 
     g = Phi(mu/s) - exp(-mu + s^2/2) Phi(mu/s - s); the second term in log space to avoid overflow.
+    ``mu`` finite, ``s2`` >= 0 finite; broadcast.
     """
+    v.finite("mu", mu)
+    v.nonnegative("s2", s2)
+    return _smoothed_z(jnp.asarray(mu), jnp.asarray(s2))
+
+
+def _smoothed_z(mu, s2):
     s = jnp.sqrt(jnp.maximum(s2, 1e-30))
     a = mu / s
     second = jnp.exp(-mu + 0.5 * s * s + norm.logcdf(a - s))
     g = ndtr(a) - second
-    return jnp.where(s2 > 0, jnp.clip(g, 0.0, 1.0), plain_z(mu))
+    return jnp.where(s2 > 0, jnp.clip(g, 0.0, 1.0), _plain_z(mu))
 
 
-def correct(L_hat: jax.Array, var: jax.Array, kind: str = "simex", order: int = 2) -> jax.Array:
+def correct(
+    L_hat: Float[ArrayLike, " m"], var: Float[ArrayLike, "*m"], kind: str = "simex", order: int = 2
+) -> Float[Array, " m"]:
     """Per-sequence estimates from noisy log-ratios ``L_hat`` (m,), noise variance ``var`` (scalar or (m,)).
 
     plugin: (1 - exp(-L_hat))_+.  simex: polynomial extrapolation in the total noise variance of
     T(k) = g(L_hat, k var), k = 0..order, to zero noise (weights (2, -1) for order 1, (3, -3, 1) for order 2).
+    ``L_hat`` finite, ``var`` >= 0 finite.
     """
     v.one_of("kind", kind, NOISY_KINDS)
-    if kind == "plugin":
-        return plain_z(L_hat)
     v.one_of("order", order, (1, 2))
+    v.array("L_hat", L_hat, ndim=(0, 1))
+    v.nonnegative("var", var)
+    return _correct(jnp.asarray(L_hat), jnp.asarray(var), kind, order)
+
+
+def _correct(L_hat, var, kind="simex", order=2):
+    if kind == "plugin":
+        return _plain_z(L_hat)
     weights = (2.0, -1.0) if order == 1 else (3.0, -3.0, 1.0)
-    return sum(w * smoothed_z(L_hat, k * var) for k, w in enumerate(weights))
+    return sum(w * _smoothed_z(L_hat, k * var) for k, w in enumerate(weights))
 
 
 def lower_order(kind: str, order: int) -> tuple[str, int]:
@@ -547,30 +665,58 @@ def lower_order(kind: str, order: int) -> tuple[str, int]:
     return ("simex", 2) if kind == "plugin" else ("plugin", 2)
 
 
-def noisy_z_from_decoded(d: Decoded, sigma, r, *, key: jax.Array, kind: str = "simex",
-                         order: int = 2, length=None) -> jax.Array:
+def noisy_z_from_decoded(
+    d: Decoded,
+    sigma: Float[ArrayLike, ""],
+    r: Float[ArrayLike, ""],
+    *,
+    key: PRNGKeyArray,
+    kind: str = "simex",
+    order: int = 2,
+    length: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " m"]:
     """Noisy-logit per-sequence estimates (m,) from decoded sequences x ~ P (``decode`` with from_q False).
 
     Each of the r repeated queries adds N(0, sigma^2) to log p_t(x_t) and to log q_t(x_t); their average has
     variance sigma^2 / r per model and position (drawn directly: the same law as averaging r draws).
     ``sigma`` and ``r`` may be traced (vmap over them); ``length`` as in ``logit_z_from_decoded``.
     """
+    _check_decoded(d)
+    v.nonnegative("sigma", sigma)
+    v.positive("r", r)
+    v.one_of("kind", kind, NOISY_KINDS)
+    v.one_of("order", order, (1, 2))
+    _check_length(length, d.lp.shape[1])
+    return _noisy_z_from_decoded(d, sigma, r, key=key, kind=kind, order=order, length=length)
+
+
+def _noisy_z_from_decoded(d, sigma, r, *, key, kind="simex", order=2, length=None):
     m, n = d.lp.shape
     mask = _mask(d, length)
     noise = sigma * jnp.sqrt(2.0 / r) * jax.random.normal(key, (m, n))
     L_hat = jnp.sum((d.lp - d.lq + noise) * mask, axis=1)
-    return correct(L_hat, 2.0 * jnp.sum(mask) * jnp.square(sigma) / r, kind, order)
+    return _correct(L_hat, 2.0 * jnp.sum(mask) * jnp.square(sigma) / r, kind, order)
 
 
 @partial(jax.jit, static_argnames=("n", "m", "kind", "order"))
 def _tv_noisy_z(p, q, sigma, r, *, key, n, m, kind, order):
     k_dec, k_noise = jax.random.split(key)
-    d = decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)
-    return noisy_z_from_decoded(d, sigma, r, key=k_noise, kind=kind, order=order)
+    d = _decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)
+    return _noisy_z_from_decoded(d, sigma, r, key=k_noise, kind=kind, order=order)
 
 
-def tv_noisy_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, sigma: float, r: int = 1,
-                     kind: str = "simex", order: int = 2) -> jax.Array:
+def tv_noisy_logit_z(
+    p: ARModel,
+    q: ARModel,
+    n: int,
+    m: int,
+    sigma: float,
+    r: int = 1,
+    kind: str = "simex",
+    order: int = 2,
+    *,
+    key: PRNGKeyArray,
+) -> Float[Array, " m"]:
     """Per-sequence noisy-logit estimates (m,): x ~ P exact, log-probs observed with N(0, sigma^2) noise,
     averaged over r repeated queries per position. 2 n r m queries."""
     _check_pair(p, q)
@@ -583,55 +729,117 @@ def tv_noisy_logit_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, sig
     return _tv_noisy_z(p, q, jnp.float32(sigma), jnp.float32(r), key=key, n=n, m=m, kind=kind, order=order)
 
 
-def tv_noisy_logit(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, sigma: float, r: int = 1,
-                   kind: str = "simex", order: int = 2) -> Estimate:
+def tv_noisy_logit(
+    p: ARModel,
+    q: ARModel,
+    n: int,
+    m: int,
+    sigma: float,
+    r: int = 1,
+    kind: str = "simex",
+    order: int = 2,
+    *,
+    key: PRNGKeyArray,
+) -> Estimate:
     """Noisy-logit TV estimate (see module docstring: plugin bias <= sigma sqrt(2n/r); simex design)."""
-    z = tv_noisy_logit_z(key, p, q, n, m, sigma, r, kind, order)
-    z_ref = tv_noisy_logit_z(key, p, q, n, m, sigma, r, *lower_order(kind, order))  # same key: same noise
+    z = tv_noisy_logit_z(p, q, n, m, sigma, r, kind, order, key=key)
+    z_ref = tv_noisy_logit_z(p, q, n, m, sigma, r, *lower_order(kind, order), key=key)  # same key: same noise
     return _summarise(z, 2 * n * r * m, z_ref)
 
 
-def noisy_plugin_bias_bound(sigma, n, r):
+def noisy_plugin_bias_bound(
+    sigma: Float[ArrayLike, "*b"], n: Float[ArrayLike, "*b"], r: Float[ArrayLike, "*b"]
+) -> Float[Array, "*b"]:
     """sigma sqrt(2 n / r): the plugin's worst-case bias bound (E|N(0, v)| <= sqrt(v), f 1-Lipschitz)."""
+    v.nonnegative("sigma", sigma)
+    v.positive("n", n)
+    v.positive("r", r)
     return sigma * jnp.sqrt(2.0 * n / r)
 
 
-def sample_counts(d: Decoded, s, *, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+def sample_counts(
+    d: Decoded, s: Float[ArrayLike, ""], *, key: PRNGKeyArray
+) -> tuple[Float[Array, "m n"], Float[Array, "m n"]]:
     """Counts (c_p, c_q), each (m, n), of the observed token x_t among s samples of p_t(. | x_<t) and of
     q_t(. | x_<t): drawn as Binomial(s, p_t(x_t)), exactly the law of counting categorical samples."""
+    _check_decoded(d)
+    v.check("s", s, lambda a: (a >= 1) & (a % 1 == 0), "a whole number >= 1", finite=True)
+    return _sample_counts(d, s, key=key)
+
+
+def _sample_counts(d, s, *, key):
     c = jax.random.binomial(key, jnp.asarray(s, jnp.float32), jnp.exp(jnp.stack([d.lp, d.lq])))
     return c[0], c[1]
 
 
-def sample_z_from_counts(c_p, c_q, s, kind: str = "simex", order: int = 2, mask=None) -> jax.Array:
+def sample_z_from_counts(
+    c_p: Float[ArrayLike, "m n"],
+    c_q: Float[ArrayLike, "m n"],
+    s: Float[ArrayLike, ""],
+    kind: str = "simex",
+    order: int = 2,
+    mask: Float[ArrayLike, " n"] | None = None,
+) -> Float[Array, " m"]:
     """Sample-access estimates (m,) from counts: L_hat = sum_t log((c_p + 1/2)/(c_q + 1/2)) with the
     delta-method variance v_hat = sum_t 1/(c_p + 1/2) + 1/(c_q + 1/2) - 2/(s + 1), then ``correct``.
-    ``mask`` (n,) selects the positions used (default all)."""
+    ``mask`` (n,) selects the positions used (default all). Counts lie in [0, s]."""
+    v.one_of("kind", kind, NOISY_KINDS)
+    v.one_of("order", order, (1, 2))
+    v.positive("s", s)
+    v.array("c_p", c_p, min_ndim=1)
+    v.array("c_q", c_q, min_ndim=1)
+    v.same_shape("c_p", c_p, "c_q", c_q)
+    top = s if v.is_concrete(s) else np.inf  # a traced s (vmap over s): the upper end is checked with it
+    for name, c in (("c_p", c_p), ("c_q", c_q)):
+        v.check(name, c, lambda a: (a >= 0) & (a <= top), "counts in [0, s]")
+    if mask is not None:
+        v.array("mask", mask, ndim=1)
+        v.shape("mask", mask, (np.shape(c_p)[-1],))
+    return _sample_z_from_counts(c_p, c_q, s, kind, order, mask)
+
+
+def _sample_z_from_counts(c_p, c_q, s, kind="simex", order=2, mask=None):
     mask = jnp.ones(c_p.shape[-1]) if mask is None else mask
     L_hat = jnp.sum((jnp.log(c_p + 0.5) - jnp.log(c_q + 0.5)) * mask, axis=-1)
     var = jnp.sum((1.0 / (c_p + 0.5) + 1.0 / (c_q + 0.5) - 2.0 / (s + 1.0)) * mask, axis=-1)
-    return correct(L_hat, jnp.maximum(var, 0.0), kind, order)
+    return _correct(L_hat, jnp.maximum(var, 0.0), kind, order)
 
 
-def sample_z_from_decoded(d: Decoded, s, *, key: jax.Array, kind: str = "simex", order: int = 2,
-                          length=None) -> jax.Array:
+def sample_z_from_decoded(
+    d: Decoded,
+    s: Float[ArrayLike, ""],
+    *,
+    key: PRNGKeyArray,
+    kind: str = "simex",
+    order: int = 2,
+    length: Int[ArrayLike, ""] | None = None,
+) -> Float[Array, " m"]:
     """Sample-access per-sequence estimates (m,) from decoded x ~ P; ``s`` samples per model and position.
     ``s`` may be traced (vmap over it); ``length`` as in ``logit_z_from_decoded``."""
-    c_p, c_q = sample_counts(d, s, key=key)
-    return sample_z_from_counts(c_p, c_q, jnp.asarray(s, jnp.float32), kind, order, _mask(d, length))
+    _check_decoded(d)
+    v.positive("s", s)
+    v.one_of("kind", kind, NOISY_KINDS)
+    v.one_of("order", order, (1, 2))
+    _check_length(length, d.lp.shape[1])
+    return _sample_z_from_decoded(d, s, key=key, kind=kind, order=order, length=length)
+
+
+def _sample_z_from_decoded(d, s, *, key, kind="simex", order=2, length=None):
+    c_p, c_q = _sample_counts(d, s, key=key)
+    return _sample_z_from_counts(c_p, c_q, jnp.asarray(s, jnp.float32), kind, order, _mask(d, length))
 
 
 @partial(jax.jit, static_argnames=("n", "m", "kind", "order"))
 def _tv_sample_z(p, q, s, *, key, n, m, kind, order):
     k_dec, k_s = jax.random.split(key)
-    d = decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)  # x ~ P: n sampler calls per sequence
-    return sample_z_from_decoded(d, s, key=k_s, kind=kind, order=order)
+    d = _decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)  # x ~ P: n sampler calls per sequence
+    return _sample_z_from_decoded(d, s, key=k_s, kind=kind, order=order)
 
 
 SIMEX_MIN_S = 8  # tv_sample's kind="auto": SIMEX for s >= 8, plugin below (see resolve_sample_kind)
 
 
-def resolve_sample_kind(kind: str, s: int) -> str:
+def resolve_sample_kind(kind: str, s: int | float) -> str:
     """``kind="auto"`` -> "plugin" for s < SIMEX_MIN_S, else "simex"; other kinds unchanged.
 
     Why: with few samples the count log-ratio log((c_p + 1/2)/(c_q + 1/2)) is far from Gaussian and the
@@ -641,14 +849,16 @@ def resolve_sample_kind(kind: str, s: int) -> str:
     0.158, s=8 0.141 / 0.074, s=16 0.117 / 0.055, s=64 0.061 / 0.019. Neither kind dominates pair by pair
     below s = 8 (on the first pair SIMEX is worse for every s <= 8); "auto" takes the smaller worst case.
     """
+    v.positive("s", s)
     if kind == "auto":
         return "plugin" if s < SIMEX_MIN_S else "simex"
     v.one_of("kind", kind, NOISY_KINDS)
     return kind
 
 
-def tv_sample_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, s: int, kind: str = "auto",
-                order: int = 2) -> jax.Array:
+def tv_sample_z(
+    p: ARModel, q: ARModel, n: int, m: int, s: int, kind: str = "auto", order: int = 2, *, key: PRNGKeyArray
+) -> Float[Array, " m"]:
     """Per-sequence sample-access estimates (m,), s samples per model and position ((2s + 1) n m calls).
     ``kind="auto"``: see :func:`resolve_sample_kind`."""
     _check_pair(p, q)
@@ -660,11 +870,11 @@ def tv_sample_z(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, s: int, 
     return _tv_sample_z(p, q, jnp.float32(s), key=key, n=n, m=m, kind=kind, order=order)
 
 
-def tv_sample(key: jax.Array, p: ARModel, q: ARModel, n: int, m: int, s: int, kind: str = "auto",
-              order: int = 2) -> Estimate:
+def tv_sample(
+    p: ARModel, q: ARModel, n: int, m: int, s: int, kind: str = "auto", order: int = 2, *, key: PRNGKeyArray
+) -> Estimate:
     """Sample-access TV estimate: next-token probabilities of the observed tokens estimated from s samples.
     ``bias`` compares with the other correction on the same counts (``lower_order``)."""
-    z = tv_sample_z(key, p, q, n, m, s, kind, order)
-    z_ref = tv_sample_z(key, p, q, n, m, s, *lower_order(resolve_sample_kind(kind, s), order))
+    z = tv_sample_z(p, q, n, m, s, kind, order, key=key)
+    z_ref = tv_sample_z(p, q, n, m, s, *lower_order(resolve_sample_kind(kind, s), order), key=key)
     return _summarise(z, (2 * s + 1) * n * m, z_ref)
-

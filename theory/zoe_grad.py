@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """ZOE-Grad: surrogate gradients of a quantizer as expectations of zeroth-order estimators
 (``shared/papers/zoe_grad.md``; the paper's estimator and theorems are not public, so everything below is a
 *reconstruction* from the abstract: a standard derivation, stated and proved here).
@@ -84,7 +85,7 @@ for large sigma, G_sigma -> the mean slope but F_sigma moves away from f(Q) (|Q 
 ends). This differs from the notes' "shrinks with sigma" reading; see ``sims/zoe_grad.py``.
 
 All functions are jit/vmap compatible; ``law`` and the level count are static. Parameters are checked eagerly
-(outside jit) with ValueErrors naming them.
+(outside jit) with ValueErrors naming them; inside ``theory.checked`` also under jit.
 """
 
 from __future__ import annotations
@@ -95,6 +96,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
 from theory import _validate as v
 
@@ -113,10 +115,13 @@ def _law(law: str) -> None:
 
 def _sigma(sigma) -> None:
     v.positive("sigma", sigma)
-    v.check("sigma", sigma, np.isfinite, "finite")
 
 
-def int_levels(bits: int) -> jax.Array:
+def _x(x) -> None:
+    v.array("x", x, allow_empty=True)
+
+
+def int_levels(bits: int) -> Float[Array, " L"]:
     """Symmetric unit-step INT-b levels ``-M..M``, ``M = 2^(b-1) - 1`` (``2^b - 1`` levels; b >= 2)."""
     v.positive_int("bits", bits)
     if bits < 2:
@@ -125,31 +130,37 @@ def int_levels(bits: int) -> jax.Array:
     return jnp.arange(-m, m + 1, dtype=jnp.float32)
 
 
-def e2m1_levels() -> jax.Array:
+def e2m1_levels() -> Float[Array, " 15"]:
     """The 15 distinct FP4 E2M1 values (+0 and -0 merged), ascending."""
     return jnp.asarray(E2M1_LEVELS, jnp.float32)
 
 
-def check_levels(levels) -> None:
-    """Eager check: a concrete ``levels[..., L]`` with L >= 2, finite and strictly increasing along the last axis."""
-    if not v.is_concrete(levels):
-        return
-    a = np.asarray(levels, np.float64)
-    if a.ndim < 1 or a.shape[-1] < 2:
-        raise ValueError(f"levels must have a last axis of length >= 2, got shape {a.shape}")
-    if not np.all(np.isfinite(a)):
-        raise ValueError("levels must be finite")
-    if not np.all(np.diff(a, axis=-1) > 0):
-        raise ValueError("levels must be strictly increasing along the last axis")
+def check_levels(levels: Float[ArrayLike, "*b L"], *, ndim: int | None = None) -> None:
+    """``levels[..., L]``: real, L >= 2, finite and strictly increasing along the last axis (rank ``ndim``
+    when given). Eager; under ``theory.checked`` also for traced levels."""
+    v.array("levels", levels, min_ndim=1, ndim=ndim)
+    if np.shape(levels)[-1] < 2:
+        raise ValueError(f"levels must have a last axis of length >= 2, got shape {np.shape(levels)}")
+    v.check("levels", levels, lambda a: (a[..., 1:] > a[..., :-1]).all(), "strictly increasing along the last axis")
 
 
-def boundaries(levels: jax.Array) -> jax.Array:
+def boundaries(levels: Float[ArrayLike, "*b L"]) -> Float[Array, "*b L-1"]:
     """Round-to-nearest decision boundaries ``b_k = (q_{k-1} + q_k) / 2`` (eq. 1)."""
+    check_levels(levels)
+    return _boundaries(jnp.asarray(levels))
+
+
+def _boundaries(levels):
     return 0.5 * (levels[..., 1:] + levels[..., :-1])
 
 
-def steps(levels: jax.Array) -> jax.Array:
+def steps(levels: Float[ArrayLike, "*b L"]) -> Float[Array, "*b L-1"]:
     """Level steps ``D_k = q_k - q_{k-1}``."""
+    check_levels(levels)
+    return _steps(jnp.asarray(levels))
+
+
+def _steps(levels):
     return levels[..., 1:] - levels[..., :-1]
 
 
@@ -158,8 +169,19 @@ def steps(levels: jax.Array) -> jax.Array:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def pdf(t, law: str):
-    """Density p(t) of the unit-variance ``law`` (table in the module docstring)."""
+def pdf(t: Float[ArrayLike, "*b"], law: str) -> Float[Array, "*b"]:
+    """Density p(t) of the unit-variance ``law`` (table in the module docstring); ``t`` real, not NaN
+    (+-inf gives 0)."""
+    _law(law)
+    _not_nan("t", t)
+    return _pdf(t, law)
+
+
+def _not_nan(name, t) -> None:
+    v.check(name, t, lambda a: a == a, "a real number (not NaN)")
+
+
+def _pdf(t, law):
     t = jnp.asarray(t, jnp.float32)
     if law == "gaussian":
         return jnp.exp(-0.5 * t * t) / np.float32(math.sqrt(2 * math.pi))
@@ -176,8 +198,14 @@ def pdf(t, law: str):
     raise ValueError(f"law must be one of {LAWS}, got {law!r}")
 
 
-def cdf(t, law: str):
-    """Distribution function F(t) of the unit-variance ``law``."""
+def cdf(t: Float[ArrayLike, "*b"], law: str) -> Float[Array, "*b"]:
+    """Distribution function F(t) of the unit-variance ``law``; ``t`` real, not NaN (+-inf gives 0 / 1)."""
+    _law(law)
+    _not_nan("t", t)
+    return _cdf(t, law)
+
+
+def _cdf(t, law):
     t = jnp.asarray(t, jnp.float32)
     if law == "gaussian":
         return jax.scipy.stats.norm.cdf(t)
@@ -194,9 +222,15 @@ def cdf(t, law: str):
     raise ValueError(f"law must be one of {LAWS}, got {law!r}")
 
 
-def score(u, law: str):
+def score(u: Float[ArrayLike, "*b"], law: str) -> Float[Array, "*b"]:
     """Score psi(u) = -p'(u)/p(u) of a law with a density score (not ``uniform``: its score is two point masses,
-    see ``two_point_estimator``)."""
+    see ``two_point_estimator``). ``u`` finite."""
+    _law(law)
+    v.finite("u", u)
+    return _score(u, law)
+
+
+def _score(u, law):
     u = jnp.asarray(u, jnp.float32)
     if law == "gaussian":
         return u
@@ -207,14 +241,22 @@ def score(u, law: str):
         a = np.float32(TRIANGULAR_A)
         return jnp.sign(u) / jnp.maximum(a - jnp.abs(u), np.float32(1e-30))
     if law == "uniform":
-        raise ValueError("law 'uniform' has no density score (its score is a pair of point masses at +-a); "
-                         "use two_point_estimator, which evaluates the edges")
+        raise ValueError(
+            "law 'uniform' has no density score (its score is a pair of point masses at +-a); "
+            "use two_point_estimator, which evaluates the edges"
+        )
     raise ValueError(f"law must be one of {LAWS}, got {law!r}")
 
 
-def sample(key, shape, law: str):
+def sample(shape: tuple[int, ...], law: str, *, key: PRNGKeyArray) -> Float[Array, "*shape"]:
     """Draws of the unit-variance ``law`` (float32 of ``shape``); triangular = sum of two uniforms."""
     _law(law)
+    if not isinstance(shape, tuple) or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
+        raise ValueError(f"shape must be a tuple of non-negative integers, got {shape!r}")
+    return _sample(key, shape, law)
+
+
+def _sample(key, shape, law):
     if law == "gaussian":
         return jax.random.normal(key, shape)
     if law == "logistic":
@@ -222,14 +264,20 @@ def sample(key, shape, law: str):
     if law == "triangular":
         k1, k2 = jax.random.split(key)
         h = np.float32(TRIANGULAR_A / 2)
-        return jax.random.uniform(k1, shape, minval=-h, maxval=h) + jax.random.uniform(k2, shape, minval=-h,
-                                                                                        maxval=h)
+        return jax.random.uniform(k1, shape, minval=-h, maxval=h) + jax.random.uniform(k2, shape, minval=-h, maxval=h)
     a = np.float32(UNIFORM_A)
     return jax.random.uniform(key, shape, minval=-a, maxval=a)
 
 
-def char_fn(t, law: str):
-    """Characteristic function E[exp(i t u)] (real: the laws are symmetric), used by ``grid_ripple`` (eq. 8)."""
+def char_fn(t: Float[ArrayLike, "*b"], law: str) -> Float[Array, "*b"]:
+    """Characteristic function E[exp(i t u)] (real: the laws are symmetric), used by ``grid_ripple`` (eq. 8).
+    ``t`` finite."""
+    _law(law)
+    v.finite("t", t)
+    return _char_fn(t, law)
+
+
+def _char_fn(t, law):
     t = jnp.asarray(t, jnp.float32)
     if law == "gaussian":
         return jnp.exp(-0.5 * t * t)
@@ -248,50 +296,74 @@ def char_fn(t, law: str):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def quantize(x, levels):
-    """Hard round-to-nearest quantizer (eq. 1) on ``levels[..., L]`` (broadcast against ``x[...]``)."""
+def quantize(x: Float[ArrayLike, "*b"], levels: Float[ArrayLike, "*b L"]) -> Float[Array, "*b"]:
+    """Hard round-to-nearest quantizer (eq. 1) on ``levels[..., L]`` (broadcast against ``x[...]``); ``x``
+    finite."""
+    _x(x)
+    check_levels(levels)
+    return _quantize(x, levels)
+
+
+def _quantize(x, levels):
     x = jnp.asarray(x, jnp.float32)
     lv = jnp.asarray(levels, jnp.float32)
-    return lv[..., 0] + jnp.sum(steps(lv) * (x[..., None] > boundaries(lv)), axis=-1)
+    return lv[..., 0] + jnp.sum(_steps(lv) * (x[..., None] > _boundaries(lv)), axis=-1)
 
 
-def smoothed(x, levels, sigma, *, law: str):
+def smoothed(
+    x: Float[ArrayLike, "*b"], levels: Float[ArrayLike, "*b L"], sigma: Float[ArrayLike, ""], *, law: str
+) -> Float[Array, "*b"]:
     """Q_sigma(x) = E[Q(x + sigma u)] (eq. 2), u ~ ``law`` with unit variance."""
     _law(law)
     _sigma(sigma)
+    _x(x)
     check_levels(levels)
+    return _smoothed(x, levels, sigma, law)
+
+
+def _smoothed(x, levels, sigma, law):
     x = jnp.asarray(x, jnp.float32)
     lv = jnp.asarray(levels, jnp.float32)
-    t = (boundaries(lv) - x[..., None]) / sigma
-    return lv[..., 0] + jnp.sum(steps(lv) * (1.0 - cdf(t, law)), axis=-1)
+    t = (_boundaries(lv) - x[..., None]) / sigma
+    return lv[..., 0] + jnp.sum(_steps(lv) * (1.0 - _cdf(t, law)), axis=-1)
 
 
-def surrogate_grad(x, levels, sigma, *, law: str):
+def surrogate_grad(
+    x: Float[ArrayLike, "*b"], levels: Float[ArrayLike, "*b L"], sigma: Float[ArrayLike, "*b"], *, law: str
+) -> Float[Array, "*b"]:
     """Closed-form surrogate g_sigma(x) = sum_k D_k p_sigma(b_k - x) (eq. 3): the derivative of ``smoothed``.
 
     ``x[...]``, ``levels[L]`` or ``levels[..., L]`` (per-element levels, e.g. RaZeR's per-block special value),
     ``sigma`` > 0 (scalar or broadcastable against ``x``)."""
     _law(law)
     _sigma(sigma)
+    _x(x)
     check_levels(levels)
+    return _surrogate_grad(x, levels, sigma, law)
+
+
+def _surrogate_grad(x, levels, sigma, law):
     x = jnp.asarray(x, jnp.float32)
     lv = jnp.asarray(levels, jnp.float32)
     sig = jnp.asarray(sigma, jnp.float32)
-    t = (boundaries(lv) - x[..., None]) / sig[..., None]
-    return jnp.sum(steps(lv) * pdf(t, law), axis=-1) / sig
+    t = (_boundaries(lv) - x[..., None]) / sig[..., None]
+    return jnp.sum(_steps(lv) * _pdf(t, law), axis=-1) / sig
 
 
-def score_second_moment(x, levels, sigma, *, law: str):
+def score_second_moment(
+    x: Float[ArrayLike, "*b"], levels: Float[ArrayLike, "*b L"], sigma: Float[ArrayLike, ""], *, law: str
+) -> Float[Array, "*b"]:
     """E[g1(x; u)^2] of the score-function estimator with the hard quantizer on ``levels`` (eq. 7);
     gaussian and logistic only (the triangular law has infinite Fisher information)."""
     v.one_of("law", law, ("gaussian", "logistic"))
     _sigma(sigma)
+    _x(x)
     check_levels(levels)
     x = jnp.asarray(x, jnp.float32)
     lv = jnp.asarray(levels, jnp.float32)
-    t = (boundaries(lv) - x[..., None]) / sigma
+    t = (_boundaries(lv) - x[..., None]) / sigma
     if law == "gaussian":
-        m2 = t * pdf(t, "gaussian") + 1.0 - cdf(t, "gaussian")
+        m2 = t * _pdf(t, "gaussian") + 1.0 - _cdf(t, "gaussian")
         info = 1.0
     else:
         s = LOGISTIC_S
@@ -306,7 +378,15 @@ def score_second_moment(x, levels, sigma, *, law: str):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def score_estimator(q_fn: Callable, x, sigma, *, law: str, key, n: int):
+def score_estimator(
+    q_fn: Callable[[Float[Array, "*s"]], Float[Array, "*s"]],
+    x: Float[ArrayLike, "*s"],
+    sigma: Float[ArrayLike, ""],
+    *,
+    law: str,
+    key: PRNGKeyArray,
+    n: int,
+) -> Float[Array, "n ..."]:
     """``n`` draws of g1(x; u) = Q(x + sigma u) psi(u) / sigma (eq. 4): shape ``(n, *x.shape)``.
 
     ``q_fn`` is the hard quantizer (any callable mapping an array to its quantized values element-wise, e.g.
@@ -314,24 +394,38 @@ def score_estimator(q_fn: Callable, x, sigma, *, law: str, key, n: int):
     v.one_of("law", law, SCORE_LAWS)
     _sigma(sigma)
     v.positive_int("n", n)
+    _x(x)
+    if not callable(q_fn):
+        raise ValueError(f"q_fn must be callable, got {type(q_fn).__name__}")
     x = jnp.asarray(x, jnp.float32)
-    u = sample(key, (n, *x.shape), law)
-    return q_fn(x + sigma * u) * score(u, law) / sigma
+    u = _sample(key, (n, *x.shape), law)
+    return q_fn(x + sigma * u) * _score(u, law) / sigma
 
 
-def two_point_estimator(q_fn: Callable, x, sigma, *, law: str, key, n: int):
+def two_point_estimator(
+    q_fn: Callable[[Float[Array, "*s"]], Float[Array, "*s"]],
+    x: Float[ArrayLike, "*s"],
+    sigma: Float[ArrayLike, ""],
+    *,
+    law: str,
+    key: PRNGKeyArray,
+    n: int,
+) -> Float[Array, "n ..."]:
     """``n`` draws of g2(x; u) = (Q(x + sigma u) - Q(x - sigma u)) psi(u) / (2 sigma) (eq. 5); for
     ``law="uniform"`` the degenerate edge difference (eq. 6), the same value for every draw."""
     _law(law)
     _sigma(sigma)
     v.positive_int("n", n)
+    _x(x)
+    if not callable(q_fn):
+        raise ValueError(f"q_fn must be callable, got {type(q_fn).__name__}")
     x = jnp.asarray(x, jnp.float32)
     if law == "uniform":
         h = sigma * np.float32(UNIFORM_A)
         g = (q_fn(x + h) - q_fn(x - h)) / (2 * h)
         return jnp.broadcast_to(g, (n, *x.shape))
-    u = sample(key, (n, *x.shape), law)
-    return (q_fn(x + sigma * u) - q_fn(x - sigma * u)) * score(u, law) / (2 * sigma)
+    u = _sample(key, (n, *x.shape), law)
+    return (q_fn(x + sigma * u) - q_fn(x - sigma * u)) * _score(u, law) / (2 * sigma)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -339,44 +433,72 @@ def two_point_estimator(q_fn: Callable, x, sigma, *, law: str, key, n: int):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def grid_ripple(sigma, *, law: str, at: str = "level", n_terms: int = 4096):
+def grid_ripple(
+    sigma: Float[ArrayLike, "*b"], *, law: str, at: str = "level", n_terms: int = 4096
+) -> Float[Array, "*b"]:
     """g_sigma on the infinite unit grid at a level (``at="level"``) or a boundary (eq. 8, Poisson summation)."""
     _law(law)
     _sigma(sigma)
     v.one_of("at", at, ("level", "boundary"))
+    v.positive_int("n_terms", n_terms)
     m = jnp.arange(1, n_terms + 1, dtype=jnp.float32)
     sig = jnp.asarray(sigma, jnp.float32)
-    phi = char_fn(2 * np.pi * m * sig[..., None], law)
+    phi = _char_fn(2 * np.pi * m * sig[..., None], law)
     sign = jnp.where(m % 2 == 1, -1.0, 1.0) if at == "level" else jnp.ones_like(m)
     return 1.0 + 2.0 * jnp.sum(sign * phi, axis=-1)
 
 
-def sup_on_grid(fn, levels, n: int = 4097, pad: float = 3.0):
+def sup_on_grid(
+    fn: Callable[[Float[Array, " G"]], Float[Array, " G"]],
+    levels: Float[ArrayLike, " L"],
+    n: int = 4097,
+    pad: float = 3.0,
+) -> Float[Array, ""]:
     """max of ``fn`` over a dense grid of [q_0 - pad, q_K + pad] that contains every boundary and level
     (the sups in eq. 9; exact for bumps peaking at the boundaries, otherwise within the grid spacing)."""
+    if not callable(fn):
+        raise ValueError(f"fn must be callable, got {type(fn).__name__}")
+    check_levels(levels, ndim=1)
+    v.positive_int("n", n)
+    v.check("n", n, lambda a: a >= 2, ">= 2")
+    v.nonnegative("pad", pad)
+    return _sup_on_grid(fn, levels, n, pad)
+
+
+def _sup_on_grid(fn, levels, n=4097, pad=3.0):
     lv = jnp.asarray(levels, jnp.float32)
     grid = jnp.concatenate([jnp.linspace(lv[0] - pad, lv[-1] + pad, n), lv, 0.5 * (lv[1:] + lv[:-1])])
     return jnp.max(fn(grid))
 
 
-def bias_bound(levels, sigma, *, law: str, lf: float = 1.0):
+def bias_bound(
+    levels: Float[ArrayLike, " L"], sigma: Float[ArrayLike, ""], *, law: str, lf: float = 1.0
+) -> Float[Array, ""]:
     """B = L_f sup|Q - Q_sigma| sup g_sigma (eq. 9), the per-coordinate bias bound of the surrogate gradient.
     ``sup|Q - Q_sigma|`` includes the one-sided limits of Q at the boundaries (where it is attained)."""
     _law(law)
     _sigma(sigma)
-    check_levels(levels)
+    check_levels(levels, ndim=1)
     v.positive("lf", lf)
     lv = jnp.asarray(levels, jnp.float32)
-    b = boundaries(lv)
-    eps_grid = sup_on_grid(lambda z: jnp.abs(quantize(z, lv) - smoothed(z, lv, sigma, law=law)), lv)
+    b = _boundaries(lv)
+    eps_grid = _sup_on_grid(lambda z: jnp.abs(_quantize(z, lv) - _smoothed(z, lv, sigma, law)), lv)
     # at a boundary Q jumps: sup includes |q_k - Q_sigma(b_k)| and |q_{k-1} - Q_sigma(b_k)|
-    qs_b = smoothed(b, lv, sigma, law=law)
+    qs_b = _smoothed(b, lv, sigma, law)
     eps_b = jnp.maximum(jnp.max(jnp.abs(lv[1:] - qs_b)), jnp.max(jnp.abs(lv[:-1] - qs_b)))
-    g = sup_on_grid(lambda z: surrogate_grad(z, lv, sigma, law=law), lv)
+    g = _sup_on_grid(lambda z: _surrogate_grad(z, lv, sigma, law), lv)
     return lf * jnp.maximum(eps_grid, eps_b) * g
 
 
-def convergence_bound(gap, *, eta, smooth, steps_t: int, bias_sq, var):
+def convergence_bound(
+    gap: Float[ArrayLike, "*b"],
+    *,
+    eta: Float[ArrayLike, "*b"],
+    smooth: Float[ArrayLike, "*b"],
+    steps_t: int,
+    bias_sq: Float[ArrayLike, "*b"],
+    var: Float[ArrayLike, "*b"],
+) -> Float[Array, "*b"]:
     """Right-hand side of eq. 10: ``4 gap / (eta T) + 3 B^2 + 2 L eta V`` (valid for eta <= 1/(4L)).
 
     gap = F_sigma(w_0) - inf F_sigma, smooth = L, steps_t = T, bias_sq = B^2 (summed over coordinates),

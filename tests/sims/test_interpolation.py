@@ -81,7 +81,7 @@ def test_numpy_baseline_agrees_with_theory():
     with jax.enable_x64(True):
         pr = ip.random_problem(30, 4, cond=20.0, sampling="norm", key=jax.random.key(0))
         exact = np.asarray(
-            ip.expected_sq_error(ip.noise_kernel(pr), -pr.x_star, lr=0.5, beta=0.5, batch_size=2, steps=20)
+            ip.expected_sq_error(pr, -pr.x_star, lr=0.5, beta=0.5, batch_size=2, steps=20)
         )
     npp = [np.asarray(a, np.float64) for a in (pr.A, pr.b, pr.x_star, pr.probs, pr.weights)]
     mc = sim._numpy_mc(*npp, 0.5, 0.5, 2, 20, 400, np.random.default_rng(0)).mean(0)

@@ -19,7 +19,7 @@ seeds = st.integers(0, 2**31 - 1)
 
 
 def _instance(seed, n=N_JOBS, horizon=HORIZON):
-    return ss.random_instance(jax.random.key(seed), n, horizon, 1, 8, 10.0)
+    return ss.random_instance(n, horizon, 1, 8, 10.0, key=jax.random.key(seed))
 
 
 def _lists(*arrays):
@@ -108,8 +108,8 @@ def test_yds_against_a_time_discretised_convex_program():
 
 def _all_schedules(r, d, w, alpha, key):
     s_opt = ss.profile_on_grid(ss.yds(r, d, w).profile, N_SLOTS, DT)
-    s_hat = ss.predict_speed(key, s_opt, "noisy", 0.5)
-    w_hat = ss.predict_work(key, w, "accurate", 0.5)
+    s_hat = ss.predict_speed(s_opt, "noisy", 0.5, key=key)
+    w_hat = ss.predict_work(w, "accurate", 0.5, key=key)
     return {
         "avr": ss.avr(r, d, w, n_slots=N_SLOTS, dt=DT),
         "oa": ss.oa(r, d, w, n_slots=N_SLOTS, dt=DT),
@@ -268,7 +268,7 @@ def _exact_prediction(r, d, w, n_slots, dt):
 def test_pure_prediction_following_is_exactly_consistent_on_every_instance(seed, windows, sub, mode):
     """s_hat = OPT's speed: following it with the OA reserve costs exactly OPT, short windows (1-3 time units,
     1-6 slots) and long ones alike: no shrink, so no discretisation floor (theory docstring: OA_own <= OPT)."""
-    r, d, w = ss.random_instance(jax.random.key(seed), N_JOBS, HORIZON, *windows, 10.0)
+    r, d, w = ss.random_instance(N_JOBS, HORIZON, *windows, 10.0, key=jax.random.key(seed))
     dt, n_slots = 1.0 / sub, HORIZON * sub
     opt = float(ss.energy(ss.yds(r, d, w).profile, 3.0))
     s_hat = _exact_prediction(r, d, w, n_slots, dt)
@@ -295,7 +295,7 @@ def test_sp_is_feasible_and_robust_for_every_prediction(seed, adversary, kappa, 
     (``theory.speed_scaling.sp``)."""
     r, d, w = _instance(seed)
     kind, kw = adversary
-    s_hat = ss.predict_speed(jax.random.key(seed + 1), _exact_prediction(r, d, w, N_SLOTS, DT), kind, **kw)
+    s_hat = ss.predict_speed(_exact_prediction(r, d, w, N_SLOTS, DT), kind, **kw, key=jax.random.key(seed + 1))
     avr_speed = ss.avr(r, d, w, n_slots=N_SLOTS, dt=DT).profile.speed
     e_avr = float(ss.energy(ss.avr_profile(r, d, w), alpha))
     opt = float(ss.energy(ss.yds(r, d, w).profile, alpha))
@@ -310,7 +310,7 @@ def test_sp_is_feasible_and_robust_for_every_prediction(seed, adversary, kappa, 
 
 
 def _sp_consistency(seed, n, horizon, windows, sub, eps, alpha):
-    r, d, w = ss.random_instance(jax.random.key(seed), n, horizon, *windows, 10.0)
+    r, d, w = ss.random_instance(n, horizon, *windows, 10.0, key=jax.random.key(seed))
     dt, n_slots = 1.0 / sub, horizon * sub
     opt = float(ss.energy(ss.yds(r, d, w).profile, alpha))
     s_hat = _exact_prediction(r, d, w, n_slots, dt)
@@ -374,7 +374,7 @@ def test_exact_following_is_not_robust_on_the_ramp_family():
 
 
 def test_las_is_consistent_on_the_las_model():
-    r, d, w = ss.las_instance(jax.random.key(0), N_JOBS, HORIZON - N_JOBS)
+    r, d, w = ss.las_instance(N_JOBS, HORIZON - N_JOBS, key=jax.random.key(0))
     opt = float(ss.energy(ss.yds(r, d, w).profile, 3.0))
     for eps in (0.5, 2.0):
         las = ss.las(r, d, w, w, eps=eps, alpha=3.0, n_slots=N_SLOTS, dt=DT)
@@ -392,15 +392,15 @@ def test_bkp_matches_the_pure_python_reference_and_pays_for_its_commanded_speed(
 def test_prediction_generators():
     key = jax.random.key(0)
     s = jnp.arange(1.0, 41.0)
-    assert float(ss.prediction_error(ss.predict_speed(key, s, "accurate"), s, 3.0)) == 0.0
-    exact = ss.predict_speed(key, s, "noisy", 0.0)
+    assert float(ss.prediction_error(ss.predict_speed(s, "accurate", key=key), s, 3.0)) == 0.0
+    exact = ss.predict_speed(s, "noisy", 0.0, key=key)
     assert float(ss.prediction_error(exact, s, 3.0)) == pytest.approx(0.0, abs=1e-6)
-    assert float(ss.prediction_error(ss.predict_speed(key, s, "noisy", 1.0), s, 3.0)) > 0.3
-    np.testing.assert_allclose(float(ss.predict_speed(key, s, "spikes", period=10).sum()), float(s.sum()))
-    np.testing.assert_allclose(float(ss.predict_speed(key, s, "uniform").sum()), float(s.sum()), rtol=1e-6)
+    assert float(ss.prediction_error(ss.predict_speed(s, "noisy", 1.0, key=key), s, 3.0)) > 0.3
+    np.testing.assert_allclose(float(ss.predict_speed(s, "spikes", period=10, key=key).sum()), float(s.sum()))
+    np.testing.assert_allclose(float(ss.predict_speed(s, "uniform", key=key).sum()), float(s.sum()), rtol=1e-6)
     w = jnp.array([20.0, 50.0, 80.0])
-    np.testing.assert_allclose(np.asarray(ss.predict_work(key, w, "misleading")), [80.0, 50.0, 20.0])
-    rnd = ss.predict_work(key, w, "random")
+    np.testing.assert_allclose(np.asarray(ss.predict_work(w, "misleading", key=key)), [80.0, 50.0, 20.0])
+    rnd = ss.predict_work(w, "random", key=key)
     assert bool(jnp.all((rnd >= 20) & (rnd <= 80)))
 
 

@@ -23,8 +23,8 @@ M = 20000
 
 def pair(seed, delta=0.7, scale=1.0):
     k1, k2 = jax.random.split(jax.random.key(seed))
-    p = tv.random_ngram(k1, K, 1, scale)
-    return p, tv.perturb(p, k2, delta)
+    p = tv.random_ngram(K, 1, scale, key=k1)
+    return p, tv.perturb(p, delta, key=k2)
 
 
 def numpy_seq_probs(model, n):
@@ -74,7 +74,7 @@ def test_markov_model_is_the_ngram_table():
 
 
 def test_second_order_ngram_step_matches_teacher_forcing():
-    m = tv.random_ngram(jax.random.key(3), K, 2, 1.0)
+    m = tv.random_ngram(K, 2, 1.0, key=jax.random.key(3))
     toks = tv.all_sequences(K, N)
     step = jnp.stack([m.logprobs(toks, t) for t in range(N)], 1)
     np.testing.assert_allclose(np.asarray(step), np.asarray(m.all_logprobs(toks)), atol=1e-6)
@@ -101,12 +101,12 @@ def exact_variances(p, q, n):
 def test_logit_estimators_unbiased_and_bounded(kind):
     p, q = pair(1)
     exact = float(tv.exact_tv(p, q, N))
-    z = np.asarray(tv.tv_logit_z(jax.random.key(7), p, q, N, M, kind), np.float64)
+    z = np.asarray(tv.tv_logit_z(p, q, N, M, kind, key=jax.random.key(7)), np.float64)
     assert z.shape == (M,)
     assert np.all((z >= 0) & (z <= 1))
     se = z.std() / math.sqrt(M)
     assert abs(z.mean() - exact) <= 4 * se
-    est = tv.tv_logit(jax.random.key(7), p, q, N, M, kind)
+    est = tv.tv_logit(p, q, N, M, kind, key=jax.random.key(7))
     assert est.queries == 2 * N * M
     assert float(est.value) == pytest.approx(z.mean(), abs=1e-6)
 
@@ -117,8 +117,8 @@ def test_variance_bounds_exact_and_measured():
     var_plain, var_rb = exact_variances(p, q, N)
     assert var_plain <= exact  # Var Z <= E Z^2 <= E Z = TV  (0 <= Z <= 1)
     assert var_rb <= var_plain  # Rao-Blackwell
-    zp = np.asarray(tv.tv_logit_z(jax.random.key(8), p, q, N, M, "plain"), np.float64)
-    zr = np.asarray(tv.tv_logit_z(jax.random.key(8), p, q, N, M, "rb"), np.float64)
+    zp = np.asarray(tv.tv_logit_z(p, q, N, M, "plain", key=jax.random.key(8)), np.float64)
+    zr = np.asarray(tv.tv_logit_z(p, q, N, M, "rb", key=jax.random.key(8)), np.float64)
     assert zp.var() == pytest.approx(var_plain, rel=0.1)
     assert zr.var() == pytest.approx(var_rb, rel=0.1)
 
@@ -126,8 +126,8 @@ def test_variance_bounds_exact_and_measured():
 def test_identical_models_give_zero():
     p, _ = pair(4)
     for kind in tv.LOGIT_KINDS:
-        assert float(tv.tv_logit(jax.random.key(0), p, p, N, M, kind).value) == 0.0
-    assert float(tv.kl_logit(jax.random.key(0), p, p, N, M).value) == 0.0
+        assert float(tv.tv_logit(p, p, N, M, kind, key=jax.random.key(0)).value) == 0.0
+    assert float(tv.kl_logit(p, p, N, M, key=jax.random.key(0)).value) == 0.0
 
 
 def test_decode_samples_from_p():
@@ -142,7 +142,7 @@ def test_decode_samples_from_p():
 
 def test_kl_estimator_unbiased():
     p, q = pair(6)
-    z = np.asarray(tv.kl_logit_z(jax.random.key(3), p, q, N, M), np.float64)
+    z = np.asarray(tv.kl_logit_z(p, q, N, M, key=jax.random.key(3)), np.float64)
     assert abs(z.mean() - float(tv.exact_kl(p, q, N))) <= 4 * z.std() / math.sqrt(M)
 
 
@@ -165,15 +165,15 @@ def test_noisy_plugin_bias_bound_and_simex(r):
     p, q = pair(1)
     sigma = 0.3
     exact = float(tv.exact_tv(p, q, N))
-    zp = np.asarray(tv.tv_noisy_logit_z(jax.random.key(2), p, q, N, M, sigma, r, "plugin"), np.float64)
-    zs = np.asarray(tv.tv_noisy_logit_z(jax.random.key(2), p, q, N, M, sigma, r, "simex"), np.float64)
+    zp = np.asarray(tv.tv_noisy_logit_z(p, q, N, M, sigma, r, "plugin", key=jax.random.key(2)), np.float64)
+    zs = np.asarray(tv.tv_noisy_logit_z(p, q, N, M, sigma, r, "simex", key=jax.random.key(2)), np.float64)
     se_p, se_s = zp.std() / math.sqrt(M), zs.std() / math.sqrt(M)
     bound = float(tv.noisy_plugin_bias_bound(sigma, N, r))
     assert abs(zp.mean() - exact) <= bound + 4 * se_p
     # our SIMEX design removes most of the plugin bias on this smooth example
     assert abs(zs.mean() - exact) <= 0.5 * abs(zp.mean() - exact) + 4 * se_s
     assert np.all((zp >= 0) & (zp <= 1))
-    e = tv.tv_noisy_logit(jax.random.key(2), p, q, N, M, sigma, r, "plugin")
+    e = tv.tv_noisy_logit(p, q, N, M, sigma, r, "plugin", key=jax.random.key(2))
     assert e.queries == 2 * N * r * M
 
 
@@ -187,17 +187,17 @@ def test_noiseless_limits():
         mc = float(jnp.mean(tv.plain_z(mu + math.sqrt(s2) * xi)))
         assert float(tv.smoothed_z(jnp.float32(mu), jnp.float32(s2))) == pytest.approx(mc, abs=3e-3)
     # sigma = 0: the noisy-logit estimator is the plain logit estimator (same law)
-    z = np.asarray(tv.tv_noisy_logit_z(jax.random.key(1), p, q, N, M, 0.0, 1, "simex"), np.float64)
+    z = np.asarray(tv.tv_noisy_logit_z(p, q, N, M, 0.0, 1, "simex", key=jax.random.key(1)), np.float64)
     assert abs(z.mean() - float(tv.exact_tv(p, q, N))) <= 4 * z.std() / math.sqrt(M)
 
 
 def test_sample_access_consistent_for_large_s():
     p, q = pair(1)
     exact = float(tv.exact_tv(p, q, N))
-    e = tv.tv_sample(jax.random.key(4), p, q, N, M, 4096, "plugin")
+    e = tv.tv_sample(p, q, N, M, 4096, "plugin", key=jax.random.key(4))
     assert e.queries == (2 * 4096 + 1) * N * M
     assert abs(float(e.value) - exact) <= 0.02 + 4 * float(e.stderr)
-    e_small = tv.tv_sample(jax.random.key(4), p, q, N, M, 4, "plugin")
+    e_small = tv.tv_sample(p, q, N, M, 4, "plugin", key=jax.random.key(4))
     assert abs(float(e_small.value) - exact) > abs(float(e.value) - exact)  # few samples: biased
 
 
@@ -207,7 +207,7 @@ def test_sample_access_consistent_for_large_s():
 
 
 def test_transformer_engines():
-    f32 = tv.random_transformer(jax.random.key(0), 5, 3, d_model=16, n_layers=1)
+    f32 = tv.random_transformer(5, 3, d_model=16, n_layers=1, key=jax.random.key(0))
     bf16 = tv.with_dtype(f32, "bfloat16")
     toks = tv.all_sequences(5, 3)
     for m, atol in ((f32, 1e-5), (bf16, 0.0)):
@@ -222,7 +222,7 @@ def test_transformer_engines():
                                    rtol=0, atol=atol)
     exact = float(tv.exact_tv(f32, bf16, 3))
     assert 0 < exact < 0.5
-    e = tv.tv_logit(jax.random.key(1), f32, bf16, 3, 2048, "rb")
+    e = tv.tv_logit(f32, bf16, 3, 2048, "rb", key=jax.random.key(1))
     assert abs(float(e.value) - exact) <= 4 * float(e.stderr)
     x = jnp.array([1.0, 1.00390625, 1.001953125, 3.14159])
     np.testing.assert_array_equal(np.asarray(tv.round_bf16(x)),
@@ -236,21 +236,21 @@ def test_transformer_engines():
 
 def test_bad_inputs_raise():
     p, q = pair(0)
-    other = tv.random_ngram(jax.random.key(0), K + 1, 1)
+    other = tv.random_ngram(K + 1, 1, key=jax.random.key(0))
     with pytest.raises(ValueError, match="K"):
         tv.exact_tv(p, other, N)
     with pytest.raises(ValueError, match="kind"):
-        tv.tv_logit(jax.random.key(0), p, q, N, 8, kind="bogus")
+        tv.tv_logit(p, q, N, 8, kind="bogus", key=jax.random.key(0))
     with pytest.raises(ValueError, match="n"):
         tv.exact_tv(p, q, 40)
     with pytest.raises(ValueError, match="m"):
-        tv.tv_logit(jax.random.key(0), p, q, N, 0)
+        tv.tv_logit(p, q, N, 0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="sigma"):
-        tv.tv_noisy_logit(jax.random.key(0), p, q, N, 8, -1.0)
+        tv.tv_noisy_logit(p, q, N, 8, -1.0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="s"):
-        tv.tv_sample(jax.random.key(0), p, q, N, 8, 0)
+        tv.tv_sample(p, q, N, 8, 0, key=jax.random.key(0))
     with pytest.raises(ValueError, match="dtype"):
-        tv.random_transformer(jax.random.key(0), 4, 4, dtype=jnp.float16)
+        tv.random_transformer(4, 4, dtype=jnp.float16, key=jax.random.key(0))
     with pytest.raises(ValueError, match="logits"):
         tv.ngram_model(jnp.zeros((3, 3)))
 
@@ -260,8 +260,8 @@ def test_bad_inputs_raise():
 def test_no_recompilation_across_models(seed):
     p, q = pair(seed)
     before = tv._tv_logit_z._cache_size()
-    tv.tv_logit_z(jax.random.key(seed), p, q, N, M, "plain")
-    tv.tv_logit_z(jax.random.key(seed + 1), q, p, N, M, "plain")
+    tv.tv_logit_z(p, q, N, M, "plain", key=jax.random.key(seed))
+    tv.tv_logit_z(q, p, N, M, "plain", key=jax.random.key(seed + 1))
     assert tv._tv_logit_z._cache_size() - before <= 1
 
 
@@ -276,7 +276,7 @@ def test_pinsker_and_self_distance_exact():
         t, kl = float(tv.exact_tv(p, q, N)), float(tv.exact_kl(p, q, N))
         assert t <= math.sqrt(kl / 2) + 1e-6  # Pinsker
         assert float(tv.exact_tv(p, p, N)) == pytest.approx(0.0, abs=1e-6)  # TV(P, P) = 0
-    f32 = tv.random_transformer(jax.random.key(0), 5, 3, d_model=16, n_layers=1)
+    f32 = tv.random_transformer(5, 3, d_model=16, n_layers=1, key=jax.random.key(0))
     bf16 = tv.with_dtype(f32, "bfloat16")
     assert float(tv.exact_tv(bf16, bf16, 3)) == pytest.approx(0.0, abs=1e-6)
 
@@ -288,10 +288,10 @@ def test_estimate_halfwidth_and_bias():
     with pytest.raises(ValueError, match="level"):
         e.halfwidth(1.5)
     p, q = pair(1)
-    en = tv.tv_noisy_logit(jax.random.key(2), p, q, N, 4000, 0.3, 1)  # simex: bias vs the plugin
-    zp = np.asarray(tv.tv_noisy_logit_z(jax.random.key(2), p, q, N, 4000, 0.3, 1, "plugin"), np.float64)
+    en = tv.tv_noisy_logit(p, q, N, 4000, 0.3, 1, key=jax.random.key(2))  # simex: bias vs the plugin
+    zp = np.asarray(tv.tv_noisy_logit_z(p, q, N, 4000, 0.3, 1, "plugin", key=jax.random.key(2)), np.float64)
     assert float(en.bias) == pytest.approx(abs(float(en.value) - zp.mean()), abs=1e-5)
-    assert float(tv.tv_logit(jax.random.key(0), p, q, N, 100).bias) == 0.0
+    assert float(tv.tv_logit(p, q, N, 100, key=jax.random.key(0)).bias) == 0.0
 
 
 def test_lower_order_and_auto_kind():
@@ -304,6 +304,6 @@ def test_lower_order_and_auto_kind():
     with pytest.raises(ValueError, match="kind"):
         tv.resolve_sample_kind("bogus", 4)
     p, q = pair(1)
-    z_auto = tv.tv_sample_z(jax.random.key(3), p, q, N, 64, 4)
-    z_plug = tv.tv_sample_z(jax.random.key(3), p, q, N, 64, 4, "plugin")
+    z_auto = tv.tv_sample_z(p, q, N, 64, 4, key=jax.random.key(3))
+    z_plug = tv.tv_sample_z(p, q, N, 64, 4, "plugin", key=jax.random.key(3))
     np.testing.assert_array_equal(np.asarray(z_auto), np.asarray(z_plug))

@@ -34,7 +34,7 @@ def test_laws_are_unit_variance_densities(law):
     for ti in t:
         assert float(zg.cdf(ti, law)) == pytest.approx(_quad(p, -12.0, ti, 100_001), abs=1e-3)
     # the sampler draws from the same law (KS distance against the CDF)
-    u = np.sort(np.asarray(zg.sample(jax.random.key(0), (20_000,), law)))
+    u = np.sort(np.asarray(zg.sample((20_000,), law, key=jax.random.key(0))))
     ks = np.max(np.abs(np.asarray(zg.cdf(u, law)) - np.arange(1, u.size + 1) / u.size))
     assert ks < 0.015, ks
     # characteristic function against numerical Fourier transform

@@ -13,7 +13,7 @@ from theory import _validate as v
 from theory.speed_scaling.model import SPEED_PREDICTIONS, WORK_PREDICTIONS, check_alpha
 
 
-def las_instance(key, n_jobs: int = 200, window: int = 20, low: float = 20.0, high: float = 80.0, step: float = 5.0):
+def las_instance(n_jobs: int = 200, window: int = 20, low: float = 20.0, high: float = 80.0, step: float = 5.0, *, key):
     """LAS's uniform-deadline model: job i released at time i with deadline i + window (``D``), workloads a
     random walk in [low, high]: w_0 ~ U[low, high], w_{i+1} = w_i + U[-step, step], reflected at the walls.
 
@@ -38,7 +38,9 @@ def las_instance(key, n_jobs: int = 200, window: int = 20, low: float = 20.0, hi
     return release, release + window, work
 
 
-def random_instance(key, n_jobs: int, horizon: int, min_window: int = 1, max_window: int = 10, max_work: float = 10.0):
+def random_instance(
+    n_jobs: int, horizon: int, min_window: int = 1, max_window: int = 10, max_work: float = 10.0, *, key
+):
     """Jobs with integer releases U{0 .. horizon - max_window}, integer window lengths U{min .. max_window}
     and work U(0.1, max_work). Returns (release, deadline, work), each (n_jobs,)."""
     v.positive_int("n_jobs", n_jobs)
@@ -87,7 +89,7 @@ def avr_lower_bound_ratio(alpha, kappa, n_quad: int = 20001):
     return (1.0 - gamma * alpha) * gamma ** (-alpha) * integral
 
 
-def predict_work(key, work, kind: str = "accurate", noise=0.0, low: float = 20.0, high: float = 80.0):
+def predict_work(work, kind: str = "accurate", noise=0.0, low: float = 20.0, high: float = 80.0, *, key):
     """Job-workload predictions w_hat (n,) for LAS.
 
     accurate    w (1 + noise N(0, 1)), clipped at 0 (noise = 0: perfect)
@@ -104,7 +106,7 @@ def predict_work(key, work, kind: str = "accurate", noise=0.0, low: float = 20.0
     return low + high - work
 
 
-def predict_speed(key, opt_speed, kind: str = "noisy", noise=0.0, *, shift: int = 0, scale=1.0, period: int = 10):
+def predict_speed(opt_speed, kind: str = "noisy", noise=0.0, *, shift: int = 0, scale=1.0, period: int = 10, key):
     """Machine-speed predictions s_hat (n_slots,) built from the optimal grid speed ``opt_speed`` (n_slots,).
 
     accurate  s*                         noisy     s* exp(noise z - noise^2 / 2), z ~ N(0, 1) per slot

@@ -73,13 +73,16 @@ def check_instance(release, deadline, work) -> None:
     for name, arr in (("release", release), ("deadline", deadline), ("work", work)):
         if jnp.ndim(arr) != 1:
             raise ValueError(f"{name} must be a 1-D array of shape (n,), got shape {jnp.shape(arr)}")
+        v.array(name, arr, ndim=1)  # real (complex rejected), non-empty, finite (a real check: not a == a)
     if not (jnp.shape(release) == jnp.shape(deadline) == jnp.shape(work)):
         raise ValueError(
             f"release, deadline and work must share one shape (n,), got {jnp.shape(release)}, "
             f"{jnp.shape(deadline)}, {jnp.shape(work)}"
         )
-    v.check("release", release, lambda a: a == a, "finite")
-    if v.is_concrete(release) and v.is_concrete(deadline):
+    if not (v.is_concrete(release) and v.is_concrete(deadline)):  # traced: checked under theory.checked
+        gap = jnp.asarray(deadline) - jnp.asarray(release)
+        v.check("deadline", gap, lambda a: a > 0, "> release for every job (value shown: deadline - release)")
+    else:
         import numpy as np
 
         r, d = np.asarray(release), np.asarray(deadline)

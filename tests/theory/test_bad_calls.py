@@ -1,0 +1,365 @@
+"""Bad calls into theory/: each raises a ValueError that names the parameter (issue 19).
+
+``BAD_CALLS`` is the table of the issue (call -> message fragment); ``python tests/theory/test_bad_calls.py``
+prints it as markdown with the full message each call raises. Calls are strings evaluated in ``NS`` so the
+table reads as what a user would type. The second half checks the same errors for traced values under
+``theory.checked`` (one function per module at least) and that plain ``jit`` is unaffected.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import theory
+from theory import dithered_quant as dq
+from theory import interpolation as ip
+from theory import river_valley as rv
+from theory import speed_scaling as ss
+from theory import teacher_student as ts
+from theory import tv_distance as tv
+from theory import zoe_grad as zg
+
+nan, inf = math.nan, math.inf
+
+
+@functools.cache
+def _ns() -> dict:
+    k = jax.random.key(0)
+    A = jax.random.normal(jax.random.key(1), (12, 3))
+    b = A @ jnp.ones(3)
+    pr = ip.make_problem(A, b)
+    kz = ip.make_problem(A, b, sampling="norm")
+    p = tv.random_ngram(3, 1, key=jax.random.key(2))
+    q = tv.perturb(p, 0.5, key=jax.random.key(3))
+    q_nan = tv.ARModel(p.step_fn, p.params.at[0, 0].set(nan), p.K, p.all_fn)
+    d = tv.decode(p, q, jnp.zeros(4, bool), key=k, n=3, m=4)
+    c = jnp.ones((4, 3))
+    levels = zg.int_levels(3)
+    return dict(
+        rv=rv, ip=ip, tv=tv, dq=dq, zg=zg, ss=ss, ts=ts, jnp=jnp,
+        r=jnp.array([0.0, 1.0]), dl=jnp.array([2.0, 3.0]), nan=nan, inf=inf, k=k,
+        valley=rv.straight_valley(0.1, 10.0), A=A, b=b, pr=pr, kz=kz, x0=jnp.zeros(3),
+        p=p, q=q, q_nan=q_nan, other=tv.random_ngram(4, 1, key=k), d=d, c=c,
+        est=tv.Estimate(jnp.float32(0.1), jnp.float32(0.01), 10), levels=levels,
+        q_fn=lambda z: zg.quantize(z, levels),
+    )  # fmt: skip
+
+
+# (call, fragment of the ValueError message; the fragment always starts with the parameter's name)
+BAD_CALLS = [
+    # ---- river_valley
+    ("rv.spectral_radius(nan, 100.0, 0.5)", "lr must be > 0, got nan"),
+    ("rv.spectral_radius(-0.1, 100.0, 0.5)", "lr must be > 0, got -0.1"),
+    ("rv.spectral_radius(inf, 100.0, 0.5)", "lr must be finite"),
+    ("rv.spectral_radius(0.1, 100.0, 1.0)", "beta must be in [0.0, 1.0)"),
+    ("rv.spectral_radius(0.1, -1.0, 0.5)", "lam must be >= 0"),
+    ("rv.spectral_radius(0.1, 1.0, 0.5, method='adam')", "method must be one of"),
+    ("rv.spectral_radius(0.1 + 1j, 1.0, 0.5)", "lr must be real"),
+    ("rv.gd_threshold(-1.0)", "lam must be > 0"),
+    ("rv.gd_threshold(inf)", "lam must be finite"),
+    ("rv.hb_threshold(1.0, 1.5)", "beta must be in [0.0, 1.0)"),
+    ("rv.nesterov_threshold(jnp.array([1.0, -2.0]), 0.5)", "lam must be > 0, got an array with 1 offending"),
+    ("rv.straight_valley(-1.0, 1.0)", "mu must be >= 0"),
+    ("rv.curved_valley(0.1, 1.0, nan, 1.0)", "a must be finite"),
+    ("rv.high_dim_valley(0.1, jnp.zeros((0,)))", "lam must be non-empty"),
+    ("rv.high_dim_valley(0.1, jnp.ones((2, 2)))", "lam must have rank 0 or 1"),
+    ("rv.valley_spectrum(0, 1.0, 2.0)", "d must be a positive integer"),
+    ("rv.valley_spectrum(3, 2.0, 1.0)", "lam_max must be >= lam_min"),
+    ("rv.optimize(valley, jnp.array([nan, 1.0]), lr=0.1, steps=5)", "theta0 must be finite"),
+    ("rv.optimize(valley, jnp.ones(3), lr=0.1, steps=5)", "theta0 must have last axis 1 + d = 2"),
+    ("rv.optimize(valley, jnp.ones(2), lr=0.1, steps=0)", "steps must be a positive integer"),
+    ("rv.optimize(valley, jnp.ones(2, jnp.complex64), lr=0.1, steps=5)", "theta0 must be real"),
+    ("rv.optimize(valley, jnp.ones(2), lr=0.1, steps=5, blowup=-1.0)", "blowup must be > 0"),
+    ("rv.optimize(valley._replace(mu=jnp.float32(nan)), jnp.ones(2), lr=0.1, steps=5)", "valley.mu must be finite"),
+    ("rv.quadratic_roots(nan, 0.5)", "c1 must be finite"),
+    ("rv.linear_river_transient(-1, 0.0, 0.1, 1.0, 0.5)", "t must be >= 0"),
+    ("rv.hb_guidance(1.0, 2.0)", "mu_river must be < lam_valley"),
+    ("rv.hb_guidance(1.0, 0.1, safety=0.0)", "safety must be > 0"),
+    ("rv.quadratic_closed_form(3, inf, 0.1, 1.0, 0.5)", "x0 must be finite"),
+    ("rv.valley_loss(jnp.ones(3), valley)", "theta must have last axis"),
+    ("rv.hb_optimal_params(1.0, 0.5)", "L must be >= mu"),
+    ("rv.momentum_step(lambda z: z, jnp.ones(2), jnp.ones(3), lr=0.1, beta=0.5, method='hb')", "x_prev must have"),
+    # ---- interpolation
+    ("ip.make_problem(jnp.ones(3), jnp.ones(3))", "A must have rank 2"),
+    ("ip.make_problem(A.at[0, 0].set(nan), b)", "A must be finite"),
+    ("ip.make_problem(A, b[:-1])", "b must have one entry per row of A (12)"),
+    ("ip.make_problem(A.astype(jnp.complex64), b)", "A must be real"),
+    ("ip.make_problem(jnp.zeros((0, 3)), jnp.zeros(0))", "A must be non-empty"),
+    ("ip.make_problem(A, b, sampling='random')", "sampling must be one of"),
+    ("ip.make_problem(A, b, rtol=-1.0)", "rtol must be > 0"),
+    ("ip.make_problem(A, b.at[0].add(1.0))", "b must be in the range of A"),
+    ("ip.make_problem(jnp.ones((5, 2)), jnp.ones(5))", "A must have full column rank"),
+    ("ip.spectrum(4, 0.5)", "cond must be >= 1"),
+    ("ip.spectrum(4, inf)", "cond must be >= 1, got inf"),
+    ("ip.random_problem(3, 5, cond=10.0, key=k)", "n must be >= d=5"),
+    ("ip.run(pr, jnp.full(3, nan), lr=0.1, batch_size=1, steps=4, key=k)", "x0 must be finite"),
+    ("ip.run(pr, x0, lr=-0.1, batch_size=1, steps=4, key=k)", "lr must be > 0"),
+    ("ip.run(pr, x0, lr=0.1, batch_size=0, steps=4, key=k)", "batch_size must be a positive integer"),
+    ("ip.run(pr, x0, lr=0.1, batch_size=1, steps=10, record_every=3, key=k)", "steps must be a multiple of"),
+    ("ip.run(pr, x0, lr=0.1, beta=1.0, batch_size=1, steps=4, key=k)", "beta must be in [0.0, 1.0)"),
+    ("ip.run(pr, jnp.zeros(4), lr=0.1, batch_size=1, steps=4, key=k)", "x0 must have shape (3)"),
+    ("ip.run(pr.A, x0, lr=0.1, batch_size=1, steps=4, key=k)", "problem must be a Problem"),
+    ("ip.coordinate_descent(pr, jnp.zeros(2), lr=0.1, steps=4, key=k)", "x0 must have shape (3)"),
+    ("ip.mean_square_rate(pr, lr=0.1, beta=0.5, batch_size=0)", "batch_size must be > 0"),
+    ("ip.mean_square_rate(pr, lr=0.1, beta=0.5, batch_size=1, cap=0.5)", "cap must be > 1"),
+    ("ip.mean_square_rate(pr, lr=nan, beta=0.5, batch_size=1)", "lr must be > 0, got nan"),
+    ("ip.mean_square_rate(pr, kernel='K', lr=0.1, beta=0.5, batch_size=1)", "kernel must be a NoiseKernel"),
+    ("ip.mean_square_rate(ip.noise_kernel(pr), lr=0.1, beta=0.5, batch_size=1)", "problem must be a Problem"),
+    ("ip.expected_sq_error(pr, jnp.ones(4), lr=0.1, beta=0.5, batch_size=1, steps=3)", "e0 must have shape (3)"),
+    ("ip.second_moment_trajectory(pr, jnp.ones(3), lr=0.1, beta=-0.5, batch_size=1, steps=3)", "beta must be in"),
+    ("ip.momentum_rule(-1.0, 1.0, 1.0, 1)", "mu must be > 0"),
+    ("ip.stable_sufficient(0.1, 0.5, 1, jnp.array([-1.0, 1.0]), 2.0)", "h must be > 0"),
+    ("ip.efold_time(-0.5)", "rho must be >= 0"),
+    ("ip.kaczmarz_rate_bound(jnp.zeros((3, 2)))", "A must be non-zero"),
+    ("ip.kaczmarz_bound(A, -1)", "t must be >= 0"),
+    ("ip.minibatch_gradient(pr, x0, jnp.array([0, 12]))", "idx must be row indices in [0, 12)"),
+    ("ip.minibatch_gradient(pr, x0, jnp.array([0.5]))", "idx must be an integer array"),
+    ("ip.operator_apply(pr, jnp.zeros((3, 3)), lr=0.1, beta=0.5, batch_size=1)", "S must have shape (6, 6)"),
+    ("ip.kaczmarz(pr, x0, steps=4, key=k)", "problem must use 'norm' sampling"),
+    ("ip.rule_saturation(1.0, 1.0, 1.0, method='sgd')", "method must be one of"),
+    # ---- tv_distance
+    ("tv.ngram_model(jnp.array([[0.0, nan], [0.0, 0.0], [0.0, 0.0]]))", "logits must be finite"),
+    ("tv.ngram_model(jnp.zeros((3, 3)))", "logits must have shape (4, 3)"),
+    ("tv.ngram_model(jnp.zeros(()))", "logits must have at least 1 axes"),
+    ("tv.ngram_model(jnp.zeros((4, 3), jnp.complex64))", "logits must be real"),
+    ("tv.markov_model(jnp.zeros(2), jnp.zeros((3, 3)))", "trans_logits must have shape (2, 2)"),
+    ("tv.random_ngram(0, key=k)", "K must be a positive integer"),
+    ("tv.random_ngram(3, -1, key=k)", "order must be a non-negative integer"),
+    ("tv.random_ngram(3, 1, inf, key=k)", "scale must be finite"),
+    ("tv.perturb(p, 0.1)", "key must be given when direction is None"),
+    ("tv.perturb(p, -0.1, key=k)", "size must be >= 0"),
+    ("tv.perturb(p, 0.1, jnp.ones((2, 2)))", "direction must have shape (4, 3)"),
+    ("tv.exact_tv(p, q_nan, 3)", "q.params must be finite"),
+    ("tv.exact_kl(p, q, 0)", "n must be a positive integer"),
+    ("tv.exact_tv(p, other, 3)", "p and q must share the vocabulary size K"),
+    ("tv.exact_tv(p, q, 40)", "n too large for enumeration"),
+    ("tv.tv_logit(p, q, 3, 0, key=k)", "m must be a positive integer"),
+    ("tv.tv_logit(p, q, 3, 8, kind='bogus', key=k)", "kind must be one of"),
+    ("tv.tv_logit(p, q_nan, 3, 8, key=k)", "q.params must be finite"),
+    ("tv.tv_noisy_logit(p, q, 3, 8, -1.0, key=k)", "sigma must be >= 0"),
+    ("tv.tv_noisy_logit(p, q, 3, 8, 0.1, 0, key=k)", "r must be a positive integer"),
+    ("tv.tv_sample(p, q, 3, 8, 0, key=k)", "s must be a positive integer"),
+    ("tv.decode(p, q, jnp.zeros(3), key=k, n=3, m=3)", "from_q must be a boolean array"),
+    ("tv.decode(p, q, jnp.zeros(4, bool), key=k, n=3, m=3)", "from_q must have shape (3)"),
+    ("tv.logit_z_from_decoded(d, 'plain', length=0)", "length must be in [1, n=3]"),
+    ("tv.noisy_z_from_decoded(d, 0.1, 0.0, key=k)", "r must be > 0"),
+    ("tv.smoothed_z(nan, 0.1)", "mu must be finite"),
+    ("tv.smoothed_z(0.1, -1.0)", "s2 must be >= 0"),
+    ("tv.correct(jnp.ones(3), -1.0)", "var must be >= 0"),
+    ("tv.sample_z_from_counts(c, c[:, :2], 4.0)", "c_q must have the shape of c_p"),
+    ("tv.sample_z_from_counts(-c, c, 4.0)", "c_p must be counts in [0, s]"),
+    ("tv.sample_z_from_counts(c, c, 4.0, mask=jnp.ones(2))", "mask must have shape (3)"),
+    ("tv.sample_counts(d, 2.5, key=k)", "s must be a whole number >= 1"),
+    ("tv.hoeffding_m(0.0, 0.1)", "eps must be > 0"),
+    ("tv.plain_z(nan)", "L must be > -inf"),
+    ("tv.sequence_logprob(p, jnp.array([[0, 5]]))", "tokens must be token ids in [0, K=3)"),
+    ("tv.round_bf16(jnp.array([inf]))", "x must be finite"),
+    ("tv.random_transformer(4, 4, d_model=6, n_heads=4, key=k)", "d_model must be divisible by n_heads"),
+    ("est.halfwidth(1.5)", "level must be in [0.0, 1.0)"),
+    ("tv.noisy_plugin_bias_bound(0.1, 0, 1)", "n must be > 0"),
+    # ---- dithered_quant
+    ("dq.rademacher_exp_moment(jnp.zeros(4))", "a must be not all zero"),
+    ("dq.rademacher_exp_moment(jnp.ones(21))", "a must have at most 20 entries"),
+    ("dq.rademacher_exp_moment(jnp.ones((2, 3)))", "a must have rank 1"),
+    ("dq.rademacher_exp_moment(jnp.array([1.0, nan]))", "a must be finite"),
+    ("dq.rademacher_exp_moment(jnp.ones(3), inf)", "lam must be finite"),
+    ("dq.mse_bound(0)", "bits must be >= 1"),
+    ("dq.mse_bound(inf)", "bits must be >= 1, got inf"),
+    ("dq.finite_level_factor(jnp.array([2.0, nan]))", "bits must be >= 1, got an array with 1 offending"),
+    ("dq.gaussian_exp_moment(0.5)", "lam must be < 1/2"),
+    ("dq.gaussian_exp_moment(-inf)", "lam must be < 1/2, got -inf"),
+    ("dq.high_resolution_mse(4, -1.0)", "moment must be > 0"),
+    ("dq.dither_error_density(nan, 4)", "t must be finite"),
+    ("dq.uniform_grid_mse(4, 1)", "d must be >= 2"),
+    ("dq.o1_term(-0.1, 4)", "measured_mse must be >= 0"),
+    # ---- zoe_grad
+    ("zg.surrogate_grad(0.0, levels, 0.0, law='gaussian')", "sigma must be > 0"),
+    ("zg.surrogate_grad(0.0, levels, inf, law='gaussian')", "sigma must be finite"),
+    ("zg.surrogate_grad(0.0, jnp.array([1.0, 0.0]), 0.5, law='gaussian')", "levels must be strictly increasing"),
+    ("zg.surrogate_grad(0.0, jnp.array([1.0]), 0.5, law='gaussian')", "levels must have a last axis of length >= 2"),
+    ("zg.surrogate_grad(nan, levels, 0.5, law='gaussian')", "x must be finite"),
+    ("zg.surrogate_grad(0.0, levels, 0.5, law='cauchy')", "law must be one of"),
+    ("zg.smoothed(0.0, levels.astype(jnp.complex64), 0.5, law='gaussian')", "levels must be real"),
+    ("zg.smoothed(0.0, levels.at[1].set(inf), 0.5, law='gaussian')", "levels must be finite"),
+    ("zg.quantize(jnp.array([inf]), levels)", "x must be finite"),
+    ("zg.score(nan, 'gaussian')", "u must be finite"),
+    ("zg.pdf(nan, 'gaussian')", "t must be a real number (not NaN)"),
+    ("zg.cdf(0.0, 'student')", "law must be one of"),
+    ("zg.char_fn(inf, 'logistic')", "t must be finite"),
+    ("zg.sample((-1,), 'gaussian', key=k)", "shape must be a tuple of non-negative integers"),
+    ("zg.score_estimator(q_fn, 0.0, 0.5, law='uniform', key=k, n=4)", "law must be one of"),
+    ("zg.two_point_estimator(q_fn, 0.0, 0.5, law='gaussian', key=k, n=0)", "n must be a positive integer"),
+    ("zg.two_point_estimator(q_fn, jnp.array([nan]), 0.5, law='gaussian', key=k, n=4)", "x must be finite"),
+    ("zg.grid_ripple(0.5, law='gaussian', at='middle')", "at must be one of"),
+    ("zg.grid_ripple(-0.5, law='gaussian')", "sigma must be > 0"),
+    ("zg.int_levels(1)", "bits must be >= 2"),
+    ("zg.bias_bound(jnp.ones((2, 3)), 0.5, law='gaussian')", "levels must have rank 1"),
+    ("zg.bias_bound(levels, 0.5, law='gaussian', lf=0.0)", "lf must be > 0"),
+    ("zg.convergence_bound(1.0, eta=1.0, smooth=1.0, steps_t=10, bias_sq=0.0, var=0.0)", "eta must be <="),
+    ("zg.convergence_bound(nan, eta=0.1, smooth=1.0, steps_t=10, bias_sq=0.0, var=0.0)", "gap must be >= 0"),
+    ("zg.sup_on_grid(jnp.abs, levels, n=1)", "n must be >= 2"),
+    ("zg.score_second_moment(0.0, levels, 0.5, law='triangular')", "law must be one of"),
+    # ---- speed_scaling, teacher_student (merged before this branch; extended at rebase)
+    ("ss.yds(r, dl, jnp.array([1.0, inf]))", "work must be finite"),
+    ("ss.yds(r, jnp.array([2.0, inf]), jnp.ones(2))", "deadline must be finite"),
+    ("ss.yds(jnp.zeros(0), jnp.zeros(0), jnp.zeros(0))", "release must be non-empty"),
+    ("ss.yds(r, dl, jnp.ones(2, jnp.complex64))", "work must be real"),
+    ("ss.yds(r, jnp.array([2.0, 0.5]), jnp.ones(2))", "deadline must be > release for every job"),
+    ("ss.yds(r, dl, jnp.array([1.0, -1.0]))", "work must be >= 0"),
+    ("ts.feature_potential(1.5, 2.0)", "m must be in [0.0, 1.0)"),
+    ("ts.feature_potential(0.5, nan)", "c must be finite"),
+]
+
+
+@pytest.mark.parametrize(("call", "fragment"), BAD_CALLS, ids=[c for c, _ in BAD_CALLS])
+def test_bad_call_raises_naming_the_parameter(call, fragment):
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        eval(call, _ns())  # noqa: S307 - the table is code
+
+
+def test_table_is_large_enough_and_covers_every_module():
+    assert len(BAD_CALLS) >= 60
+    assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg", "ss", "ts"}
+
+
+# ---------------------------------------------------------------------------------------------------------
+# No NaN/inf out of an accepted input; divergence is flagged
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_optimize_divergence_is_flagged_and_finite():
+    traj, diverged = rv.optimize(rv.straight_valley(0.1, 10.0), jnp.ones(2), lr=1.0, beta=0.0, steps=200)
+    assert bool(diverged) and bool(jnp.all(jnp.isfinite(traj)))
+
+
+def test_run_divergence_is_flagged_and_finite():
+    ns = _ns()
+    errs, div = ip.run(ns["pr"], ns["x0"], lr=50.0, batch_size=1, steps=200, key=ns["k"])
+    assert bool(div) and bool(jnp.all(jnp.isfinite(errs)))
+
+
+def test_mean_square_rate_flags_the_cap():
+    ns = _ns()
+    c = ip.constants(ns["pr"])
+    far = ip.mean_square_rate(ns["pr"], lr=50.0 / float(c.L), beta=0.0, batch_size=1, method="sgd")
+    assert bool(far.at_cap) and float(far.rho) == 2.0
+    ok = ip.mean_square_rate(ns["pr"], lr=0.5 / float(c.L_max), beta=0.0, batch_size=1, method="sgd")
+    assert not bool(ok.at_cap) and float(ok.rho) < 1.0
+
+
+def test_exact_tv_of_finite_models_is_finite():
+    ns = _ns()
+    assert np.isfinite(float(tv.exact_tv(ns["p"], ns["q"], 3)))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The same errors for traced values under theory.checked
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _checked_cases():
+    levels = zg.int_levels(3)
+    A = jax.random.normal(jax.random.key(1), (12, 3))
+    pr = ip.make_problem(A, A @ jnp.ones(3))
+    valley = rv.straight_valley(0.1, 10.0)
+    return [
+        ("rv.gd_threshold", rv.gd_threshold, (-1.0,), "lam must be > 0, got -1.0", (2.0,)),
+        ("rv.spectral_radius", lambda lr: rv.spectral_radius(lr, 100.0, 0.5), (-0.1,), "lr must be > 0", (0.01,)),
+        (
+            "rv.optimize",
+            lambda th: rv.optimize(valley, th, lr=0.1, steps=5)[0],
+            (jnp.array([nan, 1.0]),),
+            "theta0 must be finite",
+            (jnp.array([1.0, 1.0]),),
+        ),
+        (
+            "ip.mean_square_rate",
+            lambda lr: ip.mean_square_rate(pr, lr=lr, beta=0.5, batch_size=1).rho,
+            (-0.1,),
+            "lr must be > 0",
+            (0.1,),
+        ),
+        (
+            "ip.run",
+            lambda x0: ip.run(pr, x0, lr=0.1, batch_size=1, steps=4, key=jax.random.key(0))[0],
+            (jnp.array([0.0, inf, 0.0]),),
+            "x0 must be finite",
+            (jnp.zeros(3),),
+        ),
+        ("tv.smoothed_z", lambda s2: tv.smoothed_z(0.1, s2), (-1.0,), "s2 must be >= 0, got -1.0", (0.5,)),
+        ("tv.plain_z", tv.plain_z, (jnp.array([0.1, nan]),), "L must be > -inf", (jnp.array([0.1, 2.0]),)),
+        ("dq.gaussian_exp_moment", dq.gaussian_exp_moment, (0.7,), "lam must be < 1/2, got 0.", (0.25,)),
+        (
+            "dq.rademacher_exp_moment",
+            dq.rademacher_exp_moment,
+            (jnp.zeros(4),),
+            "a must be not all zero",
+            (jnp.ones(4),),
+        ),  # fmt: skip
+        (
+            "zg.surrogate_grad",
+            lambda s: zg.surrogate_grad(0.3, levels, s, law="gaussian"),
+            (-0.5,),
+            "sigma must be > 0, got -0.5",
+            (0.5,),
+        ),
+        (
+            "zg.quantize",
+            lambda lv: zg.quantize(0.3, lv),
+            (jnp.array([1.0, 0.0, 2.0]),),
+            "levels must be strictly increasing",
+            (jnp.array([0.0, 1.0, 2.0]),),
+        ),
+        (
+            "ss.yds",
+            lambda w: ss.yds(jnp.array([0.0, 1.0]), jnp.array([2.0, 3.0]), w).job_speed,
+            (jnp.array([1.0, inf]),),
+            "work must be finite",
+            (jnp.array([1.0, 2.0]),),
+        ),
+        (
+            "ss.yds-deadline",
+            lambda d: ss.yds(jnp.array([0.0, 1.0]), d, jnp.ones(2)).job_speed,
+            (jnp.array([2.0, 0.5]),),
+            "deadline must be > release for every job",
+            (jnp.array([2.0, 3.0]),),
+        ),
+    ]
+
+
+@pytest.mark.parametrize("case", _checked_cases(), ids=lambda c: c[0])
+def test_checked_raises_the_eager_error_for_traced_values(case):
+    _, fn, bad, fragment, good = case
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        fn(*bad)  # eager
+    with pytest.raises(ValueError, match=re.escape(fragment)):
+        theory.checked(fn)(*bad)  # traced under jit + checkify
+    np.testing.assert_allclose(np.asarray(theory.checked(fn)(*good)), np.asarray(fn(*good)), rtol=1e-6)
+    # plain jit stays unchecked (as documented) and is not broken by the checked trace before it
+    jax.block_until_ready(jax.jit(fn)(*good))
+
+
+def test_checked_and_plain_jit_share_no_trace():
+    f = jax.jit(rv.gd_threshold)
+    assert float(f(-1.0)) == -2.0  # plain jit: not checked (documented), traced first
+    with pytest.raises(ValueError, match="lam must be > 0"):
+        theory.checked(f)(-1.0)  # re-traced with the checks although f was traced before
+    assert float(f(-1.0)) == -2.0  # and the plain trace does not pick the checks up
+
+
+if __name__ == "__main__":  # print the table of the issue: call -> message
+    print("| call | ValueError |\n| --- | --- |")
+    for call, _ in BAD_CALLS:
+        try:
+            eval(call, _ns())  # noqa: S307
+            msg = "NO ERROR"
+        except ValueError as e:
+            msg = str(e).replace("\n", " ")
+        print(f"| `{call}` | {msg.replace('|', '/')} |")
