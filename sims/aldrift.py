@@ -51,6 +51,7 @@ from sims.core.sweep import sweep
 from theory import aldrift as al
 
 NAME = "aldrift"
+PAPER_INFLATION = 2.0  # the paper's proposal variance 2/mu_tau (written here, not read from theory.aldrift)
 TITLE = "ALDRIFT: annealed IMH-corrected refitting escapes the traps TOPIFT falls in; O(log 1/eps) evaluations"
 
 
@@ -65,9 +66,10 @@ class Config:
     m: int = 200
     M: int = 50
     runs: int = 10
-    quad_m: int = 200  # chains of the pure-quadratic check (its claims need ~1% precision on E[d] at T)
+    # runs of the pure-quadratic check (setting 1 with A = 0), same m and M as the settings (one compiled sweep):
+    # its claims need ~1% precision on E[d] at T, so m * quad_runs >~ 4000 chains; M < 50 leaves E[d] at T more
+    # than 3% high (the IMH lag: 8% at M = 10)
     quad_runs: int = 20
-    quad_M: int = 50  # IMH steps per temperature there (quick: M = 10 leaves E[d] at T 8% high: the IMH lag)
     # evaluations-to-eps panel (n = 4: random search needs (1/eps)^(n/2) = eps^-2; the paper's setting 2 cost)
     eps_n: int = 4
     eps_setting: int = 1
@@ -94,7 +96,7 @@ class Config:
     cov_mix_sep: float = 1.5
 
     def __post_init__(self):
-        for f in ("n", "m", "M", "runs", "quad_m", "quad_runs", "quad_M", "eps_n", "eps_m", "eps_M", "eps_runs",
+        for f in ("n", "m", "M", "runs", "quad_runs", "eps_n", "eps_m", "eps_M", "eps_runs",
                   "rs_runs", "rs_budget", "doo_expansions", "cov_m_main", "cov_seeds", "cov_grid"):
             val = getattr(self, f)
             if not isinstance(val, int) or val < 1:
@@ -134,7 +136,7 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(m=40, M=10, runs=5, quad_m=400, quad_M=50, eps_T=1e3, eps_m=40, eps_M=10, eps_runs=5,
+    "quick": Config(m=40, M=50, runs=5, quad_runs=100, eps_T=1e3, eps_m=40, eps_M=10, eps_runs=5,
                     eps_grid=(1.0, 1e-2, 9), rs_runs=256, rs_budget=200_000, rs_eps_min=0.1, rs_eps_max=0.32,
                     doo_expansions=300, cov_m=(30, 300), cov_m_main=300, cov_seeds=12, cov_R=(2.0, 4.0, 8.0, 16.0),
                     cov_grid=1601),
@@ -157,22 +159,23 @@ def _problem(setting, n):
     return al.rastrigin_envelope(mu_d, A, w, jnp.zeros(n)), al.gaussian_prior(x0 * jnp.ones(n), mu0)
 
 
-def _settings_run(row, *, n, taus, m, M):
-    """One ALDRIFT and one TOPIFT run; ``row`` = {"key", "setting" (5,)}: settings are data, so one compiled
-    sweep covers every setting and run."""
+def _row_problem(row, n):
     mu_d, A, w, x0, mu0 = (row["setting"][i] for i in range(5))
-    cost = al.RastriginEnvelope(mu_d, A, w, jnp.zeros(n))
-    prior = al.GaussianPrior(x0 * jnp.ones(n), mu0)
-    ka, kt = jax.random.split(row["key"])
-    h, _, _ = al.aldrift(cost, prior, taus, m=m, M=M, mu_d=mu_d, key=ka)
-    ht, _ = al.topift(cost, prior, m=m, M=M, rounds=len(taus), key=kt)
-    return {"aldrift": h._asdict(), "topift": ht._asdict()}
+    return al.RastriginEnvelope(mu_d, A, w, jnp.zeros(n)), al.GaussianPrior(x0 * jnp.ones(n), mu0), mu_d
 
 
-def _quad_run(key, *, setting, n, taus, m, M):
-    """One ALDRIFT run on a pure quadratic (A = 0) setting: its History as a dict."""
-    cost, prior = _problem(setting, n)
-    h, _, _ = al.aldrift(cost, prior, jnp.asarray(taus), m=m, M=M, mu_d=setting[0], key=key)
+def _aldrift_run(row, *, n, taus, m, M):
+    """One ALDRIFT run; ``row`` = {"key", "setting" (5,)}: settings are data, so one compiled sweep covers every
+    setting and run (the paper's settings and the pure quadratic). Its History as a dict."""
+    cost, prior, mu_d = _row_problem(row, n)
+    h, _, _ = al.aldrift(cost, prior, taus, m=m, M=M, mu_d=mu_d, key=row["key"])
+    return h._asdict()
+
+
+def _topift_run(row, *, n, rounds, m, M):
+    """One TOPIFT run with ALDRIFT's budget (m M draws per round, ``rounds`` rounds); same rows."""
+    cost, prior, _ = _row_problem(row, n)
+    h, _ = al.topift(cost, prior, m=m, M=M, rounds=rounds, key=row["key"])
     return h._asdict()
 
 
@@ -185,10 +188,31 @@ def _eps_aldrift(key, *, setting, n, taus, m, M, eps):
             "sample_cost": h.sample_cost, "acceptance": h.acceptance, "ess": h.ess}
 
 
-def _eps_random(key, *, setting, n, lo, hi, budget, eps):
+def _eps_random(keys, *, setting, n, lo, hi, budget, chunk, eps):
+    """Random-search runs for a group of keys (R,), one after another (lax.map): each draws ``chunk`` points at a
+    time (``theory.aldrift.random_search``) and stops once every eps (E,) is reached or ``budget`` is spent, so
+    the work is ~ the mean first-hit count, not the budget. Returns first-hit counts (R, E) and reached (R, E);
+    an unreached eps has count = budget and reached = False."""
     cost, _ = _problem(setting, n)
-    curve = al.random_search(cost, lo, hi, n=n, budget=budget, key=key)
-    cnt, ok = al.evaluations_to_reach(curve, eps)
+    eps = jnp.asarray(eps)
+
+    def one(key):
+        def cond(st):
+            i, _, done = st
+            return (i * chunk < budget) & ~jnp.all(done)
+
+        def body(st):
+            i, cnt, done = st
+            curve = al.random_search(cost, lo, hi, n=n, budget=chunk, key=jax.random.fold_in(key, i))
+            c, ok = al.evaluations_to_reach(curve, eps)
+            return i + 1, jnp.where(ok & ~done, i * chunk + c, cnt), done | ok
+
+        init = (jnp.asarray(0), jnp.full(eps.shape, float(budget)), jnp.zeros(eps.shape, bool))
+        _, cnt, done = jax.lax.while_loop(cond, body, init)
+        ok = done & (cnt <= budget)
+        return jnp.where(ok, cnt, float(budget)), ok
+
+    cnt, ok = jax.lax.map(one, keys)
     return {"count": cnt, "reached": ok}
 
 
@@ -264,21 +288,26 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     taus = al.temperature_schedule("geometric", cfg.T, tau1=cfg.tau1, n=n)
     out["taus"] = jnp.asarray(taus)
 
-    # 1. the two paper settings: one sweep over (setting, run); the pure quadratic (setting 1, A = 0) apart
+    # 1. the two paper settings (ALDRIFT and TOPIFT) and the pure quadratic (setting 1 with A = 0, ALDRIFT only):
+    # one ALDRIFT sweep over (setting, run) rows, one TOPIFT sweep over the paper settings' rows
     rows = list(cfg.settings)
-    batch = {"key": jax.random.split(k_set, len(rows) * cfg.runs),
-             "setting": jnp.repeat(jnp.asarray(rows, dtype=jnp.float32), cfg.runs, axis=0)}
-    fn = partial(_settings_run, n=n, taus=tuple(float(t) for t in taus), m=cfg.m, M=cfg.M)
-    res_all = sweep(fn, batch)
+    s1 = cfg.settings[0]
+    quad = (s1[0], 0.0, s1[2], s1[3], s1[4])
+    k_ald, k_top, k_quad = jax.random.split(k_set, 3)
+    nset = len(rows) * cfg.runs
+    batch = {"key": jnp.concatenate([jax.random.split(k_ald, nset), jax.random.split(k_quad, cfg.quad_runs)]),
+             "setting": jnp.asarray([r for r in rows for _ in range(cfg.runs)] + [quad] * cfg.quad_runs,
+                                    dtype=jnp.float32)}
+    ald_all = sweep(partial(_aldrift_run, n=n, taus=tuple(float(t) for t in taus), m=cfg.m, M=cfg.M), batch)
+    top_all = sweep(partial(_topift_run, n=n, rounds=len(taus), m=cfg.m, M=cfg.M),
+                    {"key": jax.random.split(k_top, nset), "setting": batch["setting"][:nset]})
     for i, setting in enumerate(rows):
-        res = jax.tree.map(lambda a, i=i: a[i * cfg.runs:(i + 1) * cfg.runs], res_all)
+        res = {name: jax.tree.map(lambda a, i=i: a[i * cfg.runs:(i + 1) * cfg.runs], tree)
+               for name, tree in (("aldrift", ald_all), ("topift", top_all))}
         dist_exact, ecost_exact = _exact_path(setting, n, taus)
         res["exact"] = {"distance": dist_exact, "cost": ecost_exact}
         out[f"setting{i + 1}"] = res
-    s1 = cfg.settings[0]
-    quad = (s1[0], 0.0, s1[2], s1[3], s1[4])
-    fn = partial(_quad_run, setting=quad, n=n, taus=tuple(float(t) for t in taus), m=cfg.quad_m, M=cfg.quad_M)
-    quad_res = sweep(fn, jax.random.split(jax.random.fold_in(k_set, 1), cfg.quad_runs))
+    quad_res = jax.tree.map(lambda a: a[nset:], ald_all)
 
     # 2. evaluations to reach eps (n small): ALDRIFT (runs vmapped), random search (runs vmapped), DOO
     setting = cfg.settings[cfg.eps_setting]
@@ -290,9 +319,11 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     ald = sweep(fn, jax.random.split(k_eps, cfg.eps_runs))
     rs_eps = eps[eps >= cfg.rs_eps_min * (1 - 1e-6)]
     lo, hi = cfg.box
+    groups = math.gcd(cfg.rs_runs, 8)  # vmapped groups of runs, each group's runs in sequence (early stopping)
     fn = partial(_eps_random, setting=setting, n=cfg.eps_n, lo=lo, hi=hi, budget=cfg.rs_budget,
-                 eps=tuple(float(e) for e in rs_eps))
-    rs = sweep(fn, jax.random.split(k_rs, cfg.rs_runs), chunk_size=max(1, 4_000_000 // cfg.rs_budget))
+                 chunk=min(cfg.rs_budget, 4096), eps=tuple(float(e) for e in rs_eps))
+    rs = sweep(fn, jax.random.split(k_rs, cfg.rs_runs).reshape(groups, -1))
+    rs = jax.tree.map(lambda a: a.reshape(cfg.rs_runs, *a.shape[2:]), rs)
     rs["eps"] = rs_eps
     rs["predicted"] = al.random_search_expected_evals(rs_eps, L_d, lo, hi, cfg.eps_n)
     cost, _ = _problem(setting, cfg.eps_n)
@@ -315,13 +346,23 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     intended = intended[: int(np.argmax(intended >= cfg.T)) + 1]
     mu_T = s1[4] + cfg.T * s1[0]
     mean_T = s1[4] * s1[3] / mu_T  # per coordinate (x* = 0)
+    # importance ESS of the proposals at each temperature (eq. ESS of theory.aldrift): p_tau_k = N(mean_k, 1/mu_k)
+    # per coordinate, mu_k = mu0 + tau_k mu_d; the proposal at k >= 2 is the paper's fitted model
+    # N(mean of the m states at tau_{k-1}, PAPER_INFLATION / mu_{k-1}), its mean ~ N(mean_{k-1}, 1/(m mu_{k-1}))
+    # if the m chains ended at exact draws of p_tau_{k-1}; at k = 1 it is the prior N(x0, 1/mu0).
+    mu_k = s1[4] + intended * s1[0]
+    mean_k = s1[4] * s1[3] / mu_k
+    ess_pred = np.concatenate([
+        [float(al.gaussian_importance_ess(mean_k[0], 1.0 / mu_k[0], s1[3], 1.0 / s1[4], n))],
+        np.asarray(al.gaussian_importance_ess(mean_k[1:, None], 1.0 / mu_k[1:], mean_k[:-1, None],
+                                              PAPER_INFLATION / mu_k[:-1], n, mean_var=1.0 / (cfg.m * mu_k[:-1])))])
     out["quadratic"] = {"sample_cost": quad_res["sample_cost"], "mean": quad_res["mean"],
                         "acceptance": quad_res["acceptance"], "ess": quad_res["ess"],
                         "intended_taus": intended,
                         "closed_form": jax.vmap(lambda t: al.quadratic_expected_cost(
                             s1[3] * jnp.ones(n), s1[4], jnp.zeros(n), s1[0], t))(jnp.asarray(intended)),
-                        "closed_form_T": 0.5 * s1[0] * (n / mu_T + n * mean_T ** 2),
-                        "mean_sq_T": n * mean_T ** 2 + n / (cfg.quad_m * mu_T)}
+                        "closed_form_T": 0.5 * s1[0] * (n / mu_T + n * mean_T ** 2), "ess_predicted": ess_pred,
+                        "mean_sq_T": n * mean_T ** 2 + n / (cfg.m * mu_T)}
     return out
 
 
@@ -377,13 +418,29 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     cost_T = np.asarray(q["sample_cost"])[:, -1]
     out.append(Claim.from_samples(
         f"pure quadratic (A=0): ALDRIFT mean sample cost at T={cfg.T:g} = closed form mu_d/2 (n/(mu0+T mu_d) + "
-        f"|mean_T|^2) ({cfg.quad_runs} runs x {cfg.quad_m} chains, M={cfg.quad_M}; whole CI within 3%: at M=50 "
+        f"|mean_T|^2) ({cfg.quad_runs} runs x {cfg.m} chains, M={cfg.M}; whole CI within 3%: at M=50 "
         "the IMH lag leaves E[d] ~0.5-1.5% high)",
         float(q["closed_form_T"]), cost_T, 0.03, "rel", kind="check", source="theory"))
     mean_sq = np.sum(np.asarray(q["mean"])[:, -1] ** 2, axis=-1)
     out.append(Claim.from_samples(
-        f"pure quadratic: E||fitted mean - x*||^2 at T = ||mean_T||^2 + n/(m mu_T) (m={cfg.quad_m}; CI "
+        f"pure quadratic: E||fitted mean - x*||^2 at T = ||mean_T||^2 + n/(m mu_T) (m={cfg.m}; CI "
         "half-width <= 50%)", float(q["mean_sq_T"]), mean_sq, 0.5 * float(q["mean_sq_T"]), "ci", kind="check",
+        source="theory"))
+
+    # the sampler itself: importance ESS of the proposals vs its Gaussian closed form with the paper's inflated
+    # variance (mean of measured/predicted over the last half of the schedule, per run)
+    ess = np.asarray(q["ess"])
+    pred = np.asarray(q["ess_predicted"])
+    L = min(ess.shape[1], pred.shape[0])
+    half = slice(L // 2, L)
+    ratio = np.mean(ess[:, half] / pred[half], axis=1)
+    taus_q = np.asarray(q["intended_taus"])
+    out.append(Claim.from_samples(
+        f"pure quadratic: importance ESS fraction of the IMH proposals = closed form 1/E_q[(p/q)^2] for the fitted "
+        f"proposal N(mean, {PAPER_INFLATION:g}/mu_tau) against p_tau (ratio measured/predicted averaged over tau in "
+        f"[{taus_q[L // 2]:.3g}, {taus_q[L - 1]:.3g}], predicted ESS {pred[half].min():.3f}-{pred[half].max():.3f}; "
+        f"{cfg.quad_runs} runs of m M = {cfg.m * cfg.M} proposals per tau; whole CI within 10%: the "
+        "Kish estimate and the chains' lag move it by a few %)", 1.0, ratio, 0.1, "rel", kind="check",
         source="theory"))
 
     e = results["eps"]
@@ -501,6 +558,8 @@ def plot(results: dict, cfg: Config) -> dict:
     qa = results["quadratic"]
     _band(ax, taus, np.asarray(qa["acceptance"]), "tab:gray", "pure quadratic (A=0)", ls="--")
     _band(ax2, taus, np.asarray(qa["ess"]), "tab:gray", "pure quadratic (A=0)", ls="--")
+    ax2.plot(np.asarray(qa["intended_taus"]), np.asarray(qa["ess_predicted"]), **style.prediction(),
+             label=f"pure quadratic, closed form 1/E_q[(p/q)^2], q = N(fitted mean, {PAPER_INFLATION:g}/mu_tau)")
     ax.set(xscale="log", yscale="log", xlabel="temperature tau", ylabel="IMH acceptance rate",
            title=f"ALDRIFT acceptance (m={cfg.m} chains x M={cfg.M} steps per tau; median, min-max of runs)")
     ax2.set(xscale="log", yscale="log", xlabel="temperature tau",
@@ -583,7 +642,7 @@ def plot(results: dict, cfg: Config) -> dict:
     q = results["quadratic"]
     fig, ax = style.figure(figsize=(6.4, 4.4))
     _band(ax, taus, np.asarray(q["sample_cost"]), "tab:blue",
-          f"ALDRIFT mean sample cost ({cfg.quad_runs} runs x {cfg.quad_m} chains; median, min-max)")
+          f"ALDRIFT mean sample cost ({cfg.quad_runs} runs x {cfg.m} chains; median, min-max)")
     ax.plot(np.asarray(q["intended_taus"]), np.asarray(q["closed_form"]), **style.prediction(),
             label="closed form E_{p_tau}[d] = mu_d/2 (n/(mu0+tau mu_d) + |mean|^2)")
     s1 = cfg.settings[0]
@@ -659,13 +718,15 @@ def bench(quick: bool = False) -> list[BenchRow]:
 # ---------------------------------------------------------------------------------------------------------
 
 
+# First (the one the default suite runs): the cheapest, one temperature fewer in every ALDRIFT and TOPIFT run;
+# the others cost a clean quick run each.
 MUTANTS = [
-    Mutant("imh_missing_proposal_correction", "theory.aldrift:log_prob_fn",
-           lambda f: lambda model: (lambda x, g=f(model): 0.0 * g(x)),
-           "IMH acceptance min(1, w(y)/w(x)) without the proposal ratio L_prev(x)/L_prev(y)"),
     Mutant("schedule_off_by_one", "theory.aldrift:num_temperatures",
            lambda f: lambda *a, **k: max(1, f(*a, **k) - 1),
            "geometric schedule one temperature short: stops at T/(1+1/n) instead of T"),
+    Mutant("imh_missing_proposal_correction", "theory.aldrift:log_prob_fn",
+           lambda f: lambda model: (lambda x, g=f(model): 0.0 * g(x)),
+           "IMH acceptance min(1, w(y)/w(x)) without the proposal ratio L_prev(x)/L_prev(y)"),
     Mutant("mle_inflation_dropped", "theory.aldrift:aldrift",
            lambda f: lambda *a, **k: f(*a, **{**k, "inflation": 1.0}),
            "fitted proposal variance 1/mu_tau instead of the inflated 2/mu_tau (proposal lighter than p_tau)"),
