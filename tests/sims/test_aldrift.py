@@ -62,3 +62,24 @@ def test_intended_schedule_matches_theory():
     intended = intended[: int(np.argmax(intended >= cfg.T)) + 1]
     np.testing.assert_allclose(taus, intended, rtol=1e-12)
     assert len(taus) == 57  # the paper's schedule 0.1 -> 20 by (1 + 1/10)
+
+
+def test_random_search_early_stop_matches_the_whole_stream():
+    # the chunked, early-stopped random search counts = first hits on the concatenated stream of its chunks
+    import jax
+    import jax.numpy as jnp
+
+    from theory import aldrift as al
+
+    setting, n, lo, hi, chunk, budget = (1.0, 0.5, 4.0, 1.35, 2.0), 2, -1.1, 1.5, 64, 64 * 40
+    eps = (1.0, 0.3, 0.1, 1e-9)  # the last is never reached: the run spends the whole budget on it
+    keys = jax.random.split(jax.random.key(3), 4)
+    got = sim._eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
+    cost, _ = sim._problem(setting, n)
+    for r, key in enumerate(keys):
+        curve = jnp.concatenate([al.random_search(cost, lo, hi, n=n, budget=chunk, key=jax.random.fold_in(key, i))
+                                 for i in range(budget // chunk)])
+        cnt, ok = al.evaluations_to_reach(jax.lax.cummin(curve), jnp.asarray(eps))
+        np.testing.assert_array_equal(np.asarray(got["reached"][r]), np.asarray(ok))
+        np.testing.assert_array_equal(np.asarray(got["count"][r]), np.asarray(cnt))
+    assert not np.asarray(got["reached"][:, -1]).any() and (np.asarray(got["count"][:, -1]) == budget).all()
