@@ -736,8 +736,9 @@ def bench(quick: bool = False) -> list[BenchRow]:
 # ---------------------------------------------------------------------------------------------------------
 
 
-# First (the one the default suite runs): the cheapest measured (it changes a prediction, no simulated program;
-# ~147 s vs 166-226 s for the others in one `audit` under load 12 on 2 cores). Each costs about one quick run.
+# First (the one the default suite runs): it changes a prediction, no simulated program. All four cost about one
+# quick run (49-62 s wall each in one `audit` at load ~4 on 2 cores; this one was the fastest of the four in an
+# earlier audit under load 12, 147 s vs 166-226 s).
 MUTANTS = [
     Mutant("random_search_missing_gamma", "theory.aldrift:random_search_expected_evals",
            lambda f: lambda eps, L_d, lo, hi, n: f(eps, L_d, lo, hi, n) / math.gamma(0.5 * n + 1.0),
