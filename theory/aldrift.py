@@ -22,6 +22,8 @@ Quadratic closed form (eq. pT): for d = mu_d/2 ||x - x*||^2 and L0 = N(x0, I/mu0
     p_T = N((mu0 x0 + T mu_d x*)/(mu0 + T mu_d), I/(mu0 + T mu_d)),
     E_{p_T}[d] = mu_d/2 (n/(mu0 + T mu_d) + ||mean_T - x*||^2).
 Finite-space IMH bound (eq. IMH-TV): TV(delta_x P^M, p) <= (1 - 1/W)^M with W = max p/q.
+Gaussian importance ESS (eq. ESS): for p = N(a, s1^2 I_n), q = N(b, s2^2 I_n), 2 s2^2 > s1^2,
+    1/E_q[(p/q)^2] = (s1 sqrt(2 s2^2 - s1^2) / s2^2)^n exp(-||a - b||^2 / (2 s2^2 - s1^2)).
 
 Everything here is a pure function, jit/vmap-compatible; randomness only through a keyword ``key``; bad concrete
 parameters raise ValueError naming the parameter. Costs and models are NamedTuples (pytrees), so one compiled
@@ -273,6 +275,28 @@ def gaussian_log_sup_ratio(m1, s1, m2, s2):
     finite = jnp.log(s2 / s1) + (m1 - m2) ** 2 / (2.0 * jnp.where(gap > 0, gap, 1.0))
     same = (gap == 0) & (m1 == m2)
     return jnp.where(gap > 0, finite, jnp.where(same, 0.0, jnp.inf))
+
+
+def gaussian_importance_ess(mean_p, var_p, mean_q, var_q, n: int, mean_var=0.0):
+    """Population importance ESS fraction 1/E_q[(p/q)^2] (eq. ESS) for target p = N(mean_p, var_p I_n) and
+    proposal q = N(mean_q, var_q I_n): the limit of ``importance_ess`` over N -> inf proposals. Per coordinate
+        E_q[(p/q)^2] = var_q / (sqrt(var_p) sqrt(2 var_q - var_p)) exp((mean_p - mean_q)^2 / (2 var_q - var_p)),
+    finite iff var_q > var_p / 2 (the fraction is 0 otherwise). ``mean_var`` > 0 averages the result over a
+    random proposal mean mean_q + N(0, mean_var I) (a mean fitted on samples): the exponential factor becomes
+    (1 + 2 mean_var/D)^(-1/2) exp(-(mean_p - mean_q)^2 / (D + 2 mean_var)) per coordinate, D = 2 var_q - var_p.
+    mean_p, mean_q: (..., n), or (..., 1) / scalars for the same value in every coordinate; returns (...)."""
+    v.positive_int("n", n)
+    v.positive("var_p", var_p)
+    v.positive("var_q", var_q)
+    v.nonnegative("mean_var", mean_var)
+    var_p, var_q, mean_var = _f(var_p), _f(var_q), _f(mean_var)
+    D = 2.0 * var_q - var_p
+    Ds = jnp.where(D > 0, D, 1.0)
+    delta2 = jnp.atleast_1d(_f(mean_p) - _f(mean_q)) ** 2
+    sq = jnp.sum(jnp.broadcast_to(delta2, jnp.broadcast_shapes(delta2.shape, (n,))), axis=-1)
+    log_ess = (0.5 * n * (jnp.log(var_p) + jnp.log(Ds)) - n * jnp.log(var_q)
+               - 0.5 * n * jnp.log1p(2.0 * mean_var / Ds) - sq / (Ds + 2.0 * mean_var))
+    return jnp.where(D > 0, jnp.exp(log_ess), 0.0)
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -353,3 +353,63 @@ def test_history_records_ess_in_unit_interval():
     assert ess.shape == (len(taus),) and np.all((ess > 0) & (ess <= 1 + 1e-6))
     ht, _ = al.topift(cost, prior, m=16, M=4, rounds=3, key=jax.random.key(0))
     np.testing.assert_array_equal(np.asarray(ht.ess), 1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Gaussian importance ESS (eq. ESS): quadrature, Monte Carlo Kish estimates and the IMH chains themselves
+# ---------------------------------------------------------------------------------------------------------
+
+
+@given(a=st.floats(-1.5, 1.5), s1=st.floats(0.3, 2.0), b=st.floats(-1.5, 1.5), k=st.floats(0.75, 3.0))
+def test_gaussian_importance_ess_vs_quadrature(a, s1, b, k, x64):
+    # 1-D: 1 / int p^2/q dx on a fine grid; k = s2/s1 > 1/sqrt(2) keeps the integral finite
+    s2 = k * s1
+    xs = np.linspace(-40.0, 40.0, 400001)
+    log_ratio2 = 2 * scipy.stats.norm.logpdf(xs, a, s1) - scipy.stats.norm.logpdf(xs, b, s2)
+    integral = np.sum(np.exp(log_ratio2)) * (xs[1] - xs[0])
+    assert float(al.gaussian_importance_ess(a, s1**2, b, s2**2, 1)) == pytest.approx(1 / integral, rel=1e-6)
+
+
+def test_gaussian_importance_ess_product_form_and_edge_cases(x64):
+    # n coordinates multiply; a (..., 1) or scalar mean stands for every coordinate; q too narrow -> 0
+    one = float(al.gaussian_importance_ess(0.3, 0.5, 0.0, 1.1, 1))
+    assert float(al.gaussian_importance_ess(0.3, 0.5, 0.0, 1.1, 4)) == pytest.approx(one**4, rel=1e-12)
+    vec = al.gaussian_importance_ess(jnp.full((2, 4), 0.3), 0.5, jnp.zeros((2, 4)), 1.1, 4)
+    np.testing.assert_allclose(np.asarray(vec), one**4, rtol=1e-12)
+    col = al.gaussian_importance_ess(jnp.array([[0.3], [0.0]]), 0.5, 0.0, 1.1, 4)
+    assert float(col[0]) == pytest.approx(one**4, rel=1e-12) and float(col[1]) > float(col[0])
+    assert float(al.gaussian_importance_ess(0.0, 1.0, 0.0, 1.0, 7)) == pytest.approx(1.0, rel=1e-12)
+    assert float(al.gaussian_importance_ess(0.0, 1.0, 0.0, 0.5, 3)) == 0.0
+    with pytest.raises(ValueError, match="var_q"):
+        al.gaussian_importance_ess(0.0, 1.0, 0.0, -1.0, 3)
+    with pytest.raises(ValueError, match="mean_var"):
+        al.gaussian_importance_ess(0.0, 1.0, 0.0, 1.0, 3, mean_var=-0.1)
+
+
+def test_gaussian_importance_ess_vs_monte_carlo_kish_and_random_mean(x64):
+    rng = np.random.default_rng(0)
+    n, vp, vq = 10, 0.1, 0.22  # the paper's inflation at a step tau -> 1.1 tau: var_q / var_p = 2.2
+    a = 0.1 * rng.normal(size=n)
+    y = math.sqrt(vq) * rng.standard_normal((400_000, n))
+    lw = (scipy.stats.norm.logpdf(y, a, math.sqrt(vp)) - scipy.stats.norm.logpdf(y, 0.0, math.sqrt(vq))).sum(1)
+    pred = float(al.gaussian_importance_ess(jnp.asarray(a), vp, jnp.zeros(n), vq, n))
+    assert float(al.importance_ess(jnp.asarray(lw))) == pytest.approx(pred, rel=0.02)
+    # averaging over a proposal mean drawn from N(0, mean_var I): Monte Carlo over the mean vs the closed form
+    mv = 0.01
+    means = math.sqrt(mv) * rng.standard_normal((20_000, n))
+    mc = np.mean(np.asarray(al.gaussian_importance_ess(jnp.asarray(a), vp, jnp.asarray(means), vq, n)))
+    assert float(al.gaussian_importance_ess(jnp.asarray(a), vp, jnp.zeros(n), vq, n, mean_var=mv)) == \
+        pytest.approx(mc, rel=0.01)
+
+
+@pytest.mark.parametrize("inflation", [1.0, 2.0])
+def test_imh_chains_ess_matches_the_closed_form(inflation):
+    # the sampler's recorded ESS (proposals are iid from the model whatever the chain does) vs eq. ESS
+    n, mu_d, mu0, tau = 10, 0.5, 0.1, 10.0
+    cost = al.rastrigin_envelope(mu_d, 0.0, 3.0, jnp.zeros(n))
+    prior = al.gaussian_prior(jnp.full(n, 6.0), mu0)
+    mu, mu_prev = mu0 + tau * mu_d, mu0 + tau / 1.1 * mu_d
+    model = al.Gaussian(jnp.full(n, mu0 * 6.0 / mu_prev), math.sqrt(inflation / mu_prev) * jnp.eye(n))
+    _, _, _, ess = al.imh_chains(cost, prior, tau, model, m=400, M=50, key=jax.random.key(1), return_ess=True)
+    pred = float(al.gaussian_importance_ess(mu0 * 6.0 / mu, 1 / mu, mu0 * 6.0 / mu_prev, inflation / mu_prev, n))
+    assert float(ess) == pytest.approx(pred, rel=0.1), (inflation, float(ess), pred)  # Kish sd ~2.5% at N=2e4
