@@ -17,7 +17,7 @@ from theory import zoe_grad as zg
     ("sigma", 0.0), ("sigma", float("nan")), ("mc_seeds", 3), ("toy_seeds", 2), ("qat_seeds", 2),
     ("int_bits", 1), ("kernel_points", 20), ("qat_format", "fp8"), ("qat_surrogates", ("gaussian",)),
     ("qat_surrogates", ("ste", "cauchy")), ("sweep_sigmas", (0.1, -1.0, 0.3)), ("d_model", 48),
-    ("mc_samples", 0),
+    ("mc_samples", 0), ("qat", 1),
 ])
 def test_config_validation_names_the_field(field, value):
     with pytest.raises(ValueError, match=field.split("_")[0]):
