@@ -98,6 +98,7 @@ class Config:
     toy_zo: int = 4  # zeroth-order draws per coordinate per step
     toy_seeds: int = 8
     # 5. QAT on the tiny LM
+    qat: bool = True  # False: skip part 5 (its paper claims need the full preset's seeds and steps to decide)
     d_model: int = 32
     n_layers: int = 1
     n_heads: int = 2
@@ -131,6 +132,8 @@ class Config:
             if getattr(self, name) < 5:
                 raise ValueError(f"{name} must be >= 5 (claims decide on an interval over seeds), got "
                                  f"{getattr(self, name)}")
+        if not isinstance(self.qat, bool):
+            raise ValueError(f"qat must be a bool, got {self.qat!r}")
         if self.qat_seeds < 3:
             raise ValueError(f"qat_seeds must be >= 3, got {self.qat_seeds}")
         if len(self.sweep_sigmas) < 3 or not all(isinstance(s, (int, float)) and math.isfinite(s) and s > 0
@@ -161,8 +164,12 @@ class Config:
 
 PRESETS = {
     "full": Config(),
+    # quick: parts 1-4 only. Part 5 (QAT) decides nothing at a CI size (3 seeds x 20 steps on a barely trained
+    # model: its paper claims were measured but undecidable) and cost ~57% of the quick run (one vmapped
+    # fine-tune compilation per arm); the full preset runs it, ``tests/sims/test_zoe_grad.py`` keeps a slow
+    # smoke test of it.
     "quick": Config(mc_samples=20_000, n_x=13, kernel_points=15, toy_steps=150, ctx=16, pretrain_steps=150,
-                    qat_surrogates=("ste", "gaussian"), qat_steps=20, qat_seeds=3, eval_windows=32,
+                    qat=False, qat_surrogates=("ste", "gaussian"), qat_steps=20, qat_seeds=3, eval_windows=32,
                     sweep_sigmas=(0.08, 0.15, 0.2887, 0.5, 1.0)),
 }
 
@@ -442,8 +449,9 @@ def run(cfg: Config, *, key) -> dict:
 
     k1, k2, k3, k4 = jax.random.split(key, 4)
     parts = (("estimators", lambda: run_estimators(cfg, k1)), ("sweep", lambda: run_sweep(cfg)),
-             ("kernel", lambda: run_kernel_check(cfg, k2)), ("toy", lambda: run_toy(cfg, k3)),
-             ("qat", lambda: run_qat(cfg, k4)))
+             ("kernel", lambda: run_kernel_check(cfg, k2)), ("toy", lambda: run_toy(cfg, k3)))
+    if cfg.qat:
+        parts += (("qat", lambda: run_qat(cfg, k4)),)
     out, wall = {}, {}
     for name, fn in parts:
         t0 = time.perf_counter()
@@ -507,6 +515,8 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     out.append(Claim(
         "bias of the surrogate gradient sup_w |Q - Q_sigma| g_sigma <= B = sup|Q - Q_sigma| sup g_sigma (eq. 9)",
         float(t["constants"]["B"]), float(t["bias_sup"]), 0.0, "le", kind="bound", source="reconstruction"))
+    if "qat" not in results:
+        return out
     q = results["qat"]
     fmt = f"{cfg.qat_format}{cfg.qat_bits if cfg.qat_format == 'int' else ''}"
     control = _ppl(q["fp_ptq"])
@@ -621,6 +631,8 @@ def plot(results: dict, cfg: Config) -> dict:
     ax2.legend(fontsize=7)
     figs["convergence"] = fig
 
+    if "qat" not in results:
+        return figs
     q = results["qat"]
     arms = ["ptq", "fp_ptq", *cfg.qat_surrogates]
     fig, ax = style.figure(figsize=(9, 4.6))
@@ -649,16 +661,17 @@ def plot(results: dict, cfg: Config) -> dict:
     return figs
 
 
+# first: the cheapest (it changes only the kernel check's compiled function; the default suite runs it)
 MUTANTS = [
+    Mutant("fake_quant_grad_times_scale", "pallas_kernels.quant.fake_quant:_surrogate",
+           lambda f: lambda z, special, spec: f(z, special, spec) * 1.25,
+           "fake_quant's backward off by 25% (a stray chain-rule factor)"),
     Mutant("density_missing_normalisation", "theory.zoe_grad:_pdf",
            lambda f: lambda t, law: 1.1 * f(t, law),
            "the perturbation density 10% too large (a dropped normalising constant)"),
     Mutant("boundaries_at_levels", "theory.zoe_grad:_boundaries",
            lambda f: lambda levels: levels[..., :-1] + 0.4 * (levels[..., 1:] - levels[..., :-1]),
            "decision boundaries 40% of the way between levels instead of the midpoint"),
-    Mutant("fake_quant_grad_times_scale", "pallas_kernels.quant.fake_quant:_surrogate",
-           lambda f: lambda z, special, spec: f(z, special, spec) * 1.25,
-           "fake_quant's backward off by 25% (a stray chain-rule factor)"),
     Mutant("logistic_score_without_scale", "theory.zoe_grad:_score",
            lambda f: lambda u, law: f(u, law) * (math.sqrt(3) / math.pi if law == "logistic" else 1.0),
            "the logistic score tanh(u/2s)/s without its 1/s"),

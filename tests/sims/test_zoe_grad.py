@@ -17,7 +17,7 @@ from theory import zoe_grad as zg
     ("sigma", 0.0), ("sigma", float("nan")), ("mc_seeds", 3), ("toy_seeds", 2), ("qat_seeds", 2),
     ("int_bits", 1), ("kernel_points", 20), ("qat_format", "fp8"), ("qat_surrogates", ("gaussian",)),
     ("qat_surrogates", ("ste", "cauchy")), ("sweep_sigmas", (0.1, -1.0, 0.3)), ("d_model", 48),
-    ("mc_samples", 0),
+    ("mc_samples", 0), ("qat", 1),
 ])
 def test_config_validation_names_the_field(field, value):
     with pytest.raises(ValueError, match=field.split("_")[0]):
@@ -40,15 +40,26 @@ def test_kernel_blocks_pin_the_scale():
 
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
-    for fname in ("estimators.png", "sigma_sweep.png", "kernel_check.png", "convergence.png", "qat.png",
-                  "claims.json", "data.npz"):
+    for fname in ("estimators.png", "sigma_sweep.png", "kernel_check.png", "convergence.png", "claims.json",
+                  "data.npz"):
         assert (tmp_path / fname).stat().st_size > 0, fname
-    kinds = {c.kind for c in outcome.claims}
-    assert kinds == {"check", "bound", "paper"}
-    # the quick QAT (3 seeds x 20 steps on a barely trained 1-layer model) is a smoke run: its paper claims are
-    # measured but too noisy to decide; the full preset decides them
-    decided = [c for c in outcome.claims if c.kind != "paper"]
-    failed = [c.statement for c in decided if not c.passed]
+    # the quick preset skips part 5 (QAT: its paper claims are decided on the full preset only; see
+    # test_qat_smoke for its code path)
+    assert not (tmp_path / "qat.png").exists()
+    assert {c.kind for c in outcome.claims} == {"check", "bound"}
+    failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
     assert all(np.isfinite(c.measured) for c in outcome.claims)
-    assert not bool(jnp.any(outcome.results["qat"]["diverged"]))
+
+
+@pytest.mark.slow
+def test_qat_smoke():
+    """Part 5 at the old quick size (3 seeds x 20 steps, STE and Gaussian): runs and stays finite. A smoke
+    run: the paper claims are too noisy to decide here."""
+    import jax
+
+    cfg = dataclasses.replace(sim.PRESETS["quick"], qat=True)
+    q = sim.run_qat(cfg, jax.random.key(0))
+    assert not bool(jnp.any(q["diverged"]))
+    for arm in ("fp", "ptq", "fp_ptq", *cfg.qat_surrogates):
+        assert np.all(np.isfinite(np.asarray(q[arm]))), arm
