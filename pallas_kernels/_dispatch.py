@@ -16,23 +16,20 @@ call runs inside :func:`checked` (``jax.experimental.checkify``), which raises t
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
-import re
 from collections.abc import Callable
 from typing import Literal
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from jax.experimental import checkify
+
+# the opt-in checkify path is theory's (jax only): one switch, part of the jit trace context, and one `checked`
+# that turns on the checks of both packages
+from theory._checkify import checked, checking_traced, emit  # noqa: F401 (checked: re-exported)
 
 Implementation = Literal["xla", "pallas", "interpret"] | None
 IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
-
-_CHECKIFY = contextvars.ContextVar("pallas_kernels_checkify", default=False)
 
 
 def platform(backend: str | None = None) -> str:
@@ -89,7 +86,7 @@ def is_traced(x) -> bool:
 
 
 def checkify_enabled() -> bool:
-    return _CHECKIFY.get()
+    return checking_traced()
 
 
 def require(ok, msg: str, *fmt_args) -> None:
@@ -102,8 +99,8 @@ def require(ok, msg: str, *fmt_args) -> None:
             raise ValueError(msg.format(*(np.asarray(a).item() for a in fmt_args)))
         return
     if is_traced(ok) or any(is_traced(a) for a in fmt_args):
-        if _CHECKIFY.get():
-            checkify.check(jnp.all(ok), msg, *fmt_args)
+        if checking_traced():
+            emit(jnp.all(ok), msg, *fmt_args)
         return
     if not bool(np.all(np.asarray(ok))):
         raise ValueError(msg.format(*(np.asarray(a).item() for a in fmt_args)))
@@ -156,9 +153,9 @@ def check_array(
 def check_finite(name: str, x, why: str = "") -> None:
     """No inf/nan in ``x`` (eager; under :func:`checked` also traced)."""
     if is_traced(x):
-        if _CHECKIFY.get():
+        if checking_traced():
             bad = jnp.sum(~jnp.isfinite(jnp.asarray(x))).astype(jnp.int32)
-            checkify.check(bad == 0, f"{name} contains {{}} non-finite value(s) (inf/nan){why}", bad)
+            emit(bad == 0, f"{name} contains {{}} non-finite value(s) (inf/nan){why}", bad)
         return
     a = np.asarray(jnp.asarray(x).astype(jnp.float32) if jnp.dtype(x.dtype) == jnp.bfloat16 else x)
     bad = ~np.isfinite(a)
@@ -182,52 +179,10 @@ def check_range(name: str, x, lo: int, hi: int) -> None:
         return
     msg = f"{name} must lie in [{lo}, {hi}), got range [{{}}, {{}}]"
     if is_traced(x):
-        if _CHECKIFY.get():
+        if checking_traced():
             mn, mx = jnp.min(x), jnp.max(x)
-            checkify.check((mn >= lo) & (mx < hi), msg, mn, mx)
+            emit((mn >= lo) & (mx < hi), msg, mn, mx)
         return
     a = np.asarray(x)
     if a.min() < lo or a.max() >= hi:
         raise ValueError(msg.format(a.min(), a.max()))
-
-
-# ---------------------------------------------------------------------------------------------------------
-# checkify path
-# ---------------------------------------------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _checkify_on():
-    tok = _CHECKIFY.set(True)
-    try:
-        yield
-    finally:
-        _CHECKIFY.reset(tok)
-
-
-def checked(fn: Callable, *, jit: bool = True) -> Callable:
-    """``fn`` with the value checks of every kernel op it calls active under ``jit``.
-
-    ``checked(f)(*args)`` traces ``f`` with ``jax.experimental.checkify`` (and ``jax.jit`` unless
-    ``jit=False``) and raises the same ``ValueError`` an eager call would (NaN inputs, out-of-range
-    ``kv_indices``...). Static checks (dtype, shapes, block sizes) raise at trace time as usual.
-    """
-
-    def traced(*args, **kwargs):
-        with _checkify_on():
-            return fn(*args, **kwargs)
-
-    cf = checkify.checkify(traced, errors=checkify.user_checks)
-    if jit:
-        cf = jax.jit(cf)
-
-    @functools.wraps(fn)
-    def wrapper(*args, **kwargs):
-        with _checkify_on():
-            err, out = cf(*args, **kwargs)
-        msg = err.get()
-        if msg is not None:
-            raise ValueError(re.sub(r"\s*\((`check` failed|check failed at).*$", "", msg, flags=re.S))
-        return out
-
-    return wrapper

@@ -197,3 +197,16 @@ def test_checkify_raises_the_eager_errors_under_jit():
         checked(lambda g: nvfp4_quantize(X, global_scale=g).codes)(jnp.float32(np.inf))
     np.testing.assert_allclose(checked(f)(Q, IDX), jax.jit(f)(Q, IDX))  # a good input passes through
     assert jax.jit(f)(Q, IDX + 1).shape == Q.shape  # without checked: no check under jit (documented)
+
+
+def test_checked_and_plain_jit_of_one_function_do_not_share_a_trace():
+    """`checked(jit(f))` then plain `jit(f)` (and the reverse): the check switch is part of jit's trace context
+    (theory._checkify), so neither call reuses the other's trace: checks are neither leaked nor skipped."""
+    g = jax.jit(lambda x: nvfp4_quantize(x).codes)
+    with pytest.raises(ValueError, match="x contains 1 non-finite"):
+        checked(g)(XNAN)
+    assert g(XNAN).shape == g(X).shape  # plain jit afterwards: no check, no "not functionalized" error
+    h = jax.jit(lambda x: nvfp4_quantize(x).codes)
+    assert h(XNAN).shape == h(X).shape  # plain jit first
+    with pytest.raises(ValueError, match="x contains 1 non-finite"):
+        checked(h)(XNAN)  # ... then checked: the check is not skipped
