@@ -258,25 +258,28 @@ def cache_dir() -> Path:
     return Path.home() / ".cache" / "workbench"
 
 
-def enable_compilation_cache(path: str | Path | None = None) -> Path | None:
+def enable_compilation_cache(path: str | Path | None = None, *, min_compile_time_s: float = 0.1) -> Path | None:
     """Keep XLA's compiled executables on disk (JAX's persistent compilation cache), so that a second run of a
     result, an audit's mutant runs and the test suite's repeated quick runs skip most of their compile time.
 
-    The folder is ``path``, else ``$JAX_COMPILATION_CACHE_DIR`` when set, else ``cache_dir()/jax``
-    (git-ignored). ``WORKBENCH_JAX_CACHE=0`` turns it off. Entries are keyed by the HLO, the jax/jaxlib versions,
+    The folder is ``path``, else the one already configured in JAX (``$JAX_COMPILATION_CACHE_DIR`` or
+    ``jax.config``), else ``cache_dir()/jax`` (git-ignored). ``WORKBENCH_JAX_CACHE=0`` turns it off. Compilations
+    that take longer than ``min_compile_time_s`` are written (notebooks pass 0: their many small eager
+    compilations are most of an opening). Entries are keyed by the HLO, the jax/jaxlib versions,
     the backend and the compile options, so a changed function (a mutant included) never reuses a stale entry.
     Returns the folder in use, or None when off.
     """
     if os.environ.get("WORKBENCH_JAX_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
         return None
-    folder = Path(path or os.environ.get("JAX_COMPILATION_CACHE_DIR") or cache_dir() / "jax").expanduser()
+    configured = os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir
+    folder = Path(path or configured or cache_dir() / "jax").expanduser()
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError:
         return None  # a read-only checkout: run without the cache rather than fail
     jax.config.update("jax_compilation_cache_dir", str(folder))
-    # cache every compilation that takes more than a tenth of a second (most of a quick run's compile time)
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.1)
+    # by default every compilation over a tenth of a second: most of a quick run's compile time
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", min_compile_time_s)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
     # a size cap turns on JAX's eviction, which also takes a file lock around every read and write: several
     # processes (pytest-xdist workers, notebook kernels, CLI runs) can then share one folder safely

@@ -37,21 +37,16 @@ LABEL_STYLE = {"description_width": "initial"}
 
 
 def enable_compilation_cache() -> Path | None:
-    """Point JAX's persistent compilation cache at ``<cache>/jax`` (``harness.cache_dir()``, git-ignored) unless
-    the user set one or ``WORKBENCH_JAX_CACHE=0``; done on import inside a Jupyter kernel. Opening a notebook
-    runs the result's ``plot`` and the closed forms eagerly, i.e. dozens of small XLA compilations: cached, a
-    second opening compiles nothing (river_valley: 2.4 s -> 0.6 s of CPU for open + figures + claims).
-    Returns the folder, or None when left alone."""
-    if os.environ.get("WORKBENCH_JAX_CACHE", "1") == "0":
-        return None
+    """JAX's persistent compilation cache for a notebook kernel (``harness.enable_compilation_cache``: the folder
+    ``<cache>/jax``, file-locked; left alone when the user configured one, off with ``WORKBENCH_JAX_CACHE=0``);
+    done on import inside a Jupyter kernel. Opening a notebook runs the result's ``plot`` and the closed forms
+    eagerly, i.e. dozens of small XLA compilations, so every compilation is cached: a second opening compiles
+    nothing (river_valley: 2.4 s -> 0.6 s of CPU for open + figures + claims). Returns the folder, or None."""
     import jax
 
-    if jax.config.jax_compilation_cache_dir:
+    if jax.config.jax_compilation_cache_dir:  # the user's own cache settings are left as they are
         return None
-    folder = harness.cache_dir() / "jax"
-    jax.config.update("jax_compilation_cache_dir", str(folder))
-    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
-    return folder
+    return harness.enable_compilation_cache(min_compile_time_s=0.0)
 
 
 def headless() -> bool:
