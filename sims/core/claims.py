@@ -202,6 +202,40 @@ def format_counts(claims: Sequence[Claim]) -> str:
     return ", ".join(parts)
 
 
+@dataclasses.dataclass(frozen=True)
+class ChanceFailures:
+    """How many interval claims one would expect to fail by chance if the code and the theory were right.
+
+    Only ``comparison="ci"`` claims (an exact expectation inside a 95% interval) have a known false-failure rate:
+    ``1 - level`` each, independently across claims decided on independent seeds. ``p_value`` is the binomial
+    probability of at least ``failed`` such failures among ``n`` when every prediction is right; a small value
+    (say < 0.05) means the misses are more than chance and each needs an explanation. Interval claims of the
+    other comparisons (whole interval within a tolerance) fail less often than ``1 - level`` under a correct
+    prediction and are not counted here.
+    """
+
+    n: int
+    failed: int
+    expected: float
+    p_value: float
+
+    def __str__(self) -> str:
+        if not self.n:
+            return "no exact-expectation interval claims"
+        return (f"{self.failed} of {self.n} exact-expectation 95%-interval claims fail; "
+                f"{self.expected:.2g} expected by chance, P(>= {self.failed} by chance) = {self.p_value:.2g}")
+
+
+def chance_failures(claims: Sequence[Claim], *, level: float = 0.95) -> ChanceFailures:
+    """:class:`ChanceFailures` of the ``comparison="ci"`` claims among ``claims`` (see there)."""
+    from scipy import stats
+
+    ci = [c for c in claims if c.comparison == "ci"]
+    failed = sum(not c.passed for c in ci)
+    p = float(stats.binom.sf(failed - 1, len(ci), 1 - level)) if ci else 1.0
+    return ChanceFailures(len(ci), failed, len(ci) * (1 - level), p)
+
+
 def _measured_text(c: Claim) -> str:
     if c.ci:
         return f"{c.measured:.5g} +- {c.ci:.2g} (n={c.n_seeds})"
@@ -211,6 +245,9 @@ def _measured_text(c: Claim) -> str:
 def format_claims(name: str, claims: Sequence[Claim]) -> str:
     """A plain-text table: status, kind, statement, predicted, measured (+- CI), criterion, slack."""
     lines = [f"{name}: {sum(c.passed for c in claims)}/{len(claims)} claims pass ({format_counts(claims)})"]
+    chance = chance_failures(claims)
+    if chance.n:
+        lines.append(f"  ({chance})")
     width = min(72, max((len(c.statement) for c in claims), default=10))
     for c in claims:
         status = "PASS" if c.passed else "FAIL"

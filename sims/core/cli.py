@@ -183,6 +183,7 @@ def _cmd_claims(names) -> int:
     for name in names:
         registry.get(name)  # unknown names: the one-line error before any output
     bad = 0
+    every = []
     for name in names:
         claims = harness.load_claims(name)
         if claims is None:
@@ -190,11 +191,16 @@ def _cmd_claims(names) -> int:
             bad += 1
             continue
         print(harness.format_claims(name, claims))
+        every += claims
         problems = harness.verify_outputs(harness.FIGURES_DIR / name)
         for problem in problems:
             print(f"  warning: figures/{name}: {problem}; rerun `workbench run {name}`", file=sys.stderr)
         stale = [p for p in problems if "no content hash" not in p]
         bad += bool(stale) or not all(c.passed for c in claims)
+    if len(names) > 1:
+        from sims.core.claims import chance_failures
+
+        print(f"\nall results: {sum(c.passed for c in every)}/{len(every)} claims pass; {chance_failures(every)}")
     return 1 if bad else 0
 
 

@@ -651,3 +651,19 @@ def test_readme_claims_column_is_generated(tmp_path):
                   "| [demo](sims/demo.py) | 9/9 |\n\nend\n")
     assert readme.update_results_table(md, tmp_path / "figures") == ["demo"]
     assert "| [demo](sims/demo.py) | 2/3 (1 check, 1 bound, 1 paper) |" in md.read_text()
+
+
+def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail():
+    from math import comb
+
+    from sims.core.claims import chance_failures
+
+    ok = harness.Claim("in", 1.0, 1.01, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
+    miss = harness.Claim("out", 1.0, 1.05, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
+    other = harness.Claim("rel", 1.0, 3.0, 0.1, kind="check", ci=0.02, n_seeds=5)  # not a 'ci' comparison
+    got = chance_failures([ok] * 18 + [miss] * 2 + [other])
+    assert (got.n, got.failed) == (20, 2) and abs(got.expected - 1.0) < 1e-12
+    tail = 1 - sum(comb(20, k) * 0.05**k * 0.95 ** (20 - k) for k in range(2))
+    assert abs(got.p_value - tail) < 1e-12
+    assert chance_failures([ok, other]).p_value == 1.0 and chance_failures([other]).n == 0
+    assert "2 of 20" in str(got)
