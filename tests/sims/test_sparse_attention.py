@@ -57,8 +57,12 @@ def test_equal_density_and_reference_masks(quick):
         np.testing.assert_allclose(dens, dens[0], atol=1.5 / cfg.num_blocks)
     for ref in ("stale", "oracle"):
         assert abs(float(np.asarray(pol[ref]["density"])[0]) - cfg.main_k / cfg.num_blocks) < 1e-6
+    # the mass-greedy reference keeps the same number of blocks plus at most the best block of each row
+    kb = cfg.num_blocks
+    d_glob = float(np.asarray(pol["global"]["density"])[0])
+    assert cfg.main_budget - 0.5 / kb**2 <= d_glob <= cfg.main_budget + 1.0 / kb + 1e-6
     # errors are finite relative errors; the end-to-end NLL change is finite
-    for a in ("uniform", "concentration", "oracle", "stale"):
+    for a in ("uniform", "concentration", "oracle", "stale", "global"):
         assert np.all(np.isfinite(np.asarray(pol[a]["err"]))) and np.all(np.asarray(pol[a]["err"]) >= 0)
         assert np.all(np.isfinite(np.asarray(pol[a]["dnll"])))
 
