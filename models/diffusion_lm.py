@@ -9,7 +9,8 @@ every position. Output logits over the 256 bytes only (the denoiser never predic
 Objective (LLaDA, Nie et al. 2025, eq. 3; the absorbing-state masked diffusion of Austin et al. 2021 / Sahoo
 et al. 2024): draw ``t ~ U(eps, 1]`` per sequence, mask each token independently with probability t, and
 minimise ``E[ (1/t) sum_i 1[x_t^i = MASK] (-log p(x_0^i | x_t)) ] / L`` (:func:`diffusion_loss`), an upper
-bound on the negative log-likelihood per token.
+bound on the negative log-likelihood per token. The t of a batch are drawn low-discrepancy (one per stratum of
+(eps, 1], :func:`diffusion_times`, MDLM's sampler): the same expectation with less gradient noise.
 
 Sampling (:func:`generate`; LLaDA's "low-confidence remasking", semi-autoregressive): positions
 ``prompt_len..L-1`` start as [MASK] and are decoded in ``gen_len / block_len`` blocks, left to right, with
