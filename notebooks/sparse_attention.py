@@ -78,7 +78,8 @@ nb.show("maps", "overlap")
 # %% [markdown]
 # ## Policies at equal density
 # Output error and the end-to-end NLL change (every layer through `block_sparse_attention`) vs density, vs
-# refresh period, and per step; grey = uniform budget, red = the paper's head-adaptive budget.
+# refresh period, and per step; grey = uniform budget, red = the paper's head-adaptive budget, blue diamond = a
+# mass-greedy allocation (the largest pooled importances over all heads and rows) as a reference.
 
 # %%
 nb.show("policy_budget", "refresh_period", "per_step")

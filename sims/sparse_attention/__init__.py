@@ -53,7 +53,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     head_spread = trajectory.head_spread_test(maps["topk_mass"], cfg.n_perm)
 
     masks = policy.offline_masks(imp, true, cfg)
-    names = ("uniform", "concentration", "oracle", "stale")
+    names = ("uniform", "concentration", "oracle", "stale", "global")
     sizes = [masks[n].shape[0] for n in names]
     err, dnll, dense_nll = policy.score_offline(model, states, truth, jnp.concatenate([masks[n] for n in names]), cfg)
     pol, start = {}, 0
@@ -89,7 +89,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "policy": pol,
         "online": online,
         "louver": louver_speed.louver_study(model, states, cfg),
-        "speed": louver_speed.speed_study(cfg, k_speed),
+        "speed": louver_speed.speed_study(cfg, key=k_speed),
     }
 
 

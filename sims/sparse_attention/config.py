@@ -16,12 +16,13 @@ class Config:
     n_layers: int = 2
     n_heads: int = 4
     seq_len: int = 128
-    train_steps: int = 1000
+    train_steps: int = 2500
     batch_size: int = 32
-    lr: float = 3e-3
-    warmup: int = 50
+    lr: float = 5e-3
+    warmup: int = 100
     eval_windows: int = 64  # held-out windows for the masked-token accuracy
     eval_ratio: float = 0.5  # mask ratio of that evaluation
+    max_whitespace_quantile: float = 0.5  # eval windows / prompts: whitespace fraction <= this quantile
     # denoising trajectories: prompt = the first prompt_len bytes of a held-out window, the rest generated
     n_prompts: int = 10
     prompt_len: int = 32
@@ -74,6 +75,8 @@ class Config:
             raise ValueError(f"n_prompts must be >= 5 (claims are decided over prompts), got {self.n_prompts}")
         v.positive("lr", self.lr)
         v.in_interval("eval_ratio", self.eval_ratio, 0.0, 1.0, closed_hi=True)
+        v.in_interval("max_whitespace_quantile", self.max_whitespace_quantile, 0.0, 1.0, closed_hi=True)
+        v.positive("max_whitespace_quantile", self.max_whitespace_quantile)
         dl.schedule(self.seq_len, self.prompt_len, self.steps, self.gen_block)  # raises on a bad schedule
         for name, blk, length in (
             ("block", self.block, self.seq_len),

@@ -137,16 +137,18 @@ def plot(results, cfg: Config) -> dict:
                 d, em, yerr=eh, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a], label=f"{LABELS[a]}, {lab}"
             )
             axes[1].errorbar(d, nm_, yerr=nh_, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a])
-    for name, mk in (("oracle", "*"), ("stale", "x")):
+    refs = {
+        "oracle": ("*", "black", "oracle: top-k of the true pooled attention"),
+        "stale": ("x", "black", f"mask {cfg.far_lag} steps old (uniform)"),
+        "global": ("D", "tab:blue", f"mass-greedy global allocation, refresh every {P}"),
+    }
+    for name, (mk, col, lab) in refs.items():
+        if name not in pol:  # data committed before the reference existed
+            continue
         e = pol[name]["err"][0].mean(axis=(1, 2))
-        lab = (
-            "oracle: top-k of the true pooled attention"
-            if name == "oracle"
-            else f"mask {cfg.far_lag} steps old (uniform)"
-        )
-        axes[0].errorbar(pol[name]["density"][0], *_ci(e[:, None]), fmt=mk, ms=9, color="black", label=lab)
+        axes[0].errorbar(pol[name]["density"][0], *_ci(e[:, None]), fmt=mk, ms=7, color=col, label=lab)
         axes[1].errorbar(
-            pol[name]["density"][0], *_ci(pol[name]["dnll"][0].mean(axis=1)[:, None]), fmt=mk, ms=9, color="black"
+            pol[name]["density"][0], *_ci(pol[name]["dnll"][0].mean(axis=1)[:, None]), fmt=mk, ms=7, color=col
         )
     axes[1].axhline(0, color="black", lw=0.6)
     axes[0].set(

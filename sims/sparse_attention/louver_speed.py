@@ -86,7 +86,7 @@ def _chunked(fn, b: int):
     return jax.jit(call)
 
 
-def speed_study(cfg: Config, key) -> dict:
+def speed_study(cfg: Config, *, key) -> dict:
     """Seconds (fastest of ``speed_repeats`` interleaved calls) of block-sparse (XLA) at each sparsity and of
     the same op with every block listed, called on the whole sequence and per query block; the dense XLA path.
     Interleaved: one repeat of every variant per round, so load changes on a shared machine hit all alike."""

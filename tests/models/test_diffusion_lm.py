@@ -81,11 +81,22 @@ def test_mask_tokens_rate_and_loss():
 
 
 def test_key_is_keyword_only():
-    for fn in (dl.mask_tokens, dl.diffusion_loss, dl.masked_accuracy, dl.unmask_step, dl.generate):
+    for fn in (dl.mask_tokens, dl.diffusion_times, dl.diffusion_loss, dl.masked_accuracy, dl.unmask_step, dl.generate):
         assert inspect.signature(fn).parameters["key"].kind is inspect.Parameter.KEYWORD_ONLY, fn.__name__
     assert inspect.signature(dl.DiffusionLM.__init__).parameters["key"].kind is inspect.Parameter.KEYWORD_ONLY
     with pytest.raises(TypeError):
         dl.DiffusionLM(CFG, jax.random.key(0))
+
+
+def test_diffusion_times_low_discrepancy():
+    """One t per stratum [(b-1)/B, b/B) of (eps, 1] (after the affine map), every t in (eps, 1]; over draws each
+    t_b is uniform (mean 1/2 within Monte Carlo error)."""
+    eps, B = 1e-3, 16
+    ts = np.stack([np.asarray(dl.diffusion_times(B, key=jax.random.key(i), eps=eps)) for i in range(200)])
+    assert np.all((ts > eps) & (ts <= 1.0))
+    u = 1.0 - (ts - eps) / (1.0 - eps)  # back to [0, 1)
+    assert all(sorted(np.floor(row * B).astype(int)) == list(range(B)) for row in u)
+    assert abs(ts.mean() - (1 + eps) / 2) < 4 * (1 / np.sqrt(12)) / np.sqrt(200)  # per-row mean is near exact
 
 
 def test_schedule():
