@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student feature learning at extensive width: a decoupled fixed-point model (OUR RECONSTRUCTION).
 
 Paper: Barbier & Nguyen, "Sharp feature-learning transitions and Bayes-optimal neural scaling laws in
@@ -65,6 +66,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from theory import _validate as v
 
@@ -80,14 +82,14 @@ class NotConvergedError(RuntimeError):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def normaliser(k: int, beta) -> jax.Array:
+def normaliser(k: int, beta: Float[ArrayLike, ""]) -> Float[Array, ""]:
     """Z = sum_{j<=k} j^(-2 beta) (eq. A)."""
     v.positive_int("k", k)
     v.check("beta", beta, lambda b: b > 0.5, "> 1/2")
     return jnp.sum(jnp.arange(1, k + 1, dtype=jnp.result_type(float)) ** (-2.0 * beta))
 
 
-def amplitudes(k: int, beta) -> jax.Array:
+def amplitudes(k: int, beta: Float[ArrayLike, ""]) -> Float[Array, " k"]:
     """Squared readout amplitudes a2_i = i^(-2 beta) / Z, i = 1..k, shape (k,), summing to 1 (eq. A).
 
     ``k`` is static; ``beta`` (> 1/2) may be traced.
@@ -108,7 +110,7 @@ class Kernel(NamedTuple):
     c2: jax.Array
 
 
-def hermite_kernel(mu) -> Kernel:
+def hermite_kernel(mu: Float[ArrayLike, " L"]) -> Kernel:
     """Kernel from Hermite coefficients ``mu`` = (mu_1, ..., mu_L) of the activation (normalised basis).
 
     mu_0 (a constant output) carries no feature information and is excluded. Raises ValueError when every
@@ -125,20 +127,21 @@ def cubic_kernel() -> Kernel:
     return hermite_kernel([0.0, 0.0, 1.0])
 
 
-def g(m, kernel: Kernel | None = None):
+def g(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """Overlap kernel g(m) (eq. G); broadcasts over ``m``."""
+    v.finite("m", m)
     c2 = (kernel or cubic_kernel()).c2
     return jnp.polyval(c2[::-1], m)
 
 
-def g_prime(m, kernel: Kernel | None = None):
+def g_prime(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """g'(m); broadcasts over ``m``."""
     c2 = (kernel or cubic_kernel()).c2
     ls = jnp.arange(c2.shape[0], dtype=c2.dtype)
     return jnp.polyval((ls * c2)[1:][::-1], m)
 
 
-def one_minus_g_from_s(s, kernel: Kernel | None = None):
+def one_minus_g_from_s(s: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """1 - g(m) at m = s/(1 + s), computed without cancellation: (1 - m) sum_l c2_l (1 + m + ... + m^(l-1))."""
     c2 = (kernel or cubic_kernel()).c2
     s = jnp.asarray(s)
@@ -154,14 +157,17 @@ def one_minus_g_from_s(s, kernel: Kernel | None = None):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def m_plus(c):
+def m_plus(c: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     """Non-trivial (stable) branch for g = m^3: m+(c) = (1 + sqrt(1 - 4/(3c)))/2, NaN-free: 0 below c = 4/3."""
+    v.finite("c", c)
     c = jnp.asarray(c, dtype=jnp.result_type(float))
     disc = 1.0 - 4.0 / (3.0 * jnp.maximum(c, SPINODAL_C))
     return jnp.where(c >= SPINODAL_C, 0.5 * (1.0 + jnp.sqrt(jnp.maximum(disc, 0.0))), 0.0)
 
 
-def feature_potential(m, c, kernel: Kernel | None = None):
+def feature_potential(
+    m: Float[ArrayLike, "*shape"], c: Float[ArrayLike, "*shape"], kernel: Kernel | None = None
+) -> Float[Array, "*shape"]:
     """Per-feature potential f(m; c) = (m + log(1 - m) + c g(m)) / 2 with D frozen (eq. f); f(0) = 0.
 
     Its stationary points are exactly eq. FP (m/(1 - m) = c g'(m)); the learned branch wins when f(m+) > 0.
@@ -197,13 +203,17 @@ def information_threshold() -> tuple[float, float]:
 C_IT, M_JUMP = information_threshold()
 
 
-def threshold_closed_form(i, beta, k: int, delta_eff):
+def threshold_closed_form(
+    i: Int[ArrayLike, "*shape"], beta: Float[ArrayLike, ""], k: int, delta_eff: Float[ArrayLike, ""]
+) -> Float[Array, "*shape"]:
     """alpha_i ~ c_IT Delta_eff / a2_i = c_IT Delta_eff Z i^(2 beta) (g = m^3, Delta_eff frozen). ``i`` 1-based."""
     v.check("delta_eff", delta_eff, lambda d: d > 0, "> 0")
     return C_IT * delta_eff * normaliser(k, beta) * jnp.asarray(i, jnp.result_type(float)) ** (2.0 * beta)
 
 
-def k_c_closed_form(alpha, beta, k: int, delta_eff):
+def k_c_closed_form(
+    alpha: Float[ArrayLike, "*shape"], beta: Float[ArrayLike, ""], k: int, delta_eff: Float[ArrayLike, "*shape"]
+) -> Float[Array, "*shape"]:
     """Effective width k_c ~ (alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k (eq. kc; g = m^3)."""
     v.nonnegative("alpha", alpha)
     return jnp.minimum((alpha / (C_IT * delta_eff * normaliser(k, beta))) ** (0.5 / beta), float(k))
@@ -259,7 +269,9 @@ def _learned_branch(c):
     return 0.5 * (1.0 + r), (2.0 / (3.0 * cc)) / (1.0 + r)
 
 
-def best_branch(c, kernel: Kernel | None = None, *, cubic: bool = True, n_inner: int = 400):
+def best_branch(
+    c: Float[ArrayLike, "*shape"], kernel: Kernel | None = None, *, cubic: bool = True, n_inner: int = 400
+) -> tuple[Float[Array, "*shape"], Float[Array, "*shape"]]:
     """Per-feature maximiser of f(.; c) with D frozen (eq. f), as (m, u = 1 - m); broadcasts over ``c``.
 
     Cubic kernel: the larger of f(0) = 0 and f(m+(c); c) (learned iff c > c_IT). Other kernels: the fixed points
@@ -283,7 +295,16 @@ def best_branch(c, kernel: Kernel | None = None, *, cubic: bool = True, n_inner:
     return jnp.where(hi, m_hi, m_lo), jnp.where(hi, u_hi, u_lo)
 
 
-def potential_gap(m_a, u_a, e_a, m_b, u_b, e_b, alpha, delta):
+def potential_gap(
+    m_a: Float[ArrayLike, "*b k"],
+    u_a: Float[ArrayLike, "*b k"],
+    e_a: Float[ArrayLike, "*b"],
+    m_b: Float[ArrayLike, "*b k"],
+    u_b: Float[ArrayLike, "*b k"],
+    e_b: Float[ArrayLike, "*b"],
+    alpha: Float[ArrayLike, ""],
+    delta: Float[ArrayLike, ""],
+) -> Float[Array, "*b"]:
     """Phi(a) - Phi(b) for two configurations (eq. Phi, m-form), with D = delta + e and u = 1 - m per feature.
 
     Phi = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D; the log D difference is log1p((e_a - e_b)/(delta + e_b))
@@ -299,13 +320,20 @@ def potential_gap(m_a, u_a, e_a, m_b, u_b, e_b, alpha, delta):
     )
 
 
-def phi_gap(t_a, e_a, t_b, e_b, alpha, delta):
+def phi_gap(
+    t_a: Float[ArrayLike, "*b"],
+    e_a: Float[ArrayLike, "*b"],
+    t_b: Float[ArrayLike, "*b"],
+    e_b: Float[ArrayLike, "*b"],
+    alpha: Float[ArrayLike, ""],
+    delta: Float[ArrayLike, ""],
+) -> Float[Array, "*b"]:
     """Phi(a) - Phi(b) from the feature sums t = sum_i (m_i + log(1 - m_i))/2 and the errors e (eq. Phi):
     t_a - t_b - (alpha/2) log((delta + e_a)/(delta + e_b)), the log as log1p((e_a - e_b)/(delta + e_b))."""
     return t_a - t_b - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))
 
 
-def keep_best(phi, valid):
+def keep_best(phi: Float[Array, " n"], valid: Bool[Array, " n"]) -> Int[Array, ""]:
     """Index of the candidate with the largest Phi among the valid ones (the global maximiser)."""
     return jnp.argmax(jnp.where(valid, phi, -jnp.inf))
 
@@ -517,7 +545,7 @@ def _is_cubic(kernel) -> bool:
 
 def _check_params(alpha, a2, delta, tol, max_iter):
     v.nonnegative("alpha", alpha)
-    v.positive("Delta", delta)
+    v.positive("delta", delta)
     v.positive("tol", tol)
     v.positive_int("max_iter", max_iter)
     v.check("a2", a2, lambda a: (a.ndim == 1) & (a.size > 0), "a non-empty 1-D array of amplitudes")
@@ -525,7 +553,7 @@ def _check_params(alpha, a2, delta, tol, max_iter):
     v.check("a2", a2, lambda a: np.all(np.diff(np.asarray(a)) <= 0), "non-increasing (features sorted by amplitude)")
 
 
-def check_converged(sol: Solution, alpha=None) -> Solution:
+def check_converged(sol: Solution, alpha: Float[ArrayLike, "*b"] | None = None) -> Solution:
     """Raise ``NotConvergedError`` (naming the offending alphas) unless every entry of ``sol`` converged."""
     ok = jnp.asarray(sol.converged)
     if not v.is_concrete(ok) or bool(jnp.all(ok)):
@@ -545,7 +573,14 @@ def default_tol(dtype) -> float:
 
 
 def solve(
-    alpha, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000, check: bool = True
+    alpha: Float[ArrayLike, ""],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    *,
+    kernel: Kernel | None = None,
+    tol: float | None = None,
+    max_iter: int = 20000,
+    check: bool = True,
 ) -> Solution:
     """Global maximiser of Phi over the self-consistent points (reconstruction, eqs. D/FP/Phi) at alpha = n/d.
 
@@ -579,7 +614,9 @@ def _solve_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True, tail=None,
 LEARNABLE_SLACK = 0.99  # a feature is kept when alpha a2_i / c_IT >= 0.99 Delta (float32 rounding is ~1e-7)
 
 
-def learnable_heads(alphas, a2, delta) -> np.ndarray:
+def learnable_heads(
+    alphas: Float[ArrayLike, " B"], a2: Float[ArrayLike, " k"], delta: Float[ArrayLike, ""]
+) -> Int[np.ndarray, " B"]:
     """Per alpha (B,), the length K of the amplitude head the cubic solver needs: every feature with
     alpha a2_i / c_IT >= Delta (it can be learned, as D >= Delta) lies in the head, with slack ``LEARNABLE_SLACK``;
     K is the learnable count rounded up to ``LANES`` x a power of two (few distinct shapes), at most k.
@@ -621,12 +658,12 @@ def _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, inverse, bucke
 
 
 def solve_grid(
-    alphas,
-    a2,
-    delta,
+    alphas: Float[ArrayLike, " B"],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
     *,
     kernel: Kernel | None = None,
-    tol=None,
+    tol: float | None = None,
     max_iter: int = 20000,
     check: bool = True,
     heads: bool = True,
@@ -649,13 +686,25 @@ def solve_grid(
     return check_converged(sol, alphas) if check else sol
 
 
-def potential(m, alpha, a2, delta, kernel: Kernel | None = None):
+def potential(
+    m: Float[ArrayLike, " k"],
+    alpha: Float[ArrayLike, ""],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    kernel: Kernel | None = None,
+) -> Float[Array, ""]:
     """Global potential Phi(m) = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D(m) (eq. Phi, m-form)."""
     d = delta + jnp.sum(a2 * (1.0 - g(m, kernel)))
     return jnp.sum(0.5 * (m + jnp.log1p(-m))) - 0.5 * alpha * jnp.log(d)
 
 
-def potential_notes_form(m, alpha, a2, delta, kernel: Kernel | None = None):
+def potential_notes_form(
+    m: Float[ArrayLike, " k"],
+    alpha: Float[ArrayLike, ""],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    kernel: Kernel | None = None,
+) -> Float[Array, ""]:
     """Phi in the notes' form sum_i [psi(s_i) - s_i m_i/2] - (alpha/2) log D with s_i = alpha a2_i g'(m_i)/D.
 
     Equals ``potential`` at a fixed point (tested); away from one the two differ.
@@ -666,7 +715,7 @@ def potential_notes_form(m, alpha, a2, delta, kernel: Kernel | None = None):
     return jnp.sum(psi - 0.5 * s * m) - 0.5 * alpha * jnp.log(d)
 
 
-def first_crossing(y, level):
+def first_crossing(y: Float[ArrayLike, "*b n"], level: Float[ArrayLike, ""]) -> Int[Array, "*b"]:
     """Index of the first entry of ``y`` (..., n) above ``level`` along the last axis (n when none): the grid
     point where a jump is detected (a feature's overlap, or an AMP overlap read from the large-c side)."""
     above = jnp.asarray(y) > level
@@ -678,12 +727,16 @@ def first_crossing(y, level):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def bayes_error(m, a2, kernel: Kernel | None = None):
+def bayes_error(
+    m: Float[ArrayLike, "*b k"], a2: Float[ArrayLike, " k"], kernel: Kernel | None = None
+) -> Float[Array, "*b"]:
     """eps_BO = sum_i a2_i (1 - g(m_i)) (eq. BO). ``m`` (..., k)."""
     return jnp.sum(a2 * (1.0 - g(m, kernel)), axis=-1)
 
 
-def gibbs_error(m, a2, kernel: Kernel | None = None, q_self=1.0):
+def gibbs_error(
+    m: Float[ArrayLike, "*b k"], a2: Float[ArrayLike, " k"], kernel: Kernel | None = None, q_self: float = 1.0
+) -> Float[Array, "*b"]:
     """Gibbs error sum_i a2_i (g(q_self) + g(1) - 2 g(q_i)): a posterior sample against the teacher.
 
     Nishimori: a sample's overlap with the teacher equals the overlap between two samples, q_i = m_i, and its
@@ -692,7 +745,7 @@ def gibbs_error(m, a2, kernel: Kernel | None = None, q_self=1.0):
     return jnp.sum(a2 * (g(q_self, kernel) + g(1.0, kernel) - 2.0 * g(m, kernel)), axis=-1)
 
 
-def effective_width(m, threshold=0.5):
+def effective_width(m: Float[ArrayLike, "*b k"], threshold: float = 0.5) -> Int[Array, "*b"]:
     """k_c = number of features with overlap above ``threshold`` (default 1/2 < m+(c_IT) = 0.645)."""
     return jnp.sum(jnp.asarray(m) > threshold, axis=-1)
 
@@ -713,8 +766,17 @@ def _thresholds(idx, a2, delta, kernel, lo, hi, iters, tol, max_iter, cubic=True
 
 
 def thresholds(
-    idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44, tol=None, max_iter: int = 20000
-) -> jax.Array:
+    idx: Int[ArrayLike, " F"],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    *,
+    kernel: Kernel | None = None,
+    lo: float = 1e-3,
+    hi: float = 1e12,
+    iters: int = 44,
+    tol: float | None = None,
+    max_iter: int = 20000,
+) -> Float[Array, " F"]:
     """Per-feature thresholds alpha_i: the alpha where feature ``idx`` (0-based, (F,)) first has m_i > 1/2.
 
     Bisection in log(alpha) on [lo, hi] with ``iters`` solves each, vmapped over features; returns (F,).

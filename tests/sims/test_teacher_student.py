@@ -92,3 +92,15 @@ def test_full_preset_claims():
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
     failed = [c for c in outcome.claims if not c.passed and not c.statement.startswith(sim.SMALL_GAP)]
     assert not failed, harness.format_claims(sim.NAME, outcome.claims)
+
+
+def test_model_keys_are_keyword_only():
+    import inspect
+
+    from models import teacher_student as mts
+
+    for fn in (mts.make_teacher, mts.init_student, mts.sample, mts.prior_teacher, mts.symmetric_noise):
+        assert inspect.signature(fn).parameters["key"].kind is inspect.Parameter.KEYWORD_ONLY, fn.__name__
+    for name in ("data_key", "init_key"):
+        for fn in (mts.train_student, mts.train_map):
+            assert inspect.signature(fn).parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
