@@ -346,9 +346,9 @@ def test_bad_parameters_raise_value_error_naming_them(call, name):
 
 def test_solve_grid_on_learnable_heads_is_the_full_solve():
     # each alpha solved on its learnable head of features (bucketed shapes) = the full static-shape solve
-    a2 = ts.amplitudes(40, 1.0)
-    alphas = np.geomspace(0.5, 3e5, 12)
-    assert len(np.unique(ts.learnable_heads(alphas, a2, 1.0))) >= 3
+    a2 = ts.amplitudes(32, 1.0)  # heads of 16 and 32 features (two solves in the compiled program: cheap)
+    alphas = np.geomspace(0.5, 3e5, 8)
+    assert len(np.unique(ts.learnable_heads(alphas, a2, 1.0))) == 2
     fast, full = ts.solve_grid(alphas, a2, 1.0), ts.solve_grid(alphas, a2, 1.0, heads=False)
     np.testing.assert_array_equal(np.asarray(fast.k_c), np.asarray(full.k_c))
     np.testing.assert_allclose(np.asarray(fast.eps_bo), np.asarray(full.eps_bo), rtol=1e-6)
