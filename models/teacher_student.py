@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher and Adam-trained student networks for the extensive-width teacher-student result.
 
 Both are the same Equinox two-layer MLP  f(x) = sum_j v_j sigma(w_j . x / |w_j|),  sigma = He_3 / sqrt 6
@@ -16,11 +17,12 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 import optax
+from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 SQRT6 = 6.0**0.5
 
 
-def he3(z):
+def he3(z: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     """Normalised third Hermite polynomial He_3(z)/sqrt 6 = (z^3 - 3 z)/sqrt 6 (unit variance under N(0,1))."""
     return (z**3 - 3.0 * z) / SQRT6
 
@@ -32,13 +34,13 @@ class TwoLayer(eqx.Module):
     v: jax.Array
     mask: jax.Array
 
-    def __call__(self, x):
+    def __call__(self, x: Float[Array, "*b d"]) -> Float[Array, "*b"]:
         """x (..., d) -> (...)."""
         wn = self.w / jnp.linalg.norm(self.w, axis=-1, keepdims=True)
         return he3(x @ wn.T) @ (self.v * jax.lax.stop_gradient(self.mask))
 
 
-def make_teacher(key, d: int, a2) -> TwoLayer:
+def make_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> TwoLayer:
     """Teacher with k = len(a2) <= d orthonormal hidden directions and readout a_i = sqrt(a2_i)."""
     a2 = jnp.asarray(a2)
     k = a2.shape[0]
@@ -48,7 +50,7 @@ def make_teacher(key, d: int, a2) -> TwoLayer:
     return TwoLayer(q.T, jnp.sqrt(a2), jnp.ones(k))
 
 
-def init_student(key, d: int, mask, v_scale: float = 0.1) -> TwoLayer:
+def init_student(d: int, mask: Float[ArrayLike, " h"], *, key: PRNGKeyArray, v_scale: float = 0.1) -> TwoLayer:
     """Student of max width h = len(mask): w ~ N(0, I), v ~ v_scale N(0, 1)/sqrt(h); units with mask 0 are off."""
     mask = jnp.asarray(mask, jnp.float32)
     h = mask.shape[0]
@@ -56,7 +58,9 @@ def init_student(key, d: int, mask, v_scale: float = 0.1) -> TwoLayer:
     return TwoLayer(jax.random.normal(kw, (h, d)), v_scale * jax.random.normal(kv, (h,)) / jnp.sqrt(h), mask)
 
 
-def sample(key, teacher: TwoLayer, n: int, delta):
+def sample(
+    teacher: TwoLayer, n: int, delta: Float[ArrayLike, ""], *, key: PRNGKeyArray
+) -> tuple[Float[Array, "n d"], Float[Array, " n"]]:
     """n samples (x (n, d), y (n,)) with y = f*(x) + sqrt(delta) z."""
     kx, kz = jax.random.split(key)
     x = jax.random.normal(kx, (n, teacher.w.shape[1]))
@@ -64,8 +68,21 @@ def sample(key, teacher: TwoLayer, n: int, delta):
 
 
 @partial(jax.jit, static_argnames=("n_max", "steps", "evals", "n_test"))
-def train_student(data_key, init_key, teacher: TwoLayer, mask, n, *, n_max: int, delta, steps: int, lr,
-                  evals: int = 40, n_test: int = 4096, val_frac: float = 0.2):
+def train_student(
+    teacher: TwoLayer,
+    mask: Float[ArrayLike, " h"],
+    n: Int[ArrayLike, ""],
+    *,
+    data_key: PRNGKeyArray,
+    init_key: PRNGKeyArray,
+    n_max: int,
+    delta: Float[ArrayLike, ""],
+    steps: int,
+    lr: float,
+    evals: int = 40,
+    n_test: int = 4096,
+    val_frac: float = 0.2,
+):
     """Train one student by full-batch Adam on the first ``n`` of ``n_max`` noisy samples; early stopping.
 
     ``data_key`` draws the samples and the test inputs, ``init_key`` the student's initialisation: restarts
@@ -83,14 +100,14 @@ def train_student(data_key, init_key, teacher: TwoLayer, mask, n, *, n_max: int,
     """
     kd, kt = jax.random.split(data_key)
     ki = init_key
-    x, y = sample(kd, teacher, n_max, delta)
+    x, y = sample(teacher, n_max, delta, key=kd)
     j = jnp.arange(n_max)
     n_val = jnp.maximum(1, jnp.round(val_frac * n)).astype(j.dtype)
     w_tr = ((j >= n_val) & (j < n)).astype(x.dtype)
     w_va = (j < n_val).astype(x.dtype)
     xte = jax.random.normal(kt, (n_test, teacher.w.shape[1]))
     fte = teacher(xte)
-    student = init_student(ki, teacher.w.shape[1], mask)
+    student = init_student(teacher.w.shape[1], mask, key=ki)
     params, static = eqx.partition(student, eqx.is_inexact_array)
     opt = optax.adam(optax.cosine_decay_schedule(lr, steps, alpha=0.1))
     state = opt.init(params)
@@ -120,7 +137,9 @@ def train_student(data_key, init_key, teacher: TwoLayer, mask, n, *, n_max: int,
     return {"test": test, "val": val, "best": test[i], "best_val": val[i], "final": test[-1]}
 
 
-def select_restart(best, best_val, axis: int = -1):
+def select_restart(
+    best: Float[ArrayLike, "*b r"], best_val: Float[ArrayLike, "*b r"], axis: int = -1
+) -> Float[Array, "*b"]:
     """Test error of the restart with the lowest validation loss along ``axis`` (restarts share their data)."""
     i = jnp.expand_dims(jnp.argmin(best_val, axis=axis), axis)
     return jnp.squeeze(jnp.take_along_axis(best, i, axis=axis), axis)
@@ -138,19 +157,31 @@ class PriorNet(eqx.Module):
     w: jax.Array
     v: jax.Array
 
-    def __call__(self, x):
+    def __call__(self, x: Float[Array, "*b d"]) -> Float[Array, "*b"]:
         return he3(x @ self.w.T / jnp.sqrt(self.w.shape[1])) @ self.v
 
 
-def prior_teacher(d: int, a2, *, key) -> PriorNet:
+def prior_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> PriorNet:
     """Teacher drawn from the prior the reconstruction assumes: w*_i ~ N(0, I_d), readout a_i = sqrt(a2_i)."""
     a2 = jnp.asarray(a2)
     return PriorNet(jax.random.normal(key, (a2.shape[0], d)), jnp.sqrt(a2))
 
 
 @partial(jax.jit, static_argnames=("n", "steps", "evals", "n_test"))
-def train_map(teacher: PriorNet, *, data_key, init_key, n: int, delta, steps: int, lr, warm,
-              evals: int = 25, n_test: int = 4096, val_frac: float = 0.2):
+def train_map(
+    teacher: PriorNet,
+    *,
+    data_key: PRNGKeyArray,
+    init_key: PRNGKeyArray,
+    n: int,
+    delta: Float[ArrayLike, ""],
+    steps: int,
+    lr: float,
+    warm: Bool[ArrayLike, ""],
+    evals: int = 25,
+    n_test: int = 4096,
+    val_frac: float = 0.2,
+):
     """Adam on the negative log posterior sum_train (y - f)^2 / (2 Delta) + |w|^2 / 2 (the Gaussian prior; v free).
 
     ``warm`` (bool, may be traced): start at the teacher (w*, v*): the estimator then sits in the teacher's
@@ -206,7 +237,7 @@ def train_map(teacher: PriorNet, *, data_key, init_key, n: int, delta, steps: in
 # ---------------------------------------------------------------------------------------------------------
 
 
-def symmetric_noise(n: int, *, key):
+def symmetric_noise(n: int, *, key: PRNGKeyArray) -> Float[Array, "n n n"]:
     """Symmetric Gaussian tensor (n, n, n): the mean of the 6 index permutations of an iid N(0,1) tensor, times
     sqrt 6, so entries with distinct indices have unit variance."""
     z = jax.random.normal(key, (n, n, n))
@@ -214,14 +245,21 @@ def symmetric_noise(n: int, *, key):
     return sum(jnp.transpose(z, p) for p in perms) / jnp.sqrt(6.0)
 
 
-def amp_onsager(theta, eta_prime, xhat_prev, xhat):
+def amp_onsager(
+    theta: Float[ArrayLike, ""],
+    eta_prime: Float[ArrayLike, "*b 1"],
+    xhat_prev: Float[Array, "*b n"],
+    xhat: Float[Array, "*b n"],
+) -> Float[Array, "*b n"]:
     """Onsager term of tensor AMP (order 3, symmetric unit noise / n, ordered sums):
     (p-1)(p-1)! <eta'> <xhat^{t-1} xhat^t> xhat^{t-1} = 4 <eta'> <xhat^{t-1} xhat^t> xhat^{t-1}."""
     return 4.0 * eta_prime * jnp.mean(xhat_prev * xhat, axis=-1, keepdims=True) * xhat_prev
 
 
 @partial(jax.jit, static_argnames=("n", "iters", "signals"))
-def spiked_tensor_amp(cs, *, key, n: int, iters: int, m0, signals: int = 1):
+def spiked_tensor_amp(
+    cs: Float[ArrayLike, " C"], *, key: PRNGKeyArray, n: int, iters: int, m0: float, signals: int = 1
+) -> tuple[Float[Array, "C T S"], Float[Array, "C T S"]]:
     """AMP on Y = theta x(x)x(x)x / n^2 + G / n (G ``symmetric_noise``), theta = sqrt(6 c), |x|^2 = n.
 
     x is a Gaussian vector rescaled to |x|^2 = n (the Gaussian prior up to its norm, which only adds O(n^-1/2)
@@ -259,7 +297,9 @@ def spiked_tensor_amp(cs, *, key, n: int, iters: int, m0, signals: int = 1):
         # first step: xhat0 is independent of G, no Onsager term (eta' = 0 plays that role)
         init = (xhat0, xhat0, jnp.zeros((signals, 1)))
         _, (ov, mse) = jax.lax.scan(step, init, None, length=iters)
-        return (jnp.concatenate([mean(xhat0 * x)[:, 0][None], ov]),
-                jnp.concatenate([mean((xhat0 - x) ** 2)[:, 0][None], mse]))
+        return (
+            jnp.concatenate([mean(xhat0 * x)[:, 0][None], ov]),
+            jnp.concatenate([mean((xhat0 - x) ** 2)[:, 0][None], mse]),
+        )
 
     return jax.lax.map(run, jnp.asarray(cs))

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student feature learning at extensive width: a decoupled fixed-point model (OUR RECONSTRUCTION).
 
 Paper: Barbier & Nguyen, "Sharp feature-learning transitions and Bayes-optimal neural scaling laws in
@@ -65,6 +66,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from theory import _validate as v
 
@@ -80,14 +82,14 @@ class NotConvergedError(RuntimeError):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def normaliser(k: int, beta) -> jax.Array:
+def normaliser(k: int, beta: Float[ArrayLike, ""]) -> Float[Array, ""]:
     """Z = sum_{j<=k} j^(-2 beta) (eq. A)."""
     v.positive_int("k", k)
     v.check("beta", beta, lambda b: b > 0.5, "> 1/2")
     return jnp.sum(jnp.arange(1, k + 1, dtype=jnp.result_type(float)) ** (-2.0 * beta))
 
 
-def amplitudes(k: int, beta) -> jax.Array:
+def amplitudes(k: int, beta: Float[ArrayLike, ""]) -> Float[Array, " k"]:
     """Squared readout amplitudes a2_i = i^(-2 beta) / Z, i = 1..k, shape (k,), summing to 1 (eq. A).
 
     ``k`` is static; ``beta`` (> 1/2) may be traced.
@@ -108,7 +110,7 @@ class Kernel(NamedTuple):
     c2: jax.Array
 
 
-def hermite_kernel(mu) -> Kernel:
+def hermite_kernel(mu: Float[ArrayLike, " L"]) -> Kernel:
     """Kernel from Hermite coefficients ``mu`` = (mu_1, ..., mu_L) of the activation (normalised basis).
 
     mu_0 (a constant output) carries no feature information and is excluded. Raises ValueError when every
@@ -125,20 +127,21 @@ def cubic_kernel() -> Kernel:
     return hermite_kernel([0.0, 0.0, 1.0])
 
 
-def g(m, kernel: Kernel | None = None):
+def g(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """Overlap kernel g(m) (eq. G); broadcasts over ``m``."""
+    v.finite("m", m)
     c2 = (kernel or cubic_kernel()).c2
     return jnp.polyval(c2[::-1], m)
 
 
-def g_prime(m, kernel: Kernel | None = None):
+def g_prime(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """g'(m); broadcasts over ``m``."""
     c2 = (kernel or cubic_kernel()).c2
     ls = jnp.arange(c2.shape[0], dtype=c2.dtype)
     return jnp.polyval((ls * c2)[1:][::-1], m)
 
 
-def one_minus_g_from_s(s, kernel: Kernel | None = None):
+def one_minus_g_from_s(s: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """1 - g(m) at m = s/(1 + s), computed without cancellation: (1 - m) sum_l c2_l (1 + m + ... + m^(l-1))."""
     c2 = (kernel or cubic_kernel()).c2
     s = jnp.asarray(s)
@@ -154,14 +157,17 @@ def one_minus_g_from_s(s, kernel: Kernel | None = None):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def m_plus(c):
+def m_plus(c: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
     """Non-trivial (stable) branch for g = m^3: m+(c) = (1 + sqrt(1 - 4/(3c)))/2, NaN-free: 0 below c = 4/3."""
+    v.finite("c", c)
     c = jnp.asarray(c, dtype=jnp.result_type(float))
     disc = 1.0 - 4.0 / (3.0 * jnp.maximum(c, SPINODAL_C))
     return jnp.where(c >= SPINODAL_C, 0.5 * (1.0 + jnp.sqrt(jnp.maximum(disc, 0.0))), 0.0)
 
 
-def feature_potential(m, c, kernel: Kernel | None = None):
+def feature_potential(
+    m: Float[ArrayLike, "*shape"], c: Float[ArrayLike, "*shape"], kernel: Kernel | None = None
+) -> Float[Array, "*shape"]:
     """Per-feature potential f(m; c) = (m + log(1 - m) + c g(m)) / 2 with D frozen (eq. f); f(0) = 0.
 
     Its stationary points are exactly eq. FP (m/(1 - m) = c g'(m)); the learned branch wins when f(m+) > 0.
@@ -197,13 +203,17 @@ def information_threshold() -> tuple[float, float]:
 C_IT, M_JUMP = information_threshold()
 
 
-def threshold_closed_form(i, beta, k: int, delta_eff):
+def threshold_closed_form(
+    i: Int[ArrayLike, "*shape"], beta: Float[ArrayLike, ""], k: int, delta_eff: Float[ArrayLike, ""]
+) -> Float[Array, "*shape"]:
     """alpha_i ~ c_IT Delta_eff / a2_i = c_IT Delta_eff Z i^(2 beta) (g = m^3, Delta_eff frozen). ``i`` 1-based."""
     v.check("delta_eff", delta_eff, lambda d: d > 0, "> 0")
     return C_IT * delta_eff * normaliser(k, beta) * jnp.asarray(i, jnp.result_type(float)) ** (2.0 * beta)
 
 
-def k_c_closed_form(alpha, beta, k: int, delta_eff):
+def k_c_closed_form(
+    alpha: Float[ArrayLike, "*shape"], beta: Float[ArrayLike, ""], k: int, delta_eff: Float[ArrayLike, "*shape"]
+) -> Float[Array, "*shape"]:
     """Effective width k_c ~ (alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k (eq. kc; g = m^3)."""
     v.nonnegative("alpha", alpha)
     return jnp.minimum((alpha / (C_IT * delta_eff * normaliser(k, beta))) ** (0.5 / beta), float(k))
@@ -259,7 +269,9 @@ def _learned_branch(c):
     return 0.5 * (1.0 + r), (2.0 / (3.0 * cc)) / (1.0 + r)
 
 
-def best_branch(c, kernel: Kernel | None = None, *, cubic: bool = True, n_inner: int = 400):
+def best_branch(
+    c: Float[ArrayLike, "*shape"], kernel: Kernel | None = None, *, cubic: bool = True, n_inner: int = 400
+) -> tuple[Float[Array, "*shape"], Float[Array, "*shape"]]:
     """Per-feature maximiser of f(.; c) with D frozen (eq. f), as (m, u = 1 - m); broadcasts over ``c``.
 
     Cubic kernel: the larger of f(0) = 0 and f(m+(c); c) (learned iff c > c_IT). Other kernels: the fixed points
@@ -283,7 +295,16 @@ def best_branch(c, kernel: Kernel | None = None, *, cubic: bool = True, n_inner:
     return jnp.where(hi, m_hi, m_lo), jnp.where(hi, u_hi, u_lo)
 
 
-def potential_gap(m_a, u_a, e_a, m_b, u_b, e_b, alpha, delta):
+def potential_gap(
+    m_a: Float[ArrayLike, "*b k"],
+    u_a: Float[ArrayLike, "*b k"],
+    e_a: Float[ArrayLike, "*b"],
+    m_b: Float[ArrayLike, "*b k"],
+    u_b: Float[ArrayLike, "*b k"],
+    e_b: Float[ArrayLike, "*b"],
+    alpha: Float[ArrayLike, ""],
+    delta: Float[ArrayLike, ""],
+) -> Float[Array, "*b"]:
     """Phi(a) - Phi(b) for two configurations (eq. Phi, m-form), with D = delta + e and u = 1 - m per feature.
 
     Phi = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D; the log D difference is log1p((e_a - e_b)/(delta + e_b))
@@ -299,13 +320,20 @@ def potential_gap(m_a, u_a, e_a, m_b, u_b, e_b, alpha, delta):
     )
 
 
-def phi_gap(t_a, e_a, t_b, e_b, alpha, delta):
+def phi_gap(
+    t_a: Float[ArrayLike, "*b"],
+    e_a: Float[ArrayLike, "*b"],
+    t_b: Float[ArrayLike, "*b"],
+    e_b: Float[ArrayLike, "*b"],
+    alpha: Float[ArrayLike, ""],
+    delta: Float[ArrayLike, ""],
+) -> Float[Array, "*b"]:
     """Phi(a) - Phi(b) from the feature sums t = sum_i (m_i + log(1 - m_i))/2 and the errors e (eq. Phi):
     t_a - t_b - (alpha/2) log((delta + e_a)/(delta + e_b)), the log as log1p((e_a - e_b)/(delta + e_b))."""
     return t_a - t_b - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))
 
 
-def keep_best(phi, valid):
+def keep_best(phi: Float[Array, " n"], valid: Bool[Array, " n"]) -> Int[Array, ""]:
     """Index of the candidate with the largest Phi among the valid ones (the global maximiser)."""
     return jnp.argmax(jnp.where(valid, phi, -jnp.inf))
 
@@ -315,13 +343,14 @@ def _errors(d, alpha, a2, kernel, cubic):
     return jnp.sum(a2 * _one_minus_g(m, u, kernel)), m, u
 
 
-def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None):
+def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None, hi0=None):
     """Monotone iteration x <- eps(Delta + x) (per-feature best branch) from x = 0 and from x = sum a2.
 
     x = D - Delta (kept as the state so that a small eps keeps its relative precision). T(D) = Delta + eps(D) is
     non-decreasing in D, so the run from below increases to the smallest self-consistent point and the run from
     above decreases to the largest: after any number of steps they bracket every self-consistent point. Stops at
-    relative change <= tol or after ``n_iter`` steps. Returns (x_lo, x_hi, residual). ``fast`` (cubic kernel):
+    relative change <= tol or after ``n_iter`` steps (``hi0``: sum a2 of the full amplitude vector when ``a2`` is
+    its learnable head). Returns (x_lo, x_hi, residual). ``fast`` (cubic kernel):
     the ``_fast_terms`` tuple; eps(D) is then the prefix error with the count j(D) = #{i: D <= alpha a2_i/c_IT}
     (f(m+(c); c) > 0 iff c > c_IT, so this is the best branch of every feature).
     """
@@ -339,7 +368,7 @@ def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None):
 
     init = (
         jnp.zeros((), a2.dtype) + 0 * alpha,
-        jnp.sum(a2) + 0 * alpha,
+        (jnp.sum(a2) if hi0 is None else hi0) + 0 * alpha,
         jnp.asarray(jnp.inf, a2.dtype),
         jnp.zeros((), jnp.int32),
     )
@@ -355,16 +384,20 @@ def _lane_sum(x):
     return jnp.sum(jnp.sum(x.reshape(x.shape[:-1] + (x.shape[-1] // LANES, LANES)), axis=-2), axis=-1)
 
 
-def _fast_terms(alpha, a2, delta):
+def _tail(a2):
+    """tail (k + 1,): tail[j] = sum_{i>=j} a2_i (the unlearned features' errors when 1..j are learned)."""
+    return jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, a2.dtype)])
+
+
+def _fast_terms(alpha, a2, delta, tail=None):
     """Per-alpha constants of the cubic prefix error: w (k_pad,) = 1/(alpha a2_i) (inf on padding and where
     alpha a2_i = 0), d_thr (k,) = alpha a2_i / c_IT (feature i learned iff D <= d_thr_i), tail (k + 1,) with
-    tail[j] = sum_{i>=j} a2_i (the unlearned features' errors)."""
+    tail[j] = sum_{i>=j} a2_i (``_tail``; passed in when ``a2`` is the learnable head of a longer vector)."""
     k = a2.shape[0]
     pad = (-k) % LANES
     aa = jnp.concatenate([alpha * a2, jnp.zeros(pad, a2.dtype)])
     w = jnp.where(aa > 0, 1.0 / jnp.where(aa > 0, aa, 1.0), jnp.inf)
-    tail = jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, a2.dtype)])
-    return w, alpha * a2 / C_IT, tail
+    return w, alpha * a2 / C_IT, _tail(a2) if tail is None else tail
 
 
 def _prefix_eps(x, j, w, alpha, delta, tail):
@@ -442,20 +475,36 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
         e, phi = _prefix_sums(lo, j, w, alpha, delta, tail)
         return ok, lo, e, phi, jnp.abs(e - lo) / lo
 
-    ok, x, e, phi, res = jax.vmap(one)(js)
+    # only the contested counts j_lo..j_hi are bisected (a data-dependent trip count: under vmap, the batch's
+    # largest); counts above j_hi are invalid (ok = False) and keep their initial values, as they did when
+    # every count was bisected
+    n_run = jnp.clip(j_hi - j_lo + 1, 1, N_CANDIDATES)
+    init = (
+        jnp.zeros(N_CANDIDATES, bool),
+        jnp.ones(N_CANDIDATES, dt),
+        jnp.zeros(N_CANDIDATES, dt),
+        jnp.full(N_CANDIDATES, -jnp.inf, dt),
+        jnp.full(N_CANDIDATES, jnp.inf, dt),
+    )
+
+    def step(c, acc):
+        return tuple(a.at[c].set(v_) for a, v_ in zip(acc, one(js[c]), strict=True))
+
+    ok, x, e, phi, res = lax.fori_loop(0, n_run, step, init)
     return ok, x, js, e, phi, res, complete
 
 
 @partial(jax.jit, static_argnames=("cubic",))
-def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True):
+def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=None):
     alpha = jnp.asarray(alpha, a2.dtype)
     delta = jnp.asarray(delta, a2.dtype)
     n_bisect = BISECT_STEPS["float64" if a2.dtype == jnp.float64 else "float32"]
     k = a2.shape[0]
     if cubic:
         # the extremes only bound the search here: a few steps suffice, the bisection does the rest
-        fast = _fast_terms(alpha, a2, delta)
-        x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, jnp.minimum(max_iter, EXTREME_STEPS), fast)
+        fast = _fast_terms(alpha, a2, delta, tail)
+        n_ext = jnp.minimum(max_iter, EXTREME_STEPS)
+        x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, n_ext, fast, hi0)
         ok, x, js, e, t, res, complete = _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, tol, fast)
     else:
         x_lo, x_hi, r = _extremes(alpha, a2, delta, kernel, cubic, tol, max_iter)
@@ -496,7 +545,7 @@ def _is_cubic(kernel) -> bool:
 
 def _check_params(alpha, a2, delta, tol, max_iter):
     v.nonnegative("alpha", alpha)
-    v.positive("Delta", delta)
+    v.positive("delta", delta)
     v.positive("tol", tol)
     v.positive_int("max_iter", max_iter)
     v.check("a2", a2, lambda a: (a.ndim == 1) & (a.size > 0), "a non-empty 1-D array of amplitudes")
@@ -504,7 +553,7 @@ def _check_params(alpha, a2, delta, tol, max_iter):
     v.check("a2", a2, lambda a: np.all(np.diff(np.asarray(a)) <= 0), "non-increasing (features sorted by amplitude)")
 
 
-def check_converged(sol: Solution, alpha=None) -> Solution:
+def check_converged(sol: Solution, alpha: Float[ArrayLike, "*b"] | None = None) -> Solution:
     """Raise ``NotConvergedError`` (naming the offending alphas) unless every entry of ``sol`` converged."""
     ok = jnp.asarray(sol.converged)
     if not v.is_concrete(ok) or bool(jnp.all(ok)):
@@ -524,7 +573,14 @@ def default_tol(dtype) -> float:
 
 
 def solve(
-    alpha, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000, check: bool = True
+    alpha: Float[ArrayLike, ""],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    *,
+    kernel: Kernel | None = None,
+    tol: float | None = None,
+    max_iter: int = 20000,
+    check: bool = True,
 ) -> Solution:
     """Global maximiser of Phi over the self-consistent points (reconstruction, eqs. D/FP/Phi) at alpha = n/d.
 
@@ -551,30 +607,104 @@ def solve(
 
 
 @partial(jax.jit, static_argnames=("cubic",))
-def _solve_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True):
-    return jax.vmap(lambda a: _solve(a, a2, delta, kernel, tol, max_iter, cubic=cubic))(alphas)
+def _solve_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=None):
+    return jax.vmap(lambda a: _solve(a, a2, delta, kernel, tol, max_iter, cubic=cubic, tail=tail, hi0=hi0))(alphas)
+
+
+LEARNABLE_SLACK = 0.99  # a feature is kept when alpha a2_i / c_IT >= 0.99 Delta (float32 rounding is ~1e-7)
+
+
+def learnable_heads(
+    alphas: Float[ArrayLike, " B"], a2: Float[ArrayLike, " k"], delta: Float[ArrayLike, ""]
+) -> Int[np.ndarray, " B"]:
+    """Per alpha (B,), the length K of the amplitude head the cubic solver needs: every feature with
+    alpha a2_i / c_IT >= Delta (it can be learned, as D >= Delta) lies in the head, with slack ``LEARNABLE_SLACK``;
+    K is the learnable count rounded up to ``LANES`` x a power of two (few distinct shapes), at most k.
+    Features past the head are never learned: they enter the solve only through their summed errors."""
+    a2 = np.asarray(a2, np.float64)
+    k = a2.shape[0]
+    n = np.sum(np.asarray(alphas, np.float64)[:, None] * a2 / C_IT >= LEARNABLE_SLACK * float(delta), axis=1)
+    blocks = 2 ** np.ceil(np.log2(np.maximum(np.ceil(n / LANES), 1))).astype(int)
+    return np.minimum(LANES * blocks, k)
+
+
+def _solve_grid_heads(alphas, a2, delta, kernel, tol, max_iter) -> Solution:
+    """``_solve_grid`` (cubic kernel, concrete inputs) with each alpha solved on its learnable head only
+    (``learnable_heads``): alphas sharing a head length K run as one vmapped solve on a2[:K] with the full
+    vector's tails (``_tail``) and sum, so the work per alpha scales with the features it can learn; all heads
+    in one compiled call (recompiled only when the multiset of head lengths changes). The skipped features'
+    overlaps are 0, exactly what the full solve returns for them."""
+    heads = learnable_heads(alphas, a2, delta)
+    order = np.argsort(heads, kind="stable")
+    lens, counts = np.unique(heads, return_counts=True)
+    buckets = tuple((int(a), int(b)) for a, b in zip(lens, counts, strict=True))
+    return _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, np.argsort(order), buckets)
+
+
+@partial(jax.jit, static_argnames=("buckets",))
+def _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, inverse, buckets):
+    k = a2.shape[0]
+    tail, hi0 = _tail(a2), jnp.sum(a2)
+    al = alphas[order]
+    parts, start = [], 0
+    for kk, n in buckets:
+        sol = jax.vmap(lambda a, kk=kk: _solve(a, a2[:kk], delta, kernel, tol, max_iter, True, tail[: kk + 1], hi0))(
+            al[start : start + n]
+        )
+        pad = lambda x, kk=kk, n=n: jnp.concatenate([x, jnp.zeros((n, k - kk), x.dtype)], axis=1)  # noqa: E731
+        parts.append(sol._replace(m=pad(sol.m), s=pad(sol.s)))
+        start += n
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs)[inverse], *parts)
 
 
 def solve_grid(
-    alphas, a2, delta, *, kernel: Kernel | None = None, tol=None, max_iter: int = 20000, check: bool = True
+    alphas: Float[ArrayLike, " B"],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    *,
+    kernel: Kernel | None = None,
+    tol: float | None = None,
+    max_iter: int = 20000,
+    check: bool = True,
+    heads: bool = True,
 ) -> Solution:
-    """``solve`` vmapped over a 1-D grid ``alphas`` (B,): every Solution field gains a leading axis B."""
+    """``solve`` vmapped over a 1-D grid ``alphas`` (B,): every Solution field gains a leading axis B.
+
+    With ``heads`` (cubic kernel, concrete inputs), each alpha is solved on its learnable head of features only
+    (``learnable_heads``): the same algorithm on the features that can be learned, the rest entering through
+    their summed errors (same result up to float32 summation order; the bench reports the difference)."""
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
     alphas = jnp.asarray(alphas, a2.dtype)
     v.shape("alphas", alphas, (None,))
     _check_params(alphas, a2, delta, tol, max_iter)
-    sol = _solve_grid(alphas, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel))
+    kern, cubic = kernel or cubic_kernel(), _is_cubic(kernel)
+    if cubic and heads and v.is_concrete((alphas, a2, delta)) and alphas.shape[0] > 0:
+        sol = _solve_grid_heads(alphas, a2, delta, kern, tol, jnp.asarray(max_iter))
+    else:
+        sol = _solve_grid(alphas, a2, delta, kern, tol, jnp.asarray(max_iter), cubic=cubic)
     return check_converged(sol, alphas) if check else sol
 
 
-def potential(m, alpha, a2, delta, kernel: Kernel | None = None):
+def potential(
+    m: Float[ArrayLike, " k"],
+    alpha: Float[ArrayLike, ""],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    kernel: Kernel | None = None,
+) -> Float[Array, ""]:
     """Global potential Phi(m) = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D(m) (eq. Phi, m-form)."""
     d = delta + jnp.sum(a2 * (1.0 - g(m, kernel)))
     return jnp.sum(0.5 * (m + jnp.log1p(-m))) - 0.5 * alpha * jnp.log(d)
 
 
-def potential_notes_form(m, alpha, a2, delta, kernel: Kernel | None = None):
+def potential_notes_form(
+    m: Float[ArrayLike, " k"],
+    alpha: Float[ArrayLike, ""],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    kernel: Kernel | None = None,
+) -> Float[Array, ""]:
     """Phi in the notes' form sum_i [psi(s_i) - s_i m_i/2] - (alpha/2) log D with s_i = alpha a2_i g'(m_i)/D.
 
     Equals ``potential`` at a fixed point (tested); away from one the two differ.
@@ -585,7 +715,7 @@ def potential_notes_form(m, alpha, a2, delta, kernel: Kernel | None = None):
     return jnp.sum(psi - 0.5 * s * m) - 0.5 * alpha * jnp.log(d)
 
 
-def first_crossing(y, level):
+def first_crossing(y: Float[ArrayLike, "*b n"], level: Float[ArrayLike, ""]) -> Int[Array, "*b"]:
     """Index of the first entry of ``y`` (..., n) above ``level`` along the last axis (n when none): the grid
     point where a jump is detected (a feature's overlap, or an AMP overlap read from the large-c side)."""
     above = jnp.asarray(y) > level
@@ -597,12 +727,16 @@ def first_crossing(y, level):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def bayes_error(m, a2, kernel: Kernel | None = None):
+def bayes_error(
+    m: Float[ArrayLike, "*b k"], a2: Float[ArrayLike, " k"], kernel: Kernel | None = None
+) -> Float[Array, "*b"]:
     """eps_BO = sum_i a2_i (1 - g(m_i)) (eq. BO). ``m`` (..., k)."""
     return jnp.sum(a2 * (1.0 - g(m, kernel)), axis=-1)
 
 
-def gibbs_error(m, a2, kernel: Kernel | None = None, q_self=1.0):
+def gibbs_error(
+    m: Float[ArrayLike, "*b k"], a2: Float[ArrayLike, " k"], kernel: Kernel | None = None, q_self: float = 1.0
+) -> Float[Array, "*b"]:
     """Gibbs error sum_i a2_i (g(q_self) + g(1) - 2 g(q_i)): a posterior sample against the teacher.
 
     Nishimori: a sample's overlap with the teacher equals the overlap between two samples, q_i = m_i, and its
@@ -611,7 +745,7 @@ def gibbs_error(m, a2, kernel: Kernel | None = None, q_self=1.0):
     return jnp.sum(a2 * (g(q_self, kernel) + g(1.0, kernel) - 2.0 * g(m, kernel)), axis=-1)
 
 
-def effective_width(m, threshold=0.5):
+def effective_width(m: Float[ArrayLike, "*b k"], threshold: float = 0.5) -> Int[Array, "*b"]:
     """k_c = number of features with overlap above ``threshold`` (default 1/2 < m+(c_IT) = 0.645)."""
     return jnp.sum(jnp.asarray(m) > threshold, axis=-1)
 
@@ -632,8 +766,17 @@ def _thresholds(idx, a2, delta, kernel, lo, hi, iters, tol, max_iter, cubic=True
 
 
 def thresholds(
-    idx, a2, delta, *, kernel: Kernel | None = None, lo=1e-3, hi=1e12, iters: int = 44, tol=None, max_iter: int = 20000
-) -> jax.Array:
+    idx: Int[ArrayLike, " F"],
+    a2: Float[ArrayLike, " k"],
+    delta: Float[ArrayLike, ""],
+    *,
+    kernel: Kernel | None = None,
+    lo: float = 1e-3,
+    hi: float = 1e12,
+    iters: int = 44,
+    tol: float | None = None,
+    max_iter: int = 20000,
+) -> Float[Array, " F"]:
     """Per-feature thresholds alpha_i: the alpha where feature ``idx`` (0-based, (F,)) first has m_i > 1/2.
 
     Bisection in log(alpha) on [lo, hi] with ``iters`` solves each, vmapped over features; returns (F,).

@@ -331,7 +331,7 @@ def test_not_converged_raises(x64):
         (lambda: ts.amplitudes(10, 0.5), "beta"),
         (lambda: ts.amplitudes(0, 1.0), "k"),
         (lambda: ts.solve(-1.0, ts.amplitudes(5, 1.0), 1.0), "alpha"),
-        (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 0.0), "Delta"),
+        (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 0.0), "delta"),
         (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0)[::-1], 1.0), "a2"),
         (lambda: ts.solve(1.0, ts.amplitudes(5, 1.0), 1.0, max_iter=0), "max_iter"),
         (lambda: ts.solve_grid(np.ones((2, 2)), ts.amplitudes(5, 1.0), 1.0), "alphas"),
@@ -342,3 +342,18 @@ def test_not_converged_raises(x64):
 def test_bad_parameters_raise_value_error_naming_them(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+def test_solve_grid_on_learnable_heads_is_the_full_solve():
+    # each alpha solved on its learnable head of features (bucketed shapes) = the full static-shape solve
+    a2 = ts.amplitudes(32, 1.0)  # heads of 16 and 32 features (two solves in the compiled program: cheap)
+    alphas = np.geomspace(0.5, 3e5, 8)
+    assert len(np.unique(ts.learnable_heads(alphas, a2, 1.0))) == 2
+    fast, full = ts.solve_grid(alphas, a2, 1.0), ts.solve_grid(alphas, a2, 1.0, heads=False)
+    np.testing.assert_array_equal(np.asarray(fast.k_c), np.asarray(full.k_c))
+    np.testing.assert_allclose(np.asarray(fast.eps_bo), np.asarray(full.eps_bo), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(fast.m), np.asarray(full.m), atol=1e-6)
+    # unlearned overlaps are exactly 0 (not a tiny positive number), on both paths
+    for sol in (fast, full):
+        m = np.asarray(sol.m)
+        assert np.all((m == 0.0) | (m > 0.5)) and np.all(np.asarray(sol.s)[m == 0.0] == 0.0)

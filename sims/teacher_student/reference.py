@@ -1,0 +1,81 @@
+"""Teacher-student: the independent float64 NumPy reference solver and the continuum finite-k formula."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from theory import teacher_student as ts
+
+# ---------------------------------------------------------------------------------------------------------
+# Independent float64 reference (NumPy): dense starts, plain fixed-point iteration, largest Phi kept
+# ---------------------------------------------------------------------------------------------------------
+
+
+def reference_starts(alpha: float, a2: np.ndarray, delta: float, n_d0: int = 24) -> np.ndarray:
+    """Starting conjugate SNRs s0 (S, k): every pattern "features 1..j at m = 1 - 1e-3, the rest at m = 0.3 or
+    m = 0" (j = 0..k), and informed starts s = alpha a2 g'(1)/D0 for D0 on a log grid of [Delta, Delta + sum a2]."""
+    k = a2.shape[0]
+    pats = []
+    for rest in (0.0, 0.3):
+        for j in range(k + 1):
+            m = np.where(np.arange(k) < j, 1 - 1e-3, rest)
+            pats.append(m / (1 - m))
+    for d0 in np.geomspace(delta, delta + a2.sum(), n_d0):
+        pats.append(3.0 * alpha * a2 / d0)
+    return np.array(pats)
+
+
+def reference_solve(alpha: float, a2, delta: float, *, tol: float = 1e-13, max_iter: int = 60000):
+    """Independent global maximiser for g = m^3 in float64: plain iteration s <- alpha a2 g'(m)/D(m) (no branch
+    selection) from every ``reference_starts`` point to convergence, Phi = sum (m + log(1-m))/2 - (alpha/2) log D
+    on every converged point, the largest kept. Returns dict(eps, m, phi, n_converged, n_distinct)."""
+    a2 = np.asarray(a2, np.float64)
+    s = reference_starts(alpha, a2, delta)
+    done = np.zeros(s.shape[0], bool)
+    for _ in range(max_iter):
+        m = s / (1 + s)
+        d = delta + np.sum(a2 * (1 + m + m * m) / (1 + s), axis=1, keepdims=True)
+        new = alpha * a2 * 3 * m * m / d
+        res = np.max(np.abs(new - s) / (1 + s), axis=1)
+        s = new
+        done = res <= tol
+        if done.all():
+            break
+    m = s / (1 + s)
+    e = np.sum(a2 * (1 + m + m * m) / (1 + s), axis=1)
+    phi = np.sum(0.5 * (m - np.log1p(s)), axis=1) - 0.5 * alpha * np.log(delta + e)
+    phi = np.where(done, phi, -np.inf)
+    best = int(np.argmax(phi))
+    distinct = len({round(float(x), 9) for x in e[done]})
+    return {
+        "eps": float(e[best]),
+        "m": m[best],
+        "phi": float(phi[best]),
+        "n_converged": int(done.sum()),
+        "n_distinct": distinct,
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Asymptotic (continuum, finite-k) formula for eps_BO: the prediction for the fitted slopes
+# ---------------------------------------------------------------------------------------------------------
+
+
+def asymptotic_eps(alpha, beta: float, k: int, delta: float) -> np.ndarray:
+    """eps ~ (D/alpha) k_c [K1 + c_IT/(2beta-1) (1 - (k_c/k)^(2beta-1))], k_c = (alpha/(c_IT D Z))^(1/(2beta))
+    (capped at k), D = Delta + eps solved by iteration. Learned features (c_i = c_IT (k_c/i)^(2 beta)) carry
+    (D/alpha) c_i (1 - m+(c_i)^3) each, K1 = int_0^1 of that in i/k_c; the unlearned tail sum_{k_c<i<=k} a2_i =
+    (D/alpha) c_IT k_c^(2beta) sum i^(-2beta) in the continuum. NumPy, no solver."""
+    alpha = np.asarray(alpha, np.float64)
+    z = float(np.sum(np.arange(1, k + 1, dtype=np.float64) ** (-2.0 * beta)))
+    u = (np.arange(20000) + 0.5) / 20000
+    c = ts.C_IT * u ** (-2.0 * beta)
+    r = np.sqrt(1 - 4 / (3 * c))
+    mp = 0.5 * (1 + r)
+    k1 = float(np.mean(c * (1 - mp**3)))
+    d = np.full_like(alpha, delta)
+    for _ in range(200):
+        kc = np.minimum((alpha / (ts.C_IT * d * z)) ** (0.5 / beta), k)
+        eps = d / alpha * kc * (k1 + ts.C_IT / (2 * beta - 1) * (1 - (kc / k) ** (2 * beta - 1)))
+        d = delta + eps
+    return eps
