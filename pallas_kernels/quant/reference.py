@@ -313,81 +313,6 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     return _razer_codes(xs, m, use), jnp.where(wide, sc8, sc6) | (idx << jnp.uint32(6))
 
 
-def _e2m1_code_and_value_scaled(a, s):
-    """(E2M1 magnitude code (uint32), ``e2m1(code) * s``) of the exact quotient a / s for a >= 0: the
-    comparisons of :func:`_e2m1_value_scaled`, whose bits also give the code."""
-    f, u = np.float32, jnp.uint32
-    b2 = a >= f(1.75) * s
-    b1 = a >= jnp.where(b2, f(3.5), f(0.75)) * s
-    t0 = jnp.where(b2, jnp.where(b1, f(5.0), f(2.5)), jnp.where(b1, f(1.25), f(0.25)))
-    b0 = a > t0 * s
-    hi = jnp.where(b1, jnp.where(b0, f(6.0), f(4.0)), jnp.where(b0, f(3.0), f(2.0)))
-    lo = jnp.where(b1, jnp.where(b0, f(1.5), f(1.0)), jnp.where(b0, f(0.5), f(0.0)))
-    m = (b2.astype(u) << u(2)) | (b1.astype(u) << u(1)) | b0.astype(u)
-    return m, jnp.where(b2, hi, lo) * s
-
-
-def _spread_nibbles(bits):
-    """uint32 with bits 0..7 -> uint32 whose nibble i is 0xF where bit i is set (a per-block bit trick)."""
-    u = jnp.uint32
-    v = bits & u(0xFF)
-    v = (v | (v << u(12))) & u(0x000F000F)
-    v = (v | (v << u(6))) & u(0x03030303)
-    v = (v | (v << u(3))) & u(0x11111111)
-    return v * u(0xF)
-
-
-def razer_weight_packed(xb, inv_g, bmax):
-    """RaZeR weight variant, XLA path: blocks xb (..., nb, 16) -> (packed codes uint8 (..., nb * 8), scale
-    bytes uint32 (..., nb)), equal bit for bit to ``pack_nibbles`` of :func:`razer_weight_block_codes`.
-
-    One pass over the elements: each half-block of 8 elements (one uint32 of packed nibbles) reduces, in the
-    same variadic reduction as the four candidates' error terms, its FP4 codes at both scales packed into a
-    word (``sum_i code_i << 4 i``: distinct nibbles, so the sum is the packing) and a word of flags (bit i:
-    near +-5 at s_b(6); bit 8 + i: near +-8 at s_b(8); bit 16 + i: negative). The candidate is then chosen
-    per block and its word built from these (special-value elements -> 0x8) with per-block bit operations,
-    instead of a second pass that re-reads x and re-encodes it at the chosen scale. The error sums are those
-    of :func:`razer_weight_block_codes` (exact integers; two half-block partial sums added), so the choice
-    and the codes are the same."""
-    u = jnp.uint32
-    xh = xb.reshape(*xb.shape[:-1], 2, 8)
-    xs = fp4.flush_subnormals(xh) * inv_g
-    a = jnp.abs(xs)
-    sc6, sc8 = _e3m3_scale_code(bmax, 6.0), _e3m3_scale_code(bmax, 8.0)
-    s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
-    s6, s8, p = (v[..., None, None] for v in _fence((s6, s8, _err_unit(s6)), True))
-    m6, v6 = _e2m1_code_and_value_scaled(a, s6)
-    m8, v8 = _e2m1_code_and_value_scaled(a, s8)
-    k6, k8 = _err_terms(a - v6, p), _err_terms(a - v8, p)
-    near6 = (a > np.float32(4.5) * s6) & (a < np.float32(5.5) * s6)
-    near8 = a > np.float32(7.0) * s8
-    neg = xs < 0
-    lane = jax.lax.broadcasted_iota(u, xh.shape, xh.ndim - 1)
-    sign = jnp.where(neg, u(8), u(0))
-    w6 = jnp.where(m6 > u(0), sign | m6, u(0)) << (lane * u(4))
-    w8 = jnp.where(m8 > u(0), sign | m8, u(0)) << (lane * u(4))
-    flags = (near6.astype(u) | (near8.astype(u) << u(8)) | (neg.astype(u) << u(16))) << lane
-    terms = _special_terms(xs, a, near6, k6, 5.0, s6, p) + _special_terms(xs, a, near8, k8, 8.0, s8, p)
-    terms = tuple(t.astype(u) for t in terms) + (w6, w8, flags)
-    sums = jax.lax.reduce(
-        terms,
-        tuple(u(0) for _ in terms),
-        lambda acc, t: tuple(x + y for x, y in zip(acc, t, strict=True)),
-        (xh.ndim - 1,),
-    )
-    errs = tuple((e[..., 0] + e[..., 1]).astype(jnp.int32) for e in sums[:4])
-    idx = _first_min_index(errs)
-    wide = idx >= u(2)
-    w, f_ = jnp.where(wide[..., None], sums[5], sums[4]), sums[6]
-    near = jnp.where(wide[..., None], f_ >> u(8), f_) & u(0xFF)
-    negm = (f_ >> u(16)) & u(0xFF)
-    use = near & jnp.where(((idx & u(1)) == u(1))[..., None], negm, ~negm)
-    mask = _spread_nibbles(use)
-    words = (w & ~mask) | (u(0x88888888) & mask)
-    packed = jax.lax.bitcast_convert_type(words, jnp.uint8)  # (..., nb, 2, 4), little-endian bytes
-    return packed.reshape(*xb.shape[:-2], xb.shape[-2] * 8), jnp.where(wide, sc8, sc6) | (idx << u(6))
-
-
 def razer_special_value(byte, fmt: str):
     """Scale byte -> the block's special value (float32)."""
     byte = byte.astype(jnp.uint32)
@@ -426,11 +351,10 @@ def dequantize_blocks(codes, byte, g, fmt: str):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _pack(x, codes, sc, g, fmt: str, packed=None) -> QuantizedArray:
-    if packed is None:
-        packed = fp4.pack_nibbles(codes.reshape(*x.shape[:-1], x.shape[-1]))
+def _pack(x, codes, sc, g, fmt: str) -> QuantizedArray:
+    codes = codes.reshape(*x.shape[:-1], x.shape[-1])
     return QuantizedArray(
-        codes=packed,
+        codes=fp4.pack_nibbles(codes),
         scales=sc.astype(jnp.uint8),
         global_scale=jnp.asarray(g, jnp.float32),
         shape=tuple(x.shape),
@@ -486,9 +410,6 @@ def razer_quantize(x, variant: str = "activation", global_scale=None) -> Quantiz
     else:
         denom, fn, fmt = RAZER_WEIGHT_GLOBAL_MAX, razer_weight_block_codes, "razer_weight"
     xb, g, inv_g, bmax = _global_and_blocks(x, global_scale, denom)
-    if variant != "activation":
-        packed, sc = razer_weight_packed(xb, inv_g, bmax)
-        return _pack(x, None, sc, g, fmt, packed=packed.reshape(*x.shape[:-1], x.shape[-1] // 2))
     codes, sc = fn(xb, inv_g, bmax, fence=True)
     return _pack(x, codes, sc, g, fmt)
 
