@@ -104,18 +104,24 @@ def test_ste_and_uniform_int_give_straight_through():
 
 def test_vmap_jit_and_dtype():
     f = lambda r: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3)  # noqa: E731
-    gv = jax.vmap(jax.grad(lambda r: jnp.sum(f(r) * jnp.arange(64.0))))(X)
-    gr = jnp.stack([jax.grad(lambda r: jnp.sum(f(r) * jnp.arange(64.0)))(X[i]) for i in range(3)])
+    # under jit (one compile each; eager op-by-op dispatch of these grads took most of this test's time)
+    grad_row = jax.grad(lambda r: jnp.sum(f(r) * jnp.arange(64.0)))
+    gv = jax.jit(jax.vmap(grad_row))(X)
+    row = jax.jit(grad_row)
+    gr = jnp.stack([row(X[i]) for i in range(3)])
     np.testing.assert_allclose(np.asarray(gv), np.asarray(gr), rtol=1e-6)
     # NVFP4's global scale is per tensor: under vmap each row is its own tensor
-    np.testing.assert_array_equal(np.asarray(jax.vmap(f)(X)), np.stack([np.asarray(f(X[i])) for i in range(3)]))
+    jf = jax.jit(f)
+    np.testing.assert_array_equal(
+        np.asarray(jax.jit(jax.vmap(f))(X)), np.stack([np.asarray(jf(X[i])) for i in range(3)])
+    )
     xb = X.astype(jnp.bfloat16)
     y = fake_quant(xb, format="mxfp4")
     assert y.dtype == jnp.bfloat16
-    gb = jax.grad(lambda r: jnp.sum(fake_quant(r, format="mxfp4").astype(jnp.float32)))(xb)
+    gb = jax.jit(jax.grad(lambda r: jnp.sum(fake_quant(r, format="mxfp4").astype(jnp.float32))))(xb)
     assert gb.dtype == jnp.bfloat16 and bool(jnp.all(jnp.isfinite(gb)))
     # second-order: the backward is smooth in x only through z; grad of grad runs
-    jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r)))(X)
+    jax.jit(jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r))))(X)
 
 
 def test_jit_does_not_recompile():

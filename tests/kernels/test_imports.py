@@ -1,0 +1,65 @@
+"""pallas_kernels stands on jax: the only project modules it imports are ``theory._checkify`` (the one checkify
+switch shared with ``theory``) and ``theory.zoe_grad`` (the surrogate-gradient laws of ``fake_quant``), and
+those (with what they import from ``theory``) import nothing but the standard library, jax, numpy and
+jaxtyping. A static check (ast, no imports run): milliseconds, and it fails on a new import of sims/models or
+of another theory module (docs/architecture.md, "Kernels")."""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+ALLOWED_FROM_KERNELS = {"theory._checkify", "theory.zoe_grad"}
+THIRD_PARTY = {"jax", "jaxlib", "numpy", "jaxtyping"}
+PROJECT = {"theory", "sims", "models", "pallas_kernels", "tests"}
+
+
+def _imports(path: Path) -> set[str]:
+    """Absolute module names imported by a file (``from a import b`` gives ``a.b`` when a is a package of
+    the project, so ``from theory import zoe_grad`` is ``theory.zoe_grad``)."""
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            out.add(node.module)
+            if node.module in PROJECT:
+                out |= {f"{node.module}.{a.name}" for a in node.names}
+    return out
+
+
+def _module_file(name: str) -> Path:
+    p = ROOT.joinpath(*name.split("."))
+    return p / "__init__.py" if p.is_dir() else p.with_suffix(".py")
+
+
+def test_pallas_kernels_imports_only_the_two_jax_only_theory_modules():
+    used = set()
+    for path in sorted((ROOT / "pallas_kernels").rglob("*.py")):
+        for name in _imports(path):
+            top = name.split(".")[0]
+            if top in PROJECT - {"pallas_kernels"}:
+                if top == "theory" and name == "theory":
+                    continue  # "from theory import x": checked as theory.x
+                assert name in ALLOWED_FROM_KERNELS, f"{path.relative_to(ROOT)} imports {name}"
+                used.add(name)
+    assert used == ALLOWED_FROM_KERNELS, used  # an allowance no longer used is deleted here
+
+
+def test_the_theory_modules_it_imports_stand_on_jax_alone():
+    todo, seen = ["theory", *sorted(ALLOWED_FROM_KERNELS)], set()
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        for imp in _imports(_module_file(name)):
+            top = imp.split(".")[0]
+            if top == "theory":
+                if _module_file(imp).exists():
+                    todo.append(imp)
+                continue
+            assert top in THIRD_PARTY or top in sys.stdlib_module_names or top == "__future__", f"{name} imports {imp}"
+    assert seen <= {"theory", "theory._checkify", "theory._validate", "theory.zoe_grad"}, seen
