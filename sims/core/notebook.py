@@ -286,22 +286,40 @@ def fixed(value):
     return widgets.fixed(value)
 
 
-def lab_env() -> dict[str, str]:
-    """Environment for ``jupyter lab`` so the repository's settings apply: ``.jupyter/lab/user-settings`` makes
-    the Jupytext notebook the default viewer of ``.py`` files (``workbench notebook`` sets it)."""
-    root = harness.REPO_ROOT
-    return {"JUPYTERLAB_SETTINGS_DIR": str(root / ".jupyter" / "lab" / "user-settings"),
-            "JUPYTERLAB_WORKSPACES_DIR": str(root / ".cache" / "jupyterlab-workspaces"),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))}
+LAB_CONFIG_DIR = harness.REPO_ROOT / ".jupyter"
+"""A Jupyter config directory shipped in the repository: ``labconfig/default_setting_overrides.json`` changes
+JupyterLab's *defaults* (Jupytext Notebook as the default viewer of ``.py`` files; no "fetch Jupyter news?" popup,
+no update check). ``workbench notebook`` puts it first on ``JUPYTER_CONFIG_PATH``; JupyterLab layers these defaults
+under the user's own settings (``~/.jupyter/lab/user-settings``), which therefore still win."""
 
 
-def lab_command(target: str = "notebooks", *lab_args: str) -> list[str]:
+def lab_env(environ: typing.Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for ``jupyter lab`` so the repository's defaults apply without hiding the user's settings:
+    :data:`LAB_CONFIG_DIR` prepended to ``JUPYTER_CONFIG_PATH`` (jupyterlab_server reads
+    ``<each config path>/labconfig/default_setting_overrides.json`` as a layer of defaults; the user settings
+    folder is left where it is), and the repository on ``PYTHONPATH`` (``workbench notebook`` sets it)."""
+    environ = os.environ if environ is None else environ
+
+    def prepend(var: str, path: Path) -> str:
+        rest = [p for p in environ.get(var, "").split(os.pathsep) if p and p != str(path)]
+        return os.pathsep.join([str(path), *rest])
+
+    return {"JUPYTER_CONFIG_PATH": prepend("JUPYTER_CONFIG_PATH", LAB_CONFIG_DIR),
+            "JUPYTERLAB_WORKSPACES_DIR": str(harness.REPO_ROOT / ".cache" / "jupyterlab-workspaces"),
+            "PYTHONPATH": prepend("PYTHONPATH", harness.REPO_ROOT)}
+
+
+def lab_command(target: str = "notebooks", *lab_args: str, as_root: bool | None = None) -> list[str]:
     """``jupyter lab`` rooted at the repository (so JupyterLab's Jupytext finds ``jupytext.toml`` and the file
     browser reaches ``figures/`` and ``docs/``), opening at ``target`` (a folder or a notebook, relative to the
-    repository root); ``lab_args`` are passed on (``workbench notebook NAME -- ARGS``)."""
+    repository root); ``lab_args`` are passed on (``workbench notebook NAME -- ARGS``). Run as root (a container,
+    Colab-like VMs), Jupyter refuses to start without ``--allow-root``: it is added (``as_root`` None: detected
+    with ``os.geteuid``) unless the user passed it."""
+    if as_root is None:
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    root_flag = ["--allow-root"] if as_root and not any(a.startswith("--allow-root") for a in lab_args) else []
     return ["jupyter", "lab", f"--ServerApp.root_dir={harness.REPO_ROOT}",
-            f"--LabApp.default_url=/lab/tree/{target}", *lab_args]
-
+            f"--LabApp.default_url=/lab/tree/{target}", *root_flag, *lab_args]
 
 if _in_kernel():
     enable_compilation_cache()

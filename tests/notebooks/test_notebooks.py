@@ -77,15 +77,19 @@ def _installed_python3_kernelspec():
         pytest.skip("no python3 kernel installed")
 
 
-def test_jupyterlab_opens_py_files_as_notebooks():
+def _shipped_overrides() -> dict:
     import json
 
     from sims.core import notebook
 
-    settings = Path(notebook.lab_env()["JUPYTERLAB_SETTINGS_DIR"])
-    text = (settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings").read_text()
-    body = json.loads("\n".join(line for line in text.splitlines() if not line.strip().startswith("//")))
-    assert body["defaultViewers"]["python"] == "Jupytext Notebook"
+    return json.loads((notebook.LAB_CONFIG_DIR / "labconfig" / "default_setting_overrides.json").read_text())
+
+
+def test_jupyterlab_opens_py_files_as_notebooks_without_the_news_popup():
+    overrides = _shipped_overrides()
+    assert overrides["@jupyterlab/docmanager-extension:plugin"]["defaultViewers"]["python"] == "Jupytext Notebook"
+    # JupyterLab 4 asks "fetch official Jupyter news?" on first start unless fetchNews is "true" or "false"
+    assert overrides["@jupyterlab/apputils-extension:notification"]["fetchNews"] == "false"
     # the factory name must be the one the installed jupytext JupyterLab extension registers
     import sysconfig
 
@@ -94,35 +98,87 @@ def test_jupyterlab_opens_py_files_as_notebooks():
         assert any('"Jupytext Notebook"' in f.read_text(errors="replace") for f in ext.glob("static/*.js"))
 
 
+def test_shipped_defaults_layer_under_the_users_settings(tmp_path):
+    """The repository's settings are *defaults* (jupyterlab_server's ``labconfig/default_setting_overrides.json``
+    on ``JUPYTER_CONFIG_PATH``): the user's settings folder is not redirected, an existing JUPYTER_CONFIG_PATH
+    and PYTHONPATH are kept behind ours, and jupyterlab_server (when installed) reads the overrides."""
+    from sims.core import harness, notebook
+
+    env = notebook.lab_env({"JUPYTER_CONFIG_PATH": f"/etc/mine{os.pathsep}{notebook.LAB_CONFIG_DIR}",
+                            "PYTHONPATH": "/x"})
+    assert "JUPYTERLAB_SETTINGS_DIR" not in env and "JUPYTER_CONFIG_DIR" not in env
+    assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(notebook.LAB_CONFIG_DIR), "/etc/mine"]
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(harness.REPO_ROOT), "/x"]
+    assert notebook.lab_env({})["JUPYTER_CONFIG_PATH"] == str(notebook.LAB_CONFIG_DIR)
+    settings_utils = pytest.importorskip("jupyterlab_server.settings_utils")
+    with pytest.MonkeyPatch.context() as mp:
+        for k, v in notebook.lab_env().items():
+            mp.setenv(k, v)
+        mp.setenv("JUPYTER_CONFIG_DIR", str(tmp_path / "user-config"))  # a user without any config of their own
+        overrides, error = settings_utils._get_overrides(str(tmp_path / "no-app-settings"))
+    assert not error and overrides == _shipped_overrides()
+
+
 def test_workbench_notebook_roots_jupyterlab_at_the_repository():
     """Rooted at notebooks/, JupyterLab's Jupytext would not find jupytext.toml (it looks no higher than the root)
     and the file browser would not reach figures/ or docs/: the command roots it at the repository and opens at
     the target; arguments after `--` reach `jupyter lab`."""
-    from sims.core import cli, harness, notebook
+    from sims.core import harness, notebook
 
-    cmd = notebook.lab_command("notebooks/river_valley.py", "--no-browser")
+    cmd = notebook.lab_command("notebooks/river_valley.py", "--no-browser", as_root=False)
     assert cmd[:2] == ["jupyter", "lab"] and f"--ServerApp.root_dir={harness.REPO_ROOT}" in cmd
     assert "--LabApp.default_url=/lab/tree/notebooks/river_valley.py" in cmd and cmd[-1] == "--no-browser"
+    assert "--allow-root" not in cmd
     assert (harness.REPO_ROOT / "jupytext.toml").is_file()
-    seen = {}
+    seen = _run_notebook_command(["notebook", "river_valley", "--", "--port", "8899", "--no-browser"], root=False)
+    assert seen["file"] == "jupyter" and seen["args"][-3:] == ["--port", "8899", "--no-browser"]
+    assert seen["env"]["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(notebook.LAB_CONFIG_DIR)
+    assert "--allow-root" not in seen["args"] and "--allow-root" not in seen["stdout"]
+    from sims.core import cli
+
+    assert cli.main(["notebook", "--no-browser"]) == 2  # without `--`: a one-line usage error
+
+
+def test_workbench_notebook_as_root_adds_allow_root_once():
+    """Jupyter refuses to run as root without --allow-root: the command adds it and says so in one line; a user
+    who passed it already gets it once and no note."""
+    from sims.core import notebook
+
+    assert notebook.lab_command("notebooks", as_root=True).count("--allow-root") == 1
+    assert notebook.lab_command("notebooks", "--allow-root", as_root=True).count("--allow-root") == 1
+    seen = _run_notebook_command(["notebook"], root=True)
+    assert seen["args"].count("--allow-root") == 1 and seen["args"][-1] == "--allow-root"
+    note = [line for line in seen["stdout"].splitlines() if "root" in line and not line.startswith("jupyter")]
+    assert len(note) == 1 and "--allow-root" in note[0]
+    seen = _run_notebook_command(["notebook", "--", "--allow-root", "--no-browser"], root=True)
+    assert seen["args"].count("--allow-root") == 1 and seen["args"][-2:] == ["--allow-root", "--no-browser"]
+    assert "added --allow-root" not in seen["stdout"]
+
+
+def _run_notebook_command(argv: list[str], *, root: bool) -> dict:
+    """``cli.main(argv)`` with ``os.execvpe`` and ``os.geteuid`` faked: what would be executed, and what was printed."""
+    import contextlib
+    import io
+
+    from sims.core import cli
+
+    seen: dict = {}
 
     def fake_exec(file, args, env):
         seen.update(file=file, args=args, env=env)
         raise SystemExit(0)
 
-    import os
-
-    orig = os.getcwd()
+    orig, out = os.getcwd(), io.StringIO()
     try:
-        with pytest.MonkeyPatch.context() as mp:
+        with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
             mp.setattr(os, "execvpe", fake_exec)
+            mp.setattr(os, "geteuid", lambda: 0 if root else 1000)
             with pytest.raises(SystemExit):
-                cli.main(["notebook", "river_valley", "--", "--port", "8899", "--no-browser"])
+                cli.main(argv)
     finally:
         os.chdir(orig)
-    assert seen["args"][-3:] == ["--port", "8899", "--no-browser"]
-    assert seen["env"]["JUPYTERLAB_SETTINGS_DIR"] == notebook.lab_env()["JUPYTERLAB_SETTINGS_DIR"]
-    assert cli.main(["notebook", "--no-browser"]) == 2  # without `--`: a one-line usage error
+    seen["stdout"] = out.getvalue()
+    return seen
 
 
 def test_widgets_are_displayed_once(monkeypatch):
