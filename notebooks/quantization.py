@@ -26,7 +26,7 @@
 #
 # Code: `pallas_kernels/quant/hadamard.py` (FWHT), `rht.py` (the quantizer, three scalings: TurboQuant's
 # known norm, the least-squares rescale, EDEN's unbiased `S = ||x||^2 / <y, q>`), `inquant.py`,
-# `theory/dithered_quant.py` (the closed forms) and `sims/quantization.py` (figures and claims).
+# `theory/dithered_quant.py` (the closed forms) and `sims/quantization/` (figures and claims).
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.

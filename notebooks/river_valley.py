@@ -23,7 +23,7 @@
 # `lr < 2(1+beta)/lam` and moves along the river with effective rate `lr/(1-beta)`: its largest stable river
 # speed is `(1+beta)/(1-beta)` times GD's (19x at `beta = 0.9`).
 #
-# Everything here calls `theory/river_valley.py` (closed forms, optimisers) and `sims/river_valley.py` (the
+# Everything here calls `theory/river_valley.py` (closed forms, optimisers) and `sims/river_valley/` (the
 # figures and claims of `workbench run river_valley`).
 
 # %%

@@ -30,7 +30,7 @@
 # This is a reconstruction from the paper's abstract (`shared/papers/zoe_grad.md`); the derivation, the
 # closed forms and the convergence bound are in `theory/zoe_grad.py`, the op `fake_quant` (QAT with the FP4
 # kernels: NVFP4, MXFP4, RaZeR, INT-b) in `pallas_kernels/quant/fake_quant.py`, the figures and claims in
-# `sims/zoe_grad.py`.
+# `sims/zoe_grad/`.
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
