@@ -66,7 +66,8 @@ print(f"guidance for lam={lam}, mu={mu}: lr={float(g.lr):.4f}, beta={float(g.bet
 # %% [markdown]
 # ## The simulation
 # The committed full-preset run, loaded from `figures/river_valley/data.npz` (no recomputation:
-# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+# opening takes seconds); the figures are the committed PNGs `sim.plot` drew from it (checked against the
+# manifest's hashes). The **recompute** controls at the end rerun the simulation and redraw.
 
 # %%
 nb = notebook.open_result(sim)

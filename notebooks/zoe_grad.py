@@ -76,7 +76,8 @@ print("fake_quant NVFP4 gradient (first 8):", np.round(np.asarray(g[0, :8]), 3))
 # Monte Carlo means of the estimators vs the closed form, the sigma sweep against the characteristic-function
 # series, `fake_quant`'s backward vs the estimator through the NVFP4 kernels, the convergence bound on a toy,
 # and QAT of the tiny LM (STE vs continuous surrogates vs post-training quantization). The committed full-preset
-# run, loaded from `figures/zoe_grad/data.npz` and drawn by `sim.plot` (no recomputation: seconds).
+# run, loaded from `figures/zoe_grad/data.npz`; the figures are the committed PNGs `sim.plot` drew from it
+# (checked against the manifest's hashes; nothing is recomputed or redrawn: seconds).
 
 # %%
 nb = notebook.open_result(sim)

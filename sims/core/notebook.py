@@ -4,7 +4,7 @@ A notebook opens from the committed outputs, not by rerunning the simulation::
 
     from sims.core import notebook
     nb = notebook.open_result(sim)       # figures/<name>/data.npz -> the results pytree (seconds)
-    nb.show()                            # sim.plot(results, cfg): every figure
+    nb.show()                            # every figure: the committed PNGs, sim.plot after a recompute
     nb.show_claims()                     # sim.claims(results, cfg): the claims table (no wrapping)
     nb.controls()                        # sliders for the Config + a "recompute" button (reruns the simulation)
     notebook.interact(explore, beta=(0.0, 0.98, 0.01))   # the cheap live explorations (labels not cut)
@@ -14,8 +14,9 @@ The notebook therefore depends on the result's ``plot`` and ``claims``, never on
 :func:`sims.core.harness.execute` without writing, and the figures/claims shown afterwards are the new run's.
 
 Headless (``WORKBENCH_QUICK=1``, the notebook tests), :func:`interact` calls the function once with the
-default values (errors surface as cell errors instead of disappearing into a widget) and ``controls`` only builds
-its widgets.
+default values (errors surface as cell errors instead of disappearing into a widget), ``controls`` only builds
+its widgets, and ``show`` draws through ``sim.plot`` instead of showing the committed PNGs (so the suite catches
+committed data the current ``plot`` cannot draw).
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class Result:
         self.folder = Path(folder) if folder is not None else harness.FIGURES_DIR / sim.NAME
         self._figures: dict[str, Any] | None = None
         self._claims = None
+        self._recomputed = False
         t0 = time.perf_counter()
         self.results, self.cfg, self.manifest = harness.load_results(sim, self.folder)
         self.preset = self.manifest.get("preset", "full")
@@ -145,9 +147,30 @@ class Result:
                 plt.close(fig)  # shown through display() only, not again by the inline backend
         return self._figures
 
-    def show(self, *names: str) -> None:
-        """Display the named figures (all when none are named)."""
-        figs = self.figures()
+    def committed_pngs(self) -> dict[str, Path] | None:
+        """The committed ``<figure>.png`` files of the data shown, when they provably belong to it: the data is the
+        committed run (not a recomputation), the manifest lists every figure and records its SHA-256, and every
+        hash matches (``harness.verify_outputs``). None otherwise, and headless (the notebook tests draw through
+        ``sim.plot``, so committed data that the current ``plot`` can no longer draw fails the suite)."""
+        if self._recomputed or self.problems or headless():
+            return None
+        names = self.manifest.get("figures")
+        hashes = self.manifest.get("content_sha256")
+        if not names or not isinstance(hashes, dict) or any(n not in hashes for n in names):
+            return None
+        return {Path(n).stem: self.folder / n for n in names}
+
+    def show(self, *names: str, redraw: bool = False) -> None:
+        """Display the named figures (all when none are named). On opening, these are the committed PNGs (hashed
+        in the manifest beside the data: what ``sim.plot`` drew from this very data), so opening draws nothing:
+        rendering the figures again costs more CPU than everything else a notebook does when it opens
+        (zoe_grad: 7 of 9.5 s). After ``recompute``, or with ``redraw=True``, ``sim.plot`` draws them."""
+        pngs = None if redraw else self.committed_pngs()
+        try:
+            from IPython.display import Image
+        except ImportError:  # plain Python without IPython: draw
+            pngs = None
+        figs = self.figures() if pngs is None else {k: Image(filename=str(v)) for k, v in pngs.items()}
         unknown = [n for n in names if n not in figs]
         if unknown:
             raise KeyError(f"{self.sim.NAME} has no figure(s) {unknown}; figures: {sorted(figs)}")
@@ -179,6 +202,7 @@ class Result:
                                   progress=False)
         self.results, self.cfg, self.preset, self.seed = outcome.results, cfg, preset, seed
         self._claims, self._figures, self.problems = outcome.claims, None, []
+        self._recomputed = True
         self.source = f"recomputed: {preset} preset, seed {seed}, {outcome.wall_s:.1f} s"
         return self
 

@@ -209,3 +209,38 @@ def test_claims_table_keeps_every_row_aligned():
     assert text.count("<tr>") == 3 and "white-space: normal" in text and "white-space: pre" in text
     summary = f"{sum(c.passed for c in claims)}/2 claims pass"
     assert ("a long statement " * 12).strip() in text and summary in text
+
+
+def test_opening_shows_the_committed_pngs_only_while_they_belong_to_the_data(tmp_path, monkeypatch):
+    """Opening displays the committed figures (hashed in the manifest beside the data) instead of drawing them
+    again; a figure that does not match the manifest, a recomputation, ``redraw=True`` or a headless run draw
+    through ``sim.plot``."""
+    import shutil
+
+    pytest.importorskip("IPython")
+    from sims import river_valley
+    from sims.core import harness, notebook
+
+    folder = tmp_path / "river_valley"
+    shutil.copytree(harness.FIGURES_DIR / "river_valley", folder)
+    shown = []
+    monkeypatch.setattr(notebook, "_display", shown.append)
+    monkeypatch.delenv("WORKBENCH_QUICK", raising=False)
+    nb = notebook.open_result(river_valley, folder)
+    pngs = nb.committed_pngs()
+    assert pngs is not None and sorted(f"{k}.png" for k in pngs) == sorted(nb.manifest["figures"])
+    nb.show()
+    assert len(shown) == len(pngs) and all(type(x).__name__ == "Image" for x in shown)
+    assert shown[0].data == pngs[next(iter(pngs))].read_bytes() and nb._figures is None  # nothing drawn
+    first = next(iter(pngs))
+    shown.clear()
+    nb.show(first, redraw=True)
+    assert len(shown) == 1 and type(shown[0]).__name__ == "Figure"
+    monkeypatch.setenv("WORKBENCH_QUICK", "1")
+    assert nb.committed_pngs() is None
+    monkeypatch.delenv("WORKBENCH_QUICK")
+    nb._recomputed = True  # what recompute() sets: the committed PNGs no longer show this data
+    assert nb.committed_pngs() is None
+    with open(folder / f"{first}.png", "ab") as f:
+        f.write(b"\0")
+    assert notebook.open_result(river_valley, folder).committed_pngs() is None
