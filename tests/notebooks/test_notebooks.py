@@ -36,6 +36,17 @@ def test_every_result_has_a_notebook():
     assert not missing, f"results without notebooks/<name>.py: {missing}"
 
 
+def test_results_and_notebooks_correspond_one_to_one():
+    """The contract check reads the registry (one source of truth): the machinery packages sims/core and
+    sims/bench are not results, so they need no notebook, and every notebook belongs to a result."""
+    from sims.core import registry
+
+    names = set(registry.result_names())
+    assert not names & registry.INFRASTRUCTURE and {"core", "bench"} <= registry.INFRASTRUCTURE
+    assert (ROOT / "sims" / "core" / "__init__.py").is_file() and (ROOT / "sims" / "bench" / "__init__.py").is_file()
+    assert {p.stem for p in NOTEBOOKS} == names
+
+
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_uses_the_shared_helper(path: Path):
     """One execution recipe: open the committed run, plot/claims through the result, recompute controls."""
