@@ -87,17 +87,30 @@ def claims_html(title: str, claims) -> str:
         color = "var(--jp-success-color1, green)" if c.passed else "var(--jp-error-color1, red)"
         measured = f"{c.measured:.5g}" + (f" \u00b1 {c.ci:.2g} (n={c.n_seeds})" if c.ci else "")
         slack = "" if c.slack is None else f"{c.slack:.3g}" + (" LOOSE" if c.loose else "")
-        rows.append(f"<tr><td style='color: {color}; font-weight: bold'>{ok}</td><td>{esc(c.kind)}</td>"
-                    f"<td style='text-align: left; white-space: normal; min-width: 24em'>{esc(c.statement)}</td>"
-                    f"<td {num}>{c.predicted:.5g}</td><td {num}>{esc(measured)}</td>"
-                    f"<td {num}>{esc(c.criterion)}</td><td {num}>{esc(slack)}</td></tr>")
-    head = "".join(f"<th style='text-align: {a}'>{h}</th>" for h, a in (
-        ("", "left"), ("kind", "left"), ("claim", "left"), ("predicted", "right"), ("measured", "right"),
-        ("criterion", "right"), ("slack", "right")))
+        rows.append(
+            f"<tr><td style='color: {color}; font-weight: bold'>{ok}</td><td>{esc(c.kind)}</td>"
+            f"<td style='text-align: left; white-space: normal; min-width: 24em'>{esc(c.statement)}</td>"
+            f"<td {num}>{c.predicted:.5g}</td><td {num}>{esc(measured)}</td>"
+            f"<td {num}>{esc(c.criterion)}</td><td {num}>{esc(slack)}</td></tr>"
+        )
+    head = "".join(
+        f"<th style='text-align: {a}'>{h}</th>"
+        for h, a in (
+            ("", "left"),
+            ("kind", "left"),
+            ("claim", "left"),
+            ("predicted", "right"),
+            ("measured", "right"),
+            ("criterion", "right"),
+            ("slack", "right"),
+        )
+    )
     summary = f"{sum(c.passed for c in claims)}/{len(claims)} claims pass ({format_counts(claims)})"
-    return (f"<div><p style='margin: 0 0 4px 0'><b>{esc(title)}</b>: {esc(summary)}</p>"
-            f"<table style='border-collapse: collapse; font-size: 90%'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></div>")
+    return (
+        f"<div><p style='margin: 0 0 4px 0'><b>{esc(title)}</b>: {esc(summary)}</p>"
+        f"<table style='border-collapse: collapse; font-size: 90%'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 class Result:
@@ -113,8 +126,10 @@ class Result:
         self.results, self.cfg, self.manifest = harness.load_results(sim, self.folder)
         self.preset = self.manifest.get("preset", "full")
         self.seed = self.manifest.get("seed", 0)
-        self.source = (f"committed {self._rel(self.folder)} ({self.preset} preset, seed {self.seed}, "
-                       f"git {self.manifest.get('git_revision', '?')})")
+        self.source = (
+            f"committed {self._rel(self.folder)} ({self.preset} preset, seed {self.seed}, "
+            f"git {self.manifest.get('git_revision', '?')})"
+        )
         self.load_s = time.perf_counter() - t0
         problems = harness.verify_outputs(self.folder)
         self.problems = [p for p in problems if "no content hash" not in p]
@@ -198,8 +213,9 @@ class Result:
             cfg = harness.get_config(self.sim, preset, **overrides)
         elif overrides:
             cfg = dataclasses.replace(cfg, **overrides)
-        outcome = harness.execute(self.sim, cfg=cfg, preset=preset, seed=seed, write=False, verbose=False,
-                                  progress=False)
+        outcome = harness.execute(
+            self.sim, cfg=cfg, preset=preset, seed=seed, write=False, verbose=False, progress=False
+        )
         self.results, self.cfg, self.preset, self.seed = outcome.results, cfg, preset, seed
         self._claims, self._figures, self.problems = outcome.claims, None, []
         self._recomputed = True
@@ -214,13 +230,18 @@ class Result:
 
         base = harness.get_config(self.sim, preset)
         hints = typing.get_type_hints(type(base))
-        names = list(fields) if fields is not None else [
-            f.name for f in dataclasses.fields(base) if hints.get(f.name) in (int, float, bool)]
+        names = (
+            list(fields)
+            if fields is not None
+            else [f.name for f in dataclasses.fields(base) if hints.get(f.name) in (int, float, bool)]
+        )
         inputs = {name: _field_widget(name, hints[name], getattr(base, name)) for name in names}
-        preset_w = widgets.Dropdown(options=list(self.sim.PRESETS), value=preset, description="preset",
-                                    style=LABEL_STYLE)
-        seed_w = widgets.BoundedIntText(value=0, min=0, max=2**31 - 1, description="seed", style=LABEL_STYLE,
-                                        layout=widgets.Layout(width="160px"))
+        preset_w = widgets.Dropdown(
+            options=list(self.sim.PRESETS), value=preset, description="preset", style=LABEL_STYLE
+        )
+        seed_w = widgets.BoundedIntText(
+            value=0, min=0, max=2**31 - 1, description="seed", style=LABEL_STYLE, layout=widgets.Layout(width="160px")
+        )
         button = widgets.Button(description="recompute", button_style="primary", icon="refresh")
         status = widgets.HTML(value=f"showing: {html.escape(self.source)}")
         out = widgets.Output()
@@ -251,10 +272,14 @@ class Result:
 
         preset_w.observe(on_preset, names="value")
         button.on_click(on_click)
-        box = widgets.VBox([widgets.HBox([preset_w, seed_w, button]),
-                            widgets.GridBox(list(inputs.values()),
-                                            layout=widgets.Layout(grid_template_columns="repeat(3, 1fr)")),
-                            status, out])
+        box = widgets.VBox(
+            [
+                widgets.HBox([preset_w, seed_w, button]),
+                widgets.GridBox(list(inputs.values()), layout=widgets.Layout(grid_template_columns="repeat(3, 1fr)")),
+                status,
+                out,
+            ]
+        )
         self.controls_box = box
         _display(box)
 
@@ -267,8 +292,9 @@ def _field_widget(name: str, tp, value):
         return widgets.Checkbox(value=bool(value), description=name, style=LABEL_STYLE, layout=layout)
     if tp is int:
         return widgets.IntText(value=int(value), description=name, style=LABEL_STYLE, layout=layout)
-    return widgets.FloatText(value=float(value) if math.isfinite(value) else 0.0, description=name,
-                             style=LABEL_STYLE, layout=layout)
+    return widgets.FloatText(
+        value=float(value) if math.isfinite(value) else 0.0, description=name, style=LABEL_STYLE, layout=layout
+    )
 
 
 def open_result(sim: ModuleType, folder: str | Path | None = None) -> Result:
@@ -328,9 +354,11 @@ def lab_env(environ: typing.Mapping[str, str] | None = None) -> dict[str, str]:
         rest = [p for p in environ.get(var, "").split(os.pathsep) if p and p != str(path)]
         return os.pathsep.join([str(path), *rest])
 
-    return {"JUPYTER_CONFIG_PATH": prepend("JUPYTER_CONFIG_PATH", LAB_CONFIG_DIR),
-            "JUPYTERLAB_WORKSPACES_DIR": str(harness.REPO_ROOT / ".cache" / "jupyterlab-workspaces"),
-            "PYTHONPATH": prepend("PYTHONPATH", harness.REPO_ROOT)}
+    return {
+        "JUPYTER_CONFIG_PATH": prepend("JUPYTER_CONFIG_PATH", LAB_CONFIG_DIR),
+        "JUPYTERLAB_WORKSPACES_DIR": str(harness.REPO_ROOT / ".cache" / "jupyterlab-workspaces"),
+        "PYTHONPATH": prepend("PYTHONPATH", harness.REPO_ROOT),
+    }
 
 
 def lab_command(target: str = "notebooks", *lab_args: str, as_root: bool | None = None) -> list[str]:
@@ -342,8 +370,15 @@ def lab_command(target: str = "notebooks", *lab_args: str, as_root: bool | None 
     if as_root is None:
         as_root = hasattr(os, "geteuid") and os.geteuid() == 0
     root_flag = ["--allow-root"] if as_root and not any(a.startswith("--allow-root") for a in lab_args) else []
-    return ["jupyter", "lab", f"--ServerApp.root_dir={harness.REPO_ROOT}",
-            f"--LabApp.default_url=/lab/tree/{target}", *root_flag, *lab_args]
+    return [
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={harness.REPO_ROOT}",
+        f"--LabApp.default_url=/lab/tree/{target}",
+        *root_flag,
+        *lab_args,
+    ]
+
 
 if _in_kernel():
     enable_compilation_cache()

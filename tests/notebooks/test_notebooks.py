@@ -21,11 +21,13 @@ def test_notebook_executes(path: Path, monkeypatch):
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     nb = jupytext.read(path)
-    client = nbclient.NotebookClient(nb, timeout=600, kernel_name="python3",
-                                     resources={"metadata": {"path": str(ROOT / "notebooks")}})
+    client = nbclient.NotebookClient(
+        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
+    )
     client.execute()
-    errors = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])
-              if o.get("output_type") == "error"]
+    errors = [
+        o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []) if o.get("output_type") == "error"
+    ]
     assert not errors, errors
 
 
@@ -115,8 +117,9 @@ def test_shipped_defaults_layer_under_the_users_settings(tmp_path):
     and PYTHONPATH are kept behind ours, and jupyterlab_server (when installed) reads the overrides."""
     from sims.core import harness, notebook
 
-    env = notebook.lab_env({"JUPYTER_CONFIG_PATH": f"/etc/mine{os.pathsep}{notebook.LAB_CONFIG_DIR}",
-                            "PYTHONPATH": "/x"})
+    env = notebook.lab_env(
+        {"JUPYTER_CONFIG_PATH": f"/etc/mine{os.pathsep}{notebook.LAB_CONFIG_DIR}", "PYTHONPATH": "/x"}
+    )
     assert "JUPYTERLAB_SETTINGS_DIR" not in env and "JUPYTER_CONFIG_DIR" not in env
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(notebook.LAB_CONFIG_DIR), "/etc/mine"]
     assert env["PYTHONPATH"].split(os.pathsep) == [str(harness.REPO_ROOT), "/x"]
@@ -214,8 +217,10 @@ def test_claims_table_keeps_every_row_aligned():
     """The claims render as an HTML table: the statement wraps in its own column, numbers never wrap."""
     from sims.core import harness, notebook
 
-    claims = [harness.Claim("a long statement " * 12, 1.0, 1.01, 0.1, kind="check"),
-              harness.Claim("b", 2.0, 1.0, 0, "le", kind="bound")]
+    claims = [
+        harness.Claim("a long statement " * 12, 1.0, 1.01, 0.1, kind="check"),
+        harness.Claim("b", 2.0, 1.0, 0, "le", kind="bound"),
+    ]
     text = notebook.claims_html("demo", claims)
     assert text.count("<tr>") == 3 and "white-space: normal" in text and "white-space: pre" in text
     summary = f"{sum(c.passed for c in claims)}/2 claims pass"
