@@ -26,7 +26,7 @@
 #
 # Code: `pallas_kernels/quant/hadamard.py` (FWHT), `rht.py` (the quantizer, three scalings: TurboQuant's
 # known norm, the least-squares rescale, EDEN's unbiased `S = ||x||^2 / <y, q>`), `inquant.py`,
-# `theory/dithered_quant.py` (the closed forms) and `sims/quantization.py` (figures and claims).
+# `theory/dithered_quant.py` (the closed forms) and `sims/quantization/` (figures and claims).
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
@@ -75,7 +75,8 @@ print("FWHT is orthonormal and self-inverse:", float(jnp.max(jnp.abs(fwht(fwht(x
 # MSE vs bits (worst of many unit vectors, several `d`, and a dense Haar rotation), the format comparison at
 # ~4.5 bits per element, error histograms, and InQuant on heavy-tailed synthetic KV.
 # The committed full-preset run, loaded from `figures/quantization/data.npz` (no recomputation:
-# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+# opening takes seconds); the figures are the committed PNGs `sim.plot` drew from it (checked against the
+# manifest's hashes). The **recompute** controls at the end rerun the simulation and redraw.
 
 # %%
 nb = notebook.open_result(sim)
@@ -145,82 +146,85 @@ notebook.interact(explore_inquant, n_outliers=(0, 8), outlier_scale=(1.0, 100.0,
 # quantized model's output differs from the float model's by about the weights' own relative FP4 error
 # `||W - W_hat|| / ||W||` (the yardstick printed beside it; the residual connection makes the output error
 # smaller than the weights'). nnx's q/k/v projections are `nnx.LinearGeneral` (3-D kernels) and stay float;
-# `make_attention_fn(kv_num_blocks=..., kv_indices=...)` gives the block-sparse `attention_fn`.
+# `make_attention_fn(kv_num_blocks=..., kv_indices=...)` gives the block-sparse `attention_fn`. Press **recompute** to
+# run it (it imports flax and compiles both models: seconds, so it does not run when the notebook opens).
+
 
 # %%
-import equinox as eqx
-from flax import nnx
+def drop_in_demo():
+    """Equinox and flax.nnx models through swap_attention and quantize_model (imports flax, compiles the
+    models: run on demand, so opening the notebook stays fast)."""
+    import equinox as eqx
+    from flax import nnx
 
-from pallas_kernels.attention.layers import make_attention_fn, swap_attention
-from pallas_kernels.quant import razer_dequantize, razer_quantize
-from pallas_kernels.quant.layers import quantize_model
+    from pallas_kernels.attention.layers import make_attention_fn, swap_attention
+    from pallas_kernels.quant import razer_dequantize, razer_quantize
+    from pallas_kernels.quant.layers import quantize_model
 
-L_SEQ, EMB, HEADS = 32, 64, 4
+    L_SEQ, EMB, HEADS = 32, 64, 4
+
+    class EqxBlock(eqx.Module):
+        attn: eqx.nn.MultiheadAttention
+        mlp: eqx.nn.Sequential
+
+        def __init__(self, *, key):
+            k1, k2, k3 = jax.random.split(key, 3)
+            self.attn = eqx.nn.MultiheadAttention(HEADS, EMB, key=k1)
+            self.mlp = eqx.nn.Sequential(
+                [eqx.nn.Linear(EMB, 4 * EMB, key=k2), eqx.nn.Lambda(jax.nn.gelu), eqx.nn.Linear(4 * EMB, EMB, key=k3)]
+            )
+
+        def __call__(self, x):  # x [L, E], unbatched like every equinox layer
+            x = x + self.attn(x, x, x)
+            return x + jax.vmap(self.mlp)(x)
+
+    class NnxBlock(nnx.Module):
+        def __init__(self, *, rngs):
+            self.attn = nnx.MultiHeadAttention(HEADS, EMB, decode=False, rngs=rngs)
+            self.up = nnx.Linear(EMB, 4 * EMB, rngs=rngs)
+            self.down = nnx.Linear(4 * EMB, EMB, rngs=rngs)
+
+        def __call__(self, x):  # x [B, L, E]
+            x = x + self.attn(x, is_causal=True)
+            return x + self.down(jax.nn.gelu(self.up(x)))
+
+    def rel(a, b):
+        return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
+
+    def weight_error(w, fmt):
+        """The yardstick: relative FP4 error of one weight matrix in format ``fmt``."""
+        if fmt == "nvfp4":
+            from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
+
+            return rel(nvfp4_dequantize(nvfp4_quantize(w)), w)
+        return rel(razer_dequantize(razer_quantize(w, variant="weight")), w)
+
+    x_tok = jax.random.normal(jax.random.key(1), (2, L_SEQ, EMB))
+    eqx_model = EqxBlock(key=jax.random.key(0))
+    want_eqx = jax.vmap(eqx_model)(x_tok)
+    eqx_fast = swap_attention(eqx_model)  # the kernels' attention op, float weights
+    print(f"equinox, attention swapped:       rel. difference {rel(jax.vmap(eqx_fast)(x_tok), want_eqx):.1e}")
+    for fmt in ("nvfp4", "razer"):
+        quant = quantize_model(eqx_fast, fmt)  # every Linear -> QuantizedLinear (attention projections included)
+        got = eqx.filter_jit(lambda m, x: jax.vmap(m)(x))(quant, x_tok)
+        w_err = weight_error(eqx_model.mlp.layers[0].weight, fmt)
+        print(f"equinox, + quantize_model({fmt!r}): rel. error {rel(got, want_eqx):.3f} (weights' own: {w_err:.3f})")
+        assert rel(got, want_eqx) < w_err  # within the quantization error of the weights
+
+    nnx_model = NnxBlock(rngs=nnx.Rngs(0))
+    want_nnx = nnx_model(x_tok)
+    nnx_model.attn.attention_fn = make_attention_fn()  # what swap_attention(nnx_model) does to every nnx MHA
+    print(f"nnx, attention swapped:           rel. difference {rel(nnx_model(x_tok), want_nnx):.1e}")
+    w_err = weight_error(nnx_model.up.kernel.value.T, "nvfp4")
+    quantize_model(nnx_model, "nvfp4")  # in place, like nnx
+    got = nnx.jit(lambda m, x: m(x))(nnx_model, x_tok)
+    print(f"nnx, + quantize_model('nvfp4'):   rel. error {rel(got, want_nnx):.3f} (weights' own: {w_err:.3f})")
+    assert rel(got, want_nnx) < w_err
+    print(f"swapped in: nnx {type(nnx_model.up).__name__} (q/k/v stay {type(nnx_model.attn.query).__name__})")
+    print(f"swapped in: equinox {type(quant.mlp.layers[0]).__name__}, {type(quant.attn).__name__}")
 
 
-class EqxBlock(eqx.Module):
-    attn: eqx.nn.MultiheadAttention
-    mlp: eqx.nn.Sequential
-
-    def __init__(self, *, key):
-        k1, k2, k3 = jax.random.split(key, 3)
-        self.attn = eqx.nn.MultiheadAttention(HEADS, EMB, key=k1)
-        self.mlp = eqx.nn.Sequential(
-            [eqx.nn.Linear(EMB, 4 * EMB, key=k2), eqx.nn.Lambda(jax.nn.gelu), eqx.nn.Linear(4 * EMB, EMB, key=k3)]
-        )
-
-    def __call__(self, x):  # x [L, E], unbatched like every equinox layer
-        x = x + self.attn(x, x, x)
-        return x + jax.vmap(self.mlp)(x)
-
-
-class NnxBlock(nnx.Module):
-    def __init__(self, *, rngs):
-        self.attn = nnx.MultiHeadAttention(HEADS, EMB, decode=False, rngs=rngs)
-        self.up = nnx.Linear(EMB, 4 * EMB, rngs=rngs)
-        self.down = nnx.Linear(4 * EMB, EMB, rngs=rngs)
-
-    def __call__(self, x):  # x [B, L, E]
-        x = x + self.attn(x, is_causal=True)
-        return x + self.down(jax.nn.gelu(self.up(x)))
-
-
-def rel(a, b):
-    return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
-
-
-def weight_error(w, fmt):
-    """The yardstick: relative FP4 error of one weight matrix in format ``fmt``."""
-    if fmt == "nvfp4":
-        from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
-
-        return rel(nvfp4_dequantize(nvfp4_quantize(w)), w)
-    return rel(razer_dequantize(razer_quantize(w, variant="weight")), w)
-
-
-x_tok = jax.random.normal(jax.random.key(1), (2, L_SEQ, EMB))
-eqx_model = EqxBlock(key=jax.random.key(0))
-want_eqx = jax.vmap(eqx_model)(x_tok)
-eqx_fast = swap_attention(eqx_model)  # the kernels' attention op, float weights
-print(f"equinox, attention swapped:       rel. difference {rel(jax.vmap(eqx_fast)(x_tok), want_eqx):.1e}")
-for fmt in ("nvfp4", "razer"):
-    quant = quantize_model(eqx_fast, fmt)  # every Linear -> QuantizedLinear (attention projections included)
-    got = eqx.filter_jit(lambda m, x: jax.vmap(m)(x))(quant, x_tok)
-    w_err = weight_error(eqx_model.mlp.layers[0].weight, fmt)
-    print(f"equinox, + quantize_model({fmt!r}): rel. error {rel(got, want_eqx):.3f} (weights' own: {w_err:.3f})")
-    assert rel(got, want_eqx) < w_err  # within the quantization error of the weights
-
-nnx_model = NnxBlock(rngs=nnx.Rngs(0))
-want_nnx = nnx_model(x_tok)
-nnx_model.attn.attention_fn = make_attention_fn()  # what swap_attention(nnx_model) does to every nnx MHA
-print(f"nnx, attention swapped:           rel. difference {rel(nnx_model(x_tok), want_nnx):.1e}")
-w_err = weight_error(nnx_model.up.kernel.value.T, "nvfp4")
-quantize_model(nnx_model, "nvfp4")  # in place, like nnx
-got = nnx.jit(lambda m, x: m(x))(nnx_model, x_tok)
-print(f"nnx, + quantize_model('nvfp4'):   rel. error {rel(got, want_nnx):.3f} (weights' own: {w_err:.3f})")
-assert rel(got, want_nnx) < w_err
-print(f"swapped in: nnx {type(nnx_model.up).__name__} (q/k/v stay {type(nnx_model.attn.query).__name__})")
-print(f"swapped in: equinox {type(quant.mlp.layers[0]).__name__}, {type(quant.attn).__name__}")
+notebook.interact(drop_in_demo, live=False)
 
 # %% [markdown]
 # ## Recompute

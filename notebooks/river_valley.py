@@ -23,7 +23,7 @@
 # `lr < 2(1+beta)/lam` and moves along the river with effective rate `lr/(1-beta)`: its largest stable river
 # speed is `(1+beta)/(1-beta)` times GD's (19x at `beta = 0.9`).
 #
-# Everything here calls `theory/river_valley.py` (closed forms, optimisers) and `sims/river_valley.py` (the
+# Everything here calls `theory/river_valley.py` (closed forms, optimisers) and `sims/river_valley/` (the
 # figures and claims of `workbench run river_valley`).
 
 # %%
@@ -66,7 +66,8 @@ print(f"guidance for lam={lam}, mu={mu}: lr={float(g.lr):.4f}, beta={float(g.bet
 # %% [markdown]
 # ## The simulation
 # The committed full-preset run, loaded from `figures/river_valley/data.npz` (no recomputation:
-# opening takes seconds); `sim.plot` draws it. The **recompute** controls at the end rerun the simulation.
+# opening takes seconds); the figures are the committed PNGs `sim.plot` drew from it (checked against the
+# manifest's hashes). The **recompute** controls at the end rerun the simulation and redraw.
 
 # %%
 nb = notebook.open_result(sim)

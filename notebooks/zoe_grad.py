@@ -30,7 +30,7 @@
 # This is a reconstruction from the paper's abstract (`shared/papers/zoe_grad.md`); the derivation, the
 # closed forms and the convergence bound are in `theory/zoe_grad.py`, the op `fake_quant` (QAT with the FP4
 # kernels: NVFP4, MXFP4, RaZeR, INT-b) in `pallas_kernels/quant/fake_quant.py`, the figures and claims in
-# `sims/zoe_grad.py`.
+# `sims/zoe_grad/`.
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
@@ -76,7 +76,8 @@ print("fake_quant NVFP4 gradient (first 8):", np.round(np.asarray(g[0, :8]), 3))
 # Monte Carlo means of the estimators vs the closed form, the sigma sweep against the characteristic-function
 # series, `fake_quant`'s backward vs the estimator through the NVFP4 kernels, the convergence bound on a toy,
 # and QAT of the tiny LM (STE vs continuous surrogates vs post-training quantization). The committed full-preset
-# run, loaded from `figures/zoe_grad/data.npz` and drawn by `sim.plot` (no recomputation: seconds).
+# run, loaded from `figures/zoe_grad/data.npz`; the figures are the committed PNGs `sim.plot` drew from it
+# (checked against the manifest's hashes; nothing is recomputed or redrawn: seconds).
 
 # %%
 nb = notebook.open_result(sim)

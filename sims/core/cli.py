@@ -251,6 +251,8 @@ def _cmd_notebook(name, lab_args: list[str]) -> int:
         registry.get(name)
         target = f"notebooks/{name}.py"
     cmd = notebook.lab_command(target, *lab_args)
+    if "--allow-root" in cmd and "--allow-root" not in lab_args:
+        print("workbench: running as root: added --allow-root (Jupyter refuses root without it)", flush=True)
     print(shlex.join(cmd), flush=True)
     env = {**os.environ, **notebook.lab_env()}
     os.chdir(harness.REPO_ROOT)

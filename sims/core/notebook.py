@@ -4,7 +4,7 @@ A notebook opens from the committed outputs, not by rerunning the simulation::
 
     from sims.core import notebook
     nb = notebook.open_result(sim)       # figures/<name>/data.npz -> the results pytree (seconds)
-    nb.show()                            # sim.plot(results, cfg): every figure
+    nb.show()                            # every figure: the committed PNGs, sim.plot after a recompute
     nb.show_claims()                     # sim.claims(results, cfg): the claims table (no wrapping)
     nb.controls()                        # sliders for the Config + a "recompute" button (reruns the simulation)
     notebook.interact(explore, beta=(0.0, 0.98, 0.01))   # the cheap live explorations (labels not cut)
@@ -14,8 +14,9 @@ The notebook therefore depends on the result's ``plot`` and ``claims``, never on
 :func:`sims.core.harness.execute` without writing, and the figures/claims shown afterwards are the new run's.
 
 Headless (``WORKBENCH_QUICK=1``, the notebook tests), :func:`interact` calls the function once with the
-default values (errors surface as cell errors instead of disappearing into a widget) and ``controls`` only builds
-its widgets.
+default values (errors surface as cell errors instead of disappearing into a widget), ``controls`` only builds
+its widgets, and ``show`` draws through ``sim.plot`` instead of showing the committed PNGs (so the suite catches
+committed data the current ``plot`` cannot draw).
 """
 
 from __future__ import annotations
@@ -86,17 +87,30 @@ def claims_html(title: str, claims) -> str:
         color = "var(--jp-success-color1, green)" if c.passed else "var(--jp-error-color1, red)"
         measured = f"{c.measured:.5g}" + (f" \u00b1 {c.ci:.2g} (n={c.n_seeds})" if c.ci else "")
         slack = "" if c.slack is None else f"{c.slack:.3g}" + (" LOOSE" if c.loose else "")
-        rows.append(f"<tr><td style='color: {color}; font-weight: bold'>{ok}</td><td>{esc(c.kind)}</td>"
-                    f"<td style='text-align: left; white-space: normal; min-width: 24em'>{esc(c.statement)}</td>"
-                    f"<td {num}>{c.predicted:.5g}</td><td {num}>{esc(measured)}</td>"
-                    f"<td {num}>{esc(c.criterion)}</td><td {num}>{esc(slack)}</td></tr>")
-    head = "".join(f"<th style='text-align: {a}'>{h}</th>" for h, a in (
-        ("", "left"), ("kind", "left"), ("claim", "left"), ("predicted", "right"), ("measured", "right"),
-        ("criterion", "right"), ("slack", "right")))
+        rows.append(
+            f"<tr><td style='color: {color}; font-weight: bold'>{ok}</td><td>{esc(c.kind)}</td>"
+            f"<td style='text-align: left; white-space: normal; min-width: 24em'>{esc(c.statement)}</td>"
+            f"<td {num}>{c.predicted:.5g}</td><td {num}>{esc(measured)}</td>"
+            f"<td {num}>{esc(c.criterion)}</td><td {num}>{esc(slack)}</td></tr>"
+        )
+    head = "".join(
+        f"<th style='text-align: {a}'>{h}</th>"
+        for h, a in (
+            ("", "left"),
+            ("kind", "left"),
+            ("claim", "left"),
+            ("predicted", "right"),
+            ("measured", "right"),
+            ("criterion", "right"),
+            ("slack", "right"),
+        )
+    )
     summary = f"{sum(c.passed for c in claims)}/{len(claims)} claims pass ({format_counts(claims)})"
-    return (f"<div><p style='margin: 0 0 4px 0'><b>{esc(title)}</b>: {esc(summary)}</p>"
-            f"<table style='border-collapse: collapse; font-size: 90%'><thead><tr>{head}</tr></thead>"
-            f"<tbody>{''.join(rows)}</tbody></table></div>")
+    return (
+        f"<div><p style='margin: 0 0 4px 0'><b>{esc(title)}</b>: {esc(summary)}</p>"
+        f"<table style='border-collapse: collapse; font-size: 90%'><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
 
 
 class Result:
@@ -107,12 +121,15 @@ class Result:
         self.folder = Path(folder) if folder is not None else harness.FIGURES_DIR / sim.NAME
         self._figures: dict[str, Any] | None = None
         self._claims = None
+        self._recomputed = False
         t0 = time.perf_counter()
         self.results, self.cfg, self.manifest = harness.load_results(sim, self.folder)
         self.preset = self.manifest.get("preset", "full")
         self.seed = self.manifest.get("seed", 0)
-        self.source = (f"committed {self._rel(self.folder)} ({self.preset} preset, seed {self.seed}, "
-                       f"git {self.manifest.get('git_revision', '?')})")
+        self.source = (
+            f"committed {self._rel(self.folder)} ({self.preset} preset, seed {self.seed}, "
+            f"git {self.manifest.get('git_revision', '?')})"
+        )
         self.load_s = time.perf_counter() - t0
         problems = harness.verify_outputs(self.folder)
         self.problems = [p for p in problems if "no content hash" not in p]
@@ -145,9 +162,30 @@ class Result:
                 plt.close(fig)  # shown through display() only, not again by the inline backend
         return self._figures
 
-    def show(self, *names: str) -> None:
-        """Display the named figures (all when none are named)."""
-        figs = self.figures()
+    def committed_pngs(self) -> dict[str, Path] | None:
+        """The committed ``<figure>.png`` files of the data shown, when they provably belong to it: the data is the
+        committed run (not a recomputation), the manifest lists every figure and records its SHA-256, and every
+        hash matches (``harness.verify_outputs``). None otherwise, and headless (the notebook tests draw through
+        ``sim.plot``, so committed data that the current ``plot`` can no longer draw fails the suite)."""
+        if self._recomputed or self.problems or headless():
+            return None
+        names = self.manifest.get("figures")
+        hashes = self.manifest.get("content_sha256")
+        if not names or not isinstance(hashes, dict) or any(n not in hashes for n in names):
+            return None
+        return {Path(n).stem: self.folder / n for n in names}
+
+    def show(self, *names: str, redraw: bool = False) -> None:
+        """Display the named figures (all when none are named). On opening, these are the committed PNGs (hashed
+        in the manifest beside the data: what ``sim.plot`` drew from this very data), so opening draws nothing:
+        rendering the figures again costs more CPU than everything else a notebook does when it opens
+        (zoe_grad: 7 of 9.5 s). After ``recompute``, or with ``redraw=True``, ``sim.plot`` draws them."""
+        pngs = None if redraw else self.committed_pngs()
+        try:
+            from IPython.display import Image
+        except ImportError:  # plain Python without IPython: draw
+            pngs = None
+        figs = self.figures() if pngs is None else {k: Image(filename=str(v)) for k, v in pngs.items()}
         unknown = [n for n in names if n not in figs]
         if unknown:
             raise KeyError(f"{self.sim.NAME} has no figure(s) {unknown}; figures: {sorted(figs)}")
@@ -175,10 +213,12 @@ class Result:
             cfg = harness.get_config(self.sim, preset, **overrides)
         elif overrides:
             cfg = dataclasses.replace(cfg, **overrides)
-        outcome = harness.execute(self.sim, cfg=cfg, preset=preset, seed=seed, write=False, verbose=False,
-                                  progress=False)
+        outcome = harness.execute(
+            self.sim, cfg=cfg, preset=preset, seed=seed, write=False, verbose=False, progress=False
+        )
         self.results, self.cfg, self.preset, self.seed = outcome.results, cfg, preset, seed
         self._claims, self._figures, self.problems = outcome.claims, None, []
+        self._recomputed = True
         self.source = f"recomputed: {preset} preset, seed {seed}, {outcome.wall_s:.1f} s"
         return self
 
@@ -190,13 +230,18 @@ class Result:
 
         base = harness.get_config(self.sim, preset)
         hints = typing.get_type_hints(type(base))
-        names = list(fields) if fields is not None else [
-            f.name for f in dataclasses.fields(base) if hints.get(f.name) in (int, float, bool)]
+        names = (
+            list(fields)
+            if fields is not None
+            else [f.name for f in dataclasses.fields(base) if hints.get(f.name) in (int, float, bool)]
+        )
         inputs = {name: _field_widget(name, hints[name], getattr(base, name)) for name in names}
-        preset_w = widgets.Dropdown(options=list(self.sim.PRESETS), value=preset, description="preset",
-                                    style=LABEL_STYLE)
-        seed_w = widgets.BoundedIntText(value=0, min=0, max=2**31 - 1, description="seed", style=LABEL_STYLE,
-                                        layout=widgets.Layout(width="160px"))
+        preset_w = widgets.Dropdown(
+            options=list(self.sim.PRESETS), value=preset, description="preset", style=LABEL_STYLE
+        )
+        seed_w = widgets.BoundedIntText(
+            value=0, min=0, max=2**31 - 1, description="seed", style=LABEL_STYLE, layout=widgets.Layout(width="160px")
+        )
         button = widgets.Button(description="recompute", button_style="primary", icon="refresh")
         status = widgets.HTML(value=f"showing: {html.escape(self.source)}")
         out = widgets.Output()
@@ -227,10 +272,14 @@ class Result:
 
         preset_w.observe(on_preset, names="value")
         button.on_click(on_click)
-        box = widgets.VBox([widgets.HBox([preset_w, seed_w, button]),
-                            widgets.GridBox(list(inputs.values()),
-                                            layout=widgets.Layout(grid_template_columns="repeat(3, 1fr)")),
-                            status, out])
+        box = widgets.VBox(
+            [
+                widgets.HBox([preset_w, seed_w, button]),
+                widgets.GridBox(list(inputs.values()), layout=widgets.Layout(grid_template_columns="repeat(3, 1fr)")),
+                status,
+                out,
+            ]
+        )
         self.controls_box = box
         _display(box)
 
@@ -243,8 +292,9 @@ def _field_widget(name: str, tp, value):
         return widgets.Checkbox(value=bool(value), description=name, style=LABEL_STYLE, layout=layout)
     if tp is int:
         return widgets.IntText(value=int(value), description=name, style=LABEL_STYLE, layout=layout)
-    return widgets.FloatText(value=float(value) if math.isfinite(value) else 0.0, description=name,
-                             style=LABEL_STYLE, layout=layout)
+    return widgets.FloatText(
+        value=float(value) if math.isfinite(value) else 0.0, description=name, style=LABEL_STYLE, layout=layout
+    )
 
 
 def open_result(sim: ModuleType, folder: str | Path | None = None) -> Result:
@@ -286,21 +336,48 @@ def fixed(value):
     return widgets.fixed(value)
 
 
-def lab_env() -> dict[str, str]:
-    """Environment for ``jupyter lab`` so the repository's settings apply: ``.jupyter/lab/user-settings`` makes
-    the Jupytext notebook the default viewer of ``.py`` files (``workbench notebook`` sets it)."""
-    root = harness.REPO_ROOT
-    return {"JUPYTERLAB_SETTINGS_DIR": str(root / ".jupyter" / "lab" / "user-settings"),
-            "JUPYTERLAB_WORKSPACES_DIR": str(root / ".cache" / "jupyterlab-workspaces"),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH", "")]))}
+LAB_CONFIG_DIR = harness.REPO_ROOT / ".jupyter"
+"""A Jupyter config directory shipped in the repository: ``labconfig/default_setting_overrides.json`` changes
+JupyterLab's *defaults* (Jupytext Notebook as the default viewer of ``.py`` files; no "fetch Jupyter news?" popup,
+no update check). ``workbench notebook`` puts it first on ``JUPYTER_CONFIG_PATH``; JupyterLab layers these defaults
+under the user's own settings (``~/.jupyter/lab/user-settings``), which therefore still win."""
 
 
-def lab_command(target: str = "notebooks", *lab_args: str) -> list[str]:
+def lab_env(environ: typing.Mapping[str, str] | None = None) -> dict[str, str]:
+    """Environment for ``jupyter lab`` so the repository's defaults apply without hiding the user's settings:
+    :data:`LAB_CONFIG_DIR` prepended to ``JUPYTER_CONFIG_PATH`` (jupyterlab_server reads
+    ``<each config path>/labconfig/default_setting_overrides.json`` as a layer of defaults; the user settings
+    folder is left where it is), and the repository on ``PYTHONPATH`` (``workbench notebook`` sets it)."""
+    environ = os.environ if environ is None else environ
+
+    def prepend(var: str, path: Path) -> str:
+        rest = [p for p in environ.get(var, "").split(os.pathsep) if p and p != str(path)]
+        return os.pathsep.join([str(path), *rest])
+
+    return {
+        "JUPYTER_CONFIG_PATH": prepend("JUPYTER_CONFIG_PATH", LAB_CONFIG_DIR),
+        "JUPYTERLAB_WORKSPACES_DIR": str(harness.REPO_ROOT / ".cache" / "jupyterlab-workspaces"),
+        "PYTHONPATH": prepend("PYTHONPATH", harness.REPO_ROOT),
+    }
+
+
+def lab_command(target: str = "notebooks", *lab_args: str, as_root: bool | None = None) -> list[str]:
     """``jupyter lab`` rooted at the repository (so JupyterLab's Jupytext finds ``jupytext.toml`` and the file
     browser reaches ``figures/`` and ``docs/``), opening at ``target`` (a folder or a notebook, relative to the
-    repository root); ``lab_args`` are passed on (``workbench notebook NAME -- ARGS``)."""
-    return ["jupyter", "lab", f"--ServerApp.root_dir={harness.REPO_ROOT}",
-            f"--LabApp.default_url=/lab/tree/{target}", *lab_args]
+    repository root); ``lab_args`` are passed on (``workbench notebook NAME -- ARGS``). Run as root (a container,
+    Colab-like VMs), Jupyter refuses to start without ``--allow-root``: it is added (``as_root`` None: detected
+    with ``os.geteuid``) unless the user passed it."""
+    if as_root is None:
+        as_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    root_flag = ["--allow-root"] if as_root and not any(a.startswith("--allow-root") for a in lab_args) else []
+    return [
+        "jupyter",
+        "lab",
+        f"--ServerApp.root_dir={harness.REPO_ROOT}",
+        f"--LabApp.default_url=/lab/tree/{target}",
+        *root_flag,
+        *lab_args,
+    ]
 
 
 if _in_kernel():

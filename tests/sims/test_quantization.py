@@ -8,6 +8,7 @@ import numpy as np
 
 from sims import quantization as sim
 from sims.core import harness
+from sims.quantization import compute as quant_compute
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -54,7 +55,7 @@ def test_razer_never_worse_than_nvfp4_per_block_and_eden_unbiased():
 
     x_all = sim.format_datasets(jax.random.key(0), 16, 128)
     for name, x in x_all.items():
-        st = sim._format_stats(x, jax.random.key(1), 64)
+        st = quant_compute._format_stats(x, jax.random.key(1), 64)
         assert float(st["block_gap"]) <= 1e-6, name  # RaZeR keeps NVFP4's candidate when it is better
         assert float(st["unbiased_inner"]) <= 1e-4, name  # EDEN: <x_hat, x> = ||x||^2 exactly
 

@@ -1,4 +1,4 @@
-"""sims/zoe_grad.py: Config validation, the independent hard quantizers, the quick preset end to end."""
+"""sims/zoe_grad/: Config validation, the independent hard quantizers, the quick preset end to end."""
 
 from __future__ import annotations
 

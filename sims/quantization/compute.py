@@ -1,0 +1,297 @@
+"""quantization: the simulation, ``run`` and its parts (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
+from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
+from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
+from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
+from pallas_kernels.quant.rht import (
+    dense_rotation_quantize,
+    rht_dequantize,
+    rht_dequantize_reference,
+    rht_quantize,
+    rht_quantize_reference,
+)
+from sims.core.sweep import sweep
+from sims.quantization.config import FAMILIES, Config
+from theory import dithered_quant as dq
+
+# ---------------------------------------------------------------------------------------------------------
+# Unit vectors and the dither-averaged MSE estimate
+# ---------------------------------------------------------------------------------------------------------
+
+
+def unit_vectors(key, d: int, per_family: int) -> tuple[np.ndarray, list[str]]:
+    """``len(FAMILIES) * per_family`` unit vectors of length d (rows) and their family names."""
+    rng = np.random.default_rng(int(np.asarray(jax.random.key_data(key)).ravel()[-1]))
+    rows, names = [], []
+    for fam in FAMILIES:
+        for i in range(per_family):
+            if fam == "gaussian":
+                v = rng.standard_normal(d)
+            elif fam == "flat":
+                v = np.where(rng.random(d) < 0.5, -1.0, 1.0) if i else np.ones(d)
+            elif fam == "e1":
+                v = np.zeros(d)
+                v[rng.integers(d) if i else 0] = 1.0
+            elif fam == "sparse4":
+                v = np.zeros(d)
+                v[rng.choice(d, 4, replace=False)] = rng.standard_normal(4) if i else 1.0
+            elif fam == "two_level":
+                v = np.zeros(d)
+                v[:2] = (1.0, 0.5 + 0.2 * i)
+            else:
+                v = rng.standard_cauchy(d)
+            rows.append(v / np.linalg.norm(v))
+            names.append(fam)
+    return np.asarray(rows, np.float32), names
+
+
+def dithered_mse(x, key, bits, *, n_signs: int, n_dither: int):
+    """E ||x - x_hat||^2 of the turbo-scaled dithered RHT quantizer for one vector x (d,): Monte Carlo over
+    ``n_signs`` sign draws, each averaged over ``n_dither`` stratified dithers u = (j + r)/n_dither.
+    Returns (mean, standard error over the sign draws). ``bits`` may be traced."""
+    d = x.shape[-1]
+
+    def one(k):
+        k1, k2 = jax.random.split(k)
+        signs = jax.random.rademacher(k1, (d,), dtype=jnp.float32)
+        u = (jnp.arange(n_dither) + jax.random.uniform(k2)) / n_dither
+        xx = jnp.broadcast_to(x, (n_dither, d))
+        codes, scale = rht_quantize_reference(xx, signs, u, bits=bits)
+        xh = rht_dequantize_reference(codes, scale, signs, u, bits=bits)
+        return jnp.mean(jnp.sum((xh - xx) ** 2, -1))
+
+    v = jax.vmap(one)(jax.random.split(key, n_signs))
+    return v.mean(), v.std() / np.sqrt(n_signs)
+
+
+def haar_rotations(key, n: int, d: int):
+    """``n`` Haar-random orthogonal (d, d) matrices (QR of a Gaussian matrix with the sign of diag R
+    fixed)."""
+    g = jax.random.normal(key, (n, d, d))
+    qm, r = jnp.linalg.qr(g)
+    return qm * jnp.sign(jnp.diagonal(r, axis1=-2, axis2=-1))[:, None, :]
+
+
+def dense_mse(x, key, bits, rotations, *, n_dither: int):
+    """Same estimate with dense Haar rotations ``rotations`` (n, d, d) instead of H D (one dither shift
+    each)."""
+    d = x.shape[-1]
+
+    def one(rot, k):
+        u = (jnp.arange(n_dither) + jax.random.uniform(k)) / n_dither
+        xx = jnp.broadcast_to(x, (n_dither, d))
+        xh = dense_rotation_quantize(xx, rot, u, bits=bits)
+        return jnp.mean(jnp.sum((xh - xx) ** 2, -1))
+
+    v = jax.vmap(one)(rotations, jax.random.split(key, rotations.shape[0]))
+    return v.mean(), v.std() / np.sqrt(rotations.shape[0])
+
+
+def _row_mse(row, *, n_signs, n_dither):
+    return dithered_mse(row["x"], row["key"], row["bits"], n_signs=n_signs, n_dither=n_dither)
+
+
+def _row_dense(row, *, rotations, n_dither):
+    return dense_mse(row["x"], row["key"], row["bits"], rotations, n_dither=n_dither)
+
+
+def _vector_bits_grid(xs, bits, key):
+    nv, nb = xs.shape[0], len(bits)
+    return {
+        "x": jnp.repeat(jnp.asarray(xs), nb, axis=0),
+        "bits": jnp.tile(jnp.asarray(bits, jnp.int32), nv),
+        "key": jax.random.split(key, nv * nb),
+    }
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Format comparison and InQuant
+# ---------------------------------------------------------------------------------------------------------
+
+
+def student_t(key, dof: int, shape):
+    """Student-t samples with integer ``dof`` as z / sqrt(chi2_dof / dof) (cheaper to compile than a
+    gamma)."""
+    kz, kc = jax.random.split(key)
+    chi2 = jnp.sum(jax.random.normal(kc, (dof, *shape)) ** 2, axis=0)
+    return jax.random.normal(kz, shape) / jnp.sqrt(chi2 / dof)
+
+
+@partial(jax.jit, static_argnums=(1, 2))
+def format_datasets(key, rows: int, cols: int) -> dict[str, jax.Array]:
+    k1, k2, k3 = jax.random.split(key, 3)
+    out_cols = jnp.ones(cols).at[jnp.arange(0, cols, cols // 8)].set(20.0)
+    return {
+        "gaussian": jax.random.normal(k1, (rows, cols)),
+        "student_t3": student_t(k2, 3, (rows, cols)),
+        "outlier_channels": jax.random.normal(k3, (rows, cols)) * out_cols,
+    }
+
+
+@partial(jax.jit, static_argnums=2)
+def format_roundtrips(x, key, rht_block: int) -> dict[str, jax.Array]:
+    """x_hat for NVFP4, MXFP4, RaZeR (activation), RaZeR (weight), dithered RHT (b=4, turbo and unbiased)."""
+    rows, cols = x.shape
+    xb = x.reshape(rows, cols // rht_block, rht_block)
+    out = {
+        "NVFP4": nvfp4_dequantize(nvfp4_quantize(x)),
+        "MXFP4": mxfp4_dequantize(mxfp4_quantize(x)),
+        "RaZeR (act.)": razer_dequantize(razer_quantize(x, variant="activation")),
+        "RaZeR (weight)": razer_dequantize(razer_quantize(x, variant="weight")),
+    }
+    for scaling, label in (("turbo", "RHT b=4"), ("unbiased", "RHT b=4, unbiased")):
+        q = rht_quantize(xb, key=key, bits=4, scaling=scaling)
+        out[label] = rht_dequantize(q).reshape(rows, cols)
+    return out
+
+
+FORMAT_BITS = {
+    "NVFP4": 4 + 8 / 16,
+    "MXFP4": 4 + 8 / 32,
+    "RaZeR (act.)": 4 + 8 / 16,
+    "RaZeR (weight)": 4 + 6 / 16,
+}
+
+
+def synthetic_kv(key, cfg: Config):
+    """Heavy-tailed KV: Student-t(dof) entries, a few outlier channels scaled by kv_outlier_scale."""
+    scale = np.ones(cfg.kv_channels, np.float32)
+    scale[list(cfg.kv_outliers)] = cfg.kv_outlier_scale
+    t = jax.jit(student_t, static_argnums=(1, 2))(key, cfg.kv_dof, (cfg.kv_tokens, cfg.kv_channels))
+    return (t * scale).astype(jnp.bfloat16)
+
+
+def absmax_roundtrip(x, levels: int):
+    """Per-token symmetric absmax quantization with integer levels in [-levels, levels]."""
+    s = jnp.max(jnp.abs(x), -1, keepdims=True) / levels
+    s = jnp.where(s > 0, s, 1.0)
+    return jnp.round(x / s) * s
+
+
+@partial(jax.jit, static_argnums=2)
+def _format_stats(x, key, rht_block: int) -> dict:
+    rows = x.shape[0]
+    rt = format_roundtrips(x, key, rht_block)
+    xb = x.reshape(rows, -1, rht_block)
+    xh_unbiased = rt.pop("RHT b=4, unbiased").reshape(xb.shape)
+    stats = {
+        label: {
+            "rel_mse": jnp.sum((xh - x) ** 2) / jnp.sum(x * x),
+            "err": ((xh - x) / jnp.sqrt(jnp.mean(x * x))).reshape(-1)[:20000],
+        }
+        for label, xh in rt.items()
+    }
+    # per-block MSE of NVFP4 vs RaZeR (activation): RaZeR keeps NVFP4's candidate when it is better
+    blocks = lambda v: jnp.sum(((v - x) ** 2).reshape(rows, -1, 16), -1)
+    stats["block_gap"] = jnp.max(blocks(rt["RaZeR (act.)"]) - blocks(rt["NVFP4"]))
+    stats["unbiased_inner"] = jnp.max(jnp.abs(jnp.sum(xh_unbiased * xb, -1) / jnp.sum(xb * xb, -1) - 1.0))
+    return stats
+
+
+# ---------------------------------------------------------------------------------------------------------
+# run
+# ---------------------------------------------------------------------------------------------------------
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    k_vec, k_mse, k_dense, k_fmt, k_rht, k_kv, k_pack = jax.random.split(key, 7)
+    out: dict = {
+        "bits": jnp.asarray(cfg.bits),
+        "bound": dq.mse_bound(jnp.asarray(cfg.bits)),
+        "finite_level": dq.high_resolution_mse(jnp.asarray(cfg.bits)),
+    }
+    nb = len(cfg.bits)
+
+    # MSE vs bits: every (vector, b) pair is one sweep row, per d
+    per_d = {}
+    bound_np = np.asarray(dq.mse_bound(np.asarray(cfg.bits)))
+    fresh_fn = partial(_row_mse, n_signs=cfg.fresh_factor * cfg.n_signs, n_dither=cfg.n_dither)
+    for d, kd in zip(cfg.dims, jax.random.split(k_mse, len(cfg.dims)), strict=True):
+        xs, names = unit_vectors(jax.random.fold_in(k_vec, d), d, cfg.vectors_per_family)
+        fn = partial(_row_mse, n_signs=cfg.n_signs, n_dither=cfg.n_dither)
+        m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, kd), chunk_size=cfg.chunk)
+        m = m.reshape(-1, nb)
+        # the worst vector per b (selected on this pass) re-measured with fresh sign draws: no selection bias
+        worst = np.argmax(np.asarray(m) / bound_np[None], axis=0)
+        rows = {
+            "x": jnp.asarray(xs[worst]),
+            "bits": jnp.asarray(cfg.bits, jnp.int32),
+            "key": jax.random.split(jax.random.fold_in(kd, 7), nb),
+        }
+        fm, fse = sweep(fresh_fn, rows, chunk_size=cfg.chunk)
+        per_d[str(d)] = {"mse": m, "se": se.reshape(-1, nb), "worst": worst, "fresh_mse": fm, "fresh_se": fse}
+    out["rht"] = per_d
+    out["families"] = np.asarray([FAMILIES.index(n) for n in names])
+
+    # dense Haar rotation at dense_d
+    xs, _ = unit_vectors(jax.random.fold_in(k_vec, cfg.dense_d), cfg.dense_d, cfg.vectors_per_family)
+    rots = haar_rotations(jax.random.fold_in(k_dense, 1), cfg.dense_rotations, cfg.dense_d)
+    fn = partial(_row_dense, rotations=rots, n_dither=cfg.n_dither)
+    m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, k_dense), chunk_size=cfg.chunk)
+    out["dense"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
+    if cfg.dense_d in cfg.dims:  # same vectors (same fold_in key): reuse the RHT sweep
+        out["rht_at_dense_d"] = per_d[str(cfg.dense_d)]
+    else:
+        fn = partial(_row_mse, n_signs=cfg.n_signs, n_dither=cfg.n_dither)
+        m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, k_dense), chunk_size=cfg.chunk)
+        out["rht_at_dense_d"] = {"mse": m.reshape(-1, nb), "se": se.reshape(-1, nb)}
+
+    # RHT and dense on the vector worst under the RHT (the dense rotation's MSE has the same law for every unit
+    # vector: Haar invariance), both re-measured afresh
+    worst = np.argmax(np.asarray(out["rht_at_dense_d"]["mse"]) / bound_np[None], axis=0)
+    rows = {
+        "x": jnp.asarray(xs[worst]),
+        "bits": jnp.asarray(cfg.bits, jnp.int32),
+        "key": jax.random.split(jax.random.fold_in(k_dense, 8), nb),
+    }
+    rots2 = haar_rotations(jax.random.fold_in(k_dense, 2), cfg.fresh_factor * cfg.dense_rotations, cfg.dense_d)
+    fd, fdse = sweep(partial(_row_dense, rotations=rots2, n_dither=cfg.n_dither), rows, chunk_size=cfg.chunk)
+    fr, frse = sweep(
+        fresh_fn, {**rows, "key": jax.random.split(jax.random.fold_in(k_dense, 9), nb)}, chunk_size=cfg.chunk
+    )
+    out["dense_fresh"] = {"worst": worst, "dense_mse": fd, "dense_se": fdse, "rht_mse": fr, "rht_se": frse}
+
+    # formats at ~4.5 bits per element
+    fmt = {
+        name: _format_stats(x, k_rht, cfg.rht_block)
+        for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items()
+    }
+    out["formats"] = fmt
+
+    # InQuant on heavy-tailed KV: kv_seeds independent matrices and packing keys (seed 0 is plotted)
+    ratios = []
+    for j in range(cfg.kv_seeds):
+        kv = synthetic_kv(jax.random.fold_in(k_kv, j), cfg)
+        kvf = kv.astype(jnp.float32)
+        q = inquant_pack(
+            kv, key=jax.random.fold_in(k_pack, j), n_outliers=len(cfg.kv_outliers), n_samples=cfg.kv_samples
+        )
+        recon = {
+            "InQuant (4.0x)": inquant_unpack(q),
+            "plain 4-bit": absmax_roundtrip(kvf, 7),
+            "8-bit": absmax_roundtrip(kvf, 127),
+        }
+        mse = {k: jnp.mean((v - kvf) ** 2) for k, v in recon.items()}
+        ratios.append(mse["InQuant (4.0x)"] / mse["plain 4-bit"])
+        if j == 0:
+            sizes = q.nbytes()
+            out["inquant"] = {
+                "channel_rmse": {k: jnp.sqrt(jnp.mean((v - kvf) ** 2, 0)) for k, v in recon.items()},
+                "mse": mse,
+                "outliers": q.outliers,
+                "donors": q.donors,
+                "payload_ratio": jnp.asarray(sizes["payload_ratio"]),
+                "total_ratio": jnp.asarray(sizes["total_ratio"]),
+                "true_outliers": jnp.asarray(cfg.kv_outliers),
+            }
+    out["inquant"]["ratio_per_seed"] = jnp.stack(ratios)
+    return out

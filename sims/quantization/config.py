@@ -1,0 +1,99 @@
+"""quantization: the Config, its presets and the constants (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+NAME = "quantization"
+TITLE = "Dithered RHT quantization meets (pi sqrt3/2) 4^-b; NVFP4/MXFP4/RaZeR/RHT at equal bits; InQuant 4.0x KV"
+
+FAMILIES = ("gaussian", "flat", "e1", "sparse4", "two_level", "cauchy")
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    dims: tuple[int, ...] = (64, 1024, 8192)  # d for the MSE-vs-bits sweep
+    bits: tuple[int, ...] = (1, 2, 3, 4, 5, 6, 7, 8)
+    vectors_per_family: int = 3  # unit vectors per family (worst of len(FAMILIES) x this)
+    n_signs: int = 48  # random sign draws D per vector (Monte Carlo)
+    n_dither: int = 8  # stratified dithers per draw (the dither expectation is nearly exact)
+    dense_d: int = 256  # dimension of the dense-Haar-rotation comparison
+    dense_rotations: int = 24
+    chunk: int = 8  # sweep rows per jitted chunk (memory)
+    # format comparison
+    fmt_rows: int = 512
+    fmt_cols: int = 256
+    rht_block: int = 64  # RHT vectors of 64 coordinates: 4 + 32/64 = 4.5 bits per element, NVFP4's rate
+    # InQuant
+    kv_tokens: int = 2048
+    kv_channels: int = 128
+    kv_outliers: tuple[int, ...] = (3, 4, 5, 40, 97)  # three adjacent outlier channels exercise the stride
+    kv_outlier_scale: float = 25.0
+    kv_dof: int = 3
+    kv_samples: int = 128
+    kv_seeds: int = 5  # independent KV matrices (and packing keys) for the InQuant claim
+    fresh_factor: int = 2  # the worst vector is re-measured with fresh_factor * n_signs new sign draws
+
+    def __post_init__(self):
+        for f in (
+            "vectors_per_family",
+            "n_signs",
+            "n_dither",
+            "dense_d",
+            "dense_rotations",
+            "chunk",
+            "fmt_rows",
+            "fmt_cols",
+            "rht_block",
+            "kv_tokens",
+            "kv_channels",
+            "kv_dof",
+            "kv_samples",
+            "kv_seeds",
+            "fresh_factor",
+        ):
+            val = getattr(self, f)
+            if not isinstance(val, int) or val < 1:
+                raise ValueError(f"Config.{f} must be a positive integer, got {val!r}")
+        if not self.dims or any(d < 2 or d & (d - 1) for d in (*self.dims, self.dense_d, self.rht_block)):
+            raise ValueError(
+                f"Config.dims, dense_d and rht_block must be powers of two >= 2, got dims={self.dims}, "
+                f"dense_d={self.dense_d}, rht_block={self.rht_block}"
+            )
+        if (
+            not self.bits
+            or any(not isinstance(b, int) or not 1 <= b <= 8 for b in self.bits)
+            or list(self.bits) != sorted(set(self.bits))
+        ):
+            raise ValueError(f"Config.bits must be increasing integers in 1..8, got {self.bits}")
+        for b in (3, 4, 8):
+            if b not in self.bits:
+                raise ValueError(f"Config.bits must contain {b} (the claims use b = 3, 4 and 8), got {self.bits}")
+        if self.n_signs < 5 or self.kv_seeds < 5 or self.dense_rotations < 5:
+            raise ValueError("Config.n_signs, kv_seeds and dense_rotations must be >= 5 (CIs over >= 5 draws)")
+        if self.fmt_cols % 32 or self.fmt_cols % self.rht_block:
+            raise ValueError(f"Config.fmt_cols must be a multiple of 32 and of rht_block, got {self.fmt_cols}")
+        if not self.kv_outliers or max(self.kv_outliers) >= self.kv_channels or min(self.kv_outliers) < 0:
+            raise ValueError(f"Config.kv_outliers must be channel indices in [0, kv_channels), got {self.kv_outliers}")
+        if not (math.isfinite(self.kv_outlier_scale) and self.kv_outlier_scale > 0):
+            raise ValueError(f"Config.kv_outlier_scale must be finite and > 0, got {self.kv_outlier_scale}")
+
+
+PRESETS = {
+    "full": Config(),
+    "quick": Config(
+        dims=(64,),
+        vectors_per_family=1,
+        n_signs=16,
+        n_dither=4,
+        dense_d=64,
+        dense_rotations=24,
+        fresh_factor=4,
+        chunk=48,
+        fmt_rows=32,
+        fmt_cols=128,
+        kv_tokens=256,
+        kv_samples=64,
+    ),
+}

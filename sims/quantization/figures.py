@@ -1,0 +1,126 @@
+"""quantization: the figures, ``plot`` (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sims.core import style
+from sims.quantization.claims import _worst_ratio, fresh_worst
+from sims.quantization.compute import FORMAT_BITS
+from sims.quantization.config import Config
+from theory import dithered_quant as dq
+
+# ---------------------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------------------
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    figs = {}
+    bits = np.asarray(results["bits"])
+    bound = np.asarray(results["bound"])
+    fl = np.asarray(results["finite_level"])
+
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.8))
+    colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
+    for (d, r), c in zip(results["rht"].items(), colors, strict=False):
+        w, _ = _worst_ratio(r, bits)
+        ax.semilogy(bits, w * bound, "o-", color=c, label=f"one RHT, d={d} (worst of {len(r['mse'])} vectors)")
+        ax2.plot(bits, w, "o-", color=c, label=f"one RHT, d={d}")
+    wd, _ = _worst_ratio(results["dense"], bits)
+    ax.semilogy(bits, wd * bound, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
+    ax2.plot(bits, wd, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
+    ax.semilogy(bits, bound, **style.prediction(), label="paper: (pi sqrt3 / 2) 4^-b")
+    ax.semilogy(bits, fl, **style.prediction(linestyle=":"), label="theory: x (N/(N-1))^2 (finite levels)")
+    lm = np.array(sorted(dq.LLOYD_MAX_GAUSSIAN.items()))
+    ax.semilogy(lm[:, 0], lm[:, 1], "x", color="0.4", ms=8, label="Lloyd-Max Gaussian (no dither, TurboQuant)")
+    ax.set(
+        xlabel="bits per coordinate b",
+        ylabel="E ||x - x_hat||^2 for unit x (worst of many)",
+        title="Dithered quantization after one randomized Hadamard transform",
+    )
+    ax.legend(fontsize=8)
+    fr, fci, _ = fresh_worst(results, cfg)
+    ax2.errorbar(
+        bits + 0.08,
+        fr,
+        fci,
+        fmt="D",
+        color="k",
+        ms=4,
+        capsize=3,
+        label=f"worst vector re-measured ({cfg.fresh_factor * cfg.n_signs} fresh draws, 95% CI)",
+    )
+    ax2.axhline(1.0, **style.prediction(), label="paper: ratio -> 1 as b grows")
+    ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
+    ax2.set(
+        xlabel="bits per coordinate b",
+        ylabel="worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)",
+        title="The measured o(1) term (lines: first pass, biased up by the max)",
+        ylim=(0.6, 1.6),
+    )
+    ax2.legend(fontsize=8)
+    figs["mse_vs_bits"] = fig
+
+    f = results["formats"]
+    datasets = list(f)
+    labels = [k for k in f[datasets[0]] if isinstance(f[datasets[0]][k], dict)]
+    fig, (ax, axt) = style.figure(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.2, 1]})
+    width = 0.8 / len(labels)
+    for i, lab in enumerate(labels):
+        vals = [float(f[ds][lab]["rel_mse"]) for ds in datasets]
+        ax.bar(np.arange(len(datasets)) + i * width, vals, width, label=lab)
+    ax.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets)
+    ax.set(
+        yscale="log",
+        ylabel="relative MSE ||X - X_hat||^2 / ||X||^2",
+        title=f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices",
+    )
+    ax.axhline(float(dq.mse_bound(4)), **style.prediction(), label="(pi sqrt3/2) 4^-4 (RHT bound)")
+    ax.legend(fontsize=7)
+    rht_bits = 4 + 32 / cfg.rht_block
+    cell = [
+        [lab, f"{FORMAT_BITS.get(lab, rht_bits):.3g}"] + [f"{float(f[ds][lab]['rel_mse']):.2e}" for ds in datasets]
+        for lab in labels
+    ]
+    axt.axis("off")
+    tab = axt.table(cellText=cell, colLabels=["format", "bits/elt"] + datasets, loc="center")
+    tab.auto_set_font_size(False)
+    tab.set_fontsize(8)
+    tab.scale(1, 1.5)
+    axt.set_title(f"Relative MSE at ~4.5 bits/element (RHT: b=4 on {cfg.rht_block}-vectors + fp32 scale)", fontsize=9)
+    figs["format_comparison"] = fig
+
+    fig, axes = style.figure(1, len(labels), figsize=(3 * len(labels), 3.4), sharey=True)
+    for axh, lab in zip(np.atleast_1d(axes), labels, strict=True):
+        e = np.asarray(f["gaussian"][lab]["err"])
+        axh.hist(e, bins=101, range=(-0.4, 0.4), color="tab:blue", alpha=0.8)
+        axh.set(title=f"{lab}\nrms {np.sqrt(np.mean(e**2)):.3f}", xlabel="error / rms(x)", yscale="log")
+    np.atleast_1d(axes)[0].set_ylabel("count (Gaussian data)")
+    figs["error_histograms"] = fig
+
+    iq = results["inquant"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [2, 1]})
+    for k, v in iq["channel_rmse"].items():
+        ax.semilogy(np.asarray(v), label=k, lw=1.2)
+    for o in np.asarray(iq["true_outliers"]):
+        ax.axvline(o, color="0.8", lw=0.8, zorder=0)
+    for dn in np.asarray(iq["donors"]):
+        ax.plot(dn, float(np.asarray(iq["channel_rmse"]["InQuant (4.0x)"])[dn]), "kv", ms=5)
+    ax.plot([], [], "kv", label="donor channels (slot lent to an outlier)")
+    ax.set(
+        xlabel="channel",
+        ylabel="RMS reconstruction error",
+        title=(f"Heavy-tailed KV (t, dof {cfg.kv_dof:g}), outlier channels {list(cfg.kv_outliers)} (grey)"),
+    )
+    ax.legend(fontsize=8)
+    names = list(iq["mse"])
+    ax2.bar(names, [float(iq["mse"][n]) for n in names], color=["tab:blue", "tab:orange", "tab:green"])
+    ax2.set(
+        yscale="log",
+        ylabel="MSE",
+        title=f"InQuant payload {float(iq['payload_ratio']):.1f}x (with scales {float(iq['total_ratio']):.2f}x)",
+    )
+    ax2.tick_params(axis="x", labelsize=8)
+    figs["inquant"] = fig
+    return figs

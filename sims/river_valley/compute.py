@@ -1,0 +1,244 @@
+"""river_valley: the simulation, ``run`` and its parts (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sims.core.harness import BenchRow, time_call
+from sims.core.sweep import grid, sweep
+from sims.river_valley.config import PRESETS, Config
+from theory import river_valley as rv
+
+# ---------------------------------------------------------------------------------------------------------
+# Pieces of the simulation (pure, jitted through the harness sweep)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _phase_point(row, *, valley, theta0, steps):
+    traj, diverged = rv.optimize(valley, theta0, lr=row["lr"], beta=row["beta"], steps=steps, method="hb")
+    # envelope over the last 10% of steps, so an oscillating iterate caught near x* does not count as arrived
+    tail = rv.river_distance(traj[-max(1, steps // 10) :], valley)
+    progress = 1.0 - jnp.max(tail) / rv.river_distance(theta0, valley)
+    return {"progress": jnp.where(diverged, 0.0, progress), "diverged": diverged}  # diverged: 0 progress
+
+
+def measured_boundary(valley, theta0, beta, *, method, steps, iters, lo=1e-4, hi=1.0):
+    """Largest lr that does not diverge within ``steps`` steps, by bisection in log(lr) on [lo, hi]."""
+
+    def diverges(lr):
+        return rv.optimize(valley, theta0, lr=lr, beta=beta, steps=steps, method=method)[1]
+
+    def body(_, bracket):
+        a, b = bracket
+        m = jnp.sqrt(a * b)
+        bad = diverges(m)
+        return jnp.where(bad, a, m), jnp.where(bad, m, b)
+
+    a, b = jax.lax.fori_loop(0, iters, body, (jnp.asarray(lo), jnp.asarray(hi)))
+    return jnp.sqrt(a * b)
+
+
+def _river_speed(lr, beta, *, valley, steps, window=100):
+    traj, _ = rv.optimize(valley, jnp.zeros(2), lr=lr, beta=beta, steps=steps, method="hb")
+    return (traj[-window - 1, 0] - traj[-1, 0]) / window
+
+
+def _hd_progress(y0, *, valley, lr, beta, steps):
+    theta0 = jnp.concatenate([jnp.ones(1), y0])
+    traj, diverged = rv.optimize(valley, theta0, lr=lr, beta=beta, steps=steps, method="hb")
+    return rv.river_distance(traj, valley), diverged
+
+
+def closed_form_distance(steps, x0, lr, lam, beta, method="hb"):
+    """|x_t| for t = 0..steps from the closed-form eigen-solution (float64), shape broadcast(lr, beta) + (steps+1,).
+
+    Independent of ``rv.optimize``: no recursion is iterated (``rv.quadratic_closed_form``)."""
+    with jax.enable_x64(True):
+        t = jnp.arange(steps + 1, dtype=jnp.float64)
+        lr = jnp.asarray(np.asarray(lr, np.float64))[..., None]
+        beta = jnp.asarray(np.asarray(beta, np.float64))[..., None]
+        return np.abs(np.asarray(rv.quadratic_closed_form(t, float(x0), lr, float(lam), beta, method)))
+
+
+def _curved_starts(cfg: Config, key: jax.Array) -> jax.Array:
+    """Random curved-valley starts, shape (n_seeds, 2): x ~ U(start_x_range), y = floor(x) + 0.05 + sd N(0,1)."""
+    kx, ky = jax.random.split(key)
+    x = jax.random.uniform(kx, (cfg.n_seeds,), minval=cfg.start_x_range[0], maxval=cfg.start_x_range[1])
+    y = cfg.curved_a * jnp.sin(cfg.curved_k * x) + 0.05 + cfg.start_y_sd * jax.random.normal(ky, (cfg.n_seeds,))
+    return jnp.stack([x, y], -1)
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    lam, mu = cfg.lam, cfg.mu
+    straight = rv.straight_valley(mu, lam)
+    theta0 = jnp.array([cfg.x0, cfg.y0])
+    out = {}
+
+    # (lr, beta) phase diagram: one vmapped sweep over the flattened grid
+    lrs = jnp.geomspace(*cfg.lr_range, cfg.n_lr)
+    betas = jnp.linspace(0.0, cfg.beta_max, cfg.n_beta)
+    g = grid(lr=lrs, beta=betas)
+    phase = sweep(partial(_phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps), g)
+    out["phase"] = {
+        "lr": lrs,
+        "beta": betas,
+        "progress": phase["progress"].reshape(cfg.n_lr, cfg.n_beta),
+        "diverged": phase["diverged"].reshape(cfg.n_lr, cfg.n_beta),
+    }
+
+    # stability boundary by bisection, vmapped over beta, for HB and Nesterov
+    bb = jnp.asarray(cfg.boundary_betas)
+    boundary = {"beta": bb}
+    for method in ("hb", "nesterov"):
+        fn = partial(
+            measured_boundary, straight, theta0, method=method, steps=cfg.boundary_steps, iters=cfg.bisection_iters
+        )
+        boundary[method] = jax.jit(jax.vmap(fn))(bb)
+    out["boundary"] = boundary
+
+    # largest stable river speed on a linear river, at speed_margin x the *measured* boundary
+    river = rv.linear_river(1.0, lam)
+    sb = jnp.asarray(cfg.speed_betas)
+    lr_gd = cfg.speed_margin * measured_boundary(
+        straight, theta0, 0.0, method="hb", steps=cfg.boundary_steps, iters=cfg.bisection_iters
+    )
+    lr_hb = cfg.speed_margin * jax.vmap(
+        partial(measured_boundary, straight, theta0, method="hb", steps=cfg.boundary_steps, iters=cfg.bisection_iters)
+    )(sb)
+    speed = partial(_river_speed, valley=river, steps=cfg.speed_steps)
+    v_gd = speed(lr_gd, 0.0)
+    v_hb = jax.vmap(speed)(lr_hb, sb)
+    out["river_speed"] = {
+        "beta": sb,
+        "lr_hb": lr_hb,
+        "lr_gd": lr_gd,
+        "speed_hb": v_hb,
+        "speed_gd": v_gd,
+        "gain": v_hb / v_gd,
+    }
+
+    # exact linear-river transient vs simulation
+    t = jnp.arange(cfg.speed_steps + 1)
+    lr_t, beta_t = 0.5 * rv.hb_threshold(lam, cfg.traj_beta), cfg.traj_beta
+    sim, _ = rv.optimize(river, jnp.zeros(2), lr=lr_t, beta=beta_t, steps=cfg.speed_steps, method="hb")
+    out["transient"] = {"t": t, "simulated": sim[:, 0], "formula": rv.linear_river_transient(t, 0.0, lr_t, 1.0, beta_t)}
+
+    # river progress curves on the straight valley at 0.9 x each method's threshold, with the exact 1-D theory
+    pb = jnp.asarray((0.0, *cfg.progress_betas))
+    lr_p = 0.9 * rv.hb_threshold(lam, pb)
+    curves = jax.vmap(
+        lambda lr, b: rv.optimize(straight, theta0, lr=lr, beta=b, steps=cfg.progress_steps, method="hb")[0]
+    )(lr_p, pb)
+    theory = closed_form_distance(cfg.progress_steps, cfg.x0, lr_p, mu, pb)
+    out["progress"] = {"beta": pb, "lr": lr_p, "distance": jnp.abs(curves[..., 0]), "theory": theory}
+
+    # high-dimensional valley: a spectrum of valley curvatures, random valley offsets (one per seed, vmapped)
+    lams = rv.valley_spectrum(cfg.hd_dim, cfg.hd_lam_min, lam)
+    hd = rv.high_dim_valley(mu, lams)
+    k_hd, k_start = jax.random.split(key)
+    y0 = cfg.y0 * jax.random.normal(k_hd, (cfg.n_seeds, cfg.hd_dim))
+    hd_out = {}
+    for label, b in (("gd", 0.0), ("hb", cfg.traj_beta)):
+        fn = partial(_hd_progress, valley=hd, lr=0.9 * rv.hb_threshold(lam, b), beta=b, steps=cfg.progress_steps)
+        dist, div = sweep(fn, y0)
+        hd_out[label] = {
+            "distance": dist,
+            "diverged": div,
+            "theory": closed_form_distance(cfg.progress_steps, 1.0, fn.keywords["lr"], mu, b),
+        }
+    out["high_dim"] = hd_out
+
+    # GD vs HB trajectories on a curved valley at an aggressive lr
+    curved = rv.curved_valley(mu * 10, lam, cfg.curved_a, cfg.curved_k)
+    lam_eff = lam * (1.0 + (cfg.curved_a * cfg.curved_k) ** 2)  # largest curvature across the curved floor
+    lr_aggr = 0.8 * rv.hb_threshold(lam_eff, cfg.traj_beta)
+    starts = _curved_starts(cfg, k_start)
+    tr = {"starts": starts}
+    for label, lr, b in (
+        ("gd_safe", 0.9 * rv.gd_threshold(lam_eff), 0.0),
+        ("gd_aggressive", lr_aggr, 0.0),
+        ("hb_aggressive", lr_aggr, cfg.traj_beta),
+    ):
+        traj, div = jax.vmap(
+            lambda s0, lr=lr, b=b: rv.optimize(curved, s0, lr=lr, beta=b, steps=cfg.traj_steps, method="hb")
+        )(starts)
+        loss = jax.vmap(jax.vmap(rv.valley_loss, (0, None)), (0, None))(traj, curved)
+        tr[label] = {"theta": traj, "diverged": div, "lr": jnp.asarray(lr), "loss": loss}
+    out["trajectories"] = tr
+
+    # Polyak's optimal heavy ball on [mu, lam]: measured rate vs (sqrt k - 1)/(sqrt k + 1)
+    lr_o, beta_o, rate_o = rv.hb_optimal_params(mu, lam)
+    traj, _ = rv.optimize(straight, theta0, lr=lr_o, beta=beta_o, steps=cfg.polyak_steps, method="hb")
+    norms = jnp.linalg.norm(traj, axis=-1)
+    half = cfg.polyak_steps // 2
+    # closed form of both modes (river mu from x0, valley lam from y0), float64, no recursion iterated
+    cf = np.hypot(
+        closed_form_distance(cfg.polyak_steps, cfg.x0, lr_o, mu, beta_o),
+        closed_form_distance(cfg.polyak_steps, cfg.y0, lr_o, lam, beta_o),
+    )
+    out["polyak"] = {
+        "rate_theory": rate_o,
+        "rate_measured": (norms[-1] / norms[half]) ** (1.0 / half),
+        "rate_closed_form": (cf[-1] / cf[half]) ** (1.0 / half),
+        "norms": norms,
+        "norms_theory": cf,
+        "lr": lr_o,
+        "beta": beta_o,
+    }
+    return out
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Benchmark: the jitted, vmapped phase-diagram sweep vs a NumPy loop over the same grid
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _numpy_phase(lrs, betas, lam, mu, x0, y0, steps):
+    curv = np.array([mu, lam])
+    progress = np.empty((len(lrs), len(betas)))
+    for i, lr in enumerate(lrs):
+        for j, beta in enumerate(betas):
+            x = np.array([x0, y0])
+            xp = x.copy()
+            ok = True
+            tail = []
+            for t in range(steps):
+                xn = x - lr * curv * x + beta * (x - xp)
+                if not np.all(np.abs(xn) < 1e6 * (1 + max(abs(x0), abs(y0)))):
+                    ok = False
+                    break
+                xp, x = x, xn
+                if t >= steps - max(1, steps // 10):
+                    tail.append(abs(x[0]))
+            progress[i, j] = 1 - max(tail) / abs(x0) if ok else 0.0
+    return progress
+
+
+def bench(quick: bool = False) -> list[BenchRow]:
+    cfg = PRESETS["quick" if quick else "full"]
+    n = 16 if quick else 40
+    lrs, betas = np.geomspace(*cfg.lr_range, n), np.linspace(0, cfg.beta_max, n)
+    straight = rv.straight_valley(cfg.mu, cfg.lam)
+    theta0 = jnp.array([cfg.x0, cfg.y0])
+    fn = partial(_phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps)
+    g = grid(lr=jnp.asarray(lrs, jnp.float32), beta=jnp.asarray(betas, jnp.float32))
+    ours = time_call(lambda: sweep(fn, g)["progress"], repeats=3)
+    base = time_call(
+        lambda: _numpy_phase(lrs, betas, cfg.lam, cfg.mu, cfg.x0, cfg.y0, cfg.phase_steps), repeats=1, warmup=0
+    )
+    a = np.asarray(sweep(fn, g)["progress"]).reshape(n, n)
+    b = _numpy_phase(lrs, betas, cfg.lam, cfg.mu, cfg.x0, cfg.y0, cfg.phase_steps)
+    return [
+        BenchRow(
+            f"phase diagram {n}x{n}x{cfg.phase_steps}",
+            "jit(vmap) sweep",
+            "NumPy loop",
+            ours,
+            base,
+            note=f"max |progress diff| {np.max(np.abs(a - b)):.1e}; target >= 20x",
+        )
+    ]

@@ -1,0 +1,219 @@
+"""zoe_grad: the figures, ``plot`` (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sims.core import style
+from sims.core.claims import mean_ci
+from sims.zoe_grad.claims import _ppl
+from sims.zoe_grad.config import COLORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
+from theory import zoe_grad as zg
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    figs = {}
+    e = results["estimators"]
+    fig, axes = style.figure(2, 4, figsize=(17, 7.5))
+    for r, grid in enumerate(GRIDS):
+        g = e[grid]
+        xs = np.asarray(g["x"][:-1])
+        for c, law in enumerate(MC_LAWS):
+            ax = axes[r, c]
+            ax.plot(xs, np.asarray(g[law]["closed"][:-1]), **style.prediction(), label="closed form (eq. 3)")
+            for est, mk, col in (("score", "o", COLORS[law]), ("two_point", "s", "k")):
+                mc = np.asarray(g[law][est][:, :-1])
+                stats = [mean_ci(mc[:, j]) for j in range(mc.shape[1])]
+                ax.errorbar(
+                    xs,
+                    [s[0] for s in stats],
+                    yerr=[s[1] for s in stats],
+                    fmt=mk,
+                    ms=3.5,
+                    capsize=2,
+                    color=col,
+                    alpha=0.8,
+                    label=f"MC {est.replace('_', '-')} (95% CI, {cfg.mc_seeds} seeds)",
+                )
+            for b in np.asarray(zg.boundaries(g["levels"])):
+                ax.axvline(b, color="0.85", lw=0.6, zorder=0)
+            ax.set(
+                xlabel=f"x ({'grid steps' if grid == 'int' else 'block-scale units'})",
+                ylabel="surrogate dQ_sigma/dx",
+                title=f"{law}, {grid} grid, sigma={cfg.sigma:g}",
+            )
+            ax.legend(fontsize=7)
+        ax = axes[r, 3]
+        ax.plot(
+            xs,
+            np.asarray(g["uniform"]["closed_ste"][:-1]),
+            **style.prediction(),
+            label="uniform closed form, sigma=1/sqrt12",
+        )
+        ax.plot(
+            xs,
+            np.asarray(g["uniform"]["edge_ste"][:-1]),
+            "o",
+            ms=3,
+            color=COLORS["uniform"],
+            label="edge estimator (eq. 6), sigma=1/sqrt12",
+        )
+        ax.plot(
+            xs,
+            np.asarray(g["uniform"]["closed_sigma"][:-1]),
+            color="tab:purple",
+            lw=1,
+            label=f"uniform closed form, sigma={cfg.sigma:g}",
+        )
+        ax.set(xlabel="x", ylabel="surrogate", title=f"uniform law ({grid}): STE as the degenerate case")
+        ax.legend(fontsize=7)
+    figs["estimators"] = fig
+
+    sw = results["sweep"]
+    sig = np.asarray(sw["sigmas"])
+    fig, axes = style.figure(1, 3, figsize=(16, 4.6))
+    cmap = style.plt.get_cmap("viridis")
+    for ax, grid in zip(axes[:2], GRIDS, strict=True):
+        cu = sw["curves"][grid]
+        for i, s in enumerate(sig):
+            ax.plot(
+                np.asarray(cu["x"]),
+                np.asarray(cu["g"][i]),
+                color=cmap(i / max(1, len(sig) - 1)),
+                lw=1,
+                label=f"sigma={s:.3g}",
+            )
+        ax.axhline(1.0, color="0.5", ls=":", lw=1, label="STE (= 1)")
+        ax.set(
+            xlabel="x",
+            ylabel="Gaussian surrogate g_sigma(x)",
+            yscale="log",
+            ylim=(1e-3, None),
+            title=f"sigma sweep, {grid} grid: bumps on the boundaries -> flat",
+        )
+        ax.legend(fontsize=6, ncol=2)
+    ax = axes[2]
+    for law in zg.LAWS:
+        ax.plot(
+            sig,
+            np.abs(np.asarray(sw[law]["level"]) - 1.0) + 1e-9,
+            "o",
+            color=COLORS[law],
+            ms=4,
+            label=f"{law}: |g(level) - 1| (bump sum)",
+        )
+        ax.plot(sig, np.abs(np.asarray(sw[law]["level_pred"]) - 1.0) + 1e-9, **style.prediction(color=COLORS[law]))
+    ax.axvline(zg.STE_SIGMA, color="0.5", ls=":", label="sigma = 1/sqrt12 (uniform: exact STE)")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sigma (grid steps)",
+        ylabel="|g_sigma(level) - 1| (ripple)",
+        ylim=(1e-9, 10),
+        title="ripple vs sigma; dashed: characteristic-function series (eq. 8)",
+    )
+    ax.legend(fontsize=6)
+    figs["sigma_sweep"] = fig
+
+    k = results["kernel"]
+    fig, ax = style.figure(figsize=(8, 4.4))
+    z = np.asarray(k["z"])
+    for law in MC_LAWS:
+        ax.plot(z, np.asarray(k[law]["vjp"]), "-", color=COLORS[law], lw=1, label=f"fake_quant vjp ({law})")
+        mc = np.asarray(k[law]["mc"])
+        st = [mean_ci(mc[:, j]) for j in range(mc.shape[1])]
+        ax.errorbar(
+            z,
+            [s[0] for s in st],
+            yerr=[s[1] for s in st],
+            fmt="o",
+            ms=3,
+            capsize=2,
+            color=COLORS[law],
+            label=f"MC through NVFP4 kernels ({law}, 95% CI)",
+        )
+    ax.set(
+        xlabel="z = x / block scale",
+        ylabel="dQ/dx",
+        title=f"fake_quant backward vs zeroth-order MC through the kernels (scale {KERNEL_ANCHOR_SCALE})",
+    )
+    ax.legend(fontsize=7)
+    figs["kernel_check"] = fig
+
+    t = results["toy"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.4))
+    gn = np.asarray(t["grad_norm_sq"])
+    run_mean = np.cumsum(gn, axis=1) / np.arange(1, gn.shape[1] + 1)
+    tt = np.arange(1, gn.shape[1] + 1)
+    mu, sd = run_mean.mean(0), run_mean.std(0, ddof=1)
+    ax.plot(tt, mu, color="tab:blue", label=f"(1/t) sum |grad F_sigma|^2 (mean of {gn.shape[0]} seeds)")
+    ax.fill_between(tt, mu - 2 * sd, mu + 2 * sd, color="tab:blue", alpha=0.2, label="+-2 sd over seeds")
+    cst = {kk: float(vv) for kk, vv in t["constants"].items()}
+    bound_t = [
+        float(
+            zg.convergence_bound(
+                float(t["f0"]),
+                eta=cst["eta"],
+                smooth=cst["L"],
+                steps_t=int(i),
+                bias_sq=cfg.toy_dim * cst["B"] ** 2,
+                var=cst["V"],
+            )
+        )
+        for i in tt
+    ]
+    ax.plot(tt, bound_t, **style.prediction(), label="eq. 10 with sup constants (loose; not a claim)")
+    rb = mean_ci(np.asarray(t["realized_bound"]))
+    ax.errorbar(
+        [tt[-1]],
+        [rb[0]],
+        yerr=[rb[1]],
+        fmt="D",
+        color="tab:red",
+        capsize=4,
+        label="eq. 10 with its proof's realized terms at T (the claim)",
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="SGD step t",
+        ylabel="average squared gradient of F_sigma",
+        title=f"toy: d={cfg.toy_dim}, INT-{cfg.int_bits}, Gaussian sigma={cfg.toy_sigma:g}, eta=1/(4L)",
+    )
+    ax.legend(fontsize=7)
+    ax2.plot(np.asarray(t["bias_w"]), np.asarray(t["bias"]), color="tab:orange", label="|Q - Q_sigma| g_sigma")
+    ax2.axhline(cst["B"], **style.prediction(), label="B = sup|Q - Q_sigma| sup g_sigma (eq. 9)")
+    ax2.set(xlabel="w (grid steps)", ylabel="per-coordinate bias of the surrogate gradient", title="bias bound")
+    ax2.legend(fontsize=7)
+    figs["convergence"] = fig
+
+    if "qat" not in results:
+        return figs
+    q = results["qat"]
+    arms = ["ptq", "fp_ptq", *cfg.qat_surrogates]
+    fig, ax = style.figure(figsize=(9, 4.6))
+    vals, errs = [], []
+    for a in arms:
+        if a == "ptq":
+            vals.append(float(_ppl(q["ptq"])))
+            errs.append(0.0)
+        else:
+            m, h, _ = mean_ci(_ppl(q[a]))
+            vals.append(m)
+            errs.append(h)
+    labels = ["PTQ\n(pretrained)", "float fine-tune\n+ PTQ"] + [f"QAT\n{a}" for a in cfg.qat_surrogates]
+    ax.bar(labels, vals, yerr=errs, capsize=5, color=[COLORS.get(a, "0.5") for a in arms])
+    for i, a in enumerate(arms):
+        if a != "ptq":
+            ax.plot(np.full(cfg.qat_seeds, i), _ppl(q[a]), "k.", ms=4)
+    ax.axhline(float(_ppl(q["fp"])), color="0.4", ls=":", label=f"float model {float(_ppl(q['fp'])):.3f}")
+    lo = min(vals + [float(_ppl(q["fp"]))])
+    ax.set(
+        ylim=(lo * 0.98, max(v_ + e_ for v_, e_ in zip(vals, errs, strict=True)) * 1.01),
+        ylabel="validation perplexity of the quantized model (per byte)",
+        title=f"QAT of the tiny LM, {cfg.qat_format}{cfg.qat_bits if cfg.qat_format == 'int' else ''} weights, "
+        f"{cfg.qat_steps} steps, 95% CI over {cfg.qat_seeds} seeds, sigma={cfg.qat_sigma:g}",
+    )
+    ax.legend(fontsize=8)
+    figs["qat"] = fig
+    return figs
