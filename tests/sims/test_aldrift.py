@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sims import aldrift as sim
+from sims.aldrift import simulate
 from sims.core import harness
 
 
@@ -79,8 +80,8 @@ def test_random_search_early_stop_matches_the_whole_stream():
     setting, n, lo, hi, chunk, budget = (1.0, 0.5, 4.0, 1.35, 2.0), 2, -1.1, 1.5, 64, 64 * 40
     eps = (1.0, 0.3, 0.1, 1e-9)  # the last is never reached: the run spends the whole budget on it
     keys = jax.random.split(jax.random.key(3), 4)
-    got = sim._eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
-    cost, _ = sim._problem(setting, n)
+    got = simulate._eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
+    cost, _ = simulate._problem(setting, n)
     for r, key in enumerate(keys):
         curve = jnp.concatenate([al.random_search(cost, lo, hi, n=n, budget=chunk, key=jax.random.fold_in(key, i))
                                  for i in range(budget // chunk)])
