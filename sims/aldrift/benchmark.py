@@ -55,7 +55,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
     tau = 1.0
     var = 2.0 / (mu0 + tau * mu_d)
     cost, prior = _problem(cfg.settings[0], n)
-    model = al.Gaussian(jnp.full((n,), 2.0), math.sqrt(var) * jnp.eye(n))
+    model = al.Gaussian.from_cov(jnp.full((n,), 2.0), var * jnp.eye(n))
     fn = jax.jit(lambda k: al.imh_chains(cost, prior, tau, model, m=m, M=M, key=k)[0])
     key = jax.random.key(0)
     ours = time_call(fn, key, repeats=5)

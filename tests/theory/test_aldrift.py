@@ -121,14 +121,14 @@ def test_imh_chains_match_tempered_gaussian_ks():
     prior = al.gaussian_prior(jnp.array([x0]), mu0)
     mean, var = al.quadratic_tempered(jnp.array([x0]), mu0, jnp.array([xs]), mu_d, tau)
     # a proposal off-centre by one target sd and twice as wide: W = sqrt(2) e^{1/2} ~ 2.3, (1-1/W)^40 ~ 1e-10
-    proposal = al.Gaussian(mean + jnp.sqrt(var), jnp.sqrt(2.0 * var)[None, None])
+    proposal = al.Gaussian.from_chol(mean + jnp.sqrt(var), jnp.sqrt(2.0 * var)[None, None])
     x, acc, _ = al.imh_chains(cost, prior, tau, proposal, m=3000, M=40, key=jax.random.key(0))
     target = scipy.stats.norm(float(mean[0]), math.sqrt(float(var))).cdf
     stat = scipy.stats.kstest(np.asarray(x[:, 0]), target)
     assert stat.pvalue > 1e-3, stat
     assert 0.2 < float(acc) < 1.0
     # and a badly centred proposal would be visibly wrong without the correction
-    raw = np.asarray(al.sample(proposal, jax.random.key(1), (3000,))[:, 0])
+    raw = np.asarray(al.sample(proposal, (3000,), key=jax.random.key(1))[:, 0])
     assert scipy.stats.kstest(raw, target).pvalue < 1e-6
 
 
@@ -165,7 +165,7 @@ def test_gaussian_sup_ratio_closed_form_vs_grid(m1, s1, m2, k, x64):
     s2 = k * s1
     xs = jnp.linspace(-60, 60, 400001)
     logp = jax.scipy.stats.norm.logpdf(xs, m1, s1)
-    logL = al.log_prob(al.Gaussian(jnp.array([m2]), jnp.array([[s2]])), xs[:, None])
+    logL = al.log_prob(al.Gaussian.from_chol(jnp.array([m2]), jnp.array([[s2]])), xs[:, None])
     np.testing.assert_allclose(float(al.log_coverage_sup(logp, logL)),
                                float(al.gaussian_log_sup_ratio(m1, s1, m2, s2)), atol=1e-6)
 
@@ -193,7 +193,7 @@ def test_log_prob_and_sample_agree_with_scipy(family, x64):
                         for c in np.asarray(pts)], axis=0)
         np.testing.assert_allclose(np.asarray(al.log_prob(model, jnp.asarray(x))), np.log(dens), rtol=1e-10)
         assert float(model.h) == pytest.approx(1.5 * float(al.pooled_std(pts)))
-    draws = al.sample(model, jax.random.key(1), (40000,))
+    draws = al.sample(model, (40000,), key=jax.random.key(1))
     np.testing.assert_allclose(np.asarray(jnp.mean(draws, 0)),
                                np.asarray(jnp.mean(pts, 0) if family == "kde" else model.mean), atol=0.05)
 
@@ -336,7 +336,7 @@ def test_imh_chains_ess_is_one_when_the_proposal_is_the_target():
     cost = al.rastrigin_envelope(mu_d, 0.0, 1.0, jnp.zeros(n))
     prior = al.gaussian_prior(jnp.ones(n), mu0)
     mu = mu0 + tau * mu_d
-    model = al.Gaussian(jnp.full(n, mu0 / mu), jnp.eye(n) / math.sqrt(mu))
+    model = al.Gaussian.from_cov(jnp.full(n, mu0 / mu), jnp.eye(n) / mu)
     _, acc, _, ess = al.imh_chains(cost, prior, tau, model, m=64, M=8, key=jax.random.key(0), return_ess=True)
     assert float(ess) == pytest.approx(1.0, abs=1e-4)
     assert float(acc) == pytest.approx(1.0, abs=1e-6)
@@ -409,7 +409,7 @@ def test_imh_chains_ess_matches_the_closed_form(inflation):
     cost = al.rastrigin_envelope(mu_d, 0.0, 3.0, jnp.zeros(n))
     prior = al.gaussian_prior(jnp.full(n, 6.0), mu0)
     mu, mu_prev = mu0 + tau * mu_d, mu0 + tau / 1.1 * mu_d
-    model = al.Gaussian(jnp.full(n, mu0 * 6.0 / mu_prev), math.sqrt(inflation / mu_prev) * jnp.eye(n))
+    model = al.Gaussian.from_chol(jnp.full(n, mu0 * 6.0 / mu_prev), math.sqrt(inflation / mu_prev) * jnp.eye(n))
     _, _, _, ess = al.imh_chains(cost, prior, tau, model, m=400, M=50, key=jax.random.key(1), return_ess=True)
     pred = float(al.gaussian_importance_ess(mu0 * 6.0 / mu, 1 / mu, mu0 * 6.0 / mu_prev, inflation / mu_prev, n))
     assert float(ess) == pytest.approx(pred, rel=0.1), (inflation, float(ess), pred)  # Kish sd ~2.5% at N=2e4

@@ -1,5 +1,6 @@
 """ALDRIFT (eq. ALDRIFT) and TOPIFT (the cross-entropy-method baseline)."""
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial
@@ -7,14 +8,14 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 from jax import lax
+from jaxtyping import Array, ArrayLike, Float
 
 from theory import _validate as v
 from theory.aldrift._util import _f
 from theory.aldrift.costs import GaussianPrior
 from theory.aldrift.imh import imh_chains
-from theory.aldrift.models import FAMILIES, Gaussian, _fit, fit_kde, sample
+from theory.aldrift.models import FAMILIES, KDE, Gaussian, _fit, fit_kde, sample
 
 
 class History(NamedTuple):
@@ -23,16 +24,18 @@ class History(NamedTuple):
     TOPIFT reports 1/M, the fraction kept), importance ESS fraction of the proposals against the target (N,)
     (``importance_ess``; TOPIFT reports 1: it does not weight)."""
 
-    mean: jax.Array
-    sample_cost: jax.Array
-    best: jax.Array
-    evals: jax.Array
-    acceptance: jax.Array
-    ess: jax.Array
+    mean: Float[Array, "N n"]
+    sample_cost: Float[Array, " N"]
+    best: Float[Array, " N"]
+    evals: Float[Array, " N"]
+    acceptance: Float[Array, " N"]
+    ess: Float[Array, " N"]
 
 
-def initial_model(family: str, prior: GaussianPrior, *, m: int, c: float = 1.0, key):
+def initial_model(family: str, prior: GaussianPrior, *, m: int, c: float = 1.0, key: Array) -> Gaussian | KDE:
     """The model at tau = 0: the prior itself for the Gaussian families, a KDE of m prior draws for "kde"."""
+    v.one_of("family", family, FAMILIES)
+    v.positive_int("m", m)
     n = prior.x0.shape[-1]
     if family == "kde":
         draws = prior.x0 + jax.random.normal(key, (m, n), dtype=prior.x0.dtype) / jnp.sqrt(prior.mu0)
@@ -62,8 +65,19 @@ def _aldrift(cost, prior, taus, mu_d, inflation, c, key, m, M, family):
     return hist, xs[-1], model
 
 
-def aldrift(cost, prior: GaussianPrior, taus, *, m: int, M: int, family: str = "mle", mu_d=None,
-            inflation: float = 2.0, c: float = 1.0, key):
+def aldrift(
+    cost,
+    prior: GaussianPrior,
+    taus: Float[ArrayLike, " N"],
+    *,
+    m: int,
+    M: int,
+    family: str = "mle",
+    mu_d: float | None = None,
+    inflation: float = 2.0,
+    c: float = 1.0,
+    key: Array,
+) -> tuple[History, Float[Array, "m n"], Gaussian | KDE]:
     """ALDRIFT over the temperatures ``taus`` (N,) (eq. ALDRIFT).
 
     At each tau_k: m IMH chains of M steps with proposal L_{k-1}, target L0 exp(-tau_k d); fit L_k on the m final
@@ -78,8 +92,9 @@ def aldrift(cost, prior: GaussianPrior, taus, *, m: int, M: int, family: str = "
     v.positive_int("M", M)
     v.positive("inflation", inflation)
     v.positive("c", c)
+    v.array("taus", taus, ndim=1)
+    v.nonnegative("taus", taus)
     taus = _f(taus)
-    v.check("taus", taus, lambda a: (a.ndim == 1) & (a.size > 0) & np.all(a >= 0), "a non-empty 1-D array >= 0")
     if family == "mle":
         if mu_d is None:
             raise ValueError("mu_d must be given for family='mle' (the variance is inflation/(mu0 + tau mu_d))")
@@ -95,15 +110,21 @@ def _topift(cost, prior, c, key, m, M, rounds, family):
 
     def rnd(carry, k):
         model, best, evals = carry
-        xs = sample(model, k, (m * M,))
+        xs = sample(model, (m * M,), key=k)
         dx = cost(xs)
         _, idx = lax.top_k(-dx, m)
         elite = xs[idx]
         new = _fit(family, elite, var=1.0, c=c)
         best = jnp.minimum(best, jnp.min(dx))
         evals = evals + m * M
-        rec = History(jnp.mean(elite, axis=0), jnp.mean(dx[idx]), best, evals, jnp.asarray(1.0 / M, dx.dtype),
-                      jnp.asarray(1.0, dx.dtype))
+        rec = History(
+            jnp.mean(elite, axis=0),
+            jnp.mean(dx[idx]),
+            best,
+            evals,
+            jnp.asarray(1.0 / M, dx.dtype),
+            jnp.asarray(1.0, dx.dtype),
+        )
         return (new, best, evals), rec
 
     init = (model, jnp.array(jnp.inf, prior.x0.dtype), jnp.array(0.0, prior.x0.dtype))
@@ -111,8 +132,9 @@ def _topift(cost, prior, c, key, m, M, rounds, family):
     return hist, model
 
 
-def topift(cost, prior: GaussianPrior, *, m: int, M: int, rounds: int, family: str = "empirical",
-           c: float = 1.0, key):
+def topift(
+    cost, prior: GaussianPrior, *, m: int, M: int, rounds: int, family: str = "empirical", c: float = 1.0, key: Array
+) -> tuple[History, Gaussian | KDE]:
     """TOPIFT (cross-entropy method): each round draw m*M samples from the current model (round 1: the prior),
     keep the m cheapest, refit with ``family`` ("empirical" = Gaussian MLE mean and covariance, "kde").
     Same budget as ALDRIFT with the same (m, M, N = rounds). Returns (History, final model)."""

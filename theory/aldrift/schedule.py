@@ -1,18 +1,21 @@
 """Temperature schedules tau_1 < ... < tau_N = T (additive and geometric)."""
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import math
 
 import numpy as np
+from jaxtyping import Float
 
 from theory import _validate as v
 
 SCHEDULES = ("additive", "geometric")
 
 
-def num_temperatures(schedule: str, T: float, *, D: float | None = None, tau1: float | None = None,
-                     n: int | None = None) -> int:
+def num_temperatures(
+    schedule: str, T: float, *, D: float | None = None, tau1: float | None = None, n: int | None = None
+) -> int:
     """N, the number of temperatures.
 
     additive:  tau_k = k / D, k = 1..N, N = ceil(T D)            (D = the range of d; step 1/D)
@@ -31,8 +34,9 @@ def num_temperatures(schedule: str, T: float, *, D: float | None = None, tau1: f
     return 1 + math.ceil(math.log(T / tau1) / math.log1p(1.0 / n) - 1e-9)
 
 
-def temperature_schedule(schedule: str, T: float, *, D: float | None = None, tau1: float | None = None,
-                         n: int | None = None) -> np.ndarray:
+def temperature_schedule(
+    schedule: str, T: float, *, D: float | None = None, tau1: float | None = None, n: int | None = None
+) -> Float[np.ndarray, " N"]:
     """The temperatures tau_1..tau_N (NumPy float array of length ``num_temperatures``), ending exactly at T."""
     N = num_temperatures(schedule, T, D=D, tau1=tau1, n=n)
     if schedule == "additive":
