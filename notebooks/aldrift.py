@@ -99,8 +99,7 @@ def explore(A=2.0, w=3.0, schedule="geometric", m=60, M=20, T=20.0, n=10, mu_d=0
     if schedule == "geometric":
         taus = al.temperature_schedule("geometric", T, tau1=0.1, n=n)
     else:
-        taus = al.temperature_schedule("additive", T, D=len(al.temperature_schedule("geometric", T, tau1=0.1,
-                                                                                    n=n)) / T)
+        taus = al.temperature_schedule("additive", T, D=len(al.temperature_schedule("geometric", T, tau1=0.1, n=n)) / T)
     key = jax.random.key(0)
     hist, _, _ = al.aldrift(cost, prior, taus, m=m, M=M, mu_d=mu_d, key=key)
     top, _ = al.topift(cost, prior, m=m, M=M, rounds=len(taus), key=key)
@@ -118,9 +117,20 @@ def explore(A=2.0, w=3.0, schedule="geometric", m=60, M=20, T=20.0, n=10, mu_d=0
     plt.show()
 
 
-notebook.interact(explore, live=False, A=(0.0, 4.0, 0.25), w=(0.5, 6.0, 0.25), schedule=["geometric", "additive"],
-                  m=(20, 400, 20), M=(5, 100, 5), T=(1.0, 50.0, 1.0), n=notebook.fixed(10),
-                  mu_d=notebook.fixed(0.5), x0=notebook.fixed(6.0), mu0=notebook.fixed(0.1))
+notebook.interact(
+    explore,
+    live=False,
+    A=(0.0, 4.0, 0.25),
+    w=(0.5, 6.0, 0.25),
+    schedule=["geometric", "additive"],
+    m=(20, 400, 20),
+    M=(5, 100, 5),
+    T=(1.0, 50.0, 1.0),
+    n=notebook.fixed(10),
+    mu_d=notebook.fixed(0.5),
+    x0=notebook.fixed(6.0),
+    mu0=notebook.fixed(0.1),
+)
 
 # %% [markdown]
 # ## Recompute

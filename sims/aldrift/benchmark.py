@@ -66,11 +66,13 @@ def bench(quick: bool = False) -> list[BenchRow]:
     loop = time.perf_counter() - t0
     vec = time_call(lambda: _numpy_chains(*args, vectorised=True), repeats=3)
     xs_ours = np.asarray(fn(key))
-    note = (f"mean cost of final states: jax {float(np.mean(np.asarray(cost(xs_ours)))):.3f}, "
-            f"numpy {float(np.mean(np.asarray(cost(jnp.asarray(xs_loop))))):.3f}")
-    return [BenchRow(f"IMH {m} chains x {M} steps, n={n}", "jit(vmap(scan))", "NumPy loop (chains, steps)", ours,
-                     loop, note=note),
-            BenchRow(f"IMH {m} chains x {M} steps, n={n}", "jit(vmap(scan))", "NumPy vectorised over chains",
-                     ours, vec)]
-
-
+    note = (
+        f"mean cost of final states: jax {float(np.mean(np.asarray(cost(xs_ours)))):.3f}, "
+        f"numpy {float(np.mean(np.asarray(cost(jnp.asarray(xs_loop))))):.3f}"
+    )
+    return [
+        BenchRow(
+            f"IMH {m} chains x {M} steps, n={n}", "jit(vmap(scan))", "NumPy loop (chains, steps)", ours, loop, note=note
+        ),
+        BenchRow(f"IMH {m} chains x {M} steps, n={n}", "jit(vmap(scan))", "NumPy vectorised over chains", ours, vec),
+    ]

@@ -12,8 +12,10 @@ TITLE = "ALDRIFT: annealed IMH-corrected refitting escapes the traps TOPIFT fall
 @dataclasses.dataclass(frozen=True)
 class Config:
     # the paper's settings (mu_d, A, w, x0 (times the all-ones vector), mu0); x* = 0
-    settings: tuple[tuple[float, float, float, float, float], ...] = ((0.5, 2.0, 3.0, 6.0, 0.1),
-                                                                      (1.0, 0.5, 4.0, 1.35, 2.0))
+    settings: tuple[tuple[float, float, float, float, float], ...] = (
+        (0.5, 2.0, 3.0, 6.0, 0.1),
+        (1.0, 0.5, 4.0, 1.35, 2.0),
+    )
     n: int = 10
     tau1: float = 0.1
     T: float = 20.0
@@ -50,22 +52,40 @@ class Config:
     cov_mix_sep: float = 1.5
 
     def __post_init__(self):
-        for f in ("n", "m", "M", "runs", "quad_runs", "eps_n", "eps_m", "eps_M", "eps_runs",
-                  "rs_runs", "rs_budget", "doo_expansions", "cov_m_main", "cov_seeds", "cov_grid"):
+        for f in (
+            "n",
+            "m",
+            "M",
+            "runs",
+            "quad_runs",
+            "eps_n",
+            "eps_m",
+            "eps_M",
+            "eps_runs",
+            "rs_runs",
+            "rs_budget",
+            "doo_expansions",
+            "cov_m_main",
+            "cov_seeds",
+            "cov_grid",
+        ):
             val = getattr(self, f)
             if not isinstance(val, int) or val < 1:
                 raise ValueError(f"Config.{f} must be a positive integer, got {val!r}")
         for f in ("runs", "quad_runs", "eps_runs", "cov_seeds"):
             if getattr(self, f) < 5:
-                raise ValueError(f"Config.{f} must be >= 5 (claims on random quantities use CIs over >= 5 seeds), "
-                                 f"got {getattr(self, f)}")
+                raise ValueError(
+                    f"Config.{f} must be >= 5 (claims on random quantities use CIs over >= 5 seeds), "
+                    f"got {getattr(self, f)}"
+                )
         for f in ("tau1", "T", "eps_T", "rs_eps_min", "rs_eps_max", "cov_R_fixed", "cov_mix_sep"):
             val = getattr(self, f)
             if not (math.isfinite(val) and val > 0):
                 raise ValueError(f"Config.{f} must be finite and > 0, got {val!r}")
         if self.tau1 >= self.T or self.tau1 >= self.eps_T:
-            raise ValueError(f"Config.tau1 must be below T and eps_T, got tau1={self.tau1}, T={self.T}, "
-                             f"eps_T={self.eps_T}")
+            raise ValueError(
+                f"Config.tau1 must be below T and eps_T, got tau1={self.tau1}, T={self.T}, eps_T={self.eps_T}"
+            )
         if self.rs_eps_min > self.rs_eps_max:
             raise ValueError(f"Config.rs_eps_min must be <= rs_eps_max, got {self.rs_eps_min} > {self.rs_eps_max}")
         if not self.settings or any(len(st) != 5 or not all(math.isfinite(x) for x in st) for st in self.settings):
@@ -73,8 +93,9 @@ class Config:
         if any(st[0] <= 0 or st[4] <= 0 or st[1] < 0 for st in self.settings):
             raise ValueError("Config.settings need mu_d > 0, A >= 0 and mu0 > 0")
         if not 0 <= self.eps_setting < len(self.settings):
-            raise ValueError(f"Config.eps_setting must index settings (0..{len(self.settings) - 1}), got "
-                             f"{self.eps_setting}")
+            raise ValueError(
+                f"Config.eps_setting must index settings (0..{len(self.settings) - 1}), got {self.eps_setting}"
+            )
         for f in ("eps_grid", "doo_eps_grid"):
             a, b, num = getattr(self, f)
             if not (a > b > 0 and int(num) >= 3):
@@ -90,15 +111,36 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(m=40, M=50, runs=5, quad_runs=100, eps_T=1e3, eps_m=40, eps_M=10, eps_runs=5,
-                    eps_grid=(1.0, 1e-2, 9), rs_runs=256, rs_budget=600_000, rs_eps_min=0.1, rs_eps_max=0.32,
-                    doo_expansions=300, cov_m=(30, 300), cov_m_main=300, cov_seeds=12, cov_R=(2.0, 4.0, 8.0, 16.0),
-                    cov_grid=1601),
+    "quick": Config(
+        m=40,
+        M=50,
+        runs=5,
+        quad_runs=100,
+        eps_T=1e3,
+        eps_m=40,
+        eps_M=10,
+        eps_runs=5,
+        eps_grid=(1.0, 1e-2, 9),
+        rs_runs=256,
+        rs_budget=600_000,
+        rs_eps_min=0.1,
+        rs_eps_max=0.32,
+        doo_expansions=300,
+        cov_m=(30, 300),
+        cov_m_main=300,
+        cov_seeds=12,
+        cov_R=(2.0, 4.0, 8.0, 16.0),
+        cov_grid=1601,
+    ),
 }
 
 
-COVERAGE_FAMILIES = ("MLE mean, variance 2 sigma^2 (ALDRIFT)", "KDE h = sigma_hat (c = 1)",
-                     "KDE h = 2 sigma_hat (c = 2)", "single Gaussian MLE on a 2-mode mixture",
-                     "empirical variance (no inflation)", "KDE h = m^(-1/5) sigma_hat (shrinking)")
+COVERAGE_FAMILIES = (
+    "MLE mean, variance 2 sigma^2 (ALDRIFT)",
+    "KDE h = sigma_hat (c = 1)",
+    "KDE h = 2 sigma_hat (c = 2)",
+    "single Gaussian MLE on a 2-mode mixture",
+    "empirical variance (no inflation)",
+    "KDE h = m^(-1/5) sigma_hat (shrinking)",
+)
 COVERAGE_HOLDS = (True, True, True, True, False, False)
-

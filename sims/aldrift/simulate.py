@@ -48,8 +48,15 @@ def _eps_aldrift(key, *, setting, n, taus, m, M, eps):
     h, _, _ = al.aldrift(cost, prior, jnp.asarray(taus), m=m, M=M, mu_d=setting[0], key=key)
     cnt_mean, ok_mean = al.evaluations_to_reach(jax.lax.cummin(h.sample_cost), eps, h.evals)
     cnt_best, ok_best = al.evaluations_to_reach(h.best, eps, h.evals)
-    return {"mean_cost": cnt_mean, "mean_reached": ok_mean, "best": cnt_best, "best_reached": ok_best,
-            "sample_cost": h.sample_cost, "acceptance": h.acceptance, "ess": h.ess}
+    return {
+        "mean_cost": cnt_mean,
+        "mean_reached": ok_mean,
+        "best": cnt_best,
+        "best_reached": ok_best,
+        "sample_cost": h.sample_cost,
+        "acceptance": h.acceptance,
+        "ess": h.ess,
+    }
 
 
 def _eps_random(keys, *, setting, n, lo, hi, budget, chunk, eps):
@@ -91,8 +98,7 @@ def _coverage_seed(key, *, m, xs, sep):
     # two-mode mixture target, single Gaussian MLE (mean, empirical variance)
     signs = jnp.where(jax.random.bernoulli(k2, 0.5, (m, 1)), sep, -sep)
     smix = signs + jax.random.normal(k3, (m, 1))
-    logp_mix = jnp.logaddexp(jax.scipy.stats.norm.logpdf(xs, -sep), jax.scipy.stats.norm.logpdf(xs, sep)) \
-        - jnp.log(2.0)
+    logp_mix = jnp.logaddexp(jax.scipy.stats.norm.logpdf(xs, -sep), jax.scipy.stats.norm.logpdf(xs, sep)) - jnp.log(2.0)
     out.append(logp_mix - al.log_prob(al.fit_gaussian_empirical(smix, 0.0), grid))
     out.append(logp - al.log_prob(al.fit_gaussian_empirical(s, 0.0), grid))
     out.append(logp - al.log_prob(al.fit_kde(s, m ** (-0.2)), grid))
@@ -159,15 +165,20 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     quad = (s1[0], 0.0, s1[2], s1[3], s1[4])
     k_ald, k_top, k_quad = jax.random.split(k_set, 3)
     nset = len(rows) * cfg.runs
-    batch = {"key": jnp.concatenate([jax.random.split(k_ald, nset), jax.random.split(k_quad, cfg.quad_runs)]),
-             "setting": jnp.asarray([r for r in rows for _ in range(cfg.runs)] + [quad] * cfg.quad_runs,
-                                    dtype=jnp.float32)}
+    batch = {
+        "key": jnp.concatenate([jax.random.split(k_ald, nset), jax.random.split(k_quad, cfg.quad_runs)]),
+        "setting": jnp.asarray([r for r in rows for _ in range(cfg.runs)] + [quad] * cfg.quad_runs, dtype=jnp.float32),
+    }
     ald_all = sweep(partial(_aldrift_run, n=n, taus=tuple(float(t) for t in taus), m=cfg.m, M=cfg.M), batch)
-    top_all = sweep(partial(_topift_run, n=n, rounds=len(taus), m=cfg.m, M=cfg.M),
-                    {"key": jax.random.split(k_top, nset), "setting": batch["setting"][:nset]})
+    top_all = sweep(
+        partial(_topift_run, n=n, rounds=len(taus), m=cfg.m, M=cfg.M),
+        {"key": jax.random.split(k_top, nset), "setting": batch["setting"][:nset]},
+    )
     for i, setting in enumerate(rows):
-        res = {name: jax.tree.map(lambda a, i=i: a[i * cfg.runs:(i + 1) * cfg.runs], tree)
-               for name, tree in (("aldrift", ald_all), ("topift", top_all))}
+        res = {
+            name: jax.tree.map(lambda a, i=i: a[i * cfg.runs : (i + 1) * cfg.runs], tree)
+            for name, tree in (("aldrift", ald_all), ("topift", top_all))
+        }
         dist_exact, ecost_exact = _exact_path(setting, n, taus)
         res["exact"] = {"distance": dist_exact, "cost": ecost_exact}
         out[f"setting{i + 1}"] = res
@@ -178,14 +189,29 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     mu_lo, L_d = al.envelope_constants(*setting[:3])
     eps = jnp.geomspace(*cfg.eps_grid[:2], int(cfg.eps_grid[2]))
     etaus = al.temperature_schedule("geometric", cfg.eps_T, tau1=cfg.tau1, n=cfg.eps_n)
-    fn = partial(_eps_aldrift, setting=setting, n=cfg.eps_n, taus=tuple(float(t) for t in etaus), m=cfg.eps_m,
-                 M=cfg.eps_M, eps=tuple(float(e) for e in eps))
+    fn = partial(
+        _eps_aldrift,
+        setting=setting,
+        n=cfg.eps_n,
+        taus=tuple(float(t) for t in etaus),
+        m=cfg.eps_m,
+        M=cfg.eps_M,
+        eps=tuple(float(e) for e in eps),
+    )
     ald = sweep(fn, jax.random.split(k_eps, cfg.eps_runs))
     rs_eps = eps[eps >= cfg.rs_eps_min * (1 - 1e-6)]
     lo, hi = cfg.box
     groups = math.gcd(cfg.rs_runs, 8)  # vmapped groups of runs, each group's runs in sequence (early stopping)
-    fn = partial(_eps_random, setting=setting, n=cfg.eps_n, lo=lo, hi=hi, budget=cfg.rs_budget,
-                 chunk=min(cfg.rs_budget, 4096), eps=tuple(float(e) for e in rs_eps))
+    fn = partial(
+        _eps_random,
+        setting=setting,
+        n=cfg.eps_n,
+        lo=lo,
+        hi=hi,
+        budget=cfg.rs_budget,
+        chunk=min(cfg.rs_budget, 4096),
+        eps=tuple(float(e) for e in rs_eps),
+    )
     rs = sweep(fn, jax.random.split(k_rs, cfg.rs_runs).reshape(groups, -1))
     rs = jax.tree.map(lambda a: a.reshape(cfg.rs_runs, *a.shape[2:]), rs)
     rs["eps"] = rs_eps
@@ -194,10 +220,14 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     doo_best, _, _ = al.doo(cost, lo, hi, n=cfg.eps_n, L_d=L_d, expansions=cfg.doo_expansions)
     doo_eps = jnp.geomspace(*cfg.doo_eps_grid[:2], int(cfg.doo_eps_grid[2]))
     cnt, ok = al.evaluations_to_reach(doo_best, doo_eps)
-    out["eps"] = {"eps": eps, "taus": jnp.asarray(etaus), "aldrift": ald, "random": rs,
-                  "doo": {"eps": doo_eps, "count": cnt, "reached": ok, "best": doo_best},
-                  "aldrift_slope_predicted": jnp.asarray(al.aldrift_evals_per_efold(cfg.eps_m, cfg.eps_M,
-                                                                                      cfg.eps_n))}
+    out["eps"] = {
+        "eps": eps,
+        "taus": jnp.asarray(etaus),
+        "aldrift": ald,
+        "random": rs,
+        "doo": {"eps": doo_eps, "count": cnt, "reached": ok, "best": doo_best},
+        "aldrift_slope_predicted": jnp.asarray(al.aldrift_evals_per_efold(cfg.eps_m, cfg.eps_M, cfg.eps_n)),
+    }
 
     # 3. coverage ratios on 1-D grids
     out["coverage"] = coverage(cfg, k_cov)
@@ -216,16 +246,32 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     # if the m chains ended at exact draws of p_tau_{k-1}; at k = 1 it is the prior N(x0, 1/mu0).
     mu_k = s1[4] + intended * s1[0]
     mean_k = s1[4] * s1[3] / mu_k
-    ess_pred = np.concatenate([
-        [float(al.gaussian_importance_ess(mean_k[0], 1.0 / mu_k[0], s1[3], 1.0 / s1[4], n))],
-        np.asarray(al.gaussian_importance_ess(mean_k[1:, None], 1.0 / mu_k[1:], mean_k[:-1, None],
-                                              PAPER_INFLATION / mu_k[:-1], n, mean_var=1.0 / (cfg.m * mu_k[:-1])))])
-    out["quadratic"] = {"sample_cost": quad_res["sample_cost"], "mean": quad_res["mean"],
-                        "acceptance": quad_res["acceptance"], "ess": quad_res["ess"],
-                        "intended_taus": intended,
-                        "closed_form": jax.vmap(lambda t: al.quadratic_expected_cost(
-                            s1[3] * jnp.ones(n), s1[4], jnp.zeros(n), s1[0], t))(jnp.asarray(intended)),
-                        "closed_form_T": 0.5 * s1[0] * (n / mu_T + n * mean_T ** 2), "ess_predicted": ess_pred,
-                        "mean_sq_T": n * mean_T ** 2 + n / (cfg.m * mu_T)}
+    ess_pred = np.concatenate(
+        [
+            [float(al.gaussian_importance_ess(mean_k[0], 1.0 / mu_k[0], s1[3], 1.0 / s1[4], n))],
+            np.asarray(
+                al.gaussian_importance_ess(
+                    mean_k[1:, None],
+                    1.0 / mu_k[1:],
+                    mean_k[:-1, None],
+                    PAPER_INFLATION / mu_k[:-1],
+                    n,
+                    mean_var=1.0 / (cfg.m * mu_k[:-1]),
+                )
+            ),
+        ]
+    )
+    out["quadratic"] = {
+        "sample_cost": quad_res["sample_cost"],
+        "mean": quad_res["mean"],
+        "acceptance": quad_res["acceptance"],
+        "ess": quad_res["ess"],
+        "intended_taus": intended,
+        "closed_form": jax.vmap(
+            lambda t: al.quadratic_expected_cost(s1[3] * jnp.ones(n), s1[4], jnp.zeros(n), s1[0], t)
+        )(jnp.asarray(intended)),
+        "closed_form_T": 0.5 * s1[0] * (n / mu_T + n * mean_T**2),
+        "ess_predicted": ess_pred,
+        "mean_sq_T": n * mean_T**2 + n / (cfg.m * mu_T),
+    }
     return out
-

@@ -116,5 +116,3 @@ MUTANTS = [
         "online baselines' energy integrated over the work done, not the commanded speed",
     ),
 ]
-
-

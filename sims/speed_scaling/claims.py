@@ -305,4 +305,3 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             )
         )
     return out
-

@@ -14,7 +14,6 @@ from theory import speed_scaling as ss
 # ---------------------------------------------------------------------------------------------------------
 
 
-
 def _mean_ci(x, axis=0):
     x = np.asarray(x, float)
     n = x.shape[axis]
@@ -275,4 +274,3 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.legend()
     figs["avr_lower_bound"] = fig
     return figs
-

@@ -181,4 +181,3 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         f"alpha{al}": jax.tree.map(lambda x, i=i: x[i * nb : (i + 1) * nb], bnd) for i, al in enumerate((2, 3))
     }
     return out
-

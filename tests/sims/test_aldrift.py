@@ -16,8 +16,16 @@ def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
-    for fname in ("data.npz", "claims.json", "manifest.json", "mean_distance.png", "acceptance.png",
-                  "evaluations.png", "coverage.png", "quadratic_check.png"):
+    for fname in (
+        "data.npz",
+        "claims.json",
+        "manifest.json",
+        "mean_distance.png",
+        "acceptance.png",
+        "evaluations.png",
+        "coverage.png",
+        "quadratic_check.png",
+    ):
         assert (tmp_path / fname).stat().st_size > 0, fname
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["preset"] == "quick" and manifest["claims_passed"] == manifest["claims_total"]
@@ -51,8 +59,15 @@ def test_full_preset_claims():
 
 def test_config_validation():
     cfg = sim.PRESETS["quick"]
-    for field, bad in (("m", 0), ("runs", 3), ("tau1", float("nan")), ("box", (0.5, 1.0)), ("cov_m_main", 7),
-                       ("eps_setting", 5), ("rs_eps_min", 1.0)):
+    for field, bad in (
+        ("m", 0),
+        ("runs", 3),
+        ("tau1", float("nan")),
+        ("box", (0.5, 1.0)),
+        ("cov_m_main", 7),
+        ("eps_setting", 5),
+        ("rs_eps_min", 1.0),
+    ):
         with pytest.raises(ValueError, match=field):
             type(cfg)(**{**cfg.__dict__, field: bad})
 
@@ -83,8 +98,12 @@ def test_random_search_early_stop_matches_the_whole_stream():
     got = simulate._eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
     cost, _ = simulate._problem(setting, n)
     for r, key in enumerate(keys):
-        curve = jnp.concatenate([al.random_search(cost, lo, hi, n=n, budget=chunk, key=jax.random.fold_in(key, i))
-                                 for i in range(budget // chunk)])
+        curve = jnp.concatenate(
+            [
+                al.random_search(cost, lo, hi, n=n, budget=chunk, key=jax.random.fold_in(key, i))
+                for i in range(budget // chunk)
+            ]
+        )
         cnt, ok = al.evaluations_to_reach(jax.lax.cummin(curve), jnp.asarray(eps))
         np.testing.assert_array_equal(np.asarray(got["reached"][r]), np.asarray(ok))
         np.testing.assert_array_equal(np.asarray(got["count"][r]), np.asarray(cnt))

@@ -143,9 +143,9 @@ def fit_gaussian_fixed(samples: Float[ArrayLike, "m n"], var: float) -> Gaussian
 
 
 def fit_gaussian_empirical(samples: Float[ArrayLike, "m n"], jitter: float = 1e-6) -> Gaussian:
-    """MLE mean and MLE (1/m) covariance, plus ``jitter`` I for a valid Cholesky. samples (m, n)."""
+    """MLE mean and MLE (1/m) covariance, plus ``jitter`` I (>= 0) for a valid Cholesky. samples (m, n)."""
     _check_samples(samples)
-    v.positive("jitter", jitter)
+    v.nonnegative("jitter", jitter)
     samples = _f(samples)
     mean = jnp.mean(samples, axis=0)
     z = samples - mean

@@ -101,7 +101,8 @@ def check_instance(
 
 def check_alpha(alpha: float) -> None:
     """alpha > 1 and finite (the power s^alpha is convex)."""
-    v.check("alpha", alpha, lambda a: a > 1, "> 1", finite=True)
+    v.check("alpha", alpha, lambda a: a > 1, "> 1")
+    v.finite("alpha", alpha)
 
 
 def energy(profile: Profile, alpha: float) -> Float[Array, ""]:

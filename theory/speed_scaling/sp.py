@@ -79,7 +79,8 @@ def sp_robustness_bound(alpha: float, kappa: float) -> float:
     """C(alpha, kappa) = kappa^alpha 2^(alpha - 1) alpha^alpha: E(SP) <= C OPT for every prediction (module
     docstring). The instance bound kappa^alpha E(AVR) (``return_envelope``) is the tighter statement."""
     check_alpha(alpha)
-    v.check("kappa", kappa, lambda a: a >= 1, ">= 1", finite=True)
+    v.check("kappa", kappa, lambda a: a >= 1, ">= 1")
+    v.finite("kappa", kappa)
     return kappa**alpha * avr_bound(alpha)
 
 
@@ -122,7 +123,8 @@ def _sp(release, deadline, work, s_hat, kappa, dt, n_slots, offline, robust):
 def _kappa(eps, kappa, alpha):
     if kappa is None:
         return sp_kappa(eps, alpha)
-    v.check("kappa", kappa, lambda a: a >= 1, ">= 1", finite=True)
+    v.check("kappa", kappa, lambda a: a >= 1, ">= 1")
+    v.finite("kappa", kappa)
     return kappa
 
 
