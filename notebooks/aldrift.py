@@ -28,7 +28,7 @@
 #   states. The Metropolis step is the correction: as long as the model covers the target (coarse
 #   learnability, `sup p/L` bounded), `M` steps bring each chain within `(1 - 1/W)^M` of the target in TV.
 #
-# Everything below calls `theory/aldrift.py` and `sims/aldrift.py` (`workbench run aldrift`).
+# Everything below calls `theory/aldrift/` and `sims/aldrift/` (`workbench run aldrift`).
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.

@@ -47,6 +47,9 @@ Findings worth knowing (full preset):
   first-hit count, ~10x below the budget).
 * Setting 2 (narrow prior next to a ripple): TOPIFT's outcome varies by run (some runs reach ||mean|| ~ 0.3,
   the median stalls at 1.4); no claim is made there, the figure shows the spread.
+
+Package layout: ``config`` (Config, presets, constants), ``simulate`` (the sweepable pieces and ``run``),
+``claims``, ``figures`` (``plot``), ``benchmark`` (``bench``); the mutants are declared here.
 """
 
 from __future__ import annotations

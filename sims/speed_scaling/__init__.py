@@ -37,6 +37,9 @@ Findings (full preset, 20 seeds):
 Grid: the LAS instances have integer release times; every online algorithm runs on ``substeps`` slots per
 time unit (AVR, OA and SP are exact on it; qOA and BKP are evaluated at slot starts; LAS rounds its shrink up
 to whole slots).
+
+Package layout: ``config`` (Config, presets, constants), ``simulate`` (the sweepable pieces and ``run``),
+``claims``, ``figures`` (``plot``), ``benchmark`` (``bench``); the mutants are declared here.
 """
 
 from __future__ import annotations
