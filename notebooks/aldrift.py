@@ -28,7 +28,7 @@
 #   states. The Metropolis step is the correction: as long as the model covers the target (coarse
 #   learnability, `sup p/L` bounded), `M` steps bring each chain within `(1 - 1/W)^M` of the target in TV.
 #
-# Everything below calls `theory/aldrift.py` and `sims/aldrift.py` (`workbench run aldrift`).
+# Everything below calls `theory/aldrift/` and `sims/aldrift/` (`workbench run aldrift`).
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
@@ -51,6 +51,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from sims import aldrift as sim
+from sims.aldrift import simulate
 from sims.core import notebook, style
 from theory import aldrift as al
 
@@ -98,12 +99,11 @@ def explore(A=2.0, w=3.0, schedule="geometric", m=60, M=20, T=20.0, n=10, mu_d=0
     if schedule == "geometric":
         taus = al.temperature_schedule("geometric", T, tau1=0.1, n=n)
     else:
-        taus = al.temperature_schedule("additive", T, D=len(al.temperature_schedule("geometric", T, tau1=0.1,
-                                                                                    n=n)) / T)
+        taus = al.temperature_schedule("additive", T, D=len(al.temperature_schedule("geometric", T, tau1=0.1, n=n)) / T)
     key = jax.random.key(0)
     hist, _, _ = al.aldrift(cost, prior, taus, m=m, M=M, mu_d=mu_d, key=key)
     top, _ = al.topift(cost, prior, m=m, M=M, rounds=len(taus), key=key)
-    exact, _ = sim._exact_path((mu_d, A, w, x0, mu0), n, taus)
+    exact, _ = simulate._exact_path((mu_d, A, w, x0, mu0), n, taus)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4))
     it = np.arange(1, len(taus) + 1)
     ax.semilogy(it, np.linalg.norm(np.asarray(hist.mean), axis=-1), label="ALDRIFT")
@@ -117,9 +117,20 @@ def explore(A=2.0, w=3.0, schedule="geometric", m=60, M=20, T=20.0, n=10, mu_d=0
     plt.show()
 
 
-notebook.interact(explore, live=False, A=(0.0, 4.0, 0.25), w=(0.5, 6.0, 0.25), schedule=["geometric", "additive"],
-                  m=(20, 400, 20), M=(5, 100, 5), T=(1.0, 50.0, 1.0), n=notebook.fixed(10),
-                  mu_d=notebook.fixed(0.5), x0=notebook.fixed(6.0), mu0=notebook.fixed(0.1))
+notebook.interact(
+    explore,
+    live=False,
+    A=(0.0, 4.0, 0.25),
+    w=(0.5, 6.0, 0.25),
+    schedule=["geometric", "additive"],
+    m=(20, 400, 20),
+    M=(5, 100, 5),
+    T=(1.0, 50.0, 1.0),
+    n=notebook.fixed(10),
+    mu_d=notebook.fixed(0.5),
+    x0=notebook.fixed(6.0),
+    mu0=notebook.fixed(0.1),
+)
 
 # %% [markdown]
 # ## Recompute

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sims import aldrift as sim
+from sims.aldrift import simulate
 from sims.core import harness
 
 
@@ -15,8 +16,16 @@ def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
-    for fname in ("data.npz", "claims.json", "manifest.json", "mean_distance.png", "acceptance.png",
-                  "evaluations.png", "coverage.png", "quadratic_check.png"):
+    for fname in (
+        "data.npz",
+        "claims.json",
+        "manifest.json",
+        "mean_distance.png",
+        "acceptance.png",
+        "evaluations.png",
+        "coverage.png",
+        "quadratic_check.png",
+    ):
         assert (tmp_path / fname).stat().st_size > 0, fname
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["preset"] == "quick" and manifest["claims_passed"] == manifest["claims_total"]
@@ -50,8 +59,15 @@ def test_full_preset_claims():
 
 def test_config_validation():
     cfg = sim.PRESETS["quick"]
-    for field, bad in (("m", 0), ("runs", 3), ("tau1", float("nan")), ("box", (0.5, 1.0)), ("cov_m_main", 7),
-                       ("eps_setting", 5), ("rs_eps_min", 1.0)):
+    for field, bad in (
+        ("m", 0),
+        ("runs", 3),
+        ("tau1", float("nan")),
+        ("box", (0.5, 1.0)),
+        ("cov_m_main", 7),
+        ("eps_setting", 5),
+        ("rs_eps_min", 1.0),
+    ):
         with pytest.raises(ValueError, match=field):
             type(cfg)(**{**cfg.__dict__, field: bad})
 
@@ -79,11 +95,15 @@ def test_random_search_early_stop_matches_the_whole_stream():
     setting, n, lo, hi, chunk, budget = (1.0, 0.5, 4.0, 1.35, 2.0), 2, -1.1, 1.5, 64, 64 * 40
     eps = (1.0, 0.3, 0.1, 1e-9)  # the last is never reached: the run spends the whole budget on it
     keys = jax.random.split(jax.random.key(3), 4)
-    got = sim._eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
-    cost, _ = sim._problem(setting, n)
+    got = simulate._eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
+    cost, _ = simulate._problem(setting, n)
     for r, key in enumerate(keys):
-        curve = jnp.concatenate([al.random_search(cost, lo, hi, n=n, budget=chunk, key=jax.random.fold_in(key, i))
-                                 for i in range(budget // chunk)])
+        curve = jnp.concatenate(
+            [
+                al.random_search(cost, lo, hi, n=n, budget=chunk, key=jax.random.fold_in(key, i))
+                for i in range(budget // chunk)
+            ]
+        )
         cnt, ok = al.evaluations_to_reach(jax.lax.cummin(curve), jnp.asarray(eps))
         np.testing.assert_array_equal(np.asarray(got["reached"][r]), np.asarray(ok))
         np.testing.assert_array_equal(np.asarray(got["count"][r]), np.asarray(cnt))

@@ -53,8 +53,13 @@ def test_imh_tv_bound_is_attained_for_a_two_point_space(x64):
 # ---------------------------------------------------------------------------------------------------------
 
 
-@given(mu_d=st.floats(0.05, 5.0), A=st.floats(0.0, 5.0), w=st.floats(0.0, 8.0), seed=st.integers(0, 2**31 - 1),
-       scale=st.floats(1e-3, 10.0))
+@given(
+    mu_d=st.floats(0.05, 5.0),
+    A=st.floats(0.0, 5.0),
+    w=st.floats(0.0, 8.0),
+    seed=st.integers(0, 2**31 - 1),
+    scale=st.floats(1e-3, 10.0),
+)
 def test_envelope_constant_L_d_is_mu_d_plus_A_w2(mu_d, A, w, seed, scale, x64):
     rng = np.random.default_rng(seed)
     x_star = rng.normal(size=4)
@@ -71,15 +76,20 @@ def test_envelope_constant_L_d_is_mu_d_plus_A_w2(mu_d, A, w, seed, scale, x64):
     assert abs(float(cost(jnp.asarray(x_star + z))) / (0.5 * 1e-8) - L_d) <= 1e-4 * L_d + 1e-9
 
 
-@given(x0=st.floats(-5, 5), mu0=st.floats(0.05, 5.0), xs=st.floats(-3, 3), mu_d=st.floats(0.1, 3.0),
-       T=st.floats(0.0, 50.0))
+@given(
+    x0=st.floats(-5, 5), mu0=st.floats(0.05, 5.0), xs=st.floats(-3, 3), mu_d=st.floats(0.1, 3.0), T=st.floats(0.0, 50.0)
+)
 def test_quadratic_tempered_matches_quadrature(x0, mu0, xs, mu_d, T, x64):
     mean, var = al.quadratic_tempered(jnp.array([x0]), mu0, jnp.array([xs]), mu_d, T)
     grid = jnp.linspace(-40.0, 40.0, 200001)
     qm, qd = al.separable_tempered_moments(lambda z: 0.5 * mu_d * (z - xs) ** 2, x0, mu0, T, grid)
     np.testing.assert_allclose(float(mean[0]), float(qm), atol=1e-6)
-    np.testing.assert_allclose(float(al.quadratic_expected_cost(jnp.array([x0]), mu0, jnp.array([xs]), mu_d, T)),
-                               float(qd), rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(
+        float(al.quadratic_expected_cost(jnp.array([x0]), mu0, jnp.array([xs]), mu_d, T)),
+        float(qd),
+        rtol=1e-5,
+        atol=1e-9,
+    )
     assert float(var) == pytest.approx(1.0 / (mu0 + T * mu_d))
 
 
@@ -103,8 +113,9 @@ def test_quadratic_expected_cost_vs_aldrift_sampler(quadratic_run):
     r = quadratic_run
     n = QUAD["n"]
     measured = float(jnp.mean(r["cost"](jnp.asarray(r["xs"]))))
-    predicted = float(al.quadratic_expected_cost(jnp.full(n, QUAD["x0"]), QUAD["mu0"], jnp.zeros(n), QUAD["mu_d"],
-                                                 r["taus"][-1]))
+    predicted = float(
+        al.quadratic_expected_cost(jnp.full(n, QUAD["x0"]), QUAD["mu0"], jnp.zeros(n), QUAD["mu_d"], r["taus"][-1])
+    )
     # d = mu_d/2 |x|^2 with x ~ p_T: relative sd of a 2000-sample mean ~ 2%; 4 sd
     assert measured == pytest.approx(predicted, rel=0.08)
     np.testing.assert_allclose(r["xs"].mean(0), r["mean"], atol=0.05)
@@ -121,14 +132,14 @@ def test_imh_chains_match_tempered_gaussian_ks():
     prior = al.gaussian_prior(jnp.array([x0]), mu0)
     mean, var = al.quadratic_tempered(jnp.array([x0]), mu0, jnp.array([xs]), mu_d, tau)
     # a proposal off-centre by one target sd and twice as wide: W = sqrt(2) e^{1/2} ~ 2.3, (1-1/W)^40 ~ 1e-10
-    proposal = al.Gaussian(mean + jnp.sqrt(var), jnp.sqrt(2.0 * var)[None, None])
+    proposal = al.Gaussian.from_chol(mean + jnp.sqrt(var), jnp.sqrt(2.0 * var)[None, None])
     x, acc, _ = al.imh_chains(cost, prior, tau, proposal, m=3000, M=40, key=jax.random.key(0))
     target = scipy.stats.norm(float(mean[0]), math.sqrt(float(var))).cdf
     stat = scipy.stats.kstest(np.asarray(x[:, 0]), target)
     assert stat.pvalue > 1e-3, stat
     assert 0.2 < float(acc) < 1.0
     # and a badly centred proposal would be visibly wrong without the correction
-    raw = np.asarray(al.sample(proposal, jax.random.key(1), (3000,))[:, 0])
+    raw = np.asarray(al.sample(proposal, (3000,), key=jax.random.key(1))[:, 0])
     assert scipy.stats.kstest(raw, target).pvalue < 1e-6
 
 
@@ -165,9 +176,10 @@ def test_gaussian_sup_ratio_closed_form_vs_grid(m1, s1, m2, k, x64):
     s2 = k * s1
     xs = jnp.linspace(-60, 60, 400001)
     logp = jax.scipy.stats.norm.logpdf(xs, m1, s1)
-    logL = al.log_prob(al.Gaussian(jnp.array([m2]), jnp.array([[s2]])), xs[:, None])
-    np.testing.assert_allclose(float(al.log_coverage_sup(logp, logL)),
-                               float(al.gaussian_log_sup_ratio(m1, s1, m2, s2)), atol=1e-6)
+    logL = al.log_prob(al.Gaussian.from_chol(jnp.array([m2]), jnp.array([[s2]])), xs[:, None])
+    np.testing.assert_allclose(
+        float(al.log_coverage_sup(logp, logL)), float(al.gaussian_log_sup_ratio(m1, s1, m2, s2)), atol=1e-6
+    )
 
 
 def test_gaussian_sup_ratio_infinite_when_model_too_narrow():
@@ -189,13 +201,16 @@ def test_log_prob_and_sample_agree_with_scipy(family, x64):
     else:
         model = al.fit_kde(pts, 1.5)
         x = np.random.default_rng(0).normal(size=(5, 2))
-        dens = np.mean([scipy.stats.multivariate_normal(c, float(model.h) ** 2 * np.eye(2)).pdf(x)
-                        for c in np.asarray(pts)], axis=0)
+        dens = np.mean(
+            [scipy.stats.multivariate_normal(c, float(model.h) ** 2 * np.eye(2)).pdf(x) for c in np.asarray(pts)],
+            axis=0,
+        )
         np.testing.assert_allclose(np.asarray(al.log_prob(model, jnp.asarray(x))), np.log(dens), rtol=1e-10)
         assert float(model.h) == pytest.approx(1.5 * float(al.pooled_std(pts)))
-    draws = al.sample(model, jax.random.key(1), (40000,))
-    np.testing.assert_allclose(np.asarray(jnp.mean(draws, 0)),
-                               np.asarray(jnp.mean(pts, 0) if family == "kde" else model.mean), atol=0.05)
+    draws = al.sample(model, (40000,), key=jax.random.key(1))
+    np.testing.assert_allclose(
+        np.asarray(jnp.mean(draws, 0)), np.asarray(jnp.mean(pts, 0) if family == "kde" else model.mean), atol=0.05
+    )
 
 
 def test_coverage_tail_mass_of_a_too_narrow_gaussian():
@@ -206,8 +221,7 @@ def test_coverage_tail_mass_of_a_too_narrow_gaussian():
     # p/L = 0.5 exp(3 x^2 / 2) > K iff |x| > sqrt(2/3 ln(2K)); Pr = 2 (1 - Phi(.))
     K = 10.0
     thr = math.sqrt(2.0 / 3.0 * math.log(2 * K))
-    np.testing.assert_allclose(float(al.coverage_tail_mass(logp, logL, dx, K)), 2 * scipy.stats.norm.sf(thr),
-                               rtol=2e-3)
+    np.testing.assert_allclose(float(al.coverage_tail_mass(logp, logL, dx, K)), 2 * scipy.stats.norm.sf(thr), rtol=2e-3)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -276,8 +290,7 @@ def test_random_search_matches_ball_probability():
 def test_doo_cells_tile_the_box_and_reach_high_precision():
     n = 2
     cost = al.rastrigin_envelope(1.0, 0.5, 4.0, jnp.array([0.3, -0.7]))
-    best, centers, half = al.doo(cost, -3.7, 6.3, n=n, L_d=al.envelope_constants(1.0, 0.5, 4.0)[1],
-                                 expansions=200)
+    best, centers, half = al.doo(cost, -3.7, 6.3, n=n, L_d=al.envelope_constants(1.0, 0.5, 4.0)[1], expansions=200)
     vol = np.prod(2 * np.asarray(half), axis=1)
     assert vol.sum() == pytest.approx(100.0, rel=1e-5)
     assert np.all(np.diff(np.asarray(best)) <= 0)
@@ -326,8 +339,9 @@ def test_importance_ess_fraction():
     lw = jnp.log(jnp.array([1.0, 0.0, 0.0, 0.0]) + 1e-30)
     assert float(al.importance_ess(lw)) == pytest.approx(0.25, rel=1e-6)  # one weight carries everything
     w = np.array([1.0, 2.0, 3.0, 4.0])
-    assert float(al.importance_ess(jnp.log(jnp.asarray(w)))) == pytest.approx(w.sum() ** 2 / (4 * (w ** 2).sum()),
-                                                                            rel=1e-6)
+    assert float(al.importance_ess(jnp.log(jnp.asarray(w)))) == pytest.approx(
+        w.sum() ** 2 / (4 * (w**2).sum()), rel=1e-6
+    )
 
 
 def test_imh_chains_ess_is_one_when_the_proposal_is_the_target():
@@ -336,7 +350,7 @@ def test_imh_chains_ess_is_one_when_the_proposal_is_the_target():
     cost = al.rastrigin_envelope(mu_d, 0.0, 1.0, jnp.zeros(n))
     prior = al.gaussian_prior(jnp.ones(n), mu0)
     mu = mu0 + tau * mu_d
-    model = al.Gaussian(jnp.full(n, mu0 / mu), jnp.eye(n) / math.sqrt(mu))
+    model = al.Gaussian.from_cov(jnp.full(n, mu0 / mu), jnp.eye(n) / mu)
     _, acc, _, ess = al.imh_chains(cost, prior, tau, model, m=64, M=8, key=jax.random.key(0), return_ess=True)
     assert float(ess) == pytest.approx(1.0, abs=1e-4)
     assert float(acc) == pytest.approx(1.0, abs=1e-6)
@@ -398,8 +412,9 @@ def test_gaussian_importance_ess_vs_monte_carlo_kish_and_random_mean(x64):
     mv = 0.01
     means = math.sqrt(mv) * rng.standard_normal((20_000, n))
     mc = np.mean(np.asarray(al.gaussian_importance_ess(jnp.asarray(a), vp, jnp.asarray(means), vq, n)))
-    assert float(al.gaussian_importance_ess(jnp.asarray(a), vp, jnp.zeros(n), vq, n, mean_var=mv)) == \
-        pytest.approx(mc, rel=0.01)
+    assert float(al.gaussian_importance_ess(jnp.asarray(a), vp, jnp.zeros(n), vq, n, mean_var=mv)) == pytest.approx(
+        mc, rel=0.01
+    )
 
 
 @pytest.mark.parametrize("inflation", [1.0, 2.0])
@@ -409,7 +424,49 @@ def test_imh_chains_ess_matches_the_closed_form(inflation):
     cost = al.rastrigin_envelope(mu_d, 0.0, 3.0, jnp.zeros(n))
     prior = al.gaussian_prior(jnp.full(n, 6.0), mu0)
     mu, mu_prev = mu0 + tau * mu_d, mu0 + tau / 1.1 * mu_d
-    model = al.Gaussian(jnp.full(n, mu0 * 6.0 / mu_prev), math.sqrt(inflation / mu_prev) * jnp.eye(n))
+    model = al.Gaussian.from_chol(jnp.full(n, mu0 * 6.0 / mu_prev), math.sqrt(inflation / mu_prev) * jnp.eye(n))
     _, _, _, ess = al.imh_chains(cost, prior, tau, model, m=400, M=50, key=jax.random.key(1), return_ess=True)
     pred = float(al.gaussian_importance_ess(mu0 * 6.0 / mu, 1 / mu, mu0 * 6.0 / mu_prev, inflation / mu_prev, n))
     assert float(ess) == pytest.approx(pred, rel=0.1), (inflation, float(ess), pred)  # Kish sd ~2.5% at N=2e4
+
+
+# ---------------------------------------------------------------------------------------------------------
+# API (issue 19): Gaussian.from_cov / from_chol, chains from given initial states
+# ---------------------------------------------------------------------------------------------------------
+
+
+def test_gaussian_from_cov_and_from_chol_describe_the_same_law():
+    cov = jnp.array([[2.0, 0.6], [0.6, 1.0]])
+    g_cov = al.Gaussian.from_cov(jnp.ones(2), cov)
+    g_chol = al.Gaussian.from_chol(jnp.ones(2), jnp.linalg.cholesky(cov))
+    np.testing.assert_allclose(np.asarray(g_cov.cov), np.asarray(cov), rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(g_chol.chol), np.asarray(g_cov.chol), rtol=1e-6)
+    x = jnp.array([[0.3, -1.0], [2.0, 1.5]])
+    ref = scipy.stats.multivariate_normal(np.ones(2), np.asarray(cov)).logpdf(np.asarray(x))
+    np.testing.assert_allclose(np.asarray(al.log_prob(g_cov, x)), ref, rtol=1e-5)
+    # the trap the named constructors remove: a covariance taken as a Cholesky factor has the wrong spread
+    wrong = al.Gaussian(jnp.zeros(1), jnp.array([[4.0]]))
+    assert float(wrong.cov[0, 0]) == 16.0 and float(al.Gaussian.from_cov(jnp.zeros(1), [[4.0]]).cov[0, 0]) == 4.0
+
+
+def test_imh_chains_start_from_given_states():
+    from theory.aldrift.models import _from_noise, _noise
+
+    cost = al.rastrigin_envelope(1.0, 0.5, 2.0, jnp.zeros(2))
+    prior = al.gaussian_prior(jnp.full(2, 1.0), 0.5)
+    model = al.Gaussian.from_cov(jnp.zeros(2), 2.0 * jnp.eye(2))
+    key, m, M = jax.random.key(7), 5, 6
+    # the default start is each chain's first proposal draw: passing those states reproduces the run exactly
+    starts = []
+    for k in jax.random.split(key, m):
+        z, idx = _noise(model, jax.random.split(k)[0], (M + 1,))
+        starts.append(_from_noise(model, z, idx)[0])
+    default = al.imh_chains(cost, prior, 3.0, model, m=m, M=M, key=key)
+    given_ = al.imh_chains(cost, prior, 3.0, model, m=m, M=M, key=key, init=jnp.stack(starts))
+    for a, b in zip(default, given_, strict=True):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+    # started at the minimiser with a very cold target, chains reject every proposal and stay where they began
+    init = jnp.zeros((m, 2))
+    xs, acc, _ = al.imh_chains(cost, prior, 1e6, model, m=m, M=M, key=key, init=init)
+    assert float(acc) == 0.0
+    np.testing.assert_array_equal(np.asarray(xs), np.asarray(init))

@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import theory
+from theory import aldrift as al
 from theory import dithered_quant as dq
 from theory import interpolation as ip
 from theory import river_valley as rv
@@ -43,7 +44,9 @@ def _ns() -> dict:
     c = jnp.ones((4, 3))
     levels = zg.int_levels(3)
     return dict(
-        rv=rv, ip=ip, tv=tv, dq=dq, zg=zg, ss=ss, ts=ts, jnp=jnp,
+        rv=rv, ip=ip, tv=tv, dq=dq, zg=zg, ss=ss, ts=ts, al=al, jnp=jnp,
+        cost=al.rastrigin_envelope(1.0, 0.0, 1.0, jnp.zeros(2)), prior=al.gaussian_prior(jnp.zeros(2), 1.0),
+        g2=al.Gaussian.from_cov(jnp.zeros(2), jnp.eye(2)), I2=jnp.eye(2),
         r=jnp.array([0.0, 1.0]), dl=jnp.array([2.0, 3.0]), nan=nan, inf=inf, k=k,
         valley=rv.straight_valley(0.1, 10.0), A=A, b=b, pr=pr, kz=kz, x0=jnp.zeros(3),
         p=p, q=q, q_nan=q_nan, other=tv.random_ngram(4, 1, key=k), d=d, c=c,
@@ -213,6 +216,74 @@ BAD_CALLS = [
     ("ss.yds(r, dl, jnp.ones(2, jnp.complex64))", "work must be real"),
     ("ss.yds(r, jnp.array([2.0, 0.5]), jnp.ones(2))", "deadline must be > release for every job"),
     ("ss.yds(r, dl, jnp.array([1.0, -1.0]))", "work must be >= 0"),
+    ("ss.las(r, dl, jnp.ones(2), jnp.ones(2), eps=0.5, alpha=3.0, n_slots=2)", "n_slots must cover every deadline"),
+    ("ss.las(r, dl, jnp.ones(2), jnp.ones(3), eps=0.5, alpha=3.0)", "predicted_work must have the shape of work"),
+    ("ss.las(r, dl, jnp.ones(2), jnp.array([1.0, nan]), eps=0.5, alpha=3.0)", "predicted_work must be finite"),
+    ("ss.las(r, dl, jnp.ones(2), jnp.ones(2), eps=0.0, alpha=3.0)", "eps must be > 0"),
+    ("ss.avr(r, dl, jnp.ones(2), n_slots=0)", "n_slots must be a positive integer"),
+    ("ss.oa(r, dl, jnp.ones(2), dt=-1.0)", "dt must be > 0"),
+    ("ss.online_schedules(r, dl, jnp.ones(2), alpha=inf)", "alpha must be finite"),
+    ("ss.speed_prediction_schedule(r, dl, jnp.ones(2), jnp.ones(4), alpha=3.0, n_slots=5)", "n_slots must equal"),
+    ("ss.speed_prediction_schedule(r, dl, jnp.ones(2), jnp.ones(2), alpha=3.0)", "n_slots must cover every"),
+    ("ss.speed_prediction_schedule(r, dl, jnp.ones(2), jnp.ones((2, 2)), alpha=3.0)", "predicted_speed must have rank"),
+    ("ss.speed_prediction_schedule(r, dl, jnp.ones(2), jnp.full(4, -1.0), alpha=3.0)", "predicted_speed must be >= 0"),
+    ("ss.speed_prediction_schedule(r, dl, jnp.ones(2), jnp.ones(4), alpha=3.0, kappa=0.5)", "kappa must be >= 1"),
+    ("ss.edf_schedule(r, dl, jnp.ones(2), jnp.array([1.0, nan, 1.0, 1.0]))", "speed must be finite"),
+    ("ss.prediction_error(jnp.ones(3), jnp.ones(4), 3.0)", "pred must have the shape of truth"),
+    ("ss.prediction_error(jnp.ones(3), jnp.zeros(3), 3.0)", "truth must be not all zero"),
+    ("ss.predict_speed(jnp.ones(4), 'noisy', 0.1)", "key must be a PRNG key"),
+    ("ss.predict_work(jnp.ones(4), 'misleading', low=80.0, high=20.0)", "high must be >= low"),
+    ("ss.random_instance(4, 10, max_window=20, key=k)", "max_window must be in [min_window, 10]"),
+    ("ss.avr_lower_bound_ratio(3.0, 1.5)", "kappa must be in [0.0, 1.0)"),
+    ("ss.sp_robustness_bound(3.0, inf)", "kappa must be finite"),
+    ("ss.shrink_slots(r, dl, 0.5, 3.0, 0.0)", "dt must be > 0"),
+    # ---- aldrift
+    ("al.Gaussian.from_chol(jnp.zeros(2), jnp.array([[1.0, 0.5], [0.0, 1.0]]))", "chol must be lower-triangular"),
+    ("al.Gaussian.from_chol(jnp.zeros(2), jnp.array([[1.0, 0.0], [0.5, -1.0]]))", "chol must be a Cholesky factor"),
+    ("al.Gaussian.from_chol(jnp.zeros(2), jnp.eye(3))", "chol must have shape (2, 2)"),
+    ("al.Gaussian.from_cov(jnp.zeros(2), jnp.array([[1.0, 2.0], [2.0, 1.0]]))", "cov must be positive definite"),
+    ("al.Gaussian.from_cov(jnp.zeros(2), jnp.array([[1.0, 0.5], [0.0, 1.0]]))", "cov must be symmetric"),
+    ("al.Gaussian.from_cov(jnp.array([0.0, nan]), I2)", "mean must be finite"),
+    ("al.Gaussian.from_cov(jnp.zeros((2, 1)), I2)", "mean must have rank 1"),
+    ("al.Gaussian.from_cov(jnp.zeros(2), jnp.eye(2, dtype=jnp.complex64))", "cov must be real"),
+    ("al.gaussian_prior(jnp.array([0.0, inf]), 1.0)", "x0 must be finite"),
+    ("al.gaussian_prior(jnp.zeros(2), 0.0)", "mu0 must be > 0"),
+    ("al.rastrigin_envelope(1.0, -1.0, 1.0, jnp.zeros(2))", "A must be >= 0"),
+    ("al.rastrigin_envelope(1.0, 0.0, 1.0, jnp.zeros(0))", "x_star must be non-empty"),
+    ("al.num_temperatures('geometric', inf, tau1=0.1, n=2)", "T must be finite"),
+    ("al.num_temperatures('cosine', 10.0, D=1.0)", "schedule must be one of"),
+    ("al.temperature_schedule('additive', 10.0)", "D must be > 0"),
+    ("al.aldrift(cost, prior, jnp.array([1.0, inf]), m=4, M=2, mu_d=1.0, key=k)", "taus must be finite"),
+    ("al.aldrift(cost, prior, jnp.zeros(0), m=4, M=2, mu_d=1.0, key=k)", "taus must be non-empty"),
+    ("al.aldrift(cost, prior, jnp.ones(3), m=4, M=2, key=k)", "mu_d must be given"),
+    ("al.aldrift(cost, prior, jnp.ones(3), m=0, M=2, mu_d=1.0, key=k)", "m must be a positive integer"),
+    ("al.topift(cost, prior, m=4, M=2, rounds=2, family='mle', key=k)", "family must be one of"),
+    ("al.imh_chains(cost, prior, 1.0, g2, m=3, M=2, key=k, init=jnp.zeros((4, 2)))", "init must have shape (3, 2)"),
+    ("al.imh_chains(cost, prior, 1.0, g2, m=2, M=2, key=k, init=jnp.full((2, 2), nan))", "init must be finite"),
+    ("al.imh_chains(cost, prior, -1.0, g2, m=2, M=2, key=k)", "tau must be >= 0"),
+    (
+        "al.imh_chains(cost, prior, 1.0, al.Gaussian.from_cov(jnp.zeros(3), jnp.eye(3)), m=2, M=2, key=k)",
+        "model must have the prior's dimension n = 2",
+    ),
+    ("al.log_prob(g2, jnp.zeros((5, 3)))", "x must have last axis n = 2"),
+    ("al.sample(g2, (-1,), key=k)", "shape[0] must be a non-negative integer"),
+    ("al.fit_gaussian_fixed(jnp.zeros(4), 1.0)", "samples must have rank 2"),
+    ("al.fit_kde(jnp.ones((4, 2)), 1.0)", "sigma must be > 0"),
+    ("al.fit_gaussian_empirical(jnp.full((4, 2), nan))", "samples must be finite"),
+    ("al.imh_transition_matrix(jnp.array([0.5, 0.5]), jnp.array([1.0, 0.0]))", "q must be > 0"),
+    ("al.imh_transition_matrix(jnp.array([0.5, 0.5]), jnp.array([0.2, 0.3, 0.5]))", "q must have the shape of p"),
+    ("al.imh_tv_bound(0.5, 10)", "W must be >= 1"),
+    ("al.importance_ess(jnp.full(4, -inf))", "log_w must be not all -inf"),
+    ("al.importance_ess(jnp.array([0.0, nan]))", "log_w must be free of NaN"),
+    ("al.gaussian_log_sup_ratio(0.0, 0.0, 0.0, 1.0)", "s1 must be > 0"),
+    ("al.gaussian_importance_ess(jnp.array([nan]), 1.0, 0.0, 1.0, 1)", "mean_p must be finite"),
+    ("al.coverage_tail_mass(jnp.zeros(4), jnp.zeros(3), 0.1, 2.0)", "log_L must broadcast with log_p"),
+    ("al.quadratic_tempered(jnp.zeros(2), 1.0, jnp.zeros(3), 1.0, 1.0)", "x_star must have the shape of x0"),
+    ("al.quadratic_expected_cost(jnp.zeros(2), 1.0, jnp.zeros(2), 1.0, nan)", "T must be >= 0"),
+    ("al.random_search(cost, 0.0, inf, n=2, budget=10, key=k)", "hi must be finite"),
+    ("al.random_search_expected_evals(0.1, 1.0, 1.0, -1.0, 2)", "hi must be > lo=1.0"),
+    ("al.evaluations_to_reach(jnp.array([1.0, 2.0]), 0.5)", "best_curve must be non-increasing"),
+    ("al.doo(cost, nan, 1.0, n=2, L_d=1.0, expansions=3)", "lo must be finite"),
     ("ts.feature_potential(1.5, 2.0)", "m must be in [0.0, 1.0)"),
     ("ts.feature_potential(0.5, nan)", "c must be finite"),
     ("ts.amplitudes(0, 1.0)", "k must be a positive integer"),
@@ -246,7 +317,7 @@ def test_bad_call_raises_naming_the_parameter(call, fragment):
 
 def test_table_is_large_enough_and_covers_every_module():
     assert len(BAD_CALLS) >= 60
-    assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg", "ss", "ts"}
+    assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg", "ss", "ts", "al"}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -289,6 +360,8 @@ def _checked_cases():
     A = jax.random.normal(jax.random.key(1), (12, 3))
     pr = ip.make_problem(A, A @ jnp.ones(3))
     valley = rv.straight_valley(0.1, 10.0)
+    cost2, prior2 = al.rastrigin_envelope(1.0, 0.0, 1.0, jnp.zeros(2)), al.gaussian_prior(jnp.zeros(2), 1.0)
+    g2 = al.Gaussian.from_cov(jnp.zeros(2), jnp.eye(2))
     return [
         ("rv.gd_threshold", rv.gd_threshold, (-1.0,), "lam must be > 0, got -1.0", (2.0,)),
         ("rv.spectral_radius", lambda lr: rv.spectral_radius(lr, 100.0, 0.5), (-0.1,), "lr must be > 0", (0.01,)),
@@ -350,6 +423,38 @@ def _checked_cases():
             (jnp.array([2.0, 0.5]),),
             "deadline must be > release for every job",
             (jnp.array([2.0, 3.0]),),
+        ),
+        (
+            "ss.las",
+            lambda pw: (
+                ss.las(
+                    jnp.array([0.0, 1.0]), jnp.array([2.0, 3.0]), jnp.ones(2), pw, eps=0.5, alpha=3.0, n_slots=3
+                ).profile.speed
+            ),
+            (jnp.array([1.0, -1.0]),),
+            "predicted_work must be >= 0",
+            (jnp.array([1.0, 2.0]),),
+        ),
+        (
+            "al.quadratic_expected_cost",
+            lambda mu0: al.quadratic_expected_cost(jnp.zeros(2), mu0, jnp.ones(2), 1.0, 2.0),
+            (-1.0,),
+            "mu0 must be > 0, got -1.0",
+            (0.5,),
+        ),
+        (
+            "al.imh_chains-init",
+            lambda x0: al.imh_chains(cost2, prior2, 1.0, g2, m=2, M=3, key=jax.random.key(0), init=x0)[0],
+            (jnp.array([[0.0, nan], [0.0, 0.0]]),),
+            "init must be finite",
+            (jnp.zeros((2, 2)),),
+        ),
+        (
+            "al.Gaussian.from_chol",
+            lambda ch: al.log_prob(al.Gaussian.from_chol(jnp.zeros(2), ch), jnp.ones(2)),
+            (jnp.array([[1.0, 0.0], [0.5, -1.0]]),),
+            "chol must be a Cholesky factor with a positive diagonal",
+            (jnp.array([[1.0, 0.0], [0.5, 2.0]]),),
         ),
     ]
 

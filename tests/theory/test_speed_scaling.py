@@ -439,3 +439,27 @@ def test_bad_instances_raise_value_error():
         ss.bkp(r, d, w, n_slots=0)
     with pytest.raises(ValueError, match="shape"):
         ss.yds(r, d, jnp.ones(3))
+
+
+def test_one_n_slots_convention():
+    """Every grid function takes ``n_slots`` the same way: inferred (from the grid array, else the deadlines) or
+    given; an explicit value that matches gives the same schedule (issue 19)."""
+    r, d, w = ss.las_instance(12, 4, key=jax.random.key(0))
+    last = int(np.max(np.asarray(d)))
+    assert ss.resolve_n_slots(d, None, 1.0) == last
+    assert ss.resolve_n_slots(d, None, 0.5) == 2 * last
+    inferred, given = ss.las(r, d, w, w, eps=0.5, alpha=3.0), ss.las(r, d, w, w, eps=0.5, alpha=3.0, n_slots=last)
+    np.testing.assert_array_equal(np.asarray(inferred.profile.speed), np.asarray(given.profile.speed))
+    assert ss.oa(r, d, w).profile.speed.shape == (last,)
+    s_opt = ss.profile_on_grid(ss.yds(r, d, w).profile, last + 3, 1.0)
+    sp = ss.speed_prediction_schedule(r, d, w, s_opt, alpha=3.0)
+    np.testing.assert_array_equal(
+        np.asarray(sp.profile.speed),
+        np.asarray(ss.speed_prediction_schedule(r, d, w, s_opt, alpha=3.0, n_slots=last + 3).profile.speed),
+    )
+    with pytest.raises(ValueError, match="n_slots must equal the length of predicted_speed"):
+        ss.speed_prediction_schedule(r, d, w, s_opt, alpha=3.0, n_slots=last)
+    with pytest.raises(ValueError, match="n_slots must cover every deadline"):
+        ss.avr(r, d, w, n_slots=last - 1)
+    with pytest.raises(ValueError, match="n_slots must be given when deadline or dt is traced"):
+        jax.jit(lambda dd: ss.avr(r, dd, w).profile.speed)(d)

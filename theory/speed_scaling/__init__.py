@@ -47,10 +47,14 @@ Package layout (every public name is re-exported here: ``from theory.speed_scali
   instances  las_instance, random_instance, the AVR lower-bound family, predict_work / predict_speed
 
 Every function is jit/vmap compatible (``n_slots`` and string options are static); concrete bad inputs raise
-ValueError naming the parameter (deadline <= release, negative work, alpha <= 1, ...).
+ValueError naming the parameter (deadline <= release, negative work, alpha <= 1, ...), and ``theory.checked``
+raises the same for traced values. Grid convention (``resolve_n_slots``, the same in every grid function):
+``n_slots`` is keyword, default None = inferred from the grid array the function takes (SP's predicted speed,
+EDF's speed) or else from the deadlines (max floor(d_j / dt)); given, it must match that array and cover every
+deadline; under jit with traced deadlines it must be given.
 """
 
-from theory.speed_scaling.grid import edf_schedule
+from theory.speed_scaling.grid import edf_schedule, resolve_n_slots
 from theory.speed_scaling.instances import (
     avr_lower_bound_instance,
     avr_lower_bound_ratio,
@@ -121,6 +125,7 @@ __all__ = [
     "qoa",
     "qoa_q",
     "random_instance",
+    "resolve_n_slots",
     "robustify",
     "robustify_energy_bound",
     "shrink_slots",

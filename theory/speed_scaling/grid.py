@@ -1,13 +1,16 @@
 """The time grid and EDF: slots rs_j = ceil(r_j / dt) <= k < ds_j = floor(d_j / dt), one EDF step per slot,
 the scan shared by every online algorithm, and EDF on a given speed profile."""
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
+from jaxtyping import ArrayLike, Float
 
 from theory import _validate as v
 from theory.speed_scaling.model import Schedule, check_instance, grid_profile
@@ -67,12 +70,46 @@ def _finish(rem_sorted, perm, work, speeds, nominal, gw, dt):
     return Schedule(grid_profile(used, dt), eff, nominal, unfinished, feasible, gw)
 
 
-def _prep(release, deadline, work, n_slots, dt):
-    check_instance(release, deadline, work)
+def resolve_n_slots(deadline, n_slots: int | None, dt, *, grid=None, grid_name: str = "speed") -> int:
+    """The package's one grid convention: the number of slots ``n_slots`` (a static int) of every grid function.
+
+    * ``n_slots=None`` (the default everywhere): inferred, from the length of the grid array the function takes
+      (``grid``: SP's ``predicted_speed``, EDF's ``speed``) if any, else the smallest grid covering every
+      deadline, max_j floor(d_j / dt) (the slot rounding of ``_slots``). Inference needs concrete deadlines:
+      under ``jit``/``vmap`` pass ``n_slots`` (it sets a static shape).
+    * ``n_slots`` given with a grid array: it must equal the array's length.
+    * Concrete deadlines must fit on the grid: max_j floor(d_j / dt) <= n_slots (a job due after the grid ends
+      could never finish). A larger grid is allowed (LAS's smoothing delays work by < m_j slots).
+    """
+    if grid is not None:
+        g = int(jnp.shape(grid)[-1])
+        if n_slots is None:
+            n_slots = g
+        elif n_slots != g:
+            raise ValueError(f"n_slots must equal the length of {grid_name} ({g}), got {n_slots!r}")
+    concrete = v.is_concrete(deadline) and v.is_concrete(dt)
+    last = None
+    if concrete:
+        last = int(np.max(np.floor(np.asarray(deadline, float) / float(dt) + 1e-4)))
+    if n_slots is None:
+        if last is None:
+            raise ValueError(
+                "n_slots must be given when deadline or dt is traced (under jit/vmap): it sets a static shape"
+            )
+        n_slots = max(last, 1)
     v.positive_int("n_slots", n_slots)
+    if last is not None and last > n_slots:
+        raise ValueError(f"n_slots must cover every deadline (n_slots >= max(deadline) / dt = {last}), got {n_slots}")
+    return n_slots
+
+
+def _prep(release, deadline, work, n_slots, dt, *, grid=None, grid_name="speed"):
+    """Validate an instance and the grid; returns (release, deadline, work) as one float dtype and n_slots."""
+    check_instance(release, deadline, work)
     v.positive("dt", dt)
+    n_slots = resolve_n_slots(deadline, n_slots, dt, grid=grid, grid_name=grid_name)
     dtype = jnp.result_type(jnp.asarray(release), jnp.asarray(work), float)
-    return tuple(jnp.asarray(a, dtype) for a in (release, deadline, work))
+    return (*(jnp.asarray(a, dtype) for a in (release, deadline, work)), n_slots)
 
 
 @partial(jax.jit, static_argnames=("n_slots", "guard"))
@@ -84,13 +121,25 @@ def _edf_schedule(release, deadline, work, speed, dt, n_slots, guard):
     return _finish(rem, perm, work, eff, nom, gw, dt)
 
 
-def edf_schedule(release, deadline, work, speed, *, dt=1.0, guard=False) -> Schedule:
+def edf_schedule(
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    speed: Float[ArrayLike, " n_slots"],
+    *,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+    guard: bool = False,
+) -> Schedule:
     """Run EDF on the grid speed profile ``speed`` (n_slots,); ``feasible`` says whether every job finished.
 
     With ``guard`` the speed of a slot is raised to finish the jobs due at its end (``guard_work`` records how
     much): a safety net that makes any profile feasible. EDF is optimal for feasibility: if any schedule with
-    this speed profile meets every deadline, EDF does.
+    this speed profile meets every deadline, EDF does. ``n_slots`` defaults to ``len(speed)`` (must equal it;
+    ``resolve_n_slots``).
     """
-    release, deadline, work = _prep(release, deadline, work, jnp.shape(speed)[-1], dt)
+    v.array("speed", speed, ndim=1)
+    v.nonnegative("speed", speed)
+    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt, grid=speed)
     speed = jnp.asarray(speed, work.dtype)
-    return _edf_schedule(release, deadline, work, speed, dt, speed.shape[-1], guard)
+    return _edf_schedule(release, deadline, work, speed, dt, n_slots, guard)

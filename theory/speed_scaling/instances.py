@@ -1,6 +1,7 @@
 """Instance generators (LAS's uniform-deadline model, random windows, AVR's lower-bound family) and
 predictions of workloads and machine speeds."""
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import math
@@ -8,12 +9,15 @@ import math
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, ArrayLike, Float
 
 from theory import _validate as v
 from theory.speed_scaling.model import SPEED_PREDICTIONS, WORK_PREDICTIONS, check_alpha
 
 
-def las_instance(n_jobs: int = 200, window: int = 20, low: float = 20.0, high: float = 80.0, step: float = 5.0, *, key):
+def las_instance(
+    n_jobs: int = 200, window: int = 20, low: float = 20.0, high: float = 80.0, step: float = 5.0, *, key: Array
+) -> tuple[Float[Array, " n_jobs"], Float[Array, " n_jobs"], Float[Array, " n_jobs"]]:
     """LAS's uniform-deadline model: job i released at time i with deadline i + window (``D``), workloads a
     random walk in [low, high]: w_0 ~ U[low, high], w_{i+1} = w_i + U[-step, step], reflected at the walls.
 
@@ -22,6 +26,9 @@ def las_instance(n_jobs: int = 200, window: int = 20, low: float = 20.0, high: f
     """
     v.positive_int("n_jobs", n_jobs)
     v.positive_int("window", window)
+    v.nonnegative("low", low)
+    v.check("high", high, lambda a: a > low, f"> low = {low}", finite=True)
+    v.nonnegative("step", step)
     k0, k1 = jax.random.split(key)
     w0 = jax.random.uniform(k0, (), minval=low, maxval=high)
     steps = jax.random.uniform(k1, (n_jobs - 1,), minval=-step, maxval=step)
@@ -39,12 +46,14 @@ def las_instance(n_jobs: int = 200, window: int = 20, low: float = 20.0, high: f
 
 
 def random_instance(
-    n_jobs: int, horizon: int, min_window: int = 1, max_window: int = 10, max_work: float = 10.0, *, key
-):
+    n_jobs: int, horizon: int, min_window: int = 1, max_window: int = 10, max_work: float = 10.0, *, key: Array
+) -> tuple[Float[Array, " n_jobs"], Float[Array, " n_jobs"], Float[Array, " n_jobs"]]:
     """Jobs with integer releases U{0 .. horizon - max_window}, integer window lengths U{min .. max_window}
     and work U(0.1, max_work). Returns (release, deadline, work), each (n_jobs,)."""
     v.positive_int("n_jobs", n_jobs)
+    v.positive_int("horizon", horizon)
     v.positive_int("min_window", min_window)
+    v.check("max_work", max_work, lambda a: a > 0.1, "> 0.1 (works are U(0.1, max_work))", finite=True)
     v.check("max_window", max_window, lambda a: (a >= min_window) & (a <= horizon), f"in [min_window, {horizon}]")
     k0, k1, k2 = jax.random.split(key, 3)
     r = jax.random.randint(k0, (n_jobs,), 0, horizon - max_window + 1).astype(jnp.result_type(float))
@@ -53,7 +62,9 @@ def random_instance(
     return r, r + length, w
 
 
-def avr_lower_bound_instance(n_jobs: int, alpha: float, kappa: float, t_min: float | None = None):
+def avr_lower_bound_instance(
+    n_jobs: int, alpha: float, kappa: float, t_min: float | None = None
+) -> tuple[Float[Array, " n_jobs"], Float[Array, " n_jobs"], Float[Array, " n_jobs"]]:
     """The family on which AVR's ratio tends to alpha^alpha: common release 0, deadlines d_i geometric in
     [t_min, 1], work w_i = int_{d_{i+1}}^{d_i} t^-gamma dt with gamma = (1 - kappa) / alpha.
 
@@ -67,6 +78,7 @@ def avr_lower_bound_instance(n_jobs: int, alpha: float, kappa: float, t_min: flo
     check_alpha(alpha)
     v.in_interval("kappa", kappa, 0.0, 1.0)
     v.positive("kappa", kappa)
+    v.check("t_min", t_min, lambda a: (a > 0) & (a < 1), "in (0, 1)")
     gamma = (1.0 - kappa) / alpha
     log_tmin = math.log(t_min) if t_min is not None else -6.0 / kappa
     dtype = jnp.result_type(float)
@@ -77,19 +89,31 @@ def avr_lower_bound_instance(n_jobs: int, alpha: float, kappa: float, t_min: flo
     return jnp.zeros_like(deadline), deadline, work
 
 
-def avr_lower_bound_ratio(alpha, kappa, n_quad: int = 20001):
+def avr_lower_bound_ratio(alpha: float, kappa: float, n_quad: int = 20001) -> float:
     """Continuum AVR / OPT on the lower-bound family (see ``avr_lower_bound_instance``), by quadrature in
     u = -log t (float64 NumPy; a reference value, not jitted)."""
     import numpy as np
 
+    check_alpha(alpha)
+    v.in_interval("kappa", kappa, 0.0, 1.0)
+    v.positive("kappa", kappa)
+    v.check("n_quad", n_quad, lambda a: a >= 2, ">= 2")
     gamma = (1.0 - kappa) / alpha
     u = np.linspace(0.0, 80.0 / kappa, n_quad)
     f = np.exp((gamma * alpha - 1.0) * u) * (-np.expm1(-gamma * u)) ** alpha  # (e^{gamma u} - 1)^alpha e^{-u}
     integral = np.trapezoid(f, u)
-    return (1.0 - gamma * alpha) * gamma ** (-alpha) * integral
+    return float((1.0 - gamma * alpha) * gamma ** (-alpha) * integral)
 
 
-def predict_work(work, kind: str = "accurate", noise=0.0, low: float = 20.0, high: float = 80.0, *, key):
+def predict_work(
+    work: Float[ArrayLike, " n"],
+    kind: str = "accurate",
+    noise: float = 0.0,
+    low: float = 20.0,
+    high: float = 80.0,
+    *,
+    key: Array | None = None,
+) -> Float[Array, " n"]:
     """Job-workload predictions w_hat (n,) for LAS.
 
     accurate    w (1 + noise N(0, 1)), clipped at 0 (noise = 0: perfect)
@@ -98,6 +122,11 @@ def predict_work(work, kind: str = "accurate", noise=0.0, low: float = 20.0, hig
     """
     v.one_of("kind", kind, WORK_PREDICTIONS)
     v.nonnegative("noise", noise)
+    v.array("work", work, ndim=1)
+    v.nonnegative("work", work)
+    v.check("high", high, lambda a: a >= low, f">= low = {low}", finite=True)
+    if kind in ("accurate", "random") and key is None:
+        raise ValueError(f"key must be a PRNG key for kind={kind!r}, got None")
     work = jnp.asarray(work)
     if kind == "accurate":
         return jnp.maximum(work * (1.0 + noise * jax.random.normal(key, work.shape, work.dtype)), 0.0)
@@ -106,7 +135,16 @@ def predict_work(work, kind: str = "accurate", noise=0.0, low: float = 20.0, hig
     return low + high - work
 
 
-def predict_speed(opt_speed, kind: str = "noisy", noise=0.0, *, shift: int = 0, scale=1.0, period: int = 10, key):
+def predict_speed(
+    opt_speed: Float[ArrayLike, " n_slots"],
+    kind: str = "noisy",
+    noise: float = 0.0,
+    *,
+    shift: int = 0,
+    scale: float = 1.0,
+    period: int = 10,
+    key: Array | None = None,
+) -> Float[Array, " n_slots"]:
     """Machine-speed predictions s_hat (n_slots,) built from the optimal grid speed ``opt_speed`` (n_slots,).
 
     accurate  s*                         noisy     s* exp(noise z - noise^2 / 2), z ~ N(0, 1) per slot
@@ -117,6 +155,12 @@ def predict_speed(opt_speed, kind: str = "noisy", noise=0.0, *, shift: int = 0, 
     """
     v.one_of("kind", kind, SPEED_PREDICTIONS)
     v.nonnegative("noise", noise)
+    v.array("opt_speed", opt_speed, ndim=1)
+    v.nonnegative("opt_speed", opt_speed)
+    v.nonnegative("scale", scale)
+    v.positive_int("period", period)
+    if kind == "noisy" and key is None:
+        raise ValueError("key must be a PRNG key for kind='noisy', got None")
     s = jnp.asarray(opt_speed)
     if kind == "accurate":
         return s
@@ -140,8 +184,13 @@ def predict_speed(opt_speed, kind: str = "noisy", noise=0.0, *, shift: int = 0, 
     return out.reshape(-1)[:n]
 
 
-def prediction_error(pred, truth, alpha):
+def prediction_error(pred: Float[ArrayLike, " m"], truth: Float[ArrayLike, " m"], alpha: float) -> Float[Array, ""]:
     """Relative L_alpha error ||pred - truth||_alpha / ||truth||_alpha (speeds on one grid or workloads)."""
     check_alpha(alpha)
+    v.array("pred", pred, ndim=1)
+    v.array("truth", truth, ndim=1)
+    v.same_shape("truth", truth, "pred", pred)
+    v.check("truth", truth, lambda a: (a != 0).any(), "not all zero (the error is relative to it)")
+    pred, truth = jnp.asarray(pred), jnp.asarray(truth)
     num = jnp.sum(jnp.abs(pred - truth) ** alpha) ** (1.0 / alpha)
     return num / jnp.sum(jnp.abs(truth) ** alpha) ** (1.0 / alpha)

@@ -1,11 +1,13 @@
 """LAS (Bamas, Maggiori, Rohwedder, Svensson 2020): job-workload predictions, window shrink and robustify."""
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from theory import _validate as v
 from theory.speed_scaling.grid import _edf_schedule, _prep, _scan_edf, _slots
@@ -14,7 +16,7 @@ from theory.speed_scaling.offline import _yds
 from theory.speed_scaling.online import avr_bound
 
 
-def eps_to_delta(eps, alpha):
+def eps_to_delta(eps: float, alpha: float) -> Float[Array, ""]:
     """delta with ((1 + delta) / (1 - delta))^alpha = 1 + eps (LAS's shrink factor)."""
     v.positive("eps", eps)
     check_alpha(alpha)
@@ -22,25 +24,29 @@ def eps_to_delta(eps, alpha):
     return (c - 1.0) / (c + 1.0)
 
 
-def shrink_slots(release, deadline, eps, alpha, dt):
+def shrink_slots(
+    release: Float[ArrayLike, " n"], deadline: Float[ArrayLike, " n"], eps: float, alpha: float, dt: float
+) -> tuple[Int[Array, " n"], Float[Array, " n"]]:
     """Per-job shrink / smoothing width in slots: m_j = ceil(delta (d_j - r_j) / dt) (>= 1 when eps > 0).
 
     Returns (m (n,) int32, delta_eff (n,)) with delta_eff = m dt / (d_j - r_j) >= delta (rounding up keeps the
     robustness guarantee; it costs a little consistency).
     """
     delta = eps_to_delta(eps, alpha)
-    length = deadline - release
+    v.positive("dt", dt)
+    length = jnp.asarray(deadline) - jnp.asarray(release)
     m = jnp.ceil(delta * length / dt - 1e-6).astype(jnp.int32)
     return m, m * dt / length
 
 
-def las_robustness_bound(alpha, delta_eff):
+def las_robustness_bound(alpha: float, delta_eff: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """E(LAS) <= delta_eff^-alpha 2^(alpha-1) alpha^alpha OPT, for any prediction (see module docstring)."""
-    return avr_bound(alpha) / delta_eff**alpha
+    v.check("delta_eff", delta_eff, lambda a: (a > 0) & (a <= 1), "in (0, 1]")
+    return avr_bound(alpha) / jnp.asarray(delta_eff) ** alpha
 
 
 @jax.jit
-def robustify(alloc, width):
+def robustify(alloc: Float[Array, "n_slots n"], width: Int[Array, " n"]) -> Float[Array, "n_slots n"]:
     """Per-job causal moving average: alloc (n_slots, n) work per slot, width (n,) in slots (0 or 1 =
     unchanged).
 
@@ -69,10 +75,11 @@ def robustify(alloc, width):
     return jnp.where(width[None, :] > 1, out, alloc)
 
 
-def robustify_energy_bound(width, alpha):
+def robustify_energy_bound(width: Int[ArrayLike, " n"], alpha: float) -> Float[Array, ""]:
     """(max m / min m)^alpha over the widths (0 and 1 count as 1): E(robustify(a, width)) <= this x E(a)
     (``robustify``'s docstring); 1 for equal widths."""
     check_alpha(alpha)
+    v.array("width", width, ndim=1)
     m = jnp.maximum(jnp.asarray(width), 1)
     return (jnp.max(m) / jnp.min(m)) ** alpha
 
@@ -98,14 +105,27 @@ def _las(release, deadline, work, pred, dt, m, n_slots):
     return _edf_schedule(release, deadline, work, speed, dt, n_slots, True)
 
 
-def las(release, deadline, work, predicted_work, *, eps, alpha, n_slots: int, dt=1.0) -> Schedule:
+def las(
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    predicted_work: Float[ArrayLike, " n"],
+    *,
+    eps: float,
+    alpha: float,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+) -> Schedule:
     """LAS (LAS-Trust + Robustify, Bamas et al. 2020) with job-workload predictions ``predicted_work`` (n,).
 
-    Shrink/smoothing width m_j = ceil(delta (d_j - r_j) / dt) slots, delta from ``eps_to_delta``. Needs
-    n_slots >= max deadline / dt. The predicted instance shares the real releases and deadlines (LAS's
+    Shrink/smoothing width m_j = ceil(delta (d_j - r_j) / dt) slots, delta from ``eps_to_delta``. ``n_slots``
+    defaults to the smallest grid covering every deadline and must cover them (``grid.resolve_n_slots``: the
+    convention of every grid function). The predicted instance shares the real releases and deadlines (LAS's
     setting: one job per time step with a predicted workload).
     """
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
+    v.array("predicted_work", predicted_work, ndim=1)
+    v.same_shape("work", work, "predicted_work", predicted_work)
     v.nonnegative("predicted_work", predicted_work)
     m, _ = shrink_slots(release, deadline, eps, alpha, dt)
     v.check("eps", m, lambda a: a < (jnp.asarray(deadline - release) / dt), "small enough to leave a window")

@@ -5,6 +5,7 @@ Jobs j = 1..n: release r_j, deadline d_j > r_j, work w_j >= 0 (three arrays of s
 deadline times) or on a uniform grid of slots of width dt.
 """
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import math
@@ -12,6 +13,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float
 
 from theory import _validate as v
 
@@ -68,7 +70,9 @@ class YDS(NamedTuple):
     n_rounds: jax.Array
 
 
-def check_instance(release, deadline, work) -> None:
+def check_instance(
+    release: Float[ArrayLike, " n"], deadline: Float[ArrayLike, " n"], work: Float[ArrayLike, " n"]
+) -> None:
     """Raise ValueError for a bad concrete instance: shapes (n,), deadline > release, work >= 0, finite."""
     for name, arr in (("release", release), ("deadline", deadline), ("work", work)):
         if jnp.ndim(arr) != 1:
@@ -95,30 +99,36 @@ def check_instance(release, deadline, work) -> None:
     v.nonnegative("work", work)
 
 
-def check_alpha(alpha) -> None:
+def check_alpha(alpha: float) -> None:
+    """alpha > 1 and finite (the power s^alpha is convex)."""
     v.check("alpha", alpha, lambda a: a > 1, "> 1")
+    v.finite("alpha", alpha)
 
 
-def energy(profile: Profile, alpha) -> jax.Array:
+def energy(profile: Profile, alpha: float) -> Float[Array, ""]:
     """E = sum_i (edges[i+1] - edges[i]) speed[i]^alpha = int s(t)^alpha dt. ``alpha`` > 1. Returns a
     scalar."""
     check_alpha(alpha)
     return jnp.sum(jnp.diff(profile.edges) * jnp.asarray(profile.speed) ** alpha)
 
 
-def total_work(profile: Profile) -> jax.Array:
+def total_work(profile: Profile) -> Float[Array, ""]:
     """int s(t) dt over the profile (scalar)."""
     return jnp.sum(jnp.diff(profile.edges) * profile.speed)
 
 
-def grid_profile(speed, dt) -> Profile:
+def grid_profile(speed: Float[ArrayLike, " n_slots"], dt: float) -> Profile:
     """A grid profile: ``speed`` (n_slots,) on slots [k dt, (k + 1) dt)."""
+    v.array("speed", speed, ndim=1)
+    v.positive("dt", dt)
     speed = jnp.asarray(speed)
     return Profile(jnp.arange(speed.shape[-1] + 1, dtype=speed.dtype) * dt, speed)
 
 
-def profile_on_grid(profile: Profile, n_slots: int, dt) -> jax.Array:
+def profile_on_grid(profile: Profile, n_slots: int, dt: float) -> Float[Array, " n_slots"]:
     """Average speed of an exact profile on each grid slot, shape (n_slots,) (exact integration)."""
+    v.positive_int("n_slots", n_slots)
+    v.positive("dt", dt)
     piece = jnp.diff(profile.edges) * profile.speed
     cum = jnp.concatenate([jnp.zeros(1, piece.dtype), jnp.cumsum(piece)])
     x = jnp.arange(n_slots + 1, dtype=profile.speed.dtype) * dt

@@ -1,10 +1,12 @@
 """Exact offline profiles: the YDS optimum (Yao, Demers, Shenker 1995) and the exact AVR profile."""
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import ArrayLike, Float
 
 from theory.speed_scaling.model import YDS, Profile, check_instance
 
@@ -61,7 +63,7 @@ def _yds(release, deadline, work):
     return YDS(Profile(edges, seg_speed), job_speed, crit, rnd)
 
 
-def yds(release, deadline, work) -> YDS:
+def yds(release: Float[ArrayLike, " n"], deadline: Float[ArrayLike, " n"], work: Float[ArrayLike, " n"]) -> YDS:
     """Exact YDS optimum of the instance (release, deadline, work), each of shape (n,).
 
     Each round extracts the max-density interval [r_i, d_k] (densities of all O(n^2) candidate intervals from
@@ -74,7 +76,9 @@ def yds(release, deadline, work) -> YDS:
     return _yds(jnp.asarray(release), jnp.asarray(deadline), jnp.asarray(work))
 
 
-def avr_profile(release, deadline, work) -> Profile:
+def avr_profile(
+    release: Float[ArrayLike, " n"], deadline: Float[ArrayLike, " n"], work: Float[ArrayLike, " n"]
+) -> Profile:
     """Exact AVR profile on the sorted release/deadline times: s = sum of densities w_j / (d_j - r_j) of the
     jobs whose window covers the elementary segment. edges (2n,), speed (2n - 1,)."""
     check_instance(release, deadline, work)

@@ -1,36 +1,38 @@
 """Classic online algorithms on the grid: AVR, OA, qOA (Yao-Demers-Shenker; Bansal-Kimbrel-Pruhs) and BKP, with
 their published competitive ratios. Energy integrates the commanded speed (``Schedule.profile``)."""
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import ArrayLike, Float
 
 from theory.speed_scaling.grid import _finish, _prep, _scan_edf, _slots, _sorted
 from theory.speed_scaling.model import E, Schedule, check_alpha
 
 
-def avr_bound(alpha):
+def avr_bound(alpha: float) -> float:
     """AVR's competitive ratio upper bound 2^(alpha - 1) alpha^alpha (YDS 1995)."""
     check_alpha(alpha)
     return 2.0 ** (alpha - 1) * alpha**alpha
 
 
-def oa_bound(alpha):
+def oa_bound(alpha: float) -> float:
     """OA's competitive ratio alpha^alpha (Bansal, Kimbrel, Pruhs)."""
     check_alpha(alpha)
     return alpha**alpha
 
 
-def qoa_q(alpha):
+def qoa_q(alpha: float) -> float:
     """qOA's speed-up factor q = 2 - 1/alpha."""
     check_alpha(alpha)
     return 2.0 - 1.0 / alpha
 
 
-def bkp_bound(alpha):
+def bkp_bound(alpha: float) -> float:
     """BKP's competitive ratio upper bound 2 (alpha / (alpha - 1))^alpha e^alpha."""
     check_alpha(alpha)
     return 2.0 * (alpha / (alpha - 1.0)) ** alpha * E**alpha
@@ -77,37 +79,74 @@ def _online(release, deadline, work, dt, q, is_avr, n_slots, algorithm):
     return _finish(rem, perm, work, eff, nom, gw, dt)
 
 
-def avr(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
+def avr(
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    *,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+) -> Schedule:
     """AVR on the grid: s(t) = sum of densities of the jobs whose window contains t; EDF. Exact on the
     grid."""
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, True, n_slots, "avr_oa")
 
 
-def oa(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
+def oa(
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    *,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+) -> Schedule:
     """Optimal Available: at each slot, the speed of the YDS plan of the remaining work (exact on the
     grid)."""
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, False, n_slots, "avr_oa")
 
 
-def qoa(release, deadline, work, *, alpha, n_slots: int, dt=1.0) -> Schedule:
+def qoa(
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    *,
+    alpha: float,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+) -> Schedule:
     """qOA: q = 2 - 1/alpha times OA's current speed, re-planned every slot (a discretisation of the
     continuous rule: finer dt approaches it)."""
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, qoa_q(alpha), False, n_slots, "avr_oa")
 
 
-def bkp(release, deadline, work, *, n_slots: int, dt=1.0) -> Schedule:
+def bkp(
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    *,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+) -> Schedule:
     """BKP evaluated at the start of each slot and held for the slot (O(n^2) per slot); the guard covers the
     discretisation (``guard_work`` reports it; it vanishes as dt -> 0)."""
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, False, n_slots, "bkp")
 
 
-def online_schedules(release, deadline, work, *, alpha, n_slots: int, dt=1.0) -> dict[str, Schedule]:
+def online_schedules(
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    *,
+    alpha: float,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+) -> dict[str, Schedule]:
     """AVR, OA, qOA (one compiled program, vmapped over the algorithm switch) and BKP: {name: Schedule}."""
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
     one = jnp.asarray(1.0, work.dtype)
     q = jnp.stack([one, one, jnp.asarray(qoa_q(alpha), work.dtype)])
     is_avr = jnp.array([True, False, False])

@@ -51,6 +51,7 @@ Smoothness: the measured ratio stays below (1 + eta)^alpha, eta = ||s_hat - s*||
 OPT.
 """
 
+# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial
@@ -58,6 +59,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 from jax import lax
+from jaxtyping import Array, ArrayLike, Float
 
 from theory import _validate as v
 from theory.speed_scaling.grid import _edf_step, _finish, _prep, _slots
@@ -65,7 +67,7 @@ from theory.speed_scaling.model import SP_MODES, Schedule, check_alpha
 from theory.speed_scaling.online import _oa_speed, avr_bound
 
 
-def sp_kappa(eps, alpha):
+def sp_kappa(eps: float, alpha: float) -> float:
     """SP's trust factor kappa = max(alpha / eps, 1) for a consistency target 1 + eps (module docstring: the
     first-order cost of the cap on the ramp family is alpha / (2 kappa) = eps / 2)."""
     v.positive("eps", eps)
@@ -73,11 +75,12 @@ def sp_kappa(eps, alpha):
     return max(alpha / eps, 1.0)
 
 
-def sp_robustness_bound(alpha, kappa):
+def sp_robustness_bound(alpha: float, kappa: float) -> float:
     """C(alpha, kappa) = kappa^alpha 2^(alpha - 1) alpha^alpha: E(SP) <= C OPT for every prediction (module
     docstring). The instance bound kappa^alpha E(AVR) (``return_envelope``) is the tighter statement."""
     check_alpha(alpha)
     v.check("kappa", kappa, lambda a: a >= 1, ">= 1")
+    v.finite("kappa", kappa)
     return kappa**alpha * avr_bound(alpha)
 
 
@@ -121,23 +124,25 @@ def _kappa(eps, kappa, alpha):
     if kappa is None:
         return sp_kappa(eps, alpha)
     v.check("kappa", kappa, lambda a: a >= 1, ">= 1")
+    v.finite("kappa", kappa)
     return kappa
 
 
 def speed_prediction_schedule(
-    release,
-    deadline,
-    work,
-    predicted_speed,
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    predicted_speed: Float[ArrayLike, " n_slots"],
     *,
-    alpha,
-    eps=0.1,
-    kappa=None,
+    alpha: float,
+    eps: float = 0.1,
+    kappa: float | None = None,
     mode: str = "dynamic",
     robust: bool = True,
-    dt=1.0,
+    n_slots: int | None = None,
+    dt: float = 1.0,
     return_envelope: bool = False,
-):
+) -> Schedule | tuple[Schedule, Float[Array, " n_slots"]]:
     """SP: follow the predicted machine speed ``predicted_speed`` (n_slots,), clipped to [per-job reserve,
     kappa AVR] (module docstring). E(SP) <= kappa^alpha E(AVR) <= ``sp_robustness_bound(alpha, kappa)`` OPT for
     every prediction.
@@ -146,10 +151,14 @@ def speed_prediction_schedule(
     ``mode="offline"``: also the predicted future capacity (follow = s_hat + the missing speed). ``kappa``
     defaults to ``sp_kappa(eps, alpha)``; ``robust=False`` removes the clip and the reserve (pure following, not
     robust). With ``return_envelope`` returns (Schedule, envelope (n_slots,)), envelope = kappa AVR.
+    ``n_slots`` defaults to ``len(predicted_speed)`` (if given it must equal it) and the grid must cover every
+    deadline (``grid.resolve_n_slots``: the convention of every grid function).
     """
     v.one_of("mode", mode, SP_MODES)
-    n_slots = int(jnp.shape(predicted_speed)[-1])
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    v.array("predicted_speed", predicted_speed, ndim=1)
+    release, deadline, work, n_slots = _prep(
+        release, deadline, work, n_slots, dt, grid=predicted_speed, grid_name="predicted_speed"
+    )
     v.nonnegative("predicted_speed", predicted_speed)
     check_alpha(alpha)
     kappa = _kappa(eps, kappa, alpha)
@@ -159,12 +168,23 @@ def speed_prediction_schedule(
 
 
 def speed_prediction_schedules(
-    release, deadline, work, predicted_speed, *, alpha, eps=0.1, kappa=None, dt=1.0
-) -> tuple[dict[str, Schedule], jax.Array]:
+    release: Float[ArrayLike, " n"],
+    deadline: Float[ArrayLike, " n"],
+    work: Float[ArrayLike, " n"],
+    predicted_speed: Float[ArrayLike, " n_slots"],
+    *,
+    alpha: float,
+    eps: float = 0.1,
+    kappa: float | None = None,
+    n_slots: int | None = None,
+    dt: float = 1.0,
+) -> tuple[dict[str, Schedule], Float[Array, " n_slots"]]:
     """Robust SP in both modes at once (one compiled program vmapped over the mode): ({mode: Schedule},
-    envelope (n_slots,))."""
-    n_slots = int(jnp.shape(predicted_speed)[-1])
-    release, deadline, work = _prep(release, deadline, work, n_slots, dt)
+    envelope (n_slots,)). ``n_slots`` as in ``speed_prediction_schedule``."""
+    v.array("predicted_speed", predicted_speed, ndim=1)
+    release, deadline, work, n_slots = _prep(
+        release, deadline, work, n_slots, dt, grid=predicted_speed, grid_name="predicted_speed"
+    )
     v.nonnegative("predicted_speed", predicted_speed)
     check_alpha(alpha)
     kappa = _kappa(eps, kappa, alpha)

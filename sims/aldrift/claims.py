@@ -1,0 +1,254 @@
+"""ALDRIFT sim: the claims (each compares a measurement with a closed form or a paper number)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.stats
+
+from sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
+from sims.core.harness import Claim
+
+# ---------------------------------------------------------------------------------------------------------
+# Claims
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _final_distance(res, name):
+    return np.linalg.norm(np.asarray(res[name]["mean"])[:, -1], axis=-1)  # (runs,)
+
+
+def _line_fit(x, y):
+    A = np.stack([np.ones_like(x), x], 1)
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    resid = y - A @ coef
+    r2 = 1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2)
+    return coef[1], coef[0], r2
+
+
+def eps_summary(results, cfg):
+    """Median evaluations to eps for each method, with the fit statistics used by the claims."""
+    e = results["eps"]
+    eps = np.asarray(e["eps"])
+    ald = np.asarray(e["aldrift"]["mean_cost"])
+    ald_ok = np.asarray(e["aldrift"]["mean_reached"]).all(0)
+    ald_med = np.median(ald, 0)
+    rs = np.asarray(e["random"]["count"])
+    rs_ok = np.asarray(e["random"]["reached"]).all(0)
+    rs_mean = rs.mean(0)
+    rs_eps = np.asarray(e["random"]["eps"])
+    doo = np.asarray(e["doo"]["count"])
+    doo_ok = np.asarray(e["doo"]["reached"])
+    return dict(
+        eps=eps,
+        ald_med=ald_med,
+        ald_ok=ald_ok,
+        rs_eps=rs_eps,
+        rs_mean=rs_mean,
+        rs_ok=rs_ok,
+        doo=doo,
+        doo_ok=doo_ok,
+        doo_eps=np.asarray(e["doo"]["eps"]),
+    )
+
+
+def claims(results: dict, cfg: Config) -> list[Claim]:
+    out = []
+    w1 = cfg.settings[0][2]
+    basin = math.pi / w1
+    r1 = results["setting1"]
+    out.append(
+        Claim.from_samples(
+            f"setting 1: ALDRIFT ends in x*'s basin, ||mean - x*|| <= pi/w = {basin:.2f} (whole 95% CI over {cfg.runs} "
+            "runs; loose by nature, the pure-quadratic checks below test the same sampler sharply)",
+            basin,
+            _final_distance(r1, "aldrift"),
+            0.0,
+            "le",
+            kind="bound",
+        )
+    )
+    out.append(
+        Claim.from_samples(
+            f"setting 1: TOPIFT trapped outside x*'s basin, ||mean - x*|| >= pi/w (whole 95% CI over {cfg.runs} runs)",
+            basin,
+            _final_distance(r1, "topift"),
+            0.0,
+            "ge",
+            kind="bound",
+        )
+    )
+
+    # pure quadratic (A = 0): closed forms at T, decided on CIs over runs
+    q = results["quadratic"]
+    cost_T = np.asarray(q["sample_cost"])[:, -1]
+    out.append(
+        Claim.from_samples(
+            f"pure quadratic (A=0): ALDRIFT mean sample cost at T={cfg.T:g} = closed form mu_d/2 (n/(mu0+T mu_d) + "
+            f"|mean_T|^2) ({cfg.quad_runs} runs x {cfg.m} chains, M={cfg.M}; whole CI within 3%: at M=50 "
+            "the IMH lag leaves E[d] ~0.5-1.5% high)",
+            float(q["closed_form_T"]),
+            cost_T,
+            0.03,
+            "rel",
+            kind="check",
+            source="theory",
+        )
+    )
+    mean_sq = np.sum(np.asarray(q["mean"])[:, -1] ** 2, axis=-1)
+    out.append(
+        Claim.from_samples(
+            f"pure quadratic: E||fitted mean - x*||^2 at T = ||mean_T||^2 + n/(m mu_T) (m={cfg.m}; CI "
+            "half-width <= 50%)",
+            float(q["mean_sq_T"]),
+            mean_sq,
+            0.5 * float(q["mean_sq_T"]),
+            "ci",
+            kind="check",
+            source="theory",
+        )
+    )
+
+    # the sampler itself: importance ESS of the proposals vs its Gaussian closed form with the paper's inflated
+    # variance (mean of measured/predicted over the last half of the schedule, per run)
+    ess = np.asarray(q["ess"])
+    pred = np.asarray(q["ess_predicted"])
+    L = min(ess.shape[1], pred.shape[0])
+    half = slice(L // 2, L)
+    ratio = np.mean(ess[:, half] / pred[half], axis=1)
+    taus_q = np.asarray(q["intended_taus"])
+    out.append(
+        Claim.from_samples(
+            f"pure quadratic: importance ESS fraction of the IMH proposals = closed form 1/E_q[(p/q)^2] for the fitted "
+            f"proposal N(mean, {PAPER_INFLATION:g}/mu_tau) against p_tau (ratio measured/predicted averaged over tau "
+            f"in [{taus_q[L // 2]:.3g}, {taus_q[L - 1]:.3g}], predicted ESS "
+            f"{pred[half].min():.3f}-{pred[half].max():.3f}; "
+            f"{cfg.quad_runs} runs of m M = {cfg.m * cfg.M} proposals per tau; whole CI within 10%: the "
+            "Kish estimate and the chains' lag move it by a few %)",
+            1.0,
+            ratio,
+            0.1,
+            "rel",
+            kind="check",
+            source="theory",
+        )
+    )
+
+    e = results["eps"]
+    s = eps_summary(results, cfg)
+    L = np.log(1.0 / s["eps"])
+    # ALDRIFT: the slope of evaluations vs ln(1/eps), one fit per run (the eps every run reached). The geometric
+    # schedule makes evaluations linear in the temperature index; the slope in ln(1/eps) is m(M+1)/ln(1+1/n)
+    # only if E[d] follows n/(2 tau), so this can fail (an R^2 of a linear fit could hardly).
+    ok = s["ald_ok"]
+    ald = np.asarray(e["aldrift"]["mean_cost"], float)
+    slopes = [_line_fit(L[ok], ald[r, ok])[0] for r in range(ald.shape[0])] if ok.sum() >= 3 else [np.nan]
+    out.append(
+        Claim.from_samples(
+            f"ALDRIFT (n={cfg.eps_n}): slope d evals / d ln(1/eps) = m(M+1)/ln(1+1/n) (E_{{p_tau}}[d] ~ n/(2 tau); "
+            f"per-run fits, {cfg.eps_runs} runs)",
+            float(e["aldrift_slope_predicted"]),
+            slopes,
+            0.25,
+            "rel",
+            kind="check",
+            source="theory",
+        )
+    )
+    # random search: per-run log-log slopes n/2 and the mean count at the smallest eps
+    rs = np.asarray(e["random"]["count"], float)
+    rs_eps = s["rs_eps"]
+    okr = s["rs_ok"] & (rs_eps <= cfg.rs_eps_max * 1.0001) & (rs_eps >= cfg.rs_eps_min * 0.9999)
+    x = np.log(1 / rs_eps[okr])
+    rslopes = [_line_fit(x, np.log(rs[r, okr]))[0] for r in range(rs.shape[0])] if okr.sum() >= 2 else [np.nan]
+    out.append(
+        Claim.from_samples(
+            f"random search: evaluations ~ (1/eps)^(n/2), log-log slope n/2 = {cfg.eps_n / 2:g} at n={cfg.eps_n} "
+            f"(per-run fits over eps in [{cfg.rs_eps_min:g}, {cfg.rs_eps_max:g}], {cfg.rs_runs} runs)",
+            cfg.eps_n / 2,
+            rslopes,
+            0.15,
+            "rel",
+            kind="check",
+        )
+    )
+    pred = np.asarray(e["random"]["predicted"])
+    i = int(np.flatnonzero(s["rs_ok"])[-1]) if s["rs_ok"].any() else -1
+    out.append(
+        Claim.from_samples(
+            f"random search: mean evaluations at eps={rs_eps[i]:.2g} = 1/P(ball of radius sqrt(2 eps/L_d)) "
+            f"({cfg.rs_runs} runs; whole CI within 30%: the ball is exact only as eps -> 0)",
+            float(pred[i]),
+            rs[:, i] if s["rs_ok"].any() else [np.nan],
+            0.3,
+            "rel",
+            kind="check",
+            source="theory",
+        )
+    )
+    # where (1/eps)^(n/2) bites: ALDRIFT vs random search at the smallest eps both reached
+    common = [j for j, ep in enumerate(rs_eps) if s["rs_ok"][j]]
+    if common and ok.any():
+        ep = rs_eps[common[-1]]
+        ja = int(np.argmin(np.abs(s["eps"] - ep)))
+        ratio = np.log10(rs[:, common[-1]].mean() / ald[:, ja]) if ok[ja] else np.array([np.nan])
+    else:
+        ep, ratio = float("nan"), np.array([np.nan])
+    out.append(
+        Claim.from_samples(
+            f"n={cfg.eps_n}: ALDRIFT needs fewer evaluations than random search at eps={ep:.2g} "
+            f"(log10 ratio random/ALDRIFT > 0 over the {cfg.eps_runs} ALDRIFT runs)",
+            0.0,
+            ratio,
+            0.0,
+            "ge",
+            kind="paper",
+        )
+    )
+    # DOO: shown in evaluations.png, no claim: at n = 4 its evaluations-to-eps are a staircase (a new cell
+    # centre lands near x* every few hundred evaluations) and an R^2 of a line through it decides nothing.
+
+    # coverage: the fraction of seeds whose sup p/L still grows between R_mid and R_max (by > 0.01 decade).
+    # Bounded families: 0. Shrinking bandwidth (h < sigma: lighter tails than p): 1. Empirical variance: exactly
+    # the seeds with s_hat^2 < 1/(1 + 2 g/(R_max^2 - R_mid^2)), g = 0.01 ln 10, where m s_hat^2 ~ chi2_{m-1}.
+    cov = results["coverage"]
+    sup = np.asarray(cov["log_sup_vs_R"]) / np.log(10.0)  # (S, F, nR) in decades
+    R = np.asarray(cov["R"])
+    j_mid = int(np.argmin(np.abs(R - R.max() / 2)))
+    frac = np.mean(sup[:, :, -1] - sup[:, :, j_mid] > 0.01, axis=0)  # (F,)
+    S, m = sup.shape[0], cfg.cov_m_main
+    g = 0.01 * np.log(10.0)
+    p_emp = float(scipy.stats.chi2.cdf(m / (1 + 2 * g / (R[-1] ** 2 - R[j_mid] ** 2)), m - 1))
+    predicted = {"empirical variance (no inflation)": p_emp, "KDE h = m^(-1/5) sigma_hat (shrinking)": 1.0}
+    for f, (name, holds) in enumerate(zip(COVERAGE_FAMILIES, COVERAGE_HOLDS, strict=True)):
+        pred = 0.0 if holds else predicted[name]
+        tol = 3 * math.sqrt(max(pred * (1 - pred), 0.25 / S) / S)  # 3 binomial sd over S seeds
+        verdict = "holds" if holds else "fails"
+        out.append(
+            Claim(
+                f"coverage {verdict}, {name}: fraction of {S} seeds whose sup p/L still grows "
+                f"R={R[j_mid]:g}->{R[-1]:g}",
+                pred,
+                frac[f],
+                tol if 0 < pred < 1 else 0.0,
+                "abs",
+                kind="check",
+                n_seeds=S,
+                source="theory" if name.startswith("empirical") else "paper",
+            )
+        )
+    cf = np.asarray(cov["mle_closed_form"]) / np.log(10.0)
+    out.append(
+        Claim(
+            "grid sup p/L of the inflated MLE = closed form log(s2/s1) + dm^2/(2(s2^2-s1^2)) (max abs error, decades)",
+            0.0,
+            np.max(np.abs(sup[:, 0, -1] - cf)),
+            1e-3,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    )
+
+    return out

@@ -1,0 +1,146 @@
+"""ALDRIFT sim: the Config, its presets and the fixed study constants (see ``sims.aldrift``)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+PAPER_INFLATION = 2.0  # the paper's proposal variance 2/mu_tau (written here, not read from theory.aldrift)
+TITLE = "ALDRIFT: annealed IMH-corrected refitting escapes the traps TOPIFT falls in; O(log 1/eps) evaluations"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    # the paper's settings (mu_d, A, w, x0 (times the all-ones vector), mu0); x* = 0
+    settings: tuple[tuple[float, float, float, float, float], ...] = (
+        (0.5, 2.0, 3.0, 6.0, 0.1),
+        (1.0, 0.5, 4.0, 1.35, 2.0),
+    )
+    n: int = 10
+    tau1: float = 0.1
+    T: float = 20.0
+    m: int = 200
+    M: int = 50
+    runs: int = 10
+    # runs of the pure-quadratic check (setting 1 with A = 0), same m and M as the settings (one compiled sweep):
+    # its claims need ~1% precision on E[d] at T, so m * quad_runs >~ 4000 chains; M < 50 leaves E[d] at T more
+    # than 3% high (the IMH lag: 8% at M = 10)
+    quad_runs: int = 20
+    # evaluations-to-eps panel (n = 4: random search needs (1/eps)^(n/2) = eps^-2; the paper's setting 2 cost)
+    eps_n: int = 4
+    eps_setting: int = 1
+    eps_T: float = 1e5
+    eps_m: int = 100
+    eps_M: int = 20
+    eps_runs: int = 10
+    eps_grid: tuple[float, float, int] = (1.0, 1e-4, 17)  # geomspace(start, stop, num)
+    # random search and DOO box: contains x* = 0 off-centre (DOO's first evaluation is the centre)
+    box: tuple[float, float] = (-1.1, 1.5)
+    rs_runs: int = 512
+    rs_budget: int = 4_000_000  # a cap: runs stop at their first hit of the smallest eps (mean ~190k at 0.032)
+    rs_eps_min: float = 0.03
+    rs_eps_max: float = 0.1  # random-search fits use rs_eps_min <= eps <= rs_eps_max (ball regime)
+    doo_expansions: int = 1000
+    doo_eps_grid: tuple[float, float, int] = (1.0, 1e-6, 25)
+    # coverage (1-D target N(0, 1); a two-mode mixture for the single-Gaussian MLE)
+    cov_m: tuple[int, ...] = (10, 30, 100, 300, 1000, 3000, 10000)
+    cov_m_main: int = 1000
+    cov_seeds: int = 32
+    cov_R: tuple[float, ...] = (2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
+    cov_R_fixed: float = 6.0
+    cov_grid: int = 4001
+    cov_mix_sep: float = 1.5
+
+    def __post_init__(self):
+        for f in (
+            "n",
+            "m",
+            "M",
+            "runs",
+            "quad_runs",
+            "eps_n",
+            "eps_m",
+            "eps_M",
+            "eps_runs",
+            "rs_runs",
+            "rs_budget",
+            "doo_expansions",
+            "cov_m_main",
+            "cov_seeds",
+            "cov_grid",
+        ):
+            val = getattr(self, f)
+            if not isinstance(val, int) or val < 1:
+                raise ValueError(f"Config.{f} must be a positive integer, got {val!r}")
+        for f in ("runs", "quad_runs", "eps_runs", "cov_seeds"):
+            if getattr(self, f) < 5:
+                raise ValueError(
+                    f"Config.{f} must be >= 5 (claims on random quantities use CIs over >= 5 seeds), "
+                    f"got {getattr(self, f)}"
+                )
+        for f in ("tau1", "T", "eps_T", "rs_eps_min", "rs_eps_max", "cov_R_fixed", "cov_mix_sep"):
+            val = getattr(self, f)
+            if not (math.isfinite(val) and val > 0):
+                raise ValueError(f"Config.{f} must be finite and > 0, got {val!r}")
+        if self.tau1 >= self.T or self.tau1 >= self.eps_T:
+            raise ValueError(
+                f"Config.tau1 must be below T and eps_T, got tau1={self.tau1}, T={self.T}, eps_T={self.eps_T}"
+            )
+        if self.rs_eps_min > self.rs_eps_max:
+            raise ValueError(f"Config.rs_eps_min must be <= rs_eps_max, got {self.rs_eps_min} > {self.rs_eps_max}")
+        if not self.settings or any(len(st) != 5 or not all(math.isfinite(x) for x in st) for st in self.settings):
+            raise ValueError(f"Config.settings must be non-empty 5-tuples (mu_d, A, w, x0, mu0), got {self.settings}")
+        if any(st[0] <= 0 or st[4] <= 0 or st[1] < 0 for st in self.settings):
+            raise ValueError("Config.settings need mu_d > 0, A >= 0 and mu0 > 0")
+        if not 0 <= self.eps_setting < len(self.settings):
+            raise ValueError(
+                f"Config.eps_setting must index settings (0..{len(self.settings) - 1}), got {self.eps_setting}"
+            )
+        for f in ("eps_grid", "doo_eps_grid"):
+            a, b, num = getattr(self, f)
+            if not (a > b > 0 and int(num) >= 3):
+                raise ValueError(f"Config.{f} must be (start > stop > 0, num >= 3), got {getattr(self, f)}")
+        lo, hi = self.box
+        if not (lo < 0 < hi):
+            raise ValueError(f"Config.box must contain x* = 0, got {self.box}")
+        if self.cov_m_main not in self.cov_m:
+            raise ValueError(f"Config.cov_m_main must be one of cov_m={self.cov_m}, got {self.cov_m_main}")
+        if len(self.cov_R) < 2 or sorted(self.cov_R) != list(self.cov_R) or min(self.cov_R) <= 0:
+            raise ValueError(f"Config.cov_R must be >= 2 increasing positive radii, got {self.cov_R}")
+
+
+PRESETS = {
+    "full": Config(),
+    "quick": Config(
+        m=40,
+        M=50,
+        runs=5,
+        quad_runs=100,
+        eps_T=1e3,
+        eps_m=40,
+        eps_M=10,
+        eps_runs=5,
+        eps_grid=(1.0, 1e-2, 9),
+        rs_runs=256,
+        rs_budget=600_000,
+        rs_eps_min=0.1,
+        rs_eps_max=0.32,
+        doo_expansions=300,
+        cov_m=(30, 300),
+        cov_m_main=300,
+        cov_seeds=12,
+        cov_R=(2.0, 4.0, 8.0, 16.0),
+        cov_grid=1601,
+    ),
+}
+
+
+COVERAGE_FAMILIES = (
+    "MLE mean, variance 2 sigma^2 (ALDRIFT)",
+    "KDE h = sigma_hat (c = 1)",
+    "KDE h = 2 sigma_hat (c = 2)",
+    "single Gaussian MLE on a 2-mode mixture",
+    "empirical variance (no inflation)",
+    "KDE h = m^(-1/5) sigma_hat (shrinking)",
+)
+COVERAGE_HOLDS = (True, True, True, True, False, False)

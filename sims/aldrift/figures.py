@@ -1,0 +1,239 @@
+"""ALDRIFT sim: the figures."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from sims.aldrift.claims import eps_summary
+from sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
+from sims.core import style
+from sims.core.claims import mean_ci
+from theory import aldrift as al
+
+# ---------------------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _band(ax, x, y, color, label, **kw):
+    y = np.asarray(y)
+    lo, med, hi = np.quantile(y, [0.0, 0.5, 1.0], axis=0)
+    ax.plot(x, med, color=color, label=label, **kw)
+    ax.fill_between(x, lo, hi, color=color, alpha=0.2)
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    figs = {}
+    taus = np.asarray(results["taus"])
+    it = np.arange(1, len(taus) + 1)
+
+    fig, axes = style.figure(1, len(cfg.settings), figsize=(5.6 * len(cfg.settings), 4.4))
+    for i, (ax, setting) in enumerate(zip(np.atleast_1d(axes), cfg.settings, strict=True)):
+        res = results[f"setting{i + 1}"]
+        mu_d, A, w, x0, mu0 = setting
+        for name, color in (("aldrift", "tab:blue"), ("topift", "tab:red")):
+            d = np.linalg.norm(np.asarray(res[name]["mean"]), axis=-1)
+            _band(ax, it, d, color, f"{name.upper()} (median, min-max of {cfg.runs} runs)")
+        ax.plot(
+            it,
+            np.asarray(res["exact"]["distance"]),
+            **style.prediction(),
+            label="exact ||E_{p_tau} x - x*|| (quadrature)",
+        )
+        ax.axhline(math.pi / w, color="0.4", ls=":", lw=1.2, label=f"x*'s basin radius pi/w = {math.pi / w:.2f}")
+        ax.set(
+            yscale="log",
+            xlabel="iteration k (ALDRIFT: temperature tau_k; TOPIFT: round)",
+            ylabel="||mean of fitted samples - x*||",
+            title=f"Setting {i + 1}: mu_d={mu_d:g}, A={A:g}, w={w:g}, x0={x0:g}*1, mu0={mu0:g}, n={cfg.n}\n"
+            f"tau {cfg.tau1:g} -> {cfg.T:g} by x(1+1/n), m={cfg.m}, M={cfg.M}",
+        )
+        ax.legend(fontsize=8, loc="lower left")
+    figs["mean_distance"] = fig
+
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12.8, 4.4))
+    for i, (setting, color) in enumerate(zip(cfg.settings, ("tab:blue", "tab:green"), strict=False)):
+        res = results[f"setting{i + 1}"]["aldrift"]
+        lab = (
+            f"setting {i + 1} (A={setting[1]:g}, w={setting[2]:g}), "
+            f"L_d/mu_d = {al.envelope_constants(*setting[:3])[1] / setting[0]:g}"
+        )
+        _band(ax, taus, np.asarray(res["acceptance"]), color, lab)
+        _band(ax2, taus, np.asarray(res["ess"]), color, lab)
+    qa = results["quadratic"]
+    _band(ax, taus, np.asarray(qa["acceptance"]), "tab:gray", "pure quadratic (A=0)", ls="--")
+    _band(ax2, taus, np.asarray(qa["ess"]), "tab:gray", "pure quadratic (A=0)", ls="--")
+    ax2.plot(
+        np.asarray(qa["intended_taus"]),
+        np.asarray(qa["ess_predicted"]),
+        **style.prediction(color="tab:red"),
+        label=f"pure quadratic, closed form 1/E_q[(p/q)^2], q = N(fitted mean, {PAPER_INFLATION:g}/mu_tau)",
+    )
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="temperature tau",
+        ylabel="IMH acceptance rate",
+        title=f"IMH acceptance, m={cfg.m} chains x M={cfg.M} steps per tau\n(median, min-max of runs)",
+    )
+    ax2.set(
+        xscale="log",
+        yscale="log",
+        xlabel="temperature tau",
+        ylabel="importance ESS / (m M)  of the proposals",
+        title="Importance ESS fraction (sum w)^2 / (N sum w^2), w = p_tau / proposal,\nN = m M proposals",
+    )
+    ax.legend(fontsize=8)
+    ax2.legend(fontsize=8)
+    figs["acceptance"] = fig
+
+    s = eps_summary(results, cfg)
+    e = results["eps"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
+    L10 = np.log10(1 / s["eps"])
+    ok = s["ald_ok"]
+    ald_all = np.asarray(e["aldrift"]["mean_cost"], float)
+    ci = np.array([mean_ci(ald_all[:, j])[1] for j in range(ald_all.shape[1])])
+    ax.errorbar(
+        L10[ok],
+        ald_all.mean(0)[ok],
+        ci[ok],
+        fmt="o-",
+        color="tab:blue",
+        capsize=3,
+        label=f"ALDRIFT: mean sample cost <= eps (mean +- 95% CI of {cfg.eps_runs} runs)",
+    )
+    k_lap = 1 + np.ceil(np.log(np.maximum(cfg.eps_n / (2 * s["eps"] * cfg.tau1), 1.0)) / math.log1p(1 / cfg.eps_n))
+    ax.plot(
+        L10,
+        cfg.eps_m * (cfg.eps_M + 1) * k_lap,
+        color="0.5",
+        ls="--",
+        lw=1,
+        label="if E[d] were the Laplace n/(2 tau) (the gap = IMH lag)",
+    )
+    best = np.median(np.asarray(e["aldrift"]["best"]), 0)
+    okb = np.asarray(e["aldrift"]["best_reached"]).all(0)
+    ax.plot(L10[okb], best[okb], "o:", color="tab:blue", alpha=0.6, label="ALDRIFT: best cost seen <= eps")
+    slope_pred = float(e["aldrift_slope_predicted"])
+    if ok.sum() >= 2:
+        x_last = L10[ok][-1]
+        y_last = s["ald_med"][ok][-1]
+        xx = np.linspace(L10[ok][0], x_last, 10)
+        ax.plot(
+            xx,
+            y_last + slope_pred * np.log(10) * (xx - x_last),
+            **style.prediction(),
+            label="slope m(M+1)/ln(1+1/n) per e-fold (theory)",
+        )
+    okd = s["doo_ok"]
+    ax.plot(np.log10(1 / s["doo_eps"][okd]), s["doo"][okd], "s-", color="tab:orange", label="DOO (deterministic)")
+    ax.set(
+        xlabel="log10(1/eps)",
+        ylabel="evaluations of d",
+        title=f"Linear scale: evaluations vs log(1/eps), n={cfg.eps_n}, setting {cfg.eps_setting + 1} cost",
+    )
+    ax.legend(fontsize=8)
+    ax2.loglog(1 / s["eps"][ok], s["ald_med"][ok], "o-", color="tab:blue", label="ALDRIFT (mean cost)")
+    ax2.loglog(1 / s["doo_eps"][okd], s["doo"][okd], "s-", color="tab:orange", label="DOO")
+    okr = s["rs_ok"]
+    rs_all = np.asarray(e["random"]["count"], float)
+    rci = np.array([mean_ci(rs_all[:, j])[1] for j in range(rs_all.shape[1])])
+    ax2.errorbar(
+        1 / s["rs_eps"][okr],
+        s["rs_mean"][okr],
+        rci[okr],
+        fmt="^-",
+        color="tab:red",
+        capsize=3,
+        label=f"random search on the box (mean +- 95% CI of {cfg.rs_runs})",
+    )
+    ax2.loglog(
+        1 / s["rs_eps"],
+        np.asarray(e["random"]["predicted"]),
+        **style.prediction(color="tab:red"),
+        label="1/P(ball r = sqrt(2 eps/L_d)) ~ (1/eps)^(n/2)",
+    )
+    ax2.set(
+        xlabel="1/eps",
+        ylabel="evaluations of d",
+        title=f"Log-log: random search slope n/2 = {cfg.eps_n / 2:g}; box [{cfg.box[0]:g}, {cfg.box[1]:g}]^{cfg.eps_n}",
+    )
+    ax2.legend(fontsize=8)
+    figs["evaluations"] = fig
+
+    cov = results["coverage"]
+    R = np.asarray(cov["R"])
+    ms = np.asarray(cov["m"])
+    supR = np.asarray(cov["log_sup_vs_R"]) / np.log(10)
+    supm = np.asarray(cov["log_sup_vs_m"]) / np.log(10)
+    tail = np.asarray(cov["tail_mass_K10_vs_m"])
+    fig, (a1, a2, a3) = style.figure(1, 3, figsize=(16, 4.8))
+    colors = ("tab:blue", "tab:green", "tab:cyan", "tab:purple", "tab:red", "tab:orange")
+    for f, (name, holds, c) in enumerate(zip(COVERAGE_FAMILIES, COVERAGE_HOLDS, colors, strict=True)):
+        ls = "-" if holds else "--"
+        tag = "holds: " if holds else "fails: "
+        a1.plot(R, np.quantile(supR[:, f], 0.9, axis=0), ls, marker="o", color=c, label=tag + name)
+        a2.plot(ms, np.quantile(supm[:, :, f], 0.9, axis=0), ls, marker="o", color=c, label=tag + name)
+        a3.plot(
+            ms, np.maximum(np.quantile(tail[:, :, f], 0.9, axis=0), 1e-12), ls, marker="o", color=c, label=tag + name
+        )
+    a1.axhline(
+        np.median(np.asarray(cov["mle_closed_form"])) / np.log(10),
+        **style.prediction(),
+        label="closed form sup for the inflated MLE (median)",
+    )
+    a1.set(
+        yscale="symlog",
+        ylim=(-0.1, None),
+        xlabel="grid radius R (sup over |x| <= R; target sd = 1)",
+        ylabel="log10 sup p/L (90% quantile over seeds)",
+        title=f"Coverage ratio vs grid size, m = {cfg.cov_m_main}",
+    )
+    a1.legend(fontsize=7)
+    a2.set(
+        xscale="log",
+        yscale="symlog",
+        ylim=(-0.1, None),
+        xlabel="samples m",
+        ylabel="log10 sup_{|x|<=R} p/L (90% quantile)",
+        title=f"Coverage ratio vs sample size, R = {cfg.cov_R_fixed:g}",
+    )
+    a3.set(
+        xscale="log",
+        yscale="log",
+        xlabel="samples m",
+        ylabel="Pr_{s~p}[p(s)/L(s) > 10] (90% quantile)",
+        title="Coarse-learnability tail mass, K = 10 (0 drawn at 1e-12)",
+    )
+    a3.legend(fontsize=7)
+    figs["coverage"] = fig
+
+    q = results["quadratic"]
+    fig, ax = style.figure(figsize=(6.4, 4.4))
+    _band(
+        ax,
+        taus,
+        np.asarray(q["sample_cost"]),
+        "tab:blue",
+        f"ALDRIFT mean sample cost ({cfg.quad_runs} runs x {cfg.m} chains; median, min-max)",
+    )
+    ax.plot(
+        np.asarray(q["intended_taus"]),
+        np.asarray(q["closed_form"]),
+        **style.prediction(),
+        label="closed form E_{p_tau}[d] = mu_d/2 (n/(mu0+tau mu_d) + |mean|^2)",
+    )
+    s1 = cfg.settings[0]
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="temperature tau",
+        ylabel="cost d",
+        title=f"Pure quadratic check: mu_d={s1[0]:g}, x0={s1[3]:g}*1, mu0={s1[4]:g}, n={cfg.n}",
+    )
+    ax.legend(fontsize=8)
+    figs["quadratic_check"] = fig
+    return figs

@@ -1,0 +1,276 @@
+"""Speed-scaling sim: the figures."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sims.core import style
+from sims.speed_scaling.claims import i0_noise, las_eps_interval
+from sims.speed_scaling.config import ADVERSARIAL, BASELINES, COLORS, LABELS, PUBLISHED, PUBLISHED_LAS, Config
+from theory import speed_scaling as ss
+
+# ---------------------------------------------------------------------------------------------------------
+# Figures
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _mean_ci(x, axis=0):
+    x = np.asarray(x, float)
+    n = x.shape[axis]
+    from scipy import stats
+
+    half = stats.t.ppf(0.975, n - 1) * x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(x.mean(axis))
+    return x.mean(axis), half
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    figs = {}
+    a = cfg.alpha
+    eps = np.asarray(results["eps"])
+    kappas = np.asarray(results["kappas"])
+    cmap = [f"C{i}" for i in range(len(eps))]
+    main = results["main"]
+    avr_mean = float(np.mean(np.asarray(main["avr"])))
+    setup = f"{cfg.n_jobs} jobs, D={cfg.window}, a={a:g}, {cfg.n_seeds} seeds"
+
+    # ratio vs prediction error (zero error drawn at the left edge of the log axis)
+    fig, ax = style.figure(figsize=(9, 6))
+    eta = np.asarray(main["sp_noise"]["error"]).mean(0)
+    x_floor = 0.02
+    x = np.where(eta > 0, eta, x_floor)
+    for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
+        for mode, fmt in (("dynamic", "o-"), ("offline", "s--")):
+            m, h = _mean_ci(np.asarray(main["sp_noise"][mode])[:, :, j])
+            ax.errorbar(
+                x, m, yerr=h, fmt=fmt, color=cmap[j], ms=4, capsize=2, label=f"SP {mode}, eps={e:g} (kappa={k:g})"
+            )
+        ax.axhline(
+            k**a * avr_mean,
+            **style.prediction(color=cmap[j]),
+            label=f"bound kappa^a E(AVR)/OPT = {k**a * avr_mean:.3g} (eps={e:g})",
+        )
+    m, h = _mean_ci(np.asarray(main["sp_noise"]["follow"]))
+    ax.errorbar(x, m, yerr=h, fmt="^:", color="0.4", ms=4, capsize=2, label="pure prediction-following (no cap)")
+    xs = np.geomspace(x_floor, max(x.max(), 1.0), 100)
+    ax.plot(xs, (1 + xs) ** a, color="black", lw=1.2, ls="-.", label="smoothness function (1 + eta)^a")
+    for name in BASELINES:
+        ax.axhline(
+            np.mean(np.asarray(main[name])),
+            color=COLORS[name],
+            lw=2,
+            alpha=0.5,
+            label=f"{LABELS[name]} (no prediction), mean",
+        )
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set(
+        xscale="log",
+        yscale="log",
+        ylim=(0.9, None),
+        xlabel=f"relative prediction error eta = ||s_hat - s*||_a / ||s*||_a  (mean over seeds; eta = 0 drawn "
+        f"at {x_floor})",
+        ylabel="energy / OPT (mean, 95% CI over seeds)",
+        title=f"SP with noisy speed predictions s_hat = s* exp(sigma z - sigma^2/2)  ({setup})",
+    )
+    ax.legend(fontsize=7, ncol=3, loc="upper left")
+    figs["ratio_vs_error"] = fig
+
+    # LAS with noisy job-workload predictions
+    fig, ax = style.figure(figsize=(7, 4.5))
+    eta_w = np.asarray(main["las_noise_error"]).mean(0)
+    xw = np.where(eta_w > 0, eta_w, x_floor)
+    m, h = _mean_ci(np.asarray(main["las_noise"]))
+    ax.errorbar(xw, m, yerr=h, fmt="o-", capsize=3, label=f"LAS, eps={eps.min():g} (mean, 95% CI)")
+    xs = np.geomspace(x_floor, max(xw.max(), 1.0), 100)
+    ax.plot(xs, (1 + eps.min()) * (1 + xs) ** a, **style.prediction(), label="(1 + eps)(1 + eta_w)^a")
+    ax.axhline(np.mean(np.asarray(main["avr"])), color=COLORS["avr"], lw=2, alpha=0.5, label="AVR, mean")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        ylim=(0.95, None),
+        xlabel=f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a (eta = 0 drawn at {x_floor})",
+        ylabel="energy / OPT",
+        title=f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({setup})",
+    )
+    ax.legend(fontsize=8)
+    figs["las_smoothness"] = fig
+
+    # speed profiles (seed 0, first 60 time units)
+    p = results["profiles"]
+    sp = {k: np.asarray(v) for k, v in p["speeds"].items()}
+    n_slots = sp["opt"].shape[0]
+    t = np.arange(n_slots + 1) / cfg.substeps
+    t_end = min(60.0, t[-1])
+    k_end = int(t_end * cfg.substeps)
+    fig, axes = style.figure(2, 1, figsize=(10, 7), sharex=True)
+    sigma_show = cfg.noise_levels[min(2, len(cfg.noise_levels) - 1)]
+    groups = (
+        (
+            ("avr", "AVR"),
+            ("oa", "OA"),
+            ("qoa", "qOA (commanded)"),
+            ("bkp", "BKP (commanded)"),
+            ("bkp_work", "BKP work done"),
+        ),
+        (
+            ("sp_prediction", f"predicted speed s_hat (sigma = {sigma_show:g})"),
+            ("sp_dynamic", f"SP dynamic with that prediction, eps={eps[len(eps) // 2]:g}"),
+            ("las", f"LAS with exact workloads, eps={eps[0]:g}"),
+        ),
+    )
+    for ax, names in zip(axes, groups, strict=True):
+        ax.stairs(sp["opt"][:k_end], t[: k_end + 1], color="black", lw=2.4, label="OPT (YDS)")
+        for key, label in names:
+            kw = dict(color="0.6", lw=0.8) if key == "sp_prediction" else dict(lw=1.3)
+            if key == "bkp_work":
+                kw = dict(color="tab:red", lw=0.8, ls=":")
+            ax.stairs(sp[key][:k_end], t[: k_end + 1], label=label, **kw)
+        ax.set(ylabel="speed s(t) (work / time)", yscale="log")
+        ax.legend(fontsize=8, loc="upper right", ncol=2)
+    axes[0].set_title(
+        f"Speed profiles on one instance (seed 0 of the LAS model, first {t_end:g} time units; "
+        f"job i arrives at t = i, due at i + {cfg.window})"
+    )
+    axes[1].set(xlabel="time t")
+    figs["profiles"] = fig
+
+    # robustness
+    adv = main["sp_adv"]
+    fig, ax = style.figure(figsize=(11, 5.5))
+    n_bar = len(eps) + 1
+    width = 0.8 / n_bar
+    xs = np.arange(len(ADVERSARIAL))
+    for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
+        worst = np.max(np.maximum(np.asarray(adv["dynamic"])[:, :, j], np.asarray(adv["offline"])[:, :, j]), axis=0)
+        ax.bar(
+            xs + (j - (n_bar - 1) / 2) * width,
+            worst,
+            width,
+            color=cmap[j],
+            label=f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)",
+        )
+        ax.axhline(
+            k**a * avr_mean,
+            **style.prediction(color=cmap[j]),
+            label=f"proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)",
+        )
+    worst = np.max(np.asarray(adv["follow"]), axis=0)
+    ax.bar(xs + (len(eps) - (n_bar - 1) / 2) * width, worst, width, color="0.6", label="pure following (no cap)")
+    ax.axhline(ss.oa_bound(a), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
+    ax.axhline(1.0, color="black", lw=0.8)
+    ax.set(
+        xticks=xs,
+        yscale="log",
+        ylabel="worst energy / OPT over seeds",
+        title=f"Robustness: SP under adversarial speed predictions ({setup})",
+    )
+    ax.set_xticklabels([k.replace("_", "\n") for k in ADVERSARIAL], fontsize=8)
+    ax.legend(fontsize=7, ncol=2, loc="upper left")
+    ax.set_ylim(0.8, None)
+    figs["robustness"] = fig
+
+    # LAS experiment
+    fig, ax = style.figure(figsize=(13, 5.5))
+    pos, ticks, ticklabels = 0.0, [], []
+    base_pos = {}
+    for name in BASELINES:
+        m, h = _mean_ci(np.asarray(main[name]))
+        ax.bar(pos, m, yerr=h, color=COLORS[name], capsize=3)
+        base_pos[name] = pos
+        ticks.append(pos)
+        ticklabels.append(LABELS[name])
+        pos += 1
+    m, h = _mean_ci(np.asarray(main["bkp_work_only"]))
+    ax.bar(pos, m, yerr=h, color=COLORS["bkp"], alpha=0.35, capsize=3, hatch="..")
+    ticks.append(pos)
+    ticklabels.append("BKP\nwork-only\n(old bug)")
+    pos += 1.5
+    for kind in ss.WORK_PREDICTIONS:
+        vals = np.asarray(main[f"las_{kind}"])
+        for j, e in enumerate(eps):
+            m, h = _mean_ci(vals[:, j])
+            ax.bar(pos, m, yerr=h, color=cmap[j], capsize=3)
+            ticks.append(pos)
+            ticklabels.append(f"LAS\n{kind}\neps={e:g}")
+            pos += 1
+        pos += 0.5
+    for mode in ss.SP_MODES:
+        vals = np.asarray(main["sp_noise"][mode])[:, i0_noise(cfg), :]
+        for j, e in enumerate(eps):
+            m, h = _mean_ci(vals[:, j])
+            ax.bar(pos, m, yerr=h, color=cmap[j], capsize=3, hatch="//")
+            ticks.append(pos)
+            ticklabels.append(f"SP\n{mode}\ns_hat=s*\neps={e:g}")
+            pos += 1
+        pos += 0.5
+    for k, (name, pub) in enumerate(PUBLISHED.items()):
+        ax.plot(
+            base_pos[name],
+            pub,
+            marker="*",
+            ms=15,
+            color="black",
+            ls="none",
+            label="published mean (Bamas et al. 2020)" if k == 0 else None,
+        )
+    ax.axhspan(*PUBLISHED_LAS, color="0.75", zorder=0, label="published LAS-accurate range 1.008-1.026")
+    ax.axhline(1.0, **style.prediction(), label="OPT = 1")
+    ax.set(
+        xticks=ticks,
+        yscale="log",
+        ylabel="mean energy / OPT (95% CI over seeds)",
+        title=f"LAS's experiment: {setup} (random-walk workloads in [20, 80]); bars ours, stars published",
+    )
+    ax.set_xticklabels(ticklabels, fontsize=6)
+    ax.legend(fontsize=8, loc="upper right")
+    figs["las_experiment"] = fig
+
+    if "las_eps_grid" in main:
+        grid = np.asarray(cfg.las_eps_grid)
+        m, h = _mean_ci(np.asarray(main["las_eps_grid"]))
+        lo, hi = las_eps_interval(grid, m)
+        fig, ax = style.figure(figsize=(7, 4.5))
+        ax.errorbar(grid, m, yerr=h, fmt="o-", capsize=3, label="LAS, exact workloads (mean, 95% CI)")
+        ax.axhspan(*PUBLISHED_LAS, color="0.8", label="published LAS-accurate range")
+        if np.isfinite(lo):
+            ax.axvspan(lo, hi, color="tab:blue", alpha=0.12, label=f"eps in [{lo:.2f}, {hi:.2f}] maps into it")
+        ax.plot(grid, 1 + grid, **style.prediction(), label="consistency bound 1 + eps")
+        ax.set(
+            xscale="log",
+            yscale="log",
+            ylim=(1.0, max(1.2, float(m.max()) * 1.05)),
+            xlabel="eps",
+            ylabel="energy / OPT",
+            title=f"Which eps is the published LAS range? ({setup})",
+        )
+        ax.legend(fontsize=8)
+        figs["las_eps"] = fig
+
+    # AVR lower bound (full preset only)
+    if "avr_lb" not in results:
+        return figs
+    lb = results["avr_lb"]
+    fig, ax = style.figure(figsize=(7, 4.5))
+    ax.plot(lb["curve_kappa"], lb["curve_ratio"], **style.prediction(), label="continuum limit (quadrature)")
+    ax.plot(
+        lb["kappa"],
+        lb["measured"][:, 0],
+        "v",
+        color="tab:orange",
+        ms=7,
+        ls="none",
+        label=f"measured: exact AVR / YDS, n = {cfg.lb_jobs} x 0.4/kappa jobs",
+    )
+    ax.plot(lb["kappa"], lb["measured"][:, 1], "^", color="tab:orange", ms=7, ls="none", label="measured, 2n jobs")
+    ax.plot(
+        lb["kappa"], lb["extrapolated"], "o", color="tab:blue", ms=8, ls="none", label="extrapolated 2 R(2n) - R(n)"
+    )
+    ax.axhline(4.0, color="tab:red", lw=1, label="alpha^alpha = 4 (kappa -> 0)")
+    ax.set(
+        xscale="log",
+        xlabel="kappa (work density t^-gamma, gamma = (1 - kappa) / alpha)",
+        ylabel="AVR / OPT",
+        title="AVR on its lower-bound family at alpha = 2",
+    )
+    ax.legend()
+    figs["avr_lower_bound"] = fig
+    return figs

@@ -1,0 +1,183 @@
+"""Speed-scaling sim: the per-seed rows (sweepable), the lower-bound and BKP checks, and ``run``."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from sims.core.sweep import sweep
+from sims.speed_scaling.config import ADVERSARIAL, Config, delta_reference
+from theory import speed_scaling as ss
+
+# ---------------------------------------------------------------------------------------------------------
+# Pieces (pure functions of a PRNG key, vmapped by sims.core.sweep)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _adversarial_predictions(key, s_opt, cfg: Config):
+    sub, D = cfg.substeps, cfg.window
+    return {
+        "zero": ss.predict_speed(s_opt, "zero", key=key),
+        "scaled_up": ss.predict_speed(s_opt, "scaled", scale=10.0, key=key),
+        "scaled_down": ss.predict_speed(s_opt, "scaled", scale=0.1, key=key),
+        "shifted_early": ss.predict_speed(s_opt, "shifted", shift=-(D * sub) // 2, key=key),
+        "shifted_late": ss.predict_speed(s_opt, "shifted", shift=(D * sub) // 2, key=key),
+        "reversed": ss.predict_speed(s_opt, "reversed", key=key),
+        "uniform": ss.predict_speed(s_opt, "uniform", key=key),
+        "spikes": ss.predict_speed(s_opt, "spikes", period=D * sub, key=key),
+        "very_noisy": ss.predict_speed(s_opt, "noisy", 3.0, key=key),
+    }
+
+
+def _row(key, *, cfg: Config):
+    """One seed: a LAS-model instance; OPT, the baselines, LAS with three predictors (and the shrunk-instance
+    reference), and SP (both modes, every eps, and pure following) under noisy and adversarial speed
+    predictions. Returns ratios E / OPT and seed 0's profiles."""
+    a, sub = cfg.alpha, cfg.substeps
+    dt, n_slots = 1.0 / sub, (cfg.n_jobs + cfg.window) * sub
+    k_inst, k_work, k_noise, k_adv = jax.random.split(key, 4)
+    r, d, w = ss.las_instance(cfg.n_jobs, cfg.window, step=cfg.walk_step, key=k_inst)
+    opt_res = ss.yds(r, d, w)
+    opt = ss.energy(opt_res.profile, a)
+    s_opt = ss.profile_on_grid(opt_res.profile, n_slots, dt)
+    out, speeds = {}, {"opt": s_opt}
+    for name, sched in ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots, dt=dt).items():
+        out[name] = ss.energy(sched.profile, a) / opt
+        out[f"{name}_work_only"] = ss.energy(ss.grid_profile(sched.work_rate, dt), a) / opt
+        out[f"{name}_feasible"] = sched.feasible
+        speeds[name] = sched.profile.speed
+        if name == "bkp":
+            speeds["bkp_work"] = sched.work_rate
+
+    def las_run(e, pred):
+        sched = ss.las(r, d, w, pred, eps=e, alpha=a, n_slots=n_slots, dt=dt)
+        return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed
+
+    eps = jnp.asarray(cfg.eps_values)
+    preds = jnp.stack([ss.predict_work(w, kind, key=k_work) for kind in ss.WORK_PREDICTIONS])
+    ratio, feas, sp = jax.vmap(jax.vmap(las_run, (0, None)), (None, 0))(eps, preds)  # (kinds, eps)
+    for i, kind in enumerate(ss.WORK_PREDICTIONS):
+        out[f"las_{kind}"], out[f"las_{kind}_feasible"] = ratio[i], feas[i]
+    speeds["las"] = sp[0, 0]
+
+    def shrunk_opt(e):  # YDS of the instance with deadlines moved in by ceil(delta |I| / dt) slots
+        m = jnp.ceil(delta_reference(e, a) * (d - r) / dt - 1e-6)
+        return ss.energy(ss.yds(r, d - m * dt, w).profile, a) / opt
+
+    out["las_shrunk_opt"] = jax.vmap(shrunk_opt)(eps)
+    # job-workload predictions with relative noise sigma (LAS at the smallest eps): smoothness curve
+    sig = jnp.asarray(cfg.noise_levels)
+    w_noisy = jax.vmap(lambda s_, k: ss.predict_work(w, "accurate", s_, key=k))(sig, jax.random.split(k_work, sig.size))
+    out["las_noise"] = jax.vmap(lambda p_: las_run(jnp.min(eps), p_)[0])(w_noisy)
+    out["las_noise_error"] = jax.vmap(lambda p_: ss.prediction_error(p_, w, a))(w_noisy)
+    if cfg.las_eps_grid:
+        grid = jnp.asarray(cfg.las_eps_grid)
+        out["las_eps_grid"] = jax.vmap(lambda e: las_run(e, w)[0])(grid)
+
+    kappas = jnp.asarray([ss.sp_kappa(e, a) for e in cfg.eps_values])
+
+    def sp_run(s_hat):
+        res = {"error": ss.prediction_error(s_hat, s_opt, a)}
+
+        def one(c):
+            both, _ = ss.speed_prediction_schedules(r, d, w, s_hat, alpha=a, kappa=c, dt=dt)
+            return {m: (ss.energy(s.profile, a) / opt, s.feasible, s.profile.speed) for m, s in both.items()}
+
+        per_cap = jax.vmap(one)(kappas)
+        for mode in ss.SP_MODES:
+            res[mode], res[f"{mode}_feasible"], res[f"{mode}_speed"] = per_cap[mode]
+        follow = ss.speed_prediction_schedule(r, d, w, s_hat, alpha=a, robust=False, dt=dt)
+        res["follow"], res["follow_feasible"] = ss.energy(follow.profile, a) / opt, follow.feasible
+        return res
+
+    sig = jnp.asarray(cfg.noise_levels)
+    noisy = jax.vmap(lambda s, k: ss.predict_speed(s_opt, "noisy", s, key=k))(sig, jax.random.split(k_noise, sig.size))
+    adv = _adversarial_predictions(k_adv, s_opt, cfg)
+    preds = jnp.concatenate([noisy, jnp.stack([adv[k] for k in ADVERSARIAL])])
+    res = jax.lax.map(sp_run, preds)
+    n_noise = sig.size
+    out["sp_noise"] = {k: v[:n_noise] for k, v in res.items() if not k.endswith("_speed")}
+    out["sp_adv"] = {k: v[n_noise:] for k, v in res.items() if not k.endswith("_speed")}
+    i_show = min(2, n_noise - 1)
+    speeds["sp_prediction"] = noisy[i_show]
+    speeds["sp_dynamic"] = res["dynamic_speed"][i_show, len(cfg.eps_values) // 2]
+    out["speeds"] = speeds
+    out["jobs"] = {"release": r, "deadline": d, "work": w}
+    return out
+
+
+def _bounds_row(batch, *, cfg: Config):
+    """A general random instance (windows 1..12) at power alpha = batch["alpha"]: AVR, OA, qOA, BKP ratios."""
+    sub, alpha = 4, batch["alpha"]
+    r, d, w = ss.random_instance(cfg.bound_jobs, cfg.bound_horizon, 1, 12, 10.0, key=batch["key"])
+    opt = ss.energy(ss.yds(r, d, w).profile, alpha)
+    n_slots, dt = cfg.bound_horizon * sub, 1.0 / sub
+    out = {}
+    for name, sched in ss.online_schedules(r, d, w, alpha=alpha, n_slots=n_slots, dt=dt).items():
+        out[name] = ss.energy(sched.profile, alpha) / opt
+        out[f"{name}_feasible"] = sched.feasible
+    return out
+
+
+def _avr_lower_bound(cfg: Config):
+    """AVR / YDS on the lower-bound family at alpha = 2 with n and 2n jobs per kappa (float64): the error to
+    the continuum limit is first order in the log-spacing 6 / (kappa n), so 2 R(2n) - R(n) extrapolates to
+    the limit. n = lb_jobs 0.4 / kappa keeps the log-spacing the same for every kappa."""
+    sizes = [max(2, round(cfg.lb_jobs * 0.4 / k)) for k in cfg.lb_kappas]
+    out = {"kappa": np.asarray(cfg.lb_kappas), "n": np.asarray([[n, 2 * n] for n in sizes])}
+    meas = []
+    with jax.enable_x64(True):
+        for kappa, n1 in zip(cfg.lb_kappas, sizes, strict=True):
+            row = []
+            for n in (n1, 2 * n1):
+                r, d, w = ss.avr_lower_bound_instance(n, 2.0, kappa)
+                opt = ss.energy(ss.yds(r, d, w).profile, 2.0)
+                row.append(float(ss.energy(ss.avr_profile(r, d, w), 2.0) / opt))
+            meas.append(row)
+    out["measured"] = np.asarray(meas)  # (kappas, 2)
+    out["continuum"] = np.asarray([ss.avr_lower_bound_ratio(2.0, k) for k in cfg.lb_kappas])
+    out["extrapolated"] = 2 * out["measured"][:, 1] - out["measured"][:, 0]
+    fine = np.geomspace(1e-3, 0.9, 40)
+    out["curve_kappa"] = fine
+    out["curve_ratio"] = np.asarray([ss.avr_lower_bound_ratio(2.0, k) for k in fine])
+    return out
+
+
+def _bkp_check(key, cfg: Config):
+    """BKP's commanded energy (the code path of the main sweep) vs the pure-Python reference, on the first
+    ``bkp_check_jobs`` jobs of one LAS-model instance (same grid)."""
+    from sims.bench import _speed_scaling_reference as ref
+
+    a, sub, nj = cfg.alpha, cfg.substeps, cfg.bkp_check_jobs
+    dt, n_slots = 1.0 / sub, (nj + cfg.window) * sub
+    r, d, w = ss.las_instance(nj, cfg.window, step=cfg.walk_step, key=key)
+    e_jax = float(ss.energy(ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots, dt=dt)["bkp"].profile, a))
+    lists = [np.asarray(x, dtype=float).tolist() for x in (r, d, w)]
+    e_ref = ref.energy_python(ref.bkp_python(*lists, n_slots, dt), dt, a)
+    return {"jax": np.asarray(e_jax), "python": np.asarray(e_ref)}
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    k_main, k_bnd, k_bkp = jax.random.split(key, 3)
+    out = {
+        "eps": jnp.asarray(cfg.eps_values),
+        "kappas": jnp.asarray([ss.sp_kappa(e, cfg.alpha) for e in cfg.eps_values]),
+    }
+    main = sweep(partial(_row, cfg=cfg), jax.random.split(k_main, cfg.n_seeds), chunk_size=cfg.chunk)
+    out["profiles"] = jax.tree.map(lambda x: x[0], {"speeds": main.pop("speeds"), "jobs": main.pop("jobs")})
+    out["main"] = main
+    out["bkp_check"] = _bkp_check(k_bkp, cfg)
+    if cfg.lb_kappas:
+        out["avr_lb"] = _avr_lower_bound(cfg)
+    if not cfg.bound_seeds:
+        return out
+    alphas = jnp.repeat(jnp.asarray([2.0, 3.0]), cfg.bound_seeds)
+    bnd = sweep(partial(_bounds_row, cfg=cfg), {"key": jax.random.split(k_bnd, alphas.size), "alpha": alphas})
+    nb = cfg.bound_seeds
+    out["bounds"] = {
+        f"alpha{al}": jax.tree.map(lambda x, i=i: x[i * nb : (i + 1) * nb], bnd) for i, al in enumerate((2, 3))
+    }
+    return out
