@@ -1118,12 +1118,12 @@ def _nesterov_factor_dropped(f):
 # first: the cheapest (only the exact-recursion function recompiles: the step counts and the Monte Carlo are
 # unchanged; the default suite runs it)
 MUTANTS = [
-    Mutant("exact_recursion_batch_off_by_one", "theory.interpolation:_traj", _traj_batch_off_by_one,
+    Mutant("exact_recursion_batch_off_by_one", "theory.interpolation.mean_square:_traj", _traj_batch_off_by_one,
            "exact E||e_t||^2 recursion divides the noise by B + 1 instead of B"),
-    Mutant("gradient_missing_importance_weights", "theory.interpolation:_minibatch_gradient",
+    Mutant("gradient_missing_importance_weights", "theory.interpolation.iterations:_minibatch_gradient",
            _gradient_without_weights, "mini-batch gradient without the weights 1/(n p_i) of norm sampling"),
-    Mutant("nesterov_factor_dropped_in_operator", "theory.interpolation:_unified_mean", _nesterov_factor_dropped,
+    Mutant("nesterov_factor_dropped_in_operator", "theory.interpolation.mean_square:_unified_mean", _nesterov_factor_dropped,
            "mean-square operator's Nesterov block without its -beta lr h term"),
-    Mutant("sampler_uniform_instead_of_norm", "theory.interpolation:_sample_batch", _uniform_sampler,
+    Mutant("sampler_uniform_instead_of_norm", "theory.interpolation.iterations:_sample_batch", _uniform_sampler,
            "rows drawn uniformly while the weights assume ||a_i||^2 sampling"),
 ]
