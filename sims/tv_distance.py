@@ -539,15 +539,15 @@ def _rb_unconditioned(f):
 # first: the cheapest (it patches only what the claims compute, no compiled function changes; the default
 # suite runs it)
 MUTANTS = [
-    Mutant("interval_without_bias", "theory.tv_distance:Estimate.halfwidth",
+    Mutant("interval_without_bias", "theory.tv_distance.logit:Estimate.halfwidth",
            lambda f: lambda self, level=0.95: f(self._replace(bias=0.0 * self.bias), level),
            "noisy/sample interval centred on a biased mean with a variance-only width (the reviewer's bug)"),
-    Mutant("hoeffding_eps_not_squared", "theory.tv_distance:hoeffding_m",
+    Mutant("hoeffding_eps_not_squared", "theory.tv_distance.logit:hoeffding_m",
            lambda f: lambda eps, delta: int(math.ceil(math.log(2.0 / delta) / (2.0 * eps))),
            "Hoeffding sample size ln(2/delta)/(2 eps) with eps not squared"),
-    Mutant("rb_without_conditioning", "theory.tv_distance:_logit_z_from_decoded", _rb_unconditioned,
+    Mutant("rb_without_conditioning", "theory.tv_distance.logit:_logit_z_from_decoded", _rb_unconditioned,
            "Rao-Blackwell step conditions on the whole sequence (R = exp(-L), not exp(-L_<n))"),
-    Mutant("simex_smoothing_variance_halved", "theory.tv_distance:_smoothed_z",
+    Mutant("simex_smoothing_variance_halved", "theory.tv_distance.noisy:_smoothed_z",
            lambda f: lambda mu, s2: f(mu, 0.5 * s2), "SIMEX's Gaussian smoothing with half the noise variance"),
 ]
 
