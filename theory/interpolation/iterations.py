@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
+
 from theory import _validate as v
 from theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
 

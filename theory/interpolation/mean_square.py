@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float
+
 from theory import _validate as v
 from theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
 from theory.river_valley import _quadratic_roots

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
+
 from theory import _validate as v
 
 SAMPLINGS = ("uniform", "norm")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
+
 from theory import _validate as v
 from theory.interpolation.problem import METHODS
 from theory.river_valley import spectral_radius

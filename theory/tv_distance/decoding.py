@@ -12,6 +12,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
+
 from theory import _validate as v
 from theory.tv_distance.models import ARModel, _check_pair
 

@@ -10,6 +10,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
+
 from theory import _validate as v
 from theory.tv_distance.models import MAX_ENUMERATION, ARModel, _check_model, _check_pair
 

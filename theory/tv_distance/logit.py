@@ -12,6 +12,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
+
 from theory import _validate as v
 from theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
 from theory.tv_distance.models import LOGIT_KINDS, ARModel, _check_pair

@@ -11,6 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
+
 from theory import _validate as v
 
 LOGIT_KINDS = ("plain", "mixture", "rb")

@@ -13,6 +13,7 @@ import numpy as np
 from jax.scipy.special import ndtr
 from jax.scipy.stats import norm
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
+
 from theory import _validate as v
 from theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
 from theory.tv_distance.logit import Estimate, _plain_z, _summarise
