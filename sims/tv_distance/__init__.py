@@ -1,5 +1,5 @@
 """TV distance between autoregressive models under logit, sample and noisy-logit access
-(``shared/papers/tv_distance.md``; estimators in ``theory/tv_distance.py``).
+(``shared/papers/tv_distance.md``; estimators in ``theory/tv_distance/``).
 
 Figures (``figures/tv_distance/``):
   errors_vs_queries.png  mean |estimate - TV| vs total queries, three access models (exact TV by enumeration,

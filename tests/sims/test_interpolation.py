@@ -1,4 +1,4 @@
-"""End-to-end test of sims/interpolation.py on the quick preset, its helpers, Config validation and the bench's
+"""End-to-end test of sims/interpolation/ on the quick preset, its helpers, Config validation and the bench's
 NumPy baseline."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ def test_quick_preset_end_to_end(tmp_path):
     # the exact recursion (403 +- 6 vs 411 iterations at 8192 seeds: a miss; 403.9 +- 7.8 at the present 5120
     # seeds: the interval just covers 411, so it passes at seed 0 only because the interval is wider). Cause not
     # established: a heavy tail of ||e||^2 that the sample mean and its bootstrap interval under-represent (as
-    # for the edge-of-stability grid optima in the sims/interpolation.py docstring) is the likely one; the full
+    # for the edge-of-stability grid optima in the sims.interpolation docstring) is the likely one; the full
     # preset (its larger system, 1024 seeds) passes it (5783 +- 27 vs 5772).
     known = ("randomized Kaczmarz E||e||^2, single: Monte-Carlo iterations to",)
     failed = [c.statement for c in outcome.claims if not c.passed and not c.statement.startswith(known)]
