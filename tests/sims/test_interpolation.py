@@ -16,7 +16,7 @@ from sims.core.harness import execute
 def test_quick_preset_end_to_end(tmp_path):
     outcome = execute(sim, preset="quick", out_dir=tmp_path, verbose=False)
     # Every quick claim passes on a clean run (seed 0). The single-row Kaczmarz iterations to eps, a known miss at
-    # the old cond = 400 preset (403 +- 6 vs 411 at 8192 seeds), passes at cond = 100 (182.1 +- 3.3 vs 182.5).
+    # the old cond = 400 preset (403 +- 6 vs 411 at 8192 seeds), passes at cond = 100 (183.0 +- 4.0 vs 182.5).
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
     assert len(outcome.claims) >= 10
