@@ -39,9 +39,10 @@ Heavy tails. The mean of ||e_t||^2 over seeds is carried by ever rarer trajector
 mean-square rate is a large-deviation quantity of a product of random matrices), most at the B = 1 optima,
 which sit on the edge of mean-square stability: there the sample mean decays faster than E||e_t||^2 and the
 bootstrap interval, blind to what no seed sampled, is too narrow. Iterations to eps (reached after a few
-e-folds) are far less affected than the asymptotic windowed decay. The quick preset checks B = 32 only (at
-4096 seeds its Nesterov B = 1 optimum reaches eps 6% early, outside the interval: the heavy tail, not the
-theory); the full preset checks B = 1, 16, 256, 1024 on both; the block + momentum
+e-folds) are far less affected than the asymptotic windowed decay. The quick preset (cond 100,
+B = 1, 2, 32) checks B = 32 only (in the old cond-400 quick preset, at 4096 seeds, the Nesterov B = 1 optimum
+reached eps 6% early, outside the interval: the heavy tail, not the theory; not re-measured at cond 100); the
+full preset checks B = 1, 16, 256, 1024 on both; the block + momentum
 Kaczmarz / coordinate-descent decay (B = 4 or 8 at beta ~ 0.98) is checked on iterations to eps only.
 
 Full preset, seed 0 (``python -m sims.core.cli run interpolation``): 46/56 claims pass (49 check, 2 bound,
