@@ -28,7 +28,7 @@
 # * **Noisy logits** ($\sigma$ noise on log-probs): the plug-in is biased by up to $\sigma\sqrt{2n/r}$;
 #   we add a SIMEX correction (extrapolation in the noise variance with the closed-form Gaussian smoothing).
 #
-# The estimators live in `theory/tv_distance.py`; the simulation in `sims/tv_distance.py`.
+# The estimators live in `theory/tv_distance/`; the simulation in `sims/tv_distance/`.
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.

@@ -1,4 +1,4 @@
-"""End-to-end: the quick preset of sims/tv_distance.py runs, writes its files, and every claim passes."""
+"""End-to-end: the quick preset of sims/tv_distance/ runs, writes its files, and every claim passes."""
 
 from __future__ import annotations
 

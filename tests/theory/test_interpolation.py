@@ -1,4 +1,4 @@
-"""Tests of theory/interpolation.py: the exact mean-square operator (vs exact enumeration, Monte Carlo and the
+"""Tests of theory/interpolation/: the exact mean-square operator (vs exact enumeration, Monte Carlo and the
 dense matrix), stability, the Kaczmarz bound, the deterministic heavy-ball rate, rejection of inconsistent
 systems, Kaczmarz / coordinate-descent special cases and the momentum rule."""
 

@@ -1,4 +1,4 @@
-"""Tests of theory/tv_distance.py against exact enumeration and an independent NumPy reference.
+"""Tests of theory/tv_distance/ against exact enumeration and an independent NumPy reference.
 
 Shapes are fixed (K=3, n=4 for the Markov pairs; K=5, n=3 for the transformer) so jit compiles once.
 """

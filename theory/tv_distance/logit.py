@@ -1,0 +1,146 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
+"""Logit access: the plain / mixture / Rao-Blackwell estimators, Hoeffding's m, ``Estimate`` (value, stderr,
+queries, bias) and KL for comparison (eq. plain, mix, RB, Hoeffding in ``theory.tv_distance``)."""
+
+from __future__ import annotations
+
+import math
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
+
+from theory import _validate as v
+from theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
+from theory.tv_distance.models import LOGIT_KINDS, ARModel, _check_pair
+
+# ---------------------------------------------------------------------------------------------------------
+# Logit access
+# ---------------------------------------------------------------------------------------------------------
+
+
+def plain_z(L: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+    """(1 - exp(-L))_+ (eq. plain), computed without overflow. ``L`` real; +inf allowed (gives 1)."""
+    v.check("L", L, lambda a: a > -np.inf, "> -inf (a log-ratio; NaN and -inf rejected)")
+    return _plain_z(jnp.asarray(L))
+
+
+def _plain_z(L):
+    return jnp.maximum(-jnp.expm1(-L), 0.0)
+
+
+def hoeffding_m(eps: float, delta: float) -> int:
+    """m = ceil(ln(2/delta) / (2 eps^2)): |mean of m [0,1] variables - mean| <= eps w.p. >= 1 - delta."""
+    v.in_interval("eps", eps, 0.0, 1.0, closed_hi=True)
+    v.positive("eps", eps)
+    v.in_interval("delta", delta, 0.0, 1.0)
+    v.positive("delta", delta)
+    return int(math.ceil(math.log(2.0 / delta) / (2.0 * eps**2)))
+
+
+def logit_z_from_decoded(
+    d: Decoded, kind: str = "plain", length: Int[ArrayLike, ""] | None = None
+) -> Float[Array, " m"]:
+    """Per-sequence logit-access estimates (m,) from decoded sequences: x ~ P for plain and rb, x ~ (P+Q)/2
+    (``decode`` with from_q ~ Bernoulli(1/2)) for mixture.
+
+    ``length`` (optional, may be traced): estimate TV of the length-``length`` prefixes instead (rb then needs
+    ``decode(..., keep_all=True)``).
+    """
+    v.one_of("kind", kind, LOGIT_KINDS)
+    _check_decoded(d)
+    _check_length(length, d.lp.shape[1])
+    return _logit_z_from_decoded(d, kind, length)
+
+
+def _logit_z_from_decoded(d, kind, length=None):
+    mask = _mask(d, length)
+    L = jnp.sum((d.lp - d.lq) * mask, axis=1)
+    if kind == "plain":
+        return _plain_z(L)
+    if kind == "mixture":
+        return jnp.abs(jnp.tanh(0.5 * L))
+    # rb: sum_v p_n(v) (1 - R q_n(v)/p_n(v))_+ with R = exp(-L_<n), in log space (no overflow)
+    if length is None:
+        last = d.lp.shape[1] - 1
+        last_lp, last_lq = d.last_lp, d.last_lq
+    else:
+        if d.last_lp.ndim != 3:
+            raise ValueError("kind='rb' with a length needs decode(..., keep_all=True)")
+        last = length - 1
+        last_lp = jnp.take(d.last_lp, last, axis=1)
+        last_lq = jnp.take(d.last_lq, last, axis=1)
+    L_prev = L - (jnp.take(d.lp, last, axis=1) - jnp.take(d.lq, last, axis=1))
+    return jnp.sum(jnp.exp(last_lp) * _plain_z(L_prev[:, None] + last_lp - last_lq), axis=-1)
+
+
+@partial(jax.jit, static_argnames=("n", "m", "kind"))
+def _tv_logit_z(p, q, *, key, n, m, kind):
+    k_src, k_dec = jax.random.split(key)
+    from_q = jax.random.bernoulli(k_src, 0.5, (m,)) if kind == "mixture" else jnp.zeros((m,), bool)
+    return _logit_z_from_decoded(_decode(p, q, from_q, key=k_dec, n=n, m=m), kind)
+
+
+def tv_logit_z(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Float[Array, " m"]:
+    """Per-sequence logit-access estimates Z (m,), E Z = TV(P, Q); ``kind`` in plain / mixture / rb."""
+    _check_pair(p, q)
+    v.positive_int("n", n)
+    v.positive_int("m", m)
+    v.one_of("kind", kind, LOGIT_KINDS)
+    return _tv_logit_z(p, q, key=key, n=n, m=m, kind=kind)
+
+
+class Estimate(NamedTuple):
+    """An estimate: ``value`` (mean of the per-sequence Z), ``stderr`` (std(Z)/sqrt(m)), ``queries`` (the
+    number of oracle calls it used, both models together) and ``bias``: an estimate of the magnitude of the
+    estimator's bias (0 for the unbiased logit-access estimators; for the noisy and sample estimators the
+    mean difference between the estimate and the other correction on the same noise, see
+    :func:`lower_order`). ``halfwidth(level)`` = z_level * stderr + bias: the interval ``value +- halfwidth``
+    is centred on the estimate but widened by the estimated bias, so it covers the true TV at about the
+    stated rate where the bias estimate is good (noisy logits; sample access with s >= 16, measured in the
+    sim), instead of covering the biased mean E Z."""
+
+    value: Float[Array, ""]
+    stderr: Float[Array, ""]
+    queries: int
+    bias: jax.Array = 0.0
+
+    def halfwidth(self, level: float = 0.95) -> Float[Array, ""]:
+        from scipy.stats import norm as _norm
+
+        v.in_interval("level", level, 0.0, 1.0)
+        v.positive("level", level)
+        return float(_norm.ppf(0.5 + level / 2)) * self.stderr + jnp.abs(self.bias)
+
+
+def _summarise(z, queries, z_ref=None):
+    m = z.shape[0]
+    bias = 0.0 if z_ref is None else jnp.abs(jnp.mean(z - z_ref))
+    return Estimate(jnp.mean(z), jnp.std(z, ddof=1 if m > 1 else 0) / math.sqrt(m), int(queries), bias)
+
+
+def tv_logit(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Estimate:
+    """Logit-access TV estimate from m sequences (2 n m next-token queries); unbiased (module docstring)."""
+    return _summarise(tv_logit_z(p, q, n, m, kind, key=key), 2 * n * m)
+
+
+def kl_logit_z(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Float[Array, " m"]:
+    """Per-sequence KL estimates Z = L(x), x ~ P, shape (m,): E Z = KL(P || Q) (unbounded, heavy-tailed)."""
+    _check_pair(p, q)
+    v.positive_int("n", n)
+    v.positive_int("m", m)
+    return _kl_z(p, q, key=key, n=n, m=m)
+
+
+@partial(jax.jit, static_argnames=("n", "m"))
+def _kl_z(p, q, *, key, n, m):
+    d = _decode(p, q, jnp.zeros((m,), bool), key=key, n=n, m=m)
+    return jnp.sum(d.lp - d.lq, axis=1)
+
+
+def kl_logit(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Estimate:
+    """Logit-access KL(P || Q) estimate from m sequences (2 n m queries)."""
+    return _summarise(kl_logit_z(p, q, n, m, key=key), 2 * n * m)
