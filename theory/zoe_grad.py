@@ -82,7 +82,7 @@ SGD with the surrogate reaches a neighbourhood (radius^2 3 B^2 + 2 L eta V) of a
 *smoothed* objective; the neighbourhood shrinks with the step size (V term) and with the bias. The bias bound
 (9) is not monotone in sigma: for sigma -> 0, G_sigma ~ max_k D_k p(0)/sigma blows up while eps_sigma -> max D/2;
 for large sigma, G_sigma -> the mean slope but F_sigma moves away from f(Q) (|Q - Q_sigma| grows near the clip
-ends). This differs from the notes' "shrinks with sigma" reading; see ``sims/zoe_grad.py``.
+ends). This differs from the notes' "shrinks with sigma" reading; see ``sims/zoe_grad/``.
 
 All functions are jit/vmap compatible; ``law`` and the level count are static. Parameters are checked eagerly
 (outside jit) with ValueErrors naming them; inside ``theory.checked`` also under jit.
