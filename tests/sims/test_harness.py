@@ -71,7 +71,7 @@ MULTI_DEVICE = textwrap.dedent(
     from functools import partial
     assert jax.device_count() == 8, jax.devices()
     from sims.core.sweep import sweep
-    from sims import river_valley as sim
+    from sims.river_valley import compute as sim
     from theory import river_valley as rv
     valley = rv.straight_valley(0.01, 100.0)
     fn = partial(sim._phase_point, valley=valley, theta0=jnp.array([1.0, 0.1]), steps=200)
