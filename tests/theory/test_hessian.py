@@ -14,8 +14,12 @@ from theory import hessian as hs
 def _mlp_loss():
     """A small tanh MLP regression loss as a function of its flat parameters (P = 5*8 + 8 + 8*2 + 2 = 66)."""
     k1, k2, k3, k4 = jax.random.split(jax.random.key(0), 4)
-    params = {"w1": jax.random.normal(k1, (5, 8)) / 2, "b1": jnp.zeros(8), "w2": jax.random.normal(k2, (8, 2)) / 2,
-              "b2": jnp.zeros(2)}
+    params = {
+        "w1": jax.random.normal(k1, (5, 8)) / 2,
+        "b1": jnp.zeros(8),
+        "w2": jax.random.normal(k2, (8, 2)) / 2,
+        "b2": jnp.zeros(2),
+    }
     x, y = jax.random.normal(k3, (32, 5)), jax.random.normal(k4, (32, 2))
     flat, unravel = ravel_pytree(params)
 
