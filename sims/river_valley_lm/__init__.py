@@ -87,6 +87,8 @@ class Config:
     decomp_beta: float = 0.9
     decomp_lr_mult: float = 1.5  # above GD's 1, below HB's 1+beta
     decomp_steps: int = 100
+    river_lr_mult: float = 1e-5  # linear-river check: lr so small that the gradient stays constant
+    river_steps: int = 20
     blowup: float = 2.0
     n_seeds: int = 5  # initialisation (and mini-batch stream) seeds for edges, EoS and spectra
     edge_bracket: tuple[float, float] = (2.0, 64.0)  # bisection bracket in units of 2/lambda_max(init)
@@ -117,6 +119,7 @@ class Config:
             "eos_steps",
             "eos_every",
             "power_iters",
+            "river_steps",
         ):
             v.positive_int(name, getattr(self, name))
         v.positive("lr_mults", self.lr_mults)
@@ -128,6 +131,7 @@ class Config:
         v.in_interval("decomp_beta", self.decomp_beta, 0.0, 1.0)
         v.in_interval("eos_beta", self.eos_beta, 0.0, 1.0)
         v.positive("decomp_lr_mult", self.decomp_lr_mult)
+        v.positive("river_lr_mult", self.river_lr_mult)
         if self.top_k >= self.lanczos_iters:
             raise ValueError(f"top_k must be < lanczos_iters={self.lanczos_iters}, got {self.top_k}")
         if self.spectrum_k > self.lanczos_iters or self.spectrum_k < max(2, self.top_k):
@@ -334,6 +338,10 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     dec = _decompose(flat0, f, evecs, lr_d, jnp.asarray([cfg.decomp_beta, 0.0]), cfg.decomp_steps)
     out["decomposition"] = {"lr": jnp.asarray(lr_d), "beta": jnp.asarray([cfg.decomp_beta, 0.0]), **dec}
 
+    # linear-river regime: a tiny lr, so the gradient is constant over the run; HB vs GD displacement
+    lr_r = cfg.river_lr_mult * gd_lr
+    out["linear_river"] = _linear_river(flat0, f, lr_r, jnp.asarray([cfg.decomp_beta, 0.0]), cfg.river_steps)
+
     # AdamW over (lr, beta1): the check
     alrs = jnp.asarray(np.geomspace(*cfg.adam_lrs, cfg.n_adam), jnp.float32)
     b1s = jnp.asarray(cfg.adam_beta1s, jnp.float32)
@@ -347,6 +355,29 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "diverged": resa["diverged"].reshape(ashape),
     }
     return out
+
+
+def _linear_river(flat0, f, lr, betas, steps):
+    """|theta_T - theta_0| of full-batch heavy ball for each of ``betas`` (vmapped), the displacement summed from
+    the updates (float32 theta would round updates of ~1e-6 relative size)."""
+    grad = jax.grad(f)
+
+    def one(beta):
+        def step(c, _):
+            theta, v, d = c
+            v = dyn.hb_velocity(v, grad(theta), beta)
+            return (theta - lr * v, v, d - lr * v), None
+
+        (_, _, d), _ = jax.lax.scan(step, (flat0, jnp.zeros_like(flat0), jnp.zeros_like(flat0)), None, length=steps)
+        return jnp.linalg.norm(d)
+
+    return {"disp": jax.jit(jax.vmap(one))(betas), "lr": jnp.asarray(lr)}
+
+
+def linear_river_ratio(beta: float, steps: int) -> float:
+    """HB / GD displacement after ``steps`` steps on a linear river (constant gradient g, v_0 = 0): from
+    x_t = x_0 - (lr g/(1-beta)) [t - beta(1-beta^t)/(1-beta)] (``shared/papers/river_valley.md``) and GD's lr g t."""
+    return (steps - beta * (1.0 - beta**steps) / (1.0 - beta)) / ((1.0 - beta) * steps)
 
 
 def _decompose(flat0, f, evecs, lr, betas, steps):
@@ -526,6 +557,20 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         )
     )
 
+    # --- linear river (paper's exact formula): HB/GD displacement at a tiny lr, seed 0 ---
+    lrv = np.asarray(results["linear_river"]["disp"], np.float64)
+    out.append(
+        Claim(
+            f"linear river: HB beta={cfg.decomp_beta:g} / GD displacement after {cfg.river_steps} steps at lr = "
+            f"{cfg.river_lr_mult:g} x 2/lambda_max = [T - beta(1-beta^T)/(1-beta)]/((1-beta)T) (2% tolerance)",
+            linear_river_ratio(cfg.decomp_beta, cfg.river_steps),
+            lrv[0] / lrv[1],
+            0.02,
+            "rel",
+            kind="check",
+        )
+    )
+
     # --- seed 0: mechanism checks on one trajectory and the loss map ---
     s = results["sgd"]
     d = results["decomposition"]
@@ -609,22 +654,22 @@ def _momentum_twice(f):
     return lambda v, g, beta: f(f(v, g, beta), g, beta)
 
 
-def _hb_threshold_one_minus(f):
-    return lambda lam, beta: 2.0 / ((1.0 - beta) * lam)
+def _momentum_sign_flipped(f):
+    return lambda v, g, beta: f(-v, g, beta)
 
 
 MUTANTS = [
-    Mutant(
-        "hb_edge_2_over_1-beta",
-        "theory.river_valley:hb_threshold",
-        _hb_threshold_one_minus,
-        "heavy-ball edge written 2/((1-beta) lam) (the effective-lr edge) instead of 2(1+beta)/lam",
-    ),
     Mutant(
         "momentum_applied_twice",
         "sims.river_valley_lm.dynamics:hb_velocity",
         _momentum_twice,
         "heavy-ball velocity accumulated twice per step: v <- beta (beta v + g) + g",
+    ),
+    Mutant(
+        "momentum_sign_flipped",
+        "sims.river_valley_lm.dynamics:hb_velocity",
+        _momentum_sign_flipped,
+        "heavy-ball velocity with the momentum term's sign flipped: v <- g - beta v",
     ),
 ]
 

@@ -95,3 +95,11 @@ def test_quick_preset_end_to_end(tmp_path):
     # GD at the smallest grid lr does not diverge; the largest grid lr (32 x 2/lambda) diverges for momentum
     div = np.asarray(r["sgd"]["diverged"])
     assert not div[0].any() and div[-1, -1]
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 0.9])
+def test_linear_river_ratio_matches_recursion(beta):
+    x, xp, t = 0.0, 0.0, 20
+    for _ in range(t):  # heavy ball on a constant gradient g = 1, lr = 1
+        x, xp = x - 1.0 + beta * (x - xp), x
+    assert sim.linear_river_ratio(beta, t) == pytest.approx(-x / t, rel=1e-12)
