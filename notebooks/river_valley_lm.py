@@ -49,7 +49,7 @@ from models import train as tr
 from models.tiny_lm import TinyLM
 from sims import river_valley_lm as sim
 from sims.core import notebook, style
-from theory import river_valley as rv
+from sims.core.claims import mean_ci
 
 # %% [markdown]
 # ## The study
@@ -63,16 +63,31 @@ nb.show()
 # %% [markdown]
 # ## What the quadratic theory predicts vs what the network does
 # With `lambda_max` from Lanczos the quadratic edges are `2/lambda` (GD) and `2(1+beta)/lambda` (heavy ball).
-# The measured edges (largest grid lr before the first divergence) are printed beside them. A network is not a
-# quadratic: its sharpness falls after large first steps (catapult), so GD survives well past `2/lambda(init)`,
-# and heavy ball's effective step along flat directions is `lr/(1-beta)`, which is what blows up.
+# The measured edges are bisected in log lr for every (beta, seed) (mini-batch SGD, `edge_steps` steps); below:
+# geometric mean and 95% interval over seeds, in units of each seed's `2/lambda_max(init)`, raw and effective
+# (`lr/(1-beta)`).
 
 # %%
-lam = float(nb.results["hessian"]["lambda_max"])
 cfg = nb.cfg
-for b, e in zip(cfg.betas, sim.edges(nb.results), strict=True):
-    print(f"beta={b:4.2f}: quadratic edge lr = {float(rv.hb_threshold(lam, b)):.4f}, measured edge "
-          f"{e * 2 / lam:.4f}  (= {e:.2f} x 2/lambda);  effective lr/(1-beta) at the edge {e * 2 / lam / (1 - b):.3f}")
+ed = sim.seed_edges(nb.results)
+for b, e in zip(cfg.betas, ed, strict=True):
+    m, h, n = mean_ci(np.log2(e))
+    print(
+        f"beta={b:4.2f}: quadratic edge 1+beta = {1 + b:.2f}; measured raw edge {2**m:6.2f} "
+        f"[{2 ** (m - h):.2f}, {2 ** (m + h):.2f}] (n={n}); effective {2**m / (1 - b):7.2f}"
+    )
+
+# %% [markdown]
+# ## Edge of stability
+# Full-batch runs at `eos_mults x 2/lambda_max(init)`: GD, heavy ball at the same raw lr, heavy ball at the same
+# effective lr. `lr * lambda_max(theta_t)` over the second half of each run (median per seed, mean and 95%
+# interval over seeds) beside the quadratic edge `2(1+beta)`.
+
+# %%
+sh = sim.eos_sharpness(nb.results, cfg)
+for (label, b, _mult), row in zip(sim.eos_rows(cfg), sh, strict=True):
+    m, h, n = mean_ci(row)
+    print(f"{label:40s} lr*lambda_max = {m:5.2f} +- {h:4.2f} (n={n}); quadratic edge 2(1+beta) = {2 * (1 + b):g}")
 
 # %% [markdown]
 # ## Explore
@@ -84,13 +99,18 @@ model = TinyLM(qc.model, key=jax.random.key(0))
 data = jnp.asarray(corpus.load_corpus(max_bytes=qc.corpus_bytes)[0])
 
 
+lam = float(nb.results["hessian"]["lambda_max"])
+
+
 def explore(lr_mult=1.5, beta=0.9, steps=60):
     opt = optax.sgd(lr_mult * 2 / lam, momentum=beta)
     run = jax.jit(lambda: tr.train_scan(model, opt, data, jax.random.key(1), steps=steps, batch_size=8))
     state, losses = run()
     fig, ax = style.figure(figsize=(6, 3.5))
-    ax.plot(np.asarray(losses), label=f"lr={lr_mult:g} x 2/lambda, beta={beta:g}" +
-            (" (diverged)" if bool(state[2]) else ""))
+    ax.plot(
+        np.asarray(losses),
+        label=f"lr={lr_mult:g} x 2/lambda, beta={beta:g}" + (" (diverged)" if bool(state[2]) else ""),
+    )
     ax.set(xlabel="step", ylabel="training loss (nats/byte)")
     ax.legend()
 
