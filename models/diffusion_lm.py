@@ -182,7 +182,7 @@ def diffusion_loss(model: DiffusionLM, x: Int[Array, "B L"], *, key: jax.Array, 
 
 def _batch_loss(model, data, key, batch_size):
     kb, km = jax.random.split(key)
-    x, _ = tr.get_batch(data, kb, batch_size, model.config.ctx)
+    x, _ = tr.get_batch(data, batch_size, model.config.ctx, key=kb)
     return diffusion_loss(model, x, key=km)
 
 
