@@ -46,9 +46,9 @@ def plot(results: dict, cfg: Config) -> dict:
             ax.bar(i, est, yerr=half, capsize=4, color=c, hatch=hatch, edgecolor="k", lw=0.5)
         ax.set_xticks(range(len(cols)), [c[0] for c in cols], fontsize=7)
         e_fp, h_fp = _ci(fp[s])
+        ax.axhline(0.0, color="0.3", lw=0.8)
         ax.set(
             ylabel="perplexity - float32 perplexity (same seed)",
-            yscale="log",
             title=f"d={int(np.asarray(results['d_models'])[s])}, {cfg.n_layers} layers: float32 ppl "
             f"{e_fp:.3f}+-{h_fp:.3f} ({n_seeds} seeds)",
         )
@@ -75,7 +75,7 @@ def plot(results: dict, cfg: Config) -> dict:
     for i, (_, _, paper) in enumerate(settings):
         if paper is not None:
             ax.plot(
-                [i - 0.1, i + 0.8],
+                [i - w / 2, i + (n_sizes - 0.5) * w],
                 [100 * paper] * 2,
                 **style.PREDICTION,
                 label=f"paper (LLM average): {100 * paper:.1f}%" if i < 2 else None,
