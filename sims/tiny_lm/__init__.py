@@ -29,7 +29,7 @@ over seeds (``Claim.from_samples``).
 What differs from the paper's setting: the paper averages over LLMs of billions of parameters with token
 vocabularies, trained on trillions of tokens, whose weights and activations have the heavy-tailed outlier
 channels RaZeR's special values are designed for; here byte-level models of 0.1-0.4M parameters trained for
-800 steps on 1.3 MB of Python, whose weights are close to Gaussian, and perplexity losses of ~0.1 (not ~1).
+800 steps on 1.9 MB of Python (stdlib), whose weights are close to Gaussian, and perplexity losses of ~0.1 (not ~1).
 
 Engines (``theory/tv_distance.py``), on the first size's seed-0 model: the float32 model is engine A; engine B is
 the same model in bfloat16, or with NVFP4 / RaZeR drop-in weights. TV(A, B) over n-byte continuations of a
@@ -109,5 +109,11 @@ MUTANTS = [
         "sims.tiny_lm.quant:quantize_activations",
         lambda f: lambda x, fmt: x,
         "the W4A4 setting forgets to quantize the activations (W4A16 twice)",
+    ),
+    Mutant(
+        "razer_layers_get_nvfp4",
+        "sims.tiny_lm.quant:LAYER_FORMAT",
+        lambda d: {**d, "razer": "nvfp4"},
+        "the format map hands NVFP4 to the RaZeR drop-in layers (RaZeR weight-only = NVFP4)",
     ),
 ]

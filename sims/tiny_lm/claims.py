@@ -121,7 +121,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         out.append(
             Claim(
                 f"RaZeR removes {100 * paper:.1f}% of NVFP4's perplexity loss ({setting}; paper: average "
-                f"over LLMs of 1-70B parameters; here byte-level models of {'/'.join(map(str, cfg.d_models))}"
+                f"over its LLMs; here byte-level models of {'/'.join(map(str, cfg.d_models))}"
                 f" width, {k} models, mean with 95% bootstrap interval, within {100 * PAPER_TOLERANCE:g} "
                 "points)",
                 paper,
