@@ -5,7 +5,10 @@ vmap it over a batch. Position t attends to positions <= t only (causal mask), w
 (RoPE, Su et al. 2021) on queries and keys. The output layer is the transposed token embedding (tied weights).
 
 Every floating-point computation runs in the dtype of the weights: ``cast(model, jnp.bfloat16)`` gives a bf16
-"engine" of the same model; logits are returned in float32 either way.
+"engine" of the same model; logits are returned in float32 either way. Attention is the project's op
+(``pallas_kernels.attention.flash_attention``: the Pallas kernel where it accepts the shapes on a GPU/TPU, else
+``jax.nn.dot_product_attention``, which accumulates bf16 scores in float32). The Linear layers are
+``eqx.nn.Linear``, so ``pallas_kernels.quantize_model`` swaps in the 4-bit drop-ins without code changes.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
+from pallas_kernels.attention import flash_attention
 from theory import _validate as v
 
 
@@ -75,12 +79,10 @@ class Attention(eqx.Module):
         q, k, val = jnp.split(jax.vmap(self.qkv)(x), 3, axis=-1)
         q, k, val = (a.reshape(t, h, d // h) for a in (q, k, val))
         q, k = rope(q, self.rope_base), rope(k, self.rope_base)
-        scores = jnp.einsum("thd,shd->hts", q, k) / jnp.asarray(math.sqrt(d // h), x.dtype)
-        mask = jnp.tril(jnp.ones((t, t), bool))
-        scores = jnp.where(mask[None], scores, jnp.asarray(jnp.finfo(scores.dtype).min, scores.dtype))
-        attn = jax.nn.softmax(scores.astype(jnp.float32), axis=-1).astype(x.dtype)
-        o = jnp.einsum("hts,shd->thd", attn, val).reshape(t, d)
-        return jax.vmap(self.out)(o)
+        # the project's attention op (pallas_kernels.attention.flash_attention; the XLA path on CPU):
+        # softmax(q k^T / sqrt(Dh)) v with a causal mask, [B=1, T, H, Dh]
+        o = flash_attention(q[None], k[None], val[None], is_causal=True, scale=1.0 / math.sqrt(d // h))
+        return jax.vmap(self.out)(o[0].reshape(t, d))
 
 
 class Block(eqx.Module):

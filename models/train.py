@@ -26,7 +26,7 @@ from models.tiny_lm import LMConfig, TinyLM
 from theory import _validate as v
 
 
-def get_batch(data: jax.Array, key: jax.Array, batch_size: int, ctx: int) -> tuple[jax.Array, jax.Array]:
+def get_batch(data: jax.Array, batch_size: int, ctx: int, *, key: jax.Array) -> tuple[jax.Array, jax.Array]:
     """``batch_size`` random windows of ``data``: inputs ``x[B, ctx]`` and next-token targets ``y[B, ctx]``."""
     starts = jax.random.randint(key, (batch_size,), 0, data.shape[0] - ctx - 1)
     win = jax.vmap(lambda s: jax.lax.dynamic_slice(data, (s,), (ctx + 1,)))(starts)
@@ -62,7 +62,7 @@ def evaluate(model: TinyLM, x: jax.Array, y: jax.Array, chunk: int = 64) -> jax.
     return jnp.sum(jnp.concatenate(parts)) / n
 
 
-def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax.Array, key: jax.Array, *,
+def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax.Array, *, key: jax.Array,
                steps: int, batch_size: int, blowup: float = 2.0, state=None, batch_loss=None):
     """``steps`` optimizer steps as one ``lax.scan``. Pure: jit it, vmap it over optimizer hyper-parameters.
 
@@ -82,7 +82,7 @@ def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax
     if batch_loss is None:
 
         def batch_loss(m, data, kb, batch_size):
-            x, y = get_batch(data, kb, batch_size, ctx)
+            x, y = get_batch(data, batch_size, ctx, key=kb)
             return loss_fn(m, x, y)
 
     def step(carry, _):
@@ -115,7 +115,7 @@ def fit(model: TinyLM, optimizer: optax.GradientTransformation, data, *, steps: 
 
     @partial(eqx.filter_jit, donate="none")
     def run(state, n):
-        return train_scan(state[0], optimizer, data, key, steps=n, batch_size=batch_size, state=state,
+        return train_scan(state[0], optimizer, data, key=key, steps=n, batch_size=batch_size, state=state,
                           batch_loss=batch_loss)
 
     params, _ = eqx.partition(model, eqx.is_inexact_array)
@@ -165,6 +165,16 @@ def _cache_key(mc: LMConfig, tc: TrainConfig, tag: str = "") -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+def cache_path(mc: LMConfig, tc: TrainConfig, *, tag: str = "") -> Path:
+    """Where :func:`trained_model` keeps (or will keep) the weights trained with ``mc``/``tc``/``tag``."""
+    return cache_dir() / f"{tag + '-' if tag else ''}{_cache_key(mc, tc, tag)}.eqx"
+
+
+def is_cached(mc: LMConfig, tc: TrainConfig, *, tag: str = "") -> bool:
+    """Whether :func:`trained_model` would load these weights from the cache instead of training."""
+    return cache_path(mc, tc, tag=tag).exists()
+
+
 def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc: str | None = None,
                   model_cls=TinyLM, batch_loss=None, tag: str = ""):
     """Train ``TinyLM(mc)`` with AdamW per ``tc`` on the shipped corpus, or load it from the cache.
@@ -173,7 +183,7 @@ def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc
     loss through the same loop and cache (``models.diffusion_lm``); the defaults are the tiny causal LM.
     Returns ``(model, losses)`` (losses: the per-step training losses, float32[steps]).
     """
-    path = cache_dir() / f"{tag + '-' if tag else ''}{_cache_key(mc, tc, tag)}.eqx"
+    path = cache_path(mc, tc, tag=tag)
     skeleton = model_cls(mc, key=jax.random.key(tc.seed))
     if use_cache and path.exists():
         try:

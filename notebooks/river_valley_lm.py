@@ -104,7 +104,7 @@ lam = float(nb.results["hessian"]["lambda_max"])
 
 def explore(lr_mult=1.5, beta=0.9, steps=60):
     opt = optax.sgd(lr_mult * 2 / lam, momentum=beta)
-    run = jax.jit(lambda: tr.train_scan(model, opt, data, jax.random.key(1), steps=steps, batch_size=8))
+    run = jax.jit(lambda: tr.train_scan(model, opt, data, key=jax.random.key(1), steps=steps, batch_size=8))
     state, losses = run()
     fig, ax = style.figure(figsize=(6, 3.5))
     ax.plot(

@@ -74,7 +74,7 @@ print(sim.layer_table(nb.results))
 import ipywidgets as widgets  # noqa: E402
 from IPython.display import display  # noqa: E402
 
-model_file = tr.cache_dir() / f"{tr._cache_key(cfg.model, cfg.train)}.eqx"  # where trained_model caches it
+model_file = tr.cache_path(cfg.model, cfg.train)  # where trained_model caches it (first size, seed 0)
 model = losses = x = y = fp = None
 train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
 
@@ -93,7 +93,7 @@ def load_model(_=None):
     plt.show()
 
 
-if model_file.exists() or QUICK:
+if tr.is_cached(cfg.model, cfg.train) or QUICK:
     load_model()
 else:
     train_out = widgets.Output()

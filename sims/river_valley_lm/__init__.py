@@ -207,7 +207,7 @@ def _grid_runner(model, data, key, ex, ey, *, steps, batch_size, blowup, kind):
             if kind == "sgd"
             else optax.adamw(row["lr"], b1=row["beta"], weight_decay=0.0)
         )
-        state, losses = tr.train_scan(model, opt, data, key, steps=steps, batch_size=batch_size, blowup=blowup)
+        state, losses = tr.train_scan(model, opt, data, key=key, steps=steps, batch_size=batch_size, blowup=blowup)
         final = tr.loss_fn(state[0], ex, ey)
         return {"final_loss": jnp.where(state[2], jnp.nan, final), "diverged": state[2], "losses": losses}
 
@@ -249,7 +249,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
     data = jnp.asarray(train_tok)
     ex, ey = tr.eval_windows(val_tok, mc.ctx, cfg.eval_windows)
-    hx, hy = tr.get_batch(data, k_hess, cfg.hvp_batch, mc.ctx)
+    hx, hy = tr.get_batch(data, cfg.hvp_batch, mc.ctx, key=k_hess)
     out = {
         "unigram_loss": jnp.asarray(corpus.unigram_entropy(train_tok, val_tok)),
         "init_loss": tr.loss_fn(model, ex, ey),

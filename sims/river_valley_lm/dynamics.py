@@ -73,7 +73,7 @@ def edge_bisect(flat0, unit, beta, data_key, *, unravel, static, data, steps, ba
     def diverges(mult):
         model = eqx.combine(unravel(flat0), static)
         state, _ = tr.train_scan(
-            model, heavy_ball(mult * unit, beta), data, data_key, steps=steps, batch_size=batch_size, blowup=blowup
+            model, heavy_ball(mult * unit, beta), data, key=data_key, steps=steps, batch_size=batch_size, blowup=blowup
         )
         return state[2]
 

@@ -285,7 +285,7 @@ def run_qat(cfg: Config, key) -> dict:
     def finetune(arm):
         f = eqx.filter_jit(
             lambda k: tr.train_scan(
-                qat_wrap(model, cfg, arm), opt, data, k, steps=cfg.qat_steps, batch_size=cfg.qat_batch
+                qat_wrap(model, cfg, arm), opt, data, key=k, steps=cfg.qat_steps, batch_size=cfg.qat_batch
             )[0]
         )
         states = eqx.filter_vmap(f)(keys)

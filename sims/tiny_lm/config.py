@@ -1,0 +1,123 @@
+"""Configuration and presets of the tiny-LM quantization study (``sims.tiny_lm``)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from models import train as tr
+from models.tiny_lm import LMConfig
+from theory import _validate as v
+
+NAME = "tiny_lm"
+TITLE = "Tiny LM with 4-bit weights (and activations): RaZeR vs NVFP4 vs MXFP4 vs dithered RHT, seeds x sizes"
+
+FORMATS = ("nvfp4", "razer", "mxfp4", "rht4")  # weight-only formats
+WA_FORMATS = ("nvfp4", "razer")  # weight + activation settings
+COLORS = {"nvfp4": "tab:blue", "razer": "tab:green", "mxfp4": "tab:orange", "rht4": "tab:purple"}
+PROMPT = "def "  # the engines generate continuations of this prompt
+ENGINES = ("float32", "bfloat16", "nvfp4 weights", "razer weights")
+PAPER_RAZER_REDUCTION = 0.294  # RaZeR paper: average perplexity-loss reduction over NVFP4, weight-only
+PAPER_RAZER_REDUCTION_WA = 0.323  # RaZeR paper: the same, weight + activation quantization
+# "strictly worse/better" floor in perplexity units: far above float32 rounding of a mean over >= 4k tokens
+# (~1e-6) and below every effect the study reports; an exactly equal pair (a degenerate quantizer) fails it.
+RESOLUTION = 1e-4
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    d_models: tuple[int, ...] = (64, 128)  # model sizes (widths); the first is the engines/layer-study model
+    lrs: tuple[float, ...] = (3e-3, 2e-3)  # AdamW peak learning rate per size
+    n_layers: int = 2
+    n_heads: int = 4
+    ctx: int = 64
+    steps: int = 800
+    batch_size: int = 16
+    seeds: int = 5  # training seeds per size (weights, batches)
+    corpus_bytes: int | None = None
+    eval_windows: int = 256
+    rht_group: int = 64
+    outlier_channels: int = 4  # input channels per normed layer input made into outliers
+    outlier_scale: float = 8.0  # their weight columns x this, the RMSNorm gain / this (float model unchanged)
+    sample_tokens: int = 120
+    tv_n: int = 24  # sequence length for the engine TV/KL
+    tv_m: int = 256  # sequences per estimate
+
+    def __post_init__(self):
+        if len(self.d_models) < 1 or len(self.lrs) != len(self.d_models):
+            raise ValueError(
+                f"lrs must give one learning rate per entry of d_models, got d_models={self.d_models}, lrs={self.lrs}"
+            )
+        for d in self.d_models:
+            if d % 32:
+                raise ValueError(f"d_models entries must be multiples of 32 (MXFP4 blocks), got {d}")
+        for lr in self.lrs:
+            v.positive("lrs", lr)
+        _ = self.models  # validates the model shapes
+        for name in (
+            "steps",
+            "batch_size",
+            "seeds",
+            "eval_windows",
+            "rht_group",
+            "outlier_channels",
+            "sample_tokens",
+            "tv_n",
+            "tv_m",
+        ):
+            v.positive_int(name, getattr(self, name))
+        if self.seeds < 2:
+            raise ValueError(f"seeds must be >= 2 (intervals over seeds), got {self.seeds}")
+        v.positive("outlier_scale", self.outlier_scale)
+        if self.outlier_channels > min(self.d_models):
+            raise ValueError(
+                f"outlier_channels must be <= the smallest d_model {min(self.d_models)}, got {self.outlier_channels}"
+            )
+        if self.tv_n + len(PROMPT) - 1 > self.ctx:
+            raise ValueError(f"tv_n must be <= ctx - {len(PROMPT) - 1} = {self.ctx - len(PROMPT) + 1}, got {self.tv_n}")
+        if self.rht_group & (self.rht_group - 1):
+            raise ValueError(f"rht_group must be a power of two, got {self.rht_group}")
+
+    @property
+    def models(self) -> tuple[LMConfig, ...]:
+        return tuple(
+            LMConfig(d_model=d, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx) for d in self.d_models
+        )
+
+    @property
+    def model(self) -> LMConfig:
+        """The first (engines / layer-study) model."""
+        return self.models[0]
+
+    def train_config(self, size: int = 0, seed: int = 0) -> tr.TrainConfig:
+        return tr.TrainConfig(
+            steps=self.steps,
+            batch_size=self.batch_size,
+            lr=self.lrs[size],
+            warmup=max(1, min(50, self.steps // 10)),
+            corpus_bytes=self.corpus_bytes,
+            seed=seed,
+        )
+
+    @property
+    def train(self) -> tr.TrainConfig:
+        """Training of the first model, seed 0."""
+        return self.train_config(0, 0)
+
+
+PRESETS = {
+    "full": Config(),
+    "quick": Config(
+        d_models=(32,),
+        lrs=(1e-2,),
+        n_layers=1,
+        n_heads=2,
+        ctx=32,
+        steps=150,
+        seeds=3,
+        corpus_bytes=200_000,
+        eval_windows=64,
+        sample_tokens=40,
+        tv_n=12,
+        tv_m=64,
+    ),
+}

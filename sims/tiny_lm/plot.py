@@ -1,0 +1,151 @@
+"""Figures of the tiny-LM quantization study; error bars are 95% bootstrap intervals over training seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from sims.core import style
+from sims.core.claims import bootstrap_ci
+from sims.tiny_lm.config import (
+    COLORS,
+    ENGINES,
+    FORMATS,
+    PAPER_RAZER_REDUCTION,
+    PAPER_RAZER_REDUCTION_WA,
+    PROMPT,
+    Config,
+)
+
+
+def _ci(v):
+    est, half, _ = bootstrap_ci(np.asarray(v, dtype=np.float64))
+    return est, half
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    figs = {}
+    fp = np.asarray(results["fp_ppl"])
+    n_sizes, n_seeds = fp.shape
+    fig, axes = style.figure(1, n_sizes + 1, figsize=(5.2 * (n_sizes + 1), 4.6))
+    axes = np.atleast_1d(axes)
+    for s in range(n_sizes):
+        ax = axes[s]
+        # excess perplexity over the float32 model of the same seed (the paired difference; the float32 bar is
+        # its own perplexity, on the right-hand axis scale of the label)
+        cols = [(f"{f}\nW4A16", np.asarray(results["ppl"][f])[s], COLORS[f]) for f in FORMATS]
+        cols += [(f"{f}\nW4A4", np.asarray(results["ppl_wa"][f])[s], COLORS[f]) for f in results["ppl_wa"]]
+        ofp = np.asarray(results["ppl_outlier"]["fp"])[s]
+        cols += [
+            (f"{f}\noutliers", np.asarray(results["ppl_outlier"][f])[s] - ofp + fp[s], COLORS[f])
+            for f in results["ppl_outlier"]
+            if f != "fp"
+        ]
+        for i, (label, v, c) in enumerate(cols):
+            est, half = _ci(v - fp[s])
+            hatch = "//" if "W4A4" in label else ("xx" if "outliers" in label else None)
+            ax.bar(i, est, yerr=half, capsize=4, color=c, hatch=hatch, edgecolor="k", lw=0.5)
+        ax.set_xticks(range(len(cols)), [c[0] for c in cols], fontsize=7)
+        e_fp, h_fp = _ci(fp[s])
+        ax.axhline(0.0, color="0.3", lw=0.8)
+        ax.set(
+            ylabel="perplexity - float32 perplexity (same seed)",
+            title=f"d={int(np.asarray(results['d_models'])[s])}, {cfg.n_layers} layers: float32 ppl "
+            f"{e_fp:.3f}+-{h_fp:.3f} ({n_seeds} seeds)",
+        )
+    ax = axes[-1]
+    settings = [
+        ("weight", "W4A16", PAPER_RAZER_REDUCTION),
+        ("wa", "W4A4", PAPER_RAZER_REDUCTION_WA),
+        ("outlier", "W4A16, outlier channels", None),
+    ]
+    w = 0.8 / n_sizes
+    for s in range(n_sizes):
+        vals = [_ci(np.asarray(results["reduction"][k])[s]) for k, _, _ in settings]
+        ax.bar(
+            np.arange(len(settings)) + s * w,
+            [100 * e for e, _ in vals],
+            w,
+            yerr=[100 * h for _, h in vals],
+            capsize=4,
+            label=f"d={int(np.asarray(results['d_models'])[s])} (mean, 95% bootstrap CI)",
+            color=["tab:green", "tab:olive", "tab:cyan", "tab:gray"][s % 4],
+            edgecolor="k",
+            lw=0.5,
+        )
+    for i, (_, _, paper) in enumerate(settings):
+        if paper is not None:
+            ax.plot(
+                [i - w / 2, i + (n_sizes - 0.5) * w],
+                [100 * paper] * 2,
+                **style.PREDICTION,
+                label=f"paper (LLM average): {100 * paper:.1f}%" if i < 2 else None,
+            )
+    ax.set_xticks(np.arange(len(settings)) + 0.4 - w / 2, [lab for _, lab, _ in settings], fontsize=8)
+    ax.set(
+        ylabel="fraction of NVFP4's perplexity loss removed by RaZeR (%)",
+        title="1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)",
+    )
+    ax.legend(fontsize=7)
+    figs["perplexity"] = fig
+
+    fp0 = float(fp[0, 0])
+    names = [str(n) for n in np.asarray(results["layer_names"])]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.6))
+    w = 0.8 / len(FORMATS)
+    xs = np.arange(len(names))
+    for i, f in enumerate(FORMATS):
+        ax.bar(xs + i * w, np.asarray(results["layer_rel_mse"][f]), w, label=f, color=COLORS[f])
+        ax2.bar(xs + i * w, np.asarray(results["layer_ppl"][f]) - fp0, w, label=f, color=COLORS[f])
+    for a in (ax, ax2):
+        a.set_xticks(xs + 0.4 - w / 2, names, rotation=30, ha="right", fontsize=8)
+        a.legend(fontsize=8)
+    ax.set(
+        ylabel="relative weight MSE |W - Q(W)|^2 / |W|^2",
+        yscale="log",
+        title=f"Per-layer weight error (d={cfg.d_models[0]}, seed 0)",
+    )
+    ax2.set(ylabel="perplexity increase (only this layer quantized)", title="Per-layer perplexity cost (seed 0)")
+    figs["layer_errors"] = fig
+
+    e = results["engines"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.2))
+    names = list(ENGINES[1:])
+    tv = [float(e[n]["tv"]) for n in names]
+    kl = [float(e[n]["kl"]) for n in names]
+    ax.bar(
+        names,
+        tv,
+        yerr=[2 * float(e[n]["tv_se"]) for n in names],
+        capsize=5,
+        color="tab:blue",
+        label="TV estimate (logit access, +-2 se)",
+    )
+    pinsker = [np.sqrt(max(k, 0) / 2) for k in kl]
+    ax.plot(names, pinsker, "k_", ms=30, mew=2, label="Pinsker bound sqrt(KL/2) (KL point estimate)")
+    ax.set_ylim(0, 1.35 * max(max(pinsker), max(tv), 1e-3))
+    ax.set(
+        ylabel="TV(float32 engine, other engine)",
+        title=f"Engine TV over {cfg.tv_n}-byte continuations of {PROMPT!r}, m={cfg.tv_m}",
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    ax2.bar(names, kl, yerr=[2 * float(e[n]["kl_se"]) for n in names], capsize=5, color="tab:orange")
+    ax2.set(ylabel="KL(float32 || other) (nats per sequence)", title="KL estimate (+-2 se), same sequences")
+    figs["engines"] = fig
+    return figs
+
+
+def layer_table(results: dict) -> str:
+    """The per-layer error table as text (relative weight MSE and ppl increase per format; seed 0, first size)."""
+    fp = float(np.asarray(results["fp_ppl"])[0, 0])
+    names = [str(n) for n in np.asarray(results["layer_names"])]
+    head = f"{'layer':<18}" + "".join(f"{f + ' mse':>12}{f + ' dppl':>12}" for f in FORMATS)
+    rows = [head]
+    for i, n in enumerate(names):
+        rows.append(
+            f"{n:<18}"
+            + "".join(
+                f"{float(results['layer_rel_mse'][f][i]):>12.2e}{float(results['layer_ppl'][f][i]) - fp:>12.4f}"
+                for f in FORMATS
+            )
+        )
+    return "\n".join(rows)

@@ -1,0 +1,146 @@
+"""The simulation: train ``seeds`` models per size, measure perplexity under each quantized variant; the engines
+(TV/KL) and the per-layer study on the first size's seed-0 model."""
+
+from __future__ import annotations
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from models import corpus, tokenizer
+from models import train as tr
+from models.tiny_lm import TinyLM, cast, linear_weights, replace_linear_weights, sample
+from sims.tiny_lm import quant
+from sims.tiny_lm.config import ENGINES, FORMATS, PROMPT, WA_FORMATS, Config
+from theory import tv_distance as tvd
+
+
+@eqx.filter_jit
+def _eval(model, x, y):
+    return tr.evaluate(model, x, y)
+
+
+def ppl(model, x, y) -> float:
+    """Validation perplexity exp(mean next-byte cross-entropy) on windows ``x, y: int[n, ctx]``."""
+    return float(jnp.exp(_eval(model, x, y)))
+
+
+def reduction(p_fp, p_nv, p_rz):
+    """Fraction of NVFP4's perplexity loss removed by RaZeR: 1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)."""
+    return 1.0 - (np.asarray(p_rz) - np.asarray(p_fp)) / (np.asarray(p_nv) - np.asarray(p_fp))
+
+
+def as_ar_model(model: TinyLM, prompt: str = PROMPT) -> tvd.ARModel:
+    """``model`` as an autoregressive model of theory.tv_distance: sequences continuing ``prompt``.
+
+    Position t's next-token log-probs are the model's on ``prompt + tokens[:t]`` (teacher forcing, one forward
+    pass over the window; the window must fit in ctx).
+    """
+    pr = jnp.asarray(tokenizer.encode(prompt))
+
+    def all_fn(params, tokens):
+        b, n = tokens.shape
+        inp = jnp.concatenate([jnp.broadcast_to(pr, (b, pr.shape[0])), tokens[:, :-1]], axis=1)
+        return jax.nn.log_softmax(jax.vmap(params)(inp)[:, pr.shape[0] - 1 :], axis=-1)
+
+    def step_fn(params, tokens, t):
+        return all_fn(params, tokens)[:, t]
+
+    return tvd.ARModel(step_fn, model, 256, all_fn=all_fn)
+
+
+def engine_distances(engine_a: TinyLM, engine_b: TinyLM, *, key: jax.Array, n: int, m: int) -> dict:
+    """TV(A, B) (logit access, plain estimator) and KL(A || B) from the same m sequences x ~ A of length n.
+
+    Returns value and standard error of each (per-sequence Z averaged; stderr = std(Z)/sqrt(m))."""
+    d = tvd.decode(as_ar_model(engine_a), as_ar_model(engine_b), jnp.zeros((m,), bool), key=key, n=n, m=m)
+    z_tv = tvd.logit_z_from_decoded(d, "plain")
+    z_kl = jnp.sum(d.lp - d.lq, axis=1)
+    se = lambda z: jnp.std(z, ddof=1) / np.sqrt(m)  # noqa: E731
+    return {"tv": jnp.mean(z_tv), "tv_se": se(z_tv), "kl": jnp.mean(z_kl), "kl_se": se(z_kl)}
+
+
+def one_model(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
+    """Every perplexity of one trained model: float32, weight-only per format, W4A4, outlier channels."""
+    out = {"fp": ppl(model, x, y)}
+    for i, fmt in enumerate(FORMATS):
+        out[fmt] = ppl(quant.quantized_model(model, fmt, key=jax.random.fold_in(key, i), rht_group=cfg.rht_group), x, y)
+    for fmt in WA_FORMATS:
+        out[f"wa_{fmt}"] = ppl(quant.quantized_model(model, fmt, key=key, activations=True), x, y)
+    ch = quant.outlier_channels(model.config.d_model, cfg.outlier_channels, key=jax.random.fold_in(key, 77))
+    mo = quant.with_outlier_channels(model, ch, cfg.outlier_scale)
+    out["outlier_fp"] = ppl(mo, x, y)
+    for fmt in WA_FORMATS:
+        out[f"outlier_{fmt}"] = ppl(quant.quantized_model(mo, fmt, key=key), x, y)
+    return out
+
+
+def layer_study(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
+    """Per-layer relative weight MSE and the perplexity when only that layer is quantized (fake-quantized
+    float32 weights: the per-layer cost of the weight format alone)."""
+    names = quant.block_names(model)
+    full = linear_weights(model)
+    mse, lppl = {}, {}
+    for i, fmt in enumerate(FORMATS):
+        q = quant.quantized_weights(model, fmt, key=jax.random.fold_in(key, i), rht_group=cfg.rht_group)
+        mse[fmt] = jnp.stack([jnp.sum((q[n] - full[n]) ** 2) / jnp.sum(full[n] ** 2) for n in names])
+        lppl[fmt] = jnp.asarray([ppl(replace_linear_weights(model, {n: q[n]}), x, y) for n in names])
+    return {"layer_rel_mse": mse, "layer_ppl": lppl, "layer_names": np.array(names)}
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
+    x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
+    rows, fp_loss, train_losses = [], [], []
+    first = None
+    for s, mc in enumerate(cfg.models):
+        per_size, losses_s, fpl = [], [], []
+        for seed in range(cfg.seeds):
+            model, losses = tr.trained_model(
+                mc, cfg.train_config(s, seed), desc=f"train tiny LM d={mc.d_model} seed {seed}"
+            )
+            if first is None:
+                first = model
+            fpl.append(float(_eval(model, x, y)))
+            losses_s.append(np.asarray(losses))
+            per_size.append(one_model(model, cfg, x, y, key=jax.random.fold_in(key, 1000 * s + seed)))
+        rows.append(per_size)
+        fp_loss.append(fpl)
+        train_losses.append(losses_s)
+    keys = list(rows[0][0])
+    table = {k: jnp.asarray([[r[k] for r in per_size] for per_size in rows]) for k in keys}  # [sizes, seeds]
+    out = {
+        "unigram_loss": jnp.asarray(corpus.unigram_entropy(train_tok, val_tok)),
+        "fp_loss": jnp.asarray(fp_loss),
+        "train_losses": jnp.asarray(train_losses),
+        "d_models": jnp.asarray(cfg.d_models),
+        "fp_ppl": table["fp"],
+        "ppl": {f: table[f] for f in FORMATS},
+        "ppl_wa": {f: table[f"wa_{f}"] for f in WA_FORMATS},
+        "ppl_outlier": {"fp": table["outlier_fp"], **{f: table[f"outlier_{f}"] for f in WA_FORMATS}},
+    }
+    out["reduction"] = {
+        "weight": jnp.asarray(reduction(table["fp"], table["nvfp4"], table["razer"])),
+        "wa": jnp.asarray(reduction(table["fp"], table["wa_nvfp4"], table["wa_razer"])),
+        "outlier": jnp.asarray(reduction(table["outlier_fp"], table["outlier_nvfp4"], table["outlier_razer"])),
+    }
+    out["bits"] = {f: jnp.asarray(quant.bits_per_weight(f, cfg.d_models[0], cfg.rht_group)) for f in FORMATS}
+    model = first
+    out.update(layer_study(model, cfg, x, y, key=key))
+    # engines: the same model served in float32 (A) and as B = bfloat16 compute / 4-bit weights (drop-in layers)
+    engines = {
+        "float32": model,
+        "bfloat16": cast(model, jnp.bfloat16),
+        "nvfp4 weights": quant.quantized_model(model, "nvfp4", key=key),
+        "razer weights": quant.quantized_model(model, "razer", key=key),
+    }
+    assert tuple(engines) == ENGINES
+    k_tv = jax.random.fold_in(key, 99)
+    out["engines"] = {
+        name: engine_distances(model, eng, key=k_tv, n=cfg.tv_n, m=cfg.tv_m) for name, eng in engines.items()
+    }
+    prompt = tokenizer.encode(PROMPT)
+    out["sample"] = sample(model, prompt, cfg.sample_tokens, key=key, temperature=0.8)
+    out["sample_nvfp4"] = sample(engines["nvfp4 weights"], prompt, cfg.sample_tokens, key=key, temperature=0.8)
+    return out
