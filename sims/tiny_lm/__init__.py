@@ -31,7 +31,7 @@ vocabularies, trained on trillions of tokens, whose weights and activations have
 channels RaZeR's special values are designed for; here byte-level models of 0.1-0.4M parameters trained for
 800 steps on 1.9 MB of Python (stdlib), whose weights are close to Gaussian, and perplexity losses of ~0.1 (not ~1).
 
-Engines (``theory/tv_distance.py``), on the first size's seed-0 model: the float32 model is engine A; engine B is
+Engines (``theory/tv_distance/``), on the first size's seed-0 model: the float32 model is engine A; engine B is
 the same model in bfloat16, or with NVFP4 / RaZeR drop-in weights. TV(A, B) over n-byte continuations of a
 prompt with logit access (plain estimator), KL(A || B) from the same sequences; +-2 standard errors.
 

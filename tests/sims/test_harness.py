@@ -413,7 +413,9 @@ def test_out_dir_that_is_a_file_is_rejected_before_the_run(tmp_path):
 
 FAKE_RUN = textwrap.dedent(
     """
-    import dataclasses, os, sys, time, types
+    import dataclasses, faulthandler, os, signal, sys, time, types
+    faulthandler.register(signal.SIGUSR1)  # the test dumps our stacks with SIGUSR1 if we hang
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # even if whatever started pytest ignored SIGINT
     from pathlib import Path
     import matplotlib
     matplotlib.use("Agg")
@@ -471,6 +473,7 @@ def _fake_module():
 
 def _fake_cli(args, env_extra=None, wait_marker=None, sig=None):
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", **(env_extra or {})}
+
     proc = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     if sig is not None:
@@ -480,7 +483,14 @@ def _fake_cli(args, env_extra=None, wait_marker=None, sig=None):
             assert time.monotonic() < deadline, "the fake run never reached its write phase"
             time.sleep(0.05)
         proc.send_signal(sig)
-    out, err = proc.communicate(timeout=120)
+    try:
+        out, err = proc.communicate(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGUSR1)  # faulthandler: every thread's stack to stderr
+        time.sleep(2)
+        proc.kill()
+        out, err = proc.communicate()
+        raise AssertionError(f"the fake run did not exit within 120 s of {sig!r}; its stacks:\n{err[-6000:]}")
     return proc.returncode, out, err
 
 
