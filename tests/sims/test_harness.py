@@ -490,7 +490,7 @@ def _fake_cli(args, env_extra=None, wait_marker=None, sig=None):
         time.sleep(2)
         proc.kill()
         out, err = proc.communicate()
-        raise AssertionError(f"the fake run did not exit within 120 s of {sig!r}; its stacks:\n{err[-6000:]}")
+        raise AssertionError(f"the fake run did not exit within 120 s of {sig!r}; its stacks:\n{err[-6000:]}") from None
     return proc.returncode, out, err
 
 
