@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 import theory
+from models import teacher_student as tsm
 from theory import aldrift as al
 from theory import dithered_quant as dq
 from theory import interpolation as ip
@@ -45,7 +46,7 @@ def _ns() -> dict:
     c = jnp.ones((4, 3))
     levels = zg.int_levels(3)
     return dict(
-        sa=sa, q3=jnp.ones((2, 8, 4)), imp=jnp.full((2, 4, 4), 0.25), m3=jnp.ones((2, 4, 4), bool),
+        tsm=tsm, sa=sa, q3=jnp.ones((2, 8, 4)), imp=jnp.full((2, 4, 4), 0.25), m3=jnp.ones((2, 4, 4), bool),
         rv=rv, ip=ip, tv=tv, dq=dq, zg=zg, ss=ss, ts=ts, al=al, jnp=jnp,
         cost=al.rastrigin_envelope(1.0, 0.0, 1.0, jnp.zeros(2)), prior=al.gaussian_prior(jnp.zeros(2), 1.0),
         g2=al.Gaussian.from_cov(jnp.zeros(2), jnp.eye(2)), I2=jnp.eye(2),
@@ -59,6 +60,16 @@ def _ns() -> dict:
 
 # (call, fragment of the ValueError message; the fragment always starts with the parameter's name)
 BAD_CALLS = [
+    # ---- models.teacher_student (the model layer's inputs are checked the same way)
+    ("tsm.make_teacher(0, jnp.ones(2), key=k)", "d must be a positive integer"),
+    ("tsm.make_teacher(4, jnp.array([1.0, nan]), key=k)", "a2 must be finite"),
+    ("tsm.make_teacher(4, -jnp.ones(2), key=k)", "a2 must be >= 0"),
+    ("tsm.make_teacher(4, jnp.ones((2, 2)), key=k)", "a2 must have rank 1"),
+    ("tsm.init_student(4, jnp.ones(3), key=k, v_scale=-1.0)", "v_scale must be >= 0"),
+    ("tsm.sample(tsm.make_teacher(4, jnp.ones(2), key=k), 0, 0.1, key=k)", "n must be a positive integer"),
+    ("tsm.sample(tsm.make_teacher(4, jnp.ones(2), key=k), 8, nan, key=k)", "delta must be"),
+    ("tsm.prior_teacher(4, jnp.zeros(0), key=k)", "a2 must be non-empty"),
+    ("tsm.symmetric_noise(-2, key=k)", "n must be a positive integer"),
     # ---- sparse_attention
     ("sa.block_importance(jnp.ones((8, 4)), q3, block_q=2, block_k=2)", "q must have rank 3"),
     ("sa.block_importance(q3, jnp.ones((2, 8, 5)), block_q=2, block_k=2)", "k must share heads and head_dim"),
