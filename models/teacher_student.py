@@ -19,6 +19,8 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
+from theory import _validate as V
+
 SQRT6 = 6.0**0.5
 
 
@@ -42,6 +44,9 @@ class TwoLayer(eqx.Module):
 
 def make_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> TwoLayer:
     """Teacher with k = len(a2) <= d orthonormal hidden directions and readout a_i = sqrt(a2_i)."""
+    V.positive_int("d", d)
+    V.array("a2", a2, ndim=1)
+    V.nonnegative("a2", a2)
     a2 = jnp.asarray(a2)
     k = a2.shape[0]
     if k > d:
@@ -52,6 +57,9 @@ def make_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> Tw
 
 def init_student(d: int, mask: Float[ArrayLike, " h"], *, key: PRNGKeyArray, v_scale: float = 0.1) -> TwoLayer:
     """Student of max width h = len(mask): w ~ N(0, I), v ~ v_scale N(0, 1)/sqrt(h); units with mask 0 are off."""
+    V.positive_int("d", d)
+    V.array("mask", mask, ndim=1)
+    V.nonnegative("v_scale", v_scale)
     mask = jnp.asarray(mask, jnp.float32)
     h = mask.shape[0]
     kw, kv = jax.random.split(key)
@@ -62,6 +70,8 @@ def sample(
     teacher: TwoLayer, n: int, delta: Float[ArrayLike, ""], *, key: PRNGKeyArray
 ) -> tuple[Float[Array, "n d"], Float[Array, " n"]]:
     """n samples (x (n, d), y (n,)) with y = f*(x) + sqrt(delta) z."""
+    V.positive_int("n", n)
+    V.nonnegative("delta", delta)
     kx, kz = jax.random.split(key)
     x = jax.random.normal(kx, (n, teacher.w.shape[1]))
     return x, teacher(x) + jnp.sqrt(delta) * jax.random.normal(kz, (n,))
@@ -163,6 +173,9 @@ class PriorNet(eqx.Module):
 
 def prior_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> PriorNet:
     """Teacher drawn from the prior the reconstruction assumes: w*_i ~ N(0, I_d), readout a_i = sqrt(a2_i)."""
+    V.positive_int("d", d)
+    V.array("a2", a2, ndim=1)
+    V.nonnegative("a2", a2)
     a2 = jnp.asarray(a2)
     return PriorNet(jax.random.normal(key, (a2.shape[0], d)), jnp.sqrt(a2))
 
@@ -240,6 +253,7 @@ def train_map(
 def symmetric_noise(n: int, *, key: PRNGKeyArray) -> Float[Array, "n n n"]:
     """Symmetric Gaussian tensor (n, n, n): the mean of the 6 index permutations of an iid N(0,1) tensor, times
     sqrt 6, so entries with distinct indices have unit variance."""
+    V.positive_int("n", n)
     z = jax.random.normal(key, (n, n, n))
     perms = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
     return sum(jnp.transpose(z, p) for p in perms) / jnp.sqrt(6.0)

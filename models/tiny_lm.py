@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """A tiny causal transformer language model in Equinox: pre-norm blocks, RoPE, tied input/output embeddings.
 
 Shapes: ``model(tokens)`` maps one sequence ``tokens: int[T]`` (T <= ``ctx``) to ``logits: float[T, vocab]``;
@@ -19,6 +20,7 @@ import math
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from pallas_kernels.attention import flash_attention
 from theory import _validate as v
@@ -43,7 +45,7 @@ class LMConfig:
         v.positive("rope_base", self.rope_base)
 
 
-def rope(x: jax.Array, base: float) -> jax.Array:
+def rope(x: Float[Array, "T H Dh"], base: float) -> Float[Array, "T H Dh"]:
     """Rotary embedding of ``x: [T, H, Dh]``: pairs (x_{2i}, x_{2i+1}) rotated by angle t * base^(-2i/Dh)."""
     t, _, dh = x.shape
     inv = base ** (-jnp.arange(0, dh, 2, dtype=jnp.float32) / dh)
@@ -120,7 +122,7 @@ class TinyLM(eqx.Module):
         self.blocks = tuple(blocks)
         self.norm_f = RMSNorm(jnp.ones(d))
 
-    def __call__(self, tokens: jax.Array) -> jax.Array:
+    def __call__(self, tokens: Int[Array, " T"]) -> Float[Array, "T vocab"]:
         """``tokens: int[T]`` (T <= ctx) -> ``logits: float32[T, vocab]``."""
         if tokens.ndim != 1:
             raise ValueError(f"tokens must be 1-D [T] (vmap over a batch), got shape {tokens.shape}")
@@ -139,10 +141,11 @@ def cast(model: TinyLM, dtype) -> TinyLM:
 
 
 def num_params(model: TinyLM) -> int:
+    """Number of floating-point parameters (weights and norm scales)."""
     return sum(a.size for a in jax.tree.leaves(eqx.filter(model, eqx.is_inexact_array)))
 
 
-def linear_weights(model: TinyLM) -> dict[str, jax.Array]:
+def linear_weights(model: TinyLM) -> dict[str, Float[Array, "out in"]]:
     """Every matmul weight by name (``embed`` is [vocab, d]; Linear weights are [out, in])."""
     out = {"embed": model.embed}
     for i, b in enumerate(model.blocks):
@@ -153,7 +156,7 @@ def linear_weights(model: TinyLM) -> dict[str, jax.Array]:
     return out
 
 
-def replace_linear_weights(model: TinyLM, weights: dict[str, jax.Array]) -> TinyLM:
+def replace_linear_weights(model: TinyLM, weights: dict[str, Float[ArrayLike, "out in"]]) -> TinyLM:
     """``model`` with the named matmul weights (names of ``linear_weights``) replaced."""
     names = list(linear_weights(model))
     unknown = set(weights) - set(names)
@@ -171,8 +174,8 @@ def replace_linear_weights(model: TinyLM, weights: dict[str, jax.Array]) -> Tiny
     return eqx.tree_at(getters, model, [current[n] for n in names])
 
 
-def sample(model: TinyLM, prompt: jax.Array, num_tokens: int, *, key: jax.Array,
-           temperature: float = 1.0) -> jax.Array:
+def sample(model: TinyLM, prompt: Int[ArrayLike, " P"], num_tokens: int, *, key: jax.Array,
+           temperature: float = 1.0) -> Int[Array, " P_plus_num_tokens"]:
     """Autoregressively extend ``prompt: int[P]`` (1 <= P) by ``num_tokens`` tokens; returns int[P + num_tokens].
 
     The model sees the last ``ctx`` tokens (no KV cache: the tiny model recomputes the window each step).

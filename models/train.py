@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Training the tiny LM: random-window batches, cross-entropy, an optax loop as ``lax.scan`` over steps.
 
 ``train_scan`` is pure (jit/vmap-able: vmap it over learning rates and momenta for a sweep); it freezes the
@@ -20,26 +21,29 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from jaxtyping import Array, Float, Int
 
 from models import corpus
 from models.tiny_lm import LMConfig, TinyLM
 from theory import _validate as v
 
 
-def get_batch(data: jax.Array, batch_size: int, ctx: int, *, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+def get_batch(
+    data: Int[Array, " N"], batch_size: int, ctx: int, *, key: jax.Array
+) -> tuple[Int[Array, "B ctx"], Int[Array, "B ctx"]]:
     """``batch_size`` random windows of ``data``: inputs ``x[B, ctx]`` and next-token targets ``y[B, ctx]``."""
     starts = jax.random.randint(key, (batch_size,), 0, data.shape[0] - ctx - 1)
     win = jax.vmap(lambda s: jax.lax.dynamic_slice(data, (s,), (ctx + 1,)))(starts)
     return win[:, :-1], win[:, 1:]
 
 
-def loss_fn(model: TinyLM, x: jax.Array, y: jax.Array) -> jax.Array:
+def loss_fn(model: TinyLM, x: Int[Array, "B T"], y: Int[Array, "B T"]) -> Float[Array, ""]:
     """Mean next-token cross-entropy (nats/token) of ``model`` on ``x[B, T]`` -> ``y[B, T]``."""
     logits = jax.vmap(model)(x)
     return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
 
-def eval_windows(data: np.ndarray, ctx: int, n_windows: int) -> tuple[jax.Array, jax.Array]:
+def eval_windows(data: np.ndarray, ctx: int, n_windows: int) -> tuple[Int[Array, "n ctx"], Int[Array, "n ctx"]]:
     """Deterministic evaluation set: the first ``n_windows`` non-overlapping windows of ``data``."""
     n = min(n_windows, (len(data) - 1) // ctx)
     if n < 1:
@@ -49,7 +53,7 @@ def eval_windows(data: np.ndarray, ctx: int, n_windows: int) -> tuple[jax.Array,
     return jnp.asarray(x), jnp.asarray(y)
 
 
-def evaluate(model: TinyLM, x: jax.Array, y: jax.Array, chunk: int = 64) -> jax.Array:
+def evaluate(model: TinyLM, x: Int[Array, "n T"], y: Int[Array, "n T"], chunk: int = 64) -> Float[Array, ""]:
     """Mean cross-entropy on the evaluation windows (nats/token), computed in chunks of windows."""
     n = x.shape[0]
     m = n // chunk * chunk
@@ -62,7 +66,7 @@ def evaluate(model: TinyLM, x: jax.Array, y: jax.Array, chunk: int = 64) -> jax.
     return jnp.sum(jnp.concatenate(parts)) / n
 
 
-def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: jax.Array, *, key: jax.Array,
+def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: Int[Array, " N"], *, key: jax.Array,
                steps: int, batch_size: int, blowup: float = 2.0, state=None, batch_loss=None):
     """``steps`` optimizer steps as one ``lax.scan``. Pure: jit it, vmap it over optimizer hyper-parameters.
 

@@ -1,3 +1,4 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
 """Step-dLLM's block-sparse mask policy for diffusion LMs, as pure functions.
 
 Spec: ``shared/papers/sparse_attention.md``.
@@ -36,8 +37,30 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from theory import _validate as V
+
+
+def _qkv(name: str, x, *, ndim: int = 3) -> None:
+    """x must be a real, finite, non-empty array of rank ``ndim`` ([H, L, D], or [T, H, L, D] with ndim=4)."""
+    V.array(name, x, ndim=ndim)
+
+
+def _same_heads_dim(q, k, name_k: str = "k") -> None:
+    if q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"{name_k} must share heads and head_dim with q {tuple(q.shape)}, got {tuple(k.shape)}")
+
+
+def _importance_array(name: str, a, *, ndim: int | None = 3) -> None:
+    V.array(name, a, ndim=ndim, min_ndim=None if ndim else 2)
+    V.check(name, a, lambda x: x >= 0, ">= 0 everywhere (block importances are attention masses)")
+
+
+def _block_mask(name: str, m, ndim: int = 3) -> None:
+    V.array(name, m, ndim=ndim, finite=False)
+    if jnp.asarray(m).dtype != jnp.bool_:
+        raise ValueError(f"{name} must be a bool array, got dtype {jnp.asarray(m).dtype}")
 
 
 def _check_blocks(L: int, block: int, name: str):
@@ -46,8 +69,10 @@ def _check_blocks(L: int, block: int, name: str):
         raise ValueError(f"{name} must divide the sequence length {L}, got {block}")
 
 
-def pool_blocks(x, block: int):
+def pool_blocks(x: Float[ArrayLike, "*lead L D"], block: int) -> Float[Array, "*lead Lb D"]:
     """Mean over consecutive blocks of ``block`` tokens: [..., L, D] -> [..., L / block, D]."""
+    V.array("x", x, min_ndim=2)
+    _check_blocks(x.shape[-2], block, "block")
     *lead, L, D = x.shape
     return jnp.mean(x.reshape(*lead, L // block, block, D), axis=-2)
 
@@ -59,18 +84,30 @@ def _importance(q, k, block_q, block_k):
     return jax.nn.softmax(s, axis=-1)
 
 
-def block_importance(q, k, *, block_q: int, block_k: int):
+def block_importance(
+    q: Float[ArrayLike, "H Lq D"], k: Float[ArrayLike, "H Lk D"], *, block_q: int, block_k: int
+) -> Float[Array, "H Qb Kb"]:
     """Pooled attention ``A [H, Qb, Kb]`` (rows sum to 1) from q, k [H, L, D] (step 1 of the policy)."""
+    _qkv("q", q)
+    _qkv("k", k)
+    q, k = jnp.asarray(q), jnp.asarray(k)
+    _same_heads_dim(q, k)
     _check_blocks(q.shape[-2], block_q, "block_q")
     _check_blocks(k.shape[-2], block_k, "block_k")
     return _importance(q, k, block_q, block_k)
 
 
-def block_attention_mass(q, k, block: int):
+def block_attention_mass(
+    q: Float[ArrayLike, "H L D"], k: Float[ArrayLike, "H L D"], block: int
+) -> Float[Array, "H Qb Kb"]:
     """Dense attention pooled to blocks: ``A[h, I, J] = mean_{i in I} sum_{j in J} softmax_j(q_i.k_j/sqrt(D))``.
 
     q, k [H, L, D] -> [H, L/block, L/block]; rows sum to 1 (the mass query block I puts on key block J).
     """
+    _qkv("q", q)
+    _qkv("k", k)
+    q, k = jnp.asarray(q), jnp.asarray(k)
+    V.same_shape("q", q, "k", k)
     _check_blocks(q.shape[-2], block, "block")
     return _attention_mass(q, k, block)
 
@@ -82,24 +119,35 @@ def _attention_mass(q, k, block):
     return jnp.mean(jnp.sum(p.reshape(H, L // block, block, L // block, block), axis=-1), axis=2)
 
 
-def mask_overlap(a, b):
+def mask_overlap(a: Bool[ArrayLike, "*lead Qb Kb"], b: Bool[ArrayLike, "*lead Qb Kb"]) -> Float[Array, "*lead"]:
     """Block-mask overlap ``|a & b| / |a|`` over the last two axes: bool [..., Qb, Kb] x2 -> [...] in [0, 1].
 
     For top-k masks with the same k per row it is symmetric (the fraction of a's blocks that b keeps)."""
+    _block_mask("a", a, ndim=jnp.ndim(a) if jnp.ndim(a) >= 2 else 2)
+    _block_mask("b", b, ndim=jnp.ndim(a) if jnp.ndim(a) >= 2 else 2)
+    V.same_shape("a", a, "b", b)
+    a, b = jnp.asarray(a), jnp.asarray(b)
     return jnp.sum(a & b, axis=(-2, -1)) / jnp.maximum(jnp.sum(a, axis=(-2, -1)), 1)
 
 
-def topk_mass(importance, k: int):
+def topk_mass(importance: Float[ArrayLike, "*lead Qb Kb"], k: int) -> Float[Array, "*lead"]:
     """Mass in the top-``k`` key blocks of each row, averaged over rows: [..., Qb, Kb] -> [...] (1 = a head that
     puts all its attention on k blocks; k/Kb = uniform attention)."""
+    V.array("importance", importance, min_ndim=2)
     V.positive_int("k", k)
+    if k > jnp.shape(importance)[-1]:
+        raise ValueError(f"k must be <= the number of key blocks {jnp.shape(importance)[-1]}, got {k}")
     return jnp.mean(jnp.sum(jax.lax.top_k(importance, k)[0], axis=-1), axis=-1)
 
 
-def head_concentration(importance):
-    """1 - (row entropy / log Kb), averaged over query blocks: [H, Qb, Kb] -> [H] in [0, 1]
+def head_concentration(importance: Float[ArrayLike, "*lead H Qb Kb"]) -> Float[Array, "*lead H"]:
+    """1 - (row entropy / log Kb), averaged over query blocks: [..., H, Qb, Kb] -> [..., H] in [0, 1]
     (0 = uniform attention over blocks, 1 = one block)."""
+    _importance_array("importance", importance, ndim=None)
+    importance = jnp.asarray(importance)
     kb = importance.shape[-1]
+    if kb < 2:
+        raise ValueError(f"importance must have >= 2 key blocks (concentration divides by log Kb), got {kb}")
     ent = -jnp.sum(jnp.where(importance > 0, importance * jnp.log(importance), 0.0), axis=-1)
     return 1.0 - jnp.mean(ent, axis=-1) / jnp.log(kb)
 
@@ -107,11 +155,13 @@ def head_concentration(importance):
 ALLOCATIONS = ("uniform", "concentration", "global")
 
 
-def head_budgets(importance, budget):
+def head_budgets(importance: Float[ArrayLike, "H Qb Kb"], budget: float | Float[ArrayLike, ""]) -> Int[Array, " H"]:
     """Blocks per row for each head under the paper's head-adaptive rule: the global budget of
     R = round(rho H Kb) blocks per query-block row is split across heads: one block each, the other R - H in
     proportion to their concentration c_h (largest-remainder rounding), capped at Kb, so sum_h k_h = R unless
     a cap binds. Returns int32 [H]."""
+    V.check("budget", budget, lambda a: (a > 0) & (a <= 1), "in (0, 1]")
+    importance = jnp.asarray(importance)
     H, _, Kb = importance.shape
     c = head_concentration(importance)
     w = jnp.where(jnp.sum(c) > 1e-12, c / jnp.maximum(jnp.sum(c), 1e-12), 1.0 / H)
@@ -125,7 +175,9 @@ def head_budgets(importance, budget):
     return jnp.clip(1 + k, 1, Kb)
 
 
-def select_blocks(importance, budget, *, allocation: str = "concentration"):
+def select_blocks(
+    importance: Float[ArrayLike, "H Qb Kb"], budget: float | Float[ArrayLike, ""], *, allocation: str = "concentration"
+) -> Bool[Array, "H Qb Kb"]:
     """Block mask [H, Qb, Kb] keeping about a fraction ``budget`` (rho in (0, 1]) of all blocks.
 
     Each kept row holds its top-k_h blocks by importance (ties broken by lower index); k_h by ``allocation``:
@@ -138,6 +190,8 @@ def select_blocks(importance, budget, *, allocation: str = "concentration"):
     """
     V.one_of("allocation", allocation, ALLOCATIONS)
     V.check("budget", budget, lambda a: (a > 0) & (a <= 1), "in (0, 1]")
+    _importance_array("importance", importance)
+    importance = jnp.asarray(importance)
     H, Qb, Kb = importance.shape
     if allocation == "global":
         best = jax.nn.one_hot(jnp.argmax(importance, axis=-1), Kb, dtype=bool)
@@ -153,18 +207,33 @@ def select_blocks(importance, budget, *, allocation: str = "concentration"):
     return rank < k_h[:, None, None]
 
 
-def anchor_steps(num_steps: int, period):
+def anchor_steps(num_steps: int, period: int | Int[ArrayLike, ""]) -> Bool[Array, " T"]:
     """Bool [T]: True at anchor steps t = 0, P, 2P, ... (P >= T: only t = 0, "first-step-only")."""
     V.positive_int("num_steps", num_steps)
-    V.check("period", period, lambda a: a >= 1, ">= 1")
+    V.check("period", period, lambda a: (a >= 1) & (a == jnp.floor(a)), "an integer >= 1")
     return jnp.mod(jnp.arange(num_steps), period) == 0
 
 
-def mask_trajectory(importances, anchors, budget, *, allocation: str = "concentration"):
+def mask_trajectory(
+    importances: Float[ArrayLike, "T H Qb Kb"],
+    anchors: Bool[ArrayLike, " T"],
+    budget: float | Float[ArrayLike, ""],
+    *,
+    allocation: str = "concentration",
+) -> Bool[Array, "T H Qb Kb"]:
     """Masks [T, H, Qb, Kb]: recomputed from ``importances[t]`` at anchor steps, reused in between.
 
     importances [T, H, Qb, Kb]; anchors bool [T] (anchors[0] must be True: step 0 always computes a mask).
     """
+    V.one_of("allocation", allocation, ALLOCATIONS)
+    V.check("budget", budget, lambda a: (a > 0) & (a <= 1), "in (0, 1]")
+    V.array("importances", importances, ndim=4)
+    V.check("importances", importances, lambda x: x >= 0, ">= 0 everywhere (block importances are attention masses)")
+    _block_mask("anchors", anchors, ndim=1)
+    importances, anchors = jnp.asarray(importances), jnp.asarray(anchors)
+    if anchors.shape[0] != importances.shape[0]:
+        raise ValueError(f"anchors must have one entry per step ({importances.shape[0]}), got {anchors.shape[0]}")
+    V.check("anchors", anchors[0], lambda a: a, "True at step 0 (step 0 always computes a mask)")
 
     def step(prev, inp):
         imp, anchor = inp
@@ -175,11 +244,28 @@ def mask_trajectory(importances, anchors, budget, *, allocation: str = "concentr
     return jax.lax.scan(step, init, (importances, anchors))[1]
 
 
-def masked_attention(q, k, v, block_mask):
+def masked_attention(
+    q: Float[ArrayLike, "H L D"],
+    k: Float[ArrayLike, "H Lk D"],
+    v: Float[ArrayLike, "H Lk Dv"],
+    block_mask: Bool[ArrayLike, "H Qb Kb"],
+) -> tuple[Float[Array, "H L Dv"], Float[Array, "H L Dv"], Float[Array, "H L"]]:
     """Attention of q, k, v [H, L, D] restricted to the expanded block mask [H, Qb, Kb]; also the dense
     output and the dense probabilities' mass inside the mask. Returns (o_mask, o_dense, recall [H, L])."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _qkv(name, x)
+    _block_mask("block_mask", block_mask)
+    q, k, v, block_mask = map(jnp.asarray, (q, k, v, block_mask))
+    _same_heads_dim(q, k)
+    if v.shape[:2] != k.shape[:2]:
+        raise ValueError(f"v must share heads and length with k {tuple(k.shape)}, got {tuple(v.shape)}")
     H, L, D = q.shape
     Qb, Kb = block_mask.shape[-2:]
+    if block_mask.shape[0] != H or L % Qb or k.shape[-2] % Kb:
+        raise ValueError(
+            f"block_mask must have shape (H={H}, Qb, Kb) with Qb dividing {L} and Kb dividing {k.shape[-2]}, "
+            f"got {tuple(block_mask.shape)}"
+        )
     keep = jnp.repeat(jnp.repeat(block_mask, L // Qb, axis=-2), k.shape[-2] // Kb, axis=-1)
     s = jnp.einsum("hqd,hkd->hqk", q, k) / jnp.sqrt(D)
     p = jax.nn.softmax(s, axis=-1)
@@ -191,8 +277,30 @@ def masked_attention(q, k, v, block_mask):
     return pm @ v, p @ v, jnp.sum(jnp.where(keep, p, 0.0), axis=-1)
 
 
-def evaluate_masks(q, k, v, masks):
+def evaluate_masks(
+    q: Float[ArrayLike, "T H L D"],
+    k: Float[ArrayLike, "T H L D"],
+    v: Float[ArrayLike, "T H L Dv"],
+    masks: Bool[ArrayLike, "T H Qb Kb"],
+) -> tuple[Float[Array, " T"], Float[Array, " T"]]:
     """Per-step relative output error [T] and recall [T] of masks [T, H, Qb, Kb] on q, k, v [T, H, L, D]."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        _qkv(name, x, ndim=4)
+    _block_mask("masks", masks, ndim=4)
+    q, k, v, masks = map(jnp.asarray, (q, k, v, masks))
+    steps = {q.shape[0], k.shape[0], v.shape[0], masks.shape[0]}
+    if len(steps) != 1:
+        raise ValueError(
+            f"k, v and masks must share q's step axis {q.shape[0]}, got {k.shape}, {v.shape}, {masks.shape}"
+        )
+    _same_heads_dim(q[0], k[0])
+    T, H, L, _ = q.shape
+    Qb, Kb = masks.shape[-2:]
+    if v.shape[:3] != k.shape[:3] or masks.shape[1] != H or L % Qb or k.shape[2] % Kb:
+        raise ValueError(
+            f"v must match k's (T, H, L) and masks must be (T, H, Qb, Kb) with Qb | L, Kb | Lk; "
+            f"got k {k.shape}, v {v.shape}, masks {masks.shape}"
+        )
 
     def one(qt, kt, vt, mt):
         om, od, rec = masked_attention(qt, kt, vt, mt)
@@ -205,7 +313,7 @@ def evaluate_masks(q, k, v, masks):
 
 def synthetic_trajectory(
     *,
-    key,
+    key: jax.Array,
     num_steps: int,
     num_heads: int,
     seq_len: int,

@@ -18,10 +18,12 @@ import numpy as np
 import pytest
 
 import theory
+from models import teacher_student as tsm
 from theory import aldrift as al
 from theory import dithered_quant as dq
 from theory import interpolation as ip
 from theory import river_valley as rv
+from theory import sparse_attention as sa
 from theory import speed_scaling as ss
 from theory import teacher_student as ts
 from theory import tv_distance as tv
@@ -44,6 +46,7 @@ def _ns() -> dict:
     c = jnp.ones((4, 3))
     levels = zg.int_levels(3)
     return dict(
+        tsm=tsm, sa=sa, q3=jnp.ones((2, 8, 4)), imp=jnp.full((2, 4, 4), 0.25), m3=jnp.ones((2, 4, 4), bool),
         rv=rv, ip=ip, tv=tv, dq=dq, zg=zg, ss=ss, ts=ts, al=al, jnp=jnp,
         cost=al.rastrigin_envelope(1.0, 0.0, 1.0, jnp.zeros(2)), prior=al.gaussian_prior(jnp.zeros(2), 1.0),
         g2=al.Gaussian.from_cov(jnp.zeros(2), jnp.eye(2)), I2=jnp.eye(2),
@@ -57,6 +60,40 @@ def _ns() -> dict:
 
 # (call, fragment of the ValueError message; the fragment always starts with the parameter's name)
 BAD_CALLS = [
+    # ---- models.teacher_student (the model layer's inputs are checked the same way)
+    ("tsm.make_teacher(0, jnp.ones(2), key=k)", "d must be a positive integer"),
+    ("tsm.make_teacher(4, jnp.array([1.0, nan]), key=k)", "a2 must be finite"),
+    ("tsm.make_teacher(4, -jnp.ones(2), key=k)", "a2 must be >= 0"),
+    ("tsm.make_teacher(4, jnp.ones((2, 2)), key=k)", "a2 must have rank 1"),
+    ("tsm.init_student(4, jnp.ones(3), key=k, v_scale=-1.0)", "v_scale must be >= 0"),
+    ("tsm.sample(tsm.make_teacher(4, jnp.ones(2), key=k), 0, 0.1, key=k)", "n must be a positive integer"),
+    ("tsm.sample(tsm.make_teacher(4, jnp.ones(2), key=k), 8, nan, key=k)", "delta must be"),
+    ("tsm.prior_teacher(4, jnp.zeros(0), key=k)", "a2 must be non-empty"),
+    ("tsm.symmetric_noise(-2, key=k)", "n must be a positive integer"),
+    # ---- sparse_attention
+    ("sa.block_importance(jnp.ones((8, 4)), q3, block_q=2, block_k=2)", "q must have rank 3"),
+    ("sa.block_importance(q3, jnp.ones((2, 8, 5)), block_q=2, block_k=2)", "k must share heads and head_dim"),
+    ("sa.block_importance(q3.at[0, 0, 0].set(nan), q3, block_q=2, block_k=2)", "q must be finite"),
+    ("sa.block_importance(q3, q3, block_q=3, block_k=2)", "block_q must divide"),
+    ("sa.block_importance(q3.astype(jnp.complex64), q3, block_q=2, block_k=2)", "q must be real"),
+    ("sa.block_attention_mass(q3, jnp.ones((2, 4, 4)), 2)", "k must have the shape of q"),
+    ("sa.block_attention_mass(q3, q3, 0)", "block must be"),
+    ("sa.pool_blocks(jnp.ones(8), 2)", "x must have at least 2 axes"),
+    ("sa.select_blocks(imp, 5.0)", "budget must be in (0, 1]"),
+    ("sa.select_blocks(imp, nan)", "budget must be"),
+    ("sa.select_blocks(imp, 0.5, allocation='random')", "allocation must be one of"),
+    ("sa.select_blocks(-imp, 0.5)", "importance must be >= 0"),
+    ("sa.select_blocks(imp[0], 0.5)", "importance must have rank 3"),
+    ("sa.head_concentration(jnp.ones((2, 4, 1)))", "importance must have >= 2 key blocks"),
+    ("sa.topk_mass(imp, 5)", "k must be <= the number of key blocks"),
+    ("sa.anchor_steps(0, 2)", "num_steps must be"),
+    ("sa.anchor_steps(8, 1.5)", "period must be an integer >= 1"),
+    ("sa.mask_trajectory(imp[None], jnp.array([False]), 0.5)", "anchors must be True at step 0"),
+    ("sa.mask_trajectory(imp[None], jnp.array([True, True]), 0.5)", "anchors must have one entry per step"),
+    ("sa.masked_attention(q3, q3, q3, jnp.ones((2, 3, 4), bool))", "block_mask must have shape"),
+    ("sa.masked_attention(q3, q3, q3, imp)", "block_mask must be a bool array"),
+    ("sa.mask_overlap(m3, m3[:, :2])", "b must have the shape of a"),
+    ("sa.evaluate_masks(q3[None], q3[None], q3[None], m3[None].repeat(2, 0))", "k, v and masks must share"),
     # ---- river_valley
     ("rv.spectral_radius(nan, 100.0, 0.5)", "lr must be > 0, got nan"),
     ("rv.spectral_radius(-0.1, 100.0, 0.5)", "lr must be > 0, got -0.1"),
@@ -317,7 +354,7 @@ def test_bad_call_raises_naming_the_parameter(call, fragment):
 
 def test_table_is_large_enough_and_covers_every_module():
     assert len(BAD_CALLS) >= 60
-    assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg", "ss", "ts", "al"}
+    assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg", "ss", "ts", "al", "sa"}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -362,7 +399,15 @@ def _checked_cases():
     valley = rv.straight_valley(0.1, 10.0)
     cost2, prior2 = al.rastrigin_envelope(1.0, 0.0, 1.0, jnp.zeros(2)), al.gaussian_prior(jnp.zeros(2), 1.0)
     g2 = al.Gaussian.from_cov(jnp.zeros(2), jnp.eye(2))
+    imp = jax.nn.softmax(jax.random.normal(jax.random.key(4), (2, 4, 4)), axis=-1)
     return [
+        (
+            "sa.select_blocks",
+            lambda budget: sa.select_blocks(imp, budget),
+            (5.0,),
+            "budget must be in (0, 1]",
+            (0.5,),
+        ),
         ("rv.gd_threshold", rv.gd_threshold, (-1.0,), "lam must be > 0, got -1.0", (2.0,)),
         ("rv.spectral_radius", lambda lr: rv.spectral_radius(lr, 100.0, 0.5), (-0.1,), "lr must be > 0", (0.01,)),
         (
