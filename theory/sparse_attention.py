@@ -47,9 +47,10 @@ def _qkv(name: str, x, *, ndim: int = 3) -> None:
     V.array(name, x, ndim=ndim)
 
 
-def _same_heads_dim(q, k, name_k: str = "k") -> None:
-    if q.shape[:-2] != k.shape[:-2] or q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"{name_k} must share heads and head_dim with q {tuple(q.shape)}, got {tuple(k.shape)}")
+def _same_heads_dim(q_shape, k_shape) -> None:
+    """q [..., L, D] and k [..., Lk, D] share their leading (head) axes and head_dim."""
+    if tuple(q_shape[:-2]) != tuple(k_shape[:-2]) or q_shape[-1] != k_shape[-1]:
+        raise ValueError(f"k must share heads and head_dim with q {tuple(q_shape)}, got {tuple(k_shape)}")
 
 
 def _importance_array(name: str, a, *, ndim: int | None = 3) -> None:
@@ -91,7 +92,7 @@ def block_importance(
     _qkv("q", q)
     _qkv("k", k)
     q, k = jnp.asarray(q), jnp.asarray(k)
-    _same_heads_dim(q, k)
+    _same_heads_dim(q.shape, k.shape)
     _check_blocks(q.shape[-2], block_q, "block_q")
     _check_blocks(k.shape[-2], block_k, "block_k")
     return _importance(q, k, block_q, block_k)
@@ -256,16 +257,26 @@ def masked_attention(
         _qkv(name, x)
     _block_mask("block_mask", block_mask)
     q, k, v, block_mask = map(jnp.asarray, (q, k, v, block_mask))
-    _same_heads_dim(q, k)
-    if v.shape[:2] != k.shape[:2]:
-        raise ValueError(f"v must share heads and length with k {tuple(k.shape)}, got {tuple(v.shape)}")
+    _check_step_shapes(q.shape, k.shape, v.shape, block_mask.shape, "block_mask")
+    return _masked_attention(q, k, v, block_mask)
+
+
+def _check_step_shapes(q_shape, k_shape, v_shape, mask_shape, mask_name: str) -> None:
+    """Shapes of one step agree: q [H, L, D], k [H, Lk, D], v [H, Lk, Dv], mask [H, Qb, Kb] with Qb | L, Kb | Lk."""
+    _same_heads_dim(q_shape, k_shape)
+    if v_shape[:2] != k_shape[:2]:
+        raise ValueError(f"v must share heads and length with k {tuple(k_shape)}, got {tuple(v_shape)}")
+    (H, L, _), Lk, (Qb, Kb) = q_shape, k_shape[1], mask_shape[-2:]
+    if mask_shape[0] != H or L % Qb or Lk % Kb:
+        raise ValueError(
+            f"{mask_name} must have shape (H={H}, Qb, Kb) with Qb dividing {L} and Kb dividing {Lk}, "
+            f"got {tuple(mask_shape)}"
+        )
+
+
+def _masked_attention(q, k, v, block_mask):
     H, L, D = q.shape
     Qb, Kb = block_mask.shape[-2:]
-    if block_mask.shape[0] != H or L % Qb or k.shape[-2] % Kb:
-        raise ValueError(
-            f"block_mask must have shape (H={H}, Qb, Kb) with Qb dividing {L} and Kb dividing {k.shape[-2]}, "
-            f"got {tuple(block_mask.shape)}"
-        )
     keep = jnp.repeat(jnp.repeat(block_mask, L // Qb, axis=-2), k.shape[-2] // Kb, axis=-1)
     s = jnp.einsum("hqd,hkd->hqk", q, k) / jnp.sqrt(D)
     p = jax.nn.softmax(s, axis=-1)
@@ -293,17 +304,10 @@ def evaluate_masks(
         raise ValueError(
             f"k, v and masks must share q's step axis {q.shape[0]}, got {k.shape}, {v.shape}, {masks.shape}"
         )
-    _same_heads_dim(q[0], k[0])
-    T, H, L, _ = q.shape
-    Qb, Kb = masks.shape[-2:]
-    if v.shape[:3] != k.shape[:3] or masks.shape[1] != H or L % Qb or k.shape[2] % Kb:
-        raise ValueError(
-            f"v must match k's (T, H, L) and masks must be (T, H, Qb, Kb) with Qb | L, Kb | Lk; "
-            f"got k {k.shape}, v {v.shape}, masks {masks.shape}"
-        )
+    _check_step_shapes(q.shape[1:], k.shape[1:], v.shape[1:], masks.shape[1:], "masks")
 
     def one(qt, kt, vt, mt):
-        om, od, rec = masked_attention(qt, kt, vt, mt)
+        om, od, rec = _masked_attention(qt, kt, vt, mt)  # checked once above, not per step
         return jnp.linalg.norm(om - od) / jnp.linalg.norm(od), jnp.mean(rec)
 
     # lax.map, not vmap: one step's [H, L, L] scores live at a time (vmap over T under a vmapped sweep
