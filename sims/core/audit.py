@@ -113,7 +113,7 @@ class MutantOutcome:
         return {**dataclasses.asdict(self), "caught": self.caught}
 
 
-def run_claims(module: ModuleType, cfg, *, seed: int = 0):
+def claims_of_run(module: ModuleType, cfg, *, seed: int = 0):
     """Claims of one run of ``module`` under ``cfg`` (no output written)."""
     import jax
 
@@ -121,7 +121,7 @@ def run_claims(module: ModuleType, cfg, *, seed: int = 0):
     return list(module.claims(results, cfg))
 
 
-def run_mutant(module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[str] | None = None,
+def audit_mutant(module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[str] | None = None,
                seed: int = 0) -> MutantOutcome:
     """Run ``module`` under ``mutant``; the failed claims are those that passed clean (all, if not given)."""
     t0 = time.perf_counter()
@@ -129,7 +129,7 @@ def run_mutant(module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[str
     failed: list[str] = []
     try:
         with applied(mutant):
-            claims = run_claims(module, cfg, seed=seed)
+            claims = claims_of_run(module, cfg, seed=seed)
         failed = [c.statement for c in claims if not c.passed
                   and (clean_passed is None or c.statement in clean_passed)]
     except Exception as err:  # noqa: BLE001 - a mutant that crashes the run is caught, and we say how
@@ -146,7 +146,7 @@ def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0,
     cfg = get_config(module, preset)
     mutants: Sequence[Mutant] = getattr(module, "MUTANTS", ())
     t0 = time.perf_counter()
-    clean = run_claims(module, cfg, seed=seed)
+    clean = claims_of_run(module, cfg, seed=seed)
     clean_passed = {c.statement for c in clean if c.passed}
     summary: dict[str, Any] = {
         "result": module.NAME, "preset": preset, "seed": seed,
@@ -155,7 +155,7 @@ def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0,
         "clean_wall_s": round(time.perf_counter() - t0, 2), "mutants": [],
     }
     for m in mutants:
-        out = run_mutant(module, m, cfg, clean_passed=clean_passed, seed=seed)
+        out = audit_mutant(module, m, cfg, clean_passed=clean_passed, seed=seed)
         summary["mutants"].append(out.to_json())
         if verbose:
             what = out.error or f"{len(out.failed_claims)} claim(s) fail"
