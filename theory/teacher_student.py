@@ -59,7 +59,7 @@ when called eagerly and did not converge, and returns a ``converged`` flag that 
 from __future__ import annotations
 
 import math
-from functools import partial
+from functools import cache, partial
 from typing import NamedTuple
 
 import jax
@@ -123,7 +123,13 @@ def hermite_kernel(mu: Float[ArrayLike, " L"]) -> Kernel:
 
 
 def cubic_kernel() -> Kernel:
-    """g(m) = m^3: activation He_3 / sqrt 6 (the default)."""
+    """g(m) = m^3: activation He_3 / sqrt 6 (the default). Built once per float dtype (an immutable constant:
+    building it eagerly costs ~1 ms of dispatches, paid on every default-kernel call before)."""
+    return _cubic_kernel(jnp.dtype(jnp.result_type(float)).name)
+
+
+@cache
+def _cubic_kernel(dtype_name: str) -> Kernel:
     return hermite_kernel([0.0, 0.0, 1.0])
 
 
@@ -225,7 +231,7 @@ def k_c_closed_form(
 
 N_CANDIDATES = 4  # learned counts tried between the extreme self-consistent points (cubic kernel; <= 2 seen)
 EXTREME_STEPS = 20  # monotone steps bounding the self-consistent points (cubic kernel: bounds only, any count is valid)
-BISECT_STEPS = {"float32": 30, "float64": 64}  # log-bisection steps: 2^-30 of a bracket of ln-width <= 30 ~ 3e-8
+BISECT_STEPS = {"float32": 30, "float64": 64}  # log-bisection steps (at most: stops when the bracket is fixed)
 
 
 class Solution(NamedTuple):
@@ -465,13 +471,18 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
         h = lambda x: _prefix_eps(x, j, w, alpha, delta, tail) - x  # noqa: E731
         ok = (j <= j_hi) & (a <= b) & (h(a) >= -slack * a) & (h(b) <= slack * b)
 
-        def body(_, ab):
-            lo, hi = ab
+        def body(st):
+            lo, hi, _, it = st
             mid = jnp.sqrt(lo * hi)
             pos = h(mid) >= 0
-            return jnp.where(pos, mid, lo), jnp.where(pos, hi, mid)
+            n_lo, n_hi = jnp.where(pos, mid, lo), jnp.where(pos, hi, mid)
+            return n_lo, n_hi, (n_lo != lo) | (n_hi != hi), it + 1
 
-        lo, hi = lax.fori_loop(0, n_bisect, body, (a, b))
+        # n_bisect steps, stopped early once a step leaves the bracket unchanged: the step is a function of the
+        # bracket alone, so every later step would leave it unchanged too (same result as all n_bisect steps)
+        lo, hi, _, _ = lax.while_loop(
+            lambda st: st[2] & (st[3] < n_bisect), body, (a, b, jnp.asarray(True), jnp.zeros((), jnp.int32))
+        )
         e, phi = _prefix_sums(lo, j, w, alpha, delta, tail)
         return ok, lo, e, phi, jnp.abs(e - lo) / lo
 
@@ -555,14 +566,16 @@ def _check_params(alpha, a2, delta, tol, max_iter):
 
 def check_converged(sol: Solution, alpha: Float[ArrayLike, "*b"] | None = None) -> Solution:
     """Raise ``NotConvergedError`` (naming the offending alphas) unless every entry of ``sol`` converged."""
-    ok = jnp.asarray(sol.converged)
-    if not v.is_concrete(ok) or bool(jnp.all(ok)):
+    if not v.is_concrete(sol.converged):
+        return sol
+    ok = np.asarray(sol.converged)  # a host copy: cheaper than dispatching jnp.all
+    if ok.all():
         return sol
     bad = ~ok.reshape(-1)
-    where = "" if alpha is None else f" at alpha = {jnp.asarray(alpha).reshape(-1)[bad][:5]}"
+    where = "" if alpha is None else f" at alpha = {np.asarray(alpha).reshape(-1)[bad][:5]}"
     raise NotConvergedError(
         f"teacher-student fixed point did not converge{where}: residual "
-        f"{jnp.asarray(sol.residual).reshape(-1)[bad][:5]}, complete {jnp.asarray(sol.complete).reshape(-1)[bad][:5]}"
+        f"{np.asarray(sol.residual).reshape(-1)[bad][:5]}, complete {np.asarray(sol.complete).reshape(-1)[bad][:5]}"
         "; raise max_iter or loosen tol"
     )
 
@@ -623,9 +636,21 @@ def learnable_heads(
     Features past the head are never learned: they enter the solve only through their summed errors."""
     a2 = np.asarray(a2, np.float64)
     k = a2.shape[0]
-    n = np.sum(np.asarray(alphas, np.float64)[:, None] * a2 / C_IT >= LEARNABLE_SLACK * float(delta), axis=1)
+    n = _count_prefix(np.asarray(alphas, np.float64), a2, LEARNABLE_SLACK * float(delta))
     blocks = 2 ** np.ceil(np.log2(np.maximum(np.ceil(n / LANES), 1))).astype(int)
     return np.minimum(LANES * blocks, k)
+
+
+def _count_prefix(alphas: np.ndarray, a2: np.ndarray, level: float) -> np.ndarray:
+    """Per alpha, #{i: alpha a2_i / C_IT >= level} for non-increasing ``a2`` (float64): the predicate is
+    monotone in i (rounding is monotone), so the count is the first failing index, found by a vectorised binary
+    search over the alphas (log2 k steps of (B,) arrays, not one (B, k) comparison)."""
+    lo, hi = np.zeros(alphas.shape, np.int64), np.full(alphas.shape, a2.shape[0], np.int64)
+    while np.any(lo < hi):  # invariant: the predicate holds below lo and fails from hi on
+        mid = (lo + hi) // 2
+        holds = alphas * a2[np.minimum(mid, a2.shape[0] - 1)] / C_IT >= level
+        lo, hi = np.where((lo < hi) & holds, mid + 1, lo), np.where((lo < hi) & ~holds, mid, hi)
+    return lo
 
 
 def _solve_grid_heads(alphas, a2, delta, kernel, tol, max_iter) -> Solution:
