@@ -2,7 +2,7 @@
 
 Paper: Barbier & Nguyen (arXiv 2605.10395, 2026), notes in ``shared/papers/teacher_student.md``. The paper's
 equations are not public: every theory curve here comes from OUR RECONSTRUCTION, the decoupled fixed-point model
-of ``theory/teacher_student.py`` (labelled "reconstruction" in titles and claims), whose ``solve`` returns the
+of ``theory/teacher_student/`` (package) (labelled "reconstruction" in titles and claims), whose ``solve`` returns the
 global maximiser of the potential over all self-consistent points.
 
 Evidence that does not go through the fixed-point solver:
@@ -83,24 +83,28 @@ __all__ = [
 # Mutants
 # ---------------------------------------------------------------------------------------------------------
 
+# targets name the module where the solver or the run looks the name up (theory.teacher_student is a package that
+# re-exports; the audit also patches every alias of a patched function, but not of a float: C_IT is patched where
+# the theory reads it, closed_forms, so the sims' predictions, which read the re-export, keep the true constant).
+# keep_best and phi_gap are looked up in solver; first_crossing by sims.teacher_student.run, through the package.
 # each mutant costs one quick run (every jit cache is cleared); the first (run in the default suite) was the cheapest
 # measured (~19 s of CPU vs ~21 s for the others, at load 14 on 2 cores)
 MUTANTS = [
     Mutant(
         "c_it_off_5pct",
-        "theory.teacher_student:C_IT",
+        "theory.teacher_student.closed_forms:C_IT",
         lambda c: 1.05 * c,
         "the information-theoretic threshold constant 5% off",
     ),
     Mutant(
         "wrong_branch_kept",
-        "theory.teacher_student:keep_best",
+        "theory.teacher_student.solver:keep_best",
         lambda f: lambda phi, valid: f(-phi, valid),
         "the self-consistent point with the SMALLEST potential is kept",
     ),
     Mutant(
         "potential_missing_half",
-        "theory.teacher_student:phi_gap",
+        "theory.teacher_student.solver:phi_gap",
         lambda f: lambda ta, ea, tb, eb, alpha, delta: f(ta, ea, tb, eb, 2.0 * alpha, delta),
         "the (alpha/2) log Delta_eff term of Phi without its 1/2 when candidates are compared",
     ),

@@ -1,0 +1,70 @@
+# ruff: noqa: F722  (jaxtyping shape strings)
+"""Teacher-student solver, cubic fast path: the error and potential sums with the first j features learned
+(the prefix form of eq. BO for g = m^3), in lane sums. See the package docstring (Numerics)."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+from theory.teacher_student import closed_forms
+
+LANES = 16  # sums over features run as LANES independent partial sums (XLA vectorises them; a plain sum does not)
+
+
+def _lane_sum(x):
+    """Sum over the last axis (length a multiple of LANES) as LANES interleaved partial sums, then across them."""
+    return jnp.sum(jnp.sum(x.reshape(x.shape[:-1] + (x.shape[-1] // LANES, LANES)), axis=-2), axis=-1)
+
+
+def _tail(a2):
+    """tail (k + 1,): tail[j] = sum_{i>=j} a2_i (the unlearned features' errors when 1..j are learned)."""
+    return jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, a2.dtype)])
+
+
+def _fast_terms(alpha, a2, delta, tail=None):
+    """Per-alpha constants of the cubic prefix error: w (k_pad,) = 1/(alpha a2_i) (inf on padding and where
+    alpha a2_i = 0), d_thr (k,) = alpha a2_i / c_IT (feature i learned iff D <= d_thr_i), tail (k + 1,) with
+    tail[j] = sum_{i>=j} a2_i (``_tail``; passed in when ``a2`` is the learnable head of a longer vector)."""
+    k = a2.shape[0]
+    pad = (-k) % LANES
+    aa = jnp.concatenate([alpha * a2, jnp.zeros(pad, a2.dtype)])
+    w = jnp.where(aa > 0, 1.0 / jnp.where(aa > 0, aa, 1.0), jnp.inf)
+    return w, alpha * a2 / closed_forms.C_IT, _tail(a2) if tail is None else tail
+
+
+def _prefix_eps(x, j, w, alpha, delta, tail):
+    """eps with exactly the first j features learned (g = m^3) at D = delta + x, the form the loops evaluate.
+
+    On the learned branch c_i = alpha a2_i / D, r_i = sqrt(1 - 4/(3 c_i)) = sqrt(1 - 4 D w_i / 3), t_i = 1 + r_i,
+    m_i = t_i/2, u_i = (2/(3 c_i))/t_i, so a2_i u_i (1 + m_i + m_i^2) = (2D/(3 alpha)) (t_i/4 + 1/2 + 1/t_i):
+    eps_j = (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + tail[j]. One sqrt and one division per feature, no
+    cancellation (every term lies in [3/2, 7/4]). Tested against sum a2_i (1 - m+(c_i)^3).
+    """
+    d = delta + x
+    t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * d * w, 0.0))
+    on = jnp.arange(w.shape[-1]) < j
+    s = _lane_sum(jnp.where(on, 0.25 * t + 0.5 + 1.0 / t, 0.0))
+    return jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
+
+
+def _prefix_sums(x, j, w, alpha, delta, tail):
+    """``_prefix_eps`` and the potential's feature sum in one pass: (eps, t) at D = delta + x with
+    t = sum_i (m_i + log(1 - m_i))/2 (eq. Phi; unlearned features contribute 0). Learned features (i < j):
+    m_i = t_i/2, u_i = 1 - m_i = (2/3) D w_i / t_i (= (2/(3 c_i))/(1 + r_i), no cancellation as m_i -> 1).
+    """
+    d = delta + x
+    q = d * w
+    t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
+    on = jnp.arange(w.shape[-1]) < j
+    s = _lane_sum(jnp.where(on, 0.25 * t + 0.5 + 1.0 / t, 0.0))
+    e = jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
+    phi = _lane_sum(jnp.where(on, 0.25 * t + 0.5 * jnp.log((2.0 / 3.0) * q / t), 0.0))
+    return e, phi
+
+
+def _prefix_overlaps(x, j, w, delta):
+    """Overlaps (m, u = 1 - m), shape (k_pad,), with exactly the first j features learned at D = delta + x."""
+    q = (delta + x) * w
+    t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
+    on = jnp.arange(w.shape[-1]) < j
+    return jnp.where(on, 0.5 * t, 0.0), jnp.where(on, (2.0 / 3.0) * q / t, 1.0)
