@@ -7,8 +7,8 @@ A package by concept; this module re-exports the public API (``from theory impor
   prefix        the solver's cubic fast path: prefix errors and potential sums in lane sums
   solver        the global maximiser of Phi (``solve``, ``solve_grid``) and its convergence checks
   observables   Bayes/Gibbs errors, effective width, per-feature thresholds, jump detection
-Mutants (sims/teacher_student) patch a name in the submodule that looks it up (a patch of a re-export here
-changes nothing the solver reads).
+Mutants (sims/teacher_student) patch a name in the submodule that looks it up: a constant patched on a
+re-export here (e.g. C_IT) changes nothing the solver reads; it reads ``closed_forms.C_IT`` at trace time.
 
 Paper: Barbier & Nguyen, "Sharp feature-learning transitions and Bayes-optimal neural scaling laws in
 extensive-width networks" (arXiv 2605.10395, 2026); notes in ``shared/papers/teacher_student.md``. The paper's
