@@ -125,7 +125,7 @@ def plot(results, cfg: Config) -> dict:
     pol = r["policy"]
     first, P = max(cfg.periods), cfg.main_period
     show = [(1, "-", "refresh every step"), (P, "--", f"refresh every {P}"), (first, ":", "first-step-only")]
-    fig, axes = style.figure(1, 2, figsize=(12, 4.2))
+    fig, axes = style.figure(1, 2, figsize=(12, 5.2))
     for a in ("uniform", "concentration"):
         for per, ls, lab in show:
             rows = [row(cfg, per, b) for b in cfg.budgets]
@@ -162,7 +162,9 @@ def plot(results, cfg: Config) -> dict:
         ylabel="NLL(sparse) - NLL(dense)  (nats/byte)",
         title="end to end (teacher-forced): NLL of held-out bytes,\nblock_sparse_attention in every layer",
     )
-    axes[0].legend(fontsize=6.5)
+    # one legend under the panels (inside the left panel it covered the first-step-only lines)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7)
     figs["policy_budget"] = fig
 
     # refresh period sweep at the main budget
