@@ -258,6 +258,9 @@ def transitions(length: int, prompt_len: int, steps: int, block_len: int) -> tup
     return tuple(range(per, steps, per))
 
 
+REMASKING = ("low_confidence", "random")
+
+
 def unmask_step(
     x: Int[Array, " L"],
     logits: Float[Array, "L 256"],
@@ -266,19 +269,31 @@ def unmask_step(
     *,
     key: jax.Array | None = None,
     temperature: float = 0.0,
+    remasking: str = "low_confidence",
 ) -> Int[Array, " L"]:
-    """One denoising step: commit the ``count`` most confident predictions among masked positions in ``region``.
+    """One denoising step: commit ``count`` predictions among masked positions in ``region``.
 
-    Prediction ``x0_hat`` is the argmax (``temperature = 0``) or a sample at ``temperature``; its confidence is
-    its softmax probability. Everything not committed stays [MASK] (low-confidence remasking).
+    Prediction ``x0_hat`` is the argmax (``temperature = 0``) or a sample at ``temperature``. Which ``count``
+    positions are committed (LLaDA's two remasking strategies): ``"low_confidence"``, the most confident ones
+    (confidence = softmax probability of ``x0_hat``); ``"random"``, a uniformly random subset (with
+    ``temperature = 1`` every committed byte is then an unbiased draw from the model's conditional, whereas
+    ranking by confidence prefers the positions whose draw was a likely byte). Everything not committed stays
+    [MASK].
     """
+    if remasking not in REMASKING:
+        raise ValueError(f"remasking must be one of {REMASKING}, got {remasking!r}")
+    if (temperature > 0 or remasking == "random") and key is None:
+        raise ValueError("key is required when temperature > 0 or remasking='random'")
+    if remasking == "random":
+        key, k_rank = jax.random.split(key)
     if temperature > 0:
-        if key is None:
-            raise ValueError("key is required when temperature > 0")
         pred = jax.random.categorical(key, logits / temperature)
     else:
         pred = jnp.argmax(logits, axis=-1)
-    conf = jnp.take_along_axis(jax.nn.softmax(logits, axis=-1), pred[:, None], axis=-1)[:, 0]
+    if remasking == "random":
+        conf = jax.random.uniform(k_rank, pred.shape)
+    else:
+        conf = jnp.take_along_axis(jax.nn.softmax(logits, axis=-1), pred[:, None], axis=-1)[:, 0]
     cand = (x == MASK) & region
     conf = jnp.where(cand, conf, -1.0)
     rank = jnp.argsort(jnp.argsort(-conf, stable=True), stable=True)
@@ -295,11 +310,13 @@ def generate(
     block_len: int,
     key: jax.Array | None = None,
     temperature: float = 0.0,
+    remasking: str = "low_confidence",
     attention: Callable | None = None,
 ) -> tuple[Int[Array, " L"], Int[Array, "T L"]]:
     """Fill ``length - P`` [MASK] positions after ``prompt`` by ``steps`` denoising steps (:func:`schedule`).
 
     Returns ``(final tokens int[length], states int[steps, length])`` where ``states[t]`` is the input of step t.
+    Step t uses ``jax.random.split(key, steps)[t]`` (``key`` defaults to ``jax.random.key(0)``).
     """
     prompt = jnp.asarray(prompt, jnp.int32)
     if prompt.ndim != 1:
@@ -311,7 +328,7 @@ def generate(
     def step(x, inp):
         reg, cnt, k = inp
         logits = model(x, attention=attention)
-        return unmask_step(x, logits, reg, cnt, key=k, temperature=temperature), x
+        return unmask_step(x, logits, reg, cnt, key=k, temperature=temperature, remasking=remasking), x
 
     x, states = jax.lax.scan(step, x, (jnp.asarray(region), jnp.asarray(count), keys))
     return x, states

@@ -61,10 +61,16 @@ nb = notebook.open_result(sim)
 r, cfg = nb.results, nb.cfg
 acc, uni = np.asarray(r["quality"]["acc"]), np.asarray(r["quality"]["unigram_acc"])
 print(f"masked-token accuracy at ratio {cfg.eval_ratio}: {acc.mean():.3f} (unigram baseline {uni.mean():.3f})")
-text = tokenizer.decode(np.asarray(r["sample"]["prompt_and_text"]))
-print("prompt:   ", repr(text[: cfg.prompt_len]))
-print("generated:", repr(text[cfg.prompt_len :]))
-print("held out: ", repr(tokenizer.decode(np.asarray(r["sample"]["truth"]))[cfg.prompt_len :]))
+nll, uni_nll = np.asarray(r["quality"]["step_nll"]), np.asarray(r["quality"]["unigram_step_nll"])
+print(f"per-step NLL of held-out bytes (teacher-forced), first/last step: {nll.mean(0)[0]:.2f} / "
+      f"{nll.mean(0)[-1]:.2f} nats/byte (byte marginals: {uni_nll.mean(0)[0]:.2f} / {uni_nll.mean(0)[-1]:.2f})")
+texts = {k: np.asarray(v) for k, v in r["sample"]["texts"].items()}  # sampled (T = cfg.temperature), argmax, held out
+for i in range(texts["held_out"].shape[0]):
+    print(f"--- prompt {i}:", repr(tokenizer.decode(texts["held_out"][i][: cfg.prompt_len])))
+    for name in ("sampled", "argmax", "held_out"):
+        print(f"{name:>9}:", repr(tokenizer.decode(texts[name][i][cfg.prompt_len :])))
+for name, st in r["quality"]["text"].items():
+    print(f"{name:>9}: whitespace fraction of the generated span {np.mean(st['whitespace']):.2f}")
 
 # %% [markdown]
 # ## The attention maps

@@ -211,7 +211,8 @@ def select_blocks(
 def anchor_steps(num_steps: int, period: int | Int[ArrayLike, ""]) -> Bool[Array, " T"]:
     """Bool [T]: True at anchor steps t = 0, P, 2P, ... (P >= T: only t = 0, "first-step-only")."""
     V.positive_int("num_steps", num_steps)
-    V.check("period", period, lambda a: (a >= 1) & (a == jnp.floor(a)), "an integer >= 1")
+    # ``a % 1``, not ``jnp.floor``: a concrete period checked inside a jit trace must stay concrete
+    V.check("period", period, lambda a: (a >= 1) & (a % 1 == 0), "an integer >= 1")
     return jnp.mod(jnp.arange(num_steps), period) == 0
 
 

@@ -3,15 +3,18 @@
 Spec: ``shared/papers/sparse_attention.md``; notes: ``docs/papers/sparse_attention.md``.
 
 A tiny masked-diffusion LM (``models.diffusion_lm``: bidirectional, LLaDA objective, trained on the shipped
-byte corpus and cached) decodes held-out prompts by semi-autoregressive iterative unmasking; every step's
-per-layer, per-head attention is recorded, pooled to the kernel's blocks. Four studies:
+byte corpus and cached) decodes held-out prompts by semi-autoregressive iterative unmasking, sampling at
+``cfg.temperature`` with ``cfg.remasking`` and one explicit key per prompt (the argmax decoder collapses onto
+whitespace; it is run only for that comparison); every step's per-layer, per-head attention is recorded, pooled
+to the kernel's blocks. Denoising quality: masked-token accuracy, the per-step teacher-forced NLL of the
+held-out bytes vs the byte marginals, and the generated text's statistics. Four studies:
   maps     (``trajectory``) what Step-dLLM's argument rests on, per prompt: top-k block-mask overlap between
            consecutive steps vs distant steps vs a shuffled null; its drop at the transitions (decoding moves
            to the next block); how concentrated each head is (permutation test over head labels).
   policy   (``policy``) first-step-only vs anchor-refreshed masks (refresh-period sweep), uniform vs
            head-adaptive budget at equal density: attention-output error, the end-to-end NLL change of the
-           model running ``block_sparse_attention`` in every layer, and free-running agreement with dense
-           decoding.
+           model running ``block_sparse_attention`` in every layer, and free-running sparse decoding with the
+           dense run's key: agreement with the dense run, the dense model's NLL of the sparse output.
   louver   (``louver_speed``) threshold retrieval on the model's q, k; zero false negatives checked against
            float64 scores. Reproduced: one flat level of per-block ball/box bounds; not the paper's index.
   speed    block-sparse vs the same XLA implementation with every block listed (and the dense XLA path).
@@ -43,11 +46,18 @@ __all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "r
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
-    k_eval, k_prompt, k_null, k_speed = jax.random.split(key, 4)
+    k_eval, k_prompt, k_null, k_speed, k_dec = jax.random.split(key, 5)
     model = trajectory.get_model(cfg)
     quality = trajectory.denoising_quality(model, cfg, key=k_eval)
     truth = trajectory.held_out(cfg, cfg.n_prompts, key=k_prompt)
-    final, states = trajectory.dense_runs(model, truth, cfg)
+    keys = trajectory.decode_keys(cfg.n_prompts, key=k_dec)
+    final, states = trajectory.dense_runs(model, truth, cfg, keys)
+    # the deterministic decoder (argmax, low-confidence remasking) for comparison: it collapses onto whitespace
+    argmax_final, _ = trajectory.dense_runs(model, truth, cfg, keys, temperature=0.0, remasking="low_confidence")
+    quality["step_nll"], quality["unigram_step_nll"] = trajectory.step_nll(model, states, truth, cfg)
+    gen = np.arange(cfg.seq_len) >= cfg.prompt_len
+    texts = {"sampled": final, "argmax": argmax_final, "held_out": truth}
+    quality["text"] = {name: trajectory.text_stats(t, cfg) for name, t in texts.items()}
     true, imp = trajectory.record_maps(model, states, cfg)
     maps = trajectory.map_statistics(true, cfg, key=k_null)
     head_spread = trajectory.head_spread_test(maps["topk_mass"], cfg.n_perm)
@@ -69,20 +79,26 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     pol["head_concentration"] = sa.head_concentration(imp.reshape(-1, *imp.shape[-3:])).reshape(imp.shape[:4])
     pol["dense_nll"] = dense_nll
 
-    gen = np.arange(cfg.seq_len) >= cfg.prompt_len
     periods = jnp.asarray(cfg.periods, jnp.int32)
     budgets = jnp.full(periods.shape, cfg.main_budget, jnp.float32)
-    online = {}
+    dense_path = trajectory.path_nlls(model, states, final)  # [N]
+    online = {"dense_accuracy": jnp.mean((final == truth)[:, gen], axis=-1), "dense_path_nll": dense_path}
     for a in cfg.online_allocs:
-        out = policy.online_runs(model, truth, periods, budgets, cfg, alloc=a)  # [len(periods), N, L]
+        out, out_states = policy.online_runs(model, truth, keys, periods, budgets, cfg, alloc=a)  # [R, N, (T,) L]
         online[a] = {
             "agreement": jnp.mean((out == final[None])[..., gen], axis=-1),
             "accuracy": jnp.mean((out == truth[None])[..., gen], axis=-1),
+            "dpath_nll": trajectory.path_nlls(model, out_states, out) - dense_path[None],
         }
-    online["dense_accuracy"] = jnp.mean((final == truth)[:, gen], axis=-1)
+    n_show = min(3, cfg.n_prompts)
     return {
         "quality": quality,
-        "sample": {"prompt_and_text": final[0], "truth": jnp.asarray(truth[0]), "states": states[0]},
+        "sample": {
+            "prompt_and_text": final[0],
+            "truth": jnp.asarray(truth[0]),
+            "states": states[0],
+            "texts": {name: jnp.asarray(t[:n_show]) for name, t in texts.items()},
+        },
         "maps": maps,
         "example_maps": true[0, :, -1],  # [T, H, Qb, Kb]: last layer of prompt 0
         "head_spread": {k: np.float64(v) for k, v in head_spread.items()},

@@ -140,3 +140,18 @@ def test_loss_decreases_on_a_tiny_run():
     losses = np.asarray(losses)
     assert not diverged and losses.shape == (60,)
     assert losses[-15:].mean() < 0.8 * losses[:5].mean()
+
+
+def test_unmask_step_remasking():
+    """Both remasking rules commit exactly ``count`` masked positions inside the region; random needs a key."""
+    x = jnp.full((16,), dl.MASK, jnp.int32).at[:3].set(7)
+    logits = jax.random.normal(jax.random.key(0), (16, 256))
+    region = jnp.arange(16) >= 4
+    for remasking in dl.REMASKING:
+        y = dl.unmask_step(x, logits, region, 5, key=jax.random.key(1), temperature=1.0, remasking=remasking)
+        new = (x == dl.MASK) & (y != dl.MASK)
+        assert int(new.sum()) == 5 and not bool(jnp.any(new & ~region))
+    with pytest.raises(ValueError, match="key"):
+        dl.unmask_step(x, logits, region, 5, remasking="random")
+    with pytest.raises(ValueError, match="remasking"):
+        dl.unmask_step(x, logits, region, 5, remasking="greedy")

@@ -69,6 +69,8 @@ def test_concentrated_heads_get_more_blocks():
 def test_anchor_schedule_and_reuse():
     np.testing.assert_array_equal(sa.anchor_steps(7, 3), [1, 0, 0, 1, 0, 0, 1])
     np.testing.assert_array_equal(sa.anchor_steps(5, 9), [1, 0, 0, 0, 0])
+    # a concrete period inside a jit trace (its check must not build a tracer) and a traced one agree
+    np.testing.assert_array_equal(jax.jit(lambda: sa.anchor_steps(5, 2))(), jax.jit(lambda p: sa.anchor_steps(5, p))(2))
     imps = jax.nn.softmax(jax.random.normal(_key(1), (6, H, NB, NB)), axis=-1)
     masks = np.asarray(sa.mask_trajectory(imps, sa.anchor_steps(6, 2), 0.5, allocation="uniform"))
     for t in range(6):
