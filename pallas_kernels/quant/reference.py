@@ -274,18 +274,16 @@ def razer_activation_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     if bmax is None:
         bmax = jnp.max(a, axis=-1)
     sc = nvfp4_scale_code(bmax)
-    s, p = _fence((fp4.e4m3_decode(sc), _err_unit(fp4.e4m3_decode(sc))), fence)
-    s, p = s[..., None], p[..., None]
-    near, delta = _special_delta(a, s, p, 5.0)
+    # only s and the choice are materialized (fenced) per block: p, the thresholds 4.5 s / 5.5 s are a few
+    # per-element ops, cheaper on CPU than more block-sized temporaries (each a fresh, page-faulted buffer)
+    s = _fence(fp4.e4m3_decode(sc), fence)[..., None]
+    near, delta = _special_delta(a, s, _err_unit(s), 5.0)
     signed = jnp.where(near, jnp.where(xb > 0, delta, -delta), jnp.int32(0))  # near => xs != 0, sign of x
-    # err(-5) < err(+5) (+5 wins ties); the codes pass tests nearness against the fenced block thresholds
-    # fl(4.5 s), fl(5.5 s) (the same test): a separate expression, so XLA recomputes it in that pass
-    # instead of writing a full-size mask shared with the sum
-    neg, lo, hi = _fence(
-        (jnp.sum(signed, axis=-1) > 0, np.float32(4.5) * s[..., 0], np.float32(5.5) * s[..., 0]), fence
-    )
+    neg = _fence(jnp.sum(signed, axis=-1) > 0, fence)  # err(-5) < err(+5): +5 wins ties
     m = fp4.e2m1_magnitude_code_scaled(a, s)
-    use = (a > lo[..., None]) & (a < hi[..., None]) & jnp.where(neg[..., None], xb < 0, xb > 0)
+    # the same nearness as _special_delta's, written as the comparisons with the exact products 4.5 s, 5.5 s:
+    # a different expression, so XLA recomputes it here instead of writing a full-size mask for both passes
+    use = (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s) & jnp.where(neg[..., None], xb < 0, xb > 0)
     return _razer_codes(xb, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
@@ -316,8 +314,9 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     if bmax is None:
         bmax = jnp.max(a, axis=-1)
     sc6, sc8 = _e3m3_scale_code(bmax, 6.0), _e3m3_scale_code(bmax, 8.0)
-    s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
-    s6, s8, p = (v[..., None] for v in _fence((s6, s8, _err_unit(s6)), fence))
+    # fenced per block: the two scales and the choice only (p and the chosen scale are per-element ops)
+    s6, s8 = (v[..., None] for v in _fence((fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)), fence))
+    p = _err_unit(s6)
     ap = a * p
     k6 = _sq_term(ap - _e2m1_value_scaled(a, s6) * p)  # fl(a - q s6) p: p a power of two
     k8 = _sq_term(ap - _e2m1_value_scaled(a, s8) * p)
@@ -330,10 +329,10 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
         jnp.where(near8 & pos, k8 + d8, k8),
         jnp.where(near8 & neg, k8 + d8, k8),
     )
-    idx = _first_min_index(_block_sums(terms, fence))
+    idx = _fence(_first_min_index(_block_sums(terms, fence)), fence)
     wide = idx >= jnp.uint32(2)
-    s, idx = _fence((jnp.where(wide, s8[..., 0], s6[..., 0]), idx), fence)
-    s, w = s[..., None], (idx >= jnp.uint32(2))[..., None]
+    w = wide[..., None]
+    s = jnp.where(w, s8, s6)
     m = fp4.e2m1_magnitude_code_scaled(a, s)
     near = jnp.where(w, a > np.float32(7.0) * s, (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s))
     want_neg = ((idx & jnp.uint32(1)) == jnp.uint32(1))[..., None]
