@@ -14,7 +14,7 @@ exactly (1 - s) of the dense scores, speedup = 1 / (1 - s) x (dense ns/score) / 
 more than 1 - s of the work. On CPU the rows also give the same ratio in process CPU time. Why rows went
 above the ideal (120x and 36x at s = 0.938, L = 1024 and 2048, ideal 16x, in one run at load ~10 on 2
 cores): wall time. Measured alternately, best of 3 (L = 1024, H = 2, D = 64, blocks of 64, load ~9): dense
-``jax.nn.dot_product_attention`` 12.7 ns/score in CPU time but 33.2 in wall time (CPU/wall 0.38: its two
+``jax.nn.dot_product_attention`` 12.7 ns/score in CPU time but 33.2 in wall time (CPU/wall 0.38; presumably its two
 threads wait for each other when one is descheduled), the gather path 10.0-10.9 ns/score CPU, 14.2-16.4
 wall (CPU/wall 0.6-0.8): in CPU time speedup = 1 / (1 - s) x ~1.2, in wall time x ~2.3 plus drift (the
 baseline used to be timed once per L; it is now re-timed alternately with each row). Nothing skips more than
