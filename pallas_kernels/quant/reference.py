@@ -138,12 +138,17 @@ def nvfp4_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     return fp4.e2m1_encode_scaled(xs, s[..., None]), sc
 
 
-def mxfp4_block_codes(xb, *, fence: bool = False):
-    """xb: (..., nb, 32) float -> (codes, E8M0 scale codes); v = x * 2^(127 - code) is exact."""
+def mxfp4_block_codes(xb, bmax=None, *, fence: bool = False):
+    """xb: (..., nb, 32) float -> (codes, E8M0 scale codes); v = x * 2^(127 - code) is exact.
+    ``bmax`` (..., nb): the block amax of ``flush(x)`` if already known (the XLA path passes
+    ``flush(max(max x, -min x))`` from :func:`_raw_block_amax`, which reads x once and writes no |x|)."""
     xb = fp4.flush_subnormals(xb)
-    sc = fp4.e8m0_code_for_amax(jnp.max(jnp.abs(xb), axis=-1))
+    if bmax is None:
+        bmax = jnp.max(jnp.abs(xb), axis=-1)
+    sc = fp4.e8m0_code_for_amax(bmax)
     r = _fence(fp4.e8m0_reciprocal(sc), fence)
-    return fp4.e2m1_encode(xb * r[..., None]), sc
+    # e2m1_encode_scaled(v, 1) makes e2m1_encode's seven threshold comparisons as a three-compare search
+    return fp4.e2m1_encode_scaled(xb * r[..., None], np.float32(1.0)), sc
 
 
 def _razer_choose(xs, s, sv, p):
@@ -172,15 +177,14 @@ def _razer_codes(xs, m, use):
     return jnp.where(use, jnp.uint32(8), sign | m)
 
 
-def _err_terms(d, p):
-    """Per-element integer error terms of :func:`fp4.block_sq_err` (before the block sum), with the factor
-    2^14 folded into the power of two: ``p = 2^7 * pow2_reciprocal(s)`` and ``k = int(fl(min(fl(y^2), 2^26) +
-    1/2))``, ``y = fl(d p)``. Bit-identical to ``block_sq_err``'s terms: ``fl(d p 2^7) = fl(d p) 2^7`` and
-    ``fl(y^2) = fl((d p)^2) 2^14`` exactly (powers of two; where a square underflows both terms are 0), ``e >=
-    2^26`` iff ``block_sq_err``'s ``e >= 2^12`` (both give the cap 2^26, as ``fl(2^26 + 1/2) = 2^26``), and the
-    ``min`` between the square and the add keeps a compiler from contracting them into an FMA (which would
-    round ``y^2 + 1/2`` once instead of twice)."""
-    y = d.astype(jnp.float32) * p
+def _sq_term(y):
+    """``y = fl(d p)`` -> the per-element integer error terms of :func:`fp4.block_sq_err` (before the block
+    sum), with the factor 2^14 folded into the power of two: ``p = 2^7 * pow2_reciprocal(s)`` and ``k =
+    int(fl(min(fl(y^2), 2^26) + 1/2))``. Bit-identical to ``block_sq_err``'s terms: ``fl(d p 2^7) = fl(d p)
+    2^7`` and ``fl(y^2) = fl((d p)^2) 2^14`` exactly (powers of two; where a square underflows both terms are
+    0), ``e >= 2^26`` iff ``block_sq_err``'s ``e >= 2^12`` (both give the cap 2^26, as ``fl(2^26 + 1/2) =
+    2^26``), and the ``min`` between the square and the add keeps a compiler from contracting them into an
+    FMA (which would round ``y^2 + 1/2`` once instead of twice)."""
     e = jnp.minimum(y * y, np.float32(fp4.ERR_TERM_MAX))
     return (e + np.float32(0.5)).astype(jnp.int32)
 
@@ -227,12 +231,30 @@ def _first_min_index(errs):
     return idx
 
 
-def _special_terms(xs, a, near, k0, sv: float, s, p):
-    """The block-error terms of the candidates +sv and -sv: an element takes the special value only when
-    ``near`` and of the candidate's sign (see :func:`razer_activation_block_codes`), so its term is then
-    the special value's, else the FP4 term ``k0``."""
-    ks = _err_terms(a - np.float32(sv) * s, p)
-    return jnp.where(near & (xs > 0), ks, k0), jnp.where(near & (xs < 0), ks, k0)
+def _abs_flushed(x):
+    """``|flush_subnormals(x)|`` (float32): one abs shared by the flush test and the magnitude."""
+    ax = jnp.abs(x.astype(jnp.float32))
+    return jnp.where(ax < np.float32(fp4.F32_MIN_NORMAL), np.float32(0.0), ax)
+
+
+def _special_delta(a, s, p, sv: float):
+    """Per element: whether ``|xs| = a`` is strictly closer to ``sv s`` than to its FP4 rounding, and
+    ``delta = k(special) - k(FP4)`` (int32, <= 0 where near), the change of its :func:`_sq_term` term.
+
+    ``sv`` = 5: near iff ``4.5 s < a < 5.5 s`` (RNE sends 5 s to 4 s), FP4 value 4 s (a <= 5 s) or 6 s.
+    ``sv`` = 8: near iff ``a > 7 s`` (FP4 saturates at 6 s). With ``ap = fl(a p)`` = a p exactly (p a power of
+    two) and the exact ``c = s p``, ``fl(ap - v c) = fl(a - v s) p``: the very ``y = fl(d p)`` of ``d = a - v
+    s``, so the terms are bit-identical. For 5 the FP4 difference of a near element is ``c - |t|`` (t = ap -
+    5 c): a - 5 s and a - 4 s or a - 6 s are exact there (Sterbenz: a / (5 s) in (0.9, 1.1)), so that real
+    number is representable and the subtraction exact. The near tests are the same comparisons on exact
+    differences wherever the outcome is not already forced (|a - 5 s| >= 2.5 s, or a < 4 s for 8), where
+    monotone rounding keeps the side."""
+    c = s * p
+    t = a * p - np.float32(sv) * c
+    if sv == 5.0:
+        at = jnp.abs(t)
+        return at < np.float32(0.5) * c, _sq_term(t) - _sq_term(c - at)
+    return t > np.float32(-1.0) * c, _sq_term(t) - _sq_term(a * p - np.float32(6.0) * c)
 
 
 def razer_activation_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
@@ -240,30 +262,29 @@ def razer_activation_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
 
     Fast form of two :func:`_razer_choose` calls (bit-identical). An element can only take the special value
     of its own sign (0 is an FP4 value, so one of the other sign is always farther than its FP4 rounding),
-    and for it both candidates are the same test: |xs| strictly closer to 5 s than to its FP4 rounding |q| s,
-    which (RNE, 5 s rounds to 4 s) is exactly ``4.5 s < |xs| < 5.5 s``, with the special-value term
-    ``|xs| - 5 s``; a near element's FP4 value is 4 s if |xs| <= 5 s else 6 s. The two sums below take the
-    special term for the near elements of the candidate's sign and ``k0`` elsewhere: for near elements
-    ``k0`` is the FP4 term, for the others it is the same integer in both sums (so it cancels in the
-    comparison), and the sums are exact (<= 16 * 2^26 < 2^31): the choice equals comparing the block errors."""
-    xs = fp4.flush_subnormals(xb) * inv_g
-    a = jnp.abs(xs)
+    and for it both candidates are the same test (:func:`_special_delta`). Every other element keeps its FP4
+    term under both candidates, so with ``delta_i = k_sv,i - k_fp4,i``
+
+        err(-5) - err(+5) = sum_{near, xs < 0} delta_i - sum_{near, xs > 0} delta_i
+
+    and ``err(-5) < err(+5)`` iff ``sum_i [near_i] sign(xs_i) delta_i > 0``: one integer block sum of one
+    per-element term instead of two block errors (exact: near terms are < 2^17, the sum < 2^21)."""
+    xb = xb.astype(jnp.float32)
+    a = _abs_flushed(xb) * inv_g  # = |flush(x) * fl(1/g)| (rounding is symmetric)
     if bmax is None:
         bmax = jnp.max(a, axis=-1)
     sc = nvfp4_scale_code(bmax)
-    s, p = _fence((fp4.e4m3_decode(sc), _err_unit(fp4.e4m3_decode(sc))), fence)
-    s, p = s[..., None], p[..., None]
-    near = (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s)
-    four_or_six = jnp.where(a > np.float32(5.0) * s, np.float32(6.0), np.float32(4.0))
-    k0 = _err_terms(a - four_or_six * s, p)  # only read for near elements
-    e_pos, e_neg = _block_sums(_special_terms(xs, a, near, k0, 5.0, s, p), fence)
-    # err(-5) < err(+5) (+5 wins ties); the codes pass tests nearness against the fenced block thresholds
-    # fl(4.5 s), fl(5.5 s) (the same values): a separate expression, so XLA recomputes it in that pass
-    # instead of writing a full-size mask shared with the sums
-    neg, lo, hi = _fence((e_neg < e_pos, np.float32(4.5) * s[..., 0], np.float32(5.5) * s[..., 0]), fence)
+    # only s and the choice are materialized (fenced) per block: p, the thresholds 4.5 s / 5.5 s are a few
+    # per-element ops, cheaper on CPU than more block-sized temporaries (each a fresh, page-faulted buffer)
+    s = _fence(fp4.e4m3_decode(sc), fence)[..., None]
+    near, delta = _special_delta(a, s, _err_unit(s), 5.0)
+    signed = jnp.where(near, jnp.where(xb > 0, delta, -delta), jnp.int32(0))  # near => xs != 0, sign of x
+    neg = _fence(jnp.sum(signed, axis=-1) > 0, fence)  # err(-5) < err(+5): +5 wins ties
     m = fp4.e2m1_magnitude_code_scaled(a, s)
-    use = (a > lo[..., None]) & (a < hi[..., None]) & jnp.where(neg[..., None], xs < 0, xs > 0)
-    return _razer_codes(xs, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
+    # the same nearness as _special_delta's, written as the comparisons with the exact products 4.5 s, 5.5 s:
+    # a different expression, so XLA recomputes it here instead of writing a full-size mask for both passes
+    use = (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s) & jnp.where(neg[..., None], xb < 0, xb > 0)
+    return _razer_codes(xb, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
 def _e3m3_scale_code(bmax, qmax: float):
@@ -285,32 +306,38 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     """RaZeR weight variant on blocks xb (..., nb, 16): (codes uint32, scale bytes uint32).
 
     The four candidates of :func:`razer_weight_candidate` (first wins ties), bit-identical, in two passes
-    over the elements: (1) FP4 values at both scales s_b(6) and s_b(8) (select trees, no code-to-float
-    decode), the four candidates' error terms (+-5 at s_b(6), near ``4.5 s < |xs| < 5.5 s``; +-8 at s_b(8),
-    FP4 values are <= 6 < 8 so near ``|xs| > 7 s``) and their block sums in one variadic reduction; (2) the
-    codes at the chosen scale only."""
-    xs = fp4.flush_subnormals(xb) * inv_g
-    a = jnp.abs(xs)
+    over the elements: (1) the FP4 terms at both scales s_b(6) and s_b(8) (select trees, no code-to-float
+    decode), the special values' terms (:func:`_special_delta`: +-5 at s_b(6), +-8 at s_b(8)) and the four
+    candidates' block sums in one variadic reduction; (2) the codes at the chosen scale only."""
+    xb = xb.astype(jnp.float32)
+    a = _abs_flushed(xb) * inv_g
     if bmax is None:
         bmax = jnp.max(a, axis=-1)
     sc6, sc8 = _e3m3_scale_code(bmax, 6.0), _e3m3_scale_code(bmax, 8.0)
-    s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
-    s6, s8, p = (v[..., None] for v in _fence((s6, s8, _err_unit(s6)), fence))
-    k6 = _err_terms(a - _e2m1_value_scaled(a, s6), p)
-    k8 = _err_terms(a - _e2m1_value_scaled(a, s8), p)
-    near6 = (a > np.float32(4.5) * s6) & (a < np.float32(5.5) * s6)
-    near8 = a > np.float32(7.0) * s8
-    idx = _first_min_index(
-        _block_sums(_special_terms(xs, a, near6, k6, 5.0, s6, p) + _special_terms(xs, a, near8, k8, 8.0, s8, p), fence)
+    # fenced per block: the two scales and the choice only (p and the chosen scale are per-element ops)
+    s6, s8 = (v[..., None] for v in _fence((fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)), fence))
+    p = _err_unit(s6)
+    ap = a * p
+    k6 = _sq_term(ap - _e2m1_value_scaled(a, s6) * p)  # fl(a - q s6) p: p a power of two
+    k8 = _sq_term(ap - _e2m1_value_scaled(a, s8) * p)
+    near5, d5 = _special_delta(a, s6, p, 5.0)
+    near8, d8 = _special_delta(a, s8, p, 8.0)
+    pos, neg = xb > 0, xb < 0  # near => xs != 0 with the sign of x
+    terms = (
+        jnp.where(near5 & pos, k6 + d5, k6),
+        jnp.where(near5 & neg, k6 + d5, k6),
+        jnp.where(near8 & pos, k8 + d8, k8),
+        jnp.where(near8 & neg, k8 + d8, k8),
     )
+    idx = _fence(_first_min_index(_block_sums(terms, fence)), fence)
     wide = idx >= jnp.uint32(2)
-    s, idx = _fence((jnp.where(wide, s8[..., 0], s6[..., 0]), idx), fence)
-    s, w = s[..., None], (idx >= jnp.uint32(2))[..., None]
+    w = wide[..., None]
+    s = jnp.where(w, s8, s6)
     m = fp4.e2m1_magnitude_code_scaled(a, s)
     near = jnp.where(w, a > np.float32(7.0) * s, (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s))
     want_neg = ((idx & jnp.uint32(1)) == jnp.uint32(1))[..., None]
-    use = near & jnp.where(want_neg, xs < 0, xs > 0)
-    return _razer_codes(xs, m, use), jnp.where(wide, sc8, sc6) | (idx << jnp.uint32(6))
+    use = near & jnp.where(want_neg, neg, pos)
+    return _razer_codes(xb, m, use), jnp.where(wide, sc8, sc6) | (idx << jnp.uint32(6))
 
 
 def razer_special_value(byte, fmt: str):
@@ -399,7 +426,9 @@ def nvfp4_quantize(x, global_scale=None) -> QuantizedArray:
 
 def mxfp4_quantize(x) -> QuantizedArray:
     x = jnp.asarray(x)
-    codes, sc = mxfp4_block_codes(_blocks(x, 32), fence=True)
+    xb = _blocks(x, 32)
+    bmax = fp4.flush_subnormals(_fence(_raw_block_amax(xb), True))  # flush commutes with max |.|
+    codes, sc = mxfp4_block_codes(xb, bmax, fence=True)
     return _pack(x, codes, sc, 1.0, "mxfp4")
 
 

@@ -115,6 +115,11 @@ def adversarial(kind: str, shape, seed=0) -> np.ndarray:
     if kind == "ties":  # values on E2M1 midpoints after scaling by an exact power of two
         v = rng.choice([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 6.0], shape) * rng.choice([-1, 1], shape)
         return (v * 2.0**-3).astype(np.float32)
+    if kind == "razer_boundary":  # around RaZeR's decision points (4.5, 5, 5.5, 7, 8 scales), +-a few ulps
+        base = rng.choice([4.5, 5.0, 5.5, 7.0, 8.0, 4.0, 6.0, 3.5], shape) * rng.choice([-1, 1], shape)
+        x = base * (1 + rng.integers(-3, 4, shape) * 2.0**-23)
+        x[..., ::16] = rng.choice([6.0, 8.0, -6.0, -8.0], x[..., ::16].shape)  # block maxima: scale ~ 1 or 4/3
+        return (x * 2.0**-3).astype(np.float32)
     raise ValueError(kind)
 
 

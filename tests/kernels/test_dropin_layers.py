@@ -81,6 +81,7 @@ def test_nnx_model_swaps_with_no_code_change():
     x = jax.random.normal(jax.random.key(1), (2, L, E))
     want = model(x)
     swap_attention(model)
+    assert model.attn.attention_fn.__qualname__.startswith(make_attention_fn.__name__)  # the kernels' op now
     np.testing.assert_allclose(model(x), want, atol=2e-5)
     quantize_model(model, "nvfp4")
     assert isinstance(model.up, NnxQuantizedLinear) and isinstance(model.attn.query, nnx.LinearGeneral)

@@ -66,35 +66,25 @@ def test_package_entry_points():
     assert p.returncode == 0 and "--dry-run" in p.stdout and "prepared hardware check" in p.stdout, p.stderr
 
 
+def _block_sparse_record(L, sparsity, *, ideal, got):
+    return dict(
+        section="block_sparse",
+        impl="pallas_triton",
+        L=L,
+        sparsity=sparsity,
+        ideal_speedup=ideal,
+        speedup_vs_dense=got,
+    )
+
+
 def test_goals_met_and_missed():
     peaks = gpu_check.PEAKS["H200"]
     recs = [
         dict(section="quant", op="nvfp4_quantize", impl="pallas", frac_peak_hbm=0.75),
         dict(section="quant", op="nvfp4_dequantize", impl="pallas", frac_peak_hbm=0.5),
-        dict(
-            section="block_sparse",
-            impl="pallas_triton",
-            L=16384,
-            sparsity=0.9,
-            ideal_speedup=10.0,
-            speedup_vs_dense=9.0,
-        ),
-        dict(
-            section="block_sparse",
-            impl="pallas_triton",
-            L=16384,
-            sparsity=0.95,
-            ideal_speedup=20.0,
-            speedup_vs_dense=10.0,
-        ),
-        dict(
-            section="block_sparse",
-            impl="pallas_triton",
-            L=4096,
-            sparsity=0.95,
-            ideal_speedup=20.0,
-            speedup_vs_dense=1.0,
-        ),  # not at the largest L: no goal
+        _block_sparse_record(16384, 0.9, ideal=10.0, got=9.0),
+        _block_sparse_record(16384, 0.95, ideal=20.0, got=10.0),
+        _block_sparse_record(4096, 0.95, ideal=20.0, got=1.0),  # not at the largest L: no goal
         dict(section="matmul", impl="pallas", shape="M1", M=1, time_s=1.0),
         dict(section="matmul", impl="bf16_dense", shape="M1", M=1, time_s=2.0),
         dict(section="fwht", impl="pallas", shape="s", d=4096, time_s=1.0, goal_speedup=85.3),

@@ -73,7 +73,7 @@ def razer_weight_np(x):
     return best
 
 
-@pytest.mark.parametrize("kind", ["normal", "huge_range", "ties", "mixed_zero_blocks", "tiny"])
+@pytest.mark.parametrize("kind", ["normal", "huge_range", "ties", "mixed_zero_blocks", "tiny", "razer_boundary"])
 def test_activation_reference_matches_model(kind):
     x = _adversarial(kind, (8, 64), seed=7)
     q = razer_quantize(x, variant="activation", implementation="xla")
@@ -82,7 +82,7 @@ def test_activation_reference_matches_model(kind):
     np.testing.assert_array_equal(np.asarray(q.scales), sbytes)
 
 
-@pytest.mark.parametrize("kind", ["normal", "huge_range", "mixed_zero_blocks"])
+@pytest.mark.parametrize("kind", ["normal", "huge_range", "mixed_zero_blocks", "razer_boundary"])
 def test_weight_reference_matches_model(kind):
     x = _adversarial(kind, (8, 64), seed=8)
     q = razer_quantize(x, variant="weight", implementation="xla")
