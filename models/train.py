@@ -9,10 +9,12 @@ outside git (``$WORKBENCH_CACHE`` or ``~/.cache/workbench``), keyed by a hash of
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
 import os
+import tempfile
 from functools import partial
 from pathlib import Path
 
@@ -179,34 +181,84 @@ def is_cached(mc: LMConfig, tc: TrainConfig, *, tag: str = "") -> bool:
     return cache_path(mc, tc, tag=tag).exists()
 
 
+@contextlib.contextmanager
+def _cache_lock(path: Path):
+    """An exclusive lock on ``path``'s weights while they are trained or loaded, so that processes sharing the
+    cache (pytest-xdist workers, a CLI run beside a notebook) train one configuration once: the second waits for
+    the first and then loads its weights. ``fcntl.flock`` is released by the OS if the holder dies; where it is
+    missing (Windows) this is a no-op and concurrent processes may both train (each writes its own temporary
+    file, and the last ``replace`` wins, so the cache entry is never a mix of two)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not on Linux/macOS
+        yield
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
+        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+
+
+def _load_cached(path: Path, skeleton):
+    """``(model, losses)`` from the cache file, or None when it is missing, corrupt or stale (then: retrain)."""
+    if not path.exists():
+        return None
+    try:
+        with path.open("rb") as f:
+            losses = np.load(f)
+            model = eqx.tree_deserialise_leaves(f, skeleton)
+        return model, jnp.asarray(losses)
+    except Exception:  # a corrupt or stale cache entry: retrain
+        return None
+
+
+def _save_cached(path: Path, model, losses) -> None:
+    """Write the weights through a temporary file of this process and one ``os.replace`` (never half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            np.save(f, np.asarray(losses))
+            eqx.tree_serialise_leaves(f, model)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
 def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc: str | None = None,
                   model_cls=TinyLM, batch_loss=None, tag: str = ""):
     """Train ``TinyLM(mc)`` with AdamW per ``tc`` on the shipped corpus, or load it from the cache.
 
     ``model_cls``, ``batch_loss`` and ``tag`` (part of the cache key) train another model family with its own
     loss through the same loop and cache (``models.diffusion_lm``); the defaults are the tiny causal LM.
+    Processes sharing the cache train each configuration once (a file lock; the others wait and load).
     Returns ``(model, losses)`` (losses: the per-step training losses, float32[steps]).
     """
     path = cache_path(mc, tc, tag=tag)
     skeleton = model_cls(mc, key=jax.random.key(tc.seed))
-    if use_cache and path.exists():
-        try:
-            with path.open("rb") as f:
-                losses = np.load(f)
-                model = eqx.tree_deserialise_leaves(f, skeleton)
-            return model, jnp.asarray(losses)
-        except Exception:  # a corrupt or stale cache entry: retrain
-            pass
+    if not use_cache:
+        return _train(skeleton, tc, desc=desc, batch_loss=batch_loss)
+    cached = _load_cached(path, skeleton)
+    if cached is not None:
+        return cached
+    with _cache_lock(path):
+        cached = _load_cached(path, skeleton)  # trained by another process while this one waited
+        if cached is not None:
+            return cached
+        model, losses = _train(skeleton, tc, desc=desc, batch_loss=batch_loss)
+        _save_cached(path, model, losses)
+    return model, losses
+
+
+def _train(skeleton, tc: TrainConfig, *, desc: str | None, batch_loss):
     train, _ = corpus.load_corpus(max_bytes=tc.corpus_bytes)
     model, losses, diverged = fit(skeleton, adamw_schedule(tc), train, steps=tc.steps, batch_size=tc.batch_size,
                                   key=jax.random.key(tc.seed + 1), desc=desc, batch_loss=batch_loss)
     if diverged:
         raise RuntimeError(f"training diverged with {tc}")
-    if use_cache:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".tmp")
-        with tmp.open("wb") as f:
-            np.save(f, np.asarray(losses))
-            eqx.tree_serialise_leaves(f, model)
-        tmp.replace(path)
     return model, losses

@@ -2,7 +2,7 @@
 
 Every value is parsed from the declared type of the Config field (``int``, ``float``, ``bool``, ``str``,
 ``tuple[float, float]``, ``tuple[int, ...]``, nested tuples, ``X | None``, ``Literal[...]``); a value that does not
-fit raises :class:`~sims.core.harness.WorkbenchError` naming the field and the expected type. Floats must be finite
+fit raises :class:`~sims.core.errors.WorkbenchError` naming the field and the expected type. Floats must be finite
 unless the preset's own value of that field is not (NaN is never accepted). The Config's ``__post_init__`` then
 validates ranges; its ``ValueError`` is reported as a user error too (it is about the user's input).
 
@@ -22,7 +22,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from sims.core.harness import WorkbenchError
+from sims.core.errors import WorkbenchError
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from sims.core.harness import WorkbenchError
+from sims.core.errors import WorkbenchError
 
 ENV = {"coordinator": "JAX_COORDINATOR_ADDRESS", "num_processes": "JAX_NUM_PROCESSES", "process_id": "JAX_PROCESS_ID"}
 

@@ -11,7 +11,8 @@ import re
 from pathlib import Path
 
 from sims.core.claims import format_counts
-from sims.core.harness import FIGURES_DIR, REPO_ROOT, atomic_write_text, load_claims
+from sims.core.outputs import atomic_write_text, load_claims
+from sims.core.paths import FIGURES_DIR, REPO_ROOT
 
 MARKER = "<!-- results-table -->"
 _ROW = re.compile(r"^\| \[(?P<name>[a-z0-9_]+)\]\(")

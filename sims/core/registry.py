@@ -14,7 +14,7 @@ import pkgutil
 from types import ModuleType
 
 import sims
-from sims.core.harness import WorkbenchError
+from sims.core.errors import WorkbenchError
 
 INFRASTRUCTURE = {"core", "bench"}
 REQUIRED = ("NAME", "TITLE", "PRESETS", "run", "plot", "claims")

@@ -57,7 +57,7 @@ def _vmapped(fn, batch):
 
 
 def _progress_on(progress, n_chunks: int) -> bool:
-    from sims.core.harness import progress_enabled
+    from sims.core.progress import progress_enabled
 
     if progress is None:  # auto: several chunks, on a terminal
         return n_chunks > 1 and progress_enabled()
@@ -134,7 +134,7 @@ def scan_with_progress(step: Callable, carry: Any, num_steps: int, *, chunk: int
     def scan_chunk(c, length):
         return jax.lax.scan(step, c, None, length=length)
 
-    from sims.core.harness import progress_enabled
+    from sims.core.progress import progress_enabled
 
     ys = []
     with tqdm(total=num_steps, desc=desc, disable=desc is None or not progress_enabled()) as bar:
