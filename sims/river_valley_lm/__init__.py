@@ -72,10 +72,10 @@ class Config:
     lr_mults: tuple[float, float] = (0.5, 32.0)  # loss-map lr range in units of 2/lambda_max(init) of each seed
     n_lr: int = 13  # x sqrt(2) grid on (0.5, 32)
     betas: tuple[float, ...] = (0.0, 0.5, 0.9)
-    adam_lrs: tuple[float, float] = (1e-3, 1e-1)
-    n_adam: int = 15  # x 1.39 grid
+    adam_lrs: tuple[float, float] = (3e-3, 1e-1)
+    n_adam: int = 12  # x 1.375 grid
     adam_beta1s: tuple[float, ...] = (0.0, 0.9)
-    map_seeds: int = 5  # seeds of the loss map and AdamW grid (the first map_seeds of n_seeds)
+    map_seeds: int = 3  # seeds of the loss map and AdamW grid (the first map_seeds of n_seeds; 5 is over budget)
     eval_windows: int = 64
     hvp_batch: int = 16  # windows in the Hessian / full-batch set
     lanczos_iters: int = 48
@@ -93,7 +93,7 @@ class Config:
     eos_mults: tuple[float, ...] = (2.0,)  # full-batch lr in units of 2/lambda_max(init)
     eos_steps: int = 100  # full-batch steps (edge of stability, decomposition, linear river)
     eos_every: int = 2  # steps between lambda_max measurements
-    power_iters: int = 8  # warm-started power-iteration steps (HVPs) per measurement
+    power_iters: int = 4  # warm-started power-iteration steps (HVPs) per measurement
 
     def __post_init__(self):
         LMConfig(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx)
