@@ -9,35 +9,40 @@ quadratic theory (``theory.river_valley.hb_threshold``) puts heavy ball's edge a
 edge 1+beta times GD's. The paper's stability claim is about the raw lr; its river-speed claim is about the
 effective lr lr/(1-beta) (gain (1+beta)/(1-beta) at the edge). Both are reported.
 
-Parts (all seeds come from ``key``):
+Parts (all seeds come from ``key``; two compiled training programs serve them all, see ``dynamics``):
   edges     mini-batch SGD+HB, per (beta, seed): log-lr bisection of the divergence edge inside ``edge_bracket``
-            (bracket ends checked, ``edge_iters`` halvings); intervals over ``n_seeds`` plus the bracket width.
+            (bracket ends checked, ``edge_iters`` halvings: resolution 32^(1/16) = 1.24 in the full preset);
+            intervals over ``n_seeds`` plus the bracket width.
   eos       full-batch GD and HB (same raw lr, and same effective lr) at ``eos_mults`` x 2/lambda_max(init);
-            lambda_max(H(theta_t)) every ``eos_every`` steps by warm-started power iteration, with the loss, the
-            parameter norm and the RMSNorm-scale norm.
+            lambda_max(H(theta_t)) every ``eos_every`` steps by ``power_iters`` warm-started power-iteration HVPs,
+            checked against Lanczos mid-run and at the end; the loss, the parameter and RMSNorm-scale norms.
   spectrum  top ``spectrum_k`` Hessian eigenvalues at init per seed; a valley dimension needs a visible gap.
   river     HB/GD displacement at a tiny lr (constant gradient) vs the paper's exact linear-river formula.
-  seed 0    (lr, beta) loss map and AdamW beta1 grid (one seed, x2 lr grid: figure and two one-seed checks);
-            valley/river split of a full-batch HB trajectory along the top-``top_k`` eigenvectors.
+  map       (lr, beta) loss map (x sqrt(2) lr grid) and AdamW (lr, beta1) grid on the first ``map_seeds`` seeds.
+  split     valley/river split of full-batch HB and GD trajectories along each seed's top-``top_k`` eigenvectors.
 
-Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals): divergence edges 9.1 [6.2, 13.3]
-(GD), 5.9 [4.0, 8.6] (beta=0.5), 3.5 [2.8, 4.5] (beta=0.9) x 2/lambda_max(init): momentum does NOT widen the raw
-stable lr range on this model (it narrows it; the quadratic 1+beta fails), GD trains ~9x past its quadratic
-threshold. In effective lr the edges are 9.1, 11.8, 35.1: heavy ball's advantage is river speed at equal raw lr.
-Edge of stability (full batch, lr = 2 x 2/lambda_max(init)): lr * lambda_max(theta_t) over the second half is
-3.62 +- 0.52 for GD (not 2: the sharpness sits ~1.8x above 2/lr while the loss still falls, non-monotonically) and
-3.31 +- 0.44 for HB beta=0.5 at the same raw lr (quadratic edge 3); HB at the same effective lr (starting at
-lr * lambda = 2) sharpens to 3.81 +- 0.08. The power-iteration values are Rayleigh quotients, so lower bounds on
-lambda_max. Spectrum: the largest ratio of consecutive eigenvalues among the top 20 is 1.25 +- 0.11 (lambda_1 /
-lambda_20 = 3.9-8.4): no gap, so the valley dimension is not identified by the spectrum on this model; the top-4
-split used below is a choice, not a measured valley.
-Linear river (seed 0, beta=0.9, 20 steps): HB/GD displacement 6.0464 vs the formula's 6.0471.
+Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals): divergence edges 9.7 [7.8, 12.2]
+(GD), 6.9 [5.5, 8.6] (beta=0.5), 3.75 [3.2, 4.3] (beta=0.9) x 2/lambda_max(init), bisection resolution x1.24:
+momentum does NOT widen the raw stable lr range on this model (it narrows it; the quadratic 1+beta fails), GD
+trains ~10x past its quadratic threshold. In effective lr the edges are 9.7, 13.7, 37.5: heavy ball's advantage is
+river speed at equal raw lr. Edge of stability (full batch, lr = 2 x 2/lambda_max(init), lambda_max every 2
+steps): lr * lambda_max(theta_t) over the second half is 3.29 +- 0.46 for GD (not 2) and 3.33 +- 0.21 for HB
+beta=0.5 at the same raw lr (quadratic edge 3); HB at the same effective lr sharpens to 3.49 +- 0.28. lr * lambda
+oscillates step to step (2-10) around these medians. The power-iteration values are Rayleigh quotients, so lower
+bounds: against Lanczos (48 steps) mid-run and at the end they are up to 30% low (4 warm-started HVPs track a
+near-degenerate top of the spectrum, and at some steps a negative eigenvalue of larger magnitude wins), so the
+EoS medians are lower bounds too. Spectrum: the largest ratio of consecutive eigenvalues among the top 20 is
+1.25 +- 0.11 (lambda_1 / lambda_20 = 3.9-8.4): no gap, so the valley dimension is not identified by the spectrum;
+the top-4 split is a choice. Over 5 seeds the top-4 directions hold 28% of the initial gradient (1400x their
+random share) but 0.9% of heavy ball's displacement; the river part alone keeps 89% +- 15% of the loss decrease.
+Loss map and AdamW grid: 3 seeds (5 was over the CPU budget), x sqrt(2) lr grid. Linear river (5 seeds, beta=0.9,
+20 steps): HB/GD displacement 6.0466 +- 0.0004 vs the formula's 6.0471.
 
 Figures:
-  lr_beta_grid.png       seed-0 final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW
+  lr_beta_grid.png       final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW, mean and CI
   edges.png              bisected edges per seed, geometric mean and interval, raw and effective lr, theory lines
   edge_of_stability.png  lambda_max(t) with 2/lr and 2(1+beta)/lr, lr * lambda_max(t), loss, parameter/RMSNorm norms
-  decomposition.png      valley coordinates, river distance and losses along a heavy-ball trajectory; spectrum
+  decomposition.png      valley coordinates (seed 0), river distance, losses over seeds; spectrum over seeds
 """
 
 from __future__ import annotations
