@@ -402,6 +402,14 @@ def _momentum_sign_flipped(f):
     return lambda v, g, beta: f(-v, g, beta)
 
 
+def _ritz_ascending(f):
+    def lanczos(op, dim, *, key, iters, k):
+        ev, vec = f(op, dim, key=key, iters=iters, k=iters)
+        return ev[::-1][:k], vec[:, ::-1][:, :k]
+
+    return lanczos
+
+
 MUTANTS = [
     Mutant(
         "momentum_applied_twice",
@@ -414,6 +422,12 @@ MUTANTS = [
         "sims.river_valley_lm.dynamics:hb_velocity",
         _momentum_sign_flipped,
         "heavy-ball velocity with the momentum term's sign flipped: v <- g - beta v",
+    ),
+    Mutant(
+        "ritz_pairs_ascending",
+        "theory.hessian:lanczos_top",
+        _ritz_ascending,
+        "Lanczos Ritz pairs kept in eigh's ascending order: the 'top' Hessian directions are the bottom ones",
     ),
 ]
 
