@@ -63,7 +63,7 @@ nb.show()
 # %% [markdown]
 # ## What the quadratic theory predicts vs what the network does
 # With `lambda_max` from Lanczos the quadratic edges are `2/lambda` (GD) and `2(1+beta)/lambda` (heavy ball).
-# The measured edges are bisected in log lr for every (beta, seed) (mini-batch SGD, `edge_steps` steps); below:
+# The measured edges are bisected in log lr for every (beta, seed) (mini-batch SGD, `steps` steps); below:
 # geometric mean and 95% interval over seeds, in units of each seed's `2/lambda_max(init)`, raw and effective
 # (`lr/(1-beta)`).
 

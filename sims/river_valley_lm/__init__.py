@@ -9,56 +9,57 @@ quadratic theory (``theory.river_valley.hb_threshold``) puts heavy ball's edge a
 edge 1+beta times GD's. The paper's stability claim is about the raw lr; its river-speed claim is about the
 effective lr lr/(1-beta) (gain (1+beta)/(1-beta) at the edge). Both are reported.
 
-Parts (all seeds come from ``key``):
+Parts (all seeds come from ``key``; two compiled training programs serve them all, see ``dynamics``):
   edges     mini-batch SGD+HB, per (beta, seed): log-lr bisection of the divergence edge inside ``edge_bracket``
-            (bracket ends checked, ``edge_iters`` halvings); intervals over ``n_seeds`` plus the bracket width.
+            (bracket ends checked, ``edge_iters`` halvings: resolution 32^(1/16) = 1.24 in the full preset);
+            intervals over ``n_seeds`` plus the bracket width.
   eos       full-batch GD and HB (same raw lr, and same effective lr) at ``eos_mults`` x 2/lambda_max(init);
-            lambda_max(H(theta_t)) every ``eos_every`` steps by warm-started power iteration, with the loss, the
-            parameter norm and the RMSNorm-scale norm.
+            lambda_max(H(theta_t)) every ``eos_every`` steps by ``power_iters`` warm-started power-iteration HVPs,
+            checked against Lanczos mid-run and at the end; the loss, the parameter and RMSNorm-scale norms.
   spectrum  top ``spectrum_k`` Hessian eigenvalues at init per seed; a valley dimension needs a visible gap.
   river     HB/GD displacement at a tiny lr (constant gradient) vs the paper's exact linear-river formula.
-  seed 0    (lr, beta) loss map and AdamW beta1 grid (one seed, x2 lr grid: figure and two one-seed checks);
-            valley/river split of a full-batch HB trajectory along the top-``top_k`` eigenvectors.
+  map       (lr, beta) loss map (x sqrt(2) lr grid) and AdamW (lr, beta1) grid on the first ``map_seeds`` seeds.
+  split     valley/river split of full-batch HB and GD trajectories along each seed's top-``top_k`` eigenvectors.
 
-Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals): divergence edges 9.1 [6.2, 13.3]
-(GD), 5.9 [4.0, 8.6] (beta=0.5), 3.5 [2.8, 4.5] (beta=0.9) x 2/lambda_max(init): momentum does NOT widen the raw
-stable lr range on this model (it narrows it; the quadratic 1+beta fails), GD trains ~9x past its quadratic
-threshold. In effective lr the edges are 9.1, 11.8, 35.1: heavy ball's advantage is river speed at equal raw lr.
-Edge of stability (full batch, lr = 2 x 2/lambda_max(init)): lr * lambda_max(theta_t) over the second half is
-3.62 +- 0.52 for GD (not 2: the sharpness sits ~1.8x above 2/lr while the loss still falls, non-monotonically) and
-3.31 +- 0.44 for HB beta=0.5 at the same raw lr (quadratic edge 3); HB at the same effective lr (starting at
-lr * lambda = 2) sharpens to 3.81 +- 0.08. The power-iteration values are Rayleigh quotients, so lower bounds on
-lambda_max. Spectrum: the largest ratio of consecutive eigenvalues among the top 20 is 1.25 +- 0.11 (lambda_1 /
-lambda_20 = 3.9-8.4): no gap, so the valley dimension is not identified by the spectrum on this model; the top-4
-split used below is a choice, not a measured valley.
-Linear river (seed 0, beta=0.9, 20 steps): HB/GD displacement 6.0464 vs the formula's 6.0471.
+Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals): divergence edges 9.7 [7.8, 12.2]
+(GD), 6.9 [5.5, 8.6] (beta=0.5), 3.75 [3.2, 4.3] (beta=0.9) x 2/lambda_max(init), bisection resolution x1.24:
+momentum does NOT widen the raw stable lr range on this model (it narrows it; the quadratic 1+beta fails), GD
+trains ~10x past its quadratic threshold. In effective lr the edges are 9.7, 13.7, 37.5: heavy ball's advantage is
+river speed at equal raw lr. Edge of stability (full batch, lr = 2 x 2/lambda_max(init), lambda_max every 2
+steps): lr * lambda_max(theta_t) over the second half is 3.29 +- 0.46 for GD (not 2) and 3.33 +- 0.21 for HB
+beta=0.5 at the same raw lr (quadratic edge 3); HB at the same effective lr sharpens to 3.49 +- 0.28. lr * lambda
+oscillates step to step (2-10) around these medians. The power-iteration values are Rayleigh quotients, so lower
+bounds: against Lanczos (48 steps) mid-run and at the end they are up to 30% low (4 warm-started HVPs track a
+near-degenerate top of the spectrum, and at some steps a negative eigenvalue of larger magnitude wins), so the
+EoS medians are lower bounds too. Spectrum: the largest ratio of consecutive eigenvalues among the top 20 is
+1.25 +- 0.11 (lambda_1 / lambda_20 = 3.9-8.4): no gap, so the valley dimension is not identified by the spectrum;
+the top-4 split is a choice. Over 5 seeds the top-4 directions hold 28% of the initial gradient (1400x their
+random share) but 0.9% of heavy ball's displacement; the river part alone keeps 89% +- 15% of the loss decrease.
+Loss map and AdamW grid: 3 seeds (5 was over the CPU budget), x sqrt(2) lr grid. Linear river (5 seeds, beta=0.9,
+20 steps): HB/GD displacement 6.0466 +- 0.0004 vs the formula's 6.0471.
 
 Figures:
-  lr_beta_grid.png       seed-0 final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW
+  lr_beta_grid.png       final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW, mean and CI
   edges.png              bisected edges per seed, geometric mean and interval, raw and effective lr, theory lines
   edge_of_stability.png  lambda_max(t) with 2/lr and 2(1+beta)/lr, lr * lambda_max(t), loss, parameter/RMSNorm norms
-  decomposition.png      valley coordinates, river distance and losses along a heavy-ball trajectory; spectrum
+  decomposition.png      valley coordinates (seed 0), river distance, losses over seeds; spectrum over seeds
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import optax
 
 from models import corpus
 from models import train as tr
 from models.tiny_lm import LMConfig, TinyLM
 from sims.core.audit import Mutant
-from sims.core.sweep import grid, sweep
 from sims.river_valley_lm import dynamics as dyn
 from theory import _validate as v
 from theory import hessian as hs
-from theory import river_valley as rv
 
 NAME = "river_valley_lm"
 TITLE = "Heavy-ball momentum on a tiny LM: stable lr grows ~(1+beta), progress is along the river"
@@ -72,13 +73,14 @@ class Config:
     ctx: int = 32
     corpus_bytes: int = 400_000
     batch_size: int = 16
-    steps: int = 100  # per loss-map grid point
-    lr_mults: tuple[float, float] = (0.5, 32.0)  # loss-map lr range in units of 2/lambda_max (seed 0)
-    n_lr: int = 7
+    steps: int = 100  # mini-batch steps per run (loss map, AdamW grid, every bisection run)
+    lr_mults: tuple[float, float] = (0.5, 32.0)  # loss-map lr range in units of 2/lambda_max(init) of each seed
+    n_lr: int = 13  # x sqrt(2) grid on (0.5, 32)
     betas: tuple[float, ...] = (0.0, 0.5, 0.9)
-    adam_lrs: tuple[float, float] = (1e-3, 1e-1)
-    n_adam: int = 3
+    adam_lrs: tuple[float, float] = (3e-3, 1e-1)
+    n_adam: int = 12  # x 1.375 grid
     adam_beta1s: tuple[float, ...] = (0.0, 0.9)
+    map_seeds: int = 3  # seeds of the loss map and AdamW grid (the first map_seeds of n_seeds; 5 is over budget)
     eval_windows: int = 64
     hvp_batch: int = 16  # windows in the Hessian / full-batch set
     lanczos_iters: int = 48
@@ -86,19 +88,17 @@ class Config:
     spectrum_k: int = 20  # eigenvalues reported per seed for the valley/river gap
     decomp_beta: float = 0.9
     decomp_lr_mult: float = 1.5  # above GD's 1, below HB's 1+beta
-    decomp_steps: int = 100
     river_lr_mult: float = 1e-5  # linear-river check: lr so small that the gradient stays constant
-    river_steps: int = 20
+    river_steps: int = 20  # a multiple of eos_every, <= eos_steps
     blowup: float = 2.0
-    n_seeds: int = 5  # initialisation (and mini-batch stream) seeds for edges, EoS and spectra
+    n_seeds: int = 5  # initialisation (and mini-batch stream) seeds for edges, EoS, spectra, decomposition
     edge_bracket: tuple[float, float] = (2.0, 64.0)  # bisection bracket in units of 2/lambda_max(init)
-    edge_iters: int = 3  # bisection steps: resolution (hi/lo)^(1/2^iters)
-    edge_steps: int = 100  # mini-batch steps per bisection run
+    edge_iters: int = 4  # bisection steps: resolution (hi/lo)^(1/2^iters) = 32^(1/16) = 1.24
     eos_beta: float = 0.5
     eos_mults: tuple[float, ...] = (2.0,)  # full-batch lr in units of 2/lambda_max(init)
-    eos_steps: int = 100
-    eos_every: int = 10  # steps between lambda_max measurements
-    power_iters: int = 6  # warm-started power-iteration steps per measurement
+    eos_steps: int = 100  # full-batch steps (edge of stability, decomposition, linear river)
+    eos_every: int = 2  # steps between lambda_max measurements
+    power_iters: int = 4  # warm-started power-iteration steps (HVPs) per measurement
 
     def __post_init__(self):
         LMConfig(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx)
@@ -111,11 +111,9 @@ class Config:
             "hvp_batch",
             "lanczos_iters",
             "top_k",
-            "decomp_steps",
             "corpus_bytes",
             "spectrum_k",
             "edge_iters",
-            "edge_steps",
             "eos_steps",
             "eos_every",
             "power_iters",
@@ -142,10 +140,17 @@ class Config:
             raise ValueError("betas must include 0.0 (the GD reference)")
         if self.n_seeds < 2:
             raise ValueError(f"n_seeds must be >= 2 (intervals over seeds), got {self.n_seeds}")
+        if not 2 <= self.map_seeds <= self.n_seeds:
+            raise ValueError(f"map_seeds must be in [2, n_seeds={self.n_seeds}], got {self.map_seeds}")
         if not self.edge_bracket[0] < self.edge_bracket[1]:
             raise ValueError(f"edge_bracket must be (lo, hi) with lo < hi, got {self.edge_bracket}")
         if self.eos_steps % self.eos_every:
             raise ValueError(f"eos_steps must be a multiple of eos_every={self.eos_every}, got {self.eos_steps}")
+        if self.river_steps % self.eos_every or self.river_steps > self.eos_steps:
+            raise ValueError(
+                f"river_steps must be a multiple of eos_every={self.eos_every} and <= eos_steps={self.eos_steps}, "
+                f"got {self.river_steps}"
+            )
 
     @property
     def model(self) -> LMConfig:
@@ -158,7 +163,7 @@ PRESETS = {
         n_layers=1,
         corpus_bytes=100_000,
         batch_size=8,
-        steps=60,
+        steps=30,
         n_lr=5,
         lr_mults=(0.5, 32.0),
         betas=(0.0, 0.9),
@@ -169,12 +174,11 @@ PRESETS = {
         lanczos_iters=10,
         top_k=3,
         spectrum_k=6,
-        decomp_steps=30,
-        n_seeds=2,
+        n_seeds=3,
+        map_seeds=2,
         edge_iters=1,
-        edge_steps=30,
-        eos_steps=20,
-        eos_every=10,
+        eos_steps=30,
+        eos_every=2,
         power_iters=4,
     ),
 }
@@ -185,31 +189,6 @@ PRESETS = {
 # ---------------------------------------------------------------------------------------------------------
 
 lanczos_top = hs.lanczos_top  # kept importable from here
-
-
-def _flat_loss(model: TinyLM, x, y):
-    flat, unravel, static = dyn.split(model)
-    return flat, dyn.flat_loss(unravel, static, x, y), unravel, static
-
-
-def hessian_top(model: TinyLM, x, y, *, key, iters: int, k: int):
-    """Top-k Hessian eigenpairs of the mean cross-entropy on batch (x, y) at ``model``."""
-    flat, f, _, _ = _flat_loss(model, x, y)
-    return jax.jit(lambda: hs.lanczos_top(lambda u: hs.hvp(f, flat, u), flat.size, key=key, iters=iters, k=k))()
-
-
-def _grid_runner(model, data, key, ex, ey, *, steps, batch_size, blowup, kind):
-    def run_one(row):
-        opt = (
-            dyn.heavy_ball(row["lr"], row["beta"])
-            if kind == "sgd"
-            else optax.adamw(row["lr"], b1=row["beta"], weight_decay=0.0)
-        )
-        state, losses = tr.train_scan(model, opt, data, key=key, steps=steps, batch_size=batch_size, blowup=blowup)
-        final = tr.loss_fn(state[0], ex, ey)
-        return {"final_loss": jnp.where(state[2], jnp.nan, final), "diverged": state[2], "losses": losses}
-
-    return run_one
 
 
 def _edge(lrs, ok):
@@ -235,29 +214,48 @@ def eos_rows(cfg: Config) -> list[tuple[str, float, float]]:
     return rows
 
 
+def fullbatch_rows(cfg: Config) -> list[tuple[str, float, float]]:
+    """Every full-batch run (label, beta, lr mult): the EoS rows, then the decomposition pair (HB, GD at
+    ``decomp_lr_mult``), then the linear-river pair (HB, GD at ``river_lr_mult``)."""
+    d, r = cfg.decomp_lr_mult, cfg.river_lr_mult
+    return [
+        *eos_rows(cfg),
+        ("decomposition HB", cfg.decomp_beta, d),
+        ("decomposition GD", 0.0, d),
+        ("linear river HB", cfg.decomp_beta, r),
+        ("linear river GD", 0.0, r),
+    ]
+
+
+def _rows(**axes):
+    """Cartesian product of integer index axes, flattened (numpy): {name: int[N]}."""
+    mesh = np.meshgrid(*[np.arange(n) for n in axes.values()], indexing="ij")
+    return {k: m.ravel() for k, m in zip(axes, mesh, strict=True)}
+
+
 def run(cfg: Config, *, key: jax.Array) -> dict:
     """Seed ``key`` draws every initialisation (``n_seeds`` of them), the mini-batch streams, the Hessian batch
-    and the Lanczos starts. Seed 0's model carries the (lr, beta) loss map, the AdamW check and the
-    valley/river decomposition; the edges, the edge-of-stability runs and the spectra use all seeds."""
-    k_init, k_data, k_hess, k_lanczos, k_dec = jax.random.split(key, 5)
+    and the Lanczos starts. Every part runs on every seed (the loss map and AdamW grid on the first
+    ``map_seeds``). Two training programs are compiled: the mini-batch run and the full-batch run."""
+    k_init, k_data, k_hess, k_lanczos, _ = jax.random.split(key, 5)
     mc = cfg.model
-    s_count = cfg.n_seeds
-    models = [TinyLM(mc, key=k) for k in jax.random.split(k_init, s_count)]
-    model = models[0]
+    S = cfg.n_seeds
+    # few eager jnp ops: each compiles its own small program, which dominated the quick preset's cost
+    ikeys = jax.random.split(k_init, S)
+    _, unravel, static = dyn.split(TinyLM(mc, key=ikeys[0]))
+    flat0s = np.asarray(jax.jit(jax.vmap(lambda k: dyn.split(TinyLM(mc, key=k))[0]))(ikeys))  # [S, P]
     train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
     data = jnp.asarray(train_tok)
     ex, ey = tr.eval_windows(val_tok, mc.ctx, cfg.eval_windows)
     hx, hy = tr.get_batch(data, cfg.hvp_batch, mc.ctx, key=k_hess)
     out = {
-        "unigram_loss": jnp.asarray(corpus.unigram_entropy(train_tok, val_tok)),
-        "init_loss": tr.loss_fn(model, ex, ey),
+        "unigram_loss": np.asarray(corpus.unigram_entropy(train_tok, val_tok)),
+        "init_loss": jax.jit(lambda th: dyn.flat_loss(unravel, static, ex, ey)(th))(flat0s[0]),
     }
 
     # sharpness and top spectrum at initialisation, every seed (same Hessian batch)
-    _, unravel, static = dyn.split(model)
-    flat0s = jnp.stack([dyn.split(m)[0] for m in models])  # [S, P]
     f_h = dyn.flat_loss(unravel, static, hx, hy)
-    lkeys = jax.random.split(k_lanczos, s_count)
+    lkeys = jax.random.split(k_lanczos, S)
     spec = jax.jit(
         jax.vmap(
             lambda th, k: hs.lanczos_top(
@@ -265,158 +263,130 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
             )
         )
     )
-    evals_s, evecs_s = spec(flat0s, lkeys)  # [S, K], [S, P, K]
+    evals_s, evecs_s = map(np.asarray, spec(flat0s, lkeys))  # [S, K], [S, P, K]
     lam0s = evals_s[:, 0]
-    units = 2.0 / lam0s  # GD's quadratic threshold per seed
-    evals, evecs = evals_s[0, : cfg.top_k], evecs_s[0, :, : cfg.top_k]
-    lam_max = evals[0]
-    out["hessian"] = {"eigenvalues": evals, "lambda_max": lam_max, "spectrum": evals_s, "lambda_max_seeds": lam0s}
-    gd_lr = float(rv.gd_threshold(float(lam_max)))
-
-    # (lr, beta) loss map, seed 0, mini-batch SGD + heavy ball: lr in units of 2/lambda_max
-    mults = np.geomspace(*cfg.lr_mults, cfg.n_lr)
-    lrs = jnp.asarray(mults * gd_lr, jnp.float32)
-    betas = jnp.asarray(cfg.betas, jnp.float32)
-    g = grid(lr=lrs, beta=betas)
-    common = dict(steps=cfg.steps, batch_size=cfg.batch_size, blowup=cfg.blowup)
-    res = sweep(_grid_runner(model, data, k_data, ex, ey, kind="sgd", **common), g, progress="SGD+HB grid")
-    shape = (cfg.n_lr, len(cfg.betas))
-    out["sgd"] = {
-        "lr": lrs,
-        "lr_mult": jnp.asarray(mults),
-        "beta": betas,
-        "final_loss": res["final_loss"].reshape(shape),
-        "diverged": res["diverged"].reshape(shape),
-        "losses": res["losses"].reshape(*shape, cfg.steps),
+    units = np.asarray(2.0 / lam0s, np.float64)  # GD's quadratic threshold per seed
+    out["hessian"] = {
+        "eigenvalues": evals_s[0, : cfg.top_k],
+        "lambda_max": lam0s[0],
+        "spectrum": evals_s,
+        "lambda_max_seeds": lam0s,
     }
 
-    # divergence edges by bisection: rows (beta, seed), each seed its own init, unit and mini-batch stream
-    dkeys = jax.random.split(k_data, s_count)
+    # one mini-batch program for the loss map, the AdamW grid and every bisection step
+    dkeys = np.asarray(jax.random.key_data(jax.random.split(k_data, S)))
     nb = len(cfg.betas)
-    bi = np.repeat(np.arange(nb), s_count)
-    si = np.tile(np.arange(s_count), nb)
-    bis = functools.partial(
-        dyn.edge_bisect,
-        unravel=unravel,
-        static=static,
-        data=data,
-        lo=cfg.edge_bracket[0],
-        hi=cfg.edge_bracket[1],
-        iters=cfg.edge_iters,
-        steps=cfg.edge_steps,
-        batch_size=cfg.batch_size,
-        blowup=cfg.blowup,
-    )
-    e = jax.jit(jax.vmap(bis))(flat0s[si], units[si], betas[bi], dkeys[si])
-    out["edges"] = {k: x.reshape(nb, s_count) for k, x in e.items()}
-    out["edges"]["beta"] = betas
 
-    # edge of stability: full-batch runs on the Hessian batch, lambda_max tracked
-    rows = eos_rows(cfg)
-    nr = len(rows)
-    ri = np.repeat(np.arange(nr), s_count)
-    si = np.tile(np.arange(s_count), nr)
-    rb = jnp.asarray([r[1] for r in rows], jnp.float32)
-    rm = jnp.asarray([r[2] for r in rows], jnp.float32)
-    eos = functools.partial(
-        dyn.eos_run,
-        unravel=unravel,
-        static=static,
-        x=hx,
-        y=hy,
-        steps=cfg.eos_steps,
-        every=cfg.eos_every,
-        power_iters=cfg.power_iters,
-    )
-    tr_out = jax.jit(jax.vmap(eos))(flat0s[si], evecs_s[si, :, 0], rm[ri] * units[si], rb[ri])
-    out["eos"] = {k: x.reshape(nr, s_count, *x.shape[1:]) for k, x in tr_out.items()}
-    out["eos"].update(beta=rb, mult=rm, lr=rm[:, None] * units[None, :])
+    def mb(row):
+        return dyn.minibatch_run(
+            row, unravel=unravel, static=static, data=data, ex=ex, ey=ey, steps=cfg.steps,
+            batch_size=cfg.batch_size, blowup=cfg.blowup,
+        )  # fmt: skip
 
-    # valley / river decomposition of a heavy-ball trajectory from the initialisation (GD beside it, same lr)
-    flat0, f, _, _ = _flat_loss(model, hx, hy)
-    lr_d = cfg.decomp_lr_mult * gd_lr
-    dec = _decompose(flat0, f, evecs, lr_d, jnp.asarray([cfg.decomp_beta, 0.0]), cfg.decomp_steps)
-    out["decomposition"] = {"lr": jnp.asarray(lr_d), "beta": jnp.asarray([cfg.decomp_beta, 0.0]), **dec}
+    def mb_sweep(seed, lr, beta, adam):
+        rows = {
+            "theta0": flat0s[seed],
+            "key": dkeys[seed],
+            "lr": np.asarray(lr, np.float32),
+            "beta": np.asarray(beta, np.float32),
+            "adam": np.full(len(seed), adam, bool),
+        }
+        return jax.tree.map(np.asarray, dyn.run_rows(mb, rows, nb * S))
 
-    # linear-river regime: a tiny lr, so the gradient is constant over the run; HB vs GD displacement
-    lr_r = cfg.river_lr_mult * gd_lr
-    out["linear_river"] = _linear_river(flat0, f, lr_r, jnp.asarray([cfg.decomp_beta, 0.0]), cfg.river_steps)
+    # (lr, beta) loss map, mini-batch SGD + heavy ball, lr in units of each seed's 2/lambda_max(init)
+    mults = np.geomspace(*cfg.lr_mults, cfg.n_lr)
+    g = _rows(lr=cfg.n_lr, beta=nb, seed=cfg.map_seeds)
+    res = mb_sweep(g["seed"], mults[g["lr"]] * units[g["seed"]], np.asarray(cfg.betas)[g["beta"]], False)
+    shape = (cfg.n_lr, nb, cfg.map_seeds)
+    out["sgd"] = {
+        "lr_mult": mults,
+        "beta": np.asarray(cfg.betas, np.float32),
+        "final_loss": res["final_loss"].reshape(shape),
+        "diverged": res["diverged"].reshape(shape),
+    }
 
-    # AdamW over (lr, beta1): the check
-    alrs = jnp.asarray(np.geomspace(*cfg.adam_lrs, cfg.n_adam), jnp.float32)
-    b1s = jnp.asarray(cfg.adam_beta1s, jnp.float32)
-    ga = grid(lr=alrs, beta=b1s)
-    resa = sweep(_grid_runner(model, data, k_data, ex, ey, kind="adam", **common), ga, progress="AdamW grid")
-    ashape = (cfg.n_adam, len(cfg.adam_beta1s))
+    # AdamW over (lr, beta1), absolute lr
+    alrs = np.geomspace(*cfg.adam_lrs, cfg.n_adam)
+    ga = _rows(lr=cfg.n_adam, beta=len(cfg.adam_beta1s), seed=cfg.map_seeds)
+    resa = mb_sweep(ga["seed"], alrs[ga["lr"]], np.asarray(cfg.adam_beta1s)[ga["beta"]], True)
+    ashape = (cfg.n_adam, len(cfg.adam_beta1s), cfg.map_seeds)
     out["adam"] = {
-        "lr": alrs,
-        "beta1": b1s,
+        "lr": np.asarray(alrs, np.float32),
+        "beta1": np.asarray(cfg.adam_beta1s, np.float32),
         "final_loss": resa["final_loss"].reshape(ashape),
         "diverged": resa["diverged"].reshape(ashape),
     }
+
+    # divergence edges by bisection: rows (beta, seed), each seed its own init, unit and mini-batch stream
+    ge = _rows(beta=nb, seed=S)
+    e = dyn.bisect_edges(
+        lambda m: mb_sweep(ge["seed"], m * units[ge["seed"]], np.asarray(cfg.betas)[ge["beta"]], False)["diverged"],
+        *cfg.edge_bracket,
+        cfg.edge_iters,
+        nb * S,
+    )
+    out["edges"] = {k: np.asarray(x).reshape(nb, S) for k, x in e.items()}
+    out["edges"]["beta"] = np.asarray(cfg.betas, np.float32)
+
+    # one full-batch program: edge of stability, valley/river decomposition, linear river (rows x seeds)
+    fb_rows = fullbatch_rows(cfg)
+    nr, ne = len(fb_rows), len(eos_rows(cfg))
+    n_pts = cfg.eos_steps // cfg.eos_every + 1
+    mid = n_pts // 2
+
+    def fb(row):
+        return dyn.fullbatch_run(
+            row, unravel=unravel, static=static, x=hx, y=hy, steps=cfg.eos_steps, every=cfg.eos_every,
+            power_iters=cfg.power_iters, mid=mid,
+        )  # fmt: skip
+
+    gf = _rows(row=nr, seed=S)
+    rb = np.asarray([r[1] for r in fb_rows])
+    rm = np.asarray([r[2] for r in fb_rows])
+    rows = {
+        "theta0": flat0s[gf["seed"]],
+        "u0": evecs_s[gf["seed"], :, 0],
+        "V": evecs_s[gf["seed"], :, : cfg.top_k],
+        "lr": np.asarray(rm[gf["row"]] * units[gf["seed"]], np.float32),
+        "beta": np.asarray(rb[gf["row"]], np.float32),
+    }
+    fbo = jax.tree.map(np.asarray, dyn.run_rows(fb, rows, nr * S))
+    fbo = {k: x.reshape(nr, S, *x.shape[1:]) for k, x in fbo.items()}
+
+    # power iteration checked against Lanczos (the spectrum program) at the middle and the end of the EoS runs
+    lz = {
+        f"lanczos_{w}": np.stack([np.asarray(spec(fbo[f"theta_{w}"][r], lkeys)[0])[:, 0] for r in range(ne)])
+        for w in ("mid", "end")
+    }
+    keys = ("lam", "loss", "param_norm", "norm_scale", "loss_all")
+    out["eos"] = {k: fbo[k][:ne] for k in keys}
+    out["eos"].update(lz, mid=np.asarray(mid), beta=rb[:ne], mult=rm[:ne])
+    out["eos"]["lr"] = np.asarray(rm[:ne, None] * units[None, :], np.float32)
+
+    keys = ("valley", "river", "loss", "loss_river_only", "grad_frac_top")
+    dec = {k: fbo[k][ne : ne + 2] for k in keys}  # [2 (HB, GD), S, T(, k)]
+    v_end, r_end = dec["valley"][:, :, -1], dec["river"][:, :, -1]
+    vv = np.sum(v_end**2, axis=-1)
+    dec["disp_frac_top"] = vv / np.maximum(vv + r_end**2, 1e-30)
+    dec["grad_frac_top"] = dec["grad_frac_top"][0, :, 0]  # at init, per seed
+    out["decomposition"] = {
+        **dec,
+        "lr": np.asarray(cfg.decomp_lr_mult * units, np.float32),
+        "beta": np.asarray([cfg.decomp_beta, 0.0]),
+        "n_params": np.asarray(flat0s.shape[1]),
+        "step": np.arange(n_pts) * cfg.eos_every,
+    }
+    out["linear_river"] = {
+        "disp": fbo["disp"][ne + 2 :, :, cfg.river_steps // cfg.eos_every],  # [2 (HB, GD), S]
+        "lr": np.asarray(cfg.river_lr_mult * units, np.float32),
+    }
     return out
-
-
-def _linear_river(flat0, f, lr, betas, steps):
-    """|theta_T - theta_0| of full-batch heavy ball for each of ``betas`` (vmapped), the displacement summed from
-    the updates (float32 theta would round updates of ~1e-6 relative size)."""
-    grad = jax.grad(f)
-
-    def one(beta):
-        def step(c, _):
-            theta, v, d = c
-            v = dyn.hb_velocity(v, grad(theta), beta)
-            return (theta - lr * v, v, d - lr * v), None
-
-        (_, _, d), _ = jax.lax.scan(step, (flat0, jnp.zeros_like(flat0), jnp.zeros_like(flat0)), None, length=steps)
-        return jnp.linalg.norm(d)
-
-    return {"disp": jax.jit(jax.vmap(one))(betas), "lr": jnp.asarray(lr)}
 
 
 def linear_river_ratio(beta: float, steps: int) -> float:
     """HB / GD displacement after ``steps`` steps on a linear river (constant gradient g, v_0 = 0): from
     x_t = x_0 - (lr g/(1-beta)) [t - beta(1-beta^t)/(1-beta)] (``shared/papers/river_valley.md``) and GD's lr g t."""
     return (steps - beta * (1.0 - beta**steps) / (1.0 - beta)) / ((1.0 - beta) * steps)
-
-
-def _decompose(flat0, f, evecs, lr, betas, steps):
-    """Full-batch heavy ball on the HVP batch from ``flat0`` for each of ``betas`` (vmapped); split
-    d_t = theta_t - theta_0 into valley coordinates V^T d_t and the river remainder (I - V V^T) d_t."""
-    grad = jax.grad(f)
-
-    def one(beta):
-        def step(c, _):
-            theta, v = c
-            v = dyn.hb_velocity(v, grad(theta), beta)
-            theta = theta - lr * v
-            return (theta, v), theta
-
-        _, traj = jax.lax.scan(step, (flat0, jnp.zeros_like(flat0)), None, length=steps)
-        traj = jnp.concatenate([flat0[None], traj])
-        d = traj - flat0
-        valley = d @ evecs  # [T+1, k]
-        river_vec = d - valley @ evecs.T
-        loss = jax.lax.map(f, traj)
-        loss_river = jax.lax.map(f, flat0 + river_vec)
-        d_frac = jnp.sum(valley[-1] ** 2) / jnp.maximum(jnp.sum(d[-1] ** 2), 1e-30)
-        diverged = ~jnp.isfinite(loss[-1]) | (loss[-1] > 2 * loss[0])
-        return {
-            "valley": valley,
-            "river": jnp.linalg.norm(river_vec, axis=-1),
-            "loss": loss,
-            "loss_river_only": loss_river,
-            "disp_frac_top": d_frac,
-            "diverged": diverged,
-        }
-
-    @jax.jit
-    def go(betas):
-        g0 = grad(flat0)
-        g_frac = jnp.sum((evecs.T @ g0) ** 2) / jnp.sum(g0**2)
-        return {**jax.vmap(one)(betas), "grad_frac_top": g_frac, "n_params": jnp.asarray(flat0.size)}
-
-    return go(betas)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -432,6 +402,14 @@ def _momentum_sign_flipped(f):
     return lambda v, g, beta: f(-v, g, beta)
 
 
+def _ritz_ascending(f):
+    def lanczos(op, dim, *, key, iters, k):
+        ev, vec = f(op, dim, key=key, iters=iters, k=iters)
+        return ev[::-1][:k], vec[:, ::-1][:, :k]
+
+    return lanczos
+
+
 MUTANTS = [
     Mutant(
         "momentum_applied_twice",
@@ -445,6 +423,12 @@ MUTANTS = [
         _momentum_sign_flipped,
         "heavy-ball velocity with the momentum term's sign flipped: v <- g - beta v",
     ),
+    Mutant(
+        "ritz_pairs_ascending",
+        "theory.hessian:lanczos_top",
+        _ritz_ascending,
+        "Lanczos Ritz pairs kept in eigh's ascending order: the 'top' Hessian directions are the bottom ones",
+    ),
 ]
 
 from sims.river_valley_lm.claims import (  # noqa: E402, F401
@@ -453,6 +437,7 @@ from sims.river_valley_lm.claims import (  # noqa: E402, F401
     claims,
     edges,
     eos_sharpness,
+    power_vs_lanczos,
     seed_edges,
 )
 from sims.river_valley_lm.figures import bench, plot  # noqa: E402, F401

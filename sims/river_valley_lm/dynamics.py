@@ -1,6 +1,8 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
-"""Training dynamics on the tiny LM for ``sims.river_valley_lm``: the heavy-ball optimiser, divergence edges by
-bisection over seeds, and the edge-of-stability tracker (lambda_max(H(theta_t)) along full-batch runs).
+"""Training dynamics on the tiny LM for ``sims.river_valley_lm``: the heavy-ball optimiser, the mini-batch run
+(loss map, AdamW grid, divergence-edge bisection) and the full-batch run (edge of stability with lambda_max(H(theta_t))
+tracked, valley/river split, linear river). Two compiled programs serve the whole study (compilation dominates the
+quick preset's cost).
 
 Parameters travel as flat vectors ``theta: float32[P]`` (``jax.flatten_util.ravel_pytree`` of the model's inexact
 arrays) so that runs for several initialisation seeds stack into ``float32[S, P]`` and vmap.
@@ -8,16 +10,18 @@ arrays) so that runs for several initialisation seeds stack into ``float32[S, P]
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
 from models import train as tr
 from models.tiny_lm import TinyLM
-from theory import hessian as hs
 
 
 def hb_velocity(v: Float[Array, ...], g: Float[Array, ...], beta) -> Float[Array, ...]:
@@ -58,72 +62,147 @@ def norm_scale_norm(model: TinyLM) -> Float[Array, ""]:
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Divergence edges: bisection in log lr, vmapped over (beta, seed) rows
+# Mini-batch runs (loss map, AdamW grid, bisection steps): one program for all of them
 # ---------------------------------------------------------------------------------------------------------
 
 
-def edge_bisect(flat0, unit, beta, data_key, *, unravel, static, data, steps, batch_size, blowup, lo, hi, iters):
-    """One row: log-lr bisection of the divergence edge of mini-batch heavy ball from ``flat0``.
+def hb_or_adam(lr, beta, is_adam, *, b2: float = 0.999, eps: float = 1e-8) -> optax.GradientTransformation:
+    """Heavy ball (:func:`hb_velocity`, momentum ``beta``) where ``is_adam`` is False, Adam with beta1 = ``beta``
+    (``optax.adamw(lr, b1=beta, b2, eps, weight_decay=0)``) where it is True. All three may be traced, so one
+    compiled program serves both optimisers (both states are carried; the unused one costs elementwise ops)."""
 
-    lr = mult * ``unit`` (unit = 2/lambda_max(init) of this seed); the bracket [lo, hi] (in mults) is checked
-    first. Returns {"lo", "hi"} (final bracket in mults; edge = sqrt(lo hi)), "lo_ok" (lo trains), "hi_div"
-    (hi diverges). The edge is assumed unique (stable below, divergent above) inside the bracket.
-    """
+    def init(params):
+        z = jax.tree.map(jnp.zeros_like, params)
+        return z, z, z, jnp.zeros((), jnp.int32)
 
-    def diverges(mult):
-        model = eqx.combine(unravel(flat0), static)
-        state, _ = tr.train_scan(
-            model, heavy_ball(mult * unit, beta), data, key=data_key, steps=steps, batch_size=batch_size, blowup=blowup
-        )
-        return state[2]
+    def update(g, state, params=None):
+        v, m, s, c = state
+        c = c + 1
+        v = jax.tree.map(lambda a, b: hb_velocity(a, b, beta), v, g)
+        m = jax.tree.map(lambda a, b: beta * a + (1.0 - beta) * b, m, g)
+        s = jax.tree.map(lambda a, b: b2 * a + (1.0 - b2) * b * b, s, g)
+        cf = c.astype(jnp.float32)
+        bc1, bc2 = 1.0 - jnp.power(beta, cf), 1.0 - jnp.power(b2, cf)
+        adam = jax.tree.map(lambda a, b: (a / bc1) / (jnp.sqrt(b / bc2) + eps), m, s)
+        upd = jax.tree.map(lambda a, b: -lr * jnp.where(is_adam, a, b), adam, v)
+        return upd, (v, m, s, c)
 
-    lo_ok = ~diverges(jnp.float32(lo))
-    hi_div = diverges(jnp.float32(hi))
+    return optax.GradientTransformation(init, update)
 
-    def body(_, c):
-        a, b = c
-        mid = jnp.sqrt(a * b)
-        d = diverges(mid)
-        return jnp.where(d, a, mid), jnp.where(d, mid, b)
 
-    a, b = jax.lax.fori_loop(0, iters, body, (jnp.float32(lo), jnp.float32(hi)))
+def minibatch_run(row, *, unravel, static, data, ex, ey, steps, batch_size, blowup):
+    """One mini-batch run from ``row["theta0"]`` (float32[P]) with ``row["lr"]``, ``row["beta"]``,
+    ``row["adam"]`` (bool) and the batch stream ``row["key"]``; {"diverged", "final_loss"} (validation loss on
+    (ex, ey), NaN if diverged)."""
+    model = eqx.combine(unravel(row["theta0"]), static)
+    opt = hb_or_adam(row["lr"], row["beta"], row["adam"])
+    state, _ = tr.train_scan(model, opt, data, key=row["key"], steps=steps, batch_size=batch_size, blowup=blowup)
+    final = tr.loss_fn(state[0], ex, ey)
+    return {"diverged": state[2], "final_loss": jnp.where(state[2], jnp.nan, final)}
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def _vmapped(fn, rows):
+    return jax.vmap(fn)(rows)
+
+
+def run_rows(fn, rows: dict, chunk: int) -> dict:
+    """``jax.vmap(fn)`` over the leading axis of the numpy arrays in ``rows``, ``chunk`` rows per call (the last
+    call padded by repeating the last row, so every call has one shape and ``fn`` compiles once per run).
+    ``fn`` must be the same object across calls (a closure made once per run)."""
+    n = len(next(iter(rows.values())))
+    outs = []
+    for s in range(0, n, chunk):
+        part = {k: np.asarray(x[s : s + chunk]) for k, x in rows.items()}
+        m = len(next(iter(part.values())))
+        part = {k: np.concatenate([x, np.repeat(x[-1:], chunk - m, axis=0)]) for k, x in part.items()}
+        outs.append(jax.tree.map(lambda y, m=m: np.asarray(y)[:m], _vmapped(fn, part)))
+    return jax.tree.map(lambda *ys: np.concatenate(ys), *outs)
+
+
+def bisect_edges(diverges, lo: float, hi: float, iters: int, n: int) -> dict:
+    """Log-lr bisection of ``n`` divergence edges at once: ``diverges(mults float[n]) -> bool[n]`` runs one
+    training per row. The bracket ends are checked first, then ``iters`` halvings (``iters + 2`` calls).
+    Returns {"lo", "hi"} (final brackets; edge = sqrt(lo hi), resolution (hi/lo)^(1/2^iters)), "lo_ok" (the low
+    end trains), "hi_div" (the high end diverges). The edge is assumed unique inside the bracket."""
+    a, b = np.full(n, float(lo)), np.full(n, float(hi))
+    lo_ok = ~np.asarray(diverges(a))
+    hi_div = np.asarray(diverges(b))
+    for _ in range(iters):
+        mid = np.sqrt(a * b)
+        d = np.asarray(diverges(mid))
+        a, b = np.where(d, a, mid), np.where(d, mid, b)
     return {"lo": a, "hi": b, "lo_ok": lo_ok, "hi_div": hi_div}
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Edge of stability: full-batch runs with lambda_max tracked by warm-started power iteration
+# Full-batch runs: edge of stability, valley/river split, linear river: one program for all of them
 # ---------------------------------------------------------------------------------------------------------
 
 
-def eos_run(flat0, u0, lr, beta, *, unravel, static, x, y, steps, every, power_iters):
-    """Full-batch heavy ball (beta=0: GD) on (x, y) from ``flat0`` for ``steps`` steps; every ``every`` steps
-    lambda_max(H(theta_t)) by ``power_iters`` warm-started power-iteration steps on HVPs.
+def fullbatch_run(row, *, unravel, static, x, y, steps, every, power_iters, mid):
+    """Full-batch heavy ball (beta=0: GD) on (x, y) from ``row["theta0"]`` with ``row["lr"]``, ``row["beta"]``.
 
-    Returns per tracked point (``steps // every + 1`` of them, the first at init): "lam", "loss", "param_norm",
-    "norm_scale" (RMSNorm scales' norm); and "loss_all" [steps] per step.
+    At steps 0, every, ..., steps (``steps // every + 1`` tracked points): lambda_max(H(theta_t)) by
+    ``power_iters`` power-iteration steps (HVPs) warm-started from the previous point (the first from ``row["u0"]``),
+    the loss, the parameter and RMSNorm-scale norms, the valley coordinates V^T d_t (V = ``row["V"]``
+    float32[P, k], d_t = theta_t - theta_0), the river distance |(I - V V^T) d_t|, the loss at theta_0 + river part
+    |d_t| accumulated from the updates ("disp": exact at tiny lr where theta_t rounds) and the gradient's share
+    in span(V) ("grad_frac_top"). Also "loss_all"
+    [steps] per step and theta at tracked point ``mid`` and at the end ("theta_mid", "theta_end").
     """
     f = flat_loss(unravel, static, x, y)
     grad = jax.value_and_grad(f)
+    theta0, V, lr, beta = row["theta0"], row["V"], row["lr"], row["beta"]
 
-    def measure(theta, u):
-        lam, u = hs.power_top(lambda w: hs.hvp(f, theta, w), u, iters=power_iters)
+    def power(theta, u):
+        """Power iteration whose HVPs (jvp of value_and_grad) also return the loss and gradient at theta: one
+        copy of the HVP code in the program (as ``theory.hessian.power_top``: lam = Rayleigh quotient of the
+        last input vector)."""
+
+        def body(_, c):
+            u, _, _, _ = c
+            (loss, g), (_, w) = jax.jvp(grad, (theta,), (u,))
+            return w / jnp.maximum(jnp.linalg.norm(w), 1e-30), jnp.dot(u, w), loss, g
+
+        u = u / jnp.maximum(jnp.linalg.norm(u), 1e-30)
+        return jax.lax.fori_loop(0, power_iters, body, (u, jnp.float32(0), jnp.float32(0), jnp.zeros_like(u)))
+
+    def measure(theta, u, d):
+        u, lam, loss, g = power(theta, u)
         m = eqx.combine(unravel(theta), static)
-        return u, {"lam": lam, "loss": f(theta), "param_norm": jnp.linalg.norm(theta), "norm_scale": norm_scale_norm(m)}
+        dt = theta - theta0
+        valley = dt @ V
+        river = dt - V @ valley
+        return u, {
+            "grad_frac_top": jnp.sum((g @ V) ** 2) / jnp.maximum(jnp.sum(g**2), 1e-30),
+            "lam": lam,
+            "loss": loss,
+            "param_norm": jnp.linalg.norm(theta),
+            "norm_scale": norm_scale_norm(m),
+            "valley": valley,
+            "river": jnp.linalg.norm(river),
+            "loss_river_only": f(theta0 + river),
+            "disp": jnp.linalg.norm(d),
+        }
 
     def step(c, _):
-        theta, v = c
+        theta, v, d = c
         loss, g = grad(theta)
         v = hb_velocity(v, g, beta)
-        return (theta - lr * v, v), loss
+        return (theta - lr * v, v, d - lr * v), loss
 
-    def chunk(c, _):
-        theta, v, u = c
-        (theta, v), losses = jax.lax.scan(step, (theta, v), None, length=every)
-        u, rec = measure(theta, u)
-        return (theta, v, u), (rec, losses)
+    n = steps // every + 1
 
-    u, rec0 = measure(flat0, u0)
-    _, (recs, losses) = jax.lax.scan(chunk, (flat0, jnp.zeros_like(flat0), u), None, length=steps // every)
-    out = {k: jnp.concatenate([rec0[k][None], recs[k]]) for k in rec0}
-    out["loss_all"] = losses.reshape(-1)
-    return out
+    def chunk(c, i):
+        theta, v, u, d, th_mid, th_end = c
+        u, rec = measure(theta, u, d)
+        th_mid = jnp.where(i == mid, theta, th_mid)
+        th_end = jnp.where(i == n - 1, theta, th_end)
+        (theta, v, d), losses = jax.lax.scan(step, (theta, v, d), None, length=every)  # the last chunk's is unused
+        return (theta, v, u, d, th_mid, th_end), (rec, losses)
+
+    z = jnp.zeros_like(theta0)
+    c0 = (theta0, z, row["u0"], z, theta0, theta0)
+    (_, _, _, _, th_mid, th_end), (rec, losses) = jax.lax.scan(chunk, c0, jnp.arange(n))
+    return {**rec, "loss_all": losses.reshape(-1)[:steps], "theta_mid": th_mid, "theta_end": th_end}

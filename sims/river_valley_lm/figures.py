@@ -15,93 +15,130 @@ from sims.core.harness import BenchRow, time_call
 from sims.core.sweep import grid, sweep
 
 
+def _mean_band(x):
+    """Mean and 95% half-width over the last axis (seeds), per leading index; NaN half-width where a seed is
+    missing (diverged)."""
+    x = np.asarray(x, np.float64)
+    flat = x.reshape(-1, x.shape[-1])
+    stats = [mean_ci(r) for r in flat]
+    m = np.array([np.nanmean(r) if np.isfinite(r).any() else np.nan for r in flat]).reshape(x.shape[:-1])
+    h = np.array([st[1] if np.isfinite(st[1]) else np.nan for st in stats]).reshape(x.shape[:-1])
+    return m, h
+
+
 def plot(results: dict, cfg) -> dict:
     from sims.river_valley_lm import edges
 
     figs = {}
     s, a = results["sgd"], results["adam"]
-    lam = float(results["hessian"]["lambda_max"])
     mults, betas = np.asarray(s["lr_mult"]), np.asarray(s["beta"])
-    fl, div = np.asarray(s["final_loss"]), np.asarray(s["diverged"])
+    fl, div = np.asarray(s["final_loss"]), np.asarray(s["diverged"])  # [L, B, S]
+    n_s = fl.shape[-1]
     uni, init = float(results["unigram_loss"]), float(results["init_loss"])
-    fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(15, 4.6))
+    fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(16, 4.8))
+    m, h = _mean_band(fl)
     for j, b in enumerate(betas):
-        (line,) = ax.semilogx(mults, fl[:, j], "o-", label=f"SGD heavy ball beta={b:g}")
-        if div[:, j].any():
-            ax.plot(mults[div[:, j]], np.full(div[:, j].sum(), init), "x", color=line.get_color(), ms=9)
-        ax.axvline(1.0 + b, **style.prediction(color=line.get_color()))
+        line = ax.errorbar(mults, m[:, j], yerr=h[:, j], fmt="o-", capsize=3, label=f"SGD heavy ball beta={b:g}")
+        anyd = div[:, j].any(axis=-1)
+        if anyd.any():
+            ax.plot(mults[anyd], np.full(anyd.sum(), init), "x", color=line[0].get_color(), ms=9)
+        ax.axvline(1.0 + b, **style.prediction(color=line[0].get_color()))
     ax.axhline(uni, color="0.5", lw=1, ls=":", label=f"unigram baseline {uni:.2f}")
-    ax.axhline(init, color="0.7", lw=1, label=f"loss at init {init:.2f}")
-    ax.plot([], [], **style.PREDICTION, label="theory edge lr lambda_max = 2(1+beta)")
-    ax.plot([], [], "x", color="k", label="diverged (drawn at the init loss)")
+    ax.axhline(init, color="0.7", lw=1, label=f"loss at init (seed 0) {init:.2f}")
+    ax.plot([], [], **style.PREDICTION, label="quadratic edge lr lambda_max = 2(1+beta)")
+    ax.plot([], [], "x", color="k", label=">= 1 seed diverged (drawn at the init loss)")
     ax.set(
-        xlabel="learning rate / (2 / lambda_max(init))",
+        xscale="log",
+        xlabel="learning rate / (2 / lambda_max(init)) (per seed)",
         ylabel="validation loss after training (nats/byte)",
-        title=f"SGD+HB, {cfg.steps} steps, lambda_max(init) = {lam:.3g}",
+        title=f"SGD+HB, {cfg.steps} steps, {n_s} seeds: mean, 95% CI (trained seeds)",
     )
     ax.legend(fontsize=7)
-    im = ax2.pcolormesh(betas, mults, np.ma.masked_invalid(fl), shading="nearest", cmap="viridis")
-    ax2.pcolormesh(
-        betas, mults, np.ma.masked_where(~div, div.astype(float)), shading="nearest", cmap="Greys", vmin=0, vmax=1.4
-    )
+    frac = div.mean(axis=-1)
+    im = ax2.pcolormesh(betas, mults, np.ma.masked_invalid(np.where(frac > 0, np.nan, m)), shading="nearest")
+    ax2.pcolormesh(betas, mults, np.ma.masked_where(frac == 0, frac), shading="nearest", cmap="Greys", vmin=0, vmax=1.4)
     bf = np.linspace(0, max(betas.max(), 0.01), 50)
-    ax2.plot(bf, 1 + bf, **style.PREDICTION, label="theory: lr = 2(1+beta)/lambda_max")
-    for b, ed in zip(betas, edges(results), strict=True):
-        ax2.plot(b, ed, "w*", ms=12)
-    ax2.plot([], [], "k*", label="measured edge (largest stable grid lr)")
+    ax2.plot(bf, 1 + bf, **style.PREDICTION, label="quadratic: lr = 2(1+beta)/lambda_max")
+    ge = np.log2(edges(results))  # [B, S]
+    for j, b in enumerate(betas):
+        em, eh, _ = mean_ci(ge[j])
+        eh = eh if np.isfinite(eh) else 0.0
+        ax2.errorbar(b, 2**em, yerr=[[2**em - 2 ** (em - eh)], [2 ** (em + eh) - 2**em]], fmt="w*", ms=12, capsize=4)
+    ax2.plot([], [], "k*", label="largest stable grid lr, geo. mean + CI")
     ax2.set(
-        yscale="log", xlabel="momentum beta", ylabel="lr / (2/lambda_max)", title="(lr, beta) map (grey = diverged)"
+        yscale="log",
+        xlabel="momentum beta",
+        ylabel="lr / (2/lambda_max(init))",
+        title="(lr, beta) map: seed-mean loss; grey = share diverged",
     )
     ax2.legend(fontsize=7, loc="lower right")
-    fig.colorbar(im, ax=ax2, label="final loss")
+    fig.colorbar(im, ax=ax2, label="final loss (mean over seeds)")
     alr, ab1 = np.asarray(a["lr"]), np.asarray(a["beta1"])
-    afl = np.asarray(a["final_loss"])
+    am, ah = _mean_band(a["final_loss"])
     for j, b in enumerate(ab1):
-        ax3.semilogx(alr, afl[:, j], "o-", label=f"AdamW beta1={b:g}")
+        ax3.errorbar(alr, am[:, j], yerr=ah[:, j], fmt="o-", capsize=3, label=f"AdamW beta1={b:g}")
     ax3.axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
     ax3.set(
+        xscale="log",
         xlabel="AdamW learning rate",
         ylabel="validation loss (nats/byte)",
-        title=f"AdamW check, {cfg.steps} steps (missing points diverged)",
+        title=f"AdamW check, {cfg.steps} steps, {n_s} seeds (95% CI; no bar: a seed diverged)",
     )
     ax3.legend(fontsize=8)
     figs["lr_beta_grid"] = fig
-
-    d = results["decomposition"]
-    ev = np.asarray(results["hessian"]["eigenvalues"])
-    fig, axs = style.figure(1, 3, figsize=(15, 4.4))
-    val = np.asarray(d["valley"][0])
-    for i in range(val.shape[1]):
-        axs[0].plot(val[:, i], lw=1, label=f"valley coordinate v{i + 1}.d_t (lambda_{i + 1} = {ev[i]:.3g})")
-    axs[0].plot(np.asarray(d["river"][0]), "k", lw=2, label="river distance |(I - V V^T) d_t|")
-    axs[0].set(
-        xlabel="step",
-        ylabel="displacement from init (parameter norm)",
-        title=f"HB beta={cfg.decomp_beta:g}, lr = {cfg.decomp_lr_mult:g} x 2/lambda_max: d_t split",
-    )
-    axs[0].legend(fontsize=7)
-    for i, (name, c) in enumerate(((f"HB beta={cfg.decomp_beta:g}", "tab:green"), ("GD (beta=0)", "tab:blue"))):
-        axs[1].plot(np.asarray(d["loss"][i]), color=c, label=f"{name}: loss")
-        axs[1].plot(np.asarray(d["loss_river_only"][i]), color=c, ls=":", label=f"{name}: valley part removed")
-    axs[1].axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
-    axs[1].set(
-        xlabel="step",
-        ylabel="loss on the Hessian batch (nats)",
-        ylim=(None, init * 1.3),
-        title=f"Full-batch, same lr = {float(d['lr']):.3g} (GD's quadratic limit x {cfg.decomp_lr_mult:g})",
-    )
-    axs[1].legend(fontsize=7)
-    axs[2].bar(np.arange(1, len(ev) + 1), ev, color="tab:purple")
-    axs[2].set(
-        xlabel="eigenvalue index",
-        ylabel="Hessian eigenvalue at init (Lanczos on HVPs)",
-        title=f"gradient share in top-{len(ev)}: {float(d['grad_frac_top']):.0%}; "
-        f"HB displacement share: {float(d['disp_frac_top'][0]):.1%}",
-    )
-    figs["decomposition"] = fig
+    figs["decomposition"] = _plot_decomposition(results, cfg)
     figs["edges"] = _plot_edges(results, cfg)
     figs["edge_of_stability"] = _plot_eos(results, cfg)
     return figs
+
+
+def _plot_decomposition(results, cfg):
+    d = results["decomposition"]
+    t = np.asarray(d["step"])
+    spec = np.asarray(results["hessian"]["spectrum"])  # [S, K]
+    ev = spec[0, : cfg.top_k]
+    uni, init = float(results["unigram_loss"]), float(results["init_loss"])
+    fig, axs = style.figure(1, 3, figsize=(16, 4.6))
+    val = np.asarray(d["valley"][0, 0])  # HB, seed 0: [T, k]
+    for i in range(val.shape[1]):
+        axs[0].plot(t, val[:, i], lw=1, label=f"valley coordinate v{i + 1}.d_t (lambda_{i + 1} = {ev[i]:.3g})")
+    axs[0].plot(t, np.asarray(d["river"][0, 0]), "k", lw=2, label="river distance |(I - V V^T) d_t|")
+    axs[0].set(
+        xlabel="step",
+        ylabel="displacement from init (parameter norm)",
+        title=f"HB beta={cfg.decomp_beta:g}, lr = {cfg.decomp_lr_mult:g} x 2/lambda_max, seed 0: d_t split",
+    )
+    axs[0].legend(fontsize=7)
+    n_s = spec.shape[0]
+    for i, (name, c) in enumerate(((f"HB beta={cfg.decomp_beta:g}", "tab:green"), ("GD (beta=0)", "tab:blue"))):
+        for key, ls, lab in (("loss", "-", "loss"), ("loss_river_only", ":", "valley part removed")):
+            m, h = _mean_band(np.moveaxis(np.asarray(d[key][i]), 0, -1))
+            axs[1].plot(t, m, color=c, ls=ls, label=f"{name}: {lab}")
+            axs[1].fill_between(t, m - h, m + h, color=c, alpha=0.2)
+    axs[1].axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
+    axs[1].set(
+        xlabel="step",
+        ylabel="loss on the Hessian batch (nats/byte)",
+        ylim=(None, init * 1.3),
+        title=f"Full batch, same lr = {cfg.decomp_lr_mult:g} x 2/lambda_max(init): mean, 95% CI, {n_s} seeds",
+    )
+    axs[1].legend(fontsize=7)
+    k = np.arange(1, spec.shape[1] + 1)
+    for s in range(n_s):
+        axs[2].plot(k, spec[s], "o", color="0.6", ms=3, label="seeds" if s == 0 else None)
+    sm, sh = _mean_band(spec.T)
+    axs[2].errorbar(k, sm, yerr=sh, fmt="s-", color="tab:purple", capsize=3, label="mean, 95% CI")
+    axs[2].axvline(cfg.top_k + 0.5, color="0.4", ls="--", lw=1, label=f"top-{cfg.top_k} split used (a choice)")
+    gm, _ = _mean_band(np.asarray(d["grad_frac_top"])[None])
+    dm, _ = _mean_band(np.asarray(d["disp_frac_top"])[:1])
+    axs[2].set(
+        yscale="log",
+        xlabel="eigenvalue index",
+        ylabel="Hessian eigenvalue at init (Lanczos on HVPs)",
+        title=f"no gap; gradient share in top-{cfg.top_k}: {float(gm[0]):.0%}, HB displacement: {float(dm[0]):.1%}",
+    )
+    axs[2].legend(fontsize=7)
+    return fig
 
 
 def _plot_edges(results, cfg):
@@ -143,7 +180,7 @@ def _plot_edges(results, cfg):
             yscale="log",
             xlabel="momentum beta",
             ylabel=f"divergence edge, {label} / (2/lambda_max(init))",
-            title=f"mini-batch SGD+HB, {cfg.edge_steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections",
+            title=f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections",
         )
         a.legend(fontsize=7)
     return fig
@@ -159,7 +196,7 @@ def _plot_eos(results, cfg):
     t = np.arange(lam.shape[-1]) * cfg.eos_every
     colors = {0: "tab:blue", 1: "tab:green", 2: "tab:orange"}
     n_m = len(cfg.eos_mults)
-    fig, axs = style.figure(n_m, 4, figsize=(19, 4.2 * n_m), squeeze=False)
+    fig, axs = style.figure(n_m, 4, figsize=(20, 4.4 * n_m), squeeze=False)
     for i in range(n_m):
         ax, ax2, ax3, ax4 = axs[i]
         for c in range(3):
@@ -167,33 +204,39 @@ def _plot_eos(results, cfg):
             label, beta, mult = rows[r]
             col = colors[c]
             for s in range(lam.shape[1]):
-                kw = dict(color=col, lw=1, alpha=0.7, label=label if s == 0 else None)
-                ax.plot(t, lam[r, s], **kw)
-                ax2.plot(t, lr[r, s] * lam[r, s], **kw)
+                kw = dict(color=col, lw=0.8, alpha=0.6, label=label if s == 0 else None)
+                ax.plot(t, lr[r, s] * lam[r, s], **kw)
+                ax2.plot(t, lam[r, s], **{**kw, "label": None})
                 ax3.plot(t, np.asarray(e["loss"][r, s]), **kw)
                 ax4.plot(t, np.asarray(e["param_norm"][r, s]), **kw)
                 ax4.plot(t, np.asarray(e["norm_scale"][r, s]), **{**kw, "ls": "--", "label": None})
-            lr0 = float(np.mean(lr[r]))
-            ax.axhline(
-                2 * (1 + beta) / lr0,
-                **style.prediction(color=col),
-            )
-        ax.plot([], [], **style.PREDICTION, label="2/lr (GD), 2(1+beta)/lr (HB), seed-mean lr")
+            lz_t = [int(e["mid"]) * cfg.eos_every, t[-1]]
+            for s in range(lam.shape[1]):
+                lz = [float(e["lanczos_mid"][r, s]), float(e["lanczos_end"][r, s])]
+                ax2.plot(lz_t, lz, "k+", ms=8, label="Lanczos check" if (c == 0 and s == 0) else None)
+            ax2.axhline(2 * (1 + beta) / float(np.mean(lr[r])), **style.prediction(color=col))
+        ax.axhline(2.0, **style.prediction(color=colors[0]), label="2 (GD's quadratic edge)")
+        ax.axhline(
+            2.0 * (1 + cfg.eos_beta),
+            **style.prediction(color=colors[1], linestyle="-."),
+            label=f"2(1+beta) = {2 * (1 + cfg.eos_beta):g} (HB's)",
+        )
         ax.set(
+            xlabel="step",
+            ylabel="lr * lambda_max(H(theta_t))",
+            title=f"full batch ({cfg.hvp_batch} windows), lr = {cfg.eos_mults[i]:g} x 2/lambda_max(init), "
+            f"every {cfg.eos_every} steps",
+        )
+        ax.legend(fontsize=6)
+        ax2.set(
             yscale="log",
             xlabel="step",
             ylabel="lambda_max(H(theta_t)) (power iteration on HVPs)",
-            title=f"full batch ({cfg.hvp_batch} windows), lr = {cfg.eos_mults[i]:g} x 2/lambda_max(init)",
+            title="sharpness; dashed 2(1+beta)/lr (seed-mean lr); + Lanczos",
         )
-        ax.legend(fontsize=6)
-        ax2.axhline(2.0, **style.prediction(color=colors[0]))
-        ax2.axhline(2.0 * (1 + cfg.eos_beta), **style.prediction(color=colors[1]))
-        ax2.set(
-            xlabel="step",
-            ylabel="lr * lambda_max(theta_t)",
-            title="sharpness in units of the edge (dashed: 2 and 2(1+beta))",
-        )
+        ax2.legend(fontsize=7)
         ax3.set(xlabel="step", ylabel="full-batch loss (nats/byte)", title=f"{lam.shape[1]} seeds per row")
+        ax3.legend(fontsize=6)
         ax4.set(xlabel="step", ylabel="norm", title="parameter norm (solid), RMSNorm-scale norm (dashed)")
     return fig
 
@@ -204,22 +247,29 @@ def _plot_eos(results, cfg):
 
 
 def bench(quick: bool = False) -> list[BenchRow]:
-    from sims.river_valley_lm import PRESETS, _grid_runner
+    from sims.river_valley_lm import PRESETS
+    from sims.river_valley_lm import dynamics as dyn
 
     cfg = PRESETS["quick"]
     mc = cfg.model
     model = TinyLM(mc, key=jax.random.key(0))
+    flat0, unravel, static = dyn.split(model)
     tok, val = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
     data = jnp.asarray(tok)
     ex, ey = tr.eval_windows(val, mc.ctx, cfg.eval_windows)
     steps = 30 if quick else 100
+
+    def fn(row):
+        return dyn.minibatch_run(
+            row, unravel=unravel, static=static, data=data, ex=ex, ey=ey, steps=steps, batch_size=cfg.batch_size,
+            blowup=cfg.blowup,
+        )  # fmt: skip
+
     g = grid(lr=jnp.geomspace(0.01, 0.3, 4), beta=jnp.asarray([0.0, 0.5, 0.9]))
-    fn = _grid_runner(
-        model, data, jax.random.key(1), ex, ey, kind="sgd", steps=steps, batch_size=cfg.batch_size, blowup=cfg.blowup
-    )
+    n = g["lr"].shape[0]
+    g.update(theta0=jnp.tile(flat0, (n, 1)), key=jnp.stack([jax.random.key(1)] * n), adam=jnp.zeros(n, bool))
     ours = time_call(lambda: sweep(fn, g)["final_loss"], repeats=2)
     one = jax.jit(fn)
-    n = g["lr"].shape[0]
     base = time_call(lambda: [one({k: x[i] for k, x in g.items()})["final_loss"] for i in range(n)], repeats=2)
     return [
         BenchRow(f"{n}-point (lr, beta) grid x {steps} steps", "jit(vmap) sweep", "loop of jitted runs", ours, base)

@@ -28,6 +28,28 @@ def test_heavy_ball_matches_optax_sgd_momentum():
             np.testing.assert_allclose(x, y, rtol=1e-6)
 
 
+@pytest.mark.parametrize("beta", [0.0, 0.9])
+def test_hb_or_adam_matches_optax(beta):
+    params = {"a": jnp.arange(3.0), "b": jnp.ones((2, 2))}
+    grads = [jax.tree.map(lambda x, i=i: jnp.sin(x + i), params) for i in range(4)]
+    for adam, ref in ((False, optax.sgd(0.1, momentum=beta)), (True, optax.adamw(0.1, b1=beta, weight_decay=0.0))):
+        ours = dyn.hb_or_adam(jnp.float32(0.1), jnp.float32(beta), jnp.asarray(adam))
+        so, sr = ours.init(params), ref.init(params)
+        for g in grads:
+            uo, so = ours.update(g, so, params)
+            ur, sr = ref.update(g, sr, params)
+            for x, y in zip(jax.tree.leaves(uo), jax.tree.leaves(ur), strict=True):
+                np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7)
+
+
+def test_bisect_edges_brackets_a_threshold():
+    edge = np.array([3.0, 10.0, 1.0, 100.0])  # the last two are censored below / above the bracket
+    e = dyn.bisect_edges(lambda m: m > edge, 2.0, 64.0, 4, 4)
+    assert e["lo_ok"].tolist() == [True, True, False, True] and e["hi_div"].tolist() == [True, True, True, False]
+    np.testing.assert_allclose(e["hi"] / e["lo"], 32.0 ** (1 / 16), rtol=1e-12)
+    assert np.all((e["lo"][:2] <= edge[:2]) & (edge[:2] < e["hi"][:2]))
+
+
 def test_config_validation():
     with pytest.raises(ValueError, match="top_k"):
         sim.Config(top_k=30, lanczos_iters=10, spectrum_k=5)
@@ -41,6 +63,10 @@ def test_config_validation():
         sim.Config(eos_steps=15, eos_every=10)
     with pytest.raises(ValueError, match="spectrum_k"):
         sim.Config(spectrum_k=100)
+    with pytest.raises(ValueError, match="map_seeds"):
+        sim.Config(map_seeds=6)
+    with pytest.raises(ValueError, match="river_steps"):
+        sim.Config(river_steps=21)
 
 
 def test_edge_is_first_divergence():
@@ -68,8 +94,15 @@ def test_eos_rows_equal_raw_and_effective_lr():
     assert [(b, m) for _, b, m in rows] == [(0.0, 2.0), (0.5, 2.0), (0.5, 1.0)]
 
 
-def test_quick_preset_end_to_end(tmp_path):
-    outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory):
+    """One quick-preset run shared by the end-to-end checks below."""
+    out = tmp_path_factory.mktemp("river_valley_lm")
+    return harness.execute(sim, preset="quick", seed=0, out_dir=out, verbose=False), out
+
+
+def test_quick_preset_writes_outputs(quick):
+    _, out = quick
     for fname in (
         "data.npz",
         "claims.json",
@@ -79,22 +112,28 @@ def test_quick_preset_end_to_end(tmp_path):
         "edges.png",
         "edge_of_stability.png",
     ):
-        assert (tmp_path / fname).stat().st_size > 0, fname
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["preset"] == "quick"
+        assert (out / fname).stat().st_size > 0, fname
+    assert json.loads((out / "manifest.json").read_text())["preset"] == "quick"
+
+
+def test_quick_preset_claims_and_shapes(quick):
+    outcome, _ = quick
+    cfg = sim.PRESETS["quick"]
     by = {c.statement.split(":")[0]: c for c in outcome.claims}
-    # the mechanism claims must hold even on the quick preset
-    for prefix in ("valley", "river", "same lr 1.5 x 2/lambda_max, full batch"):
+    # the exact formula and the gradient's valley share must hold even on the quick preset (3 seeds)
+    for prefix in ("valley", "river", "linear river"):
         assert by[prefix].passed, by[prefix]
     # edges and edge-of-stability statistics are too short / too few seeds to decide on the quick preset: measured
     assert all(np.isfinite(c.measured) for c in outcome.claims)
     r = outcome.results
     assert np.all(np.asarray(r["hessian"]["lambda_max_seeds"]) > 0)
     lam = np.asarray(r["eos"]["lam"])
-    assert lam.shape[:2] == (3, 2) and np.all(np.isfinite(lam))
-    # GD at the smallest grid lr does not diverge; the largest grid lr (32 x 2/lambda) diverges for momentum
+    assert lam.shape == (3, cfg.n_seeds, cfg.eos_steps // cfg.eos_every + 1) and np.all(np.isfinite(lam))
+    # GD at the smallest grid lr trains on every seed; the largest grid lr (32 x 2/lambda) diverges for momentum
     div = np.asarray(r["sgd"]["diverged"])
-    assert not div[0].any() and div[-1, -1]
+    assert div.shape == (cfg.n_lr, len(cfg.betas), cfg.map_seeds)
+    assert not div[0].any() and div[-1, -1].all()
+    assert np.asarray(r["adam"]["final_loss"]).shape == (cfg.n_adam, len(cfg.adam_beta1s), cfg.map_seeds)
 
 
 @pytest.mark.parametrize("beta", [0.0, 0.5, 0.9])
