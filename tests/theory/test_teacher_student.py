@@ -357,3 +357,14 @@ def test_solve_grid_on_learnable_heads_is_the_full_solve():
     for sol in (fast, full):
         m = np.asarray(sol.m)
         assert np.all((m == 0.0) | (m > 0.5)) and np.all(np.asarray(sol.s)[m == 0.0] == 0.0)
+
+
+def test_cached_cubic_kernel_first_built_inside_jit_is_concrete():
+    """The default kernel is cached per dtype: built first inside a trace, the cache must still hold an array
+    (a cached tracer leaked into every later call: UnexpectedTracerError in the suite)."""
+    from theory.teacher_student import kernel as tk
+
+    tk._cubic_kernel.cache_clear()
+    jax.jit(lambda x: x * tk.cubic_kernel().c2[3])(1.0)
+    assert not isinstance(tk.cubic_kernel().c2, jax.core.Tracer)
+    np.testing.assert_array_equal(np.asarray(tk.cubic_kernel().c2), [0.0, 0.0, 0.0, 1.0])

@@ -61,7 +61,10 @@ def cubic_kernel() -> Kernel:
 
 @cache
 def _cubic_kernel(dtype_name: str) -> Kernel:
-    return hermite_kernel([0.0, 0.0, 1.0])
+    # evaluated eagerly even when first called inside a jit/vmap trace: the cache must hold a concrete array,
+    # never a tracer of the trace that happened to build it
+    with jax.ensure_compile_time_eval():
+        return hermite_kernel([0.0, 0.0, 1.0])
 
 
 def g(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
