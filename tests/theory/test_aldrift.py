@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import jax
 import jax.numpy as jnp
@@ -13,6 +14,15 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from theory import aldrift as al
+
+
+@partial(jax.jit, static_argnames=("m", "M", "return_ess"))
+def _imh_chains(cost, prior, tau, model, key, init=None, *, m, M, return_ess=False):
+    """``al.imh_chains`` under one jit: one XLA compile per (shapes, m, M, return_ess, init given or not) that
+    every test with those shapes shares; tau, the cost's and the model's parameters are traced arrays, so new
+    values do not recompile (eager, each call re-traces the chain's scan and dispatches op by op)."""
+    return al.imh_chains(cost, prior, tau, model, m=m, M=M, key=key, init=init, return_ess=return_ess)
+
 
 # ---------------------------------------------------------------------------------------------------------
 # Finite-space IMH: TV after M steps <= (1 - 1/W)^M, from every start, with the exact transition matrix
@@ -135,7 +145,7 @@ def test_imh_chains_match_tempered_gaussian_ks():
     mean, var = al.quadratic_tempered(jnp.array([x0]), mu0, jnp.array([xs]), mu_d, tau)
     # a proposal off-centre by one target sd and twice as wide: W = sqrt(2) e^{1/2} ~ 2.3, (1-1/W)^40 ~ 1e-10
     proposal = al.Gaussian.from_chol(mean + jnp.sqrt(var), jnp.sqrt(2.0 * var)[None, None])
-    x, acc, _ = al.imh_chains(cost, prior, tau, proposal, m=3000, M=40, key=jax.random.key(0))
+    x, acc, _ = _imh_chains(cost, prior, tau, proposal, jax.random.key(0), m=3000, M=40)
     target = scipy.stats.norm(float(mean[0]), math.sqrt(float(var))).cdf
     stat = scipy.stats.kstest(np.asarray(x[:, 0]), target)
     assert stat.pvalue > 1e-3, stat
@@ -233,7 +243,7 @@ def test_coverage_tail_mass_of_a_too_narrow_gaussian():
 
 def test_aldrift_no_recompile_for_new_cost_parameters():
     n = 2
-    taus = al.temperature_schedule("geometric", 2.0, tau1=0.5, n=n)
+    taus = al.temperature_schedule("geometric", 5.0, tau1=0.1, n=n)  # the other n = 2 runs' shapes: one compile
     prior = al.gaussian_prior(jnp.ones(n), 1.0)
     for A in (0.5, 1.5):
         cost = al.rastrigin_envelope(1.0, A, 3.0, jnp.zeros(n))
@@ -353,10 +363,11 @@ def test_imh_chains_ess_is_one_when_the_proposal_is_the_target():
     prior = al.gaussian_prior(jnp.ones(n), mu0)
     mu = mu0 + tau * mu_d
     model = al.Gaussian.from_cov(jnp.full(n, mu0 / mu), jnp.eye(n) / mu)
-    _, acc, _, ess = al.imh_chains(cost, prior, tau, model, m=64, M=8, key=jax.random.key(0), return_ess=True)
+    _, acc, _, ess = _imh_chains(cost, prior, tau, model, jax.random.key(0), m=64, M=8, return_ess=True)
     assert float(ess) == pytest.approx(1.0, abs=1e-4)
     assert float(acc) == pytest.approx(1.0, abs=1e-6)
-    assert len(al.imh_chains(cost, prior, tau, model, m=4, M=2, key=jax.random.key(0))) == 3
+    # without return_ess the public call returns three outputs (traced only: eval_shape compiles nothing)
+    assert len(jax.eval_shape(lambda: al.imh_chains(cost, prior, tau, model, m=4, M=2, key=jax.random.key(0)))) == 3
 
 
 def test_history_records_ess_in_unit_interval():
@@ -427,7 +438,8 @@ def test_imh_chains_ess_matches_the_closed_form(inflation):
     prior = al.gaussian_prior(jnp.full(n, 6.0), mu0)
     mu, mu_prev = mu0 + tau * mu_d, mu0 + tau / 1.1 * mu_d
     model = al.Gaussian.from_chol(jnp.full(n, mu0 * 6.0 / mu_prev), math.sqrt(inflation / mu_prev) * jnp.eye(n))
-    _, _, _, ess = al.imh_chains(cost, prior, tau, model, m=400, M=50, key=jax.random.key(1), return_ess=True)
+    # both inflations share one compiled program (same shapes; tau and the model are traced)
+    _, _, _, ess = _imh_chains(cost, prior, tau, model, jax.random.key(1), m=400, M=50, return_ess=True)
     pred = float(al.gaussian_importance_ess(mu0 * 6.0 / mu, 1 / mu, mu0 * 6.0 / mu_prev, inflation / mu_prev, n))
     assert float(ess) == pytest.approx(pred, rel=0.1), (inflation, float(ess), pred)  # Kish sd ~2.5% at N=2e4
 
@@ -459,12 +471,11 @@ def test_imh_chains_start_from_given_states():
     model = al.Gaussian.from_cov(jnp.zeros(2), 2.0 * jnp.eye(2))
     key, m, M = jax.random.key(7), 5, 6
     # the default start is each chain's first proposal draw: passing those states reproduces the run exactly
-    starts = []
-    for k in jax.random.split(key, m):
-        z, idx = _noise(model, jax.random.split(k)[0], (M + 1,))
-        starts.append(_from_noise(model, z, idx)[0])
+    starts = jax.vmap(lambda k: _from_noise(model, *_noise(model, jax.random.split(k)[0], (M + 1,)))[0])(
+        jax.random.split(key, m)
+    )
     default = al.imh_chains(cost, prior, 3.0, model, m=m, M=M, key=key)
-    given_ = al.imh_chains(cost, prior, 3.0, model, m=m, M=M, key=key, init=jnp.stack(starts))
+    given_ = al.imh_chains(cost, prior, 3.0, model, m=m, M=M, key=key, init=starts)
     for a, b in zip(default, given_, strict=True):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
     # started at the minimiser with a very cold target, chains reject every proposal and stay where they began
