@@ -43,6 +43,8 @@ if "google.colab" in sys.modules and not os.path.isdir("figures"):
     sys.path.insert(0, os.getcwd())
 
 # %%
+import functools
+
 import jax
 import jax.numpy as jnp
 import matplotlib.pyplot as plt
@@ -191,33 +193,43 @@ def drop_in_demo():
     def rel(a, b):
         return float(jnp.linalg.norm(a - b) / jnp.linalg.norm(b))
 
-    def weight_error(w, fmt):
-        """The yardstick: relative FP4 error of one weight matrix in format ``fmt``."""
+    @functools.partial(jax.jit, static_argnames="fmt")
+    def weight_roundtrip(w, fmt):
+        """The yardstick's W_hat: one weight matrix through format ``fmt`` and back."""
         if fmt == "nvfp4":
             from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
 
-            return rel(nvfp4_dequantize(nvfp4_quantize(w)), w)
-        return rel(razer_dequantize(razer_quantize(w, variant="weight")), w)
+            return nvfp4_dequantize(nvfp4_quantize(w))
+        return razer_dequantize(razer_quantize(w, variant="weight"))
 
+    def weight_error(w, fmt):
+        """The yardstick: relative FP4 error of one weight matrix in format ``fmt``."""
+        return rel(weight_roundtrip(w, fmt=fmt), w)
+
+    # Everything runs under jit (one XLA compilation per model instead of one per op: eager equinox/nnx code
+    # compiles every small op separately, ~130 compilations, which is what made this cell slow).
+    eqx_forward = eqx.filter_jit(lambda m, x: jax.vmap(m)(x))
     x_tok = jax.random.normal(jax.random.key(1), (2, L_SEQ, EMB))
-    eqx_model = EqxBlock(key=jax.random.key(0))
-    want_eqx = jax.vmap(eqx_model)(x_tok)
+    eqx_model = eqx.filter_jit(lambda key: EqxBlock(key=key))(jax.random.key(0))
+    want_eqx = eqx_forward(eqx_model, x_tok)
     eqx_fast = swap_attention(eqx_model)  # the kernels' attention op, float weights
-    print(f"equinox, attention swapped:       rel. difference {rel(jax.vmap(eqx_fast)(x_tok), want_eqx):.1e}")
+    print(f"equinox, attention swapped:       rel. difference {rel(eqx_forward(eqx_fast, x_tok), want_eqx):.1e}")
     for fmt in ("nvfp4", "razer"):
-        quant = quantize_model(eqx_fast, fmt)  # every Linear -> QuantizedLinear (attention projections included)
-        got = eqx.filter_jit(lambda m, x: jax.vmap(m)(x))(quant, x_tok)
+        # every Linear -> QuantizedLinear (attention projections included); jitted like the forward pass
+        quant = eqx.filter_jit(quantize_model)(eqx_fast, fmt)
+        got = eqx_forward(quant, x_tok)
         w_err = weight_error(eqx_model.mlp.layers[0].weight, fmt)
         print(f"equinox, + quantize_model({fmt!r}): rel. error {rel(got, want_eqx):.3f} (weights' own: {w_err:.3f})")
         assert rel(got, want_eqx) < w_err  # within the quantization error of the weights
 
-    nnx_model = NnxBlock(rngs=nnx.Rngs(0))
-    want_nnx = nnx_model(x_tok)
+    nnx_forward = nnx.jit(lambda m, x: m(x))
+    nnx_model = nnx.jit(lambda: NnxBlock(rngs=nnx.Rngs(0)))()
+    want_nnx = nnx_forward(nnx_model, x_tok)
     nnx_model.attn.attention_fn = make_attention_fn()  # what swap_attention(nnx_model) does to every nnx MHA
-    print(f"nnx, attention swapped:           rel. difference {rel(nnx_model(x_tok), want_nnx):.1e}")
-    w_err = weight_error(nnx_model.up.kernel.value.T, "nvfp4")
+    print(f"nnx, attention swapped:           rel. difference {rel(nnx_forward(nnx_model, x_tok), want_nnx):.1e}")
+    w_err = weight_error(nnx_model.up.kernel[...].T, "nvfp4")
     quantize_model(nnx_model, "nvfp4")  # in place, like nnx
-    got = nnx.jit(lambda m, x: m(x))(nnx_model, x_tok)
+    got = nnx_forward(nnx_model, x_tok)
     print(f"nnx, + quantize_model('nvfp4'):   rel. error {rel(got, want_nnx):.3f} (weights' own: {w_err:.3f})")
     assert rel(got, want_nnx) < w_err
     print(f"swapped in: nnx {type(nnx_model.up).__name__} (q/k/v stay {type(nnx_model.attn.query).__name__})")
