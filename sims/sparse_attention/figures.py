@@ -125,33 +125,31 @@ def plot(results, cfg: Config) -> dict:
     pol = r["policy"]
     first, P = max(cfg.periods), cfg.main_period
     show = [(1, "-", "refresh every step"), (P, "--", f"refresh every {P}"), (first, ":", "first-step-only")]
-    fig, axes = style.figure(1, 2, figsize=(12, 5.2))
+    fig, axes = style.figure(1, 3, figsize=(17, 5.4))
     for a in ("uniform", "concentration"):
         for per, ls, lab in show:
             rows = [row(cfg, per, b) for b in cfg.budgets]
             d = pol[a]["density"][rows]
-            e = pol[a]["err"][rows].mean(axis=(2, 3))  # [B, N]
-            nl = pol[a]["dnll"][rows].mean(axis=2)
-            em, eh = _ci(e, axis=1)
-            nm_, nh_ = _ci(nl, axis=1)
-            axes[0].errorbar(
-                d, em, yerr=eh, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a], label=f"{LABELS[a]}, {lab}"
-            )
-            axes[1].errorbar(d, nm_, yerr=nh_, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a])
+            for ax, val in (
+                (axes[0], pol[a]["err"][rows].mean(axis=(2, 3))),  # [B, N]
+                (axes[1], pol[a]["kl"][rows].mean(axis=2)),
+                (axes[2], pol[a]["dnll"][rows].mean(axis=2)),
+            ):
+                mu, hw = _ci(val, axis=1)
+                ax.errorbar(
+                    d, mu, yerr=hw, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a], label=f"{LABELS[a]}, {lab}"
+                )
     refs = {
         "oracle": ("*", "black", "oracle: top-k of the true pooled attention"),
         "stale": ("x", "black", f"mask {cfg.far_lag} steps old (uniform)"),
         "global": ("D", "tab:blue", f"mass-greedy global allocation, refresh every {P}"),
     }
     for name, (mk, col, lab) in refs.items():
-        if name not in pol:  # data committed before the reference existed
-            continue
-        e = pol[name]["err"][0].mean(axis=(1, 2))
-        axes[0].errorbar(pol[name]["density"][0], *_ci(e[:, None]), fmt=mk, ms=7, color=col, label=lab)
-        axes[1].errorbar(
-            pol[name]["density"][0], *_ci(pol[name]["dnll"][0].mean(axis=1)[:, None]), fmt=mk, ms=7, color=col
-        )
-    axes[1].axhline(0, color="black", lw=0.6)
+        dens = pol[name]["density"][0]
+        axes[0].errorbar(dens, *_ci(pol[name]["err"][0].mean(axis=(1, 2))[:, None]), fmt=mk, ms=7, color=col, label=lab)
+        for ax, f in ((axes[1], "kl"), (axes[2], "dnll")):
+            ax.errorbar(dens, *_ci(pol[name][f][0].mean(axis=1)[:, None]), fmt=mk, ms=7, color=col)
+    axes[2].axhline(0, color="black", lw=0.6)
     axes[0].set(
         xlabel="block density (fraction of blocks kept)",
         ylabel="relative attention-output error",
@@ -159,8 +157,15 @@ def plot(results, cfg: Config) -> dict:
     )
     axes[1].set(
         xlabel="block density",
+        ylabel="KL(dense || sparse)  (nats per masked position)",
+        yscale="log",
+        title="end to end along the dense trajectory: KL of the\n"
+        "token distributions, block_sparse_attention in every layer",
+    )
+    axes[2].set(
+        xlabel="block density",
         ylabel="NLL(sparse) - NLL(dense)  (nats/byte)",
-        title="end to end (teacher-forced): NLL of held-out bytes,\nblock_sparse_attention in every layer",
+        title="end to end, teacher-forced on the held-out text:\nNLL of the held-out bytes",
     )
     # one legend under the panels (inside the left panel it covered the first-step-only lines)
     handles, labels = axes[0].get_legend_handles_labels()
@@ -168,31 +173,42 @@ def plot(results, cfg: Config) -> dict:
     figs["policy_budget"] = fig
 
     # refresh period sweep at the main budget
-    fig, axes = style.figure(1, 4, figsize=(20, 4.8))
+    fig, axes = style.figure(2, 3, figsize=(17, 9.5))
+    axes = axes.ravel()
     per = np.asarray(cfg.periods)
     on = r["online"]
     for a in ("uniform", "concentration"):
         rows = [row(cfg, p, cfg.main_budget) for p in cfg.periods]
         for ax, val in (
             (axes[0], pol[a]["err"][rows].mean(axis=(2, 3))),
-            (axes[1], pol[a]["dnll"][rows].mean(2)),
-            (axes[2], on[a]["agreement"] if a in on else None),
-            (axes[3], on[a]["dpath_nll"] if a in on and "dpath_nll" in on[a] else None),
+            (axes[1], pol[a]["kl"][rows].mean(2)),
+            (axes[2], pol[a]["dnll"][rows].mean(2)),
+            (axes[3], pol[a]["dacc"][rows].mean(2)),
+            (axes[4], on[a]["agreement"] if a in on else None),
+            (axes[5], on[a]["dpath_nll"] if a in on else None),
         ):
             if val is None:
                 continue
             mu, hw = _ci(val, axis=1)
             ax.errorbar(per, mu, yerr=hw, marker="o", capsize=3, color=COLORS[a], label=LABELS[a])
-    axes[2].plot(per, np.full(per.shape, 1.0), **style.prediction(label="dense decoder (itself)"))
-    axes[3].axhline(0.0, **style.prediction(label="dense decoder (itself)"))
+    axes[2].axhline(0.0, **style.prediction(label="dense attention"))
+    axes[3].axhline(0.0, **style.prediction())
+    axes[4].plot(per, np.full(per.shape, 1.0), **style.prediction())
+    axes[5].axhline(0.0, **style.prediction())
     for ax, yl, ti in (
         (axes[0], "relative attention-output error", "output error"),
-        (axes[1], "NLL(sparse) - NLL(dense)  (nats/byte)", "end to end, teacher-forced"),
-        (axes[2], "generated bytes equal to the dense decoder's", "free running, same sampling key"),
+        (axes[1], "KL(dense || sparse)  (nats per masked position)", "end to end along the dense trajectory"),
+        (axes[2], "NLL(sparse) - NLL(dense)  (nats/byte)", "teacher-forced on the held-out text: NLL"),
+        (axes[3], "accuracy(sparse) - accuracy(dense)", "teacher-forced on the held-out text: accuracy"),
         (
-            axes[3],
+            axes[4],
+            "generated bytes equal to the dense decoder's",
+            "REPORTED, not decided: free running, same sampling key\n(diverges after the first differing sample)",
+        ),
+        (
+            axes[5],
             "dense NLL of sparse output - of dense output\n(nats/byte, along each run's own order)",
-            "free running, scored by the dense model",
+            "REPORTED, not decided: free running, scored by the dense model",
         ),
     ):
         ax.set(
@@ -208,27 +224,30 @@ def plot(results, cfg: Config) -> dict:
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
     figs["refresh_period"] = fig
 
-    # per-step error across the transitions (legend outside the axes: it covered the lines)
-    fig, ax = style.figure(figsize=(10, 4.2))
+    # per-step error and KL across the transitions (legend outside the axes: it covered the lines)
+    fig, axes = style.figure(2, 1, figsize=(10, 7.5), sharex=True)
+    ts = np.arange(T)
     for a in ("uniform", "concentration"):
         for p, ls, lab in show:
-            e = pol[a]["err"][row(cfg, p, cfg.main_budget)].mean(axis=-1)  # [N, T]
-            ax.plot(np.arange(T), e.mean(0), ls, color=COLORS[a], label=f"{LABELS[a]}, {lab}")
-    ax.plot(
-        np.arange(T),
-        pol["oracle"]["err"][0].mean(axis=-1).mean(0),
-        "k*-",
-        ms=4,
-        lw=0.8,
-        label="oracle top-k of the true map",
-    )
-    _transitions(ax, cfg)
-    ax.set(
-        xlabel="denoising step",
+            rr = row(cfg, p, cfg.main_budget)
+            axes[0].plot(ts, pol[a]["err"][rr].mean(axis=-1).mean(0), ls, color=COLORS[a], label=f"{LABELS[a]}, {lab}")
+            mu, hw = _ci(pol[a]["kl"][rr], axis=0)  # [T]
+            axes[1].plot(ts, mu, ls, color=COLORS[a])
+            axes[1].fill_between(ts, mu - hw, mu + hw, color=COLORS[a], alpha=0.12, lw=0)
+    axes[0].plot(ts, pol["oracle"]["err"][0].mean(axis=-1).mean(0), "k*-", ms=4, lw=0.8, label="oracle top-k")
+    axes[1].plot(ts, pol["oracle"]["kl"][0].mean(0), "k*-", ms=4, lw=0.8)
+    for ax in axes:
+        _transitions(ax, cfg, label=ax is axes[0])
+    axes[0].set(
         ylabel="relative attention-output error",
-        title=f"per-step error (rho={cfg.main_budget:g}; mean over prompts and layers)",
+        title=f"per step (rho={cfg.main_budget:g}): attention-output error (mean over prompts and layers)",
     )
-    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
+    axes[1].set(
+        xlabel="denoising step",
+        ylabel="KL(dense || sparse)  (nats per masked position)",
+        title="end to end along the dense trajectory: KL of the token distributions (mean, 95% CI over prompts)",
+    )
+    axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     figs["per_step"] = fig
 
     # Louver
@@ -259,35 +278,35 @@ def plot(results, cfg: Config) -> dict:
         ax.legend(fontsize=7)
     figs["louver"] = fig
 
-    # speed
+    # speed: process CPU time, every baseline re-timed beside its sparse row
     sp = r["speed"]
-    fig, ax = style.figure(figsize=(7, 4.5))
+    fig, ax = style.figure(figsize=(7.5, 4.8))
     order = np.argsort(sp["sparsity"])
     s = sp["sparsity"][order]
     ss = np.linspace(min(0.45, s.min()), max(0.97, s.max()), 60)
-    where = "CPU" if bool(sp["cpu"]) else "accelerator"
+    where = "CPU (XLA), process time" if bool(sp["cpu"]) else "accelerator (XLA), process time of the host"
     ax.plot(ss, 1 / (1 - ss), **style.prediction(label="ideal 1/(1-s) (work ratio)"))
     for m, mk, lab in (("whole", "o-", "whole-sequence call"), ("chunked", "^-", "called per query block")):
         ax.plot(
             s,
-            sp[f"{m}_full_list_s"] / sp[f"{m}_sparse_s"][order],
+            sp[f"{m}_full_list_s"][order] / sp[f"{m}_sparse_s"][order],
             mk,
             color="tab:red" if m == "whole" else "tab:blue",
-            label=f"vs the same XLA block-sparse op with every block listed, {lab} ({where})",
+            label=f"vs the same block-sparse op, every block listed, {lab}: {where}",
         )
     ax.plot(
         s,
-        sp["jaxnn_s"] / sp["whole_sparse_s"][order],
+        sp["jaxnn_s"][order] / sp["whole_sparse_s"][order],
         "s--",
         color="tab:gray",
-        label=f"whole call vs the dense XLA path jax.nn.dot_product_attention ({where})",
+        label=f"whole call vs dense jax.nn.dot_product_attention: {where}",
     )
     ax.set(
         yscale="log",
         xlabel="block sparsity s (fraction of key blocks skipped)",
-        ylabel="speedup of block-sparse attention",
+        ylabel="speedup of block-sparse attention (CPU-time ratio)",
         title=f"block-sparse speed, L={cfg.speed_len}, H={cfg.speed_heads}, D={cfg.speed_dim}, "
-        f"block {cfg.speed_block}\n({where}, one run, fastest of {cfg.speed_repeats} interleaved calls; "
+        f"block {cfg.speed_block}\n(process CPU time, fastest of {cfg.speed_repeats}, baselines re-timed per row; "
         "no GPU numbers drawn)",
     )
     ax.legend(fontsize=7)
