@@ -14,16 +14,16 @@ loaded shared host inflate sparse speedups) of ``block_sparse_attention`` (XLA p
 listed key blocks) at sparsity s against the **same implementation with every block listed** (the same-family
 dense baseline; its work is 1/(1-s) times the sparse one's), re-timed beside each sparsity row, and against the
 project's dense XLA path (``flash_attention(implementation="xla")`` = ``jax.nn.dot_product_attention``).
-Measured (full preset, L=2048, H=4, D=64, blocks of 64, process time, load ~10 on 2 cores): whole-sequence
-speedups 2.0, 4.0, 6.5, 17.1 at s = 0.5, 0.75, 0.875, 0.94 (ideal 2, 4, 8, 16); per query block 2.0, 5.4, 8.8,
-20.4. In wall time the same whole-sequence point read 24-81x in earlier runs: that inflation was the loaded host
-(``sims.bench.attention``). What remains above 1/(1-s) (whole call x1.07 at 0.94; per query block x1.1-1.3) is
-a lower cost per score of the sparse call, not skipped work: the op computes exactly (1-s) of the scores, but a
-call's working set shrinks with the listed blocks (every block listed: [H, Qb, Kb, block, D] gathered keys and
-values and [H, L, L] scores, tens of MB whole, ~2 MB per query block; 2 blocks listed: ~130 KB per query block,
-inside L2), so cache misses per score fall with s. The every-block baseline's own time also moved by up to 24%
-between rows (0.26-0.32 s per query-block sweep) although its work is the same: per-row noise of that order
-remains in CPU time on the shared host.
+Measured (full preset, L=2048, H=4, D=64, blocks of 64, process time, two runs at load ~10 on 2 cores):
+whole-sequence speedups 1.7-2.0, 3.4-4.0, 5.8-6.5, 17-20 at s = 0.5, 0.75, 0.875, 0.94 (ideal 2, 4, 8, 16); per
+query block 2.0-2.2, 4.3-5.4, 8.0-8.8, 13-20. In wall time the whole-sequence point at 0.94 read 24-81x in
+earlier runs: that inflation was the loaded host (``sims.bench.attention``). In CPU time the ratios scatter
+around 1/(1-s) by up to ~30% either way between runs: the every-block baseline's own time moves by up to ~25%
+between rows (same work) on the shared host. What sits above 1/(1-s) (the whole call at 0.94 in both runs,
+x1.07 and x1.24) is a lower cost per score of the sparse call, not skipped work: the op computes exactly (1-s)
+of the scores, but a call's working set shrinks with the listed blocks (every block listed: [H, Qb, Kb, block,
+D] gathered keys and values and [H, L, L] scores, tens of MB whole, ~2 MB per query block; 2 blocks listed:
+~130 KB per query block, inside L2), so cache misses per score fall with s.
 """
 
 from __future__ import annotations
