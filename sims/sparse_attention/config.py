@@ -162,6 +162,9 @@ PRESETS = {
         main_period=2,
         far_lag=4,
         n_perm=500,
+        # free running is reported, not decided on: the quick run decodes with the uniform budget only (one
+        # compilation of the sparse decoder less)
+        online_allocs=("uniform",),
         tau_quantiles=(0.0, 0.9, 0.99),
         speed_len=256,
         speed_heads=2,
