@@ -23,7 +23,6 @@ if _JAX_CACHE is not None:
     os.environ["JAX_COMPILATION_CACHE_DIR"] = str(_JAX_CACHE)
     os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.1"
     os.environ["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
-    os.environ["JAX_COMPILATION_CACHE_MAX_SIZE"] = str(4 << 30)
 
 # CI: few, derandomized examples (reproducible, fast); dev: more exploration. deadline=None everywhere (jit).
 # function-scoped fixtures are fine here: `x64` is a context that every example may share.

@@ -39,7 +39,8 @@ LABEL_STYLE = {"description_width": "initial"}
 
 def enable_compilation_cache() -> Path | None:
     """JAX's persistent compilation cache for a notebook kernel (``harness.enable_compilation_cache``: the folder
-    ``<cache>/jax``, file-locked; left alone when the user configured one, off with ``WORKBENCH_JAX_CACHE=0``);
+    ``<cache>/jax``, shared with the tests and CLI runs; left alone when the user configured one, off with
+    ``WORKBENCH_JAX_CACHE=0``);
     done on import inside a Jupyter kernel. Opening a notebook runs the result's ``plot`` and the closed forms
     eagerly, i.e. dozens of small XLA compilations, so every compilation is cached: a second opening compiles
     nothing (river_valley: 2.4 s -> 0.6 s of CPU for open + figures + claims). Returns the folder, or None."""

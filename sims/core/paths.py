@@ -49,9 +49,46 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_time
     # by default every compilation over a tenth of a second: most of a quick run's compile time
     jax.config.update("jax_persistent_cache_min_compile_time_secs", min_compile_time_s)
     jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
-    # a size cap turns on JAX's eviction, which also takes a file lock around every read and write: several
-    # processes (pytest-xdist workers, notebook kernels, CLI runs) can then share one folder safely
-    jax.config.update("jax_compilation_cache_max_size", 4 << 30)
+    # No size cap in JAX: with one, JAX's LRU eviction globs the whole folder, stats every entry and reads its
+    # access-time file on EVERY write, under a folder-wide file lock (0.27 CPU-s per write at 1900 entries: a
+    # quadratic cost that took hundreds of CPU-seconds from a cold test suite and serialised its workers). The
+    # folder is bounded here instead, by one scan when a process turns the cache on. Without JAX's lock, processes
+    # sharing the folder stay safe: an entry is keyed by its full HLO and options (two writers write the same
+    # bytes), and an entry read while another process writes it fails to decompress, which JAX reports as a warning
+    # and answers by compiling.
+    prune_compilation_cache(folder)
+    return folder
+
+
+def prune_compilation_cache(folder: str | Path, *, max_bytes: int = 4 << 30) -> int:
+    """Delete the least recently written entries of JAX's compilation cache in ``folder`` until it holds at most
+    3/4 of ``max_bytes``, if it holds more than ``max_bytes``. One scan; returns the number of files deleted."""
+    if max_bytes <= 0:
+        raise ValueError(f"max_bytes must be > 0, got {max_bytes}")
+    entries = []
+    total = 0
+    with os.scandir(folder) as it:
+        for e in it:
+            try:
+                st = e.stat()
+            except OSError:  # deleted by another process meanwhile
+                continue
+            if e.is_file():
+                entries.append((st.st_mtime, st.st_size, e.path))
+                total += st.st_size
+    if total <= max_bytes:
+        return 0
+    deleted = 0
+    for _, size, path in sorted(entries):
+        if total <= 3 * max_bytes // 4:
+            break
+        try:
+            os.unlink(path)
+        except OSError:
+            continue
+        total -= size
+        deleted += 1
+    return deleted
     return folder
 
 

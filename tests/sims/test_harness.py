@@ -677,3 +677,19 @@ def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail
     assert abs(got.p_value - tail) < 1e-12
     assert chance_failures([ok, other]).p_value == 1.0 and chance_failures([other]).n == 0
     assert "2 of 20" in str(got)
+
+
+def test_compilation_cache_is_pruned_oldest_first_and_has_no_per_write_eviction(tmp_path):
+    from sims.core.paths import prune_compilation_cache
+
+    for i in range(8):  # 8 entries of 100 bytes, entry 0 the oldest
+        f = tmp_path / f"k{i}-cache"
+        f.write_bytes(b"x" * 100)
+        os.utime(f, (1_000 + i, 1_000 + i))
+    assert prune_compilation_cache(tmp_path, max_bytes=800) == 0  # at the cap: nothing deleted
+    assert prune_compilation_cache(tmp_path, max_bytes=400) == 5  # over it: down to 3/4 of the cap, oldest first
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["k5-cache", "k6-cache", "k7-cache"]
+    with pytest.raises(ValueError, match="max_bytes must be > 0"):
+        prune_compilation_cache(tmp_path, max_bytes=0)
+    # JAX's own size cap stays off: it rescans the whole folder on every write (quadratic in a cold suite)
+    assert jax.config.jax_compilation_cache_max_size <= 0
