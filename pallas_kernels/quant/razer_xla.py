@@ -69,15 +69,20 @@ def _sq(t):
 
 
 def _fp4_term(u, c):
-    """Error term of ``u`` (>= 0, error units) rounded to the E2M1 grid of unit ``c``: the reference's three
-    comparisons with the exact midpoint products, and the select tree over the exact products ``v c``."""
+    """Error term of ``u`` (>= 0, error units) rounded to the E2M1 grid of unit ``c``, in two comparisons with
+    exact midpoint products: ``u >= 1.75 c`` picks the upper grid {2, 3, 4, 6} c, shifted by 2 c to {0, 1, 2, 4} c
+    (``u - 2 c`` exact: Sterbenz below 4 c, above it 2 c is a multiple of ulp(u) in the fast path's range), or
+    the lower grid {0, .5, 1, 1.5} c, doubled to {0, 1, 2, 3} c (exact); ``v >= 1.5 c`` then leaves two
+    neighbours L < H, and the nearer one's difference (a tie: equal magnitudes, the same term) is the
+    reference's ``fl(u - q c)`` times 1 or 2."""
     b2 = u >= f32(1.75) * c
-    b1 = u >= jnp.where(b2, f32(3.5) * c, f32(0.75) * c)
-    t0 = jnp.where(b2, jnp.where(b1, f32(5.0) * c, f32(2.5) * c), jnp.where(b1, f32(1.25) * c, f32(0.25) * c))
-    b0 = u > t0
-    hi = jnp.where(b1, jnp.where(b0, f32(6.0) * c, f32(4.0) * c), jnp.where(b0, f32(3.0) * c, f32(2.0) * c))
-    lo = jnp.where(b1, jnp.where(b0, f32(1.5) * c, c), jnp.where(b0, f32(0.5) * c, f32(0.0)))
-    return _sq(u - jnp.where(b2, hi, lo))
+    v = jnp.where(b2, u - f32(2.0) * c, u + u)
+    b1 = v >= f32(1.5) * c
+    lo = jnp.where(b1, f32(2.0) * c, f32(0.0))
+    hi = jnp.where(b1, jnp.where(b2, f32(4.0) * c, f32(3.0) * c), c)
+    d_lo, d_hi = v - lo, v - hi
+    d = jnp.where(jnp.abs(d_lo) <= jnp.abs(d_hi), d_lo, d_hi)
+    return _sq(d * jnp.where(b2, f32(1.0), f32(0.5)))
 
 
 def activation_scale_bytes(x, inv_g):
