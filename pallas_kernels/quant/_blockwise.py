@@ -21,7 +21,7 @@ from jax.experimental import pallas as pl
 
 from pallas_kernels import _dispatch as dp
 from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant import fp4
+from pallas_kernels.quant import fp4, razer_xla
 from pallas_kernels.quant import reference as ref
 from pallas_kernels.quant.fp4 import QuantizedArray
 
@@ -199,7 +199,8 @@ def _ref_jit(x, g, fmt):
         return ref.nvfp4_quantize(x, global_scale=g)
     if fmt == "mxfp4":
         return ref.mxfp4_quantize(x)
-    return ref.razer_quantize(x, variant=fmt.removeprefix("razer_"), global_scale=g)
+    # RaZeR's XLA path: the reference's bits in a layout XLA:CPU compiles well (razer_xla's docstring)
+    return razer_xla.razer_quantize(x, variant=fmt.removeprefix("razer_"), global_scale=g)
 
 
 @functools.partial(jax.jit, static_argnames=("dtype",))

@@ -1,4 +1,5 @@
-"""Pure-jnp reference quantizers: the specification of every format, and the XLA fallback of the public ops.
+"""Pure-jnp reference quantizers: the specification of every format, and the XLA fallback of the public ops
+(RaZeR's XLA path is ``razer_xla.py``: these rules, bit for bit, in a layout XLA:CPU compiles well).
 
 All functions take a float array ``x`` of shape ``(..., K)`` (``K`` a multiple of the block size ``B``) and
 work on blocks of ``B`` consecutive elements along the last axis. Inputs are cast to float32; float32

@@ -4,6 +4,7 @@ guarantee, and Pallas (interpret) bit-exact against the reference."""
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -207,3 +208,40 @@ def test_errors():
         razer_quantize(np.full((1, 16), np.inf, np.float32), variant="weight")
     with pytest.raises(ValueError, match="format"):
         razer_dequantize(nvfp4_quantize(np.ones((1, 16), np.float32)))
+
+
+def test_xla_weight_fast_path_exact_within_its_range():
+    """The XLA path (razer_xla) sums the candidates' error terms in float32, exact while every block sum is an
+    integer < 2^24; it flags blocks beyond its range and then takes the reference path. With g = 1 the E3M3
+    scales clip at 28 above bmax = 168, so blocks with bmax in 168..296 are in range but carry terms up to
+    ~2^20, and the flag's bound (bmax p - 6 c8 >= 1024) sits at bmax = 296. Checked: the flags fall exactly
+    above 296; on every unflagged block the reference's four candidate sums are < 2^24 (the exactness claim);
+    the public op equals the reference on a tensor of in-range blocks only (the fast path) and on one with
+    flagged blocks (the fallback)."""
+    from pallas_kernels.quant import razer_xla
+
+    rng = np.random.default_rng(12)
+    tensors, flags = [], []
+    for top in (295.9, 400.0):
+        bmax = np.concatenate([np.linspace(100.0, top, 31), [295.9 if top < 296 else 296.1]]).astype(np.float32)
+        x = rng.uniform(-1, 1, (32, 16)).astype(np.float32) * bmax[:, None]
+        x[np.arange(32), rng.integers(0, 16, 32)] = bmax  # the block maxima, exactly
+        tensors.append(x.reshape(4, 128))
+        flags.append(bmax > 296.0)
+    one = np.float32(1.0)
+    words = np.asarray(jax.jit(jax.vmap(razer_xla.weight_scale_words, (0, None)))(np.stack(tensors), one))
+    np.testing.assert_array_equal(words.reshape(2, 32) > 0xFF, np.stack(flags))
+
+    @jax.jit
+    def candidate_errs(xs):
+        return jnp.stack([ref.razer_weight_candidate(xs, jnp.abs(xs).max(-1), i)[0] for i in range(4)])
+
+    errs = np.asarray(candidate_errs(quant_np.blocks(np.stack(tensors), 16).reshape(-1, 16))).reshape(4, 2, 32)
+    inside = ~np.stack(flags)
+    assert np.all(errs[:, inside] < 2**24) and np.any(errs[:, inside] > 2**20)
+    public = jax.jit(lambda x: razer_quantize(x, variant="weight", global_scale=1.0, implementation="xla"))
+    spec = jax.jit(lambda x: ref.razer_quantize(x, "weight", global_scale=1.0))
+    for x in tensors:
+        q, want = public(x), spec(x)
+        np.testing.assert_array_equal(np.asarray(q.scales), np.asarray(want.scales))
+        np.testing.assert_array_equal(np.asarray(q.codes), np.asarray(want.codes))
