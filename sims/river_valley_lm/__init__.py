@@ -14,29 +14,33 @@ Parts (all seeds come from ``key``; two compiled training programs serve them al
             (bracket ends checked, ``edge_iters`` halvings: resolution 32^(1/16) = 1.24 in the full preset);
             intervals over ``n_seeds`` plus the bracket width.
   eos       full-batch GD and HB (same raw lr, and same effective lr) at ``eos_mults`` x 2/lambda_max(init);
-            lambda_max(H(theta_t)) every ``eos_every`` steps by ``power_iters`` warm-started power-iteration HVPs,
-            checked against Lanczos mid-run and at the end; the loss, the parameter and RMSNorm-scale norms.
+            lambda_max(H(theta_t)) every ``eos_every`` steps by ``track_iters`` Lanczos steps (HVPs) warm-started
+            from the previous top Ritz vector (``theory.hessian.lanczos_warm``: the top Ritz value maximises the
+            Rayleigh quotient over the Krylov space, so it converges to the largest algebraic eigenvalue; power
+            iteration converged to the largest |lambda|, at some steps a negative one), checked against a fresh
+            random-start Lanczos (``lanczos_iters`` steps) mid-run and at the end; the loss, the parameter and
+            RMSNorm-scale norms.
   spectrum  top ``spectrum_k`` Hessian eigenvalues at init per seed; a valley dimension needs a visible gap.
   river     HB/GD displacement at a tiny lr (constant gradient) vs the paper's exact linear-river formula.
   map       (lr, beta) loss map (x sqrt(2) lr grid) and AdamW (lr, beta1) grid on the first ``map_seeds`` seeds.
   split     valley/river split of full-batch HB and GD trajectories along each seed's top-``top_k`` eigenvectors.
 
-Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals): divergence edges 9.7 [7.8, 12.2]
-(GD), 6.9 [5.5, 8.6] (beta=0.5), 3.75 [3.2, 4.3] (beta=0.9) x 2/lambda_max(init), bisection resolution x1.24:
-momentum does NOT widen the raw stable lr range on this model (it narrows it; the quadratic 1+beta fails), GD
-trains ~10x past its quadratic threshold. In effective lr the edges are 9.7, 13.7, 37.5: heavy ball's advantage is
-river speed at equal raw lr. Edge of stability (full batch, lr = 2 x 2/lambda_max(init), lambda_max every 2
-steps): lr * lambda_max(theta_t) over the second half is 3.29 +- 0.46 for GD (not 2) and 3.33 +- 0.21 for HB
-beta=0.5 at the same raw lr (quadratic edge 3); HB at the same effective lr sharpens to 3.49 +- 0.28. lr * lambda
-oscillates step to step (2-10) around these medians. The power-iteration values are Rayleigh quotients, so lower
-bounds: against Lanczos (48 steps) mid-run and at the end they are up to 30% low (4 warm-started HVPs track a
-near-degenerate top of the spectrum, and at some steps a negative eigenvalue of larger magnitude wins), so the
-EoS medians are lower bounds too. Spectrum: the largest ratio of consecutive eigenvalues among the top 20 is
-1.25 +- 0.11 (lambda_1 / lambda_20 = 3.9-8.4): no gap, so the valley dimension is not identified by the spectrum;
-the top-4 split is a choice. Over 5 seeds the top-4 directions hold 28% of the initial gradient (1400x their
-random share) but 0.9% of heavy ball's displacement; the river part alone keeps 89% +- 15% of the loss decrease.
-Loss map and AdamW grid: 3 seeds (5 was over the CPU budget), x sqrt(2) lr grid. Linear river (5 seeds, beta=0.9,
-20 steps): HB/GD displacement 6.0466 +- 0.0004 vs the formula's 6.0471.
+Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals; 599 CPU-s user+sys): divergence
+edges 9.3 [7.3, 11.8] (GD), 6.9 [5.5, 8.6] (beta=0.5), 3.4 [2.8, 4.2] (beta=0.9) x 2/lambda_max(init), bisection
+resolution x1.24: momentum does NOT widen the raw stable lr range on this model (it narrows it; the quadratic 1+beta
+fails), GD trains ~9x past its quadratic threshold. In effective lr the edges are 9.3, 13.7, 34.4: heavy ball's
+advantage is river speed at equal raw lr. Edge of stability (full batch, lr = 2 x 2/lambda_max(init), lambda_max
+every 2 steps by 10 warm-started Lanczos steps, within 0.6% of a fresh 48-step Lanczos at every checked point):
+lr * lambda_max(theta_t) over the second half is 3.65 +- 0.10 for GD (not 2) and 3.74 +- 0.65 for HB beta=0.5 at
+the same raw lr (quadratic edge 3); HB at the same effective lr sharpens to 3.73 +- 0.27. lr * lambda oscillates
+step to step (2-10) around these medians. (The earlier 4-step power iteration read up to 30% low, medians 3.3: it
+converged to the largest |lambda|, at some steps a negative eigenvalue.) Spectrum: the largest ratio of
+consecutive eigenvalues among the top 20 is 1.25 +- 0.11 (lambda_1 / lambda_20 = 3.9-8.4): no gap, so the valley
+dimension is not identified by the spectrum; the top-4 split is a choice. Over 5 seeds the top-4 directions hold 28%
+of the initial gradient (1400x their random share) but 0.9% of heavy ball's displacement; the river part alone
+keeps 89% +- 15% of the loss decrease. Loss map and AdamW grid on 5 seeds (x sqrt(2) lr grid): best beta=0.9 vs
+GD 0.028 +- 0.095 nats, AdamW beta1=0.9 vs 0 -0.017 +- 0.038: both undecided. Linear river (5 seeds, beta=0.9, 20
+steps): HB/GD displacement 6.0466 +- 0.0004 vs the formula's 6.0471.
 
 Figures:
   lr_beta_grid.png       final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW, mean and CI
@@ -80,7 +84,7 @@ class Config:
     adam_lrs: tuple[float, float] = (3e-3, 1e-1)
     n_adam: int = 12  # x 1.375 grid
     adam_beta1s: tuple[float, ...] = (0.0, 0.9)
-    map_seeds: int = 3  # seeds of the loss map and AdamW grid (the first map_seeds of n_seeds; 5 is over budget)
+    map_seeds: int = 5  # loss map + AdamW grid seeds (first map_seeds of n_seeds); full preset: 599 CPU-s in all
     eval_windows: int = 64
     hvp_batch: int = 16  # windows in the Hessian / full-batch set
     lanczos_iters: int = 48
@@ -98,7 +102,7 @@ class Config:
     eos_mults: tuple[float, ...] = (2.0,)  # full-batch lr in units of 2/lambda_max(init)
     eos_steps: int = 100  # full-batch steps (edge of stability, decomposition, linear river)
     eos_every: int = 2  # steps between lambda_max measurements
-    power_iters: int = 4  # warm-started power-iteration steps (HVPs) per measurement
+    track_iters: int = 10  # warm-started Lanczos steps (HVPs) per lambda_max measurement
 
     def __post_init__(self):
         LMConfig(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx)
@@ -116,7 +120,7 @@ class Config:
             "edge_iters",
             "eos_steps",
             "eos_every",
-            "power_iters",
+            "track_iters",
             "river_steps",
         ):
             v.positive_int(name, getattr(self, name))
@@ -159,17 +163,17 @@ class Config:
 
 PRESETS = {
     "full": Config(),
-    "quick": Config(
+    "quick": Config(  # CI-sized: every part runs, compile dominates (tests/sims/test_river_valley_lm.py)
         n_layers=1,
         corpus_bytes=100_000,
         batch_size=8,
-        steps=30,
-        n_lr=5,
+        steps=20,
+        n_lr=3,
         lr_mults=(0.5, 32.0),
         betas=(0.0, 0.9),
         n_adam=2,
         adam_lrs=(3e-3, 3e-2),
-        eval_windows=16,
+        eval_windows=8,
         hvp_batch=8,
         lanczos_iters=10,
         top_k=3,
@@ -178,8 +182,8 @@ PRESETS = {
         map_seeds=2,
         edge_iters=1,
         eos_steps=30,
-        eos_every=2,
-        power_iters=4,
+        eos_every=5,
+        track_iters=4,
     ),
 }
 
@@ -337,7 +341,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     def fb(row):
         return dyn.fullbatch_run(
             row, unravel=unravel, static=static, x=hx, y=hy, steps=cfg.eos_steps, every=cfg.eos_every,
-            power_iters=cfg.power_iters, mid=mid,
+            track_iters=cfg.track_iters, mid=mid,
         )  # fmt: skip
 
     gf = _rows(row=nr, seed=S)
@@ -353,7 +357,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     fbo = jax.tree.map(np.asarray, dyn.run_rows(fb, rows, nr * S))
     fbo = {k: x.reshape(nr, S, *x.shape[1:]) for k, x in fbo.items()}
 
-    # power iteration checked against Lanczos (the spectrum program) at the middle and the end of the EoS runs
+    # the tracker checked against a fresh Lanczos (the spectrum program, random start) mid-run and at the end
     lz = {
         f"lanczos_{w}": np.stack([np.asarray(spec(fbo[f"theta_{w}"][r], lkeys)[0])[:, 0] for r in range(ne)])
         for w in ("mid", "end")
@@ -437,7 +441,7 @@ from sims.river_valley_lm.claims import (  # noqa: E402, F401
     claims,
     edges,
     eos_sharpness,
-    power_vs_lanczos,
     seed_edges,
+    tracker_vs_lanczos,
 )
 from sims.river_valley_lm.figures import bench, plot  # noqa: E402, F401

@@ -22,6 +22,7 @@ from jaxtyping import Array, Float
 
 from models import train as tr
 from models.tiny_lm import TinyLM
+from theory import hessian as hs
 
 
 def hb_velocity(v: Float[Array, ...], g: Float[Array, ...], beta) -> Float[Array, ...]:
@@ -140,11 +141,12 @@ def bisect_edges(diverges, lo: float, hi: float, iters: int, n: int) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def fullbatch_run(row, *, unravel, static, x, y, steps, every, power_iters, mid):
+def fullbatch_run(row, *, unravel, static, x, y, steps, every, track_iters, mid):
     """Full-batch heavy ball (beta=0: GD) on (x, y) from ``row["theta0"]`` with ``row["lr"]``, ``row["beta"]``.
 
     At steps 0, every, ..., steps (``steps // every + 1`` tracked points): lambda_max(H(theta_t)) by
-    ``power_iters`` power-iteration steps (HVPs) warm-started from the previous point (the first from ``row["u0"]``),
+    ``track_iters`` Lanczos steps (HVPs) warm-started from the previous point's top Ritz vector (the first from
+    ``row["u0"]``),
     the loss, the parameter and RMSNorm-scale norms, the valley coordinates V^T d_t (V = ``row["V"]``
     float32[P, k], d_t = theta_t - theta_0), the river distance |(I - V V^T) d_t|, the loss at theta_0 + river part
     |d_t| accumulated from the updates ("disp": exact at tiny lr where theta_t rounds) and the gradient's share
@@ -155,21 +157,21 @@ def fullbatch_run(row, *, unravel, static, x, y, steps, every, power_iters, mid)
     grad = jax.value_and_grad(f)
     theta0, V, lr, beta = row["theta0"], row["V"], row["lr"], row["beta"]
 
-    def power(theta, u):
-        """Power iteration whose HVPs (jvp of value_and_grad) also return the loss and gradient at theta: one
-        copy of the HVP code in the program (as ``theory.hessian.power_top``: lam = Rayleigh quotient of the
-        last input vector)."""
+    def track(theta, u):
+        """lambda_max(H(theta)) by ``track_iters`` Lanczos steps warm-started from the previous top Ritz vector
+        ``u`` (``theory.hessian.lanczos_warm``: the top Ritz value maximises the Rayleigh quotient over the Krylov
+        space, so it tracks the largest *algebraic* eigenvalue, never a negative one of larger magnitude). Its
+        HVPs (jvp of value_and_grad) also return the loss and gradient at theta: one copy of the HVP code."""
 
-        def body(_, c):
-            u, _, _, _ = c
-            (loss, g), (_, w) = jax.jvp(grad, (theta,), (u,))
-            return w / jnp.maximum(jnp.linalg.norm(w), 1e-30), jnp.dot(u, w), loss, g
+        def op(q):
+            (loss, g), (_, w) = jax.jvp(grad, (theta,), (q,))
+            return w, (loss, g)
 
-        u = u / jnp.maximum(jnp.linalg.norm(u), 1e-30)
-        return jax.lax.fori_loop(0, power_iters, body, (u, jnp.float32(0), jnp.float32(0), jnp.zeros_like(u)))
+        lam, vec, (loss, g) = hs.lanczos_warm(op, u, iters=track_iters, k=1, has_aux=True)
+        return vec[:, 0], lam[0], loss, g
 
     def measure(theta, u, d):
-        u, lam, loss, g = power(theta, u)
+        u, lam, loss, g = track(theta, u)
         m = eqx.combine(unravel(theta), static)
         dt = theta - theta0
         valley = dt @ V

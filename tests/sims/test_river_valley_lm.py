@@ -42,6 +42,29 @@ def test_hb_or_adam_matches_optax(beta):
                 np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-7)
 
 
+def test_warm_lanczos_tracks_largest_algebraic_eigenvalue():
+    """The EoS tracker's estimator (theory.hessian.lanczos_warm, restarted from its top Ritz vector) converges to
+    lambda_max = 50 where a negative eigenvalue is larger in magnitude (-80): power iteration goes to -80."""
+    from theory import hessian as hs
+
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.normal(size=(60, 60)))
+    spec = np.concatenate([[50.0, 45.0, -80.0], rng.uniform(-5.0, 5.0, 57)])
+    a = jnp.asarray((q * spec) @ q.T, jnp.float32)
+    u = jnp.ones(60)
+    lam_p, _ = hs.power_top(lambda x: a @ x, u, iters=60)
+    assert lam_p == pytest.approx(-80.0, rel=1e-2)
+    restart = jax.jit(lambda v: hs.lanczos_warm(lambda x: (a @ x, jnp.sum(x)), v, iters=4, has_aux=True))
+    lams = []
+    for _ in range(6):  # restarts, as along a run (fixed H here): non-decreasing, <= lambda_max
+        lam, vec, aux = restart(u)
+        assert float(aux) == pytest.approx(float(jnp.sum(u / jnp.linalg.norm(u))), rel=1e-5)  # aux of the 1st call
+        lams.append(float(lam[0]))
+        u = vec[:, 0]
+    assert all(b >= a_ - 1e-3 for a_, b in zip(lams, lams[1:], strict=False)) and max(lams) <= 50.0 + 1e-3
+    assert lams[-1] == pytest.approx(50.0, rel=1e-3)
+
+
 def test_bisect_edges_brackets_a_threshold():
     edge = np.array([3.0, 10.0, 1.0, 100.0])  # the last two are censored below / above the bracket
     e = dyn.bisect_edges(lambda m: m > edge, 2.0, 64.0, 4, 4)
