@@ -26,6 +26,19 @@ sign that the reconstruction's eps_BO is too optimistic; at d = 96 the remaining
 warm start is optimisation failure. The paper's "small gap" claim is not reproduced at the d we can afford; it
 stays a failing ``paper`` claim.
 
+The jump LOCATION c_IT is not simulated. No check here puts the jump at c_IT = 1.456 from data: AMP from the
+learned side follows the branch only down to the spinodal c = 4/3 (the information-theoretic jump is where the
+potentials of two branches cross, a property of the posterior, not of AMP), and AMP from an uninformed start
+never leaves m = 0 as n -> infinity (g'(0) = 0: c_alg is infinite for g = m^3; at finite n a start of overlap
+~n^-1/2 escapes once it exceeds the unstable branch m-(c) = 1 - m+(c), i.e. c ~ sqrt(n)/3, a finite-size
+effect). Measured (AMP from m0 = 0.9, 60 iterations, 8 spikes per tensor): at n = 96 (6 tensors) the mean
+final overlap over c = 1.20, 1.26, 1.30, 1.36, 1.40, 1.46, 1.55 is 0.16, 0.18, 0.23, 0.32, 0.36, 0.41, 0.46; at
+n = 200 (4 tensors) 0.06, 0.13, 0.19, 0.28, 0.35, 0.40, 0.53, against m+(c) = 0, 0, 0, 0.57, 0.61, 0.65, 0.69: a
+smooth crossover wider than c_IT - 4/3 = 0.12, so even the spinodal is not resolved at n <= 200 on CPU. A
+posterior sampler (planted start, Nishimori) would stay in the learned basin below c_IT (the barrier grows with n),
+and at the n where it mixes the crossover is wider still. The c_IT claims stay those of the reconstruction
+(thresholds, jump height m+(c_IT) = 0.645, solver vs the float64 reference).
+
 beta = 0.75: the fitted slope (-0.378 at k = 4000 in the window 10 <= k_c <= 200) is not the asymptotic
 1/(2 beta) - 1 = -1/3 because the unlearned tail sum_{k_c < i <= k} a2_i is truncated at k:
 eps ~ (D/alpha) k_c [K1 + c_IT/(2beta - 1) (1 - (k_c/k)^(2beta - 1))], with K1 = int_0^1 c(u)(1 - m+(c(u))^3) du,

@@ -359,6 +359,22 @@ def test_solve_grid_on_learnable_heads_is_the_full_solve():
         assert np.all((m == 0.0) | (m > 0.5)) and np.all(np.asarray(sol.s)[m == 0.0] == 0.0)
 
 
+def test_count_down_is_the_exact_count_and_k_c_counts_overlaps_above_half():
+    # the solver's binary-search counts equal the plain comparisons on non-increasing vectors (ties, zeros)
+    v = np.array([5.0, 3.0, 3.0, 2.0, 0.5, 0.5, 0.0, 0.0], np.float32)
+    for level in (6.0, 5.0, 3.0, 2.5, 0.5, 0.25, 0.0, -1.0):
+        assert int(ts._count_down(v, level)) == int(np.sum(level <= v))
+        assert int(ts._count_down(v, level, strict=True)) == int(np.sum(level < v))
+    sol = ts.solve_grid(GRID, ts.amplitudes(K, 1.0), 0.3)
+    np.testing.assert_array_equal(np.asarray(sol.k_c), np.sum(np.asarray(sol.m) > 0.5, axis=1))
+    # the potential's sums are computed only where two or more points are valid; _prefix_sums is its parts
+    w, _, tail = ts._fast_terms(3.0, ts.amplitudes(K, 1.0), 0.3)
+    e, t = ts._prefix_sums(0.2, 5, w, 3.0, 0.3, tail)
+    assert float(e) == float(ts._prefix_err(0.2, 5, w, 3.0, 0.3, tail)) and float(t) == float(
+        ts._prefix_phi(0.2, 5, w, 0.3)
+    )
+
+
 def test_cached_cubic_kernel_first_built_inside_jit_is_concrete():
     """The default kernel is cached per dtype: built first inside a trace, the cache must still hold an array
     (a cached tracer leaked into every later call: UnexpectedTracerError in the suite)."""

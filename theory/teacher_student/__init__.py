@@ -58,7 +58,9 @@ learned branch is carried as (m, u = 1 - m) with u+ = (2/(3c))/(1 + sqrt(1 - 4/(
 loops evaluate eps with the first j features learned as (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + sum_{i>=j}
 a2_i, t_i = 1 + sqrt(1 - 4 D w_i/3), w_i = 1/(alpha a2_i) precomputed (``_prefix_eps``: one sqrt and one division
 per feature, terms in [3/2, 7/4], no cancellation), summed as ``LANES`` partial sums (XLA vectorises those; a
-plain float reduction is latency-bound), and the potential from its feature sums (``phi_gap``). Near the
+plain float reduction is latency-bound), and the potential from its feature sums (``phi_gap``), computed only
+where two or more points are valid (no output depends on it otherwise). Learned counts #{i: D <= alpha a2_i/c_IT}
+and k_c are binary searches on sorted vectors (``_count_down``: exact, as rounding is monotone). Near the
 thresholds of features with a_i^2 below float32 resolution the competing points are numerically tied (harmless
 for eps_BO). Every function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError)
 when called eagerly and did not converge, and returns a ``converged`` flag that vmapped callers check with
@@ -93,7 +95,16 @@ from theory.teacher_student.observables import (
     thresholds,
 )
 from theory.teacher_student.phi import best_branch, phi_gap, potential, potential_gap, potential_notes_form
-from theory.teacher_student.prefix import LANES, _fast_terms, _prefix_eps, _prefix_overlaps, _prefix_sums
+from theory.teacher_student.prefix import (
+    LANES,
+    _count_down,
+    _fast_terms,
+    _prefix_eps,
+    _prefix_err,
+    _prefix_overlaps,
+    _prefix_phi,
+    _prefix_sums,
+)
 from theory.teacher_student.solver import (
     BISECT_STEPS,
     EXTREME_STEPS,
@@ -123,9 +134,12 @@ __all__ = [
     "Kernel",
     "NotConvergedError",
     "Solution",
+    "_count_down",
     "_fast_terms",
     "_prefix_eps",
+    "_prefix_err",
     "_prefix_overlaps",
+    "_prefix_phi",
     "_prefix_sums",
     "_solve",
     "_solve_grid",

@@ -47,19 +47,44 @@ def _prefix_eps(x, j, w, alpha, delta, tail):
     return jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
 
 
+def _prefix_t(x, w, delta):
+    """(q, t) at D = delta + x: q_i = D w_i, t_i = 1 + sqrt(1 - 4 q_i / 3) (the form ``_prefix_sums`` uses)."""
+    q = (delta + x) * w
+    return q, 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
+
+
+def _prefix_err(x, j, w, alpha, delta, tail):
+    """The eps of ``_prefix_sums`` alone (same expressions, bit for bit): the kept point's error without the
+    potential's log pass, which only a comparison of two or more valid candidates needs."""
+    d = delta + x
+    _, t = _prefix_t(x, w, delta)
+    on = jnp.arange(w.shape[-1]) < j
+    s = _lane_sum(jnp.where(on, 0.25 * t + 0.5 + 1.0 / t, 0.0))
+    return jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
+
+
+def _prefix_phi(x, j, w, delta):
+    """The potential's feature sum of ``_prefix_sums`` alone: sum_{i<j} (m_i + log(1 - m_i))/2."""
+    q, t = _prefix_t(x, w, delta)
+    on = jnp.arange(w.shape[-1]) < j
+    return _lane_sum(jnp.where(on, 0.25 * t + 0.5 * jnp.log((2.0 / 3.0) * q / t), 0.0))
+
+
 def _prefix_sums(x, j, w, alpha, delta, tail):
     """``_prefix_eps`` and the potential's feature sum in one pass: (eps, t) at D = delta + x with
     t = sum_i (m_i + log(1 - m_i))/2 (eq. Phi; unlearned features contribute 0). Learned features (i < j):
     m_i = t_i/2, u_i = 1 - m_i = (2/3) D w_i / t_i (= (2/(3 c_i))/(1 + r_i), no cancellation as m_i -> 1).
+    Equals (``_prefix_err``, ``_prefix_phi``), which the solver calls separately.
     """
-    d = delta + x
-    q = d * w
-    t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
-    on = jnp.arange(w.shape[-1]) < j
-    s = _lane_sum(jnp.where(on, 0.25 * t + 0.5 + 1.0 / t, 0.0))
-    e = jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
-    phi = _lane_sum(jnp.where(on, 0.25 * t + 0.5 * jnp.log((2.0 / 3.0) * q / t), 0.0))
-    return e, phi
+    return _prefix_err(x, j, w, alpha, delta, tail), _prefix_phi(x, j, w, delta)
+
+
+def _count_down(v, level, *, strict: bool = False):
+    """#{i: level <= v_i} (``strict``: level < v_i) for a non-increasing ``v`` (k,), as a binary search (log2 k
+    gathers, not k comparisons and a reduction): the exact count of ``jnp.sum(level <= v)`` when ``v`` is sorted
+    (a2 non-increasing makes d_thr = alpha a2 / c_IT and the learned prefix of m non-increasing: rounding is
+    monotone). Negation is exact, so the search runs on -v ascending."""
+    return jnp.searchsorted(-v, -level, side="left" if strict else "right", method="scan").astype(jnp.result_type(int))
 
 
 def _prefix_overlaps(x, j, w, delta):

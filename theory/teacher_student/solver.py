@@ -18,7 +18,16 @@ from theory import _validate as v
 from theory.teacher_student import closed_forms
 from theory.teacher_student.kernel import Kernel, cubic_kernel
 from theory.teacher_student.phi import _fm, _one_minus_g, best_branch, phi_gap  # noqa: F401
-from theory.teacher_student.prefix import LANES, _fast_terms, _prefix_eps, _prefix_overlaps, _prefix_sums, _tail
+from theory.teacher_student.prefix import (
+    LANES,
+    _count_down,
+    _fast_terms,
+    _prefix_eps,
+    _prefix_err,
+    _prefix_overlaps,
+    _prefix_phi,
+    _tail,
+)
 
 
 class NotConvergedError(RuntimeError):
@@ -77,11 +86,12 @@ def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None, hi0=None)
         err = lambda x: _errors(delta + x, alpha, a2, kernel, cubic)[0]  # noqa: E731
     else:
         w, d_thr, tail = fast
-        err = lambda x: _prefix_eps(x, jnp.sum(delta + x <= d_thr), w, alpha, delta, tail)  # noqa: E731
+        err = lambda x: _prefix_eps(x, _count_down(d_thr, delta + x), w, alpha, delta, tail)  # noqa: E731
 
     def body(st):
         lo, hi, _, it = st
-        n_lo, n_hi = err(lo), err(hi)
+        # both runs in one pass over the features (a stacked (2,) evaluation: same arithmetic, half the loops)
+        n_lo, n_hi = jax.vmap(err)(jnp.stack([lo, hi]))
         res = jnp.maximum(jnp.abs(n_lo - lo) / n_lo, jnp.abs(n_hi - hi) / n_hi)
         return n_lo, jnp.maximum(n_hi, n_lo), res, it + 1
 
@@ -107,7 +117,7 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
     k = a2.shape[0]
     dt = a2.dtype
     w, d_thr, tail = _fast_terms(alpha, a2, delta) if fast is None else fast  # feature i learned iff D <= d_thr[i]
-    count = lambda d: jnp.sum(d <= d_thr)  # noqa: E731
+    count = lambda d: _count_down(d_thr, d)  # noqa: E731
     j_hi, j_lo = count(delta + x_lo), count(delta + x_hi)
     js = j_lo + jnp.arange(N_CANDIDATES)
     complete = (j_hi - j_lo) < N_CANDIDATES
@@ -120,7 +130,8 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
         tiny = jnp.finfo(dt).tiny
         a, b = jnp.maximum(a, tiny), jnp.maximum(b, tiny)
         h = lambda x: _prefix_eps(x, j, w, alpha, delta, tail) - x  # noqa: E731
-        ok = (j <= j_hi) & (a <= b) & (h(a) >= -slack * a) & (h(b) <= slack * b)
+        h_a, h_b = jax.vmap(h)(jnp.stack([a, b]))  # one pass over the features for both ends
+        ok = (j <= j_hi) & (a <= b) & (h_a >= -slack * a) & (h_b <= slack * b)
 
         def body(st):
             lo, hi, _, it = st
@@ -130,12 +141,13 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
             return n_lo, n_hi, (n_lo != lo) | (n_hi != hi), it + 1
 
         # n_bisect steps, stopped early once a step leaves the bracket unchanged: the step is a function of the
-        # bracket alone, so every later step would leave it unchanged too (same result as all n_bisect steps)
+        # bracket alone, so every later step would leave it unchanged too (same result as all n_bisect steps);
+        # a bracket a = b (both extremes on the same float) is such a fixed point before any step
         lo, hi, _, _ = lax.while_loop(
-            lambda st: st[2] & (st[3] < n_bisect), body, (a, b, jnp.asarray(True), jnp.zeros((), jnp.int32))
+            lambda st: st[2] & (st[3] < n_bisect), body, (a, b, a != b, jnp.zeros((), jnp.int32))
         )
-        e, phi = _prefix_sums(lo, j, w, alpha, delta, tail)
-        return ok, lo, e, phi, jnp.abs(e - lo) / lo
+        e = _prefix_err(lo, j, w, alpha, delta, tail)
+        return ok, lo, e, jnp.abs(e - lo) / lo
 
     # only the contested counts j_lo..j_hi are bisected (a data-dependent trip count: under vmap, the batch's
     # largest); counts above j_hi are invalid (ok = False) and keep their initial values, as they did when
@@ -145,14 +157,19 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
         jnp.zeros(N_CANDIDATES, bool),
         jnp.ones(N_CANDIDATES, dt),
         jnp.zeros(N_CANDIDATES, dt),
-        jnp.full(N_CANDIDATES, -jnp.inf, dt),
         jnp.full(N_CANDIDATES, jnp.inf, dt),
     )
 
     def step(c, acc):
         return tuple(a.at[c].set(v_) for a, v_ in zip(acc, one(js[c]), strict=True))
 
-    ok, x, e, phi, res = lax.fori_loop(0, n_run, step, init)
+    ok, x, e, res = lax.fori_loop(0, n_run, step, init)
+    # the potential's feature sums (a log per feature) only where two or more points are valid: with one valid
+    # point (or none) no output depends on them (dphi = inf, the kept index is the valid one); there they are 0
+    n_phi = jnp.where(jnp.sum(ok) >= 2, n_run, 0)
+    phi = lax.fori_loop(
+        0, n_phi, lambda c, p: p.at[c].set(_prefix_phi(x[c], js[c], w, delta)), jnp.zeros(N_CANDIDATES, dt)
+    )
     return ok, x, js, e, phi, res, complete
 
 
@@ -180,8 +197,10 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
     runner = jnp.max(jnp.where(ok & (jnp.arange(ok.shape[0]) != best), phi, -jnp.inf))
     if cubic:  # overlaps of the kept point only (the LANES padding dropped)
         m_b, u_b = (v_[:k] for v_ in _prefix_overlaps(x[best], js[best], fast[0], delta))
+        k_c = _count_down(m_b, 0.5, strict=True)  # the learned prefix of m is non-increasing
     else:
         m_b, u_b = m[best], u[best]
+        k_c = jnp.sum(m_b > 0.5)
     e_b = e[best]
     res_b = jnp.where(ok[best], res[best], jnp.inf)
     return Solution(
@@ -189,7 +208,7 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
         s=m_b / u_b,
         delta_eff=delta + e_b,
         eps_bo=e_b,
-        k_c=jnp.sum(m_b > 0.5),
+        k_c=k_c,
         n_candidates=jnp.sum(ok),
         dphi=phi[best] - runner,
         complete=complete,
@@ -314,6 +333,8 @@ def _solve_grid_heads(alphas, a2, delta, kernel, tol, max_iter) -> Solution:
     order = np.argsort(heads, kind="stable")
     lens, counts = np.unique(heads, return_counts=True)
     buckets = tuple((int(a), int(b)) for a, b in zip(lens, counts, strict=True))
+    if np.array_equal(order, np.arange(order.size)):  # heads already sorted (an increasing grid): no permutation
+        return _solve_heads(alphas, a2, delta, kernel, tol, max_iter, None, None, buckets)
     return _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, np.argsort(order), buckets)
 
 
@@ -321,7 +342,7 @@ def _solve_grid_heads(alphas, a2, delta, kernel, tol, max_iter) -> Solution:
 def _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, inverse, buckets):
     k = a2.shape[0]
     tail, hi0 = _tail(a2), jnp.sum(a2)
-    al = alphas[order]
+    al = alphas if order is None else alphas[order]
     parts, start = [], 0
     for kk, n in buckets:
         sol = jax.vmap(lambda a, kk=kk: _solve(a, a2[:kk], delta, kernel, tol, max_iter, True, tail[: kk + 1], hi0))(
@@ -330,7 +351,7 @@ def _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, inverse, bucke
         pad = lambda x, kk=kk, n=n: jnp.concatenate([x, jnp.zeros((n, k - kk), x.dtype)], axis=1)  # noqa: E731
         parts.append(sol._replace(m=pad(sol.m), s=pad(sol.s)))
         start += n
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs)[inverse], *parts)
+    return jax.tree.map(lambda *xs: jnp.concatenate(xs) if inverse is None else jnp.concatenate(xs)[inverse], *parts)
 
 
 def solve_grid(
@@ -349,13 +370,16 @@ def solve_grid(
     With ``heads`` (cubic kernel, concrete inputs), each alpha is solved on its learnable head of features only
     (``learnable_heads``): the same algorithm on the features that can be learned, the rest entering through
     their summed errors (same result up to float32 summation order; the bench reports the difference)."""
-    a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
+    dt = jnp.result_type(float)
+    # concrete inputs are checked (and their heads computed) on host copies: no device round trips per check
+    host = v.is_concrete((alphas, a2, delta))
+    a2 = np.asarray(a2, dtype=dt) if host else jnp.asarray(a2, dtype=dt)
     tol = default_tol(a2.dtype) if tol is None else tol
-    alphas = jnp.asarray(alphas, a2.dtype)
+    alphas = np.asarray(alphas, dtype=dt) if host else jnp.asarray(alphas, dt)
     v.shape("alphas", alphas, (None,))
     _check_params(alphas, a2, delta, tol, max_iter)
     kern, cubic = kernel or cubic_kernel(), _is_cubic(kernel)
-    if cubic and heads and v.is_concrete((alphas, a2, delta)) and alphas.shape[0] > 0:
+    if cubic and heads and host and alphas.shape[0] > 0:
         sol = _solve_grid_heads(alphas, a2, delta, kern, tol, jnp.asarray(max_iter))
     else:
         sol = _solve_grid(alphas, a2, delta, kern, tol, jnp.asarray(max_iter), cubic=cubic)
