@@ -3,6 +3,8 @@ closed-form surrogate (finite differences of the smoothed quantizer), under jit 
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -84,11 +86,18 @@ def test_backward_matches_finite_differences_of_smoothed_quantizer(fmt, law, sig
             np.stack([np.sort(np.append(base, s)) for s in np.asarray(special).ravel()]).reshape(*x.shape, 16)
         )
     with jax.enable_x64(True):
-        s64 = jnp.asarray(scale, jnp.float64)
-        h = 1e-4 * s64
-        qs = lambda v: s64 * zg.smoothed((v / s64).astype(jnp.float32), lv, sigma, law=law)  # noqa: E731
-        fd = (qs(x + h) - qs(x - h)) / (2 * h)
+        fd = _central_difference(x, scale, lv, sigma, law=law)
     np.testing.assert_allclose(np.asarray(g), np.asarray(fd), rtol=3e-2, atol=3e-2)
+
+
+@functools.partial(jax.jit, static_argnames=("law",))
+def _central_difference(x, scale, lv, sigma, *, law):
+    """(Q(x + h) - Q(x - h)) / 2h of Q(v) = s * Q_sigma(v / s), h = 1e-4 s, s in float64 (call under x64). Jitted
+    with sigma traced: one compile per (law, levels shape) instead of op-by-op dispatch per example."""
+    s64 = scale.astype(jnp.float64)
+    h = 1e-4 * s64
+    qs = lambda v: s64 * zg.smoothed((v / s64).astype(jnp.float32), lv, sigma, law=law)  # noqa: E731
+    return (qs(x + h) - qs(x - h)) / (2 * h)
 
 
 def test_ste_and_uniform_int_give_straight_through():

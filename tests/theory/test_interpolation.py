@@ -18,9 +18,23 @@ from theory import river_valley as rv
 
 N, D = 8, 3  # one small fixed shape for the property tests (no retracing)
 
+# Jitted entry points (cold CI cost): called eagerly, these run op by op and compile one tiny XLA program per
+# op and shape (dozens per test); jitted they compile once per shape, and the float parameters (cond, lr, beta,
+# B) are traced, so hypothesis examples reuse the compiled program. Functions whose core is already a shared
+# jit (mean_square_rate, expected_sq_error: method traced) stay eager: a jit around them would recompile the
+# core per static method. The eager paths (validation, ValueError) keep their own tests below.
+_random_problem = jax.jit(ip.random_problem, static_argnums=(0, 1), static_argnames=("sampling",))
+_hessian = jax.jit(ip.hessian)
+_constants = jax.jit(ip.constants)
+_noise_kernel = jax.jit(ip.noise_kernel)
+_operator_apply = jax.jit(ip.operator_apply, static_argnames=("method",))
+_second_moment_trajectory = jax.jit(ip.second_moment_trajectory, static_argnames=("steps", "method"))
+_stable_sufficient = jax.jit(ip.stable_sufficient)
+_coordinate_descent_problem = jax.jit(ip.coordinate_descent_problem)
+
 
 def _problem(seed, *, n=N, d=D, cond=20.0, spread=0.5, sampling="uniform"):
-    return ip.random_problem(n, d, cond=cond, row_spread=spread, sampling=sampling, key=jax.random.key(seed))
+    return _random_problem(n, d, cond=cond, row_spread=spread, sampling=sampling, key=jax.random.key(seed))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -56,7 +70,7 @@ def test_operator_equals_exact_enumeration(x64, method, beta, B):
     e0 = -pr.x_star
     lr, steps = 0.3, 3
     exact = _enumerate(pr, e0, lr, beta, B, steps, method == "nesterov")
-    dense = ip.second_moment_trajectory(pr, e0, lr=lr, beta=beta, batch_size=B, steps=steps, method=method)
+    dense = _second_moment_trajectory(pr, e0, lr=lr, beta=beta, batch_size=B, steps=steps, method=method)
     fast = ip.expected_sq_error(pr, e0, lr=lr, beta=beta, batch_size=B, steps=steps, method=method)
     np.testing.assert_allclose(float(dense[-1]), exact, rtol=1e-10)
     np.testing.assert_allclose(np.asarray(fast), np.asarray(dense), rtol=1e-10)
@@ -68,7 +82,7 @@ def test_sgd_b1_recursion_is_expectation_of_projection_products(x64):
     S = jax.random.normal(jax.random.key(2), (2 * D, 2 * D))
     S = S @ S.T
     lr = 0.2
-    T = ip.operator_apply(pr, S, lr=lr, beta=0.0, batch_size=1, method="sgd")
+    T = _operator_apply(pr, S, lr=lr, beta=0.0, batch_size=1, method="sgd")
     A, p, w = (np.asarray(a) for a in (pr.A, pr.probs, pr.weights))
     ref = sum(
         p[i]
@@ -99,19 +113,22 @@ def test_operator_matches_monte_carlo(method, beta, B):
             )
         )
     keys = jax.random.split(jax.random.key(4), 8192)
-    errs, div = jax.vmap(
-        lambda k: ip.run(
-            pr,
-            jnp.zeros(5),
-            lr=lr,
-            beta=beta,
-            batch_size=B,
-            steps=steps,
-            method=method,
-            key=k,
-            record_every=10,
+    errs, div = jax.jit(
+        jax.vmap(
+            lambda p, k: ip.run(
+                p,
+                jnp.zeros(5),
+                lr=lr,
+                beta=beta,
+                batch_size=B,
+                steps=steps,
+                method=method,
+                key=k,
+                record_every=10,
+            ),
+            in_axes=(None, 0),
         )
-    )(keys)
+    )(pr, keys)
     assert not bool(div.any())
     np.testing.assert_allclose(np.asarray(errs.mean(0)), exact[::10], rtol=0.03)
 
@@ -147,7 +164,7 @@ def _max_stable_lr(beta, B, h, L_max):
     lo, hi = 0.0, 10.0
     for _ in range(60):
         m = 0.5 * (lo + hi)
-        if bool(ip.stable_sufficient(m, beta, B, h, L_max)):
+        if bool(_stable_sufficient(m, beta, B, h, L_max)):
             lo = m
         else:
             hi = m
@@ -164,10 +181,10 @@ def _max_stable_lr(beta, B, h, L_max):
 def test_rate_below_one_inside_stability_region(seed, beta, B, frac):
     with jax.enable_x64(True):
         pr = _problem(seed, spread=1.0)
-        c = ip.constants(pr)
-        k = ip.noise_kernel(pr)
+        c = _constants(pr)
+        k = _noise_kernel(pr)
         lr = frac * _max_stable_lr(beta, B, np.asarray(k.h), float(c.L_max))
-        assert bool(ip.stable_sufficient(lr, beta, B, k.h, c.L_max))
+        assert bool(_stable_sufficient(lr, beta, B, k.h, c.L_max))
         rho = float(ip.mean_square_rate(pr, kernel=k, lr=lr, beta=beta, batch_size=B, method="hb").rho)
     assert rho < 1.0
 
@@ -176,8 +193,8 @@ def test_sgd_stability_limit_is_two_over_lmax(x64):
     """B = 1 SGD: eq. STAB reads lr < 2 / L_max, and rho crosses 1 no earlier (uniform sampling, row
     spread)."""
     pr = _problem(5, spread=1.0)
-    c = ip.constants(pr)
-    k = ip.noise_kernel(pr)
+    c = _constants(pr)
+    k = _noise_kernel(pr)
     assert _max_stable_lr(0.0, 1, np.asarray(k.h), float(c.L_max)) == pytest.approx(2.0 / float(c.L_max), rel=1e-6)
     assert (
         float(
@@ -202,8 +219,8 @@ def test_sgd_stability_limit_is_two_over_lmax(x64):
 def test_kaczmarz_bound_holds(seed, spread, cond, block):
     """Exact E||e_t||^2 of randomized (block-averaged) Kaczmarz <= (1 - sigma_min^2/||A||_F^2)^t ||e_0||^2."""
     with jax.enable_x64(True):
-        pr = ip.random_problem(N, D, cond=cond, row_spread=spread, sampling="norm", key=jax.random.key(seed))
-        k = ip.noise_kernel(pr)
+        pr = _random_problem(N, D, cond=cond, row_spread=spread, sampling="norm", key=jax.random.key(seed))
+        k = _noise_kernel(pr)
         lr = float(ip.kaczmarz_lr(pr))
         curve = np.asarray(
             ip.expected_sq_error(pr, -pr.x_star, kernel=k, lr=lr, beta=0.0, batch_size=block, steps=60, method="sgd")
@@ -229,19 +246,22 @@ def test_coordinate_descent_matches_equivalent_problem():
     pr = _problem(7, n=30, d=4)
     with jax.enable_x64(True):
         pr64 = jax.tree.map(lambda a: jnp.asarray(np.asarray(a), jnp.float64), pr)
-        cdp = ip.coordinate_descent_problem(pr64.A, pr64.b)
-        k = ip.noise_kernel(cdp)
-        lr, beta, B = 0.5 / float(ip.constants(cdp).tr_H), 0.5, 2
+        cdp = _coordinate_descent_problem(pr64.A, pr64.b)
+        k = _noise_kernel(cdp)
+        lr, beta, B = 0.5 / float(_constants(cdp).tr_H), 0.5, 2
         exact = np.asarray(ip.expected_sq_error(cdp, -cdp.x_star, kernel=k, lr=lr, beta=beta, batch_size=B, steps=20))
         z0 = np.asarray(cdp.x_star)
-        G = np.asarray(ip.hessian(pr64))
+        G = np.asarray(_hessian(pr64))
         # x*_eq = G^{1/2} x_ls; x_ls equals the float32-rounded x* to ~1e-7
         np.testing.assert_allclose(z0 @ z0, np.asarray(pr64.x_star) @ G @ np.asarray(pr64.x_star), rtol=1e-6)
-    gaps = jax.vmap(
-        lambda kk: ip.coordinate_descent(
-            pr, jnp.zeros(4), lr=lr, beta=beta, batch_size=B, steps=20, key=kk, record_every=5
+    gaps = jax.jit(
+        jax.vmap(
+            lambda p, kk: ip.coordinate_descent(
+                p, jnp.zeros(4), lr=lr, beta=beta, batch_size=B, steps=20, key=kk, record_every=5
+            ),
+            in_axes=(None, 0),
         )
-    )(jax.random.split(jax.random.key(8), 8192))
+    )(pr, jax.random.split(jax.random.key(8), 8192))
     np.testing.assert_allclose(2 * np.asarray(gaps.mean(0)), exact[::5], rtol=0.03)
 
 
@@ -249,7 +269,7 @@ def test_coordinate_minimisation_step(x64):
     """lr = 1/tr G, B = 1, one step of ``coordinate_descent`` zeroes the chosen coordinate's partial
     derivative."""
     pr = _problem(9, n=20, d=4)
-    G = np.asarray(ip.hessian(pr))
+    G = np.asarray(_hessian(pr))
     lr = 1.0 / np.trace(G)
     x0 = jnp.ones(4)
     for seed in range(3):
@@ -269,8 +289,8 @@ def test_noiseless_operator_at_polyak_gives_optimal_rate(cond):
     """B = inf: rho(T) = rho(M)^2 = ((sqrt k - 1)/(sqrt k + 1))^2 at Polyak's parameters (reusing
     river_valley)."""
     with jax.enable_x64(True):
-        pr = ip.random_problem(N, D, cond=cond, key=jax.random.key(0))
-        c = ip.constants(pr)
+        pr = _random_problem(N, D, cond=cond, key=jax.random.key(0))
+        c = _constants(pr)
         lr, beta, rate = rv.hb_optimal_params(c.mu, c.L)
         rho = float(ip.mean_square_rate(pr, lr=lr, beta=beta, batch_size=jnp.inf).rho)
         sk = np.sqrt(float(c.L / c.mu))
@@ -286,21 +306,21 @@ def test_noiseless_operator_at_polyak_gives_optimal_rate(cond):
 
 
 def test_random_problem_has_requested_spectrum(x64):
-    pr = ip.random_problem(50, 6, cond=100.0, decay=1.0, row_spread=0.8, key=jax.random.key(0))
-    h = np.linalg.eigvalsh(np.asarray(ip.hessian(pr)))
+    pr = _random_problem(50, 6, cond=100.0, decay=1.0, row_spread=0.8, key=jax.random.key(0))
+    h = np.linalg.eigvalsh(np.asarray(_hessian(pr)))
     np.testing.assert_allclose(np.sort(h)[::-1], np.asarray(ip.spectrum(6, 100.0)), rtol=1e-10)
     np.testing.assert_allclose(np.asarray(pr.A @ pr.x_star), np.asarray(pr.b), rtol=1e-12)
-    c = ip.constants(pr)
+    c = _constants(pr)
     assert float(c.L / c.mu) == pytest.approx(100.0)
     assert float(c.row_spread) > 2.0  # log-normal row scales spread the row norms
     assert float(c.tr_H) <= float(c.L_max) * (1 + 1e-12)  # uniform sampling: L_max >= tr H
-    hi = ip.random_problem(50, 6, cond=100.0, decay=3.0, key=jax.random.key(0))
-    assert float(ip.constants(hi).eff_rank) > float(c.eff_rank)
+    hi = _random_problem(50, 6, cond=100.0, decay=3.0, key=jax.random.key(0))
+    assert float(_constants(hi).eff_rank) > float(c.eff_rank)
 
 
 def test_norm_sampling_lmax_is_trace(x64):
     pr = _problem(10, sampling="norm")
-    c = ip.constants(pr)
+    c = _constants(pr)
     assert float(c.L_max) == pytest.approx(float(c.tr_H), rel=1e-10)
     s = ip.saturation_scales(pr)
     assert float(s["shb"]) == pytest.approx(float(s["shb_lmax"]), rel=1e-10)
@@ -387,16 +407,16 @@ def test_no_recompilation_for_new_lr_beta():
 
 
 def test_rule_speedup_is_linear_below_saturation_and_stable(x64):
-    pr = ip.random_problem(60, 6, cond=400.0, sampling="norm", key=jax.random.key(3))
-    c = ip.constants(pr)
-    k = ip.noise_kernel(pr)
+    pr = _random_problem(60, 6, cond=400.0, sampling="norm", key=jax.random.key(3))
+    c = _constants(pr)
+    k = _noise_kernel(pr)
     Bs = [1, 2, 4]
     sat = float(ip.rule_saturation(c.mu, c.L, c.L_max))
     assert Bs[-1] <= sat / 4
     ef = []
     for B in Bs:
         lr, beta = ip.momentum_rule(c.mu, c.L, c.L_max, B, "hb")
-        assert bool(ip.stable_sufficient(lr, beta, B, k.h, c.L_max))
+        assert bool(_stable_sufficient(lr, beta, B, k.h, c.L_max))
         ef.append(float(ip.efold_time(ip.mean_square_rate(pr, kernel=k, lr=lr, beta=beta, batch_size=B).rho)))
     speedup = ef[0] / np.asarray(ef)
     np.testing.assert_allclose(speedup, Bs, rtol=0.25)
