@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import matplotlib.ticker
 import numpy as np
 
 from sims.core import style
@@ -34,7 +35,8 @@ def plot(results: dict, cfg: Config) -> dict:
     F = m.shape[1]
     for i in range(F):
         col = cmap(i / max(F - 1, 1))
-        ax.plot(alpha, m[:, i], color=col, lw=2.2, alpha=0.8, label=f"m_{i + 1}" if i < 6 or i == F - 1 else None)
+        labelled = F <= 10 or i < 6 or i == F - 1  # every feature up to 10, else the first six and the last
+        ax.plot(alpha, m[:, i], color=col, lw=2.2, alpha=0.8, label=f"m_{i + 1}" if labelled else None)
         # closed form on the learned branch, with the solver's Delta_eff: m+(alpha a_i^2 / Delta_eff)
         c = alpha * a2[i] / de
         pred = np.where(c >= ts.C_IT, np.asarray(ts.m_plus(c)), 0.0)
@@ -221,6 +223,7 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"The Adam gap: alpha={cfg.st_alpha:g}, beta={cfg.st_beta:g}, Delta={cfg.st_delta:g}, "
         "teacher from the Gaussian prior",
     )
-    ax.legend(fontsize=8)
+    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # only the measured d are labelled
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # below: off the data
     figs["student"] = fig
     return figs
