@@ -89,7 +89,6 @@ def prune_compilation_cache(folder: str | Path, *, max_bytes: int = 4 << 30) -> 
         total -= size
         deleted += 1
     return deleted
-    return folder
 
 
 def default_out_dir(name: str, preset: str) -> Path:
