@@ -6,21 +6,20 @@ Two passes over ``x`` after the global amax (the same count as NVFP4's block ama
 A. *Scale pass*, vectorized across blocks: ``x`` viewed as (..., nb, 16) is read as 16 strided columns of shape
    (..., nb), so every per-block quantity (block amax, scale encode/decode, thresholds, the candidates' block
    errors, the choice) is an elementwise op over blocks and the "block sums" are 15 adds. One output: the
-   scale byte (uint32; for the weight variant bit 8 flags a block outside the fast path's exact range).
-   The reference instead sums over the last axis in a reduction fusion, which XLA:CPU neither fuses with the
-   block amax nor vectorizes well once the per-element work is large (the weight variant: 3.5x NVFP4's time).
+   scale byte (uint32). The reference instead sums over the last axis in a reduction fusion, which XLA:CPU
+   neither fuses with the block amax nor vectorizes well once the per-element work is large.
 B. *Code pass*: NVFP4's code pass plus the special-value test, at the scale and sign decoded from the byte.
 
 Exactness (why the bits equal the reference's). Error terms are the reference's integers ``k = int(fl(min(y^2,
-2^26) + 1/2))`` kept as floats ``floor(...)`` (the ``min`` also stops FMA contraction of the square into the add,
-as in ``reference._sq_term``). Float sums of integer-valued floats are exact while every partial sum stays below
-2^24: activation terms enter only for elements near +-5 s (|t| < s p / 2 <= 128, terms < 2^16, 16 of them
-< 2^20); weight terms are < 2^20 on every block with ``bmax p - 6 c8 < 1024`` (c = s p < 256; the farthest
-element from its candidate's grid is at most max(c6, bmax p - 6 c8) away), which holds whenever the global
-scale is the default ``amax / 168`` (bmax <= 168 (1 + 2^-23) < 8.5 s8 + ...; see :func:`weight_scale_words`).
-A block outside that range (a caller's tiny ``global_scale``) sets bit 8 of its word and the whole tensor then
-takes the reference path (``lax.cond``: paid only then). The FP4 values, thresholds and the near tests are the
-reference's exact products and comparisons.
+2^26) + 1/2))``; a min (or an integer min of bit patterns) between the square and the add stops FMA
+contraction, as in ``reference._sq_term``. Activation: kept as floats ``floor(...)``; they enter only for
+elements near +-5 s (|t| < s p / 2 <= 128, terms < 2^16, 16 of them < 2^20), so the float sums are exact.
+Weight: int32 terms and sums (<= 16 * 2^26 < 2^31), the reference's for every input, with the FP4 rounding at
+both scales and the special values' terms from :func:`_fp4_chain` and :func:`_special_term` (shifts by exact
+multiples of c = s p; see there why each term is the reference's, capped ones included). No fallback: the
+previous version summed floats, exact only below 2^24, and sent blocks beyond that (a caller's small
+``global_scale``) to the reference through a ``lax.cond``. The FP4 values, thresholds and the codes' near
+tests are the reference's exact products and comparisons.
 """
 
 from __future__ import annotations
@@ -35,7 +34,7 @@ from pallas_kernels.quant.fp4 import QuantizedArray
 
 f32, u32 = np.float32, jnp.uint32
 _CAP = f32(fp4.ERR_TERM_MAX)
-_SAFE_RANGE = f32(1024.0)  # weight fast path: every element within 1024 error units of its candidates' grids
+_CAP_BITS = u32(0x4C800000)  # float32 bits of 2^26 (= _CAP), the reference's cap on an error term
 
 
 def _abs(v):
@@ -68,21 +67,51 @@ def _sq(t):
     return jnp.floor(jnp.minimum(t * t, _CAP) + f32(0.5))
 
 
-def _fp4_term(u, c):
-    """Error term of ``u`` (>= 0, error units) rounded to the E2M1 grid of unit ``c``, in two comparisons with
-    exact midpoint products: ``u >= 1.75 c`` picks the upper grid {2, 3, 4, 6} c, shifted by 2 c to {0, 1, 2, 4} c
-    (``u - 2 c`` exact: Sterbenz below 4 c, above it 2 c is a multiple of ulp(u) in the fast path's range), or
-    the lower grid {0, .5, 1, 1.5} c, doubled to {0, 1, 2, 3} c (exact); ``v >= 1.5 c`` then leaves two
-    neighbours L < H, and the nearer one's difference (a tie: equal magnitudes, the same term) is the
-    reference's ``fl(u - q c)`` times 1 or 2."""
-    b2 = u >= f32(1.75) * c
-    v = jnp.where(b2, u - f32(2.0) * c, u + u)
-    b1 = v >= f32(1.5) * c
-    lo = jnp.where(b1, f32(2.0) * c, f32(0.0))
-    hi = jnp.where(b1, jnp.where(b2, f32(4.0) * c, f32(3.0) * c), c)
-    d_lo, d_hi = v - lo, v - hi
-    d = jnp.where(jnp.abs(d_lo) <= jnp.abs(d_hi), d_lo, d_hi)
-    return _sq(d * jnp.where(b2, f32(1.0), f32(0.5)))
+def _bits(v):
+    return jax.lax.bitcast_convert_type(v, u32)
+
+
+def _float(b):
+    return jax.lax.bitcast_convert_type(b, jnp.float32)
+
+
+def _fp4_chain(u, c175, c15, m2c, mc):
+    """FP4 rounding of ``u`` (>= 0, error units) on the E2M1 grid of unit c, given the block's exact multiples
+    (1.75 c, 1.5 c, -2 c, -c): -> (ys, t, e). ``u >= 1.75 c`` picks the upper grid {2, 3, 4, 6} c, shifted by
+    -2 c to {0, 1, 2, 4} c, else the lower grid {0, .5, 1, 1.5} c, doubled to {0, 1, 2, 3} c; ``v >= 1.5 c``
+    then shifts once more, leaving two neighbours 0 and h (h = 2 c on the top segment {4, 6} c, else c) at
+    signed distances ``w`` and ``e = w - h``. ``ys`` is the bit pattern of ``min(fl(d^2), 2^26)`` for the nearer
+    one's distance d (uint32 min: the bit order of non-negative floats; a tie has equal squares), times 1/4 on
+    the doubled grid: the reference's capped ``fl(y^2)``. ``t = w - c`` is ``u - 5 c`` and ``e`` is ``u - 6 c``
+    on the top segment (elsewhere ``t = e``), the special values' distances.
+
+    Exact wherever a term is below the cap: then u < 6 c + 2^13 < 2^14 and every multiple of c is a multiple of
+    ulp(u) (c = s p: s a multiple of 2^-5, p >= 8), so the shifts are exact, and of the two neighbour
+    distances the nearer is exact (Sterbenz) and the farther, if rounded, still no nearer (monotone rounding).
+    Beyond, the computed distances are >= 2^13 as well, and every term involved is the cap."""
+    b2 = u >= c175
+    v = u + jnp.where(b2, m2c, u)
+    b1 = v >= c15
+    w = v + jnp.where(b1, m2c, f32(0.0))
+    t = w + mc
+    e = t + jnp.where(b1 & b2, mc, f32(0.0))
+    y = jnp.minimum(_bits(w * w), _bits(e * e))
+    ys = jnp.where(b2, y, _bits(_float(y) * f32(0.25)))
+    return jnp.minimum(ys, _CAP_BITS), t, e
+
+
+def _term(b):
+    """Capped ``fl(y^2)`` (bit pattern) -> the reference's int32 error term ``int(fl(. + 1/2))``. The square
+    reaches the add through an integer min, so no FMA can round ``y^2 + 1/2`` once."""
+    return (_float(b) + f32(0.5)).astype(jnp.int32)
+
+
+def _special_term(ys, t):
+    """Error term of an element for a candidate whose special value lies at signed distance ``t``:
+    ``int(min(ys, fl(t^2)) + 1/2)``, the nearer of the FP4 value (``ys``, capped) and the special value. The
+    reference uses the special value iff strictly closer (exact comparisons): then fl(t^2) <= fl(d^2), else
+    fl(t^2) >= fl(d^2), and equal squares give equal terms."""
+    return _term(jnp.minimum(ys, _bits(t * t)))
 
 
 def activation_scale_bytes(x, inv_g):
@@ -105,48 +134,57 @@ def activation_scale_bytes(x, inv_g):
     return sc | ((acc > f32(0.0)).astype(u32) << u32(7))
 
 
-def weight_scale_words(x, inv_g):
-    """Pass A of the weight variant: x (..., K) -> uint32 (..., K/16): the scale byte (E3M3 | index << 6) and
-    bit 8 set where the block is outside the fast path's exact range.
+def weight_scale_bytes(x, inv_g):
+    """Pass A of the weight variant: x (..., K) -> scale bytes (..., K/16) uint32 (E3M3 | index << 6).
 
-    The four candidates' block errors (+5, -5 at s6; +8, -8 at s8) as the FP4 terms at both scales with the
-    special value's term swapped in for the near elements of its sign (``reference.razer_weight_block_codes``);
-    the first smallest wins."""
+    The four candidates' block errors (+5, -5 at s6; +8, -8 at s8; ``reference.razer_weight_block_codes``)
+    from two FP4 roundings per element (:func:`_fp4_chain` at c6 = s6 p and c8 = s8 p) and the special values'
+    terms (:func:`_special_term`: t = u - 5 c6 and u - 8 c8 on the top segments; elsewhere the special value
+    is farther than the FP4 value, which the min keeps): an element takes its candidate's special term when its
+    sign matches (its sign bit: +-0 have u = 0 and equal terms). Terms <= 2^26, so the int32 block sums (<=
+    2^30) are the reference's, for every input; the first smallest wins. Block amax as the uint32 max of |x|'s
+    bit patterns (the order of non-negative floats), then flushed and scaled (monotone, so equal to the
+    reference's max of the scaled values)."""
     cols = _columns(x)
-    a = [_scaled_abs(v, inv_g) for v in cols]
-    bmax = _block_amax(a)
+    babs = [_bits(v) & u32(0x7FFFFFFF) for v in cols]
+    m = babs[0]
+    for b in babs[1:]:
+        m = jnp.maximum(m, b)
+    braw = _float(m)
+    bmax = jnp.where(braw < f32(fp4.F32_MIN_NORMAL), f32(0.0), braw) * inv_g
     sc6, sc8 = ref._e3m3_scale_code(bmax, 6.0), ref._e3m3_scale_code(bmax, 8.0)
     s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
     p = ref._err_unit(s6)
     c6, c8 = s6 * p, s8 * p
-    # s8 <= s6, so c8 <= c6 < 256: every term < 1024^2 = 2^20 below this bound (the float sums are exact)
-    unsafe = bmax * p - f32(6.0) * c8 >= _SAFE_RANGE
-    err = [f32(0.0)] * 4
-    for v, av in zip(cols, a, strict=True):
-        u = av * p
-        k6, k8 = _fp4_term(u, c6), _fp4_term(u, c8)
-        t5, t8 = u - f32(5.0) * c6, u - f32(8.0) * c8
-        near5, near8 = jnp.abs(t5) < f32(0.5) * c6, t8 > -c8
-        s5, s8v = _sq(t5), _sq(t8)
-        pos, neg = v > f32(0.0), v < f32(0.0)
-        err[0] = err[0] + jnp.where(near5 & pos, s5, k6)
-        err[1] = err[1] + jnp.where(near5 & neg, s5, k6)
-        err[2] = err[2] + jnp.where(near8 & pos, s8v, k8)
-        err[3] = err[3] + jnp.where(near8 & neg, s8v, k8)
+    mult6 = (f32(1.75) * c6, f32(1.5) * c6, f32(-2.0) * c6, -c6)
+    mult8 = (f32(1.75) * c8, f32(1.5) * c8, f32(-2.0) * c8, -c8)
+    err = [jnp.int32(0)] * 4
+    for v, b in zip(cols, babs, strict=True):
+        a = _float(b)
+        u = (jnp.where(a < f32(fp4.F32_MIN_NORMAL), f32(0.0), a) * inv_g) * p
+        ys6, t5, _ = _fp4_chain(u, *mult6)
+        ys8, _, e8 = _fp4_chain(u, *mult8)
+        k6, k5 = _term(ys6), _special_term(ys6, t5)
+        k8, k8s = _term(ys8), _special_term(ys8, e8 + mult8[2])
+        neg = _bits(v).astype(jnp.int32) < 0
+        err[0] = err[0] + jnp.where(neg, k6, k5)
+        err[1] = err[1] + jnp.where(neg, k5, k6)
+        err[2] = err[2] + jnp.where(neg, k8, k8s)
+        err[3] = err[3] + jnp.where(neg, k8s, k8)
     idx = ref._first_min_index(err)
-    byte = jnp.where(idx >= u32(2), sc8, sc6) | (idx << u32(6))
-    return byte | (unsafe.astype(u32) << u32(8))
+    return jnp.where(idx >= u32(2), sc8, sc6) | (idx << u32(6))
 
 
 def _codes(x, inv_g, s, lo, hi, sgn):
     """Pass B: packed codes (..., K/2) uint8. Per block (..., nb): scale s, the special value's window
-    ``lo < a < hi`` and its sign ``sgn`` (+-1). Per-block values enter only through arithmetic (a select on a
-    per-block flag becomes a branch in XLA:CPU's loop, mispredicted on random data)."""
+    ``lo < a < hi`` (``hi`` NaN: no upper bound, ``a = inf`` included) and its sign ``sgn`` (+-1). Per-block
+    values enter only through arithmetic (a select on a per-block flag becomes a branch in XLA:CPU's loop,
+    mispredicted on random data)."""
     xb = x.astype(jnp.float32).reshape(*x.shape[:-1], x.shape[-1] // 16, 16)
     s, lo, hi, sgn = (v[..., None] for v in (s, lo, hi, sgn))
     a = _scaled_abs(xb, inv_g)
     m = fp4.e2m1_magnitude_code_scaled(a, s)
-    use = (a > lo) & (a < hi) & (xb * sgn > f32(0.0))
+    use = (a > lo) & ~(a >= hi) & (xb * sgn > f32(0.0))
     return fp4.pack_nibbles(ref._razer_codes(xb, m, use).reshape(x.shape))
 
 
@@ -161,19 +199,19 @@ def activation_codes(x, inv_g, byte):
 
 
 def weight_codes(x, inv_g, byte):
-    """Pass B of the weight variant (fast path only: every a is finite and far below 2^100 s)."""
+    """Pass B of the weight variant: +-8 is near iff a > 7 s (hi NaN), +-5 iff 4.5 s < a < 5.5 s."""
     s = fp4.e3m3_decode(byte)
     idx = (byte >> u32(6)) & u32(3)
-    wide = (idx >> u32(1)).astype(jnp.float32)  # +-8: near iff a > 7 s; +-5: 4.5 s < a < 5.5 s
-    lo = s * (f32(4.5) + f32(2.5) * wide)
-    hi = s * (f32(5.5) + f32(2.0**100) * wide)
+    wide = idx >> u32(1)
+    lo = s * (f32(4.5) + f32(2.5) * wide.astype(jnp.float32))
+    hi = _float(_bits(f32(5.5) * s) | (wide * u32(0x7FC00000)))
     return _codes(x, inv_g, s, lo, hi, _sign_of(idx & u32(1)))
 
 
 def _packed(x, codes, byte, g, fmt: str) -> QuantizedArray:
     return QuantizedArray(
         codes=codes,
-        scales=(byte & u32(0xFF)).astype(jnp.uint8),
+        scales=byte.astype(jnp.uint8),
         global_scale=g,
         shape=tuple(x.shape),
         format=fmt,
@@ -192,9 +230,5 @@ def razer_quantize(x, variant: str = "activation", global_scale=None) -> Quantiz
     if variant == "activation":
         byte = jax.lax.optimization_barrier(activation_scale_bytes(x, inv_g))
         return _packed(x, activation_codes(x, inv_g, byte), byte, g, "razer_activation")
-    words = jax.lax.optimization_barrier(weight_scale_words(x, inv_g))
-    return jax.lax.cond(
-        jnp.any(words > u32(0xFF)),
-        lambda: ref.razer_quantize(x, "weight", g),
-        lambda: _packed(x, weight_codes(x, inv_g, words), words, g, "razer_weight"),
-    )
+    byte = jax.lax.optimization_barrier(weight_scale_bytes(x, inv_g))
+    return _packed(x, weight_codes(x, inv_g, byte), byte, g, "razer_weight")

@@ -210,38 +210,33 @@ def test_errors():
         razer_dequantize(nvfp4_quantize(np.ones((1, 16), np.float32)))
 
 
-def test_xla_weight_fast_path_exact_within_its_range():
-    """The XLA path (razer_xla) sums the candidates' error terms in float32, exact while every block sum is an
-    integer < 2^24; it flags blocks beyond its range and then takes the reference path. With g = 1 the E3M3
-    scales clip at 28 above bmax = 168, so blocks with bmax in 168..296 are in range but carry terms up to
-    ~2^20, and the flag's bound (bmax p - 6 c8 >= 1024) sits at bmax = 296. Checked: the flags fall exactly
-    above 296; on every unflagged block the reference's four candidate sums are < 2^24 (the exactness claim);
-    the public op equals the reference on a tensor of in-range blocks only (the fast path) and on one with
-    flagged blocks (the fallback)."""
-    from pallas_kernels.quant import razer_xla
-
+def test_xla_weight_exact_where_float_sums_are_not():
+    """The XLA path (razer_xla) sums the weight candidates' error terms as int32 (each the reference's, capped at
+    2^26), with no range limit and no fallback. With g = 1 the E3M3 scales clip at 28 above bmax = 168, so blocks
+    with maxima up to 3000 carry saturated terms up to the cap and candidate sums above 2^24, where float32 sums
+    (the previous scheme, which sent such tensors to the reference) are not exact. One block is built so that they
+    flip the choice: 15 elements capped for every candidate plus one at u = 4.5 c + 0.1 (c = 224), where -5 beats
+    FP4 by 44 units but the float32 sums of -5 and +5 tie (spacing 64 there), so a float sum would pick +5. With
+    g = 1e-30 every term is at the cap (all four tied). The public op equals the reference on both."""
     rng = np.random.default_rng(12)
-    tensors, flags = [], []
-    for top in (295.9, 400.0):
-        bmax = np.concatenate([np.linspace(100.0, top, 31), [295.9 if top < 296 else 296.1]]).astype(np.float32)
-        x = rng.uniform(-1, 1, (32, 16)).astype(np.float32) * bmax[:, None]
-        x[np.arange(32), rng.integers(0, 16, 32)] = bmax  # the block maxima, exactly
-        tensors.append(x.reshape(4, 128))
-        flags.append(bmax > 296.0)
-    one = np.float32(1.0)
-    words = np.asarray(jax.jit(jax.vmap(razer_xla.weight_scale_words, (0, None)))(np.stack(tensors), one))
-    np.testing.assert_array_equal(words.reshape(2, 32) > 0xFF, np.stack(flags))
+    bmax = np.geomspace(100.0, 3000.0, 63).astype(np.float32)
+    x = rng.uniform(-1, 1, (63, 16)).astype(np.float32) * bmax[:, None]
+    x[np.arange(63), rng.integers(0, 16, 63)] = bmax * rng.choice([-1, 1], 63)  # the block maxima, exactly
+    tie = np.full(16, 3000.0, np.float32) * np.array([1, -1] * 8, np.float32)
+    tie[5] = -np.float32((4.5 * 224 + 0.1) / 8)
+    x = np.concatenate([x, tie[None]]).reshape(8, 128)
 
     @jax.jit
     def candidate_errs(xs):
         return jnp.stack([ref.razer_weight_candidate(xs, jnp.abs(xs).max(-1), i)[0] for i in range(4)])
 
-    errs = np.asarray(candidate_errs(quant_np.blocks(np.stack(tensors), 16).reshape(-1, 16))).reshape(4, 2, 32)
-    inside = ~np.stack(flags)
-    assert np.all(errs[:, inside] < 2**24) and np.any(errs[:, inside] > 2**20)
-    public = jax.jit(lambda x: razer_quantize(x, variant="weight", global_scale=1.0, implementation="xla"))
-    spec = jax.jit(lambda x: ref.razer_quantize(x, "weight", global_scale=1.0))
-    for x in tensors:
-        q, want = public(x), spec(x)
+    errs = np.asarray(candidate_errs(quant_np.blocks(x, 16).reshape(-1, 16)))
+    assert np.any(errs >= 2**26)
+    assert errs[1, -1] < errs[0, -1] and np.float32(errs[1, -1]) == np.float32(errs[0, -1])
+    public = jax.jit(lambda x, g: razer_quantize(x, variant="weight", global_scale=g, implementation="xla"))
+    spec = jax.jit(lambda x, g: ref.razer_quantize(x, "weight", global_scale=g))
+    for g, tie_index in ((np.float32(1.0), 1), (np.float32(1e-30), 0)):
+        q, want = public(x, g), spec(x, g)
         np.testing.assert_array_equal(np.asarray(q.scales), np.asarray(want.scales))
         np.testing.assert_array_equal(np.asarray(q.codes), np.asarray(want.codes))
+        assert np.asarray(q.scales)[-1, -1] >> 6 == tie_index  # -5 (exact sums); all tied -> +5
