@@ -45,7 +45,11 @@ def _abs(v):
 
 def _scaled_abs(v, inv_g):
     """``|flush_subnormals(v)| * fl(1/g)``: the reference's ``a`` (``_abs_flushed(x) * inv_g``)."""
-    av = _abs(v)
+    return _flush_scaled(_abs(v), inv_g)
+
+
+def _flush_scaled(av, inv_g):
+    """``av`` (an |x|) with subnormals flushed to 0, times ``fl(1/g)``."""
     return jnp.where(av < f32(fp4.F32_MIN_NORMAL), f32(0.0), av) * inv_g
 
 
@@ -147,11 +151,7 @@ def weight_scale_bytes(x, inv_g):
     reference's max of the scaled values)."""
     cols = _columns(x)
     babs = [_bits(v) & u32(0x7FFFFFFF) for v in cols]
-    m = babs[0]
-    for b in babs[1:]:
-        m = jnp.maximum(m, b)
-    braw = _float(m)
-    bmax = jnp.where(braw < f32(fp4.F32_MIN_NORMAL), f32(0.0), braw) * inv_g
+    bmax = _flush_scaled(_float(_block_amax(babs)), inv_g)
     sc6, sc8 = ref._e3m3_scale_code(bmax, 6.0), ref._e3m3_scale_code(bmax, 8.0)
     s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
     p = ref._err_unit(s6)
@@ -160,8 +160,7 @@ def weight_scale_bytes(x, inv_g):
     mult8 = (f32(1.75) * c8, f32(1.5) * c8, f32(-2.0) * c8, -c8)
     err = [jnp.int32(0)] * 4
     for v, b in zip(cols, babs, strict=True):
-        a = _float(b)
-        u = (jnp.where(a < f32(fp4.F32_MIN_NORMAL), f32(0.0), a) * inv_g) * p
+        u = _flush_scaled(_float(b), inv_g) * p
         ys6, t5, _ = _fp4_chain(u, *mult6)
         ys8, _, e8 = _fp4_chain(u, *mult8)
         k6, k5 = _term(ys6), _special_term(ys6, t5)
