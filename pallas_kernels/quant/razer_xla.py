@@ -34,13 +34,19 @@ from pallas_kernels.quant.fp4 import QuantizedArray
 
 f32, u32 = np.float32, jnp.uint32
 _CAP = f32(fp4.ERR_TERM_MAX)
+_bits, _float = fp4._bits, fp4._from_bits  # float32 <-> uint32 bit patterns
 _CAP_BITS = u32(0x4C800000)  # float32 bits of 2^26 (= _CAP), the reference's cap on an error term
 
 
 def _abs(v):
     """|v| by clearing the sign bit: not CSE-able with the global amax pass's ``jnp.abs(x)`` (XLA would then
     write |x| to memory for both consumers)."""
-    return jax.lax.bitcast_convert_type(jax.lax.bitcast_convert_type(v, u32) & u32(0x7FFFFFFF), jnp.float32)
+    return _float(_abs_bits(v))
+
+
+def _abs_bits(v):
+    """The bit pattern of |v| (uint32): non-negative floats order as their bit patterns."""
+    return _bits(v) & u32(0x7FFFFFFF)
 
 
 def _scaled_abs(v, inv_g):
@@ -69,14 +75,6 @@ def _block_amax(a):
 def _sq(t):
     """The reference's error term of a difference ``t`` (in error units) as an integer-valued float."""
     return jnp.floor(jnp.minimum(t * t, _CAP) + f32(0.5))
-
-
-def _bits(v):
-    return jax.lax.bitcast_convert_type(v, u32)
-
-
-def _float(b):
-    return jax.lax.bitcast_convert_type(b, jnp.float32)
 
 
 def _fp4_chain(u, c175, c15, m2c, mc):
@@ -150,7 +148,7 @@ def weight_scale_bytes(x, inv_g):
     bit patterns (the order of non-negative floats), then flushed and scaled (monotone, so equal to the
     reference's max of the scaled values)."""
     cols = _columns(x)
-    babs = [_bits(v) & u32(0x7FFFFFFF) for v in cols]
+    babs = [_abs_bits(v) for v in cols]
     bmax = _flush_scaled(_float(_block_amax(babs)), inv_g)
     sc6, sc8 = ref._e3m3_scale_code(bmax, 6.0), ref._e3m3_scale_code(bmax, 8.0)
     s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
