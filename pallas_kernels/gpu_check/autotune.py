@@ -19,6 +19,7 @@ class Settings:
     pytest_args: tuple[str, ...] = ()
     reps: int = 10
     trials: int = 3
+    skip_impls: frozenset[str] = frozenset()  # implementations not measured (e.g. a kernel that may hang)
     t0: float = dataclasses.field(default_factory=time.perf_counter)
 
     @property
@@ -59,8 +60,9 @@ def _err(e: BaseException) -> str:
 
 
 class Recorder:
-    def __init__(self, s: Settings, peaks: dict | None):
+    def __init__(self, s: Settings, peaks: dict | None, ceilings: dict | None = None):
         self.s, self.peaks, self.records, self.tuned = s, peaks, [], {}
+        self.ceilings = ceilings or {}  # measured on the device: copy bytes/s, bf16 matmul FLOP/s
 
     def add(
         self,
@@ -93,10 +95,14 @@ class Recorder:
                 rec["tflops"] = flops / time_s / 1e12
                 if self.peaks:
                     rec["frac_peak_flops"] = flops / time_s / self.peaks["bf16_flops"]
+                if self.ceilings.get("bf16_matmul_flops"):
+                    rec["frac_measured_flops"] = flops / time_s / self.ceilings["bf16_matmul_flops"]
             if bytes_moved is not None:
                 rec["gbps"] = bytes_moved / time_s / 1e9
                 if self.peaks:
                     rec["frac_peak_hbm"] = bytes_moved / time_s / self.peaks["hbm_bytes_per_s"]
+                if self.ceilings.get("copy_bytes_per_s"):
+                    rec["frac_measured_hbm"] = bytes_moved / time_s / self.ceilings["copy_bytes_per_s"]
         self.records.append(rec)
         t = f"{time_s * 1e6:.1f}us" if time_s else "-"
         print(f"[gpu_check]   {op} {impl} {shape}: {t} {config or ''} {error or ''}", file=sys.stderr, flush=True)
@@ -105,6 +111,8 @@ class Recorder:
     def measure(self, section, op, impl, shape, make, configs, *, flops=None, bytes_moved=None, check=None, **extra):
         """Autotune: time ``make(config)`` (a jitted fn and its args) for each config while the budget lasts
         (always the first); keep the best. ``check(out)`` -> max abs error vs the XLA path (first shape)."""
+        if impl in self.s.skip_impls:
+            return {}
         best = None
         errors = []
         for i, cfg in enumerate(configs):

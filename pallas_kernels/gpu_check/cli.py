@@ -13,7 +13,7 @@ from pathlib import Path
 from pallas_kernels.gpu_check.autotune import Recorder, Settings, _err
 from pallas_kernels.gpu_check.bench_attention import bench_attention, bench_block_sparse
 from pallas_kernels.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
-from pallas_kernels.gpu_check.peaks import peaks_for
+from pallas_kernels.gpu_check.peaks import measure_ceilings, peaks_for
 from pallas_kernels.gpu_check.plugin import REPO_ROOT, run_tests
 from pallas_kernels.gpu_check.report import goals, plot, table
 
@@ -34,8 +34,21 @@ def main(argv=None) -> dict:
     ap.add_argument("--budget-s", type=float, default=None, help="benchmark wall budget (default 270 s GPU)")
     ap.add_argument("--test-timeout-s", type=float, default=None, help="pytest step timeout (default 180 s GPU)")
     ap.add_argument("--sections", default="attention,block_sparse,quant,fwht,inquant,matmul")
+    ap.add_argument("--skip-impls", default="", help="implementations not measured, e.g. mosaic_gpu,jax_fa3_mgpu")
+    ap.add_argument("--no-plot", action="store_true", help="write the json only (plot later with --merge)")
+    ap.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        default=None,
+        metavar="JSON",
+        help="combine the json of several runs (and --tests-log) into --out's json/png and print the table",
+    )
+    ap.add_argument("--tests-log", type=Path, default=None, help="with --merge: a `pytest -v` log of the test step")
     ap.add_argument("pytest_args", nargs="*", help="after --: pytest arguments replacing the default selection")
     a = ap.parse_args(argv)
+    if a.merge:
+        return merge(a.merge, a.tests_log, a.out or REPO_ROOT / "figures/kernels_gpu")
 
     import jax
 
@@ -52,9 +65,15 @@ def main(argv=None) -> dict:
         pytest_args=tuple(a.pytest_args),
         reps=1 if a.dry_run else 10,
         trials=1 if a.dry_run else 3,
+        skip_impls=frozenset(filter(None, a.skip_impls.split(","))),
     )
     table_name, peaks = peaks_for(dev.device_kind)
-    rec = Recorder(s, peaks)
+    try:
+        ceilings = measure_ceilings(a.dry_run)
+    except Exception as e:  # noqa: BLE001 - the data sheet's peaks still apply
+        ceilings = dict(error=_err(e))
+    print(f"[gpu_check] measured ceilings: {ceilings}", file=sys.stderr)
+    rec = Recorder(s, peaks, ceilings)
     sections = set(a.sections.split(","))
     t_start = time.perf_counter()
     dense = {}
@@ -68,6 +87,7 @@ def main(argv=None) -> dict:
             dry_run=s.dry_run,
             partial=partial,
             peaks=peaks,
+            measured_ceilings=ceilings,
             records=rec.records,
             tuned=rec.tuned,
             goals=goals(rec.records, peaks, s.dry_run),
@@ -105,7 +125,54 @@ def main(argv=None) -> dict:
     tests = run_tests(s, a.test_timeout_s or (120.0 if a.dry_run else 180.0))
     result = make_result(tests, bench_s, partial=False)
     save(result)
-    plot(result, s.out / "kernels_gpu.png")
+    if not a.no_plot:
+        plot(result, s.out / "kernels_gpu.png")
     print(table(result))
     print(f"[gpu_check] wrote {s.out}/kernels_gpu.{{json,png}} in {result['wall_s']:.1f}s", file=sys.stderr)
+    return result
+
+
+def parse_pytest_log(path: Path) -> dict:
+    """The test step from a ``pytest -v`` log (which survives a timeout, unlike a summary): counts of PASSED,
+    FAILED, SKIPPED, ERROR lines, the failed test ids and the final summary line if pytest got to write it."""
+    text = path.read_text(errors="replace")
+    counts = {k: 0 for k in ("PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL")}
+    failed = []
+    for line in text.splitlines():
+        for k in counts:
+            if f" {k}" in line and "::" in line:
+                counts[k] += 1
+                if k in ("FAILED", "ERROR"):
+                    failed.append(next(w for w in line.split() if "::" in w))
+                break
+    summary = [ln for ln in text.splitlines() if ln.startswith("=") and (" passed" in ln or " failed" in ln)]
+    return dict(
+        log=str(path.name),
+        forced="pallas",
+        counts=counts,
+        failed=sorted(set(failed)),
+        summary=summary[-1].strip("= ") if summary else f"no summary (timed out?): {counts}",
+        tail=text[-1500:],
+    )
+
+
+def merge(paths: list[Path], tests_log: Path | None, out: Path) -> dict:
+    """One result from several runs of the check (split so that a hang in one kernel family cannot cost the
+    others): records and tuned configs concatenated, device, versions and ceilings from the first, goals
+    recomputed; then the json, the png and the table as a single run writes them."""
+    parts = [json.loads(Path(p).read_text()) for p in paths]
+    first = parts[0]
+    result = {k: v for k, v in first.items() if k not in ("records", "tuned", "goals", "tests")}
+    result["records"] = [r for p in parts for r in p["records"]]
+    result["tuned"] = {k: v for p in parts for k, v in p["tuned"].items()}
+    result["runs"] = [dict(command=p["command"], wall_s=p["wall_s"], partial=p["partial"]) for p in parts]
+    result["partial"] = any(p["partial"] for p in parts)
+    result["goals"] = goals(result["records"], result["peaks"], result["dry_run"])
+    result["tests"] = (
+        parse_pytest_log(tests_log) if tests_log else next((p["tests"] for p in parts if p["tests"]), None)
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "kernels_gpu.json").write_text(json.dumps(result, indent=1, default=str))
+    plot(result, out / "kernels_gpu.png")
+    print(table(result))
     return result

@@ -21,12 +21,14 @@ def goals(records, peaks, dry_run: bool) -> list[dict]:
 
     for r in _find(records, section="quant", impl="pallas"):
         f = r.get("frac_peak_hbm")
+        fm = r.get("frac_measured_hbm")
         goal(
             f"{r['op']} >= 70% of HBM peak",
             f,
             0.7,
             None if f is None else f >= 0.7,
-            "" if peaks else "peak unknown for this device",
+            ("" if peaks else "peak unknown for this device")
+            + ("" if fm is None else f" ({100 * fm:.0f}% of the measured copy bandwidth)"),
         )
     Lmax = max((r.get("L", 0) for r in _find(records, section="block_sparse")), default=0)
     for r in _find(records, section="block_sparse", L=Lmax):
@@ -75,6 +77,12 @@ def plot(result: dict, path: Path):
     peaks = result["peaks"]
     fig, axs = plt.subplots(2, 3, figsize=(17, 9.5))
     title = f"Kernels on {result['device']['kind']} ({result['device']['peak_table']}), jax {result['jax_version']}"
+    c = result.get("measured_ceilings") or {}
+    if c.get("copy_bytes_per_s"):
+        title += (
+            f"; measured: copy {c['copy_bytes_per_s'] / 1e12:.2f} TB/s, bf16 matmul "
+            f"{c['bf16_matmul_flops'] / 1e12:.0f} TFLOP/s"
+        )
     if result["dry_run"]:
         title = "DRY RUN (CPU, interpret mode, tiny sizes): timings are meaningless. " + title
     fig.suptitle(title, fontsize=11)
@@ -181,16 +189,18 @@ def plot(result: dict, path: Path):
 def table(result: dict) -> str:
     rows = [
         f"{'section':<12} {'op':<26} {'impl':<15} {'shape':<28} {'time':>10} {'TFLOP/s':>8} {'GB/s':>8} "
-        f"{'%peak':>6} {'x dense':>7} {'err':>8}  config / note"
+        f"{'%peak':>6} {'%meas':>6} {'x dense':>7} {'err':>8}  config / note"
     ]
     for r in result["records"]:
         t = f"{r['time_s'] * 1e6:.1f}us" if r.get("time_s") else "-"
         frac = r.get("frac_peak_flops") or r.get("frac_peak_hbm")
+        fmeas = r.get("frac_measured_flops") or r.get("frac_measured_hbm")
         err = r.get("max_abs_err_vs_xla")
         rows.append(
             f"{r['section']:<12} {r['op']:<26} {r['impl']:<15} {r['shape']:<28} {t:>10} "
             f"{r.get('tflops', 0) or 0:>8.2f} {r.get('gbps', 0) or 0:>8.1f} "
             f"{'' if frac is None else f'{100 * frac:.1f}':>6} "
+            f"{'' if fmeas is None else f'{100 * fmeas:.1f}':>6} "
             f"{'' if r.get('speedup_vs_dense') is None else f'{r["speedup_vs_dense"]:.2f}':>7} "
             f"{'' if err is None else f'{err:.1e}':>8}  {r.get('config') or ''} {r.get('error') or r.get('note') or ''}"
         )
@@ -198,4 +208,10 @@ def table(result: dict) -> str:
         mark = {True: "MET", False: "MISSED", None: "not evaluated"}[g["met"]]
         m = "n/a" if g["measured"] is None else f"{g['measured']:.3g}"
         rows.append(f"goal: {g['goal']}: measured {m}, target {g['target']:.3g}: {mark} {g['note']}")
+    c = result.get("measured_ceilings") or {}
+    if c.get("copy_bytes_per_s"):
+        rows.append(
+            f"measured ceilings: copy {c['copy_bytes_per_s'] / 1e12:.2f} TB/s (read + write), bf16 matmul "
+            f"{c['bf16_matmul_flops'] / 1e12:.0f} TFLOP/s; %peak is of the data sheet, %meas of these"
+        )
     return "\n".join(rows)
