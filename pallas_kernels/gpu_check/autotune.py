@@ -63,6 +63,7 @@ class Recorder:
     def __init__(self, s: Settings, peaks: dict | None, ceilings: dict | None = None):
         self.s, self.peaks, self.records, self.tuned = s, peaks, [], {}
         self.ceilings = ceilings or {}  # measured on the device: copy bytes/s, bf16 matmul FLOP/s
+        self.on_add = None  # called after each record (the check saves its json there)
 
     def add(
         self,
@@ -104,6 +105,8 @@ class Recorder:
                 if self.ceilings.get("copy_bytes_per_s"):
                     rec["frac_measured_hbm"] = bytes_moved / time_s / self.ceilings["copy_bytes_per_s"]
         self.records.append(rec)
+        if self.on_add is not None:
+            self.on_add()
         t = f"{time_s * 1e6:.1f}us" if time_s else "-"
         print(f"[gpu_check]   {op} {impl} {shape}: {t} {config or ''} {error or ''}", file=sys.stderr, flush=True)
         return rec

@@ -99,13 +99,15 @@ def main(argv=None) -> dict:
 
     s.out.mkdir(parents=True, exist_ok=True)
     save = lambda r: (s.out / "kernels_gpu.json").write_text(json.dumps(r, indent=1, default=str))
+    # every record is saved as it is measured: a step killed by its time limit keeps all it measured
+    rec.on_add = lambda: save(make_result(None, time.perf_counter() - t_start, partial=True))
     for name, fn in (
         ("attention", lambda: bench_attention(rec, s, on_gpu)),
         ("block_sparse", lambda: bench_block_sparse(rec, s, on_gpu, dense)),
         ("quant", lambda: bench_quant(rec, s)),
-        ("fwht", lambda: bench_fwht(rec, s)),
         ("inquant", lambda: bench_inquant(rec, s)),
         ("matmul", lambda: bench_matmul(rec, s)),
+        ("fwht", lambda: bench_fwht(rec, s)),  # last: the largest compiles (dense rotations)
     ):
         if name not in sections:
             continue
@@ -139,6 +141,8 @@ def parse_pytest_log(path: Path) -> dict:
     counts = {k: 0 for k in ("PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL")}
     failed = []
     for line in text.splitlines():
+        if line.startswith(("FAILED ", "ERROR ")):  # the short summary repeats the failures
+            continue
         for k in counts:
             if f" {k}" in line and "::" in line:
                 counts[k] += 1

@@ -66,6 +66,12 @@ def goals(records, peaks, dry_run: bool) -> list[dict]:
     return out
 
 
+def _empty_note(ax, result: dict, section: str) -> None:
+    """Say so on a panel whose section has no timed record (not run, cut by a time limit, or failed)."""
+    if not any(r.get("time_s") for r in _find(result["records"], section=section)):
+        ax.text(0.5, 0.5, f"{section}: not measured in this run", ha="center", va="center", transform=ax.transAxes)
+
+
 def plot(result: dict, path: Path):
     import matplotlib
 
@@ -93,6 +99,10 @@ def plot(result: dict, path: Path):
         pts = [(r["L"], r[key]) for r in _find(recs, section="attention", impl=impl) if r.get(key)]
         if pts:
             ax.plot(*zip(*pts, strict=True), "o-", label=impl)
+    c = result.get("measured_ceilings") or {}
+    if peaks and c.get("bf16_matmul_flops"):
+        ax.axhline(c["bf16_matmul_flops"] / peaks["bf16_flops"], color="k", ls=":", label="measured bf16 matmul")
+    _empty_note(ax, result, "attention")
     ax.set(
         xscale="log",
         xlabel="sequence length L (tokens)",
@@ -135,20 +145,27 @@ def plot(result: dict, path: Path):
         ax.barh(np.arange(len(labels)) + 0.4 * j, vals, height=0.4, label=impl)
     if peaks:
         ax.axvline(0.7, color="k", ls=":", label="goal 70% (quantizers)")
+        if c.get("copy_bytes_per_s"):
+            ax.axvline(c["copy_bytes_per_s"] / peaks["hbm_bytes_per_s"], color="gray", ls="--", label="measured copy")
+    _empty_note(ax, result, "quant")
     ax.set_yticks(np.arange(len(labels)) + 0.2, labels, fontsize=6)
     ax.set(xlabel="fraction of HBM peak" if peaks else "GB/s", title="memory-bound kernels: achieved bandwidth")
     ax.legend(fontsize=8)
 
     ax = axs[1, 0]
     ds = sorted({r["d"] for r in _find(recs, section="fwht")})
-    spd = []
-    for d in ds:
-        p = [r for r in _find(recs, section="fwht", impl="pallas", d=d) if r.get("time_s")]
-        q = [r for r in _find(recs, section="fwht", impl="dense_rotation", d=d) if r.get("time_s")]
-        spd.append(q[0]["time_s"] / p[0]["time_s"] if p and q else np.nan)
+    for impl, mk in (("pallas", "o-"), ("xla", "s--")):
+        spd = []
+        for d in ds:
+            p = [r for r in _find(recs, section="fwht", impl=impl, d=d) if r.get("time_s")]
+            q = [r for r in _find(recs, section="fwht", impl="dense_rotation", d=d) if r.get("time_s")]
+            spd.append(q[0]["time_s"] / p[0]["time_s"] if p and q else np.nan)
+        if ds:
+            ax.plot(ds, spd, mk, label=f"{impl} fwht: dense rotation time / fwht time")
     if ds:
-        ax.plot(ds, spd, "o-", label="measured: dense rotation time / fwht time")
         ax.plot(ds, [d / (4 * math.log2(d)) for d in ds], "k^:", label="goal d / (4 log2 d)")
+        ax.axhline(1.0, color="gray", lw=0.8)
+    _empty_note(ax, result, "fwht")
     ax.set(
         xscale="log", yscale="log", xlabel="transform length d", ylabel="speedup", title="FWHT vs dense rotation x @ H"
     )
@@ -159,6 +176,7 @@ def plot(result: dict, path: Path):
         pts = [(r["M"], r["time_s"] * 1e6) for r in _find(recs, section="matmul", impl=impl) if r.get("time_s")]
         if pts:
             ax.plot(*zip(*pts, strict=True), "o-", label=impl)
+    _empty_note(ax, result, "matmul")
     ax.set(
         xscale="log",
         yscale="log",
@@ -175,6 +193,13 @@ def plot(result: dict, path: Path):
         mark = {True: "MET ", False: "MISS", None: " -- "}[g["met"]]
         m = "n/a" if g["measured"] is None else f"{g['measured']:.3g}"
         lines.append(f"[{mark}] {g['goal'][:60]}: {m} (target {g['target']:.3g})")
+    missing = [
+        sec
+        for sec in ("attention", "block_sparse", "quant", "fwht", "inquant", "matmul")
+        if not any(r.get("time_s") for r in _find(recs, section=sec))
+    ]
+    if missing:
+        lines.append(f"not measured in this run: {', '.join(missing)}")
     t = result.get("tests") or {}
     lines.append(
         f"tests ({t.get('forced', '')}): {t.get('summary') or ('skipped' if t.get('skipped') else t.get('rc'))}"

@@ -117,3 +117,41 @@ def test_dry_run_end_to_end(tmp_path):
     assert res["tests"]["rc"] == 0, res["tests"]
     assert "in " in res["tests"]["tail"] and "public ops" in res["tests"]["tail"]
     assert all(g["met"] is None for g in res["goals"])
+
+
+def test_split_run_merges_and_keeps_what_a_killed_step_measured(tmp_path):
+    """The device job (.ci/gpu_check.sh) runs the check in steps: each saves its json after every record, so a
+    step killed by its time limit keeps what it measured; ``--merge`` joins the steps' json and the pytest -v
+    log into one result (goals recomputed, failures named once each)."""
+    main_out, mosaic_out = tmp_path / "main", tmp_path / "mosaic"
+    gpu_check.main(["--dry-run", "--skip-tests", "--no-plot", "--sections", "quant", "--out", str(main_out)])
+    assert not (main_out / "kernels_gpu.png").exists()
+    seen = []
+    rec = gpu_check.Recorder(gpu_check.Settings(dry_run=True, out=tmp_path, budget_s=1.0), None)
+    rec.on_add = lambda: seen.append(len(rec.records))
+    rec.add("quant", "op", "pallas", "s", time_s=1.0)
+    rec.add("quant", "op", "xla", "s", time_s=2.0)
+    assert seen == [1, 2]
+    gpu_check.main(
+        ["--dry-run", "--skip-tests", "--no-plot", "--sections", "attention", "--skip-impls", "xla,pallas_triton"]
+        + ["--out", str(mosaic_out)]
+    )
+    log = tmp_path / "tests.log"
+    log.write_text(
+        "[gw0] [ 50%] PASSED tests/kernels/test_a.py::test_x \n"
+        "[gw1] [100%] FAILED tests/kernels/test_a.py::test_y \n"
+        "FAILED tests/kernels/test_a.py::test_y - AssertionError\n"
+        "========================= 1 failed, 1 passed in 1.00s =========================\n"
+    )
+    merged = gpu_check.main(
+        ["--merge", str(main_out / "kernels_gpu.json"), str(mosaic_out / "kernels_gpu.json")]
+        + ["--tests-log", str(log), "--out", str(tmp_path / "merged")]
+    )
+    assert {r["section"] for r in merged["records"]} == {"quant", "attention"}
+    attention_impls = {r["impl"] for r in merged["records"] if r["section"] == "attention"}
+    assert "mosaic_gpu" in attention_impls and not attention_impls & {"xla", "pallas_triton"}
+    assert merged["tests"]["counts"]["FAILED"] == 1 and merged["tests"]["counts"]["PASSED"] == 1
+    assert merged["tests"]["failed"] == ["tests/kernels/test_a.py::test_y"]
+    assert merged["tests"]["summary"] == "1 failed, 1 passed in 1.00s"
+    assert len(merged["runs"]) == 2 and (tmp_path / "merged" / "kernels_gpu.png").stat().st_size > 10_000
+    assert merged["measured_ceilings"]["copy_bytes_per_s"] > 0
