@@ -7,7 +7,9 @@ Index (``build_key_index``): the keys of each kv head are cut into blocks of ``b
 (Cauchy-Schwarz resp. coordinatewise bounds). A query skips a block only if its bound is ``< tau``, so no key
 with ``q.k >= tau`` is ever skipped (halfspace range search, Louver). Floating point: the radius is inflated
 and the bound padded by ``4 (D + 2) eps32 (|q|.|c| + radius term)``, which covers the float32 rounding of both
-the bound and the scores, so the guarantee holds for the exactly computed ``q.k`` too (property-tested).
+the bound and the scores, so the guarantee holds for the exactly computed ``q.k`` too (property-tested). All
+products are float32 (``Precision.HIGHEST``) on every backend: the margins are proven for float32 rounding,
+not for a GPU's default TF32.
 
 ``threshold_retrieve`` returns the candidate blocks (the work done: keys scored), the retrieved keys
 (``fl(q.k) >= tau - M`` inside candidate blocks, ``M`` the proven float32 rounding margin of
@@ -39,6 +41,10 @@ from pallas_kernels.attention.ops import _bhld, _pow2_divisor, check_qkv
 
 BOUNDS = ("ball", "box")
 _EPS = float(np.finfo(np.float32).eps)
+# Every product here is float32 (HIGHEST), whatever jax_default_matmul_precision says: the margins are proven
+# for float32 rounding, and a GPU's default float32 dot is TF32 (inputs rounded to 10 mantissa bits), whose
+# error exceeds them: on an H200 (2026-12-04) the default precision dropped keys with q.k >= tau.
+_F32 = jax.lax.Precision.HIGHEST
 
 
 class KeyIndex(NamedTuple):
@@ -86,13 +92,13 @@ def _bound_terms_xla(qh, index: KeyIndex):
     H, Hkv = qh.shape[1], index.centre.shape[1]
     c = jnp.repeat(index.centre, H // Hkv, axis=1)
     sp = jnp.repeat(index.spread, H // Hkv, axis=1)
-    qc = jnp.einsum("bhqd,bhnd->bhqn", qh, c)
+    qc = jnp.einsum("bhqd,bhnd->bhqn", qh, c, precision=_F32)
     qa = jnp.abs(qh)
-    mag = jnp.einsum("bhqd,bhnd->bhqn", qa, jnp.abs(c))
+    mag = jnp.einsum("bhqd,bhnd->bhqn", qa, jnp.abs(c), precision=_F32)
     if index.bound == "ball":
         rad = jnp.sqrt(jnp.sum(qh * qh, axis=-1))[..., None] * sp[:, :, None, :]
     else:
-        rad = jnp.einsum("bhqd,bhnd->bhqn", qa, sp)
+        rad = jnp.einsum("bhqd,bhnd->bhqn", qa, sp, precision=_F32)
     D = qh.shape[-1]
     return qc + rad + 4 * (D + 2) * _EPS * (mag + rad)
 
@@ -101,13 +107,13 @@ def _bound_kernel(q_ref, c_ref, s_ref, o_ref, *, ball: bool, D: int):
     q = q_ref[...].astype(jnp.float32)
     c = c_ref[...]
     nt = (((1,), (1,)), ((), ()))
-    qc = jax.lax.dot_general(q, c, nt, preferred_element_type=jnp.float32)
+    qc = jax.lax.dot_general(q, c, nt, precision=_F32, preferred_element_type=jnp.float32)
     qa = jnp.abs(q)
-    mag = jax.lax.dot_general(qa, jnp.abs(c), nt, preferred_element_type=jnp.float32)
+    mag = jax.lax.dot_general(qa, jnp.abs(c), nt, precision=_F32, preferred_element_type=jnp.float32)
     if ball:
         rad = jnp.sqrt(jnp.sum(q * q, axis=1))[:, None] * s_ref[...]  # s: [1, nb]
     else:
-        rad = jax.lax.dot_general(qa, s_ref[...], nt, preferred_element_type=jnp.float32)
+        rad = jax.lax.dot_general(qa, s_ref[...], nt, precision=_F32, preferred_element_type=jnp.float32)
     o_ref[...] = qc + rad + 4 * (D + 2) * _EPS * (mag + rad)
 
 
@@ -215,8 +221,8 @@ def threshold_retrieve(
     tau_q = tau_b[..., None] if tau.ndim else tau
     block_mask = ub >= tau_q
     kh = jnp.repeat(_bhld(k).astype(jnp.float32), H // k.shape[2], axis=1)
-    scores = jnp.einsum("bhqd,bhkd->bhqk", qh, kh)
-    mag = jnp.einsum("bhqd,bhkd->bhqk", jnp.abs(qh), jnp.abs(kh))
+    scores = jnp.einsum("bhqd,bhkd->bhqk", qh, kh, precision=_F32)
+    mag = jnp.einsum("bhqd,bhkd->bhqk", jnp.abs(qh), jnp.abs(kh), precision=_F32)
     keys_in = jnp.repeat(block_mask, block_size, axis=-1)
     key_mask = keys_in & (scores >= tau_q - score_margin(mag, tau_q, D))
     return Retrieval(key_mask, block_mask, ub, jnp.mean(block_mask.astype(jnp.float32)))

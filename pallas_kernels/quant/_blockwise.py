@@ -112,7 +112,11 @@ def quantize_pallas(
         "razer_weight": ref.razer_weight_block_codes,
     }[fmt]
     shape = x.shape
-    x2 = x.reshape(-1, shape[-1])
+    # The codes and scale bytes are integers (piecewise constant in x and g): no tangent reaches the kernel.
+    # Without this, autodiff through a caller (e.g. fake_quant's second-order grad) must linearize the
+    # pallas_call, which the compiled GPU kernel cannot ("Linearization failed ...", seen on an H200).
+    # (The returned global_scale stays g itself, differentiable as on the XLA path.)
+    x2 = jax.lax.stop_gradient(x).reshape(-1, shape[-1])
     rows, cols = x2.shape
     bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, platform)
     if (rp, kp) != (rows, cols):
@@ -129,7 +133,7 @@ def quantize_pallas(
         interpret=interpret,
         compiler_params=None if interpret else compiler_params(platform),
         name=f"{fmt}_quantize",
-    )(x2, _g_block(ref.reciprocal(g)))
+    )(x2, _g_block(ref.reciprocal(jax.lax.stop_gradient(g))))
     codes = codes[:rows, : cols // 2].reshape(*shape[:-1], shape[-1] // 2)
     scales = scales[:rows, : cols // block].reshape(*shape[:-1], shape[-1] // block)
     return QuantizedArray(
@@ -162,7 +166,7 @@ def dequantize_pallas(
         codes = jnp.pad(codes, ((0, rp - rows), (0, (kp - cols) // 2)))
         # padded scale bytes decode to a finite scale; their codes are 0 so the values are 0 and sliced away
         scales = jnp.pad(scales, ((0, rp - rows), (0, (kp - cols) // block)))
-    out = pl.pallas_call(
+    call = pl.pallas_call(
         functools.partial(_dequantize_kernel, fmt=q.format, block=block),
         grid=(rp // bm, kp // bk),
         in_specs=[
@@ -175,8 +179,28 @@ def dequantize_pallas(
         interpret=interpret,
         compiler_params=None if interpret else compiler_params(platform),
         name=f"{q.format}_dequantize",
-    )(codes, scales, _g_block(q.global_scale))
+    )
+    out = _scaled_by_global(lambda c, s, g: call(c, s, _g_block(g)), codes, scales, q.global_scale)
     return out[:rows, :cols].reshape(shape)
+
+
+def _scaled_by_global(kernel, codes, scales, g):
+    """``kernel(codes, scales, g)``, differentiable in the global scale g without differentiating the kernel:
+    the output decode(codes) * s_b * g is linear in g, so its tangent is ``out * dg / g`` (g >= 2^-126 > 0).
+    Autodiff through a compiled pallas_call fails ("Linearization failed ...", seen on an H200 for
+    fake_quant's second-order grad); the integer codes and scale bytes carry no tangent."""
+
+    @jax.custom_jvp
+    def f(codes, scales, g):
+        return kernel(codes, scales, g)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        codes, scales, g = primals
+        out = f(codes, scales, g)
+        return out, (out.astype(jnp.float32) * (tangents[2] / g)).astype(out.dtype)
+
+    return f(codes, scales, jnp.asarray(g, jnp.float32))
 
 
 def _check_block_sizes(block_sizes):

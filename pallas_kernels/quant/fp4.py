@@ -310,6 +310,53 @@ ERR_FRACTION_BITS = 14
 ERR_TERM_MAX = 1 << 26
 
 
+def _normalized(x):
+    """float32 x > 0 (normal or subnormal) -> (m uint32 in [2^23, 2^24), e int32) with x = m 2^(e - 150)."""
+    b = _bits(x)
+    field = (b >> _u32(23)).astype(jnp.int32)
+    m = jnp.where(field > 0, (b & _u32(0x7FFFFF)) | _u32(0x800000), b & _u32(0x7FFFFF))
+    e = jnp.maximum(field, 1)
+    shift = jnp.maximum(jax.lax.clz(m).astype(jnp.int32) - 8, 0)  # subnormals: move the leading 1 to bit 23
+    return m << shift.astype(jnp.uint32), e - shift
+
+
+def div_rn(a, b):
+    """``fl32(a / b)`` correctly rounded (ties to even) for float32 ``a >= 0``, ``b > 0``, from integer ops.
+
+    The quantizers' global scale ``amax / denom`` and its reciprocal ``1 / g`` must be the IEEE quotient on
+    every backend for the codes to be bit-exact. XLA:GPU's float32 division is not correctly rounded: on an H200
+    (jax 0.11.2, 2026-12-04) ``1 / g`` came out one ulp above or below ``fl(1/g)`` and flipped the codes of
+    exact ties (tests/kernels ``*_matches_*model[ties]``). Here the quotient of the 24-bit significands is a
+    long division in uint32 (exact everywhere: 26 quotient bits, then round-to-nearest-even with the
+    remainder as sticky bit). A quotient outside the normal range (never for the quantizers' scales, which
+    are floored at 2^-126) falls back to the float division; ``a == 0`` gives 0."""
+    a = jnp.asarray(a, jnp.float32)
+    b = jnp.asarray(b, jnp.float32)
+    nonzero = _bits(a) != _u32(0)  # from the bits: a backend that treats subnormals as zero says a > 0 is False
+    ma, ea = _normalized(jnp.where(nonzero, a, np.float32(1.0)))
+    mb, eb = _normalized(b)
+    ge = ma >= mb
+    q = (ma >= mb).astype(jnp.uint32)
+    r = jnp.where(ge, ma - mb, ma)
+    for bits in (8, 8, 8, 2):  # r < mb < 2^24, so r << 8 fits in uint32
+        t = r << _u32(bits)
+        q = (q << _u32(bits)) | (t // mb)
+        r = t % mb
+    # q = floor(ma 2^26 / mb): in [2^26, 2^27) when ma >= mb, else in [2^25, 2^26)
+    drop = jnp.where(ge, _u32(3), _u32(2))
+    sig = q >> drop
+    rnd = (q >> (drop - _u32(1))) & _u32(1)
+    sticky = ((q & ((_u32(1) << (drop - _u32(1))) - _u32(1))) != 0) | (r != 0)
+    sig = sig + (rnd & (sticky.astype(jnp.uint32) | (sig & _u32(1))))
+    biased = ea - eb + jnp.where(ge, 127, 126)
+    carry = sig >> _u32(24)  # rounding up to 2^24: the next binade
+    sig = jnp.where(carry > 0, _u32(0x800000), sig)
+    biased = biased + carry.astype(jnp.int32)
+    exact = _from_bits((jnp.clip(biased, 1, 254).astype(jnp.uint32) << _u32(23)) | (sig & _u32(0x7FFFFF)))
+    out = jnp.where((biased >= 1) & (biased <= 254), exact, a / b)
+    return jnp.where(nonzero, out, np.float32(0.0))
+
+
 def pow2_reciprocal(s):
     """2^-E for positive normal float32 s = m 2^E (m in [1, 2)): an exact power of two within a factor 2 of
     1/s, obtained from the bits (no division)."""

@@ -157,10 +157,14 @@ def _pack(x, key, *, n_outliers, n_samples):
     tiny = jnp.finfo(jnp.float16).tiny
     s4 = jnp.max(jnp.where(ordinary, jnp.abs(xf), 0.0), axis=-1, keepdims=True) / 7.0
     s8 = jnp.max(jnp.where(is_out, jnp.abs(xf), 0.0), axis=-1, keepdims=True) / 127.0
-    s4 = jnp.maximum(s4, tiny).astype(jnp.float16)
-    s8 = jnp.maximum(s8, tiny).astype(jnp.float16)
-    q4 = jnp.clip(jnp.round(xf / s4.astype(jnp.float32)), -7, 7).astype(jnp.int32)
-    q8 = jnp.clip(jnp.round(xf / s8.astype(jnp.float32)), -127, 127).astype(jnp.int32)
+    # The codes are computed with the float16-rounded scales that are stored. reduce_precision, not a
+    # float16 round trip: XLA:GPU removes convert(convert(s, f16), f32) (excess precision allowed; seen on an
+    # H200, where codes from the unrounded scale broke the half-step error bound of the stored one).
+    s4 = jax.lax.reduce_precision(jnp.maximum(s4, tiny), exponent_bits=5, mantissa_bits=10)
+    s8 = jax.lax.reduce_precision(jnp.maximum(s8, tiny), exponent_bits=5, mantissa_bits=10)
+    q4 = jnp.clip(jnp.round(xf / s4), -7, 7).astype(jnp.int32)
+    q8 = jnp.clip(jnp.round(xf / s8), -127, 127).astype(jnp.int32)
+    s4, s8 = s4.astype(jnp.float16), s8.astype(jnp.float16)  # exact: already float16 values
     byte8 = q8 & 0xFF  # two's complement byte
     nib = jnp.where(ordinary, q4 & 0xF, 0)
     nib = jnp.where(is_out, byte8 & 0xF, nib)

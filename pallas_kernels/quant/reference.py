@@ -85,15 +85,16 @@ def _blocks(x, block: int):
 
 
 def global_scale_from_amax(amax, denom: float):
-    """FP32 global scale ``max(amax / denom, 2^-126)`` (the floor keeps all-zero and tiny inputs finite)."""
-    return jnp.maximum(jnp.asarray(amax, jnp.float32) / np.float32(denom), np.float32(fp4.F32_MIN_NORMAL))
+    """FP32 global scale ``max(fl(amax / denom), 2^-126)`` (the floor keeps all-zero and tiny inputs finite);
+    the quotient correctly rounded on every backend (:func:`fp4.div_rn`)."""
+    return jnp.maximum(fp4.div_rn(amax, np.float32(denom)), np.float32(fp4.F32_MIN_NORMAL))
 
 
 def reciprocal(g):
-    """fl32(1/g): the quantizers multiply by it (one IEEE multiply per element, identical on every backend;
-    XLA would rewrite ``x / g`` into exactly this anyway, and a Triton division need not be correctly
-    rounded)."""
-    return np.float32(1.0) / jnp.asarray(g, jnp.float32)
+    """fl32(1/g), correctly rounded on every backend (:func:`fp4.div_rn`): the quantizers multiply by it (one
+    IEEE multiply per element). Not a float division: XLA:GPU's is not correctly rounded (one ulp off on an
+    H200, which flipped exact ties), and a Triton division need not be either."""
+    return fp4.div_rn(np.float32(1.0), g)
 
 
 # ---------------------------------------------------------------------------------------------------------

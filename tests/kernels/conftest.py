@@ -31,3 +31,14 @@ def implementation(request) -> str:
 def kernel_implementation(request) -> str:
     """The kernel paths only (for tests that compare a kernel with the XLA reference)."""
     return request.param
+
+
+@pytest.fixture(autouse=True)
+def float32_matmuls():
+    """Every kernel test runs under ``jax.default_matmul_precision("highest")``: the tests compare float32
+    kernels with float32 references at float32 tolerances, and a GPU's default float32 dot is TF32 (inputs
+    rounded to 10 mantissa bits). On an H200 (2026-12-04) the default made 7 attention and layer tests miss by
+    ~1e-4 against 2e-5 tolerances (kernel and peer both in TF32, in different orders). The ops follow the
+    setting as ``jax.nn.dot_product_attention`` does; XLA:CPU computes float32 dots in float32 either way."""
+    with jax.default_matmul_precision("highest"):
+        yield

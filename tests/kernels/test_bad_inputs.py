@@ -180,8 +180,13 @@ def test_table_has_forty_cases():
     assert len(CASES) >= 40 and len({c[0] for c in CASES}) == len(CASES)
 
 
+CPU_ONLY = {"flash pallas on cpu"}  # bad input only where there is no GPU or TPU
+
+
 @pytest.mark.parametrize("name,call,match", CASES, ids=[c[0] for c in CASES])
 def test_bad_input_raises(name, call, match):
+    if name in CPU_ONLY and jax.default_backend() != "cpu":
+        pytest.skip(f"valid on {jax.default_backend()}: the case is a bad input on CPU only")
     with pytest.raises(ValueError, match=match):
         call()
 

@@ -165,3 +165,36 @@ def test_validation():
         fake_quant(X[:, :40], format="mxfp4")
     with pytest.raises(ValueError, match="sigma"):
         jax.jit(lambda s: fake_quant(X, sigma=s))(0.3)
+
+
+@pytest.mark.parametrize("fmt", ["nvfp4", "mxfp4", "razer", "razer_activation"])
+def test_second_order_grad_lowers_with_the_compiled_kernel(fmt, monkeypatch):
+    """On an H200 (2026-12-04) fake_quant's second-order grad raised "Linearization failed" with the compiled
+    kernels: autodiff had to linearize the pallas_calls. The quantize kernel now sees no tangent (its outputs
+    are integers) and the dequantize kernel is differentiated in the global scale by a custom JVP; the same
+    grad lowers for CUDA from this CPU host (where the failure reproduced before the fix)."""
+    from pallas_kernels import _dispatch
+    from tests.kernels.lowering import kernel_calls, lower_text
+
+    monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")  # implementation=None -> the kernel
+    f = lambda r: fake_quant(r, format=fmt, surrogate="gaussian", sigma=0.3)  # noqa: E731
+    g2 = jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r)))
+    assert kernel_calls(lower_text(g2, jax.ShapeDtypeStruct((3, 64), jnp.float32), platform="cuda"), "cuda") >= 1
+
+
+def test_dequantize_kernel_is_differentiable_in_the_global_scale():
+    """d/dg sum(dequantize(q)^2) = 2 sum(out^2) / g (the output is linear in g) on the XLA path and through
+    the kernel's custom JVP alike."""
+    import dataclasses
+
+    from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
+
+    x = jax.random.normal(jax.random.key(0), (4, 64))
+    q = nvfp4_quantize(x)
+    out = nvfp4_dequantize(q)
+    want = float(2 * jnp.sum(out.astype(jnp.float32) ** 2) / q.global_scale)
+    for impl in ("xla", "interpret"):
+        loss = lambda g, impl=impl: jnp.sum(
+            nvfp4_dequantize(dataclasses.replace(q, global_scale=g), implementation=impl) ** 2
+        )  # noqa: E731
+        np.testing.assert_allclose(float(jax.grad(loss)(q.global_scale)), want, rtol=1e-5)

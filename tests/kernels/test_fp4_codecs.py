@@ -135,3 +135,40 @@ def test_check_input_shape_and_dtype():
         fp4.check_input(np.zeros((2, 16), np.int32), 16)
     with pytest.raises(ValueError, match="at least one axis"):
         fp4.check_input(np.float32(1.0), 16)
+
+
+def _div_rn_cases(n: int, seed: int):
+    """float32 pairs (a >= 0, b > 0) from random bit patterns: normals and subnormals across the whole range,
+    plus the quantizers' own cases (amax / 2688, amax / 168, 1 / g) and near-tie significands."""
+    rng = np.random.default_rng(seed)
+    a = rng.integers(0, 0x7F800000, n, dtype=np.uint32).view(np.float32)
+    b = rng.integers(1, 0x7F800000, n, dtype=np.uint32).view(np.float32)
+    amax = (np.abs(rng.standard_normal(n)) * 2.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+    denom = rng.choice(np.array([2688, 168, 6, 7, 127, 1], np.float32), n)
+    one = np.ones(n, np.float32)
+    g = np.maximum(amax / denom, np.float32(2.0**-126))
+    a = np.concatenate([a, amax, one, np.zeros(4, np.float32)]).astype(np.float32)
+    return a, np.concatenate([b, denom, g, one[:4]]).astype(np.float32)
+
+
+def test_div_rn_is_the_ieee_quotient():
+    """fp4.div_rn (integer long division) equals numpy's IEEE float32 division bit for bit wherever the
+    quotient is a float32 normal (or zero): 60k random bit patterns, subnormal operands included."""
+    a, b = _div_rn_cases(20_000, seed=0)
+    want = a / b
+    got = np.asarray(jax.jit(_fp4.div_rn)(a, b))
+    normal = (want == 0) | ((np.abs(want) >= np.finfo(np.float32).tiny) & np.isfinite(want))
+    assert normal.sum() > 40_000
+    bad = np.flatnonzero(normal & (got.view(np.uint32) != want.view(np.uint32)))
+    assert bad.size == 0, [(a[i], b[i], got[i], want[i]) for i in bad[:5]]
+    # outside the normal range it falls back to the backend's float division (which may flush subnormals)
+    np.testing.assert_array_equal(got[~normal], np.asarray(jax.jit(jnp.divide)(a, b))[~normal])
+
+
+def test_div_rn_does_not_divide_in_float():
+    """The quotient is computed with integer ops only: no float division in the jaxpr except the fallback
+    branch's, so a backend's inexact float division cannot change a normal quotient."""
+    lines = str(jax.make_jaxpr(_fp4.div_rn)(np.float32(1.0), np.float32(3.0))).splitlines()
+    float_divs = [ln for ln in lines if "f32[] = div" in ln]
+    assert len(float_divs) == 1, float_divs  # the fallback a / b
+    assert any("u32[] = div" in ln for ln in lines)  # the long division

@@ -101,3 +101,18 @@ def test_bad_arguments():
     q = inquant_pack(jnp.ones((4, 24)), key=k, n_outliers=1)
     with pytest.raises(ValueError, match="power of two"):
         inquant_unpack(q, implementation="interpret")
+
+
+def test_pack_rounds_its_scales_with_reduce_precision():
+    """The codes must come from the float16 scales that are stored. XLA:GPU removes float16 round trips
+    (convert pairs; on an H200 that broke the half-step bound above), so the rounding is a reduce_precision,
+    which XLA keeps: present in the program lowered for CUDA, and equal to the float16 cast on this host."""
+    from tests.kernels.lowering import lower_text
+
+    x = jax.ShapeDtypeStruct((2, 96, 64), jnp.bfloat16)
+    text = lower_text(lambda x: inquant_pack(x, key=jax.random.key(1), n_outliers=4, n_samples=48), x, platform="cuda")
+    assert text.count("reduce_precision") >= 2, "the scales' float16 rounding is a convert pair XLA:GPU may elide"
+    s = jnp.abs(jax.random.normal(jax.random.key(2), (1000,))) * 3
+    np.testing.assert_array_equal(
+        jax.lax.reduce_precision(s, exponent_bits=5, mantissa_bits=10), s.astype(jnp.float16).astype(jnp.float32)
+    )

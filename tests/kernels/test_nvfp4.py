@@ -103,8 +103,11 @@ def test_matches_jax_nn_scaled_dot_general(fmt):
     else:
         from pallas_kernels.quant import mxfp4_dequantize
 
+        try:
+            cfg = [jax.nn.get_scaled_dot_general_config("mxfp4")] * 2
+        except ValueError as e:  # jax 0.11.2 (the GPU image's, and our lowest supported) has no mxfp4 mode
+            pytest.skip(f"jax {jax.__version__}: {e}")
         qx, qw = mxfp4_quantize(x), mxfp4_quantize(w)
-        cfg = [jax.nn.get_scaled_dot_general_config("mxfp4")] * 2
         deq = mxfp4_dequantize
     out = np.asarray(
         jax.nn.scaled_dot_general(jnp.asarray(x), jnp.asarray(w), (((1,), (1,)), ((), ())), configs=cfg + [cfg[0]])
@@ -169,3 +172,14 @@ def test_api_ties_round_to_even():
     out = np.asarray(nvfp4_dequantize(q))[0]
     rne = [0.0, 1.0, 1.0, 2.0, 2.0, 4.0, 4.0]
     np.testing.assert_array_equal(out, [6.0, *rne, *[-r for r in rne], 0.0])
+
+
+def test_global_scale_is_the_ieee_quotient_eager_and_jitted():
+    """The default global scale amax / 2688 is the correctly rounded quotient in eager mode and under jit alike
+    (fp4.div_rn): XLA rewrote the jitted division into a multiply by fl(1/2688), one ulp off for some inputs,
+    and XLA:GPU's division is not correctly rounded at all (one ulp off on an H200)."""
+    for seed in range(20):
+        x = _adversarial("near_max", (4, 64), seed=seed)
+        want = np.float32(np.max(np.abs(x))) / np.float32(2688)
+        assert np.float32(nvfp4_quantize(x).global_scale) == want
+        assert np.float32(jax.jit(nvfp4_quantize)(x).global_scale) == want, seed

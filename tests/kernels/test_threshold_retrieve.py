@@ -157,3 +157,32 @@ def test_retrieval_block_lists_cover_retrieved_keys():
 def test_bad_arguments_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         threshold_retrieve(jnp.ones((1, 8, 1, 16)), jnp.ones((1, 32, 1, 16)), 0.0, **kwargs)
+
+
+def _dot_precisions(jaxpr):
+    """The precision of every dot_general in a (closed) jaxpr, sub-jaxprs (pallas_call's kernel, jit) included."""
+    out = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "dot_general":
+            out.append(eqn.params["precision"])
+        for v in eqn.params.values():
+            for sub in v if isinstance(v, (tuple, list)) else (v,):
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    out += _dot_precisions(inner)
+    return out
+
+
+def test_every_product_is_float32_whatever_the_default_precision():
+    """The rounding margins hold for float32 products; a GPU's default float32 dot is TF32 (an H200 run lost
+    keys with q.k >= tau under it). Every dot_general of the op, the kernel's included, asks for HIGHEST,
+    also under jax.default_matmul_precision("bfloat16")."""
+    q = jnp.ones((1, 16, 1, 16), jnp.float32)
+    k = jnp.ones((1, 64, 1, 16), jnp.float32)
+    highest = (jax.lax.Precision.HIGHEST, jax.lax.Precision.HIGHEST)
+    for impl, n in (("xla", 4), ("interpret", 4)):  # ball bound: q.c, |q|.|c|; then scores and |q|.|k|
+        with jax.default_matmul_precision("bfloat16"):
+            closed = jax.make_jaxpr(lambda q, k, impl=impl: threshold_retrieve(q, k, 1.0, implementation=impl))(q, k)
+        precisions = _dot_precisions(closed.jaxpr)
+        assert len(precisions) >= n, (impl, precisions)
+        assert all(p == highest for p in precisions), (impl, precisions)
