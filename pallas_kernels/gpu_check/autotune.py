@@ -118,6 +118,7 @@ class Recorder:
             return {}
         best = None
         errors = []
+        config_times = {}  # every config's time: a default is changed on a margin, not on a winner alone
         for i, cfg in enumerate(configs):
             if i and self.s.left() < 0:
                 errors.append("autotune stopped: budget spent")
@@ -125,6 +126,7 @@ class Recorder:
             try:
                 fn, args = make(cfg)
                 t = time_fn(fn, *args, reps=self.s.reps, trials=self.s.trials)
+                config_times[str(cfg)] = t
                 if best is None or t < best[0]:
                     best = (t, cfg, fn, args)
             except Exception as e:  # noqa: BLE001 - a failing config is a result, not a crash
@@ -151,6 +153,7 @@ class Recorder:
             bytes_moved=bytes_moved,
             max_abs_err_vs_xla=chk,
             n_configs=len(configs),
+            config_times=config_times if len(configs) > 1 else None,
             note="; ".join(errors) or None,
             **extra,
         )
