@@ -121,14 +121,28 @@ def _gpu_peers(rec: Recorder, qkv, shape, flops, check, L):
         "attention", "flash_attention", "cudnn", shape, fixed(cudnn, *qkv), [None], flops=flops, check=check, L=L
     )
     try:
+        import jax.numpy as jnp
         from jax.experimental.pallas.ops.gpu import attention_mgpu as fa3
+
+        # float16 inputs: jax 0.11.2's attention_mgpu allocates its shared-memory tiles as float16 and rejects
+        # bf16 ("Expected dtypes to match ... bfloat16 ... float16", H200 run 2026-12-04); same FLOPs
+        qkv16 = tuple(x.astype(jnp.float16) for x in qkv)
 
         def make_fa3(cfg):
             tc = fa3.TuningConfig(block_q=64, block_kv=cfg, max_concurrent_steps=2)
-            return jax.jit(functools.partial(fa3.attention, config=tc)), qkv
+            return jax.jit(functools.partial(fa3.attention, config=tc)), qkv16
 
         rec.measure(
-            "attention", "flash_attention", "jax_fa3_mgpu", shape, make_fa3, [128, 64], flops=flops, check=check, L=L
+            "attention",
+            "flash_attention",
+            "jax_fa3_mgpu",
+            shape,
+            make_fa3,
+            [128, 64],
+            flops=flops,
+            check=check,
+            L=L,
+            note_inputs="float16",
         )
     except Exception as e:  # noqa: BLE001
         rec.add("attention", "flash_attention", "jax_fa3_mgpu", shape, error=_err(e), L=L)
