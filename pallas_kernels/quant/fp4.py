@@ -329,14 +329,14 @@ def div_rn(a, b):
     exact ties (tests/kernels ``*_matches_*model[ties]``). Here the quotient of the 24-bit significands is a
     long division in uint32 (exact everywhere: 26 quotient bits, then round-to-nearest-even with the
     remainder as sticky bit). A quotient outside the normal range (never for the quantizers' scales, which
-    are floored at 2^-126) falls back to the float division; ``a == 0`` gives 0."""
+    are floored at 2^-126) and an inf or nan operand fall back to the float division; ``a == 0`` gives 0."""
     a = jnp.asarray(a, jnp.float32)
     b = jnp.asarray(b, jnp.float32)
     nonzero = _bits(a) != _u32(0)  # from the bits: a backend that treats subnormals as zero says a > 0 is False
     ma, ea = _normalized(jnp.where(nonzero, a, np.float32(1.0)))
     mb, eb = _normalized(b)
     ge = ma >= mb
-    q = (ma >= mb).astype(jnp.uint32)
+    q = ge.astype(jnp.uint32)
     r = jnp.where(ge, ma - mb, ma)
     for bits in (8, 8, 8, 2):  # r < mb < 2^24, so r << 8 fits in uint32
         t = r << _u32(bits)
@@ -353,8 +353,9 @@ def div_rn(a, b):
     sig = jnp.where(carry > 0, _u32(0x800000), sig)
     biased = biased + carry.astype(jnp.int32)
     exact = _from_bits((jnp.clip(biased, 1, 254).astype(jnp.uint32) << _u32(23)) | (sig & _u32(0x7FFFFF)))
-    out = jnp.where((biased >= 1) & (biased <= 254), exact, a / b)
-    return jnp.where(nonzero, out, np.float32(0.0))
+    finite = ((_bits(a) >> _u32(23)) & _u32(0xFF) < _u32(255)) & ((_bits(b) >> _u32(23)) & _u32(0xFF) < _u32(255))
+    out = jnp.where(finite & (biased >= 1) & (biased <= 254), exact, a / b)  # inf, nan: the float division's
+    return jnp.where(nonzero | ~finite, out, np.float32(0.0))
 
 
 def pow2_reciprocal(s):

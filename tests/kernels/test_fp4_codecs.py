@@ -163,6 +163,10 @@ def test_div_rn_is_the_ieee_quotient():
     assert bad.size == 0, [(a[i], b[i], got[i], want[i]) for i in bad[:5]]
     # outside the normal range it falls back to the backend's float division (which may flush subnormals)
     np.testing.assert_array_equal(got[~normal], np.asarray(jax.jit(jnp.divide)(a, b))[~normal])
+    # and so do inf and nan operands
+    a2 = np.array([np.inf, np.nan, 1.0, 1.0, 0.0, np.inf], np.float32)
+    b2 = np.array([2688.0, 2688.0, np.inf, np.nan, np.inf, np.inf], np.float32)
+    np.testing.assert_array_equal(np.asarray(jax.jit(_fp4.div_rn)(a2, b2)), a2 / b2)
 
 
 def test_div_rn_does_not_divide_in_float():
