@@ -231,7 +231,7 @@ def _plot_eos(results, cfg):
         ax2.set(
             yscale="log",
             xlabel="step",
-            ylabel="lambda_max(H(theta_t)) (warm-started Lanczos on HVPs)",
+            ylabel="lambda_max(H(theta_t))\n(warm-started Lanczos on HVPs)",
             title="sharpness; dashed 2(1+beta)/lr (seed-mean lr); + Lanczos",
         )
         ax2.legend(fontsize=7)
