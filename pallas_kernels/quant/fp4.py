@@ -320,6 +320,7 @@ def _normalized(x):
     return m << shift.astype(jnp.uint32), e - shift
 
 
+@jax.custom_jvp
 def div_rn(a, b):
     """``fl32(a / b)`` correctly rounded (ties to even) for float32 ``a >= 0``, ``b > 0``, from integer ops.
 
@@ -356,6 +357,15 @@ def div_rn(a, b):
     finite = ((_bits(a) >> _u32(23)) & _u32(0xFF) < _u32(255)) & ((_bits(b) >> _u32(23)) & _u32(0xFF) < _u32(255))
     out = jnp.where(finite & (biased >= 1) & (biased <= 254), exact, a / b)  # inf, nan: the float division's
     return jnp.where(nonzero | ~finite, out, np.float32(0.0))
+
+
+@div_rn.defjvp
+def _div_rn_jvp(primals, tangents):
+    """The quotient rule (the integer ops carry no derivative): d(a/b) = da / b - (a/b) db / b."""
+    a, b = (jnp.asarray(v, jnp.float32) for v in primals)
+    da, db = (jnp.asarray(v, jnp.float32) for v in tangents)
+    q = div_rn(a, b)
+    return q, (da - q * db) / b
 
 
 def pow2_reciprocal(s):

@@ -176,3 +176,12 @@ def test_div_rn_does_not_divide_in_float():
     float_divs = [ln for ln in lines if "f32[] = div" in ln]
     assert len(float_divs) == 1, float_divs  # the fallback a / b
     assert any("u32[] = div" in ln for ln in lines)  # the long division
+
+
+def test_div_rn_is_differentiable_like_a_division():
+    """The integer long division carries no derivative of its own: a custom JVP gives the quotient rule, so a
+    global scale amax / denom keeps d/d amax = 1 / denom (fake_quant's second-order grad goes through it)."""
+    a, b = np.float32(3.0), np.float32(2688.0)
+    da, db = jax.grad(_fp4.div_rn, argnums=(0, 1))(a, b)
+    np.testing.assert_allclose([da, db], [1 / b, -a / b**2], rtol=1e-6)
+    np.testing.assert_allclose(jax.grad(lambda g: _fp4.div_rn(np.float32(1.0), g))(np.float32(0.25)), -16.0, rtol=1e-6)
