@@ -25,21 +25,21 @@ Parts (all seeds come from ``key``; two compiled training programs serve them al
   map       (lr, beta) loss map (x sqrt(2) lr grid) and AdamW (lr, beta1) grid on the first ``map_seeds`` seeds.
   split     valley/river split of full-batch HB and GD trajectories along each seed's top-``top_k`` eigenvectors.
 
-Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals; 599 CPU-s user+sys): divergence
-edges 9.3 [7.3, 11.8] (GD), 6.9 [5.5, 8.6] (beta=0.5), 3.4 [2.8, 4.2] (beta=0.9) x 2/lambda_max(init), bisection
+Full preset, measured (``figures/river_valley_lm/``; 5 seeds, 95% intervals; 195 s on 2 cores): divergence
+edges 9.7 [7.8, 12.2] (GD), 7.2 [5.3, 9.8] (beta=0.5), 3.4 [2.5, 4.8] (beta=0.9) x 2/lambda_max(init), bisection
 resolution x1.24: momentum does NOT widen the raw stable lr range on this model (it narrows it; the quadratic 1+beta
-fails), GD trains ~9x past its quadratic threshold. In effective lr the edges are 9.3, 13.7, 34.4: heavy ball's
+fails), GD trains ~10x past its quadratic threshold. In effective lr the edges are 9.7, 14.4, 34.4: heavy ball's
 advantage is river speed at equal raw lr. Edge of stability (full batch, lr = 2 x 2/lambda_max(init), lambda_max
-every 2 steps by 10 warm-started Lanczos steps, within 0.6% of a fresh 48-step Lanczos at every checked point):
-lr * lambda_max(theta_t) over the second half is 3.65 +- 0.10 for GD (not 2) and 3.74 +- 0.65 for HB beta=0.5 at
-the same raw lr (quadratic edge 3); HB at the same effective lr sharpens to 3.73 +- 0.27. lr * lambda oscillates
+every 2 steps by 10 warm-started Lanczos steps, within 0.04% of a fresh 48-step Lanczos at every checked point):
+lr * lambda_max(theta_t) over the second half is 3.64 +- 0.19 for GD (not 2) and 3.55 +- 0.47 for HB beta=0.5 at
+the same raw lr (quadratic edge 3); HB at the same effective lr sharpens to 3.81 +- 0.23. lr * lambda oscillates
 step to step (2-10) around these medians. (The earlier 4-step power iteration read up to 30% low, medians 3.3: it
 converged to the largest |lambda|, at some steps a negative eigenvalue.) Spectrum: the largest ratio of
 consecutive eigenvalues among the top 20 is 1.25 +- 0.11 (lambda_1 / lambda_20 = 3.9-8.4): no gap, so the valley
 dimension is not identified by the spectrum; the top-4 split is a choice. Over 5 seeds the top-4 directions hold 28%
 of the initial gradient (1400x their random share) but 0.9% of heavy ball's displacement; the river part alone
-keeps 89% +- 15% of the loss decrease. Loss map and AdamW grid on 5 seeds (x sqrt(2) lr grid): best beta=0.9 vs
-GD 0.028 +- 0.095 nats, AdamW beta1=0.9 vs 0 -0.017 +- 0.038: both undecided. Linear river (5 seeds, beta=0.9, 20
+keeps 90% +- 16% of the loss decrease. Loss map and AdamW grid on 5 seeds (x sqrt(2) lr grid): best beta=0.9 vs
+GD 0.044 +- 0.084 nats, AdamW beta1=0.9 vs 0 -0.017 +- 0.038: both undecided. Linear river (5 seeds, beta=0.9, 20
 steps): HB/GD displacement 6.0466 +- 0.0004 vs the formula's 6.0471.
 
 Figures:
@@ -84,7 +84,7 @@ class Config:
     adam_lrs: tuple[float, float] = (3e-3, 1e-1)
     n_adam: int = 12  # x 1.375 grid
     adam_beta1s: tuple[float, ...] = (0.0, 0.9)
-    map_seeds: int = 5  # loss map + AdamW grid seeds (first map_seeds of n_seeds); full preset: 599 CPU-s in all
+    map_seeds: int = 5  # loss map + AdamW grid seeds (first map_seeds of n_seeds); full preset: 195 s on 2 cores in all (2026-12-04)
     eval_windows: int = 64
     hvp_batch: int = 16  # windows in the Hessian / full-batch set
     lanczos_iters: int = 48
