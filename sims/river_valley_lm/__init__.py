@@ -84,7 +84,7 @@ class Config:
     adam_lrs: tuple[float, float] = (3e-3, 1e-1)
     n_adam: int = 12  # x 1.375 grid
     adam_beta1s: tuple[float, ...] = (0.0, 0.9)
-    map_seeds: int = 5  # loss map + AdamW grid seeds (first map_seeds of n_seeds); full preset: 195 s on 2 cores in all (2026-12-04)
+    map_seeds: int = 5  # loss map + AdamW grid seeds (the first map_seeds of n_seeds)
     eval_windows: int = 64
     hvp_batch: int = 16  # windows in the Hessian / full-batch set
     lanczos_iters: int = 48
