@@ -98,7 +98,7 @@ def main(argv=None) -> dict:
         )
 
     s.out.mkdir(parents=True, exist_ok=True)
-    save = lambda r: (s.out / "kernels_gpu.json").write_text(json.dumps(r, indent=1, default=str))
+    save = lambda r: _write_json(s.out, r)  # noqa: E731
     # every record is saved as it is measured: a step killed by its time limit keeps all it measured
     rec.on_add = lambda: save(make_result(None, time.perf_counter() - t_start, partial=True))
     for name, fn in (
@@ -132,6 +132,10 @@ def main(argv=None) -> dict:
     print(table(result))
     print(f"[gpu_check] wrote {s.out}/kernels_gpu.{{json,png}} in {result['wall_s']:.1f}s", file=sys.stderr)
     return result
+
+
+def _write_json(out: Path, result: dict) -> None:
+    (out / "kernels_gpu.json").write_text(json.dumps(result, indent=1, default=str))
 
 
 def parse_pytest_log(path: Path) -> dict:
@@ -176,7 +180,7 @@ def merge(paths: list[Path], tests_log: Path | None, out: Path) -> dict:
         parse_pytest_log(tests_log) if tests_log else next((p["tests"] for p in parts if p["tests"]), None)
     )
     out.mkdir(parents=True, exist_ok=True)
-    (out / "kernels_gpu.json").write_text(json.dumps(result, indent=1, default=str))
+    _write_json(out, result)
     plot(result, out / "kernels_gpu.png")
     print(table(result))
     return result
