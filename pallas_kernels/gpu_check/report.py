@@ -66,9 +66,17 @@ def goals(records, peaks, dry_run: bool) -> list[dict]:
     return out
 
 
+SECTIONS = ("attention", "block_sparse", "quant", "fwht", "inquant", "matmul")
+
+
+def _measured(records, section: str) -> bool:
+    """Whether ``section`` has a timed record (it may not: not run, cut by a time limit, or failed)."""
+    return any(r.get("time_s") for r in _find(records, section=section))
+
+
 def _empty_note(ax, result: dict, section: str) -> None:
-    """Say so on a panel whose section has no timed record (not run, cut by a time limit, or failed)."""
-    if not any(r.get("time_s") for r in _find(result["records"], section=section)):
+    """Say so on a panel whose section was not measured."""
+    if not _measured(result["records"], section):
         ax.text(0.5, 0.5, f"{section}: not measured in this run", ha="center", va="center", transform=ax.transAxes)
 
 
@@ -99,7 +107,6 @@ def plot(result: dict, path: Path):
         pts = [(r["L"], r[key]) for r in _find(recs, section="attention", impl=impl) if r.get(key)]
         if pts:
             ax.plot(*zip(*pts, strict=True), "o-", label=impl)
-    c = result.get("measured_ceilings") or {}
     if peaks and c.get("bf16_matmul_flops"):
         ax.axhline(c["bf16_matmul_flops"] / peaks["bf16_flops"], color="k", ls=":", label="measured bf16 matmul")
     _empty_note(ax, result, "attention")
@@ -193,11 +200,7 @@ def plot(result: dict, path: Path):
         mark = {True: "MET ", False: "MISS", None: " -- "}[g["met"]]
         m = "n/a" if g["measured"] is None else f"{g['measured']:.3g}"
         lines.append(f"[{mark}] {g['goal'][:60]}: {m} (target {g['target']:.3g})")
-    missing = [
-        sec
-        for sec in ("attention", "block_sparse", "quant", "fwht", "inquant", "matmul")
-        if not any(r.get("time_s") for r in _find(recs, section=sec))
-    ]
+    missing = [sec for sec in SECTIONS if not _measured(recs, sec)]
     if missing:
         lines.append(f"not measured in this run: {', '.join(missing)}")
     t = result.get("tests") or {}
