@@ -8,7 +8,8 @@
 # Then, here: python -m pallas_kernels.gpu_check --merge OUT/main/kernels_gpu.json OUT/mosaic/kernels_gpu.json \
 #             --tests-log OUT/tests.log   (writes figures/kernels_gpu/{kernels_gpu.json,png} and prints the table)
 # Run from the repository root on the GPU machine: OUT=/some/dir bash .ci/gpu_check.sh  (~7 min at most);
-# on CPU, DRY=--dry-run runs the same steps in interpret mode at tiny sizes.
+# on CPU, DRY=--dry-run runs the same steps in interpret mode at tiny sizes. A follow-up run can narrow step 1
+# (MAIN_ARGS="--sections inquant,matmul,fwht --matmul-m 1,16 --fwht-d 4096") and skip step 2 (T_MOSAIC=0).
 set -u
 OUT=${OUT:-/tmp/gpu_check_out}
 PY=${PYTHON:-python3}
@@ -27,13 +28,13 @@ step() {  # name, time limit (s), command...
   echo "[gpu_check.sh] $name: rc=$? in $((SECONDS - t0))s (limit ${limit}s)" | tee -a "$OUT/device.txt"
 }
 step main "${T_MAIN:-200}" $PY -m pallas_kernels.gpu_check ${DRY:-} --skip-tests --no-plot \
-  --skip-impls mosaic_gpu,jax_fa3_mgpu --budget-s "${B_MAIN:-140}" --out "$OUT/main"
-step mosaic "${T_MOSAIC:-80}" $PY -m pallas_kernels.gpu_check ${DRY:-} --skip-tests --no-plot \
+  --skip-impls mosaic_gpu,jax_fa3_mgpu --budget-s "${B_MAIN:-140}" --out "$OUT/main" ${MAIN_ARGS:-}
+[ "${T_MOSAIC:-80}" = 0 ] || step mosaic "${T_MOSAIC:-80}" $PY -m pallas_kernels.gpu_check ${DRY:-} --skip-tests --no-plot \
   --sections attention,block_sparse --skip-impls pallas_triton,xla,cudnn --budget-s "${B_MOSAIC:-50}" --out "$OUT/mosaic"
 PALLAS_KERNELS_FORCE_IMPLEMENTATION=pallas XLA_PYTHON_CLIENT_MEM_FRACTION=.1 step tests "${T_TESTS:-130}" \
   $PY -m pytest -p pallas_kernels.gpu_check -p no:cacheprovider -v -n "${WORKERS:-8}" tests/kernels \
   --ignore=tests/kernels/test_gpu_check.py
 cat "$OUT/device.txt"
 grep -v "^\[gpu_check\]" "$OUT/main.log" | tail -n 45
-grep -v "^\[gpu_check\]" "$OUT/mosaic.log" | tail -n 16
+[ -f "$OUT/mosaic.log" ] && grep -v "^\[gpu_check\]" "$OUT/mosaic.log" | tail -n 16
 tail -n 4 "$OUT/tests.log"

@@ -2,8 +2,9 @@
 
 ``implementation``:
   * ``None``: the best implementation that accepts these inputs on this platform: the Pallas kernel on GPU/TPU
-    when the op's shape constraints hold (``pallas_ok``), otherwise the XLA path. ``None`` never raises for a
-    valid input just because the kernel cannot take it.
+    when the op's shape constraints hold (``pallas_ok``) and no hardware measurement found the XLA path faster
+    for such inputs (``prefer_xla``, see :data:`MEASURED_XLA_FASTER`), otherwise the XLA path. ``None`` never
+    raises for a valid input just because the kernel cannot take it.
   * ``"xla"``: the pure-jnp path (the reference, or a faster XLA formulation with the same numerics).
   * ``"pallas"``: the kernel for ``backend`` (default: the current platform); raises if it cannot run there
     or cannot take these shapes.
@@ -38,18 +39,52 @@ def platform(backend: str | None = None) -> str:
     return {"cuda": "gpu", "rocm": "gpu"}.get(b, b)
 
 
+# Where a hardware run measured the XLA path faster than the Pallas kernel (or the kernel did not finish
+# compiling), ``implementation=None`` picks XLA there; ``"pallas"`` still runs the kernel. Each entry: op ->
+# (platform, the condition in words, the measurement). Kept in one table so the README and the tests read it.
+MEASURED_XLA_FASTER = {
+    "fwht": (
+        "gpu",
+        "d > 4096",
+        "H200, jax 0.11.2, 2026-12-04: the Kronecker kernel's Triton compile at d = 16384 did not finish within a "
+        "200 s step (twice); XLA's FWHT took 1.0 ms on 2048 x 16384 float32",
+    ),
+    "fp4_matmul": (
+        "gpu",
+        "M = 1",
+        "H200, 2026-12-04, N = K = 16384 NVFP4: XLA 288 us vs the kernel's best 368 us at M = 1; at M = 16 the "
+        "kernel was faster (356 us vs 967 us). Both are 2.2x+ a bf16 dense matmul's 160 us",
+    ),
+    "razer_activation_quantize": (
+        "gpu",
+        "always",
+        "H200, 2026-12-04: 259 us vs XLA's 220 us on 8192^2 bf16 (the kernel evaluates every candidate scale's "
+        "error per element)",
+    ),
+}
+
+
+def xla_measured_faster(op: str) -> Callable[[str], bool]:
+    """``prefer_xla`` for an op whose :data:`MEASURED_XLA_FASTER` entry holds for every input ("always")."""
+    plat, when, _ = MEASURED_XLA_FASTER.get(op, (None, None, None))
+    return lambda p: p == plat and when == "always"
+
+
 def resolve(
     implementation: Implementation,
     *,
     backend: str | None = None,
     pallas_ok: bool | Callable[[str], str | None] = True,
+    prefer_xla: Callable[[str], bool] | None = None,
 ) -> tuple[str, str]:
     """-> (implementation in {"xla", "pallas", "interpret"}, kernel platform in {"cpu", "gpu", "tpu"}).
 
     ``pallas_ok``: True, or a function ``platform -> None`` (the kernel accepts the inputs) or an error string
     (why it does not). With ``implementation=None`` a refusal falls back to "xla"; with ``"pallas"`` or
     ``"interpret"`` it raises ``ValueError(reason)``. The platform returned for "interpret" is "gpu" (the
-    interpreter runs the GPU form of the kernel).
+    interpreter runs the GPU form of the kernel). ``prefer_xla``: a function ``platform -> bool``, True where
+    a measurement found the XLA path faster for these inputs (:data:`MEASURED_XLA_FASTER`); it only changes
+    what ``None`` picks.
     """
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
@@ -59,7 +94,7 @@ def resolve(
         return None if pallas_ok is True else pallas_ok(p)
 
     if implementation is None:
-        if plat in ("gpu", "tpu") and refusal(plat) is None:
+        if plat in ("gpu", "tpu") and refusal(plat) is None and not (prefer_xla is not None and prefer_xla(plat)):
             return "pallas", plat
         return "xla", plat
     if implementation == "xla":

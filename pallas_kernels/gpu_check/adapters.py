@@ -97,7 +97,7 @@ def _inquant_pack(x, *, key):
     return inquant_pack(x, key=key, implementation="xla")
 
 
-def _inquant_unpack(packed, *, dtype, implementation, block_rows=32):
+def _inquant_unpack(packed, *, dtype, implementation, block_rows=64):
     from pallas_kernels.quant import inquant_unpack
 
     return inquant_unpack(packed, dtype=dtype, implementation=implementation, block_rows=block_rows)

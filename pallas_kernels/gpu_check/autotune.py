@@ -20,6 +20,8 @@ class Settings:
     reps: int = 10
     trials: int = 3
     skip_impls: frozenset[str] = frozenset()  # implementations not measured (e.g. a kernel that may hang)
+    fwht_ds: tuple[int, ...] | None = None  # None: the section's default sizes
+    matmul_ms: tuple[int, ...] | None = None
     t0: float = dataclasses.field(default_factory=time.perf_counter)
 
     @property

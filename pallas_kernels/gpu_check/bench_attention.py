@@ -59,7 +59,7 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
             rec.add("attention", "flash_attention", "xla", shape, note=f"skipped: ~{xla_bytes / 1e9:.0f} GB", L=L)
         check = against(want)
 
-        grid = [(64, 64), (128, 64)] if s.dry_run else [(64, 64), (128, 64), (64, 128), (128, 128)]
+        grid = [(64, 64), (128, 64)] if s.dry_run else [(128, 64), (64, 64), (64, 128), (128, 128)]  # winner first
 
         def make_pallas(cfg, *, args=qkv):
             f = functools.partial(
@@ -82,7 +82,9 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
 
         tm = None
         if on_gpu or n == 0:  # Mosaic GPU interpret mode is slow: one shape in a dry run
-            mgrid = [(64, 128, 2)] if s.dry_run else [(64, 128, 2), (64, 64, 2), (64, 128, 3), (64, 256, 2)]
+            # the H200's winner first (2026-12-04): a budget cut after the first config left the 16K dense
+            # baseline 23% slow on a re-run, which inflated the block-sparse ratios measured against it
+            mgrid = [(64, 128, 2)] if s.dry_run else [(64, 64, 2), (64, 128, 2), (64, 128, 3), (64, 256, 2)]
 
             def make_mosaic(cfg, *, args=qkv):
                 f = functools.partial(

@@ -35,6 +35,8 @@ def main(argv=None) -> dict:
     ap.add_argument("--test-timeout-s", type=float, default=None, help="pytest step timeout (default 180 s GPU)")
     ap.add_argument("--sections", default="attention,block_sparse,quant,fwht,inquant,matmul")
     ap.add_argument("--skip-impls", default="", help="implementations not measured, e.g. mosaic_gpu,jax_fa3_mgpu")
+    ap.add_argument("--fwht-d", default=None, help="FWHT lengths, e.g. 4096 (default 256,1024,4096,16384)")
+    ap.add_argument("--matmul-m", default=None, help="fp4_matmul rows M, e.g. 1,16 (default 1,16,4096)")
     ap.add_argument("--no-plot", action="store_true", help="write the json only (plot later with --merge)")
     ap.add_argument(
         "--merge",
@@ -66,6 +68,8 @@ def main(argv=None) -> dict:
         reps=1 if a.dry_run else 10,
         trials=1 if a.dry_run else 3,
         skip_impls=frozenset(filter(None, a.skip_impls.split(","))),
+        fwht_ds=_ints(a.fwht_d),
+        matmul_ms=_ints(a.matmul_m),
     )
     table_name, peaks = peaks_for(dev.device_kind)
     try:
@@ -134,6 +138,10 @@ def main(argv=None) -> dict:
     return result
 
 
+def _ints(text: str | None) -> tuple[int, ...] | None:
+    return None if text is None else tuple(int(v) for v in text.split(","))
+
+
 def _write_json(out: Path, result: dict) -> None:
     (out / "kernels_gpu.json").write_text(json.dumps(result, indent=1, default=str))
 
@@ -166,12 +174,18 @@ def parse_pytest_log(path: Path) -> dict:
 
 def merge(paths: list[Path], tests_log: Path | None, out: Path) -> dict:
     """One result from several runs of the check (split so that a hang in one kernel family cannot cost the
-    others): records and tuned configs concatenated, device, versions and ceilings from the first, goals
-    recomputed; then the json, the png and the table as a single run writes them."""
+    others, or re-run in part): records and tuned configs joined, a later part's record replacing an earlier
+    one of the same section, op, implementation and shape (each record keeps its ``part`` index); device,
+    versions and ceilings from the first, goals recomputed; then the json, the png and the table as a single
+    run writes them."""
     parts = [json.loads(Path(p).read_text()) for p in paths]
     first = parts[0]
     result = {k: v for k, v in first.items() if k not in ("records", "tuned", "goals", "tests")}
-    result["records"] = [r for p in parts for r in p["records"]]
+    latest = {}  # a later part's record replaces an earlier one of the same (section, op, impl, shape)
+    for i, p in enumerate(parts):
+        for r in p["records"]:
+            latest[(r.get("section"), r.get("op"), r.get("impl"), r.get("shape"))] = dict(r, part=i)
+    result["records"] = list(latest.values())
     result["tuned"] = {k: v for p in parts for k, v in p["tuned"].items()}
     result["runs"] = [dict(command=p["command"], wall_s=p["wall_s"], partial=p["partial"]) for p in parts]
     result["partial"] = any(p["partial"] for p in parts)

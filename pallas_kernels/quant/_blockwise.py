@@ -45,9 +45,10 @@ class QuantBlockSizes:
 BlockSizes = QuantBlockSizes  # backward-compatible name (one release)
 
 
-def resolve_implementation(implementation: Implementation) -> str:
-    """The shared resolver (:func:`pallas_kernels._dispatch.resolve`); the block kernels pad any shape."""
-    return dp.resolve(implementation)[0]
+def resolve_implementation(implementation: Implementation, op: str | None = None) -> str:
+    """The shared resolver (:func:`pallas_kernels._dispatch.resolve`); the block kernels pad any shape.
+    ``op`` (e.g. "razer_activation_quantize"): its hardware measurements may make ``None`` pick XLA."""
+    return dp.resolve(implementation, prefer_xla=dp.xla_measured_faster(op) if op else None)[0]
 
 
 def compiler_params(platform: str | None = None):
@@ -211,7 +212,7 @@ def _check_block_sizes(block_sizes):
 def quantize(x, g, *, fmt: str, implementation, block_sizes: QuantBlockSizes | None = None):
     """Dispatch: "xla" -> reference, "pallas" -> kernel, "interpret" -> kernel in interpret mode."""
     _check_block_sizes(block_sizes)
-    impl = resolve_implementation(implementation)
+    impl = resolve_implementation(implementation, f"{fmt}_quantize")
     if impl == "xla":
         return _ref_jit(x, g, fmt)
     return quantize_pallas(x, g, fmt=fmt, block_sizes=block_sizes or QuantBlockSizes(), interpret=impl == "interpret")
@@ -234,7 +235,7 @@ def _ref_dequantize_jit(q, dtype):
 
 def dequantize(q: QuantizedArray, *, dtype, implementation, block_sizes: QuantBlockSizes | None = None):
     _check_block_sizes(block_sizes)
-    impl = resolve_implementation(implementation)
+    impl = resolve_implementation(implementation, f"{q.format}_dequantize")
     if impl == "xla":
         return _ref_dequantize_jit(q, dtype)
     return dequantize_pallas(

@@ -27,7 +27,10 @@ per token, plus 6 bytes per outlier in the descriptor) is reported separately by
 
 Kernels: ``implementation="pallas"|"interpret"`` runs the unpack (dequantize) step as a Pallas kernel; the
 outlier/donor recombination is a one-hot matmul (a gather GPUs can lower: ``hi = nibbles @ P``, ``P[donor,
-outlier] = 1``). Packing (a per-tensor saliency sort) always runs as XLA.
+outlier] = 1``), in bfloat16 (exact: nibbles and 0/1 entries, one product per output). Packing (a per-tensor
+saliency sort) always runs as XLA. On an H200 (2026-12-04, T = 2^20, C = 128, bf16 out) the kernel took
+343 us (64 rows per program, the default; 128 rows: 414 us) vs XLA's 1057 us; with float32 operands at
+HIGHEST precision it had taken 60.8 ms.
 """
 
 from __future__ import annotations
@@ -225,7 +228,9 @@ def _routing(q: InQuantPacked):
     even = jnp.zeros((c // 2, c), jnp.float32).at[half, 2 * half].set(1.0)
     odd = jnp.zeros((c // 2, c), jnp.float32).at[half, 2 * half + 1].set(1.0)
     route = jnp.zeros((c, c), jnp.float32).at[q.donors, q.outliers].set(1.0)
-    return is_out, is_don, fill, even, odd, even @ route, odd @ route
+    # 0/1 matrices with at most one 1 per column: exact in bfloat16, as is every product with them (below)
+    onehot = [m.astype(jnp.bfloat16) for m in (even, odd, even @ route, odd @ route)]
+    return is_out, is_don, fill, *onehot
 
 
 @functools.partial(jax.jit, static_argnames=("dtype",))
@@ -247,9 +252,12 @@ def inquant_unpack_reference(q: InQuantPacked, dtype=jnp.float32):
 
 def _unpack_kernel(p_ref, s4_ref, s8_ref, out_ref, don_ref, fill_ref, e_ref, o_ref_, re_ref, ro_ref, y_ref):
     p = p_ref[...].astype(jnp.int32)  # (rows, C/2) packed bytes
-    lo = (p & 0xF).astype(jnp.float32)
-    hi = ((p >> 4) & 0xF).astype(jnp.float32)
-    dot = functools.partial(jnp.dot, precision=jax.lax.Precision.HIGHEST, preferred_element_type=jnp.float32)
+    # nibbles 0..15 and one-hot columns are exact in bfloat16 and each output is a single product, so the
+    # bf16 dots (tensor cores / MXU) with float32 results are exact; float32 operands at HIGHEST ran as
+    # IEEE FMAs on an H200 (2026-12-04: 57x slower than the XLA path)
+    lo = (p & 0xF).astype(jnp.bfloat16)
+    hi = ((p >> 4) & 0xF).astype(jnp.bfloat16)
+    dot = functools.partial(jnp.dot, preferred_element_type=jnp.float32)
     v = dot(lo, e_ref[...]) + dot(hi, o_ref_[...])  # (rows, C) nibble of every channel (exact integers)
     h = dot(lo, re_ref[...]) + dot(hi, ro_ref[...])  # each outlier's high nibble, from its donor's slot
     byte = v + 16.0 * h
@@ -298,7 +306,7 @@ def inquant_unpack(
     *,
     dtype=jnp.float32,
     implementation: Implementation = None,
-    block_rows: int = 32,
+    block_rows: int = 64,
     backend: str | None = None,
 ) -> Float[Array, "*batch T C"]:
     """Dequantize an ``InQuantPacked`` to ``(..., T, C)``: ordinary channels from int4, outliers from the

@@ -406,7 +406,7 @@ def rht_quantize(
     dither per vector). scaling: "turbo" | "mse" | "unbiased" (module docstring). ``block_sizes`` (alias
     ``blocks``): the :class:`HadamardBlockSizes` of the kernel.
     """
-    block_sizes = _block_sizes_kw(block_sizes, blocks)
+    block_sizes = _block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
     if not hasattr(x, "dtype"):
         x = jnp.asarray(x)
     _check(x, bits, scaling)
@@ -449,7 +449,7 @@ def rht_dequantize(
     from pallas_kernels.quant.nvfp4 import _out_dtype
 
     dtype = _out_dtype(dtype)
-    block_sizes = _block_sizes_kw(block_sizes, blocks)
+    block_sizes = _block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
     shape = q.codes.shape
     d = shape[-1]
     impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend)

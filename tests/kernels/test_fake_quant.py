@@ -176,8 +176,8 @@ def test_second_order_grad_lowers_with_the_compiled_kernel(fmt, monkeypatch):
     from pallas_kernels import _dispatch
     from tests.kernels.lowering import kernel_calls, lower_text
 
-    monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")  # implementation=None -> the kernel
-    f = lambda r: fake_quant(r, format=fmt, surrogate="gaussian", sigma=0.3)  # noqa: E731
+    monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")  # "pallas" -> the Triton kernels
+    f = lambda r: fake_quant(r, format=fmt, surrogate="gaussian", sigma=0.3, implementation="pallas")  # noqa: E731
     g2 = jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r)))
     assert kernel_calls(lower_text(g2, jax.ShapeDtypeStruct((3, 64), jnp.float32), platform="cuda"), "cuda") >= 1
 
@@ -203,11 +203,16 @@ def test_dequantize_kernel_is_differentiable_in_the_global_scale():
 def test_second_order_grad_equal_on_xla_and_the_kernel():
     """Grad of grad through fake_quant runs on the interpreted kernel (it raised "Linearization failed" before
     the kernels were kept out of autodiff, on CPU with implementation="interpret" as on a GPU) and equals the
-    XLA path's bit for bit: the quantizers' codes carry no derivative, the global scale carries its own."""
+    XLA path's bit for bit on CPU (within 4 ulp on a GPU, see below): the quantizers' codes carry no
+    derivative, the global scale carries its own."""
     w = jnp.arange(64.0)
     out = {}
     for impl in ("xla", "interpret"):
         f = lambda r, impl=impl: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3, implementation=impl)  # noqa: E731
         out[impl] = jax.jit(jax.grad(lambda r, f=f: jnp.sum(jax.grad(lambda q: jnp.sum(f(q) * w))(r))))(X)
-    np.testing.assert_array_equal(np.asarray(out["interpret"]), np.asarray(out["xla"]))
+    if jax.default_backend() == "cpu":
+        np.testing.assert_array_equal(np.asarray(out["interpret"]), np.asarray(out["xla"]))
+    else:  # XLA:GPU contracts the surrogate's mul + add into FMAs differently in the two programs: 1 element of
+        # 192 differed by 2 ulp on an H200 (2026-12-04); the forward values themselves are bit-exact
+        np.testing.assert_array_max_ulp(np.asarray(out["interpret"]), np.asarray(out["xla"]), maxulp=4)
     assert np.any(np.asarray(out["xla"]) != 0)

@@ -155,3 +155,20 @@ def test_split_run_merges_and_keeps_what_a_killed_step_measured(tmp_path):
     assert merged["tests"]["summary"] == "1 failed, 1 passed in 1.00s"
     assert len(merged["runs"]) == 2 and (tmp_path / "merged" / "kernels_gpu.png").stat().st_size > 10_000
     assert merged["measured_ceilings"]["copy_bytes_per_s"] > 0
+
+
+def test_merge_keeps_the_latest_record_of_a_re_run(tmp_path):
+    """A follow-up run of part of the check (``MAIN_ARGS``) replaces the earlier records of the same section,
+    op, implementation and shape; the others stay; every record names the part it came from."""
+    import json
+
+    from pallas_kernels.gpu_check.cli import merge
+
+    first = gpu_check.main(["--dry-run", "--skip-tests", "--no-plot", "--sections", "fwht", "--out", str(tmp_path)])
+    redo = dict(next(r for r in first["records"] if r["impl"] == "pallas"), time_s=1e-9)
+    paths = [tmp_path / "kernels_gpu.json", tmp_path / "second.json"]
+    paths[1].write_text(json.dumps(dict(first, records=[redo])))
+    merged = merge(paths, None, tmp_path / "merged")
+    assert len(merged["records"]) == len(first["records"])
+    for r in merged["records"]:
+        assert (r["part"], r["time_s"]) == ((1, 1e-9) if r["impl"] == "pallas" else (0, r["time_s"]))

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pallas_kernels.quant.hadamard import (
+    GPU_BLOCK_SIZES,
     HadamardBlockSizes,
     fwht,
     fwht_reference,
@@ -75,6 +76,9 @@ def test_kron_split():
     assert kron_split(256) == (16, 16)
     assert kron_split(4096) == (32, 128)
     assert kron_split(32768) == (256, 128)
+    assert kron_split(4096, GPU_BLOCK_SIZES) == (64, 64)  # the GPU default's 64 x 64 tiles
+    assert kron_split(32768, GPU_BLOCK_SIZES) == (256, 128)  # b raised so that a <= 256
+    assert kron_split(1024, GPU_BLOCK_SIZES) == kron_split(1024)  # below 4096 the defaults agree
     with pytest.raises(ValueError, match="32768"):
         kron_split(65536)
 

@@ -53,3 +53,37 @@ def test_inquant_unpack_lowers(platform):
         lambda q: inquant_unpack(q, implementation="pallas", backend=BACKEND[platform]), q, platform=platform
     )
     check_custom_calls(text, platform, 1)
+
+
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+def test_default_on_gpu_is_xla_above_the_measured_range():
+    """implementation=None on a GPU runs the kernel up to d = 4096 and XLA above (the H200's Triton compile at
+    d = 16384 did not finish: _dispatch.MEASURED_XLA_FASTER); implementation="pallas" still runs the kernel."""
+    from pallas_kernels._dispatch import MEASURED_XLA_FASTER
+    from pallas_kernels.quant.hadamard import GPU_MAX_D
+
+    assert GPU_MAX_D == 4096 and MEASURED_XLA_FASTER["fwht"][:2] == ("gpu", "d > 4096")
+    for d, impl, count in ((4096, None, 1), (8192, None, 0), (8192, "pallas", 1)):
+        spec = jax.ShapeDtypeStruct((2, d), jnp.float32)
+        text = lower_text(lambda x: fwht(x, implementation=impl, backend="gpu"), spec, platform="cuda")  # noqa: B023
+        assert kernel_calls(text, "cuda") == count, (d, impl)
+    text = lower_text(lambda x: fwht(x, backend="tpu"), jax.ShapeDtypeStruct((2, 8192), jnp.float32), platform="tpu")
+    assert kernel_calls(text, "tpu") == 1  # the GPU measurement says nothing about TPUs
+
+
+def test_default_block_sizes_follow_the_kernel_platform(monkeypatch):
+    """block_sizes=None: for the GPU kernel and the interpreter (which runs the GPU form) tile 64 with 8 warps
+    from d = 4096 on (GPU_BLOCK_SIZES, measured 23x the tile-128 default at d = 4096 on an H200) and 4 warps
+    below; HadamardBlockSizes() (tile 128) for TPU."""
+    from pallas_kernels.quant import hadamard
+
+    seen = []
+    monkeypatch.setattr(hadamard, "fwht_pallas", lambda x, *, blocks, **kw: seen.append(blocks) or x)
+    x = jnp.ones((2, 4096), jnp.float32)
+    for backend in ("gpu", "tpu"):
+        hadamard.fwht(x, implementation="pallas", backend=backend)
+    hadamard.fwht(x, implementation="interpret")
+    hadamard.fwht(x[:, :1024], implementation="pallas", backend="gpu")
+    small = hadamard.HadamardBlockSizes(tile=64, num_warps=4)
+    assert seen == [hadamard.GPU_BLOCK_SIZES, hadamard.HadamardBlockSizes(), hadamard.GPU_BLOCK_SIZES, small]
+    assert hadamard.GPU_BLOCK_SIZES == hadamard.HadamardBlockSizes(tile=64, num_warps=8)

@@ -84,3 +84,36 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
     y = fp4_matmul_pallas(act, a, out_dtype=jnp.float32, interpret=True, platform="tpu")
     y = np.asarray(y, np.float64)
     np.testing.assert_allclose(y, y_ref, rtol=1e-5, atol=1e-5 * np.abs(y_ref).max())
+
+
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_default_on_gpu_follows_the_measurements(fmt, monkeypatch):
+    """implementation=None on a GPU: the quantize kernel except where the H200 measured XLA faster (RaZeR's
+    activation variant: _dispatch.MEASURED_XLA_FASTER); the dequantize kernel for every format."""
+    from pallas_kernels import _dispatch
+
+    monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")
+    x = jax.ShapeDtypeStruct((64, 512), jnp.float32)
+    want = 0 if _dispatch.MEASURED_XLA_FASTER.get(f"{fmt}_quantize", ("", ""))[1] == "always" else 1
+    assert want == (0 if fmt == "razer_activation" else 1)
+    g = jax.ShapeDtypeStruct((), jnp.float32)
+    quantize = lambda x, g: _blockwise.quantize(x, g, fmt=fmt, implementation=None).codes  # noqa: E731
+    assert kernel_calls(lower_text(quantize, x, g, platform="cuda"), "cuda") == want
+    dequantize = lambda q: _blockwise.dequantize(q, dtype=jnp.float32, implementation=None)  # noqa: E731
+    assert kernel_calls(lower_text(dequantize, _quantized_spec(fmt, (64, 512)), platform="cuda"), "cuda") == 1
+
+
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+def test_fp4_matmul_default_on_gpu_is_xla_for_one_row(monkeypatch):
+    """implementation=None on a GPU: XLA for a single row (M = 1, where the H200 measured XLA faster:
+    _dispatch.MEASURED_XLA_FASTER["fp4_matmul"]), the kernel from M = 16 on; "pallas" always the kernel."""
+    from pallas_kernels import _dispatch
+    from pallas_kernels.quant import fp4_matmul
+
+    monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")
+    w = _quantized_spec("nvfp4", (128, 256))
+    for lead, impl, count in (((1,), None, 0), ((2, 8), None, 1), ((1,), "pallas", 1)):
+        x = jax.ShapeDtypeStruct((*lead, 256), jnp.bfloat16)
+        text = lower_text(lambda x, w: fp4_matmul(x, w, implementation=impl), x, w, platform="cuda")  # noqa: B023
+        assert kernel_calls(text, "cuda") == count, (lead, impl)
