@@ -39,7 +39,10 @@ def is_concrete(value: Any) -> bool:
 
 
 def _dtype_of(value: Any) -> np.dtype:
-    return np.dtype(jnp.result_type(value)) if hasattr(value, "dtype") else np.asarray(value).dtype
+    dt = getattr(value, "dtype", None)
+    if isinstance(dt, np.dtype):  # NumPy and JAX arrays, ml_dtypes included: no jnp.result_type call (~20 us)
+        return dt
+    return np.dtype(jnp.result_type(value)) if dt is not None else np.asarray(value).dtype
 
 
 def _real(name: str, value: Any) -> None:

@@ -344,14 +344,18 @@ def _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, inverse, bucke
     tail, hi0 = _tail(a2), jnp.sum(a2)
     al = alphas if order is None else alphas[order]
     parts, start = [], 0
+    # the (B, k) overlaps are written bucket by bucket into one zero buffer (in-place dynamic_update_slices):
+    # padding each bucket to k and concatenating copied them twice (0.4 ms of 3.4 at k = 4000, 160 alphas)
+    m = s = jnp.zeros((alphas.shape[0], k), a2.dtype)
     for kk, n in buckets:
         sol = jax.vmap(lambda a, kk=kk: _solve(a, a2[:kk], delta, kernel, tol, max_iter, True, tail[: kk + 1], hi0))(
             al[start : start + n]
         )
-        pad = lambda x, kk=kk, n=n: jnp.concatenate([x, jnp.zeros((n, k - kk), x.dtype)], axis=1)  # noqa: E731
-        parts.append(sol._replace(m=pad(sol.m), s=pad(sol.s)))
+        m, s = (lax.dynamic_update_slice(buf, v_, (start, 0)) for buf, v_ in ((m, sol.m), (s, sol.s)))
+        parts.append(sol._replace(m=None, s=None))
         start += n
-    return jax.tree.map(lambda *xs: jnp.concatenate(xs) if inverse is None else jnp.concatenate(xs)[inverse], *parts)
+    out = jax.tree.map(lambda *xs: jnp.concatenate(xs), *parts)._replace(m=m, s=s)
+    return out if inverse is None else jax.tree.map(lambda x: x[inverse], out)
 
 
 def solve_grid(
