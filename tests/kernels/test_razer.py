@@ -240,3 +240,20 @@ def test_xla_weight_exact_where_float_sums_are_not():
         np.testing.assert_array_equal(np.asarray(q.scales), np.asarray(want.scales))
         np.testing.assert_array_equal(np.asarray(q.codes), np.asarray(want.codes))
         assert np.asarray(q.scales)[-1, -1] >> 6 == tie_index  # -5 (exact sums); all tied -> +5
+
+
+@pytest.mark.parametrize("variant", ["activation", "weight"])
+def test_xla_codes_where_the_scaled_values_overflow(variant):
+    """Pass B's signed window (razer_xla._codes) against the spec where ``x * fl(1/g)`` overflows to +-inf (a
+    caller's small ``global_scale``): the windows' NaN bounds must still include +-inf on the matching side only,
+    and zeros (+-0) never take the special value."""
+    rng = np.random.default_rng(3)
+    x = (rng.uniform(-1, 1, (4, 64)) * np.float32(3e38)).astype(np.float32)
+    x[:, ::7] = 0.0
+    x[:, 1::9] = -0.0
+    g = np.float32(1e-3)
+    q = jax.jit(lambda x: razer_quantize(x, variant=variant, global_scale=g, implementation="xla"))(x)
+    want = jax.jit(lambda x: ref.razer_quantize(x, variant, global_scale=g))(x)
+    assert np.isinf(x * (np.float32(1) / g)).any()
+    np.testing.assert_array_equal(np.asarray(q.scales), np.asarray(want.scales))
+    np.testing.assert_array_equal(np.asarray(q.codes), np.asarray(want.codes))
