@@ -130,9 +130,9 @@ def bench(quick: bool = False) -> list[BenchRow]:
     Measured (2026-12-04, 2-core AVX-512 Xeon, `workbench bench teacher_student`): same work 9.4x / 12.3x / 12.8x
     at k = 4000 and 14-17x at k = 400 (every feature: 28-35x). The 20x goal is not met at k = 4000: there the
     NumPy loop runs on 4000-feature arrays, where NumPy is near its vectorized speed, while in the compiled solve
-    (2.9 ms alone, isolated) the full-head bucket (54 of 160 alphas, every feature learnable, a sqrt and a
-    division per feature per evaluation) takes 1.5-2.0 ms and the small-head buckets (106 alphas in 8 compiled
-    loops) 1.4 ms; the host checks and head bookkeeping add ~0.6 ms.
+    (2.9 ms for the compiled call, isolated) the full-head bucket (54 of 160 alphas, every feature learnable, a
+    sqrt and a division per feature per evaluation) timed as a call of its own takes 1.5-2.0 ms and the
+    small-head buckets (106 alphas in 8 compiled loops) 1.4 ms; the host checks and head bookkeeping add ~0.6 ms.
     Isolated timings of the compiled call are ~2x faster than inside the interleaved rounds (a call right after
     an idle or a NumPy phase is slower on this VM, single-threaded too), which the bench keeps as it is."""
     sizes = [(400, 32, 3)] if quick else [(4000, 160, 5), (400, 160, 5)]
