@@ -88,8 +88,9 @@ def bench_fwht(rec: Recorder, s: Settings):
 
     total = 2**12 if s.dry_run else 2**25
     ds = (64,) if s.dry_run else (s.fwht_ds or (256, 1024, 4096, 16384))
-    # (dense_max, tile, block_rows, num_warps); the GPU default (tile 64) first: 11x the tile-128 kernel at
-    # d = 4096 on the 2026-12-04 H200 run; below 4096 the tile does not change the kernel
+    # (dense_max, tile, block_rows, num_warps); the GPU defaults first (tile 64 with 4 warps below d = 4096, 8
+    # from 4096: hadamard.default_block_sizes, from the 2026-12-04 H200 runs); below 4096 the tile does not
+    # change the kernel
     grid = (
         [(128, 128, 32, 4)] if s.dry_run else [(128, 64, 64, 4), (128, 64, 64, 8), (128, 32, 64, 4), (128, 128, 32, 4)]
     )
