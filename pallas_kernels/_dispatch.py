@@ -18,7 +18,7 @@ call runs inside :func:`checked` (``jax.experimental.checkify``), which raises t
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -39,35 +39,51 @@ def platform(backend: str | None = None) -> str:
     return {"cuda": "gpu", "rocm": "gpu"}.get(b, b)
 
 
+class Measured(NamedTuple):
+    """One :data:`MEASURED_XLA_FASTER` entry: on ``platform``, where ``holds(**facts)`` (``when`` in words), the
+    XLA path measured faster (``measurement``)."""
+
+    platform: str
+    when: str
+    measurement: str
+    holds: Callable[..., bool]
+
+
+FWHT_GPU_MAX_D = 4096
+
 # Where a hardware run measured the XLA path faster than the Pallas kernel (or the kernel did not finish
-# compiling), ``implementation=None`` picks XLA there; ``"pallas"`` still runs the kernel. Each entry: op ->
-# (platform, the condition in words, the measurement). Kept in one table so the README and the tests read it.
+# compiling), ``implementation=None`` picks XLA there; ``"pallas"`` still runs the kernel. One table, read by
+# the ops (:func:`xla_measured_faster`), the README and the tests: the condition lives only here.
 MEASURED_XLA_FASTER = {
-    "fwht": (
+    "fwht": Measured(
         "gpu",
-        "d > 4096",
+        f"d > {FWHT_GPU_MAX_D}",
         "H200, jax 0.11.2, 2026-12-04: the Kronecker kernel's Triton compile at d = 16384 did not finish within a "
         "200 s step (twice); XLA's FWHT took 1.0 ms on 2048 x 16384 float32",
+        lambda d: d > FWHT_GPU_MAX_D,
     ),
-    "fp4_matmul": (
+    "fp4_matmul": Measured(
         "gpu",
         "M = 1",
         "H200, 2026-12-04, N = K = 16384 NVFP4: XLA 288 us vs the kernel's best 368 us at M = 1; at M = 16 the "
         "kernel was faster (356 us vs 967 us). Both are 2.2x+ a bf16 dense matmul's 160 us",
+        lambda rows: rows == 1,
     ),
-    "razer_activation_quantize": (
+    "razer_activation_quantize": Measured(
         "gpu",
         "always",
         "H200, 2026-12-04: 259 us vs XLA's 220 us on 8192^2 bf16 (the kernel evaluates every candidate scale's "
         "error per element)",
+        lambda **_: True,
     ),
 }
 
 
-def xla_measured_faster(op: str) -> Callable[[str], bool]:
-    """``prefer_xla`` for an op whose :data:`MEASURED_XLA_FASTER` entry holds for every input ("always")."""
-    plat, when, _ = MEASURED_XLA_FASTER.get(op, (None, None, None))
-    return lambda p: p == plat and when == "always"
+def xla_measured_faster(op: str, **facts) -> Callable[[str], bool]:
+    """``prefer_xla`` for ``op`` with these input facts (e.g. ``d=``, ``rows=``): True on the platform of its
+    :data:`MEASURED_XLA_FASTER` entry where the entry's condition holds; never for an op without one."""
+    entry = MEASURED_XLA_FASTER.get(op)
+    return lambda p: entry is not None and p == entry.platform and entry.holds(**facts)
 
 
 def resolve(

@@ -52,7 +52,7 @@ from pallas_kernels import _dispatch as dp
 from pallas_kernels._dispatch import Implementation
 
 MAX_PALLAS_D = 32768
-GPU_MAX_D = 4096  # above it ``implementation=None`` runs XLA on a GPU (_dispatch.MEASURED_XLA_FASTER["fwht"])
+GPU_MAX_D = dp.FWHT_GPU_MAX_D  # above it ``implementation=None`` runs XLA on a GPU (MEASURED_XLA_FASTER["fwht"])
 _MIN_DOT = 16  # Triton dots need every dimension >= 16
 _IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 
@@ -315,7 +315,7 @@ def fwht(
         implementation,
         pallas_ok=lambda p: _pallas_refusal(d, blocks_for(p)),
         backend=backend,
-        prefer_xla=lambda p: p == "gpu" and d > GPU_MAX_D,
+        prefer_xla=dp.xla_measured_faster("fwht", d=d),
     )
     if impl == "xla":
         return fwht_reference(x)

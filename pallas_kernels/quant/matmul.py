@@ -158,8 +158,8 @@ def fp4_matmul(
     from pallas_kernels.quant.nvfp4 import _out_dtype
 
     out_dtype = _out_dtype(out_dtype or x.dtype)
-    rows = math.prod(x.shape[:-1])
-    impl = dp.resolve(implementation, prefer_xla=lambda p: p == "gpu" and rows == 1)[0]  # MEASURED_XLA_FASTER
+    prefer_xla = dp.xla_measured_faster("fp4_matmul", rows=math.prod(x.shape[:-1]))
+    impl = dp.resolve(implementation, prefer_xla=prefer_xla)[0]
     if impl == "xla":
         return _ref_jit(x, w, out_dtype)
     return fp4_matmul_pallas(
