@@ -107,14 +107,11 @@ def default_block_sizes(platform: str, d: int) -> HadamardBlockSizes:
     return GPU_BLOCK_SIZES if d >= 4096 else HadamardBlockSizes(tile=64, num_warps=4)
 
 
-def resolve_implementation(
-    implementation: Implementation, pallas_ok=True, backend: str | None = None, prefer_xla=None
-) -> str:
+def resolve_implementation(implementation: Implementation, pallas_ok=True, backend: str | None = None) -> str:
     """The shared resolver (:func:`pallas_kernels._dispatch.resolve`): None -> the kernel on GPU/TPU when
-    ``pallas_ok`` accepts the shapes (and ``prefer_xla`` does not hold), else "xla". ``backend``
-    ("gpu"/"tpu") lets a CPU host lower the kernel for an accelerator (the kernels pick their platform's
-    parameters at lowering time)."""
-    return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend, prefer_xla=prefer_xla)[0]
+    ``pallas_ok`` accepts the shapes, else "xla". ``backend`` ("gpu"/"tpu") lets a CPU host lower the kernel
+    for an accelerator (the kernels pick their platform's parameters at lowering time)."""
+    return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend)[0]
 
 
 def check_x(x, name: str = "x") -> None:
