@@ -5,6 +5,7 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
 from theory.teacher_student import closed_forms
 
@@ -21,15 +22,18 @@ def _tail(a2):
     return jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, a2.dtype)])
 
 
-def _fast_terms(alpha, a2, delta, tail=None):
+def _fast_terms(alpha, a2, delta, tail=None, *, fn: bool = False):
     """Per-alpha constants of the cubic prefix error: w (k_pad,) = 1/(alpha a2_i) (inf on padding and where
     alpha a2_i = 0), d_thr (k,) = alpha a2_i / c_IT (feature i learned iff D <= d_thr_i), tail (k + 1,) with
-    tail[j] = sum_{i>=j} a2_i (``_tail``; passed in when ``a2`` is the learnable head of a longer vector)."""
+    tail[j] = sum_{i>=j} a2_i (``_tail``; passed in when ``a2`` is the learnable head of a longer vector).
+    ``fn``: d_thr as the function i -> alpha a2_i / c_IT (same value, bit for bit) for ``_count_down``'s
+    searches, which visit log2 k entries: no (k,) vector of thresholds is computed per alpha."""
     k = a2.shape[0]
     pad = (-k) % LANES
     aa = jnp.concatenate([alpha * a2, jnp.zeros(pad, a2.dtype)])
     w = jnp.where(aa > 0, 1.0 / jnp.where(aa > 0, aa, 1.0), jnp.inf)
-    return w, alpha * a2 / closed_forms.C_IT, _tail(a2) if tail is None else tail
+    thr = (lambda i: alpha * a2[i] / closed_forms.C_IT) if fn else alpha * a2 / closed_forms.C_IT
+    return w, thr, _tail(a2) if tail is None else tail
 
 
 def _prefix_eps(x, j, w, alpha, delta, tail):
@@ -79,12 +83,27 @@ def _prefix_sums(x, j, w, alpha, delta, tail):
     return _prefix_err(x, j, w, alpha, delta, tail), _prefix_phi(x, j, w, delta)
 
 
-def _count_down(v, level, *, strict: bool = False):
+def _count_down(v, level, *, strict: bool = False, n: int | None = None):
     """#{i: level <= v_i} (``strict``: level < v_i) for a non-increasing ``v`` (k,), as a binary search (log2 k
     gathers, not k comparisons and a reduction): the exact count of ``jnp.sum(level <= v)`` when ``v`` is sorted
     (a2 non-increasing makes d_thr = alpha a2 / c_IT and the learned prefix of m non-increasing: rounding is
-    monotone). Negation is exact, so the search runs on -v ascending."""
-    return jnp.searchsorted(-v, -level, side="left" if strict else "right", method="scan").astype(jnp.result_type(int))
+    monotone). ``v`` may also be a function i -> v_i of an int32 index, with ``n`` entries: the search then
+    evaluates only the log2 n entries it visits, and no (k,) vector (nor its negation, which
+    ``jnp.searchsorted`` on an ascending order needed) is materialised."""
+    if not callable(v):
+        arr = jnp.asarray(v)
+        n = arr.shape[-1]
+        v = lambda i: arr[i]  # noqa: E731
+    hit = (lambda x: level < x) if strict else (lambda x: level <= x)
+
+    def step(_, st):  # invariant: hit on [0, lo), miss on [hi, n)
+        lo, hi = st
+        mid = (lo + hi) // 2
+        h = (lo < hi) & hit(v(jnp.minimum(mid, n - 1)))
+        return jnp.where(h, mid + 1, lo), jnp.where((lo < hi) & ~h, mid, hi)
+
+    lo, _ = lax.fori_loop(0, max(n, 1).bit_length(), step, (jnp.int32(0), jnp.int32(n)))
+    return lo.astype(jnp.result_type(int))
 
 
 def _prefix_overlaps(x, j, w, delta):

@@ -85,8 +85,9 @@ def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None, hi0=None)
     if fast is None:
         err = lambda x: _errors(delta + x, alpha, a2, kernel, cubic)[0]  # noqa: E731
     else:
-        w, d_thr, tail = fast
-        err = lambda x: _prefix_eps(x, _count_down(d_thr, delta + x), w, alpha, delta, tail)  # noqa: E731
+        w, thr, tail = fast
+        count = lambda d: _count_down(thr, d, n=a2.shape[0])  # noqa: E731
+        err = lambda x: _prefix_eps(x, count(delta + x), w, alpha, delta, tail)  # noqa: E731
 
     def body(st):
         lo, hi, _, it = st
@@ -116,15 +117,15 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
     """
     k = a2.shape[0]
     dt = a2.dtype
-    w, d_thr, tail = _fast_terms(alpha, a2, delta) if fast is None else fast  # feature i learned iff D <= d_thr[i]
-    count = lambda d: _count_down(d_thr, d)  # noqa: E731
+    w, thr, tail = _fast_terms(alpha, a2, delta, fn=True) if fast is None else fast  # learned iff D <= thr(i)
+    count = lambda d: _count_down(thr, d, n=k)  # noqa: E731
     j_hi, j_lo = count(delta + x_lo), count(delta + x_hi)
     js = j_lo + jnp.arange(N_CANDIDATES)
     complete = (j_hi - j_lo) < N_CANDIDATES
 
     def one(j):
-        up = jnp.where(j > 0, d_thr[jnp.maximum(j - 1, 0)], jnp.inf)
-        down = jnp.where(j < k, d_thr[jnp.minimum(j, k - 1)], 0.0)
+        up = jnp.where(j > 0, thr(jnp.maximum(j - 1, 0)), jnp.inf)
+        down = jnp.where(j < k, thr(jnp.minimum(j, k - 1)), 0.0)
         a = jnp.maximum(x_lo, down - delta)
         b = jnp.minimum(x_hi, up - delta)
         tiny = jnp.finfo(dt).tiny
@@ -181,7 +182,7 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
     k = a2.shape[0]
     if cubic:
         # the extremes only bound the search here: a few steps suffice, the bisection does the rest
-        fast = _fast_terms(alpha, a2, delta, tail)
+        fast = _fast_terms(alpha, a2, delta, tail, fn=True)
         n_ext = jnp.minimum(max_iter, EXTREME_STEPS)
         x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, n_ext, fast, hi0)
         ok, x, js, e, t, res, complete = _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, tol, fast)
@@ -197,7 +198,7 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
     runner = jnp.max(jnp.where(ok & (jnp.arange(ok.shape[0]) != best), phi, -jnp.inf))
     if cubic:  # overlaps of the kept point only (the LANES padding dropped)
         m_b, u_b = (v_[:k] for v_ in _prefix_overlaps(x[best], js[best], fast[0], delta))
-        k_c = _count_down(m_b, 0.5, strict=True)  # the learned prefix of m is non-increasing
+        k_c = _count_down(m_b, 0.5, strict=True)  # the learned prefix of m is non-increasing (gathers from m_b)
     else:
         m_b, u_b = m[best], u[best]
         k_c = jnp.sum(m_b > 0.5)
@@ -313,13 +314,21 @@ def learnable_heads(
 
 def _count_prefix(alphas: np.ndarray, a2: np.ndarray, level: float) -> np.ndarray:
     """Per alpha, #{i: alpha a2_i / C_IT >= level} for non-increasing ``a2`` (float64): the predicate is
-    monotone in i (rounding is monotone), so the count is the first failing index, found by a vectorised binary
-    search over the alphas (log2 k steps of (B,) arrays, not one (B, k) comparison)."""
-    lo, hi = np.zeros(alphas.shape, np.int64), np.full(alphas.shape, a2.shape[0], np.int64)
+    monotone in i (rounding is monotone), so the count is the first failing index. ``np.searchsorted`` on the
+    rearranged threshold a2_i >= level C_IT / alpha gives it up to rounding; a vectorised binary search over the
+    alphas then runs on the window [guess - 2, guess + 2] when the exact predicate confirms that window brackets
+    the boundary (else on [0, k]): the exact count in a few (B,) steps, not log2 k of them."""
+    k = a2.shape[0]
+    holds = lambda i: alphas * a2[np.clip(i, 0, k - 1)] / closed_forms.C_IT >= level  # noqa: E731
+    with np.errstate(divide="ignore"):
+        guess = np.searchsorted(-a2, -(level * closed_forms.C_IT / alphas), side="right")
+    lo, hi = np.maximum(guess - 2, 0), np.minimum(guess + 2, k)
+    ok = ((lo == 0) | holds(lo - 1)) & ((hi == k) | ~holds(hi))
+    lo, hi = np.where(ok, lo, 0), np.where(ok, hi, k)
     while np.any(lo < hi):  # invariant: the predicate holds below lo and fails from hi on
         mid = (lo + hi) // 2
-        holds = alphas * a2[np.minimum(mid, a2.shape[0] - 1)] / closed_forms.C_IT >= level
-        lo, hi = np.where((lo < hi) & holds, mid + 1, lo), np.where((lo < hi) & ~holds, mid, hi)
+        h = holds(mid)
+        lo, hi = np.where((lo < hi) & h, mid + 1, lo), np.where((lo < hi) & ~h, mid, hi)
     return lo
 
 
