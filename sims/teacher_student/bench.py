@@ -127,14 +127,23 @@ def bench(quick: bool = False) -> list[BenchRow]:
     Both stop a bisection once its bracket is a fixed point of the step (bit-identical result), so the ratio
     measures the compiled code, not that early exit.
 
-    Measured (2026-12-04, 2-core AVX-512 Xeon, `workbench bench teacher_student`): same work 9.4x / 12.3x / 12.8x
-    at k = 4000 and 14-17x at k = 400 (every feature: 28-35x). The 20x goal is not met at k = 4000: there the
-    NumPy loop runs on 4000-feature arrays, where NumPy is near its vectorized speed, while in the compiled solve
-    (2.9 ms for the compiled call, isolated) the full-head bucket (54 of 160 alphas, every feature learnable, a
-    sqrt and a division per feature per evaluation) timed as a call of its own takes 1.5-2.0 ms and the
-    small-head buckets (106 alphas in 8 compiled loops) 1.4 ms; the host checks and head bookkeeping add ~0.6 ms.
-    Isolated timings of the compiled call are ~2x faster than inside the interleaved rounds (a call right after
-    an idle or a NumPy phase is slower on this VM, single-threaded too), which the bench keeps as it is."""
+    Measured (2026-12-04, 2-core Sapphire Rapids VM, `workbench bench teacher_student`, three runs each):
+    same work at k = 4000 9.4x / 12.3x / 12.8x; after the threshold searches stopped materialising per-alpha
+    vectors (full-head bucket 2.0 -> 1.8 ms, bit-identical output) 11.5x / 9.0x / 10.9x in a slower hour
+    (the NumPy loop itself took 69-99 ms); k = 400: 14-19x; every feature: 28-35x. The 20x goal is not met at
+    k = 4000. Why:
+    - The work is sqrt- and division-bound: per alpha ~14 passes over the learnable features (4 extreme steps
+      at two points, ~2 bisection steps, the bracket ends, the error and the overlaps). XLA's pass costs
+      0.42-0.59 ns per feature, the correctly rounded vector sqrt plus division alone 0.42 ns on this machine;
+      NumPy's sqrt is as fast (0.21 ns per element) and loses only on its ~12 separate passes per evaluation.
+    - A call allocates 8.2 MB (the (160, k) overlaps m and s: 5.1 MB; temporaries 3.0 MB). After an idle or
+      NumPy phase those are fresh pages: ~2000 page faults per call (getrusage: 9 per call back to back, 1984
+      after a 20 ms sleep), which is most of why a call inside the interleaved rounds takes 6-7 ms against 3.4-
+      3.8 ms back to back (with glibc's trim and mmap thresholds raised the faults vanish: 9.4 -> 6.5 ms).
+    Tried and dropped: compare-and-count instead of binary searches (XLA:CPU leaves the integer reduction
+    unvectorised: slower), unrolled searches, an optimisation barrier before the lane sums (no change), 4^n or
+    8^n head buckets. Not adopted: a Newton reciprocal for 1/t (22% off the pass in a micro-benchmark, but the
+    division would no longer be correctly rounded)."""
     sizes = [(400, 32, 3)] if quick else [(4000, 160, 5), (400, 160, 5)]
     rows = []
     for k, n, rounds in sizes:
