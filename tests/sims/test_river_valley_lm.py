@@ -117,15 +117,11 @@ def test_eos_rows_equal_raw_and_effective_lr():
     assert [(b, m) for _, b, m in rows] == [(0.0, 2.0), (0.5, 2.0), (0.5, 1.0)]
 
 
-@pytest.fixture(scope="module")
-def quick(tmp_path_factory):
-    """One quick-preset run shared by the end-to-end checks below."""
-    out = tmp_path_factory.mktemp("river_valley_lm")
-    return harness.execute(sim, preset="quick", seed=0, out_dir=out, verbose=False), out
-
-
-def test_quick_preset_writes_outputs(quick):
-    _, out = quick
+def test_quick_preset_end_to_end(tmp_path):
+    """One quick-preset run, its outputs and its claims (one test, not two sharing a module fixture: pytest-xdist
+    ran the two on different workers, each repeating the ~35 s run)."""
+    out = tmp_path
+    outcome = harness.execute(sim, preset="quick", seed=0, out_dir=out, verbose=False)
     for fname in (
         "data.npz",
         "claims.json",
@@ -137,10 +133,6 @@ def test_quick_preset_writes_outputs(quick):
     ):
         assert (out / fname).stat().st_size > 0, fname
     assert json.loads((out / "manifest.json").read_text())["preset"] == "quick"
-
-
-def test_quick_preset_claims_and_shapes(quick):
-    outcome, _ = quick
     cfg = sim.PRESETS["quick"]
     by = {c.statement.split(":")[0]: c for c in outcome.claims}
     # the exact formula and the gradient's valley share must hold even on the quick preset (3 seeds)
