@@ -106,9 +106,10 @@ def _count_down(v, level, *, strict: bool = False, n: int | None = None):
     return lo.astype(jnp.result_type(int))
 
 
-def _prefix_overlaps(x, j, w, delta):
-    """Overlaps (m, u = 1 - m), shape (k_pad,), with exactly the first j features learned at D = delta + x."""
+def _prefix_overlaps(x, j, w, delta, *, index=None):
+    """Overlaps (m, u = 1 - m), shape (k_pad,), with exactly the first j features learned at D = delta + x.
+    ``index``: ``w`` is the entry w[index] and the overlaps are that feature's (same expressions)."""
     q = (delta + x) * w
     t = 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
-    on = jnp.arange(w.shape[-1]) < j
+    on = (jnp.arange(w.shape[-1]) if index is None else index) < j
     return jnp.where(on, 0.5 * t, 0.0), jnp.where(on, (2.0 / 3.0) * q / t, 1.0)

@@ -198,7 +198,10 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
     runner = jnp.max(jnp.where(ok & (jnp.arange(ok.shape[0]) != best), phi, -jnp.inf))
     if cubic:  # overlaps of the kept point only (the LANES padding dropped)
         m_b, u_b = (v_[:k] for v_ in _prefix_overlaps(x[best], js[best], fast[0], delta))
-        k_c = _count_down(m_b, 0.5, strict=True)  # the learned prefix of m is non-increasing (gathers from m_b)
+        # k_c = #{m_b > 1/2} (the learned prefix of m is non-increasing): the search recomputes the overlaps it
+        # visits, so m_b is never materialised apart from the outputs it is written to
+        m_at = lambda i: _prefix_overlaps(x[best], js[best], fast[0][i], delta, index=i)[0]  # noqa: E731
+        k_c = _count_down(m_at, 0.5, strict=True, n=k)
     else:
         m_b, u_b = m[best], u[best]
         k_c = jnp.sum(m_b > 0.5)
