@@ -136,11 +136,12 @@ def bench(quick: bool = False) -> list[BenchRow]:
       at two points, ~2 bisection steps, the bracket ends, the error and the overlaps). XLA's pass costs
       0.42-0.59 ns per feature, the correctly rounded vector sqrt plus division alone 0.42 ns on this machine;
       NumPy's sqrt is as fast (0.21 ns per element) and loses only on its ~12 separate passes per evaluation.
-    - A call allocates 8.2 MB (the (160, k) overlaps m and s: 5.1 MB; temporaries 3.0 MB). Whether those are
-      fresh pages depends on the allocator's state: in one process 9 page faults per call back to back and 1984
-      after a 20 ms sleep (getrusage; 9.4 ms vs 5.6 ms a call, and 6.5 ms after the sleep with glibc's trim
-      and mmap thresholds raised, which removed the faults); in another run none either way. Page faults are
-      a large part of why a call inside the interleaved rounds takes 6-7 ms against 3.4-3.8 ms back to back.
+    - A call allocated 8.2 MB (the (160, k) overlaps m and s: 5.1 MB; temporaries 3.0 MB, now 2.0 MB since
+      k_c's search no longer needs m materialised). Whether those are fresh pages depends on the allocator's
+      state: in one process 9 page faults per call back to back and 1984 after a 20 ms sleep (getrusage;
+      9.4 ms vs 5.6 ms a call, and 6.5 ms after the sleep with glibc's trim and mmap thresholds raised, which
+      removed the faults); in another run none either way. Page faults are a large part of why a call inside
+      the interleaved rounds takes 6-7 ms against 3.4-3.8 ms back to back.
     Tried and dropped: compare-and-count instead of binary searches (XLA:CPU leaves the integer reduction
     unvectorised: slower), unrolled searches, an optimisation barrier before the lane sums (no change), 4^n or
     8^n head buckets. Not adopted: a Newton reciprocal for 1/t (22% off the pass in a micro-benchmark, but the
