@@ -141,7 +141,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
     Measured (2026-12-05, 2-core Sapphire Rapids VM, `workbench bench teacher_student`, three runs), same work at
     k = 4000: alternating 10.2x / 9.8x / 10.9x, back to back 15.4x / 14.4x / 14.9x (the NumPy loop 60-63 ms, ours
     4.0-4.2 ms warm, 5.6-6.2 ms alternating); k = 400: 14.3x alternating, 29.2x back to back; every feature at
-    k = 4000: 26-31x. Earlier the same hour, a standalone script gave 18.0x / 19.3x / 19.3x back to back when the
+    k = 4000: 26-31x. Earlier the same morning, a standalone script gave 18.0x / 19.3x / 19.3x back to back when the
     NumPy loop took 77-79 ms. The 20x goal (issue 15) is not met at k = 4000. Why:
     - A call on cold caches costs ~2-3 ms more than a warm one, whatever its size: after a 50 ms sleep or 50 ms of
       NumPy work, the solve takes 6.4-7.5 ms against 3.3-4.2 ms back to back at k = 4000, and 3.4-4.0 against
@@ -159,10 +159,11 @@ def bench(quick: bool = False) -> list[BenchRow]:
       10 extreme steps, 22 bisection steps and 2 candidates, the 54 largest (head 4000) at most 4 and 1 and 1.
     Tried and dropped: compare-and-count instead of binary searches (XLA:CPU leaves the integer reduction
     unvectorised: slower), unrolled searches, an optimisation barrier before the lane sums (no change), 4^n or
-    8^n head buckets (4^n: 7-10% off back to back in one session, within this machine's noise; a 256 minimum head
-    30% slower: the small-alpha bucket's many steps then run on 16x more features). Not adopted: a Newton
-    reciprocal for 1/t (22% off the pass in a micro-benchmark, but the division would no longer be correctly
-    rounded)."""
+    8^n head buckets (4^n: 4-10% off back to back in 2026-12-05's runs, within this machine's noise; a 256
+    minimum head 30-40% slower: the small-alpha bucket's many steps then run on 16x more features), the extreme
+    steps' learned set as a mask in the same pass instead of a binary search for its count (the unlearned
+    errors then need a masked sum: 4.3-4.6 against 3.9-4.2 ms, same eps). Not adopted: a Newton reciprocal for 1/t
+    (22% off the pass in a micro-benchmark, but the division would no longer be correctly rounded)."""
     sizes = [(400, 32, 3)] if quick else [(4000, 160, 5), (400, 160, 5)]
     rows = []
     for k, n, rounds in sizes:
