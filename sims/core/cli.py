@@ -11,7 +11,11 @@
     workbench --version
 
 User errors (unknown names, bad parameters, an unusable ``--out``) print one line ``workbench: error: ...`` and
-exit with status 2, before anything runs; Ctrl-C prints one line and exits with 130. An error inside a simulation
+exit with status 2, before anything runs. An existing ``--out`` folder is replaced only when it is empty or a
+previous output of the workbench (nothing else in it); anything else is refused before the run. A damaged
+committed output (``workbench claims``) or an OS error while writing (full disk, file too large) is one line
+naming the file and exit 1, the previous output intact. Ctrl-C exits with 130 and SIGTERM with 143, both removing
+the temporary folder. Integers (``--seed``, ``--num-processes``) are plain decimal digits. An error inside a simulation
 is a bug, not a user error: it keeps its traceback.
 """
 
@@ -19,11 +23,16 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 import time
+
+from sims.core.errors import OutputError, Terminated
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
 SEED_MAX = 2**32
 
 
@@ -53,34 +62,29 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(" ".join(message.split()) + hint)
 
 
+def _decimal(text: str, what: str) -> int:
+    """Plain decimal digits only (no sign, underscore, space or other base): ``5``, ``1000``, not ``+5``, ``1_000``."""
+    if not (text.isascii() and text.isdigit()):
+        raise argparse.ArgumentTypeError(f"{what}, written in decimal digits only, got {text!r}")
+    return int(text)
+
+
 def _seed(text: str) -> int:
-    try:
-        value = int(text.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"seed must be an integer in [0, 2**32), got {text!r}") from None
+    value = _decimal(text, "seed must be an integer in [0, 2**32)")
     if not 0 <= value < SEED_MAX:
         raise argparse.ArgumentTypeError(f"seed must be an integer in [0, 2**32), got {text!r}")
     return value
 
 
 def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    value = _decimal(text, "expected a positive integer")
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
     return value
 
 
 def _nonneg_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a non-negative integer, got {text!r}")
-    return value
+    return _decimal(text, "expected a non-negative integer")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -146,8 +150,6 @@ def _prepare(names, quick, out, overrides, *, per_result_out: bool):
     from sims.core import config, harness, registry
 
     preset = "quick" if quick else "full"
-    if out is not None and per_result_out:
-        harness.check_out_dir(out)
     jobs = []
     for name in names:
         module = registry.get(name)
@@ -185,7 +187,12 @@ def _cmd_claims(names) -> int:
     bad = 0
     every = []
     for name in names:
-        claims = harness.load_claims(name)
+        try:
+            claims = harness.load_claims(name)
+        except OutputError as err:
+            print(f"workbench: error: {' '.join(str(err).split())}; rerun `workbench run {name}`", file=sys.stderr)
+            bad += 1
+            continue
         if claims is None:
             print(f"{name}: no committed figures/{name}/claims.json (run `workbench run {name}`)")
             bad += 1
@@ -194,9 +201,8 @@ def _cmd_claims(names) -> int:
         every += claims
         problems = harness.verify_outputs(harness.FIGURES_DIR / name)
         for problem in problems:
-            print(f"  warning: figures/{name}: {problem}; rerun `workbench run {name}`", file=sys.stderr)
-        stale = [p for p in problems if "no content hash" not in p]
-        bad += bool(stale) or not all(c.passed for c in claims)
+            print(f"workbench: error: {problem}; rerun `workbench run {name}`", file=sys.stderr)
+        bad += bool(problems) or not all(c.passed for c in claims)
     if len(names) > 1:
         from sims.core.claims import chance_failures
 
@@ -284,8 +290,15 @@ def _init_distributed(args) -> None:
                            process_id=args.process_id)
 
 
+def _on_sigterm(signum, frame):
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
-    from sims.core.harness import WorkbenchError
+    from sims.core.errors import WorkbenchError
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)
 
     parser = _parser()
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -340,12 +353,15 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_bench(args.names, args.quick)
         if args.command == "notebook":
             return _cmd_notebook(args.name, lab_args)
-    except WorkbenchError as err:  # user errors only: anything else keeps its traceback
+    except WorkbenchError as err:  # user errors and output errors only: anything else keeps its traceback
         print(f"workbench: error: {' '.join(str(err).split())}", file=sys.stderr)
-        return EXIT_USAGE
+        return err.exit_status
     except KeyboardInterrupt:
         print("workbench: interrupted (the previous output, if any, is unchanged)", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except Terminated:
+        print("workbench: terminated (the previous output, if any, is unchanged)", file=sys.stderr)
+        return EXIT_TERMINATED
     return EXIT_USAGE
 
 

@@ -17,7 +17,9 @@ import hashlib
 import json
 import os
 import platform
+import re
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -30,8 +32,8 @@ import jax
 import numpy as np
 
 from sims.core.claims import Claim, kind_counts
-from sims.core.errors import WorkbenchError
-from sims.core.paths import FIGURES_DIR, REPO_ROOT
+from sims.core.errors import OutputError, WorkbenchError
+from sims.core.paths import FIGURES_DIR, REPO_ROOT, replaceable_problem
 from sims.core.progress import Phases
 
 
@@ -188,8 +190,27 @@ def _fsync_dir(path: Path) -> None:
             os.close(fd)
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def publish_dir(tmp: Path, out: Path) -> None:
-    """Replace ``out`` by the complete folder ``tmp`` in one rename; ``tmp`` is gone afterwards."""
+    """Replace ``out`` by the complete folder ``tmp`` in one rename; ``tmp`` is gone afterwards.
+
+    An existing ``out`` is replaced only when :func:`sims.core.paths.replaceable_problem` allows it (empty, or a
+    previous output holding nothing else), checked again here since the run began; otherwise
+    :class:`WorkbenchError` is raised and ``out`` is untouched. ``out`` keeps its permissions (a new folder gets
+    the umask's).
+    """
+    if out.exists():
+        problem = replaceable_problem(out) if out.is_dir() else "it is not a folder"
+        if problem is not None:
+            raise WorkbenchError(f"--out {str(out)!r} will not be replaced: {problem} (it changed during the run)")
+        os.chmod(tmp, stat.S_IMODE(out.stat().st_mode))
+    else:
+        os.chmod(tmp, 0o777 & ~_umask())
     for f in tmp.iterdir():
         with contextlib.suppress(OSError):
             fd = os.open(f, os.O_RDONLY)
@@ -212,25 +233,28 @@ HASHED = ("data.npz", "claims.json")
 
 
 def verify_outputs(folder: str | Path) -> list[str]:
-    """Problems with a result folder: missing files, or files whose hash differs from the manifest's."""
+    """Problems with a result folder: a missing or damaged manifest, missing files, or files whose SHA-256 differs
+    from the manifest's. Each problem names the file."""
     folder = Path(folder)
     mpath = folder / "manifest.json"
     if not mpath.exists():
-        return ["no manifest.json"]
+        return [f"{mpath} is missing"]
     try:
-        manifest = json.loads(mpath.read_text())
-    except ValueError as err:
-        return [f"manifest.json is not valid JSON ({err})"]
+        manifest = load_manifest(folder)
+    except OutputError as err:
+        return [str(err)]
     hashes = manifest.get("content_sha256")
-    if not isinstance(hashes, dict):
-        return ["manifest.json has no content hash (written before hashes were recorded)"]
+    if not isinstance(hashes, dict) or not hashes:
+        return [f"{mpath} has no content hashes (a table of file -> SHA-256); the manifest is damaged"]
     problems = []
     for fname, digest in sorted(hashes.items()):
         f = folder / fname
-        if not f.exists():
-            problems.append(f"{fname} is missing")
+        if not isinstance(digest, str) or "/" in fname or fname.startswith("."):
+            problems.append(f"{mpath}: the hash entry for {fname!r} is damaged")
+        elif not f.is_file():
+            problems.append(f"{f} is missing" if not f.exists() else f"{f} is not a file")
         elif sha256_file(f) != digest:
-            problems.append(f"{fname} does not match the manifest (stale or partly written)")
+            problems.append(f"{f} does not match the manifest's SHA-256 (stale or partly written)")
     return problems
 
 
@@ -245,13 +269,17 @@ def _pid_alive(pid: int) -> bool:
 
 
 def remove_stale_temp(out: Path) -> list[Path]:
-    """Remove temporary folders ``.<name>.tmp-<pid>-*`` beside ``out`` left by a killed run (dead pid)."""
+    """Remove temporary folders ``.<name>.tmp-<pid>-<8 characters>`` beside ``out`` left by a killed run (dead
+    pid): exactly the names :func:`write_outputs` makes (``tempfile.mkdtemp``), holding only files."""
     removed = []
     if not out.parent.is_dir():
         return removed
+    pattern = re.compile(re.escape(f".{out.name}.tmp-") + r"(\d+)-[a-z0-9_]{8}")
     for d in out.parent.glob(f".{out.name}.tmp-*"):
-        pid_text = d.name[len(f".{out.name}.tmp-"):].split("-", 1)[0]
-        if pid_text.isdigit() and not _pid_alive(int(pid_text)) and d.is_dir():
+        m = pattern.fullmatch(d.name)
+        if m is None or d.is_symlink() or not d.is_dir():
+            continue
+        if not _pid_alive(int(m.group(1))) and all(f.is_file() and not f.is_symlink() for f in d.iterdir()):
             shutil.rmtree(d, ignore_errors=True)
             removed.append(d)
     return removed
@@ -260,76 +288,120 @@ def remove_stale_temp(out: Path) -> list[Path]:
 def write_outputs(module: ModuleType, out: Path, *, results: Any, cfg, claims: Sequence[Claim], preset: str,
                   seed: int, wall: float, phases: Phases | None = None) -> None:
     """Write figures, ``data.npz``, ``claims.json`` and ``manifest.json`` to a temporary folder beside ``out``,
-    flush them, and swap it in with :func:`publish_dir`. The previous ``out`` stays byte-identical until then."""
-    import matplotlib.pyplot as plt
+    flush them, and swap it in with :func:`publish_dir`. The previous ``out`` stays byte-identical until then.
 
-    from sims.core import style
-
+    An OS error while writing (a full disk, a file too large, no permission) raises :class:`OutputError` naming
+    the path; the temporary folder is removed either way."""
     flat = flatten_results(results)
     nonfinite = [k for k, a in flat.items() if a.dtype.kind in "fc" and not np.all(np.isfinite(a))]
-    out.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temp(out)
-    tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
+    tmp = None
     try:
-        if phases:
-            phases.start("plot")
-        with style.context():
-            figs = module.plot(results, cfg)
-            for fname, fig in figs.items():
-                fig.savefig(tmp / f"{fname}.png")
-                plt.close(fig)
-        if phases:
-            phases.done()
-            phases.start("write")
-        np.savez_compressed(tmp / "data.npz", **flat)
-        (tmp / "claims.json").write_text(json.dumps([c.to_json() for c in claims], indent=2) + "\n")
-        hashed = sorted([*HASHED, *(f"{k}.png" for k in figs)])
-        manifest = {
-            "result": module.NAME,
-            "title": module.TITLE,
-            "preset": preset,
-            "seed": seed,
-            "config": _config_json(cfg),
-            "git_revision": _git_revision(),
-            "jax_version": jax.__version__,
-            "python": platform.python_version(),
-            "backend": jax.default_backend(),
-            "process_count": jax.process_count(),
-            "device_count": jax.device_count(),
-            "devices": sorted({d.device_kind for d in jax.devices()}),
-            "wall_time_s": round(wall, 3),
-            "figures": sorted(f"{k}.png" for k in figs),
-            "nonfinite_arrays": nonfinite,
-            "claims_passed": sum(c.passed for c in claims),
-            "claims_total": len(claims),
-            "claims_by_kind": kind_counts(claims),
-            "results_layout": results_layout(results),
-            "content_sha256": {f: sha256_file(tmp / f) for f in hashed},
-        }
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-        publish_dir(tmp, out)
-        if phases:
-            phases.done()
+        out.parent.mkdir(parents=True, exist_ok=True)
+        remove_stale_temp(out)
+        tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
+        _write_into(module, tmp, out, results=results, flat=flat, nonfinite=nonfinite, cfg=cfg, claims=claims,
+                    preset=preset, seed=seed, wall=wall, phases=phases)
+    except OSError as err:
+        where = err.filename if err.filename is not None else (tmp or out)
+        raise OutputError(f"cannot write the output {str(out)!r}: {err.strerror or err} ({where}); the previous "
+                          "output, if any, is unchanged") from None
     finally:
-        if tmp.exists():
+        if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
     if nonfinite:
         print(f"  warning: non-finite values in {nonfinite}", file=sys.stderr)
 
 
+def _write_into(module: ModuleType, tmp: Path, out: Path, *, results, flat, nonfinite, cfg, claims, preset, seed,
+                wall, phases) -> None:
+    """Write every file of the output into ``tmp`` and publish it as ``out``."""
+    import matplotlib.pyplot as plt
+
+    from sims.core import style
+
+    if phases:
+        phases.start("plot")
+    with style.context():
+        figs = module.plot(results, cfg)
+        for fname, fig in figs.items():
+            fig.savefig(tmp / f"{fname}.png")
+            plt.close(fig)
+    if phases:
+        phases.done()
+        phases.start("write")
+    np.savez_compressed(tmp / "data.npz", **flat)
+    (tmp / "claims.json").write_text(json.dumps([c.to_json() for c in claims], indent=2) + "\n")
+    hashed = sorted([*HASHED, *(f"{k}.png" for k in figs)])
+    manifest = {
+        "result": module.NAME,
+        "title": module.TITLE,
+        "preset": preset,
+        "seed": seed,
+        "config": _config_json(cfg),
+        "git_revision": _git_revision(),
+        "jax_version": jax.__version__,
+        "python": platform.python_version(),
+        "backend": jax.default_backend(),
+        "process_count": jax.process_count(),
+        "device_count": jax.device_count(),
+        "devices": sorted({d.device_kind for d in jax.devices()}),
+        "wall_time_s": round(wall, 3),
+        "figures": sorted(f"{k}.png" for k in figs),
+        "nonfinite_arrays": nonfinite,
+        "claims_passed": sum(c.passed for c in claims),
+        "claims_total": len(claims),
+        "claims_by_kind": kind_counts(claims),
+        "results_layout": results_layout(results),
+        "content_sha256": {f: sha256_file(tmp / f) for f in hashed},
+    }
+    (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    publish_dir(tmp, out)
+    if phases:
+        phases.done()
+
+
+def read_json(path: Path) -> Any:
+    """The JSON in ``path``; :class:`OutputError` naming the file when it cannot be read or parsed."""
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except IsADirectoryError:
+        raise OutputError(f"{path} is a folder, not a file") from None
+    except UnicodeDecodeError:
+        raise OutputError(f"{path} is not text (UTF-8): the file is damaged") from None
+    except ValueError as err:
+        raise OutputError(f"{path} is not valid JSON ({err}): the file is damaged or truncated") from None
+    except OSError as err:
+        raise OutputError(f"cannot read {path} ({err.strerror or err})") from None
+
+
 def load_claims(name: str, figures_dir: str | Path | None = None) -> list[Claim] | None:
-    """Claims committed in ``figures/<name>/claims.json`` (None when that result has none yet)."""
+    """Claims committed in ``figures/<name>/claims.json`` (None when that result has none yet). A damaged file
+    (unreadable, not JSON, not a list of claims) raises :class:`OutputError` naming it and what is wrong."""
     path = Path(figures_dir or FIGURES_DIR) / name / "claims.json"
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         return None
-    return [Claim.from_json(d) for d in json.loads(path.read_text())]
+    data = read_json(path)
+    if not isinstance(data, list):
+        raise OutputError(f"{path} holds a JSON {type(data).__name__}, not a list of claims: the file is damaged")
+    claims = []
+    for i, d in enumerate(data):
+        if not isinstance(d, dict):
+            raise OutputError(f"{path}: entry {i} is a JSON {type(d).__name__}, not a claim: the file is damaged")
+        try:
+            claims.append(Claim.from_json(d))
+        except (TypeError, ValueError) as err:
+            raise OutputError(f"{path}: entry {i} is not a valid claim ({' '.join(str(err).split())})") from None
+    return claims
 
 
 def load_manifest(folder: str | Path) -> dict[str, Any]:
     path = Path(folder) / "manifest.json"
     if not path.exists():
         raise WorkbenchError(f"{path} does not exist (run `workbench run {Path(folder).name}`)")
-    return json.loads(path.read_text())
+    manifest = read_json(path)
+    if not isinstance(manifest, dict):
+        raise OutputError(f"{path} holds a JSON {type(manifest).__name__}, not a manifest: the file is damaged")
+    return manifest
 
 
 def config_from_manifest(module: ModuleType, manifest: dict[str, Any]):

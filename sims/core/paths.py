@@ -3,6 +3,7 @@ and the output folder of a run (chosen and checked before the run starts)."""
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -96,11 +97,78 @@ def default_out_dir(name: str, preset: str) -> Path:
     return FIGURES_DIR / name if preset == "full" else cache_dir() / preset / name
 
 
+OUTPUT_FILES = ("manifest.json", "data.npz", "claims.json")  # what every output folder holds, beside its figures
+
+
+def output_files(folder: str | Path) -> set[str] | None:
+    """The names a workbench output folder may hold, read from its ``manifest.json``; None when ``folder`` has no
+    manifest the workbench wrote (missing, unreadable, not JSON, or without the keys every manifest has)."""
+    try:
+        manifest = json.loads((Path(folder) / "manifest.json").read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("result"), str):
+        return None
+    figures = manifest.get("figures")
+    if not isinstance(manifest.get("content_sha256"), dict) or not isinstance(figures, list):
+        return None
+    if not all(isinstance(f, str) and f.endswith(".png") and "/" not in f and not f.startswith(".") for f in figures):
+        return None
+    return {*OUTPUT_FILES, *figures}
+
+
+def replaceable_problem(out: Path) -> str | None:
+    """Why the existing folder ``out`` must not be replaced by a run's output, or None when it may.
+
+    A folder is replaceable only when it is empty or a previous output of the workbench: its ``manifest.json`` is
+    one the workbench wrote and it holds nothing but the files that manifest lists (plain files, no subfolder).
+    Anything else (a folder of the user's files, a repository, the current directory, a parent of the
+    repository) is refused, so that no run ever deletes a file it did not write.
+    """
+    out_abs = out.resolve()
+    for special, what in ((Path.cwd().resolve(), "the current directory"), (Path.home().resolve(), "your home folder"),
+                          (REPO_ROOT, "the workbench's repository")):
+        if out_abs == special or out_abs in special.parents:
+            return f"it is {what}" if out_abs == special else f"it holds {what}"
+    try:
+        entries = list(os.scandir(out))
+    except OSError as err:
+        return f"cannot list it ({err.strerror or err})"
+    if not entries:
+        return None
+    allowed = output_files(out)
+    if allowed is None:
+        names = sorted(e.name for e in entries)
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        return f"it is not empty and not a previous workbench output (no workbench manifest.json; it holds {shown})"
+    foreign = sorted(e.name for e in entries if e.name not in allowed or not e.is_file(follow_symlinks=False))
+    if foreign:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        return f"it holds files the workbench did not write ({shown})"
+    return None
+
+
 def check_out_dir(out: str | Path) -> Path:
-    """Validate an output folder before a run: it may exist (as a folder) or be creatable, and be writable."""
-    out = Path(out).expanduser()
+    """Validate an output folder before a run, touching nothing in it: it may not exist yet (its parent must then
+    be creatable and writable), or be an empty folder, or a previous output of the workbench (see
+    :func:`replaceable_problem`); anything else raises :class:`WorkbenchError` naming the folder and why."""
+    if str(out).strip() == "":
+        raise WorkbenchError("--out is empty: name a folder for the run's output")
+    out = Path(out).expanduser().absolute()
+    try:
+        return _check_out_dir(out)
+    except OSError as err:  # a name too long, a loop of links, no permission to look: one line, not a traceback
+        raise WorkbenchError(f"--out {str(out)!r}: {err.strerror or err}") from None
+
+
+def _check_out_dir(out: Path) -> Path:
     if out.exists() and not out.is_dir():
         raise WorkbenchError(f"--out {str(out)!r} exists and is not a folder")
+    if out.is_dir():
+        problem = replaceable_problem(out)
+        if problem is not None:
+            raise WorkbenchError(f"--out {str(out)!r} will not be replaced: {problem}. Choose a new or empty "
+                                 "folder, or a previous output of the workbench")
     parent = out
     while not parent.exists():
         parent = parent.parent
@@ -108,6 +176,9 @@ def check_out_dir(out: str | Path) -> Path:
         raise WorkbenchError(f"--out {str(out)!r}: {str(parent)!r} is not a folder")
     if not os.access(parent, os.W_OK | os.X_OK):
         raise WorkbenchError(f"--out {str(out)!r}: {str(parent)!r} is not writable")
+    if len(os.fsencode(out.name)) + 32 > _name_max(parent):
+        raise WorkbenchError(f"--out {str(out)!r}: the folder name is too long for this file system "
+                             f"(at most {_name_max(parent) - 32} bytes, leaving room for the temporary folder)")
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.probe-", delete=True)
@@ -116,3 +187,10 @@ def check_out_dir(out: str | Path) -> Path:
         reason = err.strerror or str(err)
         raise WorkbenchError(f"--out {str(out)!r}: cannot write in {str(out.parent)!r} ({reason})") from None
     return out
+
+
+def _name_max(folder: Path) -> int:
+    try:
+        return int(os.pathconf(folder, "PC_NAME_MAX"))
+    except (OSError, ValueError):
+        return 255
