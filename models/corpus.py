@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from models import tokenizer
+from jaxwb.models import tokenizer
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 CORPUS_FILE = DATA_DIR / "stdlib_corpus.txt.xz"
@@ -57,7 +57,7 @@ def write_corpus(path: Path = CORPUS_FILE, **kw) -> str:
 def load_text(path: Path = CORPUS_FILE) -> str:
     """The committed corpus as one string."""
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run `python -m models.corpus` once to build it")
+        raise FileNotFoundError(f"{path} is missing: run `python -m jaxwb.models.corpus` once to build it")
     return lzma.decompress(path.read_bytes()).decode("ascii")
 
 

@@ -2,7 +2,7 @@
 """A tiny masked-diffusion language model (LLaDA-style) in Equinox: bidirectional transformer, [MASK] denoiser.
 
 Model. Bytes 0..255 plus one absorbing state ``MASK = 256`` (input vocabulary 257); pre-norm blocks with RoPE
-(the blocks of :mod:`models.tiny_lm`: ``rope``, ``RMSNorm``) but **no causal mask**: every position attends to
+(the blocks of :mod:`jaxwb.models.tiny_lm`: ``rope``, ``RMSNorm``) but **no causal mask**: every position attends to
 every position. Output logits over the 256 bytes only (the denoiser never predicts [MASK]); tied embeddings.
 ``model(tokens)`` maps one sequence ``int[L]`` to ``float32[L, 256]``; vmap it over a batch.
 
@@ -20,7 +20,7 @@ stay masked ("remasked"). :func:`schedule` gives which positions may be committe
 
 Attention hook: ``model(tokens, attention=fn)`` runs every layer's attention through
 ``fn(layer: int, q, k, v) -> o`` with ``q, k, v, o: [L, H, Dh]`` (default :func:`dense_attention`); the sparse
-runs of ``sims.sparse_attention`` plug ``pallas_kernels.attention.block_sparse_attention`` in here.
+runs of ``jaxwb.sims.sparse_attention`` plug ``jaxwb.pallas_kernels.attention.block_sparse_attention`` in here.
 ``model.qkv(tokens)`` returns every layer's (q, k, v) of a dense forward (the recorded attention inputs).
 """
 
@@ -37,9 +37,9 @@ import numpy as np
 import optax
 from jaxtyping import Array, Bool, Float, Int
 
-from models import train as tr
-from models.tiny_lm import RMSNorm, _linear, rope
-from theory import _validate as v
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import RMSNorm, _linear, rope
+from jaxwb.theory import _validate as v
 
 BYTES = 256
 MASK = 256  # the absorbing state: input id of [MASK]
@@ -200,7 +200,7 @@ def _batch_loss(model, data, key, batch_size):
 
 
 def trained_diffusion_lm(mc: DLMConfig, tc: tr.TrainConfig, *, use_cache: bool = True, desc: str | None = None):
-    """``DiffusionLM(mc)`` trained with the masked-diffusion loss by the project's loop (``models.train``,
+    """``DiffusionLM(mc)`` trained with the masked-diffusion loss by the project's loop (``jaxwb.models.train``,
     AdamW + warmup-cosine, ``lax.scan`` chunks), cached outside git like the tiny LM. Returns (model, losses)."""
     return tr.trained_model(
         mc, tc, use_cache=use_cache, desc=desc, model_cls=DiffusionLM, batch_loss=_batch_loss, tag=CACHE_TAG

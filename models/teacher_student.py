@@ -3,7 +3,7 @@
 
 Both are the same Equinox two-layer MLP  f(x) = sum_j v_j sigma(w_j . x / |w_j|),  sigma = He_3 / sqrt 6
 (so E[sigma(u) sigma(u')] = rho^3 for unit Gaussians with correlation rho: the overlap kernel g(m) = m^3 of
-``theory.teacher_student``). The teacher has k orthonormal rows w*_i and readout v*_i = a_i (a_i^2 ~ i^(-2 beta),
+``jaxwb.theory.teacher_student``). The teacher has k orthonormal rows w*_i and readout v*_i = a_i (a_i^2 ~ i^(-2 beta),
 summing to 1, so E f*^2 = 1). Data: x ~ N(0, I_d), y = f*(x) + sqrt(Delta) z. The student is trained by full-batch
 Adam on the squared loss; a ``mask`` over hidden units fixes the student's effective width inside a fixed-size
 array, so students of different widths and seeds share one vmapped, compiled training loop.
@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from theory import _validate as V
+from jaxwb.theory import _validate as V
 
 SQRT6 = 6.0**0.5
 

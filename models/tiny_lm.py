@@ -7,9 +7,9 @@ vmap it over a batch. Position t attends to positions <= t only (causal mask), w
 
 Every floating-point computation runs in the dtype of the weights: ``cast(model, jnp.bfloat16)`` gives a bf16
 "engine" of the same model; logits are returned in float32 either way. Attention is the project's op
-(``pallas_kernels.attention.flash_attention``: the Pallas kernel where it accepts the shapes on a GPU/TPU, else
+(``jaxwb.pallas_kernels.attention.flash_attention``: the Pallas kernel where it accepts the shapes on a GPU/TPU, else
 ``jax.nn.dot_product_attention``, which accumulates bf16 scores in float32). The Linear layers are
-``eqx.nn.Linear``, so ``pallas_kernels.quantize_model`` swaps in the 4-bit drop-ins without code changes.
+``eqx.nn.Linear``, so ``jaxwb.pallas_kernels.quantize_model`` swaps in the 4-bit drop-ins without code changes.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from pallas_kernels.attention import flash_attention
-from theory import _validate as v
+from jaxwb.pallas_kernels.attention import flash_attention
+from jaxwb.theory import _validate as v
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,9 +25,9 @@ import numpy as np
 import optax
 from jaxtyping import Array, Float, Int
 
-from models import corpus
-from models.tiny_lm import LMConfig, TinyLM
-from theory import _validate as v
+from jaxwb.models import corpus
+from jaxwb.models.tiny_lm import LMConfig, TinyLM
+from jaxwb.theory import _validate as v
 
 
 def get_batch(
@@ -75,7 +75,7 @@ def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: Int
     ``state`` = (model, opt_state, diverged, key) from a previous call resumes. The run is flagged diverged (and
     its parameters frozen) at the first step whose loss is non-finite or above ``blowup`` times the first loss.
     ``batch_loss(model, data, key, batch_size) -> scalar`` replaces the default next-token loss on random windows
-    (e.g. the masked-diffusion loss of ``models.diffusion_lm``).
+    (e.g. the masked-diffusion loss of ``jaxwb.models.diffusion_lm``).
     Returns ``(state, losses[steps])``; losses after divergence are NaN.
     """
     params, static = eqx.partition(model, eqx.is_inexact_array)
@@ -235,7 +235,7 @@ def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc
     """Train ``TinyLM(mc)`` with AdamW per ``tc`` on the shipped corpus, or load it from the cache.
 
     ``model_cls``, ``batch_loss`` and ``tag`` (part of the cache key) train another model family with its own
-    loss through the same loop and cache (``models.diffusion_lm``); the defaults are the tiny causal LM.
+    loss through the same loop and cache (``jaxwb.models.diffusion_lm``); the defaults are the tiny causal LM.
     Processes sharing the cache train each configuration once (a file lock; the others wait and load).
     Returns ``(model, losses)`` (losses: the per-step training losses, float32[steps]).
     """

@@ -50,10 +50,10 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sims import aldrift as sim
-from sims.aldrift import simulate
-from sims.core import notebook, style
-from theory import aldrift as al
+from jaxwb.sims import aldrift as sim
+from jaxwb.sims.aldrift import simulate
+from jaxwb.sims.core import notebook, style
+from jaxwb.theory import aldrift as al
 
 # %% [markdown]
 # ## Closed forms

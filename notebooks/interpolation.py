@@ -25,7 +25,7 @@
 #
 # The workbench computes the **exact** mean-square dynamics: the second moment of $(e_t, e_{t-1})$,
 # $e_t = x_t - x^*$, evolves by a linear operator whose spectral radius is the asymptotic rate of
-# $\mathbb{E}\|e_t\|^2$ (`theory.interpolation.mean_square_rate`). Everything below is checked against Monte
+# $\mathbb{E}\|e_t\|^2$ (`jaxwb.theory.interpolation.mean_square_rate`). Everything below is checked against Monte
 # Carlo runs with the seeds vmapped.
 
 # %%
@@ -47,9 +47,9 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sims import interpolation as sim
-from sims.core import notebook
-from theory import interpolation as ip
+from jaxwb.sims import interpolation as sim
+from jaxwb.sims.core import notebook
+from jaxwb.theory import interpolation as ip
 
 # %% [markdown]
 # ## The committed run
@@ -70,7 +70,7 @@ nb.show("iterations_vs_batch", "speedup")
 
 # %% [markdown]
 # ## Exact rate vs Monte Carlo, the momentum rule, Kaczmarz and coordinate descent
-# The rule (``theory.interpolation.momentum_rule``): critically damp the slowest mode,
+# The rule (``jaxwb.theory.interpolation.momentum_rule``): critically damp the slowest mode,
 # $\beta = (1 - \sqrt{\eta\mu})^2$, with a step $\eta = \min(4\mu B^2/L_{\max}^2, 2/L)$ growing like $B^2$,
 # so that
 # the effective step $\eta/(1-\beta) \approx B/L_{\max}$ stays at half the noise limit. $1-\beta$ then grows

@@ -50,12 +50,12 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pallas_kernels.quant.hadamard import fwht
-from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
-from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
-from sims import quantization as sim
-from sims.core import notebook, style
-from theory import dithered_quant as dq
+from jaxwb.pallas_kernels.quant.hadamard import fwht
+from jaxwb.pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
+from jaxwb.pallas_kernels.quant.rht import rht_dequantize, rht_quantize
+from jaxwb.sims import quantization as sim
+from jaxwb.sims.core import notebook, style
+from jaxwb.theory import dithered_quant as dq
 
 # %% [markdown]
 # ## The closed forms
@@ -159,9 +159,9 @@ def drop_in_demo():
     import equinox as eqx
     from flax import nnx
 
-    from pallas_kernels.attention.layers import make_attention_fn, swap_attention
-    from pallas_kernels.quant import razer_dequantize, razer_quantize
-    from pallas_kernels.quant.layers import quantize_model
+    from jaxwb.pallas_kernels.attention.layers import make_attention_fn, swap_attention
+    from jaxwb.pallas_kernels.quant import razer_dequantize, razer_quantize
+    from jaxwb.pallas_kernels.quant.layers import quantize_model
 
     L_SEQ, EMB, HEADS = 32, 64, 4
 
@@ -197,7 +197,7 @@ def drop_in_demo():
     def weight_roundtrip(w, fmt):
         """The yardstick's W_hat: one weight matrix through format ``fmt`` and back."""
         if fmt == "nvfp4":
-            from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
+            from jaxwb.pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
 
             return nvfp4_dequantize(nvfp4_quantize(w))
         return razer_dequantize(razer_quantize(w, variant="weight"))

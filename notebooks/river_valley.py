@@ -45,9 +45,9 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sims import river_valley as sim
-from sims.core import notebook, style
-from theory import river_valley as rv
+from jaxwb.sims import river_valley as sim
+from jaxwb.sims.core import notebook, style
+from jaxwb.theory import river_valley as rv
 
 # %% [markdown]
 # ## The closed forms

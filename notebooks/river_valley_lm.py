@@ -44,12 +44,12 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from models import corpus
-from models import train as tr
-from models.tiny_lm import TinyLM
-from sims import river_valley_lm as sim
-from sims.core import notebook, style
-from sims.core.claims import mean_ci
+from jaxwb.models import corpus
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import TinyLM
+from jaxwb.sims import river_valley_lm as sim
+from jaxwb.sims.core import notebook, style
+from jaxwb.sims.core.claims import mean_ci
 
 # %% [markdown]
 # ## The study

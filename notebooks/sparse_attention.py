@@ -26,7 +26,7 @@
 #   iterative unmasking (sampled at temperature 1, LLaDA's random remasking, one explicit key per prompt).
 # * **Louver**: retrieve every key with `q.k >= tau` with zero false negatives. Reproduced: a flat index of
 #   per-block ball/box bounds over contiguous key blocks (not the paper's own index), checked on the model's q, k.
-# * **Kernels** (`pallas_kernels.attention`): the sparse runs go through `block_sparse_attention` (XLA path on
+# * **Kernels** (`jaxwb.pallas_kernels.attention`): the sparse runs go through `block_sparse_attention` (XLA path on
 #   CPU); the speed figure compares it with the same implementation with every block listed, in process CPU
 #   time.
 
@@ -48,9 +48,9 @@ if "google.colab" in sys.modules and not os.path.isdir("figures"):
 import matplotlib.pyplot as plt
 import numpy as np
 
-from models import tokenizer
-from sims import sparse_attention as sim
-from sims.core import notebook
+from jaxwb.models import tokenizer
+from jaxwb.sims import sparse_attention as sim
+from jaxwb.sims.core import notebook
 
 # %% [markdown]
 # ## The committed run
@@ -104,7 +104,7 @@ nb.show("louver", "speed")
 # ## Try it: per-step output error or KL of one policy on the committed trajectories
 
 # %%
-from sims.sparse_attention.claims import row  # noqa: E402
+from jaxwb.sims.sparse_attention.claims import row  # noqa: E402
 
 
 def show(period=cfg.main_period, budget=cfg.main_budget, allocation="concentration", measure="err"):

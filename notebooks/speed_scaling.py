@@ -51,9 +51,9 @@ if "google.colab" in sys.modules and not os.path.isdir("figures"):
 import jax
 import matplotlib.pyplot as plt
 
-from sims import speed_scaling as sim
-from sims.core import notebook, style
-from theory import speed_scaling as ss
+from jaxwb.sims import speed_scaling as sim
+from jaxwb.sims.core import notebook, style
+from jaxwb.theory import speed_scaling as ss
 
 nb = notebook.open_result(sim)  # the committed run (figures/speed_scaling/data.npz), not a recomputation
 

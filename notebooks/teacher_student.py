@@ -48,9 +48,9 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import numpy as np
 
-from sims import teacher_student as sim
-from sims.core import notebook
-from theory import teacher_student as ts
+from jaxwb.sims import teacher_student as sim
+from jaxwb.sims.core import notebook
+from jaxwb.theory import teacher_student as ts
 
 print(f"c_IT = {ts.C_IT:.4f}, jump m+(c_IT) = {ts.M_JUMP:.4f}, spinodal c = 4/3")
 

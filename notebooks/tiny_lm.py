@@ -19,7 +19,7 @@
 # `models/` holds a tiny causal transformer (Equinox; RoPE, tied embeddings), a byte-level tokenizer and a corpus
 # shipped with the project: the source of ~60 Python standard-library modules, committed xz-compressed
 # (`models/data/stdlib_corpus.txt.xz`). Here we train it briefly, sample from it, and quantize its weights to
-# NVFP4, RaZeR, MXFP4 and dithered-RHT 4-bit (`pallas_kernels.quant`), comparing perplexities as in
+# NVFP4, RaZeR, MXFP4 and dithered-RHT 4-bit (`jaxwb.pallas_kernels.quant`), comparing perplexities as in
 # `sims/tiny_lm.py`.
 
 # %%
@@ -42,11 +42,11 @@ import jax
 import matplotlib.pyplot as plt
 import numpy as np
 
-from models import corpus, tokenizer
-from models import train as tr
-from models.tiny_lm import num_params, replace_linear_weights, sample
-from sims import tiny_lm as sim
-from sims.core import harness, notebook, style
+from jaxwb.models import corpus, tokenizer
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import num_params, replace_linear_weights, sample
+from jaxwb.sims import tiny_lm as sim
+from jaxwb.sims.core import harness, notebook, style
 
 QUICK = harness.quick_from_env()
 PRESET = "quick" if QUICK else "full"

@@ -48,9 +48,9 @@ if "google.colab" in sys.modules and not os.path.isdir("figures"):
 import jax
 import numpy as np
 
-from sims import tv_distance as sim
-from sims.core import harness, notebook
-from theory import tv_distance as tv
+from jaxwb.sims import tv_distance as sim
+from jaxwb.sims.core import harness, notebook
+from jaxwb.theory import tv_distance as tv
 
 quick = harness.quick_from_env()
 nb = notebook.open_result(sim)  # the committed run (figures/tv_distance/data.npz), not a recomputation

@@ -52,10 +52,10 @@ import jax.numpy as jnp
 import matplotlib.pyplot as plt
 import numpy as np
 
-from pallas_kernels.quant.fake_quant import fake_quant
-from sims import zoe_grad as sim
-from sims.core import notebook, style
-from theory import zoe_grad as zg
+from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
+from jaxwb.sims import zoe_grad as sim
+from jaxwb.sims.core import notebook, style
+from jaxwb.theory import zoe_grad as zg
 
 # %% [markdown]
 # ## The closed form and the STE identity

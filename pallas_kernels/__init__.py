@@ -1,6 +1,6 @@
-"""Pallas kernels with pure-jnp references: attention (``pallas_kernels.attention``) and block-quantized
-formats (``pallas_kernels.quant``); one implementation resolver and the checkify path in ``_dispatch``."""
+"""Pallas kernels with pure-jnp references: attention (``jaxwb.pallas_kernels.attention``) and block-quantized
+formats (``jaxwb.pallas_kernels.quant``); one implementation resolver and the checkify path in ``_dispatch``."""
 
-from pallas_kernels._dispatch import IMPLEMENTATIONS, Implementation, checked
+from jaxwb.pallas_kernels._dispatch import IMPLEMENTATIONS, Implementation, checked
 
 __all__ = ["IMPLEMENTATIONS", "Implementation", "checked"]

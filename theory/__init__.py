@@ -1,14 +1,14 @@
 """Pure JAX theory: closed forms, bounds, estimators, fixed-point solvers and algorithms.
 
 Nothing here does I/O or plotting, and nothing here imports ``sims``. Each result lives in its own module
-(``theory.river_valley``, ...); shared input checks live in ``theory._validate``.
+(``jaxwb.theory.river_valley``, ...); shared input checks live in ``jaxwb.theory._validate``.
 
 Calling convention: PRNG keys are keyword-only (``f(x, *, key)``); shapes are in jaxtyping annotations; bad
 inputs raise ``ValueError`` naming the parameter, eagerly. Under ``jit`` value checks are skipped unless the
-call runs inside :func:`checked` (``theory.checked(fn)(*args)``), which raises the same errors for traced
+call runs inside :func:`checked` (``jaxwb.theory.checked(fn)(*args)``), which raises the same errors for traced
 values through ``jax.experimental.checkify``.
 """
 
-from theory._validate import checked
+from jaxwb.theory._validate import checked
 
 __all__ = ["checked"]

@@ -72,7 +72,7 @@ def checked(fn: Callable, *, jit: bool = True) -> Callable:
 
     Example::
 
-        from theory import checked, river_valley as rv
+        from jaxwb.theory import checked, river_valley as rv
         checked(rv.gd_threshold)(-1.0)   # ValueError: lam must be > 0, got -1.0
     """
 

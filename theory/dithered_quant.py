@@ -28,7 +28,7 @@ error of (1) in the few wide tail cells. The tests and the sim *measure* it (``o
 assume it.
 
 All functions accept Python numbers or arrays (jit/vmap compatible); bits must be finite and >= 1; bad
-parameters raise ValueError naming them (under ``theory.checked`` also for traced values).
+parameters raise ValueError naming them (under ``jaxwb.theory.checked`` also for traced values).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from theory import _validate as v
+from jaxwb.theory import _validate as v
 
 PANTER_DITE = math.pi * math.sqrt(3.0) / 2.0  # ~ 2.7207: Gaussian high-resolution constant (sqrt 3 pi / 2)
 

@@ -20,7 +20,7 @@ differ in how concentrated their attention is. Its policy, reproduced here:
 
 Measured quantities (``evaluate_masks``) against dense attention: relative output error
 ``||O_mask - O||_F / ||O||_F`` and recall = mean over queries of the dense attention mass inside the mask.
-On real attention maps (``sims.sparse_attention`` records them from a trained diffusion LM):
+On real attention maps (``jaxwb.sims.sparse_attention`` records them from a trained diffusion LM):
 ``block_attention_mass`` (the dense attention pooled to blocks), ``mask_overlap`` (block-mask overlap between
 two steps) and ``topk_mass`` (how concentrated a head is).
 
@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from theory import _validate as V
+from jaxwb.theory import _validate as V
 
 
 def _qkv(name: str, x, *, ndim: int = 3) -> None:

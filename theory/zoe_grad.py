@@ -85,7 +85,7 @@ for large sigma, G_sigma -> the mean slope but F_sigma moves away from f(Q) (|Q 
 ends). This differs from the notes' "shrinks with sigma" reading; see ``sims/zoe_grad/``.
 
 All functions are jit/vmap compatible; ``law`` and the level count are static. Parameters are checked eagerly
-(outside jit) with ValueErrors naming them; inside ``theory.checked`` also under jit.
+(outside jit) with ValueErrors naming them; inside ``jaxwb.theory.checked`` also under jit.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from theory import _validate as v
+from jaxwb.theory import _validate as v
 
 LAWS = ("gaussian", "logistic", "triangular", "uniform")
 SCORE_LAWS = ("gaussian", "logistic", "triangular")  # laws with a density score psi = -p'/p
@@ -137,7 +137,7 @@ def e2m1_levels() -> Float[Array, " 15"]:
 
 def check_levels(levels: Float[ArrayLike, "*b L"], *, ndim: int | None = None) -> None:
     """``levels[..., L]``: real, L >= 2, finite and strictly increasing along the last axis (rank ``ndim``
-    when given). Eager; under ``theory.checked`` also for traced levels."""
+    when given). Eager; under ``jaxwb.theory.checked`` also for traced levels."""
     v.array("levels", levels, min_ndim=1, ndim=ndim)
     if np.shape(levels)[-1] < 2:
         raise ValueError(f"levels must have a last axis of length >= 2, got shape {np.shape(levels)}")

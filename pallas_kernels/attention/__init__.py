@@ -7,15 +7,15 @@ Public ops (layout [B, L, H, D] as ``jax.nn.dot_product_attention``):
   threshold_retrieve(q, k, tau, *, block_size, bound, implementation)
 """
 
-from pallas_kernels.attention.kernel import AttentionBlockSizes, BlockSizes
-from pallas_kernels.attention.ops import block_sparse_attention, flash_attention
-from pallas_kernels.attention.reference import (
+from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, BlockSizes
+from jaxwb.pallas_kernels.attention.ops import block_sparse_attention, flash_attention
+from jaxwb.pallas_kernels.attention.reference import (
     attention_reference,
     block_lists_to_mask,
     expand_block_mask,
     mask_to_block_lists,
 )
-from pallas_kernels.attention.threshold import (
+from jaxwb.pallas_kernels.attention.threshold import (
     Retrieval,
     build_key_index,
     retrieval_block_lists,

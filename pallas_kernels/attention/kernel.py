@@ -34,7 +34,7 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
 
-from pallas_kernels.attention.reference import MASK_VALUE
+from jaxwb.pallas_kernels.attention.reference import MASK_VALUE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,7 +47,7 @@ class AttentionBlockSizes:
     block_k: int = 64
 
     def __post_init__(self):
-        from pallas_kernels._dispatch import check_block
+        from jaxwb.pallas_kernels._dispatch import check_block
 
         check_block("block_q", self.block_q)
         check_block("block_k", self.block_k)

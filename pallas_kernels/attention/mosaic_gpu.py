@@ -23,7 +23,7 @@ visible key yields 0, never NaN (the module convention of ``reference.py``).
 
 Constraints (checked eagerly, ``ValueError`` naming the argument): q/k/v bfloat16 or float16; head_dim a
 multiple of 64 (128-byte swizzle) and <= 256; block_q = 64; block_k a multiple of 64 and <= 256; L divisible by
-the block sizes. Layout ``[B, L, H, D]`` with GQA (``H % Hkv == 0``), as ``pallas_kernels.attention``.
+the block sizes. Layout ``[B, L, H, D]`` with GQA (``H % Hkv == 0``), as ``jaxwb.pallas_kernels.attention``.
 
 ``interpret=True`` runs the kernel in Mosaic GPU's interpret mode (``plgpu.InterpretGPUParams``: a CPU
 simulation of GMEM/SMEM, warpgroups, TMA and barriers), which is how it is tested without a GPU.
@@ -41,8 +41,8 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
-from pallas_kernels.attention import reference as ref
-from pallas_kernels.attention.reference import MASK_VALUE
+from jaxwb.pallas_kernels.attention import reference as ref
+from jaxwb.pallas_kernels.attention.reference import MASK_VALUE
 
 __all__ = [
     "MosaicBlockSizes",
@@ -287,7 +287,7 @@ def flash_attention_mgpu(
 ):
     """Dense attention ``softmax(scale q k^T) v`` by the Mosaic GPU kernel.
 
-    Arguments as ``pallas_kernels.attention.flash_attention``: q [B, Lq, H, D], k/v [B, Lk, Hkv, D] ->
+    Arguments as ``jaxwb.pallas_kernels.attention.flash_attention``: q [B, Lq, H, D], k/v [B, Lk, Hkv, D] ->
     [B, Lq, H, D] in q.dtype; ``block_sizes`` a ``MosaicBlockSizes`` or the op's ``BlockSizes``;
     ``is_causal`` is accepted as an alias of ``causal``. ``interpret=True``: Mosaic GPU interpret mode (CPU)."""
     causal = _causal(causal, is_causal)
@@ -315,7 +315,7 @@ def block_sparse_attention_mgpu(
     is_causal: bool | None = None,
 ):
     """Block-sparse attention by the Mosaic GPU kernel; arguments as
-    ``pallas_kernels.attention.block_sparse_attention``: query block i of (b, h) attends only to key blocks
+    ``jaxwb.pallas_kernels.attention.block_sparse_attention``: query block i of (b, h) attends only to key blocks
     ``kv_indices[b, h, i, :kv_num_blocks[b, h, i]]`` (FlexAttention lists, int32); empty rows give 0."""
     causal = _causal(causal, is_causal)
     bs = MosaicBlockSizes(block_q, block_k, max_concurrent_steps)

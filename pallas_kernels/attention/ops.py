@@ -1,7 +1,7 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Public ops: ``flash_attention`` and ``block_sparse_attention`` (layout [B, L, H, D], GQA, causal or not).
 
-``implementation`` (:mod:`pallas_kernels._dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes
+``implementation`` (:mod:`jaxwb.pallas_kernels._dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes
 fit its tiling, else the XLA path), ``"xla"``, ``"pallas"`` (the kernel for ``backend``, default the current
 platform), ``"interpret"`` (the Pallas kernel run by the interpreter: any platform).
 
@@ -19,10 +19,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from pallas_kernels import _dispatch as dp
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.attention import reference as ref
-from pallas_kernels.attention.kernel import AttentionBlockSizes, _is_pow2, flash_pallas
+from jaxwb.pallas_kernels import _dispatch as dp
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.attention import reference as ref
+from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, _is_pow2, flash_pallas
 
 GPU_KERNELS = (None, "triton", "mosaic")
 
@@ -124,7 +124,7 @@ def flash_attention(
     [B, Lq, H, D] in q.dtype, equal to ``jax.nn.dot_product_attention(q, k, v, is_causal=is_causal)`` up to
     float32 rounding. ``is_causal`` needs Lq == Lk. ``block_sizes`` (kernel tiles) default to the largest
     power of two <= 64 dividing each length. ``gpu_kernel="mosaic"`` selects the Mosaic GPU (Hopper: wgmma, TMA)
-    kernel of ``pallas_kernels.attention.mosaic_gpu`` instead of Triton on a GPU (bf16/f16, D a multiple of 64;
+    kernel of ``jaxwb.pallas_kernels.attention.mosaic_gpu`` instead of Triton on a GPU (bf16/f16, D a multiple of 64;
     not yet run on hardware); with ``implementation="interpret"`` it runs Mosaic GPU's interpreter on CPU.
     """
     is_causal = _causal_kw(is_causal, causal)
@@ -145,7 +145,7 @@ def flash_attention(
     if impl == "xla":
         return jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, implementation="xla")
     if _gpu_kernel(gpu_kernel, impl, plat):
-        from pallas_kernels.attention import mosaic_gpu
+        from jaxwb.pallas_kernels.attention import mosaic_gpu
 
         return mosaic_gpu.flash_attention_mgpu(
             q, k, v, causal=is_causal, scale=scale, block_sizes=block_sizes, interpret=impl == "interpret"
@@ -235,7 +235,7 @@ def block_sparse_attention(
             q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale
         )
     if _gpu_kernel(gpu_kernel, impl, plat):
-        from pallas_kernels.attention import mosaic_gpu
+        from jaxwb.pallas_kernels.attention import mosaic_gpu
 
         return mosaic_gpu.block_sparse_attention_mgpu(
             q,

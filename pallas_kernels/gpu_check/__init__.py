@@ -1,8 +1,8 @@
 """The prepared hardware check: one command that tests, benchmarks and autotunes every kernel on a GPU.
 
-    python -m pallas_kernels.gpu_check                  # on a GPU: ~8 min on an H200, writes figures/kernels_gpu/
-    python -m pallas_kernels.gpu_check --dry-run        # on CPU: interpret mode, tiny sizes, a temp dir (~30 s)
-    python -m pallas_kernels.gpu_check --out DIR --skip-tests
+    python -m jaxwb.pallas_kernels.gpu_check                  # on a GPU: ~8 min on an H200, writes figures/kernels_gpu/
+    python -m jaxwb.pallas_kernels.gpu_check --dry-run        # on CPU: interpret mode, tiny sizes, a temp dir (~30 s)
+    python -m jaxwb.pallas_kernels.gpu_check --out DIR --skip-tests
 
 What it does, in this order (benchmarks first, so a slow test step cannot cost the numbers):
   1. device, jax version and the device's peaks (``PEAKS``: bf16 dense tensor-core FLOP/s and HBM bytes/s from
@@ -39,20 +39,20 @@ The package, one concept a module:
   plugin.py           ``forced_implementation``, the pytest hooks (re-exported here, so ``-p
                       pallas_kernels.gpu_check`` loads them) and the pytest step ``run_tests``;
   report.py           the goals of issue 20, the png and the table;
-  cli.py, __main__.py ``main`` and ``python -m pallas_kernels.gpu_check``.
+  cli.py, __main__.py ``main`` and ``python -m jaxwb.pallas_kernels.gpu_check``.
 """
 
-from pallas_kernels.gpu_check.autotune import Recorder, Settings, time_fn
-from pallas_kernels.gpu_check.bench_attention import (
+from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, time_fn
+from jaxwb.pallas_kernels.gpu_check.bench_attention import (
     DRY_SPARSITIES,
     SPARSITIES,
     bench_attention,
     bench_block_sparse,
 )
-from pallas_kernels.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
-from pallas_kernels.gpu_check.cli import SECTION_SHARES, main
-from pallas_kernels.gpu_check.peaks import PEAKS, peaks_for
-from pallas_kernels.gpu_check.plugin import (
+from jaxwb.pallas_kernels.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
+from jaxwb.pallas_kernels.gpu_check.cli import SECTION_SHARES, main
+from jaxwb.pallas_kernels.gpu_check.peaks import PEAKS, peaks_for
+from jaxwb.pallas_kernels.gpu_check.plugin import (
     FORCE_ENV,
     REPO_ROOT,
     forced_implementation,
@@ -60,7 +60,7 @@ from pallas_kernels.gpu_check.plugin import (
     pytest_unconfigure,
     run_tests,
 )
-from pallas_kernels.gpu_check.report import goals, plot, table
+from jaxwb.pallas_kernels.gpu_check.report import goals, plot, table
 
 __all__ = [
     "DRY_SPARSITIES",

@@ -1,6 +1,6 @@
-"""``python -m pallas_kernels.gpu_check``: the prepared GPU check (``--dry-run`` on CPU)."""
+"""``python -m jaxwb.pallas_kernels.gpu_check``: the prepared GPU check (``--dry-run`` on CPU)."""
 
-from pallas_kernels.gpu_check.cli import main
+from jaxwb.pallas_kernels.gpu_check.cli import main
 
 if __name__ == "__main__":
     main()

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import functools
 
-from pallas_kernels.gpu_check.adapters import (
+from jaxwb.pallas_kernels.gpu_check.adapters import (
     _attention_block_sizes,
     _block_sparse,
     _flash,
     _mosaic_block_sparse,
     _mosaic_flash,
 )
-from pallas_kernels.gpu_check.autotune import Recorder, Settings, _err, against, fixed
+from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, _err, against, fixed
 
 SPARSITIES = (0.5, 0.75, 0.9, 0.95)
 DRY_SPARSITIES = (0.5,)

@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import math
 
-from pallas_kernels.gpu_check.adapters import (
+from jaxwb.pallas_kernels.gpu_check.adapters import (
     _dequantize,
     _fp4_matmul,
     _fwht,
@@ -18,7 +18,7 @@ from pallas_kernels.gpu_check.adapters import (
     _quant_block_sizes,
     _quantize,
 )
-from pallas_kernels.gpu_check.autotune import Recorder, Settings, _max_abs, against, fixed
+from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, _max_abs, against, fixed
 
 
 def _quant_grid(s: Settings):

@@ -1,4 +1,4 @@
-"""The command line: ``python -m pallas_kernels.gpu_check [--dry-run] [--out DIR] ...`` (see the package doc)."""
+"""The command line: ``python -m jaxwb.pallas_kernels.gpu_check [--dry-run] [--out DIR] ...`` (see the package doc)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from pallas_kernels.gpu_check.autotune import Recorder, Settings, _err
-from pallas_kernels.gpu_check.bench_attention import bench_attention, bench_block_sparse
-from pallas_kernels.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
-from pallas_kernels.gpu_check.peaks import measure_ceilings, peaks_for
-from pallas_kernels.gpu_check.plugin import REPO_ROOT, run_tests
-from pallas_kernels.gpu_check.report import goals, plot, table
+from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, _err
+from jaxwb.pallas_kernels.gpu_check.bench_attention import bench_attention, bench_block_sparse
+from jaxwb.pallas_kernels.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
+from jaxwb.pallas_kernels.gpu_check.peaks import measure_ceilings, peaks_for
+from jaxwb.pallas_kernels.gpu_check.plugin import REPO_ROOT, run_tests
+from jaxwb.pallas_kernels.gpu_check.report import goals, plot, table
 
 # Share of the benchmark budget each section may spend autotuning (the first config always runs).
 SECTION_SHARES = dict(attention=0.25, block_sparse=0.25, quant=0.2, fwht=0.1, inquant=0.05, matmul=0.15)
@@ -27,7 +27,7 @@ def _description() -> str:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(prog="python -m pallas_kernels.gpu_check", description=_description())
+    ap = argparse.ArgumentParser(prog="python -m jaxwb.pallas_kernels.gpu_check", description=_description())
     ap.add_argument("--dry-run", action="store_true", help="CPU: interpret mode, tiny sizes, temp output dir")
     ap.add_argument("--out", type=Path, default=None, help="output dir (default figures/kernels_gpu, dry: temp)")
     ap.add_argument("--skip-tests", action="store_true", help="do not run the pytest step")
@@ -98,7 +98,9 @@ def main(argv=None) -> dict:
             tests=tests,
             bench_wall_s=bench_s,
             wall_s=time.perf_counter() - t_start,
-            command=" ".join(["python -m pallas_kernels.gpu_check", *(argv if argv is not None else sys.argv[1:])]),
+            command=" ".join(
+                ["python -m jaxwb.pallas_kernels.gpu_check", *(argv if argv is not None else sys.argv[1:])]
+            ),
         )
 
     s.out.mkdir(parents=True, exist_ok=True)

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from pallas_kernels.gpu_check.autotune import Settings
+from jaxwb.pallas_kernels.gpu_check.autotune import Settings
 
 FORCE_ENV = "PALLAS_KERNELS_FORCE_IMPLEMENTATION"
 REPO_ROOT = Path(__file__).resolve().parents[2]
@@ -29,17 +29,17 @@ def _public_ops():
     import inspect
     import pkgutil
 
-    import pallas_kernels
+    from jaxwb import pallas_kernels
 
     mods = []
-    for info in pkgutil.walk_packages(pallas_kernels.__path__, "pallas_kernels."):
+    for info in pkgutil.walk_packages(pallas_kernels.__path__, pallas_kernels.__name__ + "."):
         if info.name == _PACKAGE or info.name.startswith(_PACKAGE + "."):
             continue
         mods.append(importlib.import_module(info.name))
     found = []
     for mod in mods:
         for name, obj in list(vars(mod).items()):
-            if not inspect.isfunction(obj) or not obj.__module__.startswith("pallas_kernels"):
+            if not inspect.isfunction(obj) or not obj.__module__.startswith(pallas_kernels.__name__):
                 continue
             try:
                 params = inspect.signature(obj).parameters
@@ -111,7 +111,7 @@ def run_tests(s: Settings, timeout_s: float) -> dict:
     else:
         args = ["tests/kernels", "--ignore=tests/kernels/test_gpu_check.py"]
     workers = (["-n", "4"] if not s.dry_run else ["-n0"]) if _has_xdist() else []
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "pallas_kernels.gpu_check", *workers, *args]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "jaxwb.pallas_kernels.gpu_check", *workers, *args]
     env = {
         **os.environ,
         FORCE_ENV: s.pallas,

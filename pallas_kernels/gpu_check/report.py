@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from pallas_kernels.gpu_check.bench_attention import SPARSITIES
+from jaxwb.pallas_kernels.gpu_check.bench_attention import SPARSITIES
 
 
 def _find(records, **kw):

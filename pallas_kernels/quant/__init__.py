@@ -5,16 +5,16 @@ Every op is a pure-jnp reference (``reference.py``, the spec and the XLA fallbac
 behind one public function with ``implementation=None | "xla" | "pallas" | "interpret"``.
 """
 
-from pallas_kernels.quant._blockwise import BlockSizes, QuantBlockSizes
-from pallas_kernels.quant.fake_quant import fake_quant
-from pallas_kernels.quant.fp4 import QuantizedArray
-from pallas_kernels.quant.hadamard import HadamardBlocks, HadamardBlockSizes, fwht
-from pallas_kernels.quant.inquant import InQuantPacked, inquant_pack, inquant_unpack
-from pallas_kernels.quant.matmul import MatmulBlockSizes, fp4_matmul
-from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
-from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
-from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
-from pallas_kernels.quant.rht import RHTQuantized, rht_dequantize, rht_quantize
+from jaxwb.pallas_kernels.quant._blockwise import BlockSizes, QuantBlockSizes
+from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels.quant.hadamard import HadamardBlocks, HadamardBlockSizes, fwht
+from jaxwb.pallas_kernels.quant.inquant import InQuantPacked, inquant_pack, inquant_unpack
+from jaxwb.pallas_kernels.quant.matmul import MatmulBlockSizes, fp4_matmul
+from jaxwb.pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
+from jaxwb.pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
+from jaxwb.pallas_kernels.quant.razer import razer_dequantize, razer_quantize
+from jaxwb.pallas_kernels.quant.rht import RHTQuantized, rht_dequantize, rht_quantize
 
 __all__ = [
     "fake_quant",

@@ -1,5 +1,5 @@
 """Pallas plumbing shared by the block quantizers: one quantize kernel and one dequantize kernel,
-parameterised by the per-format block math of :mod:`pallas_kernels.quant.reference` (the kernels call the
+parameterised by the per-format block math of :mod:`jaxwb.pallas_kernels.quant.reference` (the kernels call the
 very same jnp functions on 2-D tiles, so interpret mode equals the reference bit for bit).
 
 Tiling: the input is viewed as ``(R, K)`` (all leading axes flattened); the grid is ``(R / bm, K / bk)``
@@ -19,11 +19,11 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from pallas_kernels import _dispatch as dp
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant import fp4, razer_xla
-from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels import _dispatch as dp
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant import fp4, razer_xla
+from jaxwb.pallas_kernels.quant import reference as ref
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 
@@ -46,7 +46,7 @@ BlockSizes = QuantBlockSizes  # backward-compatible name (one release)
 
 
 def resolve_implementation(implementation: Implementation, op: str | None = None) -> str:
-    """The shared resolver (:func:`pallas_kernels._dispatch.resolve`); the block kernels pad any shape.
+    """The shared resolver (:func:`jaxwb.pallas_kernels._dispatch.resolve`); the block kernels pad any shape.
     ``op`` (e.g. "razer_activation_quantize"): its hardware measurements may make ``None`` pick XLA."""
     return dp.resolve(implementation, prefer_xla=dp.xla_measured_faster(op) if op else None)[0]
 

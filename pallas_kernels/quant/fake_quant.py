@@ -18,7 +18,7 @@ place that knows their names and signatures):
 
 Backward. With z = x / scale (scale = the element's block scale times the global scale, or Delta for INT) the
 element's quantizer is scale * Q(z) on unit-scale levels (E2M1, E2M1 with RaZeR's special value, or -M..M),
-so d/dx = g_sigma(z), the bump sum of ``theory.zoe_grad.surrogate_grad`` on those levels; **the scale is held
+so d/dx = g_sigma(z), the bump sum of ``jaxwb.theory.zoe_grad.surrogate_grad`` on those levels; **the scale is held
 constant** in the backward pass (the gradient through the amax that sets it is dropped, as in STE-based QAT).
 ``sigma`` is the perturbation's standard deviation in units of the scale (z space); default 1/sqrt(12), the
 uniform law one unit step wide. ``surrogate``:
@@ -42,11 +42,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallas_kernels.quant import reference as _ref
-from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
-from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
-from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
-from theory import zoe_grad as zg
+from jaxwb.pallas_kernels.quant import reference as _ref
+from jaxwb.pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
+from jaxwb.pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
+from jaxwb.pallas_kernels.quant.razer import razer_dequantize, razer_quantize
+from jaxwb.theory import zoe_grad as zg
 
 __all__ = ["FORMATS", "SURROGATES", "fake_quant", "quantize_with_scale"]
 

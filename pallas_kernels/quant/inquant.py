@@ -44,9 +44,9 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from pallas_kernels import _dispatch as dp
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant.hadamard import per_platform, resolve_implementation
+from jaxwb.pallas_kernels import _dispatch as dp
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant.hadamard import per_platform, resolve_implementation
 
 
 @functools.partial(
@@ -314,7 +314,7 @@ def inquant_unpack(
     code rebuilt out of their own and their donor's nibble, donors as their sampled mean."""
     if not isinstance(q, InQuantPacked):
         raise ValueError(f"q must be an InQuantPacked from inquant_pack, got {type(q).__name__}")
-    from pallas_kernels.quant.nvfp4 import _out_dtype
+    from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
 
     dtype = _out_dtype(dtype)
     dp.check_block("block_rows", block_rows, pow2=True)

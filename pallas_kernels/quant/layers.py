@@ -1,4 +1,4 @@
-"""Drop-in quantized-linear layers for users' models, over :func:`pallas_kernels.quant.fp4_matmul`.
+"""Drop-in quantized-linear layers for users' models, over :func:`jaxwb.pallas_kernels.quant.fp4_matmul`.
 
 * :meth:`QuantizedLinear.from_linear`: an ``eqx.nn.Linear`` -> :class:`EqxQuantizedLinear`, an
   ``nnx.Linear`` -> :class:`NnxQuantizedLinear`; each behaves like the layer it replaces (same call
@@ -7,7 +7,7 @@
 * :func:`quantize_model`: every (filtered) Linear of an equinox or flax.nnx model, without touching its code.
 * Quantization-aware training: ``from_linear(..., qat=True, surrogate="gaussian", sigma=None)`` (and
   ``quantize_model(..., qat=True)``) returns :class:`EqxQATLinear` / :class:`NnxQATLinear`, which keep the float
-  weight trainable and use ``fake_quant`` (``pallas_kernels.quant.fake_quant``): the forward is the same
+  weight trainable and use ``fake_quant`` (``jaxwb.pallas_kernels.quant.fake_quant``): the forward is the same
   quantize/dequantize round trip, the backward the closed-form ZOE-Grad surrogate (``"ste"`` for the
   straight-through estimator). After training, ``from_linear`` on the QAT layer's float weight packs it.
 
@@ -27,14 +27,14 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant import fp4
-from pallas_kernels.quant.fake_quant import fake_quant
-from pallas_kernels.quant.fp4 import QuantizedArray
-from pallas_kernels.quant.matmul import fp4_matmul
-from pallas_kernels.quant.mxfp4 import mxfp4_quantize
-from pallas_kernels.quant.nvfp4 import nvfp4_quantize
-from pallas_kernels.quant.razer import razer_quantize
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant import fp4
+from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels.quant.matmul import fp4_matmul
+from jaxwb.pallas_kernels.quant.mxfp4 import mxfp4_quantize
+from jaxwb.pallas_kernels.quant.nvfp4 import nvfp4_quantize
+from jaxwb.pallas_kernels.quant.razer import razer_quantize
 
 __all__ = [
     "EqxQATLinear",

@@ -29,11 +29,11 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from pallas_kernels import _dispatch as dp
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant import _blockwise, fp4
-from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels import _dispatch as dp
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant import _blockwise, fp4
+from jaxwb.pallas_kernels.quant import reference as ref
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 __all__ = ["fp4_matmul", "MatmulBlockSizes"]
 
@@ -155,7 +155,7 @@ def fp4_matmul(
     dp.check_finite("x", x, "; the W4A16 product would silently carry them")
     if block_sizes is not None and not isinstance(block_sizes, MatmulBlockSizes):
         raise ValueError(f"block_sizes must be a MatmulBlockSizes, got {type(block_sizes).__name__}")
-    from pallas_kernels.quant.nvfp4 import _out_dtype
+    from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
 
     out_dtype = _out_dtype(out_dtype or x.dtype)
     prefer_xla = dp.xla_measured_faster("fp4_matmul", rows=math.prod(x.shape[:-1]))

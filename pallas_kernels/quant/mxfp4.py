@@ -2,7 +2,7 @@
 """MXFP4 (OCP microscaling): E2M1 codes, one E8M0 power-of-two scale per 32 elements, no global scale.
 
 The scale is ``amax / 6`` rounded *up* to a power of two (the ``jax.nn`` ``mxfp4`` rule), so no element clips;
-see ``reference.py``. ``implementation`` as in :mod:`pallas_kernels.quant.nvfp4`.
+see ``reference.py``. ``implementation`` as in :mod:`jaxwb.pallas_kernels.quant.nvfp4`.
 
     mxfp4_quantize(x, *, implementation=None, block_sizes=None) -> QuantizedArray (global_scale = 1)
     mxfp4_dequantize(q, *, dtype=jnp.float32, implementation=None, block_sizes=None) -> array of q.shape
@@ -13,11 +13,11 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant import _blockwise, fp4
-from pallas_kernels.quant._blockwise import QuantBlockSizes
-from pallas_kernels.quant.fp4 import QuantizedArray
-from pallas_kernels.quant.nvfp4 import _out_dtype
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant import _blockwise, fp4
+from jaxwb.pallas_kernels.quant._blockwise import QuantBlockSizes
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
 
 __all__ = ["mxfp4_quantize", "mxfp4_dequantize"]
 

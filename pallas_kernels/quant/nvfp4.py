@@ -15,12 +15,12 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from pallas_kernels import _dispatch as dp
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant import _blockwise, fp4
-from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant._blockwise import QuantBlockSizes
-from pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels import _dispatch as dp
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant import _blockwise, fp4
+from jaxwb.pallas_kernels.quant import reference as ref
+from jaxwb.pallas_kernels.quant._blockwise import QuantBlockSizes
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 __all__ = ["nvfp4_quantize", "nvfp4_dequantize"]
 
@@ -68,7 +68,7 @@ def nvfp4_quantize(
     """Quantize ``x`` (..., K), K % 16 == 0, to NVFP4.
 
     Args:
-      x: float array; inf/nan raise ValueError when ``x`` is concrete (under jit: ``pallas_kernels.checked``).
+      x: float array; inf/nan raise ValueError when ``x`` is concrete (under jit: ``jaxwb.pallas_kernels.checked``).
       global_scale: FP32 scalar; default ``max(amax(|x|) / (448 * 6), 2^-126)``.
     Returns:
       QuantizedArray(codes uint8 (..., K/2), scales uint8 E4M3 (..., K/16), global_scale f32, format "nvfp4").

@@ -9,7 +9,7 @@
 Per block the candidate with the smallest block error wins; an element takes the special value only when
 strictly closer to it than to its (RNE) FP4 rounding. The exact rules, the rounding choice and the "never
 worse than NVFP4" guarantee are in ``reference.py``.
-``implementation`` as in :mod:`pallas_kernels.quant.nvfp4`.
+``implementation`` as in :mod:`jaxwb.pallas_kernels.quant.nvfp4`.
 
     razer_quantize(x, *, variant="activation", global_scale=None, implementation=None) -> QuantizedArray
     razer_dequantize(q, *, dtype=jnp.float32, implementation=None) -> array of q.shape
@@ -20,12 +20,12 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant import _blockwise, fp4
-from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant._blockwise import QuantBlockSizes
-from pallas_kernels.quant.fp4 import QuantizedArray
-from pallas_kernels.quant.nvfp4 import _global_scale, _out_dtype
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant import _blockwise, fp4
+from jaxwb.pallas_kernels.quant import reference as ref
+from jaxwb.pallas_kernels.quant._blockwise import QuantBlockSizes
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels.quant.nvfp4 import _global_scale, _out_dtype
 
 __all__ = ["razer_quantize", "razer_dequantize"]
 

@@ -31,9 +31,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallas_kernels.quant import fp4
-from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels.quant import fp4
+from jaxwb.pallas_kernels.quant import reference as ref
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 f32, u32 = np.float32, jnp.uint32
 _CAP = f32(fp4.ERR_TERM_MAX)

@@ -70,8 +70,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallas_kernels.quant import fp4
-from pallas_kernels.quant.fp4 import QuantizedArray
+from jaxwb.pallas_kernels.quant import fp4
+from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 NVFP4_GLOBAL_MAX = 448.0 * 6.0
 RAZER_WEIGHT_GLOBAL_MAX = 6.0 * 28.0

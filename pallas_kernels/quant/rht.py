@@ -54,9 +54,9 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from pallas_kernels import _dispatch as dp
-from pallas_kernels._dispatch import Implementation
-from pallas_kernels.quant.hadamard import (
+from jaxwb.pallas_kernels import _dispatch as dp
+from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.quant.hadamard import (
     HadamardBlockSizes,
     _block_sizes_kw,
     check_length,
@@ -446,7 +446,7 @@ def rht_dequantize(
     """x_hat = D H (S q) with the signs and dither regenerated from ``q.key``; shape ``q.codes.shape``."""
     if not isinstance(q, RHTQuantized):
         raise ValueError(f"q must be an RHTQuantized container from rht_quantize, got {type(q).__name__}")
-    from pallas_kernels.quant.nvfp4 import _out_dtype
+    from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
 
     dtype = _out_dtype(dtype)
     block_sizes = _block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU

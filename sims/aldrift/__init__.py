@@ -56,12 +56,12 @@ from __future__ import annotations
 
 import math
 
-from sims.aldrift.benchmark import bench
-from sims.aldrift.claims import claims, eps_summary
-from sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, PRESETS, Config
-from sims.aldrift.figures import plot
-from sims.aldrift.simulate import coverage, run
-from sims.core.audit import Mutant
+from jaxwb.sims.aldrift.benchmark import bench
+from jaxwb.sims.aldrift.claims import claims, eps_summary
+from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, PRESETS, Config
+from jaxwb.sims.aldrift.figures import plot
+from jaxwb.sims.aldrift.simulate import coverage, run
+from jaxwb.sims.core.audit import Mutant
 
 NAME = "aldrift"
 TITLE = "ALDRIFT: annealed IMH-corrected refitting escapes the traps TOPIFT falls in; O(log 1/eps) evaluations"
@@ -82,25 +82,25 @@ __all__ = [
 MUTANTS = [
     Mutant(
         "random_search_missing_gamma",
-        "theory.aldrift.baselines:random_search_expected_evals",
+        "jaxwb.theory.aldrift.baselines:random_search_expected_evals",
         lambda f: lambda eps, L_d, lo, hi, n: f(eps, L_d, lo, hi, n) / math.gamma(0.5 * n + 1.0),
         "1/P(ball) without the Gamma(n/2 + 1) of the ball volume",
     ),
     Mutant(
         "schedule_off_by_one",
-        "theory.aldrift.schedule:num_temperatures",
+        "jaxwb.theory.aldrift.schedule:num_temperatures",
         lambda f: lambda *a, **k: max(1, f(*a, **k) - 1),
         "geometric schedule one temperature short: stops at T/(1+1/n) instead of T",
     ),
     Mutant(
         "imh_missing_proposal_correction",
-        "theory.aldrift.models:log_prob_fn",
+        "jaxwb.theory.aldrift.models:log_prob_fn",
         lambda f: lambda model: lambda x, g=f(model): 0.0 * g(x),
         "IMH acceptance min(1, w(y)/w(x)) without the proposal ratio L_prev(x)/L_prev(y)",
     ),
     Mutant(
         "mle_inflation_dropped",
-        "theory.aldrift.algorithms:aldrift",
+        "jaxwb.theory.aldrift.algorithms:aldrift",
         lambda f: lambda *a, **k: f(*a, **{**k, "inflation": 1.0}),
         "fitted proposal variance 1/mu_tau instead of the inflated 2/mu_tau (proposal lighter than p_tau)",
     ),

@@ -9,10 +9,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.aldrift.config import PRESETS
-from sims.aldrift.simulate import _problem
-from sims.core.harness import BenchRow, time_call
-from theory import aldrift as al
+from jaxwb.sims.aldrift.config import PRESETS
+from jaxwb.sims.aldrift.simulate import _problem
+from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.theory import aldrift as al
 
 # ---------------------------------------------------------------------------------------------------------
 # Benchmark: one temperature of m IMH chains, vmap + scan vs NumPy loops

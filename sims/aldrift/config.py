@@ -1,4 +1,4 @@
-"""ALDRIFT sim: the Config, its presets and the fixed study constants (see ``sims.aldrift``)."""
+"""ALDRIFT sim: the Config, its presets and the fixed study constants (see ``jaxwb.sims.aldrift``)."""
 
 from __future__ import annotations
 

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 
-from sims.aldrift.claims import eps_summary
-from sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
-from sims.core import style
-from sims.core.claims import mean_ci
-from theory import aldrift as al
+from jaxwb.sims.aldrift.claims import eps_summary
+from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.theory import aldrift as al
 
 # ---------------------------------------------------------------------------------------------------------
 # Figures

@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.aldrift.config import PAPER_INFLATION, Config
-from sims.core.sweep import sweep
-from theory import aldrift as al
+from jaxwb.sims.aldrift.config import PAPER_INFLATION, Config
+from jaxwb.sims.core.sweep import sweep
+from jaxwb.theory import aldrift as al
 
 # ---------------------------------------------------------------------------------------------------------
 # Pieces (module-level, hashable partials for the sweep)
@@ -61,7 +61,7 @@ def _eps_aldrift(key, *, setting, n, taus, m, M, eps):
 
 def _eps_random(keys, *, setting, n, lo, hi, budget, chunk, eps):
     """Random-search runs for a group of keys (R,), one after another (lax.map): each draws ``chunk`` points at a
-    time (``theory.aldrift.random_search``) and stops once every eps (E,) is reached or ``budget`` is spent, so
+    time (``jaxwb.theory.aldrift.random_search``) and stops once every eps (E,) is reached or ``budget`` is spent, so
     the work is ~ the mean first-hit count, not the budget. Returns first-hit counts (R, E) and reached (R, E);
     an unreached eps has count = budget and reached = False."""
     cost, _ = _problem(setting, n)

@@ -21,7 +21,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallas_kernels.quant import (
+from jaxwb.pallas_kernels.quant import (
     fp4_matmul,
     mxfp4_quantize,
     nvfp4_dequantize,
@@ -29,8 +29,8 @@ from pallas_kernels.quant import (
     razer_dequantize,
     razer_quantize,
 )
-from pallas_kernels.quant import reference as ref
-from sims.core.harness import BenchRow, time_call
+from jaxwb.pallas_kernels.quant import reference as ref
+from jaxwb.sims.core.harness import BenchRow, time_call
 
 # Peak HBM bandwidth (bytes/s) by device_kind substring (vendor data sheets).
 PEAK_HBM = {
@@ -201,7 +201,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
             )
         )
     # the Hadamard transform and the dithered RHT quantizer (sims/bench/hadamard.py) belong to the same op set
-    from sims.bench import hadamard as bench_hadamard
+    from jaxwb.sims.bench import hadamard as bench_hadamard
 
     return out + bench_hadamard.bench(quick=quick)
 
@@ -224,6 +224,6 @@ _razer_ref = {v: jax.jit(lambda x, v=v: ref.razer_quantize(x, variant=v)) for v 
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from sims.core.harness import format_bench
+    from jaxwb.sims.core.harness import format_bench
 
     print(format_bench(bench(quick=True)))

@@ -5,7 +5,7 @@ off by 10%, a missing factor, a dropped correction step, an off-by-one). A mutan
 function (or constant) it targets for the duration of one run, never by editing files::
 
     MUTANTS = [
-        Mutant("hb_boundary_missing_1+beta", "theory.river_valley:hb_lr_boundary",
+        Mutant("hb_boundary_missing_1+beta", "jaxwb.theory.river_valley:hb_lr_boundary",
                lambda f: lambda lam, beta: f(lam, beta) / (1 + beta),
                "the heavy-ball stability edge without its (1+beta) factor"),
     ]
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-PROJECT_PACKAGES = ("theory", "models", "pallas_kernels", "sims")
+PROJECT_PACKAGES = ("jaxwb.",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -141,7 +141,7 @@ def audit_mutant(module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[s
 def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0,
                  verbose: bool = True) -> dict[str, Any]:
     """Clean run + one run per mutant of ``module``; a JSON-able summary."""
-    from sims.core.presets import get_config
+    from jaxwb.sims.core.presets import get_config
 
     cfg = get_config(module, preset)
     mutants: Sequence[Mutant] = getattr(module, "MUTANTS", ())
@@ -186,7 +186,7 @@ def format_audit_table(summaries: Sequence[dict[str, Any]]) -> str:
 def write_audit(summaries: Sequence[dict[str, Any]], figures_dir: Path, readme: Path | None = None) -> None:
     """Write ``figures/audit/<result>.json`` per summary, then rebuild ``figures/audit.json`` and the README's
     audit table from every per-result file there (so audits of different results never overwrite each other)."""
-    from sims.core.outputs import atomic_write_text
+    from jaxwb.sims.core.outputs import atomic_write_text
 
     folder = figures_dir / "audit"
     folder.mkdir(parents=True, exist_ok=True)
@@ -197,7 +197,7 @@ def write_audit(summaries: Sequence[dict[str, Any]], figures_dir: Path, readme: 
 
 def collect(figures_dir: Path, readme: Path | None = None) -> list[dict[str, Any]]:
     """Rebuild ``figures/audit.json`` and the README table from ``figures/audit/*.json``."""
-    from sims.core.outputs import atomic_write_text
+    from jaxwb.sims.core.outputs import atomic_write_text
 
     merged = [json.loads(f.read_text()) for f in sorted((figures_dir / "audit").glob("*.json"))]
     atomic_write_text(figures_dir / "audit.json", json.dumps(merged, indent=2) + "\n")

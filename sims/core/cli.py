@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from sims.core.errors import OutputError, Terminated
+from jaxwb.sims.core.errors import OutputError, Terminated
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -137,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _cmd_list() -> int:
-    from sims.core import registry
+    from jaxwb.sims.core import registry
 
     for name in registry.result_names():
         module = registry.get(name)
@@ -147,7 +147,7 @@ def _cmd_list() -> int:
 
 def _prepare(names, quick, out, overrides, *, per_result_out: bool):
     """Validate everything the user gave (names, --set, --out) before anything runs."""
-    from sims.core import config, harness, registry
+    from jaxwb.sims.core import config, harness, registry
 
     preset = "quick" if quick else "full"
     jobs = []
@@ -163,7 +163,7 @@ def _prepare(names, quick, out, overrides, *, per_result_out: bool):
 
 
 def _cmd_run(names, quick, seed, out, overrides=(), *, per_result_out=False, write=True) -> int:
-    from sims.core import harness
+    from jaxwb.sims.core import harness
 
     preset, jobs = _prepare(names, quick, out, overrides, per_result_out=per_result_out)
     failed = []
@@ -179,7 +179,7 @@ def _cmd_run(names, quick, seed, out, overrides=(), *, per_result_out=False, wri
 
 
 def _cmd_claims(names) -> int:
-    from sims.core import harness, registry
+    from jaxwb.sims.core import harness, registry
 
     names = names or registry.result_names()
     for name in names:
@@ -204,14 +204,14 @@ def _cmd_claims(names) -> int:
             print(f"workbench: error: {problem}; rerun `workbench run {name}`", file=sys.stderr)
         bad += bool(problems) or not all(c.passed for c in claims)
     if len(names) > 1:
-        from sims.core.claims import chance_failures
+        from jaxwb.sims.core.claims import chance_failures
 
         print(f"\nall results: {sum(c.passed for c in every)}/{len(every)} claims pass; {chance_failures(every)}")
     return 1 if bad else 0
 
 
 def _cmd_audit(names, write=True) -> int:
-    from sims.core import audit, harness, registry
+    from jaxwb.sims.core import audit, harness, registry
 
     names = names or registry.result_names()
     modules = [registry.get(n) for n in names]
@@ -234,7 +234,7 @@ def _cmd_audit(names, write=True) -> int:
 
 
 def _cmd_bench(names, quick) -> int:
-    from sims.core import harness, registry
+    from jaxwb.sims.core import harness, registry
 
     if not names:
         print("\n".join(registry.bench_names()))
@@ -250,7 +250,7 @@ def _cmd_bench(names, quick) -> int:
 def _cmd_notebook(name, lab_args: list[str]) -> int:
     import shlex
 
-    from sims.core import harness, notebook, registry
+    from jaxwb.sims.core import harness, notebook, registry
 
     target = "notebooks"
     if name is not None:
@@ -265,7 +265,7 @@ def _cmd_notebook(name, lab_args: list[str]) -> int:
     try:
         os.execvpe(cmd[0], cmd, env)
     except FileNotFoundError:
-        from sims.core.harness import WorkbenchError
+        from jaxwb.sims.core.harness import WorkbenchError
 
         raise WorkbenchError("JupyterLab is not installed: pip install -e '.[notebook]'") from None
     return 0
@@ -277,14 +277,14 @@ def _run_help(parser: argparse.ArgumentParser, name) -> int:
     if name is None:
         print("`workbench run NAME --help` lists NAME's Config fields (types, defaults, docs).")
         return 0
-    from sims.core import config, registry
+    from jaxwb.sims.core import config, registry
 
     print(config.describe_config(registry.get(name)))
     return 0
 
 
 def _init_distributed(args) -> None:
-    from sims.core import distributed
+    from jaxwb.sims.core import distributed
 
     distributed.initialize(coordinator=args.coordinator, num_processes=args.num_processes,
                            process_id=args.process_id)
@@ -295,7 +295,7 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from sims.core.errors import WorkbenchError
+    from jaxwb.sims.core.errors import WorkbenchError
 
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return _cmd_list()
         if args.command in ("run", "all", "audit", "bench"):
-            from sims.core import harness
+            from jaxwb.sims.core import harness
 
             harness.enable_compilation_cache()
         if args.command == "run":
@@ -327,23 +327,23 @@ def main(argv: list[str] | None = None) -> int:
                 _init_distributed(args)
             elif args.coordinator or args.num_processes or args.process_id is not None:
                 raise WorkbenchError("--coordinator/--num-processes/--process-id need --distributed")
-            from sims.core import distributed
+            from jaxwb.sims.core import distributed
 
             return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides,
                             write=distributed.is_writer())
         if args.command == "all":
-            from sims.core import registry
+            from jaxwb.sims.core import registry
 
             return _cmd_run(registry.result_names(), args.quick, args.seed, args.out, per_result_out=True)
         if args.command == "claims":
             if args.readme:
-                from sims.core import readme
+                from jaxwb.sims.core import readme
 
                 print(f"README results table updated: {', '.join(readme.update_results_table())}")
             return _cmd_claims(args.names)
         if args.command == "audit":
             if args.collect:
-                from sims.core import audit, harness
+                from jaxwb.sims.core import audit, harness
 
                 merged = audit.collect(harness.FIGURES_DIR, harness.REPO_ROOT / "README.md")
                 print(audit.format_audit_table(merged))

@@ -22,7 +22,7 @@ import typing
 from collections.abc import Sequence
 from typing import Any
 
-from sims.core.errors import WorkbenchError
+from jaxwb.sims.core.errors import WorkbenchError
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -222,7 +222,7 @@ def typed_overrides(cfg, items: Sequence[str], result: str = "") -> dict[str, An
 
 def apply_overrides(module, preset: str, items: Sequence[str]):
     """The preset's Config with the typed ``--set`` items applied and validated (``__post_init__``)."""
-    from sims.core import harness
+    from jaxwb.sims.core import harness
 
     cfg = harness.get_config(module, preset)
     values = typed_overrides(cfg, items, module.NAME)

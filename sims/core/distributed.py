@@ -4,7 +4,7 @@
 address, process count and process id come from the flags, else the standard environment variables
 (``JAX_COORDINATOR_ADDRESS``, ``JAX_NUM_PROCESSES``, ``JAX_PROCESS_ID``), else JAX's own cluster detection (Slurm,
 Open MPI, TPU pods, GKE). After it, ``jax.devices()`` lists every process's devices, so
-:func:`sims.core.sweep.sweep` shards its batch over all of them; every process computes the same results and only
+:func:`jaxwb.sims.core.sweep.sweep` shards its batch over all of them; every process computes the same results and only
 process 0 (:func:`is_writer`) writes figures and data.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from sims.core.errors import WorkbenchError
+from jaxwb.sims.core.errors import WorkbenchError
 
 ENV = {"coordinator": "JAX_COORDINATOR_ADDRESS", "num_processes": "JAX_NUM_PROCESSES", "process_id": "JAX_PROCESS_ID"}
 

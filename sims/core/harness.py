@@ -9,7 +9,7 @@ A result module ``sims/<name>.py`` provides (see ``shared/DESIGN.md``, "A result
     run(cfg, *, key) -> results     # a pytree (dict) of arrays
     plot(results, cfg) -> {name: matplotlib Figure}
     claims(results, cfg) -> [Claim]
-    MUTANTS: [Mutant]                  # plausible bugs each caught by a claim (``sims.core.audit``)
+    MUTANTS: [Mutant]                  # plausible bugs each caught by a claim (``jaxwb.sims.core.audit``)
     bench(quick: bool) -> [BenchRow]   # optional: ``workbench bench <name>``
 
 ``execute(module, preset=..., seed=..., out_dir=...)`` runs it and writes ``<fig>.png`` per figure, ``data.npz``
@@ -19,16 +19,17 @@ The folder is written **atomically**: everything goes to a temporary folder besi
 replaces the target in one rename (``renameat2(RENAME_EXCHANGE)`` on Linux), so an interrupt at any moment leaves
 the previous output byte-identical.
 
-The pieces live in one module per concept and are re-exported here, so ``sims.core.harness`` stays the one
+The pieces live in one module per concept and are re-exported here, so ``jaxwb.sims.core.harness`` stays the one
 import of a result, the CLI and the tests:
 
-* ``sims.core.presets``: ``PRESET_NAMES``, ``get_config``, ``parse_overrides``, ``quick_from_env``
-* ``sims.core.paths``: ``REPO_ROOT``, ``FIGURES_DIR``, ``cache_dir``, ``default_out_dir``, ``check_out_dir``,
+* ``jaxwb.sims.core.presets``: ``PRESET_NAMES``, ``get_config``, ``parse_overrides``, ``quick_from_env``
+* ``jaxwb.sims.core.paths``: ``REPO_ROOT``, ``FIGURES_DIR``, ``cache_dir``, ``default_out_dir``, ``check_out_dir``,
   ``enable_compilation_cache``
-* ``sims.core.outputs``: the results pytree <-> ``data.npz``, the atomic writer (``write_outputs``,
+* ``jaxwb.sims.core.outputs``: the results pytree <-> ``data.npz``, the atomic writer (``write_outputs``,
   ``publish_dir``, ``atomic_write_text``), ``verify_outputs`` and the loaders (``load_results``, ``load_claims``)
-* ``sims.core.progress``: ``Phases``, ``progress_enabled``; ``sims.core.timing``: ``BenchRow``, ``time_call``
-* ``sims.core.claims``: ``Claim`` and its formatting; ``sims.core.errors``: ``WorkbenchError``
+* ``jaxwb.sims.core.progress``: ``Phases``, ``progress_enabled``;
+  ``jaxwb.sims.core.timing``: ``BenchRow``, ``time_call``
+* ``jaxwb.sims.core.claims``: ``Claim`` and its formatting; ``jaxwb.sims.core.errors``: ``WorkbenchError``
 """
 
 from __future__ import annotations
@@ -43,9 +44,9 @@ import jax
 
 # The harness is the one import for a result and the CLI; its pieces live in their own modules and are
 # re-exported here (``from sims.core.harness import Claim, BenchRow, execute, ...`` keeps working).
-from sims.core.claims import Claim, format_claims, format_counts, kind_counts, mean_ci
-from sims.core.errors import WorkbenchError
-from sims.core.outputs import (
+from jaxwb.sims.core.claims import Claim, format_claims, format_counts, kind_counts, mean_ci
+from jaxwb.sims.core.errors import WorkbenchError
+from jaxwb.sims.core.outputs import (
     HASHED,
     atomic_write_text,
     config_from_manifest,
@@ -61,10 +62,17 @@ from sims.core.outputs import (
     verify_outputs,
     write_outputs,
 )
-from sims.core.paths import FIGURES_DIR, REPO_ROOT, cache_dir, check_out_dir, default_out_dir, enable_compilation_cache
-from sims.core.presets import PRESET_NAMES, get_config, parse_overrides, quick_from_env
-from sims.core.progress import Phases, progress_enabled
-from sims.core.timing import BenchRow, format_bench, time_call
+from jaxwb.sims.core.paths import (
+    FIGURES_DIR,
+    REPO_ROOT,
+    cache_dir,
+    check_out_dir,
+    default_out_dir,
+    enable_compilation_cache,
+)
+from jaxwb.sims.core.presets import PRESET_NAMES, get_config, parse_overrides, quick_from_env
+from jaxwb.sims.core.progress import Phases, progress_enabled
+from jaxwb.sims.core.timing import BenchRow, format_bench, time_call
 
 __all__ = [
     "FIGURES_DIR", "HASHED", "PRESET_NAMES", "REPO_ROOT", "BenchRow", "Claim", "Outcome", "Phases", "WorkbenchError",

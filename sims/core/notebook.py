@@ -2,7 +2,7 @@
 
 A notebook opens from the committed outputs, not by rerunning the simulation::
 
-    from sims.core import notebook
+    from jaxwb.sims.core import notebook
     nb = notebook.open_result(sim)       # figures/<name>/data.npz -> the results pytree (seconds)
     nb.show()                            # every figure: the committed PNGs, sim.plot after a recompute
     nb.show_claims()                     # sim.claims(results, cfg): the claims table (no wrapping)
@@ -11,7 +11,7 @@ A notebook opens from the committed outputs, not by rerunning the simulation::
 
 The notebook therefore depends on the result's ``plot`` and ``claims``, never on the array keys of
 ``data.npz``: whoever changes a result changes its data and its plots together. ``nb.recompute(...)`` runs
-:func:`sims.core.harness.execute` without writing, and the figures/claims shown afterwards are the new run's.
+:func:`jaxwb.sims.core.harness.execute` without writing, and the figures/claims shown afterwards are the new run's.
 
 Headless (``WORKBENCH_QUICK=1``, the notebook tests), :func:`interact` calls the function once with the
 default values (errors surface as cell errors instead of disappearing into a widget), ``controls`` only builds
@@ -32,7 +32,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from sims.core import harness
+from jaxwb.sims.core import harness
 
 LABEL_STYLE = {"description_width": "initial"}
 
@@ -78,7 +78,7 @@ def claims_html(title: str, claims) -> str:
     """The claims as an HTML table: the statement wraps inside its own column, the numbers never wrap, so every
     row stays one aligned row at any notebook width (a plain-text table either wraps mid-row or hides the measured
     column behind a sideways scroll)."""
-    from sims.core.claims import format_counts
+    from jaxwb.sims.core.claims import format_counts
 
     esc = html.escape
     num = "style='white-space: pre; text-align: right; font-family: var(--jp-code-font-family, monospace)'"
@@ -155,7 +155,7 @@ class Result:
         if self._figures is None:
             import matplotlib.pyplot as plt
 
-            from sims.core import style
+            from jaxwb.sims.core import style
 
             with style.context():
                 self._figures = dict(self.sim.plot(self.results, self.cfg))

@@ -31,10 +31,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from sims.core.claims import Claim, kind_counts
-from sims.core.errors import OutputError, WorkbenchError
-from sims.core.paths import FIGURES_DIR, REPO_ROOT, replaceable_problem
-from sims.core.progress import Phases
+from jaxwb.sims.core.claims import Claim, kind_counts
+from jaxwb.sims.core.errors import OutputError, WorkbenchError
+from jaxwb.sims.core.paths import FIGURES_DIR, REPO_ROOT, replaceable_problem
+from jaxwb.sims.core.progress import Phases
 
 
 def _git_revision() -> str:
@@ -199,7 +199,7 @@ def _umask() -> int:
 def publish_dir(tmp: Path, out: Path) -> None:
     """Replace ``out`` by the complete folder ``tmp`` in one rename; ``tmp`` is gone afterwards.
 
-    An existing ``out`` is replaced only when :func:`sims.core.paths.replaceable_problem` allows it (empty, or a
+    An existing ``out`` is replaced only when :func:`jaxwb.sims.core.paths.replaceable_problem` allows it (empty, or a
     previous output holding nothing else), checked again here since the run began; otherwise
     :class:`WorkbenchError` is raised and ``out`` is untouched. ``out`` keeps its permissions (a new folder gets
     the umask's).
@@ -317,7 +317,7 @@ def _write_into(module: ModuleType, tmp: Path, out: Path, *, results, flat, nonf
     """Write every file of the output into ``tmp`` and publish it as ``out``."""
     import matplotlib.pyplot as plt
 
-    from sims.core import style
+    from jaxwb.sims.core import style
 
     if phases:
         phases.start("plot")

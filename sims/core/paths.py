@@ -10,9 +10,12 @@ from pathlib import Path
 
 import jax
 
-from sims.core.errors import WorkbenchError
+from jaxwb.sims.core.errors import WorkbenchError
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+_SOURCE_ROOT = Path(__file__).resolve().parents[2]
+#: The repository checkout this package runs from (an editable install); for an installed wheel, which has no
+#: checkout, the current directory: full-preset runs then write ``./figures/<name>``.
+REPO_ROOT = _SOURCE_ROOT if (_SOURCE_ROOT / "pyproject.toml").is_file() else Path.cwd().resolve()
 FIGURES_DIR = REPO_ROOT / "figures"
 
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import Any
 
-from sims.core.errors import WorkbenchError
+from jaxwb.sims.core.errors import WorkbenchError
 
 PRESET_NAMES = ("quick", "full")
 
@@ -21,7 +21,7 @@ def quick_from_env() -> bool:
 def get_config(module: ModuleType, preset: str, **overrides):
     """The module's preset ``Config`` with ``overrides`` (already typed values) applied (``dataclasses.replace``,
     so the Config's own ``__post_init__`` validation runs and raises ``ValueError`` naming a bad field). The CLI
-    parses ``--set`` text through :func:`sims.core.config.apply_overrides` instead."""
+    parses ``--set`` text through :func:`jaxwb.sims.core.config.apply_overrides` instead."""
     if preset not in module.PRESETS:
         raise WorkbenchError(f"unknown preset {preset!r} for {module.NAME}; choose from {sorted(module.PRESETS)}")
     cfg = module.PRESETS[preset]
@@ -38,7 +38,7 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
     """Parse ``["lam=50", "speed_betas=(0.5, 0.9)"]`` into ``{"lam": 50, "speed_betas": (0.5, 0.9)}`` (untyped).
 
     Values are Python literals (numbers, tuples, strings, True/False); anything else is kept as a string. For
-    values typed from the Config's field annotations use :func:`sims.core.config.typed_overrides`.
+    values typed from the Config's field annotations use :func:`jaxwb.sims.core.config.typed_overrides`.
     """
     import ast
 

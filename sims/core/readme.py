@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from sims.core.claims import format_counts
-from sims.core.outputs import atomic_write_text, load_claims
-from sims.core.paths import FIGURES_DIR, REPO_ROOT
+from jaxwb.sims.core.claims import format_counts
+from jaxwb.sims.core.outputs import atomic_write_text, load_claims
+from jaxwb.sims.core.paths import FIGURES_DIR, REPO_ROOT
 
 MARKER = "<!-- results-table -->"
 _ROW = re.compile(r"^\| \[(?P<name>[a-z0-9_]+)\]\(")

@@ -13,8 +13,8 @@ import importlib
 import pkgutil
 from types import ModuleType
 
-import sims
-from sims.core.errors import WorkbenchError
+from jaxwb import sims
+from jaxwb.sims.core.errors import WorkbenchError
 
 INFRASTRUCTURE = {"core", "bench"}
 REQUIRED = ("NAME", "TITLE", "PRESETS", "run", "plot", "claims")
@@ -41,7 +41,7 @@ def get(name: str) -> ModuleType:
     names = result_names()
     if name not in names:
         raise _unknown("result", name, names)
-    module = importlib.import_module(f"sims.{name}")
+    module = importlib.import_module(f"jaxwb.sims.{name}")
     missing = [a for a in REQUIRED if not hasattr(module, a)]
     if missing:
         raise WorkbenchError(f"sims/{name}.py does not follow the result contract: missing {missing}")
@@ -50,23 +50,23 @@ def get(name: str) -> ModuleType:
 
 def bench_names() -> list[str]:
     """Names accepted by ``workbench bench``: results with a ``bench`` and the ``sims/bench/<x>.py`` modules."""
-    import sims.bench
+    from jaxwb.sims import bench as bench_pkg
 
-    names = [m.name for m in pkgutil.iter_modules(sims.bench.__path__) if not m.name.startswith("_")]
+    names = [m.name for m in pkgutil.iter_modules(bench_pkg.__path__) if not m.name.startswith("_")]
     for n in _candidate_names():
-        if hasattr(importlib.import_module(f"sims.{n}"), "bench"):
+        if hasattr(importlib.import_module(f"jaxwb.sims.{n}"), "bench"):
             names.append(n)
     return sorted(set(names))
 
 
 def get_bench(name: str):
     """The ``bench(quick: bool) -> [BenchRow]`` function registered under ``name``."""
-    import sims.bench
+    from jaxwb.sims import bench as bench_pkg
 
-    if name in {m.name for m in pkgutil.iter_modules(sims.bench.__path__) if not m.name.startswith("_")}:
-        return importlib.import_module(f"sims.bench.{name}").bench
+    if name in {m.name for m in pkgutil.iter_modules(bench_pkg.__path__) if not m.name.startswith("_")}:
+        return importlib.import_module(f"jaxwb.sims.bench.{name}").bench
     if name in _candidate_names():
-        module = importlib.import_module(f"sims.{name}")
+        module = importlib.import_module(f"jaxwb.sims.{name}")
         if hasattr(module, "bench"):
             return module.bench
     raise _unknown("benchmark", name, bench_names())

@@ -5,9 +5,9 @@ axis). On one device it is ``jit(vmap(fn))``. With several devices the batch is 
 device count and placed with ``NamedSharding(jax.make_mesh((n,), ("batch",)), P("batch"))``, so XLA runs each
 device's slice in parallel: how a sweep scales from a laptop to a GPU/TPU pod. ``chunk_size`` splits a very
 large batch into host-level chunks with a tqdm progress bar (shown only on a terminal, see
-:func:`sims.core.harness.progress_enabled`).
+:func:`jaxwb.sims.core.harness.progress_enabled`).
 
-Several processes (``workbench run NAME --distributed``, :mod:`sims.core.distributed`): ``jax.devices()`` then
+Several processes (``workbench run NAME --distributed``, :mod:`jaxwb.sims.core.distributed`): ``jax.devices()`` then
 lists every process's devices, the batch is sharded over all of them, and the output is gathered back so every
 process holds the whole result (the same arrays as a single-process run).
 """
@@ -57,7 +57,7 @@ def _vmapped(fn, batch):
 
 
 def _progress_on(progress, n_chunks: int) -> bool:
-    from sims.core.progress import progress_enabled
+    from jaxwb.sims.core.progress import progress_enabled
 
     if progress is None:  # auto: several chunks, on a terminal
         return n_chunks > 1 and progress_enabled()
@@ -134,7 +134,7 @@ def scan_with_progress(step: Callable, carry: Any, num_steps: int, *, chunk: int
     def scan_chunk(c, length):
         return jax.lax.scan(step, c, None, length=length)
 
-    from sims.core.progress import progress_enabled
+    from jaxwb.sims.core.progress import progress_enabled
 
     ys = []
     with tqdm(total=num_steps, desc=desc, disable=desc is None or not progress_enabled()) as bar:

@@ -5,9 +5,9 @@ Synthetic part of ``shared/papers/interpolation.md`` (Garg & Derezinski 2026).
 Pipeline (``run``): one random consistent system (n x d, condition number ``cond``, "norm" sampling by
 default);
 for every batch size B and method (SGD, heavy ball, Nesterov) the step size and momentum are grid-optimised on
-the *exact* mean-square rate rho(T) of eq. MS (``theory.interpolation.mean_square_rate``, float64); the simple
+the *exact* mean-square rate rho(T) of eq. MS (``jaxwb.theory.interpolation.mean_square_rate``, float64); the simple
 momentum rule (``momentum_rule``) is evaluated beside it; then every configuration is run by Monte Carlo
-(seeds vmapped through ``sims.core.sweep.sweep``, float64) and compared with the exact E||e_t||^2 recursion.
+(seeds vmapped through ``jaxwb.sims.core.sweep.sweep``, float64) and compared with the exact E||e_t||^2 recursion.
 
 Figures (``figures/interpolation/``):
   iterations_vs_batch.png  iterations to reach E||e||^2 <= eps ||e_0||^2 vs B (log-log), Monte Carlo and
@@ -45,7 +45,7 @@ reached eps 6% early, outside the interval: the heavy tail, not the theory; not 
 full preset checks B = 1, 16, 256, 1024 on both; the block + momentum
 Kaczmarz / coordinate-descent decay (B = 4 or 8 at beta ~ 0.98) is checked on iterations to eps only.
 
-Full preset, seed 0 (``python -m sims.core.cli run interpolation``): 46/56 claims pass (49 check, 2 bound,
+Full preset, seed 0 (``python -m jaxwb.sims.core.cli run interpolation``): 46/56 claims pass (49 check, 2 bound,
 5 paper). All four B = 1 windowed-decay checks now pass (the three old misses are resolved: heavy ball at its
 B = 1 optimum 0.001869 +- 6.8e-5 vs the exact fit 0.001840 with 4096 seeds, the rule 0.0011623 +- 1.5e-5 vs
 0.0011573 in float64, the rule at B = 256 0.08061 +- 0.0014 vs the exact curve's fit 0.08150 on the same
@@ -68,14 +68,14 @@ from __future__ import annotations
 
 import jax
 
-from sims.core.audit import Mutant
-from sims.interpolation.bench import _numpy_mc, bench
-from sims.interpolation.claims import claims
-from sims.interpolation.config import COLORS, GROUPS, LABELS, METHODS, PRESETS, Config
-from sims.interpolation.figures import plot
-from sims.interpolation.optimise import grid_optimise, rates
-from sims.interpolation.statistics import _boot_means, _fits, _hits, boot_halfwidth
-from sims.interpolation.study import run
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.interpolation.bench import _numpy_mc, bench
+from jaxwb.sims.interpolation.claims import claims
+from jaxwb.sims.interpolation.config import COLORS, GROUPS, LABELS, METHODS, PRESETS, Config
+from jaxwb.sims.interpolation.figures import plot
+from jaxwb.sims.interpolation.optimise import grid_optimise, rates
+from jaxwb.sims.interpolation.statistics import _boot_means, _fits, _hits, boot_halfwidth
+from jaxwb.sims.interpolation.study import run
 
 NAME = "interpolation"
 TITLE = "Interpolation regime: mini-batch heavy ball / Nesterov speed up ~B until tr H / sqrt(L mu)"
@@ -141,25 +141,25 @@ def _nesterov_factor_dropped(f):
 MUTANTS = [
     Mutant(
         "exact_recursion_batch_off_by_one",
-        "theory.interpolation.mean_square:_traj",
+        "jaxwb.theory.interpolation.mean_square:_traj",
         _traj_batch_off_by_one,
         "exact E||e_t||^2 recursion divides the noise by B + 1 instead of B",
     ),
     Mutant(
         "gradient_missing_importance_weights",
-        "theory.interpolation.iterations:_minibatch_gradient",
+        "jaxwb.theory.interpolation.iterations:_minibatch_gradient",
         _gradient_without_weights,
         "mini-batch gradient without the weights 1/(n p_i) of norm sampling",
     ),
     Mutant(
         "nesterov_factor_dropped_in_operator",
-        "theory.interpolation.mean_square:_unified_mean",
+        "jaxwb.theory.interpolation.mean_square:_unified_mean",
         _nesterov_factor_dropped,
         "mean-square operator's Nesterov block without its -beta lr h term",
     ),
     Mutant(
         "sampler_uniform_instead_of_norm",
-        "theory.interpolation.iterations:_sample_batch",
+        "jaxwb.theory.interpolation.iterations:_sample_batch",
         _uniform_sampler,
         "rows drawn uniformly while the weights assume ||a_i||^2 sampling",
     ),

@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core.harness import BenchRow, time_call
-from sims.core.sweep import sweep
-from sims.interpolation.config import PRESETS
-from sims.interpolation.study import _mc_row
-from theory import interpolation as ip
+from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.interpolation.config import PRESETS
+from jaxwb.sims.interpolation.study import _mc_row
+from jaxwb.theory import interpolation as ip
 
 
 def _to32(tree):

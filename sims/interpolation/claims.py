@@ -1,4 +1,4 @@
-"""Claims of the interpolation result (kinds and comparisons: the ``sims.interpolation`` docstring)."""
+"""Claims of the interpolation result (kinds and comparisons: the ``jaxwb.sims.interpolation`` docstring)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from sims.core.harness import Claim
-from sims.interpolation.config import METHODS, Config
-from sims.interpolation.statistics import boot_halfwidth
-from theory import interpolation as ip
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.interpolation.config import METHODS, Config
+from jaxwb.sims.interpolation.statistics import boot_halfwidth
+from jaxwb.theory import interpolation as ip
 
 # ---------------------------------------------------------------------------------------------------------
 # Claims

@@ -1,4 +1,4 @@
-"""Figures of the interpolation result (``figures/interpolation/``; list in the ``sims.interpolation``
+"""Figures of the interpolation result (``figures/interpolation/``; list in the ``jaxwb.sims.interpolation``
 docstring)."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
-from sims.core import style
-from sims.interpolation.config import COLORS, LABELS, METHODS, Config
-from theory import interpolation as ip
+from jaxwb.sims.core import style
+from jaxwb.sims.interpolation.config import COLORS, LABELS, METHODS, Config
+from jaxwb.theory import interpolation as ip
 
 # ---------------------------------------------------------------------------------------------------------
 # Figures

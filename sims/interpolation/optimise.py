@@ -7,7 +7,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from theory import interpolation as ip
+from jaxwb.theory import interpolation as ip
 
 # ---------------------------------------------------------------------------------------------------------
 # Grid optimisation of the exact rate

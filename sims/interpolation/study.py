@@ -1,5 +1,5 @@
 """The simulation (``run``): exact curves in float64, then Monte Carlo of every configuration (seeds vmapped
-through ``sims.core.sweep.sweep``, float64) with bootstrap intervals; the Kaczmarz / coordinate-descent
+through ``jaxwb.sims.core.sweep.sweep``, float64) with bootstrap intervals; the Kaczmarz / coordinate-descent
 panels."""
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core.sweep import sweep
-from sims.interpolation.config import GROUPS, METHODS, Config
-from sims.interpolation.optimise import grid_optimise, rates
-from sims.interpolation.statistics import _asymptotic_window, _boot_means, _fits, _hits
-from theory import interpolation as ip
+from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.interpolation.config import GROUPS, METHODS, Config
+from jaxwb.sims.interpolation.optimise import grid_optimise, rates
+from jaxwb.sims.interpolation.statistics import _asymptotic_window, _boot_means, _fits, _hits
+from jaxwb.theory import interpolation as ip
 
 # ---------------------------------------------------------------------------------------------------------
 # Monte Carlo (seeds vmapped)

@@ -24,8 +24,8 @@ claim's 0.93 came from the max of 18 noisy estimates. Left failing, not loosened
 
 from __future__ import annotations
 
-from sims.quantization.claims import MUTANTS, claims, fresh_worst, t_halfwidth
-from sims.quantization.compute import (
+from jaxwb.sims.quantization.claims import MUTANTS, claims, fresh_worst, t_halfwidth
+from jaxwb.sims.quantization.compute import (
     FORMAT_BITS,
     absmax_roundtrip,
     dense_mse,
@@ -38,8 +38,8 @@ from sims.quantization.compute import (
     synthetic_kv,
     unit_vectors,
 )
-from sims.quantization.config import FAMILIES, NAME, PRESETS, TITLE, Config
-from sims.quantization.figures import plot
+from jaxwb.sims.quantization.config import FAMILIES, NAME, PRESETS, TITLE, Config
+from jaxwb.sims.quantization.figures import plot
 
 __all__ = [
     "Config",

@@ -8,20 +8,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
-from pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
-from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
-from pallas_kernels.quant.razer import razer_dequantize, razer_quantize
-from pallas_kernels.quant.rht import (
+from jaxwb.pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
+from jaxwb.pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
+from jaxwb.pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
+from jaxwb.pallas_kernels.quant.razer import razer_dequantize, razer_quantize
+from jaxwb.pallas_kernels.quant.rht import (
     dense_rotation_quantize,
     rht_dequantize,
     rht_dequantize_reference,
     rht_quantize,
     rht_quantize_reference,
 )
-from sims.core.sweep import sweep
-from sims.quantization.config import FAMILIES, Config
-from theory import dithered_quant as dq
+from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.quantization.config import FAMILIES, Config
+from jaxwb.theory import dithered_quant as dq
 
 # ---------------------------------------------------------------------------------------------------------
 # Unit vectors and the dither-averaged MSE estimate

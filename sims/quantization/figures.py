@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core import style
-from sims.quantization.claims import _worst_ratio, fresh_worst
-from sims.quantization.compute import FORMAT_BITS
-from sims.quantization.config import Config
-from theory import dithered_quant as dq
+from jaxwb.sims.core import style
+from jaxwb.sims.quantization.claims import _worst_ratio, fresh_worst
+from jaxwb.sims.quantization.compute import FORMAT_BITS
+from jaxwb.sims.quantization.config import Config
+from jaxwb.theory import dithered_quant as dq
 
 # ---------------------------------------------------------------------------------------------------------
 # Figures

@@ -8,7 +8,7 @@ Figures (``figures/river_valley/``):
   stability_boundary.png  measured largest stable lr vs beta for HB and Nesterov against the closed forms
 
 Predictions are independent of the simulation: the theory curves are the closed-form eigen-solutions of the
-linear two-step recursion (``theory.river_valley.quadratic_closed_form``: A r1^t + B r2^t, or r^t (A + B t) at a
+linear two-step recursion (``jaxwb.theory.river_valley.quadratic_closed_form``: A r1^t + B r2^t, or r^t (A + B t) at a
 double root), evaluated in float64, never the recursion the optimiser runs. Polyak's rate is compared as
 1 - rate (the per-step decay, ~0.02), against the closed-form windowed rate: at Polyak's parameters both edge
 modes are double roots, x_t = x_0 r^t (1 + (1 - r) t), so a ratio over [T/2, T] is r (1 + O(log 2 / (T/2) /
@@ -28,10 +28,10 @@ linear stability (check).
 
 from __future__ import annotations
 
-from sims.river_valley.claims import MUTANTS, claims
-from sims.river_valley.compute import bench, closed_form_distance, measured_boundary, run
-from sims.river_valley.config import NAME, PRESETS, TITLE, Config
-from sims.river_valley.figures import plot
+from jaxwb.sims.river_valley.claims import MUTANTS, claims
+from jaxwb.sims.river_valley.compute import bench, closed_form_distance, measured_boundary, run
+from jaxwb.sims.river_valley.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.river_valley.figures import plot
 
 __all__ = [
     "Config",

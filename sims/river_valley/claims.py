@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core.audit import Mutant
-from sims.core.harness import Claim
-from sims.river_valley.config import Config
-from theory import river_valley as rv
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.river_valley.config import Config
+from jaxwb.theory import river_valley as rv
 
 # ---------------------------------------------------------------------------------------------------------
 # Claims
@@ -152,25 +152,25 @@ def _polyak_lr_10pct(f):
 MUTANTS = [
     Mutant(
         "hb_boundary_missing_1+beta",
-        "theory.river_valley:hb_threshold",
+        "jaxwb.theory.river_valley:hb_threshold",
         lambda f: lambda lam, beta: f(lam, beta) / (1.0 + beta),
         "heavy-ball stability edge without its (1+beta) factor: 2/lam",
     ),
     Mutant(
         "nesterov_factor_off",
-        "theory.river_valley:nesterov_threshold",
+        "jaxwb.theory.river_valley:nesterov_threshold",
         lambda f: lambda lam, beta: f(lam, beta) * (1.0 + 2.0 * beta) / (1.0 + beta),
         "Nesterov edge with (1+beta) where (1+2beta) belongs",
     ),
     Mutant(
         "hb_momentum_10pct",
-        "theory.river_valley:_momentum_step",
+        "jaxwb.theory.river_valley:_momentum_step",
         _hb_momentum_10pct,
         "heavy-ball step applies 1.1 beta (x - x_prev)",
     ),
     Mutant(
         "polyak_lr_10pct",
-        "theory.river_valley:hb_optimal_params",
+        "jaxwb.theory.river_valley:hb_optimal_params",
         _polyak_lr_10pct,
         "Polyak's optimal step 4/(sqrt L + sqrt mu)^2 off by 10%",
     ),

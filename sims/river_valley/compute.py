@@ -8,10 +8,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core.harness import BenchRow, time_call
-from sims.core.sweep import grid, sweep
-from sims.river_valley.config import PRESETS, Config
-from theory import river_valley as rv
+from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.sims.core.sweep import grid, sweep
+from jaxwb.sims.river_valley.config import PRESETS, Config
+from jaxwb.theory import river_valley as rv
 
 # ---------------------------------------------------------------------------------------------------------
 # Pieces of the simulation (pure, jitted through the harness sweep)

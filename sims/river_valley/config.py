@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from theory import _validate as v
+from jaxwb.theory import _validate as v
 
 NAME = "river_valley"
 TITLE = (

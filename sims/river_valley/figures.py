@@ -6,9 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core import style
-from sims.river_valley.config import Config
-from theory import river_valley as rv
+from jaxwb.sims.core import style
+from jaxwb.sims.river_valley.config import Config
+from jaxwb.theory import river_valley as rv
 
 # ---------------------------------------------------------------------------------------------------------
 # Figures

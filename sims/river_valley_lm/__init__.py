@@ -2,11 +2,11 @@
 stability measured along full-batch runs, the Hessian spectrum at initialisation, and the valley/river
 decomposition of a training trajectory. LM part of ``shared/papers/river_valley.md``.
 
-The model is ``models.tiny_lm.TinyLM`` (full preset: d=32, 1 layer, 2 heads, ctx 32, ~21k parameters) trained on
+The model is ``jaxwb.models.tiny_lm.TinyLM`` (full preset: d=32, 1 layer, 2 heads, ctx 32, ~21k parameters) trained on
 the shipped stdlib corpus. Learning rates are in units of GD's quadratic threshold 2/lambda_max(init) of each
-seed, lambda_max from Lanczos on Hessian-vector products (``theory.hessian``) on a fixed 16-window batch. The
-quadratic theory (``theory.river_valley.hb_threshold``) puts heavy ball's edge at lr * lambda = 2(1+beta): a raw-lr
-edge 1+beta times GD's. The paper's stability claim is about the raw lr; its river-speed claim is about the
+seed, lambda_max from Lanczos on Hessian-vector products (``jaxwb.theory.hessian``) on a fixed 16-window batch. The
+quadratic theory (``jaxwb.theory.river_valley.hb_threshold``) puts heavy ball's edge at lr * lambda = 2(1+beta):
+a raw-lr edge 1+beta times GD's. The paper's stability claim is about the raw lr; its river-speed claim is about the
 effective lr lr/(1-beta) (gain (1+beta)/(1-beta) at the edge). Both are reported.
 
 Parts (all seeds come from ``key``; two compiled training programs serve them all, see ``dynamics``):
@@ -15,7 +15,7 @@ Parts (all seeds come from ``key``; two compiled training programs serve them al
             intervals over ``n_seeds`` plus the bracket width.
   eos       full-batch GD and HB (same raw lr, and same effective lr) at ``eos_mults`` x 2/lambda_max(init);
             lambda_max(H(theta_t)) every ``eos_every`` steps by ``track_iters`` Lanczos steps (HVPs) warm-started
-            from the previous top Ritz vector (``theory.hessian.lanczos_warm``: the top Ritz value maximises the
+            from the previous top Ritz vector (``jaxwb.theory.hessian.lanczos_warm``: the top Ritz value maximises the
             Rayleigh quotient over the Krylov space, so it converges to the largest algebraic eigenvalue; power
             iteration converged to the largest |lambda|, at some steps a negative one), checked against a fresh
             random-start Lanczos (``lanczos_iters`` steps) mid-run and at the end; the loss, the parameter and
@@ -57,13 +57,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import corpus
-from models import train as tr
-from models.tiny_lm import LMConfig, TinyLM
-from sims.core.audit import Mutant
-from sims.river_valley_lm import dynamics as dyn
-from theory import _validate as v
-from theory import hessian as hs
+from jaxwb.models import corpus
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import LMConfig, TinyLM
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.river_valley_lm import dynamics as dyn
+from jaxwb.theory import _validate as v
+from jaxwb.theory import hessian as hs
 
 NAME = "river_valley_lm"
 TITLE = "Heavy-ball momentum on a tiny LM: stable lr grows ~(1+beta), progress is along the river"
@@ -417,25 +417,25 @@ def _ritz_ascending(f):
 MUTANTS = [
     Mutant(
         "momentum_applied_twice",
-        "sims.river_valley_lm.dynamics:hb_velocity",
+        "jaxwb.sims.river_valley_lm.dynamics:hb_velocity",
         _momentum_twice,
         "heavy-ball velocity accumulated twice per step: v <- beta (beta v + g) + g",
     ),
     Mutant(
         "momentum_sign_flipped",
-        "sims.river_valley_lm.dynamics:hb_velocity",
+        "jaxwb.sims.river_valley_lm.dynamics:hb_velocity",
         _momentum_sign_flipped,
         "heavy-ball velocity with the momentum term's sign flipped: v <- g - beta v",
     ),
     Mutant(
         "ritz_pairs_ascending",
-        "theory.hessian:lanczos_top",
+        "jaxwb.theory.hessian:lanczos_top",
         _ritz_ascending,
         "Lanczos Ritz pairs kept in eigh's ascending order: the 'top' Hessian directions are the bottom ones",
     ),
 ]
 
-from sims.river_valley_lm.claims import (  # noqa: E402, F401
+from jaxwb.sims.river_valley_lm.claims import (  # noqa: E402, F401
     GAP_RATIO,
     KNOWN_DISAGREEMENTS,
     claims,
@@ -444,4 +444,4 @@ from sims.river_valley_lm.claims import (  # noqa: E402, F401
     seed_edges,
     tracker_vs_lanczos,
 )
-from sims.river_valley_lm.figures import bench, plot  # noqa: E402, F401
+from jaxwb.sims.river_valley_lm.figures import bench, plot  # noqa: E402, F401

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core.claims import mean_ci
-from sims.core.harness import Claim
-from sims.river_valley_lm import Config, _edge, eos_rows, linear_river_ratio
-from theory import river_valley as rv
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.river_valley_lm import Config, _edge, eos_rows, linear_river_ratio
+from jaxwb.theory import river_valley as rv
 
 
 def edges(results) -> np.ndarray:

@@ -1,5 +1,5 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
-"""Training dynamics on the tiny LM for ``sims.river_valley_lm``: the heavy-ball optimiser, the mini-batch run
+"""Training dynamics on the tiny LM for ``jaxwb.sims.river_valley_lm``: the heavy-ball optimiser, the mini-batch run
 (loss map, AdamW grid, divergence-edge bisection) and the full-batch run (edge of stability with lambda_max(H(theta_t))
 tracked, valley/river split, linear river). Two compiled programs serve the whole study (compilation dominates the
 quick preset's cost).
@@ -20,9 +20,9 @@ import optax
 from jax.flatten_util import ravel_pytree
 from jaxtyping import Array, Float
 
-from models import train as tr
-from models.tiny_lm import TinyLM
-from theory import hessian as hs
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import TinyLM
+from jaxwb.theory import hessian as hs
 
 
 def hb_velocity(v: Float[Array, ...], g: Float[Array, ...], beta) -> Float[Array, ...]:
@@ -159,7 +159,7 @@ def fullbatch_run(row, *, unravel, static, x, y, steps, every, track_iters, mid)
 
     def track(theta, u):
         """lambda_max(H(theta)) by ``track_iters`` Lanczos steps warm-started from the previous top Ritz vector
-        ``u`` (``theory.hessian.lanczos_warm``: the top Ritz value maximises the Rayleigh quotient over the Krylov
+        ``u`` (``jaxwb.theory.hessian.lanczos_warm``: the top Ritz value maximises the Rayleigh quotient over the Krylov
         space, so it tracks the largest *algebraic* eigenvalue, never a negative one of larger magnitude). Its
         HVPs (jvp of value_and_grad) also return the loss and gradient at theta: one copy of the HVP code."""
 

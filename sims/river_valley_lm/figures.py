@@ -1,4 +1,4 @@
-"""Figures and benchmark of ``sims.river_valley_lm``."""
+"""Figures and benchmark of ``jaxwb.sims.river_valley_lm``."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import corpus
-from models import train as tr
-from models.tiny_lm import TinyLM
-from sims.core import style
-from sims.core.claims import mean_ci
-from sims.core.harness import BenchRow, time_call
-from sims.core.sweep import grid, sweep
+from jaxwb.models import corpus
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import TinyLM
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.sims.core.sweep import grid, sweep
 
 
 def _mean_band(x):
@@ -27,7 +27,7 @@ def _mean_band(x):
 
 
 def plot(results: dict, cfg) -> dict:
-    from sims.river_valley_lm import edges
+    from jaxwb.sims.river_valley_lm import edges
 
     figs = {}
     s, a = results["sgd"], results["adam"]
@@ -142,7 +142,7 @@ def _plot_decomposition(results, cfg):
 
 
 def _plot_edges(results, cfg):
-    from sims.river_valley_lm import seed_edges
+    from jaxwb.sims.river_valley_lm import seed_edges
 
     ed = seed_edges(results)  # [B, S]
     betas = np.asarray(cfg.betas)
@@ -187,7 +187,7 @@ def _plot_edges(results, cfg):
 
 
 def _plot_eos(results, cfg):
-    from sims.river_valley_lm import eos_rows
+    from jaxwb.sims.river_valley_lm import eos_rows
 
     e = results["eos"]
     rows = eos_rows(cfg)
@@ -247,8 +247,8 @@ def _plot_eos(results, cfg):
 
 
 def bench(quick: bool = False) -> list[BenchRow]:
-    from sims.river_valley_lm import PRESETS
-    from sims.river_valley_lm import dynamics as dyn
+    from jaxwb.sims.river_valley_lm import PRESETS
+    from jaxwb.sims.river_valley_lm import dynamics as dyn
 
     cfg = PRESETS["quick"]
     mc = cfg.model

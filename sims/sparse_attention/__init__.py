@@ -2,7 +2,7 @@
 
 Spec: ``shared/papers/sparse_attention.md``; notes: ``docs/papers/sparse_attention.md``.
 
-A tiny masked-diffusion LM (``models.diffusion_lm``: bidirectional, LLaDA objective, trained on the shipped
+A tiny masked-diffusion LM (``jaxwb.models.diffusion_lm``: bidirectional, LLaDA objective, trained on the shipped
 byte corpus and cached) decodes held-out prompts by semi-autoregressive iterative unmasking, sampling at
 ``cfg.temperature`` with ``cfg.remasking`` and one explicit key per prompt (the argmax decoder collapses onto
 whitespace; it is run only for that comparison); every step's per-layer, per-head attention is recorded, pooled
@@ -23,7 +23,7 @@ held-out bytes vs the byte marginals, and the generated text's statistics. Four 
   speed    block-sparse vs the same XLA implementation with every block listed (and the dense XLA path), in
            process CPU time.
 
-The synthetic trajectory of ``theory.sparse_attention`` is used only by unit tests.
+The synthetic trajectory of ``jaxwb.theory.sparse_attention`` is used only by unit tests.
 
 Figures (``figures/sparse_attention/``): maps.png (example block-pooled maps around a transition),
 overlap.png (overlap per step / by lag, head concentration), policy_budget.png, refresh_period.png,
@@ -36,12 +36,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core.audit import Mutant
-from sims.sparse_attention import louver_speed, policy, trajectory
-from sims.sparse_attention.claims import claims
-from sims.sparse_attention.config import PRESETS, Config
-from sims.sparse_attention.figures import plot
-from theory import sparse_attention as sa
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.sparse_attention import louver_speed, policy, trajectory
+from jaxwb.sims.sparse_attention.claims import claims
+from jaxwb.sims.sparse_attention.config import PRESETS, Config
+from jaxwb.sims.sparse_attention.figures import plot
+from jaxwb.theory import sparse_attention as sa
 
 NAME = "sparse_attention"
 TITLE = "Sparse attention on a trained diffusion LM: Step-dLLM masks on real trajectories, Louver, speed"
@@ -133,19 +133,19 @@ def _uniform_budgets(f):
 MUTANTS = [
     Mutant(
         "anchor_refresh_disabled",
-        "theory.sparse_attention:anchor_steps",
+        "jaxwb.theory.sparse_attention:anchor_steps",
         lambda f: lambda num_steps, period: f(num_steps, num_steps),
         "anchor refresh disabled: only step 0 computes a mask, every policy is first-step-only",
     ),
     Mutant(
         "head_budget_uniform",
-        "theory.sparse_attention:head_budgets",
+        "jaxwb.theory.sparse_attention:head_budgets",
         _uniform_budgets,
         "head-adaptive budget replaced by the uniform round(rho Kb) blocks for every head",
     ),
     Mutant(
         "mask_from_wrong_step",
-        "theory.sparse_attention:mask_trajectory",
+        "jaxwb.theory.sparse_attention:mask_trajectory",
         lambda f: lambda imp, anchors, budget, **kw: f(imp[::-1], anchors, budget, **kw),
         "the mask of step t computed from step T-1-t's maps (step index confused with diffusion time)",
     ),

@@ -11,8 +11,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from sims.core.harness import Claim
-from sims.sparse_attention.config import Config
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.sparse_attention.config import Config
 
 
 def sign_claim(statement: str, diffs, *, source: str = "paper") -> Claim:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from models import diffusion_lm as dl
-from models import train as tr
-from theory import _validate as v
+from jaxwb.models import diffusion_lm as dl
+from jaxwb.models import train as tr
+from jaxwb.theory import _validate as v
 
 
 @dataclasses.dataclass(frozen=True)

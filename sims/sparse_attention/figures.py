@@ -6,10 +6,10 @@ import jax
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from sims.core import style
-from sims.core.claims import mean_ci
-from sims.sparse_attention.claims import row
-from sims.sparse_attention.config import Config
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.sparse_attention.claims import row
+from jaxwb.sims.sparse_attention.config import Config
 
 COLORS = {"uniform": "tab:gray", "concentration": "tab:red"}
 LABELS = {"uniform": "uniform budget", "concentration": "head-adaptive budget (paper)"}

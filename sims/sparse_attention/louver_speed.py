@@ -1,6 +1,6 @@
 """Louver threshold retrieval on the model's real q, k, and the block-sparse speed study.
 
-Louver (``pallas_kernels.attention.threshold``): what is reproduced is **one flat level of per-block upper
+Louver (``jaxwb.pallas_kernels.attention.threshold``): what is reproduced is **one flat level of per-block upper
 bounds over contiguous key blocks** of ``block`` keys: a ball (centre c, radius r: max q.k <= q.c + ||q|| r) or
 an axis-aligned box (max q.k <= q.m + |q|.w), padded for float32 rounding; a block is scored only if its bound
 reaches tau. Not reproduced: the paper's own index (its partitioning of keys, any hierarchy or clustering,
@@ -17,7 +17,7 @@ project's dense XLA path (``flash_attention(implementation="xla")`` = ``jax.nn.d
 Measured (full preset, L=2048, H=4, D=64, blocks of 64, process time, two runs at load ~10 on 2 cores):
 whole-sequence speedups 1.7-2.0, 3.4-4.0, 5.8-6.5, 17-20 at s = 0.5, 0.75, 0.875, 0.94 (ideal 2, 4, 8, 16); per
 query block 2.0-2.2, 4.3-5.4, 8.0-8.8, 13-20. In wall time the whole-sequence point at 0.94 read 24-81x in
-earlier runs: that inflation was the loaded host (``sims.bench.attention``). In CPU time the ratios scatter
+earlier runs: that inflation was the loaded host (``jaxwb.sims.bench.attention``). In CPU time the ratios scatter
 around 1/(1-s) by up to ~30% either way between runs: the every-block baseline's own time moves by up to ~25%
 between rows (same work) on the shared host. What sits above 1/(1-s) (the whole call at 0.94 in both runs,
 x1.07 and x1.24) is a lower cost per score of the sparse call, not skipped work: the op computes exactly (1-s)
@@ -36,8 +36,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from pallas_kernels.attention import block_sparse_attention, flash_attention, mask_to_block_lists, threshold_retrieve
-from sims.sparse_attention.config import Config
+from jaxwb.pallas_kernels.attention import (
+    block_sparse_attention,
+    flash_attention,
+    mask_to_block_lists,
+    threshold_retrieve,
+)
+from jaxwb.sims.sparse_attention.config import Config
 
 BOUNDS = ("ball", "box")
 
@@ -99,7 +104,7 @@ def cpu_seconds(fn, *args, calls: int = 1) -> float:
 
     On a loaded shared host wall time also counts the time a multi-threaded op waits for descheduled threads
     (dense ``jax.nn`` attention got 0.38 CPU-s per wall-s at load ~9 on 2 cores, the gather path 0.6-0.8:
-    ``sims.bench.attention``), which inflates sparse-over-dense wall ratios; process time does not."""
+    ``jaxwb.sims.bench.attention``), which inflates sparse-over-dense wall ratios; process time does not."""
     t0 = time.process_time()
     for _ in range(calls):
         jax.block_until_ready(fn(*args))

@@ -1,6 +1,6 @@
 """Mask policies on the recorded trajectories, scored offline and end to end with ``block_sparse_attention``.
 
-Policy = (allocation, refresh period P, budget rho). At anchor steps (``theory.sparse_attention.anchor_steps``)
+Policy = (allocation, refresh period P, budget rho). At anchor steps (``jaxwb.theory.sparse_attention.anchor_steps``)
 every layer's mask is recomputed from Step-dLLM's pooled-Q/K importance of that step and reused until the next
 anchor; P >= T is the first-step-only practice. Every policy runs sparse at *every* step (the anchor step too:
 its importance costs O(Qb Kb D), no dense attention), so policies at one rho have equal block density:
@@ -38,11 +38,11 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from models import diffusion_lm as dl
-from pallas_kernels.attention import block_sparse_attention, mask_to_block_lists
-from sims.sparse_attention.config import Config
-from sims.sparse_attention.trajectory import heads_first, topk_masks
-from theory import sparse_attention as sa
+from jaxwb.models import diffusion_lm as dl
+from jaxwb.pallas_kernels.attention import block_sparse_attention, mask_to_block_lists
+from jaxwb.sims.sparse_attention.config import Config
+from jaxwb.sims.sparse_attention.trajectory import heads_first, topk_masks
+from jaxwb.theory import sparse_attention as sa
 
 ALLOCS = ("uniform", "concentration")
 

@@ -18,10 +18,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import corpus
-from models import diffusion_lm as dl
-from sims.sparse_attention.config import Config
-from theory import sparse_attention as sa
+from jaxwb.models import corpus
+from jaxwb.models import diffusion_lm as dl
+from jaxwb.sims.sparse_attention.config import Config
+from jaxwb.theory import sparse_attention as sa
 
 
 def get_model(cfg: Config) -> dl.DiffusionLM:
@@ -207,7 +207,7 @@ def map_statistics(true, cfg: Config, *, key) -> dict:
     T = cfg.steps
     true = np.asarray(true)
     m = _topk_np(true, cfg.main_k)  # [N, T, nl, H, Qb, Kb]
-    # overlap |a & b| / |a| (``theory.sparse_attention.mask_overlap``), in numpy: these are many small arrays
+    # overlap |a & b| / |a| (``jaxwb.theory.sparse_attention.mask_overlap``), in numpy: these are many small arrays
     ov = lambda a, b: ((a & b).sum((-2, -1)) / np.maximum(a.sum((-2, -1)), 1)).mean(axis=(-2, -1))  # noqa: E731
     cons = ov(m[:, :-1], m[:, 1:])  # [N, T-1]: t -> t+1
     trans = np.zeros(T - 1, bool)

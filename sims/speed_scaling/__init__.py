@@ -30,7 +30,7 @@ Findings (full preset, 20 seeds):
   * Consistency with the exact prediction (worst seed): 1.0000 / 1.045 / 1.278 at eps = 0.1 / 0.5 / 2, each
     <= 1 + eps; the theory tests check <= 1 + eps on random instances with windows of 1-6 slots up to 100 slots
     (hypothesis). Pure following of the exact prediction costs exactly OPT; no O(1)-robust algorithm can
-    reproduce every exact prediction (``theory.speed_scaling.sp``).
+    reproduce every exact prediction (``jaxwb.theory.speed_scaling.sp``).
   * The published LAS-accurate range 1.008-1.026 maps to eps in [0.24, 1.17] on our instances (LAS-accurate
     is 1.005 at eps = 0.1 and 1.036 at eps = 2), so it belongs to eps = 0.5 of our three, not to all three.
 
@@ -44,10 +44,10 @@ Package layout: ``config`` (Config, presets, constants), ``simulate`` (the sweep
 
 from __future__ import annotations
 
-from sims.core.audit import Mutant
-from sims.speed_scaling.benchmark import bench
-from sims.speed_scaling.claims import claims, i0_noise, las_eps_interval, paper_setup
-from sims.speed_scaling.config import (
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.speed_scaling.benchmark import bench
+from jaxwb.sims.speed_scaling.claims import claims, i0_noise, las_eps_interval, paper_setup
+from jaxwb.sims.speed_scaling.config import (
     ADVERSARIAL,
     BASELINES,
     KNOWN_MISMATCHES,
@@ -57,8 +57,8 @@ from sims.speed_scaling.config import (
     Config,
     delta_reference,
 )
-from sims.speed_scaling.figures import plot
-from sims.speed_scaling.simulate import run
+from jaxwb.sims.speed_scaling.figures import plot
+from jaxwb.sims.speed_scaling.simulate import run
 
 NAME = "speed_scaling"
 TITLE = "Speed scaling with machine-speed predictions: robust SP, LAS and the classic baselines"
@@ -102,19 +102,19 @@ def _bkp_work_only(f):
 MUTANTS = [
     Mutant(
         "sp_no_robust_fallback",
-        "theory.speed_scaling.sp:_sp",
+        "jaxwb.theory.speed_scaling.sp:_sp",
         _no_fallback,
         "SP follows the prediction without the kappa x AVR clip and per-job reserve (robust fallback removed)",
     ),
     Mutant(
         "las_shrink_doubled",
-        "theory.speed_scaling.las:shrink_slots",
+        "jaxwb.theory.speed_scaling.las:shrink_slots",
         _double_shrink,
         "LAS shrinks every window by 2 delta |I_j| instead of delta |I_j|",
     ),
     Mutant(
         "bkp_work_only",
-        "theory.speed_scaling.online:online_schedules",
+        "jaxwb.theory.speed_scaling.online:online_schedules",
         _bkp_work_only,
         "online baselines' energy integrated over the work done, not the commanded speed",
     ),

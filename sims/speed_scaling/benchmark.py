@@ -1,4 +1,4 @@
-"""Speed-scaling sim: benchmark of one row (jit) against the NumPy reference in ``sims.bench``."""
+"""Speed-scaling sim: benchmark of one row (jit) against the NumPy reference in ``jaxwb.sims.bench``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core.harness import BenchRow
-from sims.core.sweep import sweep
-from theory import speed_scaling as ss
+from jaxwb.sims.core.harness import BenchRow
+from jaxwb.sims.core.sweep import sweep
+from jaxwb.theory import speed_scaling as ss
 
 # ---------------------------------------------------------------------------------------------------------
 # Benchmark: batched YDS + AVR + OA (jit(vmap)) vs the pure-Python reference, over many instances
@@ -29,8 +29,8 @@ def _bench_row(key, *, n_jobs, horizon, alpha):
 def bench(quick: bool = False) -> list[BenchRow]:
     """Energies of OPT (YDS), AVR and OA for a batch of random instances: one jit(vmap) program (median of 5
     runs after a compile) vs the pure-Python reference on the same instances (one run)."""
-    from sims.bench import _speed_scaling_reference as ref
-    from sims.core.harness import time_call
+    from jaxwb.sims.bench import _speed_scaling_reference as ref
+    from jaxwb.sims.core.harness import time_call
 
     n_inst = 40 if quick else 200
     n_jobs, horizon, alpha = 40, 100, 3.0

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core.harness import Claim
-from sims.speed_scaling.config import ADVERSARIAL, BASELINES, LABELS, PUBLISHED, PUBLISHED_LAS, Config
-from theory import speed_scaling as ss
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.speed_scaling.config import ADVERSARIAL, BASELINES, LABELS, PUBLISHED, PUBLISHED_LAS, Config
+from jaxwb.theory import speed_scaling as ss
 
 # ---------------------------------------------------------------------------------------------------------
 # Claims

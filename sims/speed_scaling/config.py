@@ -1,12 +1,12 @@
 """Speed-scaling sim: the Config, its presets and the published numbers it is compared with
-(see ``sims.speed_scaling``)."""
+(see ``jaxwb.sims.speed_scaling``)."""
 
 from __future__ import annotations
 
 import dataclasses
 import math
 
-from theory import speed_scaling as ss
+from jaxwb.theory import speed_scaling as ss
 
 BASELINES = ("avr", "oa", "qoa", "bkp")
 PUBLISHED = {"avr": 1.27, "oa": 1.20, "bkp": 7.88}  # Bamas et al. 2020, mean ratios of their experiment

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core import style
-from sims.speed_scaling.claims import i0_noise, las_eps_interval
-from sims.speed_scaling.config import ADVERSARIAL, BASELINES, COLORS, LABELS, PUBLISHED, PUBLISHED_LAS, Config
-from theory import speed_scaling as ss
+from jaxwb.sims.core import style
+from jaxwb.sims.speed_scaling.claims import i0_noise, las_eps_interval
+from jaxwb.sims.speed_scaling.config import ADVERSARIAL, BASELINES, COLORS, LABELS, PUBLISHED, PUBLISHED_LAS, Config
+from jaxwb.theory import speed_scaling as ss
 
 # ---------------------------------------------------------------------------------------------------------
 # Figures

@@ -8,9 +8,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core.sweep import sweep
-from sims.speed_scaling.config import ADVERSARIAL, Config, delta_reference
-from theory import speed_scaling as ss
+from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.speed_scaling.config import ADVERSARIAL, Config, delta_reference
+from jaxwb.theory import speed_scaling as ss
 
 # ---------------------------------------------------------------------------------------------------------
 # Pieces (pure functions of a PRNG key, vmapped by sims.core.sweep)
@@ -149,7 +149,7 @@ def _avr_lower_bound(cfg: Config):
 def _bkp_check(key, cfg: Config):
     """BKP's commanded energy (the code path of the main sweep) vs the pure-Python reference, on the first
     ``bkp_check_jobs`` jobs of one LAS-model instance (same grid)."""
-    from sims.bench import _speed_scaling_reference as ref
+    from jaxwb.sims.bench import _speed_scaling_reference as ref
 
     a, sub, nj = cfg.alpha, cfg.substeps, cfg.bkp_check_jobs
     dt, n_slots = 1.0 / sub, (nj + cfg.window) * sub

@@ -12,7 +12,7 @@ Evidence that does not go through the fixed-point solver:
     selection, no root detection by sign changes) against ``ts.solve`` across the first thresholds;
   * AMP run on data: the reconstruction's per-feature channel is a spiked cubic tensor with Gaussian prior at
     SNR c = alpha a2/Delta_eff (the potential f(m; c) equals its replica free entropy at lambda = 3c);
-    ``models.teacher_student.spiked_tensor_amp`` runs AMP on sampled tensors (n^3 entries) from the learned side
+    ``jaxwb.models.teacher_student.spiked_tensor_amp`` runs AMP on sampled tensors (n^3 entries) from the learned side
     and its MSE is compared over seeds with 1 - m+(c) and with the refinement slope;
   * Adam/MAP students on data from a teacher drawn from the reconstruction's prior.
 
@@ -59,13 +59,13 @@ from __future__ import annotations
 
 import jax.numpy as jnp
 
-from sims.core.audit import Mutant
-from sims.teacher_student.bench import bench, numpy_solve
-from sims.teacher_student.claims import amp_learned, claims, fit_slope, measurements, windows
-from sims.teacher_student.config import NAME, PRESETS, RECON, SMALL_GAP, TITLE, Config
-from sims.teacher_student.plot import COLORS, plot
-from sims.teacher_student.reference import asymptotic_eps, reference_solve, reference_starts
-from sims.teacher_student.run import ROWS, alpha_grid, run
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.teacher_student.bench import bench, numpy_solve
+from jaxwb.sims.teacher_student.claims import amp_learned, claims, fit_slope, measurements, windows
+from jaxwb.sims.teacher_student.config import NAME, PRESETS, RECON, SMALL_GAP, TITLE, Config
+from jaxwb.sims.teacher_student.plot import COLORS, plot
+from jaxwb.sims.teacher_student.reference import asymptotic_eps, reference_solve, reference_starts
+from jaxwb.sims.teacher_student.run import ROWS, alpha_grid, run
 
 __all__ = [
     "COLORS",
@@ -105,25 +105,25 @@ __all__ = [
 MUTANTS = [
     Mutant(
         "c_it_off_5pct",
-        "theory.teacher_student.closed_forms:C_IT",
+        "jaxwb.theory.teacher_student.closed_forms:C_IT",
         lambda c: 1.05 * c,
         "the information-theoretic threshold constant 5% off",
     ),
     Mutant(
         "wrong_branch_kept",
-        "theory.teacher_student.solver:keep_best",
+        "jaxwb.theory.teacher_student.solver:keep_best",
         lambda f: lambda phi, valid: f(-phi, valid),
         "the self-consistent point with the SMALLEST potential is kept",
     ),
     Mutant(
         "potential_missing_half",
-        "theory.teacher_student.solver:phi_gap",
+        "jaxwb.theory.teacher_student.solver:phi_gap",
         lambda f: lambda ta, ea, tb, eb, alpha, delta: f(ta, ea, tb, eb, 2.0 * alpha, delta),
         "the (alpha/2) log Delta_eff term of Phi without its 1/2 when candidates are compared",
     ),
     Mutant(
         "jump_one_step_late",
-        "theory.teacher_student:first_crossing",
+        "jaxwb.theory.teacher_student:first_crossing",
         lambda f: lambda y, level: jnp.minimum(f(y, level) + 1, jnp.shape(y)[-1]),
         "jumps detected one alpha-grid step late",
     ),

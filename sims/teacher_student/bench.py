@@ -8,10 +8,10 @@ import time
 import jax
 import numpy as np
 
-from sims.core.harness import BenchRow
-from sims.teacher_student.config import PRESETS
-from sims.teacher_student.run import alpha_grid
-from theory import teacher_student as ts
+from jaxwb.sims.core.harness import BenchRow
+from jaxwb.sims.teacher_student.config import PRESETS
+from jaxwb.sims.teacher_student.run import alpha_grid
+from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
 # Benchmark: vmapped alpha-grid solve vs a NumPy loop running the same algorithm
@@ -28,13 +28,13 @@ def numpy_solve(
     n_cand=ts.N_CANDIDATES,
     dynamic: bool = False,
 ):
-    """NumPy port of ``theory.teacher_student.solve`` for g = m^3, line by line (same algorithm, float32, one
+    """NumPy port of ``jaxwb.theory.teacher_student.solve`` for g = m^3, line by line (same algorithm, float32, one
     alpha, vectorised over features and candidates as the JAX code is): returns (m, eps).
 
     Extremes: x <- eps_{j(D)}(D) from x = 0 and x = sum a2 (early exit at relative change <= tol); candidates
     j_lo .. j_lo + n_cand - 1 bisected in log x on their D-intervals; Phi on each, the largest valid kept. The
     prefix error is eps_j(D) = (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + sum_{i>=j} a2_i,
-    t_i = 1 + sqrt(1 - 4 D / (3 alpha a2_i)) (``theory.teacher_student._prefix_eps``).
+    t_i = 1 + sqrt(1 - 4 D / (3 alpha a2_i)) (``jaxwb.theory.teacher_student._prefix_eps``).
 
     ``dynamic``: the loops run over the J features that can be learned at all (alpha a2_i / Delta >= c_IT) and over
     the contested candidates j_lo .. j_hi only: the work ``ts.solve_grid`` does (its heads, rounded up to

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core.harness import Claim
-from sims.teacher_student.config import SMALL_GAP, Config
-from sims.teacher_student.reference import asymptotic_eps
-from theory import teacher_student as ts
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.teacher_student.config import SMALL_GAP, Config
+from jaxwb.sims.teacher_student.reference import asymptotic_eps
+from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
 # Measurements (shared by claims and plots)

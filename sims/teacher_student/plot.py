@@ -7,11 +7,12 @@ import math
 import matplotlib.ticker
 import numpy as np
 
-from sims.core import style
-from sims.teacher_student.claims import measurements, windows
-from sims.teacher_student.config import RECON, Config
-from sims.teacher_student.reference import asymptotic_eps
-from theory import teacher_student as ts
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.teacher_student.claims import measurements, windows
+from jaxwb.sims.teacher_student.config import RECON, Config
+from jaxwb.sims.teacher_student.reference import asymptotic_eps
+from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
 # Figures
@@ -163,7 +164,7 @@ def plot(results: dict, cfg: Config) -> dict:
     mean = mse.mean(0)
     half = np.array(
         [
-            math.inf if mse.shape[0] < 2 else __import__("sims.core.claims", fromlist=["mean_ci"]).mean_ci(mse[:, j])[1]
+            math.inf if mse.shape[0] < 2 else mean_ci(mse[:, j])[1]
             for j in range(c.size)
         ]
     )
@@ -193,7 +194,7 @@ def plot(results: dict, cfg: Config) -> dict:
     s = results["student"]
     ds = np.asarray(s["d"])
     fig, ax = style.figure(figsize=(8, 5))
-    from sims.core.claims import mean_ci
+    from jaxwb.sims.core.claims import mean_ci
 
     for key_, name, col, off in (
         ("st_random", "random init, early-stopped (validation)", "tab:blue", 0.97),

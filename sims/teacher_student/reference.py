@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from theory import teacher_student as ts
+from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
 # Independent float64 reference (NumPy): dense starts, plain fixed-point iteration, largest Phi kept

@@ -8,11 +8,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import teacher_student as mts
-from sims.core.sweep import sweep
-from sims.teacher_student.config import Config
-from sims.teacher_student.reference import reference_solve
-from theory import teacher_student as ts
+from jaxwb.models import teacher_student as mts
+from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.teacher_student.config import Config
+from jaxwb.sims.teacher_student.reference import reference_solve
+from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
 # Run

@@ -4,14 +4,14 @@ perplexity loss removed by RaZeR beside the paper's 29.4% (weight-only) and 32.3
 same fraction when a few input channels carry 8x larger weights (outlier channels); per-layer errors and
 engine TV/KL. The RaZeR part of ``shared/papers/quantization.md``.
 
-Models (``models.tiny_lm.TinyLM``: byte-level, RoPE, causal attention through the project's
-``pallas_kernels.attention.flash_attention``) are trained with AdamW on the shipped stdlib corpus
-(``models.train.trained_model``: trained on demand, cached outside git), ``seeds`` seeds per width in
+Models (``jaxwb.models.tiny_lm.TinyLM``: byte-level, RoPE, causal attention through the project's
+``jaxwb.pallas_kernels.attention.flash_attention``) are trained with AdamW on the shipped stdlib corpus
+(``jaxwb.models.train.trained_model``: trained on demand, cached outside git), ``seeds`` seeds per width in
 ``d_models`` (full: 5 seeds x d = 64 and d = 128, 2 layers, 800 steps; the d=128 model has 4x the block
 parameters). Perplexity = exp(mean next-byte cross-entropy) on 256 held-out windows of 64 bytes.
 
-Quantized variants (``sims.tiny_lm.quant``): weight-only NVFP4 / RaZeR / MXFP4 through the kernels' drop-in
-layers (``pallas_kernels.quantize_model`` -> ``EqxQuantizedLinear``: packed FP4 weights, bf16-rounded
+Quantized variants (``jaxwb.sims.tiny_lm.quant``): weight-only NVFP4 / RaZeR / MXFP4 through the kernels' drop-in
+layers (``jaxwb.pallas_kernels.quantize_model`` -> ``EqxQuantizedLinear``: packed FP4 weights, bf16-rounded
 activations, W4A16), RHT-4 as float32 fake-quantized weights; W4A4 = the same weights with every block Linear's
 input quantized per token (NVFP4 / RaZeR activation variant); outlier channels = 4 input channels per normed
 layer input scaled x8 in the weights and /8 in the RMSNorm gain (the float model is bit-identical). The tied
@@ -44,9 +44,9 @@ Figures (``figures/tiny_lm/``):
 
 from __future__ import annotations
 
-from sims.core.audit import Mutant
-from sims.tiny_lm.claims import claims, summary
-from sims.tiny_lm.config import (
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.tiny_lm.claims import claims, summary
+from jaxwb.sims.tiny_lm.config import (
     ENGINES,
     FORMATS,
     NAME,
@@ -58,9 +58,9 @@ from sims.tiny_lm.config import (
     WA_FORMATS,
     Config,
 )
-from sims.tiny_lm.plot import layer_table, plot
-from sims.tiny_lm.quant import bits_per_weight, fake_quantize, quantized_model, quantized_weights
-from sims.tiny_lm.run import _eval, as_ar_model, engine_distances, run
+from jaxwb.sims.tiny_lm.plot import layer_table, plot
+from jaxwb.sims.tiny_lm.quant import bits_per_weight, fake_quantize, quantized_model, quantized_weights
+from jaxwb.sims.tiny_lm.run import _eval, as_ar_model, engine_distances, run
 
 __all__ = [
     "ENGINES",
@@ -100,19 +100,19 @@ def _no_special_value(f):
 MUTANTS = [
     Mutant(
         "razer_special_value_dropped",
-        "pallas_kernels.quant.reference:razer_special_value",
+        "jaxwb.pallas_kernels.quant.reference:razer_special_value",
         _no_special_value,
         "RaZeR's special value dropped: code 0x8 decodes to 0, as NVFP4's -0",
     ),
     Mutant(
         "activations_not_quantized",
-        "sims.tiny_lm.quant:quantize_activations",
+        "jaxwb.sims.tiny_lm.quant:quantize_activations",
         lambda f: lambda x, fmt: x,
         "the W4A4 setting forgets to quantize the activations (W4A16 twice)",
     ),
     Mutant(
         "razer_layers_get_nvfp4",
-        "sims.tiny_lm.quant:LAYER_FORMAT",
+        "jaxwb.sims.tiny_lm.quant:LAYER_FORMAT",
         lambda d: {**d, "razer": "nvfp4"},
         "the format map hands NVFP4 to the RaZeR drop-in layers (RaZeR weight-only = NVFP4)",
     ),

@@ -4,9 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core.claims import bootstrap_ci
-from sims.core.harness import Claim
-from sims.tiny_lm.config import ENGINES, FORMATS, PAPER_RAZER_REDUCTION, PAPER_RAZER_REDUCTION_WA, RESOLUTION, Config
+from jaxwb.sims.core.claims import bootstrap_ci
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.tiny_lm.config import (
+    ENGINES,
+    FORMATS,
+    PAPER_RAZER_REDUCTION,
+    PAPER_RAZER_REDUCTION_WA,
+    RESOLUTION,
+    Config,
+)
 
 PAPER_TOLERANCE = 0.10  # absolute, in fraction of NVFP4's loss: the whole interval within 10 points of the paper
 

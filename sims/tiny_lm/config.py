@@ -1,12 +1,12 @@
-"""Configuration and presets of the tiny-LM quantization study (``sims.tiny_lm``)."""
+"""Configuration and presets of the tiny-LM quantization study (``jaxwb.sims.tiny_lm``)."""
 
 from __future__ import annotations
 
 import dataclasses
 
-from models import train as tr
-from models.tiny_lm import LMConfig
-from theory import _validate as v
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import LMConfig
+from jaxwb.theory import _validate as v
 
 NAME = "tiny_lm"
 TITLE = "Tiny LM with 4-bit weights (and activations): RaZeR vs NVFP4 vs MXFP4 vs dithered RHT, seeds x sizes"

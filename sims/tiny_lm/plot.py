@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core import style
-from sims.core.claims import bootstrap_ci
-from sims.tiny_lm.config import (
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import bootstrap_ci
+from jaxwb.sims.tiny_lm.config import (
     COLORS,
     ENGINES,
     FORMATS,

@@ -1,7 +1,7 @@
 """Quantized variants of the tiny LM: weight-only (the kernels' drop-in layers), weight + activation, and the
 outlier-channel transform.
 
-* Weight-only NVFP4 / RaZeR / MXFP4: ``pallas_kernels.quantize_model`` swaps every block ``eqx.nn.Linear``
+* Weight-only NVFP4 / RaZeR / MXFP4: ``jaxwb.pallas_kernels.quantize_model`` swaps every block ``eqx.nn.Linear``
   ([out, in], blocks along ``in``) for ``EqxQuantizedLinear`` (packed FP4 weight, ``fp4_matmul``: activations
   rounded to bfloat16, float32 accumulation: W4A16). The tied embedding/output matrix stays in float32. RHT-4 has
   no drop-in layer: its weights are quantized-dequantized to float32 (float32 activations).
@@ -20,8 +20,8 @@ import equinox as eqx
 import jax
 import jax.numpy as jnp
 
-from models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
-from pallas_kernels.quant import (
+from jaxwb.models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
+from jaxwb.pallas_kernels.quant import (
     mxfp4_dequantize,
     mxfp4_quantize,
     nvfp4_dequantize,
@@ -29,9 +29,9 @@ from pallas_kernels.quant import (
     razer_dequantize,
     razer_quantize,
 )
-from pallas_kernels.quant.layers import quantize_model
-from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
-from sims.tiny_lm.config import FORMATS
+from jaxwb.pallas_kernels.quant.layers import quantize_model
+from jaxwb.pallas_kernels.quant.rht import rht_dequantize, rht_quantize
+from jaxwb.sims.tiny_lm.config import FORMATS
 
 # the drop-in layer format of each weight-only study format (RaZeR: its weight variant, E3M3 scale, {+-5, +-8})
 LAYER_FORMAT = {"nvfp4": "nvfp4", "razer": "razer", "mxfp4": "mxfp4"}

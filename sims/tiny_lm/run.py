@@ -8,12 +8,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import corpus, tokenizer
-from models import train as tr
-from models.tiny_lm import TinyLM, cast, linear_weights, replace_linear_weights, sample
-from sims.tiny_lm import quant
-from sims.tiny_lm.config import ENGINES, FORMATS, PROMPT, WA_FORMATS, Config
-from theory import tv_distance as tvd
+from jaxwb.models import corpus, tokenizer
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import TinyLM, cast, linear_weights, replace_linear_weights, sample
+from jaxwb.sims.tiny_lm import quant
+from jaxwb.sims.tiny_lm.config import ENGINES, FORMATS, PROMPT, WA_FORMATS, Config
+from jaxwb.theory import tv_distance as tvd
 
 
 @eqx.filter_jit

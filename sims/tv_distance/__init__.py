@@ -19,7 +19,7 @@ the noisy r = 1 interval covered the true TV in 82%
 of repetitions and the sample s = 4 one in ~7% (full preset, coverage.png: centred on a biased mean). With
 the bias estimate = SIMEX-2 minus SIMEX-1 only, it covered 88%; with SIMEX-2 minus the plugin, >= 95%.
 Default sample kind: ``tv_sample`` uses kind="auto" (plugin below s = 8, SIMEX above;
-``theory.tv_distance.resolve_sample_kind`` has the measurements: at s <= 4 SIMEX's worst-case bias was larger).
+``jaxwb.theory.tv_distance.resolve_sample_kind`` has the measurements: at s <= 4 SIMEX's worst-case bias was larger).
 
 Package layout: ``config`` (Config, PRESETS), ``study`` (``run`` and its pieces), ``claims``, ``figures``
 (``plot``), ``bench``; the mutants are below.
@@ -31,12 +31,12 @@ import math
 
 import jax.numpy as jnp
 
-from sims.core.audit import Mutant
-from sims.tv_distance.bench import bench
-from sims.tv_distance.claims import binomial_ci, ci_hits, claims
-from sims.tv_distance.config import PRESETS, Config
-from sims.tv_distance.figures import plot
-from sims.tv_distance.study import (
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.tv_distance.bench import bench
+from jaxwb.sims.tv_distance.claims import binomial_ci, ci_hits, claims
+from jaxwb.sims.tv_distance.config import PRESETS, Config
+from jaxwb.sims.tv_distance.figures import plot
+from jaxwb.sims.tv_distance.study import (
     _smoothed_np,
     enumerated_reference,
     markov_pair,
@@ -45,7 +45,7 @@ from sims.tv_distance.study import (
     run,
     separated_pair,
 )
-from theory import tv_distance as tv
+from jaxwb.theory import tv_distance as tv
 
 NAME = "tv_distance"
 TITLE = "TV distance between autoregressive models: logit O(n/eps^2), sample ~n^2 K/eps^2, noisy logits"
@@ -99,25 +99,25 @@ def _rb_unconditioned(f):
 MUTANTS = [
     Mutant(
         "interval_without_bias",
-        "theory.tv_distance.logit:Estimate.halfwidth",
+        "jaxwb.theory.tv_distance.logit:Estimate.halfwidth",
         lambda f: lambda self, level=0.95: f(self._replace(bias=0.0 * self.bias), level),
         "noisy/sample interval centred on a biased mean with a variance-only width (the reviewer's bug)",
     ),
     Mutant(
         "hoeffding_eps_not_squared",
-        "theory.tv_distance.logit:hoeffding_m",
+        "jaxwb.theory.tv_distance.logit:hoeffding_m",
         lambda f: lambda eps, delta: int(math.ceil(math.log(2.0 / delta) / (2.0 * eps))),
         "Hoeffding sample size ln(2/delta)/(2 eps) with eps not squared",
     ),
     Mutant(
         "rb_without_conditioning",
-        "theory.tv_distance.logit:_logit_z_from_decoded",
+        "jaxwb.theory.tv_distance.logit:_logit_z_from_decoded",
         _rb_unconditioned,
         "Rao-Blackwell step conditions on the whole sequence (R = exp(-L), not exp(-L_<n))",
     ),
     Mutant(
         "simex_smoothing_variance_halved",
-        "theory.tv_distance.noisy:_smoothed_z",
+        "jaxwb.theory.tv_distance.noisy:_smoothed_z",
         lambda f: lambda mu, s2: f(mu, 0.5 * s2),
         "SIMEX's Gaussian smoothing with half the noise variance",
     ),

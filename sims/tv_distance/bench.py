@@ -8,9 +8,9 @@ import time
 import jax
 import numpy as np
 
-from sims.core.harness import BenchRow
-from sims.tv_distance.study import markov_pair
-from theory import tv_distance as tv
+from jaxwb.sims.core.harness import BenchRow
+from jaxwb.sims.tv_distance.study import markov_pair
+from jaxwb.theory import tv_distance as tv
 
 # ---------------------------------------------------------------------------------------------------------
 # Benchmark: jitted, lax.scan-decoded, vmapped estimator vs a Python loop over sequences

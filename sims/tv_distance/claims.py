@@ -1,4 +1,4 @@
-"""Claims of the tv_distance result (kinds and intervals: the ``sims.tv_distance`` docstring)."""
+"""Claims of the tv_distance result (kinds and intervals: the ``jaxwb.sims.tv_distance`` docstring)."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ import math
 
 import numpy as np
 
-from sims.core.claims import mean_ci
-from sims.core.harness import Claim
-from sims.tv_distance.config import Config
-from theory import tv_distance as tv
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.tv_distance.config import Config
+from jaxwb.theory import tv_distance as tv
 
 # ---------------------------------------------------------------------------------------------------------
 # claims

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from theory import tv_distance as tv
+from jaxwb.theory import tv_distance as tv
 
 
 @dataclasses.dataclass(frozen=True)

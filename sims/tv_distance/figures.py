@@ -7,10 +7,10 @@ import math
 import matplotlib.ticker
 import numpy as np
 
-from sims.core import style
-from sims.tv_distance.claims import binomial_ci, ci_hits
-from sims.tv_distance.config import Config
-from theory import tv_distance as tv
+from jaxwb.sims.core import style
+from jaxwb.sims.tv_distance.claims import binomial_ci, ci_hits
+from jaxwb.sims.tv_distance.config import Config
+from jaxwb.theory import tv_distance as tv
 
 # ---------------------------------------------------------------------------------------------------------
 # figures

@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.special
 
-from sims.tv_distance.config import Config
-from theory import tv_distance as tv
+from jaxwb.sims.tv_distance.config import Config
+from jaxwb.theory import tv_distance as tv
 
 # ---------------------------------------------------------------------------------------------------------
 # Models and pieces
@@ -108,7 +108,7 @@ def pooled(p, q, cfg, length, key, chunks):
 
 def _smoothed_np(mu, s2):
     """g(mu, s^2) = E (1 - exp(-(mu + s xi)))_+ in float64 NumPy/SciPy: Phi(mu/s) - exp(-mu + s^2/2 +
-    log Phi(mu/s - s)). An independent implementation of ``theory.tv_distance.smoothed_z`` for the exact
+    log Phi(mu/s - s)). An independent implementation of ``jaxwb.theory.tv_distance.smoothed_z`` for the exact
     expectations below."""
     sd = np.sqrt(s2)
     a = mu / sd

@@ -13,7 +13,7 @@ What is measured (every random quantity is decided on a Student-t interval over 
 2. sigma sweep: the bump sum at a level and at a boundary of a wide INT-8 grid against the Poisson-summation
    prediction from each law's characteristic function (eq. 8), an independent closed form; concentration on
    the boundaries as sigma -> 0, flat (STE-like) as sigma grows.
-3. The op ``pallas_kernels.quant.fake_quant``: its custom_vjp backward (closed form, no sampling) against the
+3. The op ``jaxwb.pallas_kernels.quant.fake_quant``: its custom_vjp backward (closed form, no sampling) against the
    Monte Carlo mean of the score estimator through the *real* NVFP4 quantize -> dequantize kernels, on blocks
    whose block scale is pinned by an anchor element (scale 0.1: the scale must cancel from the gradient).
 4. The convergence bound (eq. 10) and the bias bound (eq. 9) on a separable toy objective
@@ -24,7 +24,7 @@ What is measured (every random quantity is decided on a Student-t interval over 
    model fine-tuned for the same steps (the control for the extra training). Validation perplexity of the
    quantized model, one value per seed (the fine-tuning data order), CI over seeds.
 
-Measured on the full preset (seed 0; ``python -m sims.core.cli run zoe_grad``, 7 min on 2 loaded cores): every
+Measured on the full preset (seed 0; ``python -m jaxwb.sims.core.cli run zoe_grad``, 7 min on 2 loaded cores): every
 Monte Carlo mean lies inside its interval around the closed form (e.g. Gaussian score estimator on INT-3 at
 x = 0.65: 1.1976 +- 0.015 vs 1.1984; second moments 6.489 +- 0.12 vs 6.496); the bump sum equals the
 characteristic-function series to 1e-6 for every sigma; fake_quant's NVFP4 backward equals the zeroth-order mean
@@ -44,8 +44,8 @@ STE's runs exactly in 4 of 5 seeds; only the *shape* of a surrogate can matter.
 
 from __future__ import annotations
 
-from sims.zoe_grad.claims import MUTANTS, claims
-from sims.zoe_grad.compute import (
+from jaxwb.sims.zoe_grad.claims import MUTANTS, claims
+from jaxwb.sims.zoe_grad.compute import (
     QATModel,
     claim_point,
     grid_levels,
@@ -61,8 +61,18 @@ from sims.zoe_grad.compute import (
     toy_constants,
     x_grid,
 )
-from sims.zoe_grad.config import COLORS, ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, NAME, PRESETS, TITLE, Config
-from sims.zoe_grad.figures import plot
+from jaxwb.sims.zoe_grad.config import (
+    COLORS,
+    ESTIMATORS,
+    GRIDS,
+    KERNEL_ANCHOR_SCALE,
+    MC_LAWS,
+    NAME,
+    PRESETS,
+    TITLE,
+    Config,
+)
+from jaxwb.sims.zoe_grad.figures import plot
 
 __all__ = [
     "COLORS",

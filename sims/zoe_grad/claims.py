@@ -7,10 +7,10 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from sims.core.audit import Mutant
-from sims.core.harness import Claim
-from sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
-from theory import zoe_grad as zg
+from jaxwb.sims.core.audit import Mutant
+from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
+from jaxwb.theory import zoe_grad as zg
 
 
 def _n_point_claims(cfg: Config) -> int:
@@ -162,31 +162,31 @@ def _ppl(a):
 MUTANTS = [
     Mutant(
         "fake_quant_grad_times_scale",
-        "pallas_kernels.quant.fake_quant:_surrogate",
+        "jaxwb.pallas_kernels.quant.fake_quant:_surrogate",
         lambda f: lambda z, special, spec: f(z, special, spec) * 1.25,
         "fake_quant's backward off by 25% (a stray chain-rule factor)",
     ),
     Mutant(
         "density_missing_normalisation",
-        "theory.zoe_grad:_pdf",
+        "jaxwb.theory.zoe_grad:_pdf",
         lambda f: lambda t, law: 1.1 * f(t, law),
         "the perturbation density 10% too large (a dropped normalising constant)",
     ),
     Mutant(
         "boundaries_at_levels",
-        "theory.zoe_grad:_boundaries",
+        "jaxwb.theory.zoe_grad:_boundaries",
         lambda f: lambda levels: levels[..., :-1] + 0.4 * (levels[..., 1:] - levels[..., :-1]),
         "decision boundaries 40% of the way between levels instead of the midpoint",
     ),
     Mutant(
         "logistic_score_without_scale",
-        "theory.zoe_grad:_score",
+        "jaxwb.theory.zoe_grad:_score",
         lambda f: lambda u, law: f(u, law) * (math.sqrt(3) / math.pi if law == "logistic" else 1.0),
         "the logistic score tanh(u/2s)/s without its 1/s",
     ),
     Mutant(
         "fake_quant_scale_doubled",
-        "pallas_kernels.quant.fake_quant:_roundtrip",
+        "jaxwb.pallas_kernels.quant.fake_quant:_roundtrip",
         lambda f: lambda x, spec: (lambda r: (r[0], 2.0 * r[1], r[2]))(f(x, spec)),
         "the backward's per-element scale doubled (block scale from amax/3 instead of amax/6)",
     ),

@@ -9,14 +9,14 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from models import corpus
-from models import train as tr
-from models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
-from pallas_kernels.quant import fp4
-from pallas_kernels.quant.fake_quant import fake_quant
-from pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
-from sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
-from theory import zoe_grad as zg
+from jaxwb.models import corpus
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
+from jaxwb.pallas_kernels.quant import fp4
+from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
+from jaxwb.pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
+from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
+from jaxwb.theory import zoe_grad as zg
 
 # ---------------------------------------------------------------------------------------------------------
 # Hard quantizers for the Monte Carlo (independent of theory.zoe_grad's level tables)

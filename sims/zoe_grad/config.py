@@ -5,10 +5,10 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from models import train as tr
-from models.tiny_lm import LMConfig
-from theory import _validate as v
-from theory import zoe_grad as zg
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import LMConfig
+from jaxwb.theory import _validate as v
+from jaxwb.theory import zoe_grad as zg
 
 NAME = "zoe_grad"
 TITLE = "ZOE-Grad: surrogate gradients = E[zeroth-order estimator]; STE vs continuous surrogates in QAT"

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from sims.core import style
-from sims.core.claims import mean_ci
-from sims.zoe_grad.claims import _ppl
-from sims.zoe_grad.config import COLORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
-from theory import zoe_grad as zg
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.zoe_grad.claims import _ppl
+from jaxwb.sims.zoe_grad.config import COLORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
+from jaxwb.theory import zoe_grad as zg
 
 
 def plot(results: dict, cfg: Config) -> dict:

@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from pallas_kernels.quant import (
+from jaxwb.pallas_kernels.quant import (
     mxfp4_dequantize,
     mxfp4_quantize,
     nvfp4_dequantize,

@@ -14,7 +14,12 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from pallas_kernels.attention import AttentionBlockSizes, block_sparse_attention, flash_attention, threshold_retrieve
+from jaxwb.pallas_kernels.attention import (
+    AttentionBlockSizes,
+    block_sparse_attention,
+    flash_attention,
+    threshold_retrieve,
+)
 from tests.kernels.lowering import BACKEND, kernel_calls, lower_text
 
 SD = jax.ShapeDtypeStruct

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pallas_kernels.attention import (
+from jaxwb.pallas_kernels.attention import (
     attention_reference,
     block_lists_to_mask,
     block_sparse_attention,

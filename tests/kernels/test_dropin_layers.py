@@ -11,15 +11,15 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from pallas_kernels.attention import AttentionBlockSizes, mask_to_block_lists
-from pallas_kernels.attention.layers import (
+from jaxwb.pallas_kernels.attention import AttentionBlockSizes, mask_to_block_lists
+from jaxwb.pallas_kernels.attention.layers import (
     EqxSparseAttention,
     NnxSparseAttention,
     make_attention_fn,
     swap_attention,
 )
-from pallas_kernels.quant import nvfp4_dequantize
-from pallas_kernels.quant.layers import EqxQuantizedLinear, NnxQuantizedLinear, QuantizedLinear, quantize_model
+from jaxwb.pallas_kernels.quant import nvfp4_dequantize
+from jaxwb.pallas_kernels.quant.layers import EqxQuantizedLinear, NnxQuantizedLinear, QuantizedLinear, quantize_model
 
 L, E, H = 32, 32, 2
 

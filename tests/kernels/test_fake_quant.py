@@ -1,4 +1,4 @@
-"""pallas_kernels.quant.fake_quant: the forward is the library's round trip, the custom_vjp backward is the
+"""jaxwb.pallas_kernels.quant.fake_quant: the forward is the library's round trip, the custom_vjp backward is the
 closed-form surrogate (finite differences of the smoothed quantizer), under jit / vmap / grad."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pallas_kernels.quant.fake_quant import FORMATS, fake_quant, quantize_with_scale
+from jaxwb.pallas_kernels.quant.fake_quant import FORMATS, fake_quant, quantize_with_scale
+from jaxwb.theory import zoe_grad as zg
 from tests.kernels.formats import roundtrip
-from theory import zoe_grad as zg
 
 X = jax.random.normal(jax.random.key(0), (3, 64)) * jnp.linspace(0.2, 2.0, 64)
 
@@ -173,7 +173,7 @@ def test_second_order_grad_lowers_with_the_compiled_kernel(fmt, monkeypatch):
     kernels: autodiff had to linearize the pallas_calls. The quantize kernel now sees no tangent (its outputs
     are integers) and the dequantize kernel is differentiated in the global scale by a custom JVP; the same
     grad lowers for CUDA from this CPU host (where the failure reproduced before the fix)."""
-    from pallas_kernels import _dispatch
+    from jaxwb.pallas_kernels import _dispatch
     from tests.kernels.lowering import kernel_calls, lower_text
 
     monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")  # "pallas" -> the Triton kernels
@@ -187,7 +187,7 @@ def test_dequantize_kernel_is_differentiable_in_the_global_scale():
     the kernel's custom JVP alike."""
     import dataclasses
 
-    from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
+    from jaxwb.pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize
 
     x = jax.random.normal(jax.random.key(0), (4, 64))
     q = nvfp4_quantize(x)

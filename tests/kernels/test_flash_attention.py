@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pallas_kernels.attention import BlockSizes, attention_reference, flash_attention
+from jaxwb.pallas_kernels.attention import BlockSizes, attention_reference, flash_attention
 
 # (B, L, H, Hkv, D, block_q, block_k, causal, dtype): a small fixed set so jit compiles each once
 CONFIGS = [

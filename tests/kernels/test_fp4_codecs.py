@@ -8,7 +8,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from pallas_kernels.quant import fp4 as _fp4
+from jaxwb.pallas_kernels.quant import fp4 as _fp4
 from tests.kernels.quant_np import e3m3_table as _e3m3_table
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pallas_kernels.quant import fp4_matmul, nvfp4_quantize
+from jaxwb.pallas_kernels.quant import fp4_matmul, nvfp4_quantize
 from tests.kernels.formats import FORMAT_OPS
 
 # (lead shape of x, N, K): ragged M and N (padding), K not a multiple of the K chunk, a 3-D activation
@@ -91,7 +91,7 @@ def test_reference_rounds_x_with_reduce_precision():
     """The W4A16 reference rounds x to bfloat16 with a reduce_precision, which XLA keeps (an H200 elided the
     bfloat16 round trip of the float32 values: 2e-3 off, 2026-12-04): present in the program lowered for CUDA,
     and equal to the bfloat16 cast on this host, subnormals, ties and overflow included."""
-    from pallas_kernels.quant import reference as ref
+    from jaxwb.pallas_kernels.quant import reference as ref
     from tests.kernels.lowering import lower_text
 
     w = ref.nvfp4_quantize(jax.random.normal(jax.random.key(0), (32, 64)))

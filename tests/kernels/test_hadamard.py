@@ -12,7 +12,7 @@ import scipy.linalg
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pallas_kernels.quant.hadamard import (
+from jaxwb.pallas_kernels.quant.hadamard import (
     GPU_BLOCK_SIZES,
     HadamardBlockSizes,
     fwht,

@@ -11,8 +11,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from pallas_kernels.quant.hadamard import fwht
-from pallas_kernels.quant.rht import rht_dequantize, rht_quantize
+from jaxwb.pallas_kernels.quant.hadamard import fwht
+from jaxwb.pallas_kernels.quant.rht import rht_dequantize, rht_quantize
 from tests.kernels.lowering import BACKEND, kernel_calls, lower_text
 
 
@@ -45,7 +45,7 @@ def test_rht_lowers(platform, d):
 
 @pytest.mark.parametrize("platform", ["tpu", "cuda"])
 def test_inquant_unpack_lowers(platform):
-    from pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
+    from jaxwb.pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
 
     x = jnp.ones((64, 128), jnp.bfloat16)
     q = inquant_pack(x, key=jax.random.key(0), n_outliers=4)
@@ -59,8 +59,8 @@ def test_inquant_unpack_lowers(platform):
 def test_default_on_gpu_is_xla_above_the_measured_range():
     """implementation=None on a GPU runs the kernel up to d = 4096 and XLA above (the H200's Triton compile at
     d = 16384 did not finish: _dispatch.MEASURED_XLA_FASTER); implementation="pallas" still runs the kernel."""
-    from pallas_kernels._dispatch import MEASURED_XLA_FASTER
-    from pallas_kernels.quant.hadamard import GPU_MAX_D
+    from jaxwb.pallas_kernels._dispatch import MEASURED_XLA_FASTER
+    from jaxwb.pallas_kernels.quant.hadamard import GPU_MAX_D
 
     assert GPU_MAX_D == 4096 and MEASURED_XLA_FASTER["fwht"][:2] == ("gpu", "d > 4096")
     for d, impl, count in ((4096, None, 1), (8192, None, 0), (8192, "pallas", 1)):
@@ -75,7 +75,7 @@ def test_default_block_sizes_follow_the_kernel_platform(monkeypatch):
     """block_sizes=None: for the GPU kernel and the interpreter (which runs the GPU form) tile 64 with 8 warps
     from d = 4096 on (GPU_BLOCK_SIZES, measured 23x the tile-128 default at d = 4096 on an H200) and 4 warps
     below; HadamardBlockSizes() (tile 128) for TPU."""
-    from pallas_kernels.quant import hadamard
+    from jaxwb.pallas_kernels.quant import hadamard
 
     seen = []
     monkeypatch.setattr(hadamard, "fwht_pallas", lambda x, *, blocks, **kw: seen.append(blocks) or x)

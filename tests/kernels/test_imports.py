@@ -1,5 +1,5 @@
-"""pallas_kernels stands on jax: the only project modules it imports are ``theory._checkify`` (the one checkify
-switch shared with ``theory``) and ``theory.zoe_grad`` (the surrogate-gradient laws of ``fake_quant``), and
+"""pallas_kernels stands on jax: the only project modules it imports are ``jaxwb.theory._checkify`` (the one checkify
+switch shared with ``theory``) and ``jaxwb.theory.zoe_grad`` (the surrogate-gradient laws of ``fake_quant``), and
 those (with what they import from ``theory``) import nothing but the standard library, jax, numpy and
 jaxtyping. A static check (ast, no imports run): milliseconds, and it fails on a new import of sims/models or
 of another theory module (docs/architecture.md, "Kernels")."""
@@ -17,16 +17,20 @@ PROJECT = {"theory", "sims", "models", "pallas_kernels", "tests"}
 
 
 def _imports(path: Path) -> set[str]:
-    """Absolute module names imported by a file (``from a import b`` gives ``a.b`` when a is a package of
-    the project, so ``from theory import zoe_grad`` is ``theory.zoe_grad``)."""
+    """Absolute module names imported by a file, the ``jaxwb.`` namespace dropped (``from a import b`` gives
+    ``a.b`` when a is a package of the project, so ``from jaxwb.theory import zoe_grad`` is ``theory.zoe_grad``)."""
     out = set()
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
+            out |= {a.name.removeprefix("jaxwb.") for a in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            out.add(node.module)
-            if node.module in PROJECT:
-                out |= {f"{node.module}.{a.name}" for a in node.names}
+            module = node.module.removeprefix("jaxwb.")
+            if module == "jaxwb":
+                out |= {a.name for a in node.names}
+                continue
+            out.add(module)
+            if module in PROJECT:
+                out |= {f"{module}.{a.name}" for a in node.names}
     return out
 
 

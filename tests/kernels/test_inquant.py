@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.quant.inquant import (
+from jaxwb.pallas_kernels.quant.inquant import (
     InQuantPacked,
     inquant_pack,
     inquant_unpack,

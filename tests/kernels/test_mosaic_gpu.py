@@ -4,7 +4,7 @@ H100/H200 target on a CPU-only machine.
 
 The interpreter simulates SMEM, TMA copies, mbarriers and wgmma on the host; lowering runs Pallas -> Mosaic GPU
 dialect (wgmma, TMA, mbarrier ops) into the ``mosaic_gpu_v2`` custom call. Neither runs ptxas or the GPU: the
-kernel's speed and the last compile step are only checked on hardware (``python -m pallas_kernels.gpu_check``).
+kernel's speed and the last compile step are only checked on hardware (``python -m jaxwb.pallas_kernels.gpu_check``).
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 from jax.sharding import AbstractDevice, AbstractMesh, AxisType
 
-from pallas_kernels.attention import BlockSizes, attention_reference, block_lists_to_mask, expand_block_mask
-from pallas_kernels.attention.mosaic_gpu import (
+from jaxwb.pallas_kernels.attention import BlockSizes, attention_reference, block_lists_to_mask, expand_block_mask
+from jaxwb.pallas_kernels.attention.mosaic_gpu import (
     MosaicBlockSizes,
     block_sparse_attention_mgpu,
     flash_attention_mgpu,
@@ -169,7 +169,9 @@ def test_lowers_for_hopper(mesh):
         assert "wgmma" in low and "tma" in low and "mbarrier" in low  # the Hopper ops are in the module
 
 
-@pytest.mark.skipif(not is_hopper(), reason="needs a Hopper GPU (sm_90): run by python -m pallas_kernels.gpu_check")
+@pytest.mark.skipif(
+    not is_hopper(), reason="needs a Hopper GPU (sm_90): run by python -m jaxwb.pallas_kernels.gpu_check"
+)
 @pytest.mark.parametrize("causal", [False, True])
 def test_hardware_equals_reference(causal):
     """On a Hopper GPU the compiled kernel (register P, in-place accumulate) equals the reference, dense and
@@ -180,7 +182,7 @@ def test_hardware_equals_reference(causal):
     _close(out, _ref(q, k, v, causal=causal), jnp.bfloat16)
     nq, nk = L // 64, L // 128
     bm = jax.random.bernoulli(jax.random.key(5), 0.5, (B, H, nq, nk))
-    from pallas_kernels.attention import mask_to_block_lists
+    from jaxwb.pallas_kernels.attention import mask_to_block_lists
 
     cnt, idx = mask_to_block_lists(bm)
     out = block_sparse_attention_mgpu(q, k, v, cnt, idx, block_q=64, block_k=128, causal=causal)
@@ -190,7 +192,7 @@ def test_hardware_equals_reference(causal):
 def test_public_op_dispatches_to_mosaic_gpu():
     """``flash_attention(..., gpu_kernel="mosaic")`` reaches this kernel (interpret mode on CPU); a bad
     ``gpu_kernel`` is rejected by name."""
-    from pallas_kernels.attention import flash_attention
+    from jaxwb.pallas_kernels.attention import flash_attention
 
     q, k, v = _qkv(1, 128, 2, 1, 64, jnp.float16)
     out = flash_attention(q, k, v, is_causal=True, implementation="interpret", gpu_kernel="mosaic")

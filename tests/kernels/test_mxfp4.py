@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.quant import mxfp4_dequantize, mxfp4_quantize, nvfp4_quantize
+from jaxwb.pallas_kernels.quant import mxfp4_dequantize, mxfp4_quantize, nvfp4_quantize
 from tests.kernels import quant_np
 from tests.kernels.quant_np import KINDS
 from tests.kernels.quant_np import adversarial as _adversarial

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.quant import QuantizedArray, mxfp4_quantize, nvfp4_dequantize, nvfp4_quantize
+from jaxwb.pallas_kernels.quant import QuantizedArray, mxfp4_quantize, nvfp4_dequantize, nvfp4_quantize
 from tests.kernels import quant_np
 from tests.kernels.quant_np import KINDS
 from tests.kernels.quant_np import adversarial as _adversarial
@@ -112,7 +112,7 @@ def test_matches_jax_nn_scaled_dot_general(fmt):
         cfg = [jax.nn.get_scaled_dot_general_config("nvfp4", q.global_scale.reshape(1)) for q in (qx, qw)]
         deq = nvfp4_dequantize
     else:
-        from pallas_kernels.quant import mxfp4_dequantize
+        from jaxwb.pallas_kernels.quant import mxfp4_dequantize
 
         try:
             cfg = [jax.nn.get_scaled_dot_general_config("mxfp4")] * 2

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from pallas_kernels.quant import fake_quant, nvfp4_dequantize, nvfp4_quantize
-from pallas_kernels.quant.layers import EqxQATLinear, NnxQATLinear, QuantizedLinear, quantize_model
+from jaxwb.pallas_kernels.quant import fake_quant, nvfp4_dequantize, nvfp4_quantize
+from jaxwb.pallas_kernels.quant.layers import EqxQATLinear, NnxQATLinear, QuantizedLinear, quantize_model
 
 
 def _eqx_mlp(key):

@@ -11,9 +11,9 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from pallas_kernels.quant import _blockwise
-from pallas_kernels.quant import reference as ref
-from pallas_kernels.quant.matmul import fp4_matmul_pallas
+from jaxwb.pallas_kernels.quant import _blockwise
+from jaxwb.pallas_kernels.quant import reference as ref
+from jaxwb.pallas_kernels.quant.matmul import fp4_matmul_pallas
 from tests.kernels.lowering import kernel_calls, lower_text
 
 FORMATS = ["nvfp4", "mxfp4", "razer_activation", "razer_weight"]
@@ -91,7 +91,7 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
 def test_default_on_gpu_follows_the_measurements(fmt, monkeypatch):
     """implementation=None on a GPU: the quantize kernel except where the H200 measured XLA faster (RaZeR's
     activation variant: _dispatch.MEASURED_XLA_FASTER); the dequantize kernel for every format."""
-    from pallas_kernels import _dispatch
+    from jaxwb.pallas_kernels import _dispatch
 
     monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")
     x = jax.ShapeDtypeStruct((64, 512), jnp.float32)
@@ -108,8 +108,8 @@ def test_default_on_gpu_follows_the_measurements(fmt, monkeypatch):
 def test_fp4_matmul_default_on_gpu_is_xla_for_one_row(monkeypatch):
     """implementation=None on a GPU: XLA for a single row (M = 1, where the H200 measured XLA faster:
     _dispatch.MEASURED_XLA_FASTER["fp4_matmul"]), the kernel from M = 16 on; "pallas" always the kernel."""
-    from pallas_kernels import _dispatch
-    from pallas_kernels.quant import fp4_matmul
+    from jaxwb.pallas_kernels import _dispatch
+    from jaxwb.pallas_kernels.quant import fp4_matmul
 
     monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")
     w = _quantized_spec("nvfp4", (128, 256))

@@ -8,8 +8,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize, razer_dequantize, razer_quantize
-from pallas_kernels.quant import reference as ref
+from jaxwb.pallas_kernels.quant import nvfp4_dequantize, nvfp4_quantize, razer_dequantize, razer_quantize
+from jaxwb.pallas_kernels.quant import reference as ref
 from tests.kernels import quant_np
 from tests.kernels.quant_np import adversarial as _adversarial
 from tests.kernels.quant_np import e3m3_table as _e3m3_table

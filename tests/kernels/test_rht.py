@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pallas_kernels.quant.hadamard import fwht_reference
-from pallas_kernels.quant.rht import (
+from jaxwb.pallas_kernels.quant.hadamard import fwht_reference
+from jaxwb.pallas_kernels.quant.rht import (
     SCALINGS,
     RHTQuantized,
     compand,

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from pallas_kernels.attention import (
+from jaxwb.pallas_kernels.attention import (
     attention_reference,
     block_lists_to_mask,
     retrieval_block_lists,

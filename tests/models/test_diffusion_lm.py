@@ -10,10 +10,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from models import corpus
-from models import diffusion_lm as dl
-from models import train as tr
-from pallas_kernels.attention import block_sparse_attention, mask_to_block_lists
+from jaxwb.models import corpus
+from jaxwb.models import diffusion_lm as dl
+from jaxwb.models import train as tr
+from jaxwb.pallas_kernels.attention import block_sparse_attention, mask_to_block_lists
 
 CFG = dl.DLMConfig(d_model=32, n_layers=2, n_heads=4, ctx=32)
 fwd = eqx.filter_jit(lambda m, t: m(t))

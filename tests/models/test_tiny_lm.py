@@ -11,9 +11,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from models import corpus, tokenizer
-from models import train as tr
-from models.tiny_lm import LMConfig, TinyLM, cast, linear_weights, num_params, replace_linear_weights, rope, sample
+from jaxwb.models import corpus, tokenizer
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import (
+    LMConfig,
+    TinyLM,
+    cast,
+    linear_weights,
+    num_params,
+    replace_linear_weights,
+    rope,
+    sample,
+)
 
 CFG = LMConfig(d_model=32, n_layers=1, n_heads=2, ctx=16)
 fwd = eqx.filter_jit(lambda m, t: m(t))  # eager dispatch of every small op is slow on a busy machine

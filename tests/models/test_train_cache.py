@@ -1,4 +1,4 @@
-"""The weight cache of ``models.train.trained_model``: one training per configuration, whoever asks first.
+"""The weight cache of ``jaxwb.models.train.trained_model``: one training per configuration, whoever asks first.
 
 Training itself is replaced by a stub here (the real loop is tested in test_tiny_lm.py): these tests are about
 the cache's locking and files, and cost milliseconds.
@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from models import train as tr
-from models.tiny_lm import LMConfig
+from jaxwb.models import train as tr
+from jaxwb.models.tiny_lm import LMConfig
 
 MC = LMConfig(d_model=16, n_layers=1, n_heads=2, ctx=8)
 TC = tr.TrainConfig(steps=4, batch_size=2, warmup=1)

@@ -1,4 +1,4 @@
-"""The notebooks: each executes headless (``WORKBENCH_QUICK=1``), goes through ``sims.core.notebook`` (loads the
+"""The notebooks: each executes headless (``WORKBENCH_QUICK=1``), goes through ``jaxwb.sims.core.notebook`` (loads the
 committed data, plots through ``sim.plot``/``sim.claims``), and survives a JupyterLab save without a diff."""
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def test_notebook_executes(path: Path, monkeypatch):
 
 
 def test_every_result_has_a_notebook():
-    from sims.core import registry
+    from jaxwb.sims.core import registry
 
     missing = [n for n in registry.result_names() if not (ROOT / "notebooks" / f"{n}.py").exists()]
     assert not missing, f"results without notebooks/<name>.py: {missing}"
@@ -46,7 +46,7 @@ def test_every_result_has_a_notebook():
 def test_results_and_notebooks_correspond_one_to_one():
     """The contract check reads the registry (one source of truth): the machinery packages sims/core and
     sims/bench are not results, so they need no notebook, and every notebook belongs to a result."""
-    from sims.core import registry
+    from jaxwb.sims.core import registry
 
     names = set(registry.result_names())
     assert not names & registry.INFRASTRUCTURE and {"core", "bench"} <= registry.INFRASTRUCTURE
@@ -98,7 +98,7 @@ def _installed_python3_kernelspec():
 def _shipped_overrides() -> dict:
     import json
 
-    from sims.core import notebook
+    from jaxwb.sims.core import notebook
 
     return json.loads((notebook.LAB_CONFIG_DIR / "labconfig" / "default_setting_overrides.json").read_text())
 
@@ -120,7 +120,7 @@ def test_shipped_defaults_layer_under_the_users_settings(tmp_path):
     """The repository's settings are *defaults* (jupyterlab_server's ``labconfig/default_setting_overrides.json``
     on ``JUPYTER_CONFIG_PATH``): the user's settings folder is not redirected, an existing JUPYTER_CONFIG_PATH
     and PYTHONPATH are kept behind ours, and jupyterlab_server (when installed) reads the overrides."""
-    from sims.core import harness, notebook
+    from jaxwb.sims.core import harness, notebook
 
     env = notebook.lab_env(
         {"JUPYTER_CONFIG_PATH": f"/etc/mine{os.pathsep}{notebook.LAB_CONFIG_DIR}", "PYTHONPATH": "/x"}
@@ -142,7 +142,7 @@ def test_workbench_notebook_roots_jupyterlab_at_the_repository():
     """Rooted at notebooks/, JupyterLab's Jupytext would not find jupytext.toml (it looks no higher than the root)
     and the file browser would not reach figures/ or docs/: the command roots it at the repository and opens at
     the target; arguments after `--` reach `jupyter lab`."""
-    from sims.core import harness, notebook
+    from jaxwb.sims.core import harness, notebook
 
     cmd = notebook.lab_command("notebooks/river_valley.py", "--no-browser", as_root=False)
     assert cmd[:2] == ["jupyter", "lab"] and f"--ServerApp.root_dir={harness.REPO_ROOT}" in cmd
@@ -153,7 +153,7 @@ def test_workbench_notebook_roots_jupyterlab_at_the_repository():
     assert seen["file"] == "jupyter" and seen["args"][-3:] == ["--port", "8899", "--no-browser"]
     assert seen["env"]["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(notebook.LAB_CONFIG_DIR)
     assert "--allow-root" not in seen["args"] and "--allow-root" not in seen["stdout"]
-    from sims.core import cli
+    from jaxwb.sims.core import cli
 
     assert cli.main(["notebook", "--no-browser"]) == 2  # without `--`: a one-line usage error
 
@@ -161,7 +161,7 @@ def test_workbench_notebook_roots_jupyterlab_at_the_repository():
 def test_workbench_notebook_as_root_adds_allow_root_once():
     """Jupyter refuses to run as root without --allow-root: the command adds it and says so in one line; a user
     who passed it already gets it once and no note."""
-    from sims.core import notebook
+    from jaxwb.sims.core import notebook
 
     assert notebook.lab_command("notebooks", as_root=True).count("--allow-root") == 1
     assert notebook.lab_command("notebooks", "--allow-root", as_root=True).count("--allow-root") == 1
@@ -179,7 +179,7 @@ def _run_notebook_command(argv: list[str], *, root: bool) -> dict:
     import contextlib
     import io
 
-    from sims.core import cli
+    from jaxwb.sims.core import cli
 
     seen: dict = {}
 
@@ -204,8 +204,8 @@ def test_widgets_are_displayed_once(monkeypatch):
     """A cell ending in `notebook.interact(...)` or `nb.controls()` must not return the widget: the cell would
     display it a second time (seen in JupyterLab)."""
     pytest.importorskip("ipywidgets")
-    from sims import river_valley
-    from sims.core import notebook
+    from jaxwb.sims import river_valley
+    from jaxwb.sims.core import notebook
 
     shown = []
     monkeypatch.setattr(notebook, "_display", shown.append)
@@ -220,7 +220,7 @@ def test_widgets_are_displayed_once(monkeypatch):
 
 def test_claims_table_keeps_every_row_aligned():
     """The claims render as an HTML table: the statement wraps in its own column, numbers never wrap."""
-    from sims.core import harness, notebook
+    from jaxwb.sims.core import harness, notebook
 
     claims = [
         harness.Claim("a long statement " * 12, 1.0, 1.01, 0.1, kind="check"),
@@ -239,8 +239,8 @@ def test_opening_shows_the_committed_pngs_only_while_they_belong_to_the_data(tmp
     import shutil
 
     pytest.importorskip("IPython")
-    from sims import river_valley
-    from sims.core import harness, notebook
+    from jaxwb.sims import river_valley
+    from jaxwb.sims.core import harness, notebook
 
     folder = tmp_path / "river_valley"
     shutil.copytree(harness.FIGURES_DIR / "river_valley", folder)

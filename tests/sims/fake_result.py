@@ -11,7 +11,7 @@ import sys
 import textwrap
 import time
 
-from sims.core.paths import REPO_ROOT as ROOT
+from jaxwb.sims.core.paths import REPO_ROOT as ROOT
 
 FAKE_RUN = textwrap.dedent(
     """
@@ -23,16 +23,16 @@ FAKE_RUN = textwrap.dedent(
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import jax.numpy as jnp
-    from sims.core import cli, harness, registry
+    from jaxwb.sims.core import cli, harness, registry
 
     @dataclasses.dataclass(frozen=True)
     class Config:
         value: float = 1.0  # what the fake result measures
 
-    mod = types.ModuleType("sims._atomic_fake")
+    mod = types.ModuleType("jaxwb.sims._atomic_fake")
     mod.NAME, mod.TITLE, mod.Config = "atomic_fake", "a fake result", Config
     mod.PRESETS = {"quick": Config(), "full": Config()}
-    from sims.core.sweep import sweep
+    from jaxwb.sims.core.sweep import sweep
 
     def _row(r):
         return {"y": r["a"] * 1.0, "z": jnp.sin(r["a"])}
@@ -69,7 +69,7 @@ FAKE_CLI = FAKE_RUN + "registry.get = lambda name: mod\nsys.exit(cli.main(sys.ar
 def fake_module():
     ns: dict = {}
     exec(FAKE_RUN, ns)  # noqa: S102  (the same fake result, in this process)
-    sys.modules.pop("sims._atomic_fake", None)
+    sys.modules.pop("jaxwb.sims._atomic_fake", None)
     return ns["mod"]
 
 

@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from sims import aldrift as sim
-from sims.aldrift import simulate
-from sims.core import harness
+from jaxwb.sims import aldrift as sim
+from jaxwb.sims.aldrift import simulate
+from jaxwb.sims.core import harness
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -74,7 +74,7 @@ def test_config_validation():
 
 def test_intended_schedule_matches_theory():
     # the sim's independent schedule for the quadratic prediction equals theory.aldrift's on the clean code
-    from theory import aldrift as al
+    from jaxwb.theory import aldrift as al
 
     cfg = sim.PRESETS["quick"]
     taus = al.temperature_schedule("geometric", cfg.T, tau1=cfg.tau1, n=cfg.n)
@@ -90,7 +90,7 @@ def test_random_search_early_stop_matches_the_whole_stream():
     import jax
     import jax.numpy as jnp
 
-    from theory import aldrift as al
+    from jaxwb.theory import aldrift as al
 
     setting, n, lo, hi, chunk, budget = (1.0, 0.5, 4.0, 1.35, 2.0), 2, -1.1, 1.5, 64, 64 * 40
     eps = (1.0, 0.3, 0.1, 1e-9)  # the last is never reached: the run spends the whole budget on it

@@ -1,4 +1,4 @@
-"""Every result's mutants make one of its claims fail (the mutation audit, ``sims.core.audit``).
+"""Every result's mutants make one of its claims fail (the mutation audit, ``jaxwb.sims.core.audit``).
 
 The first mutant of each result runs in the default suite (its clean quick run is the result's own
 end-to-end test); ``pytest -m mutation`` runs all of them. ``workbench audit`` compares clean vs mutant
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from sims.core import audit, harness, registry
+from jaxwb.sims.core import audit, harness, registry
 
 
 def _cases():

@@ -16,8 +16,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sims.core import cli, harness, registry
-from sims.core.sweep import grid, sweep
+from jaxwb.sims.core import cli, harness, registry
+from jaxwb.sims.core.sweep import grid, sweep
 from tests.sims.fake_result import FAKE_CLI
 from tests.sims.fake_result import fake_cli as _fake_cli
 from tests.sims.fake_result import fake_module as _fake_module
@@ -72,9 +72,9 @@ MULTI_DEVICE = textwrap.dedent(
     import jax, jax.numpy as jnp, numpy as np
     from functools import partial
     assert jax.device_count() == 8, jax.devices()
-    from sims.core.sweep import sweep
-    from sims.river_valley import compute as sim
-    from theory import river_valley as rv
+    from jaxwb.sims.core.sweep import sweep
+    from jaxwb.sims.river_valley import compute as sim
+    from jaxwb.theory import river_valley as rv
     valley = rv.straight_valley(0.01, 100.0)
     fn = partial(sim._phase_point, valley=valley, theta0=jnp.array([1.0, 0.1]), steps=200)
     g = {"lr": jnp.geomspace(1e-3, 1e-1, 21), "beta": jnp.linspace(0, 0.95, 21)}   # 21: padding exercised
@@ -215,8 +215,8 @@ def test_cli_version_and_run_help_lists_the_config(capsys):
 
 
 def test_typed_overrides_follow_the_declared_types():
-    from sims import river_valley, tiny_lm
-    from sims.core import config
+    from jaxwb.sims import river_valley, tiny_lm
+    from jaxwb.sims.core import config
 
     cfg = config.apply_overrides(river_valley, "quick", ["lam=50", "lr_range=1e-3,0.2", "speed_betas=0.5",
                                                           "boundary_betas=[0, 0.5]", "n_lr=1e1"])
@@ -235,7 +235,7 @@ def test_typed_overrides_follow_the_declared_types():
 
 
 def test_every_config_field_has_a_readable_type():
-    from sims.core import config
+    from jaxwb.sims.core import config
 
     for name in registry.result_names():
         module = registry.get(name)
@@ -257,7 +257,7 @@ def test_cli_list_and_committed_claims(capsys):
 
 def test_console_script_lists_and_reports_claims():
     exe = os.path.join(os.path.dirname(sys.executable), "workbench")
-    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "sims.core.cli"]
+    cmd = [exe] if os.path.exists(exe) else [sys.executable, "-m", "jaxwb.sims.core.cli"]
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.run([*cmd, "list"], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
@@ -333,30 +333,30 @@ def test_bound_slack_and_loose_flag():
 def test_mutant_patches_every_alias_and_restores(tmp_path):
     import types
 
-    import theory.river_valley as rv
-    from sims.core.audit import Mutant, applied
+    import jaxwb.theory.river_valley as rv
+    from jaxwb.sims.core.audit import Mutant, applied
 
     name = next(n for n in dir(rv) if callable(getattr(rv, n)) and not n.startswith("_")
-                and getattr(getattr(rv, n), "__module__", "") == "theory.river_valley")
+                and getattr(getattr(rv, n), "__module__", "") == "jaxwb.theory.river_valley")
     original = getattr(rv, name)
-    alias = types.ModuleType("sims._alias_for_test")
+    alias = types.ModuleType("jaxwb.sims._alias_for_test")
     alias.fn = original
-    sys.modules["sims._alias_for_test"] = alias
+    sys.modules["jaxwb.sims._alias_for_test"] = alias
     try:
-        m = Mutant("m", f"theory.river_valley:{name}", lambda f: "patched", "test")
+        m = Mutant("m", f"jaxwb.theory.river_valley:{name}", lambda f: "patched", "test")
         with applied(m):
             assert getattr(rv, name) == "patched" and alias.fn == "patched"
         assert getattr(rv, name) is original and alias.fn is original
     finally:
-        del sys.modules["sims._alias_for_test"]
+        del sys.modules["jaxwb.sims._alias_for_test"]
 
 
 def test_audit_catches_a_mutant_and_reports_a_missed_one():
     import types
 
-    from sims.core import audit
+    from jaxwb.sims.core import audit
 
-    mod = types.ModuleType("sims._fake_result")
+    mod = types.ModuleType("jaxwb.sims._fake_result")
     mod.NAME = "fake"
     mod.SCALE = 2.0
 
@@ -365,15 +365,15 @@ def test_audit_catches_a_mutant_and_reports_a_missed_one():
         n: int = 3
 
     mod.PRESETS = {"quick": Config(), "full": Config()}
-    mod.run = lambda cfg, *, key: {"y": jnp.arange(cfg.n) * sys.modules["sims._fake_result"].SCALE}
+    mod.run = lambda cfg, *, key: {"y": jnp.arange(cfg.n) * sys.modules["jaxwb.sims._fake_result"].SCALE}
     mod.claims = lambda r, cfg: [harness.Claim("sum is 6", 6.0, float(r["y"].sum()), 1e-6, kind="check")]
-    mod.MUTANTS = [audit.Mutant("scale", "sims._fake_result:SCALE", lambda v: v * 1.1, "scale off by 10%"),
-                   audit.Mutant("noop", "sims._fake_result:SCALE", lambda v: v, "does nothing")]
-    sys.modules["sims._fake_result"] = mod
+    mod.MUTANTS = [audit.Mutant("scale", "jaxwb.sims._fake_result:SCALE", lambda v: v * 1.1, "scale off by 10%"),
+                   audit.Mutant("noop", "jaxwb.sims._fake_result:SCALE", lambda v: v, "does nothing")]
+    sys.modules["jaxwb.sims._fake_result"] = mod
     try:
         summary = audit.audit_result(mod, verbose=False)
     finally:
-        del sys.modules["sims._fake_result"]
+        del sys.modules["jaxwb.sims._fake_result"]
     caught = {m["mutant"]: m["caught"] for m in summary["mutants"]}
     assert caught == {"scale": True, "noop": False}
     assert "**MISSED**" in audit.format_audit_table([summary])
@@ -475,8 +475,8 @@ def test_committed_data_replots_and_reclaims_through_the_result(tmp_path):
     """What a notebook does on opening: data.npz -> results pytree -> sim.plot / sim.claims."""
     import matplotlib.pyplot as plt
 
-    from sims import river_valley_lm
-    from sims.core import notebook
+    from jaxwb.sims import river_valley_lm
+    from jaxwb.sims.core import notebook
 
     nb = notebook.open_result(river_valley_lm)
     figs = nb.figures()
@@ -555,7 +555,7 @@ def test_distributed_run_over_two_cpu_processes_equals_single_process(tmp_path):
 
 
 def test_notebook_helper_opens_committed_data_and_recomputes(tmp_path, monkeypatch):
-    from sims.core import notebook
+    from jaxwb.sims.core import notebook
 
     mod = _fake_module()
     harness.execute(mod, out_dir=tmp_path / "r", cfg=mod.Config(1.5), seed=2, verbose=False)
@@ -575,7 +575,7 @@ def test_notebook_helper_opens_committed_data_and_recomputes(tmp_path, monkeypat
 
 
 def test_readme_claims_column_is_generated(tmp_path):
-    from sims.core import readme
+    from jaxwb.sims.core import readme
 
     fig = tmp_path / "figures" / "demo"
     fig.mkdir(parents=True)
@@ -592,7 +592,7 @@ def test_readme_claims_column_is_generated(tmp_path):
 def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail():
     from math import comb
 
-    from sims.core.claims import chance_failures
+    from jaxwb.sims.core.claims import chance_failures
 
     ok = harness.Claim("in", 1.0, 1.01, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
     miss = harness.Claim("out", 1.0, 1.05, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
@@ -606,7 +606,7 @@ def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail
 
 
 def test_compilation_cache_is_pruned_oldest_first_and_has_no_per_write_eviction(tmp_path):
-    from sims.core.paths import prune_compilation_cache
+    from jaxwb.sims.core.paths import prune_compilation_cache
 
     for i in range(8):  # 8 entries of 100 bytes, entry 0 the oldest
         f = tmp_path / f"k{i}-cache"

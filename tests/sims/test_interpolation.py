@@ -9,8 +9,8 @@ import json
 import numpy as np
 import pytest
 
-from sims import interpolation as sim
-from sims.core.harness import execute
+from jaxwb.sims import interpolation as sim
+from jaxwb.sims.core.harness import execute
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -72,7 +72,7 @@ def test_numpy_baseline_agrees_with_theory():
     seeds)."""
     import jax
 
-    from theory import interpolation as ip
+    from jaxwb.theory import interpolation as ip
 
     with jax.enable_x64(True):
         pr = ip.random_problem(30, 4, cond=20.0, sampling="norm", key=jax.random.key(0))

@@ -20,8 +20,8 @@ import subprocess
 import numpy as np
 import pytest
 
-from sims.core import cli, harness, outputs
-from sims.core.errors import OutputError
+from jaxwb.sims.core import cli, harness, outputs
+from jaxwb.sims.core.errors import OutputError
 from tests.sims.fake_result import fake_cli, fake_module
 
 

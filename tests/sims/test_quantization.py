@@ -6,9 +6,9 @@ import json
 
 import numpy as np
 
-from sims import quantization as sim
-from sims.core import harness
-from sims.quantization import compute as quant_compute
+from jaxwb.sims import quantization as sim
+from jaxwb.sims.core import harness
+from jaxwb.sims.quantization import compute as quant_compute
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -40,7 +40,7 @@ def test_quick_preset_end_to_end(tmp_path):
 
 
 def test_bench_quick_runs():
-    from sims.bench.hadamard import bench
+    from jaxwb.sims.bench.hadamard import bench
 
     rows = bench(quick=True)
     assert {r.op.split()[0] for r in rows} >= {"fwht", "rht_quantize"}
@@ -63,7 +63,7 @@ def test_razer_never_worse_than_nvfp4_per_block_and_eden_unbiased():
 def test_inquant_exact_4x_and_finds_planted_outliers():
     import jax
 
-    from pallas_kernels.quant.inquant import inquant_pack
+    from jaxwb.pallas_kernels.quant.inquant import inquant_pack
 
     cfg = sim.PRESETS["quick"]
     kv = sim.synthetic_kv(jax.random.key(2), cfg)

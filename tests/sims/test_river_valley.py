@@ -9,9 +9,9 @@ import jax
 import numpy as np
 import pytest
 
-from sims import river_valley as sim
-from sims.core import harness
-from sims.river_valley import compute as rv_compute
+from jaxwb.sims import river_valley as sim
+from jaxwb.sims.core import harness
+from jaxwb.sims.river_valley import compute as rv_compute
 
 
 def test_quick_preset_end_to_end(tmp_path):

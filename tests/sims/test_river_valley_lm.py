@@ -11,9 +11,9 @@ import numpy as np
 import optax
 import pytest
 
-from sims import river_valley_lm as sim
-from sims.core import harness
-from sims.river_valley_lm import dynamics as dyn
+from jaxwb.sims import river_valley_lm as sim
+from jaxwb.sims.core import harness
+from jaxwb.sims.river_valley_lm import dynamics as dyn
 
 
 def test_heavy_ball_matches_optax_sgd_momentum():
@@ -45,7 +45,7 @@ def test_hb_or_adam_matches_optax(beta):
 def test_warm_lanczos_tracks_largest_algebraic_eigenvalue():
     """The EoS tracker's estimator (theory.hessian.lanczos_warm, restarted from its top Ritz vector) converges to
     lambda_max = 50 where a negative eigenvalue is larger in magnitude (-80): power iteration goes to -80."""
-    from theory import hessian as hs
+    from jaxwb.theory import hessian as hs
 
     rng = np.random.default_rng(0)
     q, _ = np.linalg.qr(rng.normal(size=(60, 60)))

@@ -8,10 +8,10 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sims import sparse_attention
-from sims.core.harness import execute
-from sims.sparse_attention import Config, policy, trajectory
-from sims.sparse_attention.claims import paired_claim, row, sign_claim
+from jaxwb.sims import sparse_attention
+from jaxwb.sims.core.harness import execute
+from jaxwb.sims.sparse_attention import Config, policy, trajectory
+from jaxwb.sims.sparse_attention.claims import paired_claim, row, sign_claim
 
 # Claims the quick preset cannot meet, and why (they are decided on the full preset; see
 # docs/papers/sparse_attention.md). The quick model (d=32, 150 steps) has not learned beyond the unigram

@@ -8,8 +8,8 @@ import json
 import numpy as np
 import pytest
 
-from sims import speed_scaling as sim
-from sims.core import harness
+from jaxwb.sims import speed_scaling as sim
+from jaxwb.sims.core import harness
 
 
 def test_quick_preset_end_to_end(tmp_path):

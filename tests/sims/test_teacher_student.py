@@ -8,9 +8,9 @@ import json
 import numpy as np
 import pytest
 
-from sims import teacher_student as sim
-from sims.core import harness
-from theory import teacher_student as ts
+from jaxwb.sims import teacher_student as sim
+from jaxwb.sims.core import harness
+from jaxwb.theory import teacher_student as ts
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -97,7 +97,7 @@ def test_full_preset_claims():
 def test_model_keys_are_keyword_only():
     import inspect
 
-    from models import teacher_student as mts
+    from jaxwb.models import teacher_student as mts
 
     for fn in (mts.make_teacher, mts.init_student, mts.sample, mts.prior_teacher, mts.symmetric_noise):
         assert inspect.signature(fn).parameters["key"].kind is inspect.Parameter.KEYWORD_ONLY, fn.__name__

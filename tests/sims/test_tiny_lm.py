@@ -6,8 +6,8 @@ import jax
 import numpy as np
 import pytest
 
-from sims import tiny_lm as sim
-from sims.core import harness
+from jaxwb.sims import tiny_lm as sim
+from jaxwb.sims.core import harness
 
 
 @pytest.fixture(scope="module")
@@ -41,8 +41,8 @@ def test_outlier_channels_keep_the_float_model_and_w4a4_quantizes_activations():
     quantizer is used for RaZeR."""
     import jax.numpy as jnp
 
-    from models.tiny_lm import LMConfig, TinyLM
-    from sims.tiny_lm import quant
+    from jaxwb.models.tiny_lm import LMConfig, TinyLM
+    from jaxwb.sims.tiny_lm import quant
 
     m = TinyLM(LMConfig(d_model=32, n_layers=1, n_heads=2, ctx=16), key=jax.random.key(0))
     t = jnp.arange(12)

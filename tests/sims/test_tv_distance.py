@@ -7,8 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from sims import tv_distance
-from sims.core.harness import execute
+from jaxwb.sims import tv_distance
+from jaxwb.sims.core.harness import execute
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -46,7 +46,7 @@ def test_config_validation():
 def test_enumerated_reference_matches_theory():
     import jax
 
-    from theory import tv_distance as tv
+    from jaxwb.theory import tv_distance as tv
 
     p, q = tv_distance.markov_pair(jax.random.key(3), 3, 1.0, 0.6)
     ref = tv_distance.enumerated_reference(p, q, 4, 0.3, (1,))

@@ -8,9 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sims import zoe_grad as sim
-from sims.core import harness
-from theory import zoe_grad as zg
+from jaxwb.sims import zoe_grad as sim
+from jaxwb.sims.core import harness
+from jaxwb.theory import zoe_grad as zg
 
 
 @pytest.mark.parametrize(("field", "value"), [
@@ -32,7 +32,7 @@ def test_hard_quantizers_agree_with_theory_levels():
 
 
 def test_kernel_blocks_pin_the_scale():
-    from pallas_kernels.quant.fake_quant import quantize_with_scale
+    from jaxwb.pallas_kernels.quant.fake_quant import quantize_with_scale
 
     _, scale, _ = quantize_with_scale(sim.kernel_blocks(30), format="nvfp4")
     np.testing.assert_allclose(np.asarray(scale), sim.KERNEL_ANCHOR_SCALE, rtol=1e-3)

@@ -13,7 +13,7 @@ import scipy.stats
 from hypothesis import given
 from hypothesis import strategies as st
 
-from theory import aldrift as al
+from jaxwb.theory import aldrift as al
 
 
 @partial(jax.jit, static_argnames=("m", "M", "return_ess"))
@@ -464,7 +464,7 @@ def test_gaussian_from_cov_and_from_chol_describe_the_same_law():
 
 
 def test_imh_chains_start_from_given_states():
-    from theory.aldrift.models import _from_noise, _noise
+    from jaxwb.theory.aldrift.models import _from_noise, _noise
 
     cost = al.rastrigin_envelope(1.0, 0.5, 2.0, jnp.zeros(2))
     prior = al.gaussian_prior(jnp.full(2, 1.0), 0.5)

@@ -3,7 +3,7 @@
 ``BAD_CALLS`` is the table of the issue (call -> message fragment); ``python tests/theory/test_bad_calls.py``
 prints it as markdown with the full message each call raises. Calls are strings evaluated in ``NS`` so the
 table reads as what a user would type. The second half checks the same errors for traced values under
-``theory.checked`` (one function per module at least) and that plain ``jit`` is unaffected.
+``jaxwb.theory.checked`` (one function per module at least) and that plain ``jit`` is unaffected.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-import theory
-from models import teacher_student as tsm
-from theory import aldrift as al
-from theory import dithered_quant as dq
-from theory import interpolation as ip
-from theory import river_valley as rv
-from theory import sparse_attention as sa
-from theory import speed_scaling as ss
-from theory import teacher_student as ts
-from theory import tv_distance as tv
-from theory import zoe_grad as zg
+from jaxwb import theory
+from jaxwb.models import teacher_student as tsm
+from jaxwb.theory import aldrift as al
+from jaxwb.theory import dithered_quant as dq
+from jaxwb.theory import interpolation as ip
+from jaxwb.theory import river_valley as rv
+from jaxwb.theory import sparse_attention as sa
+from jaxwb.theory import speed_scaling as ss
+from jaxwb.theory import teacher_student as ts
+from jaxwb.theory import tv_distance as tv
+from jaxwb.theory import zoe_grad as zg
 
 nan, inf = math.nan, math.inf
 

@@ -15,8 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from sims.quantization import FAMILIES, dithered_mse, unit_vectors
-from theory import dithered_quant as dq
+from jaxwb.sims.quantization import FAMILIES, dithered_mse, unit_vectors
+from jaxwb.theory import dithered_quant as dq
 
 
 def test_panter_dite_constant_and_gaussian_moment():

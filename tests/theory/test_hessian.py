@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from jax.flatten_util import ravel_pytree
 
-from theory import hessian as hs
+from jaxwb.theory import hessian as hs
 
 
 def _mlp_loss():

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory import interpolation as ip
-from theory import river_valley as rv
+from jaxwb.theory import interpolation as ip
+from jaxwb.theory import river_valley as rv
 
 N, D = 8, 3  # one small fixed shape for the property tests (no retracing)
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from theory import river_valley as rv
+from jaxwb.theory import river_valley as rv
 
 lams = st.floats(0.1, 100.0)
 betas = st.floats(0.0, 0.95)

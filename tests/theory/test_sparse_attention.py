@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from theory import sparse_attention as sa
+from jaxwb.theory import sparse_attention as sa
 
 H, L, D, BLK = 4, 64, 16, 16
 NB = L // BLK
@@ -102,7 +102,7 @@ def test_masked_attention_recall_and_error(seed, density):
 
 def test_trajectory_transition_is_abrupt():
     """Unit test of the policy machinery on the synthetic toy trajectory (it builds the transition in; no claim
-    of ``sims.sparse_attention`` uses it: those come from a trained diffusion LM's attention)."""
+    of ``jaxwb.sims.sparse_attention`` uses it: those come from a trained diffusion LM's attention)."""
     sharp = jnp.array([1.0, 8.0])
     q, k, v = sa.synthetic_trajectory(
         key=_key(0),

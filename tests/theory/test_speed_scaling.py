@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sims.bench import _speed_scaling_reference as ref
-from theory import speed_scaling as ss
+from jaxwb.sims.bench import _speed_scaling_reference as ref
+from jaxwb.theory import speed_scaling as ss
 
 N_JOBS, HORIZON, SUB = 8, 20, 2
 DT, N_SLOTS = 1.0 / SUB, HORIZON * SUB
@@ -292,7 +292,7 @@ ADVERSARIES = (
 @given(seeds, st.sampled_from(ADVERSARIES), st.sampled_from([1.0, 2.0, 6.0]), st.sampled_from([2.0, 3.0]))
 def test_sp_is_feasible_and_robust_for_every_prediction(seed, adversary, kappa, alpha):
     """s <= kappa AVR(t) in every slot, so E(SP) <= kappa^alpha E(AVR) <= C OPT whatever the prediction
-    (``theory.speed_scaling.sp``)."""
+    (``jaxwb.theory.speed_scaling.sp``)."""
     r, d, w = _instance(seed)
     kind, kw = adversary
     s_hat = ss.predict_speed(_exact_prediction(r, d, w, N_SLOTS, DT), kind, **kw, key=jax.random.key(seed + 1))
@@ -333,7 +333,7 @@ CONSISTENCY_FAMILIES = st.sampled_from(  # one shape (24 jobs, horizon 60): wind
 def test_robust_sp_is_consistent_with_exact_predictions(seed, family, sub, eps, alpha):
     """s_hat = OPT's speed: the robust SP with kappa = sp_kappa(eps, alpha) costs <= (1 + eps) OPT, in both
     modes, on instances with short windows (1-3 time units: 1-6 slots) and long ones (up to 50 units, 100 slots).
-    Measured evidence for the first-order argument of ``theory.speed_scaling.sp`` (not a proof)."""
+    Measured evidence for the first-order argument of ``jaxwb.theory.speed_scaling.sp`` (not a proof)."""
     n, horizon, windows = family
     _sp_consistency(seed, n, horizon, windows, sub, eps, alpha)
 
@@ -353,7 +353,7 @@ def test_robust_sp_is_consistent_with_exact_predictions_many(seed, family, sub, 
 
 
 def test_exact_following_is_not_robust_on_the_ramp_family():
-    """The lower-bound argument of ``theory.speed_scaling.sp``: s_hat = 1 is OPT's speed for unit jobs released
+    """The lower-bound argument of ``jaxwb.theory.speed_scaling.sp``: s_hat = 1 is OPT's speed for unit jobs released
     at t = 0 .. N - 1, all due at N; if only job 0 arrives, following it costs N^(alpha - 1) OPT, while the
     robust SP stays below kappa^alpha E(AVR); on the full ramp the robust SP stays within 1 + eps."""
     n, alpha, eps = 40, 3.0, 0.1

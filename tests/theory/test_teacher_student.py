@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import optimize
 
-from theory import teacher_student as ts
+from jaxwb.theory import teacher_student as ts
 
 K = 40  # one feature count for every solver test, so jit compiles once per dtype
 GRID = np.geomspace(0.5, 1e6, 48)
@@ -93,7 +93,7 @@ def phi64(m, alpha, a2, delta):
 
 
 def check_global_maximiser(k, beta, delta, log_alpha):
-    from sims.teacher_student import reference_solve  # NumPy: dense starts, plain iteration, no branch selection
+    from jaxwb.sims.teacher_student import reference_solve  # NumPy: dense starts, plain iteration, no branch selection
 
     a2 = ts.amplitudes(k, beta)
     alpha = float(np.exp(log_alpha))
@@ -130,7 +130,7 @@ def test_solver_is_the_global_maximiser_many(k, beta, delta, log_alpha, x64):
 def test_near_a_threshold_several_points_coexist_and_the_larger_phi_is_kept(x64):
     # first feature with small noise: learning it lowers Delta_eff a lot, so both configurations are
     # self-consistent on an alpha window around the jump; the solver must see both and keep the larger Phi
-    from sims.teacher_student import reference_solve
+    from jaxwb.sims.teacher_student import reference_solve
 
     a2 = ts.amplitudes(12, 1.0)
     alphas = np.geomspace(1.0, 10.0, 60)
@@ -380,7 +380,7 @@ def test_count_down_is_the_exact_count_and_k_c_counts_overlaps_above_half():
 def test_cached_cubic_kernel_first_built_inside_jit_is_concrete():
     """The default kernel is cached per dtype: built first inside a trace, the cache must still hold an array
     (a cached tracer leaked into every later call: UnexpectedTracerError in the suite)."""
-    from theory.teacher_student import kernel as tk
+    from jaxwb.theory.teacher_student import kernel as tk
 
     tk._cubic_kernel.cache_clear()
     jax.jit(lambda x: x * tk.cubic_kernel().c2[3])(1.0)

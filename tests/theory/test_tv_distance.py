@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from theory import tv_distance as tv
+from jaxwb.theory import tv_distance as tv
 
 K, N = 3, 4
 M = 20000

@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from jax.test_util import check_grads
 
-from theory import zoe_grad as zg
+from jaxwb.theory import zoe_grad as zg
 
 N_MC = 40_000  # fixed draw count: one compiled shape per law
 

@@ -26,7 +26,7 @@ Gaussian importance ESS (eq. ESS): for p = N(a, s1^2 I_n), q = N(b, s2^2 I_n), 2
     1/E_q[(p/q)^2] = (s1 sqrt(2 s2^2 - s1^2) / s2^2)^n exp(-||a - b||^2 / (2 s2^2 - s1^2)).
 
 Everything here is a pure function, jit/vmap-compatible; randomness only through a keyword ``key``; bad concrete
-parameters raise ValueError naming the parameter (under ``jit`` through ``theory.checked``).
+parameters raise ValueError naming the parameter (under ``jit`` through ``jaxwb.theory.checked``).
 Costs and models are NamedTuples (pytrees), so one compiled function serves every parameter value (vmap over
 settings, sliders without recompiling).
 
@@ -36,30 +36,30 @@ families, sampling, fitting), ``coverage`` (coverage ratio, importance ESS), ``q
 public name is re-exported here (``from theory import aldrift as al; al.aldrift(...)``).
 """
 
-from theory.aldrift.algorithms import History, _aldrift, aldrift, initial_model, topift
-from theory.aldrift.baselines import (
+from jaxwb.theory.aldrift.algorithms import History, _aldrift, aldrift, initial_model, topift
+from jaxwb.theory.aldrift.baselines import (
     aldrift_evals_per_efold,
     doo,
     evaluations_to_reach,
     random_search,
     random_search_expected_evals,
 )
-from theory.aldrift.costs import (
+from jaxwb.theory.aldrift.costs import (
     GaussianPrior,
     RastriginEnvelope,
     envelope_constants,
     gaussian_prior,
     rastrigin_envelope,
 )
-from theory.aldrift.coverage import (
+from jaxwb.theory.aldrift.coverage import (
     coverage_tail_mass,
     gaussian_importance_ess,
     gaussian_log_sup_ratio,
     importance_ess,
     log_coverage_sup,
 )
-from theory.aldrift.imh import imh_chains, imh_transition_matrix, imh_tv_bound
-from theory.aldrift.models import (
+from jaxwb.theory.aldrift.imh import imh_chains, imh_transition_matrix, imh_tv_bound
+from jaxwb.theory.aldrift.models import (
     FAMILIES,
     KDE,
     Gaussian,
@@ -71,8 +71,8 @@ from theory.aldrift.models import (
     pooled_std,
     sample,
 )
-from theory.aldrift.quadratic import quadratic_expected_cost, quadratic_tempered, separable_tempered_moments
-from theory.aldrift.schedule import SCHEDULES, num_temperatures, temperature_schedule
+from jaxwb.theory.aldrift.quadratic import quadratic_expected_cost, quadratic_tempered, separable_tempered_moments
+from jaxwb.theory.aldrift.schedule import SCHEDULES, num_temperatures, temperature_schedule
 
 __all__ = [
     "FAMILIES", "KDE", "SCHEDULES", "Gaussian", "GaussianPrior", "History", "RastriginEnvelope",

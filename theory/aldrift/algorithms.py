@@ -11,11 +11,11 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from theory import _validate as v
-from theory.aldrift._util import _f
-from theory.aldrift.costs import GaussianPrior
-from theory.aldrift.imh import imh_chains
-from theory.aldrift.models import FAMILIES, KDE, Gaussian, _fit, fit_kde, sample
+from jaxwb.theory import _validate as v
+from jaxwb.theory.aldrift._util import _f
+from jaxwb.theory.aldrift.costs import GaussianPrior
+from jaxwb.theory.aldrift.imh import imh_chains
+from jaxwb.theory.aldrift.models import FAMILIES, KDE, Gaussian, _fit, fit_kde, sample
 
 
 class History(NamedTuple):

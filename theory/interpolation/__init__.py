@@ -89,20 +89,20 @@ Package layout (every public name is re-exported here: ``from theory import inte
 
 from __future__ import annotations
 
-from theory.interpolation.iterations import (
+from jaxwb.theory.interpolation.iterations import (
     _cd as _cd,
 )
-from theory.interpolation.iterations import (
+from jaxwb.theory.interpolation.iterations import (
     _run as _run,
 )
-from theory.interpolation.iterations import (
+from jaxwb.theory.interpolation.iterations import (
     coordinate_descent,
     kaczmarz,
     minibatch_gradient,
     run,
     sample_batch,
 )
-from theory.interpolation.mean_square import (
+from jaxwb.theory.interpolation.mean_square import (
     MeanSquareRate,
     NoiseKernel,
     efold_time,
@@ -114,13 +114,13 @@ from theory.interpolation.mean_square import (
     operator_matrix,
     second_moment_trajectory,
 )
-from theory.interpolation.mean_square import (
+from jaxwb.theory.interpolation.mean_square import (
     _rate as _rate,
 )
-from theory.interpolation.mean_square import (
+from jaxwb.theory.interpolation.mean_square import (
     _traj as _traj,
 )
-from theory.interpolation.problem import (
+from jaxwb.theory.interpolation.problem import (
     METHODS,
     SAMPLINGS,
     Constants,
@@ -138,12 +138,12 @@ from theory.interpolation.problem import (
     saturation_scales,
     spectrum,
 )
-from theory.interpolation.rules import (
+from jaxwb.theory.interpolation.rules import (
     momentum_rule,
     rule_saturation,
     stable_sufficient,
 )
-from theory.river_valley import hb_optimal_params, spectral_radius
+from jaxwb.theory.river_valley import hb_optimal_params, spectral_radius
 
 __all__ = [
     "SAMPLINGS",

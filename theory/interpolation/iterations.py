@@ -1,6 +1,6 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """The stochastic iteration: mini-batch sampling and gradients, SGD / heavy ball / Nesterov, randomized
-Kaczmarz and coordinate descent (notation: ``theory.interpolation``)."""
+Kaczmarz and coordinate descent (notation: ``jaxwb.theory.interpolation``)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from theory import _validate as v
-from theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
+from jaxwb.theory import _validate as v
+from jaxwb.theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
 
 # ---------------------------------------------------------------------------------------------------------
 # The stochastic iteration

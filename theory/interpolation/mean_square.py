@@ -1,6 +1,6 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Exact mean-square dynamics (eq. MS): the operator T, its spectral radius by the reduced map, and the
-exact E||e_t||^2 recursion (notation and the derivation: ``theory.interpolation``)."""
+exact E||e_t||^2 recursion (notation and the derivation: ``jaxwb.theory.interpolation``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from theory import _validate as v
-from theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
-from theory.river_valley import _quadratic_roots
+from jaxwb.theory import _validate as v
+from jaxwb.theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
+from jaxwb.theory.river_valley import _quadratic_roots
 
 # ---------------------------------------------------------------------------------------------------------
 # Exact mean-square dynamics (eq. MS)

@@ -1,6 +1,6 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Problems: the consistent system and its row sampling, H, the constants (mu, L, L_max, tr H) and the
-saturation scales; Kaczmarz and coordinate descent as special cases (notation: ``theory.interpolation``)."""
+saturation scales; Kaczmarz and coordinate descent as special cases (notation: ``jaxwb.theory.interpolation``)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from theory import _validate as v
+from jaxwb.theory import _validate as v
 
 SAMPLINGS = ("uniform", "norm")
 METHODS = ("sgd", "hb", "nesterov")

@@ -1,15 +1,15 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Parameters: the momentum rule (eq. RULE), its saturation point and the sufficient stability condition
-(eq. STAB) (notation: ``theory.interpolation``)."""
+(eq. STAB) (notation: ``jaxwb.theory.interpolation``)."""
 
 from __future__ import annotations
 
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from theory import _validate as v
-from theory.interpolation.problem import METHODS
-from theory.river_valley import spectral_radius
+from jaxwb.theory import _validate as v
+from jaxwb.theory.interpolation.problem import METHODS
+from jaxwb.theory.river_valley import spectral_radius
 
 # ---------------------------------------------------------------------------------------------------------
 # Parameters: the momentum rule and the sufficient stability condition

@@ -35,7 +35,7 @@ Algorithms (E = energy, OPT = E(YDS)):
   SP   machine-speed predictions s_hat(t) (our reconstruction): follow the prediction (dynamic or offline),
        clipped between a per-job reserve and kappa x AVR(t); E(SP) <= kappa^alpha E(AVR) <= kappa^alpha
        2^(alpha-1) alpha^alpha OPT for every prediction, kappa = alpha / eps for consistency 1 + eps
-       (derivation, and what is proved and what is measured: ``theory.speed_scaling.sp``).
+       (derivation, and what is proved and what is measured: ``jaxwb.theory.speed_scaling.sp``).
 
 Package layout (every public name is re-exported here: ``from theory.speed_scaling import X``):
   model      Profile, Schedule, YDS, validation, energy, grid profiles
@@ -47,15 +47,15 @@ Package layout (every public name is re-exported here: ``from theory.speed_scali
   instances  las_instance, random_instance, the AVR lower-bound family, predict_work / predict_speed
 
 Every function is jit/vmap compatible (``n_slots`` and string options are static); concrete bad inputs raise
-ValueError naming the parameter (deadline <= release, negative work, alpha <= 1, ...), and ``theory.checked``
+ValueError naming the parameter (deadline <= release, negative work, alpha <= 1, ...), and ``jaxwb.theory.checked``
 raises the same for traced values. Grid convention (``resolve_n_slots``, the same in every grid function):
 ``n_slots`` is keyword, default None = inferred from the grid array the function takes (SP's predicted speed,
 EDF's speed) or else from the deadlines (max floor(d_j / dt)); given, it must match that array and cover every
 deadline; under jit with traced deadlines it must be given.
 """
 
-from theory.speed_scaling.grid import edf_schedule, resolve_n_slots
-from theory.speed_scaling.instances import (
+from jaxwb.theory.speed_scaling.grid import edf_schedule, resolve_n_slots
+from jaxwb.theory.speed_scaling.instances import (
     avr_lower_bound_instance,
     avr_lower_bound_ratio,
     las_instance,
@@ -64,7 +64,7 @@ from theory.speed_scaling.instances import (
     prediction_error,
     random_instance,
 )
-from theory.speed_scaling.las import (
+from jaxwb.theory.speed_scaling.las import (
     eps_to_delta,
     las,
     las_robustness_bound,
@@ -72,7 +72,7 @@ from theory.speed_scaling.las import (
     robustify_energy_bound,
     shrink_slots,
 )
-from theory.speed_scaling.model import (
+from jaxwb.theory.speed_scaling.model import (
     SP_MODES,
     SPEED_PREDICTIONS,
     WORK_PREDICTIONS,
@@ -87,9 +87,14 @@ from theory.speed_scaling.model import (
     profile_on_grid,
     total_work,
 )
-from theory.speed_scaling.offline import avr_profile, yds
-from theory.speed_scaling.online import avr, avr_bound, bkp, bkp_bound, oa, oa_bound, online_schedules, qoa, qoa_q
-from theory.speed_scaling.sp import sp_kappa, sp_robustness_bound, speed_prediction_schedule, speed_prediction_schedules
+from jaxwb.theory.speed_scaling.offline import avr_profile, yds
+from jaxwb.theory.speed_scaling.online import avr, avr_bound, bkp, bkp_bound, oa, oa_bound, online_schedules, qoa, qoa_q
+from jaxwb.theory.speed_scaling.sp import (
+    sp_kappa,
+    sp_robustness_bound,
+    speed_prediction_schedule,
+    speed_prediction_schedules,
+)
 
 __all__ = [
     "E",

@@ -12,8 +12,8 @@ import numpy as np
 from jax import lax
 from jaxtyping import ArrayLike, Float
 
-from theory import _validate as v
-from theory.speed_scaling.model import Schedule, check_instance, grid_profile
+from jaxwb.theory import _validate as v
+from jaxwb.theory.speed_scaling.model import Schedule, check_instance, grid_profile
 
 
 def _slots(release, deadline, dt):

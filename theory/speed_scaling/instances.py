@@ -11,8 +11,8 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from theory import _validate as v
-from theory.speed_scaling.model import SPEED_PREDICTIONS, WORK_PREDICTIONS, check_alpha
+from jaxwb.theory import _validate as v
+from jaxwb.theory.speed_scaling.model import SPEED_PREDICTIONS, WORK_PREDICTIONS, check_alpha
 
 
 def las_instance(

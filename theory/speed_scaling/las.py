@@ -9,11 +9,11 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from theory import _validate as v
-from theory.speed_scaling.grid import _edf_schedule, _prep, _scan_edf, _slots
-from theory.speed_scaling.model import Schedule, check_alpha, profile_on_grid
-from theory.speed_scaling.offline import _yds
-from theory.speed_scaling.online import avr_bound
+from jaxwb.theory import _validate as v
+from jaxwb.theory.speed_scaling.grid import _edf_schedule, _prep, _scan_edf, _slots
+from jaxwb.theory.speed_scaling.model import Schedule, check_alpha, profile_on_grid
+from jaxwb.theory.speed_scaling.offline import _yds
+from jaxwb.theory.speed_scaling.online import avr_bound
 
 
 def eps_to_delta(eps: float, alpha: float) -> Float[Array, ""]:

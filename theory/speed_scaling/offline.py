@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import ArrayLike, Float
 
-from theory.speed_scaling.model import YDS, Profile, check_instance
+from jaxwb.theory.speed_scaling.model import YDS, Profile, check_instance
 
 
 @jax.jit

@@ -10,8 +10,8 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
-from theory.speed_scaling.grid import _finish, _prep, _scan_edf, _slots, _sorted
-from theory.speed_scaling.model import E, Schedule, check_alpha
+from jaxwb.theory.speed_scaling.grid import _finish, _prep, _scan_edf, _slots, _sorted
+from jaxwb.theory.speed_scaling.model import E, Schedule, check_alpha
 
 
 def avr_bound(alpha: float) -> float:

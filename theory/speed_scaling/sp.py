@@ -61,10 +61,10 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from theory import _validate as v
-from theory.speed_scaling.grid import _edf_step, _finish, _prep, _slots
-from theory.speed_scaling.model import SP_MODES, Schedule, check_alpha
-from theory.speed_scaling.online import _oa_speed, avr_bound
+from jaxwb.theory import _validate as v
+from jaxwb.theory.speed_scaling.grid import _edf_step, _finish, _prep, _slots
+from jaxwb.theory.speed_scaling.model import SP_MODES, Schedule, check_alpha
+from jaxwb.theory.speed_scaling.online import _oa_speed, avr_bound
 
 
 def sp_kappa(eps: float, alpha: float) -> float:

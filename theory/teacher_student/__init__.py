@@ -67,7 +67,7 @@ when called eagerly and did not converge, and returns a ``converged`` flag that 
 ``check_converged``.
 """
 
-from theory.teacher_student.closed_forms import (
+from jaxwb.theory.teacher_student.closed_forms import (
     C_IT,
     M_JUMP,
     SPINODAL_C,
@@ -77,7 +77,7 @@ from theory.teacher_student.closed_forms import (
     m_plus,
     threshold_closed_form,
 )
-from theory.teacher_student.kernel import (
+from jaxwb.theory.teacher_student.kernel import (
     Kernel,
     amplitudes,
     cubic_kernel,
@@ -87,15 +87,15 @@ from theory.teacher_student.kernel import (
     normaliser,
     one_minus_g_from_s,
 )
-from theory.teacher_student.observables import (
+from jaxwb.theory.teacher_student.observables import (
     bayes_error,
     effective_width,
     first_crossing,
     gibbs_error,
     thresholds,
 )
-from theory.teacher_student.phi import best_branch, phi_gap, potential, potential_gap, potential_notes_form
-from theory.teacher_student.prefix import (
+from jaxwb.theory.teacher_student.phi import best_branch, phi_gap, potential, potential_gap, potential_notes_form
+from jaxwb.theory.teacher_student.prefix import (
     LANES,
     _count_down,
     _fast_terms,
@@ -105,7 +105,7 @@ from theory.teacher_student.prefix import (
     _prefix_phi,
     _prefix_sums,
 )
-from theory.teacher_student.solver import (
+from jaxwb.theory.teacher_student.solver import (
     BISECT_STEPS,
     EXTREME_STEPS,
     LEARNABLE_SLACK,

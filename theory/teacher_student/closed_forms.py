@@ -12,8 +12,8 @@ import math
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from theory import _validate as v
-from theory.teacher_student.kernel import Kernel, g, normaliser
+from jaxwb.theory import _validate as v
+from jaxwb.theory.teacher_student.kernel import Kernel, g, normaliser
 
 SPINODAL_C = 4.0 / 3.0  # c where the non-trivial branch of g = m^3 appears (m+ = 1/2)
 

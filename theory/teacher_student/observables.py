@@ -10,9 +10,9 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from theory import _validate as v
-from theory.teacher_student.kernel import Kernel, cubic_kernel, g
-from theory.teacher_student.solver import _check_params, _is_cubic, _solve, default_tol
+from jaxwb.theory import _validate as v
+from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel, g
+from jaxwb.theory.teacher_student.solver import _check_params, _is_cubic, _solve, default_tol
 
 
 def first_crossing(y: Float[ArrayLike, "*b n"], level: Float[ArrayLike, ""]) -> Int[Array, "*b"]:

@@ -7,8 +7,8 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from theory.teacher_student.closed_forms import SPINODAL_C
-from theory.teacher_student.kernel import Kernel, cubic_kernel, g, g_prime
+from jaxwb.theory.teacher_student.closed_forms import SPINODAL_C
+from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel, g, g_prime
 
 
 def _fm(m, u, c, kernel):

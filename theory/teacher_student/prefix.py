@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from theory.teacher_student import closed_forms
+from jaxwb.theory.teacher_student import closed_forms
 
 LANES = 16  # sums over features run as LANES independent partial sums (XLA vectorises them; a plain sum does not)
 

@@ -14,11 +14,11 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from theory import _validate as v
-from theory.teacher_student import closed_forms
-from theory.teacher_student.kernel import Kernel, cubic_kernel
-from theory.teacher_student.phi import _fm, _one_minus_g, best_branch, phi_gap  # noqa: F401
-from theory.teacher_student.prefix import (
+from jaxwb.theory import _validate as v
+from jaxwb.theory.teacher_student import closed_forms
+from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel
+from jaxwb.theory.teacher_student.phi import _fm, _one_minus_g, best_branch, phi_gap  # noqa: F401
+from jaxwb.theory.teacher_student.prefix import (
     LANES,
     _count_down,
     _fast_terms,

@@ -65,17 +65,17 @@ Package layout (every public name is re-exported here: ``from theory import tv_d
 
 from __future__ import annotations
 
-from theory.tv_distance.decoding import (
+from jaxwb.theory.tv_distance.decoding import (
     Decoded,
     decode,
 )
-from theory.tv_distance.exact import (
+from jaxwb.theory.tv_distance.exact import (
     all_sequences,
     exact_kl,
     exact_tv,
     sequence_logprob,
 )
-from theory.tv_distance.logit import (
+from jaxwb.theory.tv_distance.logit import (
     Estimate,
     hoeffding_m,
     kl_logit,
@@ -85,10 +85,10 @@ from theory.tv_distance.logit import (
     tv_logit,
     tv_logit_z,
 )
-from theory.tv_distance.logit import (
+from jaxwb.theory.tv_distance.logit import (
     _tv_logit_z as _tv_logit_z,
 )
-from theory.tv_distance.models import (
+from jaxwb.theory.tv_distance.models import (
     ENGINE_DTYPES,
     LOGIT_KINDS,
     MAX_ENUMERATION,
@@ -102,7 +102,7 @@ from theory.tv_distance.models import (
     round_bf16,
     with_dtype,
 )
-from theory.tv_distance.noisy import (
+from jaxwb.theory.tv_distance.noisy import (
     SIMEX_MIN_S,
     correct,
     lower_order,

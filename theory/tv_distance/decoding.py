@@ -1,6 +1,6 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Decoding: one ``lax.scan`` over positions, vectorised over the m sequences; per-position log-probs of both
-models (notation: ``theory.tv_distance``)."""
+models (notation: ``jaxwb.theory.tv_distance``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from theory import _validate as v
-from theory.tv_distance.models import ARModel, _check_pair
+from jaxwb.theory import _validate as v
+from jaxwb.theory.tv_distance.models import ARModel, _check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Decoding: one lax.scan over positions, vectorised over sequences

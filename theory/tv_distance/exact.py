@@ -1,6 +1,6 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Exact values by enumeration of all K^n sequences: ``exact_tv``, ``exact_kl`` (the ground truth of every
-estimator; notation: ``theory.tv_distance``)."""
+estimator; notation: ``jaxwb.theory.tv_distance``)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from theory import _validate as v
-from theory.tv_distance.models import MAX_ENUMERATION, ARModel, _check_model, _check_pair
+from jaxwb.theory import _validate as v
+from jaxwb.theory.tv_distance.models import MAX_ENUMERATION, ARModel, _check_model, _check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Exact values by enumeration

@@ -1,6 +1,6 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Logit access: the plain / mixture / Rao-Blackwell estimators, Hoeffding's m, ``Estimate`` (value, stderr,
-queries, bias) and KL for comparison (eq. plain, mix, RB, Hoeffding in ``theory.tv_distance``)."""
+queries, bias) and KL for comparison (eq. plain, mix, RB, Hoeffding in ``jaxwb.theory.tv_distance``)."""
 
 from __future__ import annotations
 
@@ -13,9 +13,9 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from theory import _validate as v
-from theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
-from theory.tv_distance.models import LOGIT_KINDS, ARModel, _check_pair
+from jaxwb.theory import _validate as v
+from jaxwb.theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
+from jaxwb.theory.tv_distance.models import LOGIT_KINDS, ARModel, _check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Logit access

@@ -1,6 +1,6 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """The autoregressive-model interface (``ARModel``): n-gram / Markov models with explicit tables and a random
-tiny causal transformer in pure JAX with float32 / bfloat16 engines (notation: ``theory.tv_distance``)."""
+tiny causal transformer in pure JAX with float32 / bfloat16 engines (notation: ``jaxwb.theory.tv_distance``)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from theory import _validate as v
+from jaxwb.theory import _validate as v
 
 LOGIT_KINDS = ("plain", "mixture", "rb")
 NOISY_KINDS = ("plugin", "simex")

@@ -1,7 +1,7 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Noisy logits and samples: a noisy log-ratio L_hat, then a plugin or SIMEX correction (the Gaussian
 smoothing, polynomial extrapolation in the noise variance); the sample-access counts (notation and the
-derivation: ``theory.tv_distance``)."""
+derivation: ``jaxwb.theory.tv_distance``)."""
 
 from __future__ import annotations
 
@@ -14,10 +14,10 @@ from jax.scipy.special import ndtr
 from jax.scipy.stats import norm
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from theory import _validate as v
-from theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
-from theory.tv_distance.logit import Estimate, _plain_z, _summarise
-from theory.tv_distance.models import NOISY_KINDS, ARModel, _check_pair
+from jaxwb.theory import _validate as v
+from jaxwb.theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
+from jaxwb.theory.tv_distance.logit import Estimate, _plain_z, _summarise
+from jaxwb.theory.tv_distance.models import NOISY_KINDS, ARModel, _check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Noisy logits and samples: a noisy log-ratio L_hat, then a plugin or SIMEX correction
