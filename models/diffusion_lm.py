@@ -39,7 +39,7 @@ from jaxtyping import Array, Bool, Float, Int
 
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import RMSNorm, _linear, rope
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 BYTES = 256
 MASK = 256  # the absorbing state: input id of [MASK]

@@ -19,7 +19,7 @@ import jax.numpy as jnp
 import optax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from jaxwb.theory import _validate as V
+from jaxwb.theory import validate as V
 
 SQRT6 = 6.0**0.5
 

@@ -23,7 +23,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.pallas_kernels.attention import flash_attention
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 
 @dataclasses.dataclass(frozen=True)

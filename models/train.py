@@ -27,7 +27,7 @@ from jaxtyping import Array, Float, Int
 
 from jaxwb.models import corpus
 from jaxwb.models.tiny_lm import LMConfig, TinyLM
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 
 def get_batch(

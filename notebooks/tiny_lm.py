@@ -46,9 +46,10 @@ from jaxwb.models import corpus, tokenizer
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import num_params, replace_linear_weights, sample
 from jaxwb.sims import tiny_lm as sim
-from jaxwb.sims.core import harness, notebook, style
+from jaxwb.sims.core import notebook, style
+from jaxwb.sims.core.presets import quick_from_env
 
-QUICK = harness.quick_from_env()
+QUICK = quick_from_env()
 PRESET = "quick" if QUICK else "full"
 cfg = sim.PRESETS[PRESET]
 

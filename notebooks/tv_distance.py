@@ -49,10 +49,11 @@ import jax
 import numpy as np
 
 from jaxwb.sims import tv_distance as sim
-from jaxwb.sims.core import harness, notebook
+from jaxwb.sims.core import notebook
+from jaxwb.sims.core.presets import quick_from_env
 from jaxwb.theory import tv_distance as tv
 
-quick = harness.quick_from_env()
+quick = quick_from_env()
 nb = notebook.open_result(sim)  # the committed run (figures/tv_distance/data.npz), not a recomputation
 
 # %% [markdown]

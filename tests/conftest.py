@@ -10,7 +10,7 @@ import jax
 import pytest
 from hypothesis import HealthCheck, settings
 
-from jaxwb.sims.core.harness import enable_compilation_cache
+from jaxwb.sims.core.paths import enable_compilation_cache
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

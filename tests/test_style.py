@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from jaxwb.sims.core.harness import REPO_ROOT
+from jaxwb.sims.core.paths import REPO_ROOT
 
 
 def test_ruff_clean():

@@ -1,7 +1,7 @@
 """Pure JAX theory: closed forms, bounds, estimators, fixed-point solvers and algorithms.
 
 Nothing here does I/O or plotting, and nothing here imports ``sims``. Each result lives in its own module
-(``jaxwb.theory.river_valley``, ...); shared input checks live in ``jaxwb.theory._validate``.
+(``jaxwb.theory.river_valley``, ...); shared input checks live in ``jaxwb.theory.validate``.
 
 Calling convention: PRNG keys are keyword-only (``f(x, *, key)``); shapes are in jaxtyping annotations; bad
 inputs raise ``ValueError`` naming the parameter, eagerly. Under ``jit`` value checks are skipped unless the
@@ -9,6 +9,6 @@ call runs inside :func:`checked` (``jaxwb.theory.checked(fn)(*args)``), which ra
 values through ``jax.experimental.checkify``.
 """
 
-from jaxwb.theory._validate import checked
+from jaxwb.theory.validate import checked
 
 __all__ = ["checked"]

@@ -39,7 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 PANTER_DITE = math.pi * math.sqrt(3.0) / 2.0  # ~ 2.7207: Gaussian high-resolution constant (sqrt 3 pi / 2)
 

@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 __all__ = ["hvp", "lanczos_top", "lanczos_warm", "power_top"]
 

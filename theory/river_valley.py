@@ -32,7 +32,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Complex, Float, Int
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 METHODS = ("gd", "hb", "nesterov")
 

@@ -39,7 +39,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from jaxwb.theory import _validate as V
+from jaxwb.theory import validate as V
 
 
 def _qkv(name: str, x, *, ndim: int = 3) -> None:

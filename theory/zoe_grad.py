@@ -98,7 +98,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, PRNGKeyArray
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 LAWS = ("gaussian", "logistic", "triangular", "uniform")
 SCORE_LAWS = ("gaussian", "logistic", "triangular")  # laws with a density score psi = -p'/p

@@ -47,7 +47,7 @@ class AttentionBlockSizes:
     block_k: int = 64
 
     def __post_init__(self):
-        from jaxwb.pallas_kernels._dispatch import check_block
+        from jaxwb.pallas_kernels.dispatch import check_block
 
         check_block("block_q", self.block_q)
         check_block("block_k", self.block_k)

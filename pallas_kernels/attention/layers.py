@@ -28,9 +28,9 @@ import jax.numpy as jnp
 from flax import nnx
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels._dispatch import Implementation
 from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes
 from jaxwb.pallas_kernels.attention.ops import block_sparse_attention, flash_attention
+from jaxwb.pallas_kernels.dispatch import Implementation
 
 
 def _attend(q, k, v, *, mask, is_causal, scale, block_sizes, kv_num_blocks, kv_indices, implementation):

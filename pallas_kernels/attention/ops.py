@@ -1,7 +1,7 @@
 # ruff: noqa: F722  (jaxtyping shape strings)
 """Public ops: ``flash_attention`` and ``block_sparse_attention`` (layout [B, L, H, D], GQA, causal or not).
 
-``implementation`` (:mod:`jaxwb.pallas_kernels._dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes
+``implementation`` (:mod:`jaxwb.pallas_kernels.dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes
 fit its tiling, else the XLA path), ``"xla"``, ``"pallas"`` (the kernel for ``backend``, default the current
 platform), ``"interpret"`` (the Pallas kernel run by the interpreter: any platform).
 
@@ -19,10 +19,10 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, Float, Int
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.attention import reference as ref
 from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, _is_pow2, flash_pallas
+from jaxwb.pallas_kernels.dispatch import Implementation
 
 GPU_KERNELS = (None, "triton", "mosaic")
 

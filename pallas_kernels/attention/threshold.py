@@ -34,10 +34,10 @@ from jax.experimental.pallas import tpu as pltpu
 from jax.experimental.pallas import triton as pltriton
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.attention import reference as ref
 from jaxwb.pallas_kernels.attention.ops import _bhld, _pow2_divisor, check_qkv
+from jaxwb.pallas_kernels.dispatch import Implementation
 
 BOUNDS = ("ball", "box")
 _EPS = float(np.finfo(np.float32).eps)

@@ -5,7 +5,7 @@ Every op is a pure-jnp reference (``reference.py``, the spec and the XLA fallbac
 behind one public function with ``implementation=None | "xla" | "pallas" | "interpret"``.
 """
 
-from jaxwb.pallas_kernels.quant._blockwise import BlockSizes, QuantBlockSizes
+from jaxwb.pallas_kernels.quant.blockwise import BlockSizes, QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 from jaxwb.pallas_kernels.quant.hadamard import HadamardBlocks, HadamardBlockSizes, fwht

@@ -94,7 +94,7 @@ jax.tree_util.register_dataclass(
 def check_input(x, block_size: int, name: str = "x") -> None:
     """Raise ``ValueError`` for a bad input: non-float (complex/int named), scalar, empty, last axis not a
     multiple of the block, or any inf/nan (eager; under ``jit`` only inside ``jaxwb.pallas_kernels.checked``)."""
-    from jaxwb.pallas_kernels import _dispatch as dp
+    from jaxwb.pallas_kernels import dispatch as dp
 
     if not hasattr(x, "dtype"):
         x = np.asarray(x)

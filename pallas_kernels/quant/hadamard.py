@@ -48,8 +48,8 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels import dispatch as dp
+from jaxwb.pallas_kernels.dispatch import Implementation
 
 MAX_PALLAS_D = 32768
 GPU_MAX_D = dp.FWHT_GPU_MAX_D  # above it ``implementation=None`` runs XLA on a GPU (MEASURED_XLA_FASTER["fwht"])
@@ -108,7 +108,7 @@ def default_block_sizes(platform: str, d: int) -> HadamardBlockSizes:
 
 
 def resolve_implementation(implementation: Implementation, pallas_ok=True, backend: str | None = None) -> str:
-    """The shared resolver (:func:`jaxwb.pallas_kernels._dispatch.resolve`): None -> the kernel on GPU/TPU when
+    """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`): None -> the kernel on GPU/TPU when
     ``pallas_ok`` accepts the shapes, else "xla". ``backend`` ("gpu"/"tpu") lets a CPU host lower the kernel
     for an accelerator (the kernels pick their platform's parameters at lowering time)."""
     return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend)[0]

@@ -44,8 +44,8 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels import dispatch as dp
+from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant.hadamard import per_platform, resolve_implementation
 
 

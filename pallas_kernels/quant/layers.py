@@ -27,7 +27,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant import fp4
 from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray

@@ -29,9 +29,9 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
-from jaxwb.pallas_kernels.quant import _blockwise, fp4
+from jaxwb.pallas_kernels import dispatch as dp
+from jaxwb.pallas_kernels.dispatch import Implementation
+from jaxwb.pallas_kernels.quant import blockwise, fp4
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
@@ -94,13 +94,13 @@ def fp4_matmul_pallas(
     m = x2.shape[0]
     block = w.block_size
     tpu = (platform or jax.default_backend()) == "tpu"
-    bm = max(16, min(block_sizes.block_m, _blockwise._pow2_at_least(m)))
-    bn = max(16, min(block_sizes.block_n, _blockwise._pow2_at_least(n)))
+    bm = max(16, min(block_sizes.block_m, blockwise._pow2_at_least(m)))
+    bn = max(16, min(block_sizes.block_n, blockwise._pow2_at_least(n)))
     if tpu:
         bm, bn = max(bm, 32), max(bn, 128)  # uint8 sublane tile 32; output lanes 128
         bk = kp = k
     else:
-        bk = max(block, 16, min(block_sizes.block_k, _blockwise._pow2_at_least(k)))
+        bk = max(block, 16, min(block_sizes.block_k, blockwise._pow2_at_least(k)))
         kp = -(-k // bk) * bk
     mp, np_ = -(-m // bm) * bm, -(-n // bn) * bn
     codes, scales = w.codes, w.scales
@@ -121,7 +121,7 @@ def fp4_matmul_pallas(
         out_specs=pl.BlockSpec((bm, bn), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((mp, np_), out_dtype),
         interpret=interpret,
-        compiler_params=None if interpret else _blockwise.compiler_params(platform),
+        compiler_params=None if interpret else blockwise.compiler_params(platform),
         name=f"{w.format}_matmul",
     )(x2, codes, scales, jnp.asarray(w.global_scale, jnp.float32).reshape(1, 1))
     return out[:m, :n].reshape(*lead, n)

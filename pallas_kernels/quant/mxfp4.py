@@ -13,9 +13,9 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels._dispatch import Implementation
-from jaxwb.pallas_kernels.quant import _blockwise, fp4
-from jaxwb.pallas_kernels.quant._blockwise import QuantBlockSizes
+from jaxwb.pallas_kernels.dispatch import Implementation
+from jaxwb.pallas_kernels.quant import blockwise, fp4
+from jaxwb.pallas_kernels.quant.blockwise import QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
 
@@ -30,7 +30,7 @@ def mxfp4_quantize(
     Returns codes uint8 (..., K/2) and E8M0 scale bytes uint8 (..., K/32); ``global_scale`` is 1."""
     fp4.check_input(x, 32)
     x = jnp.asarray(x)
-    return _blockwise.quantize(x, jnp.float32(1.0), fmt="mxfp4", implementation=implementation, block_sizes=block_sizes)
+    return blockwise.quantize(x, jnp.float32(1.0), fmt="mxfp4", implementation=implementation, block_sizes=block_sizes)
 
 
 def mxfp4_dequantize(
@@ -42,4 +42,4 @@ def mxfp4_dequantize(
 ) -> Float[Array, "*batch K"]:
     """``e2m1 * 2^(e-127)`` as ``dtype``, shape ``q.shape``."""
     fp4.check_format(q, ("mxfp4",))
-    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)
+    return blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

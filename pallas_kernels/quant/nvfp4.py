@@ -15,11 +15,11 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
-from jaxwb.pallas_kernels.quant import _blockwise, fp4
+from jaxwb.pallas_kernels import dispatch as dp
+from jaxwb.pallas_kernels.dispatch import Implementation
+from jaxwb.pallas_kernels.quant import blockwise, fp4
 from jaxwb.pallas_kernels.quant import reference as ref
-from jaxwb.pallas_kernels.quant._blockwise import QuantBlockSizes
+from jaxwb.pallas_kernels.quant.blockwise import QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 __all__ = ["nvfp4_quantize", "nvfp4_dequantize"]
@@ -76,7 +76,7 @@ def nvfp4_quantize(
     fp4.check_input(x, 16)
     x = jnp.asarray(x)
     g = _global_scale(x, global_scale, ref.NVFP4_GLOBAL_MAX)
-    return _blockwise.quantize(x, g, fmt="nvfp4", implementation=implementation, block_sizes=block_sizes)
+    return blockwise.quantize(x, g, fmt="nvfp4", implementation=implementation, block_sizes=block_sizes)
 
 
 def nvfp4_dequantize(
@@ -88,4 +88,4 @@ def nvfp4_dequantize(
 ) -> Float[Array, "*batch K"]:
     """``(e2m1 * s_block) * global_scale`` as ``dtype``, shape ``q.shape``."""
     fp4.check_format(q, ("nvfp4",))
-    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)
+    return blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

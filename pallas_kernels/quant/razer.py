@@ -20,10 +20,10 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels._dispatch import Implementation
-from jaxwb.pallas_kernels.quant import _blockwise, fp4
+from jaxwb.pallas_kernels.dispatch import Implementation
+from jaxwb.pallas_kernels.quant import blockwise, fp4
 from jaxwb.pallas_kernels.quant import reference as ref
-from jaxwb.pallas_kernels.quant._blockwise import QuantBlockSizes
+from jaxwb.pallas_kernels.quant.blockwise import QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 from jaxwb.pallas_kernels.quant.nvfp4 import _global_scale, _out_dtype
 
@@ -47,7 +47,7 @@ def razer_quantize(
     x = jnp.asarray(x)
     denom = ref.NVFP4_GLOBAL_MAX if variant == "activation" else ref.RAZER_WEIGHT_GLOBAL_MAX
     g = _global_scale(x, global_scale, denom)
-    return _blockwise.quantize(x, g, fmt=f"razer_{variant}", implementation=implementation, block_sizes=block_sizes)
+    return blockwise.quantize(x, g, fmt=f"razer_{variant}", implementation=implementation, block_sizes=block_sizes)
 
 
 def razer_dequantize(
@@ -59,4 +59,4 @@ def razer_dequantize(
 ) -> Float[Array, "*batch K"]:
     """``(value * s_block) * global_scale`` with code 0x8 -> the block's special value; shape ``q.shape``."""
     fp4.check_format(q, ("razer_activation", "razer_weight"))
-    return _blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)
+    return blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

@@ -54,8 +54,8 @@ import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels import dispatch as dp
+from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant.hadamard import (
     HadamardBlockSizes,
     _block_sizes_kw,

@@ -11,7 +11,7 @@ import numpy as np
 
 from jaxwb.sims.aldrift.config import PRESETS
 from jaxwb.sims.aldrift.simulate import _problem
-from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.sims.core.timing import BenchRow, time_call
 from jaxwb.theory import aldrift as al
 
 # ---------------------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.stats
 
 from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 
 # ---------------------------------------------------------------------------------------------------------
 # Claims

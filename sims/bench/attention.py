@@ -31,7 +31,7 @@ import jax.numpy as jnp
 
 from jaxwb.pallas_kernels.attention import AttentionBlockSizes, block_sparse_attention, flash_attention
 from jaxwb.pallas_kernels.attention.reference import mask_to_block_lists
-from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.sims.core.timing import BenchRow, time_call
 
 
 def _lists(key, B, H, n, cap):

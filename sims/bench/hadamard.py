@@ -13,7 +13,7 @@ import jax.numpy as jnp
 
 from jaxwb.pallas_kernels.quant.hadamard import fwht, fwht_reference, hadamard_matrix
 from jaxwb.pallas_kernels.quant.rht import rht_quantize, rht_quantize_reference, rht_randomness
-from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.sims.core.timing import BenchRow, time_call
 
 PEAK_HBM_GBS = {"H100": 3350.0, "H200": 4800.0, "A100": 2039.0, "TPU v5": 819.0, "TPU v4": 1200.0}
 

@@ -30,7 +30,7 @@ from jaxwb.pallas_kernels.quant import (
     razer_quantize,
 )
 from jaxwb.pallas_kernels.quant import reference as ref
-from jaxwb.sims.core.harness import BenchRow, time_call
+from jaxwb.sims.core.timing import BenchRow, time_call
 
 # Peak HBM bandwidth (bytes/s) by device_kind substring (vendor data sheets).
 PEAK_HBM = {
@@ -224,6 +224,6 @@ _razer_ref = {v: jax.jit(lambda x, v=v: ref.razer_quantize(x, variant=v)) for v 
 
 
 if __name__ == "__main__":  # pragma: no cover
-    from jaxwb.sims.core.harness import format_bench
+    from jaxwb.sims.core.timing import format_bench
 
     print(format_bench(bench(quick=True)))

@@ -28,7 +28,7 @@ import sys
 import threading
 import time
 
-from jaxwb.sims.core.errors import OutputError, Terminated
+from jaxwb.sims.core.errors import OutputError, Terminated, WorkbenchError
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
@@ -147,7 +147,7 @@ def _cmd_list() -> int:
 
 def _prepare(names, quick, out, overrides, *, per_result_out: bool):
     """Validate everything the user gave (names, --set, --out) before anything runs."""
-    from jaxwb.sims.core import config, harness, registry
+    from jaxwb.sims.core import config, paths, registry
 
     preset = "quick" if quick else "full"
     jobs = []
@@ -155,10 +155,10 @@ def _prepare(names, quick, out, overrides, *, per_result_out: bool):
         module = registry.get(name)
         cfg = config.apply_overrides(module, preset, overrides)
         if out is None:
-            target = harness.default_out_dir(module.NAME, preset)
+            target = paths.default_out_dir(module.NAME, preset)
         else:
             target = os.path.join(out, module.NAME) if per_result_out else out
-        jobs.append((module, cfg, harness.check_out_dir(target)))
+        jobs.append((module, cfg, paths.check_out_dir(target)))
     return preset, jobs
 
 
@@ -179,7 +179,8 @@ def _cmd_run(names, quick, seed, out, overrides=(), *, per_result_out=False, wri
 
 
 def _cmd_claims(names) -> int:
-    from jaxwb.sims.core import harness, registry
+    from jaxwb.sims.core import claims as core_claims
+    from jaxwb.sims.core import outputs, paths, registry
 
     names = names or registry.result_names()
     for name in names:
@@ -188,7 +189,7 @@ def _cmd_claims(names) -> int:
     every = []
     for name in names:
         try:
-            claims = harness.load_claims(name)
+            claims = outputs.load_claims(name)
         except OutputError as err:
             print(f"workbench: error: {' '.join(str(err).split())}; rerun `workbench run {name}`", file=sys.stderr)
             bad += 1
@@ -197,9 +198,9 @@ def _cmd_claims(names) -> int:
             print(f"{name}: no committed figures/{name}/claims.json (run `workbench run {name}`)")
             bad += 1
             continue
-        print(harness.format_claims(name, claims))
+        print(core_claims.format_claims(name, claims))
         every += claims
-        problems = harness.verify_outputs(harness.FIGURES_DIR / name)
+        problems = outputs.verify_outputs(paths.FIGURES_DIR / name)
         for problem in problems:
             print(f"workbench: error: {problem}; rerun `workbench run {name}`", file=sys.stderr)
         bad += bool(problems) or not all(c.passed for c in claims)
@@ -211,7 +212,7 @@ def _cmd_claims(names) -> int:
 
 
 def _cmd_audit(names, write=True) -> int:
-    from jaxwb.sims.core import audit, harness, registry
+    from jaxwb.sims.core import audit, paths, registry
 
     names = names or registry.result_names()
     modules = [registry.get(n) for n in names]
@@ -222,8 +223,8 @@ def _cmd_audit(names, write=True) -> int:
     print()
     print(audit.format_audit_table(summaries))
     if write:
-        audit.write_audit(summaries, harness.FIGURES_DIR, harness.REPO_ROOT / "README.md")
-        print(f"\nwrote {harness.FIGURES_DIR / 'audit'}/<result>.json and {harness.FIGURES_DIR / 'audit.json'}")
+        audit.write_audit(summaries, paths.FIGURES_DIR, paths.REPO_ROOT / "README.md")
+        print(f"\nwrote {paths.FIGURES_DIR / 'audit'}/<result>.json and {paths.FIGURES_DIR / 'audit.json'}")
     missed = [(s["result"], m["mutant"]) for s in summaries for m in s["mutants"] if not m["caught"]]
     few = [s["result"] for s in summaries if len(s["mutants"]) < 3]
     if missed:
@@ -234,7 +235,7 @@ def _cmd_audit(names, write=True) -> int:
 
 
 def _cmd_bench(names, quick) -> int:
-    from jaxwb.sims.core import harness, registry
+    from jaxwb.sims.core import registry, timing
 
     if not names:
         print("\n".join(registry.bench_names()))
@@ -243,14 +244,14 @@ def _cmd_bench(names, quick) -> int:
     for name, bench in benches:
         if len(benches) > 1:
             print(f"== {name}")
-        print(harness.format_bench(bench(quick=quick)))
+        print(timing.format_bench(bench(quick=quick)))
     return 0
 
 
 def _cmd_notebook(name, lab_args: list[str]) -> int:
     import shlex
 
-    from jaxwb.sims.core import harness, notebook, registry
+    from jaxwb.sims.core import notebook, paths, registry
 
     target = "notebooks"
     if name is not None:
@@ -261,12 +262,10 @@ def _cmd_notebook(name, lab_args: list[str]) -> int:
         print("workbench: running as root: added --allow-root (Jupyter refuses root without it)", flush=True)
     print(shlex.join(cmd), flush=True)
     env = {**os.environ, **notebook.lab_env()}
-    os.chdir(harness.REPO_ROOT)
+    os.chdir(paths.REPO_ROOT)
     try:
         os.execvpe(cmd[0], cmd, env)
     except FileNotFoundError:
-        from jaxwb.sims.core.harness import WorkbenchError
-
         raise WorkbenchError("JupyterLab is not installed: pip install -e '.[notebook]'") from None
     return 0
 
@@ -295,8 +294,6 @@ def _on_sigterm(signum, frame):
 
 
 def main(argv: list[str] | None = None) -> int:
-    from jaxwb.sims.core.errors import WorkbenchError
-
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, _on_sigterm)
 
@@ -315,9 +312,9 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "list":
             return _cmd_list()
         if args.command in ("run", "all", "audit", "bench"):
-            from jaxwb.sims.core import harness
+            from jaxwb.sims.core import paths
 
-            harness.enable_compilation_cache()
+            paths.enable_compilation_cache()
         if args.command == "run":
             if args.help:
                 return _run_help(parser, args.name)
@@ -343,9 +340,9 @@ def main(argv: list[str] | None = None) -> int:
             return _cmd_claims(args.names)
         if args.command == "audit":
             if args.collect:
-                from jaxwb.sims.core import audit, harness
+                from jaxwb.sims.core import audit, paths
 
-                merged = audit.collect(harness.FIGURES_DIR, harness.REPO_ROOT / "README.md")
+                merged = audit.collect(paths.FIGURES_DIR, paths.REPO_ROOT / "README.md")
                 print(audit.format_audit_table(merged))
                 return 0
             return _cmd_audit(args.names, write=not args.no_write)

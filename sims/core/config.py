@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from jaxwb.sims.core.errors import WorkbenchError
+from jaxwb.sims.core.presets import get_config
 
 _TRUE = {"true", "1", "yes", "on"}
 _FALSE = {"false", "0", "no", "off"}
@@ -222,9 +223,8 @@ def typed_overrides(cfg, items: Sequence[str], result: str = "") -> dict[str, An
 
 def apply_overrides(module, preset: str, items: Sequence[str]):
     """The preset's Config with the typed ``--set`` items applied and validated (``__post_init__``)."""
-    from jaxwb.sims.core import harness
 
-    cfg = harness.get_config(module, preset)
+    cfg = get_config(module, preset)
     values = typed_overrides(cfg, items, module.NAME)
     if not values:
         return cfg

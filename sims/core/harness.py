@@ -19,8 +19,7 @@ The folder is written **atomically**: everything goes to a temporary folder besi
 replaces the target in one rename (``renameat2(RENAME_EXCHANGE)`` on Linux), so an interrupt at any moment leaves
 the previous output byte-identical.
 
-The pieces live in one module per concept and are re-exported here, so ``jaxwb.sims.core.harness`` stays the one
-import of a result, the CLI and the tests:
+The other pieces live in one module per concept and are imported from there:
 
 * ``jaxwb.sims.core.presets``: ``PRESET_NAMES``, ``get_config``, ``parse_overrides``, ``quick_from_env``
 * ``jaxwb.sims.core.paths``: ``REPO_ROOT``, ``FIGURES_DIR``, ``cache_dir``, ``default_out_dir``, ``check_out_dir``,
@@ -42,46 +41,14 @@ from typing import Any
 
 import jax
 
-# The harness is the one import for a result and the CLI; its pieces live in their own modules and are
-# re-exported here (``from sims.core.harness import Claim, BenchRow, execute, ...`` keeps working).
-from jaxwb.sims.core.claims import Claim, format_claims, format_counts, kind_counts, mean_ci
+from jaxwb.sims.core.claims import Claim, format_claims
 from jaxwb.sims.core.errors import WorkbenchError
-from jaxwb.sims.core.outputs import (
-    HASHED,
-    atomic_write_text,
-    config_from_manifest,
-    flatten_results,
-    load_claims,
-    load_manifest,
-    load_results,
-    publish_dir,
-    remove_stale_temp,
-    results_layout,
-    sha256_file,
-    unflatten_results,
-    verify_outputs,
-    write_outputs,
-)
-from jaxwb.sims.core.paths import (
-    FIGURES_DIR,
-    REPO_ROOT,
-    cache_dir,
-    check_out_dir,
-    default_out_dir,
-    enable_compilation_cache,
-)
-from jaxwb.sims.core.presets import PRESET_NAMES, get_config, parse_overrides, quick_from_env
-from jaxwb.sims.core.progress import Phases, progress_enabled
-from jaxwb.sims.core.timing import BenchRow, format_bench, time_call
+from jaxwb.sims.core.outputs import write_outputs
+from jaxwb.sims.core.paths import check_out_dir, default_out_dir
+from jaxwb.sims.core.presets import get_config
+from jaxwb.sims.core.progress import Phases
 
-__all__ = [
-    "FIGURES_DIR", "HASHED", "PRESET_NAMES", "REPO_ROOT", "BenchRow", "Claim", "Outcome", "Phases", "WorkbenchError",
-    "atomic_write_text", "cache_dir", "check_out_dir", "config_from_manifest", "default_out_dir",
-    "enable_compilation_cache", "execute", "flatten_results", "format_bench", "format_claims", "format_counts",
-    "get_config", "kind_counts", "load_claims", "load_manifest", "load_results", "mean_ci", "parse_overrides",
-    "progress_enabled", "publish_dir", "quick_from_env", "remove_stale_temp", "results_layout", "sha256_file",
-    "time_call", "unflatten_results", "verify_outputs", "write_outputs",
-]
+__all__ = ["Outcome", "execute"]
 
 
 @dataclasses.dataclass

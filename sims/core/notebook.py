@@ -32,13 +32,14 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from jaxwb.sims.core import harness
+from jaxwb.sims.core import claims as core_claims
+from jaxwb.sims.core import harness, outputs, paths, presets
 
 LABEL_STYLE = {"description_width": "initial"}
 
 
 def enable_compilation_cache() -> Path | None:
-    """JAX's persistent compilation cache for a notebook kernel (``harness.enable_compilation_cache``: the folder
+    """JAX's persistent compilation cache for a notebook kernel (``paths.enable_compilation_cache``: the folder
     ``<cache>/jax``, shared with the tests and CLI runs; left alone when the user configured one, off with
     ``WORKBENCH_JAX_CACHE=0``);
     done on import inside a Jupyter kernel. Opening a notebook runs the result's ``plot`` and the closed forms
@@ -48,12 +49,12 @@ def enable_compilation_cache() -> Path | None:
 
     if jax.config.jax_compilation_cache_dir:  # the user's own cache settings are left as they are
         return None
-    return harness.enable_compilation_cache(min_compile_time_s=0.0)
+    return paths.enable_compilation_cache(min_compile_time_s=0.0)
 
 
 def headless() -> bool:
     """True under ``WORKBENCH_QUICK`` (the suite executes notebooks with nobody at the sliders)."""
-    return harness.quick_from_env()
+    return presets.quick_from_env()
 
 
 def _display(obj) -> None:
@@ -119,12 +120,12 @@ class Result:
 
     def __init__(self, sim: ModuleType, folder: str | Path | None = None):
         self.sim = sim
-        self.folder = Path(folder) if folder is not None else harness.FIGURES_DIR / sim.NAME
+        self.folder = Path(folder) if folder is not None else paths.FIGURES_DIR / sim.NAME
         self._figures: dict[str, Any] | None = None
         self._claims = None
         self._recomputed = False
         t0 = time.perf_counter()
-        self.results, self.cfg, self.manifest = harness.load_results(sim, self.folder)
+        self.results, self.cfg, self.manifest = outputs.load_results(sim, self.folder)
         self.preset = self.manifest.get("preset", "full")
         self.seed = self.manifest.get("seed", 0)
         self.source = (
@@ -132,13 +133,13 @@ class Result:
             f"git {self.manifest.get('git_revision', '?')})"
         )
         self.load_s = time.perf_counter() - t0
-        problems = harness.verify_outputs(self.folder)
+        problems = outputs.verify_outputs(self.folder)
         self.problems = [p for p in problems if "no content hash" not in p]
 
     @staticmethod
     def _rel(path: Path) -> str:
         try:
-            return str(path.resolve().relative_to(harness.REPO_ROOT))
+            return str(path.resolve().relative_to(paths.REPO_ROOT))
         except ValueError:
             return str(path)
 
@@ -166,7 +167,7 @@ class Result:
     def committed_pngs(self) -> dict[str, Path] | None:
         """The committed ``<figure>.png`` files of the data shown, when they provably belong to it: the data is the
         committed run (not a recomputation), the manifest lists every figure and records its SHA-256, and every
-        hash matches (``harness.verify_outputs``). None otherwise, and headless (the notebook tests draw through
+        hash matches (``outputs.verify_outputs``). None otherwise, and headless (the notebook tests draw through
         ``sim.plot``, so committed data that the current ``plot`` can no longer draw fails the suite)."""
         if self._recomputed or self.problems or headless():
             return None
@@ -203,7 +204,7 @@ class Result:
 
             _display(HTML(claims_html(title, self.claims)))
         else:
-            print(harness.format_claims(title, self.claims))
+            print(core_claims.format_claims(title, self.claims))
 
     # -- recomputing ----------------------------------------------------------------------------------------
 
@@ -211,7 +212,7 @@ class Result:
         """Rerun the simulation (``preset``'s Config, or ``cfg``, with ``overrides``) without writing anything;
         the figures and claims shown afterwards are this run's."""
         if cfg is None:
-            cfg = harness.get_config(self.sim, preset, **overrides)
+            cfg = presets.get_config(self.sim, preset, **overrides)
         elif overrides:
             cfg = dataclasses.replace(cfg, **overrides)
         outcome = harness.execute(
@@ -229,7 +230,7 @@ class Result:
         ``self.controls_box`` and not returned (a returned widget is displayed a second time by the cell)."""
         import ipywidgets as widgets
 
-        base = harness.get_config(self.sim, preset)
+        base = presets.get_config(self.sim, preset)
         hints = typing.get_type_hints(type(base))
         names = (
             list(fields)
@@ -248,7 +249,7 @@ class Result:
         out = widgets.Output()
 
         def on_preset(change):
-            cfg = harness.get_config(self.sim, change["new"])
+            cfg = presets.get_config(self.sim, change["new"])
             for name, w in inputs.items():
                 w.value = getattr(cfg, name)
 
@@ -260,7 +261,7 @@ class Result:
                     out.clear_output(wait=True)
                     values = {name: w.value for name, w in inputs.items()}
                     try:
-                        cfg = dataclasses.replace(harness.get_config(self.sim, preset_w.value), **values)
+                        cfg = dataclasses.replace(presets.get_config(self.sim, preset_w.value), **values)
                     except (ValueError, TypeError) as err:  # the Config's validation of the user's values
                         print(f"invalid settings: {err}")
                         return
@@ -337,7 +338,7 @@ def fixed(value):
     return widgets.fixed(value)
 
 
-LAB_CONFIG_DIR = harness.REPO_ROOT / ".jupyter"
+LAB_CONFIG_DIR = paths.REPO_ROOT / ".jupyter"
 """A Jupyter config directory shipped in the repository: ``labconfig/default_setting_overrides.json`` changes
 JupyterLab's *defaults* (Jupytext Notebook as the default viewer of ``.py`` files; no "fetch Jupyter news?" popup,
 no update check). ``workbench notebook`` puts it first on ``JUPYTER_CONFIG_PATH``; JupyterLab layers these defaults
@@ -357,8 +358,8 @@ def lab_env(environ: typing.Mapping[str, str] | None = None) -> dict[str, str]:
 
     return {
         "JUPYTER_CONFIG_PATH": prepend("JUPYTER_CONFIG_PATH", LAB_CONFIG_DIR),
-        "JUPYTERLAB_WORKSPACES_DIR": str(harness.REPO_ROOT / ".cache" / "jupyterlab-workspaces"),
-        "PYTHONPATH": prepend("PYTHONPATH", harness.REPO_ROOT),
+        "JUPYTERLAB_WORKSPACES_DIR": str(paths.REPO_ROOT / ".cache" / "jupyterlab-workspaces"),
+        "PYTHONPATH": prepend("PYTHONPATH", paths.REPO_ROOT),
     }
 
 
@@ -374,7 +375,7 @@ def lab_command(target: str = "notebooks", *lab_args: str, as_root: bool | None 
     return [
         "jupyter",
         "lab",
-        f"--ServerApp.root_dir={harness.REPO_ROOT}",
+        f"--ServerApp.root_dir={paths.REPO_ROOT}",
         f"--LabApp.default_url=/lab/tree/{target}",
         *root_flag,
         *lab_args,

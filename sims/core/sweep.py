@@ -5,7 +5,7 @@ axis). On one device it is ``jit(vmap(fn))``. With several devices the batch is 
 device count and placed with ``NamedSharding(jax.make_mesh((n,), ("batch",)), P("batch"))``, so XLA runs each
 device's slice in parallel: how a sweep scales from a laptop to a GPU/TPU pod. ``chunk_size`` splits a very
 large batch into host-level chunks with a tqdm progress bar (shown only on a terminal, see
-:func:`jaxwb.sims.core.harness.progress_enabled`).
+:func:`jaxwb.sims.core.progress.progress_enabled`).
 
 Several processes (``workbench run NAME --distributed``, :mod:`jaxwb.sims.core.distributed`): ``jax.devices()`` then
 lists every process's devices, the batch is sharded over all of them, and the output is gathered back so every

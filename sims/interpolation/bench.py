@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.sims.core.harness import BenchRow, time_call
 from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.core.timing import BenchRow, time_call
 from jaxwb.sims.interpolation.config import PRESETS
 from jaxwb.sims.interpolation.study import _mc_row
 from jaxwb.theory import interpolation as ip

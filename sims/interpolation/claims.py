@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.interpolation.config import METHODS, Config
 from jaxwb.sims.interpolation.statistics import boot_halfwidth
 from jaxwb.theory import interpolation as ip

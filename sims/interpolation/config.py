@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from jaxwb.theory import _validate as v
 from jaxwb.theory import interpolation as ip
+from jaxwb.theory import validate as v
 
 METHODS = ("sgd", "hb", "nesterov", "hb_rule")  # grid-optimised SGD, HB, Nesterov; heavy ball with the B rule
 GROUPS = (("sgd",), ("hb", "nesterov", "hb_rule"))  # run separately: SGD needs many more steps at large B

@@ -8,7 +8,7 @@ import numpy as np
 import scipy.stats
 
 from jaxwb.sims.core.audit import Mutant
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.quantization.config import FAMILIES, Config
 from jaxwb.theory import dithered_quant as dq
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from jaxwb.sims.core.audit import Mutant
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
 

@@ -8,8 +8,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.sims.core.harness import BenchRow, time_call
 from jaxwb.sims.core.sweep import grid, sweep
+from jaxwb.sims.core.timing import BenchRow, time_call
 from jaxwb.sims.river_valley.config import PRESETS, Config
 from jaxwb.theory import river_valley as rv
 

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 NAME = "river_valley"
 TITLE = (

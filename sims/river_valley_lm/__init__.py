@@ -62,8 +62,8 @@ from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import LMConfig, TinyLM
 from jaxwb.sims.core.audit import Mutant
 from jaxwb.sims.river_valley_lm import dynamics as dyn
-from jaxwb.theory import _validate as v
 from jaxwb.theory import hessian as hs
+from jaxwb.theory import validate as v
 
 NAME = "river_valley_lm"
 TITLE = "Heavy-ball momentum on a tiny LM: stable lr grows ~(1+beta), progress is along the river"

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim, mean_ci
 from jaxwb.sims.river_valley_lm import Config, _edge, eos_rows, linear_river_ratio
 from jaxwb.theory import river_valley as rv
 

@@ -11,8 +11,8 @@ from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import TinyLM
 from jaxwb.sims.core import style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.core.harness import BenchRow, time_call
 from jaxwb.sims.core.sweep import grid, sweep
+from jaxwb.sims.core.timing import BenchRow, time_call
 
 
 def _mean_band(x):

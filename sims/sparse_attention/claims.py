@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.sparse_attention.config import Config
 
 

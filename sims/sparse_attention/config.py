@@ -6,7 +6,7 @@ import dataclasses
 
 from jaxwb.models import diffusion_lm as dl
 from jaxwb.models import train as tr
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,8 +9,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.sims.core.harness import BenchRow
 from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.core.timing import BenchRow
 from jaxwb.theory import speed_scaling as ss
 
 # ---------------------------------------------------------------------------------------------------------
@@ -30,7 +30,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
     """Energies of OPT (YDS), AVR and OA for a batch of random instances: one jit(vmap) program (median of 5
     runs after a compile) vs the pure-Python reference on the same instances (one run)."""
     from jaxwb.sims.bench import _speed_scaling_reference as ref
-    from jaxwb.sims.core.harness import time_call
+    from jaxwb.sims.core.timing import time_call
 
     n_inst = 40 if quick else 200
     n_jobs, horizon, alpha = 40, 100, 3.0

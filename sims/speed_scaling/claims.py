@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.speed_scaling.config import ADVERSARIAL, BASELINES, LABELS, PUBLISHED, PUBLISHED_LAS, Config
 from jaxwb.theory import speed_scaling as ss
 

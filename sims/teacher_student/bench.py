@@ -8,7 +8,7 @@ import time
 import jax
 import numpy as np
 
-from jaxwb.sims.core.harness import BenchRow
+from jaxwb.sims.core.timing import BenchRow
 from jaxwb.sims.teacher_student.config import PRESETS
 from jaxwb.sims.teacher_student.run import alpha_grid
 from jaxwb.theory import teacher_student as ts

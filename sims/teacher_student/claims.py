@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.teacher_student.config import SMALL_GAP, Config
 from jaxwb.sims.teacher_student.reference import asymptotic_eps
 from jaxwb.theory import teacher_student as ts

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import bootstrap_ci
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim, bootstrap_ci
 from jaxwb.sims.tiny_lm.config import (
     ENGINES,
     FORMATS,

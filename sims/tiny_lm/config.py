@@ -6,7 +6,7 @@ import dataclasses
 
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import LMConfig
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 NAME = "tiny_lm"
 TITLE = "Tiny LM with 4-bit weights (and activations): RaZeR vs NVFP4 vs MXFP4 vs dithered RHT, seeds x sizes"

@@ -8,7 +8,7 @@ import time
 import jax
 import numpy as np
 
-from jaxwb.sims.core.harness import BenchRow
+from jaxwb.sims.core.timing import BenchRow
 from jaxwb.sims.tv_distance.study import markov_pair
 from jaxwb.theory import tv_distance as tv
 

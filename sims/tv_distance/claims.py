@@ -6,8 +6,7 @@ import math
 
 import numpy as np
 
-from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim, mean_ci
 from jaxwb.sims.tv_distance.config import Config
 from jaxwb.theory import tv_distance as tv
 

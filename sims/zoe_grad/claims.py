@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxwb.sims.core.audit import Mutant
-from jaxwb.sims.core.harness import Claim
+from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
 from jaxwb.theory import zoe_grad as zg
 

@@ -7,7 +7,7 @@ import math
 
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import LMConfig
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory import zoe_grad as zg
 
 NAME = "zoe_grad"

@@ -208,7 +208,7 @@ def test_checkify_raises_the_eager_errors_under_jit():
 
 def test_checked_and_plain_jit_of_one_function_do_not_share_a_trace():
     """`checked(jit(f))` then plain `jit(f)` (and the reverse): the check switch is part of jit's trace context
-    (theory._checkify), so neither call reuses the other's trace: checks are neither leaked nor skipped."""
+    (theory.checking), so neither call reuses the other's trace: checks are neither leaked nor skipped."""
     g = jax.jit(lambda x: nvfp4_quantize(x).codes)
     with pytest.raises(ValueError, match="x contains 1 non-finite"):
         checked(g)(XNAN)

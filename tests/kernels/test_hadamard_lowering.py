@@ -58,8 +58,8 @@ def test_inquant_unpack_lowers(platform):
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
 def test_default_on_gpu_is_xla_above_the_measured_range():
     """implementation=None on a GPU runs the kernel up to d = 4096 and XLA above (the H200's Triton compile at
-    d = 16384 did not finish: _dispatch.MEASURED_XLA_FASTER); implementation="pallas" still runs the kernel."""
-    from jaxwb.pallas_kernels._dispatch import MEASURED_XLA_FASTER
+    d = 16384 did not finish: dispatch.MEASURED_XLA_FASTER); implementation="pallas" still runs the kernel."""
+    from jaxwb.pallas_kernels.dispatch import MEASURED_XLA_FASTER
     from jaxwb.pallas_kernels.quant.hadamard import GPU_MAX_D
 
     assert GPU_MAX_D == 4096 and MEASURED_XLA_FASTER["fwht"][:2] == ("gpu", "d > 4096")

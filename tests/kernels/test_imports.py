@@ -1,4 +1,4 @@
-"""pallas_kernels stands on jax: the only project modules it imports are ``jaxwb.theory._checkify`` (the one checkify
+"""pallas_kernels stands on jax: the only project modules it imports are ``jaxwb.theory.checking`` (the one checkify
 switch shared with ``theory``) and ``jaxwb.theory.zoe_grad`` (the surrogate-gradient laws of ``fake_quant``), and
 those (with what they import from ``theory``) import nothing but the standard library, jax, numpy and
 jaxtyping. A static check (ast, no imports run): milliseconds, and it fails on a new import of sims/models or
@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-ALLOWED_FROM_KERNELS = {"theory._checkify", "theory.zoe_grad"}
+ALLOWED_FROM_KERNELS = {"theory.checking", "theory.zoe_grad"}
 THIRD_PARTY = {"jax", "jaxlib", "numpy", "jaxtyping"}
 PROJECT = {"theory", "sims", "models", "pallas_kernels", "tests"}
 
@@ -66,4 +66,4 @@ def test_the_theory_modules_it_imports_stand_on_jax_alone():
                     todo.append(imp)
                 continue
             assert top in THIRD_PARTY or top in sys.stdlib_module_names or top == "__future__", f"{name} imports {imp}"
-    assert seen <= {"theory", "theory._checkify", "theory._validate", "theory.zoe_grad"}, seen
+    assert seen <= {"theory", "theory.checking", "theory.validate", "theory.zoe_grad"}, seen

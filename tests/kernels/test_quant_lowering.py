@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxwb.pallas_kernels.quant import _blockwise
+from jaxwb.pallas_kernels.quant import blockwise
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.matmul import fp4_matmul_pallas
 from tests.kernels.lowering import kernel_calls, lower_text
@@ -37,7 +37,7 @@ def test_quantize_dequantize_matmul_lower(fmt, platform):
     assert (
         kernel_calls(
             lower_text(
-                lambda x, g: _blockwise.quantize_pallas(x, g, fmt=fmt, platform=platform), x, g, platform=platform
+                lambda x, g: blockwise.quantize_pallas(x, g, fmt=fmt, platform=platform), x, g, platform=platform
             ),
             platform,
         )
@@ -47,7 +47,7 @@ def test_quantize_dequantize_matmul_lower(fmt, platform):
     assert (
         kernel_calls(
             lower_text(
-                lambda q: _blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform), q, platform=platform
+                lambda q: blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform=platform), q, platform=platform
             ),
             platform,
         )
@@ -72,12 +72,12 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
     rng = np.random.default_rng(0)
     x = jnp.asarray(rng.standard_normal((40, 96)), jnp.float32)
     g = ref.global_scale_from_amax(jnp.max(jnp.abs(x)), 2688.0 if fmt == "nvfp4" else 168.0)
-    a = _blockwise._ref_jit(x, g, fmt)
-    b = _blockwise.quantize_pallas(x, g, fmt=fmt, interpret=True, platform="tpu")
+    a = blockwise._ref_jit(x, g, fmt)
+    b = blockwise.quantize_pallas(x, g, fmt=fmt, interpret=True, platform="tpu")
     np.testing.assert_array_equal(np.asarray(a.codes), np.asarray(b.codes))
     np.testing.assert_array_equal(np.asarray(a.scales), np.asarray(b.scales))
     np.testing.assert_array_equal(
-        np.asarray(ref.dequantize(a)), np.asarray(_blockwise.dequantize_pallas(a, interpret=True, platform="tpu"))
+        np.asarray(ref.dequantize(a)), np.asarray(blockwise.dequantize_pallas(a, interpret=True, platform="tpu"))
     )
     act = jnp.asarray(rng.standard_normal((5, 96)), jnp.bfloat16)
     y_ref = np.asarray(ref.fp4_matmul(act, a, out_dtype=jnp.float32), np.float64)
@@ -90,28 +90,28 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_default_on_gpu_follows_the_measurements(fmt, monkeypatch):
     """implementation=None on a GPU: the quantize kernel except where the H200 measured XLA faster (RaZeR's
-    activation variant: _dispatch.MEASURED_XLA_FASTER); the dequantize kernel for every format."""
-    from jaxwb.pallas_kernels import _dispatch
+    activation variant: dispatch.MEASURED_XLA_FASTER); the dequantize kernel for every format."""
+    from jaxwb.pallas_kernels import dispatch
 
-    monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")
+    monkeypatch.setattr(dispatch, "platform", lambda backend=None: "gpu")
     x = jax.ShapeDtypeStruct((64, 512), jnp.float32)
-    want = 0 if _dispatch.MEASURED_XLA_FASTER.get(f"{fmt}_quantize", ("", ""))[1] == "always" else 1
+    want = 0 if dispatch.MEASURED_XLA_FASTER.get(f"{fmt}_quantize", ("", ""))[1] == "always" else 1
     assert want == (0 if fmt == "razer_activation" else 1)
     g = jax.ShapeDtypeStruct((), jnp.float32)
-    quantize = lambda x, g: _blockwise.quantize(x, g, fmt=fmt, implementation=None).codes  # noqa: E731
+    quantize = lambda x, g: blockwise.quantize(x, g, fmt=fmt, implementation=None).codes  # noqa: E731
     assert kernel_calls(lower_text(quantize, x, g, platform="cuda"), "cuda") == want
-    dequantize = lambda q: _blockwise.dequantize(q, dtype=jnp.float32, implementation=None)  # noqa: E731
+    dequantize = lambda q: blockwise.dequantize(q, dtype=jnp.float32, implementation=None)  # noqa: E731
     assert kernel_calls(lower_text(dequantize, _quantized_spec(fmt, (64, 512)), platform="cuda"), "cuda") == 1
 
 
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
 def test_fp4_matmul_default_on_gpu_is_xla_for_one_row(monkeypatch):
     """implementation=None on a GPU: XLA for a single row (M = 1, where the H200 measured XLA faster:
-    _dispatch.MEASURED_XLA_FASTER["fp4_matmul"]), the kernel from M = 16 on; "pallas" always the kernel."""
-    from jaxwb.pallas_kernels import _dispatch
+    dispatch.MEASURED_XLA_FASTER["fp4_matmul"]), the kernel from M = 16 on; "pallas" always the kernel."""
+    from jaxwb.pallas_kernels import dispatch
     from jaxwb.pallas_kernels.quant import fp4_matmul
 
-    monkeypatch.setattr(_dispatch, "platform", lambda backend=None: "gpu")
+    monkeypatch.setattr(dispatch, "platform", lambda backend=None: "gpu")
     w = _quantized_spec("nvfp4", (128, 256))
     for lead, impl, count in (((1,), None, 0), ((2, 8), None, 1), ((1,), "pallas", 1)):
         x = jax.ShapeDtypeStruct((*lead, 256), jnp.bfloat16)

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.core.paths import FIGURES_DIR, REPO_ROOT
+
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
 FAST_COMPILE_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
@@ -120,14 +123,14 @@ def test_shipped_defaults_layer_under_the_users_settings(tmp_path):
     """The repository's settings are *defaults* (jupyterlab_server's ``labconfig/default_setting_overrides.json``
     on ``JUPYTER_CONFIG_PATH``): the user's settings folder is not redirected, an existing JUPYTER_CONFIG_PATH
     and PYTHONPATH are kept behind ours, and jupyterlab_server (when installed) reads the overrides."""
-    from jaxwb.sims.core import harness, notebook
+    from jaxwb.sims.core import notebook
 
     env = notebook.lab_env(
         {"JUPYTER_CONFIG_PATH": f"/etc/mine{os.pathsep}{notebook.LAB_CONFIG_DIR}", "PYTHONPATH": "/x"}
     )
     assert "JUPYTERLAB_SETTINGS_DIR" not in env and "JUPYTER_CONFIG_DIR" not in env
     assert env["JUPYTER_CONFIG_PATH"].split(os.pathsep) == [str(notebook.LAB_CONFIG_DIR), "/etc/mine"]
-    assert env["PYTHONPATH"].split(os.pathsep) == [str(harness.REPO_ROOT), "/x"]
+    assert env["PYTHONPATH"].split(os.pathsep) == [str(REPO_ROOT), "/x"]
     assert notebook.lab_env({})["JUPYTER_CONFIG_PATH"] == str(notebook.LAB_CONFIG_DIR)
     settings_utils = pytest.importorskip("jupyterlab_server.settings_utils")
     with pytest.MonkeyPatch.context() as mp:
@@ -142,13 +145,13 @@ def test_workbench_notebook_roots_jupyterlab_at_the_repository():
     """Rooted at notebooks/, JupyterLab's Jupytext would not find jupytext.toml (it looks no higher than the root)
     and the file browser would not reach figures/ or docs/: the command roots it at the repository and opens at
     the target; arguments after `--` reach `jupyter lab`."""
-    from jaxwb.sims.core import harness, notebook
+    from jaxwb.sims.core import notebook
 
     cmd = notebook.lab_command("notebooks/river_valley.py", "--no-browser", as_root=False)
-    assert cmd[:2] == ["jupyter", "lab"] and f"--ServerApp.root_dir={harness.REPO_ROOT}" in cmd
+    assert cmd[:2] == ["jupyter", "lab"] and f"--ServerApp.root_dir={REPO_ROOT}" in cmd
     assert "--LabApp.default_url=/lab/tree/notebooks/river_valley.py" in cmd and cmd[-1] == "--no-browser"
     assert "--allow-root" not in cmd
-    assert (harness.REPO_ROOT / "jupytext.toml").is_file()
+    assert (REPO_ROOT / "jupytext.toml").is_file()
     seen = _run_notebook_command(["notebook", "river_valley", "--", "--port", "8899", "--no-browser"], root=False)
     assert seen["file"] == "jupyter" and seen["args"][-3:] == ["--port", "8899", "--no-browser"]
     assert seen["env"]["JUPYTER_CONFIG_PATH"].split(os.pathsep)[0] == str(notebook.LAB_CONFIG_DIR)
@@ -220,11 +223,11 @@ def test_widgets_are_displayed_once(monkeypatch):
 
 def test_claims_table_keeps_every_row_aligned():
     """The claims render as an HTML table: the statement wraps in its own column, numbers never wrap."""
-    from jaxwb.sims.core import harness, notebook
+    from jaxwb.sims.core import notebook
 
     claims = [
-        harness.Claim("a long statement " * 12, 1.0, 1.01, 0.1, kind="check"),
-        harness.Claim("b", 2.0, 1.0, 0, "le", kind="bound"),
+        Claim("a long statement " * 12, 1.0, 1.01, 0.1, kind="check"),
+        Claim("b", 2.0, 1.0, 0, "le", kind="bound"),
     ]
     text = notebook.claims_html("demo", claims)
     assert text.count("<tr>") == 3 and "white-space: normal" in text and "white-space: pre" in text
@@ -240,10 +243,10 @@ def test_opening_shows_the_committed_pngs_only_while_they_belong_to_the_data(tmp
 
     pytest.importorskip("IPython")
     from jaxwb.sims import river_valley
-    from jaxwb.sims.core import harness, notebook
+    from jaxwb.sims.core import notebook
 
     folder = tmp_path / "river_valley"
-    shutil.copytree(harness.FIGURES_DIR / "river_valley", folder)
+    shutil.copytree(FIGURES_DIR / "river_valley", folder)
     shown = []
     monkeypatch.setattr(notebook, "_display", shown.append)
     monkeypatch.delenv("WORKBENCH_QUICK", raising=False)

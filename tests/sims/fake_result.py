@@ -24,6 +24,7 @@ FAKE_RUN = textwrap.dedent(
     import matplotlib.pyplot as plt
     import jax.numpy as jnp
     from jaxwb.sims.core import cli, harness, registry
+    from jaxwb.sims.core.claims import Claim
 
     @dataclasses.dataclass(frozen=True)
     class Config:
@@ -42,7 +43,7 @@ FAKE_RUN = textwrap.dedent(
         return {"x": rows["y"], "nested": {"z": rows["z"]}}
 
     mod.run = run
-    mod.claims = lambda r, cfg: [harness.Claim("x = value", cfg.value, float(r["x"][0]), 1e-9, kind="check")]
+    mod.claims = lambda r, cfg: [Claim("x = value", cfg.value, float(r["x"][0]), 1e-9, kind="check")]
 
     def plot(results, cfg):
         first, second = plt.figure(), plt.figure()

@@ -10,6 +10,8 @@ import pytest
 from jaxwb.sims import aldrift as sim
 from jaxwb.sims.aldrift import simulate
 from jaxwb.sims.core import harness
+from jaxwb.sims.core.claims import format_claims
+from jaxwb.sims.core.timing import format_bench
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -43,7 +45,7 @@ def test_bench_reports_a_speedup():
     rows = sim.bench(quick=True)
     assert len(rows) == 2 and all(np.isfinite(r.speedup) and r.speedup > 0 for r in rows)
     # measured 29-35x on the shared 2-core box; the floor leaves room for load spikes (a timing test)
-    assert rows[0].speedup >= 5, harness.format_bench(rows)  # vs the per-chain, per-step NumPy loop
+    assert rows[0].speedup >= 5, format_bench(rows)  # vs the per-chain, per-step NumPy loop
 
 
 @pytest.mark.slow
@@ -54,7 +56,7 @@ def test_full_preset_claims():
     # them spread 0.92-1.09 x the prediction: a fluctuation the 95% "ci" comparison lets through ~5% of the time.
     failed = [c.statement for c in outcome.claims if not c.passed]
     known = "pure quadratic: E||fitted mean - x*||^2 at T"
-    assert all(f.startswith(known) for f in failed), harness.format_claims(sim.NAME, outcome.claims)
+    assert all(f.startswith(known) for f in failed), format_claims(sim.NAME, outcome.claims)
 
 
 def test_config_validation():

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from jaxwb.sims.core import audit, harness, registry
+from jaxwb.sims.core import audit, registry
+from jaxwb.sims.core.presets import get_config
 
 
 def _cases():
@@ -26,5 +27,5 @@ def _cases():
 def test_mutant_is_caught(name, mutant_name):
     module = registry.get(name)
     mutant = next(m for m in module.MUTANTS if m.name == mutant_name)
-    out = audit.audit_mutant(module, mutant, harness.get_config(module, "quick"))
+    out = audit.audit_mutant(module, mutant, get_config(module, "quick"))
     assert out.caught, f"{name}: mutant {mutant_name!r} ({mutant.description}) makes no claim fail"

@@ -17,12 +17,26 @@ import numpy as np
 import pytest
 
 from jaxwb.sims.core import cli, harness, registry
+from jaxwb.sims.core.claims import Claim, format_claims
+from jaxwb.sims.core.errors import WorkbenchError
+from jaxwb.sims.core.outputs import (
+    flatten_results,
+    load_claims,
+    publish_dir,
+    results_layout,
+    sha256_file,
+    unflatten_results,
+    verify_outputs,
+)
+from jaxwb.sims.core.paths import FIGURES_DIR, REPO_ROOT, check_out_dir, default_out_dir
+from jaxwb.sims.core.presets import PRESET_NAMES, parse_overrides
+from jaxwb.sims.core.progress import Phases
 from jaxwb.sims.core.sweep import grid, sweep
 from tests.sims.fake_result import FAKE_CLI
 from tests.sims.fake_result import fake_cli as _fake_cli
 from tests.sims.fake_result import fake_module as _fake_module
 
-ROOT = harness.REPO_ROOT
+ROOT = REPO_ROOT
 
 
 @pytest.mark.parametrize(
@@ -32,19 +46,19 @@ ROOT = harness.REPO_ROOT
      ("ge", 1.0, 0.8, 0.1, False), ("rel", 1.0, float("nan"), 1.0, False), ("abs", 0.0, float("inf"), 1e9, False)],
 )
 def test_claim_comparisons(comparison, predicted, measured, tol, ok):
-    c = harness.Claim("s", predicted, measured, tol, comparison)
+    c = Claim("s", predicted, measured, tol, comparison)
     assert c.passed is ok
-    back = harness.Claim.from_json(json.loads(json.dumps(c.to_json())))
+    back = Claim.from_json(json.loads(json.dumps(c.to_json())))
     assert (back.statement, back.comparison, back.passed) == (c.statement, c.comparison, c.passed)
 
 
 def test_claim_rejects_unknown_comparison():
     with pytest.raises(ValueError, match="comparison"):
-        harness.Claim("s", 1, 1, 0, "approximately")
+        Claim("s", 1, 1, 0, "approximately")
 
 
 def test_flatten_results_paths():
-    flat = harness.flatten_results({"a": {"b": jnp.ones(2)}, "c": [jnp.zeros(1), jnp.zeros(3)]})
+    flat = flatten_results({"a": {"b": jnp.ones(2)}, "c": [jnp.zeros(1), jnp.zeros(3)]})
     assert set(flat) == {"a/b", "c/0", "c/1"}
 
 
@@ -98,16 +112,16 @@ def test_sharded_sweep_over_8_fake_devices_equals_single_device():
 
 def test_registry_finds_river_valley_and_rejects_unknown():
     assert "river_valley" in registry.result_names()
-    with pytest.raises(harness.WorkbenchError, match="did you mean 'river_valley'"):
+    with pytest.raises(WorkbenchError, match="did you mean 'river_valley'"):
         registry.get("river_vally")
     assert "river_valley" in registry.bench_names()
 
 
 def test_parse_overrides():
-    assert harness.parse_overrides(["lam=50", "speed_betas=[0.5, 0.9]", "name=abc"]) == {
+    assert parse_overrides(["lam=50", "speed_betas=[0.5, 0.9]", "name=abc"]) == {
         "lam": 50, "speed_betas": (0.5, 0.9), "name": "abc"}
-    with pytest.raises(harness.WorkbenchError, match="FIELD=VALUE"):
-        harness.parse_overrides(["lam"])
+    with pytest.raises(WorkbenchError, match="FIELD=VALUE"):
+        parse_overrides(["lam"])
 
 
 # ---- the command line: every bad input is one line and exit 2, before anything runs ----
@@ -228,9 +242,9 @@ def test_typed_overrides_follow_the_declared_types():
     assert config.parse_value("flag", "yes", bool) is True and config.parse_value("flag", "0", bool) is False
     assert config.parse_value("name", "'abc'", str) == "abc"
     assert config.parse_value("x", "inf", float, default=float("inf")) == float("inf")  # inf where inf is default
-    with pytest.raises(harness.WorkbenchError, match="x must be a finite float"):
+    with pytest.raises(WorkbenchError, match="x must be a finite float"):
         config.parse_value("x", "nan", float, default=float("inf"))
-    with pytest.raises(harness.WorkbenchError, match="flag expects bool"):
+    with pytest.raises(WorkbenchError, match="flag expects bool"):
         config.parse_value("flag", "maybe", bool)
 
 
@@ -271,7 +285,7 @@ def test_every_result_follows_the_contract():
     for name in registry.result_names():
         module = registry.get(name)
         assert module.NAME == name
-        assert set(module.PRESETS) >= set(harness.PRESET_NAMES), name
+        assert set(module.PRESETS) >= set(PRESET_NAMES), name
         assert jax.tree.leaves(module.PRESETS["quick"]) is not None
 
 
@@ -279,51 +293,51 @@ def test_every_result_follows_the_contract():
 
 
 def test_claim_with_interval_must_hold_over_the_whole_interval():
-    assert harness.Claim("s", 1.0, 1.04, 0.05, "rel", kind="check", ci=0.005, n_seeds=5).passed
-    assert not harness.Claim("s", 1.0, 1.04, 0.05, "rel", kind="check", ci=0.02, n_seeds=5).passed
-    assert not harness.Claim("s", 1.0, 0.95, 0.0, "le", kind="bound", ci=0.1, n_seeds=5).passed
-    assert harness.Claim("s", 1.0, 0.85, 0.0, "le", kind="bound", ci=0.1, n_seeds=5).passed
+    assert Claim("s", 1.0, 1.04, 0.05, "rel", kind="check", ci=0.005, n_seeds=5).passed
+    assert not Claim("s", 1.0, 1.04, 0.05, "rel", kind="check", ci=0.02, n_seeds=5).passed
+    assert not Claim("s", 1.0, 0.95, 0.0, "le", kind="bound", ci=0.1, n_seeds=5).passed
+    assert Claim("s", 1.0, 0.85, 0.0, "le", kind="bound", ci=0.1, n_seeds=5).passed
 
 
 def test_ci_comparison_fails_on_bias_and_on_imprecision():
-    ok = harness.Claim("mc", 0.5, 0.51, 0.05, "ci", kind="check", ci=0.02, n_seeds=100)
-    biased = harness.Claim("mc", 0.5, 0.55, 0.05, "ci", kind="check", ci=0.02, n_seeds=100)
-    vague = harness.Claim("mc", 0.5, 0.55, 0.05, "ci", kind="check", ci=0.2, n_seeds=100)
+    ok = Claim("mc", 0.5, 0.51, 0.05, "ci", kind="check", ci=0.02, n_seeds=100)
+    biased = Claim("mc", 0.5, 0.55, 0.05, "ci", kind="check", ci=0.02, n_seeds=100)
+    vague = Claim("mc", 0.5, 0.55, 0.05, "ci", kind="check", ci=0.2, n_seeds=100)
     assert ok.passed and not biased.passed and not vague.passed
     with pytest.raises(ValueError, match="n_seeds"):
-        harness.Claim("mc", 0.5, 0.5, 0.1, "ci", kind="check", ci=0.1)
+        Claim("mc", 0.5, 0.5, 0.1, "ci", kind="check", ci=0.1)
 
 
 def test_from_samples_uses_student_t_interval():
     from scipy import stats
 
     x = np.array([1.0, 1.2, 0.9, 1.1, 1.0])
-    c = harness.Claim.from_samples("s", 1.0, x, 0.5, "rel", kind="check")
+    c = Claim.from_samples("s", 1.0, x, 0.5, "rel", kind="check")
     half = stats.t.ppf(0.975, 4) * x.std(ddof=1) / np.sqrt(5)
     assert c.n_seeds == 5 and np.isclose(c.ci, half) and np.isclose(c.measured, x.mean())
-    assert not harness.Claim.from_samples("s", 1.0, [1.0, np.nan, 1.0], 0.5, kind="check").passed
+    assert not Claim.from_samples("s", 1.0, [1.0, np.nan, 1.0], 0.5, kind="check").passed
 
 
 def test_identity_is_not_a_claim_and_kinds_are_checked():
     with pytest.raises(ValueError, match="unit test"):
-        harness.Claim("TV(P,P)=0", 0, 0, 0, "abs", kind="identity")
+        Claim("TV(P,P)=0", 0, 0, 0, "abs", kind="identity")
     with pytest.raises(ValueError, match="kind"):
-        harness.Claim("s", 0, 0, 0, "abs", kind="theorem")
+        Claim("s", 0, 0, 0, "abs", kind="theorem")
     with pytest.raises(ValueError, match="bound"):
-        harness.Claim("s", 0, 0, 0, "abs", kind="bound")
+        Claim("s", 0, 0, 0, "abs", kind="bound")
 
 
 def test_bound_slack_and_loose_flag():
-    tight = harness.Claim("u", 2.0, 1.0, 0.0, "le", kind="bound")
-    loose = harness.Claim("u", 6.9e6, 30.0, 0.0, "le", kind="bound")
-    lower = harness.Claim("l", 0.9, 1.0, 0.0, "ge", kind="bound")
+    tight = Claim("u", 2.0, 1.0, 0.0, "le", kind="bound")
+    loose = Claim("u", 6.9e6, 30.0, 0.0, "le", kind="bound")
+    lower = Claim("l", 0.9, 1.0, 0.0, "ge", kind="bound")
     assert tight.slack == 2.0 and not tight.loose
     assert loose.loose and loose.slack > 1e5
     assert np.isclose(lower.slack, 1 / 0.9)
-    assert harness.Claim("c", 1, 1, 0.1, kind="check").slack is None
-    table = harness.format_claims("x", [tight, loose, lower])
+    assert Claim("c", 1, 1, 0.1, kind="check").slack is None
+    table = format_claims("x", [tight, loose, lower])
     assert "LOOSE" in table and "3 bound (1 loose)" in table
-    back = harness.Claim.from_json(json.loads(json.dumps(loose.to_json())))
+    back = Claim.from_json(json.loads(json.dumps(loose.to_json())))
     assert back.loose and back.kind == "bound"
 
 
@@ -366,7 +380,7 @@ def test_audit_catches_a_mutant_and_reports_a_missed_one():
 
     mod.PRESETS = {"quick": Config(), "full": Config()}
     mod.run = lambda cfg, *, key: {"y": jnp.arange(cfg.n) * sys.modules["jaxwb.sims._fake_result"].SCALE}
-    mod.claims = lambda r, cfg: [harness.Claim("sum is 6", 6.0, float(r["y"].sum()), 1e-6, kind="check")]
+    mod.claims = lambda r, cfg: [Claim("sum is 6", 6.0, float(r["y"].sum()), 1e-6, kind="check")]
     mod.MUTANTS = [audit.Mutant("scale", "jaxwb.sims._fake_result:SCALE", lambda v: v * 1.1, "scale off by 10%"),
                    audit.Mutant("noop", "jaxwb.sims._fake_result:SCALE", lambda v: v, "does nothing")]
     sys.modules["jaxwb.sims._fake_result"] = mod
@@ -390,7 +404,7 @@ def test_publish_replaces_folder_atomically(tmp_path):
     new = tmp_path / ".res.tmp"
     new.mkdir()
     (new / "new.txt").write_text("new")
-    harness.publish_dir(new, out)
+    publish_dir(new, out)
     assert sorted(p.name for p in out.iterdir()) == ["new.txt"] and not new.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["res"]
 
@@ -398,24 +412,24 @@ def test_publish_replaces_folder_atomically(tmp_path):
 def test_verify_outputs_detects_stale_files(tmp_path):
     (tmp_path / "claims.json").write_text("[]")
     (tmp_path / "data.npz").write_bytes(b"x")
-    digest = {f: harness.sha256_file(tmp_path / f) for f in ("claims.json", "data.npz")}
+    digest = {f: sha256_file(tmp_path / f) for f in ("claims.json", "data.npz")}
     (tmp_path / "manifest.json").write_text(json.dumps({"content_sha256": digest}))
-    assert harness.verify_outputs(tmp_path) == []
+    assert verify_outputs(tmp_path) == []
     (tmp_path / "claims.json").write_text("[1]")
-    assert any("claims.json" in p for p in harness.verify_outputs(tmp_path))
+    assert any("claims.json" in p for p in verify_outputs(tmp_path))
 
 
 def test_quick_runs_default_outside_figures(monkeypatch, tmp_path):
     monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
-    assert harness.default_out_dir("x", "quick") == tmp_path / "quick" / "x"
-    assert harness.default_out_dir("x", "full") == harness.FIGURES_DIR / "x"
+    assert default_out_dir("x", "quick") == tmp_path / "quick" / "x"
+    assert default_out_dir("x", "full") == FIGURES_DIR / "x"
 
 
 def test_out_dir_that_is_a_file_is_rejected_before_the_run(tmp_path):
     f = tmp_path / "file"
     f.write_text("")
-    with pytest.raises(harness.WorkbenchError, match="not a folder"):
-        harness.check_out_dir(f)
+    with pytest.raises(WorkbenchError, match="not a folder"):
+        check_out_dir(f)
 
 
 # ---- atomic outputs under a real interrupt: SIGINT and SIGKILL during the write phase ----
@@ -430,7 +444,7 @@ def test_interrupted_write_leaves_the_previous_output_byte_identical(tmp_path):
     harness.execute(mod, out_dir=out, cfg=mod.Config(1.0), verbose=False)
     before = _snapshot(out)
     assert {"a_first.png", "b_second.png", "data.npz", "claims.json", "manifest.json"} <= set(before)
-    assert harness.verify_outputs(out) == []
+    assert verify_outputs(out) == []
 
     marker = tmp_path / "writing"
     rc, _, err = _fake_cli(["run", "atomic_fake", "--out", str(out), "--set", "value=2", "--seed", "7"],
@@ -444,7 +458,7 @@ def test_interrupted_write_leaves_the_previous_output_byte_identical(tmp_path):
     rc, _, err = _fake_cli(["run", "atomic_fake", "--out", str(out), "--set", "value=3"],
                            {"WRITING_MARKER": str(marker)}, marker, signal.SIGKILL)
     assert rc == -signal.SIGKILL
-    assert _snapshot(out) == before and harness.verify_outputs(out) == []
+    assert _snapshot(out) == before and verify_outputs(out) == []
     left = [p.name for p in tmp_path.iterdir() if p.name.startswith(".result.tmp-")]
     assert len(left) == 1, "SIGKILL cannot clean up; the next run does"
 
@@ -453,21 +467,21 @@ def test_interrupted_write_leaves_the_previous_output_byte_identical(tmp_path):
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["seed"] == 3 and manifest["config"]["value"] == 4.0
     assert json.loads((out / "claims.json").read_text())[0]["measured"] == 4.0
-    assert harness.verify_outputs(out) == []
+    assert verify_outputs(out) == []
 
 
 def test_results_round_trip_through_data_npz(tmp_path):
     results = {"a": {64: jnp.zeros(1), 1024: jnp.ones(1)}, "b": {"d": jnp.ones(2)}, "c": [jnp.zeros(1), jnp.arange(3)],
                "s": np.array(["x", "yy"]), "scalar": jnp.float32(2.5)}
-    flat = harness.flatten_results(results)
+    flat = flatten_results(results)
     np.savez(tmp_path / "data.npz", **flat)
     with np.load(tmp_path / "data.npz") as d:
         loaded = {k: d[k] for k in d.files}
-    back = harness.unflatten_results(loaded, json.loads(json.dumps(harness.results_layout(results))))
+    back = unflatten_results(loaded, json.loads(json.dumps(results_layout(results))))
     assert jax.tree.structure(back) == jax.tree.structure(jax.tree.map(np.asarray, results))
     np.testing.assert_array_equal(back["c"][1], np.arange(3))
     assert back["a"][1024].shape == (1,) and float(back["scalar"]) == 2.5
-    guessed = harness.unflatten_results(loaded)  # no layout (older outputs): lists and digit keys guessed
+    guessed = unflatten_results(loaded)  # no layout (older outputs): lists and digit keys guessed
     assert isinstance(guessed["c"], list) and guessed["a"][64].shape == (1,) and guessed["a"]["1024"].shape == (1,)
 
 
@@ -481,7 +495,7 @@ def test_committed_data_replots_and_reclaims_through_the_result(tmp_path):
     nb = notebook.open_result(river_valley_lm)
     figs = nb.figures()
     assert {f"{k}.png" for k in figs} == set(nb.manifest["figures"])
-    committed = harness.load_claims("river_valley_lm")
+    committed = load_claims("river_valley_lm")
     assert [c.statement for c in nb.claims] == [c.statement for c in committed]
     np.testing.assert_allclose([c.measured for c in nb.claims], [c.measured for c in committed], rtol=1e-6)
     plt.close("all")
@@ -502,8 +516,8 @@ def test_all_writes_each_result_under_out(monkeypatch, tmp_path, capsys):
 
 def test_quick_outputs_are_git_ignored(monkeypatch):
     monkeypatch.delenv("WORKBENCH_CACHE", raising=False)
-    target = harness.default_out_dir("river_valley", "quick")
-    assert harness.FIGURES_DIR not in target.parents
+    target = default_out_dir("river_valley", "quick")
+    assert FIGURES_DIR not in target.parents
     if (ROOT / ".git").exists():
         proc = subprocess.run(["git", "check-ignore", "-q", str(target / "claims.json")], cwd=ROOT)
         assert proc.returncode == 0, f"{target} is not git-ignored"
@@ -511,9 +525,9 @@ def test_quick_outputs_are_git_ignored(monkeypatch):
 
 def test_phase_progress_only_on_a_terminal(monkeypatch):
     monkeypatch.delenv("WORKBENCH_PROGRESS", raising=False)
-    assert not harness.Phases("x", ["run"]).enabled  # pytest captures stderr: not a TTY
+    assert not Phases("x", ["run"]).enabled  # pytest captures stderr: not a TTY
     monkeypatch.setenv("WORKBENCH_PROGRESS", "1")
-    phases = harness.Phases("x", ["run", "claims"])
+    phases = Phases("x", ["run", "claims"])
     phases.start("run")
     phases.done()
     phases.close()
@@ -579,8 +593,8 @@ def test_readme_claims_column_is_generated(tmp_path):
 
     fig = tmp_path / "figures" / "demo"
     fig.mkdir(parents=True)
-    claims = [harness.Claim("a", 1, 1, 0.1, kind="check"), harness.Claim("b", 2, 1, 0, "le", kind="bound"),
-              harness.Claim("c", 1, 3, 0.1, kind="paper")]
+    claims = [Claim("a", 1, 1, 0.1, kind="check"), Claim("b", 2, 1, 0, "le", kind="bound"),
+              Claim("c", 1, 3, 0.1, kind="paper")]
     (fig / "claims.json").write_text(json.dumps([c.to_json() for c in claims]))
     md = tmp_path / "README.md"
     md.write_text("x\n<!-- results-table -->\n| result | claims |\n| --- | --- |\n"
@@ -594,9 +608,9 @@ def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail
 
     from jaxwb.sims.core.claims import chance_failures
 
-    ok = harness.Claim("in", 1.0, 1.01, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
-    miss = harness.Claim("out", 1.0, 1.05, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
-    other = harness.Claim("rel", 1.0, 3.0, 0.1, kind="check", ci=0.02, n_seeds=5)  # not a 'ci' comparison
+    ok = Claim("in", 1.0, 1.01, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
+    miss = Claim("out", 1.0, 1.05, 0.1, "ci", kind="check", ci=0.02, n_seeds=5)
+    other = Claim("rel", 1.0, 3.0, 0.1, kind="check", ci=0.02, n_seeds=5)  # not a 'ci' comparison
     got = chance_failures([ok] * 18 + [miss] * 2 + [other])
     assert (got.n, got.failed) == (20, 2) and abs(got.expected - 1.0) < 1e-12
     tail = 1 - sum(comb(20, k) * 0.05**k * 0.95 ** (20 - k) for k in range(2))

@@ -20,8 +20,9 @@ import subprocess
 import numpy as np
 import pytest
 
-from jaxwb.sims.core import cli, harness, outputs
-from jaxwb.sims.core.errors import OutputError
+from jaxwb.sims.core import cli, harness, outputs, paths
+from jaxwb.sims.core.errors import OutputError, WorkbenchError
+from jaxwb.sims.core.paths import FIGURES_DIR, REPO_ROOT
 from tests.sims.fake_result import fake_cli, fake_module
 
 
@@ -89,12 +90,12 @@ def test_current_directory_repository_and_its_parent_are_refused(tmp_path, monke
         assert cli.main(["run", "river_valley", "--quick", "--out", out]) == 2
         assert capsys.readouterr().err.count("\n") == 1
     assert _tree(cwd) == before
-    listing = sorted(os.listdir(harness.REPO_ROOT))
-    for out in (harness.REPO_ROOT, harness.REPO_ROOT.parent):
+    listing = sorted(os.listdir(REPO_ROOT))
+    for out in (REPO_ROOT, REPO_ROOT.parent):
         assert cli.main(["run", "river_valley", "--quick", "--out", str(out)]) == 2
         err = capsys.readouterr().err
         assert "will not be replaced" in err and "repository" in err, err
-    assert sorted(os.listdir(harness.REPO_ROOT)) == listing
+    assert sorted(os.listdir(REPO_ROOT)) == listing
 
 
 def test_an_output_with_a_foreign_file_is_refused_and_a_previous_output_keeps_its_mode(tmp_path):
@@ -109,7 +110,7 @@ def test_an_output_with_a_foreign_file_is_refused_and_a_previous_output_keeps_it
     assert json.loads((out / "manifest.json").read_text())["config"]["value"] == 2.0
     (out / "notes.txt").write_text("mine")
     before = _tree(out)
-    with pytest.raises(harness.WorkbenchError, match="notes.txt"):
+    with pytest.raises(WorkbenchError, match="notes.txt"):
         harness.execute(mod, out_dir=out, cfg=mod.Config(3.0), verbose=False)
     assert _tree(out) == before
     fresh = tmp_path / "new" / "deeper"
@@ -187,9 +188,9 @@ DAMAGE = {
 @pytest.mark.parametrize("case", sorted(DAMAGE))
 def test_claims_on_damaged_committed_outputs_exit_1_naming_the_file(tmp_path, monkeypatch, capsys, case):
     fname, damage, what = DAMAGE[case]
-    shutil.copytree(harness.FIGURES_DIR / "river_valley", tmp_path / "river_valley")
+    shutil.copytree(FIGURES_DIR / "river_valley", tmp_path / "river_valley")
     monkeypatch.setattr(outputs, "FIGURES_DIR", tmp_path)
-    monkeypatch.setattr(harness, "FIGURES_DIR", tmp_path)
+    monkeypatch.setattr(paths, "FIGURES_DIR", tmp_path)
     assert cli.main(["claims", "river_valley"]) == 0
     capsys.readouterr()
     damage(tmp_path / "river_valley" / fname)

@@ -11,6 +11,8 @@ import pytest
 
 from jaxwb.sims import river_valley as sim
 from jaxwb.sims.core import harness
+from jaxwb.sims.core.claims import format_claims
+from jaxwb.sims.core.timing import format_bench
 from jaxwb.sims.river_valley import compute as rv_compute
 
 
@@ -42,7 +44,7 @@ def test_quick_preset_end_to_end(tmp_path):
 def test_bench_meets_target():
     rows = sim.bench(quick=True)
     assert rows and all(np.isfinite(r.speedup) for r in rows)
-    assert rows[0].speedup >= 20, harness.format_bench(rows)
+    assert rows[0].speedup >= 20, format_bench(rows)
 
 
 @pytest.mark.parametrize("field, value, match", [
@@ -59,4 +61,4 @@ def test_config_validation_names_the_field(field, value, match):
 @pytest.mark.slow
 def test_full_preset_claims():
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
-    assert outcome.passed, harness.format_claims(sim.NAME, outcome.claims)
+    assert outcome.passed, format_claims(sim.NAME, outcome.claims)

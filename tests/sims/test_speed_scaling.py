@@ -10,6 +10,8 @@ import pytest
 
 from jaxwb.sims import speed_scaling as sim
 from jaxwb.sims.core import harness
+from jaxwb.sims.core.claims import format_claims
+from jaxwb.sims.core.timing import format_bench
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -60,7 +62,7 @@ def test_las_eps_interval_interpolates_the_published_range():
 @pytest.mark.slow
 def test_bench_runs_and_agrees_with_the_reference():
     rows = sim.bench(quick=True)
-    assert rows and all(np.isfinite(r.speedup) and r.speedup > 1 for r in rows), harness.format_bench(rows)
+    assert rows and all(np.isfinite(r.speedup) and r.speedup > 1 for r in rows), format_bench(rows)
 
 
 @pytest.mark.slow
@@ -69,4 +71,4 @@ def test_full_preset_claims():
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
     failed = [c.statement for c in outcome.claims if not c.passed]
     unexplained = [s for s in failed if not any(s.startswith(k) for k in sim.KNOWN_MISMATCHES)]
-    assert not unexplained, harness.format_claims(sim.NAME, outcome.claims)
+    assert not unexplained, format_claims(sim.NAME, outcome.claims)

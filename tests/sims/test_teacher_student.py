@@ -10,6 +10,7 @@ import pytest
 
 from jaxwb.sims import teacher_student as sim
 from jaxwb.sims.core import harness
+from jaxwb.sims.core.claims import format_claims
 from jaxwb.theory import teacher_student as ts
 
 
@@ -91,7 +92,7 @@ def test_config_validates_itself(field, value):
 def test_full_preset_claims():
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
     failed = [c for c in outcome.claims if not c.passed and not c.statement.startswith(sim.SMALL_GAP)]
-    assert not failed, harness.format_claims(sim.NAME, outcome.claims)
+    assert not failed, format_claims(sim.NAME, outcome.claims)
 
 
 def test_model_keys_are_keyword_only():

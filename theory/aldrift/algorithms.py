@@ -11,11 +11,11 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
-from jaxwb.theory.aldrift._util import _f
+from jaxwb.theory import validate as v
 from jaxwb.theory.aldrift.costs import GaussianPrior
 from jaxwb.theory.aldrift.imh import imh_chains
 from jaxwb.theory.aldrift.models import FAMILIES, KDE, Gaussian, _fit, fit_kde, sample
+from jaxwb.theory.aldrift.util import _f
 
 
 class History(NamedTuple):

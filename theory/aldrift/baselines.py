@@ -11,8 +11,8 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from jaxwb.theory import _validate as v
-from jaxwb.theory.aldrift._util import _f
+from jaxwb.theory import validate as v
+from jaxwb.theory.aldrift.util import _f
 
 
 @partial(jax.jit, static_argnames=("n", "budget"))

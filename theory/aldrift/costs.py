@@ -8,8 +8,8 @@ from typing import NamedTuple
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
-from jaxwb.theory.aldrift._util import _LOG2PI, _f
+from jaxwb.theory import validate as v
+from jaxwb.theory.aldrift.util import _LOG2PI, _f
 
 
 class RastriginEnvelope(NamedTuple):

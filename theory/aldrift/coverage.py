@@ -8,8 +8,8 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
-from jaxwb.theory.aldrift._util import _f, check_log_density
+from jaxwb.theory import validate as v
+from jaxwb.theory.aldrift.util import _f, check_log_density
 
 
 def _check_pair(log_p, log_L) -> None:

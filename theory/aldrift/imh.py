@@ -8,11 +8,11 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
-from jaxwb.theory.aldrift._util import _f, check_points
+from jaxwb.theory import validate as v
 from jaxwb.theory.aldrift.costs import GaussianPrior
 from jaxwb.theory.aldrift.coverage import importance_ess
 from jaxwb.theory.aldrift.models import KDE, Gaussian, _dim, _from_noise, _noise, log_prob_fn
+from jaxwb.theory.aldrift.util import _f, check_points
 
 
 def imh_transition_matrix(p: Float[ArrayLike, " K"], q: Float[ArrayLike, " K"]) -> Float[Array, "K K"]:

@@ -18,8 +18,8 @@ import numpy as np
 from jax.scipy.special import logsumexp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
-from jaxwb.theory.aldrift._util import _LOG2PI, _f, check_points
+from jaxwb.theory import validate as v
+from jaxwb.theory.aldrift.util import _LOG2PI, _f, check_points
 
 FAMILIES = ("mle", "empirical", "kde")
 

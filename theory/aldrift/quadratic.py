@@ -6,8 +6,8 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
-from jaxwb.theory.aldrift._util import _f
+from jaxwb.theory import validate as v
+from jaxwb.theory.aldrift.util import _f
 
 
 def _check_means(x0, x_star) -> None:

@@ -8,7 +8,7 @@ import math
 import numpy as np
 from jaxtyping import Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 SCHEDULES = ("additive", "geometric")
 

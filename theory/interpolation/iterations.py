@@ -12,7 +12,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
 
 # ---------------------------------------------------------------------------------------------------------

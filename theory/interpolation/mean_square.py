@@ -13,7 +13,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
 from jaxwb.theory.river_valley import _quadratic_roots
 

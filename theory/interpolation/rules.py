@@ -7,7 +7,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Bool, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.interpolation.problem import METHODS
 from jaxwb.theory.river_valley import spectral_radius
 

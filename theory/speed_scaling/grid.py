@@ -12,7 +12,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import ArrayLike, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.speed_scaling.model import Schedule, check_instance, grid_profile
 
 

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.speed_scaling.model import SPEED_PREDICTIONS, WORK_PREDICTIONS, check_alpha
 
 

@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.speed_scaling.grid import _edf_schedule, _prep, _scan_edf, _slots
 from jaxwb.theory.speed_scaling.model import Schedule, check_alpha, profile_on_grid
 from jaxwb.theory.speed_scaling.offline import _yds

@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 E = math.e
 SPEED_PREDICTIONS = ("accurate", "noisy", "zero", "scaled", "shifted", "reversed", "uniform", "spikes")

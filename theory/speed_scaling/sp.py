@@ -61,7 +61,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.speed_scaling.grid import _edf_step, _finish, _prep, _slots
 from jaxwb.theory.speed_scaling.model import SP_MODES, Schedule, check_alpha
 from jaxwb.theory.speed_scaling.online import _oa_speed, avr_bound

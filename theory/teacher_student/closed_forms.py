@@ -12,7 +12,7 @@ import math
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.teacher_student.kernel import Kernel, g, normaliser
 
 SPINODAL_C = 4.0 / 3.0  # c where the non-trivial branch of g = m^3 appears (m+ = 1/2)

@@ -10,7 +10,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 
 def normaliser(k: int, beta: Float[ArrayLike, ""]) -> Float[Array, ""]:

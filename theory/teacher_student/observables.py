@@ -10,7 +10,7 @@ import jax.numpy as jnp
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel, g
 from jaxwb.theory.teacher_student.solver import _check_params, _is_cubic, _solve, default_tol
 

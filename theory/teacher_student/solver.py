@@ -14,7 +14,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.teacher_student import closed_forms
 from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel
 from jaxwb.theory.teacher_student.phi import _fm, _one_minus_g, best_branch, phi_gap  # noqa: F401

@@ -13,7 +13,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.tv_distance.models import ARModel, _check_pair
 
 # ---------------------------------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.tv_distance.models import MAX_ENUMERATION, ARModel, _check_model, _check_pair
 
 # ---------------------------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
 from jaxwb.theory.tv_distance.models import LOGIT_KINDS, ARModel, _check_pair
 

@@ -12,7 +12,7 @@ import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 LOGIT_KINDS = ("plain", "mixture", "rb")
 NOISY_KINDS = ("plugin", "simex")

@@ -14,7 +14,7 @@ from jax.scipy.special import ndtr
 from jax.scipy.stats import norm
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 from jaxwb.theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
 from jaxwb.theory.tv_distance.logit import Estimate, _plain_z, _summarise
 from jaxwb.theory.tv_distance.models import NOISY_KINDS, ARModel, _check_pair

@@ -19,8 +19,8 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from jaxwb.pallas_kernels import _dispatch as dp
-from jaxwb.pallas_kernels._dispatch import Implementation
+from jaxwb.pallas_kernels import dispatch as dp
+from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant import fp4, razer_xla
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
@@ -46,7 +46,7 @@ BlockSizes = QuantBlockSizes  # backward-compatible name (one release)
 
 
 def resolve_implementation(implementation: Implementation, op: str | None = None) -> str:
-    """The shared resolver (:func:`jaxwb.pallas_kernels._dispatch.resolve`); the block kernels pad any shape.
+    """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`); the block kernels pad any shape.
     ``op`` (e.g. "razer_activation_quantize"): its hardware measurements may make ``None`` pick XLA."""
     return dp.resolve(implementation, prefer_xla=dp.xla_measured_faster(op) if op else None)[0]
 

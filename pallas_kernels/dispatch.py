@@ -26,7 +26,7 @@ import numpy as np
 
 # the opt-in checkify path is theory's (jax only): one switch, part of the jit trace context, and one `checked`
 # that turns on the checks of both packages
-from jaxwb.theory._checkify import checked, checking_traced, emit  # noqa: F401 (checked: re-exported)
+from jaxwb.theory.checking import checked, checking_traced, emit  # noqa: F401 (checked: re-exported)
 
 Implementation = Literal["xla", "pallas", "interpret"] | None
 IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")

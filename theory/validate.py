@@ -8,8 +8,8 @@ known yet, unless the call runs inside :func:`checked`: there the same predicate
 the printed value) when the compiled function runs. Static properties (dtype, rank, shapes, options) do not
 depend on values and raise at trace time either way.
 
-The switch and the wrapper live in :mod:`jaxwb.theory._checkify` (jax only), written so that
-``jaxwb.pallas_kernels._dispatch`` can import them instead of keeping its own copy (``theory`` may not import
+The switch and the wrapper live in :mod:`jaxwb.theory.checking` (jax only), written so that
+``jaxwb.pallas_kernels.dispatch`` can import them instead of keeping its own copy (``theory`` may not import
 ``pallas_kernels``; the other direction already exists: ``jaxwb.pallas_kernels.quant.fake_quant`` uses
 ``jaxwb.theory.zoe_grad``). Until it does, ``jaxwb.theory.checked`` and ``jaxwb.pallas_kernels.checked`` each activate
 only
@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.theory._checkify import checked, checking_traced, emit
+from jaxwb.theory.checking import checked, checking_traced, emit
 
 __all__ = ["checked", "checking_traced"]
 

@@ -7,7 +7,7 @@ import math
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.theory import _validate as v
+from jaxwb.theory import validate as v
 
 _LOG2PI = math.log(2.0 * math.pi)
 

@@ -29,7 +29,7 @@ try:  # a jax config state that is part of the trace context: a function jitted 
     _STATE = _jax_config.bool_state(
         "workbench_checks_on_traced",
         False,
-        "Emit input checks of traced values as checkify checks (set by theory._checkify.checked).",
+        "Emit input checks of traced values as checkify checks (set by theory.checking.checked).",
         include_in_trace_context=True,
     )
 except Exception:  # pragma: no cover - private API moved: a context variable (jit caches then not keyed on it)
