@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """A tiny masked-diffusion language model (LLaDA-style) in Equinox: bidirectional transformer, [MASK] denoiser.
 
 Model. Bytes 0..255 plus one absorbing state ``MASK = 256`` (input vocabulary 257); pre-norm blocks with RoPE

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher and Adam-trained student networks for the extensive-width teacher-student result.
 
 Both are the same Equinox two-layer MLP  f(x) = sum_j v_j sigma(w_j . x / |w_j|),  sigma = He_3 / sqrt 6

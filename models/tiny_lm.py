@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """A tiny causal transformer language model in Equinox: pre-norm blocks, RoPE, tied input/output embeddings.
 
 Shapes: ``model(tokens)`` maps one sequence ``tokens: int[T]`` (T <= ``ctx``) to ``logits: float[T, vocab]``;

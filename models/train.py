@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Training the tiny LM: random-window batches, cross-entropy, an optax loop as ``lax.scan`` over steps.
 
 ``train_scan`` is pure (jit/vmap-able: vmap it over learning rates and momenta for a sweep); it freezes the
@@ -99,7 +98,7 @@ def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: Int
         updates, new_opt = optimizer.update(g, opt_state, p)
         new_p = optax.apply_updates(p, updates)
         bad = diverged | ~jnp.isfinite(loss) | (loss > blowup * ref)
-        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(bad, b, a), new, old)  # noqa: E731
+        keep = lambda new, old: jax.tree.map(lambda a, b: jnp.where(bad, b, a), new, old)
         return (keep(new_p, p), keep(new_opt, opt_state), bad, k, ref), jnp.where(bad, jnp.nan, loss)
 
     (p, opt_state, diverged, key, ref), losses = jax.lax.scan(step, state, None, length=steps)

@@ -87,7 +87,7 @@ nb.show("rate_check", "momentum_rule", "kaczmarz_cd")
 # are marked.
 
 # %%
-from ipywidgets import FloatLogSlider, FloatSlider, IntSlider  # noqa: E402
+from ipywidgets import FloatLogSlider, FloatSlider, IntSlider
 
 
 def explore(B=8, beta=0.9, cond=1000.0):

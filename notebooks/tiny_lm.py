@@ -72,8 +72,8 @@ print(sim.layer_table(nb.results))
 # no cached model, press **train the model** and then run the cells below again.
 
 # %%
-import ipywidgets as widgets  # noqa: E402
-from IPython.display import display  # noqa: E402
+import ipywidgets as widgets
+from IPython.display import display
 
 model_file = tr.cache_path(cfg.model, cfg.train)  # where trained_model caches it (first size, seed 0)
 model = losses = x = y = fp = None

@@ -87,7 +87,7 @@ nb.show("tv_vs_kl", "engines")
 # Exact TV by enumeration (kept to K^n <= 4096), against the logit, sample and noisy-logit estimates.
 
 # %%
-import ipywidgets as widgets  # noqa: E402
+import ipywidgets as widgets
 
 
 def explore(n=4, K=3, sigma=0.3, perturbation=0.7, s=64, m=4096):

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Closed forms for dithered quantization after one randomized Hadamard transform
 (``papers/quantization.md``).
 

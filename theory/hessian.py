@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Hessian tools on flat parameter vectors: Hessian-vector products, Lanczos and power iteration.
 
 All functions are pure JAX (jit/vmap-able) and take a scalar loss ``f: R^P -> R`` of a flat parameter vector.

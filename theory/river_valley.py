@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """River-valley landscapes and momentum: closed forms for heavy ball (HB), Nesterov and GD.
 
 Reference: "Towards understanding momentum acceleration in river-valley loss landscapes" (2026), notes in

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Step-dLLM's block-sparse mask policy for diffusion LMs, as pure functions.
 
 Spec: ``shared/papers/sparse_attention.md``.

@@ -79,7 +79,7 @@ def check(
     _real(name, value)
     if finite:
         pred0 = predicate
-        predicate = lambda a: pred0(a) & _isfinite(a)  # noqa: E731
+        predicate = lambda a: pred0(a) & _isfinite(a)
     if not is_concrete(value):
         if checking_traced():
             _traced_check(name, value, predicate, requirement)

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """ZOE-Grad: surrogate gradients of a quantizer as expectations of zeroth-order estimators
 (``shared/papers/zoe_grad.md``; the paper's estimator and theorems are not public, so everything below is a
 *reconstruction* from the abstract: a standard derivation, stated and proved here).

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Drop-in ``flax.nnx`` and ``equinox`` attention over the functional ops (dense flash or block-sparse).
 
 * :func:`make_attention_fn`: an ``attention_fn`` for ``nnx.MultiHeadAttention`` (same call contract as
@@ -310,7 +309,7 @@ def swap_attention(
         return model
     if kv_indices is not None:
         raise ValueError("equinox: pass kv_num_blocks/kv_indices at call time to EqxSparseAttention")
-    is_mha = lambda x: isinstance(x, eqx.nn.MultiheadAttention)  # noqa: E731
+    is_mha = lambda x: isinstance(x, eqx.nn.MultiheadAttention)
     return jax.tree_util.tree_map(
         lambda x: (
             EqxSparseAttention.from_mha(x, is_causal=is_causal, block_sizes=block_sizes, implementation=implementation)

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Public ops: ``flash_attention`` and ``block_sparse_attention`` (layout [B, L, H, D], GQA, causal or not).
 
 ``implementation`` (:mod:`jaxwb.pallas_kernels.dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Louver-style threshold retrieval: every key with ``q . k >= tau``, zero false negatives by construction.
 
 Index (``build_key_index``): the keys of each kv head are cut into blocks of ``block_size``; per block either

@@ -131,7 +131,7 @@ class Recorder:
                 config_times[str(cfg)] = t
                 if best is None or t < best[0]:
                     best = (t, cfg, fn, args)
-            except Exception as e:  # noqa: BLE001 - a failing config is a result, not a crash
+            except Exception as e:
                 errors.append(f"{cfg}: {_err(e)}")
         if best is None:
             return self.add(section, op, impl, shape, error="; ".join(errors) or "no config", **extra)
@@ -142,7 +142,7 @@ class Recorder:
         if check is not None:
             try:
                 chk = float(check(fn(*args)))
-            except Exception as e:  # noqa: BLE001
+            except Exception as e:
                 errors.append(f"check: {_err(e)}")
         return self.add(
             section,

@@ -146,7 +146,7 @@ def _gpu_peers(rec: Recorder, qkv, shape, flops, check, L):
             L=L,
             note_inputs="float16",
         )
-    except Exception as e:  # noqa: BLE001
+    except Exception as e:
         rec.add("attention", "flash_attention", "jax_fa3_mgpu", shape, error=_err(e), L=L)
 
 

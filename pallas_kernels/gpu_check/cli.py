@@ -74,7 +74,7 @@ def main(argv=None) -> dict:
     table_name, peaks = peaks_for(dev.device_kind)
     try:
         ceilings = measure_ceilings(a.dry_run)
-    except Exception as e:  # noqa: BLE001 - the data sheet's peaks still apply
+    except Exception as e:
         ceilings = dict(error=_err(e))
     print(f"[gpu_check] measured ceilings: {ceilings}", file=sys.stderr)
     rec = Recorder(s, peaks, ceilings)
@@ -104,7 +104,7 @@ def main(argv=None) -> dict:
         )
 
     s.out.mkdir(parents=True, exist_ok=True)
-    save = lambda r: _write_json(s.out, r)  # noqa: E731
+    save = lambda r: _write_json(s.out, r)
     # every record is saved as it is measured: a step killed by its time limit keeps all it measured
     rec.on_add = lambda: save(make_result(None, time.perf_counter() - t_start, partial=True))
     for name, fn in (
@@ -123,7 +123,7 @@ def main(argv=None) -> dict:
             res = fn()
             if name == "attention":
                 dense.update(res)
-        except Exception as e:  # noqa: BLE001 - one broken section must not lose the others
+        except Exception as e:
             rec.add(name, name, "-", "-", error=_err(e))
         print(
             f"[gpu_check] {name}: {time.perf_counter() - t:.1f}s ({time.process_time() - c:.1f}s CPU)", file=sys.stderr

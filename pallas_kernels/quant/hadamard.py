@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Fast Walsh-Hadamard transform (FWHT) along the last axis: reference butterfly, Pallas kernel, public op.
 
 Notation: ``d = 2^n`` is the transform length and ``H_d`` the Sylvester Hadamard matrix
@@ -307,7 +306,7 @@ def fwht(
     check_x(x)
     check_length(x.shape[-1])
     d = x.shape[-1]
-    blocks_for = lambda p: user_blocks or default_block_sizes(p, d)  # noqa: E731
+    blocks_for = lambda p: user_blocks or default_block_sizes(p, d)
     impl, plat = dp.resolve(
         implementation,
         pallas_ok=lambda p: _pallas_refusal(d, blocks_for(p)),

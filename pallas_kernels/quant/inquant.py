@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """InQuant: in-place mixed-precision 4-bit KV-cache packing (``shared/papers/quantization.md``).
 
 Input: a KV tensor ``x`` of shape ``(..., T, C)`` (tokens x channels, 16-bit in practice). Outlier

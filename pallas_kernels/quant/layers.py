@@ -51,7 +51,7 @@ WEIGHT_FORMATS = ("nvfp4", "mxfp4", "razer", "razer_activation")
 _BLOCK = {"nvfp4": 16, "mxfp4": 32, "razer": 16, "razer_activation": 16}
 
 
-def _fmt_kw(fmt: str | None, format: str | None) -> str:  # noqa: A002 (the old keyword)
+def _fmt_kw(fmt: str | None, format: str | None) -> str:
     if format is not None:
         if fmt is not None and fmt != format:
             raise ValueError(f"fmt={fmt!r} and its alias format={format!r} disagree")
@@ -64,7 +64,7 @@ def _fmt_kw(fmt: str | None, format: str | None) -> str:  # noqa: A002 (the old 
 
 def quantize_weight(
     w, fmt: str | None = None, *, implementation: Implementation = None, format: str | None = None
-) -> QuantizedArray:  # noqa: A002
+) -> QuantizedArray:
     """Quantize a float weight of shape (out, in) (blocks along ``in``) to ``fmt``."""
     fmt = _fmt_kw(fmt, format)
     if fmt == "nvfp4":
@@ -103,7 +103,7 @@ class EqxQuantizedLinear(eqx.Module):
         fmt: str | None = None,
         *,
         implementation: Implementation = None,
-        format: str | None = None,  # noqa: A002 (alias)
+        format: str | None = None,
     ) -> EqxQuantizedLinear:
         if not isinstance(linear, eqx.nn.Linear):
             raise ValueError(f"linear must be an eqx.nn.Linear, got {type(linear).__name__}")
@@ -145,7 +145,7 @@ class NnxQuantizedLinear(nnx.Module):
         fmt: str | None = None,
         *,
         implementation: Implementation = None,
-        format: str | None = None,  # noqa: A002 (alias)
+        format: str | None = None,
     ) -> NnxQuantizedLinear:
         """nnx.Linear keeps its kernel as (in, out): it is transposed to (out, in) before quantizing."""
         if not isinstance(linear, nnx.Linear):
@@ -182,7 +182,7 @@ class QuantizedLinear:
         fmt: str | None = None,
         *,
         implementation: Implementation = None,
-        format: str | None = None,  # noqa: A002 (alias)
+        format: str | None = None,
         qat: bool = False,
         surrogate: str = "gaussian",
         sigma: float | None = None,
@@ -290,9 +290,9 @@ def quantize_model(
     model,
     fmt: str | None = None,
     *,
-    filter: Callable[[str, Any], bool] | None = None,  # noqa: A002 (qwix's name)
+    filter: Callable[[str, Any], bool] | None = None,
     implementation: Implementation = None,
-    format: str | None = None,  # noqa: A002 (alias)
+    format: str | None = None,
     qat: bool = False,
     surrogate: str = "gaussian",
     sigma: float | None = None,
@@ -326,7 +326,7 @@ def quantize_model(
             else:
                 setattr(parent, path[-1], new)
         return model
-    is_lin = lambda x: isinstance(x, eqx.nn.Linear)  # noqa: E731
+    is_lin = lambda x: isinstance(x, eqx.nn.Linear)
 
     def swap(path, x):
         if is_lin(x) and keep(jax.tree_util.keystr(path), x):

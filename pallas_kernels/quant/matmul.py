@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Fused dequantize-matmul (W4A16): ``y = x @ W^T`` with ``W`` an FP4 block-quantized weight, ``x`` bfloat16.
 
     fp4_matmul(x, w, *, out_dtype=None, implementation=None, block_sizes=None) -> (..., N)

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """MXFP4 (OCP microscaling): E2M1 codes, one E8M0 power-of-two scale per 32 elements, no global scale.
 
 The scale is ``amax / 6`` rounded *up* to a power of two (the ``jax.nn`` ``mxfp4`` rule), so no element clips;

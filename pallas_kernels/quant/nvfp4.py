@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """NVFP4: E2M1 codes, one E4M3 scale per 16 elements, an FP32 global scale (math: ``reference.py``).
 
 Public ops (blocks along the last axis; ``implementation``: None = Pallas on GPU/TPU, XLA reference on CPU;

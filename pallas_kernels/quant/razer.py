@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """RaZeR (redundant zero remapping) on NVFP4: the FP4 code 0x8 (-0) decodes to a per-block special value.
 
 * ``variant="activation"``: NVFP4's global and E4M3 block scale; the scale byte's sign bit picks the special

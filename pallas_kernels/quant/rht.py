@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Dithered quantization with one randomized Hadamard transform (RHT): reference, fused Pallas kernels, ops.
 
 Notation (``shared/papers/quantization.md``): ``x`` in R^d (d a power of two), ``D`` a diagonal of random

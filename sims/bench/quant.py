@@ -143,12 +143,12 @@ def bench(quick: bool = False) -> list[BenchRow]:
     q = nvfp4_quantize(x)
     if on_accel:
         base_q, base_name = (lambda: nvfp4_quantize(x, implementation="xla")), "XLA reference"
-        base_dq = lambda: nvfp4_dequantize(q, implementation="xla")  # noqa: E731
+        base_dq = lambda: nvfp4_dequantize(q, implementation="xla")
     else:
         cc, cs, cg = _cast_nvfp4(x)
         agree = float(np.mean(np.asarray(cc) == np.asarray(q.codes)))
         base_q, base_name = (lambda: _cast_nvfp4(x)), "dtype-cast jnp"
-        base_dq = lambda: _cast_nvfp4_dequantize(cc, cs, cg)  # noqa: E731
+        base_dq = lambda: _cast_nvfp4_dequantize(cc, cs, cg)
     row(
         f"nvfp4_quantize {rows_}x{cols}",
         lambda: _nv_q(x),

@@ -41,7 +41,7 @@ def _version() -> str:
         from importlib.metadata import version
 
         return version("jax-theory-workbench")
-    except Exception:  # noqa: BLE001  (not installed: read pyproject.toml)
+    except Exception:
         import re
         from pathlib import Path
 

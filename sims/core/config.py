@@ -188,7 +188,7 @@ def field_types(cfg_or_cls) -> dict[str, Any]:
     cls = cfg_or_cls if isinstance(cfg_or_cls, type) else type(cfg_or_cls)
     try:
         return typing.get_type_hints(cls)
-    except Exception:  # noqa: BLE001  (unresolvable annotations: fall back to the default's type)
+    except Exception:
         return {f.name: type(getattr(cfg_or_cls, f.name, None)) for f in dataclasses.fields(cls)}
 
 

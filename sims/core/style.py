@@ -10,7 +10,7 @@ import matplotlib
 if matplotlib.get_backend().lower() not in ("agg", "module://matplotlib_inline.backend_inline"):
     matplotlib.use("Agg")
 
-import matplotlib.pyplot as plt  # noqa: E402
+import matplotlib.pyplot as plt
 
 STYLE_FILE = Path(__file__).with_name("workbench.mplstyle")
 PREDICTION = dict(color="black", linestyle="--", linewidth=1.3)  # how a paper's prediction is drawn

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Training dynamics on the tiny LM for ``jaxwb.sims.river_valley_lm``: the heavy-ball optimiser, the mini-batch run
 (loss map, AdamW grid, divergence-edge bisection) and the full-batch run (edge of stability with lambda_max(H(theta_t))
 tracked, valley/river split, linear river). Two compiled programs serve the whole study (compilation dominates the

@@ -74,7 +74,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     del true_tf, imp_tf
     names = ("uniform", "concentration", "oracle", "stale", "global")
     sizes = [masks[n].shape[0] for n in names]
-    cat = lambda m: jnp.concatenate([m[n] for n in names])  # noqa: E731
+    cat = lambda m: jnp.concatenate([m[n] for n in names])
     scores = policy.score_offline(model, states, truth, cat(masks), cat(masks_tf), cfg)
     pol, start = {}, 0
     for n, s in zip(names, sizes, strict=True):

@@ -68,7 +68,7 @@ def louver_study(model, states, cfg: Config) -> dict:
             r = threshold_retrieve(qq[None], kk[None], tau, block_size=cfg.block, bound=bound, implementation="xla")
             return r.block_mask[0], r.key_mask[0], r.touched_fraction
 
-        per_tau = lambda qq, kk, ts: jax.lax.map(lambda tau: one(qq, kk, tau), ts)  # noqa: E731
+        per_tau = lambda qq, kk, ts: jax.lax.map(lambda tau: one(qq, kk, tau), ts)
         return jax.vmap(jax.vmap(per_tau))(q, k, taus)
 
     out = {"tau": taus}

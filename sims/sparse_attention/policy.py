@@ -59,7 +59,7 @@ def _masks(imp, periods, budgets, *, alloc: str, steps: int):
 
     def one(period, budget):
         anchors = sa.anchor_steps(steps, period)
-        f = lambda im: sa.mask_trajectory(im, anchors, budget, allocation=alloc)  # noqa: E731 [T,H,Qb,Kb]
+        f = lambda im: sa.mask_trajectory(im, anchors, budget, allocation=alloc)
         return jax.vmap(jax.vmap(f, in_axes=1, out_axes=1))(imp)
 
     return jax.vmap(one)(periods, budgets)
@@ -132,7 +132,7 @@ def _score_step(model, x, x_tf, truth, masks, masks_tf, block):
             errs.append(jnp.linalg.norm(om - od) / jnp.linalg.norm(od))
         return jnp.stack(errs)
 
-    sparse = lambda xx, mk: model(xx, attention=sparse_attention_fn(mk, block))  # noqa: E731
+    sparse = lambda xx, mk: model(xx, attention=sparse_attention_fn(mk, block))
     lp_dense = jax.nn.log_softmax(model(x), axis=-1)
     kl = jax.vmap(lambda mk: _kl(lp_dense, jax.nn.log_softmax(sparse(x, mk), axis=-1), gen))(masks)
     dense_tf = model(x_tf)
@@ -166,11 +166,11 @@ def score_offline(model, states, truth, masks, masks_tf, cfg: Config) -> dict:
         N, T = states.shape[:2]
         xs, xt = states.reshape(N * T, -1), tf_states.reshape(N * T, -1)
         tr = jnp.repeat(truth, T, axis=0)
-        flat = lambda a: jnp.moveaxis(a, 0, 2).reshape(N * T, *a.shape[:1], *a.shape[3:])  # noqa: E731
+        flat = lambda a: jnp.moveaxis(a, 0, 2).reshape(N * T, *a.shape[:1], *a.shape[3:])
         out = jax.lax.map(lambda a: _score_step(m, *a, cfg.block), (xs, xt, tr, flat(masks), flat(masks_tf)))
         err, kl, dnll, dacc, nll_d, acc_d = out
         P = masks.shape[0]
-        per = lambda a: jnp.moveaxis(a.reshape(N, T, P, *a.shape[2:]), 2, 0)  # noqa: E731
+        per = lambda a: jnp.moveaxis(a.reshape(N, T, P, *a.shape[2:]), 2, 0)
         return {
             "err": per(err),
             "kl": per(kl),
@@ -221,7 +221,7 @@ def online_runs(model, truth, keys, periods, budgets, cfg: Config, *, alloc: str
             (x, _), states = jax.lax.scan(step, init, xs)
             return x, states
 
-        per_row = lambda p, b: jax.vmap(lambda pr, k: run(pr, k, p, b))(prompts, keys)  # noqa: E731
+        per_row = lambda p, b: jax.vmap(lambda pr, k: run(pr, k, p, b))(prompts, keys)
         return jax.vmap(per_row)(periods, budgets)
 
     return go(model, jnp.asarray(truth[:, : cfg.prompt_len]), keys, periods, budgets)

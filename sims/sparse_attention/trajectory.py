@@ -208,7 +208,7 @@ def map_statistics(true, cfg: Config, *, key) -> dict:
     true = np.asarray(true)
     m = _topk_np(true, cfg.main_k)  # [N, T, nl, H, Qb, Kb]
     # overlap |a & b| / |a| (``jaxwb.theory.sparse_attention.mask_overlap``), in numpy: these are many small arrays
-    ov = lambda a, b: ((a & b).sum((-2, -1)) / np.maximum(a.sum((-2, -1)), 1)).mean(axis=(-2, -1))  # noqa: E731
+    ov = lambda a, b: ((a & b).sum((-2, -1)) / np.maximum(a.sum((-2, -1)), 1)).mean(axis=(-2, -1))
     cons = ov(m[:, :-1], m[:, 1:])  # [N, T-1]: t -> t+1
     trans = np.zeros(T - 1, bool)
     trans[[t - 1 for t in cfg.transitions]] = True

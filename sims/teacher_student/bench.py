@@ -61,7 +61,7 @@ def numpy_solve(
         s = np.sum(np.where(feat_l < j[:, None], 0.25 * t + 0.5 + 1 / t, 0), axis=1)
         return np.where(j > 0, f32(2 / 3) * (d / alpha) * s, 0) + tail[j]
 
-    count = lambda d: np.sum(d[:, None] <= d_thr_l, axis=1)  # noqa: E731
+    count = lambda d: np.sum(d[:, None] <= d_thr_l, axis=1)
     x = np.array([0, a2.sum()], f32)
     for _ in range(n_ext):
         new = eps(x, count(delta + x))
@@ -118,7 +118,7 @@ def _interleaved(ours, base, rounds: int, block: tuple[int, int] = (1, 1)):
                 if block[i] == 1 or j > 0:
                     wall[i].append(time.perf_counter() - t0)
                     cpu[i].append(time.process_time() - c0)
-    med = lambda x: float(np.median(x))  # noqa: E731
+    med = lambda x: float(np.median(x))
     return med(wall[0]), med(wall[1]), med(cpu[0]), med(cpu[1])
 
 
@@ -171,14 +171,14 @@ def bench(quick: bool = False) -> list[BenchRow]:
         a2_np = np.asarray(a2)
         preset = PRESETS["full" if k == PRESETS["full"].k else "quick"]
         alphas = alpha_grid(dataclasses.replace(preset, n_alpha=n), 1.0)
-        ours = lambda alphas=alphas, a2=a2: ts.solve_grid(alphas, a2, 1.0).eps_bo  # noqa: E731
+        ours = lambda alphas=alphas, a2=a2: ts.solve_grid(alphas, a2, 1.0).eps_bo
         variants = (
             (False, "NumPy loop, every feature", (1, 1), "alternating calls (cold caches)"),
             (True, "NumPy loop, same work", (1, 1), "alternating calls (cold caches)"),
             (True, "NumPy loop, same work", WARM_BLOCK, "back-to-back calls (warm)"),
         )
         for dynamic, name, block, how in variants:
-            base = lambda alphas=alphas, a2_np=a2_np, dynamic=dynamic: [  # noqa: E731
+            base = lambda alphas=alphas, a2_np=a2_np, dynamic=dynamic: [
                 numpy_solve(a, a2_np, 1.0, dynamic=dynamic)[1] for a in alphas
             ]
             w_ours, w_base, c_ours, c_base = _interleaved(ours, base, rounds, block)

@@ -69,7 +69,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 source="theory",
             )
         )
-    pooled = lambda a: a.reshape(-1)  # noqa: E731  (all sizes x seeds)
+    pooled = lambda a: a.reshape(-1)
     out.append(
         Claim.from_samples(
             f"W4A4: RaZeR (weight + activation variants) perplexity < NVFP4's, all sizes "

@@ -105,7 +105,7 @@ def quantized_model(
         return q
     if fmt not in ACTIVATION_FORMAT:
         raise ValueError(f"fmt must be one of {tuple(ACTIVATION_FORMAT)} with activations=True, got {fmt!r}")
-    is_q = lambda x: type(x).__name__ == "EqxQuantizedLinear"  # noqa: E731
+    is_q = lambda x: type(x).__name__ == "EqxQuantizedLinear"
     return jax.tree.map(lambda x: ActQuantLinear(x, ACTIVATION_FORMAT[fmt]) if is_q(x) else x, q, is_leaf=is_q)
 
 

@@ -57,7 +57,7 @@ def engine_distances(engine_a: TinyLM, engine_b: TinyLM, *, key: jax.Array, n: i
     d = tvd.decode(as_ar_model(engine_a), as_ar_model(engine_b), jnp.zeros((m,), bool), key=key, n=n, m=m)
     z_tv = tvd.logit_z_from_decoded(d, "plain")
     z_kl = jnp.sum(d.lp - d.lq, axis=1)
-    se = lambda z: jnp.std(z, ddof=1) / np.sqrt(m)  # noqa: E731
+    se = lambda z: jnp.std(z, ddof=1) / np.sqrt(m)
     return {"tv": jnp.mean(z_tv), "tv_se": se(z_tv), "kl": jnp.mean(z_kl), "kl_se": se(z_kl)}
 
 

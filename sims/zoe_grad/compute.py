@@ -165,7 +165,7 @@ def toy_constants(cfg: Config, c) -> dict:
     """Constants of eq. 9-10 for the toy: G = sup g, H = sup |g'|, eps = sup |Q - Q_sigma|, L, B, V."""
     lv = zg.int_levels(cfg.int_bits)
     s = cfg.toy_sigma
-    g_fn = lambda z: zg.surrogate_grad(z, lv, s, law="gaussian")  # noqa: E731
+    g_fn = lambda z: zg.surrogate_grad(z, lv, s, law="gaussian")
     dg = jax.vmap(jax.grad(lambda z: g_fn(z)))
     big_g = zg.sup_on_grid(g_fn, lv)
     big_h = zg.sup_on_grid(lambda z: jnp.abs(dg(z)), lv)

@@ -193,7 +193,7 @@ def test_bad_input_raises(name, call, match):
 
 def test_checkify_raises_the_eager_errors_under_jit():
     """Under jit the value checks are skipped; inside `checked` they raise the same ValueError."""
-    f = lambda q, idx: bsa(q=q, idx=idx)  # noqa: E731
+    f = lambda q, idx: bsa(q=q, idx=idx)
     with pytest.raises(ValueError, match=r"kv_indices must lie in \[0, 1\), got range \[1, 1\]"):
         checked(f)(Q, IDX + 1)
     with pytest.raises(ValueError, match="q contains 1 non-finite"):
@@ -226,7 +226,7 @@ def bad_input_table(max_message: int = 110) -> str:
         try:
             call()
             kind, msg = "(nothing)", ""
-        except Exception as e:  # noqa: BLE001 (the table reports whatever is raised)
+        except Exception as e:
             kind, msg = type(e).__name__, str(e).splitlines()[0] if str(e) else ""
         msg = msg if len(msg) <= max_message else msg[: max_message - 3] + "..."
         lines.append(f"| {i} | {name} | {kind} | {msg.replace('|', '\\|')} |")

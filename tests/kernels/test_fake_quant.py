@@ -96,7 +96,7 @@ def _central_difference(x, scale, lv, sigma, *, law):
     with sigma traced: one compile per (law, levels shape) instead of op-by-op dispatch per example."""
     s64 = scale.astype(jnp.float64)
     h = 1e-4 * s64
-    qs = lambda v: s64 * zg.smoothed((v / s64).astype(jnp.float32), lv, sigma, law=law)  # noqa: E731
+    qs = lambda v: s64 * zg.smoothed((v / s64).astype(jnp.float32), lv, sigma, law=law)
     return (qs(x + h) - qs(x - h)) / (2 * h)
 
 
@@ -112,7 +112,7 @@ def test_ste_and_uniform_int_give_straight_through():
 
 
 def test_vmap_jit_and_dtype():
-    f = lambda r: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3)  # noqa: E731
+    f = lambda r: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3)
     # under jit (one compile each; eager op-by-op dispatch of these grads took most of this test's time)
     grad_row = jax.grad(lambda r: jnp.sum(f(r) * jnp.arange(64.0)))
     gv = jax.jit(jax.vmap(grad_row))(X)
@@ -177,7 +177,7 @@ def test_second_order_grad_lowers_with_the_compiled_kernel(fmt, monkeypatch):
     from tests.kernels.lowering import kernel_calls, lower_text
 
     monkeypatch.setattr(dispatch, "platform", lambda backend=None: "gpu")  # "pallas" -> the Triton kernels
-    f = lambda r: fake_quant(r, format=fmt, surrogate="gaussian", sigma=0.3, implementation="pallas")  # noqa: E731
+    f = lambda r: fake_quant(r, format=fmt, surrogate="gaussian", sigma=0.3, implementation="pallas")
     g2 = jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r)))
     assert kernel_calls(lower_text(g2, jax.ShapeDtypeStruct((3, 64), jnp.float32), platform="cuda"), "cuda") >= 1
 
@@ -196,7 +196,7 @@ def test_dequantize_kernel_is_differentiable_in_the_global_scale():
     for impl in ("xla", "interpret"):
         loss = lambda g, impl=impl: jnp.sum(
             nvfp4_dequantize(dataclasses.replace(q, global_scale=g), implementation=impl) ** 2
-        )  # noqa: E731
+        )
         np.testing.assert_allclose(float(jax.grad(loss)(q.global_scale)), want, rtol=1e-5)
 
 
@@ -208,7 +208,7 @@ def test_second_order_grad_equal_on_xla_and_the_kernel():
     w = jnp.arange(64.0)
     out = {}
     for impl in ("xla", "interpret"):
-        f = lambda r, impl=impl: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3, implementation=impl)  # noqa: E731
+        f = lambda r, impl=impl: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3, implementation=impl)
         out[impl] = jax.jit(jax.grad(lambda r, f=f: jnp.sum(jax.grad(lambda q: jnp.sum(f(q) * w))(r))))(X)
     if jax.default_backend() == "cpu":
         np.testing.assert_array_equal(np.asarray(out["interpret"]), np.asarray(out["xla"]))

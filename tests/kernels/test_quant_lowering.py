@@ -98,9 +98,9 @@ def test_default_on_gpu_follows_the_measurements(fmt, monkeypatch):
     want = 0 if dispatch.MEASURED_XLA_FASTER.get(f"{fmt}_quantize", ("", ""))[1] == "always" else 1
     assert want == (0 if fmt == "razer_activation" else 1)
     g = jax.ShapeDtypeStruct((), jnp.float32)
-    quantize = lambda x, g: blockwise.quantize(x, g, fmt=fmt, implementation=None).codes  # noqa: E731
+    quantize = lambda x, g: blockwise.quantize(x, g, fmt=fmt, implementation=None).codes
     assert kernel_calls(lower_text(quantize, x, g, platform="cuda"), "cuda") == want
-    dequantize = lambda q: blockwise.dequantize(q, dtype=jnp.float32, implementation=None)  # noqa: E731
+    dequantize = lambda q: blockwise.dequantize(q, dtype=jnp.float32, implementation=None)
     assert kernel_calls(lower_text(dequantize, _quantized_spec(fmt, (64, 512)), platform="cuda"), "cuda") == 1
 
 

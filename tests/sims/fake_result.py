@@ -69,7 +69,7 @@ FAKE_CLI = FAKE_RUN + "registry.get = lambda name: mod\nsys.exit(cli.main(sys.ar
 
 def fake_module():
     ns: dict = {}
-    exec(FAKE_RUN, ns)  # noqa: S102  (the same fake result, in this process)
+    exec(FAKE_RUN, ns)
     sys.modules.pop("jaxwb.sims._atomic_fake", None)
     return ns["mod"]
 

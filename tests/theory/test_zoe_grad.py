@@ -25,7 +25,7 @@ def _quad(f, lo=-12.0, hi=12.0, n=200_001):
 
 @pytest.mark.parametrize("law", zg.LAWS)
 def test_laws_are_unit_variance_densities(law):
-    p = lambda t: np.asarray(zg.pdf(jnp.asarray(t, jnp.float32), law), np.float64)  # noqa: E731
+    p = lambda t: np.asarray(zg.pdf(jnp.asarray(t, jnp.float32), law), np.float64)
     assert _quad(p) == pytest.approx(1.0, abs=2e-4)
     assert _quad(lambda t: t * p(t)) == pytest.approx(0.0, abs=1e-4)
     assert _quad(lambda t: t * t * p(t)) == pytest.approx(1.0, abs=2e-3)
@@ -72,7 +72,7 @@ def _levels(kind, seed):
        law=st.sampled_from(zg.SCORE_LAWS), est=st.sampled_from(["score", "two_point"]))
 def test_estimator_mean_matches_closed_form(kind, seed, x, sigma, law, est):
     lv = _levels(kind, seed)
-    q_fn = lambda z: zg.quantize(z, lv)  # noqa: E731
+    q_fn = lambda z: zg.quantize(z, lv)
     fn = zg.score_estimator if est == "score" else zg.two_point_estimator
     xs = jnp.full((4,), x, jnp.float32)  # 4 independent batches of draws (one shape for every example)
     g = np.asarray(fn(q_fn, xs, sigma, law=law, key=jax.random.key(seed), n=N_MC // 4), np.float64).ravel()
@@ -93,7 +93,7 @@ def test_surrogate_is_derivative_of_smoothed(kind, seed, x, sigma, law):
     assert g == pytest.approx(auto, rel=1e-4, abs=1e-5)
     if law != "uniform":  # the uniform law's surrogate jumps: finite differences straddle the jumps
         h = 1e-2 * sigma
-        qs = lambda z: float(zg.smoothed(z, lv, sigma, law=law))  # noqa: E731
+        qs = lambda z: float(zg.smoothed(z, lv, sigma, law=law))
         fd = (qs(x + h) - qs(x - h)) / (2 * h)
         assert g == pytest.approx(fd, rel=2e-2, abs=2e-3)
 

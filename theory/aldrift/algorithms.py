@@ -1,6 +1,5 @@
 """ALDRIFT (eq. ALDRIFT) and TOPIFT (the cross-entropy-method baseline)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial

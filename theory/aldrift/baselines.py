@@ -1,6 +1,5 @@
 """Baselines: uniform random search and DOO (Munos 2011), and the evaluation-count predictions."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import math

@@ -1,6 +1,5 @@
 """The cost d (Rastrigin envelope of the paper's experiment) and the Gaussian prior L0 = N(x0, I/mu0)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from typing import NamedTuple

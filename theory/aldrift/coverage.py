@@ -1,6 +1,5 @@
 """Coverage diagnostics (coarse learnability) and importance ESS, sampled and closed form (eq. ESS)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import jax.numpy as jnp

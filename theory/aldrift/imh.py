@@ -1,6 +1,5 @@
 """Independent Metropolis-Hastings: the exact finite-space kernel, its TV bound and the JAX chains (eq. IMH)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import jax

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Model families fitted at each temperature: Gaussian (from a covariance or its Cholesky factor) and KDE.
 
 ``Gaussian(mean, chol)`` is the bare pytree and takes a *Cholesky factor*: passing a covariance there silently

@@ -1,6 +1,5 @@
 """Closed forms of the tempered target for quadratic and separable costs (eq. pT)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import jax.numpy as jnp

@@ -1,6 +1,5 @@
 """Temperature schedules tau_1 < ... < tau_N = T (additive and geometric)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import math

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Mini-batch SGD, heavy ball and Nesterov on consistent least squares (the interpolation regime).
 
 Reference: Garg & Derezinski, "Perfect parallelization in mini-batch SGD with classical momentum acceleration"

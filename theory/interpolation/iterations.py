@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """The stochastic iteration: mini-batch sampling and gradients, SGD / heavy ball / Nesterov, randomized
 Kaczmarz and coordinate descent (notation: ``jaxwb.theory.interpolation``)."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Exact mean-square dynamics (eq. MS): the operator T, its spectral radius by the reduced map, and the
 exact E||e_t||^2 recursion (notation and the derivation: ``jaxwb.theory.interpolation``)."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Problems: the consistent system and its row sampling, H, the constants (mu, L, L_max, tr H) and the
 saturation scales; Kaczmarz and coordinate descent as special cases (notation: ``jaxwb.theory.interpolation``)."""
 

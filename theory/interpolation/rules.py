@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Parameters: the momentum rule (eq. RULE), its saturation point and the sufficient stability condition
 (eq. STAB) (notation: ``jaxwb.theory.interpolation``)."""
 

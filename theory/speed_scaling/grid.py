@@ -1,7 +1,6 @@
 """The time grid and EDF: slots rs_j = ceil(r_j / dt) <= k < ds_j = floor(d_j / dt), one EDF step per slot,
 the scan shared by every online algorithm, and EDF on a given speed profile."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial
@@ -116,7 +115,7 @@ def _prep(release, deadline, work, n_slots, dt, *, grid=None, grid_name="speed")
 def _edf_schedule(release, deadline, work, speed, dt, n_slots, guard):
     rs, ds = _slots(release, deadline, dt)
     perm = jnp.argsort(ds, stable=True)
-    fn = lambda k, t, rem, pending, st: (speed[k], st)  # noqa: E731
+    fn = lambda k, t, rem, pending, st: (speed[k], st)
     rem, eff, nom, gw, _ = _scan_edf(fn, rs[perm], ds[perm], work[perm], n_slots, dt, guard=guard)
     return _finish(rem, perm, work, eff, nom, gw, dt)
 

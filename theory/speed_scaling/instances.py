@@ -1,7 +1,6 @@
 """Instance generators (LAS's uniform-deadline model, random windows, AVR's lower-bound family) and
 predictions of workloads and machine speeds."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import math

@@ -1,6 +1,5 @@
 """LAS (Bamas, Maggiori, Rohwedder, Svensson 2020): job-workload predictions, window shrink and robustify."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial
@@ -92,7 +91,7 @@ def _las(release, deadline, work, pred, dt, m, n_slots):
     opt_pred = _yds(release, ds_s * dt, pred)
     s_pred = profile_on_grid(opt_pred.profile, n_slots, dt)
     perm = jnp.argsort(ds_s, stable=True)
-    fn = lambda k, t, rem, pending, st: (s_pred[k], st)  # noqa: E731
+    fn = lambda k, t, rem, pending, st: (s_pred[k], st)
     _, _, _, _, done = _scan_edf(fn, rs[perm], ds_s[perm], pred[perm], n_slots, dt, guard=True, per_job=True)
     alloc_pred = jnp.zeros_like(done).at[:, perm].set(done)
     scale = jnp.where(pred > 0, jnp.minimum(1.0, work / jnp.where(pred > 0, pred, 1.0)), 0.0)

@@ -5,7 +5,6 @@ Jobs j = 1..n: release r_j, deadline d_j > r_j, work w_j >= 0 (three arrays of s
 deadline times) or on a uniform grid of slots of width dt.
 """
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import math

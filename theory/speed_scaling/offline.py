@@ -1,6 +1,5 @@
 """Exact offline profiles: the YDS optimum (Yao, Demers, Shenker 1995) and the exact AVR profile."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 import jax

@@ -1,7 +1,6 @@
 """Classic online algorithms on the grid: AVR, OA, qOA (Yao-Demers-Shenker; Bansal-Kimbrel-Pruhs) and BKP, with
 their published competitive ratios. Energy integrates the commanded speed (``Schedule.profile``)."""
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial

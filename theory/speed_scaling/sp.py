@@ -51,7 +51,6 @@ Smoothness: the measured ratio stays below (1 + eta)^alpha, eta = ||s_hat - s*||
 OPT.
 """
 
-# ruff: noqa: F722  (jaxtyping shape strings)
 from __future__ import annotations
 
 from functools import partial

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student reconstruction, closed forms for g = m^3: the learned branch m+(c), the per-feature
 potential f(m; c) (eq. f), the information-theoretic threshold c_IT and the scaling laws built on it (eq. kc).
 

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student reconstruction: readout amplitudes (eq. A) and overlap kernels g (eq. G)."""
 
 from __future__ import annotations

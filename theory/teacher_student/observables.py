@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student reconstruction: errors (eqs. BO, Gibbs), effective width, per-feature thresholds, jump detection."""
 
 from __future__ import annotations

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student reconstruction: the potential Phi (eq. Phi), its differences, and each feature's best branch."""
 
 from __future__ import annotations

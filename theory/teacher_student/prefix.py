@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student solver, cubic fast path: the error and potential sums with the first j features learned
 (the prefix form of eq. BO for g = m^3), in lane sums. See the package docstring (Numerics)."""
 
@@ -93,7 +92,7 @@ def _count_down(v, level, *, strict: bool = False, n: int | None = None):
     if not callable(v):
         arr = jnp.asarray(v)
         n = arr.shape[-1]
-        v = lambda i: arr[i]  # noqa: E731
+        v = lambda i: arr[i]
     hit = (lambda x: level < x) if strict else (lambda x: level <= x)
 
     def step(_, st):  # invariant: hit on [0, lo), miss on [hi, n)

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Teacher-student solver: the global maximiser of Phi over the self-consistent points (``solve``, ``solve_grid``).
 
 Why it is global, and the numerics, are in the package docstring and in ``solve``'s."""
@@ -83,11 +82,11 @@ def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None, hi0=None)
     (f(m+(c); c) > 0 iff c > c_IT, so this is the best branch of every feature).
     """
     if fast is None:
-        err = lambda x: _errors(delta + x, alpha, a2, kernel, cubic)[0]  # noqa: E731
+        err = lambda x: _errors(delta + x, alpha, a2, kernel, cubic)[0]
     else:
         w, thr, tail = fast
-        count = lambda d: _count_down(thr, d, n=a2.shape[0])  # noqa: E731
-        err = lambda x: _prefix_eps(x, count(delta + x), w, alpha, delta, tail)  # noqa: E731
+        count = lambda d: _count_down(thr, d, n=a2.shape[0])
+        err = lambda x: _prefix_eps(x, count(delta + x), w, alpha, delta, tail)
 
     def body(st):
         lo, hi, _, it = st
@@ -118,7 +117,7 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
     k = a2.shape[0]
     dt = a2.dtype
     w, thr, tail = _fast_terms(alpha, a2, delta, fn=True) if fast is None else fast  # learned iff D <= thr(i)
-    count = lambda d: _count_down(thr, d, n=k)  # noqa: E731
+    count = lambda d: _count_down(thr, d, n=k)
     j_hi, j_lo = count(delta + x_lo), count(delta + x_hi)
     js = j_lo + jnp.arange(N_CANDIDATES)
     complete = (j_hi - j_lo) < N_CANDIDATES
@@ -130,7 +129,7 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
         b = jnp.minimum(x_hi, up - delta)
         tiny = jnp.finfo(dt).tiny
         a, b = jnp.maximum(a, tiny), jnp.maximum(b, tiny)
-        h = lambda x: _prefix_eps(x, j, w, alpha, delta, tail) - x  # noqa: E731
+        h = lambda x: _prefix_eps(x, j, w, alpha, delta, tail) - x
         h_a, h_b = jax.vmap(h)(jnp.stack([a, b]))  # one pass over the features for both ends
         ok = (j <= j_hi) & (a <= b) & (h_a >= -slack * a) & (h_b <= slack * b)
 
@@ -200,7 +199,7 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
         m_b, u_b = (v_[:k] for v_ in _prefix_overlaps(x[best], js[best], fast[0], delta))
         # k_c = #{m_b > 1/2} (the learned prefix of m is non-increasing): the search recomputes the overlaps it
         # visits, so m_b is never materialised apart from the outputs it is written to
-        m_at = lambda i: _prefix_overlaps(x[best], js[best], fast[0][i], delta, index=i)[0]  # noqa: E731
+        m_at = lambda i: _prefix_overlaps(x[best], js[best], fast[0][i], delta, index=i)[0]
         k_c = _count_down(m_at, 0.5, strict=True, n=k)
     else:
         m_b, u_b = m[best], u[best]
@@ -322,7 +321,7 @@ def _count_prefix(alphas: np.ndarray, a2: np.ndarray, level: float) -> np.ndarra
     alphas then runs on the window [guess - 2, guess + 2] when the exact predicate confirms that window brackets
     the boundary (else on [0, k]): the exact count in a few (B,) steps, not log2 k of them."""
     k = a2.shape[0]
-    holds = lambda i: alphas * a2[np.clip(i, 0, k - 1)] / closed_forms.C_IT >= level  # noqa: E731
+    holds = lambda i: alphas * a2[np.clip(i, 0, k - 1)] / closed_forms.C_IT >= level
     with np.errstate(divide="ignore"):
         guess = np.searchsorted(-a2, -(level * closed_forms.C_IT / alphas), side="right")
     lo, hi = np.maximum(guess - 2, 0), np.minimum(guess + 2, k)

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Total-variation distance between autoregressive distributions under three access models.
 
 Reference: "Estimating the total variation distance between autoregressive models" (2026), notes in

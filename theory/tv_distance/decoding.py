@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Decoding: one ``lax.scan`` over positions, vectorised over the m sequences; per-position log-probs of both
 models (notation: ``jaxwb.theory.tv_distance``)."""
 

@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Exact values by enumeration of all K^n sequences: ``exact_tv``, ``exact_kl`` (the ground truth of every
 estimator; notation: ``jaxwb.theory.tv_distance``)."""
 

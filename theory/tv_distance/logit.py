@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Logit access: the plain / mixture / Rao-Blackwell estimators, Hoeffding's m, ``Estimate`` (value, stderr,
 queries, bias) and KL for comparison (eq. plain, mix, RB, Hoeffding in ``jaxwb.theory.tv_distance``)."""
 

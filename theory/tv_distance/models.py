@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """The autoregressive-model interface (``ARModel``): n-gram / Markov models with explicit tables and a random
 tiny causal transformer in pure JAX with float32 / bfloat16 engines (notation: ``jaxwb.theory.tv_distance``)."""
 

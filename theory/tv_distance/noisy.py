@@ -1,4 +1,3 @@
-# ruff: noqa: F722  (jaxtyping shape strings)
 """Noisy logits and samples: a noisy log-ratio L_hat, then a plugin or SIMEX correction (the Gaussian
 smoothing, polynomial extrapolation in the noise variance); the sample-access counts (notation and the
 derivation: ``jaxwb.theory.tv_distance``)."""
