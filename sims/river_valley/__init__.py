@@ -1,6 +1,11 @@
 """River-valley momentum: heavy ball lets GD run at a learning rate that would make it diverge, and moves
 (1 + beta)/(1 - beta) times faster along the river. Synthetic part of ``shared/papers/river_valley.md``.
 
+Paper: *Towards understanding momentum acceleration in river-valley loss landscapes* (NeurIPS 2026), building
+on Wen et al., *Understanding warmup-stable-decay learning rates: a river valley loss landscape perspective*
+(ICLR 2025). Reproduced here: the synthetic landscapes (the quadratic stability edges, the river-speed gain,
+the closed-form transients); the language-model part is ``jaxwb.sims.river_valley_lm``.
+
 Figures (``figures/river_valley/``):
   trajectories.png        GD vs heavy ball on a curved valley at an aggressive learning rate
   phase_diagram.png       (lr, beta) map of river progress and divergence, theory boundary 2(1+beta)/lam drawn
@@ -28,21 +33,11 @@ linear stability (check).
 
 from __future__ import annotations
 
-from jaxwb.sims.river_valley.claims import MUTANTS, claims
-from jaxwb.sims.river_valley.compute import bench, closed_form_distance, measured_boundary, run
+from jaxwb.sims.river_valley.bench import bench
+from jaxwb.sims.river_valley.claims import claims
 from jaxwb.sims.river_valley.config import NAME, PRESETS, TITLE, Config
 from jaxwb.sims.river_valley.figures import plot
+from jaxwb.sims.river_valley.mutants import MUTANTS
+from jaxwb.sims.river_valley.run import run
 
-__all__ = [
-    "Config",
-    "MUTANTS",
-    "NAME",
-    "PRESETS",
-    "TITLE",
-    "bench",
-    "claims",
-    "closed_form_distance",
-    "measured_boundary",
-    "plot",
-    "run",
-]
+__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]

@@ -15,11 +15,9 @@ from jaxwb.theory import river_valley as rv
 # ---------------------------------------------------------------------------------------------------------
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
+def plot_trajectories(results: dict, cfg: Config):
+    """GD vs HB on the curved valley from random starts, and their losses."""
     lam, mu = cfg.lam, cfg.mu
-
-    # trajectories on the curved valley
     tr = results["trajectories"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     xs = np.linspace(-3.5, 1.0, 300)
@@ -65,9 +63,12 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.legend(loc="lower right")
     ax2.set(xlabel="step", ylabel="loss", title="Loss (GD at the aggressive lr blows up and stops)")
     ax2.legend(fontsize=7)
-    figs["trajectories"] = fig
+    return fig
 
-    # phase diagram
+
+def plot_phase_diagram(results: dict, cfg: Config):
+    """(lr, beta) map of river progress and divergence, with the theory boundary."""
+    lam, mu = cfg.lam, cfg.mu
     ph = results["phase"]
     lrs, betas = np.asarray(ph["lr"]), np.asarray(ph["beta"])
     prog = np.where(np.asarray(ph["diverged"]), np.nan, np.asarray(ph["progress"]))
@@ -110,9 +111,12 @@ def plot(results: dict, cfg: Config) -> dict:
     )
     fig.colorbar(mesh, ax=ax, label="river progress 1 - |x_T - x*| / |x_0 - x*|")
     ax.legend(loc="lower left", fontsize=8)
-    figs["phase_diagram"] = fig
+    return fig
 
-    # river progress vs steps
+
+def plot_river_progress(results: dict, cfg: Config):
+    """Distance along the river vs steps, straight and high-dimensional valleys, closed forms dashed."""
+    lam, mu = cfg.lam, cfg.mu
     pr = results["progress"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     for i, (b, lr) in enumerate(zip(np.asarray(pr["beta"]), np.asarray(pr["lr"]), strict=True)):
@@ -146,9 +150,12 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"High-dimensional valley: {cfg.hd_dim} curvatures in [{cfg.hd_lam_min:g}, {lam:g}]",
     )
     ax2.legend(fontsize=8)
-    figs["river_progress"] = fig
+    return fig
 
-    # stability boundary
+
+def plot_stability_boundary(results: dict, cfg: Config):
+    """Measured stable lr vs beta for HB and Nesterov against the closed forms; Polyak's rate."""
+    lam = cfg.lam
     b = results["boundary"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12.5, 4.6))
     bfine = np.linspace(0, 0.99, 200)
@@ -192,5 +199,13 @@ def plot(results: dict, cfg: Config) -> dict:
         f"{1 - float(p['rate_closed_form']):.5f}, 1 - r = {1 - r:.5f}",
     )
     ax2.legend(fontsize=8)
-    figs["stability_boundary"] = fig
-    return figs
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "trajectories": plot_trajectories(results, cfg),
+        "phase_diagram": plot_phase_diagram(results, cfg),
+        "river_progress": plot_river_progress(results, cfg),
+        "stability_boundary": plot_stability_boundary(results, cfg),
+    }

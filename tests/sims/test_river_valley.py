@@ -13,7 +13,7 @@ from jaxwb.sims import river_valley as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
-from jaxwb.sims.river_valley import compute as rv_compute
+from jaxwb.sims.river_valley.run import curved_starts
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -35,8 +35,8 @@ def test_quick_preset_end_to_end(tmp_path):
     assert (~div[above_gd & (lr < 3.0 / sim.PRESETS["quick"].lam), -2]).all()
     # the seed matters: another key draws other curved-valley starts (claims are fractions over them)
     cfg = sim.PRESETS["quick"]
-    a = np.asarray(rv_compute._curved_starts(cfg, jax.random.split(jax.random.key(0))[1]))
-    b = np.asarray(rv_compute._curved_starts(cfg, jax.random.split(jax.random.key(1))[1]))
+    a = np.asarray(curved_starts(cfg, jax.random.split(jax.random.key(0))[1]))
+    b = np.asarray(curved_starts(cfg, jax.random.split(jax.random.key(1))[1]))
     assert not np.allclose(a, b)
     np.testing.assert_array_equal(np.asarray(outcome.results["trajectories"]["starts"]), a)
 

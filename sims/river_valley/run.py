@@ -9,8 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxwb.sims.core.sweep import grid, sweep
-from jaxwb.sims.core.timing import BenchRow, time_call
-from jaxwb.sims.river_valley.config import PRESETS, Config
+from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
 
 # ---------------------------------------------------------------------------------------------------------
@@ -18,7 +17,7 @@ from jaxwb.theory import river_valley as rv
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _phase_point(row, *, valley, theta0, steps):
+def phase_point(row, *, valley, theta0, steps):
     traj, diverged = rv.optimize(valley, theta0, lr=row["lr"], beta=row["beta"], steps=steps, method="hb")
     # envelope over the last 10% of steps, so an oscillating iterate caught near x* does not count as arrived
     tail = rv.river_distance(traj[-max(1, steps // 10) :], valley)
@@ -64,7 +63,7 @@ def closed_form_distance(steps, x0, lr, lam, beta, method="hb"):
         return np.abs(np.asarray(rv.quadratic_closed_form(t, float(x0), lr, float(lam), beta, method)))
 
 
-def _curved_starts(cfg: Config, key: jax.Array) -> jax.Array:
+def curved_starts(cfg: Config, key: jax.Array) -> jax.Array:
     """Random curved-valley starts, shape (n_seeds, 2): x ~ U(start_x_range), y = floor(x) + 0.05 + sd N(0,1)."""
     kx, ky = jax.random.split(key)
     x = jax.random.uniform(kx, (cfg.n_seeds,), minval=cfg.start_x_range[0], maxval=cfg.start_x_range[1])
@@ -72,25 +71,22 @@ def _curved_starts(cfg: Config, key: jax.Array) -> jax.Array:
     return jnp.stack([x, y], -1)
 
 
-def run(cfg: Config, *, key: jax.Array) -> dict:
-    lam, mu = cfg.lam, cfg.mu
-    straight = rv.straight_valley(mu, lam)
-    theta0 = jnp.array([cfg.x0, cfg.y0])
-    out = {}
-
-    # (lr, beta) phase diagram: one vmapped sweep over the flattened grid
+def phase_diagram(cfg: Config, straight, theta0) -> dict:
+    """(lr, beta) phase diagram: one vmapped sweep over the flattened grid."""
     lrs = jnp.geomspace(*cfg.lr_range, cfg.n_lr)
     betas = jnp.linspace(0.0, cfg.beta_max, cfg.n_beta)
     g = grid(lr=lrs, beta=betas)
-    phase = sweep(partial(_phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps), g)
-    out["phase"] = {
+    phase = sweep(partial(phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps), g)
+    return {
         "lr": lrs,
         "beta": betas,
         "progress": phase["progress"].reshape(cfg.n_lr, cfg.n_beta),
         "diverged": phase["diverged"].reshape(cfg.n_lr, cfg.n_beta),
     }
 
-    # stability boundary by bisection, vmapped over beta, for HB and Nesterov
+
+def stability_boundary(cfg: Config, straight, theta0) -> dict:
+    """Stability boundary by bisection, vmapped over beta, for HB and Nesterov."""
     bb = jnp.asarray(cfg.boundary_betas)
     boundary = {"beta": bb}
     for method in ("hb", "nesterov"):
@@ -98,10 +94,11 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
             measured_boundary, straight, theta0, method=method, steps=cfg.boundary_steps, iters=cfg.bisection_iters
         )
         boundary[method] = jax.jit(jax.vmap(fn))(bb)
-    out["boundary"] = boundary
+    return boundary
 
-    # largest stable river speed on a linear river, at speed_margin x the *measured* boundary
-    river = rv.linear_river(1.0, lam)
+
+def river_speed(cfg: Config, straight, theta0, river) -> dict:
+    """Largest stable river speed on a linear river, at speed_margin x the *measured* boundary."""
     sb = jnp.asarray(cfg.speed_betas)
     lr_gd = cfg.speed_margin * measured_boundary(
         straight, theta0, 0.0, method="hb", steps=cfg.boundary_steps, iters=cfg.bisection_iters
@@ -112,7 +109,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     speed = partial(_river_speed, valley=river, steps=cfg.speed_steps)
     v_gd = speed(lr_gd, 0.0)
     v_hb = jax.vmap(speed)(lr_hb, sb)
-    out["river_speed"] = {
+    return {
         "beta": sb,
         "lr_hb": lr_hb,
         "lr_gd": lr_gd,
@@ -121,42 +118,50 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "gain": v_hb / v_gd,
     }
 
-    # exact linear-river transient vs simulation
-    t = jnp.arange(cfg.speed_steps + 1)
-    lr_t, beta_t = 0.5 * rv.hb_threshold(lam, cfg.traj_beta), cfg.traj_beta
-    sim, _ = rv.optimize(river, jnp.zeros(2), lr=lr_t, beta=beta_t, steps=cfg.speed_steps, method="hb")
-    out["transient"] = {"t": t, "simulated": sim[:, 0], "formula": rv.linear_river_transient(t, 0.0, lr_t, 1.0, beta_t)}
 
-    # river progress curves on the straight valley at 0.9 x each method's threshold, with the exact 1-D theory
+def linear_transient(cfg: Config, river) -> dict:
+    """Exact linear-river transient vs simulation."""
+    t = jnp.arange(cfg.speed_steps + 1)
+    lr_t, beta_t = 0.5 * rv.hb_threshold(cfg.lam, cfg.traj_beta), cfg.traj_beta
+    sim, _ = rv.optimize(river, jnp.zeros(2), lr=lr_t, beta=beta_t, steps=cfg.speed_steps, method="hb")
+    return {"t": t, "simulated": sim[:, 0], "formula": rv.linear_river_transient(t, 0.0, lr_t, 1.0, beta_t)}
+
+
+def river_progress(cfg: Config, straight, theta0) -> dict:
+    """River progress curves on the straight valley at 0.9 x each method's threshold, with the exact 1-D theory."""
     pb = jnp.asarray((0.0, *cfg.progress_betas))
-    lr_p = 0.9 * rv.hb_threshold(lam, pb)
+    lr_p = 0.9 * rv.hb_threshold(cfg.lam, pb)
     curves = jax.vmap(
         lambda lr, b: rv.optimize(straight, theta0, lr=lr, beta=b, steps=cfg.progress_steps, method="hb")[0]
     )(lr_p, pb)
-    theory = closed_form_distance(cfg.progress_steps, cfg.x0, lr_p, mu, pb)
-    out["progress"] = {"beta": pb, "lr": lr_p, "distance": jnp.abs(curves[..., 0]), "theory": theory}
+    theory = closed_form_distance(cfg.progress_steps, cfg.x0, lr_p, cfg.mu, pb)
+    return {"beta": pb, "lr": lr_p, "distance": jnp.abs(curves[..., 0]), "theory": theory}
 
-    # high-dimensional valley: a spectrum of valley curvatures, random valley offsets (one per seed, vmapped)
-    lams = rv.valley_spectrum(cfg.hd_dim, cfg.hd_lam_min, lam)
-    hd = rv.high_dim_valley(mu, lams)
-    k_hd, k_start = jax.random.split(key)
-    y0 = cfg.y0 * jax.random.normal(k_hd, (cfg.n_seeds, cfg.hd_dim))
+
+def high_dim_progress(cfg: Config, key: jax.Array) -> dict:
+    """High-dimensional valley: a spectrum of valley curvatures, random valley offsets (one per seed, vmapped)."""
+    lams = rv.valley_spectrum(cfg.hd_dim, cfg.hd_lam_min, cfg.lam)
+    hd = rv.high_dim_valley(cfg.mu, lams)
+    y0 = cfg.y0 * jax.random.normal(key, (cfg.n_seeds, cfg.hd_dim))
     hd_out = {}
     for label, b in (("gd", 0.0), ("hb", cfg.traj_beta)):
-        fn = partial(_hd_progress, valley=hd, lr=0.9 * rv.hb_threshold(lam, b), beta=b, steps=cfg.progress_steps)
+        fn = partial(_hd_progress, valley=hd, lr=0.9 * rv.hb_threshold(cfg.lam, b), beta=b, steps=cfg.progress_steps)
         dist, div = sweep(fn, y0)
         hd_out[label] = {
             "distance": dist,
             "diverged": div,
-            "theory": closed_form_distance(cfg.progress_steps, 1.0, fn.keywords["lr"], mu, b),
+            "theory": closed_form_distance(cfg.progress_steps, 1.0, fn.keywords["lr"], cfg.mu, b),
         }
-    out["high_dim"] = hd_out
+    return hd_out
 
-    # GD vs HB trajectories on a curved valley at an aggressive lr
-    curved = rv.curved_valley(mu * 10, lam, cfg.curved_a, cfg.curved_k)
+
+def curved_trajectories(cfg: Config, key: jax.Array) -> dict:
+    """GD vs HB trajectories on a curved valley at an aggressive lr, from random starts."""
+    lam = cfg.lam
+    curved = rv.curved_valley(cfg.mu * 10, lam, cfg.curved_a, cfg.curved_k)
     lam_eff = lam * (1.0 + (cfg.curved_a * cfg.curved_k) ** 2)  # largest curvature across the curved floor
     lr_aggr = 0.8 * rv.hb_threshold(lam_eff, cfg.traj_beta)
-    starts = _curved_starts(cfg, k_start)
+    starts = curved_starts(cfg, key)
     tr = {"starts": starts}
     for label, lr, b in (
         ("gd_safe", 0.9 * rv.gd_threshold(lam_eff), 0.0),
@@ -168,9 +173,12 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         )(starts)
         loss = jax.vmap(jax.vmap(rv.valley_loss, (0, None)), (0, None))(traj, curved)
         tr[label] = {"theta": traj, "diverged": div, "lr": jnp.asarray(lr), "loss": loss}
-    out["trajectories"] = tr
+    return tr
 
-    # Polyak's optimal heavy ball on [mu, lam]: measured rate vs (sqrt k - 1)/(sqrt k + 1)
+
+def polyak_rate(cfg: Config, straight, theta0) -> dict:
+    """Polyak's optimal heavy ball on [mu, lam]: measured rate vs (sqrt k - 1)/(sqrt k + 1)."""
+    mu, lam = cfg.mu, cfg.lam
     lr_o, beta_o, rate_o = rv.hb_optimal_params(mu, lam)
     traj, _ = rv.optimize(straight, theta0, lr=lr_o, beta=beta_o, steps=cfg.polyak_steps, method="hb")
     norms = jnp.linalg.norm(traj, axis=-1)
@@ -180,7 +188,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         closed_form_distance(cfg.polyak_steps, cfg.x0, lr_o, mu, beta_o),
         closed_form_distance(cfg.polyak_steps, cfg.y0, lr_o, lam, beta_o),
     )
-    out["polyak"] = {
+    return {
         "rate_theory": rate_o,
         "rate_measured": (norms[-1] / norms[half]) ** (1.0 / half),
         "rate_closed_form": (cf[-1] / cf[half]) ** (1.0 / half),
@@ -189,56 +197,20 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "lr": lr_o,
         "beta": beta_o,
     }
-    return out
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Benchmark: the jitted, vmapped phase-diagram sweep vs a NumPy loop over the same grid
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _numpy_phase(lrs, betas, lam, mu, x0, y0, steps):
-    curv = np.array([mu, lam])
-    progress = np.empty((len(lrs), len(betas)))
-    for i, lr in enumerate(lrs):
-        for j, beta in enumerate(betas):
-            x = np.array([x0, y0])
-            xp = x.copy()
-            ok = True
-            tail = []
-            for t in range(steps):
-                xn = x - lr * curv * x + beta * (x - xp)
-                if not np.all(np.abs(xn) < 1e6 * (1 + max(abs(x0), abs(y0)))):
-                    ok = False
-                    break
-                xp, x = x, xn
-                if t >= steps - max(1, steps // 10):
-                    tail.append(abs(x[0]))
-            progress[i, j] = 1 - max(tail) / abs(x0) if ok else 0.0
-    return progress
-
-
-def bench(quick: bool = False) -> list[BenchRow]:
-    cfg = PRESETS["quick" if quick else "full"]
-    n = 16 if quick else 40
-    lrs, betas = np.geomspace(*cfg.lr_range, n), np.linspace(0, cfg.beta_max, n)
+def run(cfg: Config, *, key: jax.Array) -> dict:
     straight = rv.straight_valley(cfg.mu, cfg.lam)
+    river = rv.linear_river(1.0, cfg.lam)
     theta0 = jnp.array([cfg.x0, cfg.y0])
-    fn = partial(_phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps)
-    g = grid(lr=jnp.asarray(lrs, jnp.float32), beta=jnp.asarray(betas, jnp.float32))
-    ours = time_call(lambda: sweep(fn, g)["progress"], repeats=3)
-    base = time_call(
-        lambda: _numpy_phase(lrs, betas, cfg.lam, cfg.mu, cfg.x0, cfg.y0, cfg.phase_steps), repeats=1, warmup=0
-    )
-    a = np.asarray(sweep(fn, g)["progress"]).reshape(n, n)
-    b = _numpy_phase(lrs, betas, cfg.lam, cfg.mu, cfg.x0, cfg.y0, cfg.phase_steps)
-    return [
-        BenchRow(
-            f"phase diagram {n}x{n}x{cfg.phase_steps}",
-            "jit(vmap) sweep",
-            "NumPy loop",
-            ours,
-            base,
-            note=f"max |progress diff| {np.max(np.abs(a - b)):.1e}; target >= 20x",
-        )
-    ]
+    k_hd, k_start = jax.random.split(key)
+    return {
+        "phase": phase_diagram(cfg, straight, theta0),
+        "boundary": stability_boundary(cfg, straight, theta0),
+        "river_speed": river_speed(cfg, straight, theta0, river),
+        "transient": linear_transient(cfg, river),
+        "progress": river_progress(cfg, straight, theta0),
+        "high_dim": high_dim_progress(cfg, k_hd),
+        "trajectories": curved_trajectories(cfg, k_start),
+        "polyak": polyak_rate(cfg, straight, theta0),
+    }
