@@ -1,6 +1,10 @@
 """Online speed scaling with predictions: machine-speed predictions (SP) and job-workload predictions (LAS)
-against the classic online algorithms, measured as energy / OPT (YDS = 1). Spec:
-``shared/papers/speed_scaling.md``; the algorithms and the robustness derivation are in
+against the classic online algorithms, measured as energy / OPT (YDS = 1).
+
+Paper: "Online speed scaling with machine-speed predictions", NeurIPS 2026 (the text is not public: SP, the
+algorithm for speed predictions, is our reconstruction from the abstract; LAS (Bamas et al., NeurIPS 2020), YDS,
+AVR, OA, qOA and BKP are reproduced from their published definitions, LAS's experiment with its published
+numbers). Spec: ``shared/papers/speed_scaling.md``; the algorithms and the robustness derivation are in
 ``theory/speed_scaling/`` (SP: ``sp.py``).
 
 Figures (``figures/speed_scaling/``):
@@ -38,84 +42,19 @@ Grid: the LAS instances have integer release times; every online algorithm runs 
 time unit (AVR, OA and SP are exact on it; qOA and BKP are evaluated at slot starts; LAS rounds its shrink up
 to whole slots).
 
-Package layout: ``config`` (Config, presets, constants), ``simulate`` (the sweepable pieces and ``run``),
-``claims``, ``figures`` (``plot``), ``benchmark`` (``bench``); the mutants are declared here.
+Package layout (the result template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, presets,
+constants), ``run`` (the sweepable pieces and ``run``), ``claims``, ``figures`` (``plot``, one function per
+figure), ``mutants`` (MUTANTS), ``bench`` (``bench``), ``reference`` (the pure-Python oracle of the BKP claim and
+the benchmark's baseline).
 """
 
 from __future__ import annotations
 
-from jaxwb.sims.core.audit import Mutant
-from jaxwb.sims.speed_scaling.benchmark import bench
-from jaxwb.sims.speed_scaling.claims import claims, i0_noise, las_eps_interval, paper_setup
-from jaxwb.sims.speed_scaling.config import (
-    ADVERSARIAL,
-    BASELINES,
-    KNOWN_MISMATCHES,
-    PRESETS,
-    PUBLISHED,
-    PUBLISHED_LAS,
-    Config,
-    delta_reference,
-)
+from jaxwb.sims.speed_scaling.bench import bench
+from jaxwb.sims.speed_scaling.claims import claims
+from jaxwb.sims.speed_scaling.config import NAME, PRESETS, TITLE, Config
 from jaxwb.sims.speed_scaling.figures import plot
-from jaxwb.sims.speed_scaling.simulate import run
+from jaxwb.sims.speed_scaling.mutants import MUTANTS
+from jaxwb.sims.speed_scaling.run import run
 
-NAME = "speed_scaling"
-TITLE = "Speed scaling with machine-speed predictions: robust SP, LAS and the classic baselines"
-
-__all__ = [
-    "ADVERSARIAL", "BASELINES", "KNOWN_MISMATCHES", "MUTANTS", "NAME", "PRESETS", "PUBLISHED", "PUBLISHED_LAS",
-    "TITLE", "Config", "bench", "claims", "delta_reference", "i0_noise", "las_eps_interval", "paper_setup", "plot",
-    "run",
-]  # fmt: skip
-
-# ---------------------------------------------------------------------------------------------------------
-# Mutants (plausible bugs the claims must catch on the quick preset)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _no_fallback(f):
-    """SP without its robust clip: pure prediction-following (the ``robust`` flag forced off)."""
-    return lambda *args: f(*args[:-1], False)
-
-
-def _double_shrink(f):
-    """LAS's window shrink doubled (m_j -> 2 m_j)."""
-
-    def shrink(*args, **kwargs):
-        m, delta_eff = f(*args, **kwargs)
-        return 2 * m, 2 * delta_eff
-
-    return shrink
-
-
-def _bkp_work_only(f):
-    """BKP (and every baseline) integrated over the work done instead of the commanded speed."""
-
-    def schedules(*args, **kwargs):
-        out = f(*args, **kwargs)
-        return {k: s._replace(profile=s.profile._replace(speed=s.work_rate)) for k, s in out.items()}
-
-    return schedules
-
-
-MUTANTS = [
-    Mutant(
-        "sp_no_robust_fallback",
-        "jaxwb.theory.speed_scaling.sp:_sp",
-        _no_fallback,
-        "SP follows the prediction without the kappa x AVR clip and per-job reserve (robust fallback removed)",
-    ),
-    Mutant(
-        "las_shrink_doubled",
-        "jaxwb.theory.speed_scaling.las:shrink_slots",
-        _double_shrink,
-        "LAS shrinks every window by 2 delta |I_j| instead of delta |I_j|",
-    ),
-    Mutant(
-        "bkp_work_only",
-        "jaxwb.theory.speed_scaling.online:online_schedules",
-        _bkp_work_only,
-        "online baselines' energy integrated over the work done, not the commanded speed",
-    ),
-]
+__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]

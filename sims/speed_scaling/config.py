@@ -1,4 +1,4 @@
-"""Speed-scaling sim: the Config, its presets and the published numbers it is compared with
+"""Speed-scaling sim: NAME, TITLE, the Config, its presets and the published numbers it is compared with
 (see ``jaxwb.sims.speed_scaling``)."""
 
 from __future__ import annotations
@@ -7,6 +7,9 @@ import dataclasses
 import math
 
 from jaxwb.theory import speed_scaling as ss
+
+NAME = "speed_scaling"
+TITLE = "Speed scaling with machine-speed predictions: robust SP, LAS and the classic baselines"
 
 BASELINES = ("avr", "oa", "qoa", "bkp")
 PUBLISHED = {"avr": 1.27, "oa": 1.20, "bkp": 7.88}  # Bamas et al. 2020, mean ratios of their experiment

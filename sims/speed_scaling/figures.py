@@ -1,8 +1,9 @@
-"""Speed-scaling sim: the figures."""
+"""Speed-scaling sim: the figures, one function per figure; ``plot`` collects them."""
 
 from __future__ import annotations
 
 import numpy as np
+from scipy import stats
 
 from jaxwb.sims.core import style
 from jaxwb.sims.speed_scaling.claims import i0_noise, las_eps_interval
@@ -17,26 +18,47 @@ from jaxwb.theory import speed_scaling as ss
 def _mean_ci(x, axis=0):
     x = np.asarray(x, float)
     n = x.shape[axis]
-    from scipy import stats
-
     half = stats.t.ppf(0.975, n - 1) * x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(x.mean(axis))
     return x.mean(axis), half
 
 
 def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
+    figs = {
+        "ratio_vs_error": ratio_vs_error_figure(results, cfg),
+        "las_smoothness": las_smoothness_figure(results, cfg),
+        "profiles": profiles_figure(results, cfg),
+        "robustness": robustness_figure(results, cfg),
+        "las_experiment": las_experiment_figure(results, cfg),
+    }
+    if "las_eps_grid" in results["main"]:
+        figs["las_eps"] = las_eps_figure(results, cfg)
+    if "avr_lb" in results:  # full preset only
+        figs["avr_lower_bound"] = avr_lower_bound_figure(results, cfg)
+    return figs
+
+
+X_FLOOR = 0.02  # zero prediction error drawn at this left edge of the log axis
+
+
+def _setup(cfg: Config) -> str:
+    return f"{cfg.n_jobs} jobs, D={cfg.window}, a={cfg.alpha:g}, {cfg.n_seeds} seeds"
+
+
+def _eps_colors(results: dict) -> list[str]:
+    return [f"C{i}" for i in range(len(np.asarray(results["eps"])))]
+
+
+def ratio_vs_error_figure(results: dict, cfg: Config):
+    """SP's ratio vs the prediction error (zero error drawn at the left edge of the log axis)."""
     a = cfg.alpha
     eps = np.asarray(results["eps"])
     kappas = np.asarray(results["kappas"])
-    cmap = [f"C{i}" for i in range(len(eps))]
+    cmap = _eps_colors(results)
     main = results["main"]
     avr_mean = float(np.mean(np.asarray(main["avr"])))
-    setup = f"{cfg.n_jobs} jobs, D={cfg.window}, a={a:g}, {cfg.n_seeds} seeds"
-
-    # ratio vs prediction error (zero error drawn at the left edge of the log axis)
     fig, ax = style.figure(figsize=(9, 6))
     eta = np.asarray(main["sp_noise"]["error"]).mean(0)
-    x_floor = 0.02
+    x_floor = X_FLOOR
     x = np.where(eta > 0, eta, x_floor)
     for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
         for mode, fmt in (("dynamic", "o-"), ("offline", "s--")):
@@ -69,12 +91,18 @@ def plot(results: dict, cfg: Config) -> dict:
         xlabel=f"relative prediction error eta = ||s_hat - s*||_a / ||s*||_a  (mean over seeds; eta = 0 drawn "
         f"at {x_floor})",
         ylabel="energy / OPT (mean, 95% CI over seeds)",
-        title=f"SP with noisy speed predictions s_hat = s* exp(sigma z - sigma^2/2)  ({setup})",
+        title=f"SP with noisy speed predictions s_hat = s* exp(sigma z - sigma^2/2)  ({_setup(cfg)})",
     )
     ax.legend(fontsize=7, ncol=3, loc="upper left")
-    figs["ratio_vs_error"] = fig
+    return fig
 
-    # LAS with noisy job-workload predictions
+
+def las_smoothness_figure(results: dict, cfg: Config):
+    """LAS with noisy job-workload predictions."""
+    a = cfg.alpha
+    eps = np.asarray(results["eps"])
+    main = results["main"]
+    x_floor = X_FLOOR
     fig, ax = style.figure(figsize=(7, 4.5))
     eta_w = np.asarray(main["las_noise_error"]).mean(0)
     xw = np.where(eta_w > 0, eta_w, x_floor)
@@ -89,12 +117,15 @@ def plot(results: dict, cfg: Config) -> dict:
         ylim=(0.95, None),
         xlabel=f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a (eta = 0 drawn at {x_floor})",
         ylabel="energy / OPT",
-        title=f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({setup})",
+        title=f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({_setup(cfg)})",
     )
     ax.legend(fontsize=8)
-    figs["las_smoothness"] = fig
+    return fig
 
-    # speed profiles (seed 0, first 60 time units)
+
+def profiles_figure(results: dict, cfg: Config):
+    """Speed profiles (seed 0, first 60 time units)."""
+    eps = np.asarray(results["eps"])
     p = results["profiles"]
     sp = {k: np.asarray(v) for k, v in p["speeds"].items()}
     n_slots = sp["opt"].shape[0]
@@ -131,9 +162,17 @@ def plot(results: dict, cfg: Config) -> dict:
         f"job i arrives at t = i, due at i + {cfg.window})"
     )
     axes[1].set(xlabel="time t")
-    figs["profiles"] = fig
+    return fig
 
-    # robustness
+
+def robustness_figure(results: dict, cfg: Config):
+    """Worst ratio under adversarial predictions, SP per eps vs pure following, with the proved bound."""
+    a = cfg.alpha
+    eps = np.asarray(results["eps"])
+    kappas = np.asarray(results["kappas"])
+    cmap = _eps_colors(results)
+    main = results["main"]
+    avr_mean = float(np.mean(np.asarray(main["avr"])))
     adv = main["sp_adv"]
     fig, ax = style.figure(figsize=(11, 5.5))
     n_bar = len(eps) + 1
@@ -161,14 +200,19 @@ def plot(results: dict, cfg: Config) -> dict:
         xticks=xs,
         yscale="log",
         ylabel="worst energy / OPT over seeds",
-        title=f"Robustness: SP under adversarial speed predictions ({setup})",
+        title=f"Robustness: SP under adversarial speed predictions ({_setup(cfg)})",
     )
     ax.set_xticklabels([k.replace("_", "\n") for k in ADVERSARIAL], fontsize=8)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
     ax.set_ylim(0.8, None)
-    figs["robustness"] = fig
+    return fig
 
-    # LAS experiment
+
+def las_experiment_figure(results: dict, cfg: Config):
+    """LAS's experiment: mean ratios of the baselines, LAS and SP beside the published ones."""
+    eps = np.asarray(results["eps"])
+    cmap = _eps_colors(results)
+    main = results["main"]
     fig, ax = style.figure(figsize=(13, 5.5))
     pos, ticks, ticklabels = 0.0, [], []
     base_pos = {}
@@ -218,36 +262,39 @@ def plot(results: dict, cfg: Config) -> dict:
         xticks=ticks,
         yscale="log",
         ylabel="mean energy / OPT (95% CI over seeds)",
-        title=f"LAS's experiment: {setup} (random-walk workloads in [20, 80]); bars ours, stars published",
+        title=f"LAS's experiment: {_setup(cfg)} (random-walk workloads in [20, 80]); bars ours, stars published",
     )
     ax.set_xticklabels(ticklabels, fontsize=6)
     ax.legend(fontsize=8, loc="upper right")
-    figs["las_experiment"] = fig
+    return fig
 
-    if "las_eps_grid" in main:
-        grid = np.asarray(cfg.las_eps_grid)
-        m, h = _mean_ci(np.asarray(main["las_eps_grid"]))
-        lo, hi = las_eps_interval(grid, m)
-        fig, ax = style.figure(figsize=(7, 4.5))
-        ax.errorbar(grid, m, yerr=h, fmt="o-", capsize=3, label="LAS, exact workloads (mean, 95% CI)")
-        ax.axhspan(*PUBLISHED_LAS, color="0.8", label="published LAS-accurate range")
-        if np.isfinite(lo):
-            ax.axvspan(lo, hi, color="tab:blue", alpha=0.12, label=f"eps in [{lo:.2f}, {hi:.2f}] maps into it")
-        ax.plot(grid, 1 + grid, **style.prediction(), label="consistency bound 1 + eps")
-        ax.set(
-            xscale="log",
-            yscale="log",
-            ylim=(1.0, max(1.2, float(m.max()) * 1.05)),
-            xlabel="eps",
-            ylabel="energy / OPT",
-            title=f"Which eps is the published LAS range? ({setup})",
-        )
-        ax.legend(fontsize=8)
-        figs["las_eps"] = fig
 
-    # AVR lower bound (full preset only)
-    if "avr_lb" not in results:
-        return figs
+def las_eps_figure(results: dict, cfg: Config):
+    """LAS-accurate mean ratio vs eps with the published range: which eps it belongs to."""
+    main = results["main"]
+    grid = np.asarray(cfg.las_eps_grid)
+    m, h = _mean_ci(np.asarray(main["las_eps_grid"]))
+    lo, hi = las_eps_interval(grid, m)
+    fig, ax = style.figure(figsize=(7, 4.5))
+    ax.errorbar(grid, m, yerr=h, fmt="o-", capsize=3, label="LAS, exact workloads (mean, 95% CI)")
+    ax.axhspan(*PUBLISHED_LAS, color="0.8", label="published LAS-accurate range")
+    if np.isfinite(lo):
+        ax.axvspan(lo, hi, color="tab:blue", alpha=0.12, label=f"eps in [{lo:.2f}, {hi:.2f}] maps into it")
+    ax.plot(grid, 1 + grid, **style.prediction(), label="consistency bound 1 + eps")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        ylim=(1.0, max(1.2, float(m.max()) * 1.05)),
+        xlabel="eps",
+        ylabel="energy / OPT",
+        title=f"Which eps is the published LAS range? ({_setup(cfg)})",
+    )
+    ax.legend(fontsize=8)
+    return fig
+
+
+def avr_lower_bound_figure(results: dict, cfg: Config):
+    """AVR / OPT on the lower-bound family at alpha = 2 approaching alpha^alpha = 4."""
     lb = results["avr_lb"]
     fig, ax = style.figure(figsize=(7, 4.5))
     ax.plot(lb["curve_kappa"], lb["curve_ratio"], **style.prediction(), label="continuum limit (quadrature)")
@@ -272,5 +319,4 @@ def plot(results: dict, cfg: Config) -> dict:
         title="AVR on its lower-bound family at alpha = 2",
     )
     ax.legend()
-    figs["avr_lower_bound"] = fig
-    return figs
+    return fig

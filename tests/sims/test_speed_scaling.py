@@ -12,6 +12,8 @@ from jaxwb.sims import speed_scaling as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
+from jaxwb.sims.speed_scaling.claims import las_eps_interval, paper_setup
+from jaxwb.sims.speed_scaling.config import KNOWN_MISMATCHES
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -27,7 +29,7 @@ def test_quick_preset_end_to_end(tmp_path):
     data = np.load(tmp_path / "data.npz")
     assert data["main/oa"].shape == (sim.PRESETS["quick"].n_seeds,)
     # the quick preset is not LAS's experiment: no published-number claims are made on it
-    assert not sim.paper_setup(sim.PRESETS["quick"]) and sim.paper_setup(sim.PRESETS["full"])
+    assert not paper_setup(sim.PRESETS["quick"]) and paper_setup(sim.PRESETS["full"])
 
 
 @pytest.mark.parametrize(
@@ -54,9 +56,9 @@ def test_config_validates_its_fields(field, value, match):
 
 
 def test_las_eps_interval_interpolates_the_published_range():
-    lo, hi = sim.las_eps_interval([0.1, 0.5, 2.0], [1.004, 1.014, 1.036])
+    lo, hi = las_eps_interval([0.1, 0.5, 2.0], [1.004, 1.014, 1.036])
     assert 0.1 < lo < 0.5 < hi < 2.0
-    assert np.isnan(sim.las_eps_interval([0.1, 1.0], [1.03, 1.04])[0])
+    assert np.isnan(las_eps_interval([0.1, 1.0], [1.03, 1.04])[0])
 
 
 @pytest.mark.slow
@@ -70,5 +72,5 @@ def test_full_preset_claims():
     """Every claim passes on LAS's experiment except the published numbers documented in KNOWN_MISMATCHES."""
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
     failed = [c.statement for c in outcome.claims if not c.passed]
-    unexplained = [s for s in failed if not any(s.startswith(k) for k in sim.KNOWN_MISMATCHES)]
+    unexplained = [s for s in failed if not any(s.startswith(k) for k in KNOWN_MISMATCHES)]
     assert not unexplained, format_claims(sim.NAME, outcome.claims)

@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from jaxwb.sims.bench import _speed_scaling_reference as ref
+from jaxwb.sims.speed_scaling import reference as ref
 from jaxwb.theory import speed_scaling as ss
 
 N_JOBS, HORIZON, SUB = 8, 20, 2

@@ -1,4 +1,5 @@
-"""Speed-scaling sim: benchmark of one row (jit) against the NumPy reference in ``jaxwb.sims.bench``."""
+"""Speed-scaling sim: ``bench``, batched YDS + AVR + OA (jit(vmap)) against the pure-Python reference
+(``jaxwb.sims.speed_scaling.reference``)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxwb.sims.core.sweep import sweep
-from jaxwb.sims.core.timing import BenchRow
+from jaxwb.sims.core.timing import BenchRow, time_call
+from jaxwb.sims.speed_scaling import reference as ref
 from jaxwb.theory import speed_scaling as ss
 
 # ---------------------------------------------------------------------------------------------------------
@@ -29,9 +31,6 @@ def _bench_row(key, *, n_jobs, horizon, alpha):
 def bench(quick: bool = False) -> list[BenchRow]:
     """Energies of OPT (YDS), AVR and OA for a batch of random instances: one jit(vmap) program (median of 5
     runs after a compile) vs the pure-Python reference on the same instances (one run)."""
-    from jaxwb.sims.bench import _speed_scaling_reference as ref
-    from jaxwb.sims.core.timing import time_call
-
     n_inst = 40 if quick else 200
     n_jobs, horizon, alpha = 40, 100, 3.0
     keys = jax.random.split(jax.random.key(0), n_inst)

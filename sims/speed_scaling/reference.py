@@ -1,9 +1,12 @@
-"""Pure-Python reference implementations for speed scaling: the test oracle and the benchmark baseline.
+"""Pure-Python reference implementations for speed scaling: the independent oracle of the BKP claim, of the
+theory tests (``tests/theory/test_speed_scaling.py``) and the benchmark baseline (``bench``).
 
 Deliberately naive and independent of ``theory/speed_scaling/``:
-  yds_python   the textbook O(n^3)-per-round YDS: every interval [r_i, d_k], the work of the jobs inside it by
-               a loop over jobs, extraction, explicit collapse of every remaining job's times (floats, no
-  arrays). avr_python, oa_python   slot-by-slot loops on the grid with EDF by a Python sort.
+  yds_python             the textbook O(n^3)-per-round YDS: every interval [r_i, d_k], the work of the jobs
+                         inside it by a loop over jobs, extraction, explicit collapse of every remaining job's
+                         times (floats, no arrays)
+  avr_python, oa_python  slot-by-slot loops on the grid with EDF by a Python sort
+  bkp_python             BKP's commanded speed, slot by slot
 """
 
 from __future__ import annotations

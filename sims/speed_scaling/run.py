@@ -1,4 +1,5 @@
-"""Speed-scaling sim: the per-seed rows (sweepable), the lower-bound and BKP checks, and ``run``."""
+"""Speed-scaling sim: ``run`` and its pieces: the per-seed rows (sweepable), the bound rows, AVR's lower-bound
+family and the BKP check against the pure-Python reference (``reference``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxwb.sims.core.sweep import sweep
+from jaxwb.sims.speed_scaling import reference as ref
 from jaxwb.sims.speed_scaling.config import ADVERSARIAL, Config, delta_reference
 from jaxwb.theory import speed_scaling as ss
 
@@ -149,8 +151,6 @@ def _avr_lower_bound(cfg: Config):
 def _bkp_check(key, cfg: Config):
     """BKP's commanded energy (the code path of the main sweep) vs the pure-Python reference, on the first
     ``bkp_check_jobs`` jobs of one LAS-model instance (same grid)."""
-    from jaxwb.sims.bench import _speed_scaling_reference as ref
-
     a, sub, nj = cfg.alpha, cfg.substeps, cfg.bkp_check_jobs
     dt, n_slots = 1.0 / sub, (nj + cfg.window) * sub
     r, d, w = ss.las_instance(nj, cfg.window, step=cfg.walk_step, key=key)
