@@ -51,7 +51,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from jaxwb.sims import aldrift as sim
-from jaxwb.sims.aldrift import simulate
+from jaxwb.sims.aldrift import pieces
 from jaxwb.sims.core import notebook, style
 from jaxwb.theory import aldrift as al
 
@@ -103,7 +103,7 @@ def explore(A=2.0, w=3.0, schedule="geometric", m=60, M=20, T=20.0, n=10, mu_d=0
     key = jax.random.key(0)
     hist, _, _ = al.aldrift(cost, prior, taus, m=m, M=M, mu_d=mu_d, key=key)
     top, _ = al.topift(cost, prior, m=m, M=M, rounds=len(taus), key=key)
-    exact, _ = simulate._exact_path((mu_d, A, w, x0, mu0), n, taus)
+    exact, _ = pieces.exact_path((mu_d, A, w, x0, mu0), n, taus)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4))
     it = np.arange(1, len(taus) + 1)
     ax.semilogy(it, np.linalg.norm(np.asarray(hist.mean), axis=-1), label="ALDRIFT")

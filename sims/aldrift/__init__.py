@@ -1,6 +1,10 @@
 """ALDRIFT vs TOPIFT, random search and DOO on Rastrigin-in-a-quadratic-envelope costs; coverage ratios.
 
-Reproduces ``shared/papers/aldrift.md`` (Awasthi et al., arXiv 2503.06917).
+Paper: Awasthi, Gollapudi, Kumar, Munagala, *Sample-efficient optimization over generative priors via coarse
+learnability* (arXiv 2503.06917; facts in ``shared/papers/aldrift.md``). Reproduced: the paper's experiment (two
+settings, n = 10, ALDRIFT vs TOPIFT) and its testable statements (closed forms for the pure quadratic, evaluations
+to eps, where coarse learnability holds); the n = 4 evaluations-to-eps panel and the 1-D coverage families are
+this project's constructions of those statements.
 
 Figures (``figures/aldrift/``):
   mean_distance.png   ||mean - x*|| vs iteration, ALDRIFT vs TOPIFT, the paper's two settings (n = 10), with the
@@ -48,60 +52,30 @@ Findings worth knowing (full preset):
 * Setting 2 (narrow prior next to a ripple): TOPIFT's outcome varies by run (some runs reach ||mean|| ~ 0.3,
   the median stalls at 1.4); no claim is made there, the figure shows the spread.
 
-Package layout: ``config`` (Config, presets, constants), ``simulate`` (the sweepable pieces and ``run``),
-``claims``, ``figures`` (``plot``), ``benchmark`` (``bench``); the mutants are declared here.
+Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, presets,
+constants), ``pieces`` (the sweepable per-run functions and the coverage study), ``run`` (``run``, one stage per
+study), ``claims``, ``figures`` (``plot``, one function per figure), ``mutants`` (MUTANTS), ``bench``.
 """
 
 from __future__ import annotations
 
-import math
-
-from jaxwb.sims.aldrift.benchmark import bench
+from jaxwb.sims.aldrift.bench import bench
 from jaxwb.sims.aldrift.claims import claims, eps_summary
-from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, PRESETS, Config
+from jaxwb.sims.aldrift.config import (
+    COVERAGE_FAMILIES,
+    COVERAGE_HOLDS,
+    NAME,
+    PAPER_INFLATION,
+    PRESETS,
+    TITLE,
+    Config,
+)
 from jaxwb.sims.aldrift.figures import plot
-from jaxwb.sims.aldrift.simulate import coverage, run
-from jaxwb.sims.core.audit import Mutant
-
-NAME = "aldrift"
-TITLE = "ALDRIFT: annealed IMH-corrected refitting escapes the traps TOPIFT falls in; O(log 1/eps) evaluations"
+from jaxwb.sims.aldrift.mutants import MUTANTS
+from jaxwb.sims.aldrift.pieces import coverage
+from jaxwb.sims.aldrift.run import run
 
 __all__ = [
     "COVERAGE_FAMILIES", "COVERAGE_HOLDS", "MUTANTS", "NAME", "PAPER_INFLATION", "PRESETS", "TITLE", "Config",
     "bench", "claims", "coverage", "eps_summary", "plot", "run",
 ]  # fmt: skip
-
-# ---------------------------------------------------------------------------------------------------------
-# Mutants: plausible bugs the claims must catch (``workbench audit aldrift``)
-# ---------------------------------------------------------------------------------------------------------
-
-
-# First (the one the default suite runs): it changes a prediction, no simulated program. All four cost about one
-# quick run (49-62 s wall each in one `audit` at load ~4 on 2 cores; this one was the fastest of the four in an
-# earlier audit under load 12, 147 s vs 166-226 s).
-MUTANTS = [
-    Mutant(
-        "random_search_missing_gamma",
-        "jaxwb.theory.aldrift.baselines:random_search_expected_evals",
-        lambda f: lambda eps, L_d, lo, hi, n: f(eps, L_d, lo, hi, n) / math.gamma(0.5 * n + 1.0),
-        "1/P(ball) without the Gamma(n/2 + 1) of the ball volume",
-    ),
-    Mutant(
-        "schedule_off_by_one",
-        "jaxwb.theory.aldrift.schedule:num_temperatures",
-        lambda f: lambda *a, **k: max(1, f(*a, **k) - 1),
-        "geometric schedule one temperature short: stops at T/(1+1/n) instead of T",
-    ),
-    Mutant(
-        "imh_missing_proposal_correction",
-        "jaxwb.theory.aldrift.models:log_prob_fn",
-        lambda f: lambda model: lambda x, g=f(model): 0.0 * g(x),
-        "IMH acceptance min(1, w(y)/w(x)) without the proposal ratio L_prev(x)/L_prev(y)",
-    ),
-    Mutant(
-        "mle_inflation_dropped",
-        "jaxwb.theory.aldrift.algorithms:aldrift",
-        lambda f: lambda *a, **k: f(*a, **{**k, "inflation": 1.0}),
-        "fitted proposal variance 1/mu_tau instead of the inflated 2/mu_tau (proposal lighter than p_tau)",
-    ),
-]

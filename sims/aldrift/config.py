@@ -6,6 +6,7 @@ import dataclasses
 import math
 
 PAPER_INFLATION = 2.0  # the paper's proposal variance 2/mu_tau (written here, not read from theory.aldrift)
+NAME = "aldrift"
 TITLE = "ALDRIFT: annealed IMH-corrected refitting escapes the traps TOPIFT falls in; O(log 1/eps) evaluations"
 
 

@@ -24,11 +24,9 @@ def _band(ax, x, y, color, label, **kw):
     ax.fill_between(x, lo, hi, color=color, alpha=0.2)
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
-    taus = np.asarray(results["taus"])
-    it = np.arange(1, len(taus) + 1)
-
+def plot_mean_distance(results: dict, cfg: Config):
+    """||mean - x*|| vs iteration, ALDRIFT vs TOPIFT, each paper setting, with the exact mean of p_tau."""
+    it = np.arange(1, len(np.asarray(results["taus"])) + 1)
     fig, axes = style.figure(1, len(cfg.settings), figsize=(5.6 * len(cfg.settings), 4.4))
     for i, (ax, setting) in enumerate(zip(np.atleast_1d(axes), cfg.settings, strict=True)):
         res = results[f"setting{i + 1}"]
@@ -51,8 +49,12 @@ def plot(results: dict, cfg: Config) -> dict:
             f"tau {cfg.tau1:g} -> {cfg.T:g} by x(1+1/n), m={cfg.m}, M={cfg.M}",
         )
         ax.legend(fontsize=8, loc="lower left")
-    figs["mean_distance"] = fig
+    return fig
 
+
+def plot_acceptance(results: dict, cfg: Config):
+    """IMH acceptance rate and importance ESS fraction vs tau, the pure quadratic's closed-form ESS dashed."""
+    taus = np.asarray(results["taus"])
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12.8, 4.4))
     for i, (setting, color) in enumerate(zip(cfg.settings, ("tab:blue", "tab:green"), strict=False)):
         res = results[f"setting{i + 1}"]["aldrift"]
@@ -87,8 +89,11 @@ def plot(results: dict, cfg: Config) -> dict:
     )
     ax.legend(fontsize=8)
     ax2.legend(fontsize=8)
-    figs["acceptance"] = fig
+    return fig
 
+
+def plot_evaluations(results: dict, cfg: Config):
+    """Evaluations of d to reach eps: ALDRIFT, random search and DOO (linear and log-log scales)."""
     s = eps_summary(results, cfg)
     e = results["eps"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
@@ -162,8 +167,11 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"Log-log: random search slope n/2 = {cfg.eps_n / 2:g}; box [{cfg.box[0]:g}, {cfg.box[1]:g}]^{cfg.eps_n}",
     )
     ax2.legend(fontsize=8)
-    figs["evaluations"] = fig
+    return fig
 
+
+def plot_coverage(results: dict, cfg: Config):
+    """sup p/L vs grid radius and vs sample size, and the tail mass Pr_p[p/L > 10], per coverage family."""
     cov = results["coverage"]
     R = np.asarray(cov["R"])
     ms = np.asarray(cov["m"])
@@ -209,8 +217,12 @@ def plot(results: dict, cfg: Config) -> dict:
         title="Coarse-learnability tail mass, K = 10 (0 drawn at 1e-12)",
     )
     a3.legend(fontsize=7)
-    figs["coverage"] = fig
+    return fig
 
+
+def plot_quadratic_check(results: dict, cfg: Config):
+    """ALDRIFT's mean sample cost vs the closed form E_{p_tau}[d] for the pure quadratic."""
+    taus = np.asarray(results["taus"])
     q = results["quadratic"]
     fig, ax = style.figure(figsize=(6.4, 4.4))
     _band(
@@ -235,5 +247,14 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"Pure quadratic check: mu_d={s1[0]:g}, x0={s1[3]:g}*1, mu0={s1[4]:g}, n={cfg.n}",
     )
     ax.legend(fontsize=8)
-    figs["quadratic_check"] = fig
-    return figs
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "mean_distance": plot_mean_distance(results, cfg),
+        "acceptance": plot_acceptance(results, cfg),
+        "evaluations": plot_evaluations(results, cfg),
+        "coverage": plot_coverage(results, cfg),
+        "quadratic_check": plot_quadratic_check(results, cfg),
+    }

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jaxwb.sims import aldrift as sim
-from jaxwb.sims.aldrift import simulate
+from jaxwb.sims.aldrift import pieces
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
@@ -97,8 +97,8 @@ def test_random_search_early_stop_matches_the_whole_stream():
     setting, n, lo, hi, chunk, budget = (1.0, 0.5, 4.0, 1.35, 2.0), 2, -1.1, 1.5, 64, 64 * 40
     eps = (1.0, 0.3, 0.1, 1e-9)  # the last is never reached: the run spends the whole budget on it
     keys = jax.random.split(jax.random.key(3), 4)
-    got = simulate._eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
-    cost, _ = simulate._problem(setting, n)
+    got = pieces.eps_random(keys, setting=setting, n=n, lo=lo, hi=hi, budget=budget, chunk=chunk, eps=eps)
+    cost, _ = pieces.problem(setting, n)
     for r, key in enumerate(keys):
         curve = jnp.concatenate(
             [

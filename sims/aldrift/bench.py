@@ -10,7 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxwb.sims.aldrift.config import PRESETS
-from jaxwb.sims.aldrift.simulate import _problem
+from jaxwb.sims.aldrift.pieces import problem
 from jaxwb.sims.core.timing import BenchRow, time_call
 from jaxwb.theory import aldrift as al
 
@@ -54,7 +54,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
     mu_d, A, w, x0, mu0 = cfg.settings[0]
     tau = 1.0
     var = 2.0 / (mu0 + tau * mu_d)
-    cost, prior = _problem(cfg.settings[0], n)
+    cost, prior = problem(cfg.settings[0], n)
     model = al.Gaussian.from_cov(jnp.full((n,), 2.0), var * jnp.eye(n))
     fn = jax.jit(lambda k: al.imh_chains(cost, prior, tau, model, m=m, M=M, key=k)[0])
     key = jax.random.key(0)
