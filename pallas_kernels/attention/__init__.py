@@ -5,7 +5,16 @@ Public ops (layout [B, L, H, D] as ``jax.nn.dot_product_attention``):
   block_sparse_attention(q, k, v, kv_num_blocks, kv_indices, *, block_sizes | block_q, block_k, is_causal,
                          implementation)
   threshold_retrieve(q, k, tau, *, block_size, bound, implementation)
+
+Drop-in layers (``layers.py``, needs equinox and flax; imported on first use): :func:`make_attention_fn`
+(an ``attention_fn`` for ``nnx.MultiHeadAttention``), :class:`NnxSparseAttention`,
+:class:`EqxSparseAttention` (``EqxSparseAttention.from_mha``) and :func:`swap_attention`.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, BlockSizes
 from jaxwb.pallas_kernels.attention.ops import block_sparse_attention, flash_attention
@@ -23,7 +32,29 @@ from jaxwb.pallas_kernels.attention.threshold import (
     threshold_retrieve,
 )
 
+if TYPE_CHECKING:
+    from jaxwb.pallas_kernels.attention.layers import (
+        EqxSparseAttention,
+        NnxSparseAttention,
+        make_attention_fn,
+        swap_attention,
+    )
+
+LAYER_NAMES = ("EqxSparseAttention", "NnxSparseAttention", "make_attention_fn", "swap_attention")
+
+
+def __getattr__(name: str) -> Any:
+    """The drop-in layers (``layers.py``: equinox and flax), imported on first access."""
+    if name in LAYER_NAMES:
+        return getattr(importlib.import_module("jaxwb.pallas_kernels.attention.layers"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "EqxSparseAttention",
+    "NnxSparseAttention",
+    "make_attention_fn",
+    "swap_attention",
     "AttentionBlockSizes",
     "BlockSizes",
     "Retrieval",

@@ -3,7 +3,17 @@ transform with the dithered randomized-Hadamard quantizer, and InQuant KV-cache 
 
 Every op is a pure-jnp reference (``reference.py``, the spec and the XLA fallback) plus a Pallas kernel,
 behind one public function with ``implementation=None | "xla" | "pallas" | "interpret"``.
+
+Drop-in layers (``layers.py``, needs equinox and flax; imported on first use, so ``import
+jaxwb.pallas_kernels.quant`` does not load them): :class:`QuantizedLinear` (``QuantizedLinear.from_linear``),
+:func:`quantize_model`, :func:`quantize_weight` and the layer classes ``EqxQuantizedLinear``,
+``NnxQuantizedLinear``, ``EqxQATLinear``, ``NnxQATLinear``, ``QuantizedWeight``.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from jaxwb.pallas_kernels.quant.blockwise import BlockSizes, QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
@@ -16,8 +26,47 @@ from jaxwb.pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
 from jaxwb.pallas_kernels.quant.razer import razer_dequantize, razer_quantize
 from jaxwb.pallas_kernels.quant.rht import RHTQuantized, rht_dequantize, rht_quantize
 
+if TYPE_CHECKING:
+    from jaxwb.pallas_kernels.quant.layers import (
+        EqxQATLinear,
+        EqxQuantizedLinear,
+        NnxQATLinear,
+        NnxQuantizedLinear,
+        QuantizedLinear,
+        QuantizedWeight,
+        quantize_model,
+        quantize_weight,
+    )
+
+LAYER_NAMES = (
+    "EqxQATLinear",
+    "EqxQuantizedLinear",
+    "NnxQATLinear",
+    "NnxQuantizedLinear",
+    "QuantizedLinear",
+    "QuantizedWeight",
+    "quantize_model",
+    "quantize_weight",
+)
+
+
+def __getattr__(name: str) -> Any:
+    """The drop-in layers (``layers.py``: equinox and flax), imported on first access."""
+    if name in LAYER_NAMES:
+        return getattr(importlib.import_module("jaxwb.pallas_kernels.quant.layers"), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
+    "EqxQATLinear",
+    "EqxQuantizedLinear",
+    "NnxQATLinear",
+    "NnxQuantizedLinear",
+    "QuantizedLinear",
+    "QuantizedWeight",
     "fake_quant",
+    "quantize_model",
+    "quantize_weight",
     "BlockSizes",
     "HadamardBlockSizes",
     "HadamardBlocks",
