@@ -55,6 +55,8 @@ from jaxwb.pallas_kernels.quant.inquant import inquant_pack, inquant_unpack
 from jaxwb.pallas_kernels.quant.rht import rht_dequantize, rht_quantize
 from jaxwb.sims import quantization as sim
 from jaxwb.sims.core import notebook, style
+from jaxwb.sims.quantization.config import FAMILIES
+from jaxwb.sims.quantization.run import absmax_roundtrip, student_t, unit_vectors
 from jaxwb.theory import dithered_quant as dq
 
 # %% [markdown]
@@ -93,7 +95,7 @@ nb.show()
 # %%
 def explore(bits=4, log2_d=10, family="gaussian", scaling="turbo", draws=16):
     d = 2**log2_d
-    xs, names = sim.unit_vectors(jax.random.key(log2_d), d, 1)
+    xs, names = unit_vectors(jax.random.key(log2_d), d, 1)
     xv = jnp.asarray(xs[names.index(family)])
     errs = []
     for k in jax.random.split(jax.random.key(bits), draws):
@@ -113,12 +115,12 @@ def explore(bits=4, log2_d=10, family="gaussian", scaling="turbo", draws=16):
 
 
 def explore_inquant(n_outliers=4, outlier_scale=25.0):
-    kv = sim.student_t(jax.random.key(1), 3, (512, 128)) * jnp.ones(128).at[jnp.array([3, 4, 5, 40, 97])].set(
+    kv = student_t(jax.random.key(1), 3, (512, 128)) * jnp.ones(128).at[jnp.array([3, 4, 5, 40, 97])].set(
         outlier_scale
     )
     q = inquant_pack(kv.astype(jnp.bfloat16), key=jax.random.key(2), n_outliers=n_outliers)
     err = float(jnp.mean((inquant_unpack(q) - kv) ** 2))
-    e4 = float(jnp.mean((sim.absmax_roundtrip(kv, 7) - kv) ** 2))
+    e4 = float(jnp.mean((absmax_roundtrip(kv, 7) - kv) ** 2))
     print(
         f"outliers {np.asarray(q.outliers)}, donors {np.asarray(q.donors)}, "
         f"payload {q.nbytes()['payload_ratio']}x; "
@@ -131,7 +133,7 @@ notebook.interact(
     live=False,
     bits=(1, 8),
     log2_d=(4, 13),
-    family=list(sim.FAMILIES),
+    family=list(FAMILIES),
     scaling=["turbo", "mse", "unbiased"],
     draws=(4, 64, 4),
 )

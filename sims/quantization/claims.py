@@ -1,4 +1,4 @@
-"""quantization: the claims and the mutants that must make them fail (what is measured: the package docstring)."""
+"""quantization: the claims (what is measured: the package docstring)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import math
 import numpy as np
 import scipy.stats
 
-from jaxwb.sims.core.audit import Mutant
 from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.quantization.config import FAMILIES, Config
 from jaxwb.theory import dithered_quant as dq
@@ -17,7 +16,7 @@ from jaxwb.theory import dithered_quant as dq
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _worst_ratio(res, bits):
+def worst_ratio(res, bits):
     """(worst over vectors of MSE / bound, its standard error) per b, for one {"mse", "se"} entry (first pass:
     biased up by the selection; plots only)."""
     m, se = np.asarray(res["mse"]), np.asarray(res["se"])
@@ -37,7 +36,7 @@ def fresh_worst(results, cfg):
     ratio is largest, its 95% CI half-width, and that d. Returns (ratio (B,), ci (B,), d (B,))."""
     bits = np.asarray(results["bits"])
     bound = np.asarray(dq.mse_bound(bits))
-    first = np.stack([_worst_ratio(r, bits)[0] for r in results["rht"].values()])  # (dims, B)
+    first = np.stack([worst_ratio(r, bits)[0] for r in results["rht"].values()])  # (dims, B)
     dims = list(results["rht"])
     j = np.argmax(first, axis=0)
     n = cfg.fresh_factor * cfg.n_signs
@@ -46,7 +45,8 @@ def fresh_worst(results, cfg):
     return ratio, t_halfwidth(se, n), np.array([int(dims[jj]) for jj in j])
 
 
-def claims(results: dict, cfg: Config) -> list[Claim]:
+def bound_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The worst vector's fresh MSE / bound: the paper's bound at b=8, (N/(N-1))^2 at b=3, 4, o(1) shrinking."""
     out = []
     bits = np.asarray(results["bits"])
     fl = np.asarray(dq.finite_level_factor(bits))
@@ -99,6 +99,14 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     )
+    return out
+
+
+def dense_claims(results: dict, cfg: Config) -> list[Claim]:
+    """One RHT matches a dense Haar rotation (RHT/dense worst-vector MSE ratio at b = 4, 8)."""
+    out = []
+    bits = np.asarray(results["bits"])
+    n_fresh = cfg.fresh_factor * cfg.n_signs
     df = results["dense_fresh"]
     nd = cfg.fresh_factor * cfg.dense_rotations
     for b in (4, 8):
@@ -121,6 +129,13 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 n_seeds=min(n_fresh, nd),
             )
         )
+    return out
+
+
+def e1_claim(results: dict, cfg: Config) -> Claim:
+    """The MSE of e_1 at b=8 against its closed form."""
+    bits = np.asarray(results["bits"])
+    b8 = int(np.nonzero(bits == 8)[0][0])
     # e1: every |t| = 1, so E exp(t^2/3) = e^(1/3) exactly -> prediction finite-level * (pi/2) e^(1/3) 4^-b
     fam = np.asarray(results["families"])
     e1 = int(np.nonzero(fam == FAMILIES.index("e1"))[0][0])
@@ -128,64 +143,39 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     pred = float(dq.high_resolution_mse(8, np.exp(1.0 / 3.0)))
     e1_m = float(np.asarray(results["rht"][dmax]["mse"])[e1, b8])
     e1_ci = float(t_halfwidth(np.asarray(results["rht"][dmax]["se"])[e1, b8], cfg.n_signs))
-    out.append(
-        Claim(
-            f"e_1 at b=8, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3; whole 95% CI over {cfg.n_signs} "
-            "sign draws within 3%)",
-            pred,
-            e1_m,
-            0.03,
-            "rel",
-            kind="check",
-            ci=e1_ci,
-            n_seeds=cfg.n_signs,
-            source="theory",
-        )
+    return Claim(
+        f"e_1 at b=8, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3; whole 95% CI over {cfg.n_signs} "
+        "sign draws within 3%)",
+        pred,
+        e1_m,
+        0.03,
+        "rel",
+        kind="check",
+        ci=e1_ci,
+        n_seeds=cfg.n_signs,
+        source="theory",
     )
+
+
+def inquant_claim(results: dict, cfg: Config) -> Claim:
+    """InQuant's MSE relative to plain 4-bit on heavy-tailed KV."""
     rat = np.asarray(results["inquant"]["ratio_per_seed"], np.float64)
-    out.append(
-        Claim.from_samples(
-            f"InQuant MSE / plain 4-bit MSE on heavy-tailed KV well below 1: <= 0.25 (whole 95% CI over {cfg.kv_seeds} "
-            "KV matrices; the paper: accuracy close to mixed-precision baselines at exactly 4.0x)",
-            0.25,
-            rat,
-            0.0,
-            "le",
-            kind="paper",
-            source="reconstruction",
-        )
+    return Claim.from_samples(
+        f"InQuant MSE / plain 4-bit MSE on heavy-tailed KV well below 1: <= 0.25 (whole 95% CI over {cfg.kv_seeds} "
+        "KV matrices; the paper: accuracy close to mixed-precision baselines at exactly 4.0x)",
+        0.25,
+        rat,
+        0.0,
+        "le",
+        kind="paper",
+        source="reconstruction",
     )
-    return out
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Mutants: plausible bugs the claims must catch (``workbench audit quantization``)
-# ---------------------------------------------------------------------------------------------------------
-
-
-MUTANTS = [
-    Mutant(
-        "dither_dropped_in_encoder",
-        "jaxwb.pallas_kernels.quant.rht:encode_levels",
-        lambda f: lambda t, u, bits: f(t, 0.0 * u, bits),
-        "the encoder rounds without the dither u while the decoder still subtracts it",
-    ),
-    Mutant(
-        "rht_scale_rounded_up",
-        "jaxwb.pallas_kernels.quant.rht:_scale",
-        lambda f: lambda scaling, sumsq, yq, qq, d: f(scaling, sumsq, yq, qq, d) * 1.02,
-        "the per-vector scale S 2% too large (rounded up to a coarse float)",
-    ),
-    Mutant(
-        "panter_dite_missing_sqrt3",
-        "jaxwb.theory.dithered_quant:PANTER_DITE",
-        lambda c: math.pi / 2,
-        "the bound's constant pi/2 instead of pi sqrt(3)/2 (the Gaussian moment E exp(g^2/3) dropped)",
-    ),
-    Mutant(
-        "inquant_saliency_reversed",
-        "jaxwb.pallas_kernels.quant.inquant:select_outliers_and_donors",
-        lambda f: lambda saliency, n_outliers: f(-saliency, n_outliers),
-        "InQuant promotes the least salient channels to 8 bits",
-    ),
-]
+def claims(results: dict, cfg: Config) -> list[Claim]:
+    return [
+        *bound_claims(results, cfg),
+        *dense_claims(results, cfg),
+        e1_claim(results, cfg),
+        inquant_claim(results, cfg),
+    ]

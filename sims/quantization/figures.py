@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from jaxwb.sims.core import style
-from jaxwb.sims.quantization.claims import _worst_ratio, fresh_worst
-from jaxwb.sims.quantization.compute import FORMAT_BITS
+from jaxwb.sims.quantization.claims import fresh_worst, worst_ratio
 from jaxwb.sims.quantization.config import Config
+from jaxwb.sims.quantization.run import FORMAT_BITS
 from jaxwb.theory import dithered_quant as dq
 
 # ---------------------------------------------------------------------------------------------------------
@@ -15,8 +15,8 @@ from jaxwb.theory import dithered_quant as dq
 # ---------------------------------------------------------------------------------------------------------
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
+def plot_mse_vs_bits(results: dict, cfg: Config):
+    """Worst-of-many MSE vs bits for one RHT and a dense rotation against the bound; the measured 1 + o(1)."""
     bits = np.asarray(results["bits"])
     bound = np.asarray(results["bound"])
     fl = np.asarray(results["finite_level"])
@@ -24,10 +24,10 @@ def plot(results: dict, cfg: Config) -> dict:
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.8))
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
     for (d, r), c in zip(results["rht"].items(), colors, strict=False):
-        w, _ = _worst_ratio(r, bits)
+        w, _ = worst_ratio(r, bits)
         ax.semilogy(bits, w * bound, "o-", color=c, label=f"one RHT, d={d} (worst of {len(r['mse'])} vectors)")
         ax2.plot(bits, w, "o-", color=c, label=f"one RHT, d={d}")
-    wd, _ = _worst_ratio(results["dense"], bits)
+    wd, _ = worst_ratio(results["dense"], bits)
     ax.semilogy(bits, wd * bound, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
     ax2.plot(bits, wd, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
     ax.semilogy(bits, bound, **style.prediction(), label="paper: (pi sqrt3 / 2) 4^-b")
@@ -60,11 +60,20 @@ def plot(results: dict, cfg: Config) -> dict:
         ylim=(0.6, 1.6),
     )
     ax2.legend(fontsize=8)
-    figs["mse_vs_bits"] = fig
+    return fig
 
+
+def format_labels(formats: dict) -> list[str]:
+    """The formats compared (the dict entries of the first dataset's stats)."""
+    first = formats[next(iter(formats))]
+    return [k for k in first if isinstance(first[k], dict)]
+
+
+def plot_format_comparison(results: dict, cfg: Config):
+    """Relative MSE of the 4-bit formats per dataset, bars and a table."""
     f = results["formats"]
     datasets = list(f)
-    labels = [k for k in f[datasets[0]] if isinstance(f[datasets[0]][k], dict)]
+    labels = format_labels(f)
     fig, (ax, axt) = style.figure(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.2, 1]})
     width = 0.8 / len(labels)
     for i, lab in enumerate(labels):
@@ -89,16 +98,24 @@ def plot(results: dict, cfg: Config) -> dict:
     tab.set_fontsize(8)
     tab.scale(1, 1.5)
     axt.set_title(f"Relative MSE at ~4.5 bits/element (RHT: b=4 on {cfg.rht_block}-vectors + fp32 scale)", fontsize=9)
-    figs["format_comparison"] = fig
+    return fig
 
+
+def plot_error_histograms(results: dict, cfg: Config):
+    """Per-element error distributions of the formats on Gaussian data."""
+    f = results["formats"]
+    labels = format_labels(f)
     fig, axes = style.figure(1, len(labels), figsize=(3 * len(labels), 3.4), sharey=True)
     for axh, lab in zip(np.atleast_1d(axes), labels, strict=True):
         e = np.asarray(f["gaussian"][lab]["err"])
         axh.hist(e, bins=101, range=(-0.4, 0.4), color="tab:blue", alpha=0.8)
         axh.set(title=f"{lab}\nrms {np.sqrt(np.mean(e**2)):.3f}", xlabel="error / rms(x)", yscale="log")
     np.atleast_1d(axes)[0].set_ylabel("count (Gaussian data)")
-    figs["error_histograms"] = fig
+    return fig
 
+
+def plot_inquant(results: dict, cfg: Config):
+    """InQuant vs plain 4-bit vs 8-bit on heavy-tailed KV: per-channel error and total MSE."""
     iq = results["inquant"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.4), gridspec_kw={"width_ratios": [2, 1]})
     for k, v in iq["channel_rmse"].items():
@@ -122,5 +139,13 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"InQuant payload {float(iq['payload_ratio']):.1f}x (with scales {float(iq['total_ratio']):.2f}x)",
     )
     ax2.tick_params(axis="x", labelsize=8)
-    figs["inquant"] = fig
-    return figs
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "mse_vs_bits": plot_mse_vs_bits(results, cfg),
+        "format_comparison": plot_format_comparison(results, cfg),
+        "error_histograms": plot_error_histograms(results, cfg),
+        "inquant": plot_inquant(results, cfg),
+    }

@@ -8,7 +8,8 @@ import numpy as np
 
 from jaxwb.sims import quantization as sim
 from jaxwb.sims.core import harness
-from jaxwb.sims.quantization import compute as quant_compute
+from jaxwb.sims.quantization.claims import t_halfwidth
+from jaxwb.sims.quantization.run import format_datasets, format_stats, synthetic_kv
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -53,9 +54,9 @@ def test_bench_quick_runs():
 def test_razer_never_worse_than_nvfp4_per_block_and_eden_unbiased():
     import jax
 
-    x_all = sim.format_datasets(jax.random.key(0), 16, 128)
+    x_all = format_datasets(jax.random.key(0), 16, 128)
     for name, x in x_all.items():
-        st = quant_compute._format_stats(x, jax.random.key(1), 64)
+        st = format_stats(x, jax.random.key(1), 64)
         assert float(st["block_gap"]) <= 1e-6, name  # RaZeR keeps NVFP4's candidate when it is better
         assert float(st["unbiased_inner"]) <= 1e-4, name  # EDEN: <x_hat, x> = ||x||^2 exactly
 
@@ -66,7 +67,7 @@ def test_inquant_exact_4x_and_finds_planted_outliers():
     from jaxwb.pallas_kernels.quant.inquant import inquant_pack
 
     cfg = sim.PRESETS["quick"]
-    kv = sim.synthetic_kv(jax.random.key(2), cfg)
+    kv = synthetic_kv(jax.random.key(2), cfg)
     q = inquant_pack(kv, key=jax.random.key(3), n_outliers=len(cfg.kv_outliers), n_samples=cfg.kv_samples)
     assert q.nbytes()["payload_ratio"] == 4.0
     assert set(np.asarray(q.outliers).tolist()) == set(cfg.kv_outliers)
@@ -87,5 +88,5 @@ def test_t_halfwidth():
 
     x = np.random.default_rng(0).standard_normal(20)
     se = x.std() / np.sqrt(20)
-    assert sim.t_halfwidth(se, 20) == __import__("pytest").approx(
+    assert t_halfwidth(se, 20) == __import__("pytest").approx(
         stats.t.ppf(0.975, 19) * x.std(ddof=1) / np.sqrt(20), rel=1e-12)

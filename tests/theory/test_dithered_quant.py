@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy import integrate, stats
 
-from jaxwb.sims.quantization import FAMILIES, dithered_mse, unit_vectors
+from jaxwb.sims.quantization.config import FAMILIES
+from jaxwb.sims.quantization.run import dithered_mse, unit_vectors
 from jaxwb.theory import dithered_quant as dq
 
 

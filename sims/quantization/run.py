@@ -178,7 +178,7 @@ def absmax_roundtrip(x, levels: int):
 
 
 @partial(jax.jit, static_argnums=2)
-def _format_stats(x, key, rht_block: int) -> dict:
+def format_stats(x, key, rht_block: int) -> dict:
     rows = x.shape[0]
     rt = format_roundtrips(x, key, rht_block)
     xb = x.reshape(rows, -1, rht_block)
@@ -202,16 +202,10 @@ def _format_stats(x, key, rht_block: int) -> dict:
 # ---------------------------------------------------------------------------------------------------------
 
 
-def run(cfg: Config, *, key: jax.Array) -> dict:
-    k_vec, k_mse, k_dense, k_fmt, k_rht, k_kv, k_pack = jax.random.split(key, 7)
-    out: dict = {
-        "bits": jnp.asarray(cfg.bits),
-        "bound": dq.mse_bound(jnp.asarray(cfg.bits)),
-        "finite_level": dq.high_resolution_mse(jnp.asarray(cfg.bits)),
-    }
+def mse_vs_bits(cfg: Config, k_vec: jax.Array, k_mse: jax.Array) -> tuple[dict, np.ndarray]:
+    """MSE vs bits: every (vector, b) pair is one sweep row, per d; the worst vector per b (selected on this pass)
+    re-measured with fresh sign draws. Returns ({str(d): stats}, the family index of every vector)."""
     nb = len(cfg.bits)
-
-    # MSE vs bits: every (vector, b) pair is one sweep row, per d
     per_d = {}
     bound_np = np.asarray(dq.mse_bound(np.asarray(cfg.bits)))
     fresh_fn = partial(_row_mse, n_signs=cfg.fresh_factor * cfg.n_signs, n_dither=cfg.n_dither)
@@ -229,10 +223,16 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         }
         fm, fse = sweep(fresh_fn, rows, chunk_size=cfg.chunk)
         per_d[str(d)] = {"mse": m, "se": se.reshape(-1, nb), "worst": worst, "fresh_mse": fm, "fresh_se": fse}
-    out["rht"] = per_d
-    out["families"] = np.asarray([FAMILIES.index(n) for n in names])
+    return per_d, np.asarray([FAMILIES.index(n) for n in names])
 
-    # dense Haar rotation at dense_d
+
+def dense_comparison(cfg: Config, k_vec: jax.Array, k_dense: jax.Array, per_d: dict) -> dict:
+    """One RHT vs a dense Haar rotation at dense_d: the first pass ("dense", "rht_at_dense_d") and both re-measured
+    afresh on the vector worst under the RHT ("dense_fresh")."""
+    nb = len(cfg.bits)
+    bound_np = np.asarray(dq.mse_bound(np.asarray(cfg.bits)))
+    fresh_fn = partial(_row_mse, n_signs=cfg.fresh_factor * cfg.n_signs, n_dither=cfg.n_dither)
+    out = {}
     xs, _ = unit_vectors(jax.random.fold_in(k_vec, cfg.dense_d), cfg.dense_d, cfg.vectors_per_family)
     rots = haar_rotations(jax.random.fold_in(k_dense, 1), cfg.dense_rotations, cfg.dense_d)
     fn = partial(_row_dense, rotations=rots, n_dither=cfg.n_dither)
@@ -259,15 +259,11 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         fresh_fn, {**rows, "key": jax.random.split(jax.random.fold_in(k_dense, 9), nb)}, chunk_size=cfg.chunk
     )
     out["dense_fresh"] = {"worst": worst, "dense_mse": fd, "dense_se": fdse, "rht_mse": fr, "rht_se": frse}
+    return out
 
-    # formats at ~4.5 bits per element
-    fmt = {
-        name: _format_stats(x, k_rht, cfg.rht_block)
-        for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items()
-    }
-    out["formats"] = fmt
 
-    # InQuant on heavy-tailed KV: kv_seeds independent matrices and packing keys (seed 0 is plotted)
+def inquant_kv(cfg: Config, k_kv: jax.Array, k_pack: jax.Array) -> dict:
+    """InQuant on heavy-tailed KV: kv_seeds independent matrices and packing keys (seed 0 is plotted)."""
     ratios = []
     for j in range(cfg.kv_seeds):
         kv = synthetic_kv(jax.random.fold_in(k_kv, j), cfg)
@@ -284,7 +280,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         ratios.append(mse["InQuant (4.0x)"] / mse["plain 4-bit"])
         if j == 0:
             sizes = q.nbytes()
-            out["inquant"] = {
+            out = {
                 "channel_rmse": {k: jnp.sqrt(jnp.mean((v - kvf) ** 2, 0)) for k, v in recon.items()},
                 "mse": mse,
                 "outliers": q.outliers,
@@ -293,5 +289,23 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
                 "total_ratio": jnp.asarray(sizes["total_ratio"]),
                 "true_outliers": jnp.asarray(cfg.kv_outliers),
             }
-    out["inquant"]["ratio_per_seed"] = jnp.stack(ratios)
+    out["ratio_per_seed"] = jnp.stack(ratios)
+    return out
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    k_vec, k_mse, k_dense, k_fmt, k_rht, k_kv, k_pack = jax.random.split(key, 7)
+    out: dict = {
+        "bits": jnp.asarray(cfg.bits),
+        "bound": dq.mse_bound(jnp.asarray(cfg.bits)),
+        "finite_level": dq.high_resolution_mse(jnp.asarray(cfg.bits)),
+    }
+    out["rht"], out["families"] = mse_vs_bits(cfg, k_vec, k_mse)
+    out.update(dense_comparison(cfg, k_vec, k_dense, out["rht"]))
+    # formats at ~4.5 bits per element
+    out["formats"] = {
+        name: format_stats(x, k_rht, cfg.rht_block)
+        for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items()
+    }
+    out["inquant"] = inquant_kv(cfg, k_kv, k_pack)
     return out
