@@ -100,31 +100,20 @@ def end_to_end_claims(results, cfg: Config) -> list[Claim]:
 
 
 def claims(results, cfg: Config) -> list[Claim]:
+    return [
+        *quality_claims(results, cfg),
+        *map_claims(results, cfg),
+        *output_error_claims(results, cfg),
+        *end_to_end_claims(results, cfg),
+        *louver_claims(results, cfg),
+    ]
+
+
+def quality_claims(results, cfg: Config) -> list[Claim]:
+    """The diffusion LM denoises (masked-token accuracy, per-step NLL), and sampling avoids the argmax decoder's
+    collapse onto whitespace."""
     q = results["quality"]
     tx = {k: {f: np.asarray(x, np.float64) for f, x in v.items()} for k, v in q["text"].items()}
-    st = {k: np.asarray(v) for k, v in results["maps"].items()}
-    pol = results["policy"]
-    first, P, rho = max(cfg.periods), cfg.main_period, cfg.main_budget
-    err = {a: np.asarray(pol[a]["err"]).mean(axis=-1) for a in ("uniform", "concentration")}  # [R, N, T]
-    r_first, r_main, r_one = row(cfg, first, rho), row(cfg, P, rho), row(cfg, 1, rho)
-    stale = np.asarray(pol["stale"]["err"]).mean(axis=-1)[0]  # [N, T]
-    err_global = np.asarray(pol["global"]["err"]).mean(axis=-1)[0]  # [N, T]
-    hs = results["head_spread"]
-    blocks = np.asarray(pol["blocks_per_head"])  # [N, T, nl, H] (concentration policy, P=1, main rho)
-    conc = np.asarray(pol["head_concentration"])  # [N, T, nl, H]
-    rho_s = [
-        np.mean(
-            [
-                spearman(conc[n, t, layer], blocks[n, t, layer])
-                for t in range(cfg.steps)
-                for layer in range(cfg.n_layers)
-            ]
-        )
-        for n in range(cfg.n_prompts)
-    ]
-    lv = results["louver"]
-    fn = sum(int(np.sum(np.asarray(lv[b][f]))) for b in ("ball", "box") for f in ("fn_block", "fn_key"))
-    k = cfg.main_k
     return [
         sign_claim(
             f"The diffusion LM denoises: masked-token accuracy at mask ratio {cfg.eval_ratio:g} exceeds the "
@@ -148,6 +137,16 @@ def claims(results, cfg: Config) -> list[Claim]:
             - np.abs(tx["sampled"]["whitespace"] - tx["held_out"]["whitespace"]),
             source="reconstruction",
         ),
+    ]
+
+
+def map_claims(results, cfg: Config) -> list[Claim]:
+    """What Step-dLLM's argument rests on: local consistency of the block masks, the shift at transitions, heads
+    that differ in concentration."""
+    st = {k: np.asarray(v) for k, v in results["maps"].items()}
+    hs = results["head_spread"]
+    k = cfg.main_k
+    return [
         Claim.from_samples(
             f"Attention is locally consistent: top-{k} block-mask overlap between consecutive steps exceeds the "
             f"overlap between steps >= {cfg.far_lag} apart (difference > 0, over prompts)",
@@ -185,6 +184,31 @@ def claims(results, cfg: Config) -> list[Claim]:
             kind="check",
             n_seeds=cfg.n_prompts,
         ),
+    ]
+
+
+def output_error_claims(results, cfg: Config) -> list[Claim]:
+    """The policies compared by attention-output error along the dense trajectory (sign tests over prompts), and
+    the head-adaptive allocation's blocks against the heads' concentration."""
+    pol = results["policy"]
+    first, P, rho = max(cfg.periods), cfg.main_period, cfg.main_budget
+    err = {a: np.asarray(pol[a]["err"]).mean(axis=-1) for a in ("uniform", "concentration")}  # [R, N, T]
+    r_first, r_main, r_one = row(cfg, first, rho), row(cfg, P, rho), row(cfg, 1, rho)
+    stale = np.asarray(pol["stale"]["err"]).mean(axis=-1)[0]  # [N, T]
+    err_global = np.asarray(pol["global"]["err"]).mean(axis=-1)[0]  # [N, T]
+    blocks = np.asarray(pol["blocks_per_head"])  # [N, T, nl, H] (concentration policy, P=1, main rho)
+    conc = np.asarray(pol["head_concentration"])  # [N, T, nl, H]
+    rho_s = [
+        np.mean(
+            [
+                spearman(conc[n, t, layer], blocks[n, t, layer])
+                for t in range(cfg.steps)
+                for layer in range(cfg.n_layers)
+            ]
+        )
+        for n in range(cfg.n_prompts)
+    ]
+    return [
         sign_claim(
             f"Anchor refresh (every {P} steps, uniform budget rho={rho:g}) has lower attention-output error than "
             "the first-step-only mask (sign test over prompts)",
@@ -218,7 +242,14 @@ def claims(results, cfg: Config) -> list[Claim]:
             "sign test over prompts)",
             np.asarray(rho_s),
         ),
-        *end_to_end_claims(results, cfg),
+    ]
+
+
+def louver_claims(results, cfg: Config) -> list[Claim]:
+    """Louver's guarantee: zero false negatives against float64 scores."""
+    lv = results["louver"]
+    fn = sum(int(np.sum(np.asarray(lv[b][f]))) for b in ("ball", "box") for f in ("fn_block", "fn_key"))
+    return [
         Claim(
             "Louver retrieval has zero false negatives: no key with q.k >= tau (q.k in float64 from the float32 "
             "inputs) in a skipped block or outside the retrieved keys (ball and box bounds, every tau, layer, "
@@ -228,5 +259,5 @@ def claims(results, cfg: Config) -> list[Claim]:
             0.0,
             "abs",
             kind="check",
-        ),
+        )
     ]

@@ -1,4 +1,5 @@
-"""Configuration of the sparse-attention result: the diffusion LM, its denoising runs, the policy sweep."""
+"""Configuration of the sparse-attention result: NAME, TITLE, and the Config (the diffusion LM, its denoising runs,
+the policy sweep, Louver, speed) with its presets."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import dataclasses
 from jaxwb.models import diffusion_lm as dl
 from jaxwb.models import train as tr
 from jaxwb.theory import validate as v
+
+NAME = "sparse_attention"
+TITLE = "Sparse attention on a trained diffusion LM: Step-dLLM masks on real trajectories, Louver, speed"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""Figures of the sparse-attention result (matplotlib, the project style)."""
+"""Figures of the sparse-attention result (matplotlib, the project style): one function per figure, each taking the
+results as NumPy arrays; ``plot`` collects them."""
 
 from __future__ import annotations
 
@@ -35,12 +36,29 @@ def _transitions(ax, cfg: Config, label=True):
         )
 
 
+def _shown_periods(cfg: Config) -> list[tuple[int, str, str]]:
+    """(refresh period, line style, label) of the lines drawn per allocation: every step, the main period, and
+    first-step-only."""
+    first, P = max(cfg.periods), cfg.main_period
+    return [(1, "-", "refresh every step"), (P, "--", f"refresh every {P}"), (first, ":", "first-step-only")]
+
+
 def plot(results, cfg: Config) -> dict:
     r = jax.tree.map(np.asarray, results)
-    figs = {}
-    T, k = cfg.steps, cfg.main_k
+    return {
+        "maps": maps_figure(r, cfg),
+        "overlap": overlap_figure(r, cfg),
+        "policy_budget": policy_budget_figure(r, cfg),
+        "refresh_period": refresh_period_figure(r, cfg),
+        "per_step": per_step_figure(r, cfg),
+        "louver": louver_figure(r, cfg),
+        "speed": speed_figure(r, cfg),
+    }
 
-    # example maps around the first transition
+
+def maps_figure(r, cfg: Config):
+    """Example block-pooled maps around the first transition (last layer, prompt 0)."""
+    T = cfg.steps
     tr0 = cfg.transitions[0]
     steps = sorted({0, max(tr0 - 2, 0), tr0 - 1, tr0, min(tr0 + 1, T - 1), T - 1})
     ex = r["example_maps"]  # [T, H, Qb, Kb]
@@ -60,9 +78,12 @@ def plot(results, cfg: Config) -> dict:
             if h == H - 1:
                 ax.set_xlabel("key block", fontsize=8)
     fig.suptitle(f"block-pooled attention (block = {cfg.block} tokens), last layer, prompt 0", fontsize=10)
-    figs["maps"] = fig
+    return fig
 
-    # overlap statistics
+
+def overlap_figure(r, cfg: Config):
+    """Overlap per step and by lag (with the shuffled null), and the heads' concentration."""
+    T, k = cfg.steps, cfg.main_k
     m = r["maps"]
     fig, axes = style.figure(1, 3, figsize=(15, 4.2))
     mean, half = _ci(m["per_step"])
@@ -119,12 +140,14 @@ def plot(results, cfg: Config) -> dict:
         title=f"heads differ in concentration (permutation p = {float(hs['p_value']):.3g})",
     )
     axes[2].legend(fontsize=7)
-    figs["overlap"] = fig
+    return fig
 
-    # policy: error vs density
+
+def policy_budget_figure(r, cfg: Config):
+    """Output error, KL and held-out NLL vs block density, per allocation and refresh period."""
     pol = r["policy"]
-    first, P = max(cfg.periods), cfg.main_period
-    show = [(1, "-", "refresh every step"), (P, "--", f"refresh every {P}"), (first, ":", "first-step-only")]
+    P = cfg.main_period
+    show = _shown_periods(cfg)
     fig, axes = style.figure(1, 3, figsize=(17, 5.4))
     for a in ("uniform", "concentration"):
         for per, ls, lab in show:
@@ -170,9 +193,12 @@ def plot(results, cfg: Config) -> dict:
     # one legend under the panels (inside the left panel it covered the first-step-only lines)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7)
-    figs["policy_budget"] = fig
+    return fig
 
-    # refresh period sweep at the main budget
+
+def refresh_period_figure(r, cfg: Config):
+    """The refresh-period sweep at the main budget, offline scores and (reported) free running."""
+    pol = r["policy"]
     fig, axes = style.figure(2, 3, figsize=(17, 9.5))
     axes = axes.ravel()
     per = np.asarray(cfg.periods)
@@ -222,9 +248,14 @@ def plot(results, cfg: Config) -> dict:
     # one legend under the panels (per-panel legends covered the error bars)
     handles, labels = axes[2].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=len(labels), fontsize=8)
-    figs["refresh_period"] = fig
+    return fig
 
-    # per-step error and KL across the transitions (legend outside the axes: it covered the lines)
+
+def per_step_figure(r, cfg: Config):
+    """Per-step output error and KL across the transitions (legend outside the axes: it covered the lines)."""
+    T = cfg.steps
+    pol = r["policy"]
+    show = _shown_periods(cfg)
     fig, axes = style.figure(2, 1, figsize=(10, 7.5), sharex=True)
     ts = np.arange(T)
     for a in ("uniform", "concentration"):
@@ -248,9 +279,11 @@ def plot(results, cfg: Config) -> dict:
         title="end to end along the dense trajectory: KL of the token distributions (mean, 95% CI over prompts)",
     )
     axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
-    figs["per_step"] = fig
+    return fig
 
-    # Louver
+
+def louver_figure(r, cfg: Config):
+    """Louver: recall of keys with q.k >= tau, and the work done."""
     lv = r["louver"]
     qs = np.asarray(cfg.tau_quantiles)
     fig, axes = style.figure(1, 2, figsize=(11, 4.2))
@@ -276,9 +309,11 @@ def plot(results, cfg: Config) -> dict:
     )
     for ax in axes:
         ax.legend(fontsize=7)
-    figs["louver"] = fig
+    return fig
 
-    # speed: process CPU time, every baseline re-timed beside its sparse row
+
+def speed_figure(r, cfg: Config):
+    """Speedups vs sparsity: process CPU time, every baseline re-timed beside its sparse row."""
     sp = r["speed"]
     fig, ax = style.figure(figsize=(7.5, 4.8))
     order = np.argsort(sp["sparsity"])
@@ -310,5 +345,4 @@ def plot(results, cfg: Config) -> dict:
         "no GPU numbers drawn)",
     )
     ax.legend(fontsize=7)
-    figs["speed"] = fig
-    return figs
+    return fig
