@@ -1,6 +1,7 @@
 """Teacher-student at extensive width: sharp feature-learning jumps and Bayes-optimal scaling laws.
 
-Paper: Barbier & Nguyen (arXiv 2605.10395, 2026), notes in ``shared/papers/teacher_student.md``. The paper's
+Paper: Barbier & Nguyen, *Sharp feature-learning transitions and Bayes-optimal neural scaling laws in
+extensive-width networks* (NeurIPS 2026; arXiv 2605.10395), notes in ``shared/papers/teacher_student.md``. The paper's
 equations are not public: every theory curve here comes from OUR RECONSTRUCTION, the decoupled fixed-point model
 of ``theory/teacher_student/`` (package) (labelled "reconstruction" in titles and claims), whose ``solve`` returns the
 global maximiser of the potential over all self-consistent points.
@@ -57,74 +58,11 @@ Figures (``figures/teacher_student/``):
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+from jaxwb.sims.teacher_student.bench import bench
+from jaxwb.sims.teacher_student.claims import claims
+from jaxwb.sims.teacher_student.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.teacher_student.figures import plot
+from jaxwb.sims.teacher_student.mutants import MUTANTS
+from jaxwb.sims.teacher_student.run import run
 
-from jaxwb.sims.core.audit import Mutant
-from jaxwb.sims.teacher_student.bench import bench, numpy_solve
-from jaxwb.sims.teacher_student.claims import amp_learned, claims, fit_slope, measurements, windows
-from jaxwb.sims.teacher_student.config import NAME, PRESETS, RECON, SMALL_GAP, TITLE, Config
-from jaxwb.sims.teacher_student.plot import COLORS, plot
-from jaxwb.sims.teacher_student.reference import asymptotic_eps, reference_solve, reference_starts
-from jaxwb.sims.teacher_student.run import ROWS, alpha_grid, run
-
-__all__ = [
-    "COLORS",
-    "MUTANTS",
-    "NAME",
-    "PRESETS",
-    "RECON",
-    "ROWS",
-    "SMALL_GAP",
-    "TITLE",
-    "Config",
-    "alpha_grid",
-    "amp_learned",
-    "asymptotic_eps",
-    "bench",
-    "claims",
-    "fit_slope",
-    "measurements",
-    "numpy_solve",
-    "plot",
-    "reference_solve",
-    "reference_starts",
-    "run",
-    "windows",
-]
-
-# ---------------------------------------------------------------------------------------------------------
-# Mutants
-# ---------------------------------------------------------------------------------------------------------
-
-# targets name the module where the solver or the run looks the name up (theory.teacher_student is a package that
-# re-exports; the audit also patches every alias of a patched function, but not of a float: C_IT is patched where
-# the theory reads it, closed_forms, so the sims' predictions, which read the re-export, keep the true constant).
-# keep_best and phi_gap are looked up in solver; first_crossing by sims.teacher_student.run, through the package.
-# each mutant costs one quick run (every jit cache is cleared); the first (run in the default suite) was the cheapest
-# measured (~19 s of CPU vs ~21 s for the others, at load 14 on 2 cores)
-MUTANTS = [
-    Mutant(
-        "c_it_off_5pct",
-        "jaxwb.theory.teacher_student.closed_forms:C_IT",
-        lambda c: 1.05 * c,
-        "the information-theoretic threshold constant 5% off",
-    ),
-    Mutant(
-        "wrong_branch_kept",
-        "jaxwb.theory.teacher_student.solver:keep_best",
-        lambda f: lambda phi, valid: f(-phi, valid),
-        "the self-consistent point with the SMALLEST potential is kept",
-    ),
-    Mutant(
-        "potential_missing_half",
-        "jaxwb.theory.teacher_student.solver:phi_gap",
-        lambda f: lambda ta, ea, tb, eb, alpha, delta: f(ta, ea, tb, eb, 2.0 * alpha, delta),
-        "the (alpha/2) log Delta_eff term of Phi without its 1/2 when candidates are compared",
-    ),
-    Mutant(
-        "jump_one_step_late",
-        "jaxwb.theory.teacher_student:first_crossing",
-        lambda f: lambda y, level: jnp.minimum(f(y, level) + 1, jnp.shape(y)[-1]),
-        "jumps detected one alpha-grid step late",
-    ),
-]
+__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]

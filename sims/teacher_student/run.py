@@ -80,11 +80,11 @@ def alpha_grid(cfg: Config, beta: float) -> np.ndarray:
     return np.geomspace(cfg.alpha_lo, top, cfg.n_alpha)
 
 
-def run(cfg: Config, *, key: jax.Array) -> dict:
-    out = {}
+def solve_all(cfg: Config) -> tuple[dict, dict]:
+    """Every fixed-point solve of the run but the reference's (scaling for every beta, staircase, the reference's
+    dense scan, the students' Bayes errors) in one table of rows: one compiled sweep. Returns (grids: name ->
+    (alphas, amplitudes, delta), part: name -> the solver fields of its rows)."""
     k = cfg.k
-    # every fixed-point solve of the run (scaling for every beta, staircase, the reference's dense scan, the
-    # students' Bayes errors) in one table of rows: one compiled sweep
     grids = {
         f"scaling{b}": (alpha_grid(cfg, beta), ts.amplitudes(k, beta), cfg.delta) for b, beta in enumerate(cfg.betas)
     }
@@ -107,23 +107,28 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     )
     ends = np.cumsum(sizes)
     part = {g: {f: x[e - n : e] for f, x in rows.items()} for g, n, e in zip(names, sizes, ends, strict=True)}
+    return grids, part
 
-    # eps_BO and k_c vs alpha for every beta
+
+def scaling(cfg: Config, grids: dict, part: dict) -> dict:
+    """eps_BO and k_c vs alpha for every beta."""
     sc = {"beta": jnp.asarray(cfg.betas), "alpha": [], "eps": [], "k_c": [], "delta_eff": []}
     for b in range(len(cfg.betas)):
         sc["alpha"].append(jnp.asarray(grids[f"scaling{b}"][0], jnp.float32))
         for f in ("eps", "k_c", "delta_eff"):
             sc[f].append(part[f"scaling{b}"][f])
-    out["scaling"] = {f: jnp.asarray(np.stack(x)) if isinstance(x, list) else x for f, x in sc.items()}
+    return {f: jnp.asarray(np.stack(x)) if isinstance(x, list) else x for f, x in sc.items()}
 
-    # staircase at beta = 1: overlaps of the first features on a dense grid; jumps detected on the grid
-    # (ts.first_crossing) and thresholds bisected (as ts.thresholds) for the exponent
+
+def staircase(cfg: Config, grids: dict, part: dict) -> dict:
+    """Staircase at beta = 1: overlaps of the first features on a dense grid; jumps detected on the grid
+    (ts.first_crossing) and thresholds bisected (as ts.thresholds) for the exponent."""
     r = part["stair"]
     idx = np.concatenate([np.arange(cfg.stair_features), np.asarray(cfg.jump_features) - 1])
-    thr = _thresholds(idx, grids["stair"][1], cfg.delta, k)
+    thr = _thresholds(idx, grids["stair"][1], cfg.delta, cfg.k)
     m_st = r["m"][:, : cfg.stair_features]
     det = np.asarray(ts.first_crossing(np.asarray(m_st).T, 0.5))  # (F,) first grid index with m_i > 1/2
-    out["staircase"] = {
+    return {
         "alpha": jnp.asarray(grids["stair"][0], jnp.float32),
         "m": m_st,
         "delta_eff": r["delta_eff"],
@@ -132,14 +137,17 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "detected": jnp.asarray(det),
     }
 
-    # the solver against the independent float64 reference across the first thresholds (k = ref_k)
+
+def reference_comparison(cfg: Config, grids: dict, part: dict) -> dict:
+    """The solver against the independent float64 reference across the first thresholds (k = ref_k)."""
+    dense, a2r, _ = grids["dense"]
     coexist = dense[np.asarray(part["dense"]["n_candidates"]) >= 2]
     ra = np.sort(np.concatenate([np.geomspace(*cfg.ref_alpha, cfg.ref_n_alpha).astype(np.float32), coexist]))
-    sol = _solve_rows(ra, [a2r] * ra.size, np.full(ra.size, cfg.st_delta), k)
+    sol = _solve_rows(ra, [a2r] * ra.size, np.full(ra.size, cfg.st_delta), cfg.k)
     m_sol = sol["m"][:, : cfg.ref_k]
     ref = [reference_solve(float(a), np.asarray(a2r, np.float64), cfg.st_delta) for a in ra]
     m_ref = np.array([x["m"] for x in ref])
-    out["reference"] = {
+    return {
         "alpha": jnp.asarray(ra),
         "eps_solver": sol["eps"],
         "k_c": sol["k_c"],
@@ -154,27 +162,30 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "n_distinct": jnp.asarray([x["n_distinct"] for x in ref]),
     }
 
-    # AMP on sampled spiked cubic tensors, from the learned side
-    ka, ks = jax.random.split(key)
+
+def amp_on_data(cfg: Config, key: jax.Array) -> dict:
+    """AMP on sampled spiked cubic tensors, from the learned side."""
     cs = jnp.asarray(cfg.amp_cs, jnp.float32)
     amp = [
         mts.spiked_tensor_amp(cs, key=kk, n=cfg.amp_n, iters=cfg.amp_iters, m0=cfg.amp_m0, signals=cfg.amp_signals)
-        for kk in jax.random.split(ka, cfg.amp_seeds)
+        for kk in jax.random.split(key, cfg.amp_seeds)
     ]
     # per seed (one noise tensor): mean over its independent spikes
-    out["amp"] = {
+    return {
         "c": cs,
         "overlap": jnp.stack([a[0][:, -1].mean(-1) for a in amp]),
         "mse": jnp.stack([a[1][:, -1].mean(-1) for a in amp]),
         "mse_path": jnp.stack([a[1].mean(-1) for a in amp]),
     }
 
-    # MAP students: d grows at fixed alpha and k/d; random init vs warm start at the teacher
+
+def students(cfg: Config, key: jax.Array, part: dict) -> dict:
+    """MAP students: d grows at fixed alpha and k/d; random init vs warm start at the teacher."""
     st = {"d": jnp.asarray(cfg.st_ds), "k": [], "eps_bo": [], "random": [], "warm": [], "warm_best": []}
     for j, d in enumerate(cfg.st_ds):
         k = max(1, int(d * cfg.st_k_ratio))
         a2s = ts.amplitudes(k, cfg.st_beta)
-        kd = jax.random.fold_in(ks, j)
+        kd = jax.random.fold_in(key, j)
         teachers = jax.vmap(lambda kk, d=d, a2s=a2s: mts.prior_teacher(d, a2s, key=kk))(
             jax.random.split(jax.random.fold_in(kd, 0), cfg.st_seeds)
         )
@@ -191,7 +202,19 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         st["random"].append(res["best"][: cfg.st_seeds])  # early-stopped by validation
         st["warm"].append(res["final"][cfg.st_seeds :])  # trained to the end from the teacher
         st["warm_best"].append(res["best"][cfg.st_seeds :])
-    out["student"] = {f: jnp.asarray(np.array(x)) if isinstance(x, list) else x for f, x in st.items()}
+    return {f: jnp.asarray(np.array(x)) if isinstance(x, list) else x for f, x in st.items()}
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    grids, part = solve_all(cfg)
+    out = {
+        "scaling": scaling(cfg, grids, part),
+        "staircase": staircase(cfg, grids, part),
+        "reference": reference_comparison(cfg, grids, part),
+    }
+    ka, ks = jax.random.split(key)
+    out["amp"] = amp_on_data(cfg, ka)
+    out["student"] = students(cfg, ks, part)
     return out
 
 

@@ -11,6 +11,10 @@ import pytest
 from jaxwb.sims import teacher_student as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
+from jaxwb.sims.teacher_student.bench import numpy_solve
+from jaxwb.sims.teacher_student.config import SMALL_GAP
+from jaxwb.sims.teacher_student.reference import asymptotic_eps
+from jaxwb.sims.teacher_student.run import alpha_grid
 from jaxwb.theory import teacher_student as ts
 
 
@@ -18,7 +22,7 @@ def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     # Every claim passes except, possibly, the paper's "small gap" claim for the Adam student, which our small-d
     # students do not reproduce (gap ~4x; see the module docstring). For it we check only that it is sane.
-    gap = [c for c in outcome.claims if c.statement.startswith(sim.SMALL_GAP)]
+    gap = [c for c in outcome.claims if c.statement.startswith(SMALL_GAP)]
     assert len(gap) == 1 and np.isfinite(gap[0].measured) and gap[0].measured >= 1.0
     failed = [c.statement for c in outcome.claims if not c.passed and c not in gap]
     assert not failed, failed
@@ -50,11 +54,11 @@ def test_bench_and_its_numpy_port():
     assert rows and all(np.isfinite(r.speedup) and r.speedup > 0 for r in rows)
     # the NumPy baseline runs the same algorithm (the bench's quick grid: its compiled program is reused)
     a2 = ts.amplitudes(400, 1.0)
-    alphas = sim.alpha_grid(dataclasses.replace(sim.PRESETS["quick"], n_alpha=32), 1.0)
+    alphas = alpha_grid(dataclasses.replace(sim.PRESETS["quick"], n_alpha=32), 1.0)
     sol = ts.solve_grid(alphas, a2, 1.0)
     for j in (2, 9, 16, 31):
         for dynamic in (False, True):
-            m_np, eps_np = sim.numpy_solve(alphas[j], np.asarray(a2), 1.0, dynamic=dynamic)
+            m_np, eps_np = numpy_solve(alphas[j], np.asarray(a2), 1.0, dynamic=dynamic)
             np.testing.assert_allclose(float(sol.eps_bo[j]), eps_np, rtol=1e-4)
             np.testing.assert_allclose(np.asarray(sol.m[j]), m_np, atol=1e-4)
 
@@ -64,7 +68,7 @@ def test_asymptotic_formula_is_the_solver_at_large_k():
     k, beta = 4000, 1.0
     alphas = np.geomspace(200.0, 3000.0, 5)
     sol = ts.solve_grid(alphas, ts.amplitudes(k, beta), 1.0)
-    np.testing.assert_allclose(sim.asymptotic_eps(alphas, beta, k, 1.0), np.asarray(sol.eps_bo), rtol=0.1)
+    np.testing.assert_allclose(asymptotic_eps(alphas, beta, k, 1.0), np.asarray(sol.eps_bo), rtol=0.1)
 
 
 @pytest.mark.parametrize(
@@ -91,7 +95,7 @@ def test_config_validates_itself(field, value):
 @pytest.mark.slow
 def test_full_preset_claims():
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
-    failed = [c for c in outcome.claims if not c.passed and not c.statement.startswith(sim.SMALL_GAP)]
+    failed = [c for c in outcome.claims if not c.passed and not c.statement.startswith(SMALL_GAP)]
     assert not failed, format_claims(sim.NAME, outcome.claims)
 
 

@@ -93,7 +93,7 @@ def phi64(m, alpha, a2, delta):
 
 
 def check_global_maximiser(k, beta, delta, log_alpha):
-    from jaxwb.sims.teacher_student import reference_solve  # NumPy: dense starts, plain iteration, no branch selection
+    from jaxwb.sims.teacher_student.reference import reference_solve  # NumPy: dense starts, no branch selection
 
     a2 = ts.amplitudes(k, beta)
     alpha = float(np.exp(log_alpha))
@@ -130,7 +130,7 @@ def test_solver_is_the_global_maximiser_many(k, beta, delta, log_alpha, x64):
 def test_near_a_threshold_several_points_coexist_and_the_larger_phi_is_kept(x64):
     # first feature with small noise: learning it lowers Delta_eff a lot, so both configurations are
     # self-consistent on an alpha window around the jump; the solver must see both and keep the larger Phi
-    from jaxwb.sims.teacher_student import reference_solve
+    from jaxwb.sims.teacher_student.reference import reference_solve
 
     a2 = ts.amplitudes(12, 1.0)
     alphas = np.geomspace(1.0, 10.0, 60)

@@ -1,4 +1,4 @@
-"""Teacher-student: the figures."""
+"""Teacher-student: the figures, ``plot``, one function per figure."""
 
 from __future__ import annotations
 
@@ -21,11 +21,8 @@ from jaxwb.theory import teacher_student as ts
 COLORS = {0.75: "tab:green", 1.0: "tab:blue", 1.5: "tab:red"}
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
-    meas = measurements(results, cfg)
-
-    # staircase
+def plot_staircase(results: dict, cfg: Config):
+    """Overlaps m_i vs alpha at beta = 1 with the closed form m+(c) and the bisected thresholds."""
     st = results["staircase"]
     alpha = np.asarray(st["alpha"])
     m = np.asarray(st["m"])
@@ -54,9 +51,12 @@ def plot(results: dict, cfg: Config) -> dict:
         f"{RECON}; dotted: bisected thresholds alpha_i",
     )
     ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
-    figs["staircase"] = fig
+    return fig
 
-    # scaling
+
+def plot_scaling(results: dict, cfg: Config):
+    """eps_BO vs alpha per beta: fitted and predicted slopes, the finite-k continuum formula."""
+    meas = measurements(results, cfg)
     sc = results["scaling"]
     fl, ref = windows(results, cfg)
     fig, ax = style.figure(figsize=(8.5, 5.6))
@@ -94,9 +94,12 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"Bayes-optimal scaling laws (k={cfg.k}, Delta={cfg.delta:g}); {RECON}",
     )
     ax.legend(fontsize=8, loc="lower left")
-    figs["scaling"] = fig
+    return fig
 
-    # effective width
+
+def plot_effective_width(results: dict, cfg: Config):
+    """k_c vs alpha from the solver against its closed form."""
+    sc = results["scaling"]
     fig, ax = style.figure(figsize=(8, 5))
     for b, beta in enumerate(cfg.betas):
         col = COLORS.get(beta, f"C{b}")
@@ -115,9 +118,12 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"Effective width grows as n^(1/(2 beta)) until k_c = k; {RECON}",
     )
     ax.legend(fontsize=8)
-    figs["effective_width"] = fig
+    return fig
 
-    # reference
+
+def plot_reference(results: dict, cfg: Config):
+    """The solver against the independent float64 multi-start reference."""
+    meas = measurements(results, cfg)
     rf = results["reference"]
     fig, ax = style.figure(figsize=(8, 5))
     ra = np.asarray(rf["alpha"])
@@ -147,9 +153,11 @@ def plot(results: dict, cfg: Config) -> dict:
         f"Delta={cfg.st_delta:g}; reconstruction)",
     )
     ax.legend(fontsize=8)
-    figs["reference"] = fig
+    return fig
 
-    # amp
+
+def plot_amp(results: dict, cfg: Config):
+    """AMP on sampled spiked cubic tensors: MSE vs c over seeds against 1 - m+(c)."""
     am = results["amp"]
     c = np.asarray(am["c"], np.float64)
     mse = np.asarray(am["mse"], np.float64)
@@ -162,12 +170,7 @@ def plot(results: dict, cfg: Config) -> dict:
         label="1 - m+(c): learned branch (ends at the spinodal c = 4/3, jump to MSE 1)",
     )
     mean = mse.mean(0)
-    half = np.array(
-        [
-            math.inf if mse.shape[0] < 2 else mean_ci(mse[:, j])[1]
-            for j in range(c.size)
-        ]
-    )
+    half = np.array([math.inf if mse.shape[0] < 2 else mean_ci(mse[:, j])[1] for j in range(c.size)])
     ax.errorbar(
         c,
         mean,
@@ -188,14 +191,15 @@ def plot(results: dict, cfg: Config) -> dict:
         f"{cfg.amp_iters} iterations from overlap {cfg.amp_m0:g}",
     )
     ax.legend(fontsize=8)
-    figs["amp"] = fig
+    return fig
 
-    # student
+
+def plot_student(results: dict, cfg: Config):
+    """MAP students (random init / warm start at the teacher) vs eps_BO as d grows."""
+    meas = measurements(results, cfg)
     s = results["student"]
     ds = np.asarray(s["d"])
     fig, ax = style.figure(figsize=(8, 5))
-    from jaxwb.sims.core.claims import mean_ci
-
     for key_, name, col, off in (
         ("st_random", "random init, early-stopped (validation)", "tab:blue", 0.97),
         ("st_warm", "warm start at the teacher, trained to the end", "tab:orange", 1.03),
@@ -226,5 +230,15 @@ def plot(results: dict, cfg: Config) -> dict:
     )
     ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # only the measured d are labelled
     ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)  # below: off the data
-    figs["student"] = fig
-    return figs
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "staircase": plot_staircase(results, cfg),
+        "scaling": plot_scaling(results, cfg),
+        "effective_width": plot_effective_width(results, cfg),
+        "reference": plot_reference(results, cfg),
+        "amp": plot_amp(results, cfg),
+        "student": plot_student(results, cfg),
+    }
