@@ -1,5 +1,11 @@
-"""TV distance between autoregressive models under logit, sample and noisy-logit access
-(``shared/papers/tv_distance.md``; estimators in ``theory/tv_distance/``).
+"""TV distance between autoregressive models under logit, sample and noisy-logit access.
+
+Paper: estimating the total-variation distance between two length-n autoregressive distributions (2026; the
+project has its statement only, no title or venue: ``shared/papers/tv_distance.md``). Reproduced: the three
+access models' query complexities (logit O(n/eps^2), sample O~(n^2 K/eps^2), noisy logits
+O~((n + n^2 sigma^2)/eps^2)), the unbiased plain / mixture / Rao-Blackwellised estimators with Hoeffding's m, and
+TV vs KL between two engines of one model. Ours, not the paper's: the SIMEX correction of the noisy and sample
+estimators and its bias estimate (``source="reconstruction"``); estimators in ``theory/tv_distance/``.
 
 Figures (``figures/tv_distance/``):
   errors_vs_queries.png  mean |estimate - TV| vs total queries, three access models (exact TV by enumeration,
@@ -21,34 +27,23 @@ the bias estimate = SIMEX-2 minus SIMEX-1 only, it covered 88%; with SIMEX-2 min
 Default sample kind: ``tv_sample`` uses kind="auto" (plugin below s = 8, SIMEX above;
 ``jaxwb.theory.tv_distance.resolve_sample_kind`` has the measurements: at s <= 4 SIMEX's worst-case bias was larger).
 
-Package layout: ``config`` (Config, PRESETS), ``study`` (``run`` and its pieces), ``claims``, ``figures``
-(``plot``), ``bench``; the mutants are below.
+Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, PRESETS),
+``pieces`` (model pairs, pooled estimates, the Hoeffding-m repetitions, queries to eps), ``reference`` (the
+float64 enumeration reference), ``run`` (``run``, one stage per study), ``statistics`` (binomial coverage
+interval, interval hits), ``claims``, ``figures`` (``plot``, one function per figure), ``mutants``, ``bench``.
 """
 
 from __future__ import annotations
 
-import math
-
-import jax.numpy as jnp
-
-from jaxwb.sims.core.audit import Mutant
 from jaxwb.sims.tv_distance.bench import bench
-from jaxwb.sims.tv_distance.claims import binomial_ci, ci_hits, claims
-from jaxwb.sims.tv_distance.config import PRESETS, Config
+from jaxwb.sims.tv_distance.claims import claims
+from jaxwb.sims.tv_distance.config import NAME, PRESETS, TITLE, Config
 from jaxwb.sims.tv_distance.figures import plot
-from jaxwb.sims.tv_distance.study import (
-    _smoothed_np,
-    enumerated_reference,
-    markov_pair,
-    pooled,
-    queries_to_eps,
-    run,
-    separated_pair,
-)
-from jaxwb.theory import tv_distance as tv
-
-NAME = "tv_distance"
-TITLE = "TV distance between autoregressive models: logit O(n/eps^2), sample ~n^2 K/eps^2, noisy logits"
+from jaxwb.sims.tv_distance.mutants import MUTANTS
+from jaxwb.sims.tv_distance.pieces import markov_pair, pooled, queries_to_eps, separated_pair
+from jaxwb.sims.tv_distance.reference import enumerated_reference
+from jaxwb.sims.tv_distance.run import run
+from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 
 __all__ = [
     "MUTANTS",
@@ -67,58 +62,4 @@ __all__ = [
     "queries_to_eps",
     "run",
     "separated_pair",
-]
-_PRIVATE = (_smoothed_np,)  # used by tests/sims/test_tv_distance.py
-
-# ---------------------------------------------------------------------------------------------------------
-# Mutants: plausible bugs the claims above must catch (``workbench audit tv_distance``)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _rb_unconditioned(f):
-    """RB estimator that conditions on the full sequence: R = exp(-L) instead of exp(-L_<n) (the last step's
-    log-ratio counted twice)."""
-
-    def g(d, kind="plain", length=None):
-        if kind != "rb":
-            return f(d, kind, length)
-        n = d.lp.shape[1]
-        mask = jnp.ones(n) if length is None else (jnp.arange(n) < length).astype(jnp.float32)
-        L = jnp.sum((d.lp - d.lq) * mask, axis=1)
-        if length is None:
-            last_lp, last_lq = d.last_lp, d.last_lq
-        else:
-            last_lp, last_lq = jnp.take(d.last_lp, length - 1, axis=1), jnp.take(d.last_lq, length - 1, axis=1)
-        return jnp.sum(jnp.exp(last_lp) * tv.plain_z(L[:, None] + last_lp - last_lq), axis=-1)
-
-    return g
-
-
-# first: the cheapest (it patches only what the claims compute, no compiled function changes; the default
-# suite runs it)
-MUTANTS = [
-    Mutant(
-        "interval_without_bias",
-        "jaxwb.theory.tv_distance.logit:Estimate.halfwidth",
-        lambda f: lambda self, level=0.95: f(self._replace(bias=0.0 * self.bias), level),
-        "noisy/sample interval centred on a biased mean with a variance-only width (the reviewer's bug)",
-    ),
-    Mutant(
-        "hoeffding_eps_not_squared",
-        "jaxwb.theory.tv_distance.logit:hoeffding_m",
-        lambda f: lambda eps, delta: int(math.ceil(math.log(2.0 / delta) / (2.0 * eps))),
-        "Hoeffding sample size ln(2/delta)/(2 eps) with eps not squared",
-    ),
-    Mutant(
-        "rb_without_conditioning",
-        "jaxwb.theory.tv_distance.logit:_logit_z_from_decoded",
-        _rb_unconditioned,
-        "Rao-Blackwell step conditions on the whole sequence (R = exp(-L), not exp(-L_<n))",
-    ),
-    Mutant(
-        "simex_smoothing_variance_halved",
-        "jaxwb.theory.tv_distance.noisy:_smoothed_z",
-        lambda f: lambda mu, s2: f(mu, 0.5 * s2),
-        "SIMEX's Gaussian smoothing with half the noise variance",
-    ),
 ]

@@ -9,7 +9,7 @@ import jax
 import numpy as np
 
 from jaxwb.sims.core.timing import BenchRow
-from jaxwb.sims.tv_distance.study import markov_pair
+from jaxwb.sims.tv_distance.pieces import markov_pair
 from jaxwb.theory import tv_distance as tv
 
 # ---------------------------------------------------------------------------------------------------------

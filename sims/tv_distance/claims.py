@@ -8,6 +8,7 @@ import numpy as np
 
 from jaxwb.sims.core.claims import Claim, mean_ci
 from jaxwb.sims.tv_distance.config import Config
+from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
 
 # ---------------------------------------------------------------------------------------------------------
@@ -15,22 +16,8 @@ from jaxwb.theory import tv_distance as tv
 # ---------------------------------------------------------------------------------------------------------
 
 
-def binomial_ci(hits) -> tuple[float, float, int]:
-    """Fraction of True in ``hits`` and its normal-approximation 95% half-width (at least 1.96 sqrt(p(1-p)/N)
-    evaluated at p = 0.95, so a run where every repetition covers is not given a zero-width interval)."""
-    h = np.asarray(hits, bool).ravel()
-    frac = float(h.mean())
-    pp = min(max(frac, 0.05), 0.95)
-    return frac, 1.96 * math.sqrt(pp * (1 - pp) / h.size), int(h.size)
-
-
-def ci_hits(rep: dict, truth: float, level: float = 0.95) -> np.ndarray:
-    """Does the stated interval ``value +- Estimate.halfwidth(level)`` of each repetition cover ``truth``?"""
-    e = tv.Estimate(np.asarray(rep["value"]), np.asarray(rep["se"]), 0, np.asarray(rep.get("bias", 0.0)))
-    return np.abs(np.asarray(rep["value"]) - truth) <= np.asarray(e.halfwidth(level))
-
-
-def claims(results: dict, cfg: Config) -> list[Claim]:
+def logit_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Logit access at the Hoeffding m: coverage, unbiasedness, exact variances, RB <= plain."""
     out = []
     tv_true = float(results["exact"]["tv"])
     ref = results["reference"]
@@ -97,6 +84,16 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     )
+    return out
+
+
+def noisy_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Noisy logits: plugin and SIMEX-2 means = their exact expectations; the spec's bias bounds."""
+    out = []
+    tv_true = float(results["exact"]["tv"])
+    ref = results["reference"]
+    cov = results["coverage"]
+    R = cfg.coverage_reps
     for r in cfg.noisy_r:
         rep = cov[f"noisy_r{r}"]
         for kind, key in (("plugin", "plugin"), ("SIMEX-2", "value")):
@@ -143,6 +140,15 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             source="reconstruction",
         )
     )
+    return out
+
+
+def interval_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The stated 95% intervals (Estimate.halfwidth) cover the exact TV."""
+    out = []
+    tv_true = float(results["exact"]["tv"])
+    cov = results["coverage"]
+    R = cfg.coverage_reps
     # stated 95% intervals cover the exact TV (logit: z stderr; noisy/sample: z stderr + |bias estimate|)
     cov_names = (
         [("rb", "logit RB")]
@@ -166,6 +172,12 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 n_seeds=N,
             )
         )
+    return out
+
+
+def slope_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Queries to reach eps grow like n (logit access) and n^2 (sample access)."""
+    out = []
     sl = results["slopes"]
     for nm, lab, pred in (
         ("rb", "logit access (RB)", 1.0),
@@ -184,6 +196,12 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 kind="check",
             )
         )
+    return out
+
+
+def separation_and_engine_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The TV estimates' spread at every separation; the fp32-vs-bf16 engines' RB estimate."""
+    out = []
     sep = results["separation"]
     hw = 2 * math.sqrt(math.log(2 / 0.1) / (2 * cfg.sep_m))
     widths = [np.subtract(*np.percentile(np.asarray(x), [95, 5])) for x in sep["tv_est"]]
@@ -215,3 +233,13 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         )
     )
     return out
+
+
+def claims(results: dict, cfg: Config) -> list[Claim]:
+    return [
+        *logit_claims(results, cfg),
+        *noisy_claims(results, cfg),
+        *interval_claims(results, cfg),
+        *slope_claims(results, cfg),
+        *separation_and_engine_claims(results, cfg),
+    ]

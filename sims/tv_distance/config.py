@@ -7,6 +7,9 @@ import math
 
 from jaxwb.theory import tv_distance as tv
 
+NAME = "tv_distance"
+TITLE = "TV distance between autoregressive models: logit O(n/eps^2), sample ~n^2 K/eps^2, noisy logits"
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:

@@ -8,8 +8,8 @@ import matplotlib.ticker
 import numpy as np
 
 from jaxwb.sims.core import style
-from jaxwb.sims.tv_distance.claims import binomial_ci, ci_hits
 from jaxwb.sims.tv_distance.config import Config
+from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
 
 # ---------------------------------------------------------------------------------------------------------
@@ -17,8 +17,8 @@ from jaxwb.theory import tv_distance as tv
 # ---------------------------------------------------------------------------------------------------------
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
+def plot_errors_vs_queries(results: dict, cfg: Config):
+    """Mean |estimate - TV| vs total queries, three access models, with the guide lines."""
     tv_true = float(results["exact"]["tv"])
     e = results["errors"]
     K, n = cfg.K, cfg.n
@@ -95,9 +95,12 @@ def plot(results: dict, cfg: Config) -> dict:
         "Error vs queries (error = mean over groups of m sequences from one pool; plateaus = bias). "
         "Guide lines: eps = sqrt(rate / Q)"
     )
-    figs["errors_vs_queries"] = fig
+    return fig
 
-    # queries to reach eps vs n
+
+def plot_queries_vs_n(results: dict, cfg: Config):
+    """Queries needed for RMSE eps vs n, with the fitted log-log slopes."""
+    K = cfg.K
     sl = results["slopes"]
     nn = np.asarray(sl["n"], float)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
@@ -143,9 +146,12 @@ def plot(results: dict, cfg: Config) -> dict:
     for a in (ax, ax2):
         a.set_xticks(nn, [str(int(v)) for v in nn])
         a.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
-    figs["queries_vs_n"] = fig
+    return fig
 
-    # coverage
+
+def plot_coverage(results: dict, cfg: Config):
+    """Coverage of |T - TV| <= eps at the Hoeffding m, the stated intervals' coverage, the errors."""
+    tv_true = float(results["exact"]["tv"])
     cov = results["coverage"]
     fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(16, 4.4))
     kinds = list(tv.LOGIT_KINDS)
@@ -199,9 +205,12 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"95% intervals at m = {int(cov['m'])} (+-95% binomial CI)",
     )
     ax3.legend(fontsize=8, loc="lower left")
-    figs["coverage"] = fig
+    return fig
 
-    # TV vs KL
+
+def plot_tv_vs_kl(results: dict, cfg: Config):
+    """TV vs KL (and Pinsker) as the supports separate; the spread of both estimators."""
+    K, n = cfg.K, cfg.n
     sep = results["separation"]
     lam = np.asarray(sep["lam"])
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
@@ -234,9 +243,11 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"Estimator spread ({cfg.sep_reps} repetitions of m={cfg.sep_m})",
     )
     ax2.legend()
-    figs["tv_vs_kl"] = fig
+    return fig
 
-    # engines
+
+def plot_engines(results: dict, cfg: Config):
+    """TV and KL between a float32 and a bfloat16 engine of one random tiny transformer vs n."""
     eng = results["engines"]
     ne = np.asarray(eng["n"], float)
     fig, ax = style.figure(figsize=(7.5, 4.6))
@@ -275,5 +286,14 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.set_xticks(ne, [str(int(v)) for v in ne], minor=False)
     ax.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     ax.legend(fontsize=8)
-    figs["engines"] = fig
-    return figs
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "errors_vs_queries": plot_errors_vs_queries(results, cfg),
+        "queries_vs_n": plot_queries_vs_n(results, cfg),
+        "coverage": plot_coverage(results, cfg),
+        "tv_vs_kl": plot_tv_vs_kl(results, cfg),
+        "engines": plot_engines(results, cfg),
+    }

@@ -1,0 +1,57 @@
+"""The float64 NumPy enumeration reference: exact expectations of the estimators by enumerating all K^n
+sequences, sharing nothing with the estimators but the models' next-token tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.special
+
+from jaxwb.theory import tv_distance as tv
+
+
+def smoothed_np(mu, s2):
+    """g(mu, s^2) = E (1 - exp(-(mu + s xi)))_+ in float64 NumPy/SciPy: Phi(mu/s) - exp(-mu + s^2/2 +
+    log Phi(mu/s - s)). An independent implementation of ``jaxwb.theory.tv_distance.smoothed_z`` for the exact
+    expectations below."""
+    sd = np.sqrt(s2)
+    a = mu / sd
+    return scipy.special.ndtr(a) - np.exp(-mu + 0.5 * s2 + scipy.special.log_ndtr(a - sd))
+
+
+def enumerated_reference(p, q, n: int, sigma: float, rs) -> dict:
+    """Exact expectations by enumerating all K^n sequences, in float64 NumPy, sharing nothing with the
+    estimators but the models' next-token tables:
+
+      TV = sum_x P (1 - e^-L)_+,  E Z^2 of plain (x ~ P), mixture (|tanh(L/2)|, x ~ (P+Q)/2) and rb
+      (sum_v p_n(v) (1 - e^-(L_<n + log p_n(v)/q_n(v)))_+, a function of the prefix: E Z^2 = sum_x P Z^2);
+      noisy logits with r repeats (L_hat = L + N(0, v), v = 2 n sigma^2 / r): E plugin = sum_x P g(L, v),
+      E SIMEX-2 = sum_x P (3 g(L, v) - 3 g(L, 2v) + g(L, 3v)) since E_eta g(L + eta, k v) = g(L, (k+1) v).
+    """
+    seqs = tv.all_sequences(p.K, n)
+    lp_all = np.asarray(p.all_logprobs(seqs), np.float64)  # (S, n, K)
+    lq_all = np.asarray(q.all_logprobs(seqs), np.float64)
+    tok = np.asarray(seqs)[..., None]
+    lp = np.take_along_axis(lp_all, tok, -1)[..., 0]
+    lq = np.take_along_axis(lq_all, tok, -1)[..., 0]
+    L = (lp - lq).sum(1)
+    P, Q = np.exp(lp.sum(1)), np.exp(lq.sum(1))
+    plain = np.maximum(0.0, -np.expm1(-L))
+    mix = np.abs(np.tanh(0.5 * L))
+    L_prev = L - (lp[:, -1] - lq[:, -1])
+    rb = np.sum(
+        np.exp(lp_all[:, -1]) * np.maximum(0.0, -np.expm1(-(L_prev[:, None] + lp_all[:, -1] - lq_all[:, -1]))), axis=-1
+    )
+    ref = {
+        "tv": np.sum(P * plain),
+        "tv_halfsum": 0.5 * np.sum(np.abs(P - Q)),
+        "var": {
+            "plain": np.sum(P * plain**2) - np.sum(P * plain) ** 2,
+            "mixture": np.sum(0.5 * (P + Q) * mix**2) - np.sum(0.5 * (P + Q) * mix) ** 2,
+            "rb": np.sum(P * rb**2) - np.sum(P * rb) ** 2,
+        },
+    }
+    for r in rs:
+        v_ = 2.0 * n * sigma**2 / r
+        g = [smoothed_np(L, k * v_) for k in (1, 2, 3)]
+        ref[f"noisy_r{r}"] = {"plugin": np.sum(P * g[0]), "simex": np.sum(P * (3 * g[0] - 3 * g[1] + g[2]))}
+    return ref
