@@ -1,6 +1,10 @@
 """ZOE-Grad: quantizer surrogate gradients are expectations of zeroth-order estimators; QAT on the tiny LM.
-(``shared/papers/zoe_grad.md``; the estimators, the closed forms and the convergence bound are a
-*reconstruction* from the abstract, derived in ``theory/zoe_grad.py``.)
+
+Paper: *ZOE-Grad: a zeroth-order expectation view of quantization surrogate gradients* (NeurIPS 2026; only the
+abstract is available to the project: ``shared/papers/zoe_grad.md``). Reproduced: the abstract's statements
+(surrogate gradients = expectations of zeroth-order estimators; QAT with continuous surrogates vs STE). The
+estimators, the closed forms and the convergence bound are a *reconstruction* from the abstract, derived in
+``theory/zoe_grad.py``.
 
 What is measured (every random quantity is decided on a Student-t interval over independent seeds):
 
@@ -40,27 +44,16 @@ STE" (LLMs): ppl_STE - ppl_law = -0.06 +- 0.21 (Gaussian), -0.02 +- 0.31 (logist
 Note: under Adam a surrogate that is a constant multiple of STE trains identically (Adam is invariant to the
 gradient's scale): the uniform law at sigma = 0.3 is 0.962 x the clipped STE on ternary levels and reproduces
 STE's runs exactly in 4 of 5 seeds; only the *shape* of a surrogate can matter.
+
+Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, PRESETS,
+constants), ``estimators`` (hard quantizers, the Monte Carlo of the estimators, the sigma sweep: 1-2),
+``kernel_check`` (3), ``toy`` (4), ``qat`` (5), ``run`` (the five in turn), ``claims``, ``figures`` (``plot``,
+one function per figure), ``mutants``.
 """
 
 from __future__ import annotations
 
-from jaxwb.sims.zoe_grad.claims import MUTANTS, claims
-from jaxwb.sims.zoe_grad.compute import (
-    QATModel,
-    claim_point,
-    grid_levels,
-    hard_quantizer,
-    kernel_blocks,
-    qat_wrap,
-    run,
-    run_estimators,
-    run_kernel_check,
-    run_qat,
-    run_sweep,
-    run_toy,
-    toy_constants,
-    x_grid,
-)
+from jaxwb.sims.zoe_grad.claims import claims
 from jaxwb.sims.zoe_grad.config import (
     COLORS,
     ESTIMATORS,
@@ -72,7 +65,13 @@ from jaxwb.sims.zoe_grad.config import (
     TITLE,
     Config,
 )
+from jaxwb.sims.zoe_grad.estimators import claim_point, grid_levels, hard_quantizer, run_estimators, run_sweep, x_grid
 from jaxwb.sims.zoe_grad.figures import plot
+from jaxwb.sims.zoe_grad.kernel_check import kernel_blocks, run_kernel_check
+from jaxwb.sims.zoe_grad.mutants import MUTANTS
+from jaxwb.sims.zoe_grad.qat import QATModel, qat_wrap, run_qat
+from jaxwb.sims.zoe_grad.run import run
+from jaxwb.sims.zoe_grad.toy import run_toy, toy_constants
 
 __all__ = [
     "COLORS",

@@ -6,13 +6,13 @@ import numpy as np
 
 from jaxwb.sims.core import style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.zoe_grad.claims import _ppl
+from jaxwb.sims.zoe_grad.claims import perplexity
 from jaxwb.sims.zoe_grad.config import COLORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
 from jaxwb.theory import zoe_grad as zg
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
+def plot_estimators(results: dict, cfg: Config):
+    """Monte Carlo means of the estimators vs the closed-form surrogate, both grids, every law."""
     e = results["estimators"]
     fig, axes = style.figure(2, 4, figsize=(17, 7.5))
     for r, grid in enumerate(GRIDS):
@@ -67,8 +67,11 @@ def plot(results: dict, cfg: Config) -> dict:
         )
         ax.set(xlabel="x", ylabel="surrogate", title=f"uniform law ({grid}): STE as the degenerate case")
         ax.legend(fontsize=7)
-    figs["estimators"] = fig
+    return fig
 
+
+def plot_sigma_sweep(results: dict, cfg: Config):
+    """The bump sum at a level and a boundary vs sigma, with the characteristic-function prediction."""
     sw = results["sweep"]
     sig = np.asarray(sw["sigmas"])
     fig, axes = style.figure(1, 3, figsize=(16, 4.6))
@@ -113,8 +116,11 @@ def plot(results: dict, cfg: Config) -> dict:
         title="ripple vs sigma; dashed: characteristic-function series (eq. 8)",
     )
     ax.legend(fontsize=6)
-    figs["sigma_sweep"] = fig
+    return fig
 
+
+def plot_kernel_check(results: dict, cfg: Config):
+    """fake_quant's NVFP4 backward vs the score estimator's mean through the kernels."""
     k = results["kernel"]
     fig, ax = style.figure(figsize=(8, 4.4))
     z = np.asarray(k["z"])
@@ -138,8 +144,11 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"fake_quant backward vs zeroth-order MC through the kernels (scale {KERNEL_ANCHOR_SCALE})",
     )
     ax.legend(fontsize=7)
-    figs["kernel_check"] = fig
+    return fig
 
+
+def plot_convergence(results: dict, cfg: Config):
+    """The convergence bound (eq. 10) and the bias bound (eq. 9) on the toy objective."""
     t = results["toy"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.4))
     gn = np.asarray(t["grad_norm_sq"])
@@ -185,29 +194,30 @@ def plot(results: dict, cfg: Config) -> dict:
     ax2.axhline(cst["B"], **style.prediction(), label="B = sup|Q - Q_sigma| sup g_sigma (eq. 9)")
     ax2.set(xlabel="w (grid steps)", ylabel="per-coordinate bias of the surrogate gradient", title="bias bound")
     ax2.legend(fontsize=7)
-    figs["convergence"] = fig
+    return fig
 
-    if "qat" not in results:
-        return figs
+
+def plot_qat(results: dict, cfg: Config):
+    """Validation perplexity of the quantized tiny LM: PTQ, float fine-tune + PTQ, QAT per surrogate."""
     q = results["qat"]
     arms = ["ptq", "fp_ptq", *cfg.qat_surrogates]
     fig, ax = style.figure(figsize=(9, 4.6))
     vals, errs = [], []
     for a in arms:
         if a == "ptq":
-            vals.append(float(_ppl(q["ptq"])))
+            vals.append(float(perplexity(q["ptq"])))
             errs.append(0.0)
         else:
-            m, h, _ = mean_ci(_ppl(q[a]))
+            m, h, _ = mean_ci(perplexity(q[a]))
             vals.append(m)
             errs.append(h)
     labels = ["PTQ\n(pretrained)", "float fine-tune\n+ PTQ"] + [f"QAT\n{a}" for a in cfg.qat_surrogates]
     ax.bar(labels, vals, yerr=errs, capsize=5, color=[COLORS.get(a, "0.5") for a in arms])
     for i, a in enumerate(arms):
         if a != "ptq":
-            ax.plot(np.full(cfg.qat_seeds, i), _ppl(q[a]), "k.", ms=4)
-    ax.axhline(float(_ppl(q["fp"])), color="0.4", ls=":", label=f"float model {float(_ppl(q['fp'])):.3f}")
-    lo = min(vals + [float(_ppl(q["fp"]))])
+            ax.plot(np.full(cfg.qat_seeds, i), perplexity(q[a]), "k.", ms=4)
+    ax.axhline(float(perplexity(q["fp"])), color="0.4", ls=":", label=f"float model {float(perplexity(q['fp'])):.3f}")
+    lo = min(vals + [float(perplexity(q["fp"]))])
     ax.set(
         ylim=(lo * 0.98, max(v_ + e_ for v_, e_ in zip(vals, errs, strict=True)) * 1.01),
         ylabel="validation perplexity of the quantized model (per byte)",
@@ -215,5 +225,16 @@ def plot(results: dict, cfg: Config) -> dict:
         f"{cfg.qat_steps} steps, 95% CI over {cfg.qat_seeds} seeds, sigma={cfg.qat_sigma:g}",
     )
     ax.legend(fontsize=8)
-    figs["qat"] = fig
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    figs = {
+        "estimators": plot_estimators(results, cfg),
+        "sigma_sweep": plot_sigma_sweep(results, cfg),
+        "kernel_check": plot_kernel_check(results, cfg),
+        "convergence": plot_convergence(results, cfg),
+    }
+    if "qat" in results:
+        figs["qat"] = plot_qat(results, cfg)
     return figs

@@ -1,0 +1,104 @@
+"""zoe_grad: the hard quantizers, the Monte Carlo of the zeroth-order estimators (1) and the sigma sweep (2)."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from jaxwb.pallas_kernels.quant import fp4
+from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, MC_LAWS, Config
+from jaxwb.theory import zoe_grad as zg
+
+# ---------------------------------------------------------------------------------------------------------
+# Hard quantizers for the Monte Carlo (independent of theory.zoe_grad's level tables)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def hard_quantizer(grid: str, bits: int):
+    """The hard quantizer on unit-scale levels: ``round`` clipped to +-M (INT) or the kernels' E2M1 codec."""
+    if grid == "int":
+        m = float(2 ** (bits - 1) - 1)
+        return lambda z: jnp.clip(jnp.round(z), -m, m)
+    return lambda z: fp4.e2m1_decode(fp4.e2m1_encode(z.astype(jnp.float32)))
+
+
+def grid_levels(grid: str, bits: int):
+    return zg.int_levels(bits) if grid == "int" else zg.e2m1_levels()
+
+
+def x_grid(grid: str, bits: int, n: int):
+    top = float(2 ** (bits - 1) - 1) + 1.0 if grid == "int" else 7.0
+    # offset by 1/97 step so no grid point sits exactly on a level (where the uniform law's window edges touch
+    # two boundaries: a measure-zero tie)
+    return jnp.linspace(-top, top, n) + top / 97.0 / n
+
+
+def claim_point(grid: str, sigma: float) -> float:
+    """Where the point claims look: half a sigma above a boundary (0.5 on INT, 2.5 on E2M1), on the bump's flank."""
+    return (0.5 if grid == "int" else 2.5) + 0.5 * sigma
+
+
+def mc_means(q_fn, xs, sigma, law, estimator, key, n_seeds, n):
+    """Per-seed means (and second moments) of one estimator at every x: arrays (n_seeds, len(xs))."""
+    fn = zg.score_estimator if estimator == "score" else zg.two_point_estimator
+
+    def one(k):
+        g = fn(q_fn, xs, sigma, law=law, key=k, n=n)
+        return jnp.mean(g, axis=0), jnp.mean(g * g, axis=0)
+
+    return jax.lax.map(one, jax.random.split(key, n_seeds))
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def grid_estimators(grid: str, cfg: Config, key) -> dict:
+    gi = GRIDS.index(grid)
+    q_fn = hard_quantizer(grid, cfg.int_bits)
+    lv = grid_levels(grid, cfg.int_bits)
+    xs = jnp.concatenate([x_grid(grid, cfg.int_bits, cfg.n_x), jnp.asarray([claim_point(grid, cfg.sigma)])])
+    g = {"x": xs, "levels": lv}
+    for li, law in enumerate(MC_LAWS):
+        g[law] = {"closed": zg.surrogate_grad(xs, lv, cfg.sigma, law=law)}
+        if law in ("gaussian", "logistic"):
+            g[law]["second_moment"] = zg.score_second_moment(xs, lv, cfg.sigma, law=law)
+        for ei, est in enumerate(ESTIMATORS):
+            k = jax.random.fold_in(key, 100 * gi + 10 * li + ei)
+            m, m2 = mc_means(q_fn, xs, cfg.sigma, law, est, k, cfg.mc_seeds, cfg.mc_samples)
+            g[law][est] = m
+            g[law][est + "_m2"] = m2
+    # the uniform law: degenerate edge estimator at the Monte Carlo sigma and at the STE width
+    g["uniform"] = {}
+    for tag, s in (("sigma", cfg.sigma), ("ste", zg.STE_SIGMA)):
+        g["uniform"][f"closed_{tag}"] = zg.surrogate_grad(xs, lv, s, law="uniform")
+        g["uniform"][f"edge_{tag}"] = zg.two_point_estimator(q_fn, xs, s, law="uniform", key=key, n=1)[0]
+    return g
+
+
+def run_estimators(cfg: Config, key) -> dict:
+    return {grid: grid_estimators(grid, cfg, key) for grid in GRIDS}
+
+
+@functools.partial(jax.jit, static_argnums=0)
+def run_sweep(cfg: Config) -> dict:
+    lv = zg.int_levels(8)  # 255 levels: the centre is far from the clip ends (infinite-grid prediction)
+    sig = jnp.asarray(cfg.sweep_sigmas, jnp.float32)
+    out = {"sigmas": sig}
+    for law in zg.LAWS:
+        out[law] = {
+            "level": jax.vmap(lambda s, law=law: zg.surrogate_grad(0.0, lv, s, law=law))(sig),
+            "boundary": jax.vmap(lambda s, law=law: zg.surrogate_grad(0.5, lv, s, law=law))(sig),
+            "level_pred": zg.grid_ripple(sig, law=law, at="level"),
+            "boundary_pred": zg.grid_ripple(sig, law=law, at="boundary"),
+        }
+    # curves for the figure
+    curves = {}
+    for grid in GRIDS:
+        lvg = grid_levels(grid, cfg.int_bits)
+        xs = x_grid(grid, cfg.int_bits, 801)
+        curves[grid] = {
+            "x": xs,
+            "g": jax.vmap(lambda s, lvg=lvg, xs=xs: zg.surrogate_grad(xs, lvg, s, law="gaussian"))(sig),
+        }
+    out["curves"] = curves
+    return out
