@@ -1,0 +1,66 @@
+"""mkdocs hook for the workbench's site (``hooks:`` in mkdocs.yml).
+
+1. ``jaxwb`` is a namespace whose four packages live in the repository's top-level folders (setup.py's
+   ``package_dir``); an editable install reaches them through an import hook that griffe (mkdocstrings' static
+   loader) cannot follow. Before the build, a temporary folder ``<tmp>/jaxwb/`` of symlinks to ``theory/``,
+   ``models/``, ``pallas_kernels/`` and ``sims/`` is made and handed to the Python handler as its search path.
+2. The committed figures (``figures/**/*.png``, outside ``docs/``) are added to the site under ``figures/``, so
+   a page links them as ``../figures/<result>/<name>.png`` and a missing figure fails the strict build.
+3. ``known-disagreements/audit.md`` gets the mutation-audit table rendered from the committed records
+   (``figures/audit/*.json``) by the code that writes the audit (``jaxwb.sims.core.audit.format_audit_table``),
+   so the page can never disagree with the records.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+from mkdocs.plugins import event_priority
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"theory": "theory", "models": "models", "pallas_kernels": "pallas_kernels", "sims": "sims"}
+AUDIT_MARKER = "<!-- audit-table -->"
+_tmp: list[Path] = []
+
+
+@event_priority(100)  # before mkdocstrings builds its handlers
+def on_config(config, **_):
+    tmp = Path(tempfile.mkdtemp(prefix="jaxwb-docs-"))
+    _tmp.append(tmp)
+    (tmp / "jaxwb").mkdir()
+    for name, folder in PACKAGES.items():
+        (tmp / "jaxwb" / name).symlink_to(ROOT / folder, target_is_directory=True)
+    python = config.plugins["mkdocstrings"].config.handlers.setdefault("python", {})
+    python["paths"] = [str(tmp)]
+    return config
+
+
+def on_files(files, config, **_):
+    for png in sorted((ROOT / "figures").rglob("*.png")):
+        files.append(File(png.relative_to(ROOT).as_posix(), src_dir=str(ROOT), dest_dir=config["site_dir"],
+                          use_directory_urls=config["use_directory_urls"]))
+    return files
+
+
+def audit_table() -> str:
+    from jaxwb.sims.core.audit import format_audit_table
+
+    records = [json.loads(f.read_text()) for f in sorted((ROOT / "figures" / "audit").glob("*.json"))]
+    if not records:
+        return "*No audit records in `figures/audit/` yet: run `workbench audit`.*"
+    return format_audit_table(records)
+
+
+def on_page_markdown(markdown, page, **_):
+    if AUDIT_MARKER in markdown:
+        markdown = markdown.replace(AUDIT_MARKER, audit_table())
+    return markdown
+
+
+def on_shutdown(**_):
+    while _tmp:
+        shutil.rmtree(_tmp.pop(), ignore_errors=True)

@@ -1,0 +1,188 @@
+"""The documentation: the site builds with warnings as errors, the examples run, the README stays the front door.
+
+* ``mkdocs build --strict`` into a temporary folder (skipped, with the reason, when the docs toolchain of the
+  ``dev`` extra is not installed): API pages from the docstrings, one page per result, no broken link.
+* ``docs/examples/*.md`` run as doctests; every line of code in the README's python blocks is a line of them.
+* The README keeps what code rewrites (the results table between its marker and the end of the table, one row
+  per result) and what CI relies on (``python -m pytest``, the command ``.ci/run`` runs).
+* Every result has its page ``docs/papers/<name>.md`` in the site's navigation and on the index page.
+* LICENSE is the Apache-2.0 text that pyproject declares; CITATION.cff carries the required fields.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib.util
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+README = ROOT / "README.md"
+DOCS = ROOT / "docs"
+EXAMPLES = sorted((DOCS / "examples").glob("*.md"))
+_FENCE = re.compile(r"^```python\n(.*?)^```", re.S | re.M)
+
+
+def _python_blocks(path: Path) -> list[str]:
+    return _FENCE.findall(path.read_text())
+
+
+def _result_names() -> list[str]:
+    from jaxwb.sims.core import registry
+
+    return sorted(registry.result_names())
+
+
+def _docs_toolchain_missing() -> str | None:
+    missing = [m for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
+               if importlib.util.find_spec(m.split(".")[0]) is None
+               or (m == "mkdocstrings_handlers.python" and importlib.util.find_spec(m) is None)]
+    if missing:
+        return f"docs toolchain not installed ({', '.join(missing)}): pip install -e '.[dev]'"
+    return None
+
+
+# --- the site ---------------------------------------------------------------------------------------------------
+
+
+def test_mkdocs_build_strict(tmp_path):
+    reason = _docs_toolchain_missing()
+    if reason:
+        pytest.skip(reason)
+    site = tmp_path / "site"
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
+    t0 = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-q", "-f", str(ROOT / "mkdocs.yml"),
+                           "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
+    index = (site / "index.html").read_text()
+    for name in _result_names():
+        assert (site / "papers" / name / "index.html").exists(), f"no page for result {name}"
+        assert f'href="papers/{name}/"' in index, f"the index page does not link result {name}"
+    for page in ("getting-started", "kernels", "measurements", "architecture", "changelog",
+                 "known-disagreements", "api/quant", "api/attention", "api/theory", "api/sims-core"):
+        assert (site / page / "index.html").exists(), page
+    api = (site / "api" / "quant" / "index.html").read_text()
+    assert 'id="jaxwb.pallas_kernels.quant.layers.quantize_model"' in api
+    assert (site / "figures" / "kernels_gpu" / "kernels_gpu.png").exists()
+    print(f"mkdocs build --strict: {wall:.1f} s")
+
+
+# --- the examples -----------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_example_doctest(path, tmp_path, monkeypatch):
+    monkeypatch.setenv("MPLBACKEND", "Agg")
+    monkeypatch.chdir(tmp_path)
+    blocks = _python_blocks(path)
+    assert blocks and all(">>>" in b for b in blocks), f"{path.name}: python blocks must be doctests"
+    parser = doctest.DocTestParser()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    globs: dict = {"__name__": f"docs.examples.{path.stem}"}
+    report: list[str] = []
+    for i, block in enumerate(blocks):
+        test = parser.get_doctest(block, globs, f"{path.name}[{i}]", str(path), 0)
+        runner.run(test, out=report.append, clear_globs=False)
+        globs.update(test.globs)  # a page is one session: later blocks see earlier names
+    results = runner.summarize(verbose=False)
+    assert results.attempted > 0
+    assert results.failed == 0, "".join(report)
+
+
+def _code_lines(text: str) -> list[str]:
+    lines = []
+    for line in text.splitlines():
+        line = re.sub(r"^(>>>|\.\.\.) ?", "", line.strip()) if line.strip().startswith((">>>", "...")) else line
+        line = line.split("  #")[0].strip()
+        if line and not line.startswith("#"):
+            lines.append(line)
+    return lines
+
+
+def test_readme_code_is_the_tested_code():
+    """Every code line of the README's python blocks appears in a doctest of docs/examples (outputs aside)."""
+    tested = set()
+    for path in EXAMPLES:
+        for block in _python_blocks(path):
+            tested.update(_code_lines("\n".join(ln for ln in block.splitlines()
+                                                 if ln.lstrip().startswith((">>>", "...")))))
+    blocks = _python_blocks(README)
+    assert len(blocks) >= 2, "the README shows the examples in python blocks"
+    for block in blocks:
+        for line in _code_lines(block):
+            assert line in tested, f"README line not covered by a doctest in docs/examples/: {line!r}"
+
+
+# --- the README -------------------------------------------------------------------------------------------------
+
+
+def test_readme_front_door():
+    text = README.read_text()
+    assert len(text.split()) <= 1600, f"README has {len(text.split())} words; long prose belongs in docs/"
+    long = [i + 1 for i, ln in enumerate(text.splitlines()) if len(ln) > 200 and not ln.startswith("|")]
+    assert not long, f"README lines over 200 characters: {long}"
+    assert "```bash\npython -m pytest\n```" in text and "workbench all" in text
+    assert "python -m pytest" in (ROOT / ".ci" / "run").read_text()
+    assert "`slow`" in text and "`mutation`" in text
+
+
+def test_readme_results_table_is_generated(tmp_path):
+    """The block the generator rewrites (``workbench claims --readme``) has one row per result, and rewriting a
+    copy from the committed claims changes nothing but claims cells."""
+    from jaxwb.sims.core import readme
+
+    text = README.read_text()
+    lines = text.split("\n")
+    assert readme.MARKER in lines
+    i = lines.index(readme.MARKER) + 1
+    rows = []
+    while i < len(lines) and lines[i].startswith("|"):
+        rows.append(lines[i])
+        i += 1
+    names = [m.group("name") for r in rows if (m := readme._ROW.match(r))]
+    assert sorted(names) == _result_names()
+    copy = tmp_path / "README.md"
+    shutil.copy(README, copy)
+    assert sorted(readme.update_results_table(copy)) == _result_names()
+    before = [r.rsplit(" | ", 1)[0] for r in rows]
+    after_lines = copy.read_text().split("\n")
+    j = after_lines.index(readme.MARKER) + 1
+    assert [r.rsplit(" | ", 1)[0] for r in after_lines[j:j + len(rows)]] == before
+
+
+# --- pages, license, citation -----------------------------------------------------------------------------------
+
+
+def test_every_result_has_a_page_in_the_site():
+    yaml = pytest.importorskip("yaml")
+    nav = str(yaml.safe_load((ROOT / "mkdocs.yml").read_text())["nav"])
+    index = (DOCS / "index.md").read_text()
+    for name in _result_names():
+        page = DOCS / "papers" / f"{name}.md"
+        assert page.exists(), f"no docs/papers/{name}.md"
+        assert f"papers/{name}.md" in nav, f"docs/papers/{name}.md is not in mkdocs.yml's nav"
+        assert f"(papers/{name}.md)" in index, f"docs/index.md does not link docs/papers/{name}.md"
+
+
+def test_license_and_citation():
+    license_text = (ROOT / "LICENSE").read_text()
+    assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
+    assert "END OF TERMS AND CONDITIONS" in license_text
+    assert 'license = "Apache-2.0"' in (ROOT / "pyproject.toml").read_text()
+    yaml = pytest.importorskip("yaml")
+    cff = yaml.safe_load((ROOT / "CITATION.cff").read_text())
+    assert cff["cff-version"] == "1.2.0"
+    assert cff["title"] == "JAX theory-and-simulation workbench"
+    assert str(cff["version"]) == "0.1.0" and cff["license"] == "Apache-2.0"
+    assert cff["message"] and cff["authors"]
+    for ref in cff["references"]:
+        assert ref["type"] and ref["title"] and ref["authors"], ref
