@@ -50,6 +50,8 @@ from jaxwb.models.tiny_lm import TinyLM
 from jaxwb.sims import river_valley_lm as sim
 from jaxwb.sims.core import notebook, style
 from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.river_valley_lm.claims import eos_sharpness, seed_edges
+from jaxwb.sims.river_valley_lm.run import eos_rows
 
 # %% [markdown]
 # ## The study
@@ -69,7 +71,7 @@ nb.show()
 
 # %%
 cfg = nb.cfg
-ed = sim.seed_edges(nb.results)
+ed = seed_edges(nb.results)
 for b, e in zip(cfg.betas, ed, strict=True):
     m, h, n = mean_ci(np.log2(e))
     print(
@@ -84,8 +86,8 @@ for b, e in zip(cfg.betas, ed, strict=True):
 # interval over seeds) beside the quadratic edge `2(1+beta)`.
 
 # %%
-sh = sim.eos_sharpness(nb.results, cfg)
-for (label, b, _mult), row in zip(sim.eos_rows(cfg), sh, strict=True):
+sh = eos_sharpness(nb.results, cfg)
+for (label, b, _mult), row in zip(eos_rows(cfg), sh, strict=True):
     m, h, n = mean_ci(row)
     print(f"{label:40s} lr*lambda_max = {m:5.2f} +- {h:4.2f} (n={n}); quadratic edge 2(1+beta) = {2 * (1 + b):g}")
 

@@ -8,8 +8,24 @@ from __future__ import annotations
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim, mean_ci
-from jaxwb.sims.river_valley_lm import Config, _edge, eos_rows, linear_river_ratio
+from jaxwb.sims.river_valley_lm.config import Config
+from jaxwb.sims.river_valley_lm.run import eos_rows
 from jaxwb.theory import river_valley as rv
+
+
+def grid_edge(lrs, ok):
+    """Largest lr of the contiguous run of ``ok`` grid points starting at the smallest lr (NaN if none)."""
+    ok = np.asarray(ok)
+    if not ok[0]:
+        return float("nan")
+    n = np.argmin(ok) if not ok.all() else len(ok)
+    return float(lrs[n - 1])
+
+
+def linear_river_ratio(beta: float, steps: int) -> float:
+    """HB / GD displacement after ``steps`` steps on a linear river (constant gradient g, v_0 = 0): from
+    x_t = x_0 - (lr g/(1-beta)) [t - beta(1-beta^t)/(1-beta)] (``shared/papers/river_valley.md``) and GD's lr g t."""
+    return (steps - beta * (1.0 - beta**steps) / (1.0 - beta)) / ((1.0 - beta) * steps)
 
 
 def edges(results) -> np.ndarray:
@@ -17,7 +33,7 @@ def edges(results) -> np.ndarray:
     [n_beta, map_seeds] (NaN if the smallest grid lr already diverges)."""
     s = results["sgd"]
     mults, div = np.asarray(s["lr_mult"]), np.asarray(s["diverged"])  # [L], [L, B, S]
-    return np.array([[_edge(mults, ~div[:, j, k]) for k in range(div.shape[2])] for j in range(div.shape[1])])
+    return np.array([[grid_edge(mults, ~div[:, j, k]) for k in range(div.shape[2])] for j in range(div.shape[1])])
 
 
 def tracker_vs_lanczos(results) -> np.ndarray:
@@ -60,9 +76,9 @@ KNOWN_DISAGREEMENTS = ("quadratic theory: edge(beta)/edge(GD)", "GD's bisected l
 GAP_RATIO = 2.0  # a "visible" valley/river gap: lambda_k / lambda_{k+1} at least this
 
 
-def claims(results: dict, cfg: Config) -> list[Claim]:
+def edge_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Divergence edges, bisected, over seeds (mini-batch SGD, cfg.steps steps)."""
     out = []
-    # --- divergence edges, bisected, over seeds (mini-batch SGD, cfg.steps steps) ---
     ed = seed_edges(results)  # [B, S]
     lo, hi = cfg.edge_bracket
     res_oct = np.log2(hi / lo) / 2**cfg.edge_iters  # final bracket width in octaves
@@ -113,8 +129,12 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             n_seeds=max(n, 2),
         )
     )
+    return out
 
-    # --- edge of stability: lr * lambda_max(theta_t) in the second half of full-batch runs ---
+
+def eos_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Edge of stability: lr * lambda_max(theta_t) in the second half of full-batch runs."""
+    out = []
     sh = eos_sharpness(results, cfg)
     for r, (label, b, mult) in enumerate(eos_rows(cfg)):
         pred = float(rv.hb_threshold(1.0, b))  # 2(1+beta): the quadratic edge of lr * lambda
@@ -135,7 +155,12 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 n_seeds=max(n, 2),
             )
         )
+    return out
 
+
+def spectrum_claims(results: dict, cfg: Config) -> list[Claim]:
+    """A valley/river gap in the top of the spectrum; the lambda_max tracker against a fresh Lanczos."""
+    out = []
     # --- valley/river split: a gap in the top of the spectrum ---
     spec = np.asarray(results["hessian"]["spectrum"], np.float64)  # [S, K]
     ratios = np.where(spec[:, 1:] > 0, spec[:, :-1] / np.where(spec[:, 1:] > 0, spec[:, 1:], 1.0), np.nan)
@@ -170,33 +195,38 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             kind="check",
         )
     )
+    return out
 
-    # --- linear river (paper's exact formula): HB/GD displacement at a tiny lr, every seed ---
+
+def linear_river_claim(results: dict, cfg: Config) -> Claim:
+    """Linear river (paper's exact formula): HB/GD displacement at a tiny lr, every seed."""
     lrv = np.asarray(results["linear_river"]["disp"], np.float64)  # [2, S]
     m, h, n = mean_ci(lrv[0] / lrv[1])
-    out.append(
-        Claim(
-            f"linear river: HB beta={cfg.decomp_beta:g} / GD displacement after {cfg.river_steps} steps at lr = "
-            f"{cfg.river_lr_mult:g} x 2/lambda_max = [T - beta(1-beta^T)/(1-beta)]/((1-beta)T) (2% tolerance)",
-            linear_river_ratio(cfg.decomp_beta, cfg.river_steps),
-            m,
-            0.02,
-            "rel",
-            kind="check",
-            ci=h,
-            n_seeds=max(n, 2),
-        )
+    return Claim(
+        f"linear river: HB beta={cfg.decomp_beta:g} / GD displacement after {cfg.river_steps} steps at lr = "
+        f"{cfg.river_lr_mult:g} x 2/lambda_max = [T - beta(1-beta^T)/(1-beta)]/((1-beta)T) (2% tolerance)",
+        linear_river_ratio(cfg.decomp_beta, cfg.river_steps),
+        m,
+        0.02,
+        "rel",
+        kind="check",
+        ci=h,
+        n_seeds=max(n, 2),
     )
 
-    # --- mechanism checks over seeds: full-batch trajectories, loss map, AdamW grid ---
+
+def over_seeds(statement, predicted, samples, comparison, **kw) -> Claim:
+    """A check on the mean over seeds of ``samples`` (95% interval), zero tolerance."""
+    m, h, n = mean_ci(samples)
+    return Claim(statement, predicted, m, 0.0, comparison, kind="check", ci=h, n_seeds=max(n, 2), **kw)
+
+
+def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Mechanism checks over seeds: full-batch trajectories, loss map, AdamW grid, valley/river split."""
+    out = []
     d = results["decomposition"]
     loss = np.asarray(d["loss"], np.float64)  # [2 (HB, GD), S, T]
     ms = f"{cfg.map_seeds} seeds"
-
-    def over_seeds(statement, predicted, samples, comparison, **kw):
-        m, h, n = mean_ci(samples)
-        return Claim(statement, predicted, m, 0.0, comparison, kind="check", ci=h, n_seeds=max(n, 2), **kw)
-
     out.append(
         over_seeds(
             f"same lr {cfg.decomp_lr_mult:g} x 2/lambda_max, full batch: HB beta={cfg.decomp_beta:g} ends "
@@ -263,3 +293,13 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         )
     )
     return out
+
+
+def claims(results: dict, cfg: Config) -> list[Claim]:
+    return [
+        *edge_claims(results, cfg),
+        *eos_claims(results, cfg),
+        *spectrum_claims(results, cfg),
+        linear_river_claim(results, cfg),
+        *mechanism_claims(results, cfg),
+    ]

@@ -1,18 +1,14 @@
-"""Figures and benchmark of ``jaxwb.sims.river_valley_lm``."""
+"""river_valley_lm: the figures, ``plot``, one function per figure (what is measured: the package docstring)."""
 
 from __future__ import annotations
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.models import corpus
-from jaxwb.models import train as tr
-from jaxwb.models.tiny_lm import TinyLM
 from jaxwb.sims.core import style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.core.sweep import grid, sweep
-from jaxwb.sims.core.timing import BenchRow, time_call
+from jaxwb.sims.river_valley_lm.claims import edges, seed_edges
+from jaxwb.sims.river_valley_lm.config import Config
+from jaxwb.sims.river_valley_lm.run import eos_rows
 
 
 def _mean_band(x):
@@ -26,10 +22,8 @@ def _mean_band(x):
     return m, h
 
 
-def plot(results: dict, cfg) -> dict:
-    from jaxwb.sims.river_valley_lm import edges
-
-    figs = {}
+def plot_lr_beta_grid(results: dict, cfg: Config):
+    """Final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW, mean and CI."""
     s, a = results["sgd"], results["adam"]
     mults, betas = np.asarray(s["lr_mult"]), np.asarray(s["beta"])
     fl, div = np.asarray(s["final_loss"]), np.asarray(s["diverged"])  # [L, B, S]
@@ -85,14 +79,11 @@ def plot(results: dict, cfg) -> dict:
         title=f"AdamW check, {cfg.steps} steps, {n_s} seeds (95% CI; no bar: a seed diverged)",
     )
     ax3.legend(fontsize=8)
-    figs["lr_beta_grid"] = fig
-    figs["decomposition"] = _plot_decomposition(results, cfg)
-    figs["edges"] = _plot_edges(results, cfg)
-    figs["edge_of_stability"] = _plot_eos(results, cfg)
-    return figs
+    return fig
 
 
-def _plot_decomposition(results, cfg):
+def plot_decomposition(results: dict, cfg: Config):
+    """Valley coordinates (seed 0), river distance, losses over seeds; the spectrum over seeds."""
     d = results["decomposition"]
     t = np.asarray(d["step"])
     spec = np.asarray(results["hessian"]["spectrum"])  # [S, K]
@@ -141,9 +132,8 @@ def _plot_decomposition(results, cfg):
     return fig
 
 
-def _plot_edges(results, cfg):
-    from jaxwb.sims.river_valley_lm import seed_edges
-
+def plot_edges(results: dict, cfg: Config):
+    """Bisected edges per seed, geometric mean and interval, raw and effective lr, theory lines."""
     ed = seed_edges(results)  # [B, S]
     betas = np.asarray(cfg.betas)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
@@ -186,9 +176,8 @@ def _plot_edges(results, cfg):
     return fig
 
 
-def _plot_eos(results, cfg):
-    from jaxwb.sims.river_valley_lm import eos_rows
-
+def plot_edge_of_stability(results: dict, cfg: Config):
+    """lambda_max(t) against 2/lr and 2(1+beta)/lr, lr * lambda_max(t), loss, parameter/RMSNorm norms."""
     e = results["eos"]
     rows = eos_rows(cfg)
     lam = np.asarray(e["lam"])  # [R, S, T]
@@ -241,36 +230,10 @@ def _plot_eos(results, cfg):
     return fig
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Benchmark: the vmapped grid vs a Python loop of jitted single runs
-# ---------------------------------------------------------------------------------------------------------
-
-
-def bench(quick: bool = False) -> list[BenchRow]:
-    from jaxwb.sims.river_valley_lm import PRESETS
-    from jaxwb.sims.river_valley_lm import dynamics as dyn
-
-    cfg = PRESETS["quick"]
-    mc = cfg.model
-    model = TinyLM(mc, key=jax.random.key(0))
-    flat0, unravel, static = dyn.split(model)
-    tok, val = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
-    data = jnp.asarray(tok)
-    ex, ey = tr.eval_windows(val, mc.ctx, cfg.eval_windows)
-    steps = 30 if quick else 100
-
-    def fn(row):
-        return dyn.minibatch_run(
-            row, unravel=unravel, static=static, data=data, ex=ex, ey=ey, steps=steps, batch_size=cfg.batch_size,
-            blowup=cfg.blowup,
-        )  # fmt: skip
-
-    g = grid(lr=jnp.geomspace(0.01, 0.3, 4), beta=jnp.asarray([0.0, 0.5, 0.9]))
-    n = g["lr"].shape[0]
-    g.update(theta0=jnp.tile(flat0, (n, 1)), key=jnp.stack([jax.random.key(1)] * n), adam=jnp.zeros(n, bool))
-    ours = time_call(lambda: sweep(fn, g)["final_loss"], repeats=2)
-    one = jax.jit(fn)
-    base = time_call(lambda: [one({k: x[i] for k, x in g.items()})["final_loss"] for i in range(n)], repeats=2)
-    return [
-        BenchRow(f"{n}-point (lr, beta) grid x {steps} steps", "jit(vmap) sweep", "loop of jitted runs", ours, base)
-    ]
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "lr_beta_grid": plot_lr_beta_grid(results, cfg),
+        "decomposition": plot_decomposition(results, cfg),
+        "edges": plot_edges(results, cfg),
+        "edge_of_stability": plot_edge_of_stability(results, cfg),
+    }

@@ -14,6 +14,8 @@ import pytest
 from jaxwb.sims import river_valley_lm as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.river_valley_lm import dynamics as dyn
+from jaxwb.sims.river_valley_lm.claims import grid_edge, linear_river_ratio, seed_edges
+from jaxwb.sims.river_valley_lm.run import eos_rows
 
 
 def test_heavy_ball_matches_optax_sgd_momentum():
@@ -94,9 +96,9 @@ def test_config_validation():
 
 def test_edge_is_first_divergence():
     lrs = np.array([1.0, 2.0, 4.0, 8.0])
-    assert sim._edge(lrs, np.array([True, True, False, True])) == 2.0
-    assert sim._edge(lrs, np.array([True] * 4)) == 8.0
-    assert np.isnan(sim._edge(lrs, np.array([False, True, True, True])))
+    assert grid_edge(lrs, np.array([True, True, False, True])) == 2.0
+    assert grid_edge(lrs, np.array([True] * 4)) == 8.0
+    assert np.isnan(grid_edge(lrs, np.array([False, True, True, True])))
 
 
 def test_seed_edges_marks_censored_brackets():
@@ -108,12 +110,12 @@ def test_seed_edges_marks_censored_brackets():
             "hi_div": np.array([[True, False, True]]),
         }
     }
-    e = sim.seed_edges(r)
+    e = seed_edges(r)
     assert e[0, 0] == pytest.approx(4.0) and e[0, 1] == np.inf and np.isnan(e[0, 2])
 
 
 def test_eos_rows_equal_raw_and_effective_lr():
-    rows = sim.eos_rows(sim.Config(eos_beta=0.5, eos_mults=(2.0,)))
+    rows = eos_rows(sim.Config(eos_beta=0.5, eos_mults=(2.0,)))
     assert [(b, m) for _, b, m in rows] == [(0.0, 2.0), (0.5, 2.0), (0.5, 1.0)]
 
 
@@ -156,4 +158,4 @@ def test_linear_river_ratio_matches_recursion(beta):
     x, xp, t = 0.0, 0.0, 20
     for _ in range(t):  # heavy ball on a constant gradient g = 1, lr = 1
         x, xp = x - 1.0 + beta * (x - xp), x
-    assert sim.linear_river_ratio(beta, t) == pytest.approx(-x / t, rel=1e-12)
+    assert linear_river_ratio(beta, t) == pytest.approx(-x / t, rel=1e-12)
