@@ -62,6 +62,10 @@ def emit(ok, msg: str, *fmt_args) -> None:
     checkify.check(ok, msg, *fmt_args, debug=True)
 
 
+def _name(fn: Callable) -> str:
+    return getattr(fn, "__name__", None) or type(fn).__name__
+
+
 def checked(fn: Callable, *, jit: bool = True) -> Callable:
     """``fn`` with the value checks of every theory function it calls active for traced values.
 
@@ -87,7 +91,16 @@ def checked(fn: Callable, *, jit: bool = True) -> Callable:
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         with checks_on():
-            err, out = cf(*args, **kwargs)
+            try:
+                err, out = cf(*args, **kwargs)
+            except ValueError as e:
+                if "batched while-loops" not in str(e):
+                    raise
+                raise ValueError(
+                    f"fn must not be a jax.vmap of a function with a while loop (checked({_name(fn)}) traces it "
+                    "with checkify, which cannot check batched while loops): call the eager jax.vmap(f)(...), "
+                    "whose batched values are checked member by member, or checked(f) once per member"
+                ) from None
         msg = err.get()
         if msg is not None:
             raise ValueError(re.sub(r"\s*\((`check` failed|check failed at).*$", "", msg, flags=re.S))

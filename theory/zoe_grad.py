@@ -508,6 +508,8 @@ def convergence_bound(
     v.positive_int("steps_t", steps_t)
     v.nonnegative("bias_sq", bias_sq)
     v.nonnegative("var", var)
-    if v.is_concrete((eta, smooth)) and float(eta) * float(smooth) > 0.25 * (1 + 1e-5):
-        raise ValueError(f"eta must be <= 1/(4 smooth) = {0.25 / float(smooth):.4g}, got {float(eta)}")
+    if v.is_concrete((eta, smooth)):
+        eta_, smooth_ = float(v.primal(eta)), float(v.primal(smooth))
+        if eta_ * smooth_ > 0.25 * (1 + 1e-5):
+            raise ValueError(f"eta must be <= 1/(4 smooth) = {0.25 / smooth_:.4g}, got {eta_}")
     return 4.0 * gap / (eta * steps_t) + 3.0 * bias_sq + 2.0 * smooth * eta * var

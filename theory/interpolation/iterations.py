@@ -150,9 +150,9 @@ def kaczmarz(
     v.positive("relaxation", relaxation)
     v.in_interval("beta", beta, 0.0, 1.0)
     _check_problem(problem)
-    if v.is_concrete(problem.probs):
-        r = np.sum(np.asarray(problem.A) ** 2, axis=1)
-        if not np.allclose(np.asarray(problem.probs), r / r.sum(), rtol=1e-5):
+    if v.is_concrete((problem.A, problem.probs)):
+        r = np.sum(np.asarray(v.primal(problem.A)) ** 2, axis=1)
+        if not np.allclose(np.asarray(v.primal(problem.probs)), r / r.sum(), rtol=1e-5):
             raise ValueError("problem must use 'norm' sampling for Kaczmarz (see kaczmarz_problem)")
     return run(
         problem,

@@ -126,7 +126,7 @@ def make_problem(
         "theory assumes b = A x*, this system is inconsistent with residual",
     )
     if v.is_concrete(A):
-        s = np.linalg.svd(np.asarray(A, dtype=np.float64), compute_uv=False)
+        s = np.linalg.svd(np.asarray(v.primal(A), dtype=np.float64), compute_uv=False)
         if s[-1] <= 1e-10 * s[0]:
             raise ValueError(f"A must have full column rank, got smallest singular value {s[-1]:.3g}")
     p, w = _probs(A, sampling)

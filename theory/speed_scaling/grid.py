@@ -89,7 +89,7 @@ def resolve_n_slots(deadline, n_slots: int | None, dt, *, grid=None, grid_name: 
     concrete = v.is_concrete(deadline) and v.is_concrete(dt)
     last = None
     if concrete:
-        last = int(np.max(np.floor(np.asarray(deadline, float) / float(dt) + 1e-4)))
+        last = int(np.max(np.floor(np.asarray(v.primal(deadline), float) / float(v.primal(dt)) + 1e-4)))
     if n_slots is None:
         if last is None:
             raise ValueError(

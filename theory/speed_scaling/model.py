@@ -88,7 +88,7 @@ def check_instance(
     else:
         import numpy as np
 
-        r, d = np.asarray(release), np.asarray(deadline)
+        r, d = np.asarray(v.primal(release)), np.asarray(v.primal(deadline))
         bad = ~(d > r)
         if bad.any():
             i = int(np.argmax(bad))

@@ -241,7 +241,7 @@ def check_converged(sol: Solution, alpha: Float[ArrayLike, "*b"] | None = None) 
     """Raise ``NotConvergedError`` (naming the offending alphas) unless every entry of ``sol`` converged."""
     if not v.is_concrete(sol.converged):
         return sol
-    ok = np.asarray(sol.converged)  # a host copy: cheaper than dispatching jnp.all
+    ok = np.asarray(v.primal(sol.converged))  # a host copy: cheaper than dispatching jnp.all
     if ok.all():
         return sol
     bad = ~ok.reshape(-1)
@@ -387,7 +387,7 @@ def solve_grid(
     their summed errors (same result up to float32 summation order; the bench reports the difference)."""
     dt = jnp.result_type(float)
     # concrete inputs are checked (and their heads computed) on host copies: no device round trips per check
-    host = v.is_concrete((alphas, a2, delta))
+    host = v.is_plain((alphas, a2, delta))
     a2 = np.asarray(a2, dtype=dt) if host else jnp.asarray(a2, dtype=dt)
     tol = default_tol(a2.dtype) if tol is None else tol
     alphas = np.asarray(alphas, dtype=dt) if host else jnp.asarray(alphas, dt)

@@ -200,7 +200,7 @@ def sample_z_from_counts(
     v.array("c_p", c_p, min_ndim=1)
     v.array("c_q", c_q, min_ndim=1)
     v.same_shape("c_p", c_p, "c_q", c_q)
-    top = s if v.is_concrete(s) else np.inf  # a traced s (vmap over s): the upper end is checked with it
+    top = v.primal(s) if v.is_concrete(s) else np.inf  # a traced s (vmap over s): the upper end is checked with it
     for name, c in (("c_p", c_p), ("c_q", c_q)):
         v.check(name, c, lambda a: (a >= 0) & (a <= top), "counts in [0, s]")
     if mask is not None:
