@@ -6,7 +6,8 @@
    ``models/``, ``pallas_kernels/`` and ``sims/`` is made and handed to the Python handler as its search path.
 2. The committed figures (``figures/**/*.png``, outside ``docs/``) are added to the site under ``figures/``, so
    a page links them as ``../figures/<result>/<name>.png`` and a missing figure fails the strict build.
-3. ``known-disagreements/audit.md`` gets the mutation-audit table rendered from the committed records
+3. Sphinx roles in docstrings (``:func:`name```) render as plain code: the role's prefix is dropped.
+4. ``known-disagreements/audit.md`` gets the mutation-audit table rendered from the committed records
    (``figures/audit/*.json``) by the code that writes the audit (``jaxwb.sims.core.audit.format_audit_table``),
    so the page can never disagree with the records.
 """
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -24,6 +26,7 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"theory": "theory", "models": "models", "pallas_kernels": "pallas_kernels", "sims": "sims"}
 AUDIT_MARKER = "<!-- audit-table -->"
+_SPHINX_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):(?=<code>)")
 _tmp: list[Path] = []
 
 
@@ -59,6 +62,10 @@ def on_page_markdown(markdown, page, **_):
     if AUDIT_MARKER in markdown:
         markdown = markdown.replace(AUDIT_MARKER, audit_table())
     return markdown
+
+
+def on_page_content(html, page, **_):
+    return _SPHINX_ROLE.sub("", html)
 
 
 def on_shutdown(**_):
