@@ -148,12 +148,19 @@ def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0,
     t0 = time.perf_counter()
     clean = claims_of_run(module, cfg, seed=seed)
     clean_passed = {c.statement for c in clean if c.passed}
+    unexpected = [c.statement for c in clean if not c.as_expected]
     summary: dict[str, Any] = {
         "result": module.NAME, "preset": preset, "seed": seed,
         "clean_passed": len(clean_passed), "clean_total": len(clean),
         "clean_failed": [c.statement for c in clean if not c.passed],
+        "clean_unexpected": unexpected,
         "clean_wall_s": round(time.perf_counter() - t0, 2), "mutants": [],
     }
+    if unexpected:  # a clean run that already fails unexpectedly cannot tell a mutant from the noise: no verdict
+        summary["refused"] = f"the clean {preset} run fails {len(unexpected)} claim(s) not expected to fail"
+        if verbose:
+            print(f"  {module.NAME:<18} refused: {summary['refused']}: {unexpected[:3]}", flush=True)
+        return summary
     for m in mutants:
         out = audit_mutant(module, m, cfg, clean_passed=clean_passed, seed=seed)
         summary["mutants"].append(out.to_json())
@@ -167,6 +174,9 @@ def format_audit_table(summaries: Sequence[dict[str, Any]]) -> str:
     """A markdown table: result, mutant, caught, which claims failed."""
     lines = ["| result | mutant | what it breaks | caught by |", "| --- | --- | --- | --- |"]
     for s in summaries:
+        if s.get("refused"):
+            lines.append(f"| {s['result']} | *(not judged: {s['refused']})* | | |")
+            continue
         if not s["mutants"]:
             lines.append(f"| {s['result']} | *(no mutants declared)* | | |")
         for m in s["mutants"]:

@@ -16,6 +16,18 @@ A :class:`Claim` is one sentence of the paper (or of theory) compared with the s
 
 What holds by construction (``identity``) is a unit test, never a claim: constructing one raises.
 
+**Expected outcomes.** A known disagreement between the paper and the simulation is kept as it is, never
+loosened or re-seeded: the claim carries ``expected="fail"`` and its ``reason``. Its outcome is then ``XFAIL``
+when it fails as expected and ``XPASS`` (an unexpected pass, reported like a regression, as pytest's strict
+xfail) when it passes; ``workbench run / all / claims`` exit 0 exactly when every claim's outcome equals its
+expectation (:attr:`Claim.as_expected`).
+
+**Wide tolerances.** A passing ``rel``/``abs`` claim whose allowed deviation is more than
+:data:`WIDE_CI_FACTOR` times its confidence half-width (a deterministic claim: more than :data:`WIDE_ERROR_FACTOR`
+times its observed error) is ``wide``: the tolerance was not set from the noise. Tighten it, or say why in
+``wide_reason`` (shown beside the flag). One-sided comparisons (``le``/``ge``) report their slack whatever their
+kind, and are ``loose`` above :data:`LOOSE_SLACK`.
+
 Random quantities are decided on a confidence interval over seeds: build the claim with
 :meth:`Claim.from_samples` (or pass ``ci`` = the half-width and ``n_seeds``), and the claim passes only if the
 *whole interval* meets the criterion (for ``rel``/``abs``/``le``/``ge``). For a Monte Carlo mean against its exact
@@ -36,6 +48,9 @@ KINDS = ("check", "bound", "paper")
 COMPARISONS = ("rel", "abs", "le", "ge", "ci")
 LOOSE_SLACK = 10.0
 MIN_SEEDS = 5
+EXPECTATIONS = ("pass", "fail")
+WIDE_CI_FACTOR = 5.0  # allowed deviation / confidence half-width above which a passing claim is "wide"
+WIDE_ERROR_FACTOR = 100.0  # the same for a deterministic claim: allowed deviation / observed error
 
 
 def mean_ci(samples, *, level: float = 0.95) -> tuple[float, float, int]:
@@ -97,6 +112,9 @@ class Claim:
     kind: str = "unclassified"  # pass kind=, ci=, n_seeds= by keyword
     ci: float = 0.0
     n_seeds: int = 1
+    expected: str = "pass"  # "fail" for a known disagreement, with its reason
+    reason: str = ""  # why a claim is expected to fail (required with expected="fail")
+    wide_reason: str = ""  # why a tolerance wider than the noise is right (shown beside the WIDE flag)
 
     def __post_init__(self):
         if self.comparison not in COMPARISONS:
@@ -115,6 +133,10 @@ class Claim:
         object.__setattr__(self, "n_seeds", int(self.n_seeds))
         if self.ci < 0:
             raise ValueError(f"ci is a half-width and must be >= 0, got {self.ci}")
+        if self.expected not in EXPECTATIONS:
+            raise ValueError(f"expected must be 'pass' or 'fail', got {self.expected!r} ({self.statement!r})")
+        if self.expected == "fail" and not self.reason.strip():
+            raise ValueError(f"a claim expected to fail needs its reason: {self.statement!r}")
 
     @classmethod
     def from_samples(cls, statement: str, predicted: float, samples, tolerance: float, comparison: str = "rel",
@@ -139,10 +161,34 @@ class Claim:
         return abs(m - p) <= h and h <= tol
 
     @property
+    def as_expected(self) -> bool:
+        """The outcome equals the expectation: passes when expected to pass, fails when expected to fail."""
+        return self.passed == (self.expected == "pass")
+
+    @property
+    def status(self) -> str:
+        """``PASS``, ``FAIL`` (a regression), ``XFAIL`` (fails as expected) or ``XPASS`` (passes unexpectedly)."""
+        if self.expected == "fail":
+            return "XPASS" if self.passed else "XFAIL"
+        return "PASS" if self.passed else "FAIL"
+
+    @property
+    def wide(self) -> bool:
+        """A passing ``rel``/``abs`` claim whose allowed deviation exceeds :data:`WIDE_CI_FACTOR` x its interval's
+        half-width (with an interval) or :data:`WIDE_ERROR_FACTOR` x its observed error (deterministic)."""
+        if not self.passed or self.comparison not in ("rel", "abs"):
+            return False
+        allowed = self.tolerance * abs(self.predicted) if self.comparison == "rel" else self.tolerance
+        if self.ci > 0:
+            return allowed > WIDE_CI_FACTOR * self.ci
+        return allowed > WIDE_ERROR_FACTOR * abs(self.measured - self.predicted)
+
+    @property
     def slack(self) -> float | None:
-        """For a bound: bound / measured (upper) or measured / bound (lower), measured at the interval's worst
-        end. ``None`` for other kinds; ``inf`` when the measured side is <= 0."""
-        if self.kind != "bound":
+        """For a one-sided comparison (``le``/``ge``, a bound or not): bound / measured (upper) or measured / bound
+        (lower), measured at the interval's worst end. ``None`` for two-sided comparisons; ``inf`` when the
+        measured side is <= 0."""
+        if self.comparison not in ("le", "ge"):
             return None
         if self.comparison == "le":
             bound, meas = self.predicted + self.tolerance, self.measured + self.ci
@@ -175,6 +221,8 @@ class Claim:
         d["criterion"] = self.criterion
         d["slack"] = self.slack
         d["loose"] = self.loose
+        d["status"] = self.status
+        d["wide"] = self.wide
         return d
 
     @classmethod
@@ -189,17 +237,26 @@ def kind_counts(claims: Sequence[Claim]) -> dict[str, int]:
     for c in claims:
         out[c.kind] = out.get(c.kind, 0) + 1
     out["loose"] = sum(c.loose for c in claims)
+    out["wide"] = sum(c.wide for c in claims)
+    out["wide_justified"] = sum(c.wide and bool(c.wide_reason) for c in claims)
+    out["xfail"] = sum(c.expected == "fail" for c in claims)
     return out
 
 
 def format_counts(claims: Sequence[Claim]) -> str:
-    """``"12 check, 3 bound (1 loose), 2 paper"`` (unclassified shown only when present)."""
+    """``"12 check, 3 bound (1 loose), 2 paper; 2 wide (1 justified); 1 expected to fail"`` (zero counts after
+    the kinds, and unclassified, shown only when present)."""
     k = kind_counts(claims)
     parts = [f"{k['check']} check", f"{k['bound']} bound" + (f" ({k['loose']} loose)" if k["loose"] else ""),
              f"{k['paper']} paper"]
     if k.get("unclassified"):
         parts.append(f"{k['unclassified']} unclassified")
-    return ", ".join(parts)
+    extra = []
+    if k["wide"]:
+        extra.append(f"{k['wide']} wide" + (f" ({k['wide_justified']} justified)" if k["wide_justified"] else ""))
+    if k["xfail"]:
+        extra.append(f"{k['xfail']} expected to fail")
+    return ", ".join(parts) + ("; " + ", ".join(extra) if extra else "")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -242,17 +299,34 @@ def _measured_text(c: Claim) -> str:
     return f"{c.measured:.5g}"
 
 
+def outcome_summary(claims: Sequence[Claim]) -> str:
+    """``"12/14 claims pass (...)"`` followed by the expected failures and any outcome that differs from its
+    expectation (a regression or an unexpected pass)."""
+    text = f"{sum(c.passed for c in claims)}/{len(claims)} claims pass ({format_counts(claims)})"
+    xfail = sum(c.status == "XFAIL" for c in claims)
+    regressions = sum(c.status == "FAIL" for c in claims)
+    xpass = sum(c.status == "XPASS" for c in claims)
+    if xfail:
+        text += f"; {xfail} fail as expected"
+    if regressions or xpass:
+        text += f"; NOT AS EXPECTED: {regressions} regression(s), {xpass} unexpected pass(es)"
+    return text
+
+
 def format_claims(name: str, claims: Sequence[Claim]) -> str:
-    """A plain-text table: status, kind, statement, predicted, measured (+- CI), criterion, slack."""
-    lines = [f"{name}: {sum(c.passed for c in claims)}/{len(claims)} claims pass ({format_counts(claims)})"]
+    """A plain-text table: status, kind, statement, predicted, measured (+- CI), criterion, slack, WIDE; the
+    reason under each claim expected to fail."""
+    lines = [f"{name}: {outcome_summary(claims)}"]
     chance = chance_failures(claims)
     if chance.n:
         lines.append(f"  ({chance})")
     width = min(72, max((len(c.statement) for c in claims), default=10))
     for c in claims:
-        status = "PASS" if c.passed else "FAIL"
         stmt = c.statement if len(c.statement) <= width else c.statement[: width - 3] + "..."
         slack = "" if c.slack is None else f"  slack {c.slack:.3g}" + (" LOOSE" if c.loose else "")
-        lines.append(f"  [{status}] {c.kind:<6} {stmt:<{width}}  predicted {c.predicted:>11.5g}  measured "
-                     f"{_measured_text(c):>24}  ({c.criterion}){slack}")
+        wide = ("  WIDE" + (f" ({c.wide_reason})" if c.wide_reason else "")) if c.wide else ""
+        lines.append(f"  [{c.status:<5}] {c.kind:<6} {stmt:<{width}}  predicted {c.predicted:>11.5g}  measured "
+                     f"{_measured_text(c):>24}  ({c.criterion}){slack}{wide}")
+        if c.expected == "fail":
+            lines.append(f"          expected to fail: {c.reason}")
     return "\n".join(lines)

@@ -64,6 +64,11 @@ class Outcome:
     def passed(self) -> bool:
         return all(c.passed for c in self.claims)
 
+    @property
+    def as_expected(self) -> bool:
+        """Every claim's outcome equals its expectation (known disagreements fail, everything else passes)."""
+        return all(c.as_expected for c in self.claims)
+
 
 def execute(module: ModuleType, *, preset: str = "full", seed: int = 0, out_dir: str | Path | None = None,
             write: bool = True, verbose: bool = True, cfg=None, progress: bool | None = None) -> Outcome:

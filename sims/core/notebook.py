@@ -85,8 +85,8 @@ def claims_html(title: str, claims) -> str:
     num = "style='white-space: pre; text-align: right; font-family: var(--jp-code-font-family, monospace)'"
     rows = []
     for c in claims:
-        ok = "PASS" if c.passed else "FAIL"
-        color = "var(--jp-success-color1, green)" if c.passed else "var(--jp-error-color1, red)"
+        ok = c.status
+        color = "var(--jp-success-color1, green)" if c.as_expected else "var(--jp-error-color1, red)"
         measured = f"{c.measured:.5g}" + (f" \u00b1 {c.ci:.2g} (n={c.n_seeds})" if c.ci else "")
         slack = "" if c.slack is None else f"{c.slack:.3g}" + (" LOOSE" if c.loose else "")
         rows.append(

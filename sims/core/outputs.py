@@ -349,6 +349,7 @@ def _write_into(module: ModuleType, tmp: Path, out: Path, *, results, flat, nonf
         "figures": sorted(f"{k}.png" for k in figs),
         "nonfinite_arrays": nonfinite,
         "claims_passed": sum(c.passed for c in claims),
+        "claims_as_expected": all(c.as_expected for c in claims),
         "claims_total": len(claims),
         "claims_by_kind": kind_counts(claims),
         "results_layout": results_layout(results),

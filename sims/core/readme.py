@@ -1,8 +1,9 @@
 """Keep README.md's results table honest: its claims column is generated from the committed claims.json files.
 
 ``workbench claims --readme`` rewrites the last cell of each row between ``<!-- results-table -->`` and the end
-of that table as ``passed/total (c check, b bound (l loose), p paper)``; the other cells are the authors' prose.
-Only check/bound/paper claims exist (identities are unit tests), so these counts are what the README reports.
+of that table as ``passed/total (c check, b bound (l loose), p paper; w wide (j justified), x expected to
+fail)``; the other cells are the authors' prose. Only check/bound/paper claims exist (identities are unit
+tests), so these counts are what the README reports.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from jaxwb.sims.core import cli, harness, registry
-from jaxwb.sims.core.claims import Claim, format_claims
+from jaxwb.sims.core.claims import Claim, format_claims, kind_counts
 from jaxwb.sims.core.errors import WorkbenchError
 from jaxwb.sims.core.outputs import (
     flatten_results,
@@ -87,10 +87,10 @@ MULTI_DEVICE = textwrap.dedent(
     from functools import partial
     assert jax.device_count() == 8, jax.devices()
     from jaxwb.sims.core.sweep import sweep
-    from jaxwb.sims.river_valley import compute as sim
+    from jaxwb.sims.river_valley.run import phase_point
     from jaxwb.theory import river_valley as rv
     valley = rv.straight_valley(0.01, 100.0)
-    fn = partial(sim._phase_point, valley=valley, theta0=jnp.array([1.0, 0.1]), steps=200)
+    fn = partial(phase_point, valley=valley, theta0=jnp.array([1.0, 0.1]), steps=200)
     g = {"lr": jnp.geomspace(1e-3, 1e-1, 21), "beta": jnp.linspace(0, 0.95, 21)}   # 21: padding exercised
     sharded = sweep(fn, g)
     single = sweep(fn, g, devices=jax.devices()[:1])
@@ -600,7 +600,62 @@ def test_readme_claims_column_is_generated(tmp_path):
     md.write_text("x\n<!-- results-table -->\n| result | claims |\n| --- | --- |\n"
                   "| [demo](sims/demo.py) | 9/9 |\n\nend\n")
     assert readme.update_results_table(md, tmp_path / "figures") == ["demo"]
-    assert "| [demo](sims/demo.py) | 2/3 (1 check, 1 bound, 1 paper) |" in md.read_text()
+    assert "| [demo](sims/demo.py) | 2/3 (1 check, 1 bound, 1 paper; 1 wide) |" in md.read_text()
+
+
+def test_expected_failures_are_strict_and_need_a_reason():
+    with pytest.raises(ValueError, match="needs its reason"):
+        Claim("x", 1, 2, 0.1, kind="check", expected="fail")
+    with pytest.raises(ValueError, match="expected must be"):
+        Claim("x", 1, 2, 0.1, kind="check", expected="maybe")
+    xfail = Claim("x", 1, 2, 0.1, kind="check", expected="fail", reason="the paper's constant is off")
+    xpass = Claim("y", 1, 1.01, 0.1, kind="check", expected="fail", reason="known")
+    regression = Claim("z", 1, 2, 0.1, kind="check")
+    assert (xfail.status, xfail.as_expected) == ("XFAIL", True)
+    assert (xpass.status, xpass.as_expected) == ("XPASS", False)
+    assert (regression.status, regression.as_expected) == ("FAIL", False)
+    table = format_claims("demo", [xfail, xpass, regression])
+    assert "[XFAIL]" in table and "expected to fail: the paper's constant is off" in table
+    assert "NOT AS EXPECTED: 1 regression(s), 1 unexpected pass(es)" in table
+    back = Claim.from_json(json.loads(json.dumps(xfail.to_json())))
+    assert back == xfail and back.to_json()["status"] == "XFAIL"
+
+
+def test_wide_tolerances_and_one_sided_slack_are_flagged():
+    # an interval claim: allowed deviation 0.1 * 10 = 1 against a half-width 0.1 (10x): wide; 0.5 (2x): not
+    assert Claim("w", 10.0, 10.0, 0.1, kind="check", ci=0.1, n_seeds=5).wide
+    assert not Claim("n", 10.0, 10.0, 0.1, kind="check", ci=0.5, n_seeds=5).wide
+    # deterministic: allowed deviation vs the observed error (100x)
+    assert Claim("d", 1.0, 1.0001, 0.05, kind="check").wide
+    assert not Claim("e", 1.0, 1.01, 0.05, kind="check").wide
+    justified = Claim("j", 1.0, 1.0, 0.05, kind="check", wide_reason="discretisation error of the grid")
+    assert "WIDE (discretisation error of the grid)" in format_claims("demo", [justified])
+    assert kind_counts([justified])["wide_justified"] == 1
+    assert not Claim("f", 1.0, 2.0, 0.05, kind="check").wide  # failing claims are not "wide"
+    # a one-sided comparison reports its slack whatever its kind
+    one_sided = Claim("o", 100.0, 1.0, 0.0, "le", kind="check")
+    assert one_sided.slack == 100.0 and one_sided.loose
+
+
+def test_run_and_all_exit_on_expectations_not_on_failures(monkeypatch, capsys, tmp_path):
+    def fake_execute(module, **kw):
+        claims = [Claim("known gap", 1, 2, 0.1, kind="check", expected="fail", reason="documented")]
+        if module.NAME == "river_valley":
+            claims.append(Claim("ok", 1, 1, 0, kind="check"))
+        return harness.Outcome(module.NAME, kw["preset"], {}, claims, kw["out_dir"], 0.0)
+
+    monkeypatch.setattr(harness, "execute", fake_execute)
+    assert cli.main(["all", "--quick", "--out", str(tmp_path / "all")]) == 0
+    out = capsys.readouterr().out
+    assert "every claim as expected" in out and "expected failure  river_valley: known gap (documented)" in out
+
+    def regressed(module, **kw):
+        return harness.Outcome(module.NAME, kw["preset"], {}, [Claim("gap", 1, 2, 0.1, kind="check")],
+                               kw["out_dir"], 0.0)
+
+    monkeypatch.setattr(harness, "execute", regressed)
+    assert cli.main(["all", "--quick", "--out", str(tmp_path / "all2")]) == 1
+    assert "REGRESSION" in capsys.readouterr().out
 
 
 def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail():
