@@ -4,7 +4,8 @@
 Paper: *Towards understanding momentum acceleration in river-valley loss landscapes* (NeurIPS 2026), building
 on Wen et al., *Understanding warmup-stable-decay learning rates: a river valley loss landscape perspective*
 (ICLR 2025). Reproduced here: the synthetic landscapes (the quadratic stability edges, the river-speed gain,
-the closed-form transients); the language-model part is ``jaxwb.sims.river_valley_lm``.
+the closed-form transients), from the paper's closed forms, nothing reconstructed; the language-model part is
+``jaxwb.sims.river_valley_lm``.
 
 Figures (``figures/river_valley/``):
   trajectories.png        GD vs heavy ball on a curved valley at an aggressive learning rate
