@@ -20,7 +20,7 @@
 # shipped with the project: the source of ~60 Python standard-library modules, committed xz-compressed
 # (`models/data/stdlib_corpus.txt.xz`). Here we train it briefly, sample from it, and quantize its weights to
 # NVFP4, RaZeR, MXFP4 and dithered-RHT 4-bit (`jaxwb.pallas_kernels.quant`), comparing perplexities as in
-# `sims/tiny_lm.py`.
+# `sims/tiny_lm/`.
 
 # %%
 # On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
@@ -48,6 +48,10 @@ from jaxwb.models.tiny_lm import num_params, replace_linear_weights, sample
 from jaxwb.sims import tiny_lm as sim
 from jaxwb.sims.core import notebook, style
 from jaxwb.sims.core.presets import quick_from_env
+from jaxwb.sims.tiny_lm.config import FORMATS
+from jaxwb.sims.tiny_lm.quant import quantized_weights
+from jaxwb.sims.tiny_lm.run import eval_loss
+from jaxwb.sims.tiny_lm.tables import layer_table
 
 QUICK = quick_from_env()
 PRESET = "quick" if QUICK else "full"
@@ -63,7 +67,7 @@ cfg = sim.PRESETS[PRESET]
 # %%
 nb = notebook.open_result(sim)
 nb.show()
-print(sim.layer_table(nb.results))
+print(layer_table(nb.results))
 
 # %% [markdown]
 # ## The model
@@ -84,7 +88,7 @@ def load_model(_=None):
     global model, losses, x, y, fp
     model, losses = tr.trained_model(cfg.model, cfg.train, desc="training")
     x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
-    fp = float(np.exp(sim._eval(model, x, y)))
+    fp = float(np.exp(eval_loss(model, x, y)))
     print(f"{num_params(model):,} parameters; corpus {len(train_tok):,} training bytes")
     fig, ax = style.figure(figsize=(6, 3.5))
     ax.plot(np.asarray(losses), lw=0.8, label="training loss")
@@ -131,15 +135,15 @@ names = [str(n) for n in nb.results["layer_names"]]
 
 
 def explore(fmt="razer", layer=str(names[0])):
-    q = sim.quantized_weights(model, fmt, key=jax.random.key(0), rht_group=cfg.rht_group)
-    ppl = float(np.exp(sim._eval(replace_linear_weights(model, {layer: q[layer]}), x, y)))
+    q = quantized_weights(model, fmt, key=jax.random.key(0), rht_group=cfg.rht_group)
+    ppl = float(np.exp(eval_loss(replace_linear_weights(model, {layer: q[layer]}), x, y)))
     print(f"{fmt} on {layer}: perplexity {ppl:.4f} (float32 {fp:.4f})")
 
 
 if model is None:
     print("(needs the trained model: see above)")
 else:
-    notebook.interact(explore, live=False, fmt=list(sim.FORMATS), layer=names)
+    notebook.interact(explore, live=False, fmt=list(FORMATS), layer=names)
 
 # %% [markdown]
 # ## Recompute

@@ -4,6 +4,15 @@ perplexity loss removed by RaZeR beside the paper's 29.4% (weight-only) and 32.3
 same fraction when a few input channels carry 8x larger weights (outlier channels); per-layer errors and
 engine TV/KL. The RaZeR part of ``shared/papers/quantization.md``.
 
+Papers: RaZeR ("Redundant zero remapping": NVFP4's negative zero remapped per block to a special value), NeurIPS
+2026, for the formats and the perplexity claims (29.4% / 32.3% of NVFP4's loss removed); the TV-distance paper
+(estimating the TV distance between autoregressive distributions, and between inference engines serving the same
+model), NeurIPS 2026, for the engine comparison (``shared/papers/tv_distance.md``); the models' attention runs
+through the project's ``flash_attention`` (the attention core of ``shared/papers/sparse_attention.md``).
+Reproduced: the formats (NVFP4, RaZeR's weight and activation variants, MXFP4, dithered RHT), the loss-removed
+measure and the engines' TV with logit access. A reconstruction: the models (tiny byte-level LMs, not the papers'
+LLMs), the outlier channels (a synthetic transform) and the W4A4 setting's per-token activation scales.
+
 Models (``jaxwb.models.tiny_lm.TinyLM``: byte-level, RoPE, causal attention through the project's
 ``jaxwb.pallas_kernels.attention.flash_attention``) are trained with AdamW on the shipped stdlib corpus
 (``jaxwb.models.train.trained_model``: trained on demand, cached outside git), ``seeds`` seeds per width in
@@ -35,6 +44,11 @@ Engines (``theory/tv_distance/``), on the first size's seed-0 model: the float32
 the same model in bfloat16, or with NVFP4 / RaZeR drop-in weights. TV(A, B) over n-byte continuations of a
 prompt with logit access (plain estimator), KL(A || B) from the same sequences; +-2 standard errors.
 
+Package layout (the result template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, presets,
+constants), ``run`` (``run``: training, perplexities, the layer study, the engines), ``claims``, ``figures``
+(``plot``, one function per figure), ``mutants`` (MUTANTS); ``quant`` (the quantized variants) and ``tables``
+(text tables: ``summary``, ``layer_table``).
+
 Figures (``figures/tiny_lm/``):
   perplexity.png    per size: perplexity above float32 per format and setting (bootstrap CIs); the RaZeR
                     fractions per setting and size beside the paper's 29.4% / 32.3%
@@ -44,76 +58,10 @@ Figures (``figures/tiny_lm/``):
 
 from __future__ import annotations
 
-from jaxwb.sims.core.audit import Mutant
-from jaxwb.sims.tiny_lm.claims import claims, summary
-from jaxwb.sims.tiny_lm.config import (
-    ENGINES,
-    FORMATS,
-    NAME,
-    PAPER_RAZER_REDUCTION,
-    PAPER_RAZER_REDUCTION_WA,
-    PRESETS,
-    PROMPT,
-    TITLE,
-    WA_FORMATS,
-    Config,
-)
-from jaxwb.sims.tiny_lm.plot import layer_table, plot
-from jaxwb.sims.tiny_lm.quant import bits_per_weight, fake_quantize, quantized_model, quantized_weights
-from jaxwb.sims.tiny_lm.run import _eval, as_ar_model, engine_distances, run
+from jaxwb.sims.tiny_lm.claims import claims
+from jaxwb.sims.tiny_lm.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.tiny_lm.figures import plot
+from jaxwb.sims.tiny_lm.mutants import MUTANTS
+from jaxwb.sims.tiny_lm.run import run
 
-__all__ = [
-    "ENGINES",
-    "FORMATS",
-    "MUTANTS",
-    "NAME",
-    "PAPER_RAZER_REDUCTION",
-    "PAPER_RAZER_REDUCTION_WA",
-    "PRESETS",
-    "PROMPT",
-    "TITLE",
-    "WA_FORMATS",
-    "Config",
-    "_eval",
-    "as_ar_model",
-    "bits_per_weight",
-    "claims",
-    "engine_distances",
-    "fake_quantize",
-    "layer_table",
-    "plot",
-    "quantized_model",
-    "quantized_weights",
-    "run",
-    "summary",
-]
-
-
-def _no_special_value(f):
-    """RaZeR's code 0x8 decodes to -0 again (its special value dropped): RaZeR degenerates to an NVFP4-like
-    format (E3M3 scales) whose remapped elements read back as 0."""
-    import jax.numpy as jnp
-
-    return lambda byte, fmt: jnp.zeros(byte.shape, jnp.float32)
-
-
-MUTANTS = [
-    Mutant(
-        "razer_special_value_dropped",
-        "jaxwb.pallas_kernels.quant.reference:razer_special_value",
-        _no_special_value,
-        "RaZeR's special value dropped: code 0x8 decodes to 0, as NVFP4's -0",
-    ),
-    Mutant(
-        "activations_not_quantized",
-        "jaxwb.sims.tiny_lm.quant:quantize_activations",
-        lambda f: lambda x, fmt: x,
-        "the W4A4 setting forgets to quantize the activations (W4A16 twice)",
-    ),
-    Mutant(
-        "razer_layers_get_nvfp4",
-        "jaxwb.sims.tiny_lm.quant:LAYER_FORMAT",
-        lambda d: {**d, "razer": "nvfp4"},
-        "the format map hands NVFP4 to the RaZeR drop-in layers (RaZeR weight-only = NVFP4)",
-    ),
-]
+__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "run"]

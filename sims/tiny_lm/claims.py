@@ -21,18 +21,23 @@ def _a(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def _sizes(cfg: Config) -> list[str]:
-    return [f"d={d}" for d in cfg.d_models]
-
-
 def claims(results: dict, cfg: Config) -> list[Claim]:
+    return [
+        *_per_size_claims(results, cfg),
+        *_pooled_ordering_claims(results, cfg),
+        *_paper_claims(results, cfg),
+        *_pinsker_claims(results, cfg),
+    ]
+
+
+def _per_size_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Per model size: the trained model beats the unigram baseline, every 4-bit format costs perplexity, RaZeR
+    beats NVFP4 weight-only."""
     fp = _a(results["fp_ppl"])  # [sizes, seeds]
     p = {f: _a(results["ppl"][f]) for f in FORMATS}
-    wa = {f: _a(v) for f, v in results["ppl_wa"].items()}
-    ol = {f: _a(v) for f, v in results["ppl_outlier"].items()}
     n = fp.shape[1]
     out = []
-    for s, size in enumerate(_sizes(cfg)):
+    for s, size in enumerate(cfg.size_labels):
         gain = float(results["unigram_loss"]) - _a(results["fp_loss"])[s]
         out.append(
             Claim.from_samples(
@@ -69,60 +74,72 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 source="theory",
             )
         )
-    pooled = lambda a: a.reshape(-1)
-    out.append(
+    return out
+
+
+def _pooled(a: np.ndarray) -> np.ndarray:
+    """Every model of every size: [sizes, seeds] -> [sizes * seeds]."""
+    return a.reshape(-1)
+
+
+def _pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The orderings decided over every model of every size: W4A4 RaZeR < NVFP4, W4A4 costs more than W4A16,
+    RaZeR < NVFP4 with outlier channels, MXFP4 >= NVFP4."""
+    p = {f: _a(results["ppl"][f]) for f in FORMATS}
+    wa = {f: _a(v) for f, v in results["ppl_wa"].items()}
+    ol = {f: _a(v) for f, v in results["ppl_outlier"].items()}
+    return [
         Claim.from_samples(
             f"W4A4: RaZeR (weight + activation variants) perplexity < NVFP4's, all sizes "
             f"(NVFP4 - RaZeR > {RESOLUTION:g})",
             RESOLUTION,
-            pooled(wa["nvfp4"] - wa["razer"]),
+            _pooled(wa["nvfp4"] - wa["razer"]),
             0.0,
             "ge",
             kind="check",
             source="theory",
-        )
-    )
-    out.append(
+        ),
         Claim.from_samples(
             f"W4A4 costs more than W4A16 (NVFP4): ppl_W4A4 - ppl_W4A16 > {RESOLUTION:g}, all sizes",
             RESOLUTION,
-            pooled(wa["nvfp4"] - p["nvfp4"]),
+            _pooled(wa["nvfp4"] - p["nvfp4"]),
             0.0,
             "ge",
             kind="check",
             source="theory",
-        )
-    )
-    out.append(
+        ),
         Claim.from_samples(
             f"outlier channels (x{cfg.outlier_scale:g} on {cfg.outlier_channels} input "
             f"channels): RaZeR perplexity < NVFP4's (NVFP4 - RaZeR > {RESOLUTION:g}), "
             "all sizes",
             RESOLUTION,
-            pooled(ol["nvfp4"] - ol["razer"]),
+            _pooled(ol["nvfp4"] - ol["razer"]),
             0.0,
             "ge",
             kind="check",
             source="theory",
-        )
-    )
-    out.append(
+        ),
         Claim.from_samples(
             "MXFP4 (power-of-two scales, blocks of 32) perplexity >= NVFP4's (MXFP4 - NVFP4), all sizes",
             0.0,
-            pooled(p["mxfp4"] - p["nvfp4"]),
+            _pooled(p["mxfp4"] - p["nvfp4"]),
             0.0,
             "ge",
             kind="check",
             source="theory",
-        )
-    )
+        ),
+    ]
+
+
+def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The fraction of NVFP4's perplexity loss RaZeR removes, weight-only and W4A4, beside the paper's."""
     red = results["reduction"]
+    out = []
     for key, paper, setting in (
         ("weight", PAPER_RAZER_REDUCTION, "weight-only"),
         ("wa", PAPER_RAZER_REDUCTION_WA, "weight + activation"),
     ):
-        r = pooled(_a(red[key]))
+        r = _pooled(_a(red[key]))
         est, half, k = bootstrap_ci(r)
         out.append(
             Claim(
@@ -139,7 +156,13 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 n_seeds=k,
             )
         )
+    return out
+
+
+def _pinsker_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Pinsker between the float32 engine and each other engine: no evidence of a violation."""
     e = results["engines"]
+    out = []
     for name in ENGINES[1:]:
         tv, kl = float(e[name]["tv"]), float(e[name]["kl"])
         # Pinsker holds for the exact TV and KL; both are estimates from m sequences. The claim asks for no
@@ -158,24 +181,3 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             )
         )
     return out
-
-
-def summary(results: dict, cfg: Config) -> str:
-    """Per size: mean perplexity +- 95% bootstrap half-width over seeds, and the three RaZeR fractions."""
-    rows = []
-    for s, size in enumerate(_sizes(cfg)):
-        cells = {"fp32": _a(results["fp_ppl"])[s]}
-        cells.update({f: _a(results["ppl"][f])[s] for f in FORMATS})
-        cells.update({f"W4A4 {f}": _a(v)[s] for f, v in results["ppl_wa"].items()})
-        cells.update({f"outlier {f}": _a(v)[s] for f, v in results["ppl_outlier"].items()})
-        rows.append(
-            f"{size}: " + ", ".join(f"{k} {bootstrap_ci(v)[0]:.4f}+-{bootstrap_ci(v)[1]:.4f}" for k, v in cells.items())
-        )
-        rows.append(
-            f"{size}: RaZeR fraction "
-            + ", ".join(
-                f"{k} {bootstrap_ci(_a(v)[s])[0]:.3f}+-{bootstrap_ci(_a(v)[s])[1]:.3f}"
-                for k, v in results["reduction"].items()
-            )
-        )
-    return "\n".join(rows)

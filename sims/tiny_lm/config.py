@@ -1,4 +1,5 @@
-"""Configuration and presets of the tiny-LM quantization study (``jaxwb.sims.tiny_lm``)."""
+"""NAME, TITLE, the Config and presets of the tiny-LM quantization study (``jaxwb.sims.tiny_lm``), and its
+constants (formats, engines, the paper's numbers)."""
 
 from __future__ import annotations
 
@@ -102,6 +103,11 @@ class Config:
     def train(self) -> tr.TrainConfig:
         """Training of the first model, seed 0."""
         return self.train_config(0, 0)
+
+    @property
+    def size_labels(self) -> list[str]:
+        """``d=<width>`` per model size, as the claims and tables name them."""
+        return [f"d={d}" for d in self.d_models]
 
 
 PRESETS = {

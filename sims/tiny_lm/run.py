@@ -1,5 +1,6 @@
-"""The simulation: train ``seeds`` models per size, measure perplexity under each quantized variant; the engines
-(TV/KL) and the per-layer study on the first size's seed-0 model."""
+"""``run`` of the tiny-LM study: train ``seeds`` models per size, measure perplexity under each quantized variant
+(``one_model``); the per-layer study (``layer_study``) and the engines' TV/KL (``engine_distances``) on the first
+size's seed-0 model."""
 
 from __future__ import annotations
 
@@ -17,13 +18,14 @@ from jaxwb.theory import tv_distance as tvd
 
 
 @eqx.filter_jit
-def _eval(model, x, y):
+def eval_loss(model, x, y):
+    """Mean next-byte cross-entropy (nats/byte) of ``model`` on windows ``x, y: int[n, ctx]`` (jitted)."""
     return tr.evaluate(model, x, y)
 
 
 def ppl(model, x, y) -> float:
     """Validation perplexity exp(mean next-byte cross-entropy) on windows ``x, y: int[n, ctx]``."""
-    return float(jnp.exp(_eval(model, x, y)))
+    return float(jnp.exp(eval_loss(model, x, y)))
 
 
 def reduction(p_fp, p_nv, p_rz):
@@ -102,7 +104,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
             )
             if first is None:
                 first = model
-            fpl.append(float(_eval(model, x, y)))
+            fpl.append(float(eval_loss(model, x, y)))
             losses_s.append(np.asarray(losses))
             per_size.append(one_model(model, cfg, x, y, key=jax.random.fold_in(key, 1000 * s + seed)))
         rows.append(per_size)

@@ -8,6 +8,9 @@ import pytest
 
 from jaxwb.sims import tiny_lm as sim
 from jaxwb.sims.core import harness
+from jaxwb.sims.tiny_lm.config import FORMATS
+from jaxwb.sims.tiny_lm.quant import bits_per_weight, fake_quantize
+from jaxwb.sims.tiny_lm.tables import layer_table, summary
 
 
 @pytest.fixture(scope="module")
@@ -16,13 +19,13 @@ def weights():
 
 
 def test_fake_quantize_errors_are_ordered(weights):
-    err = {f: float(np.sum((np.asarray(sim.fake_quantize(weights, f, key=jax.random.key(1))) - weights) ** 2)
-                    / np.sum(np.asarray(weights) ** 2)) for f in sim.FORMATS}
+    err = {f: float(np.sum((np.asarray(fake_quantize(weights, f, key=jax.random.key(1))) - weights) ** 2)
+                    / np.sum(np.asarray(weights) ** 2)) for f in FORMATS}
     assert all(0 < e < 0.05 for e in err.values()), err
     assert err["razer"] < err["nvfp4"] < err["mxfp4"], err  # RaZeR's extra values, MXFP4's coarse scales
     with pytest.raises(ValueError, match="fmt"):
-        sim.fake_quantize(weights, "int4", key=jax.random.key(0))
-    assert sim.bits_per_weight("rht4", 32) == 5.0 and sim.bits_per_weight("rht4", 128) == 4.5
+        fake_quantize(weights, "int4", key=jax.random.key(0))
+    assert bits_per_weight("rht4", 32) == 5.0 and bits_per_weight("rht4", 128) == 4.5
 
 
 def test_config_validation():
@@ -76,10 +79,10 @@ def test_quick_preset_end_to_end(tmp_path):
     r = outcome.results
     fp = np.asarray(r["fp_ppl"])
     assert fp.shape == (1, 3)
-    for f in sim.FORMATS:
+    for f in FORMATS:
         p = np.asarray(r["ppl"][f])
         assert np.isfinite(p).all() and (0.95 * fp < p).all() and (p < 1.3 * fp).all(), (f, fp, p)
-    for f in sim.FORMATS:  # RaZeR's weight error is the smallest in every layer
+    for f in FORMATS:  # RaZeR's weight error is the smallest in every layer
         if f != "razer":
             assert (np.asarray(r["layer_rel_mse"]["razer"]) < np.asarray(r["layer_rel_mse"][f])).all()
-    assert "layer" in sim.layer_table(r) and "RaZeR fraction" in sim.summary(r, sim.PRESETS["quick"])
+    assert "layer" in layer_table(r) and "RaZeR fraction" in summary(r, sim.PRESETS["quick"])

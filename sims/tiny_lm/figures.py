@@ -1,4 +1,5 @@
-"""Figures of the tiny-LM quantization study; error bars are 95% bootstrap intervals over training seeds."""
+"""Figures of the tiny-LM quantization study, one function per figure (``plot`` collects them); error bars are 95%
+bootstrap intervals over training seeds."""
 
 from __future__ import annotations
 
@@ -23,7 +24,16 @@ def _ci(v):
 
 
 def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
+    return {
+        "perplexity": perplexity_figure(results, cfg),
+        "layer_errors": layer_errors_figure(results, cfg),
+        "engines": engines_figure(results, cfg),
+    }
+
+
+def perplexity_figure(results: dict, cfg: Config):
+    """Per size: perplexity above float32 per format and setting; the RaZeR fractions per setting and size beside
+    the paper's."""
     fp = np.asarray(results["fp_ppl"])
     n_sizes, n_seeds = fp.shape
     fig, axes = style.figure(1, n_sizes + 1, figsize=(5.2 * (n_sizes + 1), 4.6))
@@ -86,8 +96,12 @@ def plot(results: dict, cfg: Config) -> dict:
         title="1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)",
     )
     ax.legend(fontsize=7)
-    figs["perplexity"] = fig
+    return fig
 
+
+def layer_errors_figure(results: dict, cfg: Config):
+    """Per-layer relative weight MSE and the perplexity increase when only that layer is quantized (seed 0)."""
+    fp = np.asarray(results["fp_ppl"])
     fp0 = float(fp[0, 0])
     names = [str(n) for n in np.asarray(results["layer_names"])]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.6))
@@ -105,8 +119,11 @@ def plot(results: dict, cfg: Config) -> dict:
         title=f"Per-layer weight error (d={cfg.d_models[0]}, seed 0)",
     )
     ax2.set(ylabel="perplexity increase (only this layer quantized)", title="Per-layer perplexity cost (seed 0)")
-    figs["layer_errors"] = fig
+    return fig
 
+
+def engines_figure(results: dict, cfg: Config):
+    """TV and KL between the float32 engine and the bf16 / NVFP4-weight / RaZeR-weight engines."""
     e = results["engines"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.2))
     names = list(ENGINES[1:])
@@ -130,22 +147,4 @@ def plot(results: dict, cfg: Config) -> dict:
     ax.legend(fontsize=8, loc="upper left")
     ax2.bar(names, kl, yerr=[2 * float(e[n]["kl_se"]) for n in names], capsize=5, color="tab:orange")
     ax2.set(ylabel="KL(float32 || other) (nats per sequence)", title="KL estimate (+-2 se), same sequences")
-    figs["engines"] = fig
-    return figs
-
-
-def layer_table(results: dict) -> str:
-    """The per-layer error table as text (relative weight MSE and ppl increase per format; seed 0, first size)."""
-    fp = float(np.asarray(results["fp_ppl"])[0, 0])
-    names = [str(n) for n in np.asarray(results["layer_names"])]
-    head = f"{'layer':<18}" + "".join(f"{f + ' mse':>12}{f + ' dppl':>12}" for f in FORMATS)
-    rows = [head]
-    for i, n in enumerate(names):
-        rows.append(
-            f"{n:<18}"
-            + "".join(
-                f"{float(results['layer_rel_mse'][f][i]):>12.2e}{float(results['layer_ppl'][f][i]) - fp:>12.4f}"
-                for f in FORMATS
-            )
-        )
-    return "\n".join(rows)
+    return fig
