@@ -1,6 +1,11 @@
 """Interpolation-regime momentum: on consistent least squares, mini-batch heavy ball / Nesterov speed up
 proportionally to the batch size B up to a saturation point tr H / sqrt(L mu), far beyond SGD's L_max / L.
-Synthetic part of ``shared/papers/interpolation.md`` (Garg & Derezinski 2026).
+
+Paper: Garg & Derezinski, *Perfect parallelization in mini-batch SGD with classical momentum acceleration*
+(arXiv 2605.18609, 2026; facts in ``shared/papers/interpolation.md``). Reproduced: the synthetic part (the exact
+mean-square dynamics, eq. MS; speedup ~ B up to saturation; SGD's earlier saturation; randomized Kaczmarz and
+coordinate descent). Ours, not the paper's: the explicit momentum rule ``momentum_rule`` (the paper's "simple
+momentum choice" is not spelled out in the project's facts) and the grid optimisation of (lr, beta).
 
 Pipeline (``run``): one random consistent system (n x d, condition number ``cond``, "norm" sampling by
 default);
@@ -59,26 +64,22 @@ those. They are not theory errors (the exact recursion matches enumeration and t
 tests, and every configuration away from the edge agrees inside its interval); deciding them would need
 rare-event sampling, not more seeds.
 
-Package layout: ``config`` (Config, PRESETS, methods and labels), ``optimise`` (grid optimisation on the exact
-rate), ``study`` (``run``: exact curves and Monte Carlo), ``statistics`` (iterations to eps, windowed fits,
-bootstrap intervals), ``claims``, ``figures`` (``plot``), ``bench``; the mutants are below.
+Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, PRESETS,
+methods and labels), ``optimise`` (grid optimisation on the exact rate), ``rows`` (the sweepable Monte-Carlo
+rows), ``run`` (``run``: exact curves in float64, then Monte Carlo), ``statistics`` (iterations to eps, windowed
+fits, bootstrap intervals), ``claims``, ``figures`` (``plot``, one function per figure), ``mutants``, ``bench``.
 """
 
 from __future__ import annotations
 
-import jax
-
-from jaxwb.sims.core.audit import Mutant
-from jaxwb.sims.interpolation.bench import _numpy_mc, bench
+from jaxwb.sims.interpolation.bench import bench
 from jaxwb.sims.interpolation.claims import claims
-from jaxwb.sims.interpolation.config import COLORS, GROUPS, LABELS, METHODS, PRESETS, Config
+from jaxwb.sims.interpolation.config import COLORS, GROUPS, LABELS, METHODS, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.interpolation.figures import plot
+from jaxwb.sims.interpolation.mutants import MUTANTS
 from jaxwb.sims.interpolation.optimise import grid_optimise, rates
-from jaxwb.sims.interpolation.statistics import _boot_means, _fits, _hits, boot_halfwidth
-from jaxwb.sims.interpolation.study import run
-
-NAME = "interpolation"
-TITLE = "Interpolation regime: mini-batch heavy ball / Nesterov speed up ~B until tr H / sqrt(L mu)"
+from jaxwb.sims.interpolation.run import run
+from jaxwb.sims.interpolation.statistics import boot_halfwidth
 
 __all__ = [
     "COLORS",
@@ -97,70 +98,4 @@ __all__ = [
     "plot",
     "rates",
     "run",
-]
-_PRIVATE = (_boot_means, _fits, _hits, _numpy_mc)  # used by tests/sims/test_interpolation.py
-
-# ---------------------------------------------------------------------------------------------------------
-# Mutants: plausible bugs, each must make a claim fail on the quick preset (``workbench audit interpolation``)
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _gradient_without_weights(f):
-    def mutated(problem, x, idx):
-        a = problem.A[idx]
-        return a.T @ (a @ x - problem.b[idx]) / idx.shape[0]
-
-    return mutated
-
-
-def _uniform_sampler(f):
-    def mutated(problem, batch_size, *, key):
-        return jax.random.randint(key, (batch_size,), 0, problem.probs.shape[0])
-
-    return mutated
-
-
-def _traj_batch_off_by_one(f):
-    def mutated(h, U, K, e0, lr, beta, nu, batch_size, steps):
-        return f(h, U, K, e0, lr, beta, nu, batch_size + 1, steps)
-
-    return mutated
-
-
-def _nesterov_factor_dropped(f):
-    def mutated(lr, beta, nu, h):
-        M, c = f(lr, beta, nu, h)
-        # M11 = 1 + beta - lr h - nu beta lr h  ->  drop the Nesterov term nu beta lr h
-        return M.at[..., 0, 0].add(nu * beta * lr * h), c
-
-    return mutated
-
-
-# first: the cheapest (only the exact-recursion function recompiles: the step counts and the Monte Carlo are
-# unchanged; the default suite runs it)
-MUTANTS = [
-    Mutant(
-        "exact_recursion_batch_off_by_one",
-        "jaxwb.theory.interpolation.mean_square:_traj",
-        _traj_batch_off_by_one,
-        "exact E||e_t||^2 recursion divides the noise by B + 1 instead of B",
-    ),
-    Mutant(
-        "gradient_missing_importance_weights",
-        "jaxwb.theory.interpolation.iterations:_minibatch_gradient",
-        _gradient_without_weights,
-        "mini-batch gradient without the weights 1/(n p_i) of norm sampling",
-    ),
-    Mutant(
-        "nesterov_factor_dropped_in_operator",
-        "jaxwb.theory.interpolation.mean_square:_unified_mean",
-        _nesterov_factor_dropped,
-        "mean-square operator's Nesterov block without its -beta lr h term",
-    ),
-    Mutant(
-        "sampler_uniform_instead_of_norm",
-        "jaxwb.theory.interpolation.iterations:_sample_batch",
-        _uniform_sampler,
-        "rows drawn uniformly while the weights assume ||a_i||^2 sampling",
-    ),
 ]

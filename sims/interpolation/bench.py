@@ -12,7 +12,7 @@ import numpy as np
 from jaxwb.sims.core.sweep import sweep
 from jaxwb.sims.core.timing import BenchRow, time_call
 from jaxwb.sims.interpolation.config import PRESETS
-from jaxwb.sims.interpolation.study import _mc_row
+from jaxwb.sims.interpolation.rows import mc_row
 from jaxwb.theory import interpolation as ip
 
 
@@ -27,7 +27,7 @@ def _to32(tree):
 # ---------------------------------------------------------------------------------------------------------
 
 
-def _numpy_mc(A, b, x_star, probs, weights, lr, beta, B, steps, seeds, rng):
+def numpy_mc(A, b, x_star, probs, weights, lr, beta, B, steps, seeds, rng):
     n, d = A.shape
     out = np.empty((seeds, steps + 1))
     for s in range(seeds):
@@ -56,21 +56,21 @@ def bench(quick: bool = False) -> list[BenchRow]:
         "gamma": np.zeros(seeds, np.float32),
         "key": jax.random.split(jax.random.key(1), seeds),
     }
-    fn = partial(_mc_row, problem=problem, batch_size=B, steps=steps, record_every=1)
+    fn = partial(mc_row, problem=problem, batch_size=B, steps=steps, record_every=1)
     ours = time_call(lambda: sweep(fn, rows)[0], repeats=3)
     npp = [np.asarray(a, np.float64) for a in (problem.A, problem.b, problem.x_star, problem.probs, problem.weights)]
     npp[3] = npp[3] / npp[3].sum()
     base_seeds = max(4, seeds // 8)
     base = (
         time_call(
-            lambda: _numpy_mc(*npp, lr, beta, B, steps, base_seeds, np.random.default_rng(0)),
+            lambda: numpy_mc(*npp, lr, beta, B, steps, base_seeds, np.random.default_rng(0)),
             repeats=1,
             warmup=0,
         )
         * seeds
         / base_seeds
     )
-    ref = _numpy_mc(*npp, lr, beta, B, steps, 64, np.random.default_rng(1)).mean(0)
+    ref = numpy_mc(*npp, lr, beta, B, steps, 64, np.random.default_rng(1)).mean(0)
     mc = np.asarray(sweep(fn, rows)[0]).mean(0)
     dev = float(np.max(np.abs(np.log(mc[: steps // 2]) - np.log(ref[: steps // 2]))))
     return [

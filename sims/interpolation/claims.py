@@ -47,19 +47,16 @@ def _slope(x, Y):
     return (xc[:, None] * (Y - Y.mean(0))).sum(0) / (xc**2).sum()
 
 
-def claims(results: dict, cfg: Config) -> list[Claim]:
+def speedup_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Speedup ~ B below saturation, against heavy ball itself and against SGD at B = 1."""
     out = []
     Bs = np.asarray(results["batch_sizes"], dtype=float)
     c = results["constants"]
-    mc, th = results["mc"], results["theory"]
+    mc = results["mc"]
     seeds = np.asarray(mc["seeds"])
     Hs = _with_boot(mc["hits"], mc["hits_boot"])  # (nM, nB, 1 + n_boot): iterations to eps
-    Ds = -np.log(_with_boot(mc["rates"], mc["rates_boot"]))  # per-step decay of E||e||^2 on the fit window
-    Es = 1.0 / Ds  # iterations per e-fold
     i_sgd, i_hb, i_nag, i_rule = (METHODS.index(m) for m in METHODS)
     boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
-
-    # ---- speedup ~ B below saturation, against heavy ball itself and against SGD at B = 1
     lin = Bs <= cfg.linear_fraction * float(c["sat_shb"])
     if lin.sum() >= 2:
         n_lin = int(seeds[lin].min())
@@ -93,8 +90,17 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 source="paper",
             )
         )
+    return out
 
-    # ---- acceleration over SGD at the same B, against the exact recursion
+
+def acceleration_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Acceleration over SGD at the same B, against the exact recursion."""
+    out = []
+    mc, th = results["mc"], results["theory"]
+    seeds = np.asarray(mc["seeds"])
+    Hs = _with_boot(mc["hits"], mc["hits_boot"])  # (nM, nB, 1 + n_boot): iterations to eps
+    i_sgd, i_hb, i_nag, i_rule = (METHODS.index(m) for m in METHODS)
+    boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
     Th = np.asarray(th["hits"])
     for B in cfg.rate_check_batches:
         j = list(cfg.batch_sizes).index(B)
@@ -110,8 +116,22 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 n_seeds=seeds[j],
             )
         )
+    return out
 
-    # ---- SGD saturation, located in the simulation: T(B) ~ T_inf (1 + B*/B)  =>  B* = T(1)/T(B_max) - 1
+
+def saturation_claims(results: dict, cfg: Config) -> list[Claim]:
+    """SGD saturation, located in the simulation: T(B) ~ T_inf (1 + B*/B)  =>  B* = T(1)/T(B_max) - 1."""
+    out = []
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    c = results["constants"]
+    mc, th = results["mc"], results["theory"]
+    seeds = np.asarray(mc["seeds"])
+    Hs = _with_boot(mc["hits"], mc["hits_boot"])  # (nM, nB, 1 + n_boot): iterations to eps
+    Ds = -np.log(_with_boot(mc["rates"], mc["rates_boot"]))  # per-step decay of E||e||^2 on the fit window
+    Es = 1.0 / Ds  # iterations per e-fold
+    i_sgd, i_hb, i_nag, i_rule = (METHODS.index(m) for m in METHODS)
+    boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
+    Th = np.asarray(th["hits"])
     bstar_exact = Th[i_sgd, 0] / Th[i_sgd, -1] - 1.0  # iterations to eps: early, so little heavy-tail bias
     bstar = Hs[i_sgd, 0] / Hs[i_sgd, -1] - 1.0
     bstar_asym = Es[i_sgd, 0] / Es[i_sgd, -1] - 1.0  # asymptotic e-fold times (the transient excluded)
@@ -156,8 +176,18 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             n_seeds=seeds[-1],
         )
     )
+    return out
 
-    # ---- large B: SHB approaches full-batch accelerated heavy ball (Monte Carlo e-fold time)
+
+def large_batch_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Large B: SHB approaches full-batch accelerated heavy ball (Monte Carlo e-fold time)."""
+    out = []
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    mc = results["mc"]
+    seeds = np.asarray(mc["seeds"])
+    Ds = -np.log(_with_boot(mc["rates"], mc["rates_boot"]))  # per-step decay of E||e||^2 on the fit window
+    Es = 1.0 / Ds  # iterations per e-fold
+    i_sgd, i_hb, i_nag, i_rule = (METHODS.index(m) for m in METHODS)
     pol_ef = float(ip.efold_time(results["deterministic"]["polyak_rate_sq"]))
     out.append(
         _claim(
@@ -184,8 +214,16 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     )
+    return out
 
-    # ---- Monte-Carlo iterations to eps vs the exact recursion's (every method, at the rate-check B)
+
+def iterations_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Monte-Carlo iterations to eps vs the exact recursion's (every method, at the rate-check B)."""
+    out = []
+    mc, th = results["mc"], results["theory"]
+    seeds = np.asarray(mc["seeds"])
+    Hs = _with_boot(mc["hits"], mc["hits_boot"])  # (nM, nB, 1 + n_boot): iterations to eps
+    Th = np.asarray(th["hits"])
     for B in cfg.rate_check_batches:
         j = list(cfg.batch_sizes).index(B)
         for i, m in enumerate(METHODS):
@@ -201,8 +239,16 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                     n_seeds=seeds[j],
                 )
             )
+    return out
 
-    # ---- Monte-Carlo decay vs the exact curve's decay on the same window (per-step -log rate)
+
+def decay_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Monte-Carlo decay vs the exact curve's decay on the same window (per-step -log rate)."""
+    out = []
+    mc, th = results["mc"], results["theory"]
+    seeds = np.asarray(mc["seeds"])
+    Ds = -np.log(_with_boot(mc["rates"], mc["rates_boot"]))  # per-step decay of E||e||^2 on the fit window
+    boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
     rfit = -np.log(np.asarray(th["rates_fit"]))
     for B in cfg.rate_check_batches:
         j = list(cfg.batch_sizes).index(B)
@@ -219,8 +265,17 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                     n_seeds=seeds[j],
                 )
             )
+    return out
 
-    # ---- the simple momentum rule vs grid-optimised heavy ball (Monte Carlo e-fold times)
+
+def rule_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The simple momentum rule vs grid-optimised heavy ball (Monte Carlo e-fold times)."""
+    out = []
+    mc = results["mc"]
+    seeds = np.asarray(mc["seeds"])
+    Ds = -np.log(_with_boot(mc["rates"], mc["rates_boot"]))  # per-step decay of E||e||^2 on the fit window
+    Es = 1.0 / Ds  # iterations per e-fold
+    i_sgd, i_hb, i_nag, i_rule = (METHODS.index(m) for m in METHODS)
     log2_cost = np.log2(Es[i_rule] / Es[i_hb])
     worst = log2_cost[np.argmax(np.abs(log2_cost[:, 0]))]
     out.append(
@@ -236,8 +291,12 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
             source="reconstruction",
         )
     )
+    return out
 
-    # ---- Kaczmarz and coordinate descent
+
+def kaczmarz_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Kaczmarz and coordinate descent."""
+    out = []
     for name, what in (
         ("kaczmarz", "randomized Kaczmarz E||e||^2"),
         ("cd", "randomized coordinate descent f-f*"),
@@ -284,3 +343,16 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
                 )
             )
     return out
+
+
+def claims(results: dict, cfg: Config) -> list[Claim]:
+    return [
+        *speedup_claims(results, cfg),
+        *acceleration_claims(results, cfg),
+        *saturation_claims(results, cfg),
+        *large_batch_claims(results, cfg),
+        *iterations_claims(results, cfg),
+        *decay_claims(results, cfg),
+        *rule_claims(results, cfg),
+        *kaczmarz_claims(results, cfg),
+    ]

@@ -9,6 +9,9 @@ import numpy as np
 from jaxwb.theory import interpolation as ip
 from jaxwb.theory import validate as v
 
+NAME = "interpolation"
+TITLE = "Interpolation regime: mini-batch heavy ball / Nesterov speed up ~B until tr H / sqrt(L mu)"
+
 METHODS = ("sgd", "hb", "nesterov", "hb_rule")  # grid-optimised SGD, HB, Nesterov; heavy ball with the B rule
 GROUPS = (("sgd",), ("hb", "nesterov", "hb_rule"))  # run separately: SGD needs many more steps at large B
 LABELS = {

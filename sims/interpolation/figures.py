@@ -35,18 +35,21 @@ def _err(point, boot):
     return np.clip(point - lo, 0, None), np.clip(hi - point, 0, None)
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    figs = {}
-    Bs = np.asarray(results["batch_sizes"], dtype=float)
-    c = results["constants"]
-    hits = np.asarray(results["mc"]["hits"])
-    th = np.asarray(results["theory"]["hits"])
-    head = (
+def _header(cfg: Config, c) -> str:
+    """The problem line of every figure title."""
+    return (
         f"n={cfg.n}, d={cfg.d}, kappa={cfg.cond:g}, {cfg.sampling} sampling, tr H/L={c['eff_rank']:.2f}, "
         f"eps={cfg.eps:g}"
     )
 
-    # iterations to eps vs B
+
+def plot_iterations_vs_batch(results: dict, cfg: Config):
+    """Iterations to eps vs B."""
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    c = results["constants"]
+    hits = np.asarray(results["mc"]["hits"])
+    th = np.asarray(results["theory"]["hits"])
+    head = _header(cfg, c)
     fig, ax = style.figure(figsize=(11.5, 5.6))
     for i, m in enumerate(METHODS):
         lo_, hi_ = _err(hits[i], np.asarray(results["mc"]["hits_boot"])[i])
@@ -88,9 +91,16 @@ def plot(results: dict, cfg: Config) -> dict:
         ylim=(max(1, 0.5 * np.nanmin(hits)), None),
     )
     ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    figs["iterations_vs_batch"] = fig
+    return fig
 
-    # speedup: against SGD at B = 1 (perfect parallelization), and against SGD at the same B
+
+def plot_speedup(results: dict, cfg: Config):
+    """Speedup: against SGD at B = 1 (perfect parallelization), and against SGD at the same B."""
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    c = results["constants"]
+    hits = np.asarray(results["mc"]["hits"])
+    th = np.asarray(results["theory"]["hits"])
+    head = _header(cfg, c)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(14, 5.4))
     hb_boot = np.asarray(results["mc"]["hits_boot"])
     i_sgd = METHODS.index("sgd")
@@ -147,9 +157,11 @@ def plot(results: dict, cfg: Config) -> dict:
         title="Acceleration over SGD at the same batch size",
     )
     ax2.legend(fontsize=7, loc="upper left")
-    figs["speedup"] = fig
+    return fig
 
-    # predicted vs measured rate: Monte-Carlo fit against the exact curve's fit on the same window
+
+def plot_rate_check(results: dict, cfg: Config):
+    """Predicted vs measured rate: Monte-Carlo fit against the exact curve's fit on the same window."""
     fig, ax = style.figure(figsize=(7.0, 5.8))
     rfit = np.asarray(results["theory"]["rates_fit"])
     rmc = np.asarray(results["mc"]["rates"])
@@ -186,9 +198,13 @@ def plot(results: dict, cfg: Config) -> dict:
         "e-folds once the exact slope is within 1% of log rho(T))",
     )
     ax.legend(fontsize=7, loc="upper left")
-    figs["rate_check"] = fig
+    return fig
 
-    # momentum rule vs grid
+
+def plot_momentum_rule(results: dict, cfg: Config):
+    """Momentum rule vs grid."""
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    c = results["constants"]
     p = results["params"]
     fig, (ax1, ax2, ax3) = style.figure(1, 3, figsize=(14, 4.4))
     for m, mk in (("hb", "o-"), ("nesterov", "s-"), ("hb_rule", "D--")):
@@ -218,9 +234,11 @@ def plot(results: dict, cfg: Config) -> dict:
     )
     for a in (ax1, ax2, ax3):
         a.legend(fontsize=6.5)
-    figs["momentum_rule"] = fig
+    return fig
 
-    # Kaczmarz and coordinate descent
+
+def plot_kaczmarz_cd(results: dict, cfg: Config):
+    """Kaczmarz and coordinate descent."""
     fig, axes = style.figure(1, 2, figsize=(12.5, 4.8))
     for ax, k, title, ylab in (
         (axes[0], "kaczmarz", "Randomized Kaczmarz (rows ~ ||a_i||^2)", "E||x_t - x*||^2 / ||x_0 - x*||^2"),
@@ -264,5 +282,14 @@ def plot(results: dict, cfg: Config) -> dict:
         ax.plot([], [], **style.PREDICTION, label="exact recursion (eq. MS)")
         ax.set(xlabel="iteration t", ylabel=ylab, title=title, ylim=(cfg.aux_eps * 0.05, 2))
         ax.legend(fontsize=7)
-    figs["kaczmarz_cd"] = fig
-    return figs
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "iterations_vs_batch": plot_iterations_vs_batch(results, cfg),
+        "speedup": plot_speedup(results, cfg),
+        "rate_check": plot_rate_check(results, cfg),
+        "momentum_rule": plot_momentum_rule(results, cfg),
+        "kaczmarz_cd": plot_kaczmarz_cd(results, cfg),
+    }

@@ -18,7 +18,7 @@ def _hit(curve, t, level):
     return float(t[k]) if k < len(t) else math.inf
 
 
-def _asymptotic_window(exact, rho, span, tol=0.01, floor=1e-9):
+def asymptotic_window(exact, rho, span, tol=0.01, floor=1e-9):
     """(t_a, t_b) for the rate fit: the earliest window of ``span`` e-folds where the least-squares slope of
     log(exact curve) is within ``tol`` of log rho (exact curve at full resolution), restricted to levels
     >= ``floor`` x the initial value (the float32 Monte Carlo bottoms out near 1e-12). If no window qualifies,
@@ -71,7 +71,7 @@ def _fit(curve, t, ta, tb):
     return float(np.exp(np.polyfit(t[sel], np.log(c), 1)[0]))
 
 
-def _hits(curves, t, level):
+def hits(curves, t, level):
     """First time after which each curve (rows of ``curves`` (..., P), normalised by its first value) stays
     <= ``level``: log-linear interpolation between the last recorded point above and the next one (inf if the
     last point is above, t[0] if none is)."""
@@ -90,7 +90,7 @@ def _hits(curves, t, level):
     return np.where(above.any(-1), out, t[0])
 
 
-def _fits(curves, t, ta, tb):
+def fits(curves, t, ta, tb):
     """exp(slope) of log(curve) vs t over ta <= t <= tb for every row of ``curves`` (..., P) (nan if fewer
     than 3 points or a non-positive value)."""
     t = np.asarray(t, np.float64)
@@ -105,7 +105,7 @@ def _fits(curves, t, ta, tb):
     return np.where(ok, np.exp(slope), np.nan)
 
 
-def _boot_means(errs, n_boot, rng):
+def boot_means(errs, n_boot, rng):
     """Bootstrap replicates of the mean curve: errs (seeds, P) -> (n_boot, P), seeds resampled with
     replacement."""
     n = errs.shape[0]

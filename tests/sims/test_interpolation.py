@@ -11,6 +11,8 @@ import pytest
 
 from jaxwb.sims import interpolation as sim
 from jaxwb.sims.core.harness import execute
+from jaxwb.sims.interpolation import statistics
+from jaxwb.sims.interpolation.bench import numpy_mc
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -35,7 +37,7 @@ def test_hits_interpolates_in_log_and_handles_edges():
     curves = np.array([[1.0, 0.1, 0.01, 0.001, 1e-4],   # crosses 1e-2.5 between t=20 and t=30
                        [1.0, 1.0, 1.0, 1.0, 1.0],        # never
                        [1.0, 1e-5, 1e-5, 1e-5, 1e-5]])   # at once after t=0
-    hits = sim._hits(curves, t, 10**-2.5)
+    hits = statistics.hits(curves, t, 10**-2.5)
     np.testing.assert_allclose(hits[0], 25.0)
     assert hits[1] == np.inf
     assert 0 < hits[2] <= 10
@@ -44,13 +46,13 @@ def test_hits_interpolates_in_log_and_handles_edges():
 def test_fits_recovers_a_geometric_rate():
     t = np.arange(100.0)
     curves = np.stack([0.9**t, 3.0 * 0.99**t])
-    np.testing.assert_allclose(sim._fits(curves, t, 10, 80), [0.9, 0.99], rtol=1e-12)
+    np.testing.assert_allclose(statistics.fits(curves, t, 10, 80), [0.9, 0.99], rtol=1e-12)
 
 
 def test_bootstrap_halfwidth_of_a_known_mean():
     rng = np.random.default_rng(0)
     x = rng.normal(size=(4000, 1))
-    boots = sim._boot_means(x, 400, rng)[:, 0]
+    boots = statistics.boot_means(x, 400, rng)[:, 0]
     half = sim.boot_halfwidth(float(x.mean()), boots)
     np.testing.assert_allclose(half, 1.96 / np.sqrt(4000), rtol=0.2)
     assert sim.boot_halfwidth(0.0, np.array([0.0, np.inf])) == np.inf
@@ -80,5 +82,5 @@ def test_numpy_baseline_agrees_with_theory():
             ip.expected_sq_error(pr, -pr.x_star, lr=0.5, beta=0.5, batch_size=2, steps=20)
         )
     npp = [np.asarray(a, np.float64) for a in (pr.A, pr.b, pr.x_star, pr.probs, pr.weights)]
-    mc = sim._numpy_mc(*npp, 0.5, 0.5, 2, 20, 400, np.random.default_rng(0)).mean(0)
+    mc = numpy_mc(*npp, 0.5, 0.5, 2, 20, 400, np.random.default_rng(0)).mean(0)
     np.testing.assert_allclose(mc[::5], exact[::5], rtol=0.15)
