@@ -41,9 +41,15 @@ def _result_names() -> list[str]:
 
 
 def _docs_toolchain_missing() -> str | None:
-    missing = [m for m in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python")
-               if importlib.util.find_spec(m.split(".")[0]) is None
-               or (m == "mkdocstrings_handlers.python" and importlib.util.find_spec(m) is None)]
+    """Why the site cannot be built here (the docs toolchain of the ``dev`` extra is missing), or None."""
+    missing = []
+    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except ModuleNotFoundError:
+            found = False
+        if not found:
+            missing.append(module)
     if missing:
         return f"docs toolchain not installed ({', '.join(missing)}): pip install -e '.[dev]'"
     return None
@@ -60,16 +66,32 @@ def test_mkdocs_build_strict(tmp_path):
     env = {**os.environ, "NO_MKDOCS_2_WARNING": "1", "MPLBACKEND": "Agg"}
     t0 = time.perf_counter()
     # no -q: mkdocs' quiet mode drops the warnings that --strict counts
-    proc = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"),
-                           "-d", str(site)], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(ROOT / "mkdocs.yml"), "-d", str(site)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     wall = time.perf_counter() - t0
     assert proc.returncode == 0, f"mkdocs build --strict failed:\n{proc.stdout[-4000:]}\n{proc.stderr[-4000:]}"
     index = (site / "index.html").read_text()
     for name in _result_names():
         assert (site / "papers" / name / "index.html").exists(), f"no page for result {name}"
         assert f'href="papers/{name}/"' in index, f"the index page does not link result {name}"
-    for page in ("getting-started", "kernels", "measurements", "architecture", "changelog",
-                 "known-disagreements", "api/quant", "api/attention", "api/theory", "api/sims-core"):
+    for page in (
+        "getting-started",
+        "kernels",
+        "measurements",
+        "architecture",
+        "changelog",
+        "known-disagreements",
+        "api/quant",
+        "api/attention",
+        "api/theory",
+        "api/sims-core",
+    ):
         assert (site / page / "index.html").exists(), page
     api = (site / "api" / "quant" / "index.html").read_text()
     assert 'id="jaxwb.pallas_kernels.quant.quantize_model"' in api
@@ -114,8 +136,9 @@ def test_readme_code_is_the_tested_code():
     tested = set()
     for path in EXAMPLES:
         for block in _python_blocks(path):
-            tested.update(_code_lines("\n".join(ln for ln in block.splitlines()
-                                                 if ln.lstrip().startswith((">>>", "...")))))
+            tested.update(
+                _code_lines("\n".join(ln for ln in block.splitlines() if ln.lstrip().startswith((">>>", "..."))))
+            )
     blocks = _python_blocks(README)
     assert len(blocks) >= 2, "the README shows the examples in python blocks"
     for block in blocks:
@@ -157,7 +180,7 @@ def test_readme_results_table_is_generated(tmp_path):
     before = [r.rsplit(" | ", 1)[0] for r in rows]
     after_lines = copy.read_text().split("\n")
     j = after_lines.index(readme.MARKER) + 1
-    assert [r.rsplit(" | ", 1)[0] for r in after_lines[j:j + len(rows)]] == before
+    assert [r.rsplit(" | ", 1)[0] for r in after_lines[j : j + len(rows)]] == before
 
 
 # --- pages, license, citation -----------------------------------------------------------------------------------

@@ -44,8 +44,14 @@ def on_config(config, **_):
 
 def on_files(files, config, **_):
     for png in sorted((ROOT / "figures").rglob("*.png")):
-        files.append(File(png.relative_to(ROOT).as_posix(), src_dir=str(ROOT), dest_dir=config["site_dir"],
-                          use_directory_urls=config["use_directory_urls"]))
+        files.append(
+            File(
+                png.relative_to(ROOT).as_posix(),
+                src_dir=str(ROOT),
+                dest_dir=config["site_dir"],
+                use_directory_urls=config["use_directory_urls"],
+            )
+        )
     return files
 
 
