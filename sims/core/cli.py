@@ -33,6 +33,7 @@ from jaxwb.sims.core.errors import OutputError, Terminated, WorkbenchError
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
+RANDOM_AUDIT_GOAL = 0.9  # share of non-equivalent mechanical mutants each result's claims must catch
 SEED_MAX = 2**32
 
 
@@ -123,6 +124,10 @@ def _parser() -> argparse.ArgumentParser:
     au = sub.add_parser("audit", help="run each result's mutants: every mutant must make a claim fail")
     au.add_argument("names", nargs="*")
     au.add_argument("--no-write", action="store_true", help="print only; do not update figures/audit/")
+    au.add_argument("--random", type=_positive_int, default=None, metavar="N",
+                    help="draw N mechanical mutants from the functions the quick run executes (sims.core.mutate); "
+                         "writes figures/audit/random/<name>.json")
+    au.add_argument("--seed", type=_seed, default=0, help="seed of the draw and of the runs (with --random)")
     au.add_argument("--collect", action="store_true",
                     help="run nothing: rebuild figures/audit.json and the README table from figures/audit/*.json")
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
@@ -250,6 +255,26 @@ def _cmd_audit(names, write=True) -> int:
     return 1 if missed or few or refused else 0
 
 
+def _cmd_random_audit(names, n, seed, write=True) -> int:
+    import json
+
+    from jaxwb.sims.core import mutate, outputs, paths, registry
+
+    modules = [registry.get(name) for name in names or registry.result_names()]
+    worst = 1.0
+    for module in modules:
+        print(f"{module.NAME}: {n} mechanical mutant(s), seed {seed}", flush=True)
+        summary = mutate.random_audit(module, n, seed=seed)
+        print(mutate.format_random_audit(summary), flush=True)
+        if summary["non_equivalent"]:
+            worst = min(worst, summary["caught"] / summary["non_equivalent"])
+        if write:
+            folder = paths.FIGURES_DIR / "audit" / "random"
+            folder.mkdir(parents=True, exist_ok=True)
+            outputs.atomic_write_text(folder / f"{module.NAME}.json", json.dumps(summary, indent=2) + "\n")
+    return 0 if worst >= RANDOM_AUDIT_GOAL else 1
+
+
 def _cmd_bench(names, quick) -> int:
     from jaxwb.sims.core import registry, timing
 
@@ -361,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
                 merged = audit.collect(paths.FIGURES_DIR, paths.REPO_ROOT / "README.md")
                 print(audit.format_audit_table(merged))
                 return 0
+            if args.random is not None:
+                return _cmd_random_audit(args.names, args.random, args.seed, write=not args.no_write)
             return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":
             return _cmd_bench(args.names, args.quick)

@@ -1,0 +1,282 @@
+"""Mechanical mutants: ``workbench audit NAME --random N`` draws N mutants from the source of the theory, model and
+kernel functions that the result's quick run executes, and reports how many its claims catch.
+
+A hand-written mutant (``MUTANTS``) is a bug its author imagined; a drawn one is not chosen by anybody, so the share
+caught measures the claims against bugs nobody anticipated. The operators are those of the mutation-testing tools
+for Python (mutmut, cosmic-ray, mutatest): an arithmetic operator swapped (``+``/``-``, ``*``/``/``, ``**``/``*``),
+a comparison swapped (``<``/``<=``, ``>``/``>=``, ``==``/``!=``), ``and``/``or`` swapped, a nonzero float
+constant scaled by 1.1 or an integer constant moved by one, a term of a sum dropped (``a + b`` -> ``a``), two
+positional arguments of a call swapped, and a unary minus dropped.
+
+Which functions: :func:`executed_functions` runs the quick preset and its claims under ``sys.monitoring`` and keeps the
+module-level functions and class methods of ``jaxwb.theory``, ``jaxwb.models`` and ``jaxwb.pallas_kernels`` whose
+code started (JAX traces Python once per compilation, so a jitted function counts). Input validation
+(``theory.validate``, ``theory.checking``, ``pallas_kernels.dispatch``) is left out: it computes nothing a claim
+measures. A drawn mutant is applied like a hand-written one (``audit.applied``: the function is recompiled from its
+mutated source in its module's namespace and patched wherever it is referenced); a mutant whose results are
+bitwise identical to the clean run's, claims included, is *equivalent* and excluded from the count.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import importlib
+import inspect
+import sys
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from types import FunctionType, ModuleType
+from typing import Any
+
+import numpy as np
+
+MUTATED_PACKAGES = ("jaxwb.theory", "jaxwb.models", "jaxwb.pallas_kernels")
+SKIPPED_MODULES = ("jaxwb.theory.validate", "jaxwb.theory.checking", "jaxwb.pallas_kernels.dispatch")
+OPERATORS = ("arith", "compare", "boolop", "constant", "drop_term", "swap_args", "unary")
+
+_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
+          ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv}
+_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
+            ast.NotEq: ast.Eq}
+
+
+@dataclasses.dataclass(frozen=True)
+class Site:
+    """One place a mutation operator applies: the ``index``-th applicable node (in ``ast.walk`` order) of
+    operator ``op`` in the function ``qualname`` of ``module``."""
+
+    module: str
+    qualname: str
+    op: str
+    index: int
+    line: int
+    detail: str
+
+    @property
+    def target(self) -> str:
+        return f"{self.module}:{self.qualname}"
+
+    @property
+    def name(self) -> str:
+        return f"{self.module.removeprefix('jaxwb.')}:{self.qualname}:{self.line}:{self.op}:{self.detail}"
+
+
+def _candidates(tree: ast.AST, op: str) -> Iterator[tuple[ast.AST, str]]:
+    """Nodes of ``tree`` that operator ``op`` can change, with a short description of the change."""
+    for node in ast.walk(tree):
+        if op == "arith" and isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _ARITH:
+            yield node, f"{type(node.op).__name__}->{_ARITH[type(node.op)].__name__}"
+        elif op == "compare" and isinstance(node, ast.Compare) and type(node.ops[0]) in _COMPARE:
+            yield node, f"{type(node.ops[0]).__name__}->{_COMPARE[type(node.ops[0])].__name__}"
+        elif op == "boolop" and isinstance(node, ast.BoolOp):
+            yield node, f"{type(node.op).__name__}->{'Or' if isinstance(node.op, ast.And) else 'And'}"
+        elif (op == "constant" and isinstance(node, ast.Constant) and type(node.value) in (int, float)
+              and not (isinstance(node.value, float) and node.value == 0.0)):
+            yield node, f"{node.value!r}->" + ("x1.1" if isinstance(node.value, float) else "+1")
+        elif op == "drop_term" and isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
+            yield node, "drop the right term"
+        elif op == "swap_args" and isinstance(node, ast.Call) and len(node.args) >= 2 and not any(
+                isinstance(a, ast.Starred) for a in node.args[:2]):
+            yield node, "swap the first two arguments"
+        elif op == "unary" and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            yield node, "drop the unary minus"
+
+
+class _Apply(ast.NodeTransformer):
+    def __init__(self, target: ast.AST, op: str):
+        self.target, self.op = target, op
+
+    def visit(self, node):
+        if node is not self.target:
+            return self.generic_visit(node)
+        op = self.op
+        if op == "arith":
+            node.op = _ARITH[type(node.op)]()
+        elif op == "compare":
+            node.ops = [_COMPARE[type(node.ops[0])](), *node.ops[1:]]
+        elif op == "boolop":
+            node.op = ast.Or() if isinstance(node.op, ast.And) else ast.And()
+        elif op == "constant":
+            node.value = node.value * 1.1 if isinstance(node.value, float) else node.value + 1
+        elif op == "drop_term":
+            return node.left
+        elif op == "swap_args":
+            node.args = [node.args[1], node.args[0], *node.args[2:]]
+        elif op == "unary":
+            return node.operand
+        return node
+
+
+def _function_tree(fn: FunctionType) -> ast.Module:
+    return ast.parse(textwrap.dedent(inspect.getsource(fn)))
+
+
+def mutable(fn: Any) -> FunctionType | None:
+    """The plain Python function behind ``fn`` (a jit wrapper's ``__wrapped__``), or None when its source cannot
+    be recompiled on its own: a closure, a ``super()`` call, a custom derivative rule, a lambda."""
+    raw = inspect.unwrap(fn) if callable(fn) else None
+    if not isinstance(raw, FunctionType) or raw.__name__ == "<lambda>" or raw.__closure__:
+        return None
+    try:
+        source = inspect.getsource(raw)
+    except (OSError, TypeError):
+        return None
+    if "super()" in source or "custom_vjp" in source or "custom_jvp" in source or ".defvjp" in source:
+        return None
+    return raw
+
+
+def sites_of(module: str, qualname: str, fn: FunctionType) -> list[Site]:
+    """Every mutation site of ``fn`` (decorators and the docstring excluded)."""
+    tree = _function_tree(fn)
+    body = tree.body[0]
+    if not isinstance(body, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return []
+    doc = body.body[0] if body.body and isinstance(body.body[0], ast.Expr) else None
+    skip = {id(n) for d in body.decorator_list for n in ast.walk(d)} | {id(n) for n in ast.walk(body.args)}
+    if doc is not None and isinstance(doc.value, ast.Constant) and isinstance(doc.value.value, str):
+        skip |= {id(n) for n in ast.walk(doc)}
+    sites = []
+    for op in OPERATORS:
+        for i, (node, detail) in enumerate(_candidates(tree, op)):
+            if id(node) not in skip:
+                sites.append(Site(module, qualname, op, i, fn.__code__.co_firstlineno + node.lineno - 1, detail))
+    return sites
+
+
+def mutated_function(site: Site, original: Any) -> Any:
+    """``original`` recompiled from its source with ``site``'s change, decorators re-applied, in a copy of its
+    module's namespace."""
+    raw = mutable(original)
+    if raw is None:
+        raise ValueError(f"{site.target} cannot be recompiled from its source")
+    tree = _function_tree(raw)
+    node = next(n for i, (n, _) in enumerate(_candidates(tree, site.op)) if i == site.index)
+    tree = ast.fix_missing_locations(_Apply(node, site.op).visit(tree))
+    namespace = dict(vars(importlib.import_module(raw.__module__)))
+    exec(compile(tree, f"<mutant {site.name}>", "exec"), namespace)
+    return namespace[tree.body[0].name]
+
+
+def _members(module: ModuleType) -> Iterator[tuple[str, Any]]:
+    for name, value in vars(module).items():
+        if inspect.isclass(value) and value.__module__ == module.__name__:
+            for attr, member in vars(value).items():
+                fn = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+                if callable(fn):
+                    yield f"{name}.{attr}", member
+        elif callable(value) and getattr(inspect.unwrap(value), "__module__", None) == module.__name__:
+            yield name, value
+
+
+def executed_functions(run: Callable[[], Any]) -> list[tuple[str, str, FunctionType]]:
+    """``(module, qualname, function)`` of every project function under :data:`MUTATED_PACKAGES` whose code
+    started while ``run()`` ran (``sys.monitoring`` PY_START events), that :func:`mutable` can recompile."""
+    mon = sys.monitoring
+    tool = next(i for i in range(1, 6) if mon.get_tool(i) is None)
+    started: set = set()
+    mon.use_tool_id(tool, "workbench-audit")
+    try:
+        mon.register_callback(tool, mon.events.PY_START, lambda code, offset: started.add(code))
+        mon.set_events(tool, mon.events.PY_START)
+        run()
+    finally:
+        mon.set_events(tool, 0)
+        mon.register_callback(tool, mon.events.PY_START, None)
+        mon.free_tool_id(tool)
+    found = []
+    for mod_name, module in sorted(sys.modules.items()):
+        if module is None or not mod_name.startswith(MUTATED_PACKAGES) or mod_name.startswith(SKIPPED_MODULES):
+            continue
+        for qualname, value in _members(module):
+            raw = mutable(value.__func__ if isinstance(value, (staticmethod, classmethod)) else value)
+            if raw is not None and raw.__code__ in started and raw.__module__ == mod_name:
+                found.append((mod_name, qualname, raw))
+    return found
+
+
+def results_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
+    """Bitwise equality of two flattened results (same keys, dtypes, shapes and bytes)."""
+    return a.keys() == b.keys() and all(
+        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes() for k in a)
+
+
+def claims_equal(a, b) -> bool:
+    """The same claims with bitwise the same predictions, measurements and intervals."""
+    key = [(c.statement, c.predicted, c.measured, c.ci, c.tolerance) for c in a]
+    return key == [(c.statement, c.predicted, c.measured, c.ci, c.tolerance) for c in b]
+
+
+def random_audit(module: ModuleType, n: int, *, seed: int = 0, preset: str = "quick",
+                 verbose: bool = True) -> dict[str, Any]:
+    """Draw ``n`` mutation sites (without replacement, uniformly over every site of every executed function) and
+    judge each: ``caught`` when a claim that passes in the clean run fails (or the run raises), ``equivalent``
+    when the results are bitwise identical to the clean run's (excluded), else missed. A JSON-able summary."""
+    import jax
+    from scipy import stats
+
+    from jaxwb.sims.core.audit import Mutant, applied
+    from jaxwb.sims.core.outputs import flatten_results
+    from jaxwb.sims.core.presets import get_config
+
+    cfg = get_config(module, preset)
+    key = jax.random.key(seed)
+    holder: dict[str, Any] = {}
+
+    def clean_run():  # the run and its claims: a theory function may feed only the predictions
+        holder["results"] = jax.block_until_ready(module.run(cfg, key=key))
+        holder["claims"] = list(module.claims(holder["results"], cfg))
+
+    t0 = time.perf_counter()
+    functions = executed_functions(clean_run)
+    clean_flat = flatten_results(holder["results"])
+    clean_claims = holder["claims"]
+    clean_passed = {c.statement for c in clean_claims if c.passed}
+    every = [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
+    rng = np.random.default_rng(seed)
+    drawn = [every[i] for i in rng.choice(len(every), size=min(n, len(every)), replace=False)] if every else []
+    summary: dict[str, Any] = {
+        "result": module.NAME, "preset": preset, "seed": seed, "functions": len(functions), "sites": len(every),
+        "clean_wall_s": round(time.perf_counter() - t0, 2), "mutants": [],
+    }
+    for site in drawn:
+        t1 = time.perf_counter()
+        mutant = Mutant(site.name, site.target, lambda original, s=site: mutated_function(s, original), site.detail)
+        record: dict[str, Any] = {"mutant": site.name, "op": site.op, "line": site.line, "detail": site.detail}
+        try:
+            with applied(mutant):
+                results = jax.block_until_ready(module.run(cfg, key=key))
+                claims = list(module.claims(results, cfg))
+            if results_equal(flatten_results(results), clean_flat) and claims_equal(claims, clean_claims):
+                record["verdict"] = "equivalent"
+            else:
+                failed = [c.statement for c in claims if not c.passed and c.statement in clean_passed]
+                record["failed_claims"] = failed
+                record["verdict"] = "caught" if failed else "missed"
+        except Exception as err:
+            record["verdict"] = "caught"
+            record["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+        record["wall_s"] = round(time.perf_counter() - t1, 2)
+        summary["mutants"].append(record)
+        if verbose:
+            print(f"  {module.NAME:<18} {record['verdict']:<10} {site.name}", flush=True)
+    caught = sum(m["verdict"] == "caught" for m in summary["mutants"])
+    non_equivalent = sum(m["verdict"] != "equivalent" for m in summary["mutants"])
+    summary["caught"], summary["non_equivalent"] = caught, non_equivalent
+    summary["equivalent"] = len(summary["mutants"]) - non_equivalent
+    if non_equivalent:
+        ci = stats.binomtest(caught, non_equivalent).proportion_ci(confidence_level=0.95, method="wilson")
+        summary["wilson_95"] = [round(float(ci.low), 4), round(float(ci.high), 4)]
+    return summary
+
+
+def format_random_audit(summary: dict[str, Any]) -> str:
+    """One line: caught / non-equivalent with its Wilson interval, and the missed mutants."""
+    lo, hi = summary.get("wilson_95", [float("nan"), float("nan")])
+    head = (f"{summary['result']}: {summary['caught']}/{summary['non_equivalent']} non-equivalent mutants caught "
+            f"(95% Wilson {100 * lo:.0f}-{100 * hi:.0f}%), {summary['equivalent']} equivalent, drawn from "
+            f"{summary['sites']} sites in {summary['functions']} functions")
+    missed = [m["mutant"] for m in summary["mutants"] if m["verdict"] == "missed"]
+    return head + "".join(f"\n  missed: {m}" for m in missed)
