@@ -20,7 +20,7 @@ import pytest
 
 from jaxwb.sims.core.paths import REPO_ROOT
 
-SOURCES = ("setup.py", "pyproject.toml", "README.md", "theory", "models", "pallas_kernels", "sims")
+SOURCES = ("setup.py", "pyproject.toml", "README.md", "LICENSE", "theory", "models", "pallas_kernels", "sims")
 
 
 @pytest.fixture(scope="module")

@@ -193,29 +193,23 @@ def format_audit_table(summaries: Sequence[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def write_audit(summaries: Sequence[dict[str, Any]], figures_dir: Path, readme: Path | None = None) -> None:
-    """Write ``figures/audit/<result>.json`` per summary, then rebuild ``figures/audit.json`` and the README's
-    audit table from every per-result file there (so audits of different results never overwrite each other)."""
+def write_audit(summaries: Sequence[dict[str, Any]], figures_dir: Path) -> None:
+    """Write ``figures/audit/<result>.json`` per summary, then rebuild ``figures/audit.json`` from every per-result
+    file there (so audits of different results never overwrite each other). The docs page of the audit renders
+    its table from these files (``format_audit_table``)."""
     from jaxwb.sims.core.outputs import atomic_write_text
 
     folder = figures_dir / "audit"
     folder.mkdir(parents=True, exist_ok=True)
     for s in summaries:
         atomic_write_text(folder / f"{s['result']}.json", json.dumps(s, indent=2) + "\n")
-    collect(figures_dir, readme)
+    collect(figures_dir)
 
 
-def collect(figures_dir: Path, readme: Path | None = None) -> list[dict[str, Any]]:
-    """Rebuild ``figures/audit.json`` and the README table from ``figures/audit/*.json``."""
+def collect(figures_dir: Path) -> list[dict[str, Any]]:
+    """Rebuild ``figures/audit.json`` from ``figures/audit/*.json``."""
     from jaxwb.sims.core.outputs import atomic_write_text
 
     merged = [json.loads(f.read_text()) for f in sorted((figures_dir / "audit").glob("*.json"))]
     atomic_write_text(figures_dir / "audit.json", json.dumps(merged, indent=2) + "\n")
-    if readme is not None and readme.exists():
-        text = readme.read_text()
-        start, end = "<!-- audit-table -->", "<!-- /audit-table -->"
-        if start in text and end in text:
-            head, rest = text.split(start, 1)
-            _, tail = rest.split(end, 1)
-            atomic_write_text(readme, f"{head}{start}\n{format_audit_table(merged)}\n{end}{tail}")
     return merged

@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
                          "writes figures/audit/random/<name>.json")
     au.add_argument("--seed", type=_seed, default=0, help="seed of the draw and of the runs (with --random)")
     au.add_argument("--collect", action="store_true",
-                    help="run nothing: rebuild figures/audit.json and the README table from figures/audit/*.json")
+                    help="run nothing: rebuild figures/audit.json from figures/audit/*.json and print the table")
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
     b.add_argument("names", nargs="*", default=[], help="benchmark names, e.g. `quant attention` (omit to list them)")
     b.add_argument("--quick", action="store_true", help="small sizes")
@@ -241,7 +241,7 @@ def _cmd_audit(names, write=True) -> int:
     print()
     print(audit.format_audit_table(summaries))
     if write:
-        audit.write_audit(summaries, paths.FIGURES_DIR, paths.REPO_ROOT / "README.md")
+        audit.write_audit(summaries, paths.FIGURES_DIR)
         print(f"\nwrote {paths.FIGURES_DIR / 'audit'}/<result>.json and {paths.FIGURES_DIR / 'audit.json'}")
     missed = [(s["result"], m["mutant"]) for s in summaries for m in s["mutants"] if not m["caught"]]
     few = [s["result"] for s in summaries if len(s["mutants"]) < 3]
@@ -383,7 +383,7 @@ def main(argv: list[str] | None = None) -> int:
             if args.collect:
                 from jaxwb.sims.core import audit, paths
 
-                merged = audit.collect(paths.FIGURES_DIR, paths.REPO_ROOT / "README.md")
+                merged = audit.collect(paths.FIGURES_DIR)
                 print(audit.format_audit_table(merged))
                 return 0
             if args.random is not None:
