@@ -11,8 +11,10 @@
   * ``"interpret"``: the Pallas kernel run by the interpreter, on any platform (how kernels are checked on CPU).
 
 Input checks (:func:`require` and the ``check_*`` helpers) raise ``ValueError`` naming the argument. Checks of
-values (finiteness, index ranges) run eagerly on concrete arrays; under ``jit`` they are skipped, unless the
-call runs inside :func:`checked` (``jax.experimental.checkify``), which raises the *same* ``ValueError``.
+values (finiteness, index ranges) run eagerly on concrete arrays, also under ``jax.grad``/``vjp``/``jvp`` and
+``jax.vmap`` of an eager call (on the concrete value behind the tracer, :func:`concrete`); under ``jit`` they are
+skipped, unless the call runs inside :func:`checked` (``jax.experimental.checkify``), which raises the *same*
+``ValueError``.
 """
 
 from __future__ import annotations
@@ -33,10 +35,23 @@ IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
+BACKENDS = ("cpu", "gpu", "tpu", "cuda", "rocm")
+
+
 def platform(backend: str | None = None) -> str:
-    """``backend`` (or the default backend) as "cpu", "gpu" or "tpu"."""
+    """``backend`` (or the default backend) as "cpu", "gpu" or "tpu"; another name raises ``ValueError``."""
+    if backend is not None and (not isinstance(backend, str) or backend.lower() not in BACKENDS):
+        raise ValueError(f"backend must be None or one of {BACKENDS}, got {backend!r}")
     b = (backend or jax.default_backend()).lower()
     return {"cuda": "gpu", "rocm": "gpu"}.get(b, b)
+
+
+def has_devices(plat: str) -> bool:
+    """Whether jax has devices of platform ``plat`` ("cpu", "gpu", "tpu") in this process."""
+    try:
+        return len(jax.devices(plat)) > 0
+    except RuntimeError:
+        return False
 
 
 class Measured(NamedTuple):
@@ -92,6 +107,7 @@ def resolve(
     backend: str | None = None,
     pallas_ok: bool | Callable[[str], str | None] = True,
     prefer_xla: Callable[[str], bool] | None = None,
+    inputs: tuple = (),
 ) -> tuple[str, str]:
     """-> (implementation in {"xla", "pallas", "interpret"}, kernel platform in {"cpu", "gpu", "tpu"}).
 
@@ -101,13 +117,29 @@ def resolve(
     interpreter runs the GPU form of the kernel). ``prefer_xla``: a function ``platform -> bool``, True where
     a measurement found the XLA path faster for these inputs (:data:`MEASURED_XLA_FASTER`); it only changes
     what ``None`` picks.
+
+    ``backend`` names the platform to compile for (lowering for another platform, ``jax.jit(f).lower``, is
+    fine); when the call runs (some of ``inputs`` have a concrete value: eager, or ``grad``/``vmap`` of an
+    eager call) on a platform with no device here, it raises ``ValueError`` naming ``backend``.
     """
     if implementation not in IMPLEMENTATIONS:
         raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
     plat = platform(backend)
+    if (
+        backend is not None
+        and implementation != "interpret"
+        and any(concrete(x) is not None for x in inputs)
+        and not has_devices(plat)
+    ):
+        raise ValueError(
+            f"backend={backend!r}: jax has no {plat} device here (default backend {jax.default_backend()!r}); "
+            "pass backend only to run on, or lower for, that platform"
+        )
 
     def refusal(p: str) -> str | None:
-        return None if pallas_ok is True else pallas_ok(p)
+        if isinstance(pallas_ok, bool):
+            return None if pallas_ok else "the Pallas kernel cannot take these inputs"
+        return pallas_ok(p)
 
     if implementation is None:
         if plat in ("gpu", "tpu") and refusal(plat) is None and not (prefer_xla is not None and prefer_xla(plat)):
@@ -133,28 +165,55 @@ def resolve(
 
 
 def is_traced(x) -> bool:
+    """True for a ``jax.core.Tracer`` (under ``jit``, ``grad``, ``vmap``, ...)."""
     return isinstance(x, jax.core.Tracer)
+
+
+def concrete(x):
+    """The concrete value behind ``x``, or None when there is none (under ``jit``: abstract).
+
+    ``x`` itself when it is not traced. Under ``jax.grad`` / ``jax.vjp`` (``LinearizeTracer``) or ``jax.jvp``
+    (``JVPTracer``) of an eager call, the primal (``.primal``, unwrapped recursively: ``grad(grad(f))``).
+    Under ``jax.vmap`` of an eager call, the batched value (``.val``: every batch element; the batch axis is
+    somewhere in it, which the value checks here, finiteness and ranges, do not depend on). So ``grad`` and
+    ``vmap`` of an eager call check the values an eager call checks."""
+    while is_traced(x):
+        nxt = getattr(x, "primal", None)
+        if nxt is None and getattr(x, "batch_dim", None) is not None:
+            nxt = getattr(x, "val", None)
+        if nxt is None:
+            return None
+        x = nxt
+    return x
 
 
 def checkify_enabled() -> bool:
     return checking_traced()
 
 
+def _fmt(a):
+    """A message argument: a Python scalar, or a list for a batched (``vmap``) value."""
+    a = np.asarray(a)
+    return a.item() if a.size == 1 else a.tolist()
+
+
 def require(ok, msg: str, *fmt_args) -> None:
     """Raise ``ValueError(msg.format(*fmt_args))`` unless ``ok``.
 
-    ``ok`` is a Python bool or a boolean array. A traced ``ok`` becomes a ``checkify.check`` inside
-    :func:`checked` (same message) and is skipped otherwise."""
+    ``ok`` is a Python bool or a boolean array. A traced ``ok`` with a concrete value behind it (``grad`` or
+    ``vmap`` of an eager call, :func:`concrete`) is checked like an eager one; one without (under ``jit``)
+    becomes a ``checkify.check`` inside :func:`checked` (same message) and is skipped otherwise."""
     if isinstance(ok, (bool, np.bool_)):
         if not ok:
-            raise ValueError(msg.format(*(np.asarray(a).item() for a in fmt_args)))
+            raise ValueError(msg.format(*(_fmt(a) for a in fmt_args)))
         return
-    if is_traced(ok) or any(is_traced(a) for a in fmt_args):
+    values = [concrete(a) for a in (ok, *fmt_args)]
+    if any(v is None for v in values):
         if checking_traced():
             emit(jnp.all(ok), msg, *fmt_args)
         return
-    if not bool(np.all(np.asarray(ok))):
-        raise ValueError(msg.format(*(np.asarray(a).item() for a in fmt_args)))
+    if not bool(np.all(np.asarray(values[0]))):
+        raise ValueError(msg.format(*(_fmt(a) for a in values[1:])))
 
 
 def check_array(
@@ -202,16 +261,18 @@ def check_array(
 
 
 def check_finite(name: str, x, why: str = "") -> None:
-    """No inf/nan in ``x`` (eager; under :func:`checked` also traced)."""
-    if is_traced(x):
+    """No inf/nan in ``x``: eager, under ``grad``/``vjp``/``jvp``/``vmap`` of an eager call (on the concrete
+    value, :func:`concrete`), and under ``jit`` inside :func:`checked`."""
+    c = concrete(x)
+    if c is None:
         if checking_traced():
             bad = jnp.sum(~jnp.isfinite(jnp.asarray(x))).astype(jnp.int32)
             emit(bad == 0, f"{name} contains {{}} non-finite value(s) (inf/nan){why}", bad)
         return
-    a = np.asarray(jnp.asarray(x).astype(jnp.float32) if jnp.dtype(x.dtype) == jnp.bfloat16 else x)
-    bad = ~np.isfinite(a)
-    if bad.any():
-        raise ValueError(f"{name} contains {int(bad.sum())} non-finite value(s) (inf/nan){why}")
+    a = np.asarray(jnp.asarray(c).astype(jnp.float32) if jnp.dtype(c.dtype) == jnp.bfloat16 else c)
+    nonfinite = ~np.isfinite(a)
+    if nonfinite.any():
+        raise ValueError(f"{name} contains {int(nonfinite.sum())} non-finite value(s) (inf/nan){why}")
 
 
 def check_block(name: str, value, *, pow2: bool = False, minimum: int = 1) -> None:
@@ -225,15 +286,17 @@ def check_block(name: str, value, *, pow2: bool = False, minimum: int = 1) -> No
 
 
 def check_range(name: str, x, lo: int, hi: int) -> None:
-    """Integer entries of ``x`` lie in ``[lo, hi)`` (eager; under :func:`checked` also traced)."""
+    """Integer entries of ``x`` lie in ``[lo, hi)``: eager, under ``grad``/``vmap`` of an eager call
+    (:func:`concrete`), and under ``jit`` inside :func:`checked`."""
     if x.size == 0:
         return
     msg = f"{name} must lie in [{lo}, {hi}), got range [{{}}, {{}}]"
-    if is_traced(x):
+    c = concrete(x)
+    if c is None:
         if checking_traced():
             mn, mx = jnp.min(x), jnp.max(x)
             emit((mn >= lo) & (mx < hi), msg, mn, mx)
         return
-    a = np.asarray(x)
+    a = np.asarray(c)
     if a.min() < lo or a.max() >= hi:
         raise ValueError(msg.format(a.min(), a.max()))

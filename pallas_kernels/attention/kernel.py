@@ -56,7 +56,8 @@ class AttentionBlockSizes:
 BlockSizes = AttentionBlockSizes  # backward-compatible name (one release)
 
 
-def _is_pow2(n: int) -> bool:
+def is_pow2(n: int) -> bool:
+    """True for a positive power of two (1, 2, 4, ...)."""
     return n > 0 and (n & (n - 1)) == 0
 
 

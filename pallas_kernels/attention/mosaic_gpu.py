@@ -112,6 +112,30 @@ def _interpret_params(interpret):
     return interpret or None
 
 
+def causal_keep(q_start, kb, bq: int, bk: int):
+    """``[bq, bk]`` bool: which (query, key) pairs of query block at ``q_start`` and key block ``kb`` the causal
+    mask keeps (key position <= query position)."""
+    rows = q_start + lax.broadcasted_iota(jnp.int32, (bq, bk), 0)
+    cols = kb * bk + lax.broadcasted_iota(jnp.int32, (bq, bk), 1)
+    return rows >= cols
+
+
+def online_softmax_step(s, acc, m, l, keep):
+    """One key block of the base-2 online softmax: scores ``s [bq, bk]`` (already times log2(e) * scale),
+    running row max ``m`` and sum ``l`` ``[bq]``, accumulator ``acc [bq, D]``; ``keep`` the causal mask or None.
+    Returns ``(p, acc rescaled, m_new, l_new)``; the caller adds ``p @ v`` to ``acc``."""
+    if keep is not None:
+        s = jnp.where(keep, s, MASK_VALUE)
+    m_new = jnp.maximum(m, s.max(axis=1))
+    alpha = jnp.exp2(m - m_new)
+    p = jnp.exp2(s - lax.broadcast_in_dim(m_new, s.shape, [0]))
+    if keep is not None:  # a row fully masked in this block must add nothing
+        p = jnp.where(keep, p, 0.0)
+    l_new = l * alpha + p.sum(axis=1)
+    acc = acc * lax.broadcast_in_dim(alpha, acc.shape, [0])
+    return p, acc, m_new, l_new
+
+
 def flash_mgpu(
     q,
     k,
@@ -141,10 +165,10 @@ def flash_mgpu(
 
     def kernel(*refs):
         if sparse:
-            q_ref, k_ref, v_ref, cnt_ref, idx_ref, o_ref, qo_smem, q_bar, *p_smem = refs
+            q_ref, k_ref, v_ref, cnt_ref, idx_ref, o_ref, qo_smem, q_bar, *p_scratch = refs
         else:
-            q_ref, k_ref, v_ref, o_ref, qo_smem, q_bar, *p_smem = refs
-        p_smem = p_smem[0] if p_smem else None
+            q_ref, k_ref, v_ref, o_ref, qo_smem, q_bar, *p_scratch = refs
+        p_smem = p_scratch[0] if p_scratch else None
         h = lax.axis_index("heads")
         qi = lax.axis_index("q")
         b = lax.axis_index("batch")
@@ -173,18 +197,8 @@ def flash_mgpu(
                 return acc_ref[...]
 
             s = pl.run_scoped(qk, plgpu.ACC((bq, bk), jnp.float32)) * qk_scale
-            if causal:
-                rows = q_start + lax.broadcasted_iota(jnp.int32, (bq, bk), 0)
-                cols = kb * bk + lax.broadcasted_iota(jnp.int32, (bq, bk), 1)
-                keep = rows >= cols
-                s = jnp.where(keep, s, MASK_VALUE)
-            m_new = jnp.maximum(m, s.max(axis=1))
-            alpha = jnp.exp2(m - m_new)
-            p = jnp.exp2(s - lax.broadcast_in_dim(m_new, s.shape, [0]))
-            if causal:  # a row fully masked in this block must add nothing
-                p = jnp.where(keep, p, 0.0)
-            l_new = l * alpha + p.sum(axis=1)
-            acc = acc * lax.broadcast_in_dim(alpha, acc.shape, [0])
+            keep = causal_keep(q_start, kb, bq, bk) if causal else None
+            p, acc, m_new, l_new = online_softmax_step(s, acc, m, l, keep)
             p16 = p.astype(dtype)
 
             if in_place:  # hardware: wgmma accumulates into the rescaled acc registers (FA3's form)
@@ -195,6 +209,7 @@ def flash_mgpu(
                 acc = pl.run_state(pv)(plgpu.ACC.init(acc))
             else:  # interpret form: the interpreter's wgmma reads both operands from SMEM and has no rule for
                 # the discharged (value) wgmma, so P goes through SMEM and a fresh accumulator is added
+                assert p_smem is not None  # allocated when not in_place
                 p_smem[...] = p16
                 plgpu.commit_smem()
 

@@ -14,16 +14,50 @@ Names follow ``jax.nn.dot_product_attention``: ``is_causal`` (the old keyword ``
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, Float, Int
 
 from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.attention import reference as ref
-from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, _is_pow2, flash_pallas
+from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, flash_pallas, is_pow2
 from jaxwb.pallas_kernels.dispatch import Implementation
 
 GPU_KERNELS = (None, "triton", "mosaic")
+
+
+def check_gpu_kernel(gpu_kernel) -> None:
+    """``gpu_kernel`` is one of :data:`GPU_KERNELS` (checked on every path, the XLA one included)."""
+    if gpu_kernel not in GPU_KERNELS:
+        raise ValueError(f"gpu_kernel must be one of {GPU_KERNELS}, got {gpu_kernel!r}")
+
+
+def finite_output(op):
+    """Wrap an attention op: with finite q, k, v (checked first) a non-finite output can only come from scores
+    ``scale * q.k`` that overflow; raise ``ValueError`` naming q and k then (eager, ``grad``/``vmap`` of an eager
+    call, or under ``jit`` inside ``checked``)."""
+
+    @functools.wraps(op)
+    def wrapped(*args, **kwargs):
+        out = op(*args, **kwargs)
+        q = args[0] if len(args) > 0 else kwargs["q"]
+        k = args[1] if len(args) > 1 else kwargs["k"]
+        if dp.concrete(out) is not None or dp.checkify_enabled():
+            bad = jnp.sum(~jnp.isfinite(out)).astype(jnp.int32)
+            dp.require(
+                bad == 0,
+                "q, k: the attention scores scale * q.k overflow (largest |q| {}, largest |k| {}); {} output "
+                "value(s) are inf/nan: rescale q or k",
+                jnp.max(jnp.abs(q)).astype(jnp.float32),
+                jnp.max(jnp.abs(k)).astype(jnp.float32),
+                bad,
+            )
+        return out
+
+    return wrapped
 
 
 def _gpu_kernel(gpu_kernel, impl: str, plat: str) -> bool:
@@ -74,7 +108,7 @@ def _check_scale(scale, head_dim: int) -> float:
     return s
 
 
-def _pow2_divisor(n: int, cap: int = 64) -> int:
+def pow2_divisor(n: int, cap: int = 64) -> int:
     """Largest power of two <= cap dividing n (1 if n is odd)."""
     b = 1
     while b * 2 <= cap and n % (b * 2) == 0:
@@ -91,19 +125,21 @@ def _tiling_refusal(bq: int, bk: int, Lq: int, Lk: int, D: int, plat: str) -> st
         )
     if plat == "gpu":
         for name, val in (("block_q", bq), ("block_k", bk)):
-            if not _is_pow2(val) or val < 16:
+            if not is_pow2(val) or val < 16:
                 return f"{name} must be a power of two >= 16 for the GPU kernel, got {val}"
-        if not _is_pow2(D) or D < 16:
+        if not is_pow2(D) or D < 16:
             return f"head_dim must be a power of two >= 16 for the GPU kernel, got {D}"
     if plat == "tpu" and bq % 8 and bq != Lq:
         return f"block_q must be a multiple of 8 (or Lq) for the TPU kernel, got {bq}"
     return None
 
 
-def _bhld(x):
+def bhld(x):
+    """Swap the sequence and head axes: ``[B, L, H, D]`` (the ops' layout) <-> ``[B, H, L, D]`` (the kernels')."""
     return jnp.transpose(x, (0, 2, 1, 3))
 
 
+@finite_output
 def flash_attention(
     q: Float[Array, "B Lq H D"],
     k: Float[Array, "B Lk Hkv D"],
@@ -127,6 +163,7 @@ def flash_attention(
     not yet run on hardware); with ``implementation="interpret"`` it runs Mosaic GPU's interpreter on CPU.
     """
     is_causal = _causal_kw(is_causal, causal)
+    check_gpu_kernel(gpu_kernel)
     check_qkv(q, k, v)
     B, Lq, H, D = q.shape
     Lk = k.shape[1]
@@ -135,11 +172,12 @@ def flash_attention(
     scale = _check_scale(scale, D)
     if block_sizes is not None and not isinstance(block_sizes, AttentionBlockSizes):
         raise ValueError(f"block_sizes must be an AttentionBlockSizes, got {type(block_sizes).__name__}")
-    bs = block_sizes or AttentionBlockSizes(_pow2_divisor(Lq), _pow2_divisor(Lk))
+    bs = block_sizes or AttentionBlockSizes(pow2_divisor(Lq), pow2_divisor(Lk))
     impl, plat = dp.resolve(
         implementation,
         backend=backend,
         pallas_ok=lambda p: _tiling_refusal(bs.block_q, bs.block_k, Lq, Lk, D, p),
+        inputs=(q, k, v),
     )
     if impl == "xla":
         return jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, implementation="xla")
@@ -150,16 +188,16 @@ def flash_attention(
             q, k, v, causal=is_causal, scale=scale, block_sizes=block_sizes, interpret=impl == "interpret"
         )
     out = flash_pallas(
-        _bhld(q),
-        _bhld(k),
-        _bhld(v),
+        bhld(q),
+        bhld(k),
+        bhld(v),
         causal=is_causal,
         scale=scale,
         block_sizes=bs,
         backend=plat,
         interpret=impl == "interpret",
     )
-    return _bhld(out)
+    return bhld(out)
 
 
 def check_block_lists(kv_num_blocks, kv_indices, B: int, H: int, Qb: int, KVb: int) -> None:
@@ -178,8 +216,35 @@ def check_block_lists(kv_num_blocks, kv_indices, B: int, H: int, Qb: int, KVb: i
         raise ValueError(f"kv_indices must have a capacity (last axis) >= 1, got shape {kv_indices.shape}")
     dp.check_range("kv_num_blocks", kv_num_blocks, 0, cap + 1)
     dp.check_range("kv_indices", kv_indices, 0, KVb)
+    check_distinct_blocks(kv_num_blocks, kv_indices)
 
 
+def repeated_blocks(xp, kv_num_blocks, kv_indices):
+    """Per (b, h, query block): how many of the first ``kv_num_blocks`` listed key blocks repeat an earlier
+    one (``xp``: numpy or jax.numpy)."""
+    cap = kv_indices.shape[-1]
+    slot = xp.arange(cap)
+    listed = slot < kv_num_blocks[..., None]
+    keyed = xp.where(listed, kv_indices.astype(xp.int64 if xp is np else jnp.int32), -1 - slot)  # unused: unique
+    s = xp.sort(keyed, axis=-1)
+    return xp.sum(s[..., 1:] == s[..., :-1], axis=-1)
+
+
+def check_distinct_blocks(kv_num_blocks, kv_indices) -> None:
+    """The listed key blocks of each row are distinct (a repeated block would be counted twice in the softmax):
+    eager (numpy), under ``grad``/``vmap`` of an eager call, and under ``jit`` inside ``checked``."""
+    msg = "kv_indices must list distinct key blocks per (batch, head, query block) row, got {} repeat(s)"
+    if not (dp.is_traced(kv_num_blocks) or dp.is_traced(kv_indices)):
+        repeats = int(np.sum(repeated_blocks(np, np.asarray(kv_num_blocks), np.asarray(kv_indices))))
+        dp.require(repeats == 0, msg, repeats)
+        return
+    if dp.concrete(kv_num_blocks) is None and dp.concrete(kv_indices) is None and not dp.checkify_enabled():
+        return
+    n = jnp.sum(repeated_blocks(jnp, kv_num_blocks, kv_indices))
+    dp.require(n == 0, msg, n)
+
+
+@finite_output
 def block_sparse_attention(
     q: Float[Array, "B Lq H D"],
     k: Float[Array, "B Lk Hkv D"],
@@ -208,6 +273,7 @@ def block_sparse_attention(
     ``"xla"`` path gathers only the listed blocks (work ~ cap / (Lk / block_k) of dense).
     """
     is_causal = _causal_kw(is_causal, causal)
+    check_gpu_kernel(gpu_kernel)
     if block_sizes is None:
         if block_q is None or block_k is None:
             raise ValueError(
@@ -228,7 +294,9 @@ def block_sparse_attention(
     if is_causal and Lq != Lk:
         raise ValueError(f"is_causal attention needs Lq == Lk, got {Lq} and {Lk}")
     scale = _check_scale(scale, D)
-    impl, plat = dp.resolve(implementation, backend=backend, pallas_ok=lambda p: _tiling_refusal(bq, bk, Lq, Lk, D, p))
+    impl, plat = dp.resolve(
+        implementation, backend=backend, pallas_ok=lambda p: _tiling_refusal(bq, bk, Lq, Lk, D, p), inputs=(q, k, v)
+    )
     if impl == "xla":
         return ref.block_sparse_xla(
             q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale
@@ -249,9 +317,9 @@ def block_sparse_attention(
             interpret=impl == "interpret",
         )
     out = flash_pallas(
-        _bhld(q),
-        _bhld(k),
-        _bhld(v),
+        bhld(q),
+        bhld(k),
+        bhld(v),
         kv_num_blocks.astype(jnp.int32),
         kv_indices.astype(jnp.int32),
         causal=is_causal,
@@ -260,4 +328,4 @@ def block_sparse_attention(
         backend=plat,
         interpret=impl == "interpret",
     )
-    return _bhld(out)
+    return bhld(out)

@@ -16,6 +16,11 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
+from jaxwb.pallas_kernels import dispatch as dp
+
+INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32")
+MASK_DTYPES = ("bool", *INT_DTYPES)
+
 MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)  # finite "minus infinity": exp(MASK - m) == 0
 
 
@@ -75,7 +80,19 @@ def attention_reference(
 
 
 def block_lists_to_mask(kv_num_blocks, kv_indices, num_kv_blocks: int):
-    """Dense block mask [B, H, Qb, num_kv_blocks] (bool) from FlexAttention-style lists."""
+    """Dense block mask [B, H, Qb, num_kv_blocks] (bool) from FlexAttention-style lists.
+
+    ``kv_num_blocks`` [..., Qb] and ``kv_indices`` [..., Qb, cap] integer arrays, counts in [0, cap], indices
+    in [0, num_kv_blocks) (a bad input raises ``ValueError`` naming it)."""
+    dp.check_block("num_kv_blocks", num_kv_blocks)
+    dp.check_array("kv_num_blocks", kv_num_blocks, dtypes=INT_DTYPES, allow_empty=True)
+    dp.check_array("kv_indices", kv_indices, min_ndim=1, dtypes=INT_DTYPES, allow_empty=True)
+    if tuple(kv_indices.shape[:-1]) != tuple(kv_num_blocks.shape):
+        raise ValueError(
+            f"kv_indices.shape[:-1] must equal kv_num_blocks.shape, got {kv_indices.shape} and {kv_num_blocks.shape}"
+        )
+    dp.check_range("kv_num_blocks", kv_num_blocks, 0, kv_indices.shape[-1] + 1)
+    dp.check_range("kv_indices", kv_indices, 0, num_kv_blocks)
     cap = kv_indices.shape[-1]
     valid = jnp.arange(cap) < kv_num_blocks[..., None]  # [B, H, Qb, cap]
     onehot = jax.nn.one_hot(kv_indices, num_kv_blocks, dtype=jnp.int32) * valid[..., None]
@@ -88,7 +105,11 @@ def mask_to_block_lists(block_mask, capacity: int | None = None):
     Listed blocks are in increasing order; unused slots hold the last listed index (or 0) so that a kernel
     that reads a slot past the count still stays in bounds. ``capacity`` (static) defaults to the number of
     key blocks; blocks beyond ``capacity`` in a row are dropped (pass at least the largest row count).
+    ``block_mask``: a bool (or 0/1 integer) array with at least one axis (a bad input raises ``ValueError``).
     """
+    dp.check_array("block_mask", block_mask, min_ndim=1, dtypes=MASK_DTYPES)
+    if capacity is not None:
+        dp.check_block("capacity", capacity)
     n = block_mask.shape[-1]
     cap = n if capacity is None else int(capacity)
     counts = jnp.minimum(jnp.sum(block_mask, axis=-1), cap).astype(jnp.int32)
@@ -100,7 +121,11 @@ def mask_to_block_lists(block_mask, capacity: int | None = None):
 
 
 def expand_block_mask(block_mask, block_q: int, block_k: int):
-    """Token-level mask [B, H, Qb*block_q, KVb*block_k] from a block mask [B, H, Qb, KVb]."""
+    """Token-level mask [B, H, Qb*block_q, KVb*block_k] from a block mask [B, H, Qb, KVb] (bool or 0/1
+    integer, at least 2 axes; ``block_q``/``block_k`` positive integers)."""
+    dp.check_array("block_mask", block_mask, min_ndim=2, dtypes=MASK_DTYPES, allow_empty=True)
+    dp.check_block("block_q", block_q)
+    dp.check_block("block_k", block_k)
     return jnp.repeat(jnp.repeat(block_mask, block_q, axis=-2), block_k, axis=-1)
 
 

@@ -35,7 +35,7 @@ from jaxtyping import Array, Float
 
 from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.attention import reference as ref
-from jaxwb.pallas_kernels.attention.ops import _bhld, _pow2_divisor, check_qkv
+from jaxwb.pallas_kernels.attention.ops import bhld, check_qkv, pow2_divisor
 from jaxwb.pallas_kernels.dispatch import Implementation
 
 BOUNDS = ("ball", "box")
@@ -74,7 +74,7 @@ def build_key_index(k: Float[Array, "B Lk Hkv D"], *, block_size: int = 16, boun
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size <= 0 or k.shape[1] % block_size:
         raise ValueError(f"block_size must be a positive integer dividing Lk={k.shape[1]}, got {block_size!r}")
     B, Lk, Hkv, D = k.shape
-    kb = _bhld(k).astype(jnp.float32).reshape(B, Hkv, Lk // block_size, block_size, D)
+    kb = bhld(k).astype(jnp.float32).reshape(B, Hkv, Lk // block_size, block_size, D)
     infl = 1.0 + 4 * (D + 2) * _EPS
     if bound == "ball":
         c = jnp.mean(kb, axis=3)
@@ -134,6 +134,7 @@ def _bound_pallas(qh, index: KeyIndex, *, block_q: int, backend: str, interpret:
     q_spec = pl.BlockSpec((None, None, block_q, D), lambda b, h, i, *_: (b, h, i, 0))
     c_spec = pl.BlockSpec((None, None, nb2, D), lambda b, h, i, *_: (b, h // g, 0, 0))
     o_spec = pl.BlockSpec((None, None, block_q, nb2), lambda b, h, i, *_: (b, h, i, 0))
+    params: pltpu.CompilerParams | pltriton.CompilerParams
     if backend == "tpu":
         params = pltpu.CompilerParams(dimension_semantics=("parallel", "parallel", "parallel"))
     else:
@@ -190,6 +191,8 @@ def threshold_retrieve(
         raise ValueError(f"bound must be one of {BOUNDS}, got {bound!r}")
     if k.shape[1] % block_size:
         raise ValueError(f"block_size must divide Lk={k.shape[1]}, got {block_size}")
+    if jnp.iscomplexobj(tau) or not jnp.issubdtype(jnp.result_type(tau), jnp.number):
+        raise ValueError(f"tau must be a real number or array, got dtype {jnp.result_type(tau)}")
     tau = jnp.asarray(tau, jnp.float32) if not dp.is_traced(tau) else tau.astype(jnp.float32)
     if tau.ndim:
         try:
@@ -199,7 +202,7 @@ def threshold_retrieve(
                 f"tau must be a scalar or broadcastable to (B, H, Lq) = {(B, H, Lq)}, got shape {tau.shape}"
             ) from None
     dp.check_finite("tau", tau)
-    bq = block_q or _pow2_divisor(Lq)
+    bq = block_q or pow2_divisor(Lq)
     dp.check_block("block_q", bq)
 
     def refusal(p):
@@ -209,9 +212,9 @@ def threshold_retrieve(
             return f"the GPU kernel needs block_q and head_dim powers of two >= 16, got {bq} and {D}"
         return None
 
-    impl, plat = dp.resolve(implementation, backend=backend, pallas_ok=refusal)
+    impl, plat = dp.resolve(implementation, backend=backend, pallas_ok=refusal, inputs=(q, k))
     index = build_key_index(k, block_size=block_size, bound=bound)
-    qh = _bhld(q).astype(jnp.float32)
+    qh = bhld(q).astype(jnp.float32)
     tau_b = jnp.broadcast_to(tau, (B, H, Lq)) if tau.ndim else tau
     if impl == "xla":
         ub = _bound_terms_xla(qh, index)
@@ -219,7 +222,7 @@ def threshold_retrieve(
         ub = _bound_pallas(qh, index, block_q=bq, backend=plat, interpret=impl == "interpret")
     tau_q = tau_b[..., None] if tau.ndim else tau
     block_mask = ub >= tau_q
-    kh = jnp.repeat(_bhld(k).astype(jnp.float32), H // k.shape[2], axis=1)
+    kh = jnp.repeat(bhld(k).astype(jnp.float32), H // k.shape[2], axis=1)
     scores = jnp.einsum("bhqd,bhkd->bhqk", qh, kh, precision=_F32)
     mag = jnp.einsum("bhqd,bhkd->bhqk", jnp.abs(qh), jnp.abs(kh), precision=_F32)
     keys_in = jnp.repeat(block_mask, block_size, axis=-1)

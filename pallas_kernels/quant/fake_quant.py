@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant import reference as _ref
 from jaxwb.pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
 from jaxwb.pallas_kernels.quant.nvfp4 import nvfp4_dequantize, nvfp4_quantize
@@ -63,7 +64,7 @@ class _Spec:
     surrogate: str
     sigma: float
     block_size: int | None
-    implementation: str | None
+    implementation: Implementation
 
 
 # ---------------------------------------------------------------------------------------------------------

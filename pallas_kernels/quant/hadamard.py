@@ -106,11 +106,13 @@ def default_block_sizes(platform: str, d: int) -> HadamardBlockSizes:
     return GPU_BLOCK_SIZES if d >= 4096 else HadamardBlockSizes(tile=64, num_warps=4)
 
 
-def resolve_implementation(implementation: Implementation, pallas_ok=True, backend: str | None = None) -> str:
+def resolve_implementation(
+    implementation: Implementation, pallas_ok=True, backend: str | None = None, inputs: tuple = ()
+) -> str:
     """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`): None -> the kernel on GPU/TPU when
     ``pallas_ok`` accepts the shapes, else "xla". ``backend`` ("gpu"/"tpu") lets a CPU host lower the kernel
     for an accelerator (the kernels pick their platform's parameters at lowering time)."""
-    return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend)[0]
+    return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend, inputs=inputs)[0]
 
 
 def check_x(x, name: str = "x") -> None:
@@ -297,14 +299,16 @@ def fwht(
 
     x: ``(..., d)`` float16/bfloat16/float32 (complex and integer inputs are rejected), d a power of two
     (<= 32768 for the Pallas kernel; ``None`` falls back to XLA beyond). Self-inverse: fwht(fwht(x)) = x.
-    inf/nan propagate (the transform is linear: a non-finite entry spreads over its whole row).
+    inf/nan raise ``ValueError`` naming ``x`` (the transform is linear: a non-finite entry would spread over its
+    whole row); eagerly, under ``grad``/``vmap`` of an eager call, and under ``jit`` inside ``checked``.
     ``block_sizes`` (alias ``blocks``, the older name): the kernel's :class:`HadamardBlockSizes`.
     """
-    user_blocks = _block_sizes_kw(block_sizes, blocks)
+    user_blocks = block_sizes_kw(block_sizes, blocks)
     if not hasattr(x, "dtype"):
         x = jnp.asarray(x)
     check_x(x)
     check_length(x.shape[-1])
+    dp.check_finite("x", x, "; the transform would spread them over their whole row")
     d = x.shape[-1]
     blocks_for = lambda p: user_blocks or default_block_sizes(p, d)
     impl, plat = dp.resolve(
@@ -312,13 +316,15 @@ def fwht(
         pallas_ok=lambda p: _pallas_refusal(d, blocks_for(p)),
         backend=backend,
         prefer_xla=dp.xla_measured_faster("fwht", d=d),
+        inputs=(x,),
     )
     if impl == "xla":
         return fwht_reference(x)
     return fwht_pallas(x, blocks=blocks_for(plat), interpret=impl == "interpret", precision=precision)
 
 
-def _block_sizes_kw(block_sizes, blocks) -> HadamardBlockSizes | None:
+def block_sizes_kw(block_sizes, blocks) -> HadamardBlockSizes | None:
+    """The caller's :class:`HadamardBlockSizes` (None: the platform default); ``blocks`` is its older name."""
     if blocks is not None:
         if block_sizes is not None:
             raise ValueError("give block_sizes or its old name blocks, not both")

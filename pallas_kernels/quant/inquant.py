@@ -66,7 +66,7 @@ class InQuantPacked:
     channels: int
     dtype: str
 
-    def nbytes(self) -> dict[str, int]:
+    def nbytes(self) -> dict[str, int | float]:
         """Bytes of the payload, of the metadata, and of the 16-bit input, with both compression ratios."""
         payload = int(np.prod(self.packed.shape))
         meta = int(np.prod(self.scales.shape)) * 2 + int(self.outliers.shape[0]) * (2 + 2 + 2)
@@ -95,6 +95,21 @@ def _check(x, n_outliers, n_samples):
         )
     if not isinstance(n_samples, (int, np.integer)) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}")
+
+
+def check_float16_range(x, scales, fill) -> None:
+    """The stored float16 scales and donor fills are finite: |x| up to 7 * 65504 in ordinary channels (more in
+    outlier channels); beyond, ``ValueError`` naming x (eager, ``grad``/``vmap`` of an eager call, or under
+    ``jit`` inside ``checked``)."""
+    if dp.concrete(scales) is None and not dp.checkify_enabled():
+        return
+    bad = (jnp.sum(~jnp.isfinite(scales)) + jnp.sum(~jnp.isfinite(fill))).astype(jnp.int32)
+    dp.require(
+        bad == 0,
+        "x is too large for InQuant's float16 scales (largest |x| {}; ordinary channels hold up to 7 * 65504): "
+        "rescale x",
+        jnp.max(jnp.abs(x)).astype(jnp.float32),
+    )
 
 
 def channel_saliency(x, *, key, n_samples: int):
@@ -199,6 +214,7 @@ def inquant_pack(
     _check(x, n_outliers, n_samples)
     resolve_implementation(implementation)
     packed, scales, outliers, donors, fill = _pack(x, key, n_outliers=int(n_outliers), n_samples=int(n_samples))
+    check_float16_range(x, scales, fill)
     return InQuantPacked(
         packed=packed,
         scales=scales,
@@ -313,9 +329,9 @@ def inquant_unpack(
     code rebuilt out of their own and their donor's nibble, donors as their sampled mean."""
     if not isinstance(q, InQuantPacked):
         raise ValueError(f"q must be an InQuantPacked from inquant_pack, got {type(q).__name__}")
-    from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
+    from jaxwb.pallas_kernels.quant.nvfp4 import float_out_dtype
 
-    dtype = _out_dtype(dtype)
+    dtype = float_out_dtype(dtype)
     dp.check_block("block_rows", block_rows, pow2=True)
     c = q.channels
 
@@ -324,7 +340,7 @@ def inquant_unpack(
             return f"channels must be a power of two >= 32 for the Pallas unpack, got {c}"
         return None
 
-    impl = resolve_implementation(implementation, refusal, backend)
+    impl = resolve_implementation(implementation, refusal, backend, inputs=(q.packed,))
     if impl == "xla":
         return inquant_unpack_reference(q, dtype)
     shape = (*q.packed.shape[:-1], c)

@@ -63,10 +63,12 @@ def _fmt_kw(fmt: str | None, format: str | None) -> str:
 
 
 def quantize_weight(
-    w, fmt: str | None = None, *, implementation: Implementation = None, format: str | None = None
+    w, fmt: str | None = None, *, implementation: Implementation = None, format: str | None = None, name: str = "w"
 ) -> QuantizedArray:
-    """Quantize a float weight of shape (out, in) (blocks along ``in``) to ``fmt``."""
+    """Quantize a float weight of shape (out, in) (blocks along ``in``) to ``fmt``. A bad weight raises
+    ``ValueError`` naming ``name`` (the caller's parameter: ``w``, or ``linear.weight`` from ``from_linear``)."""
     fmt = _fmt_kw(fmt, format)
+    fp4.check_input(w, _BLOCK[fmt], name=name)
     if fmt == "nvfp4":
         return nvfp4_quantize(w, implementation=implementation)
     if fmt == "mxfp4":
@@ -109,7 +111,7 @@ class EqxQuantizedLinear(eqx.Module):
             raise ValueError(f"linear must be an eqx.nn.Linear, got {type(linear).__name__}")
         if linear.in_features == "scalar" or linear.out_features == "scalar":
             raise ValueError("a 'scalar' eqx.nn.Linear has no block of weights to quantize")
-        w = quantize_weight(linear.weight, _fmt_kw(fmt, format))
+        w = quantize_weight(linear.weight, _fmt_kw(fmt, format), name="linear.weight")
         return cls(w, linear.bias, implementation=implementation)
 
     def __call__(self, x, *, key: jax.Array | None = None):
@@ -151,7 +153,8 @@ class NnxQuantizedLinear(nnx.Module):
         if not isinstance(linear, nnx.Linear):
             raise ValueError(f"linear must be an nnx.Linear, got {type(linear).__name__}")
         bias = None if linear.bias is None else linear.bias[...]
-        return cls(quantize_weight(linear.kernel[...].T, _fmt_kw(fmt, format)), bias, implementation=implementation)
+        w = quantize_weight(linear.kernel[...].T, _fmt_kw(fmt, format), name="linear.kernel")
+        return cls(w, bias, implementation=implementation)
 
     @property
     def weight(self) -> QuantizedArray:
@@ -318,7 +321,7 @@ def quantize_model(
                 if qat
                 else NnxQuantizedLinear.from_linear(lin, fmt, implementation=implementation)
             )
-            parent = model
+            parent: Any = model  # nnx modules: attributes, or items of nnx.List / nnx.Sequential layers
             for p in path[:-1]:
                 parent = parent[p] if isinstance(p, int) else getattr(parent, p)
             if isinstance(path[-1], int):

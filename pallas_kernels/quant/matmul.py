@@ -154,9 +154,9 @@ def fp4_matmul(
     dp.check_finite("x", x, "; the W4A16 product would silently carry them")
     if block_sizes is not None and not isinstance(block_sizes, MatmulBlockSizes):
         raise ValueError(f"block_sizes must be a MatmulBlockSizes, got {type(block_sizes).__name__}")
-    from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
+    from jaxwb.pallas_kernels.quant.nvfp4 import float_out_dtype
 
-    out_dtype = _out_dtype(out_dtype or x.dtype)
+    out_dtype = float_out_dtype(out_dtype or x.dtype)
     prefer_xla = dp.xla_measured_faster("fp4_matmul", rows=math.prod(x.shape[:-1]))
     impl = dp.resolve(implementation, prefer_xla=prefer_xla)[0]
     if impl == "xla":

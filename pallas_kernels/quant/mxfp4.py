@@ -16,7 +16,7 @@ from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant import blockwise, fp4
 from jaxwb.pallas_kernels.quant.blockwise import QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
-from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
+from jaxwb.pallas_kernels.quant.nvfp4 import float_out_dtype
 
 __all__ = ["mxfp4_quantize", "mxfp4_dequantize"]
 
@@ -41,4 +41,4 @@ def mxfp4_dequantize(
 ) -> Float[Array, "*batch K"]:
     """``e2m1 * 2^(e-127)`` as ``dtype``, shape ``q.shape``."""
     fp4.check_format(q, ("mxfp4",))
-    return blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)
+    return blockwise.dequantize(q, dtype=float_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

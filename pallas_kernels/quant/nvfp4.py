@@ -24,7 +24,9 @@ from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 __all__ = ["nvfp4_quantize", "nvfp4_dequantize"]
 
 
-def _global_scale(x, global_scale, denom):
+def resolve_global_scale(x, global_scale, denom):
+    """The float32 per-tensor scale: ``amax(|x|) / denom`` when ``global_scale`` is None, else the caller's
+    scalar, checked (a finite float32 >= 2^-126; eager, or under ``jit`` inside ``checked``)."""
     if global_scale is None:
         return ref.global_scale_from_amax(jnp.max(jnp.abs(x)), denom)
     if isinstance(global_scale, jax.core.Tracer):
@@ -47,7 +49,8 @@ def _global_scale(x, global_scale, denom):
     return g
 
 
-def _out_dtype(dtype):
+def float_out_dtype(dtype):
+    """``dtype`` as a floating jnp dtype for a dequantized output; another dtype raises ``ValueError``."""
     try:
         dt = jnp.dtype(dtype)
     except TypeError:
@@ -74,7 +77,7 @@ def nvfp4_quantize(
     """
     fp4.check_input(x, 16)
     x = jnp.asarray(x)
-    g = _global_scale(x, global_scale, ref.NVFP4_GLOBAL_MAX)
+    g = resolve_global_scale(x, global_scale, ref.NVFP4_GLOBAL_MAX)
     return blockwise.quantize(x, g, fmt="nvfp4", implementation=implementation, block_sizes=block_sizes)
 
 
@@ -87,4 +90,4 @@ def nvfp4_dequantize(
 ) -> Float[Array, "*batch K"]:
     """``(e2m1 * s_block) * global_scale`` as ``dtype``, shape ``q.shape``."""
     fp4.check_format(q, ("nvfp4",))
-    return blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)
+    return blockwise.dequantize(q, dtype=float_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

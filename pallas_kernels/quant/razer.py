@@ -24,7 +24,7 @@ from jaxwb.pallas_kernels.quant import blockwise, fp4
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.blockwise import QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
-from jaxwb.pallas_kernels.quant.nvfp4 import _global_scale, _out_dtype
+from jaxwb.pallas_kernels.quant.nvfp4 import float_out_dtype, resolve_global_scale
 
 __all__ = ["razer_quantize", "razer_dequantize"]
 
@@ -45,7 +45,7 @@ def razer_quantize(
     fp4.check_input(x, 16)
     x = jnp.asarray(x)
     denom = ref.NVFP4_GLOBAL_MAX if variant == "activation" else ref.RAZER_WEIGHT_GLOBAL_MAX
-    g = _global_scale(x, global_scale, denom)
+    g = resolve_global_scale(x, global_scale, denom)
     return blockwise.quantize(x, g, fmt=f"razer_{variant}", implementation=implementation, block_sizes=block_sizes)
 
 
@@ -58,4 +58,4 @@ def razer_dequantize(
 ) -> Float[Array, "*batch K"]:
     """``(value * s_block) * global_scale`` with code 0x8 -> the block's special value; shape ``q.shape``."""
     fp4.check_format(q, ("razer_activation", "razer_weight"))
-    return blockwise.dequantize(q, dtype=_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)
+    return blockwise.dequantize(q, dtype=float_out_dtype(dtype), implementation=implementation, block_sizes=block_sizes)

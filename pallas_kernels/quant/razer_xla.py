@@ -130,7 +130,7 @@ def activation_scale_bytes(x, inv_g):
     s = fp4.e4m3_decode(sc)
     p = ref._err_unit(s)
     c = s * p
-    acc = f32(0.0)
+    acc: jax.Array | np.float32 = f32(0.0)
     for v, av in zip(cols, a, strict=True):
         t = av * p - f32(5.0) * c
         at = jnp.abs(t)

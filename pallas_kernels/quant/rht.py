@@ -57,7 +57,7 @@ from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant.hadamard import (
     HadamardBlockSizes,
-    _block_sizes_kw,
+    block_sizes_kw,
     check_length,
     check_x,
     fwht_reference,
@@ -105,6 +105,26 @@ def _check(x, bits, scaling):
     check_x(x)
     check_length(x.shape[-1])
     dp.check_finite("x", x, "; the norm and the compander would turn a whole vector into NaN")
+    check_norm(x)
+
+
+MAX_SUMSQ_LOG2 = 120  # a vector's float32 sum of squares must stay below 2^120 (float32 overflows at 2^128)
+
+
+def check_norm(x) -> None:
+    """Every vector's sum of squares is < 2^120, so the float32 norm, the scale and the products with the
+    levels stay finite (|x| up to about 1e17 per coordinate at d = 2^16; 1e30 is rejected). Computed in a
+    scaled form (x * 2^-64, squared) that does not overflow itself; eager, under ``grad``/``vmap`` of an
+    eager call, and under ``jit`` inside ``checked``."""
+    if dp.concrete(x) is None and not dp.checkify_enabled():
+        return
+    scaled = jnp.sum(jnp.square(jnp.asarray(x, jnp.float32) * np.float32(2.0**-64)), axis=-1)  # sumsq * 2^-128
+    dp.require(
+        jnp.all(scaled < np.float32(2.0 ** (MAX_SUMSQ_LOG2 - 128))),
+        f"x has a vector with sum of squares >= 2^{MAX_SUMSQ_LOG2} (largest |x| {{}}); its float32 norm would "
+        "overflow: rescale x",
+        jnp.max(jnp.abs(jnp.asarray(x, jnp.float32))),
+    )
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2))
@@ -405,13 +425,13 @@ def rht_quantize(
     dither per vector). scaling: "turbo" | "mse" | "unbiased" (module docstring). ``block_sizes`` (alias
     ``blocks``): the :class:`HadamardBlockSizes` of the kernel.
     """
-    block_sizes = _block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
+    block_sizes = block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
     if not hasattr(x, "dtype"):
         x = jnp.asarray(x)
     _check(x, bits, scaling)
     _check_key(key)
     d = x.shape[-1]
-    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend)
+    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend, inputs=(x,))
     signs, u = rht_randomness(key, d, x.shape[:-1])
     if impl == "xla":
         codes, scale = rht_quantize_reference(x, signs, u, bits=bits, scaling=scaling)
@@ -445,13 +465,15 @@ def rht_dequantize(
     """x_hat = D H (S q) with the signs and dither regenerated from ``q.key``; shape ``q.codes.shape``."""
     if not isinstance(q, RHTQuantized):
         raise ValueError(f"q must be an RHTQuantized container from rht_quantize, got {type(q).__name__}")
-    from jaxwb.pallas_kernels.quant.nvfp4 import _out_dtype
+    from jaxwb.pallas_kernels.quant.nvfp4 import float_out_dtype
 
-    dtype = _out_dtype(dtype)
-    block_sizes = _block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
+    dtype = float_out_dtype(dtype)
+    block_sizes = block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
     shape = q.codes.shape
     d = shape[-1]
-    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend)
+    impl = resolve_implementation(
+        implementation, lambda p: _rht_refusal(d, block_sizes), backend, inputs=(q.codes, q.scale)
+    )
     signs, u = rht_randomness(q.key, d, shape[:-1])
     if impl == "xla":
         return rht_dequantize_reference(q.codes, q.scale, signs, u, bits=q.bits, dtype=dtype)

@@ -80,10 +80,11 @@ def test_default_block_sizes_follow_the_kernel_platform(monkeypatch):
     seen = []
     monkeypatch.setattr(hadamard, "fwht_pallas", lambda x, *, blocks, **kw: seen.append(blocks) or x)
     x = jnp.ones((2, 4096), jnp.float32)
+    # traced (eval_shape): an eager call with a backend that has no device here raises (bad input)
     for backend in ("gpu", "tpu"):
-        hadamard.fwht(x, implementation="pallas", backend=backend)
+        jax.eval_shape(lambda a, b=backend: hadamard.fwht(a, implementation="pallas", backend=b), x)
     hadamard.fwht(x, implementation="interpret")
-    hadamard.fwht(x[:, :1024], implementation="pallas", backend="gpu")
+    jax.eval_shape(lambda a: hadamard.fwht(a, implementation="pallas", backend="gpu"), x[:, :1024])
     small = hadamard.HadamardBlockSizes(tile=64, num_warps=4)
     assert seen == [hadamard.GPU_BLOCK_SIZES, hadamard.HadamardBlockSizes(), hadamard.GPU_BLOCK_SIZES, small]
     assert hadamard.GPU_BLOCK_SIZES == hadamard.HadamardBlockSizes(tile=64, num_warps=8)
