@@ -1,4 +1,4 @@
-"""The prepared GPU check (``python -m jaxwb.pallas_kernels.gpu_check``) is known to work before a GPU is there:
+"""The prepared GPU check (``python -m benchmarks.gpu_check``) is known to work before a GPU is there:
 its dry run (CPU, interpret mode, tiny sizes) runs end to end through the same code path and writes the json
 and png; the interpret -> pallas forcing of the pytest step, the peak table and the goal logic are unit-tested.
 """
@@ -13,8 +13,8 @@ import jax
 import jax.numpy as jnp
 import pytest
 
-from jaxwb.pallas_kernels import gpu_check
-from jaxwb.pallas_kernels.gpu_check import plugin
+from benchmarks import gpu_check
+from benchmarks.gpu_check import plugin
 
 
 def test_peaks_table():
@@ -48,16 +48,16 @@ def test_forced_implementation_maps_interpret_and_restores():
 
 
 def test_package_entry_points():
-    """The package keeps the module's entry points: ``-p pallas_kernels.gpu_check`` finds the pytest hooks on the
-    package, ``python -m jaxwb.pallas_kernels.gpu_check`` runs ``__main__``, and the check's own adapters (which take
+    """The package keeps the module's entry points: ``-p benchmarks.gpu_check`` finds the pytest hooks on the
+    package, ``python -m benchmarks.gpu_check`` runs ``__main__``, and the check's own adapters (which take
     ``implementation=``) are not patched as public ops."""
     assert gpu_check.pytest_configure is plugin.pytest_configure
     assert gpu_check.pytest_unconfigure is plugin.pytest_unconfigure
     mods = {m.__name__ for m, _, _ in plugin._public_ops()}
     assert "jaxwb.pallas_kernels.quant.hadamard" in mods
-    assert not any(m.startswith("jaxwb.pallas_kernels.gpu_check") for m in mods), mods
+    assert not any(m.startswith("benchmarks") for m in mods), mods
     p = subprocess.run(
-        [sys.executable, "-m", "jaxwb.pallas_kernels.gpu_check", "--help"],
+        [sys.executable, "-m", "benchmarks.gpu_check", "--help"],
         cwd=gpu_check.REPO_ROOT,
         capture_output=True,
         text=True,
@@ -162,7 +162,7 @@ def test_merge_keeps_the_latest_record_of_a_re_run(tmp_path):
     op, implementation and shape; the others stay; every record names the part it came from."""
     import json
 
-    from jaxwb.pallas_kernels.gpu_check.cli import merge
+    from benchmarks.gpu_check.cli import merge
 
     first = gpu_check.main(["--dry-run", "--skip-tests", "--no-plot", "--sections", "fwht", "--out", str(tmp_path)])
     redo = dict(next(r for r in first["records"] if r["impl"] == "pallas"), time_s=1e-9)

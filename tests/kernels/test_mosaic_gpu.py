@@ -4,7 +4,7 @@ H100/H200 target on a CPU-only machine.
 
 The interpreter simulates SMEM, TMA copies, mbarriers and wgmma on the host; lowering runs Pallas -> Mosaic GPU
 dialect (wgmma, TMA, mbarrier ops) into the ``mosaic_gpu_v2`` custom call. Neither runs ptxas or the GPU: the
-kernel's speed and the last compile step are only checked on hardware (``python -m jaxwb.pallas_kernels.gpu_check``).
+kernel's speed and the last compile step are only checked on hardware (``python -m benchmarks.gpu_check``).
 """
 
 from __future__ import annotations
@@ -169,9 +169,7 @@ def test_lowers_for_hopper(mesh):
         assert "wgmma" in low and "tma" in low and "mbarrier" in low  # the Hopper ops are in the module
 
 
-@pytest.mark.skipif(
-    not is_hopper(), reason="needs a Hopper GPU (sm_90): run by python -m jaxwb.pallas_kernels.gpu_check"
-)
+@pytest.mark.skipif(not is_hopper(), reason="needs a Hopper GPU (sm_90): run by python -m benchmarks.gpu_check")
 @pytest.mark.parametrize("causal", [False, True])
 def test_hardware_equals_reference(causal):
     """On a Hopper GPU the compiled kernel (register P, in-place accumulate) equals the reference, dense and

@@ -57,7 +57,8 @@ def time_fn(fn, *args, reps: int, trials: int) -> float:
     return best
 
 
-def _err(e: BaseException) -> str:
+def error_line(e: BaseException) -> str:
+    """``"Type: first line of the message"`` (at most 200 characters) for a record or a log line."""
     return f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200] if str(e).strip() else ''}"
 
 
@@ -132,7 +133,7 @@ class Recorder:
                 if best is None or t < best[0]:
                     best = (t, cfg, fn, args)
             except Exception as e:
-                errors.append(f"{cfg}: {_err(e)}")
+                errors.append(f"{cfg}: {error_line(e)}")
         if best is None:
             return self.add(section, op, impl, shape, error="; ".join(errors) or "no config", **extra)
         t, cfg, fn, args = best
@@ -143,7 +144,7 @@ class Recorder:
             try:
                 chk = float(check(fn(*args)))
             except Exception as e:
-                errors.append(f"check: {_err(e)}")
+                errors.append(f"check: {error_line(e)}")
         return self.add(
             section,
             op,
@@ -161,7 +162,8 @@ class Recorder:
         )
 
 
-def _max_abs(a, b) -> float:
+def max_abs_diff(a, b) -> float:
+    """Largest absolute elementwise difference of two arrays, compared in float32."""
     import numpy as np
 
     return float(np.max(np.abs(np.asarray(a, np.float32) - np.asarray(b, np.float32))))
@@ -174,4 +176,4 @@ def fixed(fn, *args):
 
 def against(want):
     """The ``check`` of an output: max abs error vs ``want``; None when there is no reference."""
-    return None if want is None else (lambda out: _max_abs(out, want))
+    return None if want is None else (lambda out: max_abs_diff(out, want))

@@ -1,10 +1,17 @@
 """One-off: the fwht section of the 2026-12-04 H200 run was cut by the main step's time limit (the XLA compile of
 the d=16384 dense rotation hung in GEMM autotuning) before its records were saved; its measured lines are in
-main.log. Rebuild those records (same arithmetic as bench_fwht) into a json the merge reads."""
+main.log. Rebuild those records (same arithmetic as bench_fwht) into a json the merge reads.
 
-import json, math, re, sys
+Run from the repository root: ``python -m benchmarks.gpu_check.recover_fwht figures/kernels_gpu/run_2026-12-04``
+(it wrote ``fwht_from_log.json`` there; moved out of the run folder so that figures/ holds data only)."""
+
+import json
+import math
+import re
+import sys
 from pathlib import Path
-from pallas_kernels.gpu_check.autotune import Recorder, Settings
+
+from benchmarks.gpu_check.autotune import Recorder, Settings
 
 run = Path(sys.argv[1])
 main = json.loads((run / "main.json").read_text())

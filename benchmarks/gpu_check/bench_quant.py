@@ -7,18 +7,8 @@ from __future__ import annotations
 import functools
 import math
 
-from jaxwb.pallas_kernels.gpu_check.adapters import (
-    _dequantize,
-    _fp4_matmul,
-    _fwht,
-    _hadamard_blocks,
-    _inquant_pack,
-    _inquant_unpack,
-    _matmul_block_sizes,
-    _quant_block_sizes,
-    _quantize,
-)
-from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, _max_abs, against, fixed
+from benchmarks.gpu_check import adapters
+from benchmarks.gpu_check.autotune import Recorder, Settings, against, fixed, max_abs_diff
 
 
 def _quant_grid(s: Settings):
@@ -37,18 +27,24 @@ def bench_quant(rec: Recorder, s: Settings):
         g = jnp.float32(float(jnp.max(jnp.abs(x.astype(jnp.float32)))) / (448 * 6))  # fixed: time the kernel
         q_bytes = M * K * 2 + M * K // 2 + M * K // block
         d_bytes = M * K // 2 + M * K // block + M * K * 2
-        xla_q = jax.jit(functools.partial(_quantize, fmt, implementation="xla"))
+        xla_q = jax.jit(functools.partial(adapters.quantize, fmt, implementation="xla"))
         ref_q = xla_q(x, g)
-        xla_d = jax.jit(functools.partial(_dequantize, fmt, dtype=jnp.bfloat16, implementation="xla"))
+        xla_d = jax.jit(functools.partial(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation="xla"))
         want = xla_d(ref_q)
 
         def make_q(cfg, *, fmt=fmt, g=g):
-            f = functools.partial(_quantize, fmt, implementation=s.pallas, block_sizes=_quant_block_sizes(*cfg))
+            f = functools.partial(
+                adapters.quantize, fmt, implementation=s.pallas, block_sizes=adapters.quant_block_sizes(*cfg)
+            )
             return jax.jit(f), (x, g)
 
         def make_d(cfg, *, fmt=fmt, ref_q=ref_q):
             f = functools.partial(
-                _dequantize, fmt, dtype=jnp.bfloat16, implementation=s.pallas, block_sizes=_quant_block_sizes(*cfg)
+                adapters.dequantize,
+                fmt,
+                dtype=jnp.bfloat16,
+                implementation=s.pallas,
+                block_sizes=adapters.quant_block_sizes(*cfg),
             )
             return jax.jit(f), (ref_q,)
 
@@ -56,17 +52,17 @@ def bench_quant(rec: Recorder, s: Settings):
             pallas = impl == "pallas"
             rec.measure(
                 "quant",
-                f"{fmt}_quantize",
+                f"{fmt}adapters.quantize",
                 impl,
                 shape,
                 make_q if pallas else fixed(xla_q, x, g),
                 _quant_grid(s) if pallas else [None],
                 bytes_moved=q_bytes,
-                check=(lambda out, ref=ref_q.codes: _max_abs(out.codes, ref)) if pallas else None,
+                check=(lambda out, ref=ref_q.codes: max_abs_diff(out.codes, ref)) if pallas else None,
             )
             rec.measure(
                 "quant",
-                f"{fmt}_dequantize",
+                f"{fmt}adapters.dequantize",
                 impl,
                 shape,
                 make_d if pallas else fixed(xla_d, ref_q),
@@ -99,20 +95,24 @@ def bench_fwht(rec: Recorder, s: Settings):
         x = jax.random.normal(jax.random.key(d), (n, d), jnp.float32)
         shape = f"{n}x{d} f32"
         nbytes = 2 * n * d * 4
-        xla = jax.jit(functools.partial(_fwht, implementation="xla"))
+        xla = jax.jit(functools.partial(adapters.fwht, implementation="xla"))
         want = xla(x)
         extra = dict(d=d, goal_speedup=d / (4 * math.log2(d)))
         rec.measure("fwht", "fwht", "xla", shape, fixed(xla, x), [None], bytes_moved=nbytes, **extra)
 
         def make(cfg, *, x=x):
-            f = functools.partial(_fwht, implementation=s.pallas, blocks=_hadamard_blocks(*cfg))
+            f = functools.partial(
+                adapters.fwht, implementation=s.pallas, block_sizes=adapters.hadamard_block_sizes(*cfg)
+            )
             return jax.jit(f), (x,)
 
         rec.measure("fwht", "fwht", "pallas", shape, make, grid, bytes_moved=nbytes, check=against(want), **extra)
         if d > DENSE_ROTATION_MAX_D:
             rec.add("fwht", "fwht", "dense_rotation", shape, note=DENSE_ROTATION_SKIP, **extra)
             continue
-        h = jax.jit(functools.partial(_fwht, implementation="xla"))(jnp.eye(d, dtype=jnp.float32))  # H (symmetric)
+        h = jax.jit(functools.partial(adapters.fwht, implementation="xla"))(
+            jnp.eye(d, dtype=jnp.float32)
+        )  # H (symmetric)
         # the default precision: what a user's x @ H runs (TF32 on a GPU); HIGHEST would be six bf16 passes
         dense = jax.jit(lambda x, h: jnp.dot(x, h))
         rec.measure(
@@ -135,15 +135,15 @@ def bench_inquant(rec: Recorder, s: Settings):
 
     T, C = (64, 64) if s.dry_run else (2**20, 128)
     x = jax.random.normal(jax.random.key(7), (T, C), jnp.float32).astype(jnp.bfloat16)
-    packed = _inquant_pack(x, key=jax.random.key(8))
+    packed = adapters.inquant_pack(x, key=jax.random.key(8))
     shape = f"T{T} C{C} bf16"
     nbytes = T * C // 2 + T * 2 * 2 + T * C * 2
-    xla = jax.jit(functools.partial(_inquant_unpack, dtype=jnp.bfloat16, implementation="xla"))
+    xla = jax.jit(functools.partial(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation="xla"))
     want = xla(packed)
     rec.measure("inquant", "inquant_unpack", "xla", shape, fixed(xla, packed), [None], bytes_moved=nbytes)
 
     def make(rows):
-        f = functools.partial(_inquant_unpack, dtype=jnp.bfloat16, implementation=s.pallas, block_rows=rows)
+        f = functools.partial(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation=s.pallas, block_rows=rows)
         return jax.jit(f), (packed,)
 
     rec.measure(
@@ -176,14 +176,14 @@ def bench_matmul(rec: Recorder, s: Settings):
     Ms = (1,) if s.dry_run else (s.matmul_ms or (1, 16, 4096))
     w = jax.random.normal(jax.random.key(3), (N, K), jnp.float32).astype(jnp.bfloat16)
     g = jnp.float32(float(jnp.max(jnp.abs(w.astype(jnp.float32)))) / (448 * 6))
-    wq = _quantize("nvfp4", w, g, implementation="xla")
+    wq = adapters.quantize("nvfp4", w, g, implementation="xla")
     w_bytes_fp4 = N * K // 2 + N * K // 16
     for M in Ms:
         x = jax.random.normal(jax.random.key(M), (M, K), jnp.float32).astype(jnp.bfloat16)
         shape = f"M{M} N{N} K{K} nvfp4"
         flops = 2 * M * N * K
         io = M * K * 2 + M * N * 2
-        xla = jax.jit(functools.partial(_fp4_matmul, implementation="xla"))
+        xla = jax.jit(functools.partial(adapters.fp4_matmul, implementation="xla"))
         want = xla(x, wq)
         rec.measure(
             "matmul",
@@ -198,7 +198,9 @@ def bench_matmul(rec: Recorder, s: Settings):
         )
 
         def make(cfg, *, x=x):
-            f = functools.partial(_fp4_matmul, implementation=s.pallas, block_sizes=_matmul_block_sizes(*cfg))
+            f = functools.partial(
+                adapters.fp4_matmul, implementation=s.pallas, block_sizes=adapters.matmul_block_sizes(*cfg)
+            )
             return jax.jit(f), (x, wq)
 
         rec.measure(

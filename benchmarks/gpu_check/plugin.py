@@ -1,7 +1,7 @@
 """The pytest step: implementation="interpret" -> the forced implementation (the compiled kernel on a GPU).
 
 ``forced_implementation(target)`` patches every public op of ``pallas_kernels`` (and every module that imported
-one by name, as the mutation audit does). Loaded as a pytest plugin (``-p pallas_kernels.gpu_check``: the
+one by name, as the mutation audit does). Loaded as a pytest plugin (``-p benchmarks.gpu_check``: the
 package re-exports the hooks below) with ``PALLAS_KERNELS_FORCE_IMPLEMENTATION`` set, it forces the whole kernel
 suite onto the compiled kernels; ``run_tests`` runs that pytest subprocess.
 """
@@ -16,11 +16,11 @@ import sys
 import time
 from pathlib import Path
 
-from jaxwb.pallas_kernels.gpu_check.autotune import Settings
+from benchmarks.gpu_check.autotune import Settings
 
 FORCE_ENV = "PALLAS_KERNELS_FORCE_IMPLEMENTATION"
 REPO_ROOT = Path(__file__).resolve().parents[2]
-_PACKAGE = __name__.rpartition(".")[0]  # pallas_kernels.gpu_check: its own adapters are not public ops
+_PACKAGE = __name__.rpartition(".")[0]  # benchmarks.gpu_check: its own adapters are not public ops
 
 
 def _public_ops():
@@ -85,7 +85,7 @@ def forced_implementation(target: str):
         jax.clear_caches()
 
 
-def pytest_configure(config):  # pytest plugin hook (``-p pallas_kernels.gpu_check``)
+def pytest_configure(config):  # pytest plugin hook (``-p benchmarks.gpu_check``)
     target = os.environ.get(FORCE_ENV)
     if target:
         cm = forced_implementation(target)
@@ -111,7 +111,7 @@ def run_tests(s: Settings, timeout_s: float) -> dict:
     else:
         args = ["tests/kernels", "--ignore=tests/kernels/test_gpu_check.py"]
     workers = (["-n", "4"] if not s.dry_run else ["-n0"]) if _has_xdist() else []
-    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "jaxwb.pallas_kernels.gpu_check", *workers, *args]
+    cmd = [sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.gpu_check", *workers, *args]
     env = {
         **os.environ,
         FORCE_ENV: s.pallas,

@@ -1,8 +1,8 @@
 """The prepared hardware check: one command that tests, benchmarks and autotunes every kernel on a GPU.
 
-    python -m jaxwb.pallas_kernels.gpu_check                  # on a GPU: ~8 min on an H200, writes figures/kernels_gpu/
-    python -m jaxwb.pallas_kernels.gpu_check --dry-run        # on CPU: interpret mode, tiny sizes, a temp dir (~30 s)
-    python -m jaxwb.pallas_kernels.gpu_check --out DIR --skip-tests
+    python -m benchmarks.gpu_check                  # on a GPU: ~8 min on an H200, writes figures/kernels_gpu/
+    python -m benchmarks.gpu_check --dry-run        # on CPU: interpret mode, tiny sizes, a temp dir (~30 s)
+    python -m benchmarks.gpu_check --out DIR --skip-tests
 
 What it does, in this order (benchmarks first, so a slow test step cannot cost the numbers):
   1. device, jax version and the device's peaks (``PEAKS``: bf16 dense tensor-core FLOP/s and HBM bytes/s from
@@ -19,7 +19,7 @@ What it does, in this order (benchmarks first, so a slow test step cannot cost t
      block sizes are autotuned over a small grid per shape (the best is kept and written to the json) while
      the time budget lasts;
   3. the kernel test suite with ``implementation="pallas"``: a pytest subprocess over ``tests/kernels`` with
-     this module loaded as a plugin (``-p pallas_kernels.gpu_check``) and ``PALLAS_KERNELS_FORCE_IMPLEMENTATION``
+     this module loaded as a plugin (``-p benchmarks.gpu_check``) and ``PALLAS_KERNELS_FORCE_IMPLEMENTATION``
      set, which maps every ``implementation="interpret"`` of the public ops to ``"pallas"`` (the compiled kernel);
   4. ``figures/kernels_gpu/kernels_gpu.{png,json}`` (device name, jax version, every measurement, the tuned
      configs, the goals of issue 20 met or missed) and a table on stdout.
@@ -37,22 +37,22 @@ The package, one concept a module:
   bench_attention.py  dense and block-sparse attention;
   bench_quant.py      quantizers, FWHT, InQuant, ``fp4_matmul``;
   plugin.py           ``forced_implementation``, the pytest hooks (re-exported here, so ``-p
-                      pallas_kernels.gpu_check`` loads them) and the pytest step ``run_tests``;
+                      benchmarks.gpu_check`` loads them) and the pytest step ``run_tests``;
   report.py           the goals of issue 20, the png and the table;
-  cli.py, __main__.py ``main`` and ``python -m jaxwb.pallas_kernels.gpu_check``.
+  cli.py, __main__.py ``main`` and ``python -m benchmarks.gpu_check``.
 """
 
-from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, time_fn
-from jaxwb.pallas_kernels.gpu_check.bench_attention import (
+from benchmarks.gpu_check.autotune import Recorder, Settings, time_fn
+from benchmarks.gpu_check.bench_attention import (
     DRY_SPARSITIES,
     SPARSITIES,
     bench_attention,
     bench_block_sparse,
 )
-from jaxwb.pallas_kernels.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
-from jaxwb.pallas_kernels.gpu_check.cli import SECTION_SHARES, main
-from jaxwb.pallas_kernels.gpu_check.peaks import PEAKS, peaks_for
-from jaxwb.pallas_kernels.gpu_check.plugin import (
+from benchmarks.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
+from benchmarks.gpu_check.cli import SECTION_SHARES, main
+from benchmarks.gpu_check.peaks import PEAKS, peaks_for
+from benchmarks.gpu_check.plugin import (
     FORCE_ENV,
     REPO_ROOT,
     forced_implementation,
@@ -60,7 +60,7 @@ from jaxwb.pallas_kernels.gpu_check.plugin import (
     pytest_unconfigure,
     run_tests,
 )
-from jaxwb.pallas_kernels.gpu_check.report import goals, plot, table
+from benchmarks.gpu_check.report import goals, plot, table
 
 __all__ = [
     "DRY_SPARSITIES",

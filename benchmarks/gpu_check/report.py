@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
-from jaxwb.pallas_kernels.gpu_check.bench_attention import SPARSITIES
+from benchmarks.gpu_check.bench_attention import SPARSITIES
 
 
 def _find(records, **kw):
@@ -80,28 +80,11 @@ def _empty_note(ax, result: dict, section: str) -> None:
         ax.text(0.5, 0.5, f"{section}: not measured in this run", ha="center", va="center", transform=ax.transAxes)
 
 
-def plot(result: dict, path: Path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
+def plot_attention(ax, result: dict) -> None:
+    """Dense attention: FLOP/s (or the fraction of the bf16 peak) against L, per implementation."""
     recs = result["records"]
     peaks = result["peaks"]
-    fig, axs = plt.subplots(2, 3, figsize=(17, 9.5))
-    title = f"Kernels on {result['device']['kind']} ({result['device']['peak_table']}), jax {result['jax_version']}"
     c = result.get("measured_ceilings") or {}
-    if c.get("copy_bytes_per_s"):
-        title += (
-            f"; measured: copy {c['copy_bytes_per_s'] / 1e12:.2f} TB/s, bf16 matmul "
-            f"{c['bf16_matmul_flops'] / 1e12:.0f} TFLOP/s"
-        )
-    if result["dry_run"]:
-        title = "DRY RUN (CPU, interpret mode, tiny sizes): timings are meaningless. " + title
-    fig.suptitle(title, fontsize=11)
-
-    ax = axs[0, 0]
     key = "frac_peak_flops" if peaks else "tflops"
     for impl in ("pallas_triton", "mosaic_gpu", "xla", "cudnn", "jax_fa3_mgpu"):
         pts = [(r["L"], r[key]) for r in _find(recs, section="attention", impl=impl) if r.get(key)]
@@ -118,7 +101,12 @@ def plot(result: dict, path: Path):
     )
     ax.legend(fontsize=8)
 
-    ax = axs[0, 1]
+
+def plot_block_sparse(ax, result: dict) -> None:
+    """Block-sparse attention: speedup over the same family's dense kernel against block sparsity."""
+    import numpy as np
+
+    recs = result["records"]
     sp = np.array(SPARSITIES)
     ax.plot(sp, 1 / (1 - sp), "k--", label="ideal 1/(1-s)")
     ax.plot(sp, 0.8 / (1 - sp), "k:", label="goal 0.8/(1-s)")
@@ -139,7 +127,14 @@ def plot(result: dict, path: Path):
     )
     ax.legend(fontsize=7)
 
-    ax = axs[0, 2]
+
+def plot_bandwidth(ax, result: dict) -> None:
+    """Memory-bound kernels (quantizers, FWHT, InQuant): achieved bandwidth, Pallas vs XLA."""
+    import numpy as np
+
+    recs = result["records"]
+    peaks = result["peaks"]
+    c = result.get("measured_ceilings") or {}
     key = "frac_peak_hbm" if peaks else "gbps"
     ops = []
     for sec in ("quant", "fwht", "inquant"):
@@ -159,7 +154,12 @@ def plot(result: dict, path: Path):
     ax.set(xlabel="fraction of HBM peak" if peaks else "GB/s", title="memory-bound kernels: achieved bandwidth")
     ax.legend(fontsize=8)
 
-    ax = axs[1, 0]
+
+def plot_fwht(ax, result: dict) -> None:
+    """FWHT: speedup over the dense rotation x @ H against d, with the d / (4 log2 d) goal."""
+    import numpy as np
+
+    recs = result["records"]
     ds = sorted({r["d"] for r in _find(recs, section="fwht")})
     for impl, mk in (("pallas", "o-"), ("xla", "s--")):
         spd = []
@@ -178,7 +178,10 @@ def plot(result: dict, path: Path):
     )
     ax.legend(fontsize=8)
 
-    ax = axs[1, 1]
+
+def plot_matmul(ax, result: dict) -> None:
+    """fp4_matmul (W4A16, NVFP4 weight) vs a bf16 dense matmul: time per call against M."""
+    recs = result["records"]
     for impl in ("pallas", "xla", "bf16_dense"):
         pts = [(r["M"], r["time_s"] * 1e6) for r in _find(recs, section="matmul", impl=impl) if r.get("time_s")]
         if pts:
@@ -193,7 +196,10 @@ def plot(result: dict, path: Path):
     )
     ax.legend(fontsize=8)
 
-    ax = axs[1, 2]
+
+def plot_goals(ax, result: dict) -> None:
+    """The goals of issue 20 (met / missed), the sections not measured and the test summary, as text."""
+    recs = result["records"]
     ax.axis("off")
     lines = []
     for g in result["goals"]:
@@ -209,6 +215,30 @@ def plot(result: dict, path: Path):
     )
     ax.text(0, 1, "\n".join(lines[:34]) or "no goals", va="top", family="monospace", fontsize=6.5)
     ax.set_title("goals of issue 20")
+
+
+def plot(result: dict, path: Path):
+    """The 2 x 3 summary figure of a run (one panel function per concept) saved as ``path``."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axs = plt.subplots(2, 3, figsize=(17, 9.5))
+    title = f"Kernels on {result['device']['kind']} ({result['device']['peak_table']}), jax {result['jax_version']}"
+    c = result.get("measured_ceilings") or {}
+    if c.get("copy_bytes_per_s"):
+        title += (
+            f"; measured: copy {c['copy_bytes_per_s'] / 1e12:.2f} TB/s, bf16 matmul "
+            f"{c['bf16_matmul_flops'] / 1e12:.0f} TFLOP/s"
+        )
+    if result["dry_run"]:
+        title = "DRY RUN (CPU, interpret mode, tiny sizes): timings are meaningless. " + title
+    fig.suptitle(title, fontsize=11)
+    for ax, panel in zip(
+        axs.flat, (plot_attention, plot_block_sparse, plot_bandwidth, plot_fwht, plot_matmul, plot_goals), strict=True
+    ):
+        panel(ax, result)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -1,4 +1,4 @@
-"""The command line: ``python -m jaxwb.pallas_kernels.gpu_check [--dry-run] [--out DIR] ...`` (see the package doc)."""
+"""The command line: ``python -m benchmarks.gpu_check [--dry-run] [--out DIR] ...`` (see the package doc)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, _err
-from jaxwb.pallas_kernels.gpu_check.bench_attention import bench_attention, bench_block_sparse
-from jaxwb.pallas_kernels.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
-from jaxwb.pallas_kernels.gpu_check.peaks import measure_ceilings, peaks_for
-from jaxwb.pallas_kernels.gpu_check.plugin import REPO_ROOT, run_tests
-from jaxwb.pallas_kernels.gpu_check.report import goals, plot, table
+from benchmarks.gpu_check.autotune import Recorder, Settings, error_line
+from benchmarks.gpu_check.bench_attention import bench_attention, bench_block_sparse
+from benchmarks.gpu_check.bench_quant import bench_fwht, bench_inquant, bench_matmul, bench_quant
+from benchmarks.gpu_check.peaks import measure_ceilings, peaks_for
+from benchmarks.gpu_check.plugin import REPO_ROOT, run_tests
+from benchmarks.gpu_check.report import goals, plot, table
 
 # Share of the benchmark budget each section may spend autotuning (the first config always runs).
 SECTION_SHARES = dict(attention=0.25, block_sparse=0.25, quant=0.2, fwht=0.1, inquant=0.05, matmul=0.15)
@@ -27,7 +27,7 @@ def _description() -> str:
 
 
 def main(argv=None) -> dict:
-    ap = argparse.ArgumentParser(prog="python -m jaxwb.pallas_kernels.gpu_check", description=_description())
+    ap = argparse.ArgumentParser(prog="python -m benchmarks.gpu_check", description=_description())
     ap.add_argument("--dry-run", action="store_true", help="CPU: interpret mode, tiny sizes, temp output dir")
     ap.add_argument("--out", type=Path, default=None, help="output dir (default figures/kernels_gpu, dry: temp)")
     ap.add_argument("--skip-tests", action="store_true", help="do not run the pytest step")
@@ -75,7 +75,7 @@ def main(argv=None) -> dict:
     try:
         ceilings = measure_ceilings(a.dry_run)
     except Exception as e:
-        ceilings = dict(error=_err(e))
+        ceilings = dict(error=error_line(e))
     print(f"[gpu_check] measured ceilings: {ceilings}", file=sys.stderr)
     rec = Recorder(s, peaks, ceilings)
     sections = set(a.sections.split(","))
@@ -98,9 +98,7 @@ def main(argv=None) -> dict:
             tests=tests,
             bench_wall_s=bench_s,
             wall_s=time.perf_counter() - t_start,
-            command=" ".join(
-                ["python -m jaxwb.pallas_kernels.gpu_check", *(argv if argv is not None else sys.argv[1:])]
-            ),
+            command=" ".join(["python -m benchmarks.gpu_check", *(argv if argv is not None else sys.argv[1:])]),
         )
 
     s.out.mkdir(parents=True, exist_ok=True)
@@ -124,7 +122,7 @@ def main(argv=None) -> dict:
             if name == "attention":
                 dense.update(res)
         except Exception as e:
-            rec.add(name, name, "-", "-", error=_err(e))
+            rec.add(name, name, "-", "-", error=error_line(e))
         print(
             f"[gpu_check] {name}: {time.perf_counter() - t:.1f}s ({time.process_time() - c:.1f}s CPU)", file=sys.stderr
         )

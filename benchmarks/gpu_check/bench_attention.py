@@ -6,14 +6,8 @@ from __future__ import annotations
 
 import functools
 
-from jaxwb.pallas_kernels.gpu_check.adapters import (
-    _attention_block_sizes,
-    _block_sparse,
-    _flash,
-    _mosaic_block_sparse,
-    _mosaic_flash,
-)
-from jaxwb.pallas_kernels.gpu_check.autotune import Recorder, Settings, _err, against, fixed
+from benchmarks.gpu_check import adapters
+from benchmarks.gpu_check.autotune import Recorder, Settings, against, error_line, fixed
 
 SPARSITIES = (0.5, 0.75, 0.9, 0.95)
 DRY_SPARSITIES = (0.5,)
@@ -50,7 +44,7 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
         want = None
         xla_bytes = 3 * B * H * L * L * 4  # scores, probabilities, a temporary (float32)
         if xla_bytes < (24e9 if on_gpu else 1e9):
-            want_fn = jax.jit(functools.partial(_flash, causal=False, implementation="xla"))
+            want_fn = jax.jit(functools.partial(adapters.flash, causal=False, implementation="xla"))
             r = rec.measure(
                 "attention", "flash_attention", "xla", shape, fixed(want_fn, *qkv), [None], flops=flops, L=L
             )
@@ -63,7 +57,7 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
 
         def make_pallas(cfg, *, args=qkv):
             f = functools.partial(
-                _flash, causal=False, implementation=s.pallas, block_sizes=_attention_block_sizes(*cfg)
+                adapters.flash, causal=False, implementation=s.pallas, block_sizes=adapters.attention_block_sizes(*cfg)
             )
             return jax.jit(f), args
 
@@ -88,7 +82,12 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
 
             def make_mosaic(cfg, *, args=qkv):
                 f = functools.partial(
-                    _mosaic_flash, causal=False, block_q=cfg[0], block_k=cfg[1], steps=cfg[2], interpret=not on_gpu
+                    adapters.mosaic_flash,
+                    causal=False,
+                    block_q=cfg[0],
+                    block_k=cfg[1],
+                    steps=cfg[2],
+                    interpret=not on_gpu,
                 )
                 return jax.jit(f), args
 
@@ -147,7 +146,7 @@ def _gpu_peers(rec: Recorder, qkv, shape, flops, check, L):
             note_inputs="float16",
         )
     except Exception as e:
-        rec.add("attention", "flash_attention", "jax_fa3_mgpu", shape, error=_err(e), L=L)
+        rec.add("attention", "flash_attention", "jax_fa3_mgpu", shape, error=error_line(e), L=L)
 
 
 def _random_lists(key, B, H, nq, nk, keep):
@@ -185,14 +184,16 @@ def bench_block_sparse(rec: Recorder, s: Settings, on_gpu: bool, dense: dict):
             want = None
             if n == 0 and m == len(sps) - 1:  # one XLA check (the gathering path is memory hungry)
                 xla = jax.jit(
-                    functools.partial(_block_sparse, block_q=bq, block_k=bk, causal=False, implementation="xla")
+                    functools.partial(adapters.block_sparse, block_q=bq, block_k=bk, causal=False, implementation="xla")
                 )
                 want = xla(*args)
             check = against(want)
             extra = dict(L=L, sparsity=sp, sparsity_effective=s_eff, ideal_speedup=1 / (1 - s_eff))
 
             def make_pallas(cfg, *, args=args):
-                f = functools.partial(_block_sparse, block_q=bq, block_k=bk, causal=False, implementation=s.pallas)
+                f = functools.partial(
+                    adapters.block_sparse, block_q=bq, block_k=bk, causal=False, implementation=s.pallas
+                )
                 return jax.jit(f), args
 
             r = rec.measure(
@@ -212,7 +213,12 @@ def bench_block_sparse(rec: Recorder, s: Settings, on_gpu: bool, dense: dict):
 
                 def make_mosaic(cfg, *, args=args):
                     f = functools.partial(
-                        _mosaic_block_sparse, block_q=bq, block_k=bk, steps=cfg, causal=False, interpret=not on_gpu
+                        adapters.mosaic_block_sparse,
+                        block_q=bq,
+                        block_k=bk,
+                        steps=cfg,
+                        causal=False,
+                        interpret=not on_gpu,
                     )
                     return jax.jit(f), args
 

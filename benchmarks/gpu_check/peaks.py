@@ -28,7 +28,7 @@ def measure_ceilings(dry_run: bool) -> dict:
     import jax
     import jax.numpy as jnp
 
-    from jaxwb.pallas_kernels.gpu_check.autotune import time_fn
+    from benchmarks.gpu_check.autotune import time_fn
 
     n = 2**16 if dry_run else 2**30  # bf16 elements: 2 GiB read + 2 GiB written on a GPU (many times the L2)
     m = 256 if dry_run else 8192
