@@ -43,6 +43,7 @@ class TwoLayer(eqx.Module):
 
 def make_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> TwoLayer:
     """Teacher with k = len(a2) <= d orthonormal hidden directions and readout a_i = sqrt(a2_i)."""
+    V.prng_key("key", key)
     V.positive_int("d", d)
     V.array("a2", a2, ndim=1)
     V.nonnegative("a2", a2)
@@ -56,6 +57,7 @@ def make_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> Tw
 
 def init_student(d: int, mask: Float[ArrayLike, " h"], *, key: PRNGKeyArray, v_scale: float = 0.1) -> TwoLayer:
     """Student of max width h = len(mask): w ~ N(0, I), v ~ v_scale N(0, 1)/sqrt(h); units with mask 0 are off."""
+    V.prng_key("key", key)
     V.positive_int("d", d)
     V.array("mask", mask, ndim=1)
     V.nonnegative("v_scale", v_scale)

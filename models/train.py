@@ -32,7 +32,15 @@ from jaxwb.theory import validate as v
 def get_batch(
     data: Int[Array, " N"], batch_size: int, ctx: int, *, key: jax.Array
 ) -> tuple[Int[Array, "B ctx"], Int[Array, "B ctx"]]:
-    """``batch_size`` random windows of ``data``: inputs ``x[B, ctx]`` and next-token targets ``y[B, ctx]``."""
+    """``batch_size`` random windows of ``data``: inputs ``x[B, ctx]`` and next-token targets ``y[B, ctx]``.
+
+    ``data`` a 1-D integer token array with at least ``ctx + 2`` tokens; every check is static (jit-safe)."""
+    v.array("data", data, ndim=1, integer=True)
+    v.positive_int("batch_size", batch_size)
+    v.positive_int("ctx", ctx)
+    if data.shape[0] < ctx + 2:
+        raise ValueError(f"data must have at least ctx + 2 = {ctx + 2} tokens, got {data.shape[0]}")
+    v.prng_key("key", key)
     starts = jax.random.randint(key, (batch_size,), 0, data.shape[0] - ctx - 1)
     win = jax.vmap(lambda s: jax.lax.dynamic_slice(data, (s,), (ctx + 1,)))(starts)
     return win[:, :-1], win[:, 1:]
@@ -45,10 +53,14 @@ def loss_fn(model: TinyLM, x: Int[Array, "B T"], y: Int[Array, "B T"]) -> Float[
 
 
 def eval_windows(data: np.ndarray, ctx: int, n_windows: int) -> tuple[Int[Array, "n ctx"], Int[Array, "n ctx"]]:
-    """Deterministic evaluation set: the first ``n_windows`` non-overlapping windows of ``data``."""
+    """Deterministic evaluation set: the first ``n_windows`` non-overlapping windows of ``data`` (a 1-D integer
+    token array; fewer windows when ``data`` holds fewer than ``n_windows``, at least one)."""
+    v.array("data", data, ndim=1, integer=True)
+    v.positive_int("ctx", ctx)
+    v.positive_int("n_windows", n_windows)
     n = min(n_windows, (len(data) - 1) // ctx)
     if n < 1:
-        raise ValueError(f"data too short ({len(data)} tokens) for ctx={ctx}")
+        raise ValueError(f"data must have at least ctx + 1 = {ctx + 1} tokens, got {len(data)}")
     x = np.asarray(data[: n * ctx]).reshape(n, ctx)
     y = np.asarray(data[1: n * ctx + 1]).reshape(n, ctx)
     return jnp.asarray(x), jnp.asarray(y)

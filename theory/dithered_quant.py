@@ -100,8 +100,13 @@ def rademacher_exp_moment(a: Float[ArrayLike, " k"], lam: Float[ArrayLike, ""] =
     if k > 20:
         raise ValueError(f"a must have at most 20 entries for exact enumeration, got {k}")
     v.check("a", a, lambda x: (x != 0).any(), "not all zero (it is normalized to unit norm)")
+    v.normal("a", a)
     v.finite("lam", lam)
     a = jnp.asarray(a, jnp.float32)
+    # scaled form where sum a_j^2 overflows or underflows: a / max|a| first (same floats elsewhere)
+    nrm = jnp.linalg.norm(a, axis=-1, keepdims=True)
+    bad = ~(jnp.isfinite(nrm) & (nrm >= 1e-18))
+    a = a / jnp.where(bad, jnp.max(jnp.abs(a), axis=-1, keepdims=True), 1.0)
     a = a / jnp.linalg.norm(a, axis=-1, keepdims=True)
     bits = (jnp.arange(2**k)[:, None] >> jnp.arange(k)[None, :]) & 1
     signs = 1.0 - 2.0 * bits.astype(jnp.float32)

@@ -31,6 +31,9 @@ __all__ = ["hvp", "lanczos_top", "lanczos_warm", "power_top"]
 
 def hvp(f: Callable[[Array], Array], x: Float[Array, " p"], u: Float[Array, " p"]) -> Float[Array, " p"]:
     """Hessian-vector product ``H(x) u`` of the scalar ``f`` at ``x`` (forward-over-reverse)."""
+    v.array("x", x, finite=False)
+    v.array("u", u, finite=False)
+    v.same_shape("x", x, "u", u)
     return jax.jvp(jax.grad(f), (x,), (u,))[1]
 
 
@@ -52,6 +55,7 @@ def lanczos_top(
     """
     v.positive_int("dim", dim)
     _check_iters(iters, k)
+    v.prng_key("key", key)
     evals, evecs, _ = _lanczos(lambda u: (op(u), ()), jax.random.normal(key, (dim,)), iters, k)
     return evals, evecs
 
@@ -73,8 +77,14 @@ def lanczos_warm(
     than power iteration's |lambda_2/lambda_1| per HVP on a clustered top. ``iters`` operator applications.
     """
     _check_iters(iters, k)
+    _check_start("q0", q0)
     evals, evecs, aux = _lanczos(op if has_aux else (lambda u: (op(u), ())), q0, iters, k)
     return (evals, evecs, aux) if has_aux else (evals, evecs)
+
+
+def _check_start(name: str, q0: Array) -> None:
+    v.array(name, q0, ndim=1)
+    v.check(name, q0, lambda a: (a != 0).any(), "a nonzero start vector")
 
 
 def _lanczos(op_aux, q0, iters, k):
@@ -115,6 +125,7 @@ def power_top(
     eigenvector once converged. ``iters`` operator applications.
     """
     v.positive_int("iters", iters)
+    _check_start("u0", u0)
     u = u0 / jnp.maximum(jnp.linalg.norm(u0), 1e-30)
 
     def body(_, c):

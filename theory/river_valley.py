@@ -59,11 +59,11 @@ class Valley(NamedTuple):
     x_star: Float[Array, ""]
 
 
-def _valley(mu, g, lams, a, k, x_star) -> Valley:
+def _valley(mu, g, lams, a, k, x_star, lam_name: str = "lam") -> Valley:
     v.nonnegative("mu", mu)
     v.nonnegative("g", g)
-    v.array("lam", lams, ndim=(0, 1), finite=False)
-    v.positive("lam", lams)
+    v.array(lam_name, lams, ndim=(0, 1), finite=False)
+    v.positive(lam_name, lams)
     v.finite("a", a)
     v.nonnegative("k", k)
     v.finite("x_star", x_star)
@@ -99,7 +99,7 @@ def high_dim_valley(
     mu: float, lams: Float[ArrayLike, " d"], a: float = 0.0, k: float = 0.0, x_star: float = 0.0
 ) -> Valley:
     """L = l(x) + 1/2 (y - h(x))^T diag(lams) (y - h(x)), h(x) = a sin(k x) 1: the high-dimensional valley."""
-    return _valley(mu, 0.0, lams, a, k, x_star)
+    return _valley(mu, 0.0, lams, a, k, x_star, lam_name="lams")
 
 
 def _check_valley(valley: Valley) -> None:
@@ -256,6 +256,9 @@ def char_coeffs(
     _check_lr_beta(lr, beta)
     v.nonnegative("lam", lam)
     h = lr * lam
+    fmax = float(jnp.finfo(v.compute_dtype(h)).max)
+    v.check("lr * lam", h, lambda a: np.abs(a) <= fmax, f"<= {fmax:.4g} (lr * lam overflows the float dtype)",
+            elementwise=True)  # fmt: skip
     if method == "nesterov":
         return (1.0 + beta) * (1.0 - h), beta * (1.0 - h)
     b = 0.0 * beta if method == "gd" else beta
@@ -274,9 +277,15 @@ def quadratic_roots(
 
 def _quadratic_roots(c1, c0):
     c1 = jnp.asarray(c1, dtype=jnp.result_type(float))
+    # scaled form where c1^2 - 4 c0 overflows: the roots of w^2 - (c1/m) w + c0/m^2 times m, with
+    # m = max(|c1|, sqrt|c0|); elsewhere m = 1 (dividing and multiplying by 1 is exact: same floats as before)
+    over = ~jnp.isfinite(c1**2 - 4.0 * c0)
+    m = jnp.where(over, jnp.maximum(jnp.abs(c1), jnp.sqrt(jnp.abs(c0))), 1.0).astype(c1.dtype)
+    c1, c0 = c1 / m, c0 / m / m
     disc = (c1**2 - 4.0 * c0).astype(jnp.result_type(c1, jnp.complex64))
     s = jnp.sqrt(disc)
     r1, r2 = (c1 + s) / 2.0, (c1 - s) / 2.0
+    r1, r2 = jnp.where(over, r1 * m, r1), jnp.where(over, r2 * m, r2)
     swap = jnp.abs(r2) > jnp.abs(r1)
     return jnp.where(swap, r2, r1), jnp.where(swap, r1, r2)
 
@@ -305,7 +314,9 @@ def hb_optimal_params(
     v.positive("mu", mu)
     v.check("L", L, lambda a: a >= mu, f">= mu={mu}")
     v.finite("L", L)
-    sk = jnp.sqrt(L / mu)
+    ratio = jnp.asarray(L) / jnp.asarray(mu)
+    # L / mu overflows (or underflows) for extreme finite inputs: sqrt(L) / sqrt(mu) there, same floats elsewhere
+    sk = jnp.where(jnp.isfinite(ratio), jnp.sqrt(ratio), jnp.sqrt(jnp.asarray(L)) / jnp.sqrt(jnp.asarray(mu)))
     rate = (sk - 1.0) / (sk + 1.0)
     return 4.0 / (jnp.sqrt(L) + jnp.sqrt(mu)) ** 2, rate**2, rate
 

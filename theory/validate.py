@@ -125,6 +125,11 @@ def _real(name: str, value: Any) -> None:
         raise ValueError(f"{name} must be a real number or array, got dtype {dt}")
 
 
+def real(name: str, value: Any) -> None:
+    """``value`` has a real (not complex) numeric or bool dtype; never cast. Static: checked at trace time."""
+    _real(name, value)
+
+
 def _show(x: Any) -> Any:
     x = np.asarray(x)
     return x.item() if x.size == 1 else x
@@ -316,6 +321,17 @@ def nonnegative_int(name: str, value: Any) -> None:
     """A Python/NumPy integer (not a bool) >= 0. Static: never traced."""
     if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 0:
         raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+
+
+def prng_key(name: str, value: Any) -> None:
+    """A JAX PRNG key (``jax.random.key(seed)`` or a legacy ``uint32[2]`` ``PRNGKey``). Static: never traced."""
+    if value is None:
+        raise ValueError(f"{name} must be a PRNG key (jax.random.key(seed)), got None")
+    dt = getattr(value, "dtype", None)
+    legacy = dt == np.uint32 and np.shape(value)[-1:] == (2,)
+    if dt is None or not (jax.dtypes.issubdtype(dt, jax.dtypes.prng_key) or legacy):
+        raise ValueError(f"{name} must be a PRNG key (jax.random.key(seed)), got {type(value).__name__}"
+                         f"{'' if dt is None else ' of dtype ' + str(dt)}")
 
 
 def one_of(name: str, value: Any, options: tuple) -> None:

@@ -249,6 +249,7 @@ def _score(u, law):
 
 def sample(shape: tuple[int, ...], law: str, *, key: PRNGKeyArray) -> Float[Array, "*shape"]:
     """Draws of the unit-variance ``law`` (float32 of ``shape``); triangular = sum of two uniforms."""
+    v.prng_key("key", key)
     _law(law)
     if not isinstance(shape, tuple) or not all(isinstance(d, (int, np.integer)) and d >= 0 for d in shape):
         raise ValueError(f"shape must be a tuple of non-negative integers, got {shape!r}")

@@ -1,4 +1,4 @@
-"""Bad calls into theory/: each raises a ValueError that names the parameter (issue 19).
+"""Bad calls into theory/ and models/: each raises a ValueError (or TypeError) that names the parameter (issue 19).
 
 ``BAD_CALLS`` is the table of the issue (call -> message fragment); ``python tests/theory/test_bad_calls.py``
 prints it as markdown with the full message each call raises. Calls are strings evaluated in ``NS`` so the
@@ -19,8 +19,10 @@ import pytest
 
 from jaxwb import theory
 from jaxwb.models import teacher_student as tsm
+from jaxwb.models import train as tr
 from jaxwb.theory import aldrift as al
 from jaxwb.theory import dithered_quant as dq
+from jaxwb.theory import hessian as hs
 from jaxwb.theory import interpolation as ip
 from jaxwb.theory import river_valley as rv
 from jaxwb.theory import sparse_attention as sa
@@ -54,7 +56,7 @@ def _ns() -> dict:
         valley=rv.straight_valley(0.1, 10.0), A=A, b=b, pr=pr, kz=kz, x0=jnp.zeros(3),
         p=p, q=q, q_nan=q_nan, other=tv.random_ngram(4, 1, key=k), d=d, c=c,
         est=tv.Estimate(jnp.float32(0.1), jnp.float32(0.01), 10), levels=levels,
-        q_fn=lambda z: zg.quantize(z, levels),
+        q_fn=lambda z: zg.quantize(z, levels), hs=hs, tr=tr, jax=jax, np=np, theory=theory,
     )  # fmt: skip
 
 
@@ -108,8 +110,8 @@ BAD_CALLS = [
     ("rv.nesterov_threshold(jnp.array([1.0, -2.0]), 0.5)", "lam must be > 0, got an array with 1 offending"),
     ("rv.straight_valley(-1.0, 1.0)", "mu must be >= 0"),
     ("rv.curved_valley(0.1, 1.0, nan, 1.0)", "a must be finite"),
-    ("rv.high_dim_valley(0.1, jnp.zeros((0,)))", "lam must be non-empty"),
-    ("rv.high_dim_valley(0.1, jnp.ones((2, 2)))", "lam must have rank 0 or 1"),
+    ("rv.high_dim_valley(0.1, jnp.zeros((0,)))", "lams must be non-empty"),
+    ("rv.high_dim_valley(0.1, jnp.ones((2, 2)))", "lams must have rank 0 or 1"),
     ("rv.valley_spectrum(0, 1.0, 2.0)", "d must be a positive integer"),
     ("rv.valley_spectrum(3, 2.0, 1.0)", "lam_max must be >= lam_min"),
     ("rv.optimize(valley, jnp.array([nan, 1.0]), lr=0.1, steps=5)", "theta0 must be finite"),
@@ -343,17 +345,163 @@ BAD_CALLS = [
     ("ts.solve_grid(jnp.ones((2, 2)), ts.amplitudes(5, 1.0), 1.0)", "alphas must have shape"),
     ("ts.thresholds(jnp.array([7]), ts.amplitudes(5, 1.0), 1.0)", "idx must be in [0, 5)"),
     ("ts.thresholds(jnp.array([0]), ts.amplitudes(5, 1.0), 1.0, lo=10.0, hi=1.0)", "hi must be > lo"),
+    # ---- outside-audit cases (silently wrong or internal errors before)
+    ("ts.g_prime(nan)", "m must be finite"),
+    ("ts.g_prime(jnp.array([0.5, nan]))", "m must be finite"),
+    ("ts.one_minus_g_from_s(-1.0)", "s must be >= 0"),
+    ("ts.one_minus_g_from_s(inf)", "s must be finite"),
+    ("hs.lanczos_warm(lambda u: u, jnp.array([nan, 1.0]), iters=2)", "q0 must be finite"),
+    ("hs.lanczos_warm(lambda u: u, jnp.zeros(2), iters=2)", "q0 must be a nonzero start vector"),
+    ("hs.lanczos_warm(lambda u: u, jnp.ones((2, 2)), iters=2)", "q0 must have rank 1"),
+    ("hs.power_top(lambda u: u, jnp.zeros(2), iters=2)", "u0 must be a nonzero start vector"),
+    ("hs.power_top(lambda u: u, jnp.array([inf, 0.0]), iters=2)", "u0 must be finite"),
+    ("hs.lanczos_top(lambda u: u, 3, key=None, iters=2, k=1)", "key must be a PRNG key"),
+    ("hs.hvp(lambda x: jnp.sum(x**2), jnp.ones(3), jnp.ones(4))", "u must have the shape of x"),
+    ("hs.hvp(lambda x: jnp.sum(x**2), jnp.ones(3), jnp.ones(3, jnp.complex64))", "u must be real"),
+    ("ss.grid_profile(jnp.array([1.0, -1.0]), 0.5)", "speed must be >= 0"),
+    ("ss.robustify_energy_bound(jnp.array([-3, 2]), 3.0)", "width must be >= 0"),
+    ("ts.effective_width(jnp.full(4, 0.7), threshold=nan)", "threshold must be finite"),
+    ("ts.gibbs_error(jnp.full(3, 0.5), jnp.ones(3), q_self=-1.0)", "q_self must be in [0.0, 1.0]"),
+    ("ts.phi_gap(0.1, 0.2, 0.0, 0.1, -1.0, 1.0)", "alpha must be >= 0"),
+    ("ts.phi_gap(nan, 0.2, 0.0, 0.1, 1.0, 1.0)", "t_a must be finite"),
+    ("ts.phi_gap(0.1, -0.2, 0.0, 0.1, 1.0, 1.0)", "e_a must be >= 0"),
+    ("ts.phi_gap(0.1, 0.2, 0.0, 0.1, 1.0, 0.0)", "delta must be > 0"),
+    ("ts.learnable_heads(jnp.array([nan]), ts.amplitudes(5, 1.0), 1.0)", "alphas must be finite"),
+    ("ts.learnable_heads(jnp.array([1.0]), jnp.array([nan, 0.1]), 1.0)", "a2 must be finite"),
+    ("ts.learnable_heads(jnp.array([1.0]), ts.amplitudes(5, 1.0), -1.0)", "delta must be > 0"),
+    ("ts.bayes_error(jnp.full(3, 0.5), jnp.ones(4))", "m must have last axis k = 4"),
+    ("ts.gibbs_error(jnp.full(3, 0.5), jnp.ones(4))", "m must have last axis k = 4"),
+    ("ts.potential(jnp.full(3, 0.5), 1.0, jnp.ones(4), 1.0)", "a2 must have shape (3)"),
+    ("ts.potential(jnp.full(3, 0.5), -1.0, jnp.ones(3), 1.0)", "alpha must be >= 0"),
+    ("ts.thresholds(jnp.array([0.5]), ts.amplitudes(5, 1.0), 1.0)", "idx must be an integer array"),
+    ("ip.kaczmarz(kz, x0, steps=4, block_size=0, key=k)", "block_size must be a positive integer"),
+    ("rv.high_dim_valley(0.1, jnp.array([1.0, -1.0]))", "lams must be > 0"),
+    ("tv.exact_tv(p, q, 16)", "n too large for enumeration"),
+    ("tr.get_batch(jnp.arange(100), 0, 8, key=k)", "batch_size must be a positive integer"),
+    ("tr.get_batch(jnp.arange(100.0), 2, 8, key=k)", "data must be an integer array"),
+    ("tr.get_batch(jnp.arange(100), 2, 0, key=k)", "ctx must be a positive integer"),
+    ("tr.get_batch(jnp.arange(5), 2, 8, key=k)", "data must have at least ctx + 2 = 10 tokens"),
+    ("tr.get_batch(jnp.arange(100), 2, 8, key=None)", "key must be a PRNG key"),
+    ("tr.get_batch(jnp.arange(100).reshape(10, 10), 2, 4, key=k)", "data must have rank 1"),
+    ("tr.eval_windows(np.arange(100), 8, 0)", "n_windows must be a positive integer"),
+    ("tr.eval_windows(np.arange(100), 0, 4)", "ctx must be a positive integer"),
+    ("tr.eval_windows(np.arange(5), 8, 4)", "data must have at least ctx + 1 = 9 tokens"),
+    ("tr.eval_windows(np.arange(100.0), 8, 4)", "data must be an integer array"),
+    # ---- PRNG keys
+    ("tv.random_ngram(3, 1, key=None)", "key must be a PRNG key"),
+    ("zg.sample((3,), 'gaussian', key=None)", "key must be a PRNG key"),
+    ("zg.sample((3,), 'gaussian', key=1)", "key must be a PRNG key"),
+    ("ip.run(pr, x0, lr=0.1, batch_size=1, steps=4, key=None)", "key must be a PRNG key"),
+    ("ip.random_problem(8, 3, cond=10.0, key=None)", "key must be a PRNG key"),
+    ("tsm.make_teacher(4, jnp.ones(2), key=None)", "key must be a PRNG key"),
+    ("tsm.init_student(4, jnp.ones(3), key=None)", "key must be a PRNG key"),
+    ("ss.random_instance(4, 10, key=None)", "key must be a PRNG key"),
+    ("al.aldrift(cost, prior, jnp.ones(3), m=4, M=2, mu_d=1.0, key=None)", "key must be a PRNG key"),
+    # ---- subnormal positive parameters (below np.finfo(dtype).tiny of the compute dtype)
+    ("dq.rademacher_exp_moment(jnp.array([1e-45]))", "a must be zero or a normal number"),
+    ("dq.rademacher_exp_moment(jnp.array([1.0, 1e-40]))", "a must be zero or a normal number"),
+    ("zg.surrogate_grad(0.0, levels, 1e-45, law='gaussian')", "sigma must be a normal number"),
+    ("ts.solve(10.0, ts.amplitudes(5, 1.0), 1e-45)", "delta must be a normal number"),
+    ("rv.gd_threshold(1e-45)", "lam must be a normal number"),
+    ("rv.gd_threshold(jnp.float16(1e-6))", "lam must be a normal number >= 6.104e-05"),
+    ("rv.spectral_radius(1e-40, 1.0, 0.5)", "lr must be a normal number"),
+    ("tv.hoeffding_m(1e-42, 0.1)", "eps must be a normal number"),
+    ("ip.run(pr, x0, lr=1e-44, batch_size=1, steps=4, key=k)", "lr must be a normal number"),
+    ("al.gaussian_prior(jnp.zeros(2), 1e-45)", "mu0 must be a normal number"),
+    # ---- 1e30: overflow rejected by name where not computed in a scaled form
+    ("rv.spectral_radius(1e30, 1e30, 0.5)", "lr * lam must be <= 3.403e+38"),
+    ("rv.char_coeffs(1e20, 1e20, 0.5)", "lr * lam must be <= 3.403e+38"),
+    ("rv.gd_threshold(inf)", "lam must be finite"),
+    # ---- complex, never cast
+    ("ts.solve_grid(jnp.array([1.0 + 1j]), ts.amplitudes(5, 1.0), 1.0)", "alphas must be real"),
+    ("ts.solve_grid(jnp.array([1.0]), ts.amplitudes(5, 1.0).astype(jnp.complex64), 1.0)", "a2 must be real"),
+    ("ts.solve(1.0 + 1j, ts.amplitudes(5, 1.0), 1.0)", "alpha must be real"),
+    ("ts.solve(1.0, ts.amplitudes(5, 1.0), 1.0 + 0j)", "delta must be real"),
+    ("rv.gd_threshold(1j)", "lam must be real"),
+    ("dq.rademacher_exp_moment(jnp.ones(3, jnp.complex64))", "a must be real"),
+    ("zg.surrogate_grad(0.0, levels, 0.5 + 0j, law='gaussian')", "sigma must be real"),
+    ("tv.smoothed_z(0.1 + 0j, 0.5)", "mu must be real"),
+    ("al.gaussian_prior(jnp.zeros(2), 1.0 + 1j)", "mu0 must be real"),
+    ("ss.grid_profile(jnp.ones(2, jnp.complex64), 0.5)", "speed must be real"),
+    ("sa.select_blocks(imp, 0.5 + 0j)", "budget must be real"),
+    ("ts.g(jnp.array([0.5 + 0j]))", "m must be real"),
+    # ---- other dtypes: float16, bfloat16, int, bool
+    ("rv.gd_threshold(jnp.array(-1.0, jnp.float16))", "lam must be > 0"),
+    ("rv.gd_threshold(jnp.array(-1.0, jnp.bfloat16))", "lam must be > 0"),
+    ("rv.gd_threshold(-1)", "lam must be > 0, got -1"),
+    ("rv.gd_threshold(False)", "lam must be > 0, got False"),
+    ("rv.gd_threshold(jnp.array([1, 0]))", "lam must be > 0"),
+    ("zg.surrogate_grad(0.0, levels, jnp.float16(inf), law='gaussian')", "sigma must be finite"),
+    ("ss.yds(r, dl, jnp.array([1, -1]))", "work must be >= 0"),
+    ("tv.smoothed_z(0.1, jnp.array(-1.0, jnp.bfloat16))", "s2 must be >= 0"),
+    ("ip.make_problem(A.astype(jnp.float16), b.astype(jnp.float16), rtol=-1.0)", "rtol must be > 0"),
+    ("dq.mse_bound(jnp.array([False]))", "bits must be >= 1, got False"),
+    ("ts.thresholds(jnp.array([True]), ts.amplitudes(5, 1.0), 1.0)", "idx must be an integer array"),
+    # ---- empty and size-1 arrays
+    ("ss.yds(jnp.zeros(1), jnp.ones(1), jnp.array([-1.0]))", "work must be >= 0, got -1.0"),
+    ("ss.yds(jnp.zeros(1), jnp.zeros(1), jnp.ones(1))", "deadline must be > release"),
+    ("dq.rademacher_exp_moment(jnp.zeros(0))", "a must be non-empty"),
+    ("dq.rademacher_exp_moment(jnp.zeros(1))", "a must be not all zero"),
+    ("ts.solve_grid(jnp.ones(1), jnp.zeros(0), 1.0)", "a2 must be"),
+    ("zg.surrogate_grad(0.0, jnp.zeros(0), 0.5, law='gaussian')", "levels must"),
+    ("hs.power_top(lambda u: u, jnp.zeros(0), iters=2)", "u0 must be non-empty"),
+    ("ip.make_problem(jnp.ones((1, 1)), jnp.ones(2))", "b must have one entry per row of A (1)"),
+    ("tv.plain_z(jnp.array([-inf]))", "L must be > -inf"),
+    ("al.importance_ess(jnp.zeros(0))", "log_w must"),
+    # ---- one NaN among finite values
+    ("rv.nesterov_threshold(jnp.array([1.0, nan, 2.0]), 0.5)", "lam must be > 0, got an array with 1 offending"),
+    ("zg.quantize(jnp.array([0.0, nan, 1.0]), levels)", "x must be finite"),
+    ("ss.yds(r, jnp.array([nan, 3.0]), jnp.ones(2))", "deadline must be finite"),
+    ("dq.finite_level_factor(jnp.array([2.0, 3.0, nan]))", "bits must be >= 1"),
+    ("ts.solve_grid(jnp.array([1.0, nan]), ts.amplitudes(5, 1.0), 1.0)", "alphas must be"),
+    ("tv.correct(jnp.array([0.1, nan]), 0.1)", "L_hat must be finite"),
+    ("ip.minibatch_gradient(pr, jnp.array([0.0, nan, 0.0]), jnp.array([0]))", "x must be finite"),
+    ("sa.select_blocks(imp.at[0, 0, 0].set(nan), 0.5)", "importance must be"),
+    # ---- under jax.grad / vjp / jvp / hessian of an eager call: the primal is checked
+    ("jax.grad(rv.gd_threshold)(-1.0)", "lam must be > 0, got -1.0"),
+    ("jax.grad(lambda lr: rv.spectral_radius(lr, 100.0, 0.5))(-0.1)", "lr must be > 0, got -0.1"),
+    ("jax.vjp(rv.gd_threshold, -1.0)", "lam must be > 0"),
+    ("jax.jvp(rv.gd_threshold, (-1.0,), (1.0,))", "lam must be > 0"),
+    ("jax.hessian(rv.gd_threshold)(-1.0)", "lam must be > 0"),
+    ("jax.grad(jax.grad(rv.gd_threshold))(nan)", "lam must be > 0, got nan"),
+    ("jax.grad(lambda s: zg.surrogate_grad(0.0, levels, s, law='gaussian'))(-0.5)", "sigma must be > 0"),
+    ("jax.grad(lambda s: zg.surrogate_grad(0.0, levels, s, law='gaussian'))(1e-45)", "sigma must be a normal"),
+    ("jax.grad(dq.gaussian_exp_moment)(0.7)", "lam must be < 1/2"),
+    ("jax.grad(lambda x: tv.smoothed_z(0.1, x))(-1.0)", "s2 must be >= 0"),
+    ("jax.grad(lambda w: ss.yds(r, dl, w).energy(3.0))(jnp.array([1.0, -1.0]))", "work must be >= 0"),
+    ("jax.grad(lambda m: ts.g(m).sum())(jnp.array([0.5, nan]))", "m must be finite"),
+    ("jax.grad(lambda a: ts.potential(jnp.full(3, 0.5), a, jnp.ones(3), 1.0))(-1.0)", "alpha must be >= 0"),
+    ("jax.grad(lambda mu: al.quadratic_expected_cost(jnp.zeros(2), mu, jnp.ones(2), 1.0, 2.0))(-1.0)", "mu0 must"),
+    ("jax.jacfwd(lambda lr: ip.mean_square_rate(pr, lr=lr, beta=0.5, batch_size=1).rho)(-0.1)", "lr must be > 0"),
+    ("jax.grad(lambda b: sa.select_blocks(imp, b).sum())(5.0)", "budget must be in (0, 1]"),
+    # ---- under an eager jax.vmap: every member is checked
+    ("jax.vmap(rv.gd_threshold)(jnp.array([1.0, -1.0]))", "lam must be > 0, got -1.0 (in member 1 of a jax.vmap"),
+    ("jax.vmap(lambda s: zg.surrogate_grad(0.0, levels, s, law='gaussian'))(jnp.array([0.5, 0.0]))", "sigma must"),
+    ("jax.vmap(lambda w: ss.yds(r, dl, w).job_speed)(jnp.array([[1.0, 2.0], [1.0, -1.0]]))", "work must be >= 0"),
+    ("jax.vmap(dq.rademacher_exp_moment)(jnp.array([[1.0, 2.0], [0.0, 0.0]]))", "a must be not all zero"),
+    ("jax.vmap(lambda lv: zg.quantize(0.3, lv))(jnp.array([[0.0, 1.0], [1.0, 0.0]]))", "levels must be strictly"),
+    ("jax.vmap(jax.grad(rv.gd_threshold))(jnp.array([1.0, nan]))", "lam must be > 0, got nan"),
+    ("jax.vmap(jax.vmap(rv.gd_threshold))(jnp.array([[1.0, 2.0], [3.0, -4.0]]))", "(in member 3 of a jax.vmap"),
+    ("jax.vmap(rv.gd_threshold, in_axes=1)(jnp.array([[1.0, 2.0], [3.0, -4.0]]))", "(in member 1 of a jax.vmap"),
+    ("jax.vmap(lambda x: tv.smoothed_z(x, 0.5))(jnp.array([0.0, inf]))", "mu must be finite"),
+    ("jax.vmap(lambda s: ts.solve(1.0, ts.amplitudes(5, 1.0), s).m)(jnp.array([1.0, 0.0]))", "delta must be > 0"),
+    # ---- under theory.checked (jit + checkify)
+    ("theory.checked(rv.gd_threshold)(-1.0)", "lam must be > 0"),
+    ("theory.checked(jax.grad(rv.gd_threshold))(-1.0)", "lam must be > 0"),
+    ("theory.checked(lambda s: zg.surrogate_grad(0.0, levels, s, law='gaussian'))(1e-45)", "sigma must be"),
+    ("theory.checked(jax.vmap(lambda w: ss.yds(r, dl, w).job_speed))(jnp.ones((2, 2)))", "fn must not be a jax.vmap"),
+    ("theory.checked(jax.vmap(rv.gd_threshold))(jnp.array([1.0, -1.0]))", "lam must be > 0"),
 ]
 
 
 @pytest.mark.parametrize(("call", "fragment"), BAD_CALLS, ids=[c for c, _ in BAD_CALLS])
 def test_bad_call_raises_naming_the_parameter(call, fragment):
-    with pytest.raises(ValueError, match=re.escape(fragment)):
+    with pytest.raises((ValueError, TypeError), match=re.escape(fragment)):
         eval(call, _ns())
 
 
 def test_table_is_large_enough_and_covers_every_module():
-    assert len(BAD_CALLS) >= 60
+    assert len(BAD_CALLS) >= 300
     assert {c.split(".")[0] for c, _ in BAD_CALLS} >= {"rv", "ip", "tv", "dq", "zg", "ss", "ts", "al", "sa"}
 
 
@@ -532,6 +680,76 @@ if __name__ == "__main__":  # print the table of the issue: call -> message
         try:
             eval(call, _ns())
             msg = "NO ERROR"
-        except ValueError as e:
+        except (ValueError, TypeError) as e:
             msg = str(e).replace("\n", " ")
         print(f"| `{call}` | {msg.replace('|', '/')} |")
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Numeric edges that return a value: each checked against a float64 reference
+# ---------------------------------------------------------------------------------------------------------
+
+
+def _ref_spectral_radius(lr, lam, beta):
+    c1, c0 = 1.0 + beta - lr * lam, beta
+    return max(abs(r) for r in np.roots([1.0, -c1, c0]))
+
+
+EDGE_VALUES = [
+    # (call, float64 reference, rtol)
+    ("rv.spectral_radius(1e30, 1.0, 0.5)", _ref_spectral_radius(1e30, 1.0, 0.5), 1e-6),
+    ("rv.spectral_radius(1e20, 1e10, 0.9)", _ref_spectral_radius(1e20, 1e10, 0.9), 1e-6),
+    ("rv.hb_optimal_params(1e-30, 1e30)[0]", 4.0 / (1e15 + 1e-15) ** 2, 1e-6),
+    ("rv.hb_optimal_params(1e-30, 1e30)[2]", (1e30 - 1.0) / (1e30 + 1.0), 1e-6),
+    ("dq.rademacher_exp_moment(jnp.array([1e30, 1e30]))", (math.exp(2.0 / 3.0) + 1.0) / 2.0, 1e-6),
+    ("dq.rademacher_exp_moment(jnp.array([1e-20, 1e-20]))", (math.exp(2.0 / 3.0) + 1.0) / 2.0, 1e-6),
+    ("dq.rademacher_exp_moment(jnp.array([3.0]))", math.exp(1.0 / 3.0), 1e-6),  # size 1
+    ("rv.gd_threshold(jnp.array(4.0, jnp.float16))", 0.5, 1e-3),
+    ("rv.gd_threshold(jnp.array(4.0, jnp.bfloat16))", 0.5, 1e-2),
+    ("rv.gd_threshold(4)", 0.5, 0.0),
+    ("jax.grad(rv.gd_threshold)(2.0)", -0.5, 1e-6),
+    ("jax.vmap(rv.gd_threshold)(jnp.array([1.0, 4.0]))[1]", 0.5, 1e-6),
+    ("jax.vmap(jax.grad(rv.gd_threshold))(jnp.array([1.0, 2.0]))[1]", -0.5, 1e-6),
+    ("ss.yds(jnp.zeros(1), jnp.ones(1), jnp.ones(1)).job_speed[0]", 1.0, 1e-6),
+    ("ip.make_problem(A.astype(jnp.float16), b.astype(jnp.float16)).x_star[0]", 1.0, 5e-2),
+    ("ip.make_problem(A.astype(jnp.bfloat16), b.astype(jnp.bfloat16)).x_star[0]", 1.0, 5e-2),
+    ("ts.effective_width(jnp.zeros((0,)))", 0.0, 0.0),  # empty: no feature above the threshold
+    ("ts.one_minus_g_from_s(0.0)", 1.0, 1e-6),
+]
+
+
+@pytest.mark.parametrize(("call", "ref", "rtol"), EDGE_VALUES, ids=[c for c, _, _ in EDGE_VALUES])
+def test_edge_value_matches_reference(call, ref, rtol):
+    got = float(np.asarray(eval(call, _ns()), dtype=np.float64))
+    assert math.isclose(got, ref, rel_tol=rtol, abs_tol=1e-30), (got, ref)
+
+
+def test_scaled_forms_are_bit_identical_on_ordinary_inputs():
+    """The overflow-safe forms select the plain formula wherever it does not overflow: same floats."""
+    lr, lam, beta = np.meshgrid(np.geomspace(1e-4, 1e3, 24), np.geomspace(1e-4, 1e4, 24), np.linspace(0, 0.99, 6))
+    lr, lam, beta = (jnp.asarray(x, jnp.float32) for x in (lr, lam, beta))
+    for method in rv.METHODS:
+        c1, c0 = rv.char_coeffs(lr, lam, beta, method)
+        disc = (c1**2 - 4.0 * c0).astype(jnp.complex64)
+        s = jnp.sqrt(disc)
+        r1, r2 = (c1 + s) / 2.0, (c1 - s) / 2.0
+        plain = jnp.abs(jnp.where(jnp.abs(r2) > jnp.abs(r1), r2, r1))
+        np.testing.assert_array_equal(np.asarray(rv.spectral_radius(lr, lam, beta, method)), np.asarray(plain))
+    mu, big = np.meshgrid(np.geomspace(1e-6, 1e2, 20), np.geomspace(1.0, 1e6, 20))
+    mu, L = jnp.asarray(mu, jnp.float32), jnp.asarray(mu * big, jnp.float32)
+    sk = jnp.sqrt(L / mu)
+    np.testing.assert_array_equal(np.asarray(rv.hb_optimal_params(mu, L)[2]), np.asarray((sk - 1.0) / (sk + 1.0)))
+    rng = np.random.default_rng(0)
+    for k in (1, 3, 8):
+        a = jnp.asarray(rng.normal(size=k) * 10.0 ** rng.uniform(-6, 6), jnp.float32)
+        u = a / jnp.linalg.norm(a)
+        bits = (jnp.arange(2**k)[:, None] >> jnp.arange(k)[None, :]) & 1
+        t = (1.0 - 2.0 * bits.astype(jnp.float32)) @ u
+        assert float(dq.rademacher_exp_moment(a)) == float(jnp.mean(jnp.exp(t * t / 3.0)))
+
+
+def test_checks_do_not_change_valid_results_under_transformations():
+    f = lambda s: zg.surrogate_grad(0.3, zg.int_levels(3), s, law="gaussian")
+    sig = jnp.array([0.2, 0.5, 1.0])
+    np.testing.assert_array_equal(np.asarray(jax.vmap(f)(sig)), np.asarray(jax.jit(jax.vmap(f))(sig)))
+    np.testing.assert_allclose(float(jax.grad(f)(0.5)), float(jax.jit(jax.grad(f))(0.5)), rtol=1e-6)

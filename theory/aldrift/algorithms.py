@@ -86,6 +86,7 @@ def aldrift(
       "kde"        KDE with bandwidth h = c * pooled sample std
     L_0 is the prior. Returns (History, final samples (m, n), final model). Uses N m (M + 1) evaluations of d.
     """
+    v.prng_key("key", key)
     v.one_of("family", family, FAMILIES)
     v.positive_int("m", m)
     v.positive_int("M", M)

@@ -114,6 +114,7 @@ def run(
     frozen at its last finite value: no NaN/inf leaves for a finite ``x0``, which is checked). lr and beta may
     be traced; ``method`` "sgd" forces beta = 0.
     """
+    v.prng_key("key", key)
     _check_run_args(method, batch_size, steps, record_every, lr, beta)
     _check_x0(problem, x0)
     beta = 0.0 * jnp.asarray(beta) if method == "sgd" else jnp.asarray(beta)
@@ -149,6 +150,7 @@ def kaczmarz(
     diverged)."""
     v.positive("relaxation", relaxation)
     v.in_interval("beta", beta, 0.0, 1.0)
+    v.positive_int("block_size", block_size)
     _check_problem(problem)
     if v.is_concrete((problem.A, problem.probs)):
         r = np.sum(np.asarray(v.primal(problem.A)) ** 2, axis=1)
@@ -212,6 +214,7 @@ def coordinate_descent(
     minimisation. Returns f(x_t) - f* = 1/2 e^T G e at t = 0, k, ..., steps, shape (steps // k + 1,).
     Divergence: there is no freezing here; with lr/beta outside the mean-square stable region the gap
     overflows to inf (NaN after inf - inf) for long runs. Check ``mean_square_rate`` first."""
+    v.prng_key("key", key)
     _check_run_args(method, batch_size, steps, record_every, lr, beta)
     _check_x0(problem, x0)
     dt = problem.A.dtype

@@ -104,7 +104,8 @@ def make_problem(
 
     Raises ValueError when ``b`` is not in the range of ``A`` (relative least-squares residual > ``rtol``,
     see below): the interpolation theory assumes b = A x*. Also rejects A without full column
-    rank (x* would not be unique and mu = 0). Default ``rtol``: 1e-4 in float32, 1e-6 in float64 (loose enough
+    rank (x* would not be unique and mu = 0). Default ``rtol``: 1e-4 in float32, 1e-6 in float64, 5e-2 for
+    float16/bfloat16 inputs (computed in float32; loose enough
     for a consistent system rounded to float32). Under ``jit`` the checks cannot run; the residual is then
     kept
     in ``Problem.residual`` so callers can flag it.
@@ -112,12 +113,16 @@ def make_problem(
     v.one_of("sampling", sampling, SAMPLINGS)
     _check_system(A, b)
     v.positive("rtol", rtol)
-    A = jnp.asarray(A, dtype=jnp.result_type(A, float))
+    dt = jnp.result_type(A, float)
+    half = jnp.finfo(dt).bits < 32  # float16 / bfloat16: the least-squares solve (an SVD) runs in float32,
+    if half:  # the consistency tolerance stays that of the half-precision input (default rtol 5e-2)
+        dt = jnp.dtype(jnp.float32)
+    A = jnp.asarray(A, dtype=dt)
     b = jnp.asarray(b, dtype=A.dtype)
     if A.shape[0] < A.shape[1]:
         raise ValueError(f"A must have n >= d rows (full column rank), got shape {A.shape}")
     x_ls, res = _least_squares_residual(A, b)
-    tol = (1e-4 if np.dtype(A.dtype).itemsize <= 4 else 1e-6) if rtol is None else rtol
+    tol = (5e-2 if half else 1e-4 if np.dtype(A.dtype).itemsize <= 4 else 1e-6) if rtol is None else rtol
     v.check(
         "b",
         res,
@@ -149,6 +154,7 @@ def random_problem(
     row scales: ``row_spread`` controls the spread of ||a_i||), W whitening so that the s_i g_i have identity
     second moment exactly, V Haar-orthogonal. x* ~ N(0, I_d), b = A x*. Shapes: A (n, d), b (n,).
     """
+    v.prng_key("key", key)
     v.positive_int("n", n)
     v.positive_int("d", d)
     if n < d:

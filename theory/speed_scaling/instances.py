@@ -49,6 +49,7 @@ def random_instance(
 ) -> tuple[Float[Array, " n_jobs"], Float[Array, " n_jobs"], Float[Array, " n_jobs"]]:
     """Jobs with integer releases U{0 .. horizon - max_window}, integer window lengths U{min .. max_window}
     and work U(0.1, max_work). Returns (release, deadline, work), each (n_jobs,)."""
+    v.prng_key("key", key)
     v.positive_int("n_jobs", n_jobs)
     v.positive_int("horizon", horizon)
     v.positive_int("min_window", min_window)

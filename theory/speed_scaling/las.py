@@ -79,6 +79,7 @@ def robustify_energy_bound(width: Int[ArrayLike, " n"], alpha: float) -> Float[A
     (``robustify``'s docstring); 1 for equal widths."""
     check_alpha(alpha)
     v.array("width", width, ndim=1)
+    v.nonnegative("width", width)
     m = jnp.maximum(jnp.asarray(width), 1)
     return (jnp.max(m) / jnp.min(m)) ** alpha
 

@@ -119,6 +119,7 @@ def total_work(profile: Profile) -> Float[Array, ""]:
 def grid_profile(speed: Float[ArrayLike, " n_slots"], dt: float) -> Profile:
     """A grid profile: ``speed`` (n_slots,) on slots [k dt, (k + 1) dt)."""
     v.array("speed", speed, ndim=1)
+    v.nonnegative("speed", speed)
     v.positive("dt", dt)
     speed = jnp.asarray(speed)
     return Profile(jnp.arange(speed.shape[-1] + 1, dtype=speed.dtype) * dt, speed)

@@ -75,6 +75,7 @@ def g(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Arra
 
 def g_prime(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """g'(m); broadcasts over ``m``."""
+    v.finite("m", m)
     c2 = (kernel or cubic_kernel()).c2
     ls = jnp.arange(c2.shape[0], dtype=c2.dtype)
     return jnp.polyval((ls * c2)[1:][::-1], m)
@@ -82,6 +83,7 @@ def g_prime(m: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Floa
 
 def one_minus_g_from_s(s: Float[ArrayLike, "*shape"], kernel: Kernel | None = None) -> Float[Array, "*shape"]:
     """1 - g(m) at m = s/(1 + s), computed without cancellation: (1 - m) sum_l c2_l (1 + m + ... + m^(l-1))."""
+    v.nonnegative("s", s)
     c2 = (kernel or cubic_kernel()).c2
     s = jnp.asarray(s)
     m = s / (1.0 + s)

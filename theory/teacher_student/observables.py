@@ -6,12 +6,13 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory import validate as v
 from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel, g
-from jaxwb.theory.teacher_student.solver import _check_params, _is_cubic, _solve, default_tol
+from jaxwb.theory.teacher_student.solver import _is_cubic, _solve, check_solver_params, default_tol
 
 
 def first_crossing(y: Float[ArrayLike, "*b n"], level: Float[ArrayLike, ""]) -> Int[Array, "*b"]:
@@ -21,10 +22,21 @@ def first_crossing(y: Float[ArrayLike, "*b n"], level: Float[ArrayLike, ""]) -> 
     return jnp.where(jnp.any(above, axis=-1), jnp.argmax(above, axis=-1), above.shape[-1])
 
 
+def check_overlaps_amplitudes(m: ArrayLike, a2: ArrayLike) -> None:
+    """Overlaps ``m`` (..., k), finite, against amplitudes ``a2`` (k,), non-negative and finite."""
+    v.array("a2", a2, ndim=1, allow_empty=True)
+    v.nonnegative("a2", a2)
+    v.array("m", m, min_ndim=1, allow_empty=True)
+    k = np.shape(a2)[0]
+    if np.shape(m)[-1] != k:
+        raise ValueError(f"m must have last axis k = {k} (the length of a2), got shape {tuple(np.shape(m))}")
+
+
 def bayes_error(
     m: Float[ArrayLike, "*b k"], a2: Float[ArrayLike, " k"], kernel: Kernel | None = None
 ) -> Float[Array, "*b"]:
     """eps_BO = sum_i a2_i (1 - g(m_i)) (eq. BO). ``m`` (..., k)."""
+    check_overlaps_amplitudes(m, a2)
     return jnp.sum(a2 * (1.0 - g(m, kernel)), axis=-1)
 
 
@@ -36,11 +48,15 @@ def gibbs_error(
     Nishimori: a sample's overlap with the teacher equals the overlap between two samples, q_i = m_i, and its
     self-overlap equals the teacher's, q_self = 1; then eps_G = 2 eps_BO (eq. Gibbs).
     """
+    check_overlaps_amplitudes(m, a2)
+    v.in_interval("q_self", q_self, 0.0, 1.0, closed_hi=True)
     return jnp.sum(a2 * (g(q_self, kernel) + g(1.0, kernel) - 2.0 * g(m, kernel)), axis=-1)
 
 
 def effective_width(m: Float[ArrayLike, "*b k"], threshold: float = 0.5) -> Int[Array, "*b"]:
     """k_c = number of features with overlap above ``threshold`` (default 1/2 < m+(c_IT) = 0.645)."""
+    v.array("m", m, min_ndim=1, allow_empty=True)
+    v.finite("threshold", threshold)
     return jnp.sum(jnp.asarray(m) > threshold, axis=-1)
 
 
@@ -78,9 +94,10 @@ def thresholds(
     """
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
-    _check_params(lo, a2, delta, tol, max_iter)
+    check_solver_params(lo, a2, delta, tol, max_iter, alpha_name="lo")
     v.positive("lo", lo)
     v.check("hi", hi, lambda h: h > lo, f"> lo={lo}")
+    v.array("idx", idx, ndim=(0, 1), integer=True)
     idx = jnp.atleast_1d(jnp.asarray(idx))
     v.check("idx", idx, lambda i: (i >= 0) & (i < a2.shape[0]), f"in [0, {a2.shape[0]})")
     return _thresholds(

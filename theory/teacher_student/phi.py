@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
+from jaxwb.theory import validate as v
 from jaxwb.theory.teacher_student.closed_forms import SPINODAL_C
 from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel, g, g_prime
 
@@ -90,6 +92,12 @@ def phi_gap(
 ) -> Float[Array, "*b"]:
     """Phi(a) - Phi(b) from the feature sums t = sum_i (m_i + log(1 - m_i))/2 and the errors e (eq. Phi):
     t_a - t_b - (alpha/2) log((delta + e_a)/(delta + e_b)), the log as log1p((e_a - e_b)/(delta + e_b))."""
+    for name, x in (("t_a", t_a), ("t_b", t_b)):
+        v.finite(name, x)
+    for name, x in (("e_a", e_a), ("e_b", e_b)):
+        v.nonnegative(name, x)
+    v.nonnegative("alpha", alpha)
+    v.positive("delta", delta)
     return t_a - t_b - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))
 
 
@@ -101,6 +109,11 @@ def potential(
     kernel: Kernel | None = None,
 ) -> Float[Array, ""]:
     """Global potential Phi(m) = sum_i (m_i + log(1 - m_i))/2 - (alpha/2) log D(m) (eq. Phi, m-form)."""
+    v.array("m", m, ndim=1)
+    v.array("a2", a2, ndim=1)
+    v.shape("a2", a2, (np.shape(m)[0],))
+    v.nonnegative("alpha", alpha)
+    v.positive("delta", delta)
     d = delta + jnp.sum(a2 * (1.0 - g(m, kernel)))
     return jnp.sum(0.5 * (m + jnp.log1p(-m))) - 0.5 * alpha * jnp.log(d)
 

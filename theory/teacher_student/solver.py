@@ -227,8 +227,9 @@ def _is_cubic(kernel) -> bool:
     return c2.shape == (4,) and bool(np.allclose(c2, [0.0, 0.0, 0.0, 1.0]))
 
 
-def _check_params(alpha, a2, delta, tol, max_iter):
-    v.nonnegative("alpha", alpha)
+def check_solver_params(alpha, a2, delta, tol, max_iter, *, alpha_name: str = "alpha") -> None:
+    """The solver's parameter checks (``alpha`` named ``alpha_name``, as the caller passed it)."""
+    v.nonnegative(alpha_name, alpha)
     v.positive("delta", delta)
     v.positive("tol", tol)
     v.positive_int("max_iter", max_iter)
@@ -287,7 +288,7 @@ def solve(
     """
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
-    _check_params(alpha, a2, delta, tol, max_iter)
+    check_solver_params(alpha, a2, delta, tol, max_iter)
     sol = _solve(alpha, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel))
     return check_converged(sol, alpha) if check else sol
 
@@ -307,6 +308,11 @@ def learnable_heads(
     alpha a2_i / c_IT >= Delta (it can be learned, as D >= Delta) lies in the head, with slack ``LEARNABLE_SLACK``;
     K is the learnable count rounded up to ``LANES`` x a power of two (few distinct shapes), at most k.
     Features past the head are never learned: they enter the solve only through their summed errors."""
+    v.array("alphas", alphas, ndim=1, allow_empty=True)
+    v.nonnegative("alphas", alphas)
+    v.array("a2", a2, ndim=1)
+    v.nonnegative("a2", a2)
+    v.positive("delta", delta)
     a2 = np.asarray(a2, np.float64)
     k = a2.shape[0]
     n = _count_prefix(np.asarray(alphas, np.float64), a2, LEARNABLE_SLACK * float(delta))
@@ -386,13 +392,15 @@ def solve_grid(
     (``learnable_heads``): the same algorithm on the features that can be learned, the rest entering through
     their summed errors (same result up to float32 summation order; the bench reports the difference)."""
     dt = jnp.result_type(float)
+    for name, x in (("alphas", alphas), ("a2", a2), ("delta", delta)):
+        v.real(name, x)  # before the casts below: a complex alpha must not lose its imaginary part
     # concrete inputs are checked (and their heads computed) on host copies: no device round trips per check
     host = v.is_plain((alphas, a2, delta))
     a2 = np.asarray(a2, dtype=dt) if host else jnp.asarray(a2, dtype=dt)
     tol = default_tol(a2.dtype) if tol is None else tol
     alphas = np.asarray(alphas, dtype=dt) if host else jnp.asarray(alphas, dt)
     v.shape("alphas", alphas, (None,))
-    _check_params(alphas, a2, delta, tol, max_iter)
+    check_solver_params(alphas, a2, delta, tol, max_iter, alpha_name="alphas")
     kern, cubic = kernel or cubic_kernel(), _is_cubic(kernel)
     if cubic and heads and host and alphas.shape[0] > 0:
         sol = _solve_grid_heads(alphas, a2, delta, kern, tol, jnp.asarray(max_iter))

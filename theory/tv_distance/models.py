@@ -121,6 +121,7 @@ def markov_model(init_logits: Float[ArrayLike, " K"], trans_logits: Float[ArrayL
 
 def random_ngram(K: int, order: int = 1, scale: float = 1.0, *, key: PRNGKeyArray) -> ARModel:
     """An n-gram model with context length ``order`` and i.i.d. N(0, scale^2) logits."""
+    v.prng_key("key", key)
     v.positive_int("K", K)
     v.nonnegative_int("order", order)
     v.nonnegative("scale", scale)
