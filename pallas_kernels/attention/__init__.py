@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, BlockSizes
+from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes
 from jaxwb.pallas_kernels.attention.ops import block_sparse_attention, flash_attention
 from jaxwb.pallas_kernels.attention.reference import (
     attention_reference,
@@ -56,7 +56,6 @@ __all__ = [
     "make_attention_fn",
     "swap_attention",
     "AttentionBlockSizes",
-    "BlockSizes",
     "Retrieval",
     "attention_reference",
     "block_lists_to_mask",

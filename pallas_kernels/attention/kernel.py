@@ -53,9 +53,6 @@ class AttentionBlockSizes:
         check_block("block_k", self.block_k)
 
 
-BlockSizes = AttentionBlockSizes  # backward-compatible name (one release)
-
-
 def is_pow2(n: int) -> bool:
     """True for a positive power of two (1, 2, 4, ...)."""
     return n > 0 and (n & (n - 1)) == 0

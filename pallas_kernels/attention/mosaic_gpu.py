@@ -257,18 +257,12 @@ def flash_mgpu(
 
 
 def _block_sizes(block_sizes) -> MosaicBlockSizes:
-    """A ``MosaicBlockSizes``, or anything with ``block_q``/``block_k`` (the public op's ``BlockSizes``)."""
+    """A ``MosaicBlockSizes``, or anything with ``block_q``/``block_k`` (the public op's ``AttentionBlockSizes``)."""
     if block_sizes is None:
         return MosaicBlockSizes()
     if isinstance(block_sizes, MosaicBlockSizes):
         return block_sizes
     return MosaicBlockSizes(block_sizes.block_q, block_sizes.block_k, getattr(block_sizes, "max_concurrent_steps", 2))
-
-
-def _causal(causal, is_causal) -> bool:
-    if is_causal is not None and causal is not None and bool(is_causal) != bool(causal):
-        raise ValueError(f"causal={causal!r} and is_causal={is_causal!r} disagree (is_causal is the new name)")
-    return bool(is_causal if is_causal is not None else causal)
 
 
 def _check_lists(kv_num_blocks, kv_indices, B, H, Qb, KVb):
@@ -294,18 +288,17 @@ def flash_attention_mgpu(
     k,
     v,
     *,
-    causal: bool | None = None,
+    is_causal: bool = False,
     scale: float | None = None,
     block_sizes=None,
     interpret=False,
-    is_causal: bool | None = None,
 ):
     """Dense attention ``softmax(scale q k^T) v`` by the Mosaic GPU kernel.
 
     Arguments as ``jaxwb.pallas_kernels.attention.flash_attention``: q [B, Lq, H, D], k/v [B, Lk, Hkv, D] ->
-    [B, Lq, H, D] in q.dtype; ``block_sizes`` a ``MosaicBlockSizes`` or the op's ``BlockSizes``;
-    ``is_causal`` is accepted as an alias of ``causal``. ``interpret=True``: Mosaic GPU interpret mode (CPU)."""
-    causal = _causal(causal, is_causal)
+    [B, Lq, H, D] in q.dtype; ``block_sizes`` a ``MosaicBlockSizes`` or the op's ``AttentionBlockSizes``;
+    ``interpret=True``: Mosaic GPU interpret mode (CPU)."""
+    causal = bool(is_causal)
     bs = _block_sizes(block_sizes)
     _check(q, k, v, bs)
     if causal and q.shape[1] != k.shape[1]:
@@ -323,16 +316,15 @@ def block_sparse_attention_mgpu(
     *,
     block_q: int,
     block_k: int,
-    causal: bool | None = None,
+    is_causal: bool = False,
     scale: float | None = None,
     max_concurrent_steps: int = 2,
     interpret=False,
-    is_causal: bool | None = None,
 ):
     """Block-sparse attention by the Mosaic GPU kernel; arguments as
     ``jaxwb.pallas_kernels.attention.block_sparse_attention``: query block i of (b, h) attends only to key blocks
     ``kv_indices[b, h, i, :kv_num_blocks[b, h, i]]`` (FlexAttention lists, int32); empty rows give 0."""
-    causal = _causal(causal, is_causal)
+    causal = bool(is_causal)
     bs = MosaicBlockSizes(block_q, block_k, max_concurrent_steps)
     _check(q, k, v, bs)
     B, Lq, H, _ = q.shape

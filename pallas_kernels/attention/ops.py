@@ -8,7 +8,7 @@ The dense ``"xla"`` path *is* ``jax.nn.dot_product_attention(..., implementation
 numerics, float32 softmax, and never slower than it); the block-sparse ``"xla"`` path gathers only the listed
 key blocks.
 
-Names follow ``jax.nn.dot_product_attention``: ``is_causal`` (the old keyword ``causal`` still works),
+Names follow ``jax.nn.dot_product_attention``: ``is_causal``,
 ``scale``; tiling by ``block_sizes=AttentionBlockSizes(block_q, block_k)``.
 """
 
@@ -76,15 +76,6 @@ IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
 
 
-def _causal_kw(is_causal: bool, causal: bool | None) -> bool:
-    """``causal=`` is the pre-0.2 spelling of ``is_causal=`` (kept as an alias)."""
-    if causal is None:
-        return bool(is_causal)
-    if is_causal and not causal:
-        raise ValueError("is_causal=True contradicts causal=False (causal is an alias of is_causal)")
-    return bool(causal)
-
-
 def check_qkv(q, k, v, *, finite: bool = True) -> None:
     """dtype, rank, shape agreement, non-empty, finite (eager; traced under ``checked``)."""
     for name, x in (("q", q), ("k", k), ("v", v)):
@@ -150,7 +141,6 @@ def flash_attention(
     block_sizes: AttentionBlockSizes | None = None,
     implementation: Implementation = None,
     backend: str | None = None,
-    causal: bool | None = None,
     gpu_kernel: str | None = None,
 ) -> Float[Array, "B Lq H D"]:
     """Dense attention ``softmax(scale q k^T) v`` (FlashAttention-2 online softmax in the kernel).
@@ -162,7 +152,6 @@ def flash_attention(
     kernel of ``jaxwb.pallas_kernels.attention.mosaic_gpu`` instead of Triton on a GPU (bf16/f16, D a multiple of 64;
     not yet run on hardware); with ``implementation="interpret"`` it runs Mosaic GPU's interpreter on CPU.
     """
-    is_causal = _causal_kw(is_causal, causal)
     check_gpu_kernel(gpu_kernel)
     check_qkv(q, k, v)
     B, Lq, H, D = q.shape
@@ -185,7 +174,7 @@ def flash_attention(
         from jaxwb.pallas_kernels.attention import mosaic_gpu
 
         return mosaic_gpu.flash_attention_mgpu(
-            q, k, v, causal=is_causal, scale=scale, block_sizes=block_sizes, interpret=impl == "interpret"
+            q, k, v, is_causal=is_causal, scale=scale, block_sizes=block_sizes, interpret=impl == "interpret"
         )
     out = flash_pallas(
         bhld(q),
@@ -259,7 +248,6 @@ def block_sparse_attention(
     scale: float | None = None,
     implementation: Implementation = None,
     backend: str | None = None,
-    causal: bool | None = None,
     gpu_kernel: str | None = None,
 ) -> Float[Array, "B Lq H D"]:
     """Block-sparse attention: query block i of (b, h) attends only to key blocks
@@ -272,7 +260,6 @@ def block_sparse_attention(
     key gets 0. Listed blocks must be distinct within a row (a repeated block would be counted twice). The
     ``"xla"`` path gathers only the listed blocks (work ~ cap / (Lk / block_k) of dense).
     """
-    is_causal = _causal_kw(is_causal, causal)
     check_gpu_kernel(gpu_kernel)
     if block_sizes is None:
         if block_q is None or block_k is None:
@@ -299,7 +286,7 @@ def block_sparse_attention(
     )
     if impl == "xla":
         return ref.block_sparse_xla(
-            q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, causal=is_causal, scale=scale
+            q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, is_causal=is_causal, scale=scale
         )
     if _gpu_kernel(gpu_kernel, impl, plat):
         from jaxwb.pallas_kernels.attention import mosaic_gpu
@@ -312,7 +299,7 @@ def block_sparse_attention(
             kv_indices,
             block_q=bq,
             block_k=bk,
-            causal=is_causal,
+            is_causal=is_causal,
             scale=scale,
             interpret=impl == "interpret",
         )

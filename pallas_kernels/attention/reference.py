@@ -44,17 +44,15 @@ def default_scale(head_dim: int) -> float:
     return 1.0 / float(head_dim) ** 0.5
 
 
-def attention_reference(
-    q, k, v, *, is_causal: bool = False, scale: float | None = None, mask=None, causal: bool | None = None
-):
+def attention_reference(q, k, v, *, is_causal: bool = False, scale: float | None = None, mask=None):
     """Dense softmax attention ``softmax(scale q k^T + mask) v`` in float32, with defined empty rows.
 
     q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; ``mask`` optional bool broadcastable to
     [B, H, Lq, Lk] (True = keep).
-    ``is_causal`` (alias ``causal``) keeps key j for query i iff j <= i (aligned at the start, Lq == Lk).
+    ``is_causal`` keeps key j for query i iff j <= i (aligned at the start, Lq == Lk).
     Returns [B, Lq, H, D] in q.dtype; rows with no kept key are 0.
     """
-    causal = bool(is_causal) if causal is None else bool(causal)
+    causal = bool(is_causal)
     _check_qkv(q, k, v)
     B, Lq, H, D = q.shape
     Lk = k.shape[1]
@@ -138,15 +136,13 @@ def block_sparse_reference(
     *,
     block_q: int,
     block_k: int,
-    causal: bool = False,
+    is_causal: bool = False,
     scale: float | None = None,
-    is_causal: bool | None = None,
 ):
     """The spec of block-sparse attention: dense attention under the expanded block mask."""
-    causal = causal if is_causal is None else bool(is_causal)
     Lk = k.shape[1]
     bm = block_lists_to_mask(kv_num_blocks, kv_indices, Lk // block_k)
-    return attention_reference(q, k, v, causal=causal, scale=scale, mask=expand_block_mask(bm, block_q, block_k))
+    return attention_reference(q, k, v, is_causal=is_causal, scale=scale, mask=expand_block_mask(bm, block_q, block_k))
 
 
 def block_sparse_xla(
@@ -158,7 +154,7 @@ def block_sparse_xla(
     *,
     block_q: int,
     block_k: int,
-    causal: bool = False,
+    is_causal: bool = False,
     scale: float | None = None,
 ):
     """The XLA path that *skips work*: gathers only the ``cap = kv_indices.shape[-1]`` listed key blocks per
@@ -184,7 +180,7 @@ def block_sparse_xla(
     kg, vg = gather(kb).astype(jnp.float32), gather(vb).astype(jnp.float32)
     s = jnp.einsum("bhiqd,bhijkd->bhiqjk", qb, kg) * scale  # [B,H,Qb,bq,cap,bk]
     valid = (jnp.arange(cap) < kv_num_blocks[..., None])[:, :, :, None, :, None]
-    if causal:
+    if is_causal:
         qpos = jnp.arange(Qb)[:, None] * block_q + jnp.arange(block_q)[None, :]  # [Qb, bq]
         kpos = kv_indices[..., None] * block_k + jnp.arange(block_k)  # [B,H,Qb,cap,bk]
         valid = valid & (qpos[None, None, :, :, None, None] >= kpos[:, :, :, None, :, :])

@@ -15,10 +15,10 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from jaxwb.pallas_kernels.quant.blockwise import BlockSizes, QuantBlockSizes
+from jaxwb.pallas_kernels.quant.blockwise import QuantBlockSizes
 from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
-from jaxwb.pallas_kernels.quant.hadamard import HadamardBlocks, HadamardBlockSizes, fwht
+from jaxwb.pallas_kernels.quant.hadamard import HadamardBlockSizes, fwht
 from jaxwb.pallas_kernels.quant.inquant import InQuantPacked, inquant_pack, inquant_unpack
 from jaxwb.pallas_kernels.quant.matmul import MatmulBlockSizes, fp4_matmul
 from jaxwb.pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
@@ -67,9 +67,7 @@ __all__ = [
     "fake_quant",
     "quantize_model",
     "quantize_weight",
-    "BlockSizes",
     "HadamardBlockSizes",
-    "HadamardBlocks",
     "InQuantPacked",
     "MatmulBlockSizes",
     "QuantBlockSizes",

@@ -42,9 +42,6 @@ class QuantBlockSizes:
         dp.check_block("block_cols", self.block_cols, pow2=True, minimum=32)
 
 
-BlockSizes = QuantBlockSizes  # backward-compatible name (one release)
-
-
 def resolve_implementation(implementation: Implementation, op: str | None = None) -> str:
     """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`); the block kernels pad any shape.
     ``op`` (e.g. "razer_activation_quantize"): its hardware measurements may make ``None`` pick XLA."""

@@ -2,7 +2,7 @@
 quantize -> dequantize round trip of a format, the backward is a closed-form ZOE-Grad surrogate gradient
 (``theory/zoe_grad.py``, eq. 3) through ``jax.custom_vjp``: no sampling.
 
-    fake_quant(x, *, format="nvfp4", bits=4, surrogate="gaussian", sigma=None, block_size=None,
+    fake_quant(x, *, fmt="nvfp4", bits=4, surrogate="gaussian", sigma=None, block_size=None,
                implementation=None) -> array like x
 
 Formats (blocks along the last axis; the forward calls the library's ops through :func:`_roundtrip`, the one
@@ -30,7 +30,7 @@ uniform law one unit step wide. ``surrogate``:
 
 Works under ``jit``, ``vmap`` and ``grad`` (the custom_vjp batches its forward and backward). For the QAT flag of
 the quantized layers: keep the float weight as the trainable parameter and use
-``fake_quant(w, format=fmt, surrogate=..., sigma=...)`` in place of the frozen packed weight.
+``fake_quant(w, fmt=fmt, surrogate=..., sigma=...)`` in place of the frozen packed weight.
 """
 
 from __future__ import annotations
@@ -116,9 +116,9 @@ def _roundtrip(x, spec: _Spec):
     return xhat, scale, special
 
 
-def quantize_with_scale(x, *, format: str = "nvfp4", bits: int = 4, block_size: int | None = None, implementation=None):
+def quantize_with_scale(x, *, fmt: str = "nvfp4", bits: int = 4, block_size: int | None = None, implementation=None):
     """The forward of ``fake_quant`` with its per-element scale and RaZeR special value (for inspection)."""
-    spec = _make_spec(x, format, bits, "ste", None, block_size, implementation)
+    spec = _make_spec(x, fmt, bits, "ste", None, block_size, implementation)
     return _roundtrip(jnp.asarray(x, jnp.float32), spec)
 
 
@@ -174,18 +174,18 @@ def _make_fq():
 _fq_impl = _make_fq()
 
 
-def _make_spec(x, format, bits, surrogate, sigma, block_size, implementation) -> _Spec:
-    if format not in FORMATS:
-        raise ValueError(f"format must be one of {FORMATS}, got {format!r}")
+def _make_spec(x, fmt, bits, surrogate, sigma, block_size, implementation) -> _Spec:
+    if fmt not in FORMATS:
+        raise ValueError(f"fmt must be one of {FORMATS}, got {fmt!r}")
     if surrogate not in SURROGATES:
         raise ValueError(f"surrogate must be one of {SURROGATES}, got {surrogate!r}")
     if not isinstance(bits, (int, np.integer)) or isinstance(bits, bool):
         raise ValueError(f"bits must be an integer, got {bits!r}")
-    if format == "int":
+    if fmt == "int":
         if not 2 <= bits <= 16:
-            raise ValueError(f"bits must be in [2, 16] for format 'int', got {bits}")
+            raise ValueError(f"bits must be in [2, 16] for fmt 'int', got {bits}")
     elif bits != 4:
-        raise ValueError(f"bits must be 4 for format {format!r} (FP4), got {bits}")
+        raise ValueError(f"bits must be 4 for fmt {fmt!r} (FP4), got {bits}")
     sigma = zg.STE_SIGMA if sigma is None else sigma
     if isinstance(sigma, jax.core.Tracer):
         raise ValueError("sigma must be a Python float (it is static: one backward per value)")
@@ -197,7 +197,7 @@ def _make_spec(x, format, bits, surrogate, sigma, block_size, implementation) ->
         raise ValueError(f"x must have at least one axis (blocks run along the last), got shape {shape}")
     if not jnp.issubdtype(jnp.result_type(x), jnp.floating):
         raise ValueError(f"x must be a floating-point array, got dtype {jnp.result_type(x)}")
-    if format == "int":
+    if fmt == "int":
         if block_size is not None:
             if not isinstance(block_size, (int, np.integer)) or block_size <= 0 or shape[-1] % block_size:
                 raise ValueError(
@@ -205,30 +205,30 @@ def _make_spec(x, format, bits, surrogate, sigma, block_size, implementation) ->
                 )
             block_size = int(block_size)
     else:
-        if block_size not in (None, BLOCK[format]):
-            raise ValueError(f"block_size of {format!r} is fixed at {BLOCK[format]}, got {block_size!r}")
+        if block_size not in (None, BLOCK[fmt]):
+            raise ValueError(f"block_size of {fmt!r} is fixed at {BLOCK[fmt]}, got {block_size!r}")
         block_size = None
-        if shape[-1] % BLOCK[format]:
-            raise ValueError(f"x's last axis ({shape[-1]}) must be a multiple of {BLOCK[format]} for {format!r}")
-    return _Spec(format, int(bits), surrogate, sigma, block_size, implementation)
+        if shape[-1] % BLOCK[fmt]:
+            raise ValueError(f"x's last axis ({shape[-1]}) must be a multiple of {BLOCK[fmt]} for {fmt!r}")
+    return _Spec(fmt, int(bits), surrogate, sigma, block_size, implementation)
 
 
 def fake_quant(
     x,
     *,
-    format: str = "nvfp4",
+    fmt: str = "nvfp4",
     bits: int = 4,
     surrogate: str = "gaussian",
     sigma: float | None = None,
     block_size: int | None = None,
     implementation=None,
 ):
-    """Quantize-dequantize ``x`` (..., K) in ``format`` with a ZOE-Grad surrogate backward (module docstring).
+    """Quantize-dequantize ``x`` (..., K) in ``fmt`` with a ZOE-Grad surrogate backward (module docstring).
 
     Args:
       x: float array, blocks along the last axis (K a multiple of 16 for NVFP4/RaZeR, 32 for MXFP4).
-      format: "nvfp4" | "mxfp4" | "razer" | "razer_activation" | "int".
-      bits: INT bit width (2..16) for ``format="int"``; must be 4 for the FP4 formats.
+      fmt: "nvfp4" | "mxfp4" | "razer" | "razer_activation" | "int".
+      bits: INT bit width (2..16) for ``fmt="int"``; must be 4 for the FP4 formats.
       surrogate: "ste" | "gaussian" | "logistic" | "triangular" | "uniform".
       sigma: perturbation standard deviation in units of the element's scale (default 1/sqrt(12)).
       block_size: INT block length along the last axis (default: the whole axis); fixed for FP4 formats.
@@ -236,5 +236,5 @@ def fake_quant(
     Returns:
       the dequantized array, dtype and shape of ``x``; ``jax.grad`` through it uses the surrogate.
     """
-    spec = _make_spec(x, format, bits, surrogate, sigma, block_size, implementation)
+    spec = _make_spec(x, fmt, bits, surrogate, sigma, block_size, implementation)
     return _fq_impl(jnp.asarray(x), spec)

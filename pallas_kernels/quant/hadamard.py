@@ -18,7 +18,7 @@ transforms as
     vec(H_a X H_b) = (H_a (x) H_b) vec(X)                                            (H symmetric)
 
 so one row costs two small dense matmuls, ``2 d (a + b)`` flops, instead of ``d^2`` for a dense rotation.
-Modes (``HadamardBlocks``):
+Modes (``HadamardBlockSizes``):
   * dense, ``d <= dense_max``: a block of ``block_rows`` rows times one dense ``T x T`` tile, where
     ``T = max(d, 16)`` and the tile is ``I_{T/d} (x) H_d`` (rows shorter than 16 are grouped 16/d per
     tile row,
@@ -82,9 +82,6 @@ class HadamardBlockSizes:
 
     def __post_init__(self):
         _check_blocks(self)
-
-
-HadamardBlocks = HadamardBlockSizes  # backward-compatible name (one release)
 
 
 def is_power_of_two(d: int) -> bool:
@@ -292,7 +289,6 @@ def fwht(
     implementation: Implementation = None,
     block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
-    blocks: HadamardBlockSizes | None = None,
     backend: str | None = None,
 ) -> Float[Array, "*batch d"]:
     """Normalized fast Walsh-Hadamard transform along the last axis: ``x @ H_d / sqrt(d)``.
@@ -301,9 +297,9 @@ def fwht(
     (<= 32768 for the Pallas kernel; ``None`` falls back to XLA beyond). Self-inverse: fwht(fwht(x)) = x.
     inf/nan raise ``ValueError`` naming ``x`` (the transform is linear: a non-finite entry would spread over its
     whole row); eagerly, under ``grad``/``vmap`` of an eager call, and under ``jit`` inside ``checked``.
-    ``block_sizes`` (alias ``blocks``, the older name): the kernel's :class:`HadamardBlockSizes`.
+    ``block_sizes``: the kernel's :class:`HadamardBlockSizes` (None: the platform's default).
     """
-    user_blocks = block_sizes_kw(block_sizes, blocks)
+    user_blocks = check_block_sizes(block_sizes)
     if not hasattr(x, "dtype"):
         x = jnp.asarray(x)
     check_x(x)
@@ -323,12 +319,8 @@ def fwht(
     return fwht_pallas(x, blocks=blocks_for(plat), interpret=impl == "interpret", precision=precision)
 
 
-def block_sizes_kw(block_sizes, blocks) -> HadamardBlockSizes | None:
-    """The caller's :class:`HadamardBlockSizes` (None: the platform default); ``blocks`` is its older name."""
-    if blocks is not None:
-        if block_sizes is not None:
-            raise ValueError("give block_sizes or its old name blocks, not both")
-        block_sizes = blocks
+def check_block_sizes(block_sizes) -> HadamardBlockSizes | None:
+    """The caller's :class:`HadamardBlockSizes` (None: the platform default); another type raises."""
     if block_sizes is None:
         return None  # the platform's default (default_block_sizes)
     if not isinstance(block_sizes, HadamardBlockSizes):

@@ -12,7 +12,7 @@
   straight-through estimator). After training, ``from_linear`` on the QAT layer's float weight packs it.
 
 ``y = x @ dequantize(W).T + b`` with bfloat16-rounded activations and float32 accumulation (``matmul.py``);
-``fmt`` (the old keyword ``format`` still works) is one of "nvfp4", "mxfp4", "razer" (RaZeR weight variant) or
+``fmt`` is one of "nvfp4", "mxfp4", "razer" (RaZeR weight variant) or
 "razer_activation". The weight is frozen (inference adapters: no gradient flows into the codes); in nnx the
 packed arrays are ``QuantizedWeight`` variables, not ``nnx.Param`` (optimizers leave them out).
 """
@@ -51,11 +51,8 @@ WEIGHT_FORMATS = ("nvfp4", "mxfp4", "razer", "razer_activation")
 _BLOCK = {"nvfp4": 16, "mxfp4": 32, "razer": 16, "razer_activation": 16}
 
 
-def _fmt_kw(fmt: str | None, format: str | None) -> str:
-    if format is not None:
-        if fmt is not None and fmt != format:
-            raise ValueError(f"fmt={fmt!r} and its alias format={format!r} disagree")
-        fmt = format
+def _check_fmt(fmt: str | None) -> str:
+    """``fmt`` (None: "nvfp4") checked against :data:`WEIGHT_FORMATS`."""
     fmt = "nvfp4" if fmt is None else fmt
     if fmt not in WEIGHT_FORMATS:
         raise ValueError(f"fmt must be one of {WEIGHT_FORMATS}, got {fmt!r}")
@@ -63,11 +60,11 @@ def _fmt_kw(fmt: str | None, format: str | None) -> str:
 
 
 def quantize_weight(
-    w, fmt: str | None = None, *, implementation: Implementation = None, format: str | None = None, name: str = "w"
+    w, fmt: str | None = None, *, implementation: Implementation = None, name: str = "w"
 ) -> QuantizedArray:
     """Quantize a float weight of shape (out, in) (blocks along ``in``) to ``fmt``. A bad weight raises
     ``ValueError`` naming ``name`` (the caller's parameter: ``w``, or ``linear.weight`` from ``from_linear``)."""
-    fmt = _fmt_kw(fmt, format)
+    fmt = _check_fmt(fmt)
     fp4.check_input(w, _BLOCK[fmt], name=name)
     if fmt == "nvfp4":
         return nvfp4_quantize(w, implementation=implementation)
@@ -105,13 +102,12 @@ class EqxQuantizedLinear(eqx.Module):
         fmt: str | None = None,
         *,
         implementation: Implementation = None,
-        format: str | None = None,
     ) -> EqxQuantizedLinear:
         if not isinstance(linear, eqx.nn.Linear):
             raise ValueError(f"linear must be an eqx.nn.Linear, got {type(linear).__name__}")
         if linear.in_features == "scalar" or linear.out_features == "scalar":
             raise ValueError("a 'scalar' eqx.nn.Linear has no block of weights to quantize")
-        w = quantize_weight(linear.weight, _fmt_kw(fmt, format), name="linear.weight")
+        w = quantize_weight(linear.weight, _check_fmt(fmt), name="linear.weight")
         return cls(w, linear.bias, implementation=implementation)
 
     def __call__(self, x, *, key: jax.Array | None = None):
@@ -147,13 +143,12 @@ class NnxQuantizedLinear(nnx.Module):
         fmt: str | None = None,
         *,
         implementation: Implementation = None,
-        format: str | None = None,
     ) -> NnxQuantizedLinear:
         """nnx.Linear keeps its kernel as (in, out): it is transposed to (out, in) before quantizing."""
         if not isinstance(linear, nnx.Linear):
             raise ValueError(f"linear must be an nnx.Linear, got {type(linear).__name__}")
         bias = None if linear.bias is None else linear.bias[...]
-        w = quantize_weight(linear.kernel[...].T, _fmt_kw(fmt, format), name="linear.kernel")
+        w = quantize_weight(linear.kernel[...].T, _check_fmt(fmt), name="linear.kernel")
         return cls(w, bias, implementation=implementation)
 
     @property
@@ -185,22 +180,21 @@ class QuantizedLinear:
         fmt: str | None = None,
         *,
         implementation: Implementation = None,
-        format: str | None = None,
         qat: bool = False,
         surrogate: str = "gaussian",
         sigma: float | None = None,
     ):
         if qat:
-            fmt = _fmt_kw(fmt, format)
+            fmt = _check_fmt(fmt)
             if isinstance(linear, eqx.nn.Linear):
                 return EqxQATLinear(linear, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
             if isinstance(linear, nnx.Linear):
                 return NnxQATLinear(linear, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
             raise ValueError(f"linear must be an eqx.nn.Linear or an nnx.Linear, got {type(linear).__name__}")
         if isinstance(linear, eqx.nn.Linear):
-            return EqxQuantizedLinear.from_linear(linear, fmt, implementation=implementation, format=format)
+            return EqxQuantizedLinear.from_linear(linear, fmt, implementation=implementation)
         if isinstance(linear, nnx.Linear):
-            return NnxQuantizedLinear.from_linear(linear, fmt, implementation=implementation, format=format)
+            return NnxQuantizedLinear.from_linear(linear, fmt, implementation=implementation)
         raise ValueError(f"linear must be an eqx.nn.Linear or an nnx.Linear, got {type(linear).__name__}")
 
 
@@ -230,16 +224,16 @@ class EqxQATLinear(eqx.Module):
         if not isinstance(linear, eqx.nn.Linear):
             raise ValueError(f"linear must be an eqx.nn.Linear, got {type(linear).__name__}")
         self.weight, self.bias = linear.weight, linear.bias
-        self.fmt, self.surrogate, self.sigma = _fmt_kw(fmt, None), surrogate, sigma
+        self.fmt, self.surrogate, self.sigma = _check_fmt(fmt), surrogate, sigma
         self.out_features, self.in_features = linear.weight.shape
         self.use_bias = linear.bias is not None
         self.implementation = implementation
-        fake_quant(self.weight, format=self.fmt, surrogate=surrogate, sigma=sigma)  # eager argument checks
+        fake_quant(self.weight, fmt=self.fmt, surrogate=surrogate, sigma=sigma)  # eager argument checks
 
     def __call__(self, x, *, key: jax.Array | None = None):
         del key
         w = fake_quant(
-            self.weight, format=self.fmt, surrogate=self.surrogate, sigma=self.sigma, implementation=self.implementation
+            self.weight, fmt=self.fmt, surrogate=self.surrogate, sigma=self.sigma, implementation=self.implementation
         )
         y = x @ w.T.astype(x.dtype)
         return y if self.bias is None else y + self.bias.astype(y.dtype)
@@ -262,16 +256,16 @@ class NnxQATLinear(nnx.Module):
             raise ValueError(f"linear must be an nnx.Linear, got {type(linear).__name__}")
         self.kernel = nnx.Param(linear.kernel[...])
         self.bias = None if linear.bias is None else nnx.Param(linear.bias[...])
-        self.fmt, self.surrogate, self.sigma = _fmt_kw(fmt, None), surrogate, sigma
+        self.fmt, self.surrogate, self.sigma = _check_fmt(fmt), surrogate, sigma
         self.in_features, self.out_features = linear.kernel.shape
         self.use_bias = linear.bias is not None
         self.implementation = implementation
-        fake_quant(self.kernel[...].T, format=self.fmt, surrogate=surrogate, sigma=sigma)
+        fake_quant(self.kernel[...].T, fmt=self.fmt, surrogate=surrogate, sigma=sigma)
 
     def __call__(self, inputs):
         w = fake_quant(
             self.kernel[...].T,
-            format=self.fmt,
+            fmt=self.fmt,
             surrogate=self.surrogate,
             sigma=self.sigma,
             implementation=self.implementation,
@@ -295,7 +289,6 @@ def quantize_model(
     *,
     filter: Callable[[str, Any], bool] | None = None,
     implementation: Implementation = None,
-    format: str | None = None,
     qat: bool = False,
     surrogate: str = "gaussian",
     sigma: float | None = None,
@@ -309,7 +302,7 @@ def quantize_model(
     dotted attribute path for nnx); the default takes every Linear whose ``in_features`` is a multiple of the
     format's block (16, or 32 for MXFP4). equinox: returns a new model; nnx: replaces in place and returns it.
     """
-    fmt = _fmt_kw(fmt, format)
+    fmt = _check_fmt(fmt)
     keep = filter or _default_filter(fmt)
     if isinstance(model, nnx.Module):
         targets = [

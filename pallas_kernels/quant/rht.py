@@ -57,7 +57,7 @@ from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant.hadamard import (
     HadamardBlockSizes,
-    block_sizes_kw,
+    check_block_sizes,
     check_length,
     check_x,
     fwht_reference,
@@ -414,7 +414,6 @@ def rht_quantize(
     implementation: Implementation = None,
     block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
-    blocks: HadamardBlockSizes | None = None,
     backend: str | None = None,
 ) -> RHTQuantized:
     """Dithered RHT quantization of the vectors along the last axis of ``x`` (..., d) at ``bits`` per
@@ -422,10 +421,10 @@ def rht_quantize(
 
     x: float16/bfloat16/float32, finite (inf/nan raise: they would turn a whole vector into NaN), d a power of
     two (>= 16 for the kernels; ``None`` falls back to XLA below). key: explicit randomness (signs D and one
-    dither per vector). scaling: "turbo" | "mse" | "unbiased" (module docstring). ``block_sizes`` (alias
-    ``blocks``): the :class:`HadamardBlockSizes` of the kernel.
+    dither per vector). scaling: "turbo" | "mse" | "unbiased" (module docstring). ``block_sizes``: the
+    :class:`HadamardBlockSizes` of the kernel.
     """
-    block_sizes = block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
+    block_sizes = check_block_sizes(block_sizes) or HadamardBlockSizes()  # not measured on a GPU
     if not hasattr(x, "dtype"):
         x = jnp.asarray(x)
     _check(x, bits, scaling)
@@ -459,7 +458,6 @@ def rht_dequantize(
     implementation: Implementation = None,
     block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
-    blocks: HadamardBlockSizes | None = None,
     backend: str | None = None,
 ) -> Float[Array, "*batch d"]:
     """x_hat = D H (S q) with the signs and dither regenerated from ``q.key``; shape ``q.codes.shape``."""
@@ -468,7 +466,7 @@ def rht_dequantize(
     from jaxwb.pallas_kernels.quant.nvfp4 import float_out_dtype
 
     dtype = float_out_dtype(dtype)
-    block_sizes = block_sizes_kw(block_sizes, blocks) or HadamardBlockSizes()  # not measured on a GPU
+    block_sizes = check_block_sizes(block_sizes) or HadamardBlockSizes()  # not measured on a GPU
     shape = q.codes.shape
     d = shape[-1]
     impl = resolve_implementation(

@@ -27,7 +27,7 @@ CONFIGS = [(1, 64, 4, 2, 16, 16, 16, True), (2, 64, 2, 1, 16, 32, 16, False)]
 @functools.cache
 def _op(impl, causal, bq, bk):
     return jax.jit(
-        functools.partial(block_sparse_attention, block_q=bq, block_k=bk, causal=causal, implementation=impl)
+        functools.partial(block_sparse_attention, block_q=bq, block_k=bk, is_causal=causal, implementation=impl)
     )
 
 
@@ -46,7 +46,7 @@ def _case(cfg, seed, density):
     # list the blocks in reverse order: the result must not depend on the order of a row's list
     j = jnp.arange(nk)
     idx = jnp.where(j < cnt[..., None], jnp.take_along_axis(idx, jnp.maximum(cnt[..., None] - 1 - j, 0), -1), idx)
-    want = attention_reference(q, k, v, causal=causal, mask=expand_block_mask(bm, bq, bk))
+    want = attention_reference(q, k, v, is_causal=causal, mask=expand_block_mask(bm, bq, bk))
     got = {impl: _op(impl, causal, bq, bk)(q, k, v, cnt, idx) for impl in ("interpret", "xla")}
     return bm, block_lists_to_mask(cnt, idx, nk), got, want
 

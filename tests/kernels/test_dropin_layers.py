@@ -101,7 +101,6 @@ def test_equinox_quantized_linear_is_a_drop_in():
     np.testing.assert_allclose(q(x[0], key=jax.random.key(2)), y[0], rtol=1e-6)
     seq = eqx.nn.Sequential([q, eqx.nn.Lambda(jnp.tanh)])  # Sequential passes key=
     assert seq(x[0]).shape == (24,)
-    assert QuantizedLinear.from_linear(lin, format="mxfp4").weight.format == "mxfp4"  # old keyword
 
 
 def test_nnx_quantized_linear_is_a_drop_in():

@@ -26,7 +26,7 @@ def _bits(fmt):
 @pytest.mark.parametrize("fmt", ["nvfp4", "mxfp4", "razer", "razer_activation"])
 def test_forward_is_the_library_round_trip(fmt):
     want = roundtrip({"razer": "razer_weight"}.get(fmt, fmt), X)
-    np.testing.assert_array_equal(np.asarray(fake_quant(X, format=fmt)), np.asarray(want))
+    np.testing.assert_array_equal(np.asarray(fake_quant(X, fmt=fmt)), np.asarray(want))
 
 
 def test_int_forward_matches_numpy_absmax():
@@ -37,7 +37,7 @@ def test_int_forward_matches_numpy_absmax():
         xb = x.reshape(3, -1, b)
         d = np.abs(xb).max(-1, keepdims=True) / m
         want = (np.clip(np.round(xb / d), -m, m) * d).reshape(x.shape)
-        got = fake_quant(X, format="int", bits=bits, block_size=block)
+        got = fake_quant(X, fmt="int", bits=bits, block_size=block)
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6, atol=1e-7)
 
 
@@ -46,8 +46,8 @@ def test_int_forward_matches_numpy_absmax():
 def test_backward_is_surrogate_at_z(fmt, law):
     bits = _bits(fmt)
     kw = {"block_size": 16} if fmt == "int" else {}
-    g = jax.jit(jax.grad(lambda x: jnp.sum(fake_quant(x, format=fmt, bits=bits, surrogate=law, sigma=0.35, **kw))))(X)
-    _, scale, special = quantize_with_scale(X, format=fmt, bits=bits, **kw)
+    g = jax.jit(jax.grad(lambda x: jnp.sum(fake_quant(x, fmt=fmt, bits=bits, surrogate=law, sigma=0.35, **kw))))(X)
+    _, scale, special = quantize_with_scale(X, fmt=fmt, bits=bits, **kw)
     z = X / scale
     if fmt == "int":
         lv = zg.int_levels(bits)
@@ -74,8 +74,8 @@ def test_backward_matches_finite_differences_of_smoothed_quantizer(fmt, law, sig
     x = jax.random.normal(jax.random.key(seed), (2, 32)) * 1.5
     bits = _bits(fmt)
     kw = {"block_size": 16} if fmt == "int" else {}
-    g = jax.grad(lambda v: jnp.sum(fake_quant(v, format=fmt, bits=bits, surrogate=law, sigma=sigma, **kw)))(x)
-    _, scale, special = quantize_with_scale(x, format=fmt, bits=bits, **kw)
+    g = jax.grad(lambda v: jnp.sum(fake_quant(v, fmt=fmt, bits=bits, surrogate=law, sigma=sigma, **kw)))(x)
+    _, scale, special = quantize_with_scale(x, fmt=fmt, bits=bits, **kw)
     if fmt == "int":
         lv = zg.int_levels(bits)
     elif special is None:
@@ -101,18 +101,18 @@ def _central_difference(x, scale, lv, sigma, *, law):
 
 
 def test_ste_and_uniform_int_give_straight_through():
-    g = jax.grad(lambda x: jnp.sum(fake_quant(x, format="nvfp4", surrogate="ste")))(X)
+    g = jax.grad(lambda x: jnp.sum(fake_quant(x, fmt="nvfp4", surrogate="ste")))(X)
     np.testing.assert_array_equal(np.asarray(g), 1.0)
     # INT with the uniform law one step wide: the clipped STE (the block amax sits at the clip end z = M)
-    g = jax.grad(lambda x: jnp.sum(fake_quant(x, format="int", bits=3, block_size=16, surrogate="uniform")))(X)
-    _, scale, _ = quantize_with_scale(X, format="int", bits=3, block_size=16)
+    g = jax.grad(lambda x: jnp.sum(fake_quant(x, fmt="int", bits=3, block_size=16, surrogate="uniform")))(X)
+    _, scale, _ = quantize_with_scale(X, fmt="int", bits=3, block_size=16)
     z = np.abs(np.asarray(X / scale))
     inside = z < 3 - 1e-4
     np.testing.assert_allclose(np.asarray(g)[inside], 1.0, atol=1e-5)
 
 
 def test_vmap_jit_and_dtype():
-    f = lambda r: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3)
+    f = lambda r: fake_quant(r, fmt="nvfp4", surrogate="gaussian", sigma=0.3)
     # under jit (one compile each; eager op-by-op dispatch of these grads took most of this test's time)
     grad_row = jax.grad(lambda r: jnp.sum(f(r) * jnp.arange(64.0)))
     gv = jax.jit(jax.vmap(grad_row))(X)
@@ -125,16 +125,16 @@ def test_vmap_jit_and_dtype():
         np.asarray(jax.jit(jax.vmap(f))(X)), np.stack([np.asarray(jf(X[i])) for i in range(3)])
     )
     xb = X.astype(jnp.bfloat16)
-    y = fake_quant(xb, format="mxfp4")
+    y = fake_quant(xb, fmt="mxfp4")
     assert y.dtype == jnp.bfloat16
-    gb = jax.jit(jax.grad(lambda r: jnp.sum(fake_quant(r, format="mxfp4").astype(jnp.float32))))(xb)
+    gb = jax.jit(jax.grad(lambda r: jnp.sum(fake_quant(r, fmt="mxfp4").astype(jnp.float32))))(xb)
     assert gb.dtype == jnp.bfloat16 and bool(jnp.all(jnp.isfinite(gb)))
     # second-order: the backward is smooth in x only through z; grad of grad runs
     jax.jit(jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r))))(X)
 
 
 def test_jit_does_not_recompile():
-    f = jax.jit(jax.grad(lambda r: jnp.sum(fake_quant(r, format="razer", surrogate="logistic", sigma=0.4))))
+    f = jax.jit(jax.grad(lambda r: jnp.sum(fake_quant(r, fmt="razer", surrogate="logistic", sigma=0.4))))
     f(X)
     n = f._cache_size()
     f(X + 1.0)
@@ -144,25 +144,25 @@ def test_jit_does_not_recompile():
 def test_zero_input_is_finite():
     for fmt in FORMATS:
         z = jnp.zeros((2, 32))
-        g = jax.grad(lambda r, fmt=fmt: jnp.sum(fake_quant(r, format=fmt, bits=_bits(fmt))))(z)
-        assert bool(jnp.all(jnp.isfinite(g))) and bool(jnp.all(fake_quant(z, format=fmt, bits=_bits(fmt)) == 0))
+        g = jax.grad(lambda r, fmt=fmt: jnp.sum(fake_quant(r, fmt=fmt, bits=_bits(fmt))))(z)
+        assert bool(jnp.all(jnp.isfinite(g))) and bool(jnp.all(fake_quant(z, fmt=fmt, bits=_bits(fmt)) == 0))
 
 
 def test_validation():
-    with pytest.raises(ValueError, match="format"):
-        fake_quant(X, format="fp8")
+    with pytest.raises(ValueError, match="fmt"):
+        fake_quant(X, fmt="fp8")
     with pytest.raises(ValueError, match="surrogate"):
         fake_quant(X, surrogate="cauchy")
     with pytest.raises(ValueError, match="sigma"):
         fake_quant(X, sigma=0.0)
     with pytest.raises(ValueError, match="bits"):
-        fake_quant(X, format="nvfp4", bits=3)
+        fake_quant(X, fmt="nvfp4", bits=3)
     with pytest.raises(ValueError, match="bits"):
-        fake_quant(X, format="int", bits=1)
+        fake_quant(X, fmt="int", bits=1)
     with pytest.raises(ValueError, match="block_size"):
-        fake_quant(X, format="int", bits=3, block_size=10)
+        fake_quant(X, fmt="int", bits=3, block_size=10)
     with pytest.raises(ValueError, match="last axis"):
-        fake_quant(X[:, :40], format="mxfp4")
+        fake_quant(X[:, :40], fmt="mxfp4")
     with pytest.raises(ValueError, match="sigma"):
         jax.jit(lambda s: fake_quant(X, sigma=s))(0.3)
 
@@ -177,7 +177,7 @@ def test_second_order_grad_lowers_with_the_compiled_kernel(fmt, monkeypatch):
     from tests.kernels.lowering import kernel_calls, lower_text
 
     monkeypatch.setattr(dispatch, "platform", lambda backend=None: "gpu")  # "pallas" -> the Triton kernels
-    f = lambda r: fake_quant(r, format=fmt, surrogate="gaussian", sigma=0.3, implementation="pallas")
+    f = lambda r: fake_quant(r, fmt=fmt, surrogate="gaussian", sigma=0.3, implementation="pallas")
     g2 = jax.grad(lambda r: jnp.sum(jax.grad(lambda q: jnp.sum(f(q)))(r)))
     assert kernel_calls(lower_text(g2, jax.ShapeDtypeStruct((3, 64), jnp.float32), platform="cuda"), "cuda") >= 1
 
@@ -208,7 +208,7 @@ def test_second_order_grad_equal_on_xla_and_the_kernel():
     w = jnp.arange(64.0)
     out = {}
     for impl in ("xla", "interpret"):
-        f = lambda r, impl=impl: fake_quant(r, format="nvfp4", surrogate="gaussian", sigma=0.3, implementation=impl)
+        f = lambda r, impl=impl: fake_quant(r, fmt="nvfp4", surrogate="gaussian", sigma=0.3, implementation=impl)
         out[impl] = jax.jit(jax.grad(lambda r, f=f: jnp.sum(jax.grad(lambda q: jnp.sum(f(q) * w))(r))))(X)
     if jax.default_backend() == "cpu":
         np.testing.assert_array_equal(np.asarray(out["interpret"]), np.asarray(out["xla"]))

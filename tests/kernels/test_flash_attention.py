@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from jaxwb.pallas_kernels.attention import BlockSizes, attention_reference, flash_attention
+from jaxwb.pallas_kernels.attention import AttentionBlockSizes, attention_reference, flash_attention
 
 # (B, L, H, Hkv, D, block_q, block_k, causal, dtype): a small fixed set so jit compiles each once
 CONFIGS = [
@@ -24,7 +24,9 @@ TOL = {jnp.float32: 2e-5, jnp.bfloat16: 3e-2}
 @functools.cache
 def _op(impl, causal, bq, bk):
     return jax.jit(
-        functools.partial(flash_attention, causal=causal, implementation=impl, block_sizes=BlockSizes(bq, bk))
+        functools.partial(
+            flash_attention, is_causal=causal, implementation=impl, block_sizes=AttentionBlockSizes(bq, bk)
+        )
     )
 
 
@@ -62,7 +64,7 @@ def test_reference_against_numpy_float64():
     """The spec itself against an independent numpy float64 softmax (GQA head mapping h -> h // group)."""
     B, L, H, Hkv, D = 1, 16, 4, 2, 8
     q, k, v = _qkv(3, B, L, H, Hkv, D, jnp.float32)
-    got = np.asarray(jax.jit(functools.partial(attention_reference, causal=True))(q, k, v))
+    got = np.asarray(jax.jit(functools.partial(attention_reference, is_causal=True))(q, k, v))
     qn, kn, vn = (np.asarray(x, np.float64) for x in (q, k, v))
     want = np.zeros_like(qn)
     for h in range(H):
@@ -85,8 +87,8 @@ def test_default_implementation_on_cpu_is_xla():
     [
         (dict(implementation="cuda"), "implementation"),
         (dict(implementation="pallas", backend="cpu"), "interpret"),
-        (dict(implementation="interpret", block_sizes=BlockSizes(24, 16)), "block_q"),
-        (dict(implementation="interpret", block_sizes=BlockSizes(16, 8)), "block_k"),
+        (dict(implementation="interpret", block_sizes=AttentionBlockSizes(24, 16)), "block_q"),
+        (dict(implementation="interpret", block_sizes=AttentionBlockSizes(16, 8)), "block_k"),
     ],
 )
 def test_bad_arguments_raise(kwargs, match):

@@ -17,7 +17,12 @@ import numpy as np
 import pytest
 from jax.sharding import AbstractDevice, AbstractMesh, AxisType
 
-from jaxwb.pallas_kernels.attention import BlockSizes, attention_reference, block_lists_to_mask, expand_block_mask
+from jaxwb.pallas_kernels.attention import (
+    AttentionBlockSizes,
+    attention_reference,
+    block_lists_to_mask,
+    expand_block_mask,
+)
 from jaxwb.pallas_kernels.attention.mosaic_gpu import (
     MosaicBlockSizes,
     block_sparse_attention_mgpu,
@@ -68,8 +73,8 @@ def test_flash_interpret_equals_reference(causal, dtype, block_k, L):
     """Dense: GQA (2 query heads on 1 kv head), several query blocks; causal with block_k > block_q so the
     diagonal block is partly masked and the dynamic step count differs per query block."""
     q, k, v = _qkv(1, L, 2, 1, 64, dtype)
-    out = flash_attention_mgpu(q, k, v, causal=causal, block_sizes=MosaicBlockSizes(64, block_k, 2), interpret=True)
-    _close(out, _ref(q, k, v, causal=causal), dtype)
+    out = flash_attention_mgpu(q, k, v, is_causal=causal, block_sizes=MosaicBlockSizes(64, block_k, 2), interpret=True)
+    _close(out, _ref(q, k, v, is_causal=causal), dtype)
 
 
 def test_block_sparse_interpret_equals_masked_dense():
@@ -89,21 +94,25 @@ def test_block_sparse_interpret_equals_masked_dense():
         idx[b, h, i, : len(listed)] = listed
     np.testing.assert_array_equal(block_lists_to_mask(cnt, idx, nk), bm)
     out = block_sparse_attention_mgpu(
-        q, k, v, jnp.asarray(cnt), jnp.asarray(idx), block_q=bq, block_k=bk, causal=True, interpret=True
+        q, k, v, jnp.asarray(cnt), jnp.asarray(idx), block_q=bq, block_k=bk, is_causal=True, interpret=True
     )
-    want = _ref(q, k, v, causal=True, mask=expand_block_mask(jnp.asarray(bm), bq, bk))
+    want = _ref(q, k, v, is_causal=True, mask=expand_block_mask(jnp.asarray(bm), bq, bk))
     _close(out, want, dtype)
     np.testing.assert_array_equal(np.asarray(out[0, :bq, 0].astype(jnp.float32)), 0.0)
 
 
-def test_accepts_public_block_sizes_and_is_causal_alias():
-    """The public op's ``BlockSizes`` and the new ``is_causal`` name give the very same kernel (same jaxpr)."""
+def test_accepts_public_block_sizes():
+    """The public op's ``AttentionBlockSizes`` gives the very same kernel as ``MosaicBlockSizes`` (same jaxpr)."""
     q, k, v = _qkv(1, 128, 1, 1, 64, jnp.float16, seed=3)
     a = jax.make_jaxpr(
-        lambda q, k, v: flash_attention_mgpu(q, k, v, is_causal=True, block_sizes=BlockSizes(64, 64), interpret=True)
+        lambda q, k, v: flash_attention_mgpu(
+            q, k, v, is_causal=True, block_sizes=AttentionBlockSizes(64, 64), interpret=True
+        )
     )(q, k, v)
     b = jax.make_jaxpr(
-        lambda q, k, v: flash_attention_mgpu(q, k, v, causal=True, block_sizes=MosaicBlockSizes(64, 64), interpret=True)
+        lambda q, k, v: flash_attention_mgpu(
+            q, k, v, is_causal=True, block_sizes=MosaicBlockSizes(64, 64), interpret=True
+        )
     )(q, k, v)
     assert str(a) == str(b)
 
@@ -116,13 +125,15 @@ def test_accepts_public_block_sizes_and_is_causal_alias():
         (dict(block_sizes=MosaicBlockSizes(128, 64)), "block_q"),
         (dict(block_sizes=MosaicBlockSizes(64, 96)), "block_k"),
         (dict(L=96), "multiples"),
-        (dict(causal=True, is_causal=False), "disagree"),
+        (dict(is_causal=True, L=128, block_sizes=MosaicBlockSizes(64, 64), k_len=64), "Lq == Lk"),
     ],
 )
 def test_rejects_bad_inputs(kw, match):
     kw = dict(kw)
     L, D, dtype = kw.pop("L", 128), kw.pop("D", 64), kw.pop("dtype", jnp.bfloat16)
-    q, k, v = (jnp.zeros((1, L, 1, D), dtype),) * 3
+    Lk = kw.pop("k_len", L)
+    q = jnp.zeros((1, L, 1, D), dtype)
+    k = v = jnp.zeros((1, Lk, 1, D), dtype)
     with pytest.raises(ValueError, match=match):
         flash_attention_mgpu(q, k, v, interpret=True, **kw)
 
@@ -130,9 +141,9 @@ def test_rejects_bad_inputs(kw, match):
 def test_unsupported_reason_for_a_fallback():
     ok = jnp.zeros((1, 128, 2, 64), jnp.bfloat16)
     assert unsupported_reason(ok, ok, ok) is None
-    assert unsupported_reason(ok, ok, ok, BlockSizes(64, 64)) is None
+    assert unsupported_reason(ok, ok, ok, AttentionBlockSizes(64, 64)) is None
     assert "bfloat16 or float16" in unsupported_reason(ok.astype(jnp.float32), ok, ok)
-    assert "block_q" in unsupported_reason(ok, ok, ok, BlockSizes(32, 64))
+    assert "block_q" in unsupported_reason(ok, ok, ok, AttentionBlockSizes(32, 64))
     assert not is_hopper(jax.devices("cpu")[0])
 
 
@@ -160,8 +171,8 @@ def test_lowers_for_hopper(mesh):
     L, H, HKV, D = 512, 4, 2, 128
     q, k = SD((1, L, H, D), jnp.bfloat16), SD((1, L, HKV, D), jnp.bfloat16)
     cnt, idx = SD((1, H, L // 64), jnp.int32), SD((1, H, L // 64, 3), jnp.int32)
-    dense = functools.partial(flash_attention_mgpu, causal=True, block_sizes=MosaicBlockSizes(64, 128, 3))
-    sparse = functools.partial(block_sparse_attention_mgpu, block_q=64, block_k=64, causal=True)
+    dense = functools.partial(flash_attention_mgpu, is_causal=True, block_sizes=MosaicBlockSizes(64, 128, 3))
+    sparse = functools.partial(block_sparse_attention_mgpu, block_q=64, block_k=64, is_causal=True)
     for txt in (_lower(mesh, dense, q, k, k), _lower(mesh, sparse, q, k, k, cnt, idx)):
         assert "stablehlo.custom_call @mosaic_gpu_v2" in txt
         assert txt.count("custom_call") == 1
@@ -176,15 +187,15 @@ def test_hardware_equals_reference(causal):
     block-sparse (half the key blocks listed)."""
     B, L, H, Hkv, D = 2, 1024, 4, 2, 128
     q, k, v = _qkv(B, L, H, Hkv, D, jnp.bfloat16, seed=4)
-    out = flash_attention_mgpu(q, k, v, causal=causal, block_sizes=MosaicBlockSizes(64, 128, 2))
-    _close(out, _ref(q, k, v, causal=causal), jnp.bfloat16)
+    out = flash_attention_mgpu(q, k, v, is_causal=causal, block_sizes=MosaicBlockSizes(64, 128, 2))
+    _close(out, _ref(q, k, v, is_causal=causal), jnp.bfloat16)
     nq, nk = L // 64, L // 128
     bm = jax.random.bernoulli(jax.random.key(5), 0.5, (B, H, nq, nk))
     from jaxwb.pallas_kernels.attention import mask_to_block_lists
 
     cnt, idx = mask_to_block_lists(bm)
-    out = block_sparse_attention_mgpu(q, k, v, cnt, idx, block_q=64, block_k=128, causal=causal)
-    _close(out, _ref(q, k, v, causal=causal, mask=expand_block_mask(bm, 64, 128)), jnp.bfloat16)
+    out = block_sparse_attention_mgpu(q, k, v, cnt, idx, block_q=64, block_k=128, is_causal=causal)
+    _close(out, _ref(q, k, v, is_causal=causal, mask=expand_block_mask(bm, 64, 128)), jnp.bfloat16)
 
 
 def test_public_op_dispatches_to_mosaic_gpu():
@@ -194,6 +205,6 @@ def test_public_op_dispatches_to_mosaic_gpu():
 
     q, k, v = _qkv(1, 128, 2, 1, 64, jnp.float16)
     out = flash_attention(q, k, v, is_causal=True, implementation="interpret", gpu_kernel="mosaic")
-    _close(out, _ref(q, k, v, causal=True), jnp.float16)
+    _close(out, _ref(q, k, v, is_causal=True), jnp.float16)
     with pytest.raises(ValueError, match="gpu_kernel"):
         flash_attention(q, k, v, implementation="interpret", gpu_kernel="cutlass")

@@ -47,7 +47,7 @@ def test_nnx_qat_layer_trains_its_param():
     qat = QuantizedLinear.from_linear(lin, "mxfp4", qat=True, surrogate="logistic")
     assert isinstance(qat, NnxQATLinear)
     x = jax.random.normal(jax.random.key(5), (4, 32))
-    want = x @ fake_quant(lin.kernel[...].T, format="mxfp4", surrogate="logistic").T + lin.bias[...]
+    want = x @ fake_quant(lin.kernel[...].T, fmt="mxfp4", surrogate="logistic").T + lin.bias[...]
     np.testing.assert_allclose(np.asarray(qat(x)), np.asarray(want), rtol=1e-5, atol=1e-5)
     grads = nnx.grad(lambda m: jnp.sum(m(x) ** 2))(qat)
     assert float(jnp.abs(grads.kernel[...]).sum()) > 0
