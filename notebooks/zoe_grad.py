@@ -68,7 +68,7 @@ x = jnp.linspace(-4, 4, 9) + 0.1
 print("uniform, sigma=1/sqrt12:", np.round(np.asarray(zg.surrogate_grad(x, lv, zg.STE_SIGMA, law="uniform")), 6))
 print("gaussian, same sigma:   ", np.round(np.asarray(zg.surrogate_grad(x, lv, zg.STE_SIGMA, law="gaussian")), 4))
 w = jax.random.normal(jax.random.key(0), (2, 32))
-g = jax.grad(lambda v: jnp.sum(fake_quant(v, format="nvfp4", surrogate="gaussian", sigma=0.3)))(w)
+g = jax.grad(lambda v: jnp.sum(fake_quant(v, fmt="nvfp4", surrogate="gaussian", sigma=0.3)))(w)
 print("fake_quant NVFP4 gradient (first 8):", np.round(np.asarray(g[0, :8]), 3))
 
 # %% [markdown]

@@ -52,7 +52,8 @@ def _imported(folders) -> dict[str, set[str]]:
 def test_library_imports_equal_declared_dependencies():
     declared = _declared()
     used = _imported(LIBRARY)
-    undeclared = {d: sorted(f) for d, f in used.items() if d not in declared["runtime"] | declared.get("notebook", set())}
+    allowed = declared["runtime"] | declared.get("notebook", set())
+    undeclared = {d: sorted(f) for d, f in used.items() if d not in allowed}
     assert not undeclared, f"imported but not declared: {undeclared}"
     unused = declared["runtime"] - set(used)
     assert not unused, f"declared in dependencies but imported nowhere in {LIBRARY}: {sorted(unused)}"

@@ -39,7 +39,7 @@ def run_kernel_check(cfg: Config, key) -> dict:
         return nvfp4_dequantize(nvfp4_quantize(flat)).reshape(xfull.shape)
 
     for li, law in enumerate(MC_LAWS):
-        grad = jax.grad(lambda x, law=law: jnp.sum(fake_quant(x, format="nvfp4", surrogate=law, sigma=sigma)))(xb)
+        grad = jax.grad(lambda x, law=law: jnp.sum(fake_quant(x, fmt="nvfp4", surrogate=law, sigma=sigma)))(xb)
         out[law] = {"vjp": grad[:, 1:].ravel()}
 
         def one(k, law=law):

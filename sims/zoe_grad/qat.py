@@ -38,7 +38,7 @@ class QATModel(eqx.Module):
         surrogate = self.arm if self.arm != "ptq" else "ste"
         kw = {"bits": self.bits, "block_size": self.block} if self.format == "int" else {}
         ws = {
-            k: fake_quant(w, format=self.format, surrogate=surrogate, sigma=self.sigma, **kw)
+            k: fake_quant(w, fmt=self.format, surrogate=surrogate, sigma=self.sigma, **kw)
             for k, w in linear_weights(self.inner).items()
             if k != "embed"
         }

@@ -34,7 +34,7 @@ def test_hard_quantizers_agree_with_theory_levels():
 def test_kernel_blocks_pin_the_scale():
     from jaxwb.pallas_kernels.quant.fake_quant import quantize_with_scale
 
-    _, scale, _ = quantize_with_scale(sim.kernel_blocks(30), format="nvfp4")
+    _, scale, _ = quantize_with_scale(sim.kernel_blocks(30), fmt="nvfp4")
     np.testing.assert_allclose(np.asarray(scale), sim.KERNEL_ANCHOR_SCALE, rtol=1e-3)
 
 
