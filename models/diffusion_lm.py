@@ -37,7 +37,7 @@ import optax
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxwb.models import train as tr
-from jaxwb.models.tiny_lm import RMSNorm, _linear, rope
+from jaxwb.models.tiny_lm import RMSNorm, linear_init, rope
 from jaxwb.theory import validate as v
 
 BYTES = 256
@@ -117,11 +117,11 @@ class DiffusionLM(eqx.Module):
             blocks.append(
                 BiBlock(
                     RMSNorm(jnp.ones(d)),
-                    _linear(d, 3 * d, k1),
-                    _linear(d, d, k2, res),
+                    linear_init(d, 3 * d, k1),
+                    linear_init(d, d, k2, res),
                     RMSNorm(jnp.ones(d)),
-                    _linear(d, config.mlp_ratio * d, k3),
-                    _linear(config.mlp_ratio * d, d, k4, res),
+                    linear_init(d, config.mlp_ratio * d, k3),
+                    linear_init(config.mlp_ratio * d, d, k4, res),
                     config.n_heads,
                     config.rope_base,
                 )

@@ -39,8 +39,10 @@ class LMConfig:
         for name in ("vocab", "d_model", "n_layers", "n_heads", "ctx", "mlp_ratio"):
             v.positive_int(name, getattr(self, name))
         if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
-            raise ValueError(f"d_model must be a multiple of 2*n_heads (even head size), got d_model="
-                             f"{self.d_model}, n_heads={self.n_heads}")
+            raise ValueError(
+                f"d_model must be a multiple of 2*n_heads (even head size), got d_model="
+                f"{self.d_model}, n_heads={self.n_heads}"
+            )
         v.positive("rope_base", self.rope_base)
 
 
@@ -54,7 +56,8 @@ def rope(x: Float[Array, "T H Dh"], base: float) -> Float[Array, "T H Dh"]:
     return jnp.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1).reshape(x.shape)
 
 
-def _linear(d_in, d_out, key, scale=1.0):
+def linear_init(d_in, d_out, key, scale=1.0):
+    """A bias-free ``eqx.nn.Linear(d_in, d_out)`` with its weight scaled by ``scale`` (shared by the LMs)."""
     lin = eqx.nn.Linear(d_in, d_out, use_bias=False, key=key)
     return eqx.tree_at(lambda m: m.weight, lin, lin.weight * scale)
 
@@ -113,11 +116,19 @@ class TinyLM(eqx.Module):
         res_scale = 1.0 / math.sqrt(2 * n)  # residual-branch output projections scaled down (GPT-2 style)
         blocks = []
         for i in range(n):
-            k1, k2, k3, k4 = keys[1 + 4 * i: 5 + 4 * i]
-            attn = Attention(_linear(d, 3 * d, k1), _linear(d, d, k2, res_scale), config.n_heads, config.rope_base)
-            blocks.append(Block(RMSNorm(jnp.ones(d)), attn, RMSNorm(jnp.ones(d)),
-                                _linear(d, config.mlp_ratio * d, k3), _linear(config.mlp_ratio * d, d, k4,
-                                                                               res_scale)))
+            k1, k2, k3, k4 = keys[1 + 4 * i : 5 + 4 * i]
+            attn = Attention(
+                linear_init(d, 3 * d, k1), linear_init(d, d, k2, res_scale), config.n_heads, config.rope_base
+            )
+            blocks.append(
+                Block(
+                    RMSNorm(jnp.ones(d)),
+                    attn,
+                    RMSNorm(jnp.ones(d)),
+                    linear_init(d, config.mlp_ratio * d, k3),
+                    linear_init(config.mlp_ratio * d, d, k4, res_scale),
+                )
+            )
         self.blocks = tuple(blocks)
         self.norm_f = RMSNorm(jnp.ones(d))
 
@@ -173,8 +184,9 @@ def replace_linear_weights(model: TinyLM, weights: dict[str, Float[ArrayLike, "o
     return eqx.tree_at(getters, model, [current[n] for n in names])
 
 
-def sample(model: TinyLM, prompt: Int[ArrayLike, " P"], num_tokens: int, *, key: jax.Array,
-           temperature: float = 1.0) -> Int[Array, " P_plus_num_tokens"]:
+def sample(
+    model: TinyLM, prompt: Int[ArrayLike, " P"], num_tokens: int, *, key: jax.Array, temperature: float = 1.0
+) -> Int[Array, " P_plus_num_tokens"]:
     """Autoregressively extend ``prompt: int[P]`` (1 <= P) by ``num_tokens`` tokens; returns int[P + num_tokens].
 
     The model sees the last ``ctx`` tokens (no KV cache: the tiny model recomputes the window each step).
@@ -196,9 +208,9 @@ def sample(model: TinyLM, prompt: Int[ArrayLike, " P"], num_tokens: int, *, key:
             key, k = jax.random.split(key)
             window = jax.lax.dynamic_slice(buf, (start + i - ctx,), (ctx,))
             logits = model(window)[-1]
-            tok = jnp.where(temperature > 0,
-                            jax.random.categorical(k, logits / jnp.maximum(temperature, 1e-6)),
-                            jnp.argmax(logits))
+            tok = jnp.where(
+                temperature > 0, jax.random.categorical(k, logits / jnp.maximum(temperature, 1e-6)), jnp.argmax(logits)
+            )
             return (buf.at[start + i].set(tok.astype(jnp.int32)), key), None
 
         (buf, _), _ = jax.lax.scan(step, (buf, key), jnp.arange(num_tokens))

@@ -18,6 +18,7 @@ import contextvars
 import functools
 import re
 from collections.abc import Callable
+from typing import Any
 
 import jax
 from jax.experimental import checkify
@@ -26,7 +27,7 @@ try:  # a jax config state that is part of the trace context: a function jitted 
     # re-traced inside it (and vice versa), so its checks are neither missing there nor leaked out of it
     from jax._src import config as _jax_config
 
-    _STATE = _jax_config.bool_state(
+    _STATE: Any = _jax_config.bool_state(
         "workbench_checks_on_traced",
         False,
         "Emit input checks of traced values as checkify checks (set by theory.checking.checked).",

@@ -225,20 +225,20 @@ def optimize(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def gd_threshold(lam: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+def gd_threshold(lam: Float[ArrayLike, "*b"]) -> Float[ArrayLike, "*b"]:
     """Largest stable GD learning rate on curvature lam: lr < 2 / lam."""
     v.positive("lam", lam)
     return 2.0 / lam
 
 
-def hb_threshold(lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+def hb_threshold(lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[ArrayLike, "*b"]:
     """Largest stable heavy-ball learning rate: lr < 2 (1 + beta) / lam   (|beta| < 1)."""
     v.positive("lam", lam)
     v.in_interval("beta", beta, 0.0, 1.0)
     return 2.0 * (1.0 + beta) / lam
 
 
-def nesterov_threshold(lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+def nesterov_threshold(lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[ArrayLike, "*b"]:
     """Largest stable Nesterov learning rate (constant beta): lr < 2 (1 + beta) / ((1 + 2 beta) lam)."""
     v.positive("lam", lam)
     v.in_interval("beta", beta, 0.0, 1.0)
@@ -247,7 +247,7 @@ def nesterov_threshold(lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]
 
 def char_coeffs(
     lr: Float[ArrayLike, "*b"], lam: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"], method: str = "hb"
-) -> tuple[Float[Array, "*b"], Float[Array, "*b"]]:
+) -> tuple[Float[ArrayLike, "*b"], Float[ArrayLike, "*b"]]:
     """(c1, c0) of the characteristic polynomial z^2 - c1 z + c0 (eqs. HB-char, NAG-char).
 
     ``lr`` > 0, ``lam`` >= 0 (a curvature; 0 is a flat direction), ``beta`` in [0, 1), all finite; broadcast.
@@ -272,10 +272,11 @@ def quadratic_roots(
     (finite real coefficients)."""
     v.finite("c1", c1)
     v.finite("c0", c0)
-    return _quadratic_roots(c1, c0)
+    return quadratic_roots_unchecked(c1, c0)
 
 
-def _quadratic_roots(c1, c0):
+def quadratic_roots_unchecked(c1, c0):
+    """``quadratic_roots`` without input checks (overflow-safe scaled form)."""
     c1 = jnp.asarray(c1, dtype=jnp.result_type(float))
     # scaled form where c1^2 - 4 c0 overflows: the roots of w^2 - (c1/m) w + c0/m^2 times m, with
     # m = max(|c1|, sqrt|c0|); elsewhere m = 1 (dividing and multiplying by 1 is exact: same floats as before)
@@ -299,7 +300,7 @@ def spectral_radius(
     Broadcasts over lr, lam, beta; checks as ``char_coeffs`` (lr > 0, lam >= 0, beta in [0, 1), finite).
     """
     c1, c0 = char_coeffs(lr, lam, beta, method)
-    r1, _ = _quadratic_roots(c1, c0)
+    r1, _ = quadratic_roots_unchecked(c1, c0)
     return jnp.abs(r1)
 
 
@@ -326,7 +327,7 @@ def hb_optimal_params(
 # ---------------------------------------------------------------------------------------------------------
 
 
-def effective_river_lr(lr: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+def effective_river_lr(lr: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]) -> Float[ArrayLike, "*b"]:
     """Effective learning rate along a flat direction: lr / (1 - beta) (slow root ~ 1 - lr mu / (1 - beta))."""
     _check_lr_beta(lr, beta)
     return lr / (1.0 - beta)
@@ -334,7 +335,7 @@ def effective_river_lr(lr: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"])
 
 def river_slow_root(
     lr: Float[ArrayLike, "*b"], mu: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]
-) -> Float[Array, "*b"]:
+) -> Float[ArrayLike, "*b"]:
     """First-order slow root of HB on the river curvature mu: 1 - lr mu / (1 - beta)."""
     v.nonnegative("mu", mu)
     return 1.0 - effective_river_lr(lr, beta) * mu
@@ -342,7 +343,7 @@ def river_slow_root(
 
 def overdamped(
     lr: Float[ArrayLike, "*b"], mu: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"]
-) -> Bool[Array, "*b"]:
+) -> Bool[ArrayLike, "*b"]:
     """True where the river mode is overdamped (real roots): lr mu <= (1 - sqrt beta)^2."""
     _check_lr_beta(lr, beta)
     v.nonnegative("mu", mu)
@@ -351,7 +352,7 @@ def overdamped(
 
 def max_stable_river_speed(
     lam_valley: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"], g: Float[ArrayLike, "*b"] = 1.0
-) -> Float[Array, "*b"]:
+) -> Float[ArrayLike, "*b"]:
     """Largest river speed (distance per step on a slope g) at the edge of valley stability.
 
     HB: 2 (1 + beta) g / ((1 - beta) lam);  GD (beta = 0): 2 g / lam.
@@ -361,7 +362,7 @@ def max_stable_river_speed(
     return effective_river_lr(hb_threshold(lam_valley, beta), beta) * g
 
 
-def river_speed_gain(beta: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
+def river_speed_gain(beta: Float[ArrayLike, "*b"]) -> Float[ArrayLike, "*b"]:
     """Gain of HB's largest stable river speed over GD's: (1 + beta) / (1 - beta) (19x at beta = 0.9)."""
     v.in_interval("beta", beta, 0.0, 1.0)
     return (1.0 + beta) / (1.0 - beta)
@@ -373,7 +374,7 @@ def linear_river_transient(
     lr: Float[ArrayLike, "*b"],
     g: Float[ArrayLike, "*b"],
     beta: Float[ArrayLike, "*b"],
-) -> Float[Array, "*b"]:
+) -> Float[ArrayLike, "*b"]:
     """Exact HB position on a linear river of slope g from rest (v_0 = 0):
 
         x_t = x0 - (lr g / (1 - beta)) [ t - beta (1 - beta^t) / (1 - beta) ].
@@ -452,7 +453,7 @@ def quadratic_closed_form(
     t = jnp.asarray(t, dt)
     x0 = jnp.asarray(x0, dt)
     x1 = (1.0 - jnp.asarray(lr, dt) * jnp.asarray(lam, dt)) * x0
-    r1, r2 = _quadratic_roots(c1, c0)
+    r1, r2 = quadratic_roots_unchecked(c1, c0)
     disc = c1**2 - 4.0 * c0
     double = jnp.abs(disc) <= double_tol * jnp.maximum(c1**2, jnp.finfo(dt).tiny)
     sep = jnp.where(double, 1.0, r1 - r2)

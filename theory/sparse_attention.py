@@ -36,6 +36,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Bool, Float, Int
 
 from jaxwb.theory import validate as V
@@ -72,9 +73,9 @@ def _check_blocks(L: int, block: int, name: str):
 def pool_blocks(x: Float[ArrayLike, "*lead L D"], block: int) -> Float[Array, "*lead Lb D"]:
     """Mean over consecutive blocks of ``block`` tokens: [..., L, D] -> [..., L / block, D]."""
     V.array("x", x, min_ndim=2)
-    _check_blocks(x.shape[-2], block, "block")
-    *lead, L, D = x.shape
-    return jnp.mean(x.reshape(*lead, L // block, block, D), axis=-2)
+    _check_blocks(np.shape(x)[-2], block, "block")
+    *lead, L, D = np.shape(x)
+    return jnp.mean(jnp.asarray(x).reshape(*lead, L // block, block, D), axis=-2)
 
 
 @partial(jax.jit, static_argnames=("block_q", "block_k"))

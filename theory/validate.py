@@ -29,7 +29,7 @@ The switch and the wrapper live in :mod:`jaxwb.theory.checking` (jax only), writ
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -63,7 +63,7 @@ def _unwrap(leaf: Any) -> tuple[Any, list[int | None]]:
             leaf = leaf.primal
         elif _BATCH_TRACER is not None and isinstance(leaf, _BATCH_TRACER):
             bd = leaf.batch_dim
-            bdims.append(bd if isinstance(bd, (int, np.integer)) else None)
+            bdims.append(int(bd) if isinstance(bd, (int, np.integer)) else None)
             leaf = leaf.val
         else:
             break
@@ -76,7 +76,7 @@ def primal(value: Any) -> Any:
 
     def one(leaf: Any) -> Any:
         while _AD_TRACERS and isinstance(leaf, _AD_TRACERS):
-            leaf = leaf.primal
+            leaf = cast(Any, leaf).primal
         return leaf
 
     return jax.tree.map(one, value)
@@ -211,9 +211,9 @@ def _check_concrete(
     raise ValueError(f"{name} must be {requirement}, got {shown}{where}")
 
 
-def _isfinite(a):
+def _isfinite(a: Any) -> Any:
     if isinstance(a, np.ndarray) or np.isscalar(a):
-        return np.isfinite(a)
+        return np.isfinite(np.asarray(a))
     return jnp.isfinite(a)
 
 
@@ -330,8 +330,10 @@ def prng_key(name: str, value: Any) -> None:
     dt = getattr(value, "dtype", None)
     legacy = dt == np.uint32 and np.shape(value)[-1:] == (2,)
     if dt is None or not (jax.dtypes.issubdtype(dt, jax.dtypes.prng_key) or legacy):
-        raise ValueError(f"{name} must be a PRNG key (jax.random.key(seed)), got {type(value).__name__}"
-                         f"{'' if dt is None else ' of dtype ' + str(dt)}")
+        raise ValueError(
+            f"{name} must be a PRNG key (jax.random.key(seed)), got {type(value).__name__}"
+            f"{'' if dt is None else ' of dtype ' + str(dt)}"
+        )
 
 
 def one_of(name: str, value: Any, options: tuple) -> None:

@@ -498,7 +498,7 @@ def convergence_bound(
     steps_t: int,
     bias_sq: Float[ArrayLike, "*b"],
     var: Float[ArrayLike, "*b"],
-) -> Float[Array, "*b"]:
+) -> Float[ArrayLike, "*b"]:
     """Right-hand side of eq. 10: ``4 gap / (eta T) + 3 B^2 + 2 L eta V`` (valid for eta <= 1/(4L)).
 
     gap = F_sigma(w_0) - inf F_sigma, smooth = L, steps_t = T, bias_sq = B^2 (summed over coordinates),

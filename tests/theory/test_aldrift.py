@@ -249,8 +249,8 @@ def test_aldrift_no_recompile_for_new_cost_parameters():
         cost = al.rastrigin_envelope(1.0, A, 3.0, jnp.zeros(n))
         hist, xs, _ = al.aldrift(cost, prior, taus, m=16, M=4, mu_d=1.0, key=jax.random.key(0))
         if A == 0.5:
-            size = al._aldrift._cache_size()
-    assert al._aldrift._cache_size() == size
+            size = al.aldrift_jit._cache_size()
+    assert al.aldrift_jit._cache_size() == size
     assert xs.shape == (16, n) and hist.mean.shape == (len(taus), n)
     assert np.all(np.diff(np.asarray(hist.evals)) == 16 * 5)
     assert np.all(np.diff(np.asarray(hist.best)) <= 0)
@@ -464,14 +464,14 @@ def test_gaussian_from_cov_and_from_chol_describe_the_same_law():
 
 
 def test_imh_chains_start_from_given_states():
-    from jaxwb.theory.aldrift.models import _from_noise, _noise
+    from jaxwb.theory.aldrift.models import draw_noise, from_noise
 
     cost = al.rastrigin_envelope(1.0, 0.5, 2.0, jnp.zeros(2))
     prior = al.gaussian_prior(jnp.full(2, 1.0), 0.5)
     model = al.Gaussian.from_cov(jnp.zeros(2), 2.0 * jnp.eye(2))
     key, m, M = jax.random.key(7), 5, 6
     # the default start is each chain's first proposal draw: passing those states reproduces the run exactly
-    starts = jax.vmap(lambda k: _from_noise(model, *_noise(model, jax.random.split(k)[0], (M + 1,)))[0])(
+    starts = jax.vmap(lambda k: from_noise(model, *draw_noise(model, jax.random.split(k)[0], (M + 1,)))[0])(
         jax.random.split(key, m)
     )
     default = al.imh_chains(cost, prior, 3.0, model, m=m, M=M, key=key)

@@ -396,9 +396,9 @@ def test_no_recompilation_for_new_lr_beta():
     pr = _problem(12)
     f = lambda lr, beta: ip.run(pr, jnp.zeros(D), lr=lr, beta=beta, batch_size=2, steps=10, key=jax.random.key(0))
     f(0.1, 0.5)
-    n = ip._run._cache_size()
+    n = ip.run_jit._cache_size()
     f(0.2, 0.7)
-    assert ip._run._cache_size() == n
+    assert ip.run_jit._cache_size() == n
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -149,7 +149,7 @@ def test_prefix_forms_equal_the_closed_forms(x64):
     # first j features on the learned branch m+(alpha a2_i / D); the overlaps and Phi's feature sum likewise
     a2 = np.asarray(ts.amplitudes(37, 1.0))  # 37: not a multiple of the lane width (padding exercised)
     alpha, delta = 300.0, 0.3
-    w, d_thr, tail = ts._fast_terms(alpha, jnp.asarray(a2), delta)
+    w, d_thr, tail = ts.fast_terms(alpha, jnp.asarray(a2), delta)
     for x in (1e-4, 0.02, 0.2, 0.9):
         d = delta + x
         for j in (0, 1, int(np.sum(d <= np.asarray(d_thr))), 37):
@@ -159,12 +159,12 @@ def test_prefix_forms_equal_the_closed_forms(x64):
             if np.any(c[on] < 4 / 3):  # no learned branch there: not a state the solver evaluates
                 continue
             np.testing.assert_allclose(
-                float(ts._prefix_eps(x, j, w, alpha, delta, tail)), np.sum(a2 * (1 - m**3)), rtol=1e-12
+                float(ts.prefix_eps(x, j, w, alpha, delta, tail)), np.sum(a2 * (1 - m**3)), rtol=1e-12
             )
-            e, t = ts._prefix_sums(x, j, w, alpha, delta, tail)
+            e, t = ts.prefix_sums(x, j, w, alpha, delta, tail)
             np.testing.assert_allclose(float(e), np.sum(a2 * (1 - m**3)), rtol=1e-12)
             np.testing.assert_allclose(float(t), np.sum(0.5 * (m + np.log1p(-m))), rtol=1e-12, atol=1e-14)
-            mm, uu = (np.asarray(v)[:37] for v in ts._prefix_overlaps(x, j, w, delta))
+            mm, uu = (np.asarray(v)[:37] for v in ts.prefix_overlaps(x, j, w, delta))
             np.testing.assert_allclose(mm, m, rtol=1e-12)
             np.testing.assert_allclose(uu, 1 - m, rtol=1e-9)
 
@@ -308,9 +308,9 @@ def test_vmapped_grid_equals_single_solves_and_no_recompile(x64):
     grid = ts.solve_grid(alphas, a2, 1.0)
     single = np.array([float(ts.solve(a, a2, 1.0).eps_bo) for a in alphas])
     np.testing.assert_allclose(np.asarray(grid.eps_bo), single, rtol=1e-9)
-    before = ts._solve_grid._cache_size()
+    before = ts.solve_fixed_point_grid._cache_size()
     ts.solve_grid(alphas * 2, a2, 0.7)
-    assert ts._solve_grid._cache_size() == before
+    assert ts.solve_fixed_point_grid._cache_size() == before
 
 
 def test_not_converged_raises(x64):
@@ -365,15 +365,15 @@ def test_count_down_is_the_exact_count_and_k_c_counts_overlaps_above_half():
     # the solver's binary-search counts equal the plain comparisons on non-increasing vectors (ties, zeros)
     v = np.array([5.0, 3.0, 3.0, 2.0, 0.5, 0.5, 0.0, 0.0], np.float32)
     for level in (6.0, 5.0, 3.0, 2.5, 0.5, 0.25, 0.0, -1.0):
-        assert int(ts._count_down(v, level)) == int(np.sum(level <= v))
-        assert int(ts._count_down(v, level, strict=True)) == int(np.sum(level < v))
+        assert int(ts.count_down(v, level)) == int(np.sum(level <= v))
+        assert int(ts.count_down(v, level, strict=True)) == int(np.sum(level < v))
     sol = ts.solve_grid(GRID, ts.amplitudes(K, 1.0), 0.3)
     np.testing.assert_array_equal(np.asarray(sol.k_c), np.sum(np.asarray(sol.m) > 0.5, axis=1))
     # the potential's sums are computed only where two or more points are valid; _prefix_sums is its parts
-    w, _, tail = ts._fast_terms(3.0, ts.amplitudes(K, 1.0), 0.3)
-    e, t = ts._prefix_sums(0.2, 5, w, 3.0, 0.3, tail)
-    assert float(e) == float(ts._prefix_err(0.2, 5, w, 3.0, 0.3, tail)) and float(t) == float(
-        ts._prefix_phi(0.2, 5, w, 0.3)
+    w, _, tail = ts.fast_terms(3.0, ts.amplitudes(K, 1.0), 0.3)
+    e, t = ts.prefix_sums(0.2, 5, w, 3.0, 0.3, tail)
+    assert float(e) == float(ts.prefix_err(0.2, 5, w, 3.0, 0.3, tail)) and float(t) == float(
+        ts.prefix_phi(0.2, 5, w, 0.3)
     )
 
 

@@ -36,7 +36,7 @@ families, sampling, fitting), ``coverage`` (coverage ratio, importance ESS), ``q
 public name is re-exported here (``from theory import aldrift as al; al.aldrift(...)``).
 """
 
-from jaxwb.theory.aldrift.algorithms import History, _aldrift, aldrift, initial_model, topift
+from jaxwb.theory.aldrift.algorithms import History, aldrift, aldrift_jit, initial_model, topift
 from jaxwb.theory.aldrift.baselines import (
     aldrift_evals_per_efold,
     doo,
@@ -81,5 +81,5 @@ __all__ = [
     "gaussian_prior", "imh_chains", "imh_transition_matrix", "imh_tv_bound", "importance_ess", "initial_model",
     "log_coverage_sup", "log_prob", "log_prob_fn", "num_temperatures", "pooled_std", "quadratic_expected_cost",
     "quadratic_tempered", "random_search", "random_search_expected_evals", "rastrigin_envelope", "sample",
-    "separable_tempered_moments", "temperature_schedule", "topift", "_aldrift",
+    "separable_tempered_moments", "temperature_schedule", "topift", "aldrift_jit",
 ]  # fmt: skip

@@ -13,8 +13,8 @@ from jaxtyping import Array, ArrayLike, Float
 from jaxwb.theory import validate as v
 from jaxwb.theory.aldrift.costs import GaussianPrior
 from jaxwb.theory.aldrift.imh import imh_chains
-from jaxwb.theory.aldrift.models import FAMILIES, KDE, Gaussian, _fit, fit_kde, sample
-from jaxwb.theory.aldrift.util import _f
+from jaxwb.theory.aldrift.models import FAMILIES, KDE, Gaussian, fit_kde, fit_model, sample
+from jaxwb.theory.aldrift.util import as_float
 
 
 class History(NamedTuple):
@@ -43,7 +43,8 @@ def initial_model(family: str, prior: GaussianPrior, *, m: int, c: float = 1.0, 
 
 
 @partial(jax.jit, static_argnames=("m", "M", "family"))
-def _aldrift(cost, prior, taus, mu_d, inflation, c, key, m, M, family):
+def aldrift_jit(cost, prior, taus, mu_d, inflation, c, key, m, M, family):
+    """The jitted ALDRIFT loop behind ``aldrift`` (no input checks)."""
     kinit, krun = jax.random.split(key)
     model = initial_model(family, prior, m=m, c=c, key=kinit)
 
@@ -52,7 +53,7 @@ def _aldrift(cost, prior, taus, mu_d, inflation, c, key, m, M, family):
         tau, k = inp
         xs, acc, b, ess = imh_chains(cost, prior, tau, model, m=m, M=M, key=k, return_ess=True)
         var = inflation / (prior.mu0 + tau * mu_d)
-        new = _fit(family, xs, var=var, c=c)
+        new = fit_model(family, xs, var=var, c=c)
         best = jnp.minimum(best, b)
         evals = evals + m * (M + 1)
         rec = History(jnp.mean(xs, axis=0), jnp.mean(cost(xs)), best, evals, acc, ess)
@@ -94,13 +95,13 @@ def aldrift(
     v.positive("c", c)
     v.array("taus", taus, ndim=1)
     v.nonnegative("taus", taus)
-    taus = _f(taus)
+    taus = as_float(taus)
     if family == "mle":
         if mu_d is None:
             raise ValueError("mu_d must be given for family='mle' (the variance is inflation/(mu0 + tau mu_d))")
         v.positive("mu_d", mu_d)
-    mu_d = _f(0.0 if mu_d is None else mu_d)
-    return _aldrift(cost, prior, taus, mu_d, _f(inflation), _f(c), key, m, M, family)
+    mu_d_arr = as_float(0.0 if mu_d is None else mu_d)
+    return aldrift_jit(cost, prior, taus, mu_d_arr, as_float(inflation), as_float(c), key, m, M, family)
 
 
 @partial(jax.jit, static_argnames=("m", "M", "rounds", "family"))
@@ -114,7 +115,7 @@ def _topift(cost, prior, c, key, m, M, rounds, family):
         dx = cost(xs)
         _, idx = lax.top_k(-dx, m)
         elite = xs[idx]
-        new = _fit(family, elite, var=1.0, c=c)
+        new = fit_model(family, elite, var=1.0, c=c)
         best = jnp.minimum(best, jnp.min(dx))
         evals = evals + m * M
         rec = History(
@@ -143,4 +144,4 @@ def topift(
     v.positive_int("M", M)
     v.positive_int("rounds", rounds)
     v.positive("c", c)
-    return _topift(cost, prior, _f(c), key, m, M, rounds, family)
+    return _topift(cost, prior, as_float(c), key, m, M, rounds, family)

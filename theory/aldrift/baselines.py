@@ -11,7 +11,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.aldrift.util import _f
+from jaxwb.theory.aldrift.util import as_float
 
 
 @partial(jax.jit, static_argnames=("n", "budget"))
@@ -31,7 +31,7 @@ def random_search(cost, lo: float, hi: float, *, n: int, budget: int, key: Array
     v.positive_int("n", n)
     v.positive_int("budget", budget)
     _box(lo, hi)
-    return _random_search(cost, _f(lo), _f(hi), key, n, budget)
+    return _random_search(cost, as_float(lo), as_float(hi), key, n, budget)
 
 
 def random_search_expected_evals(
@@ -44,9 +44,9 @@ def random_search_expected_evals(
     v.positive("L_d", L_d)
     _box(lo, hi)
     v.positive_int("n", n)
-    r = jnp.sqrt(2.0 * _f(eps) / L_d)
+    r = jnp.sqrt(2.0 * as_float(eps) / L_d)
     log_ball = 0.5 * n * math.log(math.pi) - math.lgamma(0.5 * n + 1.0) + n * jnp.log(r)
-    return jnp.exp(n * jnp.log(_f(hi - lo)) - log_ball)
+    return jnp.exp(n * jnp.log(as_float(hi - lo)) - log_ball)
 
 
 def evaluations_to_reach(
@@ -65,10 +65,10 @@ def evaluations_to_reach(
     if evals is not None:
         v.array("evals", evals, ndim=1)
         v.same_shape("best_curve", best_curve, "evals", evals)
-    best_curve = _f(best_curve)
+    best_curve = as_float(best_curve)
     B = best_curve.shape[0]
     evals = jnp.arange(1, B + 1, dtype=best_curve.dtype) if evals is None else jnp.asarray(evals)
-    idx = jnp.searchsorted(-best_curve, -_f(eps), side="left")
+    idx = jnp.searchsorted(-best_curve, -as_float(eps), side="left")
     reached = idx < B
     return evals[jnp.minimum(idx, B - 1)], reached
 
@@ -117,7 +117,7 @@ def doo(
     v.positive_int("expansions", expansions)
     v.positive("L_d", L_d)
     _box(lo, hi)
-    return _doo(cost, _f(lo), _f(hi), _f(L_d), n, expansions)
+    return _doo(cost, as_float(lo), as_float(hi), as_float(L_d), n, expansions)
 
 
 def aldrift_evals_per_efold(m: int, M: int, n: int) -> float:

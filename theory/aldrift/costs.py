@@ -8,7 +8,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.aldrift.util import _LOG2PI, _f
+from jaxwb.theory.aldrift.util import LOG2PI, as_float
 
 
 class RastriginEnvelope(NamedTuple):
@@ -35,8 +35,8 @@ def rastrigin_envelope(mu_d: float, A: float, w: float, x_star: Float[ArrayLike,
     v.nonnegative("A", A)
     v.nonnegative("w", w)
     v.array("x_star", x_star, ndim=(0, 1))
-    x_star = jnp.atleast_1d(_f(x_star))
-    return RastriginEnvelope(_f(mu_d), _f(A), _f(w), x_star)
+    x_star = jnp.atleast_1d(as_float(x_star))
+    return RastriginEnvelope(as_float(mu_d), as_float(A), as_float(w), x_star)
 
 
 def envelope_constants(mu_d: float, A: float, w: float) -> tuple[float, float]:
@@ -59,11 +59,11 @@ class GaussianPrior(NamedTuple):
 
     def log_prob(self, x: Float[Array, "*b n"]) -> Float[Array, "*b"]:
         n = self.x0.shape[-1]
-        return -0.5 * self.mu0 * jnp.sum((x - self.x0) ** 2, axis=-1) + 0.5 * n * (jnp.log(self.mu0) - _LOG2PI)
+        return -0.5 * self.mu0 * jnp.sum((x - self.x0) ** 2, axis=-1) + 0.5 * n * (jnp.log(self.mu0) - LOG2PI)
 
 
 def gaussian_prior(x0: Float[ArrayLike, " n"], mu0: float) -> GaussianPrior:
     """Validated constructor of L0 = N(x0, I/mu0); ``x0`` shape (n,) (a scalar is n = 1)."""
     v.array("x0", x0, ndim=(0, 1))
     v.positive("mu0", mu0)
-    return GaussianPrior(jnp.atleast_1d(_f(x0)), _f(mu0))
+    return GaussianPrior(jnp.atleast_1d(as_float(x0)), as_float(mu0))

@@ -8,7 +8,7 @@ from jax.scipy.special import logsumexp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.aldrift.util import _f, check_log_density
+from jaxwb.theory.aldrift.util import as_float, check_log_density
 
 
 def _check_pair(log_p, log_L) -> None:
@@ -26,7 +26,7 @@ def log_coverage_sup(log_p: Float[ArrayLike, "*b G"], log_L: Float[ArrayLike, "*
     """log sup_grid p/L: the largest log ratio over grid values log_p (..., G), log_L (..., G) -> (...).
     log_p may hold -inf (p = 0 there); log_L must be finite (L > 0 on the grid)."""
     _check_pair(log_p, log_L)
-    log_p, log_L = _f(log_p), _f(log_L)
+    log_p, log_L = as_float(log_p), as_float(log_L)
     return jnp.max(log_p - log_L, axis=-1)
 
 
@@ -37,7 +37,7 @@ def coverage_tail_mass(
     _check_pair(log_p, log_L)
     v.positive("K", K)
     v.positive("dx", dx)
-    log_p, log_L = _f(log_p), _f(log_L)
+    log_p, log_L = as_float(log_p), as_float(log_L)
     return jnp.sum(jnp.exp(log_p) * (log_p - log_L > jnp.log(K)), axis=-1) * dx
 
 
@@ -51,7 +51,7 @@ def gaussian_log_sup_ratio(
     v.positive("s1", s1)
     v.finite("m2", m2)
     v.positive("s2", s2)
-    m1, s1, m2, s2 = _f(m1), _f(s1), _f(m2), _f(s2)
+    m1, s1, m2, s2 = as_float(m1), as_float(s1), as_float(m2), as_float(s2)
     gap = s2**2 - s1**2
     finite = jnp.log(s2 / s1) + (m1 - m2) ** 2 / (2.0 * jnp.where(gap > 0, gap, 1.0))
     same = (gap == 0) & (m1 == m2)
@@ -79,16 +79,16 @@ def gaussian_importance_ess(
     v.nonnegative("mean_var", mean_var)
     v.finite("mean_p", mean_p)
     v.finite("mean_q", mean_q)
-    var_p, var_q, mean_var = _f(var_p), _f(var_q), _f(mean_var)
-    D = 2.0 * var_q - var_p
+    vp, vq, mv = as_float(var_p), as_float(var_q), as_float(mean_var)
+    D = 2.0 * vq - vp
     Ds = jnp.where(D > 0, D, 1.0)
-    delta2 = jnp.atleast_1d(_f(mean_p) - _f(mean_q)) ** 2
+    delta2 = jnp.atleast_1d(as_float(mean_p) - as_float(mean_q)) ** 2
     sq = jnp.sum(jnp.broadcast_to(delta2, jnp.broadcast_shapes(delta2.shape, (n,))), axis=-1)
     log_ess = (
-        0.5 * n * (jnp.log(var_p) + jnp.log(Ds))
-        - n * jnp.log(var_q)
-        - 0.5 * n * jnp.log1p(2.0 * mean_var / Ds)
-        - sq / (Ds + 2.0 * mean_var)
+        0.5 * n * (jnp.log(vp) + jnp.log(Ds))
+        - n * jnp.log(vq)
+        - 0.5 * n * jnp.log1p(2.0 * mv / Ds)
+        - sq / (Ds + 2.0 * mv)
     )
     return jnp.where(D > 0, jnp.exp(log_ess), 0.0)
 
@@ -99,5 +99,5 @@ def importance_ess(log_w: Float[ArrayLike, "*N"]) -> Float[Array, ""]:
     (weight 0) but not all of them (the fraction is undefined then)."""
     check_log_density("log_w", log_w)
     v.check("log_w", log_w, lambda a: (a > -np.inf).any(), "not all -inf (some weight > 0)")
-    lw = jnp.ravel(_f(log_w))
+    lw = jnp.ravel(as_float(log_w))
     return jnp.exp(2.0 * logsumexp(lw) - logsumexp(2.0 * lw)) / lw.size

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal, overload
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -10,8 +12,8 @@ from jaxtyping import Array, ArrayLike, Float
 from jaxwb.theory import validate as v
 from jaxwb.theory.aldrift.costs import GaussianPrior
 from jaxwb.theory.aldrift.coverage import importance_ess
-from jaxwb.theory.aldrift.models import KDE, Gaussian, _dim, _from_noise, _noise, log_prob_fn
-from jaxwb.theory.aldrift.util import _f, check_points
+from jaxwb.theory.aldrift.models import KDE, Gaussian, draw_noise, from_noise, log_prob_fn, model_dim
+from jaxwb.theory.aldrift.util import as_float, check_points
 
 
 def imh_transition_matrix(p: Float[ArrayLike, " K"], q: Float[ArrayLike, " K"]) -> Float[Array, "K K"]:
@@ -24,7 +26,7 @@ def imh_transition_matrix(p: Float[ArrayLike, " K"], q: Float[ArrayLike, " K"]) 
     v.positive("q", q)
     v.check("p", p, lambda a: abs(a.sum() - 1.0) <= 1e-4, "a probability vector (sum 1)")
     v.check("q", q, lambda a: abs(a.sum() - 1.0) <= 1e-4, "a probability vector (sum 1)")
-    p, q = _f(p), _f(q)
+    p, q = as_float(p), as_float(q)
     r = p / q  # importance ratio
     rx = r[:, None]
     acc = jnp.where(rx > 0, jnp.minimum(1.0, r[None, :] / jnp.where(rx > 0, rx, 1.0)), 1.0)  # leave p(x) = 0
@@ -37,7 +39,7 @@ def imh_tv_bound(W: Float[ArrayLike, "*b"], M: Float[ArrayLike, "*b"]) -> Float[
     """(1 - 1/W)^M: the TV bound of M IMH steps from any start, W = max p/q >= 1 (eq. IMH-TV)."""
     v.check("W", W, lambda a: a >= 1, ">= 1 (max p/q of two distributions)", finite=True)
     v.nonnegative("M", M)
-    return (1.0 - 1.0 / _f(W)) ** _f(M)
+    return (1.0 - 1.0 / as_float(W)) ** as_float(M)
 
 
 def _imh_chain(cost, prior, tau, model, key, M, x0=None):
@@ -54,8 +56,8 @@ def _imh_chain(cost, prior, tau, model, key, M, x0=None):
         return prior.log_prob(x) - tau * dx - logq(x), dx
 
     kz, ku = jax.random.split(key)
-    z, idx = _noise(model, kz, (M + 1,))
-    props = _from_noise(model, z, idx)  # (M + 1, n): the initial state and the M proposals
+    z, idx = draw_noise(model, kz, (M + 1,))
+    props = from_noise(model, z, idx)  # (M + 1, n): the initial state and the M proposals
     logu = jnp.log(jax.random.uniform(ku, (M,), dtype=props.dtype))
     x = props[0] if x0 is None else x0
     lw, dx = logw(x)
@@ -69,6 +71,36 @@ def _imh_chain(cost, prior, tau, model, key, M, x0=None):
 
     (x, _, best), (acc, lws) = lax.scan(step, (x, lw, dx), (props[1:], logu))
     return x, jnp.sum(acc), best, lws
+
+
+@overload
+def imh_chains(
+    cost,
+    prior: GaussianPrior,
+    tau: float,
+    model: Gaussian | KDE,
+    *,
+    m: int,
+    M: int,
+    key: Array,
+    init: Float[ArrayLike, "m n"] | None = ...,
+    return_ess: Literal[False] = ...,
+) -> tuple[Float[Array, "m n"], Float[Array, ""], Float[Array, ""]]: ...
+
+
+@overload
+def imh_chains(
+    cost,
+    prior: GaussianPrior,
+    tau: float,
+    model: Gaussian | KDE,
+    *,
+    m: int,
+    M: int,
+    key: Array,
+    init: Float[ArrayLike, "m n"] | None = ...,
+    return_ess: Literal[True],
+) -> tuple[Float[Array, "m n"], Float[Array, ""], Float[Array, ""], Float[Array, ""]]: ...
 
 
 def imh_chains(
@@ -97,7 +129,7 @@ def imh_chains(
     v.positive_int("m", m)
     v.positive_int("M", M)
     v.nonnegative("tau", tau)
-    n = _dim(model)
+    n = model_dim(model)
     if prior.x0.shape[-1] != n:
         raise ValueError(f"model must have the prior's dimension n = {prior.x0.shape[-1]}, got {n}")
     keys = jax.random.split(key, m)

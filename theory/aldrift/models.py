@@ -18,7 +18,7 @@ from jax.scipy.special import logsumexp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.aldrift.util import _LOG2PI, _f, check_points
+from jaxwb.theory.aldrift.util import LOG2PI, as_float, check_points
 
 FAMILIES = ("mle", "empirical", "kde")
 
@@ -43,7 +43,7 @@ class Gaussian(NamedTuple):
         v.check("chol", chol, lambda a: (a == a * (np.arange(n)[:, None] >= np.arange(n)[None, :])),
                 "lower-triangular (a Cholesky factor; for a covariance use Gaussian.from_cov)")  # fmt: skip
         v.check("chol", jnp.diagonal(jnp.asarray(chol)), lambda a: a > 0, "a Cholesky factor with a positive diagonal")
-        return cls(_f(mean), _f(chol))
+        return cls(as_float(mean), as_float(chol))
 
     @classmethod
     def from_cov(cls, mean: Float[ArrayLike, " n"], cov: Float[ArrayLike, "n n"]) -> Gaussian:
@@ -54,9 +54,9 @@ class Gaussian(NamedTuple):
         v.array("cov", cov, ndim=2)
         v.shape("cov", cov, (n, n))
         v.check("cov", cov, lambda a: np.abs(a - a.T) <= 1e-6 * (np.abs(a) + np.abs(a.T) + 1e-30), "symmetric")
-        chol = jnp.linalg.cholesky(_f(cov))
+        chol = jnp.linalg.cholesky(as_float(cov))
         v.check("cov", chol, lambda a: a == a, "positive definite (its Cholesky factorisation failed)")
-        return cls(_f(mean), chol)
+        return cls(as_float(mean), chol)
 
     @property
     def cov(self) -> Float[Array, "n n"]:
@@ -71,7 +71,8 @@ class KDE(NamedTuple):
     h: Float[Array, ""]
 
 
-def _dim(model) -> int:
+def model_dim(model) -> int:
+    """The dimension n of a Gaussian or KDE model."""
     if isinstance(model, Gaussian):
         return model.mean.shape[-1]
     if isinstance(model, KDE):
@@ -86,35 +87,35 @@ def log_prob_fn(model: Gaussian | KDE):
     if isinstance(model, Gaussian):
         n = model.mean.shape[-1]
         inv = jnp.linalg.inv(model.chol)
-        const = -jnp.sum(jnp.log(jnp.abs(jnp.diagonal(model.chol)))) - 0.5 * n * _LOG2PI
+        const = -jnp.sum(jnp.log(jnp.abs(jnp.diagonal(model.chol)))) - 0.5 * n * LOG2PI
 
         def f(x):
             return -0.5 * jnp.sum(((x - model.mean) @ inv.T) ** 2, axis=-1) + const
 
         return f
-    _dim(model)
+    model_dim(model)
     return partial(log_prob, model)
 
 
 def log_prob(model: Gaussian | KDE, x: Float[ArrayLike, "*b n"]) -> Float[Array, "*b"]:
     """log L(x) for a Gaussian or KDE model; x (..., n) -> (...)."""
-    check_points("x", x, _dim(model))
-    x = _f(x)
+    check_points("x", x, model_dim(model))
+    x = as_float(x)
     if isinstance(model, Gaussian):
         n = model.mean.shape[-1]
         z = x - model.mean
         flat = z.reshape(-1, n).T
         sol = jax.scipy.linalg.solve_triangular(model.chol, flat, lower=True).T.reshape(z.shape)
         logdet = jnp.sum(jnp.log(jnp.abs(jnp.diagonal(model.chol))))
-        return -0.5 * jnp.sum(sol**2, axis=-1) - logdet - 0.5 * n * _LOG2PI
+        return -0.5 * jnp.sum(sol**2, axis=-1) - logdet - 0.5 * n * LOG2PI
     m, n = model.centers.shape
     sq = jnp.sum((x[..., None, :] - model.centers) ** 2, axis=-1)  # (..., m)
-    return logsumexp(-0.5 * sq / model.h**2, axis=-1) - jnp.log(m) - n * jnp.log(model.h) - 0.5 * n * _LOG2PI
+    return logsumexp(-0.5 * sq / model.h**2, axis=-1) - jnp.log(m) - n * jnp.log(model.h) - 0.5 * n * LOG2PI
 
 
 def sample(model: Gaussian | KDE, shape: tuple[int, ...] = (), *, key: Array) -> Float[Array, "*shape n"]:
     """Draw samples of shape ``shape + (n,)`` from a Gaussian or KDE model."""
-    _dim(model)
+    model_dim(model)
     shape = tuple(shape)
     for i, s in enumerate(shape):
         v.nonnegative_int(f"shape[{i}]", s)
@@ -136,7 +137,7 @@ def fit_gaussian_fixed(samples: Float[ArrayLike, "m n"], var: float) -> Gaussian
     """MLE mean with a fixed (inflated) isotropic variance ``var``: N(mean(samples), var I). samples (m, n)."""
     _check_samples(samples)
     v.positive("var", var)
-    samples = _f(samples)
+    samples = as_float(samples)
     n = samples.shape[-1]
     return Gaussian(jnp.mean(samples, axis=0), jnp.sqrt(var) * jnp.eye(n, dtype=samples.dtype))
 
@@ -145,7 +146,7 @@ def fit_gaussian_empirical(samples: Float[ArrayLike, "m n"], jitter: float = 1e-
     """MLE mean and MLE (1/m) covariance, plus ``jitter`` I (>= 0) for a valid Cholesky. samples (m, n)."""
     _check_samples(samples)
     v.nonnegative("jitter", jitter)
-    samples = _f(samples)
+    samples = as_float(samples)
     mean = jnp.mean(samples, axis=0)
     z = samples - mean
     cov = z.T @ z / samples.shape[0] + jitter * jnp.eye(samples.shape[-1], dtype=samples.dtype)
@@ -155,7 +156,7 @@ def fit_gaussian_empirical(samples: Float[ArrayLike, "m n"], jitter: float = 1e-
 def pooled_std(samples: Float[ArrayLike, "m n"]) -> Float[Array, ""]:
     """sqrt of the mean per-coordinate (MLE) variance of samples (m, n): the sigma of the KDE bandwidth."""
     _check_samples(samples)
-    return jnp.sqrt(jnp.mean(jnp.var(_f(samples), axis=0)))
+    return jnp.sqrt(jnp.mean(jnp.var(as_float(samples), axis=0)))
 
 
 def fit_kde(samples: Float[ArrayLike, "m n"], c: float, sigma: float | None = None) -> KDE:
@@ -163,13 +164,14 @@ def fit_kde(samples: Float[ArrayLike, "m n"], c: float, sigma: float | None = No
     > 0: m identical samples have no spread to scale)."""
     _check_samples(samples)
     v.positive("c", c)
-    samples = _f(samples)
-    sigma = pooled_std(samples) if sigma is None else sigma
-    v.positive("sigma", sigma)
-    return KDE(samples, c * _f(sigma))
+    samples = as_float(samples)
+    sig = pooled_std(samples) if sigma is None else sigma
+    v.positive("sigma", sig)
+    return KDE(samples, c * as_float(sig))
 
 
-def _fit(family, samples, *, var, c):
+def fit_model(family, samples, *, var, c):
+    """Fit a model of ``family`` to the weighted samples (the refit step of ALDRIFT and TOPIFT)."""
     if family == "mle":
         return fit_gaussian_fixed(samples, var)
     if family == "empirical":
@@ -177,7 +179,7 @@ def _fit(family, samples, *, var, c):
     return fit_kde(samples, c)
 
 
-def _noise(model, key, shape):
+def draw_noise(model, key, shape):
     """The standard noise behind ``sample(model, shape, key=key)``: (normals (*shape, n), component indices)."""
     if isinstance(model, Gaussian):
         return jax.random.normal(key, (*shape, model.mean.shape[-1]), dtype=model.mean.dtype), None
@@ -186,7 +188,8 @@ def _noise(model, key, shape):
     return (jax.random.normal(kz, (*shape, n), dtype=model.centers.dtype), jax.random.randint(ki, shape, 0, m))
 
 
-def _from_noise(model, z, idx):
+def from_noise(model, z, idx):
+    """Model draws from the standard noise of ``draw_noise`` (split so that IMH can reuse the noise)."""
     if isinstance(model, Gaussian):
         return model.mean + z @ model.chol.T
     return model.centers[idx] + model.h * z

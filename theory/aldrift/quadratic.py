@@ -6,7 +6,7 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.aldrift.util import _f
+from jaxwb.theory.aldrift.util import as_float
 
 
 def _check_means(x0, x_star) -> None:
@@ -20,23 +20,23 @@ def _check_means(x0, x_star) -> None:
 
 def quadratic_tempered(
     x0: Float[ArrayLike, " n"], mu0: float, x_star: Float[ArrayLike, " n"], mu_d: float, T: float
-) -> tuple[Float[Array, " n"], Float[Array, ""]]:
+) -> tuple[Float[ArrayLike, " n"], Float[ArrayLike, ""]]:
     """p_T for d = mu_d/2 ||x - x*||^2, L0 = N(x0, I/mu0) (eq. pT): returns (mean (n,), var scalar)."""
     _check_means(x0, x_star)
     v.positive("mu0", mu0)
     v.positive("mu_d", mu_d)
     v.nonnegative("T", T)
     prec = mu0 + T * mu_d
-    return (mu0 * _f(x0) + T * mu_d * _f(x_star)) / prec, 1.0 / prec
+    return (mu0 * as_float(x0) + T * mu_d * as_float(x_star)) / prec, 1.0 / prec
 
 
 def quadratic_expected_cost(
     x0: Float[ArrayLike, " n"], mu0: float, x_star: Float[ArrayLike, " n"], mu_d: float, T: float
-) -> Float[Array, ""]:
+) -> Float[ArrayLike, ""]:
     """E_{p_T}[d] = mu_d/2 (n / (mu0 + T mu_d) + ||mean_T - x*||^2) (eq. pT); x0, x_star shape (n,)."""
     mean, var = quadratic_tempered(x0, mu0, x_star, mu_d, T)
     n = jnp.shape(jnp.atleast_1d(x0))[-1]
-    return 0.5 * mu_d * (n * var + jnp.sum((mean - _f(x_star)) ** 2, axis=-1))
+    return 0.5 * mu_d * (n * var + jnp.sum((mean - as_float(x_star)) ** 2, axis=-1))
 
 
 def separable_tempered_moments(
@@ -49,7 +49,7 @@ def separable_tempered_moments(
     v.positive("mu0", mu0)
     v.nonnegative("tau", tau)
     v.array("grid", grid, ndim=1)
-    grid = _f(grid)
+    grid = as_float(grid)
     logw = -0.5 * mu0 * (grid - x0) ** 2 - tau * cost1d(grid)
     p = jnp.exp(logw - jnp.max(logw))
     p = p / jnp.sum(p)

@@ -25,9 +25,11 @@ def num_temperatures(
     v.positive("T", T)
     if schedule == "additive":
         v.positive("D", D if D is not None else -1.0)
+        assert D is not None  # narrowed: v.positive raised on None
         return max(1, math.ceil(T * D - 1e-9))
     v.positive("tau1", tau1 if tau1 is not None else -1.0)
     v.positive_int("n", n)
+    assert tau1 is not None and n is not None  # narrowed: the checks above raised on None
     if tau1 >= T:
         return 1
     return 1 + math.ceil(math.log(T / tau1) / math.log1p(1.0 / n) - 1e-9)
@@ -38,8 +40,11 @@ def temperature_schedule(
 ) -> Float[np.ndarray, " N"]:
     """The temperatures tau_1..tau_N (NumPy float array of length ``num_temperatures``), ending exactly at T."""
     N = num_temperatures(schedule, T, D=D, tau1=tau1, n=n)
+    taus: np.ndarray
     if schedule == "additive":
+        assert D is not None  # num_temperatures raised on None
         taus = np.arange(1, N + 1) / D
     else:
+        assert tau1 is not None and n is not None  # num_temperatures raised on None
         taus = tau1 * (1.0 + 1.0 / n) ** np.arange(N)
     return np.minimum(taus, T)

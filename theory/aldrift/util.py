@@ -6,13 +6,15 @@ import math
 
 import jax.numpy as jnp
 import numpy as np
+from jaxtyping import Array, ArrayLike
 
 from jaxwb.theory import validate as v
 
-_LOG2PI = math.log(2.0 * math.pi)
+LOG2PI = math.log(2.0 * math.pi)
 
 
-def _f(x):
+def as_float(x: ArrayLike) -> Array:
+    """``x`` as an array of the default float dtype."""
     return jnp.asarray(x, dtype=jnp.result_type(float))
 
 

@@ -89,17 +89,17 @@ Package layout (every public name is re-exported here: ``from theory import inte
 from __future__ import annotations
 
 from jaxwb.theory.interpolation.iterations import (
-    _cd as _cd,
-)
-from jaxwb.theory.interpolation.iterations import (
-    _run as _run,
-)
-from jaxwb.theory.interpolation.iterations import (
     coordinate_descent,
     kaczmarz,
     minibatch_gradient,
     run,
     sample_batch,
+)
+from jaxwb.theory.interpolation.iterations import (
+    coordinate_descent_jit as coordinate_descent_jit,
+)
+from jaxwb.theory.interpolation.iterations import (
+    run_jit as run_jit,
 )
 from jaxwb.theory.interpolation.mean_square import (
     MeanSquareRate,
@@ -114,10 +114,10 @@ from jaxwb.theory.interpolation.mean_square import (
     second_moment_trajectory,
 )
 from jaxwb.theory.interpolation.mean_square import (
-    _rate as _rate,
+    rate_jit as rate_jit,
 )
 from jaxwb.theory.interpolation.mean_square import (
-    _traj as _traj,
+    trajectory_jit as trajectory_jit,
 )
 from jaxwb.theory.interpolation.problem import (
     METHODS,
@@ -182,3 +182,6 @@ __all__ = [
     "hb_optimal_params",
     "spectral_radius",
 ]
+
+# Old private names, kept as aliases (not imports) while sims/interpolation moves to the public names
+_run, _cd, _rate, _traj = run_jit, coordinate_descent_jit, rate_jit, trajectory_jit

@@ -12,7 +12,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
+from jaxwb.theory.interpolation.problem import METHODS, Problem, check_problem, hessian_matrix
 
 # ---------------------------------------------------------------------------------------------------------
 # The stochastic iteration
@@ -22,7 +22,7 @@ from jaxwb.theory.interpolation.problem import METHODS, Problem, _check_problem,
 def sample_batch(problem: Problem, batch_size: int, *, key: PRNGKeyArray) -> Int[Array, " B"]:
     """B row indices drawn iid (with replacement) from ``problem.probs``, shape (B,) (inverse-CDF sampling:
     O(B log n) per batch instead of the O(B n) of Gumbel-max)."""
-    _check_problem(problem)
+    check_problem(problem)
     v.positive_int("batch_size", batch_size)
     return _sample_batch(problem, batch_size, key=key)
 
@@ -35,7 +35,7 @@ def _sample_batch(problem, batch_size, *, key):
 
 def minibatch_gradient(problem: Problem, x: Float[ArrayLike, " d"], idx: Int[ArrayLike, " B"]) -> Float[Array, " d"]:
     """g(x) = (1/B) sum_j w_{i_j} a_{i_j} (a_{i_j}^T x - b_{i_j}), x (d,), idx (B,) -> (d,). E[g] = grad f."""
-    _check_problem(problem)
+    check_problem(problem)
     v.array("x", x, ndim=1)
     v.shape("x", x, problem.x_star.shape)
     v.array("idx", idx, ndim=1, integer=True)
@@ -55,7 +55,8 @@ def _gamma(method):
 
 
 @partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
-def _run(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blowup=1e10):
+def run_jit(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blowup=1e10):
+    """The jitted SGD / momentum iteration behind ``run`` (no input checks)."""
     e0 = jnp.sum((x0 - problem.x_star) ** 2)
     limit = blowup * jnp.maximum(e0, jnp.finfo(x0.dtype).tiny)
 
@@ -90,7 +91,7 @@ def _check_run_args(method, batch_size, steps, record_every, lr, beta) -> None:
 
 
 def _check_x0(problem: Problem, x0) -> None:
-    _check_problem(problem)
+    check_problem(problem)
     v.array("x0", x0, ndim=1)
     v.shape("x0", x0, problem.x_star.shape)
 
@@ -119,7 +120,7 @@ def run(
     _check_x0(problem, x0)
     beta = 0.0 * jnp.asarray(beta) if method == "sgd" else jnp.asarray(beta)
     x0 = jnp.asarray(x0, dtype=problem.A.dtype)
-    return _run(
+    return run_jit(
         problem,
         x0,
         jnp.asarray(lr, x0.dtype),
@@ -151,7 +152,7 @@ def kaczmarz(
     v.positive("relaxation", relaxation)
     v.in_interval("beta", beta, 0.0, 1.0)
     v.positive_int("block_size", block_size)
-    _check_problem(problem)
+    check_problem(problem)
     if v.is_concrete((problem.A, problem.probs)):
         r = np.sum(np.asarray(v.primal(problem.A)) ** 2, axis=1)
         if not np.allclose(np.asarray(v.primal(problem.probs)), r / r.sum(), rtol=1e-5):
@@ -159,7 +160,7 @@ def kaczmarz(
     return run(
         problem,
         x0,
-        lr=relaxation * (1.0 / jnp.trace(_hessian(problem))),
+        lr=relaxation * (1.0 / jnp.trace(hessian_matrix(problem))),
         beta=beta,
         batch_size=block_size,
         steps=steps,
@@ -170,7 +171,8 @@ def kaczmarz(
 
 
 @partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
-def _cd(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every):
+def coordinate_descent_jit(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every):
+    """The jitted coordinate descent behind ``coordinate_descent`` (no input checks)."""
     n, d = A.shape
     G = A.T @ A / n
     c = A.T @ b / n
@@ -219,7 +221,7 @@ def coordinate_descent(
     _check_x0(problem, x0)
     dt = problem.A.dtype
     beta = 0.0 if method == "sgd" else beta
-    return _cd(
+    return coordinate_descent_jit(
         problem.A,
         problem.b,
         problem.x_star,

@@ -13,8 +13,8 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.interpolation.problem import METHODS, Problem, _check_problem, _hessian
-from jaxwb.theory.river_valley import _quadratic_roots
+from jaxwb.theory.interpolation.problem import METHODS, Problem, check_problem, hessian_matrix
+from jaxwb.theory.river_valley import quadratic_roots_unchecked
 
 # ---------------------------------------------------------------------------------------------------------
 # Exact mean-square dynamics (eq. MS)
@@ -46,7 +46,7 @@ def _noise_map(problem: Problem, Q):
     """N(Q) = E[X Q X] - H Q H, Q (d, d) -> (d, d)."""
     A = problem.A
     c = problem.probs * problem.weights**2 * jnp.einsum("ij,jk,ik->i", A, Q, A)
-    H = _hessian(problem)
+    H = hessian_matrix(problem)
     return (A * c[:, None]).T @ A - H @ Q @ H
 
 
@@ -83,7 +83,7 @@ def operator_apply(
     """One step of eq. MS: S (2d, 2d) -> M S M^T + (lr^2/B) E1 N(C S C^T) E1^T. ``batch_size`` may be a float
     (jnp.inf gives the noiseless, full-batch dynamics)."""
     _check_ms_args(method, lr, beta, batch_size)
-    _check_problem(problem)
+    check_problem(problem)
     d = problem.A.shape[1]
     v.array("S", S, ndim=2)
     v.shape("S", S, (2 * d, 2 * d))
@@ -94,7 +94,7 @@ def operator_apply(
 
 def _operator_apply(problem, S, *, lr, beta, batch_size, method):
     d = problem.A.shape[1]
-    M, C = _full_mean(lr, beta, _hessian(problem), method)
+    M, C = _full_mean(lr, beta, hessian_matrix(problem), method)
     noise = (lr**2 / batch_size) * _noise_map(problem, C @ S @ C.T)
     return M @ S @ M.T + jnp.zeros_like(S).at[:d, :d].set(noise)
 
@@ -110,10 +110,10 @@ def operator_matrix(
     """The dense (2d)^2 x (2d)^2 matrix of eq. MS acting on row-major vec(S) (the reference for tests; use
     ``mean_square_rate`` for the spectral radius). vec(P S Q^T) = (P (x) Q) vec(S)."""
     _check_ms_args(method, lr, beta, batch_size)
-    _check_problem(problem)
+    check_problem(problem)
     A = problem.A
     d = A.shape[1]
-    H = _hessian(problem)
+    H = hessian_matrix(problem)
     M, C = _full_mean(lr, beta, H, method)
     A2 = jax.vmap(lambda a: jnp.kron(a, a))(A)  # (n, d^2): vec(a a^T)
     c = problem.probs * problem.weights**2
@@ -138,7 +138,7 @@ def second_moment_trajectory(
     long horizons (the exact answer is then larger than the dtype's range)."""
     v.positive_int("steps", steps)
     _check_ms_args(method, lr, beta, batch_size)
-    _check_problem(problem)
+    check_problem(problem)
     v.array("e0", e0, ndim=1)
     v.shape("e0", e0, (problem.A.shape[1],))
     e0 = jnp.asarray(e0, problem.A.dtype)
@@ -181,8 +181,8 @@ def noise_kernel(problem: Problem) -> NoiseKernel:
     K_full = sum_i p_i w_i^2 vec(a~ a~^T) vec(a~ a~^T)^T - diag(vec(h h^T)), a~ = U^T a). Depends on the
     problem only: compute it once and reuse it for every (lr, beta, B) (``kernel=`` of ``mean_square_rate``
     and ``expected_sq_error``)."""
-    _check_problem(problem)
-    H = _hessian(problem)
+    check_problem(problem)
+    H = hessian_matrix(problem)
     d = H.shape[0]
     h, U = jnp.linalg.eigh(H)
     At = problem.A @ U
@@ -208,7 +208,8 @@ def _unified_mean(lr, beta, nu, h):
 
 
 @partial(jax.jit, static_argnames=("iters",))
-def _rate(h, K, lr, beta, nu, batch_size, iters, cap):
+def rate_jit(h, K, lr, beta, nu, batch_size, iters, cap):
+    """The jitted mean-square rate behind ``mean_square_rate`` (no input checks)."""
     d = h.shape[0]
     dt = h.dtype
     iu, ju = np.triu_indices(d)
@@ -216,7 +217,7 @@ def _rate(h, K, lr, beta, nu, batch_size, iters, cap):
     MM = jnp.einsum("pab,pcd->pacbd", M[iu], M[ju]).reshape(-1, 4, 4)  # M_i (x) M_j over the pairs i <= j
     cc = jnp.kron(c, c)
     e11 = jnp.zeros((MM.shape[0], 4, 1), dt).at[:, 0, 0].set(1.0)
-    r1, _ = _quadratic_roots(M[:, 0, 0], -M[:, 0, 1])
+    r1, _ = quadratic_roots_unchecked(M[:, 0, 0], -M[:, 0, 1])
     lo = jnp.max(jnp.abs(r1)) ** 2  # rho(M)^2 = rho(T0)
     eye = jnp.eye(K.shape[0], dtype=dt)
     vec_i = jnp.asarray(_sym_basis(d).T @ np.eye(d).reshape(-1), dt)
@@ -299,18 +300,19 @@ def mean_square_rate(
     if kernel is None:
         kernel = noise_kernel(problem)
     else:
-        _check_problem(problem)
+        check_problem(problem)
         _check_kernel(kernel, problem)
     h, K = kernel.h, kernel.K
     dt = h.dtype
     beta = 0.0 * jnp.asarray(beta, dt) if method == "sgd" else jnp.asarray(beta, dt)
     nu = jnp.asarray(1.0 if method == "nesterov" else 0.0, dt)
-    rho = _rate(h, K, jnp.asarray(lr, dt), beta, nu, jnp.asarray(batch_size, dt), iters, cap)
+    rho = rate_jit(h, K, jnp.asarray(lr, dt), beta, nu, jnp.asarray(batch_size, dt), iters, cap)
     return MeanSquareRate(rho, rho >= jnp.asarray(cap, dt))
 
 
 @partial(jax.jit, static_argnames=("steps",))
-def _traj(h, U, K, e0, lr, beta, nu, batch_size, steps):
+def trajectory_jit(h, U, K, e0, lr, beta, nu, batch_size, steps):
+    """The jitted second-moment recursion behind ``second_moment_trajectory`` (no input checks)."""
     d = h.shape[0]
     dt = h.dtype
     M, c = _unified_mean(lr, beta, nu, h)
@@ -358,14 +360,14 @@ def expected_sq_error(
     if kernel is None:
         kernel = noise_kernel(problem)
     else:
-        _check_problem(problem)
+        check_problem(problem)
         _check_kernel(kernel, problem)
     v.array("e0", e0, ndim=1)
     v.shape("e0", e0, kernel.h.shape)
     dt = kernel.h.dtype
     beta = 0.0 * jnp.asarray(beta, dt) if method == "sgd" else jnp.asarray(beta, dt)
     nu = jnp.asarray(1.0 if method == "nesterov" else 0.0, dt)
-    return _traj(
+    return trajectory_jit(
         kernel.h,
         kernel.U,
         kernel.K,

@@ -174,7 +174,8 @@ def random_problem(
     return Problem(A, b, x_star, p, w, jnp.zeros((), A.dtype))
 
 
-def _check_problem(problem) -> None:
+def check_problem(problem) -> None:
+    """Raise ValueError unless ``problem`` is a ``Problem`` with consistent, finite fields."""
     if not isinstance(problem, Problem):
         raise ValueError(f"problem must be a Problem (make_problem, random_problem, ...), got {type(problem).__name__}")
     v.array("problem.A", problem.A, ndim=2)
@@ -183,11 +184,12 @@ def _check_problem(problem) -> None:
 
 def hessian(problem: Problem) -> Float[Array, "d d"]:
     """H = A^T A / n = E[X], shape (d, d)."""
-    _check_problem(problem)
-    return _hessian(problem)
+    check_problem(problem)
+    return hessian_matrix(problem)
 
 
-def _hessian(problem: Problem):
+def hessian_matrix(problem: Problem):
+    """The Hessian H = A^T A / n of the problem's least-squares loss."""
     return problem.A.T @ problem.A / problem.A.shape[0]
 
 
@@ -200,8 +202,8 @@ def _second_moment(problem: Problem) -> jax.Array:
 
 def constants(problem: Problem) -> Constants:
     """mu, L, L_max, tr H, effective rank tr H / L and the row-norm spread max ||a_i||^2 / mean ||a_i||^2."""
-    _check_problem(problem)
-    H = _hessian(problem)
+    check_problem(problem)
+    H = hessian_matrix(problem)
     h, U = jnp.linalg.eigh(H)
     Hm12 = (U / jnp.sqrt(h)) @ U.T
     L_max = jnp.linalg.eigvalsh(Hm12 @ _second_moment(problem) @ Hm12)[-1]
@@ -265,7 +267,7 @@ def coordinate_descent_problem(A: Float[ArrayLike, "n d"], b: Float[ArrayLike, "
     G_jj) and x*_eq = G^{1/2} x*. ||z||^2 = 2 (f(x) - f*). lr = 1 / tr G is exact coordinate minimisation.
     """
     pr = make_problem(A, b)
-    G = _hessian(pr)
+    G = hessian_matrix(pr)
     d = G.shape[0]
     h, U = jnp.linalg.eigh(G)
     Gh = (U * jnp.sqrt(h)) @ U.T

@@ -22,7 +22,7 @@ def momentum_rule(
     batch_size: Float[ArrayLike, "*b"],
     method: str = "hb",
     a: float | None = None,
-) -> tuple[Float[Array, "*b"], Float[Array, "*b"]]:
+) -> tuple[Float[ArrayLike, "*b"], Float[ArrayLike, "*b"]]:
     """(lr, beta) of the simple batch-size rule (module docstring, eq. RULE):
 
         lr = min(4 mu (B / L_max)^2, a / L),   heavy ball: beta = (1 - sqrt(lr mu))^2  (a = 2),
@@ -52,7 +52,7 @@ def rule_saturation(
     L_max: Float[ArrayLike, "*b"],
     method: str = "hb",
     a: float | None = None,
-) -> Float[Array, "*b"]:
+) -> Float[ArrayLike, "*b"]:
     """Batch size where the rule's step reaches a / L: B = L_max sqrt(a) / (2 sqrt(L mu))."""
     v.one_of("method", method, ("hb", "nesterov"))
     v.positive("mu", mu)

@@ -9,19 +9,20 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
-from jaxtyping import ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as v
 from jaxwb.theory.speed_scaling.model import Schedule, check_instance, grid_profile
 
 
-def _slots(release, deadline, dt):
+def job_slots(release, deadline, dt):
+    """Release and deadline slot indices of every job on the grid of step ``dt``."""
     rs = jnp.ceil(release / dt - 1e-4).astype(jnp.int32)
     ds = jnp.floor(deadline / dt + 1e-4).astype(jnp.int32)
     return rs, ds
 
 
-def _edf_step(rem, pending, cap):
+def edf_step(rem, pending, cap):
     """EDF inside one slot: ``cap`` work units go to pending jobs in deadline order (arrays sorted by
     deadline)."""
     a = jnp.where(pending, rem, 0.0)
@@ -30,7 +31,7 @@ def _edf_step(rem, pending, cap):
     return rem - done, done
 
 
-def _scan_edf(speed_fn, rs, ds, work, n_slots, dt, *, guard, state0=(), per_job=False, return_state=False):
+def scan_edf(speed_fn, rs, ds, work, n_slots, dt, *, guard, state0=(), per_job=False, return_state=False):
     """Scan over slots: speed_fn(k, t, rem, pending, state) -> (speed, state); then EDF. Arrays sorted by ds.
 
     Returns (rem_final, eff_speed, nominal, guard_work, done (n_slots, n) or None).
@@ -44,7 +45,7 @@ def _scan_edf(speed_fn, rs, ds, work, n_slots, dt, *, guard, state0=(), per_job=
         s, st = speed_fn(k, t, rem, pending, st)
         need = jnp.sum(jnp.where(pending & (ds == k + 1), rem, 0.0)) / dt
         s_used = jnp.maximum(s, need) if guard else s
-        rem2, done = _edf_step(rem, pending, s_used * dt)
+        rem2, done = edf_step(rem, pending, s_used * dt)
         out = (jnp.sum(done) / dt, s_used, s, jnp.maximum(s_used - s, 0.0) * dt)
         return (rem2, st), (out + (done,) if per_job else out)
 
@@ -55,12 +56,13 @@ def _scan_edf(speed_fn, rs, ds, work, n_slots, dt, *, guard, state0=(), per_job=
     return rem, (eff, used), nominal, jnp.sum(gw), (outs[4] if per_job else None)
 
 
-def _sorted(release, deadline, work, key_ds):
+def sort_by_deadline(release, deadline, work, key_ds):
+    """The jobs sorted by deadline slot (stable) and the permutation."""
     perm = jnp.argsort(key_ds, stable=True)
     return perm, release[perm], deadline[perm], work[perm]
 
 
-def _finish(rem_sorted, perm, work, speeds, nominal, gw, dt):
+def finish_schedule(rem_sorted, perm, work, speeds, nominal, gw, dt):
     """``speeds`` = (work rate, commanded speed) per slot; the profile (and so the energy) is the commanded
     one."""
     eff, used = speeds
@@ -74,7 +76,7 @@ def resolve_n_slots(deadline, n_slots: int | None, dt, *, grid=None, grid_name: 
 
     * ``n_slots=None`` (the default everywhere): inferred, from the length of the grid array the function takes
       (``grid``: SP's ``predicted_speed``, EDF's ``speed``) if any, else the smallest grid covering every
-      deadline, max_j floor(d_j / dt) (the slot rounding of ``_slots``). Inference needs concrete deadlines:
+      deadline, max_j floor(d_j / dt) (the slot rounding of ``job_slots``). Inference needs concrete deadlines:
       under ``jit``/``vmap`` pass ``n_slots`` (it sets a static shape).
     * ``n_slots`` given with a grid array: it must equal the array's length.
     * Concrete deadlines must fit on the grid: max_j floor(d_j / dt) <= n_slots (a job due after the grid ends
@@ -102,22 +104,32 @@ def resolve_n_slots(deadline, n_slots: int | None, dt, *, grid=None, grid_name: 
     return n_slots
 
 
-def _prep(release, deadline, work, n_slots, dt, *, grid=None, grid_name="speed"):
+def prepare_jobs(
+    release: ArrayLike,
+    deadline: ArrayLike,
+    work: ArrayLike,
+    n_slots: int | None,
+    dt: float,
+    *,
+    grid=None,
+    grid_name: str = "speed",
+) -> tuple[Array, Array, Array, int]:
     """Validate an instance and the grid; returns (release, deadline, work) as one float dtype and n_slots."""
     check_instance(release, deadline, work)
     v.positive("dt", dt)
     n_slots = resolve_n_slots(deadline, n_slots, dt, grid=grid, grid_name=grid_name)
     dtype = jnp.result_type(jnp.asarray(release), jnp.asarray(work), float)
-    return (*(jnp.asarray(a, dtype) for a in (release, deadline, work)), n_slots)
+    return jnp.asarray(release, dtype), jnp.asarray(deadline, dtype), jnp.asarray(work, dtype), n_slots
 
 
 @partial(jax.jit, static_argnames=("n_slots", "guard"))
-def _edf_schedule(release, deadline, work, speed, dt, n_slots, guard):
-    rs, ds = _slots(release, deadline, dt)
+def edf_schedule_jit(release, deadline, work, speed, dt, n_slots, guard):
+    """The jitted EDF run behind ``edf_schedule`` (no input checks)."""
+    rs, ds = job_slots(release, deadline, dt)
     perm = jnp.argsort(ds, stable=True)
     fn = lambda k, t, rem, pending, st: (speed[k], st)
-    rem, eff, nom, gw, _ = _scan_edf(fn, rs[perm], ds[perm], work[perm], n_slots, dt, guard=guard)
-    return _finish(rem, perm, work, eff, nom, gw, dt)
+    rem, eff, nom, gw, _ = scan_edf(fn, rs[perm], ds[perm], work[perm], n_slots, dt, guard=guard)
+    return finish_schedule(rem, perm, work, eff, nom, gw, dt)
 
 
 def edf_schedule(
@@ -139,6 +151,6 @@ def edf_schedule(
     """
     v.array("speed", speed, ndim=1)
     v.nonnegative("speed", speed)
-    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt, grid=speed)
+    release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt, grid=speed)
     speed = jnp.asarray(speed, work.dtype)
-    return _edf_schedule(release, deadline, work, speed, dt, n_slots, guard)
+    return edf_schedule_jit(release, deadline, work, speed, dt, n_slots, guard)

@@ -128,9 +128,9 @@ def predict_work(
     if kind in ("accurate", "random") and key is None:
         raise ValueError(f"key must be a PRNG key for kind={kind!r}, got None")
     work = jnp.asarray(work)
-    if kind == "accurate":
+    if key is not None and kind == "accurate":
         return jnp.maximum(work * (1.0 + noise * jax.random.normal(key, work.shape, work.dtype)), 0.0)
-    if kind == "random":
+    if key is not None and kind == "random":
         return jax.random.uniform(key, work.shape, work.dtype, minval=low, maxval=high)
     return low + high - work
 
@@ -164,7 +164,7 @@ def predict_speed(
     s = jnp.asarray(opt_speed)
     if kind == "accurate":
         return s
-    if kind == "noisy":
+    if key is not None and kind == "noisy":
         z = jax.random.normal(key, s.shape, s.dtype)
         return s * jnp.exp(noise * z - 0.5 * noise**2)
     if kind == "zero":

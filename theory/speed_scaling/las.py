@@ -9,9 +9,9 @@ import jax.numpy as jnp
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.speed_scaling.grid import _edf_schedule, _prep, _scan_edf, _slots
+from jaxwb.theory.speed_scaling.grid import edf_schedule_jit, job_slots, prepare_jobs, scan_edf
 from jaxwb.theory.speed_scaling.model import Schedule, check_alpha, profile_on_grid
-from jaxwb.theory.speed_scaling.offline import _yds
+from jaxwb.theory.speed_scaling.offline import yds_jit
 from jaxwb.theory.speed_scaling.online import avr_bound
 
 
@@ -86,14 +86,14 @@ def robustify_energy_bound(width: Int[ArrayLike, " n"], alpha: float) -> Float[A
 
 @partial(jax.jit, static_argnames=("n_slots",))
 def _las(release, deadline, work, pred, dt, m, n_slots):
-    rs, ds = _slots(release, deadline, dt)
+    rs, ds = job_slots(release, deadline, dt)
     ds_s = ds - m  # shrunk deadline slots
     # YDS on the predicted jobs with shrunk windows, sampled on the grid, EDF -> per-job predicted allocation
-    opt_pred = _yds(release, ds_s * dt, pred)
+    opt_pred = yds_jit(release, ds_s * dt, pred)
     s_pred = profile_on_grid(opt_pred.profile, n_slots, dt)
     perm = jnp.argsort(ds_s, stable=True)
     fn = lambda k, t, rem, pending, st: (s_pred[k], st)
-    _, _, _, _, done = _scan_edf(fn, rs[perm], ds_s[perm], pred[perm], n_slots, dt, guard=True, per_job=True)
+    _, _, _, _, done = scan_edf(fn, rs[perm], ds_s[perm], pred[perm], n_slots, dt, guard=True, per_job=True)
     alloc_pred = jnp.zeros_like(done).at[:, perm].set(done)
     scale = jnp.where(pred > 0, jnp.minimum(1.0, work / jnp.where(pred > 0, pred, 1.0)), 0.0)
     excess = jnp.maximum(work - pred, 0.0) * (pred > 0) + work * (pred <= 0)
@@ -102,7 +102,7 @@ def _las(release, deadline, work, pred, dt, m, n_slots):
     spread = in_win * (excess / ((ds_s - rs) * dt))[None, :] * dt
     alloc = alloc_pred * scale[None, :] + spread
     speed = jnp.sum(robustify(alloc, m), axis=1) / dt
-    return _edf_schedule(release, deadline, work, speed, dt, n_slots, True)
+    return edf_schedule_jit(release, deadline, work, speed, dt, n_slots, True)
 
 
 def las(
@@ -123,7 +123,7 @@ def las(
     convention of every grid function). The predicted instance shares the real releases and deadlines (LAS's
     setting: one job per time step with a predicted workload).
     """
-    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt)
     v.array("predicted_work", predicted_work, ndim=1)
     v.same_shape("work", work, "predicted_work", predicted_work)
     v.nonnegative("predicted_work", predicted_work)

@@ -11,7 +11,8 @@ from jaxwb.theory.speed_scaling.model import YDS, Profile, check_instance
 
 
 @jax.jit
-def _yds(release, deadline, work):
+def yds_jit(release, deadline, work):
+    """The jitted YDS algorithm behind ``yds`` (no input checks)."""
     n = release.shape[0]
     dtype = jnp.result_type(release, deadline, work, float)
     release, deadline, work = (jnp.asarray(a, dtype) for a in (release, deadline, work))
@@ -72,7 +73,7 @@ def yds(release: Float[ArrayLike, " n"], deadline: Float[ArrayLike, " n"], work:
     the optimal energy is ``energy(yds(...).profile, alpha)``. Not the O(n^2 log n) algorithm of Li, Yao and
     Yao (2006)."""
     check_instance(release, deadline, work)
-    return _yds(jnp.asarray(release), jnp.asarray(deadline), jnp.asarray(work))
+    return yds_jit(jnp.asarray(release), jnp.asarray(deadline), jnp.asarray(work))
 
 
 def avr_profile(

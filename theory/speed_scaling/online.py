@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jaxtyping import ArrayLike, Float
 
-from jaxwb.theory.speed_scaling.grid import _finish, _prep, _scan_edf, _slots, _sorted
+from jaxwb.theory.speed_scaling.grid import finish_schedule, job_slots, prepare_jobs, scan_edf, sort_by_deadline
 from jaxwb.theory.speed_scaling.model import E, Schedule, check_alpha
 
 
@@ -37,7 +37,7 @@ def bkp_bound(alpha: float) -> float:
     return 2.0 * (alpha / (alpha - 1.0)) ** alpha * E**alpha
 
 
-def _oa_speed(t, rem, pending, ds, dt):
+def oa_speed(t, rem, pending, ds, dt):
     """YDS plan of the pending work at time t (all released now): max_k W(d <= d_k) / (d_k - t). Sorted by
     ds."""
     cum = jnp.cumsum(jnp.where(pending, rem, 0.0))
@@ -49,8 +49,8 @@ def _oa_speed(t, rem, pending, ds, dt):
 def _online(release, deadline, work, dt, q, is_avr, n_slots, algorithm):
     """algorithm "avr_oa": AVR when ``is_avr`` else q x OA (traced switch: AVR, OA and qOA share one compiled
     program); "bkp": BKP."""
-    rs, ds = _slots(release, deadline, dt)
-    perm, r, d, w = _sorted(release, deadline, work, ds)
+    rs, ds = job_slots(release, deadline, dt)
+    perm, r, d, w = sort_by_deadline(release, deadline, work, ds)
     rs, ds = rs[perm], ds[perm]
     dens = w / (d - r)
 
@@ -58,7 +58,7 @@ def _online(release, deadline, work, dt, q, is_avr, n_slots, algorithm):
 
         def fn(k, t, rem, pending, st):
             s_avr = jnp.sum(jnp.where((rs <= k) & (k < ds), dens, 0.0))
-            return jnp.where(is_avr, s_avr, q * _oa_speed(t, rem, pending, ds, dt)), st
+            return jnp.where(is_avr, s_avr, q * oa_speed(t, rem, pending, ds, dt)), st
     else:  # bkp
 
         def fn(k, t, rem, pending, st):
@@ -74,8 +74,8 @@ def _online(release, deadline, work, dt, q, is_avr, n_slots, algorithm):
             gap = jnp.where(cval, cand - t, 1.0)
             return jnp.max(jnp.where(cval, wsum / gap, 0.0)), st
 
-    rem, eff, nom, gw, _ = _scan_edf(fn, rs, ds, w, n_slots, dt, guard=True)
-    return _finish(rem, perm, work, eff, nom, gw, dt)
+    rem, eff, nom, gw, _ = scan_edf(fn, rs, ds, w, n_slots, dt, guard=True)
+    return finish_schedule(rem, perm, work, eff, nom, gw, dt)
 
 
 def avr(
@@ -88,7 +88,7 @@ def avr(
 ) -> Schedule:
     """AVR on the grid: s(t) = sum of densities of the jobs whose window contains t; EDF. Exact on the
     grid."""
-    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, True, n_slots, "avr_oa")
 
 
@@ -102,7 +102,7 @@ def oa(
 ) -> Schedule:
     """Optimal Available: at each slot, the speed of the YDS plan of the remaining work (exact on the
     grid)."""
-    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, False, n_slots, "avr_oa")
 
 
@@ -117,7 +117,7 @@ def qoa(
 ) -> Schedule:
     """qOA: q = 2 - 1/alpha times OA's current speed, re-planned every slot (a discretisation of the
     continuous rule: finer dt approaches it)."""
-    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, qoa_q(alpha), False, n_slots, "avr_oa")
 
 
@@ -131,7 +131,7 @@ def bkp(
 ) -> Schedule:
     """BKP evaluated at the start of each slot and held for the slot (O(n^2) per slot); the guard covers the
     discretisation (``guard_work`` reports it; it vanishes as dt -> 0)."""
-    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, False, n_slots, "bkp")
 
 
@@ -145,7 +145,7 @@ def online_schedules(
     dt: float = 1.0,
 ) -> dict[str, Schedule]:
     """AVR, OA, qOA (one compiled program, vmapped over the algorithm switch) and BKP: {name: Schedule}."""
-    release, deadline, work, n_slots = _prep(release, deadline, work, n_slots, dt)
+    release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt)
     one = jnp.asarray(1.0, work.dtype)
     q = jnp.stack([one, one, jnp.asarray(qoa_q(alpha), work.dtype)])
     is_avr = jnp.array([True, False, False])

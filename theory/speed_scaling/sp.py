@@ -61,9 +61,9 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.speed_scaling.grid import _edf_step, _finish, _prep, _slots
+from jaxwb.theory.speed_scaling.grid import edf_step, finish_schedule, job_slots, prepare_jobs
 from jaxwb.theory.speed_scaling.model import SP_MODES, Schedule, check_alpha
-from jaxwb.theory.speed_scaling.online import _oa_speed, avr_bound
+from jaxwb.theory.speed_scaling.online import avr_bound, oa_speed
 
 
 def sp_kappa(eps: float, alpha: float) -> float:
@@ -88,7 +88,7 @@ def _sp(release, deadline, work, s_hat, kappa, dt, n_slots, offline, robust):
     """``offline`` and ``robust`` are traced bools (every mode shares one compiled program).
 
     Returns (Schedule, envelope (n_slots,)) with envelope[k] = kappa AVR(k dt) >= the robust SP speed."""
-    rs, ds = _slots(release, deadline, dt)
+    rs, ds = job_slots(release, deadline, dt)
     perm = jnp.argsort(ds, stable=True)
     rs, ds, w = rs[perm], ds[perm], work[perm]
     dens = w / ((ds - rs).astype(w.dtype) * dt)
@@ -103,7 +103,7 @@ def _sp(release, deadline, work, s_hat, kappa, dt, n_slots, offline, robust):
         cum = jnp.cumsum(jnp.where(pending, rem, 0.0))
         future = capacity[jnp.clip(ds, 0, n_slots)] - capacity[k]
         deficit = jnp.max(jnp.where(pending, jnp.maximum(cum - future, 0.0) / left, 0.0))
-        s_oa_own = _oa_speed(t, rem, pending, ds, dt)
+        s_oa_own = oa_speed(t, rem, pending, ds, dt)
         follow = jnp.where(offline, s_hat[k] + deficit, jnp.maximum(s_hat[k], s_oa_own))
         # per-job reserve: keep R_j <= kappa (w_j / |I_j|) (d_j - t) after the slot
         need = jnp.where(pending & robust, jnp.maximum(rem - kappa * dens * (left - dt), 0.0), 0.0)
@@ -111,11 +111,11 @@ def _sp(release, deadline, work, s_hat, kappa, dt, n_slots, offline, robust):
         env = kappa * jnp.sum(jnp.where(active, dens, 0.0))
         s = jnp.where(robust, jnp.clip(follow, floor, jnp.maximum(env, floor)), jnp.maximum(follow, s_oa_own))
         s = jnp.maximum(jnp.minimum(s, cum[-1] / dt), floor)  # never command more than the pending work
-        rem2, done = _edf_step(rem - need, pending, s * dt - jnp.sum(need))
+        rem2, done = edf_step(rem - need, pending, s * dt - jnp.sum(need))
         return rem2, (jnp.sum(done + need) / dt, s, follow, env)
 
     rem, (eff, used, nom, env) = lax.scan(body, w, jnp.arange(n_slots))
-    sched = _finish(rem, perm, work, (eff, used), nom, jnp.zeros((), w.dtype), dt)
+    sched = finish_schedule(rem, perm, work, (eff, used), nom, jnp.zeros((), w.dtype), dt)
     return sched, env
 
 
@@ -155,7 +155,7 @@ def speed_prediction_schedule(
     """
     v.one_of("mode", mode, SP_MODES)
     v.array("predicted_speed", predicted_speed, ndim=1)
-    release, deadline, work, n_slots = _prep(
+    release, deadline, work, n_slots = prepare_jobs(
         release, deadline, work, n_slots, dt, grid=predicted_speed, grid_name="predicted_speed"
     )
     v.nonnegative("predicted_speed", predicted_speed)
@@ -181,7 +181,7 @@ def speed_prediction_schedules(
     """Robust SP in both modes at once (one compiled program vmapped over the mode): ({mode: Schedule},
     envelope (n_slots,)). ``n_slots`` as in ``speed_prediction_schedule``."""
     v.array("predicted_speed", predicted_speed, ndim=1)
-    release, deadline, work, n_slots = _prep(
+    release, deadline, work, n_slots = prepare_jobs(
         release, deadline, work, n_slots, dt, grid=predicted_speed, grid_name="predicted_speed"
     )
     v.nonnegative("predicted_speed", predicted_speed)

@@ -56,11 +56,11 @@ Numerics: the state is x = Delta_eff - Delta = eps (not D, whose float32 ulp wou
 learned branch is carried as (m, u = 1 - m) with u+ = (2/(3c))/(1 + sqrt(1 - 4/(3c))) and 1 - g(m) = u sum_l c2_l
 (1 + ... + m^(l-1)), so errors down to 1e-12 are exact in float32; the residual is |eps(D) - x|/x. The cubic
 loops evaluate eps with the first j features learned as (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + sum_{i>=j}
-a2_i, t_i = 1 + sqrt(1 - 4 D w_i/3), w_i = 1/(alpha a2_i) precomputed (``_prefix_eps``: one sqrt and one division
+a2_i, t_i = 1 + sqrt(1 - 4 D w_i/3), w_i = 1/(alpha a2_i) precomputed (``prefix_eps``: one sqrt and one division
 per feature, terms in [3/2, 7/4], no cancellation), summed as ``LANES`` partial sums (XLA vectorises those; a
 plain float reduction is latency-bound), and the potential from its feature sums (``phi_gap``), computed only
 where two or more points are valid (no output depends on it otherwise). Learned counts #{i: D <= alpha a2_i/c_IT}
-and k_c are binary searches on sorted vectors (``_count_down``: exact, as rounding is monotone). Near the
+and k_c are binary searches on sorted vectors (``count_down``: exact, as rounding is monotone). Near the
 thresholds of features with a_i^2 below float32 resolution the competing points are numerically tied (harmless
 for eps_BO). Every function is jit/vmap compatible; ``solve`` raises ``NotConvergedError`` (a RuntimeError)
 when called eagerly and did not converge, and returns a ``converged`` flag that vmapped callers check with
@@ -97,13 +97,13 @@ from jaxwb.theory.teacher_student.observables import (
 from jaxwb.theory.teacher_student.phi import best_branch, phi_gap, potential, potential_gap, potential_notes_form
 from jaxwb.theory.teacher_student.prefix import (
     LANES,
-    _count_down,
-    _fast_terms,
-    _prefix_eps,
-    _prefix_err,
-    _prefix_overlaps,
-    _prefix_phi,
-    _prefix_sums,
+    count_down,
+    fast_terms,
+    prefix_eps,
+    prefix_err,
+    prefix_overlaps,
+    prefix_phi,
+    prefix_sums,
 )
 from jaxwb.theory.teacher_student.solver import (
     BISECT_STEPS,
@@ -112,13 +112,13 @@ from jaxwb.theory.teacher_student.solver import (
     N_CANDIDATES,
     NotConvergedError,
     Solution,
-    _solve,
-    _solve_grid,
     check_converged,
     default_tol,
     keep_best,
     learnable_heads,
     solve,
+    solve_fixed_point,
+    solve_fixed_point_grid,
     solve_grid,
 )
 
@@ -134,15 +134,15 @@ __all__ = [
     "Kernel",
     "NotConvergedError",
     "Solution",
-    "_count_down",
-    "_fast_terms",
-    "_prefix_eps",
-    "_prefix_err",
-    "_prefix_overlaps",
-    "_prefix_phi",
-    "_prefix_sums",
-    "_solve",
-    "_solve_grid",
+    "count_down",
+    "fast_terms",
+    "prefix_eps",
+    "prefix_err",
+    "prefix_overlaps",
+    "prefix_phi",
+    "prefix_sums",
+    "solve_fixed_point",
+    "solve_fixed_point_grid",
     "amplitudes",
     "bayes_error",
     "best_branch",
@@ -172,3 +172,6 @@ __all__ = [
     "threshold_closed_form",
     "thresholds",
 ]
+
+# Old private name, kept as an alias (not an import) while sims/teacher_student/bench.py moves to prefix_eps
+_prefix_eps = prefix_eps

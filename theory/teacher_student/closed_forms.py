@@ -65,7 +65,7 @@ C_IT, M_JUMP = information_threshold()
 
 def threshold_closed_form(
     i: Int[ArrayLike, "*shape"], beta: Float[ArrayLike, ""], k: int, delta_eff: Float[ArrayLike, ""]
-) -> Float[Array, "*shape"]:
+) -> Float[ArrayLike, "*shape"]:
     """alpha_i ~ c_IT Delta_eff / a2_i = c_IT Delta_eff Z i^(2 beta) (g = m^3, Delta_eff frozen). ``i`` 1-based."""
     v.check("delta_eff", delta_eff, lambda d: d > 0, "> 0")
     return C_IT * delta_eff * normaliser(k, beta) * jnp.asarray(i, jnp.result_type(float)) ** (2.0 * beta)

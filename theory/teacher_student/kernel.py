@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import cache
 from typing import NamedTuple
 
@@ -40,7 +41,7 @@ class Kernel(NamedTuple):
     c2: jax.Array
 
 
-def hermite_kernel(mu: Float[ArrayLike, " L"]) -> Kernel:
+def hermite_kernel(mu: Float[ArrayLike, " L"] | Sequence[float]) -> Kernel:
     """Kernel from Hermite coefficients ``mu`` = (mu_1, ..., mu_L) of the activation (normalised basis).
 
     mu_0 (a constant output) carries no feature information and is excluded. Raises ValueError when every

@@ -12,7 +12,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory import validate as v
 from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel, g
-from jaxwb.theory.teacher_student.solver import _is_cubic, _solve, check_solver_params, default_tol
+from jaxwb.theory.teacher_student.solver import check_solver_params, default_tol, is_cubic, solve_fixed_point
 
 
 def first_crossing(y: Float[ArrayLike, "*b n"], level: Float[ArrayLike, ""]) -> Int[Array, "*b"]:
@@ -66,7 +66,7 @@ def _thresholds(idx, a2, delta, kernel, lo, hi, iters, tol, max_iter, cubic=True
         def body(_, br):
             a, b = br
             mid = jnp.sqrt(a * b)
-            learned = _solve(mid, a2, delta, kernel, tol, max_iter, cubic=cubic).m[i] > 0.5
+            learned = solve_fixed_point(mid, a2, delta, kernel, tol, max_iter, cubic=cubic).m[i] > 0.5
             return jnp.where(learned, a, mid), jnp.where(learned, mid, b)
 
         a, b = lax.fori_loop(0, iters, body, (jnp.asarray(lo, a2.dtype), jnp.asarray(hi, a2.dtype)))
@@ -101,5 +101,5 @@ def thresholds(
     idx = jnp.atleast_1d(jnp.asarray(idx))
     v.check("idx", idx, lambda i: (i >= 0) & (i < a2.shape[0]), f"in [0, {a2.shape[0]})")
     return _thresholds(
-        idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel)
+        idx, a2, delta, kernel or cubic_kernel(), lo, hi, iters, tol, jnp.asarray(max_iter), cubic=is_cubic(kernel)
     )

@@ -12,12 +12,12 @@ from jaxwb.theory.teacher_student.closed_forms import SPINODAL_C
 from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel, g, g_prime
 
 
-def _fm(m, u, c, kernel):
+def f_of_m(m, u, c, kernel):
     """f(m; c) (eq. f) from m and u = 1 - m (so that log(1 - m) keeps its precision for m -> 1)."""
     return 0.5 * (m + jnp.log(u) + c * g(m, kernel))
 
 
-def _one_minus_g(m, u, kernel):
+def one_minus_g(m, u, kernel):
     """1 - g(m) = u sum_l c2_l (1 + m + ... + m^(l-1)) with u = 1 - m: no cancellation as m -> 1."""
     c2 = kernel.c2
     tail = jnp.cumsum(c2[::-1])[::-1][1:]
@@ -44,7 +44,7 @@ def best_branch(
     c = jnp.asarray(c)
     if cubic:
         m_hi, u_hi = _learned_branch(c)
-        hi = (c >= SPINODAL_C) & (_fm(m_hi, u_hi, c, kernel) > 0.0)
+        hi = (c >= SPINODAL_C) & (f_of_m(m_hi, u_hi, c, kernel) > 0.0)
         return jnp.where(hi, m_hi, 0.0), jnp.where(hi, u_hi, 1.0)
 
     def fixed(s0):
@@ -53,7 +53,7 @@ def best_branch(
 
     m_lo, u_lo = fixed(jnp.zeros_like(c))
     m_hi, u_hi = fixed(c * g_prime(jnp.ones_like(c), kernel))
-    hi = _fm(m_hi, u_hi, c, kernel) > _fm(m_lo, u_lo, c, kernel)
+    hi = f_of_m(m_hi, u_hi, c, kernel) > f_of_m(m_lo, u_lo, c, kernel)
     return jnp.where(hi, m_hi, m_lo), jnp.where(hi, u_hi, u_lo)
 
 
@@ -98,7 +98,8 @@ def phi_gap(
         v.nonnegative(name, x)
     v.nonnegative("alpha", alpha)
     v.positive("delta", delta)
-    return t_a - t_b - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))
+    # ArrayLike includes bool, for which numpy's stubs define no subtraction; the values are checked numbers
+    return t_a - t_b - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))  # type: ignore[operator]
 
 
 def potential(
@@ -114,6 +115,7 @@ def potential(
     v.shape("a2", a2, (np.shape(m)[0],))
     v.nonnegative("alpha", alpha)
     v.positive("delta", delta)
+    m = jnp.asarray(m)
     d = delta + jnp.sum(a2 * (1.0 - g(m, kernel)))
     return jnp.sum(0.5 * (m + jnp.log1p(-m))) - 0.5 * alpha * jnp.log(d)
 

@@ -16,26 +16,26 @@ def _lane_sum(x):
     return jnp.sum(jnp.sum(x.reshape(x.shape[:-1] + (x.shape[-1] // LANES, LANES)), axis=-2), axis=-1)
 
 
-def _tail(a2):
+def prefix_tail(a2):
     """tail (k + 1,): tail[j] = sum_{i>=j} a2_i (the unlearned features' errors when 1..j are learned)."""
     return jnp.concatenate([jnp.cumsum(a2[::-1])[::-1], jnp.zeros(1, a2.dtype)])
 
 
-def _fast_terms(alpha, a2, delta, tail=None, *, fn: bool = False):
+def fast_terms(alpha, a2, delta, tail=None, *, fn: bool = False):
     """Per-alpha constants of the cubic prefix error: w (k_pad,) = 1/(alpha a2_i) (inf on padding and where
     alpha a2_i = 0), d_thr (k,) = alpha a2_i / c_IT (feature i learned iff D <= d_thr_i), tail (k + 1,) with
-    tail[j] = sum_{i>=j} a2_i (``_tail``; passed in when ``a2`` is the learnable head of a longer vector).
-    ``fn``: d_thr as the function i -> alpha a2_i / c_IT (same value, bit for bit) for ``_count_down``'s
+    tail[j] = sum_{i>=j} a2_i (``prefix_tail``; passed in when ``a2`` is the learnable head of a longer vector).
+    ``fn``: d_thr as the function i -> alpha a2_i / c_IT (same value, bit for bit) for ``count_down``'s
     searches, which visit log2 k entries: no (k,) vector of thresholds is computed per alpha."""
     k = a2.shape[0]
     pad = (-k) % LANES
     aa = jnp.concatenate([alpha * a2, jnp.zeros(pad, a2.dtype)])
     w = jnp.where(aa > 0, 1.0 / jnp.where(aa > 0, aa, 1.0), jnp.inf)
     thr = (lambda i: alpha * a2[i] / closed_forms.C_IT) if fn else alpha * a2 / closed_forms.C_IT
-    return w, thr, _tail(a2) if tail is None else tail
+    return w, thr, prefix_tail(a2) if tail is None else tail
 
 
-def _prefix_eps(x, j, w, alpha, delta, tail):
+def prefix_eps(x, j, w, alpha, delta, tail):
     """eps with exactly the first j features learned (g = m^3) at D = delta + x, the form the loops evaluate.
 
     On the learned branch c_i = alpha a2_i / D, r_i = sqrt(1 - 4/(3 c_i)) = sqrt(1 - 4 D w_i / 3), t_i = 1 + r_i,
@@ -51,13 +51,13 @@ def _prefix_eps(x, j, w, alpha, delta, tail):
 
 
 def _prefix_t(x, w, delta):
-    """(q, t) at D = delta + x: q_i = D w_i, t_i = 1 + sqrt(1 - 4 q_i / 3) (the form ``_prefix_sums`` uses)."""
+    """(q, t) at D = delta + x: q_i = D w_i, t_i = 1 + sqrt(1 - 4 q_i / 3) (the form ``prefix_sums`` uses)."""
     q = (delta + x) * w
     return q, 1.0 + jnp.sqrt(jnp.maximum(1.0 - (4.0 / 3.0) * q, 0.0))
 
 
-def _prefix_err(x, j, w, alpha, delta, tail):
-    """The eps of ``_prefix_sums`` alone (same expressions, bit for bit): the kept point's error without the
+def prefix_err(x, j, w, alpha, delta, tail):
+    """The eps of ``prefix_sums`` alone (same expressions, bit for bit): the kept point's error without the
     potential's log pass, which only a comparison of two or more valid candidates needs."""
     d = delta + x
     _, t = _prefix_t(x, w, delta)
@@ -66,23 +66,23 @@ def _prefix_err(x, j, w, alpha, delta, tail):
     return jnp.where(j > 0, (2.0 / 3.0) * (d / alpha) * s, 0.0) + tail[j]
 
 
-def _prefix_phi(x, j, w, delta):
-    """The potential's feature sum of ``_prefix_sums`` alone: sum_{i<j} (m_i + log(1 - m_i))/2."""
+def prefix_phi(x, j, w, delta):
+    """The potential's feature sum of ``prefix_sums`` alone: sum_{i<j} (m_i + log(1 - m_i))/2."""
     q, t = _prefix_t(x, w, delta)
     on = jnp.arange(w.shape[-1]) < j
     return _lane_sum(jnp.where(on, 0.25 * t + 0.5 * jnp.log((2.0 / 3.0) * q / t), 0.0))
 
 
-def _prefix_sums(x, j, w, alpha, delta, tail):
-    """``_prefix_eps`` and the potential's feature sum in one pass: (eps, t) at D = delta + x with
+def prefix_sums(x, j, w, alpha, delta, tail):
+    """``prefix_eps`` and the potential's feature sum in one pass: (eps, t) at D = delta + x with
     t = sum_i (m_i + log(1 - m_i))/2 (eq. Phi; unlearned features contribute 0). Learned features (i < j):
     m_i = t_i/2, u_i = 1 - m_i = (2/3) D w_i / t_i (= (2/(3 c_i))/(1 + r_i), no cancellation as m_i -> 1).
-    Equals (``_prefix_err``, ``_prefix_phi``), which the solver calls separately.
+    Equals (``prefix_err``, ``prefix_phi``), which the solver calls separately.
     """
-    return _prefix_err(x, j, w, alpha, delta, tail), _prefix_phi(x, j, w, delta)
+    return prefix_err(x, j, w, alpha, delta, tail), prefix_phi(x, j, w, delta)
 
 
-def _count_down(v, level, *, strict: bool = False, n: int | None = None):
+def count_down(v, level, *, strict: bool = False, n: int | None = None):
     """#{i: level <= v_i} (``strict``: level < v_i) for a non-increasing ``v`` (k,), as a binary search (log2 k
     gathers, not k comparisons and a reduction): the exact count of ``jnp.sum(level <= v)`` when ``v`` is sorted
     (a2 non-increasing makes d_thr = alpha a2 / c_IT and the learned prefix of m non-increasing: rounding is
@@ -93,6 +93,8 @@ def _count_down(v, level, *, strict: bool = False, n: int | None = None):
         arr = jnp.asarray(v)
         n = arr.shape[-1]
         v = lambda i: arr[i]
+    if n is None:
+        raise ValueError("n must be given when v is a function of the index")
     hit = (lambda x: level < x) if strict else (lambda x: level <= x)
 
     def step(_, st):  # invariant: hit on [0, lo), miss on [hi, n)
@@ -105,7 +107,7 @@ def _count_down(v, level, *, strict: bool = False, n: int | None = None):
     return lo.astype(jnp.result_type(int))
 
 
-def _prefix_overlaps(x, j, w, delta, *, index=None):
+def prefix_overlaps(x, j, w, delta, *, index=None):
     """Overlaps (m, u = 1 - m), shape (k_pad,), with exactly the first j features learned at D = delta + x.
     ``index``: ``w`` is the entry w[index] and the overlaps are that feature's (same expressions)."""
     q = (delta + x) * w

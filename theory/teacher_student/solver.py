@@ -16,16 +16,16 @@ from jaxtyping import Array, ArrayLike, Bool, Float, Int
 from jaxwb.theory import validate as v
 from jaxwb.theory.teacher_student import closed_forms
 from jaxwb.theory.teacher_student.kernel import Kernel, cubic_kernel
-from jaxwb.theory.teacher_student.phi import _fm, _one_minus_g, best_branch, phi_gap  # noqa: F401
+from jaxwb.theory.teacher_student.phi import best_branch, f_of_m, one_minus_g, phi_gap  # noqa: F401
 from jaxwb.theory.teacher_student.prefix import (
     LANES,
-    _count_down,
-    _fast_terms,
-    _prefix_eps,
-    _prefix_err,
-    _prefix_overlaps,
-    _prefix_phi,
-    _tail,
+    count_down,
+    fast_terms,
+    prefix_eps,
+    prefix_err,
+    prefix_overlaps,
+    prefix_phi,
+    prefix_tail,
 )
 
 
@@ -67,7 +67,7 @@ def keep_best(phi: Float[Array, " n"], valid: Bool[Array, " n"]) -> Int[Array, "
 
 def _errors(d, alpha, a2, kernel, cubic):
     m, u = best_branch(alpha * a2 / d, kernel, cubic=cubic)
-    return jnp.sum(a2 * _one_minus_g(m, u, kernel)), m, u
+    return jnp.sum(a2 * one_minus_g(m, u, kernel)), m, u
 
 
 def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None, hi0=None):
@@ -78,15 +78,15 @@ def _extremes(alpha, a2, delta, kernel, cubic, tol, n_iter, fast=None, hi0=None)
     above decreases to the largest: after any number of steps they bracket every self-consistent point. Stops at
     relative change <= tol or after ``n_iter`` steps (``hi0``: sum a2 of the full amplitude vector when ``a2`` is
     its learnable head). Returns (x_lo, x_hi, residual). ``fast`` (cubic kernel):
-    the ``_fast_terms`` tuple; eps(D) is then the prefix error with the count j(D) = #{i: D <= alpha a2_i/c_IT}
+    the ``fast_terms`` tuple; eps(D) is then the prefix error with the count j(D) = #{i: D <= alpha a2_i/c_IT}
     (f(m+(c); c) > 0 iff c > c_IT, so this is the best branch of every feature).
     """
     if fast is None:
         err = lambda x: _errors(delta + x, alpha, a2, kernel, cubic)[0]
     else:
         w, thr, tail = fast
-        count = lambda d: _count_down(thr, d, n=a2.shape[0])
-        err = lambda x: _prefix_eps(x, count(delta + x), w, alpha, delta, tail)
+        count = lambda d: count_down(thr, d, n=a2.shape[0])
+        err = lambda x: prefix_eps(x, count(delta + x), w, alpha, delta, tail)
 
     def body(st):
         lo, hi, _, it = st
@@ -112,12 +112,12 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
     alpha a2_j/c_IT] (a2 decreasing: the learned set is always a prefix), intersected with [d_lo, d_hi]; there
     h_j(x) = eps_j(delta + x) - x is continuous, and a downward crossing (h_j >= 0 at the left end, <= 0 at the
     right end) is bisected in log x. Returns per candidate (valid, x, j, eps, t, residual) and ``complete``
-    (t: the potential's feature sum, ``_prefix_sums``).
+    (t: the potential's feature sum, ``prefix_sums``).
     """
     k = a2.shape[0]
     dt = a2.dtype
-    w, thr, tail = _fast_terms(alpha, a2, delta, fn=True) if fast is None else fast  # learned iff D <= thr(i)
-    count = lambda d: _count_down(thr, d, n=k)
+    w, thr, tail = fast_terms(alpha, a2, delta, fn=True) if fast is None else fast  # learned iff D <= thr(i)
+    count = lambda d: count_down(thr, d, n=k)
     j_hi, j_lo = count(delta + x_lo), count(delta + x_hi)
     js = j_lo + jnp.arange(N_CANDIDATES)
     complete = (j_hi - j_lo) < N_CANDIDATES
@@ -129,7 +129,7 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
         b = jnp.minimum(x_hi, up - delta)
         tiny = jnp.finfo(dt).tiny
         a, b = jnp.maximum(a, tiny), jnp.maximum(b, tiny)
-        h = lambda x: _prefix_eps(x, j, w, alpha, delta, tail) - x
+        h = lambda x: prefix_eps(x, j, w, alpha, delta, tail) - x
         h_a, h_b = jax.vmap(h)(jnp.stack([a, b]))  # one pass over the features for both ends
         ok = (j <= j_hi) & (a <= b) & (h_a >= -slack * a) & (h_b <= slack * b)
 
@@ -146,7 +146,7 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
         lo, hi, _, _ = lax.while_loop(
             lambda st: st[2] & (st[3] < n_bisect), body, (a, b, a != b, jnp.zeros((), jnp.int32))
         )
-        e = _prefix_err(lo, j, w, alpha, delta, tail)
+        e = prefix_err(lo, j, w, alpha, delta, tail)
         return ok, lo, e, jnp.abs(e - lo) / lo
 
     # only the contested counts j_lo..j_hi are bisected (a data-dependent trip count: under vmap, the batch's
@@ -168,20 +168,21 @@ def _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, slack, fast=None):
     # point (or none) no output depends on them (dphi = inf, the kept index is the valid one); there they are 0
     n_phi = jnp.where(jnp.sum(ok) >= 2, n_run, 0)
     phi = lax.fori_loop(
-        0, n_phi, lambda c, p: p.at[c].set(_prefix_phi(x[c], js[c], w, delta)), jnp.zeros(N_CANDIDATES, dt)
+        0, n_phi, lambda c, p: p.at[c].set(prefix_phi(x[c], js[c], w, delta)), jnp.zeros(N_CANDIDATES, dt)
     )
     return ok, x, js, e, phi, res, complete
 
 
 @partial(jax.jit, static_argnames=("cubic",))
-def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=None):
+def solve_fixed_point(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=None):
+    """The jitted fixed-point solve behind ``solve`` (no input checks, no convergence check)."""
     alpha = jnp.asarray(alpha, a2.dtype)
     delta = jnp.asarray(delta, a2.dtype)
     n_bisect = BISECT_STEPS["float64" if a2.dtype == jnp.float64 else "float32"]
     k = a2.shape[0]
     if cubic:
         # the extremes only bound the search here: a few steps suffice, the bisection does the rest
-        fast = _fast_terms(alpha, a2, delta, tail, fn=True)
+        fast = fast_terms(alpha, a2, delta, tail, fn=True)
         n_ext = jnp.minimum(max_iter, EXTREME_STEPS)
         x_lo, x_hi, _ = _extremes(alpha, a2, delta, kernel, cubic, tol, n_ext, fast, hi0)
         ok, x, js, e, t, res, complete = _candidates_cubic(alpha, a2, delta, x_lo, x_hi, n_bisect, tol, fast)
@@ -196,11 +197,11 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
     best = keep_best(phi, ok)
     runner = jnp.max(jnp.where(ok & (jnp.arange(ok.shape[0]) != best), phi, -jnp.inf))
     if cubic:  # overlaps of the kept point only (the LANES padding dropped)
-        m_b, u_b = (v_[:k] for v_ in _prefix_overlaps(x[best], js[best], fast[0], delta))
+        m_b, u_b = (v_[:k] for v_ in prefix_overlaps(x[best], js[best], fast[0], delta))
         # k_c = #{m_b > 1/2} (the learned prefix of m is non-increasing): the search recomputes the overlaps it
         # visits, so m_b is never materialised apart from the outputs it is written to
-        m_at = lambda i: _prefix_overlaps(x[best], js[best], fast[0][i], delta, index=i)[0]
-        k_c = _count_down(m_at, 0.5, strict=True, n=k)
+        m_at = lambda i: prefix_overlaps(x[best], js[best], fast[0][i], delta, index=i)[0]
+        k_c = count_down(m_at, 0.5, strict=True, n=k)
     else:
         m_b, u_b = m[best], u[best]
         k_c = jnp.sum(m_b > 0.5)
@@ -220,7 +221,8 @@ def _solve(alpha, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=N
     )
 
 
-def _is_cubic(kernel) -> bool:
+def is_cubic(kernel) -> bool:
+    """True when ``kernel`` is the default cubic kernel (None or g = m^3), which has the fast solver."""
     if kernel is None:
         return True
     c2 = np.asarray(kernel.c2)
@@ -289,13 +291,18 @@ def solve(
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
     check_solver_params(alpha, a2, delta, tol, max_iter)
-    sol = _solve(alpha, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter), cubic=_is_cubic(kernel))
+    sol = solve_fixed_point(
+        alpha, a2, delta, kernel or cubic_kernel(), tol, jnp.asarray(max_iter), cubic=is_cubic(kernel)
+    )
     return check_converged(sol, alpha) if check else sol
 
 
 @partial(jax.jit, static_argnames=("cubic",))
-def _solve_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=None):
-    return jax.vmap(lambda a: _solve(a, a2, delta, kernel, tol, max_iter, cubic=cubic, tail=tail, hi0=hi0))(alphas)
+def solve_fixed_point_grid(alphas, a2, delta, kernel, tol, max_iter, cubic=True, tail=None, hi0=None):
+    """``solve_fixed_point`` vmapped over a grid of alphas (jitted, no input checks)."""
+    return jax.vmap(lambda a: solve_fixed_point(a, a2, delta, kernel, tol, max_iter, cubic=cubic, tail=tail, hi0=hi0))(
+        alphas
+    )
 
 
 LEARNABLE_SLACK = 0.99  # a feature is kept when alpha a2_i / c_IT >= 0.99 Delta (float32 rounding is ~1e-7)
@@ -315,7 +322,7 @@ def learnable_heads(
     v.positive("delta", delta)
     a2 = np.asarray(a2, np.float64)
     k = a2.shape[0]
-    n = _count_prefix(np.asarray(alphas, np.float64), a2, LEARNABLE_SLACK * float(delta))
+    n = _count_prefix(np.asarray(alphas, np.float64), a2, LEARNABLE_SLACK * float(np.asarray(delta)))
     blocks = 2 ** np.ceil(np.log2(np.maximum(np.ceil(n / LANES), 1))).astype(int)
     return np.minimum(LANES * blocks, k)
 
@@ -341,9 +348,9 @@ def _count_prefix(alphas: np.ndarray, a2: np.ndarray, level: float) -> np.ndarra
 
 
 def _solve_grid_heads(alphas, a2, delta, kernel, tol, max_iter) -> Solution:
-    """``_solve_grid`` (cubic kernel, concrete inputs) with each alpha solved on its learnable head only
+    """``solve_fixed_point_grid`` (cubic kernel, concrete inputs) with each alpha solved on its learnable head only
     (``learnable_heads``): alphas sharing a head length K run as one vmapped solve on a2[:K] with the full
-    vector's tails (``_tail``) and sum, so the work per alpha scales with the features it can learn; all heads
+    vector's tails (``prefix_tail``) and sum, so the work per alpha scales with the features it can learn; all heads
     in one compiled call (recompiled only when the multiset of head lengths changes). The skipped features'
     overlaps are 0, exactly what the full solve returns for them."""
     heads = learnable_heads(alphas, a2, delta)
@@ -358,16 +365,16 @@ def _solve_grid_heads(alphas, a2, delta, kernel, tol, max_iter) -> Solution:
 @partial(jax.jit, static_argnames=("buckets",))
 def _solve_heads(alphas, a2, delta, kernel, tol, max_iter, order, inverse, buckets):
     k = a2.shape[0]
-    tail, hi0 = _tail(a2), jnp.sum(a2)
+    tail, hi0 = prefix_tail(a2), jnp.sum(a2)
     al = alphas if order is None else alphas[order]
     parts, start = [], 0
     # the (B, k) overlaps are written bucket by bucket into one zero buffer (in-place dynamic_update_slices):
     # padding each bucket to k and concatenating copied them twice (0.4 ms of 3.4 at k = 4000, 160 alphas)
     m = s = jnp.zeros((alphas.shape[0], k), a2.dtype)
     for kk, n in buckets:
-        sol = jax.vmap(lambda a, kk=kk: _solve(a, a2[:kk], delta, kernel, tol, max_iter, True, tail[: kk + 1], hi0))(
-            al[start : start + n]
-        )
+        sol = jax.vmap(
+            lambda a, kk=kk: solve_fixed_point(a, a2[:kk], delta, kernel, tol, max_iter, True, tail[: kk + 1], hi0)
+        )(al[start : start + n])
         m, s = (lax.dynamic_update_slice(buf, v_, (start, 0)) for buf, v_ in ((m, sol.m), (s, sol.s)))
         parts.append(sol._replace(m=None, s=None))
         start += n
@@ -401,9 +408,9 @@ def solve_grid(
     alphas = np.asarray(alphas, dtype=dt) if host else jnp.asarray(alphas, dt)
     v.shape("alphas", alphas, (None,))
     check_solver_params(alphas, a2, delta, tol, max_iter, alpha_name="alphas")
-    kern, cubic = kernel or cubic_kernel(), _is_cubic(kernel)
+    kern, cubic = kernel or cubic_kernel(), is_cubic(kernel)
     if cubic and heads and host and alphas.shape[0] > 0:
         sol = _solve_grid_heads(alphas, a2, delta, kern, tol, jnp.asarray(max_iter))
     else:
-        sol = _solve_grid(alphas, a2, delta, kern, tol, jnp.asarray(max_iter), cubic=cubic)
+        sol = solve_fixed_point_grid(alphas, a2, delta, kern, tol, jnp.asarray(max_iter), cubic=cubic)
     return check_converged(sol, alphas) if check else sol

@@ -85,7 +85,7 @@ from jaxwb.theory.tv_distance.logit import (
     tv_logit_z,
 )
 from jaxwb.theory.tv_distance.logit import (
-    _tv_logit_z as _tv_logit_z,
+    tv_logit_z_jit as tv_logit_z_jit,
 )
 from jaxwb.theory.tv_distance.models import (
     ENGINE_DTYPES,

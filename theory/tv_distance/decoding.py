@@ -13,7 +13,7 @@ from jax import lax
 from jaxtyping import Array, ArrayLike, Bool, Float, Int, PRNGKeyArray
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.tv_distance.models import ARModel, _check_pair
+from jaxwb.theory.tv_distance.models import ARModel, check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Decoding: one lax.scan over positions, vectorised over sequences
@@ -40,17 +40,18 @@ def decode(
     ``from_q``: bool (m,). One ``lax.scan`` over the n positions; each step makes one next-token query to
     each model for every row (2 n m queries in all).
     """
-    _check_pair(p, q)
+    check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
     if v._dtype_of(from_q) != np.bool_:
         raise ValueError(f"from_q must be a boolean array, got dtype {v._dtype_of(from_q)}")
     v.shape("from_q", from_q, (m,))
-    return _decode(p, q, from_q, key=key, n=n, m=m, keep_all=keep_all)
+    return decode_jit(p, q, from_q, key=key, n=n, m=m, keep_all=keep_all)
 
 
 @partial(jax.jit, static_argnames=("n", "m", "keep_all"))
-def _decode(p, q, from_q, *, key, n, m, keep_all=False):
+def decode_jit(p, q, from_q, *, key, n, m, keep_all=False):
+    """The jitted decoding behind ``decode`` (no input checks)."""
     keys = jax.random.split(key, n)
 
     def step(carry, inp):
@@ -71,18 +72,20 @@ def _decode(p, q, from_q, *, key, n, m, keep_all=False):
     return Decoded(tokens, ys[0].T, ys[1].T, last_lp, last_lq)
 
 
-def _check_decoded(d) -> None:
+def check_decoded(d) -> None:
+    """Raise ValueError unless ``d`` is a ``Decoded`` with finite fields."""
     if not isinstance(d, Decoded):
         raise ValueError(f"d must be a Decoded (the output of decode), got {type(d).__name__}")
 
 
-def _check_length(length, n: int) -> None:
+def check_length(length, n: int) -> None:
+    """Raise ValueError unless ``length`` is None or in [1, n]."""
     if length is None:
         return
     v.check("length", length, lambda a: (a >= 1) & (a <= n), f"in [1, n={n}]")
 
 
-def _mask(d: Decoded, length):
+def position_mask(d: Decoded, length):
     """(n,) float mask of the positions t < length (all positions when length is None)."""
     n = d.lp.shape[1]
     return jnp.ones(n) if length is None else (jnp.arange(n) < length).astype(jnp.float32)

@@ -11,7 +11,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.tv_distance.models import MAX_ENUMERATION, ARModel, _check_model, _check_pair
+from jaxwb.theory.tv_distance.models import MAX_ENUMERATION, ARModel, check_model, check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Exact values by enumeration
@@ -31,7 +31,7 @@ def all_sequences(K: int, n: int) -> Int[Array, "K**n n"]:
 
 def sequence_logprob(model: ARModel, tokens: Int[ArrayLike, "B n"]) -> Float[Array, " B"]:
     """(B, n) -> (B,): log P(x) = sum_t log p_t(x_t | x_<t)."""
-    _check_model("model", model)
+    check_model("model", model)
     v.array("tokens", tokens, ndim=2, integer=True)
     v.check("tokens", tokens, lambda a: (a >= 0) & (a < model.K), f"token ids in [0, K={model.K})")
     return _sequence_logprob(model, jnp.asarray(tokens, jnp.int32))
@@ -54,7 +54,7 @@ def _exact(p, q, n):
 
 def exact_tv(p: ARModel, q: ARModel, n: int) -> Float[Array, ""]:
     """TV(P, Q) over length-n sequences by enumerating all K^n of them (K^n <= 2^22). Scalar."""
-    _check_pair(p, q)
+    check_pair(p, q)
     v.positive_int("n", n)
     all_sequences(p.K, n)  # eager size check
     return _exact(p, q, n)[0]
@@ -62,7 +62,7 @@ def exact_tv(p: ARModel, q: ARModel, n: int) -> Float[Array, ""]:
 
 def exact_kl(p: ARModel, q: ARModel, n: int) -> Float[Array, ""]:
     """KL(P || Q) = sum_x P(x) log P(x)/Q(x) over length-n sequences, by enumeration. Scalar."""
-    _check_pair(p, q)
+    check_pair(p, q)
     v.positive_int("n", n)
     all_sequences(p.K, n)
     return _exact(p, q, n)[1]

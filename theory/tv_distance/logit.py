@@ -13,8 +13,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
-from jaxwb.theory.tv_distance.models import LOGIT_KINDS, ARModel, _check_pair
+from jaxwb.theory.tv_distance.decoding import Decoded, check_decoded, check_length, decode_jit, position_mask
+from jaxwb.theory.tv_distance.models import LOGIT_KINDS, ARModel, check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Logit access
@@ -24,10 +24,11 @@ from jaxwb.theory.tv_distance.models import LOGIT_KINDS, ARModel, _check_pair
 def plain_z(L: Float[ArrayLike, "*b"]) -> Float[Array, "*b"]:
     """(1 - exp(-L))_+ (eq. plain), computed without overflow. ``L`` real; +inf allowed (gives 1)."""
     v.check("L", L, lambda a: a > -np.inf, "> -inf (a log-ratio; NaN and -inf rejected)")
-    return _plain_z(jnp.asarray(L))
+    return plain_z_unchecked(jnp.asarray(L))
 
 
-def _plain_z(L):
+def plain_z_unchecked(L):
+    """``plain_z`` without input checks."""
     return jnp.maximum(-jnp.expm1(-L), 0.0)
 
 
@@ -50,16 +51,16 @@ def logit_z_from_decoded(
     ``decode(..., keep_all=True)``).
     """
     v.one_of("kind", kind, LOGIT_KINDS)
-    _check_decoded(d)
-    _check_length(length, d.lp.shape[1])
+    check_decoded(d)
+    check_length(length, d.lp.shape[1])
     return _logit_z_from_decoded(d, kind, length)
 
 
 def _logit_z_from_decoded(d, kind, length=None):
-    mask = _mask(d, length)
+    mask = position_mask(d, length)
     L = jnp.sum((d.lp - d.lq) * mask, axis=1)
     if kind == "plain":
-        return _plain_z(L)
+        return plain_z_unchecked(L)
     if kind == "mixture":
         return jnp.abs(jnp.tanh(0.5 * L))
     # rb: sum_v p_n(v) (1 - R q_n(v)/p_n(v))_+ with R = exp(-L_<n), in log space (no overflow)
@@ -73,23 +74,24 @@ def _logit_z_from_decoded(d, kind, length=None):
         last_lp = jnp.take(d.last_lp, last, axis=1)
         last_lq = jnp.take(d.last_lq, last, axis=1)
     L_prev = L - (jnp.take(d.lp, last, axis=1) - jnp.take(d.lq, last, axis=1))
-    return jnp.sum(jnp.exp(last_lp) * _plain_z(L_prev[:, None] + last_lp - last_lq), axis=-1)
+    return jnp.sum(jnp.exp(last_lp) * plain_z_unchecked(L_prev[:, None] + last_lp - last_lq), axis=-1)
 
 
 @partial(jax.jit, static_argnames=("n", "m", "kind"))
-def _tv_logit_z(p, q, *, key, n, m, kind):
+def tv_logit_z_jit(p, q, *, key, n, m, kind):
+    """The jitted per-sample logit estimates behind ``tv_logit_z`` (no input checks)."""
     k_src, k_dec = jax.random.split(key)
     from_q = jax.random.bernoulli(k_src, 0.5, (m,)) if kind == "mixture" else jnp.zeros((m,), bool)
-    return _logit_z_from_decoded(_decode(p, q, from_q, key=k_dec, n=n, m=m), kind)
+    return _logit_z_from_decoded(decode_jit(p, q, from_q, key=k_dec, n=n, m=m), kind)
 
 
 def tv_logit_z(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Float[Array, " m"]:
     """Per-sequence logit-access estimates Z (m,), E Z = TV(P, Q); ``kind`` in plain / mixture / rb."""
-    _check_pair(p, q)
+    check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
     v.one_of("kind", kind, LOGIT_KINDS)
-    return _tv_logit_z(p, q, key=key, n=n, m=m, kind=kind)
+    return tv_logit_z_jit(p, q, key=key, n=n, m=m, kind=kind)
 
 
 class Estimate(NamedTuple):
@@ -105,7 +107,7 @@ class Estimate(NamedTuple):
     value: Float[Array, ""]
     stderr: Float[Array, ""]
     queries: int
-    bias: jax.Array = 0.0
+    bias: jax.Array | float = 0.0
 
     def halfwidth(self, level: float = 0.95) -> Float[Array, ""]:
         from scipy.stats import norm as _norm
@@ -115,7 +117,8 @@ class Estimate(NamedTuple):
         return float(_norm.ppf(0.5 + level / 2)) * self.stderr + jnp.abs(self.bias)
 
 
-def _summarise(z, queries, z_ref=None):
+def summarise(z, queries, z_ref=None):
+    """An ``Estimate`` (mean, standard error, count) of the per-sample values ``z``."""
     m = z.shape[0]
     bias = 0.0 if z_ref is None else jnp.abs(jnp.mean(z - z_ref))
     return Estimate(jnp.mean(z), jnp.std(z, ddof=1 if m > 1 else 0) / math.sqrt(m), int(queries), bias)
@@ -123,12 +126,12 @@ def _summarise(z, queries, z_ref=None):
 
 def tv_logit(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Estimate:
     """Logit-access TV estimate from m sequences (2 n m next-token queries); unbiased (module docstring)."""
-    return _summarise(tv_logit_z(p, q, n, m, kind, key=key), 2 * n * m)
+    return summarise(tv_logit_z(p, q, n, m, kind, key=key), 2 * n * m)
 
 
 def kl_logit_z(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Float[Array, " m"]:
     """Per-sequence KL estimates Z = L(x), x ~ P, shape (m,): E Z = KL(P || Q) (unbounded, heavy-tailed)."""
-    _check_pair(p, q)
+    check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
     return _kl_z(p, q, key=key, n=n, m=m)
@@ -136,10 +139,10 @@ def kl_logit_z(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> 
 
 @partial(jax.jit, static_argnames=("n", "m"))
 def _kl_z(p, q, *, key, n, m):
-    d = _decode(p, q, jnp.zeros((m,), bool), key=key, n=n, m=m)
+    d = decode_jit(p, q, jnp.zeros((m,), bool), key=key, n=n, m=m)
     return jnp.sum(d.lp - d.lq, axis=1)
 
 
 def kl_logit(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Estimate:
     """Logit-access KL(P || Q) estimate from m sequences (2 n m queries)."""
-    return _summarise(kl_logit_z(p, q, n, m, key=key), 2 * n * m)
+    return summarise(kl_logit_z(p, q, n, m, key=key), 2 * n * m)

@@ -9,6 +9,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.typing import DTypeLike
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from jaxwb.theory import validate as v
@@ -165,7 +166,7 @@ def random_transformer(
     n_heads: int = 2,
     n_layers: int = 2,
     logit_scale: float = 3.0,
-    dtype: str | jnp.dtype = jnp.float32,
+    dtype: DTypeLike = jnp.float32,
     key: PRNGKeyArray,
 ) -> ARModel:
     """A random pre-LayerNorm causal transformer LM over K tokens (BOS = token K), at most n_max positions.
@@ -274,7 +275,8 @@ def _tf_step(params, tokens, t, **opts):
     return jnp.take(_tf_all(params, tokens, **opts), t, axis=1)
 
 
-def _check_model(name: str, model) -> None:
+def check_model(name: str, model) -> None:
+    """Raise ValueError unless ``model`` is an ``ARModel`` with finite parameters."""
     if not isinstance(model, ARModel):
         raise ValueError(f"{name} must be an ARModel, got {type(model).__name__}")
     for path, leaf in jax.tree_util.tree_leaves_with_path(model.params):
@@ -282,10 +284,11 @@ def _check_model(name: str, model) -> None:
             v.finite(f"{name}.params{jax.tree_util.keystr(path)}", leaf)
 
 
-def _check_pair(p, q):
+def check_pair(p, q):
+    """Raise ValueError unless ``p`` and ``q`` are valid models sharing the vocabulary size K."""
     if not isinstance(p, ARModel) or not isinstance(q, ARModel):
         raise ValueError("p and q must be ARModel instances")
-    _check_model("p", p)
-    _check_model("q", q)
+    check_model("p", p)
+    check_model("q", q)
     if p.K != q.K:
         raise ValueError(f"p and q must share the vocabulary size K, got {p.K} and {q.K}")

@@ -14,9 +14,9 @@ from jax.scipy.stats import norm
 from jaxtyping import Array, ArrayLike, Float, Int, PRNGKeyArray
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.tv_distance.decoding import Decoded, _check_decoded, _check_length, _decode, _mask
-from jaxwb.theory.tv_distance.logit import Estimate, _plain_z, _summarise
-from jaxwb.theory.tv_distance.models import NOISY_KINDS, ARModel, _check_pair
+from jaxwb.theory.tv_distance.decoding import Decoded, check_decoded, check_length, decode_jit, position_mask
+from jaxwb.theory.tv_distance.logit import Estimate, plain_z_unchecked, summarise
+from jaxwb.theory.tv_distance.models import NOISY_KINDS, ARModel, check_pair
 
 # ---------------------------------------------------------------------------------------------------------
 # Noisy logits and samples: a noisy log-ratio L_hat, then a plugin or SIMEX correction
@@ -39,7 +39,7 @@ def _smoothed_z(mu, s2):
     a = mu / s
     second = jnp.exp(-mu + 0.5 * s * s + norm.logcdf(a - s))
     g = ndtr(a) - second
-    return jnp.where(s2 > 0, jnp.clip(g, 0.0, 1.0), _plain_z(mu))
+    return jnp.where(s2 > 0, jnp.clip(g, 0.0, 1.0), plain_z_unchecked(mu))
 
 
 def correct(
@@ -60,7 +60,7 @@ def correct(
 
 def _correct(L_hat, var, kind="simex", order=2):
     if kind == "plugin":
-        return _plain_z(L_hat)
+        return plain_z_unchecked(L_hat)
     weights = (2.0, -1.0) if order == 1 else (3.0, -3.0, 1.0)
     return sum(w * _smoothed_z(L_hat, k * var) for k, w in enumerate(weights))
 
@@ -92,18 +92,18 @@ def noisy_z_from_decoded(
     variance sigma^2 / r per model and position (drawn directly: the same law as averaging r draws).
     ``sigma`` and ``r`` may be traced (vmap over them); ``length`` as in ``logit_z_from_decoded``.
     """
-    _check_decoded(d)
+    check_decoded(d)
     v.nonnegative("sigma", sigma)
     v.positive("r", r)
     v.one_of("kind", kind, NOISY_KINDS)
     v.one_of("order", order, (1, 2))
-    _check_length(length, d.lp.shape[1])
+    check_length(length, d.lp.shape[1])
     return _noisy_z_from_decoded(d, sigma, r, key=key, kind=kind, order=order, length=length)
 
 
 def _noisy_z_from_decoded(d, sigma, r, *, key, kind="simex", order=2, length=None):
     m, n = d.lp.shape
-    mask = _mask(d, length)
+    mask = position_mask(d, length)
     noise = sigma * jnp.sqrt(2.0 / r) * jax.random.normal(key, (m, n))
     L_hat = jnp.sum((d.lp - d.lq + noise) * mask, axis=1)
     return _correct(L_hat, 2.0 * jnp.sum(mask) * jnp.square(sigma) / r, kind, order)
@@ -112,7 +112,7 @@ def _noisy_z_from_decoded(d, sigma, r, *, key, kind="simex", order=2, length=Non
 @partial(jax.jit, static_argnames=("n", "m", "kind", "order"))
 def _tv_noisy_z(p, q, sigma, r, *, key, n, m, kind, order):
     k_dec, k_noise = jax.random.split(key)
-    d = _decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)
+    d = decode_jit(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)
     return _noisy_z_from_decoded(d, sigma, r, key=k_noise, kind=kind, order=order)
 
 
@@ -130,7 +130,7 @@ def tv_noisy_logit_z(
 ) -> Float[Array, " m"]:
     """Per-sequence noisy-logit estimates (m,): x ~ P exact, log-probs observed with N(0, sigma^2) noise,
     averaged over r repeated queries per position. 2 n r m queries."""
-    _check_pair(p, q)
+    check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
     v.positive_int("r", r)
@@ -155,12 +155,12 @@ def tv_noisy_logit(
     """Noisy-logit TV estimate (see module docstring: plugin bias <= sigma sqrt(2n/r); simex design)."""
     z = tv_noisy_logit_z(p, q, n, m, sigma, r, kind, order, key=key)
     z_ref = tv_noisy_logit_z(p, q, n, m, sigma, r, *lower_order(kind, order), key=key)  # same key: same noise
-    return _summarise(z, 2 * n * r * m, z_ref)
+    return summarise(z, 2 * n * r * m, z_ref)
 
 
 def noisy_plugin_bias_bound(
     sigma: Float[ArrayLike, "*b"], n: Float[ArrayLike, "*b"], r: Float[ArrayLike, "*b"]
-) -> Float[Array, "*b"]:
+) -> Float[ArrayLike, "*b"]:
     """sigma sqrt(2 n / r): the plugin's worst-case bias bound (E|N(0, v)| <= sqrt(v), f 1-Lipschitz)."""
     v.nonnegative("sigma", sigma)
     v.positive("n", n)
@@ -173,7 +173,7 @@ def sample_counts(
 ) -> tuple[Float[Array, "m n"], Float[Array, "m n"]]:
     """Counts (c_p, c_q), each (m, n), of the observed token x_t among s samples of p_t(. | x_<t) and of
     q_t(. | x_<t): drawn as Binomial(s, p_t(x_t)), exactly the law of counting categorical samples."""
-    _check_decoded(d)
+    check_decoded(d)
     v.check("s", s, lambda a: (a >= 1) & (a % 1 == 0), "a whole number >= 1", finite=True)
     return _sample_counts(d, s, key=key)
 
@@ -227,23 +227,23 @@ def sample_z_from_decoded(
 ) -> Float[Array, " m"]:
     """Sample-access per-sequence estimates (m,) from decoded x ~ P; ``s`` samples per model and position.
     ``s`` may be traced (vmap over it); ``length`` as in ``logit_z_from_decoded``."""
-    _check_decoded(d)
+    check_decoded(d)
     v.positive("s", s)
     v.one_of("kind", kind, NOISY_KINDS)
     v.one_of("order", order, (1, 2))
-    _check_length(length, d.lp.shape[1])
+    check_length(length, d.lp.shape[1])
     return _sample_z_from_decoded(d, s, key=key, kind=kind, order=order, length=length)
 
 
 def _sample_z_from_decoded(d, s, *, key, kind="simex", order=2, length=None):
     c_p, c_q = _sample_counts(d, s, key=key)
-    return _sample_z_from_counts(c_p, c_q, jnp.asarray(s, jnp.float32), kind, order, _mask(d, length))
+    return _sample_z_from_counts(c_p, c_q, jnp.asarray(s, jnp.float32), kind, order, position_mask(d, length))
 
 
 @partial(jax.jit, static_argnames=("n", "m", "kind", "order"))
 def _tv_sample_z(p, q, s, *, key, n, m, kind, order):
     k_dec, k_s = jax.random.split(key)
-    d = _decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)  # x ~ P: n sampler calls per sequence
+    d = decode_jit(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m)  # x ~ P: n sampler calls per sequence
     return _sample_z_from_decoded(d, s, key=k_s, kind=kind, order=order)
 
 
@@ -272,7 +272,7 @@ def tv_sample_z(
 ) -> Float[Array, " m"]:
     """Per-sequence sample-access estimates (m,), s samples per model and position ((2s + 1) n m calls).
     ``kind="auto"``: see :func:`resolve_sample_kind`."""
-    _check_pair(p, q)
+    check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
     v.positive_int("s", s)
@@ -288,4 +288,4 @@ def tv_sample(
     ``bias`` compares with the other correction on the same counts (``lower_order``)."""
     z = tv_sample_z(p, q, n, m, s, kind, order, key=key)
     z_ref = tv_sample_z(p, q, n, m, s, *lower_order(resolve_sample_kind(kind, s), order), key=key)
-    return _summarise(z, (2 * s + 1) * n * m, z_ref)
+    return summarise(z, (2 * s + 1) * n * m, z_ref)
