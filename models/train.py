@@ -3,7 +3,7 @@
 ``train_scan`` is pure (jit/vmap-able: vmap it over learning rates and momenta for a sweep); it freezes the
 parameters at the first non-finite or blown-up loss and reports ``diverged`` instead of propagating NaN.
 ``fit`` runs it as jitted chunks under a tqdm bar. ``trained_model`` trains on demand and caches the weights
-outside git (``$WORKBENCH_CACHE`` or ``~/.cache/workbench``), keyed by a hash of the configuration.
+in ``jaxwb.models.cache.cache_dir() / "tiny_lm"`` (git-ignored), keyed by a hash of the configuration.
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import optax
+from filelock import FileLock
 from jaxtyping import Array, Float, Int
 
 from jaxwb.models import corpus
+from jaxwb.models.cache import cache_dir
 from jaxwb.models.tiny_lm import LMConfig, TinyLM
 from jaxwb.theory import validate as v
 
@@ -172,8 +174,9 @@ def adamw_schedule(tc: TrainConfig) -> optax.GradientTransformation:
     return optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=tc.weight_decay))
 
 
-def cache_dir() -> Path:
-    return Path(os.environ.get("WORKBENCH_CACHE", Path.home() / ".cache" / "workbench")) / "tiny_lm"
+def weights_dir() -> Path:
+    """Where trained weights are kept: ``cache_dir() / "tiny_lm"`` (the workbench's one cache folder)."""
+    return cache_dir() / "tiny_lm"
 
 
 def _cache_key(mc: LMConfig, tc: TrainConfig, tag: str = "") -> str:
@@ -184,7 +187,7 @@ def _cache_key(mc: LMConfig, tc: TrainConfig, tag: str = "") -> str:
 
 def cache_path(mc: LMConfig, tc: TrainConfig, *, tag: str = "") -> Path:
     """Where :func:`trained_model` keeps (or will keep) the weights trained with ``mc``/``tc``/``tag``."""
-    return cache_dir() / f"{tag + '-' if tag else ''}{_cache_key(mc, tc, tag)}.eqx"
+    return weights_dir() / f"{tag + '-' if tag else ''}{_cache_key(mc, tc, tag)}.eqx"
 
 
 def is_cached(mc: LMConfig, tc: TrainConfig, *, tag: str = "") -> bool:
@@ -196,21 +199,12 @@ def is_cached(mc: LMConfig, tc: TrainConfig, *, tag: str = "") -> bool:
 def _cache_lock(path: Path):
     """An exclusive lock on ``path``'s weights while they are trained or loaded, so that processes sharing the
     cache (pytest-xdist workers, a CLI run beside a notebook) train one configuration once: the second waits for
-    the first and then loads its weights. ``fcntl.flock`` is released by the OS if the holder dies; where it is
-    missing (Windows) this is a no-op and concurrent processes may both train (each writes its own temporary
-    file, and the last ``replace`` wins, so the cache entry is never a mix of two)."""
-    try:
-        import fcntl
-    except ImportError:  # pragma: no cover - not on Linux/macOS
-        yield
-        return
+    the first and then loads its weights. A ``filelock.FileLock`` on ``<weights>.lock`` (released by the OS if
+    the holder dies; one lock object per call, so threads of one process exclude each other too). Each writer
+    still writes its own temporary file and one ``os.replace``, so the cache entry is never a mix of two."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    with open(path.with_name(path.name + ".lock"), "a+b") as lock:
-        fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
+    with FileLock(path.with_name(path.name + ".lock"), thread_local=False):
+        yield
 
 
 def _load_cached(path: Path, skeleton):

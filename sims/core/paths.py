@@ -10,6 +10,7 @@ from pathlib import Path
 
 import jax
 
+from jaxwb.models.cache import cache_dir  # the one cache folder (quick runs without --out, trained weights)
 from jaxwb.sims.core.errors import WorkbenchError
 
 _SOURCE_ROOT = Path(__file__).resolve().parents[2]
@@ -17,17 +18,6 @@ _SOURCE_ROOT = Path(__file__).resolve().parents[2]
 #: checkout, the current directory: full-preset runs then write ``./figures/<name>``.
 REPO_ROOT = _SOURCE_ROOT if (_SOURCE_ROOT / "pyproject.toml").is_file() else Path.cwd().resolve()
 FIGURES_DIR = REPO_ROOT / "figures"
-
-
-def cache_dir() -> Path:
-    """Where quick runs go without ``--out``: ``$WORKBENCH_CACHE``, else ``<repo>/.cache/workbench`` in a
-    checkout (git-ignored), else ``~/.cache/workbench``."""
-    env = os.environ.get("WORKBENCH_CACHE")
-    if env:
-        return Path(env).expanduser()
-    if (REPO_ROOT / ".git").exists():
-        return REPO_ROOT / ".cache" / "workbench"
-    return Path.home() / ".cache" / "workbench"
 
 
 def enable_compilation_cache(path: str | Path | None = None, *, min_compile_time_s: float = 0.1) -> Path | None:

@@ -72,3 +72,31 @@ def test_use_cache_false_neither_reads_nor_writes(tmp_path, monkeypatch):
     tr.trained_model(MC, TC, use_cache=False)
     tr.trained_model(MC, TC, use_cache=False)
     assert len(calls) == 2 and not tr.is_cached(MC, TC)
+
+
+def test_one_cache_folder_for_models_and_sims(tmp_path, monkeypatch):
+    from jaxwb.models import cache
+    from jaxwb.sims.core import paths
+
+    assert paths.cache_dir is cache.cache_dir  # one function, not two with different defaults
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    assert paths.cache_dir() == tmp_path and tr.weights_dir() == tmp_path / "tiny_lm"
+    assert tr.cache_path(MC, TC).parent == tmp_path / "tiny_lm"
+    monkeypatch.delenv("WORKBENCH_CACHE")
+    assert cache.cache_dir().name == "workbench"
+
+
+def test_the_weights_lock_is_a_filelock(tmp_path):
+    import filelock
+
+    path = tmp_path / "w.eqx"
+    with tr._cache_lock(path):
+        other = filelock.FileLock(str(path) + ".lock")
+        try:
+            other.acquire(timeout=0.05)
+            held_elsewhere = False
+        except filelock.Timeout:
+            held_elsewhere = True
+        assert held_elsewhere, "the weights lock did not exclude a second lock on the same file"
+    with filelock.FileLock(str(path) + ".lock", timeout=1.0):  # released on exit
+        pass
