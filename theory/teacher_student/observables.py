@@ -92,6 +92,7 @@ def thresholds(
     Bisection in log(alpha) on [lo, hi] with ``iters`` solves each, vmapped over features; returns (F,).
     (m_i is non-decreasing in alpha, a tested property, so the bisection is well posed.)
     """
+    v.real("a2", a2)  # before the cast: a complex a2 must not lose its imaginary part
     a2 = jnp.asarray(a2, dtype=jnp.result_type(float))
     tol = default_tol(a2.dtype) if tol is None else tol
     check_solver_params(lo, a2, delta, tol, max_iter, alpha_name="lo")

@@ -92,12 +92,14 @@ def phi_gap(
 ) -> Float[Array, "*b"]:
     """Phi(a) - Phi(b) from the feature sums t = sum_i (m_i + log(1 - m_i))/2 and the errors e (eq. Phi):
     t_a - t_b - (alpha/2) log((delta + e_a)/(delta + e_b)), the log as log1p((e_a - e_b)/(delta + e_b))."""
-    for name, x in (("t_a", t_a), ("t_b", t_b)):
-        v.finite(name, x)
-    for name, x in (("e_a", e_a), ("e_b", e_b)):
-        v.nonnegative(name, x)
-    v.nonnegative("alpha", alpha)
-    v.positive("delta", delta)
+    if v.is_concrete((t_a, e_a, t_b, e_b, alpha, delta)):  # eager calls only: the solver's jitted loop calls it
+        # on every step, where a checkify check (under theory.checked) would refuse the vmapped while loop
+        for name, x in (("t_a", t_a), ("t_b", t_b)):
+            v.finite(name, x)
+        for name, x in (("e_a", e_a), ("e_b", e_b)):
+            v.nonnegative(name, x)
+        v.nonnegative("alpha", alpha)
+        v.positive("delta", delta)
     # ArrayLike includes bool, for which numpy's stubs define no subtraction; the values are checked numbers
     return t_a - t_b - 0.5 * alpha * jnp.log1p((e_a - e_b) / (delta + e_b))  # type: ignore[operator]
 
