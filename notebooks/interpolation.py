@@ -103,9 +103,7 @@ def explore(B=8, beta=0.9, cond=1000.0):
         ef_r = float(ip.efold_time(rho_r))
         shb = float(ip.saturation_scales(pr)["shb"])
     fig, ax = plt.subplots(figsize=(7, 4.2))
-    ax.loglog(
-        lrs * float(c.L), np.where(np.isfinite(ef), ef, np.nan), label=f"heavy ball, beta={beta:.3f}, B={B}"
-    )
+    ax.loglog(lrs * float(c.L), np.where(np.isfinite(ef), ef, np.nan), label=f"heavy ball, beta={beta:.3f}, B={B}")
     ax.axhline(
         ef_r,
         color="tab:purple",
@@ -115,8 +113,7 @@ def explore(B=8, beta=0.9, cond=1000.0):
     ax.set(
         xlabel="lr x L",
         ylabel="iterations per e-fold of E||e||^2 (exact)",
-        title=f"kappa={cond:g}, tr H/sqrt(L mu)={shb:.0f}; "
-        "gaps = unstable",
+        title=f"kappa={cond:g}, tr H/sqrt(L mu)={shb:.0f}; gaps = unstable",
     )
     ax.legend()
     plt.show()

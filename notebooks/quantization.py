@@ -115,9 +115,7 @@ def explore(bits=4, log2_d=10, family="gaussian", scaling="turbo", draws=16):
 
 
 def explore_inquant(n_outliers=4, outlier_scale=25.0):
-    kv = student_t(jax.random.key(1), 3, (512, 128)) * jnp.ones(128).at[jnp.array([3, 4, 5, 40, 97])].set(
-        outlier_scale
-    )
+    kv = student_t(jax.random.key(1), 3, (512, 128)) * jnp.ones(128).at[jnp.array([3, 4, 5, 40, 97])].set(outlier_scale)
     q = inquant_pack(kv.astype(jnp.bfloat16), key=jax.random.key(2), n_outliers=n_outliers)
     err = float(jnp.mean((inquant_unpack(q) - kv) ** 2))
     e4 = float(jnp.mean((absmax_roundtrip(kv, 7) - kv) ** 2))

@@ -56,12 +56,16 @@ from jaxwb.theory import river_valley as rv
 # %%
 lam, mu = 100.0, 0.01
 for beta in (0.0, 0.5, 0.9, 0.95):
-    print(f"beta={beta:4.2f}  HB lr* = {float(rv.hb_threshold(lam, beta)):.4f}   "
-          f"Nesterov lr* = {float(rv.nesterov_threshold(lam, beta)):.4f}   "
-          f"river-speed gain = {float(rv.river_speed_gain(beta)):5.1f}x")
+    print(
+        f"beta={beta:4.2f}  HB lr* = {float(rv.hb_threshold(lam, beta)):.4f}   "
+        f"Nesterov lr* = {float(rv.nesterov_threshold(lam, beta)):.4f}   "
+        f"river-speed gain = {float(rv.river_speed_gain(beta)):5.1f}x"
+    )
 g = rv.hb_guidance(lam, mu)
-print(f"guidance for lam={lam}, mu={mu}: lr={float(g.lr):.4f}, beta={float(g.beta):.3f}, "
-      f"river rate {float(g.river_rate):.2e}/step vs GD {float(g.gd_river_rate):.2e}/step")
+print(
+    f"guidance for lam={lam}, mu={mu}: lr={float(g.lr):.4f}, beta={float(g.beta):.3f}, "
+    f"river rate {float(g.river_rate):.2e}/step vs GD {float(g.gd_river_rate):.2e}/step"
+)
 
 # %% [markdown]
 # ## The simulation
@@ -92,16 +96,27 @@ def explore(lr_over_gd_limit=1.5, beta=0.9, curvature_lam=100.0, bend_a=1.0, ste
         shown = traj[:15] if bool(diverged) else traj
         ax.plot(shown[:, 0], shown[:, 1], label=name + (" (diverged)" if bool(diverged) else ""))
         ax2.semilogy(np.abs(traj[:, 0]) + 1e-12, label=name)
-    ax.set(xlim=(-3.5, 1), ylim=(-2.5, 2.5), xlabel="river x", ylabel="valley y",
-           title=f"lr = {lr:.4f}; HB limit 2(1+beta)/lam = {float(rv.hb_threshold(curvature_lam, beta)):.4f}")
+    ax.set(
+        xlim=(-3.5, 1),
+        ylim=(-2.5, 2.5),
+        xlabel="river x",
+        ylabel="valley y",
+        title=f"lr = {lr:.4f}; HB limit 2(1+beta)/lam = {float(rv.hb_threshold(curvature_lam, beta)):.4f}",
+    )
     ax2.set(xlabel="step", ylabel="|x - x*|", title="progress along the river")
     ax.legend()
     ax2.legend()
     plt.show()
 
 
-notebook.interact(explore, lr_over_gd_limit=(0.2, 2.0, 0.05), beta=(0.0, 0.98, 0.01),
-                  curvature_lam=(10.0, 400.0, 10.0), bend_a=(0.0, 2.0, 0.1), steps=(50, 1000, 50))
+notebook.interact(
+    explore,
+    lr_over_gd_limit=(0.2, 2.0, 0.05),
+    beta=(0.0, 0.98, 0.01),
+    curvature_lam=(10.0, 400.0, 10.0),
+    bend_a=(0.0, 2.0, 0.1),
+    steps=(50, 1000, 50),
+)
 
 # %% [markdown]
 # ## Recompute

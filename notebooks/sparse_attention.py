@@ -63,8 +63,10 @@ r, cfg = nb.results, nb.cfg
 acc, uni = np.asarray(r["quality"]["acc"]), np.asarray(r["quality"]["unigram_acc"])
 print(f"masked-token accuracy at ratio {cfg.eval_ratio}: {acc.mean():.3f} (unigram baseline {uni.mean():.3f})")
 nll, uni_nll = np.asarray(r["quality"]["step_nll"]), np.asarray(r["quality"]["unigram_step_nll"])
-print(f"per-step NLL of held-out bytes (teacher-forced), first/last step: {nll.mean(0)[0]:.2f} / "
-      f"{nll.mean(0)[-1]:.2f} nats/byte (byte marginals: {uni_nll.mean(0)[0]:.2f} / {uni_nll.mean(0)[-1]:.2f})")
+print(
+    f"per-step NLL of held-out bytes (teacher-forced), first/last step: {nll.mean(0)[0]:.2f} / "
+    f"{nll.mean(0)[-1]:.2f} nats/byte (byte marginals: {uni_nll.mean(0)[0]:.2f} / {uni_nll.mean(0)[-1]:.2f})"
+)
 texts = {k: np.asarray(v) for k, v in r["sample"]["texts"].items()}  # sampled (T = cfg.temperature), argmax, held out
 for i in range(texts["held_out"].shape[0]):
     print(f"--- prompt {i}:", repr(tokenizer.decode(texts["held_out"][i][: cfg.prompt_len])))

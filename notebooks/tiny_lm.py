@@ -122,8 +122,7 @@ if model is None:
     print("(needs the trained model: see above)")
 else:
     for temp in (0.5, 1.0):
-        out = sample(model, tokenizer.encode("def "), 120 if not QUICK else 40, key=jax.random.key(0),
-                     temperature=temp)
+        out = sample(model, tokenizer.encode("def "), 120 if not QUICK else 40, key=jax.random.key(0), temperature=temp)
         print(f"--- temperature {temp}\n{tokenizer.decode(out)}\n")
 
 # %% [markdown]

@@ -94,23 +94,31 @@ def explore(n=4, K=3, sigma=0.3, perturbation=0.7, s=64, m=4096):
     k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
     p = tv.random_ngram(K, 1, 1.0, key=k1)
     q = tv.perturb(p, perturbation, key=k2)
-    exact = float(tv.exact_tv(p, q, n)) if K ** n <= 4096 else float("nan")
-    kl = float(tv.exact_kl(p, q, n)) if K ** n <= 4096 else float("nan")
-    rows = [("logit plain", tv.tv_logit(p, q, n, m, "plain", key=k3)),
-            ("logit mixture", tv.tv_logit(p, q, n, m, "mixture", key=k3)),
-            ("logit RB", tv.tv_logit(p, q, n, m, "rb", key=k3)),
-            (f"sample s={s} (SIMEX)", tv.tv_sample(p, q, n, m, s, key=k3)),
-            (f"noisy sigma={sigma} plugin", tv.tv_noisy_logit(p, q, n, m, sigma, 1, "plugin", key=k3)),
-            (f"noisy sigma={sigma} SIMEX", tv.tv_noisy_logit(p, q, n, m, sigma, 1, "simex", key=k3))]
+    exact = float(tv.exact_tv(p, q, n)) if K**n <= 4096 else float("nan")
+    kl = float(tv.exact_kl(p, q, n)) if K**n <= 4096 else float("nan")
+    rows = [
+        ("logit plain", tv.tv_logit(p, q, n, m, "plain", key=k3)),
+        ("logit mixture", tv.tv_logit(p, q, n, m, "mixture", key=k3)),
+        ("logit RB", tv.tv_logit(p, q, n, m, "rb", key=k3)),
+        (f"sample s={s} (SIMEX)", tv.tv_sample(p, q, n, m, s, key=k3)),
+        (f"noisy sigma={sigma} plugin", tv.tv_noisy_logit(p, q, n, m, sigma, 1, "plugin", key=k3)),
+        (f"noisy sigma={sigma} SIMEX", tv.tv_noisy_logit(p, q, n, m, sigma, 1, "simex", key=k3)),
+    ]
     print(f"exact TV = {exact:.4f}, KL = {kl:.4f}, Pinsker sqrt(KL/2) = {np.sqrt(kl / 2):.4f}")
     for name, e in rows:
         print(f"{name:<28} {float(e.value):.4f} +- {2 * float(e.stderr):.4f}   ({e.queries} queries)")
 
 
-notebook.interact(explore, live=False, n=widgets.IntSlider(4, 1, 8), K=widgets.IntSlider(3, 2, 4),
-                  sigma=widgets.FloatSlider(0.3, min=0.0, max=1.0, step=0.05),
-                  perturbation=widgets.FloatSlider(0.7, min=0.0, max=3.0, step=0.1),
-                  s=widgets.IntSlider(64, 4, 1024), m=widgets.fixed(4096 if not quick else 1024))
+notebook.interact(
+    explore,
+    live=False,
+    n=widgets.IntSlider(4, 1, 8),
+    K=widgets.IntSlider(3, 2, 4),
+    sigma=widgets.FloatSlider(0.3, min=0.0, max=1.0, step=0.05),
+    perturbation=widgets.FloatSlider(0.7, min=0.0, max=3.0, step=0.1),
+    s=widgets.IntSlider(64, 4, 1024),
+    m=widgets.fixed(4096 if not quick else 1024),
+)
 
 # %% [markdown]
 # ## Recompute

@@ -98,16 +98,24 @@ def explore(sigma=0.3, law="gaussian", grid="int", draws=4000):
     est = zg.two_point_estimator(q_fn, xs[::4], sigma, law=law, key=jax.random.key(1), n=draws)
     fig, ax = style.figure(figsize=(7, 3.6))
     ax.plot(np.asarray(xs), np.asarray(closed), **style.prediction(), label="closed form sum_k D_k p_sigma(b_k - x)")
-    ax.errorbar(np.asarray(xs[::4]), np.asarray(est.mean(0)), yerr=2 * np.asarray(est.std(0)) / np.sqrt(draws),
-                fmt="o", ms=3, color=sim.COLORS[law], label=f"two-point estimator, {draws} draws (+-2 se)")
+    ax.errorbar(
+        np.asarray(xs[::4]),
+        np.asarray(est.mean(0)),
+        yerr=2 * np.asarray(est.std(0)) / np.sqrt(draws),
+        fmt="o",
+        ms=3,
+        color=sim.COLORS[law],
+        label=f"two-point estimator, {draws} draws (+-2 se)",
+    )
     ax.axhline(1.0, color="0.6", ls=":", label="STE")
     ax.set(xlabel="x", ylabel="surrogate gradient", title=f"{law}, sigma={sigma:g}, {grid} grid")
     ax.legend(fontsize=8)
     plt.show()
 
 
-notebook.interact(explore, live=False, sigma=(0.03, 1.5, 0.01), law=list(zg.LAWS), grid=list(sim.GRIDS),
-                  draws=(500, 20000, 500))
+notebook.interact(
+    explore, live=False, sigma=(0.03, 1.5, 0.01), law=list(zg.LAWS), grid=list(sim.GRIDS), draws=(500, 20000, 500)
+)
 
 # %% [markdown]
 # ## Recompute

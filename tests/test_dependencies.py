@@ -23,8 +23,10 @@ def _declared() -> dict[str, set[str]]:
     def names(reqs):
         return {re.split(r"[\s<>=!~\[;]", r, maxsplit=1)[0].lower().replace("_", "-") for r in reqs}
 
-    return {"runtime": names(project["dependencies"]),
-            **{k: names(v) for k, v in project.get("optional-dependencies", {}).items()}}
+    return {
+        "runtime": names(project["dependencies"]),
+        **{k: names(v) for k, v in project.get("optional-dependencies", {}).items()},
+    }
 
 
 def _imported(folders) -> dict[str, set[str]]:

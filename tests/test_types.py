@@ -24,9 +24,24 @@ def test_theory_and_kernels_type_check(tmp_path):
     ns.mkdir()
     for folder in ("theory", "models", "pallas_kernels", "sims"):
         (ns / folder).symlink_to(REPO_ROOT / folder)
-    cmd = [sys.executable, "-m", "mypy", "--config-file", str(REPO_ROOT / "pyproject.toml"),
-           "--cache-dir", str(cache_dir() / "mypy"), "--no-error-summary", "--hide-error-context",
-           *[a for pkg in CHECKED for a in ("-p", f"jaxwb.{pkg}")]]
-    proc = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600,
-                          env={"MYPYPATH": str(tmp_path), "PATH": "/usr/bin:/bin"})
+    cmd = [
+        sys.executable,
+        "-m",
+        "mypy",
+        "--config-file",
+        str(REPO_ROOT / "pyproject.toml"),
+        "--cache-dir",
+        str(cache_dir() / "mypy"),
+        "--no-error-summary",
+        "--hide-error-context",
+        *[a for pkg in CHECKED for a in ("-p", f"jaxwb.{pkg}")],
+    ]
+    proc = subprocess.run(
+        cmd,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={"MYPYPATH": str(tmp_path), "PATH": "/usr/bin:/bin"},
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]

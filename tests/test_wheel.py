@@ -31,24 +31,40 @@ def installed(tmp_path_factory):
     src.mkdir()
     for name in SOURCES:
         (shutil.copytree if (REPO_ROOT / name).is_dir() else shutil.copy)(
-            REPO_ROOT / name, src / name, **({"ignore": shutil.ignore_patterns("__pycache__")}
-                                             if (REPO_ROOT / name).is_dir() else {}))
+            REPO_ROOT / name,
+            src / name,
+            **({"ignore": shutil.ignore_patterns("__pycache__")} if (REPO_ROOT / name).is_dir() else {}),
+        )
     dist = tmp / "dist"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist),
-                    str(src)], check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist), str(src)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     (wheel,) = dist.glob("*.whl")
     venv = tmp / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     py = venv / "bin" / "python"
-    purelib = subprocess.run([py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                             capture_output=True, text=True, check=True).stdout.strip()
+    purelib = subprocess.run(
+        [py, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     # this environment's dependencies (jax, equinox, ...), without its editable install of the workbench: a .pth
     # line adds the folder to sys.path but does not run the .pth files inside it
     ours = sysconfig.get_paths()["purelib"]
     with open(os.path.join(purelib, "zz_deps.pth"), "w") as f:
         f.write("\n".join(dict.fromkeys([ours, *site.getsitepackages()])) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)],
-                   check=True, capture_output=True, text=True, timeout=300)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)],
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return wheel, venv
 
 
@@ -83,14 +99,21 @@ def test_installed_workbench_beside_the_users_own_theory_and_models(installed, t
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
     env["PYTHONPATH"] = str(user)
     env["MPLBACKEND"] = "Agg"
-    proc = subprocess.run([venv / "bin" / "python", "-c", script], cwd=user, env=env, capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [venv / "bin" / "python", "-c", script], cwd=user, env=env, capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0 and proc.stdout.strip().endswith("ok"), proc.stdout + proc.stderr
     cli = venv / "bin" / "workbench"
     proc = subprocess.run([cli, "list"], cwd=user, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0 and "river_valley" in proc.stdout, proc.stdout + proc.stderr
-    proc = subprocess.run([cli, "run", "river_valley", "--quick", "--out", str(tmp_path / "out")], cwd=user,
-                          env={**env, "WORKBENCH_JAX_CACHE": "0"}, capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [cli, "run", "river_valley", "--quick", "--out", str(tmp_path / "out")],
+        cwd=user,
+        env={**env, "WORKBENCH_JAX_CACHE": "0"},
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert (tmp_path / "out" / "manifest.json").is_file()
     assert sorted(os.listdir(user)) == ["models", "theory"], "the run wrote into the user's folder"

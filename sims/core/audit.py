@@ -121,8 +121,9 @@ def claims_of_run(module: ModuleType, cfg, *, seed: int = 0):
     return list(module.claims(results, cfg))
 
 
-def audit_mutant(module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[str] | None = None,
-               seed: int = 0) -> MutantOutcome:
+def audit_mutant(
+    module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[str] | None = None, seed: int = 0
+) -> MutantOutcome:
     """Run ``module`` under ``mutant``; the failed claims are those that passed clean (all, if not given)."""
     t0 = time.perf_counter()
     error = None
@@ -130,16 +131,15 @@ def audit_mutant(module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[s
     try:
         with applied(mutant):
             claims = claims_of_run(module, cfg, seed=seed)
-        failed = [c.statement for c in claims if not c.passed
-                  and (clean_passed is None or c.statement in clean_passed)]
+        failed = [c.statement for c in claims if not c.passed and (clean_passed is None or c.statement in clean_passed)]
     except Exception as err:
         error = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
-    return MutantOutcome(module.NAME, mutant.name, mutant.description, failed, error,
-                         round(time.perf_counter() - t0, 2))
+    return MutantOutcome(
+        module.NAME, mutant.name, mutant.description, failed, error, round(time.perf_counter() - t0, 2)
+    )
 
 
-def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0,
-                 verbose: bool = True) -> dict[str, Any]:
+def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0, verbose: bool = True) -> dict[str, Any]:
     """Clean run + one run per mutant of ``module``; a JSON-able summary."""
     from jaxwb.sims.core.presets import get_config
 
@@ -150,11 +150,15 @@ def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0,
     clean_passed = {c.statement for c in clean if c.passed}
     unexpected = [c.statement for c in clean if not c.as_expected]
     summary: dict[str, Any] = {
-        "result": module.NAME, "preset": preset, "seed": seed,
-        "clean_passed": len(clean_passed), "clean_total": len(clean),
+        "result": module.NAME,
+        "preset": preset,
+        "seed": seed,
+        "clean_passed": len(clean_passed),
+        "clean_total": len(clean),
         "clean_failed": [c.statement for c in clean if not c.passed],
         "clean_unexpected": unexpected,
-        "clean_wall_s": round(time.perf_counter() - t0, 2), "mutants": [],
+        "clean_wall_s": round(time.perf_counter() - t0, 2),
+        "mutants": [],
     }
     if unexpected:  # a clean run that already fails unexpectedly cannot tell a mutant from the noise: no verdict
         summary["refused"] = f"the clean {preset} run fails {len(unexpected)} claim(s) not expected to fail"

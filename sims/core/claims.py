@@ -120,8 +120,9 @@ class Claim:
         if self.comparison not in COMPARISONS:
             raise ValueError(f"comparison must be one of {'/'.join(COMPARISONS)}, got {self.comparison!r}")
         if self.kind == "identity":
-            raise ValueError(f"identity {self.statement!r} holds by construction: make it a unit test in tests/, "
-                             "not a claim")
+            raise ValueError(
+                f"identity {self.statement!r} holds by construction: make it a unit test in tests/, not a claim"
+            )
         if self.kind not in KINDS + ("unclassified",):
             raise ValueError(f"kind must be one of {'/'.join(KINDS)}, got {self.kind!r}")
         if self.kind == "bound" and self.comparison not in ("le", "ge"):
@@ -139,8 +140,18 @@ class Claim:
             raise ValueError(f"a claim expected to fail needs its reason: {self.statement!r}")
 
     @classmethod
-    def from_samples(cls, statement: str, predicted: float, samples, tolerance: float, comparison: str = "rel",
-                     *, kind: str, level: float = 0.95, source: str = "paper") -> Claim:
+    def from_samples(
+        cls,
+        statement: str,
+        predicted: float,
+        samples,
+        tolerance: float,
+        comparison: str = "rel",
+        *,
+        kind: str,
+        level: float = 0.95,
+        source: str = "paper",
+    ) -> Claim:
         """A claim on the mean of per-seed ``samples`` with its Student-t interval."""
         mean, half, n = mean_ci(samples, level=level)
         return cls(statement, predicted, mean, tolerance, comparison, kind=kind, ci=half, n_seeds=n, source=source)
@@ -247,8 +258,11 @@ def format_counts(claims: Sequence[Claim]) -> str:
     """``"12 check, 3 bound (1 loose), 2 paper; 2 wide (1 justified); 1 expected to fail"`` (zero counts after
     the kinds, and unclassified, shown only when present)."""
     k = kind_counts(claims)
-    parts = [f"{k['check']} check", f"{k['bound']} bound" + (f" ({k['loose']} loose)" if k["loose"] else ""),
-             f"{k['paper']} paper"]
+    parts = [
+        f"{k['check']} check",
+        f"{k['bound']} bound" + (f" ({k['loose']} loose)" if k["loose"] else ""),
+        f"{k['paper']} paper",
+    ]
     if k.get("unclassified"):
         parts.append(f"{k['unclassified']} unclassified")
     extra = []
@@ -279,8 +293,10 @@ class ChanceFailures:
     def __str__(self) -> str:
         if not self.n:
             return "no exact-expectation interval claims"
-        return (f"{self.failed} of {self.n} exact-expectation 95%-interval claims fail; "
-                f"{self.expected:.2g} expected by chance, P(>= {self.failed} by chance) = {self.p_value:.2g}")
+        return (
+            f"{self.failed} of {self.n} exact-expectation 95%-interval claims fail; "
+            f"{self.expected:.2g} expected by chance, P(>= {self.failed} by chance) = {self.p_value:.2g}"
+        )
 
 
 def chance_failures(claims: Sequence[Claim], *, level: float = 0.95) -> ChanceFailures:
@@ -325,8 +341,10 @@ def format_claims(name: str, claims: Sequence[Claim]) -> str:
         stmt = c.statement if len(c.statement) <= width else c.statement[: width - 3] + "..."
         slack = "" if c.slack is None else f"  slack {c.slack:.3g}" + (" LOOSE" if c.loose else "")
         wide = ("  WIDE" + (f" ({c.wide_reason})" if c.wide_reason else "")) if c.wide else ""
-        lines.append(f"  [{c.status:<5}] {c.kind:<6} {stmt:<{width}}  predicted {c.predicted:>11.5g}  measured "
-                     f"{_measured_text(c):>24}  ({c.criterion}){slack}{wide}")
+        lines.append(
+            f"  [{c.status:<5}] {c.kind:<6} {stmt:<{width}}  predicted {c.predicted:>11.5g}  measured "
+            f"{_measured_text(c):>24}  ({c.criterion}){slack}{wide}"
+        )
         if c.expected == "fail":
             lines.append(f"          expected to fail: {c.reason}")
     return "\n".join(lines)

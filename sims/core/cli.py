@@ -93,50 +93,89 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"workbench {_version()}")
     sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
     sub.add_parser("list", help="list the results and their titles")
-    r = sub.add_parser("run", add_help=False,
-                       help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)")
+    r = sub.add_parser(
+        "run", add_help=False, help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)"
+    )
     r.add_argument("name", nargs="?")
     r.add_argument("-h", "--help", action="store_true", help="show this help (with NAME: its Config fields)")
     r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
     r.add_argument("--seed", type=_seed, default=0, help="PRNG seed, an integer in [0, 2**32) (default 0)")
-    r.add_argument("--out", default=None,
-                   help="output folder (default figures/<name> for the full preset, the cache for --quick)")
-    r.add_argument("--set", dest="overrides", action="append", default=[], metavar="FIELD=VALUE",
-                   help="override a Config field of the preset, e.g. --set lam=50 --set lr_range=1e-3,0.1")
+    r.add_argument(
+        "--out", default=None, help="output folder (default figures/<name> for the full preset, the cache for --quick)"
+    )
+    r.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a Config field of the preset, e.g. --set lam=50 --set lr_range=1e-3,0.1",
+    )
     d = r.add_argument_group("several processes (jax.distributed)")
-    d.add_argument("--distributed", action="store_true",
-                   help="call jax.distributed.initialize() first; sweeps shard over every process's devices and "
-                        "only process 0 writes outputs")
-    d.add_argument("--coordinator", default=None, metavar="HOST:PORT",
-                   help="coordinator address (default $JAX_COORDINATOR_ADDRESS, or auto-detected on a cluster)")
-    d.add_argument("--num-processes", type=_positive_int, default=None, metavar="N",
-                   help="number of processes (default $JAX_NUM_PROCESSES, or auto-detected)")
-    d.add_argument("--process-id", type=_nonneg_int, default=None, metavar="I",
-                   help="this process's id (default $JAX_PROCESS_ID, or auto-detected)")
+    d.add_argument(
+        "--distributed",
+        action="store_true",
+        help="call jax.distributed.initialize() first; sweeps shard over every process's devices and "
+        "only process 0 writes outputs",
+    )
+    d.add_argument(
+        "--coordinator",
+        default=None,
+        metavar="HOST:PORT",
+        help="coordinator address (default $JAX_COORDINATOR_ADDRESS, or auto-detected on a cluster)",
+    )
+    d.add_argument(
+        "--num-processes",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="number of processes (default $JAX_NUM_PROCESSES, or auto-detected)",
+    )
+    d.add_argument(
+        "--process-id",
+        type=_nonneg_int,
+        default=None,
+        metavar="I",
+        help="this process's id (default $JAX_PROCESS_ID, or auto-detected)",
+    )
     a = sub.add_parser("all", help="run every result")
     a.add_argument("--quick", action="store_true")
     a.add_argument("--seed", type=_seed, default=0)
     a.add_argument("--out", default=None, help="parent folder: each result goes to OUT/<name>")
     c = sub.add_parser("claims", help="print the claims tables from the committed figures")
     c.add_argument("names", nargs="*")
-    c.add_argument("--readme", action="store_true",
-                   help="also rewrite the claims column of README.md's results table from the committed claims")
+    c.add_argument(
+        "--readme",
+        action="store_true",
+        help="also rewrite the claims column of README.md's results table from the committed claims",
+    )
     au = sub.add_parser("audit", help="run each result's mutants: every mutant must make a claim fail")
     au.add_argument("names", nargs="*")
     au.add_argument("--no-write", action="store_true", help="print only; do not update figures/audit/")
-    au.add_argument("--random", type=_positive_int, default=None, metavar="N",
-                    help="draw N mechanical mutants from the functions the quick run executes (sims.core.mutate); "
-                         "writes figures/audit/random/<name>.json")
+    au.add_argument(
+        "--random",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="draw N mechanical mutants from the functions the quick run executes (sims.core.mutate); "
+        "writes figures/audit/random/<name>.json",
+    )
     au.add_argument("--seed", type=_seed, default=0, help="seed of the draw and of the runs (with --random)")
-    au.add_argument("--collect", action="store_true",
-                    help="run nothing: rebuild figures/audit.json from figures/audit/*.json and print the table")
+    au.add_argument(
+        "--collect",
+        action="store_true",
+        help="run nothing: rebuild figures/audit.json from figures/audit/*.json and print the table",
+    )
     b = sub.add_parser("bench", help="time an op or sweep against its baseline")
     b.add_argument("names", nargs="*", default=[], help="benchmark names, e.g. `quant attention` (omit to list them)")
     b.add_argument("--quick", action="store_true", help="small sizes")
-    nb = sub.add_parser("notebook", help="open JupyterLab on notebooks/ (the .py files open as notebooks)",
-                        usage="workbench notebook [-h] [name] [-- JUPYTER-LAB-ARGS ...]",
-                        epilog="Arguments after `--` go to `jupyter lab`, e.g. "
-                               "`workbench notebook river_valley -- --no-browser --port 8890`.")
+    nb = sub.add_parser(
+        "notebook",
+        help="open JupyterLab on notebooks/ (the .py files open as notebooks)",
+        usage="workbench notebook [-h] [name] [-- JUPYTER-LAB-ARGS ...]",
+        epilog="Arguments after `--` go to `jupyter lab`, e.g. "
+        "`workbench notebook river_valley -- --no-browser --port 8890`.",
+    )
     nb.add_argument("name", nargs="?", default=None, help="a result whose notebook to open")
     return p
 
@@ -326,8 +365,7 @@ def _run_help(parser: argparse.ArgumentParser, name) -> int:
 def _init_distributed(args) -> None:
     from jaxwb.sims.core import distributed
 
-    distributed.initialize(coordinator=args.coordinator, num_processes=args.num_processes,
-                           process_id=args.process_id)
+    distributed.initialize(coordinator=args.coordinator, num_processes=args.num_processes, process_id=args.process_id)
 
 
 def _on_sigterm(signum, frame):
@@ -343,7 +381,7 @@ def main(argv: list[str] | None = None) -> int:
     lab_args: list[str] = []
     if argv[:1] == ["notebook"] and "--" in argv:  # workbench notebook [NAME] -- ARGS: ARGS go to `jupyter lab`
         cut = argv.index("--")
-        argv, lab_args = argv[:cut], argv[cut + 1:]
+        argv, lab_args = argv[:cut], argv[cut + 1 :]
     try:
         try:
             args = parser.parse_args(argv)
@@ -367,8 +405,7 @@ def main(argv: list[str] | None = None) -> int:
                 raise WorkbenchError("--coordinator/--num-processes/--process-id need --distributed")
             from jaxwb.sims.core import distributed
 
-            return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides,
-                            write=distributed.is_writer())
+            return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides, write=distributed.is_writer())
         if args.command == "all":
             from jaxwb.sims.core import registry
 

@@ -88,8 +88,7 @@ def _convert(value, tp, allow_nonfinite: bool):
             return tuple(_convert(v, args[0], allow_nonfinite) for v in value)
         if args and len(value) != len(args):
             raise _Mismatch
-        return tuple(_convert(v, a, allow_nonfinite) for v, a in zip(value, args or [Any] * len(value),
-                                                                      strict=True))
+        return tuple(_convert(v, a, allow_nonfinite) for v, a in zip(value, args or [Any] * len(value), strict=True))
     if tp is bool:
         if isinstance(value, bool):
             return value
@@ -162,8 +161,9 @@ def parse_value(field: str, text: str, tp, default=None):
     """Parse the command-line ``text`` for the Config field ``field`` of declared type ``tp``."""
     allow = _nonfinite_allowed(default)
     try:
-        if tp is str or (typing.get_origin(tp) is typing.Literal and all(isinstance(a, str)
-                                                                          for a in typing.get_args(tp))):
+        if tp is str or (
+            typing.get_origin(tp) is typing.Literal and all(isinstance(a, str) for a in typing.get_args(tp))
+        ):
             value = text.strip()
             if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
                 value = value[1:-1]
@@ -174,8 +174,9 @@ def parse_value(field: str, text: str, tp, default=None):
             return _convert(_literal(text) if text.strip().lower() != "none" else None, tp, allow)
         return _convert(text, tp, allow)
     except _NonFinite as err:
-        raise WorkbenchError(f"--set {field}={text}: {field} must be a finite {type_name(tp)} "
-                             f"(got {err.value!r})") from None
+        raise WorkbenchError(
+            f"--set {field}={text}: {field} must be a finite {type_name(tp)} (got {err.value!r})"
+        ) from None
     except _Mismatch:
         n = ""
         args = typing.get_args(tp)
@@ -215,8 +216,10 @@ def typed_overrides(cfg, items: Sequence[str], result: str = "") -> dict[str, An
 
         close = difflib.get_close_matches(unknown[0], names, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
-        raise WorkbenchError(f"unknown config field {unknown[0]!r} for {result or type(cfg).__name__}{hint}; "
-                             f"see `workbench run {result or 'NAME'} --help`")
+        raise WorkbenchError(
+            f"unknown config field {unknown[0]!r} for {result or type(cfg).__name__}{hint}; "
+            f"see `workbench run {result or 'NAME'} --help`"
+        )
     hints = field_types(cfg)
     return {k: parse_value(k, v, hints.get(k, Any), getattr(cfg, k)) for k, v in raw.items()}
 

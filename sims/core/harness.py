@@ -70,8 +70,17 @@ class Outcome:
         return all(c.as_expected for c in self.claims)
 
 
-def execute(module: ModuleType, *, preset: str = "full", seed: int = 0, out_dir: str | Path | None = None,
-            write: bool = True, verbose: bool = True, cfg=None, progress: bool | None = None) -> Outcome:
+def execute(
+    module: ModuleType,
+    *,
+    preset: str = "full",
+    seed: int = 0,
+    out_dir: str | Path | None = None,
+    write: bool = True,
+    verbose: bool = True,
+    cfg=None,
+    progress: bool | None = None,
+) -> Outcome:
     """Run one result: ``run`` -> ``claims`` -> ``plot`` -> write ``out_dir`` atomically.
 
     ``out_dir`` defaults to :func:`default_out_dir` (``figures/<name>`` only for the full preset); it is checked
@@ -85,8 +94,11 @@ def execute(module: ModuleType, *, preset: str = "full", seed: int = 0, out_dir:
     out = None
     if write:
         out = check_out_dir(out_dir if out_dir is not None else default_out_dir(module.NAME, preset))
-    phases = Phases(f"{module.NAME} [{preset}]", ("run", "claims", "plot", "write") if write else ("run", "claims"),
-                    enabled=progress)
+    phases = Phases(
+        f"{module.NAME} [{preset}]",
+        ("run", "claims", "plot", "write") if write else ("run", "claims"),
+        enabled=progress,
+    )
     try:
         key = jax.random.key(seed)
         phases.start("run")
@@ -98,8 +110,9 @@ def execute(module: ModuleType, *, preset: str = "full", seed: int = 0, out_dir:
         claims = list(module.claims(results, cfg))
         phases.done()
         if write:
-            write_outputs(module, out, results=results, cfg=cfg, claims=claims, preset=preset, seed=seed,
-                          wall=wall, phases=phases)
+            write_outputs(
+                module, out, results=results, cfg=cfg, claims=claims, preset=preset, seed=seed, wall=wall, phases=phases
+            )
     finally:
         phases.close()
     if verbose:

@@ -36,10 +36,16 @@ MUTATED_PACKAGES = ("jaxwb.theory", "jaxwb.models", "jaxwb.pallas_kernels")
 SKIPPED_MODULES = ("jaxwb.theory.validate", "jaxwb.theory.checking", "jaxwb.pallas_kernels.dispatch")
 OPERATORS = ("arith", "compare", "boolop", "constant", "drop_term", "swap_args", "unary")
 
-_ARITH = {ast.Add: ast.Sub, ast.Sub: ast.Add, ast.Mult: ast.Div, ast.Div: ast.Mult, ast.Pow: ast.Mult,
-          ast.FloorDiv: ast.Mult, ast.Mod: ast.FloorDiv}
-_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq,
-            ast.NotEq: ast.Eq}
+_ARITH = {
+    ast.Add: ast.Sub,
+    ast.Sub: ast.Add,
+    ast.Mult: ast.Div,
+    ast.Div: ast.Mult,
+    ast.Pow: ast.Mult,
+    ast.FloorDiv: ast.Mult,
+    ast.Mod: ast.FloorDiv,
+}
+_COMPARE = {ast.Lt: ast.LtE, ast.LtE: ast.Lt, ast.Gt: ast.GtE, ast.GtE: ast.Gt, ast.Eq: ast.NotEq, ast.NotEq: ast.Eq}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,13 +78,21 @@ def _candidates(tree: ast.AST, op: str) -> Iterator[tuple[ast.AST, str]]:
             yield node, f"{type(node.ops[0]).__name__}->{_COMPARE[type(node.ops[0])].__name__}"
         elif op == "boolop" and isinstance(node, ast.BoolOp):
             yield node, f"{type(node.op).__name__}->{'Or' if isinstance(node.op, ast.And) else 'And'}"
-        elif (op == "constant" and isinstance(node, ast.Constant) and type(node.value) in (int, float)
-              and not (isinstance(node.value, float) and node.value == 0.0)):
+        elif (
+            op == "constant"
+            and isinstance(node, ast.Constant)
+            and type(node.value) in (int, float)
+            and not (isinstance(node.value, float) and node.value == 0.0)
+        ):
             yield node, f"{node.value!r}->" + ("x1.1" if isinstance(node.value, float) else "+1")
         elif op == "drop_term" and isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Sub)):
             yield node, "drop the right term"
-        elif op == "swap_args" and isinstance(node, ast.Call) and len(node.args) >= 2 and not any(
-                isinstance(a, ast.Starred) for a in node.args[:2]):
+        elif (
+            op == "swap_args"
+            and isinstance(node, ast.Call)
+            and len(node.args) >= 2
+            and not any(isinstance(a, ast.Starred) for a in node.args[:2])
+        ):
             yield node, "swap the first two arguments"
         elif op == "unary" and isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
             yield node, "drop the unary minus"
@@ -200,7 +214,8 @@ def executed_functions(run: Callable[[], Any]) -> list[tuple[str, str, FunctionT
 def results_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
     """Bitwise equality of two flattened results (same keys, dtypes, shapes and bytes)."""
     return a.keys() == b.keys() and all(
-        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes() for k in a)
+        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes() for k in a
+    )
 
 
 def claims_equal(a, b) -> bool:
@@ -209,8 +224,9 @@ def claims_equal(a, b) -> bool:
     return key == [(c.statement, c.predicted, c.measured, c.ci, c.tolerance) for c in b]
 
 
-def random_audit(module: ModuleType, n: int, *, seed: int = 0, preset: str = "quick",
-                 verbose: bool = True) -> dict[str, Any]:
+def random_audit(
+    module: ModuleType, n: int, *, seed: int = 0, preset: str = "quick", verbose: bool = True
+) -> dict[str, Any]:
     """Draw ``n`` mutation sites (without replacement, uniformly over every site of every executed function) and
     judge each: ``caught`` when a claim that passes in the clean run fails (or the run raises), ``equivalent``
     when the results are bitwise identical to the clean run's (excluded), else missed. A JSON-able summary."""
@@ -238,8 +254,13 @@ def random_audit(module: ModuleType, n: int, *, seed: int = 0, preset: str = "qu
     rng = np.random.default_rng(seed)
     drawn = [every[i] for i in rng.choice(len(every), size=min(n, len(every)), replace=False)] if every else []
     summary: dict[str, Any] = {
-        "result": module.NAME, "preset": preset, "seed": seed, "functions": len(functions), "sites": len(every),
-        "clean_wall_s": round(time.perf_counter() - t0, 2), "mutants": [],
+        "result": module.NAME,
+        "preset": preset,
+        "seed": seed,
+        "functions": len(functions),
+        "sites": len(every),
+        "clean_wall_s": round(time.perf_counter() - t0, 2),
+        "mutants": [],
     }
     for site in drawn:
         t1 = time.perf_counter()
@@ -275,8 +296,10 @@ def random_audit(module: ModuleType, n: int, *, seed: int = 0, preset: str = "qu
 def format_random_audit(summary: dict[str, Any]) -> str:
     """One line: caught / non-equivalent with its Wilson interval, and the missed mutants."""
     lo, hi = summary.get("wilson_95", [float("nan"), float("nan")])
-    head = (f"{summary['result']}: {summary['caught']}/{summary['non_equivalent']} non-equivalent mutants caught "
-            f"(95% Wilson {100 * lo:.0f}-{100 * hi:.0f}%), {summary['equivalent']} equivalent, drawn from "
-            f"{summary['sites']} sites in {summary['functions']} functions")
+    head = (
+        f"{summary['result']}: {summary['caught']}/{summary['non_equivalent']} non-equivalent mutants caught "
+        f"(95% Wilson {100 * lo:.0f}-{100 * hi:.0f}%), {summary['equivalent']} equivalent, drawn from "
+        f"{summary['sites']} sites in {summary['functions']} functions"
+    )
     missed = [m["mutant"] for m in summary["mutants"] if m["verdict"] == "missed"]
     return head + "".join(f"\n  missed: {m}" for m in missed)

@@ -41,11 +41,16 @@ def _git_revision() -> str:
     """``HEAD``'s short hash, ``-dirty`` when tracked code differs from it. Changes under ``figures/`` do not count:
     they are the outputs (``workbench all`` rewrites them one result after another), not the code that made them."""
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                             text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
-                                ":(exclude)figures"], cwd=REPO_ROOT,
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":(exclude)figures"],
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
         return (rev + ("-dirty" if dirty else "")) or "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -54,8 +59,10 @@ def _git_revision() -> str:
 def _path_entry(p) -> tuple[str, Any]:
     if hasattr(p, "key"):
         k = p.key
-        return ("int" if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else "key",
-                int(k) if isinstance(k, (int, np.integer)) else str(k))
+        return (
+            "int" if isinstance(k, (int, np.integer)) and not isinstance(k, bool) else "key",
+            int(k) if isinstance(k, (int, np.integer)) else str(k),
+        )
     if hasattr(p, "idx"):
         return "idx", int(p.idx)
     return "key", str(getattr(p, "name", p))
@@ -285,8 +292,18 @@ def remove_stale_temp(out: Path) -> list[Path]:
     return removed
 
 
-def write_outputs(module: ModuleType, out: Path, *, results: Any, cfg, claims: Sequence[Claim], preset: str,
-                  seed: int, wall: float, phases: Phases | None = None) -> None:
+def write_outputs(
+    module: ModuleType,
+    out: Path,
+    *,
+    results: Any,
+    cfg,
+    claims: Sequence[Claim],
+    preset: str,
+    seed: int,
+    wall: float,
+    phases: Phases | None = None,
+) -> None:
     """Write figures, ``data.npz``, ``claims.json`` and ``manifest.json`` to a temporary folder beside ``out``,
     flush them, and swap it in with :func:`publish_dir`. The previous ``out`` stays byte-identical until then.
 
@@ -299,12 +316,26 @@ def write_outputs(module: ModuleType, out: Path, *, results: Any, cfg, claims: S
         out.parent.mkdir(parents=True, exist_ok=True)
         remove_stale_temp(out)
         tmp = Path(tempfile.mkdtemp(dir=out.parent, prefix=f".{out.name}.tmp-{os.getpid()}-"))
-        _write_into(module, tmp, out, results=results, flat=flat, nonfinite=nonfinite, cfg=cfg, claims=claims,
-                    preset=preset, seed=seed, wall=wall, phases=phases)
+        _write_into(
+            module,
+            tmp,
+            out,
+            results=results,
+            flat=flat,
+            nonfinite=nonfinite,
+            cfg=cfg,
+            claims=claims,
+            preset=preset,
+            seed=seed,
+            wall=wall,
+            phases=phases,
+        )
     except OSError as err:
         where = err.filename if err.filename is not None else (tmp or out)
-        raise OutputError(f"cannot write the output {str(out)!r}: {err.strerror or err} ({where}); the previous "
-                          "output, if any, is unchanged") from None
+        raise OutputError(
+            f"cannot write the output {str(out)!r}: {err.strerror or err} ({where}); the previous "
+            "output, if any, is unchanged"
+        ) from None
     finally:
         if tmp is not None and tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
@@ -312,8 +343,9 @@ def write_outputs(module: ModuleType, out: Path, *, results: Any, cfg, claims: S
         print(f"  warning: non-finite values in {nonfinite}", file=sys.stderr)
 
 
-def _write_into(module: ModuleType, tmp: Path, out: Path, *, results, flat, nonfinite, cfg, claims, preset, seed,
-                wall, phases) -> None:
+def _write_into(
+    module: ModuleType, tmp: Path, out: Path, *, results, flat, nonfinite, cfg, claims, preset, seed, wall, phases
+) -> None:
     """Write every file of the output into ``tmp`` and publish it as ``out``."""
     import matplotlib.pyplot as plt
 

@@ -119,8 +119,11 @@ def replaceable_problem(out: Path) -> str | None:
     repository) is refused, so that no run ever deletes a file it did not write.
     """
     out_abs = out.resolve()
-    for special, what in ((Path.cwd().resolve(), "the current directory"), (Path.home().resolve(), "your home folder"),
-                          (REPO_ROOT, "the workbench's repository")):
+    for special, what in (
+        (Path.cwd().resolve(), "the current directory"),
+        (Path.home().resolve(), "your home folder"),
+        (REPO_ROOT, "the workbench's repository"),
+    ):
         if out_abs == special or out_abs in special.parents:
             return f"it is {what}" if out_abs == special else f"it holds {what}"
     try:
@@ -160,8 +163,10 @@ def _check_out_dir(out: Path) -> Path:
     if out.is_dir():
         problem = replaceable_problem(out)
         if problem is not None:
-            raise WorkbenchError(f"--out {str(out)!r} will not be replaced: {problem}. Choose a new or empty "
-                                 "folder, or a previous output of the workbench")
+            raise WorkbenchError(
+                f"--out {str(out)!r} will not be replaced: {problem}. Choose a new or empty "
+                "folder, or a previous output of the workbench"
+            )
     parent = out
     while not parent.exists():
         parent = parent.parent
@@ -170,8 +175,10 @@ def _check_out_dir(out: Path) -> Path:
     if not os.access(parent, os.W_OK | os.X_OK):
         raise WorkbenchError(f"--out {str(out)!r}: {str(parent)!r} is not writable")
     if len(os.fsencode(out.name)) + 32 > _name_max(parent):
-        raise WorkbenchError(f"--out {str(out)!r}: the folder name is too long for this file system "
-                             f"(at most {_name_max(parent) - 32} bytes, leaving room for the temporary folder)")
+        raise WorkbenchError(
+            f"--out {str(out)!r}: the folder name is too long for this file system "
+            f"(at most {_name_max(parent) - 32} bytes, leaving room for the temporary folder)"
+        )
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         probe = tempfile.NamedTemporaryFile(dir=out.parent, prefix=f".{out.name}.probe-", delete=True)

@@ -32,8 +32,13 @@ class Phases:
 
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=len(phases), desc=name, unit="phase", leave=False,
-                        bar_format="{desc}: {n_fmt}/{total_fmt} phases [{elapsed}]{postfix}")
+        self.bar = tqdm(
+            total=len(phases),
+            desc=name,
+            unit="phase",
+            leave=False,
+            bar_format="{desc}: {n_fmt}/{total_fmt} phases [{elapsed}]{postfix}",
+        )
         self._stop = threading.Event()
 
         def tick():

@@ -21,8 +21,11 @@ REQUIRED = ("NAME", "TITLE", "PRESETS", "run", "plot", "claims")
 
 
 def _candidate_names() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(sims.__path__)
-                  if not m.name.startswith("_") and m.name not in INFRASTRUCTURE)
+    return sorted(
+        m.name
+        for m in pkgutil.iter_modules(sims.__path__)
+        if not m.name.startswith("_") and m.name not in INFRASTRUCTURE
+    )
 
 
 def result_names() -> list[str]:

@@ -76,8 +76,14 @@ def _gather(tree):
     return jax.tree.map(one, tree)
 
 
-def sweep(fn: Callable[[Any], Any], batch: Any, *, devices=None, chunk_size: int | None = None,
-          progress: bool | str | None = None) -> Any:
+def sweep(
+    fn: Callable[[Any], Any],
+    batch: Any,
+    *,
+    devices=None,
+    chunk_size: int | None = None,
+    progress: bool | str | None = None,
+) -> Any:
     """Evaluate ``fn(row)`` for every row of ``batch``; returns the stacked outputs (leading axis = batch).
 
     ``fn`` must be hashable and stable across calls (a module-level function or ``functools.partial`` of one
@@ -98,7 +104,7 @@ def sweep(fn: Callable[[Any], Any], batch: Any, *, devices=None, chunk_size: int
         starts = tqdm(starts, desc=progress if isinstance(progress, str) else "sweep", unit="chunk")
     outs = []
     for s in starts:
-        part = jax.tree.map(lambda x, s=s: jnp.asarray(x)[s: s + chunk], batch)
+        part = jax.tree.map(lambda x, s=s: jnp.asarray(x)[s : s + chunk], batch)
         m = _batch_size(part)
         part = _pad(part, chunk)
         if sharding is not None:
@@ -122,8 +128,9 @@ def grid(**axes) -> dict[str, jax.Array]:
     return {k: m.reshape(-1) for k, m in zip(names, mesh, strict=True)}
 
 
-def scan_with_progress(step: Callable, carry: Any, num_steps: int, *, chunk: int = 1000,
-                       desc: str | None = None) -> tuple[Any, Any]:
+def scan_with_progress(
+    step: Callable, carry: Any, num_steps: int, *, chunk: int = 1000, desc: str | None = None
+) -> tuple[Any, Any]:
     """``lax.scan(step, carry, None, num_steps)`` run as jitted chunks of ``chunk`` steps under a tqdm bar.
 
     ``step(carry, None) -> (carry, y)``. Returns (final carry, stacked ys).

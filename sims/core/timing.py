@@ -29,8 +29,10 @@ class BenchRow:
 def format_bench(rows: Sequence[BenchRow]) -> str:
     lines = [f"{'op':<28} {'ours':<26} {'baseline':<26} {'ours s':>10} {'base s':>10} {'speedup':>9}"]
     for r in rows:
-        lines.append(f"{r.op:<28} {r.ours:<26} {r.baseline:<26} {r.ours_s:>10.4g} {r.baseline_s:>10.4g} "
-                     f"{r.speedup:>8.1f}x" + (f"  {r.note}" if r.note else ""))
+        lines.append(
+            f"{r.op:<28} {r.ours:<26} {r.baseline:<26} {r.ours_s:>10.4g} {r.baseline_s:>10.4g} "
+            f"{r.speedup:>8.1f}x" + (f"  {r.note}" if r.note else "")
+        )
     return "\n".join(lines)
 
 

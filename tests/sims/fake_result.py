@@ -79,8 +79,15 @@ def fake_cli(args, env_extra=None, wait_marker=None, sig=None, preexec_fn=None):
     phase began). Returns ``(returncode, stdout, stderr)``."""
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu", **(env_extra or {})}
 
-    proc = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, preexec_fn=preexec_fn)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", FAKE_CLI, *args],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=preexec_fn,
+    )
     if sig is not None:
         deadline = time.monotonic() + 120
         while not os.path.exists(wait_marker):
@@ -97,5 +104,3 @@ def fake_cli(args, env_extra=None, wait_marker=None, sig=None, preexec_fn=None):
         out, err = proc.communicate()
         raise AssertionError(f"the fake run did not exit within 120 s of {sig!r}; its stacks:\n{err[-6000:]}") from None
     return proc.returncode, out, err
-
-

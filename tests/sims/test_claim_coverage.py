@@ -11,8 +11,16 @@ from jaxwb.sims.core.outputs import load_results
 
 # unclaimed, undeclared arrays in figures/<name>/data.npz on 2026-12-05 (after the move to the template)
 KNOWN_UNCLAIMED = {
-    "aldrift": 39, "interpolation": 202, "quantization": 57, "river_valley": 32, "river_valley_lm": 22,
-    "sparse_attention": 47, "speed_scaling": 44, "teacher_student": 17, "tiny_lm": 22, "tv_distance": 106,
+    "aldrift": 39,
+    "interpolation": 202,
+    "quantization": 57,
+    "river_valley": 32,
+    "river_valley_lm": 22,
+    "sparse_attention": 47,
+    "speed_scaling": 44,
+    "teacher_student": 17,
+    "tiny_lm": 22,
+    "tv_distance": 106,
     "zoe_grad": 59,
 }
 

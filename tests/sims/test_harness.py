@@ -41,9 +41,17 @@ ROOT = REPO_ROOT
 
 @pytest.mark.parametrize(
     ("comparison", "predicted", "measured", "tol", "ok"),
-    [("rel", 10.0, 10.5, 0.05, True), ("rel", 10.0, 10.6, 0.05, False), ("abs", 1.0, 1.2, 0.25, True),
-     ("le", 1.0, 1.05, 0.1, True), ("le", 1.0, 1.2, 0.1, False), ("ge", 1.0, 0.95, 0.1, True),
-     ("ge", 1.0, 0.8, 0.1, False), ("rel", 1.0, float("nan"), 1.0, False), ("abs", 0.0, float("inf"), 1e9, False)],
+    [
+        ("rel", 10.0, 10.5, 0.05, True),
+        ("rel", 10.0, 10.6, 0.05, False),
+        ("abs", 1.0, 1.2, 0.25, True),
+        ("le", 1.0, 1.05, 0.1, True),
+        ("le", 1.0, 1.2, 0.1, False),
+        ("ge", 1.0, 0.95, 0.1, True),
+        ("ge", 1.0, 0.8, 0.1, False),
+        ("rel", 1.0, float("nan"), 1.0, False),
+        ("abs", 0.0, float("inf"), 1e9, False),
+    ],
 )
 def test_claim_comparisons(comparison, predicted, measured, tol, ok):
     c = Claim("s", predicted, measured, tol, comparison)
@@ -104,8 +112,9 @@ MULTI_DEVICE = textwrap.dedent(
 
 def test_sharded_sweep_over_8_fake_devices_equals_single_device():
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
-    proc = subprocess.run([sys.executable, "-c", MULTI_DEVICE], capture_output=True, text=True, env=env,
-                          cwd=ROOT, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-c", MULTI_DEVICE], capture_output=True, text=True, env=env, cwd=ROOT, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "OK 8" in proc.stdout
 
@@ -119,7 +128,10 @@ def test_registry_finds_river_valley_and_rejects_unknown():
 
 def test_parse_overrides():
     assert parse_overrides(["lam=50", "speed_betas=[0.5, 0.9]", "name=abc"]) == {
-        "lam": 50, "speed_betas": (0.5, 0.9), "name": "abc"}
+        "lam": 50,
+        "speed_betas": (0.5, 0.9),
+        "name": "abc",
+    }
     with pytest.raises(WorkbenchError, match="FIELD=VALUE"):
         parse_overrides(["lam"])
 
@@ -163,12 +175,26 @@ BAD_INPUTS = [
     (["run", "river_valley", "--process-id", "0"], "need --distributed"),
     (["run", "river_valley", "--distributed", "--num-processes", "0"], "expected a positive integer"),
     (["run", "river_valley", "--distributed", "--coordinator", "nohost"], "must be HOST:PORT"),
-    (["run", "river_valley", "--distributed", "--coordinator", "127.0.0.1:1", "--num-processes", "2",
-      "--process-id", "5"], "process id must be in [0, 2)"),
+    (
+        [
+            "run",
+            "river_valley",
+            "--distributed",
+            "--coordinator",
+            "127.0.0.1:1",
+            "--num-processes",
+            "2",
+            "--process-id",
+            "5",
+        ],
+        "process id must be in [0, 2)",
+    ),
     (["run", "tiny_lm", "--set", "corpus_bytes=lots"], "corpus_bytes expects int | None"),
     (["run", "sparse_attention", "--set", "block=7"], "block=7 must divide the sequence length"),
-    (["run", "aldrift", "--set", "settings=(1,2)"],
-     "settings expects tuple[tuple[float, float, float, float, float], ...]"),
+    (
+        ["run", "aldrift", "--set", "settings=(1,2)"],
+        "settings expects tuple[tuple[float, float, float, float, float], ...]",
+    ),
     (["all", "--seed", "x"], "seed must be an integer"),
     (["all", "--out", "{file}"], "is not a folder"),
     (["run", "river_valley", "--seed", "+5"], "decimal digits only"),
@@ -232,10 +258,16 @@ def test_typed_overrides_follow_the_declared_types():
     from jaxwb.sims import river_valley, tiny_lm
     from jaxwb.sims.core import config
 
-    cfg = config.apply_overrides(river_valley, "quick", ["lam=50", "lr_range=1e-3,0.2", "speed_betas=0.5",
-                                                          "boundary_betas=[0, 0.5]", "n_lr=1e1"])
+    cfg = config.apply_overrides(
+        river_valley, "quick", ["lam=50", "lr_range=1e-3,0.2", "speed_betas=0.5", "boundary_betas=[0, 0.5]", "n_lr=1e1"]
+    )
     assert (cfg.lam, cfg.lr_range, cfg.speed_betas, cfg.boundary_betas, cfg.n_lr) == (
-        50.0, (1e-3, 0.2), (0.5,), (0.0, 0.5), 10)
+        50.0,
+        (1e-3, 0.2),
+        (0.5,),
+        (0.0, 0.5),
+        10,
+    )
     assert isinstance(cfg.lam, float) and isinstance(cfg.n_lr, int)
     assert config.apply_overrides(tiny_lm, "quick", ["corpus_bytes=None"]).corpus_bytes is None
     assert config.apply_overrides(tiny_lm, "quick", ["corpus_bytes=5000"]).corpus_bytes == 5000
@@ -276,8 +308,9 @@ def test_console_script_lists_and_reports_claims():
     proc = subprocess.run([*cmd, "list"], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "river_valley" in proc.stdout
-    proc = subprocess.run([*cmd, "run", "no_such_result"], capture_output=True, text=True, cwd=ROOT, timeout=300,
-                          env=env)
+    proc = subprocess.run(
+        [*cmd, "run", "no_such_result"], capture_output=True, text=True, cwd=ROOT, timeout=300, env=env
+    )
     assert proc.returncode == 2 and proc.stderr.strip().count("\n") == 0, proc.stderr
 
 
@@ -350,8 +383,13 @@ def test_mutant_patches_every_alias_and_restores(tmp_path):
     import jaxwb.theory.river_valley as rv
     from jaxwb.sims.core.audit import Mutant, applied
 
-    name = next(n for n in dir(rv) if callable(getattr(rv, n)) and not n.startswith("_")
-                and getattr(getattr(rv, n), "__module__", "") == "jaxwb.theory.river_valley")
+    name = next(
+        n
+        for n in dir(rv)
+        if callable(getattr(rv, n))
+        and not n.startswith("_")
+        and getattr(getattr(rv, n), "__module__", "") == "jaxwb.theory.river_valley"
+    )
     original = getattr(rv, name)
     alias = types.ModuleType("jaxwb.sims._alias_for_test")
     alias.fn = original
@@ -381,8 +419,10 @@ def test_audit_catches_a_mutant_and_reports_a_missed_one():
     mod.PRESETS = {"quick": Config(), "full": Config()}
     mod.run = lambda cfg, *, key: {"y": jnp.arange(cfg.n) * sys.modules["jaxwb.sims._fake_result"].SCALE}
     mod.claims = lambda r, cfg: [Claim("sum is 6", 6.0, float(r["y"].sum()), 1e-6, kind="check")]
-    mod.MUTANTS = [audit.Mutant("scale", "jaxwb.sims._fake_result:SCALE", lambda v: v * 1.1, "scale off by 10%"),
-                   audit.Mutant("noop", "jaxwb.sims._fake_result:SCALE", lambda v: v, "does nothing")]
+    mod.MUTANTS = [
+        audit.Mutant("scale", "jaxwb.sims._fake_result:SCALE", lambda v: v * 1.1, "scale off by 10%"),
+        audit.Mutant("noop", "jaxwb.sims._fake_result:SCALE", lambda v: v, "does nothing"),
+    ]
     sys.modules["jaxwb.sims._fake_result"] = mod
     try:
         summary = audit.audit_result(mod, verbose=False)
@@ -434,6 +474,7 @@ def test_out_dir_that_is_a_file_is_rejected_before_the_run(tmp_path):
 
 # ---- atomic outputs under a real interrupt: SIGINT and SIGKILL during the write phase ----
 
+
 def _snapshot(folder):
     return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
 
@@ -447,16 +488,24 @@ def test_interrupted_write_leaves_the_previous_output_byte_identical(tmp_path):
     assert verify_outputs(out) == []
 
     marker = tmp_path / "writing"
-    rc, _, err = _fake_cli(["run", "atomic_fake", "--out", str(out), "--set", "value=2", "--seed", "7"],
-                           {"WRITING_MARKER": str(marker)}, marker, signal.SIGINT)
+    rc, _, err = _fake_cli(
+        ["run", "atomic_fake", "--out", str(out), "--set", "value=2", "--seed", "7"],
+        {"WRITING_MARKER": str(marker)},
+        marker,
+        signal.SIGINT,
+    )
     assert rc == 130, err
     assert err.strip().count("\n") == 0 and "interrupted" in err and "Traceback" not in err, err
     assert _snapshot(out) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["result", "writing"], "temp folder left after Ctrl-C"
 
     marker.unlink()
-    rc, _, err = _fake_cli(["run", "atomic_fake", "--out", str(out), "--set", "value=3"],
-                           {"WRITING_MARKER": str(marker)}, marker, signal.SIGKILL)
+    rc, _, err = _fake_cli(
+        ["run", "atomic_fake", "--out", str(out), "--set", "value=3"],
+        {"WRITING_MARKER": str(marker)},
+        marker,
+        signal.SIGKILL,
+    )
     assert rc == -signal.SIGKILL
     assert _snapshot(out) == before and verify_outputs(out) == []
     left = [p.name for p in tmp_path.iterdir() if p.name.startswith(".result.tmp-")]
@@ -471,8 +520,13 @@ def test_interrupted_write_leaves_the_previous_output_byte_identical(tmp_path):
 
 
 def test_results_round_trip_through_data_npz(tmp_path):
-    results = {"a": {64: jnp.zeros(1), 1024: jnp.ones(1)}, "b": {"d": jnp.ones(2)}, "c": [jnp.zeros(1), jnp.arange(3)],
-               "s": np.array(["x", "yy"]), "scalar": jnp.float32(2.5)}
+    results = {
+        "a": {64: jnp.zeros(1), 1024: jnp.ones(1)},
+        "b": {"d": jnp.ones(2)},
+        "c": [jnp.zeros(1), jnp.arange(3)],
+        "s": np.array(["x", "yy"]),
+        "scalar": jnp.float32(2.5),
+    }
     flat = flatten_results(results)
     np.savez(tmp_path / "data.npz", **flat)
     with np.load(tmp_path / "data.npz") as d:
@@ -550,12 +604,34 @@ def test_distributed_run_over_two_cpu_processes_equals_single_process(tmp_path):
     port = _free_port()
     env = {**os.environ, "PYTHONPATH": str(ROOT), "JAX_PLATFORMS": "cpu"}
     args = ["run", "atomic_fake", "--out", str(multi), "--set", "value=2", "--distributed"]
-    p0 = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args, "--coordinator", f"127.0.0.1:{port}",
-                           "--num-processes", "2", "--process-id", "0"], cwd=ROOT, env=env, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p0 = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            FAKE_CLI,
+            *args,
+            "--coordinator",
+            f"127.0.0.1:{port}",
+            "--num-processes",
+            "2",
+            "--process-id",
+            "0",
+        ],
+        cwd=ROOT,
+        env=env,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     env1 = {**env, "JAX_COORDINATOR_ADDRESS": f"127.0.0.1:{port}", "JAX_NUM_PROCESSES": "2", "JAX_PROCESS_ID": "1"}
-    p1 = subprocess.Popen([sys.executable, "-c", FAKE_CLI, *args], cwd=ROOT, env=env1, text=True,
-                          stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    p1 = subprocess.Popen(
+        [sys.executable, "-c", FAKE_CLI, *args],
+        cwd=ROOT,
+        env=env1,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     (out0, err0), (out1, err1) = p0.communicate(timeout=240), p1.communicate(timeout=240)
     assert p0.returncode == 0 and p1.returncode == 0, (err0[-2000:], err1[-2000:])
     assert "wrote" in out0 and "wrote" not in out1, (out0, out1)
@@ -593,12 +669,16 @@ def test_readme_claims_column_is_generated(tmp_path):
 
     fig = tmp_path / "figures" / "demo"
     fig.mkdir(parents=True)
-    claims = [Claim("a", 1, 1, 0.1, kind="check"), Claim("b", 2, 1, 0, "le", kind="bound"),
-              Claim("c", 1, 3, 0.1, kind="paper")]
+    claims = [
+        Claim("a", 1, 1, 0.1, kind="check"),
+        Claim("b", 2, 1, 0, "le", kind="bound"),
+        Claim("c", 1, 3, 0.1, kind="paper"),
+    ]
     (fig / "claims.json").write_text(json.dumps([c.to_json() for c in claims]))
     md = tmp_path / "README.md"
-    md.write_text("x\n<!-- results-table -->\n| result | claims |\n| --- | --- |\n"
-                  "| [demo](sims/demo.py) | 9/9 |\n\nend\n")
+    md.write_text(
+        "x\n<!-- results-table -->\n| result | claims |\n| --- | --- |\n| [demo](sims/demo.py) | 9/9 |\n\nend\n"
+    )
     assert readme.update_results_table(md, tmp_path / "figures") == ["demo"]
     assert "| [demo](sims/demo.py) | 2/3 (1 check, 1 bound, 1 paper; 1 wide) |" in md.read_text()
 
@@ -650,8 +730,9 @@ def test_run_and_all_exit_on_expectations_not_on_failures(monkeypatch, capsys, t
     assert "every claim as expected" in out and "expected failure  river_valley: known gap (documented)" in out
 
     def regressed(module, **kw):
-        return harness.Outcome(module.NAME, kw["preset"], {}, [Claim("gap", 1, 2, 0.1, kind="check")],
-                               kw["out_dir"], 0.0)
+        return harness.Outcome(
+            module.NAME, kw["preset"], {}, [Claim("gap", 1, 2, 0.1, kind="check")], kw["out_dir"], 0.0
+        )
 
     monkeypatch.setattr(harness, "execute", regressed)
     assert cli.main(["all", "--quick", "--out", str(tmp_path / "all2")]) == 1

@@ -34,9 +34,13 @@ def test_quick_preset_end_to_end(tmp_path):
 
 def test_hits_interpolates_in_log_and_handles_edges():
     t = np.arange(5.0) * 10
-    curves = np.array([[1.0, 0.1, 0.01, 0.001, 1e-4],   # crosses 1e-2.5 between t=20 and t=30
-                       [1.0, 1.0, 1.0, 1.0, 1.0],        # never
-                       [1.0, 1e-5, 1e-5, 1e-5, 1e-5]])   # at once after t=0
+    curves = np.array(
+        [
+            [1.0, 0.1, 0.01, 0.001, 1e-4],  # crosses 1e-2.5 between t=20 and t=30
+            [1.0, 1.0, 1.0, 1.0, 1.0],  # never
+            [1.0, 1e-5, 1e-5, 1e-5, 1e-5],
+        ]
+    )  # at once after t=0
     hits = statistics.hits(curves, t, 10**-2.5)
     np.testing.assert_allclose(hits[0], 25.0)
     assert hits[1] == np.inf
@@ -58,12 +62,21 @@ def test_bootstrap_halfwidth_of_a_known_mean():
     assert sim.boot_halfwidth(0.0, np.array([0.0, np.inf])) == np.inf
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("n", 3, "n must be"), ("cond", 0.5, "cond"), ("sampling", "rows", "sampling"),
-    ("batch_sizes", (2, 4, 8), "batch_sizes"), ("batch_sizes", (1, 8, 4), "batch_sizes"),
-    ("rate_check_batches", (3,), "rate_check_batches"), ("eps", 2.0, "eps"), ("min_seeds", 3, "min_seeds"),
-    ("n_boot", 10, "n_boot"), ("fit_efolds", float("nan"), "fit_efolds"),
-])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("n", 3, "n must be"),
+        ("cond", 0.5, "cond"),
+        ("sampling", "rows", "sampling"),
+        ("batch_sizes", (2, 4, 8), "batch_sizes"),
+        ("batch_sizes", (1, 8, 4), "batch_sizes"),
+        ("rate_check_batches", (3,), "rate_check_batches"),
+        ("eps", 2.0, "eps"),
+        ("min_seeds", 3, "min_seeds"),
+        ("n_boot", 10, "n_boot"),
+        ("fit_efolds", float("nan"), "fit_efolds"),
+    ],
+)
 def test_config_validation_names_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})
@@ -78,9 +91,7 @@ def test_numpy_baseline_agrees_with_theory():
 
     with jax.enable_x64(True):
         pr = ip.random_problem(30, 4, cond=20.0, sampling="norm", key=jax.random.key(0))
-        exact = np.asarray(
-            ip.expected_sq_error(pr, -pr.x_star, lr=0.5, beta=0.5, batch_size=2, steps=20)
-        )
+        exact = np.asarray(ip.expected_sq_error(pr, -pr.x_star, lr=0.5, beta=0.5, batch_size=2, steps=20))
     npp = [np.asarray(a, np.float64) for a in (pr.A, pr.b, pr.x_star, pr.probs, pr.weights)]
     mc = numpy_mc(*npp, 0.5, 0.5, 2, 20, 400, np.random.default_rng(0)).mean(0)
     np.testing.assert_allclose(mc[::5], exact[::5], rtol=0.15)

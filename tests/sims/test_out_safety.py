@@ -164,8 +164,9 @@ def test_sigterm_is_handled_like_sigint(tmp_path):
     harness.execute(mod, out_dir=out, cfg=mod.Config(1.0), verbose=False)
     before = _tree(out)
     marker = tmp_path / "writing"
-    rc, _, err = fake_cli(["run", "atomic_fake", "--out", str(out)], {"WRITING_MARKER": str(marker)}, marker,
-                          signal.SIGTERM)
+    rc, _, err = fake_cli(
+        ["run", "atomic_fake", "--out", str(out)], {"WRITING_MARKER": str(marker)}, marker, signal.SIGTERM
+    )
     assert rc == 143, err
     assert err.strip().count("\n") == 0 and "terminated" in err, err
     assert _tree(out) == before
@@ -178,8 +179,11 @@ DAMAGE = {
     "claims.json a folder": ("claims.json", lambda p: (p.unlink(), p.mkdir()), "is a folder"),
     "claims.json binary": ("claims.json", lambda p: p.write_bytes(b"\xff\xfe\x00\x81" * 40), "not text"),
     "a claim missing fields": ("claims.json", lambda p: p.write_text('[{"statement": "x"}]'), "not a valid claim"),
-    "manifest hashes a string": ("manifest.json", lambda p: p.write_text(
-        json.dumps({**json.loads(p.read_text()), "content_sha256": "abc"})), "no content hashes"),
+    "manifest hashes a string": (
+        "manifest.json",
+        lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "content_sha256": "abc"})),
+        "no content hashes",
+    ),
     "manifest truncated": ("manifest.json", lambda p: p.write_text(p.read_text()[:50]), "not valid JSON"),
     "data.npz changed": ("data.npz", lambda p: p.write_bytes(p.read_bytes() + b"0"), "does not match"),
 }

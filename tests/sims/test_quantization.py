@@ -16,8 +16,11 @@ def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     # known disagreement (module docstring): at d=64, b=8 the RHT's worst vector (re-measured afresh) is ~6%
     # worse than a dense Haar rotation, 1.064 +- 0.045, so "within 10%" fails on its whole CI
-    failed = [(c.statement, c.predicted, c.measured) for c in outcome.claims if not c.passed
-              and not c.statement.startswith("one RHT matches a dense Haar rotation at d=64, b=8")]
+    failed = [
+        (c.statement, c.predicted, c.measured)
+        for c in outcome.claims
+        if not c.passed and not c.statement.startswith("one RHT matches a dense Haar rotation at d=64, b=8")
+    ]
     assert not failed, failed
     for fname in (
         "data.npz",
@@ -77,8 +80,14 @@ def test_config_validation():
     import pytest
 
     cfg = sim.PRESETS["quick"]
-    for field, bad in (("dims", (63,)), ("bits", (1, 2)), ("n_signs", 3), ("kv_outliers", (500,)),
-                       ("kv_outlier_scale", float("inf")), ("fmt_cols", 100)):
+    for field, bad in (
+        ("dims", (63,)),
+        ("bits", (1, 2)),
+        ("n_signs", 3),
+        ("kv_outliers", (500,)),
+        ("kv_outlier_scale", float("inf")),
+        ("fmt_cols", 100),
+    ):
         with pytest.raises(ValueError, match=field):
             type(cfg)(**{**cfg.__dict__, field: bad})
 
@@ -89,4 +98,5 @@ def test_t_halfwidth():
     x = np.random.default_rng(0).standard_normal(20)
     se = x.std() / np.sqrt(20)
     assert t_halfwidth(se, 20) == __import__("pytest").approx(
-        stats.t.ppf(0.975, 19) * x.std(ddof=1) / np.sqrt(20), rel=1e-12)
+        stats.t.ppf(0.975, 19) * x.std(ddof=1) / np.sqrt(20), rel=1e-12
+    )

@@ -21,8 +21,15 @@ def test_quick_preset_end_to_end(tmp_path):
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
     assert all(c.kind == "check" for c in outcome.claims)
-    for fname in ("data.npz", "claims.json", "manifest.json", "trajectories.png", "phase_diagram.png",
-                  "river_progress.png", "stability_boundary.png"):
+    for fname in (
+        "data.npz",
+        "claims.json",
+        "manifest.json",
+        "trajectories.png",
+        "phase_diagram.png",
+        "river_progress.png",
+        "stability_boundary.png",
+    ):
         assert (tmp_path / fname).stat().st_size > 0, fname
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["preset"] == "quick" and manifest["claims_passed"] == manifest["claims_total"]
@@ -47,12 +54,21 @@ def test_bench_meets_target():
     assert rows[0].speedup >= 20, format_bench(rows)
 
 
-@pytest.mark.parametrize("field, value, match", [
-    ("lam", -1.0, "lam"), ("mu", 200.0, "mu"), ("lr_range", (0.1, 0.01), "lr_range"),
-    ("boundary_betas", (0.0, 1.2), "boundary_betas"), ("n_seeds", 3, "n_seeds"),
-    ("speed_steps", 50, "speed_steps"), ("curved_a", float("nan"), "curved_a"), ("x0", 0.0, "x0"),
-    ("start_x_range", (1.0, 0.0), "start_x_range"), ("hd_lam_min", 1e3, "hd_lam_min"),
-])
+@pytest.mark.parametrize(
+    "field, value, match",
+    [
+        ("lam", -1.0, "lam"),
+        ("mu", 200.0, "mu"),
+        ("lr_range", (0.1, 0.01), "lr_range"),
+        ("boundary_betas", (0.0, 1.2), "boundary_betas"),
+        ("n_seeds", 3, "n_seeds"),
+        ("speed_steps", 50, "speed_steps"),
+        ("curved_a", float("nan"), "curved_a"),
+        ("x0", 0.0, "x0"),
+        ("start_x_range", (1.0, 0.0), "start_x_range"),
+        ("hd_lam_min", 1e3, "hd_lam_min"),
+    ],
+)
 def test_config_validation_names_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})

@@ -93,7 +93,7 @@ def test_no_import_cycles():
         stack.append(node)
         for dep in graph[node]:
             if state.get(dep) == 1:
-                cycles.append(stack[stack.index(dep):] + [dep])
+                cycles.append(stack[stack.index(dep) :] + [dep])
             elif dep not in state:
                 visit(dep, stack)
         stack.pop()

@@ -19,8 +19,13 @@ def weights():
 
 
 def test_fake_quantize_errors_are_ordered(weights):
-    err = {f: float(np.sum((np.asarray(fake_quantize(weights, f, key=jax.random.key(1))) - weights) ** 2)
-                    / np.sum(np.asarray(weights) ** 2)) for f in FORMATS}
+    err = {
+        f: float(
+            np.sum((np.asarray(fake_quantize(weights, f, key=jax.random.key(1))) - weights) ** 2)
+            / np.sum(np.asarray(weights) ** 2)
+        )
+        for f in FORMATS
+    }
     assert all(0 < e < 0.05 for e in err.values()), err
     assert err["razer"] < err["nvfp4"] < err["mxfp4"], err  # RaZeR's extra values, MXFP4's coarse scales
     with pytest.raises(ValueError, match="fmt"):
@@ -66,8 +71,12 @@ def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     for fname in ("data.npz", "claims.json", "manifest.json", "perplexity.png", "layer_errors.png", "engines.png"):
         assert (tmp_path / fname).stat().st_size > 0, fname
-    for prefix in ("d=32: the trained model beats the unigram baseline", "d=32: RaZeR (weight variant) perplexity",
-                   "W4A4 costs more than W4A16", "Pinsker"):
+    for prefix in (
+        "d=32: the trained model beats the unigram baseline",
+        "d=32: RaZeR (weight variant) perplexity",
+        "W4A4 costs more than W4A16",
+        "Pinsker",
+    ):
         matched = [c for c in outcome.claims if c.statement.startswith(prefix)]
         assert matched and all(c.passed for c in matched), matched
     # the paper's fractions, MXFP4 >= NVFP4 and the W4A4 / outlier orderings are measured, but three 1-layer

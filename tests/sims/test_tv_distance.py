@@ -27,19 +27,23 @@ def test_quick_preset_end_to_end(tmp_path):
 
 def test_queries_to_eps_closed_form():
     # one parameter value, no bias: queries = cost * var / eps^2
-    q = tv_distance.queries_to_eps(np.array([[0.0]]), np.array([[0.2]]), np.array([[0.0]]),
-                                   np.array([[10.0]]), 0.1)
+    q = tv_distance.queries_to_eps(np.array([[0.0]]), np.array([[0.2]]), np.array([[0.0]]), np.array([[10.0]]), 0.1)
     np.testing.assert_allclose(q, [10 * 0.2 / 0.01])
     # an unresolved bias disqualifies the point
-    q = tv_distance.queries_to_eps(np.array([[0.2]]), np.array([[0.2]]), np.array([[0.0]]),
-                                   np.array([[10.0]]), 0.1)
+    q = tv_distance.queries_to_eps(np.array([[0.2]]), np.array([[0.2]]), np.array([[0.0]]), np.array([[10.0]]), 0.1)
     assert np.isnan(q).all()
 
 
 def test_config_validation():
     cfg = tv_distance.PRESETS["quick"]
-    for field, bad in (("K", 0), ("eps", 1.5), ("sigma", float("nan")), ("noisy_r", (3,)), ("slope_n", (8,)),
-                       ("tf_exact_n", 7)):
+    for field, bad in (
+        ("K", 0),
+        ("eps", 1.5),
+        ("sigma", float("nan")),
+        ("noisy_r", (3,)),
+        ("slope_n", (8,)),
+        ("tf_exact_n", 7),
+    ):
         with pytest.raises(ValueError, match=field):
             type(cfg)(**{**cfg.__dict__, field: bad})
 

@@ -13,12 +13,25 @@ from jaxwb.sims.core import harness
 from jaxwb.theory import zoe_grad as zg
 
 
-@pytest.mark.parametrize(("field", "value"), [
-    ("sigma", 0.0), ("sigma", float("nan")), ("mc_seeds", 3), ("toy_seeds", 2), ("qat_seeds", 2),
-    ("int_bits", 1), ("kernel_points", 20), ("qat_format", "fp8"), ("qat_surrogates", ("gaussian",)),
-    ("qat_surrogates", ("ste", "cauchy")), ("sweep_sigmas", (0.1, -1.0, 0.3)), ("d_model", 48),
-    ("mc_samples", 0), ("qat", 1),
-])
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("sigma", 0.0),
+        ("sigma", float("nan")),
+        ("mc_seeds", 3),
+        ("toy_seeds", 2),
+        ("qat_seeds", 2),
+        ("int_bits", 1),
+        ("kernel_points", 20),
+        ("qat_format", "fp8"),
+        ("qat_surrogates", ("gaussian",)),
+        ("qat_surrogates", ("ste", "cauchy")),
+        ("sweep_sigmas", (0.1, -1.0, 0.3)),
+        ("d_model", 48),
+        ("mc_samples", 0),
+        ("qat", 1),
+    ],
+)
 def test_config_validation_names_the_field(field, value):
     with pytest.raises(ValueError, match=field.split("_")[0]):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})
@@ -27,8 +40,9 @@ def test_config_validation_names_the_field(field, value):
 def test_hard_quantizers_agree_with_theory_levels():
     for grid in sim.GRIDS:
         z = sim.x_grid(grid, 3, 1001) + 1e-3
-        np.testing.assert_array_equal(np.asarray(sim.hard_quantizer(grid, 3)(z)),
-                                      np.asarray(zg.quantize(z, sim.grid_levels(grid, 3))))
+        np.testing.assert_array_equal(
+            np.asarray(sim.hard_quantizer(grid, 3)(z)), np.asarray(zg.quantize(z, sim.grid_levels(grid, 3)))
+        )
 
 
 def test_kernel_blocks_pin_the_scale():
@@ -40,8 +54,14 @@ def test_kernel_blocks_pin_the_scale():
 
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
-    for fname in ("estimators.png", "sigma_sweep.png", "kernel_check.png", "convergence.png", "claims.json",
-                  "data.npz"):
+    for fname in (
+        "estimators.png",
+        "sigma_sweep.png",
+        "kernel_check.png",
+        "convergence.png",
+        "claims.json",
+        "data.npz",
+    ):
         assert (tmp_path / fname).stat().st_size > 0, fname
     # the quick preset skips part 5 (QAT: its paper claims are decided on the full preset only; see
     # test_qat_smoke for its code path)
