@@ -168,6 +168,7 @@ def num_params(model: DiffusionLM) -> int:
 
 def mask_tokens(x: Int[Array, "B L"], t: Float[Array, " B"], *, key: jax.Array):
     """Mask each token of row b independently with probability t[b]: returns (x_t [B, L], masked bool [B, L])."""
+    v.prng_key("key", key)
     masked = jax.random.uniform(key, x.shape) < t[:, None]
     return jnp.where(masked, MASK, x), masked
 
@@ -177,6 +178,7 @@ def diffusion_times(batch: int, *, key: jax.Array, eps: float = 1e-3) -> Float[A
     "antithetic" sampler of MDLM, Sahoo et al. 2024, sec. 3.5): ``u_b = (u + b / B) mod 1`` with one ``u ~ U[0, 1)``,
     so a batch covers the ratios evenly. Each t_b is still uniform, so the loss stays an unbiased estimate of
     LLaDA's eq. 3; only its variance across batches drops."""
+    v.prng_key("key", key)
     u = jnp.mod(jax.random.uniform(key, ()) + jnp.arange(batch) / batch, 1.0)
     return eps + (1.0 - eps) * (1.0 - u)  # in (eps, 1]
 
@@ -184,6 +186,7 @@ def diffusion_times(batch: int, *, key: jax.Array, eps: float = 1e-3) -> Float[A
 def diffusion_loss(model: DiffusionLM, x: Int[Array, "B L"], *, key: jax.Array, eps: float = 1e-3):
     """LLaDA's loss: ``sum_{b,i} 1[masked] CE(x_0) / t_b / (B L)``, t_b ~ U(eps, 1] (eq. 3 of LLaDA), the t_b of a
     batch drawn low-discrepancy (:func:`diffusion_times`)."""
+    v.prng_key("key", key)
     kt, km = jax.random.split(key)
     t = diffusion_times(x.shape[0], key=kt, eps=eps)
     xt, masked = mask_tokens(x, t, key=km)
@@ -208,6 +211,7 @@ def trained_diffusion_lm(mc: DLMConfig, tc: tr.TrainConfig, *, use_cache: bool =
 
 def masked_accuracy(model: DiffusionLM, x: Int[Array, "B L"], ratio: float, *, key: jax.Array):
     """Per-row accuracy [B] of the argmax prediction on the positions masked at ``ratio`` (one forward pass)."""
+    v.prng_key("key", key)
     v.in_interval("ratio", ratio, 0.0, 1.0, closed_hi=True)
     xt, masked = mask_tokens(x, jnp.full((x.shape[0],), ratio), key=key)
     pred = jnp.argmax(jax.vmap(model)(xt), axis=-1)

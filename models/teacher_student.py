@@ -71,6 +71,7 @@ def sample(
     teacher: TwoLayer, n: int, delta: Float[ArrayLike, ""], *, key: PRNGKeyArray
 ) -> tuple[Float[Array, "n d"], Float[Array, " n"]]:
     """n samples (x (n, d), y (n,)) with y = f*(x) + sqrt(delta) z."""
+    V.prng_key("key", key)
     V.positive_int("n", n)
     V.nonnegative("delta", delta)
     kx, kz = jax.random.split(key)
@@ -174,6 +175,7 @@ class PriorNet(eqx.Module):
 
 def prior_teacher(d: int, a2: Float[ArrayLike, " k"], *, key: PRNGKeyArray) -> PriorNet:
     """Teacher drawn from the prior the reconstruction assumes: w*_i ~ N(0, I_d), readout a_i = sqrt(a2_i)."""
+    V.prng_key("key", key)
     V.positive_int("d", d)
     V.array("a2", a2, ndim=1)
     V.nonnegative("a2", a2)
@@ -254,6 +256,7 @@ def train_map(
 def symmetric_noise(n: int, *, key: PRNGKeyArray) -> Float[Array, "n n n"]:
     """Symmetric Gaussian tensor (n, n, n): the mean of the 6 index permutations of an iid N(0,1) tensor, times
     sqrt 6, so entries with distinct indices have unit variance."""
+    V.prng_key("key", key)
     V.positive_int("n", n)
     z = jax.random.normal(key, (n, n, n))
     perms = ((0, 1, 2), (0, 2, 1), (1, 0, 2), (1, 2, 0), (2, 0, 1), (2, 1, 0))
@@ -286,6 +289,7 @@ def spiked_tensor_amp(
     ``cs`` (C,) SNRs; ``signals`` independent spikes x share one noise tensor G (one matrix product per step).
     Returns overlap (C, iters + 1, signals) <xhat x> and mse (C, iters + 1, signals) <(xhat - x)^2>.
     """
+    V.prng_key("key", key)
     kx, kg, k0 = jax.random.split(key, 3)
     x = jax.random.normal(kx, (signals, n))
     x = x * jnp.sqrt(n) / jnp.linalg.norm(x, axis=1, keepdims=True)

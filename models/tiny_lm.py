@@ -58,6 +58,7 @@ def rope(x: Float[Array, "T H Dh"], base: float) -> Float[Array, "T H Dh"]:
 
 def linear_init(d_in, d_out, key, scale=1.0):
     """A bias-free ``eqx.nn.Linear(d_in, d_out)`` with its weight scaled by ``scale`` (shared by the LMs)."""
+    v.prng_key("key", key)
     lin = eqx.nn.Linear(d_in, d_out, use_bias=False, key=key)
     return eqx.tree_at(lambda m: m.weight, lin, lin.weight * scale)
 
@@ -192,6 +193,7 @@ def sample(
     The model sees the last ``ctx`` tokens (no KV cache: the tiny model recomputes the window each step).
     ``temperature = 0`` is greedy decoding.
     """
+    v.prng_key("key", key)
     v.positive_int("num_tokens", num_tokens)
     v.nonnegative("temperature", temperature)
     prompt = jnp.asarray(prompt, jnp.int32)

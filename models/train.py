@@ -37,6 +37,7 @@ def get_batch(
     """``batch_size`` random windows of ``data``: inputs ``x[B, ctx]`` and next-token targets ``y[B, ctx]``.
 
     ``data`` a 1-D integer token array with at least ``ctx + 2`` tokens; every check is static (jit-safe)."""
+    v.prng_key("key", key)
     v.array("data", data, ndim=1, integer=True)
     v.positive_int("batch_size", batch_size)
     v.positive_int("ctx", ctx)
@@ -91,6 +92,7 @@ def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: Int
     (e.g. the masked-diffusion loss of ``jaxwb.models.diffusion_lm``).
     Returns ``(state, losses[steps])``; losses after divergence are NaN.
     """
+    v.prng_key("key", key)
     params, static = eqx.partition(model, eqx.is_inexact_array)
     ctx = model.config.ctx
     if state is None:
@@ -126,6 +128,7 @@ def fit(model: TinyLM, optimizer: optax.GradientTransformation, data, *, steps: 
 
     Returns ``(model, losses[steps], diverged)``.
     """
+    v.prng_key("key", key)
     from tqdm.auto import tqdm
 
     v.positive_int("steps", steps)

@@ -338,6 +338,7 @@ def synthetic_trajectory(
     exceed the others by ~sharpness_h. Between steps the queries drift (random walk of size ``drift``); at a
     transition every S is redrawn (the abrupt shift). ``sharpness [H]``: large = concentrated head.
     """
+    V.prng_key("key", key)
     V.positive_int("num_steps", num_steps)
     V.positive_int("num_heads", num_heads)
     _check_blocks(seq_len, block, "block")

@@ -391,6 +391,7 @@ def score_estimator(
 
     ``q_fn`` is the hard quantizer (any callable mapping an array to its quantized values element-wise, e.g.
     ``lambda z: quantize(z, levels)`` or a kernel's quantize-dequantize round trip)."""
+    v.prng_key("key", key)
     v.one_of("law", law, SCORE_LAWS)
     _sigma(sigma)
     v.positive_int("n", n)
@@ -413,6 +414,7 @@ def two_point_estimator(
 ) -> Float[Array, "n ..."]:
     """``n`` draws of g2(x; u) = (Q(x + sigma u) - Q(x - sigma u)) psi(u) / (2 sigma) (eq. 5); for
     ``law="uniform"`` the degenerate edge difference (eq. 6), the same value for every draw."""
+    v.prng_key("key", key)
     _law(law)
     _sigma(sigma)
     v.positive_int("n", n)

@@ -13,7 +13,7 @@ import pytest
 from jaxwb.models import corpus
 from jaxwb.models import diffusion_lm as dl
 from jaxwb.models import train as tr
-from jaxwb.pallas_kernels.attention import block_sparse_attention, mask_to_block_lists
+from jaxwb.pallas_kernels.attention import AttentionBlockSizes, block_sparse_attention, mask_to_block_lists
 
 CFG = dl.DLMConfig(d_model=32, n_layers=2, n_heads=4, ctx=32)
 fwd = eqx.filter_jit(lambda m, t: m(t))
@@ -64,9 +64,9 @@ def test_attention_hook_dense_and_block_sparse_agree(model):
     cnt, idx = mask_to_block_lists(jnp.ones((1, CFG.n_heads, nb, nb), bool), nb)
 
     def full_blocks(layer, q, k, v):
-        return block_sparse_attention(q[None], k[None], v[None], cnt, idx, block_q=8, block_k=8, implementation="xla")[
-            0
-        ]
+        return block_sparse_attention(
+            q[None], k[None], v[None], cnt, idx, block_sizes=AttentionBlockSizes(8, 8), implementation="xla"
+        )[0]
 
     np.testing.assert_allclose(hooked(model, x, full_blocks), dense, rtol=1e-4, atol=1e-4)
 

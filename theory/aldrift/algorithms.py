@@ -33,6 +33,7 @@ class History(NamedTuple):
 
 def initial_model(family: str, prior: GaussianPrior, *, m: int, c: float = 1.0, key: Array) -> Gaussian | KDE:
     """The model at tau = 0: the prior itself for the Gaussian families, a KDE of m prior draws for "kde"."""
+    v.prng_key("key", key)
     v.one_of("family", family, FAMILIES)
     v.positive_int("m", m)
     n = prior.x0.shape[-1]
@@ -45,6 +46,7 @@ def initial_model(family: str, prior: GaussianPrior, *, m: int, c: float = 1.0, 
 @partial(jax.jit, static_argnames=("m", "M", "family"))
 def aldrift_jit(cost, prior, taus, mu_d, inflation, c, key, m, M, family):
     """The jitted ALDRIFT loop behind ``aldrift`` (no input checks)."""
+    v.prng_key("key", key)
     kinit, krun = jax.random.split(key)
     model = initial_model(family, prior, m=m, c=c, key=kinit)
 
@@ -139,6 +141,7 @@ def topift(
     """TOPIFT (cross-entropy method): each round draw m*M samples from the current model (round 1: the prior),
     keep the m cheapest, refit with ``family`` ("empirical" = Gaussian MLE mean and covariance, "kde").
     Same budget as ALDRIFT with the same (m, M, N = rounds). Returns (History, final model)."""
+    v.prng_key("key", key)
     v.one_of("family", family, ("empirical", "kde"))
     v.positive_int("m", m)
     v.positive_int("M", M)

@@ -28,6 +28,7 @@ def _box(lo, hi) -> None:
 
 def random_search(cost, lo: float, hi: float, *, n: int, budget: int, key: Array) -> Float[Array, " budget"]:
     """Uniform random search on the box [lo, hi]^n: the best-so-far cost after 1..budget evaluations (budget,)."""
+    v.prng_key("key", key)
     v.positive_int("n", n)
     v.positive_int("budget", budget)
     _box(lo, hi)

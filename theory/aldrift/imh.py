@@ -126,6 +126,7 @@ def imh_chains(
     chain's initial state plus M proposals). ``init`` (m, n): the chains' initial states (default: one proposal
     draw each); the proposals are the same draws either way.
     """
+    v.prng_key("key", key)
     v.positive_int("m", m)
     v.positive_int("M", M)
     v.nonnegative("tau", tau)

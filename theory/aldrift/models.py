@@ -115,6 +115,7 @@ def log_prob(model: Gaussian | KDE, x: Float[ArrayLike, "*b n"]) -> Float[Array,
 
 def sample(model: Gaussian | KDE, shape: tuple[int, ...] = (), *, key: Array) -> Float[Array, "*shape n"]:
     """Draw samples of shape ``shape + (n,)`` from a Gaussian or KDE model."""
+    v.prng_key("key", key)
     model_dim(model)
     shape = tuple(shape)
     for i, s in enumerate(shape):
@@ -181,6 +182,7 @@ def fit_model(family, samples, *, var, c):
 
 def draw_noise(model, key, shape):
     """The standard noise behind ``sample(model, shape, key=key)``: (normals (*shape, n), component indices)."""
+    v.prng_key("key", key)
     if isinstance(model, Gaussian):
         return jax.random.normal(key, (*shape, model.mean.shape[-1]), dtype=model.mean.dtype), None
     ki, kz = jax.random.split(key)

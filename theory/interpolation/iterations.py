@@ -22,6 +22,7 @@ from jaxwb.theory.interpolation.problem import METHODS, Problem, check_problem, 
 def sample_batch(problem: Problem, batch_size: int, *, key: PRNGKeyArray) -> Int[Array, " B"]:
     """B row indices drawn iid (with replacement) from ``problem.probs``, shape (B,) (inverse-CDF sampling:
     O(B log n) per batch instead of the O(B n) of Gumbel-max)."""
+    v.prng_key("key", key)
     check_problem(problem)
     v.positive_int("batch_size", batch_size)
     return _sample_batch(problem, batch_size, key=key)
@@ -57,6 +58,7 @@ def _gamma(method):
 @partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
 def run_jit(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blowup=1e10):
     """The jitted SGD / momentum iteration behind ``run`` (no input checks)."""
+    v.prng_key("key", key)
     e0 = jnp.sum((x0 - problem.x_star) ** 2)
     limit = blowup * jnp.maximum(e0, jnp.finfo(x0.dtype).tiny)
 
@@ -149,6 +151,7 @@ def kaczmarz(
     average of ``block_size`` row projections (rows ~ ||a_i||^2), optionally with momentum ``beta``
     (heavy ball or Nesterov). ``problem`` must use "norm" sampling. Returns ``run``'s (sq_errors,
     diverged)."""
+    v.prng_key("key", key)
     v.positive("relaxation", relaxation)
     v.in_interval("beta", beta, 0.0, 1.0)
     v.positive_int("block_size", block_size)
@@ -173,6 +176,7 @@ def kaczmarz(
 @partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
 def coordinate_descent_jit(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every):
     """The jitted coordinate descent behind ``coordinate_descent`` (no input checks)."""
+    v.prng_key("key", key)
     n, d = A.shape
     G = A.T @ A / n
     c = A.T @ b / n

@@ -23,6 +23,7 @@ def las_instance(
     The step distribution is our choice (the paper's generator is not specified in our notes).
     Returns (release, deadline, work), each (n_jobs,).
     """
+    v.prng_key("key", key)
     v.positive_int("n_jobs", n_jobs)
     v.positive_int("window", window)
     v.nonnegative("low", low)

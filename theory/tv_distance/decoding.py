@@ -40,6 +40,7 @@ def decode(
     ``from_q``: bool (m,). One ``lax.scan`` over the n positions; each step makes one next-token query to
     each model for every row (2 n m queries in all).
     """
+    v.prng_key("key", key)
     check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
@@ -52,6 +53,7 @@ def decode(
 @partial(jax.jit, static_argnames=("n", "m", "keep_all"))
 def decode_jit(p, q, from_q, *, key, n, m, keep_all=False):
     """The jitted decoding behind ``decode`` (no input checks)."""
+    v.prng_key("key", key)
     keys = jax.random.split(key, n)
 
     def step(carry, inp):

@@ -80,6 +80,7 @@ def _logit_z_from_decoded(d, kind, length=None):
 @partial(jax.jit, static_argnames=("n", "m", "kind"))
 def tv_logit_z_jit(p, q, *, key, n, m, kind):
     """The jitted per-sample logit estimates behind ``tv_logit_z`` (no input checks)."""
+    v.prng_key("key", key)
     k_src, k_dec = jax.random.split(key)
     from_q = jax.random.bernoulli(k_src, 0.5, (m,)) if kind == "mixture" else jnp.zeros((m,), bool)
     return _logit_z_from_decoded(decode_jit(p, q, from_q, key=k_dec, n=n, m=m), kind)
@@ -87,6 +88,7 @@ def tv_logit_z_jit(p, q, *, key, n, m, kind):
 
 def tv_logit_z(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Float[Array, " m"]:
     """Per-sequence logit-access estimates Z (m,), E Z = TV(P, Q); ``kind`` in plain / mixture / rb."""
+    v.prng_key("key", key)
     check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
@@ -126,11 +128,13 @@ def summarise(z, queries, z_ref=None):
 
 def tv_logit(p: ARModel, q: ARModel, n: int, m: int, kind: str = "plain", *, key: PRNGKeyArray) -> Estimate:
     """Logit-access TV estimate from m sequences (2 n m next-token queries); unbiased (module docstring)."""
+    v.prng_key("key", key)
     return summarise(tv_logit_z(p, q, n, m, kind, key=key), 2 * n * m)
 
 
 def kl_logit_z(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Float[Array, " m"]:
     """Per-sequence KL estimates Z = L(x), x ~ P, shape (m,): E Z = KL(P || Q) (unbounded, heavy-tailed)."""
+    v.prng_key("key", key)
     check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
@@ -145,4 +149,5 @@ def _kl_z(p, q, *, key, n, m):
 
 def kl_logit(p: ARModel, q: ARModel, n: int, m: int, *, key: PRNGKeyArray) -> Estimate:
     """Logit-access KL(P || Q) estimate from m sequences (2 n m queries)."""
+    v.prng_key("key", key)
     return summarise(kl_logit_z(p, q, n, m, key=key), 2 * n * m)

@@ -175,6 +175,7 @@ def random_transformer(
     emulated exactly, see ``round_bf16``; logits are normalised in float32): two "engines" serving the same
     weights (``with_dtype``). ``logit_scale`` multiplies the unembedding (peaked next-token distributions).
     """
+    v.prng_key("key", key)
     v.one_of("dtype", jnp.dtype(dtype).name, ENGINE_DTYPES)
     v.positive_int("K", K)
     v.positive_int("n_max", n_max)

@@ -92,6 +92,7 @@ def noisy_z_from_decoded(
     variance sigma^2 / r per model and position (drawn directly: the same law as averaging r draws).
     ``sigma`` and ``r`` may be traced (vmap over them); ``length`` as in ``logit_z_from_decoded``.
     """
+    v.prng_key("key", key)
     check_decoded(d)
     v.nonnegative("sigma", sigma)
     v.positive("r", r)
@@ -130,6 +131,7 @@ def tv_noisy_logit_z(
 ) -> Float[Array, " m"]:
     """Per-sequence noisy-logit estimates (m,): x ~ P exact, log-probs observed with N(0, sigma^2) noise,
     averaged over r repeated queries per position. 2 n r m queries."""
+    v.prng_key("key", key)
     check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
@@ -153,6 +155,7 @@ def tv_noisy_logit(
     key: PRNGKeyArray,
 ) -> Estimate:
     """Noisy-logit TV estimate (see module docstring: plugin bias <= sigma sqrt(2n/r); simex design)."""
+    v.prng_key("key", key)
     z = tv_noisy_logit_z(p, q, n, m, sigma, r, kind, order, key=key)
     z_ref = tv_noisy_logit_z(p, q, n, m, sigma, r, *lower_order(kind, order), key=key)  # same key: same noise
     return summarise(z, 2 * n * r * m, z_ref)
@@ -173,6 +176,7 @@ def sample_counts(
 ) -> tuple[Float[Array, "m n"], Float[Array, "m n"]]:
     """Counts (c_p, c_q), each (m, n), of the observed token x_t among s samples of p_t(. | x_<t) and of
     q_t(. | x_<t): drawn as Binomial(s, p_t(x_t)), exactly the law of counting categorical samples."""
+    v.prng_key("key", key)
     check_decoded(d)
     v.check("s", s, lambda a: (a >= 1) & (a % 1 == 0), "a whole number >= 1", finite=True)
     return _sample_counts(d, s, key=key)
@@ -227,6 +231,7 @@ def sample_z_from_decoded(
 ) -> Float[Array, " m"]:
     """Sample-access per-sequence estimates (m,) from decoded x ~ P; ``s`` samples per model and position.
     ``s`` may be traced (vmap over it); ``length`` as in ``logit_z_from_decoded``."""
+    v.prng_key("key", key)
     check_decoded(d)
     v.positive("s", s)
     v.one_of("kind", kind, NOISY_KINDS)
@@ -272,6 +277,7 @@ def tv_sample_z(
 ) -> Float[Array, " m"]:
     """Per-sequence sample-access estimates (m,), s samples per model and position ((2s + 1) n m calls).
     ``kind="auto"``: see :func:`resolve_sample_kind`."""
+    v.prng_key("key", key)
     check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
@@ -286,6 +292,7 @@ def tv_sample(
 ) -> Estimate:
     """Sample-access TV estimate: next-token probabilities of the observed tokens estimated from s samples.
     ``bias`` compares with the other correction on the same counts (``lower_order``)."""
+    v.prng_key("key", key)
     z = tv_sample_z(p, q, n, m, s, kind, order, key=key)
     z_ref = tv_sample_z(p, q, n, m, s, *lower_order(resolve_sample_kind(kind, s), order), key=key)
     return summarise(z, (2 * s + 1) * n * m, z_ref)
