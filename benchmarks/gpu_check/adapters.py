@@ -24,10 +24,17 @@ def attention_block_sizes(block_q, block_k):
 
 def block_sparse(q, k, v, cnt, idx, *, block_q, block_k, causal, implementation):
     """Block-sparse attention: ``jaxwb.pallas_kernels.attention.block_sparse_attention``."""
-    from jaxwb.pallas_kernels.attention import block_sparse_attention
+    from jaxwb.pallas_kernels.attention import AttentionBlockSizes, block_sparse_attention
 
     return block_sparse_attention(
-        q, k, v, cnt, idx, block_q=block_q, block_k=block_k, is_causal=causal, implementation=implementation
+        q,
+        k,
+        v,
+        cnt,
+        idx,
+        block_sizes=AttentionBlockSizes(block_q, block_k),
+        is_causal=causal,
+        implementation=implementation,
     )
 
 

@@ -241,9 +241,7 @@ def block_sparse_attention(
     kv_num_blocks: Int[Array, "B H Qb"],
     kv_indices: Int[Array, "B H Qb cap"],
     *,
-    block_sizes: AttentionBlockSizes | None = None,
-    block_q: int | None = None,
-    block_k: int | None = None,
+    block_sizes: AttentionBlockSizes,
     is_causal: bool = False,
     scale: float | None = None,
     implementation: Implementation = None,
@@ -254,21 +252,12 @@ def block_sparse_attention(
     ``kv_indices[b, h, i, :kv_num_blocks[b, h, i]]`` (FlexAttention BlockMask lists, integer).
 
     q [B, Lq, H, D], k/v [B, Lk, Hkv, D]; kv_num_blocks [B, H, Lq/block_q] in [0, cap],
-    kv_indices [B, H, Lq/block_q, cap] in [0, Lk/block_k). The blocks are ``block_sizes`` or
-    ``block_q=``/``block_k=`` (the older spelling; give one of the two).
+    kv_indices [B, H, Lq/block_q, cap] in [0, Lk/block_k), with ``block_sizes=AttentionBlockSizes(block_q, block_k)``.
     Equals dense attention under the expanded block mask (and causal mask if ``is_causal``); a query with no
     key gets 0. Listed blocks must be distinct within a row (a repeated block would be counted twice). The
     ``"xla"`` path gathers only the listed blocks (work ~ cap / (Lk / block_k) of dense).
     """
     check_gpu_kernel(gpu_kernel)
-    if block_sizes is None:
-        if block_q is None or block_k is None:
-            raise ValueError(
-                "block_sparse_attention needs block_sizes=AttentionBlockSizes(bq, bk) (or block_q=, block_k=)"
-            )
-        block_sizes = AttentionBlockSizes(block_q, block_k)
-    elif block_q is not None or block_k is not None:
-        raise ValueError("give either block_sizes or block_q/block_k, not both")
     if not isinstance(block_sizes, AttentionBlockSizes):
         raise ValueError(f"block_sizes must be an AttentionBlockSizes, got {type(block_sizes).__name__}")
     bq, bk = block_sizes.block_q, block_sizes.block_k

@@ -114,7 +114,9 @@ def bench(quick: bool = True) -> list[BenchRow]:
         for s in sparsities:
             cap = max(1, round((1 - s) * n))
             cnt, idx = _lists(km, 1, H, n, cap)
-            fn = jax.jit(partial(block_sparse_attention, block_q=block, block_k=block, implementation=impl))
+            fn = jax.jit(
+                partial(block_sparse_attention, block_sizes=AttentionBlockSizes(block, block), implementation=impl)
+            )
             # alternate with the dense baseline (3 rounds, best of each): a baseline timed once per L and
             # compared with later sparse timings made load drift show up as "speedups" far above 1 / (1 - s)
             t, t_xla, c, c_xla = float("inf"), t_xla0, float("inf"), float("inf")

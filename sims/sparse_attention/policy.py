@@ -39,7 +39,7 @@ import numpy as np
 import optax
 
 from jaxwb.models import diffusion_lm as dl
-from jaxwb.pallas_kernels.attention import block_sparse_attention, mask_to_block_lists
+from jaxwb.pallas_kernels.attention import AttentionBlockSizes, block_sparse_attention, mask_to_block_lists
 from jaxwb.sims.sparse_attention.config import Config
 from jaxwb.sims.sparse_attention.trajectory import heads_first, topk_masks
 from jaxwb.theory import sparse_attention as sa
@@ -94,7 +94,7 @@ def sparse_attention_fn(masks, block: int):
     def attn(layer, q, k, v):
         cnt, idx = mask_to_block_lists(masks[layer][None], masks.shape[-1])
         return block_sparse_attention(
-            q[None], k[None], v[None], cnt, idx, block_q=block, block_k=block, implementation="xla"
+            q[None], k[None], v[None], cnt, idx, block_sizes=AttentionBlockSizes(block, block), implementation="xla"
         )[0]
 
     return attn

@@ -26,7 +26,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.pallas_kernels.attention import block_sparse_attention, flash_attention, mask_to_block_lists
+from jaxwb.pallas_kernels.attention import (
+    AttentionBlockSizes,
+    block_sparse_attention,
+    flash_attention,
+    mask_to_block_lists,
+)
 from jaxwb.sims.sparse_attention.config import Config
 
 
@@ -66,7 +71,7 @@ def speed_study(cfg: Config, *, key) -> dict:
     kq, kk, kv, km = jax.random.split(key, 4)
     q, k, v = (jax.random.normal(kx, (1, L, H, D), jnp.float32) for kx in (kq, kk, kv))
     n = L // b
-    op = partial(block_sparse_attention, block_q=b, block_k=b, implementation="xla")
+    op = partial(block_sparse_attention, block_sizes=AttentionBlockSizes(b, b), implementation="xla")
     fns = {"whole": jax.jit(op), "chunked": _chunked(op, b)}
     score = jax.random.uniform(km, (1, H, n, n))
     rank = jnp.argsort(jnp.argsort(-score, axis=-1), axis=-1)

@@ -55,8 +55,7 @@ def _cases(platform):
         "block_sparse": (
             functools.partial(
                 block_sparse_attention,
-                block_q=BLK,
-                block_k=BLK,
+                block_sizes=AttentionBlockSizes(BLK, BLK),
                 is_causal=True,
                 implementation="pallas",
                 backend=be,
@@ -89,7 +88,9 @@ def test_gpu_rejects_non_power_of_two_blocks():
     q = SD((1, 96, 2, 16), jnp.float32)
     with pytest.raises(ValueError, match="power of two"):
         jax.jit(
-            functools.partial(block_sparse_attention, block_q=48, block_k=48, implementation="pallas", backend="gpu")
+            functools.partial(
+                block_sparse_attention, block_sizes=AttentionBlockSizes(48, 48), implementation="pallas", backend="gpu"
+            )
         ).trace(q, q, q, SD((1, 2, 2), jnp.int32), SD((1, 2, 2, 2), jnp.int32))
 
 

@@ -13,6 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from jaxwb.pallas_kernels.attention import (
+    AttentionBlockSizes,
     attention_reference,
     block_lists_to_mask,
     block_sparse_attention,
@@ -27,7 +28,9 @@ CONFIGS = [(1, 64, 4, 2, 16, 16, 16, True), (2, 64, 2, 1, 16, 32, 16, False)]
 @functools.cache
 def _op(impl, causal, bq, bk):
     return jax.jit(
-        functools.partial(block_sparse_attention, block_q=bq, block_k=bk, is_causal=causal, implementation=impl)
+        functools.partial(
+            block_sparse_attention, block_sizes=AttentionBlockSizes(bq, bk), is_causal=causal, implementation=impl
+        )
     )
 
 
@@ -72,7 +75,7 @@ def test_xla_path_uses_capacity_not_length():
     def biggest(cap):
         cnt = jnp.full((B, H, n), cap, jnp.int32)
         idx = jnp.broadcast_to(jnp.arange(cap), (B, H, n, cap)).astype(jnp.int32)
-        f = functools.partial(block_sparse_attention, block_q=b, block_k=b, implementation="xla")
+        f = functools.partial(block_sparse_attention, block_sizes=AttentionBlockSizes(b, b), implementation="xla")
         jaxpr = jax.make_jaxpr(f)(q, k, v, cnt, idx)
         return max(int(np.prod(var.aval.shape)) for eqn in jaxpr.eqns for var in eqn.outvars)
 
@@ -98,4 +101,4 @@ def test_bad_lists_raise(bad, match):
     else:
         cnt = cnt[:, :1]
     with pytest.raises(ValueError, match=match):
-        block_sparse_attention(q, k, v, cnt, idx, block_q=16, block_k=16)
+        block_sparse_attention(q, k, v, cnt, idx, block_sizes=AttentionBlockSizes(16, 16))
