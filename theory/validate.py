@@ -28,6 +28,7 @@ The switch and the wrapper live in :mod:`jaxwb.theory.checking` (jax only), writ
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -251,15 +252,24 @@ _check_finite = finite
 def compute_dtype(value: Any) -> np.dtype:
     """The floating dtype ``value`` is computed in by jax: its own floating dtype, else the default float
     (float32 unless x64), a Python float or a float64 NumPy array canonicalised as ``jnp.asarray`` does."""
-    dt = _dtype_of(value)
+    return _canonical_float(_dtype_of(value), bool(jax.config.jax_enable_x64))
+
+
+@functools.cache
+def _canonical_float(dt: np.dtype, x64: bool) -> np.dtype:
     if not jnp.issubdtype(dt, jnp.floating):
         dt = np.dtype(jnp.result_type(float))
     return np.dtype(jax.dtypes.canonicalize_dtype(dt))
 
 
+@functools.cache
+def _tiny_of(dt: np.dtype) -> float:
+    return float(jnp.finfo(dt).tiny)
+
+
 def tiny(value: Any) -> float:
     """The smallest positive normal number of the dtype ``value`` is computed in (``np.finfo(dtype).tiny``)."""
-    return float(jnp.finfo(compute_dtype(value)).tiny)
+    return _tiny_of(compute_dtype(value))
 
 
 def normal(name: str, value: Any) -> None:
