@@ -281,7 +281,10 @@ def quadratic_roots_unchecked(c1, c0):
     # scaled form where c1^2 - 4 c0 overflows: the roots of w^2 - (c1/m) w + c0/m^2 times m, with
     # m = max(|c1|, sqrt|c0|); elsewhere m = 1 (dividing and multiplying by 1 is exact: same floats as before)
     over = ~jnp.isfinite(c1**2 - 4.0 * c0)
-    m = jnp.where(over, jnp.maximum(jnp.abs(c1), jnp.sqrt(jnp.abs(c0))), 1.0).astype(c1.dtype)
+    # the scale's inputs are masked too (1 where unused): no inf * 0 = NaN in the gradient of the ordinary case
+    c1_s, c0_s = jnp.where(over, c1, 1.0), jnp.where(over, c0, 1.0)
+    m = jnp.where(over, jnp.maximum(jnp.abs(c1_s), jnp.sqrt(jnp.abs(c0_s))), 1.0).astype(c1.dtype)
+    m = jax.lax.stop_gradient(m)  # the roots scale exactly with m: a constant scale keeps the gradient exact
     c1, c0 = c1 / m, c0 / m / m
     disc = (c1**2 - 4.0 * c0).astype(jnp.result_type(c1, jnp.complex64))
     s = jnp.sqrt(disc)

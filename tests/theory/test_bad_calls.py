@@ -761,3 +761,10 @@ def test_checks_do_not_change_valid_results_under_transformations():
     sig = jnp.array([0.2, 0.5, 1.0])
     np.testing.assert_array_equal(np.asarray(jax.vmap(f)(sig)), np.asarray(jax.jit(jax.vmap(f))(sig)))
     np.testing.assert_allclose(float(jax.grad(f)(0.5)), float(jax.jit(jax.grad(f))(0.5)), rtol=1e-6)
+
+
+def test_scaled_roots_keep_finite_gradients():
+    """The overflow guard of the quadratic roots must not put inf * 0 = NaN into ordinary gradients."""
+    assert float(jax.grad(lambda lr: rv.spectral_radius(lr, 1.0, 0.0, "gd"))(0.5)) == -1.0  # c0 = 0
+    assert np.isfinite(float(jax.grad(lambda lr: rv.spectral_radius(lr, 1.0, 0.5))(0.01)))
+    assert float(jax.grad(lambda lr: rv.spectral_radius(lr, 1.0, 0.5))(1e30)) == 1.0  # d(lr - 1.5)/dlr, scaled
