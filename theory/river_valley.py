@@ -272,26 +272,45 @@ def quadratic_roots(
     (finite real coefficients)."""
     v.finite("c1", c1)
     v.finite("c0", c0)
-    return quadratic_roots_unchecked(c1, c0)
+    return roots_for(c1, c0)
 
 
 def quadratic_roots_unchecked(c1, c0):
-    """``quadratic_roots`` without input checks (overflow-safe scaled form)."""
+    """``quadratic_roots`` without input checks: the textbook formula, as the simulations compile it (under
+    ``jit`` a discriminant c1^2 - 4 c0 that overflows the float dtype gives inf roots; use x64 there)."""
     c1 = jnp.asarray(c1, dtype=jnp.result_type(float))
-    # scaled form where c1^2 - 4 c0 overflows: the roots of w^2 - (c1/m) w + c0/m^2 times m, with
-    # m = max(|c1|, sqrt|c0|); elsewhere m = 1 (dividing and multiplying by 1 is exact: same floats as before)
+    disc = (c1**2 - 4.0 * c0).astype(jnp.result_type(c1, jnp.complex64))
+    s = jnp.sqrt(disc)
+    r1, r2 = (c1 + s) / 2.0, (c1 - s) / 2.0
+    swap = jnp.abs(r2) > jnp.abs(r1)
+    return jnp.where(swap, r2, r1), jnp.where(swap, r1, r2)
+
+
+def quadratic_roots_scaled(c1, c0):
+    """``quadratic_roots_unchecked`` in the scaled form that cannot overflow: the roots of w^2 - (c1/m) w + c0/m^2
+    times m, m = max(|c1|, sqrt|c0|) where c1^2 - 4 c0 overflows (m = 1 elsewhere)."""
+    c1 = jnp.asarray(c1, dtype=jnp.result_type(float))
     over = ~jnp.isfinite(c1**2 - 4.0 * c0)
     # the scale's inputs are masked too (1 where unused): no inf * 0 = NaN in the gradient of the ordinary case
     c1_s, c0_s = jnp.where(over, c1, 1.0), jnp.where(over, c0, 1.0)
     m = jnp.where(over, jnp.maximum(jnp.abs(c1_s), jnp.sqrt(jnp.abs(c0_s))), 1.0).astype(c1.dtype)
     m = jax.lax.stop_gradient(m)  # the roots scale exactly with m: a constant scale keeps the gradient exact
-    c1, c0 = c1 / m, c0 / m / m
-    disc = (c1**2 - 4.0 * c0).astype(jnp.result_type(c1, jnp.complex64))
-    s = jnp.sqrt(disc)
-    r1, r2 = (c1 + s) / 2.0, (c1 - s) / 2.0
-    r1, r2 = jnp.where(over, r1 * m, r1), jnp.where(over, r2 * m, r2)
-    swap = jnp.abs(r2) > jnp.abs(r1)
-    return jnp.where(swap, r2, r1), jnp.where(swap, r1, r2)
+    r1, r2 = quadratic_roots_unchecked(c1 / m, c0 / m / m)
+    return jnp.where(over, r1 * m, r1), jnp.where(over, r2 * m, r2)
+
+
+def roots_for(c1, c0):
+    """The roots by the textbook formula, or by the scaled form when the values are concrete (an eager call, or
+    grad/vjp/jvp of one) and the discriminant overflows there: compiled programs (the simulations) stay
+    exactly as they were, and an eager call with extreme finite coefficients gets finite roots."""
+    values = v.primal((c1, c0))  # under grad/vjp/jvp of an eager call: the concrete primal values
+    if v.is_plain(values):
+        dt = jnp.result_type(float)
+        with np.errstate(over="ignore", invalid="ignore"):
+            c1n, c0n = np.asarray(values[0], dtype=dt), np.asarray(values[1], dtype=dt)
+            if not np.all(np.isfinite(c1n * c1n - 4.0 * c0n)):
+                return quadratic_roots_scaled(c1, c0)
+    return quadratic_roots_unchecked(c1, c0)
 
 
 def spectral_radius(
@@ -303,7 +322,7 @@ def spectral_radius(
     Broadcasts over lr, lam, beta; checks as ``char_coeffs`` (lr > 0, lam >= 0, beta in [0, 1), finite).
     """
     c1, c0 = char_coeffs(lr, lam, beta, method)
-    r1, _ = quadratic_roots_unchecked(c1, c0)
+    r1, _ = roots_for(c1, c0)
     return jnp.abs(r1)
 
 

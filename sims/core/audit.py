@@ -126,6 +126,7 @@ def audit_mutant(
 ) -> MutantOutcome:
     """Run ``module`` under ``mutant``; the failed claims are those that passed clean (all, if not given)."""
     t0 = time.perf_counter()
+    _resolve(mutant.target)  # a target that does not exist is a broken mutant, never "caught" by the error
     error = None
     failed: list[str] = []
     try:

@@ -44,7 +44,7 @@ def _nesterov_factor_dropped(f):
 MUTANTS = [
     Mutant(
         "exact_recursion_batch_off_by_one",
-        "jaxwb.theory.interpolation.mean_square:_traj",
+        "jaxwb.theory.interpolation.mean_square:trajectory_jit",
         _traj_batch_off_by_one,
         "exact E||e_t||^2 recursion divides the noise by B + 1 instead of B",
     ),

@@ -19,7 +19,7 @@ _CHUNK = 128
 
 @jax.jit
 def _rate_chunk(h, K, lr, beta, nu, B):
-    return jax.vmap(lambda a, b, c, e: ip._rate(h, K, a, b, c, e, 40, 2.0))(lr, beta, nu, B)
+    return jax.vmap(lambda a, b, c, e: ip.rate_jit(h, K, a, b, c, e, 40, 2.0))(lr, beta, nu, B)
 
 
 def rates(kernel, lr, beta, method, B):

@@ -10,13 +10,15 @@ from jaxwb.theory import interpolation as ip
 
 def mc_row(row, *, problem, batch_size, steps, record_every):
     x0 = jnp.zeros_like(problem.x_star)
-    errs, div = ip._run(problem, x0, row["lr"], row["beta"], row["gamma"], row["key"], batch_size, steps, record_every)
+    errs, div = ip.run_jit(
+        problem, x0, row["lr"], row["beta"], row["gamma"], row["key"], batch_size, steps, record_every
+    )
     return errs, div
 
 
 def cd_row(row, *, problem, batch_size, steps, record_every):
     x0 = jnp.zeros_like(problem.x_star)
-    return ip._cd(
+    return ip.coordinate_descent_jit(
         problem.A,
         problem.b,
         problem.x_star,

@@ -28,7 +28,7 @@ NU = np.array([1.0 if m == "nesterov" else 0.0 for m in METHODS])
 
 @partial(jax.jit, static_argnames=("steps",))
 def exact_batch(kernel, e0, lr, beta, nu, B, steps):
-    f = lambda a, b, n_, c: ip._traj(kernel.h, kernel.U, kernel.K, e0, a, b, n_, c, steps)
+    f = lambda a, b, n_, c: ip.trajectory_jit(kernel.h, kernel.U, kernel.K, e0, a, b, n_, c, steps)
     return jax.vmap(f)(lr, beta, nu, B)
 
 

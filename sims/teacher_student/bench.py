@@ -34,7 +34,7 @@ def numpy_solve(
     Extremes: x <- eps_{j(D)}(D) from x = 0 and x = sum a2 (early exit at relative change <= tol); candidates
     j_lo .. j_lo + n_cand - 1 bisected in log x on their D-intervals; Phi on each, the largest valid kept. The
     prefix error is eps_j(D) = (2D/(3 alpha)) sum_{i<j} (t_i/4 + 1/2 + 1/t_i) + sum_{i>=j} a2_i,
-    t_i = 1 + sqrt(1 - 4 D / (3 alpha a2_i)) (``jaxwb.theory.teacher_student._prefix_eps``).
+    t_i = 1 + sqrt(1 - 4 D / (3 alpha a2_i)) (``jaxwb.theory.teacher_student.prefix_eps``).
 
     ``dynamic``: the loops run over the J features that can be learned at all (alpha a2_i / Delta >= c_IT) and over
     the contested candidates j_lo .. j_hi only: the work ``ts.solve_grid`` does (its heads, rounded up to

@@ -182,6 +182,3 @@ __all__ = [
     "hb_optimal_params",
     "spectral_radius",
 ]
-
-# Old private names, kept as aliases (not imports) while sims/interpolation moves to the public names
-_run, _cd, _rate, _traj = run_jit, coordinate_descent_jit, rate_jit, trajectory_jit

@@ -172,6 +172,3 @@ __all__ = [
     "threshold_closed_form",
     "thresholds",
 ]
-
-# Old private name, kept as an alias (not an import) while sims/teacher_student/bench.py moves to prefix_eps
-_prefix_eps = prefix_eps
