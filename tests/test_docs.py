@@ -210,3 +210,32 @@ def test_license_and_citation():
     assert cff["message"] and cff["authors"]
     for ref in cff["references"]:
         assert ref["type"] and ref["title"] and ref["authors"], ref
+
+
+def test_readme_input_policy_holds():
+    """What the README's "Bad input, transformations and numeric edges" section promises, call by call."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+    import pytest
+
+    from jaxwb import theory
+    from jaxwb.theory import river_valley as rv
+
+    text = README.read_text()
+    assert "## Bad input, transformations and numeric edges" in text
+    assert "jax.grad(rv.gd_threshold)(-1.)" in text
+    with pytest.raises(ValueError, match="lam must be > 0"):
+        rv.gd_threshold(-1.0)
+    with pytest.raises(ValueError, match="lam must be > 0"):
+        jax.grad(rv.gd_threshold)(-1.0)
+    with pytest.raises(ValueError, match="lam"):
+        jax.vmap(rv.gd_threshold)(jnp.array([1.0, -1.0]))
+    assert np.isfinite(float(jax.jit(rv.gd_threshold)(-1.0)))  # plain jit: no value check (documented)
+    with pytest.raises(ValueError, match="lam must be > 0"):
+        theory.checked(rv.gd_threshold)(-1.0)
+    with pytest.raises((ValueError, TypeError), match="lam"):
+        rv.gd_threshold(1.0 + 1.0j)
+    with pytest.raises(ValueError, match="lam"):
+        rv.gd_threshold(1e-45)
+    assert float(rv.spectral_radius(1e30, 1.0, 0.5)) == pytest.approx(1e30, rel=1e-6)  # scaled, not inf

@@ -14,10 +14,10 @@ import pkgutil
 from types import ModuleType
 
 from jaxwb import sims
+from jaxwb.sims.core.contract import contract_problems
 from jaxwb.sims.core.errors import WorkbenchError
 
 INFRASTRUCTURE = {"core", "bench"}
-REQUIRED = ("NAME", "TITLE", "PRESETS", "run", "plot", "claims")
 
 
 def _candidate_names() -> list[str]:
@@ -45,9 +45,9 @@ def get(name: str) -> ModuleType:
     if name not in names:
         raise _unknown("result", name, names)
     module = importlib.import_module(f"jaxwb.sims.{name}")
-    missing = [a for a in REQUIRED if not hasattr(module, a)]
-    if missing:
-        raise WorkbenchError(f"sims/{name}.py does not follow the result contract: missing {missing}")
+    problems = contract_problems(module)
+    if problems:
+        raise WorkbenchError(f"sims/{name} does not follow the result contract: {'; '.join(problems)}")
     return module
 
 
