@@ -65,7 +65,7 @@ def eval_windows(data: np.ndarray, ctx: int, n_windows: int) -> tuple[Int[Array,
     if n < 1:
         raise ValueError(f"data must have at least ctx + 1 = {ctx + 1} tokens, got {len(data)}")
     x = np.asarray(data[: n * ctx]).reshape(n, ctx)
-    y = np.asarray(data[1: n * ctx + 1]).reshape(n, ctx)
+    y = np.asarray(data[1 : n * ctx + 1]).reshape(n, ctx)
     return jnp.asarray(x), jnp.asarray(y)
 
 
@@ -82,8 +82,18 @@ def evaluate(model: TinyLM, x: Int[Array, "n T"], y: Int[Array, "n T"], chunk: i
     return jnp.sum(jnp.concatenate(parts)) / n
 
 
-def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: Int[Array, " N"], *, key: jax.Array,
-               steps: int, batch_size: int, blowup: float = 2.0, state=None, batch_loss=None):
+def train_scan(
+    model: TinyLM,
+    optimizer: optax.GradientTransformation,
+    data: Int[Array, " N"],
+    *,
+    key: jax.Array,
+    steps: int,
+    batch_size: int,
+    blowup: float = 2.0,
+    state=None,
+    batch_loss=None,
+):
     """``steps`` optimizer steps as one ``lax.scan``. Pure: jit it, vmap it over optimizer hyper-parameters.
 
     ``state`` = (model, opt_state, diverged, key) from a previous call resumes. The run is flagged diverged (and
@@ -121,8 +131,18 @@ def train_scan(model: TinyLM, optimizer: optax.GradientTransformation, data: Int
     return (eqx.combine(p, static), opt_state, diverged, key, ref), losses
 
 
-def fit(model: TinyLM, optimizer: optax.GradientTransformation, data, *, steps: int, batch_size: int,
-        key: jax.Array, chunk: int = 200, desc: str | None = None, batch_loss=None):
+def fit(
+    model: TinyLM,
+    optimizer: optax.GradientTransformation,
+    data,
+    *,
+    steps: int,
+    batch_size: int,
+    key: jax.Array,
+    chunk: int = 200,
+    desc: str | None = None,
+    batch_loss=None,
+):
     """Train for ``steps`` steps as jitted ``lax.scan`` chunks under a tqdm bar (``desc=None`` hides it).
     ``batch_loss``: as in :func:`train_scan` (None: next-token loss).
 
@@ -137,8 +157,9 @@ def fit(model: TinyLM, optimizer: optax.GradientTransformation, data, *, steps: 
 
     @partial(eqx.filter_jit, donate="none")
     def run(state, n):
-        return train_scan(state[0], optimizer, data, key=key, steps=n, batch_size=batch_size, state=state,
-                          batch_loss=batch_loss)
+        return train_scan(
+            state[0], optimizer, data, key=key, steps=n, batch_size=batch_size, state=state, batch_loss=batch_loss
+        )
 
     params, _ = eqx.partition(model, eqx.is_inexact_array)
     state = (model, optimizer.init(params), jnp.asarray(False), key, jnp.asarray(jnp.inf))
@@ -238,8 +259,16 @@ def _save_cached(path: Path, model, losses) -> None:
         raise
 
 
-def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc: str | None = None,
-                  model_cls=TinyLM, batch_loss=None, tag: str = ""):
+def trained_model(
+    mc: LMConfig,
+    tc: TrainConfig,
+    *,
+    use_cache: bool = True,
+    desc: str | None = None,
+    model_cls=TinyLM,
+    batch_loss=None,
+    tag: str = "",
+):
     """Train ``TinyLM(mc)`` with AdamW per ``tc`` on the shipped corpus, or load it from the cache.
 
     ``model_cls``, ``batch_loss`` and ``tag`` (part of the cache key) train another model family with its own
@@ -265,8 +294,16 @@ def trained_model(mc: LMConfig, tc: TrainConfig, *, use_cache: bool = True, desc
 
 def _train(skeleton, tc: TrainConfig, *, desc: str | None, batch_loss):
     train, _ = corpus.load_corpus(max_bytes=tc.corpus_bytes)
-    model, losses, diverged = fit(skeleton, adamw_schedule(tc), train, steps=tc.steps, batch_size=tc.batch_size,
-                                  key=jax.random.key(tc.seed + 1), desc=desc, batch_loss=batch_loss)
+    model, losses, diverged = fit(
+        skeleton,
+        adamw_schedule(tc),
+        train,
+        steps=tc.steps,
+        batch_size=tc.batch_size,
+        key=jax.random.key(tc.seed + 1),
+        desc=desc,
+        batch_loss=batch_loss,
+    )
     if diverged:
         raise RuntimeError(f"training diverged with {tc}")
     return model, losses

@@ -20,10 +20,10 @@ def test_ruff_clean():
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
 
 
-FORMATTED = ("pallas_kernels", "tests/kernels", "sims/bench")  # the kernel library: `ruff format` applied
+FORMATTED = (".",)  # the whole repository: `ruff format` applied (config: pyproject.toml)
 
 
-def test_kernel_library_is_ruff_formatted():
+def test_repository_is_ruff_formatted():
     ruff = shutil.which("ruff") or shutil.which("ruff", path=str(REPO_ROOT / ".venv" / "bin"))
     cmd = [ruff] if ruff else [sys.executable, "-m", "ruff"]
     proc = subprocess.run(

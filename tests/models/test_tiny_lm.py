@@ -127,8 +127,7 @@ def test_model_learns_below_unigram_baseline(tmp_path, monkeypatch):
 
 def test_divergence_is_flagged_not_propagated(model):
     data = jnp.asarray(corpus.load_corpus(max_bytes=20_000)[0])
-    run = eqx.filter_jit(lambda m: tr.train_scan(m, optax.sgd(1e4), data, key=jax.random.key(0), steps=8,
-                                                 batch_size=4))
+    run = eqx.filter_jit(lambda m: tr.train_scan(m, optax.sgd(1e4), data, key=jax.random.key(0), steps=8, batch_size=4))
     state, losses = run(model)
     assert bool(state[2]) and np.isnan(np.asarray(losses[-1]))
     assert all(np.isfinite(np.asarray(a)).all() for a in jax.tree.leaves(state[0]) if hasattr(a, "dtype"))

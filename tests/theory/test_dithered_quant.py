@@ -25,15 +25,11 @@ def test_panter_dite_constant_and_gaussian_moment():
     integral = integrate.quad(lambda t: stats.norm.pdf(t) ** (1 / 3), -np.inf, np.inf)[0]
     assert dq.PANTER_DITE == pytest.approx(integral**3 / 12, rel=1e-8)
     for lam in (0.1, 1 / 3, 0.45):
-        num = integrate.quad(
-            lambda t, lam=lam: np.exp(-(0.5 - lam) * t * t) / np.sqrt(2 * np.pi), -np.inf, np.inf
-        )[0]
+        num = integrate.quad(lambda t, lam=lam: np.exp(-(0.5 - lam) * t * t) / np.sqrt(2 * np.pi), -np.inf, np.inf)[0]
         assert float(dq.gaussian_exp_moment(lam)) == pytest.approx(num, rel=1e-5)
     # eq. (1) integrated against the Gaussian gives eq. (3)
     for b in (3, 6):
-        num = integrate.quad(
-            lambda t, b=b: stats.norm.pdf(t) * float(dq.dither_error_density(t, b)), -14, 14
-        )[0]
+        num = integrate.quad(lambda t, b=b: stats.norm.pdf(t) * float(dq.dither_error_density(t, b)), -14, 14)[0]
         assert float(dq.high_resolution_mse(b)) == pytest.approx(num, rel=1e-5)
         assert float(dq.high_resolution_mse(b)) == pytest.approx(
             float(dq.finite_level_factor(b) * dq.mse_bound(b)), rel=1e-6
@@ -43,9 +39,7 @@ def test_panter_dite_constant_and_gaussian_moment():
 def test_lloyd_max_values_below_the_dithered_bound():
     assert dq.LLOYD_MAX_GAUSSIAN[1] == pytest.approx(1 - 2 / math.pi)
     # 1-bit Lloyd-Max: reconstruction +-E|g| = sqrt(2/pi), MSE 1 - 2/pi (numerically)
-    num = integrate.quad(
-        lambda t: stats.norm.pdf(t) * (abs(t) - math.sqrt(2 / math.pi)) ** 2, -np.inf, np.inf
-    )[0]
+    num = integrate.quad(lambda t: stats.norm.pdf(t) * (abs(t) - math.sqrt(2 / math.pi)) ** 2, -np.inf, np.inf)[0]
     assert num == pytest.approx(dq.LLOYD_MAX_GAUSSIAN[1], rel=1e-6)
     for b, v in dq.LLOYD_MAX_GAUSSIAN.items():
         assert v <= float(dq.mse_bound(b))

@@ -66,15 +66,23 @@ def test_exact_linear_river_transient(lr, beta, g, x64):
     steps = 200
     traj, _ = rv.optimize(rv.linear_river(g, 10.0), jnp.zeros(2), lr=lr, beta=beta, steps=steps)
     t = jnp.arange(steps + 1)
-    np.testing.assert_allclose(np.asarray(traj[:, 0]), np.asarray(rv.linear_river_transient(t, 0.0, lr, g, beta)),
-                               rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(
+        np.asarray(traj[:, 0]), np.asarray(rv.linear_river_transient(t, 0.0, lr, g, beta)), rtol=1e-9, atol=1e-9
+    )
 
 
 @given(h=st.floats(0.01, 3.0), beta=st.floats(0.0, 0.95), method=st.sampled_from(rv.METHODS))
 def test_quadratic_trajectory_matches_optimizer(h, beta, method, x64):
     lam = 4.0
-    traj, _ = rv.optimize(rv.high_dim_valley(0.0, lam), jnp.array([0.0, 1.0]), lr=h / lam, beta=beta, steps=60,
-                          method=method, blowup=1e200)  # unstable cases too: no freezing within 60 steps
+    traj, _ = rv.optimize(
+        rv.high_dim_valley(0.0, lam),
+        jnp.array([0.0, 1.0]),
+        lr=h / lam,
+        beta=beta,
+        steps=60,
+        method=method,
+        blowup=1e200,
+    )  # unstable cases too: no freezing within 60 steps
     exact = rv.quadratic_trajectory(1.0, h / lam, lam, beta, 60, method)
     np.testing.assert_allclose(np.asarray(traj[:, 1]), np.asarray(exact), rtol=1e-9, atol=1e-12)
 
@@ -105,10 +113,15 @@ def test_closed_form_double_root_at_polyak(kappa, x64):
     mu, L = 1.0, kappa
     lr, beta, r = (float(a) for a in rv.hb_optimal_params(mu, L))
     t = np.arange(200.0)
-    np.testing.assert_allclose(np.asarray(rv.quadratic_closed_form(t, 1.0, lr, mu, beta)),
-                               r**t * (1 + (1 - r) * t), rtol=1e-6, atol=1e-300)
-    np.testing.assert_allclose(np.abs(np.asarray(rv.quadratic_closed_form(t, 1.0, lr, L, beta))),
-                               r**t * (1 + (1 + r) * t), rtol=1e-6, atol=1e-300)
+    np.testing.assert_allclose(
+        np.asarray(rv.quadratic_closed_form(t, 1.0, lr, mu, beta)), r**t * (1 + (1 - r) * t), rtol=1e-6, atol=1e-300
+    )
+    np.testing.assert_allclose(
+        np.abs(np.asarray(rv.quadratic_closed_form(t, 1.0, lr, L, beta))),
+        r**t * (1 + (1 + r) * t),
+        rtol=1e-6,
+        atol=1e-300,
+    )
 
 
 @given(mu=st.floats(1e-3, 1.0), kappa=st.floats(1.5, 1e4))
@@ -159,8 +172,7 @@ def test_guidance_is_stable_and_beats_gd():
 
 
 def test_divergence_is_flagged_without_nan():
-    traj, diverged = rv.optimize(rv.straight_valley(0.01, 100.0), jnp.array([1.0, 1.0]), lr=0.05, beta=0.0,
-                                 steps=500)
+    traj, diverged = rv.optimize(rv.straight_valley(0.01, 100.0), jnp.array([1.0, 1.0]), lr=0.05, beta=0.0, steps=500)
     assert bool(diverged)
     assert bool(jnp.all(jnp.isfinite(traj)))
 

@@ -68,8 +68,14 @@ def _levels(kind, seed):
     return zg.int_levels(int(kind[3:]))
 
 
-@given(kind=levels_st, seed=st.integers(0, 10), x=st.floats(-5.0, 5.0), sigma=st.floats(0.15, 1.5),
-       law=st.sampled_from(zg.SCORE_LAWS), est=st.sampled_from(["score", "two_point"]))
+@given(
+    kind=levels_st,
+    seed=st.integers(0, 10),
+    x=st.floats(-5.0, 5.0),
+    sigma=st.floats(0.15, 1.5),
+    law=st.sampled_from(zg.SCORE_LAWS),
+    est=st.sampled_from(["score", "two_point"]),
+)
 def test_estimator_mean_matches_closed_form(kind, seed, x, sigma, law, est):
     lv = _levels(kind, seed)
     q_fn = lambda z: zg.quantize(z, lv)
@@ -84,8 +90,13 @@ def test_estimator_mean_matches_closed_form(kind, seed, x, sigma, law, est):
     assert abs(g.mean() - pred) <= k * se + 1e-4, (g.mean(), pred, se)
 
 
-@given(kind=levels_st, seed=st.integers(0, 10), x=st.floats(-5.0, 5.0), sigma=st.floats(0.1, 1.5),
-       law=st.sampled_from(zg.LAWS))
+@given(
+    kind=levels_st,
+    seed=st.integers(0, 10),
+    x=st.floats(-5.0, 5.0),
+    sigma=st.floats(0.1, 1.5),
+    law=st.sampled_from(zg.LAWS),
+)
 def test_surrogate_is_derivative_of_smoothed(kind, seed, x, sigma, law):
     lv = _levels(kind, seed)
     g = float(zg.surrogate_grad(x, lv, sigma, law=law))
@@ -103,8 +114,15 @@ def test_check_grads_smoothed_quantizer(law):
     lv = zg.int_levels(3)
     x = jnp.asarray([-2.3, -0.71, 0.2, 0.55, 1.9], jnp.float32)
     with jax.enable_x64(True):
-        check_grads(lambda z: zg.smoothed(z, lv, 0.4, law=law), (x,), order=1, modes=("fwd", "rev"), atol=2e-2,
-                    rtol=2e-2, eps=1e-3)
+        check_grads(
+            lambda z: zg.smoothed(z, lv, 0.4, law=law),
+            (x,),
+            order=1,
+            modes=("fwd", "rev"),
+            atol=2e-2,
+            rtol=2e-2,
+            eps=1e-3,
+        )
 
 
 def test_uniform_law_recovers_clipped_ste_exactly():
@@ -115,10 +133,10 @@ def test_uniform_law_recovers_clipped_ste_exactly():
         # off the levels: there a boundary sits exactly on the window's edge (a measure-zero tie)
         x = x[jnp.min(jnp.abs(x[:, None] - lv[None]), axis=1) > 1e-3]
         ste = (jnp.abs(x) < m).astype(jnp.float32)
-        np.testing.assert_allclose(np.asarray(zg.surrogate_grad(x, lv, zg.STE_SIGMA, law="uniform")), ste,
-                                   atol=1e-5)
-        edge = zg.two_point_estimator(lambda z, lv=lv: zg.quantize(z, lv), x, zg.STE_SIGMA, law="uniform",
-                                      key=jax.random.key(0), n=3)
+        np.testing.assert_allclose(np.asarray(zg.surrogate_grad(x, lv, zg.STE_SIGMA, law="uniform")), ste, atol=1e-5)
+        edge = zg.two_point_estimator(
+            lambda z, lv=lv: zg.quantize(z, lv), x, zg.STE_SIGMA, law="uniform", key=jax.random.key(0), n=3
+        )
         np.testing.assert_allclose(np.asarray(edge), np.broadcast_to(ste, edge.shape), atol=1e-5)
     # every term is sin(pi m)/(pi m) = 0; in float32 each is ~1e-7, summed over 4096 terms
     assert float(zg.grid_ripple(zg.STE_SIGMA, law="uniform")) == pytest.approx(1.0, abs=1e-3)
@@ -128,7 +146,8 @@ def test_uniform_law_recovers_clipped_ste_exactly():
 def test_poisson_series_matches_bump_sum(sigma, law):
     lv = zg.int_levels(8)
     assert float(zg.surrogate_grad(0.0, lv, sigma, law=law)) == pytest.approx(
-        float(zg.grid_ripple(sigma, law=law, at="level")), abs=2e-4)
+        float(zg.grid_ripple(sigma, law=law, at="level")), abs=2e-4
+    )
 
 
 @pytest.mark.parametrize("law", ["gaussian", "logistic"])
@@ -138,8 +157,7 @@ def test_score_second_moment_matches_quadrature(law):
     u = np.linspace(-40, 40, 800_001)
     q = np.asarray(zg.quantize(jnp.asarray(x + sigma * u, jnp.float32), lv), np.float64)
     integrand = (q * np.asarray(zg.score(u, law)) / sigma) ** 2 * np.asarray(zg.pdf(u, law), np.float64)
-    assert float(zg.score_second_moment(x, lv, sigma, law=law)) == pytest.approx(np.trapezoid(integrand, u),
-                                                                                 rel=2e-3)
+    assert float(zg.score_second_moment(x, lv, sigma, law=law)) == pytest.approx(np.trapezoid(integrand, u), rel=2e-3)
 
 
 def test_bias_bound_dominates_pointwise_bias():
@@ -153,8 +171,9 @@ def test_bias_bound_dominates_pointwise_bias():
 
 
 def test_convergence_bound_and_validation():
-    assert float(zg.convergence_bound(2.0, eta=0.1, smooth=2.0, steps_t=10, bias_sq=0.5, var=3.0)) == \
-        pytest.approx(4 * 2.0 / (0.1 * 10) + 3 * 0.5 + 2 * 2.0 * 0.1 * 3.0)
+    assert float(zg.convergence_bound(2.0, eta=0.1, smooth=2.0, steps_t=10, bias_sq=0.5, var=3.0)) == pytest.approx(
+        4 * 2.0 / (0.1 * 10) + 3 * 0.5 + 2 * 2.0 * 0.1 * 3.0
+    )
     with pytest.raises(ValueError, match="eta"):
         zg.convergence_bound(1.0, eta=1.0, smooth=1.0, steps_t=5, bias_sq=0.0, var=0.0)
     with pytest.raises(ValueError, match="sigma"):
