@@ -305,7 +305,9 @@ def _cmd_random_audit(names, n, seed, write=True) -> int:
         print(f"{module.NAME}: {n} mechanical mutant(s), seed {seed}", flush=True)
         summary = mutate.random_audit(module, n, seed=seed)
         print(mutate.format_random_audit(summary), flush=True)
-        if summary["non_equivalent"]:
+        if summary.get("refused"):
+            worst = 0.0
+        elif summary["non_equivalent"]:
             worst = min(worst, summary["caught"] / summary["non_equivalent"])
         if write:
             folder = paths.FIGURES_DIR / "audit" / "random"

@@ -250,6 +250,20 @@ def random_audit(
     clean_flat = flatten_results(holder["results"])
     clean_claims = holder["claims"]
     clean_passed = {c.statement for c in clean_claims if c.passed}
+    unexpected = [c.statement for c in clean_claims if not c.as_expected]
+    if unexpected:  # as the hand-written audit: a clean run that already fails cannot judge a mutant
+        return {
+            "result": module.NAME,
+            "preset": preset,
+            "seed": seed,
+            "refused": unexpected,
+            "caught": 0,
+            "non_equivalent": 0,
+            "equivalent": 0,
+            "sites": 0,
+            "functions": len(functions),
+            "mutants": [],
+        }
     every = [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
     rng = np.random.default_rng(seed)
     drawn = [every[i] for i in rng.choice(len(every), size=min(n, len(every)), replace=False)] if every else []
@@ -295,6 +309,11 @@ def random_audit(
 
 def format_random_audit(summary: dict[str, Any]) -> str:
     """One line: caught / non-equivalent with its Wilson interval, and the missed mutants."""
+    if summary.get("refused"):
+        return (
+            f"{summary['result']}: not judged: the clean {summary['preset']} run fails "
+            f"{len(summary['refused'])} claim(s) not expected to fail"
+        )
     lo, hi = summary.get("wilson_95", [float("nan"), float("nan")])
     head = (
         f"{summary['result']}: {summary['caught']}/{summary['non_equivalent']} non-equivalent mutants caught "

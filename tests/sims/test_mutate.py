@@ -79,4 +79,5 @@ def test_executed_functions_are_found_by_monitoring():
 @pytest.mark.parametrize("name", registry.result_names())
 def test_a_sample_of_mechanical_mutants_is_caught(name):
     summary = mutate.random_audit(registry.get(name), 3, seed=1, verbose=False)
+    assert not summary.get("refused"), mutate.format_random_audit(summary)
     assert summary["caught"] == summary["non_equivalent"], mutate.format_random_audit(summary)
