@@ -99,6 +99,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("name", nargs="?")
     r.add_argument("-h", "--help", action="store_true", help="show this help (with NAME: its Config fields)")
     r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
+    r.add_argument(
+        "--profile", action="store_true", help="per phase: tracing, lowering, compiling and the rest; programs compiled"
+    )
     r.add_argument("--seed", type=_seed, default=0, help="PRNG seed, an integer in [0, 2**32) (default 0)")
     r.add_argument(
         "--out", default=None, help="output folder (default figures/<name> for the full preset, the cache for --quick)"
@@ -140,6 +143,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     a = sub.add_parser("all", help="run every result")
     a.add_argument("--quick", action="store_true")
+    a.add_argument("--profile", action="store_true", help="profile every result (see `workbench run --help`)")
     a.add_argument("--seed", type=_seed, default=0)
     a.add_argument("--out", default=None, help="parent folder: each result goes to OUT/<name>")
     c = sub.add_parser("claims", help="print the claims tables from the committed figures")
@@ -206,14 +210,16 @@ def _prepare(names, quick, out, overrides, *, per_result_out: bool):
     return preset, jobs
 
 
-def _cmd_run(names, quick, seed, out, overrides=(), *, per_result_out=False, write=True) -> int:
+def _cmd_run(names, quick, seed, out, overrides=(), *, per_result_out=False, write=True, profile=False) -> int:
     from jaxwb.sims.core import harness
 
     preset, jobs = _prepare(names, quick, out, overrides, per_result_out=per_result_out)
     outcomes = []
     t0 = time.perf_counter()
     for module, cfg, target in jobs:
-        outcomes.append(harness.execute(module, preset=preset, seed=seed, out_dir=target, cfg=cfg, write=write))
+        outcomes.append(
+            harness.execute(module, preset=preset, seed=seed, out_dir=target, cfg=cfg, write=write, profile=profile)
+        )
     if len(jobs) > 1:
         print(f"\n({time.perf_counter() - t0:.0f}s) " + expectation_report(outcomes))
     return 0 if all(o.as_expected for o in outcomes) else 1
@@ -407,11 +413,21 @@ def main(argv: list[str] | None = None) -> int:
                 raise WorkbenchError("--coordinator/--num-processes/--process-id need --distributed")
             from jaxwb.sims.core import distributed
 
-            return _cmd_run([args.name], args.quick, args.seed, args.out, args.overrides, write=distributed.is_writer())
+            return _cmd_run(
+                [args.name],
+                args.quick,
+                args.seed,
+                args.out,
+                args.overrides,
+                write=distributed.is_writer(),
+                profile=args.profile,
+            )
         if args.command == "all":
             from jaxwb.sims.core import registry
 
-            return _cmd_run(registry.result_names(), args.quick, args.seed, args.out, per_result_out=True)
+            return _cmd_run(
+                registry.result_names(), args.quick, args.seed, args.out, per_result_out=True, profile=args.profile
+            )
         if args.command == "claims":
             if args.readme:
                 from jaxwb.sims.core import readme

@@ -33,6 +33,7 @@ The other pieces live in one module per concept and are imported from there:
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from pathlib import Path
@@ -46,6 +47,7 @@ from jaxwb.sims.core.errors import WorkbenchError
 from jaxwb.sims.core.outputs import write_outputs
 from jaxwb.sims.core.paths import check_out_dir, default_out_dir
 from jaxwb.sims.core.presets import get_config
+from jaxwb.sims.core.profiling import Profile, format_profile, profiling
 from jaxwb.sims.core.progress import Phases
 
 __all__ = ["Outcome", "execute"]
@@ -59,6 +61,7 @@ class Outcome:
     claims: list[Claim]
     out_dir: Path | None
     wall_s: float
+    profile: Profile | None = None
 
     @property
     def passed(self) -> bool:
@@ -80,12 +83,15 @@ def execute(
     verbose: bool = True,
     cfg=None,
     progress: bool | None = None,
+    profile: bool = False,
 ) -> Outcome:
     """Run one result: ``run`` -> ``claims`` -> ``plot`` -> write ``out_dir`` atomically.
 
     ``out_dir`` defaults to :func:`default_out_dir` (``figures/<name>`` only for the full preset); it is checked
     before the run starts. ``cfg`` (a Config) replaces the preset's; ``preset`` is then only recorded in the
-    manifest. ``progress`` (default: on a terminal) shows the phases with their elapsed time.
+    manifest. ``progress`` (default: on a terminal) shows the phases with their elapsed time. ``profile`` splits
+    each phase into tracing, lowering, compiling and the rest (``jaxwb.sims.core.profiling``), prints the table and
+    keeps it in ``Outcome.profile``.
     """
     if cfg is None:
         cfg = get_config(module, preset)
@@ -94,10 +100,22 @@ def execute(
     out = None
     if write:
         out = check_out_dir(out_dir if out_dir is not None else default_out_dir(module.NAME, preset))
+    with contextlib.ExitStack() as stack:
+        prof = stack.enter_context(profiling()) if profile else None
+        outcome = _execute(module, cfg, preset, seed, out, write, verbose, progress, prof)
+    if prof is not None:
+        outcome.profile = prof
+        if verbose:
+            print(format_profile(f"{module.NAME} [{preset}]", prof))
+    return outcome
+
+
+def _execute(module, cfg, preset, seed, out, write, verbose, progress, prof) -> Outcome:
     phases = Phases(
         f"{module.NAME} [{preset}]",
         ("run", "claims", "plot", "write") if write else ("run", "claims"),
         enabled=progress,
+        profile=prof,
     )
     try:
         key = jax.random.key(seed)

@@ -22,8 +22,9 @@ class Phases:
     """A one-line tqdm bar over the phases of a run (run -> claims -> plot -> write) whose elapsed time ticks
     every second, so a long ``run`` shows it is alive. Disabled when stderr is not a terminal."""
 
-    def __init__(self, name: str, phases: Sequence[str], enabled: bool | None = None):
+    def __init__(self, name: str, phases: Sequence[str], enabled: bool | None = None, profile=None):
         self.enabled = progress_enabled() if enabled is None else enabled
+        self.profile = profile  # a jaxwb.sims.core.profiling.Profile, told when each phase starts and ends
         self.bar = None
         self._stop = None
         if not self.enabled:
@@ -48,10 +49,14 @@ class Phases:
         threading.Thread(target=tick, daemon=True).start()
 
     def start(self, phase: str) -> None:
+        if self.profile is not None:
+            self.profile.enter(phase)
         if self.bar is not None:
             self.bar.set_postfix_str(phase)
 
     def done(self) -> None:
+        if self.profile is not None:
+            self.profile.leave()
         if self.bar is not None:
             self.bar.update(1)
 

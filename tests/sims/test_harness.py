@@ -769,3 +769,18 @@ def test_compilation_cache_is_pruned_oldest_first_and_has_no_per_write_eviction(
         prune_compilation_cache(tmp_path, max_bytes=0)
     # JAX's own size cap stays off: it rescans the whole folder on every write (quadratic in a cold suite)
     assert jax.config.jax_compilation_cache_max_size <= 0
+
+
+def test_profile_splits_each_phase_and_counts_programs(tmp_path):
+    from jaxwb.sims.core.profiling import format_profile
+
+    mod = _fake_module()
+    out = harness.execute(mod, out_dir=tmp_path / "out", cfg=mod.Config(7.25), profile=True, verbose=False)
+    prof = out.profile
+    assert list(prof.phases) == ["run", "claims", "plot", "write"]
+    run = prof.phases["run"]
+    assert run.compiled + run.cache_hits >= 1 and run.wall_s >= run.trace_s + run.lower_s + run.compile_s - 1e-6
+    total = prof.total()
+    assert total.compiled == sum(p.compiled for p in prof.phases.values())
+    table = format_profile("fake", prof)
+    assert "compile s" in table and table.count("\n") == 6
