@@ -334,7 +334,8 @@ def format_random_audit(summary: dict[str, Any]) -> str:
     lo, hi = summary.get("wilson_95", [float("nan"), float("nan")])
     head = (
         f"{summary['result']}: {summary['caught']}/{summary['non_equivalent']} non-equivalent mutants caught "
-        f"(95% Wilson {100 * lo:.0f}-{100 * hi:.0f}%), {summary['equivalent']} equivalent, drawn from "
+        f"(95% Wilson {100 * lo:.0f}-{100 * hi:.0f}%; {summary.get('caught_by_error', 0)} of them by the run "
+        f"raising), {summary['equivalent']} equivalent, drawn from "
         f"{summary['sites']} sites in {summary['functions']} functions"
     )
     missed = [m["mutant"] for m in summary["mutants"] if m["verdict"] == "missed"]
