@@ -433,6 +433,8 @@ def main(argv: list[str] | None = None) -> int:
                 from jaxwb.sims.core import readme
 
                 print(f"README results table updated: {', '.join(readme.update_results_table())}")
+                if readme.update_random_audit_table():
+                    print("README mechanical-mutant table updated from figures/audit/random/")
             return _cmd_claims(args.names)
         if args.command == "audit":
             if args.collect:

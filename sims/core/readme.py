@@ -43,3 +43,41 @@ def update_results_table(readme: Path = REPO_ROOT / "README.md", figures_dir: Pa
         i += 1
     atomic_write_text(readme, "\n".join(lines))
     return updated
+
+
+RANDOM_MARKER = "<!-- random-audit -->"
+RANDOM_END = "<!-- /random-audit -->"
+
+
+def random_audit_table(figures_dir: Path = FIGURES_DIR) -> str:
+    """The markdown table of ``figures/audit/random/*.json``: per result, mechanical mutants caught /
+    non-equivalent with the 95% Wilson interval, the equivalent ones and those caught by the run raising."""
+    import json
+
+    lines = [
+        "| result | caught / non-equivalent | 95% Wilson | equivalent | caught by raising | drawn from |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for path in sorted((figures_dir / "audit" / "random").glob("*.json")):
+        s = json.loads(path.read_text())
+        if s.get("refused"):
+            lines.append(f"| {s['result']} | not judged (clean quick run fails) | | | | |")
+            continue
+        lo, hi = s.get("wilson_95", [float("nan"), float("nan")])
+        lines.append(
+            f"| {s['result']} | {s['caught']}/{s['non_equivalent']} | {100 * lo:.0f}-{100 * hi:.0f}% | "
+            f"{s['equivalent']} | {s.get('caught_by_error', 0)} | {s['sites']} sites, {s['functions']} functions |"
+        )
+    return "\n".join(lines)
+
+
+def update_random_audit_table(readme: Path = REPO_ROOT / "README.md", figures_dir: Path = FIGURES_DIR) -> bool:
+    """Rewrite the README's block between ``<!-- random-audit -->`` and ``<!-- /random-audit -->``; False when the
+    README has no such block."""
+    text = readme.read_text()
+    if RANDOM_MARKER not in text or RANDOM_END not in text:
+        return False
+    head, rest = text.split(RANDOM_MARKER, 1)
+    _, tail = rest.split(RANDOM_END, 1)
+    atomic_write_text(readme, f"{head}{RANDOM_MARKER}\n{random_audit_table(figures_dir)}\n{RANDOM_END}{tail}")
+    return True

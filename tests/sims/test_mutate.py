@@ -81,3 +81,31 @@ def test_a_sample_of_mechanical_mutants_is_caught(name):
     summary = mutate.random_audit(registry.get(name), 3, seed=1, verbose=False)
     assert not summary.get("refused"), mutate.format_random_audit(summary)
     assert summary["caught"] == summary["non_equivalent"], mutate.format_random_audit(summary)
+
+
+def test_random_audit_table_in_the_readme(tmp_path):
+    import json
+
+    from jaxwb.sims.core import readme
+
+    folder = tmp_path / "figures" / "audit" / "random"
+    folder.mkdir(parents=True)
+    summary = {
+        "result": "demo",
+        "caught": 27,
+        "non_equivalent": 29,
+        "equivalent": 1,
+        "caught_by_error": 3,
+        "sites": 120,
+        "functions": 9,
+        "wilson_95": [0.78, 0.98],
+        "mutants": [],
+    }
+    (folder / "demo.json").write_text(json.dumps(summary))
+    (folder / "other.json").write_text(json.dumps({"result": "other", "refused": ["x"]}))
+    md = tmp_path / "README.md"
+    md.write_text("a\n<!-- random-audit -->\nold\n<!-- /random-audit -->\nb\n")
+    assert readme.update_random_audit_table(md, tmp_path / "figures")
+    text = md.read_text()
+    assert "| demo | 27/29 | 78-98% | 1 | 3 | 120 sites, 9 functions |" in text and "old" not in text
+    assert "| other | not judged" in text and text.endswith("<!-- /random-audit -->\nb\n")
