@@ -14,7 +14,8 @@ code started (JAX traces Python once per compilation, so a jitted function count
 (``theory.validate``, ``theory.checking``, ``pallas_kernels.dispatch``) is left out: it computes nothing a claim
 measures. A drawn mutant is applied like a hand-written one (``audit.applied``: the function is recompiled from its
 mutated source in its module's namespace and patched wherever it is referenced); a mutant whose results are
-bitwise identical to the clean run's, claims included, is *equivalent* and excluded from the count.
+bitwise identical to the clean run's, claims included, is *equivalent* and excluded from the count (what differs
+between two clean runs, wall-clock timings, is left out of that comparison).
 """
 
 from __future__ import annotations
@@ -227,17 +228,32 @@ def executed_functions(run: Callable[[], Any]) -> list[tuple[str, str, FunctionT
     return found
 
 
-def results_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> bool:
-    """Bitwise equality of two flattened results (same keys, dtypes, shapes and bytes)."""
-    return a.keys() == b.keys() and all(
-        a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes() for k in a
-    )
+def differing_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> set[str]:
+    """Keys of two flattened results whose arrays differ in any bit (dtype, shape or bytes), or exist in one only."""
+    return set(a.keys() ^ b.keys()) | {
+        k
+        for k in a.keys() & b.keys()
+        if not (a[k].dtype == b[k].dtype and a[k].shape == b[k].shape and a[k].tobytes() == b[k].tobytes())
+    }
 
 
-def claims_equal(a, b) -> bool:
-    """The same claims with bitwise the same predictions, measurements and intervals."""
-    key = [(c.statement, c.predicted, c.measured, c.ci, c.tolerance) for c in a]
-    return key == [(c.statement, c.predicted, c.measured, c.ci, c.tolerance) for c in b]
+def results_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray], volatile: set[str] = frozenset()) -> bool:
+    """Bitwise equality of two flattened results, arrays in ``volatile`` (wall-clock timings) aside."""
+    return not (differing_arrays(a, b) - set(volatile))
+
+
+def claims_key(claims, volatile: set[str] = frozenset()) -> list[tuple]:
+    """Each claim's statement, prediction, measurement, interval and tolerance (the statement alone for a claim
+    in ``volatile``: one that differs between two clean runs, a timing)."""
+    return [
+        (c.statement,) if c.statement in volatile else (c.statement, c.predicted, c.measured, c.ci, c.tolerance)
+        for c in claims
+    ]
+
+
+def claims_equal(a, b, volatile: set[str] = frozenset()) -> bool:
+    """The same claims with bitwise the same predictions, measurements and intervals (``volatile`` ones aside)."""
+    return claims_key(a, volatile) == claims_key(b, volatile)
 
 
 def random_audit(
@@ -265,6 +281,11 @@ def random_audit(
     functions = executed_functions(clean_run)
     clean_flat = flatten_results(holder["results"])
     clean_claims = holder["claims"]
+    clean_run()  # a second clean run: what differs between the two (wall-clock timings) never decides equivalence
+    volatile = differing_arrays(clean_flat, flatten_results(holder["results"]))
+    volatile_claims = {
+        a.statement for a, b in zip(clean_claims, holder["claims"], strict=True) if claims_key([a]) != claims_key([b])
+    }
     clean_passed = {c.statement for c in clean_claims if c.passed}
     unexpected = [c.statement for c in clean_claims if not c.as_expected]
     if unexpected:  # as the hand-written audit: a clean run that already fails cannot judge a mutant
@@ -289,6 +310,7 @@ def random_audit(
         "seed": seed,
         "functions": len(functions),
         "sites": len(every),
+        "volatile": sorted(volatile) + sorted(volatile_claims),
         "clean_wall_s": round(time.perf_counter() - t0, 2),
         "mutants": [],
     }
@@ -300,7 +322,8 @@ def random_audit(
             with applied(mutant):
                 results = jax.block_until_ready(module.run(cfg, key=key))
                 claims = list(module.claims(results, cfg))
-            if results_equal(flatten_results(results), clean_flat) and claims_equal(claims, clean_claims):
+            same = results_equal(flatten_results(results), clean_flat, volatile)
+            if same and claims_equal(claims, clean_claims, volatile_claims):
                 record["verdict"] = "equivalent"
             else:
                 failed = [c.statement for c in claims if not c.passed and c.statement in clean_passed]
