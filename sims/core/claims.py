@@ -247,7 +247,8 @@ def kind_counts(claims: Sequence[Claim]) -> dict[str, int]:
     out = {k: 0 for k in KINDS}
     for c in claims:
         out[c.kind] = out.get(c.kind, 0) + 1
-    out["loose"] = sum(c.loose for c in claims)
+    out["loose"] = sum(c.loose for c in claims if c.kind == "bound")
+    out["loose_one_sided"] = sum(c.loose for c in claims if c.kind != "bound")  # le/ge outside `bound`, slack > 10
     out["wide"] = sum(c.wide for c in claims)
     out["wide_justified"] = sum(c.wide and bool(c.wide_reason) for c in claims)
     out["xfail"] = sum(c.expected == "fail" for c in claims)
@@ -268,6 +269,8 @@ def format_counts(claims: Sequence[Claim]) -> str:
     extra = []
     if k["wide"]:
         extra.append(f"{k['wide']} wide" + (f" ({k['wide_justified']} justified)" if k["wide_justified"] else ""))
+    if k["loose_one_sided"]:
+        extra.append(f"{k['loose_one_sided']} one-sided non-bound with slack > {LOOSE_SLACK:g}")
     if k["xfail"]:
         extra.append(f"{k['xfail']} expected to fail")
     return ", ".join(parts) + ("; " + ", ".join(extra) if extra else "")
