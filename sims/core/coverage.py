@@ -103,12 +103,6 @@ def unclaimed(module: ModuleType, results: Any, cfg) -> list[str]:
     display = tuple(getattr(module, "DISPLAY_ONLY", ()))
 
     def covered(path: str) -> bool:
-        parts = path.split("/")
-        prefixes = {"/".join(parts[: i + 1]) for i in range(len(parts))}
-        return (
-            path in read
-            or any(p in read for p in prefixes if p == path)
-            or any(path == d or path.startswith(d + "/") for d in display)
-        )
+        return path in read or any(path == d or path.startswith(d + "/") for d in display)
 
     return [p for p in leaf_paths(results) if not covered(p)]
