@@ -30,6 +30,8 @@ import time
 
 from jaxwb.sims.core.errors import OutputError, Terminated, WorkbenchError
 
+DEVICES = ("cpu", "gpu", "tpu")  # = devices.PLATFORMS (not imported here: it imports jax, slow for --help)
+
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
@@ -103,6 +105,7 @@ def _parser() -> argparse.ArgumentParser:
         "--profile", action="store_true", help="per phase: tracing, lowering, compiling and the rest; programs compiled"
     )
     r.add_argument("--seed", type=_seed, default=0, help="PRNG seed, an integer in [0, 2**32) (default 0)")
+    r.add_argument("--device", choices=DEVICES, default=None, help="where to run (default: the best JAX sees)")
     r.add_argument(
         "--out", default=None, help="output folder (default figures/<name> for the full preset, the cache for --quick)"
     )
@@ -145,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--quick", action="store_true")
     a.add_argument("--profile", action="store_true", help="profile every result (see `workbench run --help`)")
     a.add_argument("--seed", type=_seed, default=0)
+    a.add_argument("--device", choices=DEVICES, default=None, help="where to run (default: the best JAX sees)")
     a.add_argument("--out", default=None, help="parent folder: each result goes to OUT/<name>")
     c = sub.add_parser("claims", help="print the claims tables from the committed figures")
     c.add_argument("names", nargs="*")
@@ -210,15 +214,20 @@ def _prepare(names, quick, out, overrides, *, per_result_out: bool):
     return preset, jobs
 
 
-def _cmd_run(names, quick, seed, out, overrides=(), *, per_result_out=False, write=True, profile=False) -> int:
-    from jaxwb.sims.core import harness
+def _cmd_run(
+    names, quick, seed, out, overrides=(), *, per_result_out=False, write=True, profile=False, device=None
+) -> int:
+    from jaxwb.sims.core import devices, harness
 
+    devices.select_device(device)  # an unavailable device: the one-line error before anything runs
     preset, jobs = _prepare(names, quick, out, overrides, per_result_out=per_result_out)
     outcomes = []
     t0 = time.perf_counter()
     for module, cfg, target in jobs:
         outcomes.append(
-            harness.execute(module, preset=preset, seed=seed, out_dir=target, cfg=cfg, write=write, profile=profile)
+            harness.execute(
+                module, preset=preset, seed=seed, out_dir=target, cfg=cfg, write=write, profile=profile, device=device
+            )
         )
     if len(jobs) > 1:
         print(f"\n({time.perf_counter() - t0:.0f}s) " + expectation_report(outcomes))
@@ -421,12 +430,19 @@ def main(argv: list[str] | None = None) -> int:
                 args.overrides,
                 write=distributed.is_writer(),
                 profile=args.profile,
+                device=args.device,
             )
         if args.command == "all":
             from jaxwb.sims.core import registry
 
             return _cmd_run(
-                registry.result_names(), args.quick, args.seed, args.out, per_result_out=True, profile=args.profile
+                registry.result_names(),
+                args.quick,
+                args.seed,
+                args.out,
+                per_result_out=True,
+                profile=args.profile,
+                device=args.device,
             )
         if args.command == "claims":
             if args.readme:

@@ -43,6 +43,7 @@ from typing import Any
 import jax
 
 from jaxwb.sims.core.claims import Claim, format_claims
+from jaxwb.sims.core.devices import describe, on_device
 from jaxwb.sims.core.errors import WorkbenchError
 from jaxwb.sims.core.outputs import write_outputs
 from jaxwb.sims.core.paths import check_out_dir, default_out_dir
@@ -84,6 +85,7 @@ def execute(
     cfg=None,
     progress: bool | None = None,
     profile: bool = False,
+    device: str | None = None,
 ) -> Outcome:
     """Run one result: ``run`` -> ``claims`` -> ``plot`` -> write ``out_dir`` atomically.
 
@@ -91,7 +93,9 @@ def execute(
     before the run starts. ``cfg`` (a Config) replaces the preset's; ``preset`` is then only recorded in the
     manifest. ``progress`` (default: on a terminal) shows the phases with their elapsed time. ``profile`` splits
     each phase into tracing, lowering, compiling and the rest (``jaxwb.sims.core.profiling``), prints the table and
-    keeps it in ``Outcome.profile``.
+    keeps it in ``Outcome.profile``. ``device`` (``"cpu"``, ``"gpu"``, ``"tpu"``; default the best JAX sees)
+    is where the run executes (:mod:`jaxwb.sims.core.devices`); the manifest records it, the run's CPU time and,
+    with ``profile``, the run phase's profile.
     """
     if cfg is None:
         cfg = get_config(module, preset)
@@ -101,8 +105,9 @@ def execute(
     if write:
         out = check_out_dir(out_dir if out_dir is not None else default_out_dir(module.NAME, preset))
     with contextlib.ExitStack() as stack:
+        dev = stack.enter_context(on_device(device))
         prof = stack.enter_context(profiling()) if profile else None
-        outcome = _execute(module, cfg, preset, seed, out, write, verbose, progress, prof)
+        outcome = _execute(module, cfg, preset, seed, out, write, verbose, progress, prof, dev)
     if prof is not None:
         outcome.profile = prof
         if verbose:
@@ -110,7 +115,7 @@ def execute(
     return outcome
 
 
-def _execute(module, cfg, preset, seed, out, write, verbose, progress, prof) -> Outcome:
+def _execute(module, cfg, preset, seed, out, write, verbose, progress, prof, dev) -> Outcome:
     phases = Phases(
         f"{module.NAME} [{preset}]",
         ("run", "claims", "plot", "write") if write else ("run", "claims"),
@@ -120,16 +125,28 @@ def _execute(module, cfg, preset, seed, out, write, verbose, progress, prof) -> 
     try:
         key = jax.random.key(seed)
         phases.start("run")
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         results = jax.block_until_ready(module.run(cfg, key=key))
-        wall = time.perf_counter() - t0
+        wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         phases.done()
+        record = {"device": describe(dev), "cpu_time_s": round(cpu, 3)}
+        if prof is not None:
+            record["profile_run"] = {k: round(v, 3) for k, v in prof.to_json().get("run", {}).items()}
         phases.start("claims")
         claims = list(module.claims(results, cfg))
         phases.done()
         if write:
             write_outputs(
-                module, out, results=results, cfg=cfg, claims=claims, preset=preset, seed=seed, wall=wall, phases=phases
+                module,
+                out,
+                results=results,
+                cfg=cfg,
+                claims=claims,
+                preset=preset,
+                seed=seed,
+                wall=wall,
+                phases=phases,
+                extra=record,
             )
     finally:
         phases.close()

@@ -303,12 +303,14 @@ def write_outputs(
     seed: int,
     wall: float,
     phases: Phases | None = None,
+    extra: dict | None = None,
 ) -> None:
     """Write figures, ``data.npz``, ``claims.json`` and ``manifest.json`` to a temporary folder beside ``out``,
     flush them, and swap it in with :func:`publish_dir`. The previous ``out`` stays byte-identical until then.
 
     An OS error while writing (a full disk, a file too large, no permission) raises :class:`OutputError` naming
-    the path; the temporary folder is removed either way."""
+    the path; the temporary folder is removed either way. ``extra`` (the device, CPU time and profile of the run,
+    from the harness) is merged into the manifest."""
     flat = flatten_results(results)
     nonfinite = [k for k, a in flat.items() if a.dtype.kind in "fc" and not np.all(np.isfinite(a))]
     tmp = None
@@ -329,6 +331,7 @@ def write_outputs(
             seed=seed,
             wall=wall,
             phases=phases,
+            extra=extra or {},
         )
     except OSError as err:
         where = err.filename if err.filename is not None else (tmp or out)
@@ -344,7 +347,20 @@ def write_outputs(
 
 
 def _write_into(
-    module: ModuleType, tmp: Path, out: Path, *, results, flat, nonfinite, cfg, claims, preset, seed, wall, phases
+    module: ModuleType,
+    tmp: Path,
+    out: Path,
+    *,
+    results,
+    flat,
+    nonfinite,
+    cfg,
+    claims,
+    preset,
+    seed,
+    wall,
+    phases,
+    extra,
 ) -> None:
     """Write every file of the output into ``tmp`` and publish it as ``out``."""
     import matplotlib.pyplot as plt
@@ -373,11 +389,12 @@ def _write_into(
         "git_revision": _git_revision(),
         "jax_version": jax.__version__,
         "python": platform.python_version(),
-        "backend": jax.default_backend(),
+        "backend": extra.get("device", {}).get("platform", jax.default_backend()),
         "process_count": jax.process_count(),
         "device_count": jax.device_count(),
         "devices": sorted({d.device_kind for d in jax.devices()}),
         "wall_time_s": round(wall, 3),
+        **extra,
         "figures": sorted(f"{k}.png" for k in figs),
         "nonfinite_arrays": nonfinite,
         "claims_passed": sum(c.passed for c in claims),
