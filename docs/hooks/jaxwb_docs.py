@@ -10,6 +10,8 @@
 4. ``known-disagreements/audit.md`` gets the mutation-audit table rendered from the committed records
    (``figures/audit/*.json``) by the code that writes the audit (``jaxwb.sims.core.audit.format_audit_table``),
    so the page can never disagree with the records.
+5. ``measurements.md`` gets the full presets' run-time table rendered from the committed manifests
+   (``figures/<result>/manifest.json``) by ``jaxwb.sims.core.profiling.run_times_table``.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mkdocs.structure.files import File
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = {"theory": "theory", "models": "models", "pallas_kernels": "pallas_kernels", "sims": "sims"}
 AUDIT_MARKER = "<!-- audit-table -->"
+RUN_TIMES_MARKER = "<!-- run-times -->"
 _SPHINX_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|obj|exc|const):(?=<code>)")
 _tmp: list[Path] = []
 
@@ -64,9 +67,18 @@ def audit_table() -> str:
     return format_audit_table(records)
 
 
+def run_times() -> str:
+    from jaxwb.sims.core.profiling import run_times_table
+
+    manifests = [json.loads(f.read_text()) for f in sorted((ROOT / "figures").glob("*/manifest.json"))]
+    return run_times_table([m for m in manifests if m.get("preset") == "full"])
+
+
 def on_page_markdown(markdown, page, **_):
     if AUDIT_MARKER in markdown:
         markdown = markdown.replace(AUDIT_MARKER, audit_table())
+    if RUN_TIMES_MARKER in markdown:
+        markdown = markdown.replace(RUN_TIMES_MARKER, run_times())
     return markdown
 
 

@@ -120,3 +120,44 @@ def format_profile(name: str, profile: Profile) -> str:
             f"{p.compiled:>8d} {p.cache_hits:>7d}"
         )
     return "\n".join(lines)
+
+
+BEFORE_2026_12_04 = {  # full-preset run times on 2 cores before the speed-ups (manifests of 2026-12-04)
+    "tv_distance": 2204,
+    "interpolation": 1442,
+    "sparse_attention": 320,
+    "tiny_lm": 258,
+    "speed_scaling": 245,
+    "river_valley_lm": 195,
+    "aldrift": 148,
+    "zoe_grad": 70,
+    "quantization": 36,
+    "teacher_student": 17,
+    "river_valley": 14,
+}
+
+
+def run_times_table(manifests: list[dict]) -> str:
+    """A Markdown table of the committed full presets' run times from their manifests: the run phase's wall and
+    CPU time, XLA's compile time and the programs compiled (when the run was profiled), the device, the
+    revision, and the time before the speed-ups of 2026-12 for comparison."""
+    head = (
+        "| result | run wall s | before s | CPU s | compile s | programs | device | revision |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"
+    )
+    rows, total = [], 0.0
+    for m in sorted(manifests, key=lambda m: -m.get("wall_time_s", 0)):
+        prof = m.get("profile_run") or {}
+        total += m.get("wall_time_s", 0)
+
+        def cell(v, fmt="{:.0f}"):
+            return fmt.format(v) if isinstance(v, (int, float)) else "-"
+
+        rows.append(
+            f"| {m['result']} | {cell(m.get('wall_time_s'))} | {cell(BEFORE_2026_12_04.get(m['result']))} "
+            f"| {cell(m.get('cpu_time_s'))} | {cell(prof.get('compile_s'))} | {cell(prof.get('compiled'), '{:d}')} "
+            f"| {m.get('backend', '-')} | `{m.get('git_revision', '-')}` |"
+        )
+    before = sum(BEFORE_2026_12_04.get(m["result"], 0) for m in manifests)
+    rows.append(f"| **total** | **{total:.0f}** | **{before:.0f}** | | | | | |")
+    return "\n".join([head, *rows])

@@ -41,3 +41,16 @@ def test_cli_refuses_a_missing_gpu_before_running(tmp_path, capsys):
     assert cli.main(["run", "river_valley", "--quick", "--device", "gpu", "--out", str(tmp_path / "x")]) == 2
     assert "JAX sees no GPU" in capsys.readouterr().err
     assert not (tmp_path / "x").exists()
+
+
+def test_run_times_table_has_a_row_per_manifest_and_a_total():
+    from jaxwb.sims.core.profiling import run_times_table
+
+    rows = [
+        {"result": "tv_distance", "wall_time_s": 300.0, "cpu_time_s": 500.0, "backend": "cpu", "git_revision": "abc"},
+        {"result": "x", "wall_time_s": 1.0, "profile_run": {"compile_s": 0.5, "compiled": 3}},
+    ]
+    table = run_times_table(rows).splitlines()
+    assert table[2].startswith("| tv_distance | 300 | 2204 | 500 |")
+    assert table[3].startswith("| x | 1 | - | - | 0 | 3 |")
+    assert table[-1].startswith("| **total** | **301** |")
