@@ -15,6 +15,25 @@ packed weight panel and loops over K in chunks of ``bk`` (``lax.fori_loop``; one
 dimension slices must be whole), decoding each weight chunk with integer ops (nibble unpack, E4M3 / E3M3 /
 E8M0 decode, RaZeR special values) right before the dot. The weight is read from HBM once per row panel at
 4.5 bits per element: the point of W4A16 is the memory traffic of the weight.
+
+Variants (selectable, default off: the defaults above are unchanged bit for bit):
+
+* ``decode="bitplace"`` (NVFP4 weights, GPU tiling / interpreter): no nibble interleave and a bit-placement
+  decode. The activation is permuted once outside the kernel so that each K chunk holds its even columns
+  then its odd columns; the kernel then multiplies the low nibbles of the packed bytes (even K) and the high
+  nibbles (odd K) as two dots, with no repeat/select/reshape of the codes. Each nibble ``q`` becomes a
+  bfloat16 by two logic ops per field (Marlin's decode): ``bits = ((q & 8) << 12) | ((q & 7) << 6)``, i.e.
+  sign to bit 15 and the E2M1 exponent/mantissa bits into the low exponent bits and top mantissa bit, which
+  is exactly ``e2m1(q) * 2^-126`` (codes +-0.5 become bfloat16 *subnormals*). The factor ``2^126`` is folded
+  into the block scale, ``S_b = e4m3(byte) * 2^(126 - F)`` (exact in bfloat16, finite for every byte), and
+  ``2^F`` (F = :data:`BITPLACE_FOLD`) into the global scale, so ``w = bits * S_b = e2m1(q) s_b 2^-F``
+  exactly (one bfloat16 multiply, no conversion) and ``y = acc' * (g 2^F)`` with ``acc' = acc 2^-F`` exact
+  (powers of two). Needs bfloat16 subnormals kept: XLA:CPU (and so the interpreter) flushes them, so there
+  codes +-0.5 decode to 0 (the tests pin both behaviours; the formula is tested exhaustively with ml_dtypes).
+* ``dequantize_above_m=T``: for ``M > T`` rows the op dequantizes the weight once (chunked over N,
+  :data:`DEQUANT_CHUNK_N` rows at a time, to ``e2m1 * s_b`` in bfloat16, exact) and runs an XLA dot with
+  float32 accumulation, times ``g``: the fused kernel decodes the weight again for every row panel, which
+  costs more than the bytes it saves once M is large (an H200 measured 6x the bf16 time at M = 4096).
 """
 
 from __future__ import annotations
@@ -37,6 +56,10 @@ from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 __all__ = ["fp4_matmul", "MatmulBlockSizes"]
 
 MATMUL_FORMATS = ("nvfp4", "mxfp4", "razer_activation", "razer_weight")
+DECODES = ("interleaved", "bitplace")  # the kernel's weight decode (module docstring, "Variants")
+BITPLACE_FORMATS = ("nvfp4",)
+BITPLACE_FOLD = 8  # F: 2^(126 - F) folded into the block scale (448 * 2^118 < bf16 max), 2^F into g
+DEQUANT_CHUNK_N = 4096  # rows of W dequantized at a time on the large-M path (4096 x 16384 bf16 = 128 MiB)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -75,7 +98,52 @@ def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int,
     o_ref[...] = (acc * g_ref[...]).astype(o_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("out_dtype", "block_sizes", "interpret", "platform"))
+def bitplace_bits(p, shift: int):
+    """Packed code bytes (uint8/uint16/uint32) -> uint16 bfloat16 bits of ``e2m1(q) * 2^-126`` for the nibble
+    ``q = (p >> shift) & 15`` (shift 0: low nibble, 4: high): sign to bit 15, magnitude bits to bits 8..6.
+    Two logic ops per field plus one or (the shifts absorb the nibble's position)."""
+    p = p.astype(jnp.uint16)
+    u = jnp.uint16
+    return ((p & u(8 << shift)) << u(12 - shift)) | ((p & u(7 << shift)) << u(6 - shift))
+
+
+def bitplace_block_scale(byte):
+    """E4M3 scale bytes -> bfloat16 ``e4m3(byte) * 2^(126 - F)`` (exact: 4 significant bits, exponent <=
+    8 + 118 < 127), the block scale with the bit placement's 2^126 folded in (F = :data:`BITPLACE_FOLD`)."""
+    s = fp4.e4m3_decode(byte.astype(jnp.uint32)) * jnp.float32(2.0 ** (126 - BITPLACE_FOLD))
+    return s.astype(jnp.bfloat16)
+
+
+def _bitplace_kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, block: int, bk: int):
+    """The ``decode="bitplace"`` kernel: x chunks hold [even K | odd K] (``_even_odd``); two dots per chunk."""
+    bm, k_total = x_ref.shape
+    bn = codes_ref.shape[0]
+    nk, half = k_total // bk, bk // 2
+
+    def body(k, acc):
+        start = pl.multiple_of(k * bk, bk)
+        xe = x_ref[:, pl.ds(start, half)]
+        xo = x_ref[:, pl.ds(pl.multiple_of(start + half, half), half)]
+        ck = codes_ref[:, pl.ds(pl.multiple_of(k * half, half), half)]
+        sk = scales_ref[:, pl.ds(pl.multiple_of(k * (bk // block), bk // block), bk // block)]
+        s = fp4.repeat_last(bitplace_block_scale(sk), block // 2)  # (bn, half): element 2j and 2j+1 in j // 8
+        dims = (((1,), (1,)), ((), ()))
+        for xh, shift in ((xe, 0), (xo, 4)):
+            w = jax.lax.bitcast_convert_type(bitplace_bits(ck, shift), jnp.bfloat16) * s
+            acc = acc + jax.lax.dot_general(xh, w, dims, preferred_element_type=jnp.float32)
+        return acc
+
+    acc = jax.lax.fori_loop(0, nk, body, jnp.zeros((bm, bn), jnp.float32))
+    o_ref[...] = (acc * g_ref[...]).astype(o_ref.dtype)
+
+
+def _even_odd(x2, bk: int):
+    """(M, K) -> (M, K) with every K chunk of ``bk`` columns reordered as [even columns | odd columns]."""
+    m, k = x2.shape
+    return x2.reshape(m, k // bk, bk // 2, 2).transpose(0, 1, 3, 2).reshape(m, k)
+
+
+@functools.partial(jax.jit, static_argnames=("out_dtype", "block_sizes", "interpret", "platform", "decode"))
 def fp4_matmul_pallas(
     x,
     w: QuantizedArray,
@@ -84,8 +152,12 @@ def fp4_matmul_pallas(
     block_sizes: MatmulBlockSizes = MatmulBlockSizes(),
     interpret: bool = False,
     platform: str | None = None,
+    decode: str = "interleaved",
 ):
-    """The Pallas kernel (see the module docstring). ``platform`` picks TPU or Triton tiling/params."""
+    """The Pallas kernel (see the module docstring). ``platform`` picks TPU or Triton tiling/params;
+    ``decode`` the weight decode (:data:`DECODES`; "bitplace": NVFP4 on the GPU tiling only)."""
+    check_decode(decode, w.format)
+    bitplace = decode == "bitplace"
     out_dtype = jnp.dtype(out_dtype or x.dtype)
     n, k = w.shape
     lead = x.shape[:-1]
@@ -95,6 +167,8 @@ def fp4_matmul_pallas(
     tpu = (platform or jax.default_backend()) == "tpu"
     bm = max(16, min(block_sizes.block_m, blockwise._pow2_at_least(m)))
     bn = max(16, min(block_sizes.block_n, blockwise._pow2_at_least(n)))
+    if tpu and bitplace:
+        raise ValueError("decode='bitplace' runs on the GPU tiling only (Triton or the interpreter), not on TPU")
     if tpu:
         bm, bn = max(bm, 32), max(bn, 128)  # uint8 sublane tile 32; output lanes 128
         bk = kp = k
@@ -108,8 +182,23 @@ def fp4_matmul_pallas(
     if (np_, kp) != (n, k):
         codes = jnp.pad(codes, ((0, np_ - n), (0, (kp - k) // 2)))
         scales = jnp.pad(scales, ((0, np_ - n), (0, (kp - k) // block)))
+    g = jnp.asarray(w.global_scale, jnp.float32)
+    if bitplace:
+        bk = max(bk, 32)  # two dots of bk / 2 >= 16 columns
+        if kp % bk:
+            extra = -(-kp // bk) * bk - kp
+            x2, kp = jnp.pad(x2, ((0, 0), (0, extra))), kp + extra
+            codes = jnp.pad(codes, ((0, 0), (0, extra // 2)))
+            scales = jnp.pad(scales, ((0, 0), (0, extra // block)))
+        x2 = _even_odd(x2, bk)
+        g = g * jnp.float32(2.0**BITPLACE_FOLD)  # exact: g <= f32 max / 2688
+    kernel = (
+        functools.partial(_bitplace_kernel, block=block, bk=bk)
+        if bitplace
+        else functools.partial(_kernel, fmt=w.format, block=block, bk=bk)
+    )
     out = pl.pallas_call(
-        functools.partial(_kernel, fmt=w.format, block=block, bk=bk),
+        kernel,
         grid=(mp // bm, np_ // bn),
         in_specs=[
             pl.BlockSpec((bm, kp), lambda i, j: (i, 0)),
@@ -121,9 +210,36 @@ def fp4_matmul_pallas(
         out_shape=jax.ShapeDtypeStruct((mp, np_), out_dtype),
         interpret=interpret,
         compiler_params=None if interpret else blockwise.compiler_params(platform),
-        name=f"{w.format}_matmul",
-    )(x2, codes, scales, jnp.asarray(w.global_scale, jnp.float32).reshape(1, 1))
+        name=f"{w.format}_matmul" + ("_bitplace" if bitplace else ""),
+    )(x2, codes, scales, g.reshape(1, 1))
     return out[:m, :n].reshape(*lead, n)
+
+
+def check_decode(decode, fmt: str) -> None:
+    """``decode`` in :data:`DECODES`; "bitplace" only for :data:`BITPLACE_FORMATS`."""
+    if decode not in DECODES:
+        raise ValueError(f"decode must be one of {DECODES}, got {decode!r}")
+    if decode == "bitplace" and fmt not in BITPLACE_FORMATS:
+        raise ValueError(f"decode='bitplace' supports w.format in {BITPLACE_FORMATS}, got {fmt!r}")
+
+
+@functools.partial(jax.jit, static_argnames=("out_dtype", "interpret", "chunk"))
+def dequantize_then_dot(x, w: QuantizedArray, *, out_dtype, interpret: bool, chunk: int = DEQUANT_CHUNK_N):
+    """The large-M path: ``(x_bf16 @ W_b^T) * g`` with ``W_b = e2m1 * s_b`` dequantized once by the Pallas
+    dequantize kernel (global scale 1: exact in bfloat16) in chunks of ``chunk`` rows of W, each chunk's
+    product an XLA dot with float32 accumulation (same numerics as the kernel: exact products, float32
+    sums in another order)."""
+    n, k = w.shape
+    xb = x.reshape(-1, k).astype(jnp.bfloat16)
+    unit = dataclasses.replace(w, global_scale=jnp.float32(1.0))
+    parts = []
+    for lo in range(0, n, chunk):
+        hi = min(n, lo + chunk)
+        part = dataclasses.replace(unit, codes=unit.codes[lo:hi], scales=unit.scales[lo:hi], shape=(hi - lo, k))
+        wb = blockwise.dequantize_pallas(part, dtype=jnp.bfloat16, interpret=interpret)
+        parts.append(jax.lax.dot_general(xb, wb, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32))
+    acc = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
+    return (acc * jnp.asarray(w.global_scale, jnp.float32)).astype(out_dtype).reshape(*x.shape[:-1], n)
 
 
 @functools.partial(jax.jit, static_argnames=("out_dtype",))
@@ -138,12 +254,21 @@ def fp4_matmul(
     out_dtype=None,
     implementation: Implementation = None,
     block_sizes: MatmulBlockSizes | None = None,
+    decode: str = "interleaved",
+    dequantize_above_m: int | None = None,
 ) -> Float[Array, "*batch N"]:
     """``x @ dequantize(w).T`` for ``x`` (..., K) and an FP4 weight ``w`` of logical shape (N, K) -> (..., N).
 
     ``out_dtype`` defaults to ``x.dtype``; ``implementation`` as for the quantizers (None: Pallas on GPU/TPU,
-    the XLA reference on CPU). Raises ValueError for a non-2-D weight, a K mismatch or a non-float ``x``."""
+    the XLA reference on CPU). Raises ValueError for a non-2-D weight, a K mismatch or a non-float ``x``.
+    Kernel variants (module docstring; both off by default): ``decode="bitplace"`` (NVFP4) and
+    ``dequantize_above_m=T`` (M > T rows: dequantize once + XLA dot; the XLA path is unchanged)."""
     fp4.check_format(w, MATMUL_FORMATS, name="w")
+    check_decode(decode, w.format)
+    if dequantize_above_m is not None and (
+        isinstance(dequantize_above_m, bool) or not isinstance(dequantize_above_m, int) or dequantize_above_m < 0
+    ):
+        raise ValueError(f"dequantize_above_m must be None or an integer >= 0, got {dequantize_above_m!r}")
     if len(w.shape) != 2:
         raise ValueError(f"w must be a 2-D (N, K) quantized weight, got shape {w.shape}")
     if not hasattr(x, "dtype"):
@@ -161,6 +286,13 @@ def fp4_matmul(
     impl = dp.resolve(implementation, prefer_xla=prefer_xla)[0]
     if impl == "xla":
         return _ref_jit(x, w, out_dtype)
+    if dequantize_above_m is not None and math.prod(x.shape[:-1]) > dequantize_above_m:
+        return dequantize_then_dot(x, w, out_dtype=out_dtype, interpret=impl == "interpret")
     return fp4_matmul_pallas(
-        x, w, out_dtype=out_dtype, block_sizes=block_sizes or MatmulBlockSizes(), interpret=impl == "interpret"
+        x,
+        w,
+        out_dtype=out_dtype,
+        block_sizes=block_sizes or MatmulBlockSizes(),
+        interpret=impl == "interpret",
+        decode=decode,
     )
