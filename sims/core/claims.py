@@ -28,6 +28,10 @@ times its observed error) is ``wide``: the tolerance was not set from the noise.
 ``wide_reason`` (shown beside the flag). One-sided comparisons (``le``/``ge``) report their slack whatever their
 kind, and are ``loose`` above :data:`LOOSE_SLACK`.
 
+**Orderings.** "A beats B" is decided on the interval of the paired per-seed differences, not on two separate
+means: :meth:`Claim.ordering`; a one-sided claim with an interval reports its :attr:`Claim.margin` (distance to
+the threshold in half-widths).
+
 Random quantities are decided on a confidence interval over seeds: build the claim with
 :meth:`Claim.from_samples` (or pass ``ci`` = the half-width and ``n_seeds``), and the claim passes only if the
 *whole interval* meets the criterion (for ``rel``/``abs``/``le``/``ge``). For a Monte Carlo mean against its exact
@@ -70,20 +74,29 @@ def mean_ci(samples, *, level: float = 0.95) -> tuple[float, float, int]:
 
 
 def bootstrap_ci(samples, statistic=np.mean, *, level: float = 0.95, n_boot: int = 2000, seed: int = 0):
-    """Percentile-bootstrap interval of ``statistic`` over the first axis of ``samples``.
+    """Percentile-bootstrap interval of ``statistic`` over the first axis of ``samples`` (``scipy.stats.bootstrap``,
+    ``method="percentile"``, ``n_boot`` resamples of the indices, ``np.random.default_rng(seed)``).
 
     Returns ``(estimate, halfwidth, n)`` with ``halfwidth`` the larger distance from the estimate to an end of
     the percentile interval (a symmetric summary for the table; the claim uses it conservatively).
     """
+    from scipy import stats
+
     x = np.asarray(samples, dtype=np.float64)
     n = x.shape[0]
     est = float(statistic(x))
     if n < 2 or not np.all(np.isfinite(x)):
         return est, float("inf"), int(n)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    boots = np.array([statistic(x[i]) for i in idx])
-    lo, hi = np.quantile(boots, [0.5 - level / 2, 0.5 + level / 2])
+    res = stats.bootstrap(
+        (np.arange(n),),
+        lambda i: statistic(x[i]),
+        vectorized=False,
+        n_resamples=n_boot,
+        confidence_level=level,
+        method="percentile",
+        random_state=np.random.default_rng(seed),
+    )
+    lo, hi = res.confidence_interval
     return est, float(max(est - lo, hi - est)), int(n)
 
 
@@ -115,6 +128,7 @@ class Claim:
     expected: str = "pass"  # "fail" for a known disagreement, with its reason
     reason: str = ""  # why a claim is expected to fail (required with expected="fail")
     wide_reason: str = ""  # why a tolerance wider than the noise is right (shown beside the WIDE flag)
+    is_ordering: bool = False  # an ordering of two measurements (Claim.ordering): margin in CIs, no slack
 
     def __post_init__(self):
         if self.comparison not in COMPARISONS:
@@ -127,6 +141,8 @@ class Claim:
             raise ValueError(f"kind must be one of {'/'.join(KINDS)}, got {self.kind!r}")
         if self.kind == "bound" and self.comparison not in ("le", "ge"):
             raise ValueError(f"a bound compares with 'le' or 'ge', got {self.comparison!r} ({self.statement!r})")
+        if self.is_ordering and (self.comparison not in ("le", "ge") or self.kind == "bound"):
+            raise ValueError(f"an ordering compares with 'le'/'ge' and is not a bound: {self.statement!r}")
         if self.comparison == "ci" and self.n_seeds < 2:
             raise ValueError(f"comparison 'ci' needs an interval over seeds (n_seeds >= 2): {self.statement!r}")
         for name in ("predicted", "measured", "tolerance", "ci"):
@@ -199,7 +215,7 @@ class Claim:
         """For a one-sided comparison (``le``/``ge``, a bound or not): bound / measured (upper) or measured / bound
         (lower), measured at the interval's worst end. ``None`` for two-sided comparisons; ``inf`` when the
         measured side is <= 0."""
-        if self.comparison not in ("le", "ge"):
+        if self.comparison not in ("le", "ge") or self.is_ordering:
             return None
         if self.comparison == "le":
             bound, meas = self.predicted + self.tolerance, self.measured + self.ci
@@ -210,6 +226,40 @@ class Claim:
         if meas <= 0:
             return float("inf") if bound > 0 else float("nan")
         return bound / meas
+
+    @property
+    def margin(self) -> float | None:
+        """For a one-sided comparison decided on an interval (``le``/``ge`` with ``ci > 0``): how far the measured
+        mean lies from the threshold, in half-widths of its interval, positive on the passing side (it passes when
+        ``margin >= 1``). ``None`` otherwise. An ordering of two measurements (:meth:`ordering`) reports it."""
+        if self.comparison not in ("le", "ge") or not self.ci > 0:
+            return None
+        gap = (self.predicted + self.tolerance - self.measured) if self.comparison == "le" else None
+        if gap is None:
+            gap = self.measured - (self.predicted - self.tolerance)
+        return gap / self.ci
+
+    @classmethod
+    def ordering(
+        cls,
+        statement: str,
+        larger,
+        smaller,
+        *,
+        kind: str = "check",
+        level: float = 0.95,
+        source: str = "paper",
+        at_least: float = 0.0,
+    ) -> Claim:
+        """``larger > smaller + at_least``, decided on the Student-t interval of the per-seed differences
+        ``larger - smaller`` (paired samples, one per seed): the whole interval must clear ``at_least``. The claim
+        reports the difference, its interval and the :attr:`margin` in half-widths."""
+        a = np.asarray(larger, dtype=np.float64).ravel()
+        b = np.asarray(smaller, dtype=np.float64).ravel()
+        if a.shape != b.shape:
+            raise ValueError(f"ordering needs paired samples of one shape, got {a.shape} and {b.shape}")
+        mean, half, n = mean_ci(a - b, level=level)
+        return cls(statement, at_least, mean, 0.0, "ge", kind=kind, ci=half, n_seeds=n, source=source, is_ordering=True)
 
     @property
     def loose(self) -> bool:
@@ -231,6 +281,7 @@ class Claim:
         d["passed"] = self.passed
         d["criterion"] = self.criterion
         d["slack"] = self.slack
+        d["margin"] = self.margin
         d["loose"] = self.loose
         d["status"] = self.status
         d["wide"] = self.wide
@@ -343,6 +394,8 @@ def format_claims(name: str, claims: Sequence[Claim]) -> str:
     for c in claims:
         stmt = c.statement if len(c.statement) <= width else c.statement[: width - 3] + "..."
         slack = "" if c.slack is None else f"  slack {c.slack:.3g}" + (" LOOSE" if c.loose else "")
+        if c.margin is not None:
+            slack += f"  margin {c.margin:.3g} CI"
         wide = ("  WIDE" + (f" ({c.wide_reason})" if c.wide_reason else "")) if c.wide else ""
         lines.append(
             f"  [{c.status:<5}] {c.kind:<6} {stmt:<{width}}  predicted {c.predicted:>11.5g}  measured "

@@ -784,3 +784,16 @@ def test_profile_splits_each_phase_and_counts_programs(tmp_path):
     assert total.compiled == sum(p.compiled for p in prof.phases.values())
     table = format_profile("fake", prof)
     assert "compile s" in table and table.count("\n") == 6
+
+
+def test_an_ordering_is_decided_on_the_paired_differences_and_reports_its_margin():
+    c = Claim.ordering("a > b", [3.0, 3.1, 2.9, 3.0, 3.05], [1.0, 1.1, 0.9, 1.0, 1.0])
+    assert c.passed and c.is_ordering and c.slack is None and not c.loose and c.margin > 10
+    assert "margin" in format_claims("x", [c])
+    assert Claim.from_json(c.to_json()) == c
+    tied = Claim.ordering("b > a", [1.0, 1.1, 0.9, 1.0, 1.2], [1.0, 1.0, 1.0, 1.0, 1.0])
+    assert not tied.passed and tied.margin < 1
+    with pytest.raises(ValueError, match="paired"):
+        Claim.ordering("x", [1.0, 2.0], [1.0, 2.0, 3.0])
+    with pytest.raises(ValueError, match="ordering"):
+        Claim("x", 0.0, 1.0, 0.0, "ge", kind="bound", is_ordering=True)
