@@ -247,6 +247,7 @@ def block_sparse_attention(
     implementation: Implementation = None,
     backend: str | None = None,
     gpu_kernel: str | None = None,
+    xla_keep_dtype: bool = False,
 ) -> Float[Array, "B Lq H D"]:
     """Block-sparse attention: query block i of (b, h) attends only to key blocks
     ``kv_indices[b, h, i, :kv_num_blocks[b, h, i]]`` (FlexAttention BlockMask lists, integer).
@@ -255,8 +256,12 @@ def block_sparse_attention(
     kv_indices [B, H, Lq/block_q, cap] in [0, Lk/block_k), with ``block_sizes=AttentionBlockSizes(block_q, block_k)``.
     Equals dense attention under the expanded block mask (and causal mask if ``is_causal``); a query with no
     key gets 0. Listed blocks must be distinct within a row (a repeated block would be counted twice). The
-    ``"xla"`` path gathers only the listed blocks (work ~ cap / (Lk / block_k) of dense).
+    ``"xla"`` path gathers only the listed blocks (work ~ cap / (Lk / block_k) of dense);
+    ``xla_keep_dtype=True`` keeps the gathered K/V in their dtype there, with float32 accumulation
+    (``reference.block_sparse_xla``; default False: cast to float32 as before).
     """
+    if not isinstance(xla_keep_dtype, bool):
+        raise ValueError(f"xla_keep_dtype must be a bool, got {xla_keep_dtype!r}")
     check_gpu_kernel(gpu_kernel)
     if not isinstance(block_sizes, AttentionBlockSizes):
         raise ValueError(f"block_sizes must be an AttentionBlockSizes, got {type(block_sizes).__name__}")
@@ -275,7 +280,16 @@ def block_sparse_attention(
     )
     if impl == "xla":
         return ref.block_sparse_xla(
-            q, k, v, kv_num_blocks, kv_indices, block_q=bq, block_k=bk, is_causal=is_causal, scale=scale
+            q,
+            k,
+            v,
+            kv_num_blocks,
+            kv_indices,
+            block_q=bq,
+            block_k=bk,
+            is_causal=is_causal,
+            scale=scale,
+            keep_dtype=xla_keep_dtype,
         )
     if _gpu_kernel(gpu_kernel, impl, plat):
         from jaxwb.pallas_kernels.attention import mosaic_gpu

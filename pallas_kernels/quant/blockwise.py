@@ -7,7 +7,10 @@ with a ``(bm, bk)`` tile per program, ``bk`` a multiple of the format's block an
 viewed as ``(bm, bk / B, B)`` for the block amax, the codes are packed with a reshape + shifted sum (no
 strided slicing, no gathers: Triton- and Mosaic-friendly) and the scale bytes are written as ``uint8``.
 Ragged shapes are padded with zeros to whole tiles and sliced back (a zero block quantizes to code 0 and
-never touches real data).
+never touches real data). Variant ``QuantBlockSizes(edge="mask")``: no padding copy; the grid covers the
+array with partial edge tiles whose out-of-range rows and FP4 blocks are computed on whatever the masked
+loads give and never stored (every FP4 block is independent and the last axis is a whole number of blocks,
+so an edge tile's real blocks are exact). ``num_warps`` sets the Triton warps (default 4, as before).
 """
 
 from __future__ import annotations
@@ -26,20 +29,27 @@ from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 IMPLEMENTATIONS = dp.IMPLEMENTATIONS
+EDGES = ("pad", "mask")
 
 
 @dataclasses.dataclass(frozen=True)
 class QuantBlockSizes:
     """Tile of one Pallas quantize/dequantize program: ``block_rows`` x ``block_cols`` elements (powers of
     two; ``block_cols`` >= 32, a multiple of every format's block). Shrunk to the array when it is smaller;
-    ragged shapes are padded. Checked on construction."""
+    ragged shapes are padded (``edge="pad"``, the default) or covered by masked edge tiles (``edge="mask"``).
+    ``num_warps``: Triton warps per program (a power of two; ignored on TPU). Checked on construction."""
 
     block_rows: int = 16
     block_cols: int = 512
+    num_warps: int = 4
+    edge: str = "pad"
 
     def __post_init__(self):
         dp.check_block("block_rows", self.block_rows, pow2=True)
         dp.check_block("block_cols", self.block_cols, pow2=True, minimum=32)
+        dp.check_block("num_warps", self.num_warps, pow2=True)
+        if self.edge not in EDGES:
+            raise ValueError(f"edge must be one of {EDGES}, got {self.edge!r}")
 
 
 def resolve_implementation(implementation: Implementation, op: str | None = None) -> str:
@@ -48,14 +58,14 @@ def resolve_implementation(implementation: Implementation, op: str | None = None
     return dp.resolve(implementation, prefer_xla=dp.xla_measured_faster(op) if op else None)[0]
 
 
-def compiler_params(platform: str | None = None):
+def compiler_params(platform: str | None = None, num_warps: int = 4):
     """Triton params unless lowering for TPU (``platform`` or the default backend)."""
     platform = platform or jax.default_backend()
     if platform == "tpu":
         return None
     from jax.experimental.pallas import triton as plgpu
 
-    return plgpu.CompilerParams(num_warps=4, num_stages=2)
+    return plgpu.CompilerParams(num_warps=num_warps, num_stages=2)
 
 
 def _pow2_at_least(n: int) -> int:
@@ -117,11 +127,14 @@ def quantize_pallas(
     x2 = jax.lax.stop_gradient(x).reshape(-1, shape[-1])
     rows, cols = x2.shape
     bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, platform)
-    if (rp, kp) != (rows, cols):
+    masked = block_sizes.edge == "mask" and (platform or jax.default_backend()) != "tpu"
+    if masked:  # partial edge tiles, no padding copy (module docstring)
+        rp, kp = rows, cols
+    elif (rp, kp) != (rows, cols):
         x2 = jnp.pad(x2, ((0, rp - rows), (0, kp - cols)))
     codes, scales = pl.pallas_call(
         functools.partial(_quantize_kernel, block_fn=block_fn, block=block),
-        grid=(rp // bm, kp // bk),
+        grid=(-(-rp // bm), -(-kp // bk)),
         in_specs=[pl.BlockSpec((bm, bk), lambda i, j: (i, j)), pl.BlockSpec((1, 1), lambda i, j: (0, 0))],
         out_specs=[
             pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
@@ -129,7 +142,7 @@ def quantize_pallas(
         ],
         out_shape=[jax.ShapeDtypeStruct((rp, kp // 2), jnp.uint8), jax.ShapeDtypeStruct((rp, kp // block), jnp.uint8)],
         interpret=interpret,
-        compiler_params=None if interpret else compiler_params(platform),
+        compiler_params=None if interpret else compiler_params(platform, block_sizes.num_warps),
         name=f"{fmt}_quantize",
     )(x2, _g_block(ref.reciprocal(jax.lax.stop_gradient(g))))
     codes = codes[:rows, : cols // 2].reshape(*shape[:-1], shape[-1] // 2)
@@ -160,13 +173,15 @@ def dequantize_pallas(
     scales = q.scales.reshape(-1, shape[-1] // block)
     rows, cols = codes.shape[0], shape[-1]
     bm, bk, rp, kp = _tiles(rows, cols, block, block_sizes, platform)
-    if (rp, kp) != (rows, cols):
+    if block_sizes.edge == "mask" and (platform or jax.default_backend()) != "tpu":
+        rp, kp = rows, cols  # partial edge tiles (module docstring)
+    elif (rp, kp) != (rows, cols):
         codes = jnp.pad(codes, ((0, rp - rows), (0, (kp - cols) // 2)))
         # padded scale bytes decode to a finite scale; their codes are 0 so the values are 0 and sliced away
         scales = jnp.pad(scales, ((0, rp - rows), (0, (kp - cols) // block)))
     call = pl.pallas_call(
         functools.partial(_dequantize_kernel, fmt=q.format, block=block),
-        grid=(rp // bm, kp // bk),
+        grid=(-(-rp // bm), -(-kp // bk)),
         in_specs=[
             pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),
             pl.BlockSpec((bm, bk // block), lambda i, j: (i, j)),
@@ -175,7 +190,7 @@ def dequantize_pallas(
         out_specs=pl.BlockSpec((bm, bk), lambda i, j: (i, j)),
         out_shape=jax.ShapeDtypeStruct((rp, kp), dtype),
         interpret=interpret,
-        compiler_params=None if interpret else compiler_params(platform),
+        compiler_params=None if interpret else compiler_params(platform, block_sizes.num_warps),
         name=f"{q.format}_dequantize",
     )
     out = _scaled_by_global(lambda c, s, g: call(c, s, _g_block(g)), codes, scales, q.global_scale)

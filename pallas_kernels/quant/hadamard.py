@@ -157,6 +157,43 @@ def fwht_reference(x: jax.Array, *, normalize: bool = True) -> jax.Array:
     return y.astype(out_dtype)
 
 
+XLA_METHODS = ("butterfly", "kron")
+KRON_XLA_FACTOR_MAX = 64  # largest Hadamard factor of the XLA Kronecker path (d = 32768: 32 x 32 x 32)
+
+
+def kron_factors(d: int, factor_max: int = KRON_XLA_FACTOR_MAX) -> tuple[int, ...]:
+    """Powers of two ``f_1 >= ... >= f_k`` (each <= ``factor_max``, as equal as possible) with product d."""
+    check_length(d, "d")
+    n = d.bit_length() - 1
+    per = max(1, factor_max.bit_length() - 1)
+    k = max(1, -(-n // per))
+    return tuple(1 << (n // k + (1 if i < n % k else 0)) for i in range(k))
+
+
+@functools.partial(jax.jit, static_argnames=("normalize",))
+def fwht_kron_xla(x: jax.Array, *, normalize: bool = True) -> jax.Array:
+    """The FWHT as a Kronecker einsum (XLA): ``H_d = H_f1 (x) ... (x) H_fk`` (:func:`kron_factors`), so a row
+    viewed as an ``f1 x ... x fk`` array is multiplied by the small dense ``H_fi`` along each axis (exact +-1
+    entries, float32 accumulation at HIGHEST precision): ``d (f1 + ... + fk)`` flops in a few large matmuls
+    instead of log2(d) memory-bound butterfly passes. Same result as :func:`fwht_reference` up to float32
+    summation order (``fwht(..., xla_method="kron")``)."""
+    x = jnp.asarray(x)
+    d = x.shape[-1]
+    check_length(d)
+    out_dtype = x.dtype if jnp.issubdtype(x.dtype, jnp.floating) else jnp.float32
+    lead = x.shape[:-1]
+    factors = kron_factors(d)
+    y = x.astype(jnp.promote_types(out_dtype, jnp.float32)).reshape(*lead, *factors)
+    for i, f in enumerate(factors):
+        ax = len(lead) + i
+        h = jnp.asarray(hadamard_matrix_np(f), y.dtype)
+        y = jnp.moveaxis(jnp.tensordot(y, h, axes=([ax], [0]), precision=jax.lax.Precision.HIGHEST), -1, ax)
+    y = y.reshape(*lead, d)
+    if normalize:
+        y = y * (1.0 / math.sqrt(d))
+    return y.astype(out_dtype)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # Pallas kernel
 # ---------------------------------------------------------------------------------------------------------
@@ -290,6 +327,7 @@ def fwht(
     block_sizes: HadamardBlockSizes | None = None,
     precision=jax.lax.Precision.HIGHEST,
     backend: str | None = None,
+    xla_method: str = "butterfly",
 ) -> Float[Array, "*batch d"]:
     """Normalized fast Walsh-Hadamard transform along the last axis: ``x @ H_d / sqrt(d)``.
 
@@ -298,7 +336,11 @@ def fwht(
     inf/nan raise ``ValueError`` naming ``x`` (the transform is linear: a non-finite entry would spread over its
     whole row); eagerly, under ``grad``/``vmap`` of an eager call, and under ``jit`` inside ``checked``.
     ``block_sizes``: the kernel's :class:`HadamardBlockSizes` (None: the platform's default).
+    ``xla_method``: the XLA path's formulation, "butterfly" (default, :func:`fwht_reference`) or "kron"
+    (:func:`fwht_kron_xla`, a Kronecker einsum; same values up to float32 summation order).
     """
+    if xla_method not in XLA_METHODS:
+        raise ValueError(f"xla_method must be one of {XLA_METHODS}, got {xla_method!r}")
     user_blocks = check_block_sizes(block_sizes)
     if not hasattr(x, "dtype"):
         x = jnp.asarray(x)
@@ -315,7 +357,7 @@ def fwht(
         inputs=(x,),
     )
     if impl == "xla":
-        return fwht_reference(x)
+        return fwht_kron_xla(x) if xla_method == "kron" else fwht_reference(x)
     return fwht_pallas(x, blocks=blocks_for(plat), interpret=impl == "interpret", precision=precision)
 
 
