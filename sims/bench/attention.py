@@ -87,6 +87,39 @@ def _note(*, L, s, t_sparse, t_dense, scores_sparse, scores_dense) -> str:
     )
 
 
+def _keep_dtype_rows(key, *, L: int = 1024, s: float = 0.75, repeats: int = 3) -> list[BenchRow]:
+    """CPU, bfloat16, s = 0.75: the XLA gather path with K/V kept in bfloat16 (``xla_keep_dtype=True``, float32
+    accumulation) against the default (cast to float32) and against dense ``jax.nn`` (ideal 1 / (1 - s) = 4);
+    best of 3 alternating rounds, in process CPU time as well (module docstring: wall time on a loaded host)."""
+    block, H, D = 64, 2, 64
+    q, k, v = (jax.random.normal(jax.random.fold_in(key, i), (1, L, H, D), jnp.bfloat16) for i in range(3))
+    n = L // block
+    cap = max(1, round((1 - s) * n))
+    cnt, idx = _lists(key, 1, H, n, cap)
+    sparse = partial(block_sparse_attention, block_sizes=AttentionBlockSizes(block, block), implementation="xla")
+    fns = {
+        "keep": jax.jit(partial(sparse, xla_keep_dtype=True)),
+        "default": jax.jit(sparse),
+    }
+    dense = jax.jit(jax.nn.dot_product_attention)
+    wall = dict.fromkeys([*fns, "dense"], float("inf"))
+    cpu = dict(wall)
+    for _ in range(3):
+        for name, fn in fns.items():
+            wall[name] = min(wall[name], time_call(fn, q, k, v, cnt, idx, repeats=repeats))
+            cpu[name] = min(cpu[name], _cpu_call(fn, q, k, v, cnt, idx, repeats=repeats))
+        wall["dense"] = min(wall["dense"], time_call(dense, q, k, v, repeats=repeats))
+        cpu["dense"] = min(cpu["dense"], _cpu_call(dense, q, k, v, repeats=repeats))
+    op = f"block_sparse bf16 L={L} s={1 - cap / n:.2f}"
+    ours = "block_sparse[xla-gather, keep bf16]"
+    return [
+        BenchRow(op, ours, "dense[xla jax.nn]", wall["keep"], wall["dense"],
+                 f"ideal {n / cap:.1f}x; in process CPU time {cpu['dense'] / cpu['keep']:.2f}x"),
+        BenchRow(op, ours, "block_sparse[xla-gather, f32 cast] (default)", wall["keep"], wall["default"],
+                 f"in process CPU time {cpu['default'] / cpu['keep']:.2f}x"),
+    ]  # fmt: skip
+
+
 def bench(quick: bool = True) -> list[BenchRow]:
     on_cpu = jax.default_backend() == "cpu"
     if on_cpu:
@@ -101,6 +134,8 @@ def bench(quick: bool = True) -> list[BenchRow]:
     impl = "xla" if on_cpu else "pallas"
     key = jax.random.key(0, impl="unsafe_rbg")
     rows = _peer_rows(key, repeats=max(repeats, 5), dtype=dtype)
+    if on_cpu:
+        rows += _keep_dtype_rows(key, repeats=repeats)
     for L in lengths:
         kq, kk, kv, km = jax.random.split(jax.random.fold_in(key, L), 4)
         q, k, v = (jax.random.normal(kx, (1, L, H, D), dtype) for kx in (kq, kk, kv))
