@@ -64,11 +64,11 @@ def mosaic_block_sparse(q, k, v, cnt, idx, *, block_q, block_k, steps, causal, i
     )
 
 
-def quant_block_sizes(rows, cols):
-    """``QuantBlockSizes(rows, cols)`` of the block quantizers."""
+def quant_block_sizes(rows, cols, num_warps=4, edge="pad"):
+    """``QuantBlockSizes(rows, cols, num_warps, edge)`` of the block quantizers."""
     from jaxwb.pallas_kernels.quant import QuantBlockSizes
 
-    return QuantBlockSizes(rows, cols)
+    return QuantBlockSizes(rows, cols, num_warps=num_warps, edge=edge)
 
 
 def quantize(fmt, x, g, *, implementation, block_sizes=None):
@@ -101,11 +101,11 @@ def hadamard_block_sizes(dense_max, tile, block_rows, num_warps):
     return HadamardBlockSizes(dense_max=dense_max, tile=tile, block_rows=block_rows, num_warps=num_warps)
 
 
-def fwht(x, *, implementation, block_sizes=None):
+def fwht(x, *, implementation, block_sizes=None, xla_method="butterfly"):
     """The normalized fast Walsh-Hadamard transform: ``jaxwb.pallas_kernels.quant.fwht``."""
     from jaxwb.pallas_kernels.quant import fwht as op
 
-    return op(x, implementation=implementation, block_sizes=block_sizes)
+    return op(x, implementation=implementation, block_sizes=block_sizes, xla_method=xla_method)
 
 
 def inquant_pack(x, *, key):
@@ -129,8 +129,16 @@ def matmul_block_sizes(bm, bn, bk):
     return MatmulBlockSizes(bm, bn, bk)
 
 
-def fp4_matmul(x, w, *, implementation, block_sizes=None):
-    """The W4A16 matmul: ``jaxwb.pallas_kernels.quant.fp4_matmul``."""
+def fp4_matmul(x, w, *, implementation, block_sizes=None, decode="interleaved", dequantize_above_m=None):
+    """The W4A16 matmul: ``jaxwb.pallas_kernels.quant.fp4_matmul`` (``decode``, ``dequantize_above_m``: its
+    variants, default off)."""
     from jaxwb.pallas_kernels.quant import fp4_matmul as op
 
-    return op(x, w, implementation=implementation, block_sizes=block_sizes)
+    return op(
+        x,
+        w,
+        implementation=implementation,
+        block_sizes=block_sizes,
+        decode=decode,
+        dequantize_above_m=dequantize_above_m,
+    )

@@ -105,8 +105,9 @@ class Recorder:
                 rec["gbps"] = bytes_moved / time_s / 1e9
                 if self.peaks:
                     rec["frac_peak_hbm"] = bytes_moved / time_s / self.peaks["hbm_bytes_per_s"]
-                if self.ceilings.get("copy_bytes_per_s"):
-                    rec["frac_measured_hbm"] = bytes_moved / time_s / self.ceilings["copy_bytes_per_s"]
+                ceiling = self.ceilings.get("ceiling_bytes_per_s") or self.ceilings.get("copy_bytes_per_s")
+                if ceiling:  # the largest measured bandwidth ceiling (peaks.measure_ceilings)
+                    rec["frac_measured_hbm"] = bytes_moved / time_s / ceiling
         self.records.append(rec)
         if self.on_add is not None:
             self.on_add()

@@ -1,6 +1,13 @@
 """Quantization-side benchmarks: NVFP4 / MXFP4 / RaZeR quantize and dequantize, FWHT (vs a dense rotation
 ``x @ H``) and InQuant unpack as achieved HBM bandwidth (bytes read + written / time); ``fp4_matmul`` (W4A16)
-at decode (M = 1, 16) and prefill (M = 4096) shapes vs a bf16 dense matmul."""
+at decode (M = 1, 16) and prefill (M = 4096) shapes vs a bf16 dense matmul.
+
+Old and new variants side by side (issue 39), each its own ``impl``: ``fp4_matmul`` "pallas" (today's
+interleaved decode), "pallas_bitplace" (``decode="bitplace"``) and, for M > 16, "pallas_dequant_dot"
+(``dequantize_above_m=0``: dequantize once + XLA dot); the quantizers' "pallas" autotunes over tiles and
+``num_warps`` (the config is recorded) and "pallas_masked" runs the default tile with ``edge="mask"``; the
+FWHT's "xla_kron" (``xla_method="kron"``) beside the XLA butterfly, with the float32 kernel's error against a
+float64 reference (``rel_err_f64``)."""
 
 from __future__ import annotations
 
@@ -12,7 +19,9 @@ from benchmarks.gpu_check.autotune import Recorder, Settings, against, fixed, ma
 
 
 def _quant_grid(s: Settings):
-    return [(16, 512), (8, 256)] if s.dry_run else [(16, 512), (32, 512), (16, 1024), (8, 1024), (32, 1024)]
+    if s.dry_run:
+        return [(16, 512), (8, 256, 2)]
+    return [(16, 512), (16, 512, 8), (32, 512, 8), (8, 512, 2), (16, 1024, 8), (8, 1024, 4), (32, 1024, 8)]
 
 
 def bench_quant(rec: Recorder, s: Settings):
@@ -52,7 +61,7 @@ def bench_quant(rec: Recorder, s: Settings):
             pallas = impl == "pallas"
             rec.measure(
                 "quant",
-                f"{fmt}adapters.quantize",
+                f"{fmt}_quantize",
                 impl,
                 shape,
                 make_q if pallas else fixed(xla_q, x, g),
@@ -62,7 +71,7 @@ def bench_quant(rec: Recorder, s: Settings):
             )
             rec.measure(
                 "quant",
-                f"{fmt}adapters.dequantize",
+                f"{fmt}_dequantize",
                 impl,
                 shape,
                 make_d if pallas else fixed(xla_d, ref_q),
@@ -70,6 +79,13 @@ def bench_quant(rec: Recorder, s: Settings):
                 bytes_moved=d_bytes,
                 check=against(want) if pallas else None,
             )
+        masked = adapters.quant_block_sizes(16, 512, edge="mask")
+        mq = jax.jit(functools.partial(adapters.quantize, fmt, implementation=s.pallas, block_sizes=masked))
+        md = jax.jit(
+            functools.partial(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation=s.pallas, block_sizes=masked)
+        )
+        rec.measure("quant", f"{fmt}_quantize", "pallas_masked", shape, fixed(mq, x, g), [None], bytes_moved=q_bytes)
+        rec.measure("quant", f"{fmt}_dequantize", "pallas_masked", shape, fixed(md, ref_q), [None], bytes_moved=d_bytes)
 
 
 # On 2026-12-04 (H200, jax 0.11.2) XLA's GEMM autotuning of the d = 16384 float32 rotation (a 1 GiB H) ran past
@@ -99,6 +115,10 @@ def bench_fwht(rec: Recorder, s: Settings):
         want = xla(x)
         extra = dict(d=d, goal_speedup=d / (4 * math.log2(d)))
         rec.measure("fwht", "fwht", "xla", shape, fixed(xla, x), [None], bytes_moved=nbytes, **extra)
+        kron = jax.jit(functools.partial(adapters.fwht, implementation="xla", xla_method="kron"))
+        rec.measure(
+            "fwht", "fwht", "xla_kron", shape, fixed(kron, x), [None], bytes_moved=nbytes, check=against(want), **extra
+        )
 
         def make(cfg, *, x=x):
             f = functools.partial(
@@ -106,7 +126,8 @@ def bench_fwht(rec: Recorder, s: Settings):
             )
             return jax.jit(f), (x,)
 
-        rec.measure("fwht", "fwht", "pallas", shape, make, grid, bytes_moved=nbytes, check=against(want), **extra)
+        r = rec.measure("fwht", "fwht", "pallas", shape, make, grid, bytes_moved=nbytes, check=against(want), **extra)
+        r["rel_err_f64"] = _rel_err_f64(x, lambda v: adapters.fwht(v, implementation=s.pallas))
         if d > DENSE_ROTATION_MAX_D:
             rec.add("fwht", "fwht", "dense_rotation", shape, note=DENSE_ROTATION_SKIP, **extra)
             continue
@@ -127,6 +148,23 @@ def bench_fwht(rec: Recorder, s: Settings):
             check=against(want),
             **extra,
         )
+
+
+def _rel_err_f64(x, fn, rows: int = 8) -> float | None:
+    """max |fn(x) - exact| / max |exact| on the first ``rows`` rows, exact = float64 ``x @ H / sqrt(d)``."""
+    import numpy as np
+
+    from jaxwb.pallas_kernels.quant.hadamard import hadamard_matrix_np
+
+    d = x.shape[-1]
+    if d > 8192:
+        return None
+    try:
+        xs = x[:rows]
+        exact = np.asarray(xs, np.float64) @ hadamard_matrix_np(d).astype(np.float64) / np.sqrt(d)
+        return float(np.abs(np.asarray(fn(xs), np.float64) - exact).max() / np.abs(exact).max())
+    except Exception:
+        return None
 
 
 def bench_inquant(rec: Recorder, s: Settings):
@@ -215,6 +253,23 @@ def bench_matmul(rec: Recorder, s: Settings):
             check=against(want),
             M=M,
         )
+
+        def make_bitplace(cfg, *, x=x):
+            f = functools.partial(
+                adapters.fp4_matmul,
+                implementation=s.pallas,
+                block_sizes=adapters.matmul_block_sizes(*cfg),
+                decode="bitplace",
+            )
+            return jax.jit(f), (x, wq)
+
+        common = dict(flops=flops, bytes_moved=w_bytes_fp4 + io, check=against(want), M=M)
+        r = rec.measure("matmul", "fp4_matmul", "pallas_bitplace", shape, make_bitplace, _matmul_grid(s, M), **common)
+        if s.dry_run:  # matmul.py, "Variants": the CPU interpreter flushes bfloat16 subnormals
+            r["note"] = "dry run: XLA:CPU flushes bf16 subnormals, so codes +-0.5 decode to 0 (error expected)"
+        if M > 16 or s.dry_run:
+            f = jax.jit(functools.partial(adapters.fp4_matmul, implementation=s.pallas, dequantize_above_m=0))
+            rec.measure("matmul", "fp4_matmul", "pallas_dequant_dot", shape, fixed(f, x, wq), [None], **common)
         dense = jax.jit(lambda x, w: jnp.dot(x, w.T, preferred_element_type=jnp.float32).astype(jnp.bfloat16))
         rec.measure(
             "matmul",

@@ -47,6 +47,8 @@ def main(argv=None) -> dict:
         help="combine the json of several runs (and --tests-log) into --out's json/png and print the table",
     )
     ap.add_argument("--tests-log", type=Path, default=None, help="with --merge: a `pytest -v` log of the test step")
+    ap.add_argument("--ceilings-only", action="store_true", help="measure the ceilings, write OUT/ceilings.json, stop")
+    ap.add_argument("--ceilings-json", type=Path, default=None, help="use these measured ceilings (--ceilings-only)")
     ap.add_argument("pytest_args", nargs="*", help="after --: pytest arguments replacing the default selection")
     a = ap.parse_args(argv)
     if a.merge:
@@ -72,11 +74,9 @@ def main(argv=None) -> dict:
         matmul_ms=_ints(a.matmul_m),
     )
     table_name, peaks = peaks_for(dev.device_kind)
-    try:
-        ceilings = measure_ceilings(a.dry_run)
-    except Exception as e:
-        ceilings = dict(error=error_line(e))
-    print(f"[gpu_check] measured ceilings: {ceilings}", file=sys.stderr)
+    ceilings = _ceilings(a, Path(out))
+    if a.ceilings_only:
+        return dict(measured_ceilings=ceilings)
     rec = Recorder(s, peaks, ceilings)
     sections = set(a.sections.split(","))
     t_start = time.perf_counter()
@@ -136,6 +136,23 @@ def main(argv=None) -> dict:
     print(table(result))
     print(f"[gpu_check] wrote {s.out}/kernels_gpu.{{json,png}} in {result['wall_s']:.1f}s", file=sys.stderr)
     return result
+
+
+def _ceilings(a, out: Path) -> dict:
+    """Measured ceilings: read from ``--ceilings-json`` (a step of its own ran them first), else measured now;
+    ``--ceilings-only`` writes them to OUT/ceilings.json."""
+    if a.ceilings_json is not None and a.ceilings_json.exists():
+        ceilings = json.loads(a.ceilings_json.read_text())
+    else:
+        try:
+            ceilings = measure_ceilings(a.dry_run)
+        except Exception as e:
+            ceilings = dict(error=error_line(e))
+    print(f"[gpu_check] measured ceilings: {ceilings}", file=sys.stderr)
+    if a.ceilings_only:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "ceilings.json").write_text(json.dumps(ceilings, indent=1))
+    return ceilings
 
 
 def _ints(text: str | None) -> tuple[int, ...] | None:
