@@ -19,7 +19,7 @@ packed arrays are ``QuantizedWeight`` variables, not ``nnx.Param`` (optimizers l
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import equinox as eqx
@@ -292,8 +292,20 @@ def quantize_model(
     qat: bool = False,
     surrogate: str = "gaussian",
     sigma: float | None = None,
+    method: str = "rtn",
+    calibration: Mapping[str, Any] | None = None,
+    damping: float = 0.01,
 ):
     """Replace the Linear layers of an equinox or flax.nnx ``model`` by their quantized drop-ins.
+
+    ``method`` picks the codes (the scales are always the ones the kernels choose for the float weight):
+    ``"rtn"`` (default) rounds every weight to its nearest code (the kernels' quantizer, bit-identical to what
+    this function did before ``method`` existed); ``"gptq"`` (GPTQ, Frantar et al. 2023) and ``"mpq"``
+    (message-passing PTQ: VAMP marginals -> exact coordinate descent; ``jaxwb.theory.mpq``) solve for the codes
+    that minimise the layer-output error (w - q)^T H (w - q) on the proxy Hessian H = X^T X / n + ``damping``
+    * mean(diag) * I of calibration inputs. They need ``calibration``: a mapping from each quantized layer's
+    path (the string ``filter`` receives) to its inputs X, an array (..., in) (leading axes flattened), and
+    ``fmt`` "nvfp4" or "mxfp4" (RaZeR's special values are not in the solvers' grids).
 
     ``qat=True`` swaps in the quantization-aware layers instead (float weights, ``fake_quant`` forward,
     ``surrogate``/``sigma`` backward) for training; a later ``quantize_model`` on the trained model packs them.
@@ -304,16 +316,46 @@ def quantize_model(
     """
     fmt = _check_fmt(fmt)
     keep = filter or _default_filter(fmt)
+    if method not in ("rtn", "gptq", "mpq"):
+        raise ValueError(f"method must be 'rtn', 'gptq' or 'mpq', got {method!r}")
+    if method != "rtn":
+        if qat:
+            raise ValueError(f"qat=True trains float weights: use method='rtn' with it, got method={method!r}")
+        if fmt not in ("nvfp4", "mxfp4"):
+            raise ValueError(f"fmt must be 'nvfp4' or 'mxfp4' with method={method!r}, got {fmt!r}")
+        if calibration is None:
+            raise ValueError(f"calibration (layer path -> inputs) is required with method={method!r}")
+
+    def solved(path: str, w) -> QuantizedArray:
+        """The float weight (out, in) quantized by ``method`` on its layer's calibration inputs."""
+        from jaxwb.theory import mpq
+
+        assert calibration is not None
+        if path not in calibration:
+            raise ValueError(f"calibration has no inputs for layer {path!r} (keys: {sorted(calibration)})")
+        x = jnp.asarray(calibration[path], jnp.float32)
+        x = x.reshape(-1, x.shape[-1])
+        if x.shape[-1] != w.shape[1]:
+            raise ValueError(f"calibration[{path!r}] must have last axis {w.shape[1]}, got shape {x.shape}")
+        fp4.check_input(w, _BLOCK[fmt], name="linear.weight")
+        codes, book = mpq.quantize_layer(w, mpq.proxy_hessian(x, damping=damping), fmt, method)
+        return mpq.codebooks.pack_fp4(codes, book)
+
     if isinstance(model, nnx.Module):
         targets = [
             (path, m) for path, m in _iter_modules(model) if isinstance(m, nnx.Linear) and keep(_dotted(path), m)
         ]
         for path, lin in targets:
-            new = (
-                NnxQATLinear(lin, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
-                if qat
-                else NnxQuantizedLinear.from_linear(lin, fmt, implementation=implementation)
-            )
+            if method != "rtn":
+                bias = None if lin.bias is None else lin.bias[...]
+                w = solved(_dotted(path), lin.kernel[...].T)
+                new: Any = NnxQuantizedLinear(w, bias, implementation=implementation)
+            else:
+                new = (
+                    NnxQATLinear(lin, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
+                    if qat
+                    else NnxQuantizedLinear.from_linear(lin, fmt, implementation=implementation)
+                )
             parent: Any = model  # nnx modules: attributes, or items of nnx.List / nnx.Sequential layers
             for p in path[:-1]:
                 parent = parent[p] if isinstance(p, int) else getattr(parent, p)
@@ -328,6 +370,9 @@ def quantize_model(
         if is_lin(x) and keep(jax.tree_util.keystr(path), x):
             if qat:
                 return EqxQATLinear(x, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
+            if method != "rtn":
+                w = solved(jax.tree_util.keystr(path), x.weight)
+                return EqxQuantizedLinear(w, x.bias, implementation=implementation)
             return EqxQuantizedLinear.from_linear(x, fmt, implementation=implementation)
         return x
 

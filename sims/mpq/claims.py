@@ -1,0 +1,188 @@
+"""mpq: the claims (kinds check / bound / paper) on the results of ``run``."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxwb.sims.core.claims import Claim, bootstrap_ci, mean_ci
+from jaxwb.sims.mpq.config import MPQ_WINS, TINY_SOLVERS, Config
+
+R = "reconstruction"
+MPQ_LOSES = (
+    "measured: MPQ as reconstructed here (uniform-prior VAMP with one scalar precision per stage, MAP of its "
+    "marginals, then coordinate-wise exact BCD) starts BCD from a worse point than GPTQ's and ends above GPTQ on "
+    "the tiny LM's layers (ill-conditioned H from 64 windows of 32 tokens); see docs/papers/mpq.md"
+)
+
+
+RTN_RHT_4BIT = (
+    "measured: at 4 bits after the Hadamard rotation RTN's perplexity is within +0.03 of GPTQ's and the bootstrap "
+    "interval over 5 seeds (+-0.04) includes 0: not resolved at this size (full preset)"
+)
+
+
+def _a(x) -> np.ndarray:
+    return np.asarray(x, np.float64)
+
+
+def se_claims(results: dict, cfg: Config) -> list[Claim]:
+    se = results["se"]
+    dev = np.mean(_a(se["mse"]) / _a(se["se"]) - 1.0, axis=1)  # per draw, mean over iterations
+    c = Claim.from_samples(
+        f"VAMP's measured MSE per iteration follows its state evolution (H Wishart n/d={cfg.se_ratio:g}, "
+        f"d={cfg.se_d}, beta={cfg.se_beta:g}, {len(cfg.se_levels)} levels): mean over {cfg.se_iters} iterations of "
+        "MSE/E1 - 1 per draw (3%: the finite-d bias, O(1/d) to O(d^-1/2), measured 0.5-3% at d = 200-1600)",
+        0.0,
+        dev,
+        0.03,
+        "abs",
+        kind="check",
+        source="theory",
+    )
+    return [c]
+
+
+def tiny_claims(results: dict, cfg: Config) -> list[Claim]:
+    t = results["tiny"]
+    exact = _a(t["exact"])
+    out = []
+    for s in TINY_SOLVERS:
+        ratio = _a(t["objective"][s]) / exact
+        out.append(
+            Claim(
+                f"the exact minimum by enumeration (d={cfg.tiny_d}, INT-{cfg.tiny_bits}) bounds {s} from below: "
+                f"min over {cfg.tiny_problems} problems of objective / exact minimum",
+                1.0,
+                float(np.min(ratio)),
+                1e-5,
+                "ge",
+                kind="bound",
+                source="theory",
+            )
+        )
+    gain = (_a(t["objective"]["gptq"]) - _a(t["objective"]["mpq"])) / exact
+    out.append(
+        Claim.from_samples(
+            f"GPTQ >= MPQ on tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, correlated H): (obj_GPTQ - obj_MPQ) / "
+            "exact minimum per problem > 0",
+            0.0,
+            gain,
+            0.0,
+            "ge",
+            kind="paper",
+            source="paper",
+        )
+    )
+    lb = np.log(np.asarray(cfg.marg_betas))
+    slope = [np.polyfit(lb, np.log(r), 1)[0] for r in _a(t["marg_err"]) / _a(t["marg_dist"])]
+    m, h, n = mean_ci(slope)
+    out.append(
+        Claim(
+            "VAMP marginals -> the exact posterior as beta -> 0, exact to first order in beta (H with equal diagonal): "
+            "max |p_VAMP - p_exact| / max |p_exact - prior| ~ beta^1, fitted exponent per problem over beta in "
+            f"{list(cfg.marg_betas)}",
+            1.0,
+            m,
+            0.1,
+            "abs",
+            kind="check",
+            source="theory",
+            ci=h,
+            n_seeds=n,
+            wide_reason="the next order in beta biases the fitted exponent up by O(beta_max) (+0.07 measured with "
+            "beta up to 0.2); 0.1 allows for it at the largest beta used",
+        )
+    )
+    return out
+
+
+def ref_claims(results: dict, cfg: Config) -> list[Claim]:
+    out = []
+    for bits, layers in results["lm"]["ref_mismatch"].items():
+        worst = max(float(np.max(_a(v))) for v in layers.values())
+        out.append(
+            Claim(
+                f"GPTQ (JAX, float32) = the independent NumPy port of the published algorithm (float64), {bits}: "
+                "max over layers and seeds of the fraction of weights that differ (float rounding may flip a tie)",
+                1e-3,
+                worst,
+                0.0,
+                "le",
+                kind="check",
+                source="theory",
+            )
+        )
+    return out
+
+
+def worst_layer(objective: dict, a: str, b: str):
+    """Per layer, the per-seed mean over rows of (obj_a - obj_b) / mean obj_a; the layer whose t-interval's lower
+    end is lowest: (name, per-seed values)."""
+    best = None
+    for name, oa in objective[a].items():
+        oa, ob = _a(oa), _a(objective[b][name])
+        gain = np.mean(oa - ob, axis=1) / np.mean(oa)
+        m, h, _ = mean_ci(gain)
+        if best is None or m - h < best[0]:
+            best = (m - h, name, gain)
+    return best[1], best[2]
+
+
+def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
+    out = []
+    for tag, obj in results["lm"]["objective"].items():
+        for a, b, expect in (("rtn", "gptq", "pass"), ("gptq", "mpq", "fail")):
+            name, gain = worst_layer(obj, a, b)
+            m, h, n = mean_ci(gain)
+            out.append(
+                Claim(
+                    f"{a.upper()} >= {b.upper()} in (w - q)^T H (w - q) on every layer of the tiny LM, {tag}: "
+                    f"worst layer ({name}): per-seed mean over rows of (obj_{a} - obj_{b}) / mean obj_{a} > 0",
+                    0.0,
+                    m,
+                    0.0,
+                    "ge",
+                    kind="paper",
+                    source="paper",
+                    ci=h,
+                    n_seeds=n,
+                    expected=expect,
+                    reason=MPQ_LOSES if expect == "fail" else "",
+                )
+            )
+    return out
+
+
+def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
+    out = []
+    for tag, p in results["lm"]["ppl"].items():
+        for a, b, expect in (("rtn", "gptq", "fail" if tag == "4bit_rht" else "pass"), ("gptq", "mpq", "fail")):
+            diff = _a(p[a]) - _a(p[b])
+            m, h, n = bootstrap_ci(diff)
+            stmt = MPQ_WINS if b == "mpq" else "GPTQ beats round-to-nearest on perplexity"
+            out.append(
+                Claim(
+                    f"{stmt}, tiny LM {tag}: ppl_{a} - ppl_{b} per seed > 0 (bootstrap interval over seeds)",
+                    0.0,
+                    m,
+                    0.0,
+                    "ge",
+                    kind="paper",
+                    source="paper",
+                    ci=h,
+                    n_seeds=n,
+                    expected=expect,
+                    reason=(MPQ_LOSES if b == "mpq" else RTN_RHT_4BIT) if expect == "fail" else "",
+                )
+            )
+    return out
+
+
+def claims(results: dict, cfg: Config) -> list[Claim]:
+    return [
+        *se_claims(results, cfg),
+        *tiny_claims(results, cfg),
+        *ref_claims(results, cfg),
+        *ordering_claims(results, cfg),
+        *ppl_claims(results, cfg),
+    ]

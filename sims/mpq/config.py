@@ -1,0 +1,99 @@
+"""mpq: NAME, TITLE, the Config and its presets."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from jaxwb.sims.tiny_lm.config import PRESETS as TINY_LM_PRESETS
+from jaxwb.theory import validate as v
+
+NAME = "mpq"
+TITLE = (
+    "Message-passing PTQ (reconstruction): VAMP + exact BCD vs GPTQ vs RTN on the layer objective and the tiny LM's "
+    "perplexity; VAMP state evolution"
+)
+METHODS = ("rtn", "gptq", "mpq")  # the methods compared on the tiny LM
+COLORS = {"rtn": "tab:gray", "gptq": "tab:blue", "mpq": "tab:red", "ldlq": "tab:cyan", "bcd": "tab:green"}
+TINY_SOLVERS = ("rtn", "gptq", "ldlq", "bcd", "mpq")  # tiny problems: bcd = exact BCD from the RTN codes
+MPQ_WINS = "MPQ beats the hard-decision baselines (GPTQ) on perplexity"
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    # state evolution: planted problems (H Wishart with n = se_ratio * d, q0 uniform on se_levels)
+    se_d: int = 400
+    se_ratio: float = 2.0
+    se_levels: tuple[float, ...] = (-1.5, -0.5, 0.5, 1.5)
+    se_beta: float = 4.0
+    se_iters: int = 6
+    se_rows: int = 64
+    se_draws: int = 10
+    # tiny problems (exact enumeration): d coordinates, INT-2 (4 levels), one group per row
+    tiny_d: int = 8
+    tiny_bits: int = 2
+    tiny_problems: int = 32
+    marg_betas: tuple[float, ...] = (0.01, 0.02, 0.05)  # absolute inverse temperatures (H has unit diagonal)
+    # the tiny LM (the tiny_lm result's quick models: d=32, 1 layer; cached)
+    lm_seeds: int = 5  # seeds: seed s = trained model s % lm_models with its own calibration draw and RHT signs
+    lm_models: int = 5
+    calib_windows: int = 64
+    eval_windows: int = 64
+    bits: tuple[int, ...] = (3, 4)
+    rht: tuple[bool, ...] = (False, True)  # without / with the random-Hadamard rotation first
+    group: int = 32
+    damping: float = 0.01
+    beta: float = 16.0  # MPQ's relative inverse temperature
+    vamp_iters: int = 30
+    rho: float = 1.0  # VAMP damping in MPQ (1: undamped)
+    bcd_block: int = 1
+
+    def __post_init__(self):
+        for f in ("se_d", "se_iters", "se_rows", "se_draws", "tiny_d", "tiny_problems", "lm_seeds", "lm_models"):
+            v.positive_int(f, getattr(self, f))
+        for f in ("calib_windows", "eval_windows", "group", "vamp_iters", "bcd_block"):
+            v.positive_int(f, getattr(self, f))
+        if len(self.marg_betas) < 2 or list(self.marg_betas) != sorted(self.marg_betas):
+            raise ValueError(f"marg_betas must hold >= 2 increasing inverse temperatures, got {self.marg_betas}")
+        for f in ("se_beta", "beta", "rho"):
+            v.positive(f, getattr(self, f))
+        if self.lm_seeds < 5:
+            raise ValueError(f"lm_seeds must be >= 5 (bootstrap intervals over seeds), got {self.lm_seeds}")
+        if self.se_draws < 5 or self.tiny_problems < 5:
+            raise ValueError(
+                f"se_draws and tiny_problems must be >= 5 (CIs), got {self.se_draws}, {self.tiny_problems}"
+            )
+        if self.se_ratio < 1:
+            raise ValueError(f"se_ratio must be >= 1, got {self.se_ratio}")
+        if (2**self.tiny_bits) ** self.tiny_d > 2**18:
+            raise ValueError(f"tiny_d must keep (2^tiny_bits)^tiny_d <= 2^18, got tiny_d={self.tiny_d}")
+        if not self.bits or any(b not in (2, 3, 4, 5, 6, 8) for b in self.bits):
+            raise ValueError(f"bits must be a non-empty tuple of bit widths, got {self.bits}")
+        if self.rho > 1:
+            raise ValueError(f"rho must be in (0, 1], got {self.rho}")
+
+    @property
+    def lm(self):
+        """The tiny_lm result's quick preset: its model shape and training (the cached models)."""
+        return TINY_LM_PRESETS["quick"]
+
+
+PRESETS = {
+    "full": Config(),
+    "quick": Config(
+        se_d=200,
+        se_rows=32,
+        se_draws=6,
+        tiny_problems=12,
+        lm_models=1,
+        calib_windows=32,
+        eval_windows=32,
+        bits=(4,),
+        rht=(False,),
+        se_iters=4,
+        marg_betas=(0.02, 0.05),
+        vamp_iters=15,
+    ),
+}
+
+# arrays shown in the figures only: the float model's perplexity (the reference line of perplexity.png)
+DISPLAY_ONLY = ("lm/fp_ppl",)

@@ -1,0 +1,77 @@
+"""mpq: the figures, ``plot`` (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import bootstrap_ci, mean_ci
+from jaxwb.sims.mpq.config import COLORS, METHODS, Config
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {"methods": methods_figure(results, cfg), "state_evolution": state_evolution_figure(results, cfg)}
+
+
+def methods_figure(results: dict, cfg: Config):
+    """Layer objective (relative to RTN, all layers pooled) and perplexity by method, bits and rotation."""
+    lm = results["lm"]
+    tags = list(lm["ppl"])
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
+    width = 0.8 / len(METHODS)
+    x = np.arange(len(tags))
+    for j, m in enumerate(METHODS):
+        rel, rel_h, pp, pp_h = [], [], [], []
+        for t in tags:
+            obj = lm["objective"][t]
+            per_seed = np.mean(
+                [np.mean(np.asarray(obj[m][n]), axis=1) / np.mean(np.asarray(obj["rtn"][n])) for n in obj[m]], axis=0
+            )
+            mu, h, _ = mean_ci(per_seed)
+            rel.append(mu)
+            rel_h.append(h if np.isfinite(h) else 0.0)
+            mu, h, _ = bootstrap_ci(np.asarray(lm["ppl"][t][m]))
+            pp.append(mu)
+            pp_h.append(h if np.isfinite(h) else 0.0)
+        ax.bar(x + (j - 1) * width, rel, width, yerr=rel_h, capsize=3, color=COLORS[m], label=m.upper())
+        ax2.bar(x + (j - 1) * width, pp, width, yerr=pp_h, capsize=3, color=COLORS[m], label=m.upper())
+    fp = float(np.mean(np.asarray(lm["fp_ppl"])))
+    ax2.axhline(fp, color="k", linestyle="--", label=f"float32 ({fp:.3f})")
+    lo = min(fp, *[float(np.min(np.asarray(lm["ppl"][t][m]))) for t in tags for m in METHODS])
+    hi = max(float(np.max(np.asarray(lm["ppl"][t][m]))) for t in tags for m in METHODS)
+    ax2.set_ylim(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo))
+    for a in (ax, ax2):
+        a.set_xticks(x, tags)
+        a.legend(fontsize=8)
+    ax.set(
+        ylabel="(w - q)^T H (w - q) / RTN's (mean over layers, rows)",
+        title=f"Layer objective, tiny LM ({cfg.lm_seeds} seeds, 95% t-CI)",
+    )
+    ax2.set(ylabel="perplexity (bytes)", title="Perplexity after PTQ (95% bootstrap CI over seeds)")
+    return fig
+
+
+def state_evolution_figure(results: dict, cfg: Config):
+    """Measured per-iteration MSE of VAMP (mean and 95% CI over draws) beside its state evolution; tiny problems:
+    every solver's objective over the exact minimum."""
+    se = results["se"]
+    mse, pred = np.asarray(se["mse"]), np.asarray(se["se"])
+    it = np.arange(1, mse.shape[1] + 1)
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
+    ci = [mean_ci(mse[:, i]) for i in range(mse.shape[1])]
+    ax.errorbar(it, [c[0] for c in ci], yerr=[c[1] for c in ci], fmt="o", color="tab:red", capsize=3,
+                label=f"VAMP measured ({cfg.se_draws} draws, d={cfg.se_d})")  # fmt: skip
+    ax.plot(it, pred.mean(0), **style.prediction(), label="state evolution (Rangan et al. 2019)")
+    ax.set(xlabel="iteration", ylabel="MSE of x1 vs q0 (per coordinate)", yscale="log",
+           title=f"VAMP vs state evolution, Wishart H, beta={cfg.se_beta:g}")  # fmt: skip
+    ax.legend()
+    t = results["tiny"]
+    exact = np.asarray(t["exact"])
+    names = list(t["objective"])
+    data = [np.asarray(t["objective"][s]) / exact for s in names]
+    ax2.boxplot(data, tick_labels=[s.upper() for s in names])
+    ax2.axhline(1.0, color="k", linestyle="--", label="exact minimum (enumeration)")
+    ax2.set(ylabel="objective / exact minimum", yscale="log",
+            title=f"Tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, {cfg.tiny_problems} rows)")  # fmt: skip
+    ax2.legend()
+    return fig

@@ -1,0 +1,115 @@
+"""mpq result: Config validation, the theory parts on a small config (fast), the quick preset end to end and the
+bench (slow), and ``quantize_model(..., method=...)`` writing layers the kernels run."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+
+import equinox as eqx
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxwb.sims import mpq as sim
+from jaxwb.sims.core import harness
+from jaxwb.sims.mpq.claims import se_claims, tiny_claims
+
+R = importlib.import_module("jaxwb.sims.mpq.run")
+
+
+def test_config_validation():
+    with pytest.raises(ValueError, match="lm_seeds"):
+        sim.Config(lm_seeds=3)
+    with pytest.raises(ValueError, match="tiny_d"):
+        sim.Config(tiny_d=20)
+    with pytest.raises(ValueError, match="marg_betas"):
+        sim.Config(marg_betas=(0.1,))
+
+
+@pytest.mark.slow
+def test_theory_parts_small():
+    """State evolution and the tiny problems on a small config: their claims hold (fast; the LM part is in the
+    slow end-to-end test)."""
+    cfg = dataclasses.replace(sim.PRESETS["quick"], se_d=150, se_draws=5, se_iters=3, tiny_d=5, tiny_problems=6)
+    res = {"se": R.state_evolution_part(cfg, key=jax.random.key(0)), "tiny": R.tiny_part(cfg, key=jax.random.key(1))}
+    out = se_claims(res, cfg) + tiny_claims(res, cfg)
+    bounds = [c for c in out if c.kind == "bound"]
+    assert len(bounds) == 5 and all(c.passed for c in bounds)
+    se = out[0]
+    assert abs(se.measured) < 0.05, se
+
+
+@pytest.mark.slow
+def test_quick_preset_end_to_end(tmp_path):
+    outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
+    failed = [c.statement for c in outcome.claims if not c.as_expected]
+    assert not failed, failed
+    assert any(c.expected == "fail" and "MPQ" in c.statement for c in outcome.claims)
+    for fname in ("data.npz", "claims.json", "manifest.json", "methods.png", "state_evolution.png"):
+        assert (tmp_path / fname).stat().st_size > 0, fname
+
+
+@pytest.mark.slow
+def test_bench_quick_runs():
+    rows = sim.bench(quick=True)
+    assert len(rows) == 2 and all(r.ours_s > 0 and r.baseline_s > 0 for r in rows)
+
+
+def _mlp_and_calibration():
+    from jaxwb.pallas_kernels import quantize_model  # noqa: F401  (the layers module imports flax)
+
+    k1, k2 = jax.random.split(jax.random.key(0))
+    mlp = eqx.nn.MLP(32, 16, 64, depth=1, key=k1)
+    x = jax.random.normal(k2, (128, 32))
+    hid = jax.vmap(lambda v: jax.nn.relu(mlp.layers[0](v)))(x)
+    return mlp, x, {".layers[0]": x, ".layers[1]": hid}
+
+
+def test_quantize_model_default_is_unchanged_and_solvers_write_kernel_layers():
+    from jaxwb.pallas_kernels import quantize_model
+    from jaxwb.pallas_kernels.quant import nvfp4_dequantize
+    from jaxwb.theory import mpq as M
+
+    mlp, x, calib = _mlp_and_calibration()
+    base = quantize_model(mlp, "nvfp4")
+    same = quantize_model(mlp, "nvfp4", method="rtn")
+    for a, b in zip(jax.tree.leaves(base), jax.tree.leaves(same), strict=True):
+        assert np.array_equal(np.asarray(a), np.asarray(b))
+    y0 = jax.vmap(mlp)(x)
+    for method in ("gptq", "mpq"):
+        q = quantize_model(mlp, "nvfp4", method=method, calibration=calib)
+        assert type(q.layers[0]).__name__ == "EqxQuantizedLinear"
+        y = jax.vmap(q)(x)  # the kernels' fused W4A16 matmul
+        assert bool(jnp.all(jnp.isfinite(y)))
+        h = M.proxy_hessian(x)
+        err = lambda layer, h=h: float(M.objective(mlp.layers[0].weight, nvfp4_dequantize(layer.weight), h).mean())
+        assert err(q.layers[0]) <= err(base.layers[0]) * 1.001, method  # the layer objective improves on RTN
+        assert float(jnp.mean((y - y0) ** 2)) < float(jnp.mean((jax.vmap(base)(x) - y0) ** 2)) * 1.5
+
+
+def test_quantize_model_nnx_and_bad_calls():
+    from flax import nnx
+
+    from jaxwb.pallas_kernels import quantize_model
+
+    class Net(nnx.Module):
+        def __init__(self):
+            self.fc = nnx.Linear(32, 16, rngs=nnx.Rngs(0))
+
+        def __call__(self, v):
+            return self.fc(v)
+
+    x = jax.random.normal(jax.random.key(1), (64, 32))
+    net = quantize_model(Net(), "mxfp4", method="gptq", calibration={"fc": x})
+    assert type(net.fc).__name__ == "NnxQuantizedLinear" and net(x).shape == (64, 16)
+    mlp, _, calib = _mlp_and_calibration()
+    with pytest.raises(ValueError, match="calibration"):
+        quantize_model(mlp, "nvfp4", method="gptq")
+    with pytest.raises(ValueError, match="fmt"):
+        quantize_model(mlp, "razer", method="gptq", calibration=calib)
+    with pytest.raises(ValueError, match="method"):
+        quantize_model(mlp, "nvfp4", method="adaround")
+    with pytest.raises(ValueError, match="calibration has no inputs"):
+        quantize_model(mlp, "nvfp4", method="mpq", calibration={".layers[0]": calib[".layers[0]"]})

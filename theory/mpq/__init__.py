@@ -1,0 +1,71 @@
+"""Message-passing post-training quantization (MPQ) against GPTQ / LDLQ / RTN: row-wise PTQ as posterior
+inference over discrete codebooks (A RECONSTRUCTION of the seed abstract, notes in ``shared/papers/mpq.md``; the
+paper's algorithm and numbers are not public).
+
+Submodules (re-exported here):
+  codebooks  per-coordinate grids: INT-b with per-group min-max scales (GPTQ's quantizer), NVFP4 / MXFP4 with
+             the kernels' global and block scales (``jaxwb.pallas_kernels.quant.reference``), nearest rounding
+  solvers    proxy Hessian H = X^T X / n + damping, the objective (w - q)^T H (w - q), RTN, GPTQ (blocked, Cholesky
+             of H^-1; Frantar et al. 2023, Alg. 1), LDLQ (H = U D U^T; Chee et al. 2023, QuIP), exact block
+             coordinate descent, exact enumeration for tiny problems
+  message_passing  VAMP (Rangan, Schniter, Fletcher 2019, Alg. 1) for the posterior
+             p(q | w) ~ exp(-beta/2 (w - q)^T H (w - q)) prod_j 1[q_j in C_j], damped and Onsager-corrected, its
+             state evolution for rotationally invariant H (their Thm. 1), and MPQ = VAMP marginals -> MAP
+             initialisation -> exact block coordinate descent
+"""
+
+from __future__ import annotations
+
+from jaxwb.theory.mpq import codebooks
+from jaxwb.theory.mpq.codebooks import (
+    Codebook,
+    fp4_codebook,
+    int_codebook,
+    nearest,
+    values,
+)
+from jaxwb.theory.mpq.message_passing import (
+    exact_marginals,
+    mpq,
+    planted_problem,
+    state_evolution,
+    vamp,
+)
+from jaxwb.theory.mpq.pipeline import METHODS, make_codebook, quantize_layer
+from jaxwb.theory.mpq.solvers import (
+    bcd,
+    damp,
+    exact_minimum,
+    gptq,
+    ldlq,
+    objective,
+    proxy_hessian,
+    rtn,
+    udu,
+)
+
+__all__ = [
+    "METHODS",
+    "Codebook",
+    "make_codebook",
+    "quantize_layer",
+    "bcd",
+    "codebooks",
+    "damp",
+    "exact_marginals",
+    "exact_minimum",
+    "fp4_codebook",
+    "gptq",
+    "int_codebook",
+    "ldlq",
+    "mpq",
+    "nearest",
+    "objective",
+    "planted_problem",
+    "proxy_hessian",
+    "rtn",
+    "state_evolution",
+    "udu",
+    "values",
+    "vamp",
+]
