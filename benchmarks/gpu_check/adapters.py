@@ -15,11 +15,11 @@ def flash(q, k, v, *, causal, implementation, block_sizes=None):
     return flash_attention(q, k, v, is_causal=causal, implementation=implementation, block_sizes=block_sizes)
 
 
-def attention_block_sizes(block_q, block_k):
-    """``AttentionBlockSizes(block_q, block_k)`` of the attention ops."""
+def attention_block_sizes(block_q, block_k, num_warps=4, num_stages=2, exp2=False):
+    """``AttentionBlockSizes(block_q, block_k, num_warps, num_stages, exp2)`` of the attention ops."""
     from jaxwb.pallas_kernels.attention import AttentionBlockSizes
 
-    return AttentionBlockSizes(block_q, block_k)
+    return AttentionBlockSizes(block_q, block_k, num_warps=num_warps, num_stages=num_stages, exp2=exp2)
 
 
 def block_sparse(q, k, v, cnt, idx, *, block_q, block_k, causal, implementation):

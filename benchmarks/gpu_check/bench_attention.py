@@ -73,6 +73,24 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
             L=L,
         )
         tp = r.get("time_s")
+        # issue 39: exp2 with log2(e) folded into the scale, warps and stages retuned (AttentionBlockSizes)
+        egrid = (
+            [(64, 64, 4, 2, True)]
+            if s.dry_run
+            else [(128, 64, 4, 2, True), (128, 64, 8, 3, True), (64, 128, 4, 3, True), (128, 128, 8, 2, True)]
+        )
+        r = rec.measure(
+            "attention",
+            "flash_attention",
+            "pallas_triton_exp2",
+            shape,
+            make_pallas,
+            [c for c in egrid if c[0] <= L and c[1] <= L],
+            flops=flops,
+            check=check,
+            L=L,
+        )
+        # tp stays the default kernel's time: the block-sparse kernel (exp, default warps) is compared with it
 
         tm = None
         if on_gpu or n == 0:  # Mosaic GPU interpret mode is slow: one shape in a dry run

@@ -41,16 +41,29 @@ from jaxwb.pallas_kernels.attention.reference import MASK_VALUE
 class AttentionBlockSizes:
     """Tile sizes of the attention kernels: ``block_q`` queries per program, ``block_k`` keys per inner step.
 
-    Positive integers dividing the sequence lengths; powers of two >= 16 on GPU. Checked on construction."""
+    Positive integers dividing the sequence lengths; powers of two >= 16 on GPU. Checked on construction.
+    Triton kernel settings (ignored elsewhere; defaults = the kernel as before): ``num_warps``, ``num_stages``
+    and ``exp2`` (issue 39: ``exp2`` with log2(e) folded into the scale instead of ``exp``, as JAX's Triton
+    attention does; the softmax is the same function, rounded differently, so not bit-identical)."""
 
     block_q: int = 64
     block_k: int = 64
+    num_warps: int = 4
+    num_stages: int = 2
+    exp2: bool = False
 
     def __post_init__(self):
         from jaxwb.pallas_kernels.dispatch import check_block
 
         check_block("block_q", self.block_q)
         check_block("block_k", self.block_k)
+        check_block("num_warps", self.num_warps, pow2=True)
+        check_block("num_stages", self.num_stages)
+        if not isinstance(self.exp2, bool):
+            raise ValueError(f"exp2 must be a bool, got {self.exp2!r}")
+
+
+LOG2_E = 1.4426950408889634  # log2(e): exp(x) = exp2(x log2 e)
 
 
 def is_pow2(n: int) -> bool:
@@ -58,7 +71,10 @@ def is_pow2(n: int) -> bool:
     return n > 0 and (n & (n - 1)) == 0
 
 
-def _body(q_ref, k_ref, v_ref, o_ref, *, n_steps, block_index, q_block, causal, scale, block_q, block_k):
+def _body(q_ref, k_ref, v_ref, o_ref, *, n_steps, block_index, q_block, causal, scale, block_q, block_k, exp2=False):
+    """The online-softmax loop; ``exp2``: scores in log2 units (scale * log2 e) and ``exp2`` for ``exp``."""
+    exp = jnp.exp2 if exp2 else jnp.exp
+    scale = scale * LOG2_E if exp2 else scale
     q = q_ref[...]
     D = q.shape[-1]
     qpos = q_block * block_q + jax.lax.broadcasted_iota(jnp.int32, (block_q, block_k), 0)
@@ -74,8 +90,8 @@ def _body(q_ref, k_ref, v_ref, o_ref, *, n_steps, block_index, q_block, causal, 
             keep = qpos >= kb * block_k + jax.lax.broadcasted_iota(jnp.int32, (block_q, block_k), 1)
             s = jnp.where(keep, s, MASK_VALUE)
         m_new = jnp.maximum(m, jnp.max(s, axis=1))
-        corr = jnp.exp(m - m_new)
-        p = jnp.exp(s - m_new[:, None])
+        corr = exp(m - m_new)
+        p = exp(s - m_new[:, None])
         if causal:  # a row fully masked in this block must add nothing (even when m is still MASK_VALUE)
             p = jnp.where(keep, p, 0.0)
         l_new = corr * l + jnp.sum(p, axis=1)
@@ -149,14 +165,17 @@ def flash_pallas(
     block_sizes: AttentionBlockSizes,
     backend: str,
     interpret: bool = False,
-    num_warps: int = 4,
-    num_stages: int = 2,
+    num_warps: int | None = None,
+    num_stages: int | None = None,
 ):
     """Run the kernel on ``q [B,H,Lq,D]``, ``k, v [B,Hkv,Lk,D]`` (head-major); returns ``[B,H,Lq,D]``.
 
     ``backend``: "gpu" (Triton form; with ``interpret=True`` the interpreter runs it) or "tpu" (Mosaic form).
-    With ``kv_num_blocks``/``kv_indices`` given the kernel is block-sparse, else dense.
+    With ``kv_num_blocks``/``kv_indices`` given the kernel is block-sparse, else dense. ``num_warps`` /
+    ``num_stages`` (None: ``block_sizes``'s) and ``block_sizes.exp2`` set the Triton form.
     """
+    num_warps = block_sizes.num_warps if num_warps is None else num_warps
+    num_stages = block_sizes.num_stages if num_stages is None else num_stages
     B, H, Lq, D = q.shape
     Hkv, Lk = k.shape[1], k.shape[2]
     g = H // Hkv
@@ -166,6 +185,8 @@ def flash_pallas(
     Qb, KVb = Lq // bq, Lk // bk
     sparse = kv_indices is not None
     kw = dict(causal=causal, scale=scale, block_q=bq, block_k=bk, num_kv_blocks=KVb)
+    if block_sizes.exp2:
+        kw["exp2"] = True
     grid = (B, H, Qb)
     out_shape = jax.ShapeDtypeStruct((B, H, Lq, D), q.dtype)
 

@@ -19,7 +19,9 @@ Classes:
   * ``addr``: ALU ops that only compute pointers and masks (the backward slice of ``tt.addptr`` offsets and of
     load/store masks that no data value uses: affine index math that Triton folds into its address registers),
     reported apart and not in ``alu``;
-  * ``dot``: multiply-accumulates of ``tt.dot`` (M * N * K), reported apart.
+  * ``dot``: multiply-accumulates of ``tt.dot`` (M * N * K), reported apart;
+  * ``extern``: ``tt.extern_elementwise`` calls (libdevice: ``exp`` -> ``__nv_expf``, ``exp2`` -> ``__nv_exp2f``),
+    each several instructions once compiled, reported apart (and by symbol, ``extern:__nv_expf``).
 Bitcasts (``arith.bitcast``, ``tt.bitcast``) are free and not counted.
 """
 
@@ -164,6 +166,10 @@ def count_ops(module) -> collections.Counter:
         n = _numel(op.results[0]) * mult
         if name == "tt.dot":
             c["dot"] += mult * math.prod(_shape(op.results[0].type)) * _shape(op.operands[0].type)[-1]
+            continue
+        if name == "tt.extern_elementwise":
+            c["extern"] += n
+            c["extern:" + ir.StringAttr(op.attributes["symbol"]).value] += n
             continue
         if name in CVT:
             cls = "cvt"

@@ -138,3 +138,43 @@ def test_quant_block_sizes_checked_and_default_unchanged():
         QB(num_warps=3)
     with pytest.raises(ValueError, match="edge"):
         QB(edge="clip")
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_attention_exp2_variant_within_float32_rounding(causal):
+    """AttentionBlockSizes(exp2=True): exp2 with log2(e) folded into the scale (JAX's Triton attention): the
+    interpreter's output within float32 rounding of the reference (dense and block-sparse); the default
+    (exp2=False) is the kernel as before."""
+    from jaxwb.pallas_kernels.attention import flash_attention
+
+    rng = np.random.default_rng(int(causal))
+    q, k, v = (jnp.asarray(rng.standard_normal((1, 64, 2, 16)), jnp.float32) for _ in range(3))
+    want = np.asarray(aref.attention_reference(q, k, v, is_causal=causal), np.float64)
+    bs = AttentionBlockSizes(16, 16, num_warps=8, num_stages=3, exp2=True)
+    got = flash_attention(q, k, v, is_causal=causal, implementation="interpret", block_sizes=bs)
+    assert np.abs(np.asarray(got, np.float64) - want).max() <= 4e-6
+    cnt, idx = jnp.full((1, 2, 4), 4, jnp.int32), jnp.broadcast_to(jnp.arange(4, dtype=jnp.int32), (1, 2, 4, 4))
+    got = block_sparse_attention(q, k, v, cnt, idx, block_sizes=bs, is_causal=causal, implementation="interpret")
+    assert np.abs(np.asarray(got, np.float64) - want).max() <= 4e-6
+
+
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+def test_attention_block_sizes_reach_the_triton_call():
+    """num_warps / num_stages reach the Triton call and exp2 replaces exp in the Triton IR; defaults as before."""
+    from jaxwb.pallas_kernels.attention import flash_attention
+    from tests.kernels.lowering import lower_text
+    from tests.kernels.opcount import count_ops, triton_modules
+
+    q = jax.ShapeDtypeStruct((1, 128, 2, 64), jnp.bfloat16)
+    assert AttentionBlockSizes(64, 64) == AttentionBlockSizes(64, 64, 4, 2, False)
+    for bs, warps, stages, exp in ((AttentionBlockSizes(64, 64), 4, 2, "__nv_expf"),
+                                   (AttentionBlockSizes(64, 64, 8, 3, True), 8, 3, "__nv_exp2f")):  # fmt: skip
+        f = functools.partial(flash_attention, block_sizes=bs, implementation="pallas", backend="gpu")
+        t = lower_text(f, q, q, q, platform="cuda")
+        assert re.findall(r"num_warps = (\d+)", t) == [str(warps)] and f"num_stages = {stages}" in t
+        c = count_ops(triton_modules(f, q, q, q)[0])
+        assert c["extern"] > 0 and c["extern"] == c["extern:" + exp], c
+    with pytest.raises(ValueError, match="num_warps"):
+        AttentionBlockSizes(64, 64, num_warps=6)
+    with pytest.raises(ValueError, match="exp2"):
+        AttentionBlockSizes(64, 64, exp2=1)
