@@ -86,6 +86,32 @@ def linear_river(g: float, lam: float) -> Valley:
     return _valley(0.0, g, lam, 0.0, 0.0, 0.0)
 
 
+def curved_river(g: float, lam: float, a: float, k: float) -> Valley:
+    """L = g x + lam/2 (y - a sin(k x))^2: a river of constant slope g along a curved floor y = a sin(k x).
+
+    On the floor the loss is g x; gradient flow that follows the floor moves x at dx/dt = -g / (1 + h'(x)^2),
+    h(x) = a sin(k x), so over a whole period 2 pi / k the mean river speed is g / (1 + a^2 k^2 / 2) (the mean of
+    1 + a^2 k^2 cos^2 over a period); heavy ball at lr moves at lr / (1 - beta) times that per step (``river_speed``
+    in ``sims/river_valley``; curved-river speed of the paper)."""
+    return _valley(0.0, g, lam, a, k, 0.0)
+
+
+def curved_river_speed(
+    lr: Float[ArrayLike, "*b"], g: Float[ArrayLike, "*b"], beta: Float[ArrayLike, "*b"], a: float, k: float
+) -> Float[ArrayLike, "*b"]:
+    """Mean speed along the curved river ``curved_river(g, lam, a, k)`` per step, averaged over whole periods of
+    the floor, in the adiabatic limit (the iterate follows the floor; the valley mode settled):
+
+        v = lr g / ((1 - beta) (1 + a^2 k^2 / 2)).
+
+    ``lr`` > 0, ``g`` >= 0, ``beta`` in [0, 1), ``a``, ``k`` finite; broadcasts."""
+    _check_lr_beta(lr, beta)
+    v.nonnegative("g", g)
+    v.finite("a", a)
+    v.finite("k", k)
+    return lr * g / ((1.0 - beta) * (1.0 + 0.5 * (a * k) ** 2))
+
+
 def valley_spectrum(d: int, lam_min: float, lam_max: float) -> Float[Array, " d"]:
     """Geometric spectrum of d valley curvatures from lam_min to lam_max, shape (d,)."""
     v.positive_int("d", d)

@@ -36,9 +36,9 @@ from __future__ import annotations
 
 from jaxwb.sims.river_valley.bench import bench
 from jaxwb.sims.river_valley.claims import claims
-from jaxwb.sims.river_valley.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.river_valley.config import DISPLAY_ONLY, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.river_valley.figures import plot
 from jaxwb.sims.river_valley.mutants import MUTANTS
 from jaxwb.sims.river_valley.run import run
 
-__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]
+__all__ = ["DISPLAY_ONLY", "MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim
@@ -14,43 +16,73 @@ from jaxwb.theory import river_valley as rv
 
 
 def boundary_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Measured HB and Nesterov stability edges vs their closed forms."""
+    """Measured HB and Nesterov stability edges: never below the closed-form asymptotic edge (a bound), and equal
+    to the finite-horizon edge the closed-form iterate predicts for the bisection's divergence test (a check)."""
     out = []
     b = results["boundary"]
-    edge = (
-        "bisection on lr, divergence = growth x1e6 within the horizon; the finite horizon puts the measured "
-        "edge < 0.5% above the closed form"
-    )
-    for beta, hb, nag in zip(np.asarray(b["beta"]), np.asarray(b["hb"]), np.asarray(b["nesterov"]), strict=True):
-        out.append(
-            Claim(
-                f"HB stability boundary lr* = 2(1+beta)/lam at beta={beta:.2f} ({edge})",
-                rv.hb_threshold(cfg.lam, float(beta)),
-                hb,
-                0.02,
-                "rel",
-                kind="check",
-            )
-        )
-        if beta > 0:
+    # relative resolution of the measured bisection (log-bisection of [1e-4, 1]) plus float32 lr rounding
+    res = np.log(1e4) / 2**cfg.bisection_iters / 2 + 2e-7
+    for i, beta in enumerate(np.asarray(b["beta"], np.float64)):
+        for method in ("hb", "nesterov"):
+            if method == "nesterov" and beta == 0:
+                continue  # Nesterov at beta = 0 is GD, the same edge
+            meas = float(b[method][i])
+            if method == "hb":
+                edge, name = rv.hb_threshold(cfg.lam, float(beta)), "HB stability boundary lr* = 2(1+beta)/lam"
+            else:
+                edge, name = (
+                    rv.nesterov_threshold(cfg.lam, float(beta)),
+                    "Nesterov boundary lr* = 2(1+beta)/((1+2beta)lam)",
+                )
             out.append(
                 Claim(
-                    f"Nesterov boundary lr* = 2(1+beta)/((1+2beta)lam) at beta={beta:.2f}",
-                    rv.nesterov_threshold(cfg.lam, float(beta)),
-                    nag,
-                    0.02,
+                    f"{name} at beta={beta:.2f}: no smaller lr diverges (bisection edge >= the closed form)",
+                    float(edge),
+                    meas,
+                    0.0,
+                    "ge",
+                    kind="bound",
+                )
+            )
+            out.append(
+                Claim(
+                    f"{name} at beta={beta:.2f}, finite horizon: the measured edge = where the closed-form valley "
+                    f"iterate first exceeds the divergence scale 1e6 (1 + max|theta0|) within {cfg.boundary_steps} "
+                    f"steps (relative; tolerance 10 x the bisection resolution {res:.1g})",
+                    float(b[f"{method}_horizon"][i]),
+                    meas,
+                    10 * res,
                     "rel",
                     kind="check",
+                    source="theory",
                 )
             )
     return out
 
 
 def speed_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Largest stable river speed HB/GD vs (1+beta)/(1-beta)."""
+    """Largest stable river speed HB/GD vs (1+beta)/(1-beta); each speed vs lr g/(1-beta) at its lr."""
     out = []
     s = results["river_speed"]
-    for beta, gain in zip(np.asarray(s["beta"]), np.asarray(s["gain"]), strict=True):
+    lr_gd, v_gd = float(s["lr_gd"]), float(s["speed_gd"])
+    # float32 positions: adding a constant step to |x| rounds the same way every step, a bias up to ulp(|x|)/2 per
+    # step (~2.5e-5 of GD's step at |x| ~ 11, ~2e-5 of HB's at |x| ~ 230); measured 8e-7 and 5e-6 at seed 0
+    why = "float32 rounding bias of a constant step, up to ~2.5e-5 relative; the exact-arithmetic error is 0"
+    out.append(
+        dataclasses.replace(
+            Claim(
+                "steady GD speed on a linear river (slope 1) = lr at 0.95 x the measured edge (last 100 steps)",
+                lr_gd,
+                v_gd,
+                1e-4,
+                "rel",
+                kind="check",
+                source="theory",
+            ),
+            wide_reason=why,
+        )
+    )
+    for i, (beta, gain) in enumerate(zip(np.asarray(s["beta"]), np.asarray(s["gain"]), strict=True)):
         out.append(
             Claim(
                 f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f} (simulated "
@@ -60,6 +92,56 @@ def speed_claims(results: dict, cfg: Config) -> list[Claim]:
                 0.03,
                 "rel",
                 kind="check",
+            )
+        )
+        out.append(
+            dataclasses.replace(
+                Claim(
+                    f"steady HB speed on a linear river (slope 1) = effective lr lr/(1-beta) at beta={beta:.2f}, "
+                    "lr = 0.95 x the measured edge (last 100 steps)",
+                    float(rv.effective_river_lr(float(s["lr_hb"][i]), float(beta))),
+                    float(s["speed_hb"][i]),
+                    1e-4,
+                    "rel",
+                    kind="check",
+                    source="paper",
+                ),
+                wide_reason=why,
+            )
+        )
+    return out
+
+
+def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Speed along a curved river, GD and HB, over random starts, vs the adiabatic closed form."""
+    out = []
+    c = results["curved_river"]
+    a, k = cfg.curved_a, cfg.curved_k
+    for label, beta, what in (
+        ("gd", 0.0, "GD at 0.9 x 2/lam_eff"),
+        ("hb", cfg.traj_beta, "HB at 0.8 x 2(1+beta)/lam_eff"),
+    ):
+        speed = np.asarray(c[label]["speed"], np.float64)
+        if bool(np.any(c[label]["diverged"])):
+            speed = np.full_like(speed, np.nan)  # a diverged start fails the claim
+        claim = Claim.from_samples(
+            f"speed along a curved river (slope 1, floor {a:g} sin({k:g} x)), {what} (beta={beta:g}): "
+            f"lr/(1-beta) / (1 + a^2 k^2/2) per step, over whole floor periods ({speed.size} random starts)",
+            float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, beta, a, k)),
+            speed,
+            3e-4,
+            "rel",
+            kind="paper",
+            source="paper",
+        )
+        # the starts differ only in the floor phase and the valley offset, which whole periods average out: the
+        # interval over starts is ~1e-6 relative while the measurement is float32 (|x| ~ 800 after 3000 steps:
+        # ~6e-5 relative measured on the full preset) and the prediction is the adiabatic limit
+        out.append(
+            dataclasses.replace(
+                claim,
+                wide_reason="float32 positions (measured error up to 6e-5) and the adiabatic limit set the "
+                "tolerance; the geometry factor 1 + a^2 k^2/2 it tests is 150x larger",
             )
         )
     return out
@@ -97,14 +179,75 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     )
+    # float32 rounding: HB's momentum accumulates it (~5e-6 measured), GD's stays < 1e-6
+    for label, tol in (("gd", 1e-5), ("hb", 1e-4)):
+        h = results["high_dim"][label]
+        dist = np.asarray(h["distance"], np.float64)
+        if bool(np.any(h["diverged"])):
+            dist = np.full_like(dist, np.nan)  # a diverged offset fails the claim
+        out.append(
+            Claim(
+                f"high-dimensional valley (d={cfg.hd_dim}, valley curvatures {cfg.hd_lam_min:g}..{cfg.lam:g}), "
+                f"{label.upper()} at 0.9 x threshold: river distance = closed-form |x_t| of the mu mode for every "
+                f"random valley offset (max |error| / |x0| over {dist.shape[0]} offsets, float32 simulation)",
+                0.0,
+                float(np.max(np.abs(dist - np.asarray(h["theory"])[None, :]))),
+                tol,
+                "abs",
+                kind="check",
+                source="theory",
+            )
+        )
+    ph = results["phase"]
+    flags, flags_cf = np.asarray(ph["diverged"], bool), np.asarray(ph["diverged_theory"], bool)
+    out.append(
+        Claim(
+            f"phase diagram ({flags.size} (lr, beta) cells, lr {float(ph['lr'][0]):.3g}..{float(ph['lr'][-1]):.3g}, "
+            f"beta 0..{float(ph['beta'][-1]):.2f}): divergence flag = closed-form valley iterate beyond the "
+            "divergence scale within the horizon (fraction of cells that agree)",
+            1.0,
+            float(np.mean(flags == flags_cf)),
+            0.0,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    )
+    ok = ~flags
+    prog = np.asarray(ph["progress"], np.float64)
+    out.append(
+        Claim(
+            "phase diagram: river progress 1 - max_{last 10%} |x_t| / |x0| = closed form in every cell that does not "
+            "diverge (max |error|, float32 simulation)",
+            0.0,
+            float(np.max(np.abs(prog - np.asarray(ph["progress_theory"]))[ok])) if ok.any() else float("nan"),
+            1e-4,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    )
     p = results["polyak"]
+    norms, cf = np.asarray(p["norms"], np.float64), np.asarray(p["norms_theory"])
+    out.append(
+        Claim(
+            f"Polyak-optimal HB (lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}): ||theta_t|| = closed form of "
+            "both double-root modes at every step (max relative error, float32 simulation)",
+            0.0,
+            float(np.max(np.abs(norms - cf) / cf)),
+            2e-3,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    )
     out.append(
         Claim(
             "Polyak-optimal HB on [mu, lam]: per-step decay 1 - rate over [T/2, T] = closed form "
             "(double roots r = (sqrt k-1)/(sqrt k+1): x_t = x0 r^t (1 + (1-r) t))",
             1.0 - float(p["rate_closed_form"]),
             1.0 - float(p["rate_measured"]),
-            0.01,
+            1e-3,
             "rel",
             kind="check",
             source="theory",
@@ -124,6 +267,18 @@ def curved_valley_claims(results: dict, cfg: Config) -> list[Claim]:
             "random curved-valley starts)",
             1.0,
             float(np.mean(tr["gd_aggressive"]["diverged"])),
+            0.0,
+            "abs",
+            kind="check",
+            n_seeds=n,
+        )
+    )
+    out.append(
+        Claim(
+            f"GD does not diverge at the safe lr = 0.9 x 2/lam_eff = {float(tr['gd_safe']['lr']):.4g} (fraction of {n} "
+            "random curved-valley starts that stay bounded)",
+            1.0,
+            float(np.mean(~np.asarray(tr["gd_safe"]["diverged"]))),
             0.0,
             "abs",
             kind="check",
@@ -151,6 +306,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     return [
         *boundary_claims(results, cfg),
         *speed_claims(results, cfg),
+        *curved_river_claims(results, cfg),
         *closed_form_claims(results, cfg),
         *curved_valley_claims(results, cfg),
     ]

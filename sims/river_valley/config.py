@@ -15,6 +15,26 @@ TITLE = (
 )
 
 
+# Arrays of ``run`` that no claim reads, and why (tests/sims/test_claim_coverage.py)
+DISPLAY_ONLY = (
+    "transient/t",  # the step axis of the transient figure
+    "progress/beta",  # inputs of the progress curves (the claim reads their distances and theory)
+    "progress/lr",
+    "trajectories/starts",  # curved-valley paths and losses for the figure; the claims read the flags
+    "trajectories/gd_safe/theta",
+    "trajectories/gd_safe/loss",
+    "trajectories/gd_aggressive/theta",
+    "trajectories/gd_aggressive/loss",
+    "trajectories/gd_aggressive/lr",
+    "trajectories/hb_aggressive/theta",
+    "trajectories/hb_aggressive/lr",
+    "polyak/rate_theory",  # Polyak's r, drawn as r^t; the claims use the closed form of both double-root modes
+    "curved_river/period",  # the floor period and the distance curves of the curved-river figure
+    "curved_river/gd/distance",
+    "curved_river/hb/distance",
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class Config:
     lam: float = 100.0  # valley curvature
@@ -48,6 +68,9 @@ class Config:
     hd_lam_min: float = 1.0
     n_seeds: int = 16
     polyak_steps: int = 1000
+    # speed along a curved river (slope 1, floor curved_a sin(curved_k x))
+    curve_steps: int = 3000  # GD covers ~2 floor periods, HB ~37
+    curve_burn: int = 200  # steps before the speed is measured (HB's transient ~ 1/(1 - beta) steps)
 
     def __post_init__(self):
         v.positive("lam", self.lam)
@@ -83,12 +106,16 @@ class Config:
             "hd_dim",
             "n_seeds",
             "polyak_steps",
+            "curve_steps",
+            "curve_burn",
         ):
             v.positive_int(name, getattr(self, name))
         if self.n_seeds < 5:
             raise ValueError(f"n_seeds must be >= 5 (claims over random starts), got {self.n_seeds}")
         if self.polyak_steps < 10:
             raise ValueError(f"polyak_steps must be >= 10, got {self.polyak_steps}")
+        if self.curve_steps <= self.curve_burn:
+            raise ValueError(f"curve_steps must be > curve_burn={self.curve_burn}, got {self.curve_steps}")
         if self.speed_steps <= 100:
             raise ValueError(
                 f"speed_steps must be > 100 (the speed is measured over the last 100), got {self.speed_steps}"
@@ -112,5 +139,6 @@ PRESETS = {
         hd_dim=8,
         n_seeds=8,
         polyak_steps=600,
+        curve_steps=1800,
     ),
 }

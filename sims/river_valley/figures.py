@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
 from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
 
@@ -202,10 +203,66 @@ def plot_stability_boundary(results: dict, cfg: Config):
     return fig
 
 
+def plot_curved_river(results: dict, cfg: Config):
+    """Distance covered along a curved river vs steps (every start), and the mean speed vs the closed form."""
+    c = results["curved_river"]
+    a, k = cfg.curved_a, cfg.curved_k
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.4))
+    arms = (("gd", "tab:blue", 0.0), ("hb", "tab:green", cfg.traj_beta))
+    for label, color, b in arms:
+        d = np.asarray(c[label]["distance"])
+        t = np.arange(d.shape[1])
+        for i, row in enumerate(d):
+            ax.plot(
+                t,
+                row,
+                color=color,
+                lw=2.5,
+                alpha=0.35,
+                label=f"{label.upper()} (beta={b:g}), {d.shape[0]} starts" if i == 0 else None,
+            )
+        v = float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, b, a, k))
+        ax.plot(t, v * t, **style.prediction(color=color))
+    ax.plot([], [], **style.PREDICTION, label="t lr/(1-beta)/(1 + a^2 k^2/2) (adiabatic closed form)")
+    ax.set(
+        xlabel="step",
+        ylabel="river distance covered (x units)",
+        yscale="log",
+        xscale="log",
+        ylim=(1e-2, None),
+        title=f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}",
+    )
+    ax.legend(fontsize=8)
+    names, meas, errs, pred, flat = [], [], [], [], []
+    for label, _, b in arms:
+        m, h, _n = mean_ci(np.asarray(c[label]["speed"], np.float64))
+        lr = float(c[label]["lr"])
+        names.append(f"{label.upper()}\nlr={lr:.4g}, beta={b:g}")
+        meas.append(m)
+        errs.append(h)
+        pred.append(float(rv.curved_river_speed(lr, 1.0, b, a, k)))
+        flat.append(float(rv.curved_river_speed(lr, 1.0, b, 0.0, 0.0)))
+    xi = np.arange(len(names))
+    ax2.bar(
+        xi, meas, yerr=errs, capsize=5, color=["tab:blue", "tab:green"], alpha=0.6, label="measured mean speed (95% CI)"
+    )
+    ax2.scatter(xi, pred, marker="_", s=900, color="k", zorder=3, label="closed form with the floor's geometry")
+    ax2.scatter(xi, flat, marker="x", s=60, color="tab:red", zorder=3, label="straight river lr/(1-beta) (no geometry)")
+    ax2.set_xticks(xi, names)
+    ax2.set(
+        yscale="log",
+        ylabel="mean speed along the river (x per step)",
+        title=f"HB/GD speed ratio: measured {meas[1] / meas[0]:.3f}, closed form {pred[1] / pred[0]:.3f}",
+    )
+    ax2.legend(fontsize=8)
+    return fig
+
+
 def plot(results: dict, cfg: Config) -> dict:
     return {
         "trajectories": plot_trajectories(results, cfg),
         "phase_diagram": plot_phase_diagram(results, cfg),
         "river_progress": plot_river_progress(results, cfg),
         "stability_boundary": plot_stability_boundary(results, cfg),
+        "curved_river": plot_curved_river(results, cfg),
     }

@@ -63,6 +63,38 @@ def closed_form_distance(steps, x0, lr, lam, beta, method="hb"):
         return np.abs(np.asarray(rv.quadratic_closed_form(t, float(x0), lr, float(lam), beta, method)))
 
 
+# one compiled closed form per (shape, method) for the many-point predictions below (eager, it compiles every op)
+_closed_form = jax.jit(rv.quadratic_closed_form, static_argnames=("method",))
+
+
+def divergence_scale(theta0, blowup: float = 1e6) -> float:
+    """The |theta| above which ``rv.optimize`` calls a run diverged: blowup (1 + max|theta0|) (its docstring)."""
+    return float(blowup * (1.0 + np.max(np.abs(np.asarray(theta0, np.float64)))))
+
+
+def horizon_edge(steps: int, y0: float, scale: float, lam: float, beta, lr_lo, method: str = "hb", n: int = 2048):
+    """The finite-horizon stability edge: the smallest lr in [lr_lo, 1.05 lr_lo] at which the closed-form valley
+    iterate (float64, ``rv.quadratic_closed_form``, no recursion iterated) exceeds ``scale`` within ``steps``
+    steps, i.e. where bisection on ``rv.optimize``'s divergence flag must land. Past the asymptotic edge the
+    unstable root's envelope grows geometrically, so the max over t <= steps is at t = steps - 1 or steps. Two
+    passes of an ``n``-point grid (relative resolution ~(0.05 / n)^2). ``beta``, ``lr_lo``: (B,) -> (B,)."""
+    beta = np.asarray(beta, np.float64)[:, None]
+    lo = np.asarray(lr_lo, np.float64)[:, None]
+    width = 0.05 * lo
+    t = np.asarray([steps - 1, steps], np.float64)
+    for _ in range(2):
+        lrs = lo + width * np.linspace(0.0, 1.0, n)[None, :]  # (B, n)
+        with jax.enable_x64(True):
+            y = np.asarray(_closed_form(t, y0, lrs[..., None], lam, beta[..., None], method=method))
+        bad = ~(np.max(np.abs(y), axis=-1) <= scale)  # inf / NaN (overflow) count as diverged
+        first = np.argmax(bad, axis=1)  # the first diverging grid point (0 if none: the bracket is wrong)
+        first = np.where(bad.any(axis=1), first, n - 1)
+        i = np.maximum(first - 1, 0)
+        lo = np.take_along_axis(lrs, i[:, None], 1)
+        width = np.take_along_axis(lrs, first[:, None], 1) - lo
+    return (lo + 0.5 * width)[:, 0]
+
+
 def curved_starts(cfg: Config, key: jax.Array) -> jax.Array:
     """Random curved-valley starts, shape (n_seeds, 2): x ~ U(start_x_range), y = floor(x) + 0.05 + sd N(0,1)."""
     kx, ky = jax.random.split(key)
@@ -77,11 +109,23 @@ def phase_diagram(cfg: Config, straight, theta0) -> dict:
     betas = jnp.linspace(0.0, cfg.beta_max, cfg.n_beta)
     g = grid(lr=lrs, beta=betas)
     phase = sweep(partial(phase_point, valley=straight, theta0=theta0, steps=cfg.phase_steps), g)
+    # the closed-form prediction of every cell (float64, no recursion iterated): river progress from the mu mode,
+    # divergence where the lam mode exceeds the divergence scale within the horizon
+    lr2, b2 = np.meshgrid(np.asarray(lrs, np.float64), np.asarray(betas, np.float64), indexing="ij")
+    with jax.enable_x64(True):
+        t = np.arange(cfg.phase_steps + 1, dtype=np.float64)
+        x_cf, y_cf = (
+            np.abs(np.asarray(_closed_form(t, x0, lr2[..., None], curv, b2[..., None], method="hb")))
+            for x0, curv in ((cfg.x0, cfg.mu), (cfg.y0, cfg.lam))
+        )
+    tail = np.max(x_cf[..., -max(1, cfg.phase_steps // 10) :], axis=-1)
     return {
         "lr": lrs,
         "beta": betas,
         "progress": phase["progress"].reshape(cfg.n_lr, cfg.n_beta),
         "diverged": phase["diverged"].reshape(cfg.n_lr, cfg.n_beta),
+        "progress_theory": 1.0 - tail / abs(cfg.x0),
+        "diverged_theory": ~(np.max(y_cf[..., 1:], axis=-1) <= divergence_scale(theta0)),
     }
 
 
@@ -94,6 +138,10 @@ def stability_boundary(cfg: Config, straight, theta0) -> dict:
             measured_boundary, straight, theta0, method=method, steps=cfg.boundary_steps, iters=cfg.bisection_iters
         )
         boundary[method] = jax.jit(jax.vmap(fn))(bb)
+        edge = rv.hb_threshold(cfg.lam, bb) if method == "hb" else rv.nesterov_threshold(cfg.lam, bb)
+        boundary[f"{method}_horizon"] = horizon_edge(
+            cfg.boundary_steps, cfg.y0, divergence_scale(theta0), cfg.lam, bb, edge, method
+        )
     return boundary
 
 
@@ -176,6 +224,42 @@ def curved_trajectories(cfg: Config, key: jax.Array) -> dict:
     return tr
 
 
+def curved_river_speed(cfg: Config, key: jax.Array) -> dict:
+    """Speed along a curved river (``rv.curved_river``: slope 1, floor a sin(k x)) for GD at 0.9 x 2/lam_eff and
+    HB at the aggressive lr 0.8 x 2(1+beta)/lam_eff, from random starts (phase on the floor uniform over a
+    period, valley offset 0.05 + start_y_sd N(0, 1)). Per start: the river distance covered over the largest
+    whole number of floor periods after ``curve_burn`` steps, divided by the steps it took (interpolated), so
+    the mean over the floor's geometry is exact. ``speed``: (n_seeds,) per method; ``distance``: (n_seeds,
+    curve_steps + 1) for the figure."""
+    lam, a, k = cfg.lam, cfg.curved_a, cfg.curved_k
+    river = rv.curved_river(1.0, lam, a, k)
+    lam_eff = lam * (1.0 + (a * k) ** 2)
+    period = 2 * np.pi / k
+    kx, ky = jax.random.split(key)
+    x0 = jax.random.uniform(kx, (cfg.n_seeds,), minval=0.0, maxval=period)
+    y0 = a * jnp.sin(k * x0) + 0.05 + cfg.start_y_sd * jax.random.normal(ky, (cfg.n_seeds,))
+    starts = jnp.stack([x0, y0], -1)
+    out = {"period": jnp.asarray(period)}
+    for label, lr, b in (
+        ("gd", 0.9 * rv.gd_threshold(lam_eff), 0.0),
+        ("hb", 0.8 * rv.hb_threshold(lam_eff, cfg.traj_beta), cfg.traj_beta),
+    ):
+        traj, div = jax.vmap(
+            lambda s0, lr=lr, b=b: rv.optimize(river, s0, lr=lr, beta=b, steps=cfg.curve_steps, method="hb")
+        )(starts)
+        dist = np.asarray(traj[..., 0], np.float64)
+        dist = dist[:, :1] - dist  # river distance covered (x decreases down the slope)
+        t = np.arange(cfg.curve_steps + 1, dtype=np.float64)
+        speed = []
+        for d in dist:
+            d0 = d[cfg.curve_burn]
+            n_per = np.floor((d[-1] - d0) / period)
+            t_end = np.interp(d0 + n_per * period, d[cfg.curve_burn :], t[cfg.curve_burn :])
+            speed.append(n_per * period / (t_end - cfg.curve_burn) if n_per >= 1 else np.nan)
+        out[label] = {"lr": jnp.asarray(lr), "speed": np.asarray(speed), "distance": dist, "diverged": div}
+    return out
+
+
 def polyak_rate(cfg: Config, straight, theta0) -> dict:
     """Polyak's optimal heavy ball on [mu, lam]: measured rate vs (sqrt k - 1)/(sqrt k + 1)."""
     mu, lam = cfg.mu, cfg.lam
@@ -212,5 +296,6 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "progress": river_progress(cfg, straight, theta0),
         "high_dim": high_dim_progress(cfg, k_hd),
         "trajectories": curved_trajectories(cfg, k_start),
+        "curved_river": curved_river_speed(cfg, jax.random.fold_in(key, 2)),
         "polyak": polyak_rate(cfg, straight, theta0),
     }

@@ -56,6 +56,7 @@ from __future__ import annotations
 from jaxwb.sims.zoe_grad.claims import claims
 from jaxwb.sims.zoe_grad.config import (
     COLORS,
+    DISPLAY_ONLY,
     ESTIMATORS,
     GRIDS,
     KERNEL_ANCHOR_SCALE,
@@ -76,6 +77,7 @@ from jaxwb.sims.zoe_grad.toy import run_toy, toy_constants
 __all__ = [
     "COLORS",
     "Config",
+    "DISPLAY_ONLY",
     "ESTIMATORS",
     "GRIDS",
     "KERNEL_ANCHOR_SCALE",

@@ -2,102 +2,191 @@
 
 from __future__ import annotations
 
-import jax.numpy as jnp
+import dataclasses
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
-from jaxwb.theory import zoe_grad as zg
 
 
 def _n_point_claims(cfg: Config) -> int:
-    return len(MC_LAWS) * 3 + 2 + len(MC_LAWS)  # score on INT, two-point on both, 2 moments, 3 kernel
+    """How many Monte Carlo "ci" claims share the Bonferroni correction: estimator means (score and two-point
+    on both grids), second moments (2 laws x 2 grids), the smoothed quantizer (per law and grid), the sweep
+    (2 per law) and the kernel check (per law)."""
+    n_laws = len(MC_LAWS)
+    return n_laws * len(ESTIMATORS) * len(GRIDS) + 2 * len(GRIDS) + n_laws * len(GRIDS) + 2 * n_laws + n_laws
+
+
+def _level(cfg: Config) -> float:
+    return 1.0 - 0.05 / _n_point_claims(cfg)  # Bonferroni over the Monte Carlo "ci" claims
+
+
+# the raw score estimator on E2M1 (|Q| up to 6) has ~2x the spread of the two-point one: its interval is
+# required to be narrower than 10% of the bump's peak instead of 5%
+_PRECISION = {("score", "int"): 0.05, ("two_point", "int"): 0.05, ("score", "e2m1"): 0.1, ("two_point", "e2m1"): 0.05}
 
 
 def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Monte Carlo means of the score and two-point estimators and the score second moments vs eq. 3 and 7."""
+    """Monte Carlo means of the score and two-point estimators, of the perturbed hard quantizer and the score
+    second moments vs eq. 3, 2 and 7 (closed forms built from the laws' densities and distribution functions)."""
     out = []
-    level = 1.0 - 0.05 / _n_point_claims(cfg)  # Bonferroni over the Monte Carlo "ci" claims
+    level = _level(cfg)
     e = results["estimators"]
     for grid in GRIDS:
         g = e[grid]
         x0 = float(g["x"][-1])
         for law in MC_LAWS:
             pred = float(g[law]["closed"][-1])
-            peak = float(jnp.max(g[law]["closed"]))
+            peak = float(np.max(g[law]["closed"]))
             for est in ESTIMATORS:
-                if est == "score" and grid == "e2m1":
-                    continue  # |Q| up to 6: the raw score estimator needs ~10x the draws (shown in the figure)
                 out.append(
                     Claim.from_samples(
                         f"E[{est} estimator] = closed-form surrogate sum_k D_k p_sigma(b_k - x), {law}, {grid} grid, "
-                        f"x={x0:.3g}, sigma={cfg.sigma:g}",
+                        f"x={x0:.3g}, sigma={cfg.sigma:g} (CI required <= {_PRECISION[est, grid]:g} x the peak)",
                         pred,
                         np.asarray(g[law][est][:, -1]),
-                        0.05 * peak,
+                        _PRECISION[est, grid] * peak,
                         "ci",
                         kind="check",
                         level=level,
                         source="reconstruction",
                     )
                 )
-    g = e["int"]
-    for law in ("gaussian", "logistic"):
-        pred = float(g[law]["second_moment"][-1])
-        out.append(
-            Claim.from_samples(
-                f"E[g1^2] of the score estimator = closed form (eq. 7), {law}, int grid, x={float(g['x'][-1]):.3g}",
-                pred,
-                np.asarray(g[law]["score_m2"][:, -1]),
-                0.05 * pred,
-                "ci",
-                kind="check",
-                level=level,
-                source="reconstruction",
+            out.append(
+                Claim.from_samples(
+                    f"E[Q(x + sigma u)] = smoothed quantizer Q_sigma(x) = q_0 + sum_k D_k (1 - F((b_k - x)/sigma)) "
+                    f"(eq. 2), {law}, {grid} grid, x={x0:.3g}, sigma={cfg.sigma:g}",
+                    float(g[law]["smoothed"][0]),
+                    np.asarray(g[law]["smoothed_mc"][:, 0]),
+                    0.01 * float(np.max(np.diff(g["levels"]))),  # 1% of the largest step
+                    "ci",
+                    kind="check",
+                    level=level,
+                    source="reconstruction",
+                )
             )
-        )
+        for law in ("gaussian", "logistic"):
+            pred = float(g[law]["second_moment"][-1])
+            out.append(
+                Claim.from_samples(
+                    f"E[g1^2] of the score estimator = closed form (eq. 7), {law}, {grid} grid, x={x0:.3g}",
+                    pred,
+                    np.asarray(g[law]["score_m2"][:, -1]),
+                    0.05 * pred,
+                    "ci",
+                    kind="check",
+                    level=level,
+                    source="reconstruction",
+                )
+            )
     return out
 
 
+def ste_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The uniform law (eq. 6): its deterministic edge estimator (hard quantizer) equals its closed-form bump sum
+    (densities) on both grids and at both widths, and at sigma = 1/sqrt 12 on the INT grid both are the clipped
+    STE 1[q_0 < x < q_K] (the abstract's "STE = a degenerate perturbation")."""
+    e = results["estimators"]
+    err = 0.0
+    for grid in GRIDS:
+        u = e[grid]["uniform"]
+        for tag in ("sigma", "ste"):
+            err = max(err, float(np.max(np.abs(np.asarray(u[f"edge_{tag}"]) - np.asarray(u[f"closed_{tag}"])))))
+    g = e["int"]
+    x = np.asarray(g["x"], np.float64)
+    lv = np.asarray(g["levels"], np.float64)
+    ste = ((x > lv[0]) & (x < lv[-1])).astype(np.float64)  # the clipped straight-through estimator
+    err_ste = max(
+        float(np.max(np.abs(np.asarray(g["uniform"][k], np.float64) - ste))) for k in ("edge_ste", "closed_ste")
+    )
+    tol = "float32 rounding of 1/(2 sigma a): a few ulps"
+    return [
+        Claim(
+            "uniform law: edge estimator (Q(x + sigma a) - Q(x - sigma a))/(2 sigma a) (eq. 6) = its closed-form "
+            f"bump sum, max |difference| over x, both grids, sigma={cfg.sigma:g} and 1/sqrt12 ({tol})",
+            0.0,
+            err,
+            1e-6,
+            "abs",
+            kind="check",
+            source="reconstruction",
+        ),
+        Claim(
+            "STE = the uniform law of width one step: at sigma = 1/sqrt12 the edge estimator and the surrogate are "
+            f"the clipped STE 1[q_0 < x < q_K] for every x (INT-{cfg.int_bits}; max |difference|, {tol})",
+            0.0,
+            err_ste,
+            1e-6,
+            "abs",
+            kind="paper",
+            source="paper",
+        ),
+    ]
+
+
 def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
-    """The bump sum against the characteristic-function series (eq. 8) across the sigma sweep."""
+    """The sigma sweep on a wide INT-8 grid: the two-point estimator's Monte Carlo mean vs the closed-form bump
+    sum at the concentration peak (a boundary, smallest sigma) and in the flat limit (a level, largest sigma)."""
     out = []
+    level = _level(cfg)
     sw = results["sweep"]
-    for law in zg.LAWS:
-        at = ("level", "boundary") if law in ("gaussian", "logistic") else ("level",)
-        if law == "uniform":
-            continue
-        err = max(float(jnp.max(jnp.abs(sw[law][a] - sw[law][a + "_pred"]))) for a in at)
+    sig = np.asarray(sw["sigmas"])
+    i_min, i_max = int(np.argmin(sig)), int(np.argmax(sig))
+    for law in MC_LAWS:
+        for at, i, what in (
+            ("boundary", i_min, "concentrates on the boundaries as sigma -> 0"),
+            ("level", i_max, "flat, STE-like, as sigma grows"),
+        ):
+            pred = float(sw[law][at][i])
+            out.append(
+                Claim.from_samples(
+                    f"sigma sweep ({what}): E[two-point estimator] at a {at} of a wide INT grid = closed-form "
+                    f"surrogate, {law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1)",
+                    pred,
+                    np.asarray(sw[law][f"{at}_mc"][:, i]),
+                    0.05 * pred,
+                    "ci",
+                    kind="check",
+                    level=level,
+                    source="reconstruction",
+                )
+            )
+    return out
+
+
+def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
+    """fake_quant's NVFP4 backward against the theory's bump sum on the E2M1 levels and against the two-point
+    estimator's mean through the kernels."""
+    out = []
+    level = _level(cfg)
+    k = results["kernel"]
+    z = np.asarray(k["z"])
+    i0 = int(np.argmin(np.abs(z - 2.65)))
+    for law in MC_LAWS:
+        closed = np.asarray(k[law]["closed"], np.float64)
+        err = float(np.max(np.abs(np.asarray(k[law]["vjp"], np.float64) - closed)))
         out.append(
             Claim(
-                f"sigma sweep: bump sum on a wide INT grid = Poisson/characteristic-function series "
-                f"(eq. 8), {law}, max |error| over {len(cfg.sweep_sigmas)} sigmas at {'+'.join(at)}",
+                f"fake_quant nvfp4 custom_vjp ({law}) = the bump sum g_sigma(x / scale) on the E2M1 levels (eq. 3; "
+                f"the block scale {KERNEL_ANCHOR_SCALE} cancels), max |difference| over {z.size} points relative to "
+                "the peak (float32)",
                 0.0,
-                err,
-                2e-4,
+                err / float(np.max(closed)),
+                1e-5,
                 "abs",
                 kind="check",
                 source="reconstruction",
             )
         )
-    return out
-
-
-def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
-    """fake_quant's NVFP4 backward against the score estimator's mean through the kernels."""
-    out = []
-    level = 1.0 - 0.05 / _n_point_claims(cfg)  # Bonferroni over the Monte Carlo "ci" claims
-    k = results["kernel"]
-    i0 = int(np.argmin(np.abs(np.asarray(k["z"]) - 2.65)))
-    for law in MC_LAWS:
         pred = float(k[law]["vjp"][i0])
         out.append(
             Claim.from_samples(
                 f"fake_quant nvfp4 custom_vjp ({law}) = E[two-point estimator through the NVFP4 kernels] at "
-                f"z={float(k['z'][i0]):.3g}, block scale {KERNEL_ANCHOR_SCALE}",
+                f"z={float(z[i0]):.3g}, block scale {KERNEL_ANCHOR_SCALE}",
                 pred,
                 np.asarray(k[law]["mc"][:, i0]),
-                0.05 * float(jnp.max(k[law]["vjp"])),
+                0.05 * float(np.max(k[law]["vjp"])),
                 "ci",
                 kind="check",
                 level=level,
@@ -107,16 +196,36 @@ def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+def bias_constant_reference(levels, sigma: float, n: int = 4001) -> float:
+    """B = sup_w |Q(w) - Q_sigma(w)| * sup_w g_sigma(w) (eq. 9, L_f = 1) for the Gaussian law, recomputed in float64
+    with ``scipy.special.ndtr`` and the normal density on a grid of [q_0 - 3, q_K + 3] plus the boundaries (where
+    |Q - Q_sigma| takes its one-sided limits and g_sigma peaks): independent of ``theory.zoe_grad``'s sup,
+    densities and CDFs.
+
+    ``levels``: (L,) ascending quantization levels (grid units); returns a float."""
+    from scipy import special
+
+    lv = np.asarray(levels, np.float64)
+    b, d = 0.5 * (lv[1:] + lv[:-1]), np.diff(lv)
+    w = np.concatenate([np.linspace(lv[0] - 3.0, lv[-1] + 3.0, n), b])
+    t = (b - w[:, None]) / sigma
+    qs = lv[0] + np.sum(d * special.ndtr(-t), axis=1)
+    g = np.sum(d * np.exp(-0.5 * t * t), axis=1) / (sigma * np.sqrt(2 * np.pi))
+    q = lv[0] + np.sum(d * (w[:, None] > b), axis=1)  # at a boundary: the lower one-sided limit ...
+    eps = max(np.max(np.abs(q - qs)), np.max(np.abs(q[-b.size :] + d - qs[-b.size :])))  # ... and the upper
+    return float(eps * np.max(g))
+
+
 def toy_claims(results: dict, cfg: Config) -> list[Claim]:
-    """The convergence bound (eq. 10) and the bias bound (eq. 9) on the toy objective."""
+    """The convergence bound (eq. 10), the bias bound (eq. 9) and its constant on the toy objective."""
     out = []
     t = results["toy"]
-    lhs = np.asarray(jnp.mean(t["grad_norm_sq"], axis=1))
+    lhs = np.asarray(np.mean(t["grad_norm_sq"], axis=1))
     out.append(
         Claim.from_samples(
             f"SGD with the ZO surrogate: (1/T) sum E|grad F_sigma|^2 <= 4 (F_0 - E F_T)/(eta T) + 3 mean|b_t|^2 + "
             f"2 L eta mean E|xi_t|^2 (eq. 10, its proof's terms), toy d={cfg.toy_dim}, T={cfg.toy_steps}",
-            float(jnp.mean(t["realized_bound"])),
+            float(np.mean(t["realized_bound"])),
             lhs,
             0.0,
             "le",
@@ -124,11 +233,37 @@ def toy_claims(results: dict, cfg: Config) -> list[Claim]:
             source="reconstruction",
         )
     )
+    big_b = float(t["constants"]["B"])
     out.append(
         Claim(
             "bias of the surrogate gradient sup_w |Q - Q_sigma| g_sigma <= B = sup|Q - Q_sigma| sup g_sigma (eq. 9)",
-            float(t["constants"]["B"]),
+            big_b,
             float(t["bias_sup"]),
+            0.0,
+            "le",
+            kind="bound",
+            source="reconstruction",
+        )
+    )
+    lv = np.arange(-(2 ** (cfg.int_bits - 1) - 1), 2 ** (cfg.int_bits - 1))
+    out.append(
+        Claim(
+            f"the bias constant B of eq. 9 (Gaussian, INT-{cfg.int_bits}, sigma={cfg.toy_sigma:g}) = its float64 "
+            "recomputation with scipy on a dense grid (relative; float32 sups)",
+            bias_constant_reference(lv, cfg.toy_sigma),
+            big_b,
+            5e-6,
+            "rel",
+            kind="check",
+            source="reconstruction",
+        )
+    )
+    out.append(
+        Claim.from_samples(
+            f"per-step bias of SGD with the surrogate: mean_t |b_t|^2 <= d B^2 (eq. 9 summed over d={cfg.toy_dim} "
+            "coordinates)",
+            cfg.toy_dim * big_b**2,
+            np.asarray(np.mean(t["bias_sq"], axis=1)),
             0.0,
             "le",
             kind="bound",
@@ -139,7 +274,8 @@ def toy_claims(results: dict, cfg: Config) -> list[Claim]:
 
 
 def qat_claims(results: dict, cfg: Config) -> list[Claim]:
-    """QAT of the tiny LM: QAT beats PTQ for every surrogate; the paper's "continuous surrogates beat STE"."""
+    """QAT of the tiny LM: QAT beats PTQ for every surrogate; the paper's "continuous surrogates beat STE" (known
+    not to reproduce at this scale: expected to fail, with the reason)."""
     out = []
     if "qat" not in results:
         return out
@@ -148,13 +284,11 @@ def qat_claims(results: dict, cfg: Config) -> list[Claim]:
     control = perplexity(q["fp_ptq"])
     for arm in cfg.qat_surrogates:
         out.append(
-            Claim.from_samples(
-                f"QAT ({arm}) beats float fine-tuning + PTQ for the same steps: ppl_fp+PTQ - ppl_QAT >= 0 ({fmt}, "
+            Claim.ordering(
+                f"QAT ({arm}) beats float fine-tuning + PTQ for the same steps: ppl_fp+PTQ - ppl_QAT > 0 ({fmt}, "
                 "paired seeds)",
-                0.0,
-                control - perplexity(q[arm]),
-                0.0,
-                "ge",
+                control,
+                perplexity(q[arm]),
                 kind="paper",
                 source="reconstruction",
             )
@@ -162,16 +296,21 @@ def qat_claims(results: dict, cfg: Config) -> list[Claim]:
     for arm in cfg.qat_surrogates:
         if arm in ("ste", "uniform"):
             continue
+        claim = Claim.ordering(
+            f"continuous surrogate ({arm}) beats STE in QAT: ppl_STE - ppl_{arm} > 0 ({fmt}, paired seeds; "
+            "paper: on LLMs)",
+            perplexity(q["ste"]),
+            perplexity(q[arm]),
+            kind="paper",
+            source="paper",
+        )
         out.append(
-            Claim.from_samples(
-                f"continuous surrogate ({arm}) beats STE in QAT: ppl_STE - ppl_{arm} >= 0 ({fmt}, paired seeds; "
-                "paper: on LLMs)",
-                0.0,
-                perplexity(q["ste"]) - perplexity(q[arm]),
-                0.0,
-                "ge",
-                kind="paper",
-                source="paper",
+            dataclasses.replace(
+                claim,
+                expected="fail",
+                reason=f"not reproduced on the tiny LM ({cfg.qat_seeds} seeds, {cfg.qat_steps} steps): the paired "
+                "perplexity differences are indistinguishable from 0 (docs/papers/zoe_grad.md); the paper's effect "
+                "is reported on LLMs",
             )
         )
     return out
@@ -180,6 +319,7 @@ def qat_claims(results: dict, cfg: Config) -> list[Claim]:
 def claims(results: dict, cfg: Config) -> list[Claim]:
     return [
         *estimator_claims(results, cfg),
+        *ste_claims(results, cfg),
         *sweep_claims(results, cfg),
         *kernel_claims(results, cfg),
         *toy_claims(results, cfg),

@@ -28,6 +28,32 @@ COLORS = {
 }
 KERNEL_ANCHOR_SCALE = 0.1  # the pinned NVFP4 block scale of the kernel check
 
+# Arrays of ``run`` that no claim reads, and why (tests/sims/test_claim_coverage.py)
+DISPLAY_ONLY = (
+    "estimators/int/levels",  # the level tables: inputs, drawn as the boundary lines
+    "estimators/e2m1/levels",
+    "kernel/scale",  # the pinned block scale: an input (tests/sims/test_zoe_grad.py checks the kernels agree)
+    "sweep/curves",  # closed-form Gaussian surrogate curves for the figure (the sweep claims check the MC)
+    "toy/bias",  # the bias curve |Q - Q_sigma| g_sigma over w; its sup (toy/bias_sup) is claimed
+    "toy/bias_w",
+    "toy/bound",  # eq. 10 with sup constants: ~300x above the measurement, drawn only (the claim uses the proof's
+    # realized terms, toy/realized_bound, built from f0, f_final, var and the constants below)
+    "toy/f0",
+    "toy/f_final",
+    "toy/var",
+    "toy/constants/G",  # B = eps G is claimed against scipy; G, H, R, L, V, eta enter the realized bound
+    "toy/constants/H",
+    "toy/constants/R",
+    "toy/constants/L",
+    "toy/constants/V",
+    "toy/constants/eta",
+    "qat/fp",  # the float model's and the pretrained PTQ perplexities: reference lines of the QAT figure
+    "qat/ptq",
+    "qat/pretrain_losses",
+    "qat/diverged",  # per-arm divergence flags (all False on the full preset; a diverged arm shows in the figure)
+    "wall_s",  # wall-clock timings per part (volatile)
+)
+
 
 @dataclasses.dataclass(frozen=True)
 class Config:

@@ -51,6 +51,17 @@ def mc_means(q_fn, xs, sigma, law, estimator, key, n_seeds, n):
     return jax.lax.map(one, jax.random.split(key, n_seeds))
 
 
+def smoothed_mc(q_fn, x, sigma, law, key, n_seeds, n):
+    """Per-seed Monte Carlo means of the hard quantizer under the perturbation, E[Q(x + sigma u)] (eq. 2): shape
+    (n_seeds, *x.shape). Draws with ``zg.sample``; the closed form it estimates is ``zg.smoothed``."""
+
+    def one(k):
+        u = zg.sample((n, *jnp.shape(x)), law, key=k)
+        return jnp.mean(q_fn(x + sigma * u), axis=0)
+
+    return jax.lax.map(one, jax.random.split(key, n_seeds))
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def grid_estimators(grid: str, cfg: Config, key) -> dict:
     gi = GRIDS.index(grid)
@@ -58,6 +69,7 @@ def grid_estimators(grid: str, cfg: Config, key) -> dict:
     lv = grid_levels(grid, cfg.int_bits)
     xs = jnp.concatenate([x_grid(grid, cfg.int_bits, cfg.n_x), jnp.asarray([claim_point(grid, cfg.sigma)])])
     g = {"x": xs, "levels": lv}
+    x_c = xs[-1:]  # the claim point
     for li, law in enumerate(MC_LAWS):
         g[law] = {"closed": zg.surrogate_grad(xs, lv, cfg.sigma, law=law)}
         if law in ("gaussian", "logistic"):
@@ -66,7 +78,12 @@ def grid_estimators(grid: str, cfg: Config, key) -> dict:
             k = jax.random.fold_in(key, 100 * gi + 10 * li + ei)
             m, m2 = mc_means(q_fn, xs, cfg.sigma, law, est, k, cfg.mc_seeds, cfg.mc_samples)
             g[law][est] = m
-            g[law][est + "_m2"] = m2
+            if est == "score" and law in ("gaussian", "logistic"):  # eq. 7 exists for these; two-point: none
+                g[law]["score_m2"] = m2
+        # the smoothed quantizer itself (the forward of the smoothed objective), at the claim point
+        k = jax.random.fold_in(key, 100 * gi + 10 * li + 9)
+        g[law]["smoothed"] = zg.smoothed(x_c, lv, cfg.sigma, law=law)
+        g[law]["smoothed_mc"] = smoothed_mc(q_fn, x_c, cfg.sigma, law, k, cfg.mc_seeds, cfg.mc_samples)
     # the uniform law: degenerate edge estimator at the Monte Carlo sigma and at the STE width
     g["uniform"] = {}
     for tag, s in (("sigma", cfg.sigma), ("ste", zg.STE_SIGMA)):
@@ -80,25 +97,39 @@ def run_estimators(cfg: Config, key) -> dict:
 
 
 @functools.partial(jax.jit, static_argnums=0)
-def run_sweep(cfg: Config) -> dict:
-    lv = zg.int_levels(8)  # 255 levels: the centre is far from the clip ends (infinite-grid prediction)
+def run_sweep(cfg: Config, key) -> dict:
+    """The closed-form surrogate at a level and a boundary of a wide INT-8 grid across ``cfg.sweep_sigmas``, with
+    the Monte Carlo mean of the two-point estimator (eq. 5, hard ``round``) at every sigma: concentration on the
+    boundaries as sigma -> 0, flat (STE-like) as sigma grows. Per law: ``level``/``boundary`` (n_sigma,),
+    ``level_mc``/``boundary_mc`` (mc_seeds, n_sigma) with mc_samples // 4 draws per seed."""
+    lv = zg.int_levels(8)  # 255 levels: the centre is far from the clip ends
+    q_fn = hard_quantizer("int", 8)
     sig = jnp.asarray(cfg.sweep_sigmas, jnp.float32)
+    xs = jnp.asarray([0.0, 0.5], jnp.float32)  # a level, a boundary
+    n = max(1, cfg.mc_samples // 4)
     out = {"sigmas": sig}
-    for law in zg.LAWS:
+    for li, law in enumerate(MC_LAWS):
+        closed = jax.vmap(lambda s, law=law: zg.surrogate_grad(xs, lv, s, law=law))(sig)  # (n_sigma, 2)
+
+        def per_sigma(s, k, law=law):
+            return mc_means(q_fn, xs, s, law, "two_point", k, cfg.mc_seeds, n)[0]  # (mc_seeds, 2)
+
+        keys = jax.random.split(jax.random.fold_in(key, li), len(cfg.sweep_sigmas))
+        mc = jax.lax.map(lambda a: per_sigma(*a), (sig, keys))  # (n_sigma, mc_seeds, 2)
         out[law] = {
-            "level": jax.vmap(lambda s, law=law: zg.surrogate_grad(0.0, lv, s, law=law))(sig),
-            "boundary": jax.vmap(lambda s, law=law: zg.surrogate_grad(0.5, lv, s, law=law))(sig),
-            "level_pred": zg.grid_ripple(sig, law=law, at="level"),
-            "boundary_pred": zg.grid_ripple(sig, law=law, at="boundary"),
+            "level": closed[:, 0],
+            "boundary": closed[:, 1],
+            "level_mc": mc[:, :, 0].T,
+            "boundary_mc": mc[:, :, 1].T,
         }
     # curves for the figure
     curves = {}
     for grid in GRIDS:
         lvg = grid_levels(grid, cfg.int_bits)
-        xs = x_grid(grid, cfg.int_bits, 801)
+        xg = x_grid(grid, cfg.int_bits, 801)
         curves[grid] = {
-            "x": xs,
-            "g": jax.vmap(lambda s, lvg=lvg, xs=xs: zg.surrogate_grad(xs, lvg, s, law="gaussian"))(sig),
+            "x": xg,
+            "g": jax.vmap(lambda s, lvg=lvg, xg=xg: zg.surrogate_grad(xg, lvg, s, law="gaussian"))(sig),
         }
     out["curves"] = curves
     return out

@@ -18,7 +18,7 @@ def run(cfg: Config, *, key) -> dict:
     k1, k2, k3, k4 = jax.random.split(key, 4)
     parts = (
         ("estimators", lambda: run_estimators(cfg, k1)),
-        ("sweep", lambda: run_sweep(cfg)),
+        ("sweep", lambda: run_sweep(cfg, jax.random.fold_in(key, 5))),
         ("kernel", lambda: run_kernel_check(cfg, k2)),
         ("toy", lambda: run_toy(cfg, k3)),
     )

@@ -65,7 +65,9 @@ def run_toy(cfg: Config, key) -> dict:
     gn, bias_sq, var, f_t = jax.vmap(trajectory)(jax.random.split(kn, cfg.toy_seeds))
     f0 = f_sigma(w0)
     # eq. 10 with the realized terms of its proof: E F_T for inf F, the mean |b_t|^2 and E|xi_t|^2 per step
-    realized = 4 * (f0 - f_t) / (eta * cfg.toy_steps) + 3 * jnp.mean(bias_sq, 1) + 2 * k["L"] * eta * jnp.mean(var, 1)
+    realized = zg.convergence_bound(
+        f0 - f_t, eta=eta, smooth=k["L"], steps_t=cfg.toy_steps, bias_sq=jnp.mean(bias_sq, 1), var=jnp.mean(var, 1)
+    )
     bound = zg.convergence_bound(
         f0, eta=eta, smooth=k["L"], steps_t=cfg.toy_steps, bias_sq=cfg.toy_dim * k["B"] ** 2, var=k["V"]
     )

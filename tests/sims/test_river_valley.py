@@ -20,7 +20,7 @@ def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
-    assert all(c.kind == "check" for c in outcome.claims)
+    assert {c.kind for c in outcome.claims} == {"check", "bound", "paper"}
     for fname in (
         "data.npz",
         "claims.json",
@@ -29,6 +29,7 @@ def test_quick_preset_end_to_end(tmp_path):
         "phase_diagram.png",
         "river_progress.png",
         "stability_boundary.png",
+        "curved_river.png",
     ):
         assert (tmp_path / fname).stat().st_size > 0, fname
     manifest = json.loads((tmp_path / "manifest.json").read_text())

@@ -66,7 +66,7 @@ def test_quick_preset_end_to_end(tmp_path):
     # the quick preset skips part 5 (QAT: its paper claims are decided on the full preset only; see
     # test_qat_smoke for its code path)
     assert not (tmp_path / "qat.png").exists()
-    assert {c.kind for c in outcome.claims} == {"check", "bound"}
+    assert {c.kind for c in outcome.claims} == {"check", "bound", "paper"}
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
     assert all(np.isfinite(c.measured) for c in outcome.claims)

@@ -215,3 +215,20 @@ def test_no_recompilation_on_second_call():
 def test_bad_input_raises_value_error_naming_the_parameter(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_curved_river_speed_closed_form():
+    """Straight floor (a = 0): the effective lr times the slope; the geometry divides by the period mean of
+    1 + a^2 k^2 cos^2(kx); a float64 gradient-flow integration along the floor agrees."""
+    assert float(rv.curved_river_speed(0.01, 2.0, 0.9, 0.0, 0.3)) == pytest.approx(0.2)
+    a, k = 1.0, 0.7
+    x = np.linspace(0.0, 2 * np.pi / k, 200_001)
+    mean_dt = np.trapezoid(1.0 + (a * k * np.cos(k * x)) ** 2, x) / x[-1]  # time per unit x on the floor
+    assert float(rv.curved_river_speed(0.01, 1.0, 0.5, a, k)) == pytest.approx(0.02 / mean_dt, rel=1e-9)
+    with pytest.raises(ValueError, match="beta"):
+        rv.curved_river_speed(0.01, 1.0, 1.0, a, k)
+    with pytest.raises(ValueError, match="g must be >= 0"):
+        rv.curved_river_speed(0.01, -1.0, 0.5, a, k)
+    assert float(rv.valley_loss(jnp.array([2.0, a * np.sin(k * 2.0)]), rv.curved_river(3.0, 10.0, a, k))) == (
+        pytest.approx(6.0)
+    )
