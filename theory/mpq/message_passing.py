@@ -141,7 +141,7 @@ def state_evolution(
     the prior as :func:`vamp`): the predicted per-coordinate MSE E1 of x1 at each iteration."""
     lam = np.maximum(np.asarray(eigenvalues, np.float64), 0.0)
     c = np.asarray(levels, np.float64)
-    g2 = 1.0 / np.var(c)
+    g2 = float(1.0 / np.var(c))
     out = []
     for _ in range(iters):
         e2 = np.mean(1.0 / (beta * lam + g2))
@@ -176,13 +176,13 @@ def exact_marginals(
     w: Float[ArrayLike, " d"], h: Float[ArrayLike, "d d"], grid: Float[ArrayLike, "d K"], *, beta: float
 ):
     """Exact posterior marginals (d, K) of one row by enumeration of the K^d codewords (float64, K^d <= 2^20)."""
-    w, h, grid = (np.asarray(a, np.float64) for a in (w, h, grid))
-    d, k = grid.shape
+    wn, hn, gn = (np.asarray(a, np.float64) for a in (w, h, grid))
+    d, k = gn.shape
     if k**d > 2**20:
         raise ValueError(f"grid: K^d = {k}^{d} is too many to enumerate (<= 2^20)")
     combos = np.array(list(itertools.product(range(k), repeat=d)), np.int64)
-    e = w[None] - grid[np.arange(d)[None], combos]
-    logp = -0.5 * beta * np.einsum("cd,de,ce->c", e, h, e)
+    e = wn[None] - gn[np.arange(d)[None], combos]
+    logp = -0.5 * beta * np.einsum("cd,de,ce->c", e, hn, e)
     p = np.exp(logp - logp.max())
     p /= p.sum()
     out = np.zeros((d, k))

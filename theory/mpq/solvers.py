@@ -59,7 +59,7 @@ def objective(w: Float[ArrayLike, "m d"], q: Float[ArrayLike, "m d"], h: Float[A
     return jnp.einsum("md,de,me->m", e, as_float(h), e)
 
 
-def _check(w, h, book: Codebook):
+def _check(w: ArrayLike, h: ArrayLike, book: Codebook) -> tuple[Array, Array]:
     w = as_float(w)
     h = as_float(h)
     if w.ndim != 2:
@@ -194,25 +194,25 @@ def bcd(
     """Exact block coordinate descent from the codes ``init``: each block of ``block`` consecutive coordinates
     takes its best codeword (all K^block enumerated) given the rest, on a strict decrease only; at most
     ``max_sweeps`` sweeps, stops at the first sweep that changes nothing."""
-    w, h = _check(w, h, book)
-    d, k = w.shape[1], book.grid.shape[-1]
+    wa, ha = _check(w, h, book)
+    d, k = wa.shape[1], book.grid.shape[-1]
     if not (isinstance(block, int) and block >= 1 and d % block == 0 and k**block <= 4096):
         raise ValueError(f"block must be a positive integer dividing d={d} with K^block <= 4096, got {block!r}")
-    init = jnp.asarray(init, jnp.int32)
-    if init.shape != w.shape:
-        raise ValueError(f"init must have shape {w.shape}, got {init.shape}")
-    return _bcd(w, h, as_float(book.grid), init, block, max_sweeps)
+    start = jnp.asarray(init, jnp.int32)
+    if start.shape != wa.shape:
+        raise ValueError(f"init must have shape {wa.shape}, got {start.shape}")
+    return _bcd(wa, ha, as_float(book.grid), start, block, max_sweeps)
 
 
 def exact_minimum(w: Float[ArrayLike, " d"], h: Float[ArrayLike, "d d"], grid: Float[ArrayLike, "d K"]):
     """Minimum of (w - q)^T H (w - q) over all K^d codewords of one row by enumeration (float64 NumPy; K^d <=
     2^22). Returns ``(min objective, codes)``."""
-    w, h, grid = (np.asarray(a, np.float64) for a in (w, h, grid))
-    d, k = grid.shape
+    wn, hn, gn = (np.asarray(a, np.float64) for a in (w, h, grid))
+    d, k = gn.shape
     if k**d > 2**22:
         raise ValueError(f"grid: K^d = {k}^{d} codewords is too many to enumerate (<= 2^22)")
     combos = np.array(list(itertools.product(range(k), repeat=d)), np.int64)
-    e = w[None] - grid[np.arange(d)[None], combos]
-    f = np.einsum("cd,de,ce->c", e, h, e)
+    e = wn[None] - gn[np.arange(d)[None], combos]
+    f = np.einsum("cd,de,ce->c", e, hn, e)
     i = int(np.argmin(f))
     return float(f[i]), combos[i]
