@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.core.claims import Claim, mean_ci
 from jaxwb.sims.speed_scaling.config import ADVERSARIAL, BASELINES, LABELS, PUBLISHED, PUBLISHED_LAS, Config
 from jaxwb.theory import speed_scaling as ss
 
@@ -33,8 +33,33 @@ def i0_noise(cfg: Config) -> int:
     return int(np.argmin(np.abs(np.asarray(cfg.noise_levels))))
 
 
+def feasibility_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Every schedule the run builds finishes every job by its deadline (the model's constraint): the count of
+    infeasible (seed, algorithm, prediction, eps) schedules is 0."""
+    main = results["main"]
+    flags = [np.asarray(main[f"{b}_feasible"]) for b in BASELINES]
+    flags += [np.asarray(main[f"las_{k}_feasible"]) for k in ss.WORK_PREDICTIONS]
+    flags += [np.asarray(v) for blk in ("sp_noise", "sp_adv") for k, v in main[blk].items() if k.endswith("_feasible")]
+    bad = int(sum(np.size(f) - np.count_nonzero(f) for f in flags))
+    total = int(sum(np.size(f) for f in flags))
+    return [
+        Claim(
+            f"every schedule finishes every job by its deadline: infeasible among {total} (seed, algorithm, "
+            "prediction, eps) schedules = 0 (AVR, OA, qOA, BKP, LAS x3 predictors, SP both modes and pure following "
+            "on noisy and adversarial predictions)",
+            0.0,
+            bad,
+            0.0,
+            "abs",
+            kind="check",
+            source="paper",
+        )
+    ]
+
+
 def claims(results: dict, cfg: Config) -> list[Claim]:
     return [
+        *feasibility_claims(results, cfg),
         *_bkp_claims(results, cfg),
         *_sp_robustness_claims(results, cfg),
         *_sp_fallback_claims(results, cfg),
@@ -48,7 +73,8 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
 
 
 def _bkp_claims(results: dict, cfg: Config) -> list[Claim]:
-    """BKP / qOA energy accounting: independent pure-Python BKP integrating the commanded speed."""
+    """BKP / qOA energy accounting: independent pure-Python BKP integrating the commanded speed; BKP idles once
+    nothing is pending (its energy does not depend on how far the grid runs past the last deadline)."""
     bc = results["bkp_check"]
     return [
         Claim(
@@ -56,17 +82,30 @@ def _bkp_claims(results: dict, cfg: Config) -> list[Claim]:
             "jobs, same grid)",
             float(bc["python"]),
             float(bc["jax"]),
-            1e-3,
+            1e-5,
             "rel",
             kind="check",
             source="theory",
-        )
+            wide_reason="float32 JAX vs float64 Python: 1e-5 is a float32 allowance for ~100 slots, the observed "
+            "error (1e-7 or exactly 0) depends on the instance's rounding",
+        ),
+        Claim(
+            f"BKP idles once nothing is pending (Bansal-Kimbrel-Pruhs): max speed over the {2 * cfg.window} time "
+            "units of grid past the last deadline = 0",
+            0.0,
+            float(bc["tail_speed"]),
+            0.0,
+            "abs",
+            kind="check",
+            source="paper",
+        ),
     ]
 
 
 def _sp_robustness_claims(results: dict, cfg: Config) -> list[Claim]:
-    """SP robustness per eps: s <= kappa AVR(t) in every slot, so E(SP) <= kappa^a E(AVR) <= C OPT for every
-    prediction; and its consistency with the exact prediction on the figure's instances (LAS's model)."""
+    """SP robustness per eps: the instance form E(SP) <= kappa^a E(AVR) (SP's envelope against the separately
+    computed AVR; C = kappa^a 2^(a-1) a^a OPT then follows, by construction, and is a unit test); its independence
+    of n (``robust_n_claims``); and its consistency with the exact prediction on LAS's instances."""
     a = cfg.alpha
     eps = np.asarray(results["eps"])
     kappas = np.asarray(results["kappas"])
@@ -75,13 +114,11 @@ def _sp_robustness_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     avr = np.asarray(main["avr"])  # (seeds,) grid AVR = exact AVR (times on the grid)
     for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
-        worst_inst, worst = 0.0, 0.0
+        worst_inst = 0.0
         for blk in ("sp_noise", "sp_adv"):
             for mode in ss.SP_MODES:
                 sp = np.asarray(main[blk][mode])[..., j]  # (seeds, predictions)
                 worst_inst = max(worst_inst, float(np.max(sp / (k**a * avr[:, None]))))
-                worst = max(worst, float(np.max(sp)))
-        C = float(ss.sp_robustness_bound(a, k))
         out.append(
             Claim(
                 f"SP robustness, instance form (eps={e:g}, kappa={k:g}): worst over seeds, modes and "
@@ -89,18 +126,6 @@ def _sp_robustness_claims(results: dict, cfg: Config) -> list[Claim]:
                 "(kappa^a E(AVR)) <= 1",
                 1.0,
                 worst_inst,
-                0.0,
-                "le",
-                kind="bound",
-                source="theory",
-            )
-        )
-        out.append(
-            Claim(
-                f"SP robustness (eps={e:g}): worst ratio over seeds, modes and predictions <= C = kappa^a "
-                f"2^(a-1) a^a = {C:.3g} (independent of the prediction error)",
-                C,
-                worst,
                 0.0,
                 "le",
                 kind="bound",
@@ -122,6 +147,81 @@ def _sp_robustness_claims(results: dict, cfg: Config) -> list[Claim]:
                     source="theory",
                 )
             )
+    return out + robust_n_claims(results, cfg)
+
+
+ROBUST_GROWTH = 2.0  # the largest growth of the worst adversarial ratio over robust_n that counts as "bounded"
+
+
+def robust_growth(n, worst) -> tuple[float, float]:
+    """Fitted growth factor of the worst adversarial ratio over the range of n and its 95% half-width.
+
+    ``n`` (N,), ``worst`` (N, seeds): the per-seed worst ratio at each n. Least squares of ln(worst) on ln(n) over
+    every (n, seed) (Student-t interval of the slope b, scipy.stats.linregress); returns (G, G_hi - G) with
+    G = (n_max / n_min)^b and G_hi its upper 95% end. G = 1: flat; ln(n) growth over 20..400 gives G ~ 2."""
+    from scipy import stats
+
+    x = np.repeat(np.log(np.asarray(n, float)), np.asarray(worst).shape[1])
+    y = np.log(np.asarray(worst, float)).ravel()
+    fit = stats.linregress(x, y)
+    half = stats.t.ppf(0.975, y.size - 2) * fit.stderr
+    span = float(np.log(np.max(n) / np.min(n)))
+    g = float(np.exp(fit.slope * span))
+    return g, float(np.exp((fit.slope + half) * span) - g)
+
+
+def robust_n_claims(results: dict, cfg: Config) -> list[Claim]:
+    """SP's robustness is independent of n (the paper's O(1)): the worst ratio over the adversarial predictions,
+    per seed, at n = robust_n jobs; its fitted growth over the range (``robust_growth``) is at most
+    ``ROBUST_GROWTH`` (whole 95% interval)."""
+    if "robust_n" not in results:
+        return []
+    rb = results["robust_n"]
+    n = np.asarray(rb["n"])
+    sp = np.asarray(rb["sp"])  # (N, seeds, predictions, eps)
+    out = []
+    for j, e in enumerate(np.asarray(results["eps"])):
+        worst = sp[..., j].max(axis=2)  # (N, seeds)
+        g, h = robust_growth(n, worst)
+        means = ", ".join(f"{m:.3g}" for m in worst.mean(1))
+        out.append(
+            Claim(
+                f"SP robustness independent of n (eps={e:g}, dynamic): worst adversarial ratio at n = "
+                f"{'/'.join(str(int(x)) for x in n)} jobs (mean over {worst.shape[1]} seeds: {means}); fitted "
+                f"growth over the range (n_max/n_min)^b (log-log LSQ, whole 95% CI) <= {ROBUST_GROWTH:g} (a "
+                "ratio growing like ln n or n^(1/4) fails)",
+                ROBUST_GROWTH,
+                g,
+                0.0,
+                "le",
+                kind="check",
+                ci=h,
+                n_seeds=worst.size,
+                source="paper",
+            )
+        )
+    # the level against OA's guarantee alpha^alpha, at the smallest kappa (the eps most trusting of the cap): the
+    # worst n's mean over seeds of the worst adversarial ratio, with its interval
+    j = int(np.argmax(np.asarray(results["eps"])))
+    worst = sp[..., j].max(axis=2)
+    cis = [mean_ci(w) for w in worst]
+    i = int(np.argmax([m + h for m, h, _ in cis]))
+    a = cfg.alpha
+    out.append(
+        Claim(
+            f"SP at eps={float(np.asarray(results['eps'])[j]):g} (kappa={float(np.asarray(results['kappas'])[j]):g}) "
+            f"is as robust as OA's guarantee: mean worst adversarial ratio at the worst n (n={int(n[i])}) <= "
+            f"alpha^alpha = {a**a:g} (at eps=0.1 it is ~30x above: the price of the consistency target)",
+            a**a,
+            cis[i][0],
+            0.0,
+            "le",
+            kind="check",
+            ci=cis[i][1],
+            n_seeds=cis[i][2],
+            source="theory",
+        )
+    )
     return out
 
 
@@ -148,6 +248,8 @@ def _sp_fallback_claims(results: dict, cfg: Config) -> list[Claim]:
             "rel",
             kind="check",
             source="theory",
+            wide_reason="float32 energies summed over the grid: 1e-4 is a rounding allowance; the two code paths "
+            "agree to ~1e-6 or exactly, depending on the seed",
         ),
         Claim(
             "pure prediction-following with s_hat = OPT's speed costs exactly OPT (OA reserve never "
@@ -158,19 +260,25 @@ def _sp_fallback_claims(results: dict, cfg: Config) -> list[Claim]:
             "abs",
             kind="check",
             source="theory",
+            wide_reason="float32 rounding allowance (OPT's profile resampled on the grid); the error is ~1e-5 or "
+            "exactly 0 depending on the seed",
         ),
     ]
 
 
+SMOOTH_MAX_SIGMA = 0.8  # smoothness is claimed up to this noise; beyond, (1 + eta)^a > 10 x the robustness cap
+
+
 def _sp_smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
-    """SP smoothness: ratio <= (1 + eta)^a per noise level and eps (both modes), CI over seeds."""
+    """SP smoothness: ratio <= (1 + eta)^a per noise level <= SMOOTH_MAX_SIGMA and eps (both modes), CI over
+    seeds (Minkowski: E(s_hat) <= (1 + eta)^a OPT)."""
     a = cfg.alpha
     eps = np.asarray(results["eps"])
     main = results["main"]
     out = []
     eta = np.asarray(main["sp_noise"]["error"])  # (seeds, noise)
     for i, sig in enumerate(cfg.noise_levels):
-        if sig == 0:
+        if sig == 0 or sig > SMOOTH_MAX_SIGMA:
             continue
         for j, e in enumerate(eps):
             for mode in ss.SP_MODES:
@@ -183,7 +291,7 @@ def _sp_smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
                         rel,
                         0.0,
                         "le",
-                        kind="check",
+                        kind="bound",
                         source="theory",
                     )
                 )
@@ -199,7 +307,7 @@ def _las_smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
     eta_w, las_n = np.asarray(main["las_noise_error"]), np.asarray(main["las_noise"])
     e0 = float(eps.min())
     for i, sig in enumerate(cfg.noise_levels):
-        if sig == 0:
+        if sig == 0 or sig > SMOOTH_MAX_SIGMA:
             continue
         rel = las_n[:, i] / ((1 + e0) * (1 + eta_w[:, i]) ** a)
         out.append(
@@ -210,7 +318,7 @@ def _las_smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
                 rel,
                 0.0,
                 "le",
-                kind="check",
+                kind="bound",
                 source="theory",
             )
         )
@@ -272,10 +380,10 @@ def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
                 kind="paper",
             )
         )
-    if "las_eps_grid" not in main:
+    if "las_calibration" not in results:
         return out
     grid = np.asarray(cfg.las_eps_grid)
-    means = np.asarray(main["las_eps_grid"]).mean(0)
+    means = np.asarray(results["las_calibration"]).mean(0)  # calibration instances, not the tested ones
     lo, hi = las_eps_interval(grid, means)
     inside = [j for j, e in enumerate(eps) if lo <= e <= hi]
     pl, ph = PUBLISHED_LAS
@@ -283,7 +391,8 @@ def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
         out.append(
             Claim.from_samples(
                 f"LAS-accurate mean ratio within the published range [{pl}, {ph}] at eps={eps[j]:g} (the range "
-                f"maps to eps in [{lo:.2f}, {hi:.2f}] on our instances)",
+                f"maps to eps in [{lo:.2f}, {hi:.2f}] on {cfg.las_cal_seeds} calibration instances of their own; "
+                f"tested on the {cfg.n_seeds} experiment instances)",
                 (pl + ph) / 2,
                 las_acc[:, j],
                 (ph - pl) / 2,

@@ -43,7 +43,12 @@ class Config:
     walk_step: float = 5.0
     noise_levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
     las_eps_grid: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
+    las_cal_seeds: int = 10  # instances (own seeds) on which las_eps_grid maps the published range to eps
     bkp_check_jobs: int = 40  # BKP against the pure-Python reference on the first jobs of seed 0
+    # SP's robustness against n: worst adversarial ratio on LAS-model instances of each size (own seeds)
+    robust_n: tuple[int, ...] = (20, 50, 100, 200, 400)
+    robust_seeds: int = 10
+    robust_shared_shape: bool = False  # pad every n to the largest (one compiled program) or one program per n
     # worst-case bound checks on general random instances
     bound_jobs: int = 12
     bound_horizon: int = 30
@@ -87,6 +92,12 @@ class Config:
                 bad(field, "must be a positive int")
         if self.n_seeds < 5:
             bad("n_seeds", "must be >= 5 (claims on random quantities use a CI over seeds)")
+        if any(not (isinstance(n, int) and n >= 2) for n in self.robust_n):
+            bad("robust_n", "must be a tuple of ints >= 2")
+        if self.robust_n and self.robust_seeds < 5:
+            bad("robust_seeds", "must be >= 5 (the robustness-over-n claim uses a CI over seeds)")
+        if self.las_cal_seeds < 5:
+            bad("las_cal_seeds", "must be >= 5 (the calibration is a mean over seeds)")
         if self.bound_seeds < 0:
             bad("bound_seeds", "must be >= 0")
         if self.bkp_check_jobs > self.n_jobs:
@@ -107,9 +118,12 @@ PRESETS = {
         n_jobs=40,
         n_seeds=5,
         substeps=2,
-        noise_levels=(0.0, 0.4, 1.6),
+        noise_levels=(0.0, 0.4, 0.8),
         las_eps_grid=(),
         bkp_check_jobs=24,
+        robust_n=(20, 60),
+        robust_seeds=5,
+        robust_shared_shape=True,
         bound_seeds=0,
         lb_kappas=(),
         chunk=5,

@@ -30,7 +30,9 @@ def plot(results: dict, cfg: Config) -> dict:
         "robustness": robustness_figure(results, cfg),
         "las_experiment": las_experiment_figure(results, cfg),
     }
-    if "las_eps_grid" in results["main"]:
+    if "robust_n" in results:
+        figs["robust_n"] = robust_n_figure(results, cfg)
+    if "las_calibration" in results:
         figs["las_eps"] = las_eps_figure(results, cfg)
     if "avr_lb" in results:  # full preset only
         figs["avr_lower_bound"] = avr_lower_bound_figure(results, cfg)
@@ -269,14 +271,45 @@ def las_experiment_figure(results: dict, cfg: Config):
     return fig
 
 
+def robust_n_figure(results: dict, cfg: Config):
+    """SP's worst adversarial ratio vs the number of jobs, per eps, with the fitted growth (claim: <= 2)."""
+    from jaxwb.sims.speed_scaling.claims import ROBUST_GROWTH, robust_growth
+
+    rb = results["robust_n"]
+    n, sp = np.asarray(rb["n"]), np.asarray(rb["sp"])  # sp (N, seeds, predictions, eps)
+    fig, ax = style.figure(figsize=(7, 4.5))
+    for j, e in enumerate(np.asarray(results["eps"])):
+        worst = sp[..., j].max(axis=2)
+        m, h = _mean_ci(worst, axis=1)
+        g, gh = robust_growth(n, worst)
+        line = ax.errorbar(n, m, yerr=h, fmt="o-", capsize=3, label=f"eps={e:g}: growth {g:.2f} (+{gh:.2f}) over n")
+        ax.plot(n, m[0] * ROBUST_GROWTH ** (np.log(n / n[0]) / np.log(n[-1] / n[0])), ":", color=line[0].get_color())
+    ax.plot([], [], "k:", label=f"claim's limit: growth {ROBUST_GROWTH:g} over the range")
+    ax.set(
+        xscale="log",
+        yscale="log",
+        xlabel="number of jobs n",
+        ylabel="worst adversarial energy / OPT (mean over seeds, 95% CI)",
+        title="SP's robustness does not grow with n (dynamic mode, adversarial predictions)",
+    )
+    ax.legend(fontsize=8)
+    return fig
+
+
 def las_eps_figure(results: dict, cfg: Config):
-    """LAS-accurate mean ratio vs eps with the published range: which eps it belongs to."""
-    main = results["main"]
+    """LAS-accurate mean ratio vs eps (calibration instances) with the published range: which eps it belongs to."""
     grid = np.asarray(cfg.las_eps_grid)
-    m, h = _mean_ci(np.asarray(main["las_eps_grid"]))
+    m, h = _mean_ci(np.asarray(results["las_calibration"]))
     lo, hi = las_eps_interval(grid, m)
     fig, ax = style.figure(figsize=(7, 4.5))
-    ax.errorbar(grid, m, yerr=h, fmt="o-", capsize=3, label="LAS, exact workloads (mean, 95% CI)")
+    ax.errorbar(
+        grid,
+        m,
+        yerr=h,
+        fmt="o-",
+        capsize=3,
+        label=f"LAS, exact workloads ({cfg.las_cal_seeds} calibration instances: mean, 95% CI)",
+    )
     ax.axhspan(*PUBLISHED_LAS, color="0.8", label="published LAS-accurate range")
     if np.isfinite(lo):
         ax.axvspan(lo, hi, color="tab:blue", alpha=0.12, label=f"eps in [{lo:.2f}, {hi:.2f}] maps into it")

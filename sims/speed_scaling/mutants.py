@@ -30,6 +30,19 @@ def _bkp_work_only(f):
     return schedules
 
 
+def _bkp_never_idles(f):
+    """BKP keeps its formula's speed when nothing is pending (the grid-length-dependent energy of #38)."""
+    return lambda speed, pending: speed
+
+
+def _avr_all_released(f):
+    """SP's cap kappa AVR(t) summed over every released job, not only those whose window contains t: the cap
+    grows with the number of jobs released so far."""
+    import jax.numpy as jnp
+
+    return lambda rs, ds, dens, k: jnp.sum(jnp.where(rs <= k, dens, 0.0))
+
+
 MUTANTS = [
     Mutant(
         "sp_no_robust_fallback",
@@ -48,5 +61,17 @@ MUTANTS = [
         "jaxwb.theory.speed_scaling.online:online_schedules",
         _bkp_work_only,
         "online baselines' energy integrated over the work done, not the commanded speed",
+    ),
+    Mutant(
+        "bkp_never_idles",
+        "jaxwb.theory.speed_scaling.online:bkp_idle",
+        _bkp_never_idles,
+        "BKP's speed stays at its formula's value once nothing is pending (energy grows with the grid's length)",
+    ),
+    Mutant(
+        "sp_cap_over_released_jobs",
+        "jaxwb.theory.speed_scaling.sp:avr_speed",
+        _avr_all_released,
+        "SP's cap kappa AVR(t) sums the densities of every released job (the cap, and the worst case, grow with n)",
     ),
 ]

@@ -99,11 +99,13 @@ def energy_python(speeds, dt, alpha):
 def bkp_python(release, deadline, work, n_slots, dt=1.0):
     """BKP's COMMANDED speed per slot (what the machine runs at, and pays for):
     s(t) = max_{t' > t} w(t, e t - (e - 1) t', t') / (t' - t), w(t, t1, t2) = work released in [t1, t] with
-    deadline <= t2 (Bansal-Kimbrel-Pruhs), raised to finish the jobs due at the end of the slot; EDF."""
+    deadline <= t2 (Bansal-Kimbrel-Pruhs), raised to finish the jobs due at the end of the slot; EDF; 0 while no
+    released job has work left (the machine idles)."""
     e = math.e
     rs, ds = _grid(release, deadline, dt)
     n = len(work)
     rem = [float(w) for w in work]
+    tol = 1e-6 * max(work)  # work below this counts as done (the grid functions' tolerance)
     out = []
     for k in range(n_slots):
         t = k * dt
@@ -118,9 +120,9 @@ def bkp_python(release, deadline, work, n_slots, dt=1.0):
                 if release[j] <= t + 1e-6 * dt and release[j] >= t1 - 1e-4 * dt and deadline[j] <= tp + 1e-4 * dt
             )
             s = max(s, wsum / (tp - t))
-        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > 1e-12), key=lambda j: ds[j])
+        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > tol), key=lambda j: ds[j])
         need = sum(rem[j] for j in order if ds[j] == k + 1) / dt
-        s = max(s, need)
+        s = max(s, need) if order else 0.0  # idle while nothing is pending
         _edf_slot(rem, order, s * dt)
         out.append(s)
     return out

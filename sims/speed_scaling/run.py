@@ -75,9 +75,6 @@ def _row(key, *, cfg: Config):
     w_noisy = jax.vmap(lambda s_, k: ss.predict_work(w, "accurate", s_, key=k))(sig, jax.random.split(k_work, sig.size))
     out["las_noise"] = jax.vmap(lambda p_: las_run(jnp.min(eps), p_)[0])(w_noisy)
     out["las_noise_error"] = jax.vmap(lambda p_: ss.prediction_error(p_, w, a))(w_noisy)
-    if cfg.las_eps_grid:
-        grid = jnp.asarray(cfg.las_eps_grid)
-        out["las_eps_grid"] = jax.vmap(lambda e: las_run(e, w)[0])(grid)
 
     kappas = jnp.asarray([ss.sp_kappa(e, a) for e in cfg.eps_values])
 
@@ -109,6 +106,71 @@ def _row(key, *, cfg: Config):
     out["speeds"] = speeds
     out["jobs"] = {"release": r, "deadline": d, "work": w}
     return out
+
+
+def _las_calibration_row(key, *, cfg: Config):
+    """One calibration instance (LAS's model, seeds of their own, never the test instances): LAS with exact
+    workloads at every eps of ``las_eps_grid``: (grid,) ratios E / OPT."""
+    a, sub = cfg.alpha, cfg.substeps
+    dt, n_slots = 1.0 / sub, (cfg.n_jobs + cfg.window) * sub
+    r, d, w = ss.las_instance(cfg.n_jobs, cfg.window, step=cfg.walk_step, key=key)
+    opt = ss.energy(ss.yds(r, d, w).profile, a)
+
+    def one(e):
+        return ss.energy(ss.las(r, d, w, w, eps=e, alpha=a, n_slots=n_slots, dt=dt).profile, a) / opt
+
+    return jax.vmap(one)(jnp.asarray(cfg.las_eps_grid))
+
+
+def _robust_n_row(batch, *, n_pad: int, cfg: Config):
+    """One (n, seed) row of the robustness-over-n sweep: the first ``batch["n"]`` jobs of a LAS-model instance
+    with ``n_pad`` >= n jobs (the others get work 0 and change no energy: n's may share one compiled program),
+    and the robust SP (dynamic mode, every eps) under the adversarial speed predictions. Returns "sp"
+    (predictions, eps): E / OPT. The predictions live on the padded grid (the uniform one spreads s*'s work over
+    it, the others are unchanged by the idle tail)."""
+    a, sub, n_max = cfg.alpha, cfg.substeps, n_pad
+    dt, n_slots = 1.0 / sub, (n_max + cfg.window) * sub
+    k_inst, k_adv = jax.random.split(batch["key"])
+    r, d, w = ss.las_instance(n_max, cfg.window, step=cfg.walk_step, key=k_inst)
+    w = jnp.where(jnp.arange(n_max) < batch["n"], w, 0.0)
+    opt_res = ss.yds(r, d, w)
+    opt = ss.energy(opt_res.profile, a)
+    s_opt = ss.profile_on_grid(opt_res.profile, n_slots, dt)
+    adv = _adversarial_predictions(k_adv, s_opt, cfg)
+    kappas = jnp.asarray([ss.sp_kappa(e, a) for e in cfg.eps_values])
+
+    def per_prediction(s_hat):
+        def one(c):
+            sched = ss.speed_prediction_schedule(r, d, w, s_hat, alpha=a, kappa=c, mode="dynamic", dt=dt)
+            return ss.energy(sched.profile, a) / opt
+
+        return jax.vmap(one)(kappas)
+
+    return {"sp": jax.vmap(per_prediction)(jnp.stack([adv[k] for k in ADVERSARIAL]))}
+
+
+def _robust_n(key, cfg: Config):
+    """SP's adversarial ratios against the number of jobs (``robust_n``, ``robust_seeds`` seeds each, own keys
+    per (n, seed)); ``robust_shared_shape``: every n padded to the largest (one compiled program; the quick
+    preset's n are small and compiling dominates), else one program per n. Returns {"n": (N,), "sp": (N, seeds,
+    predictions, eps)}."""
+    n_n, n_s = len(cfg.robust_n), cfg.robust_seeds
+    ns = jnp.repeat(jnp.asarray(cfg.robust_n), n_s)
+    batch = {"key": jax.random.split(key, ns.size), "n": ns}
+    if cfg.robust_shared_shape:
+        fn = partial(_robust_n_row, n_pad=max(cfg.robust_n), cfg=cfg)
+        sp = sweep(fn, batch, chunk_size=cfg.chunk)["sp"]
+    else:
+        rows = [
+            sweep(
+                partial(_robust_n_row, n_pad=n, cfg=cfg),
+                jax.tree.map(lambda x, i=i: x[i * n_s : (i + 1) * n_s], batch),
+                chunk_size=cfg.chunk,
+            )["sp"]
+            for i, n in enumerate(cfg.robust_n)
+        ]
+        sp = jnp.concatenate(rows)
+    return {"n": np.asarray(cfg.robust_n), "sp": sp.reshape((n_n, n_s) + sp.shape[1:])}
 
 
 def _bounds_row(batch, *, cfg: Config):
@@ -149,19 +211,23 @@ def _avr_lower_bound(cfg: Config):
 
 
 def _bkp_check(key, cfg: Config):
-    """BKP's commanded energy (the code path of the main sweep) vs the pure-Python reference, on the first
-    ``bkp_check_jobs`` jobs of one LAS-model instance (same grid)."""
+    """BKP's commanded energy (the code path of the main sweep, on a grid running 2 D past the last deadline)
+    vs the pure-Python reference (grid ending at the last deadline), on ``bkp_check_jobs`` jobs of one LAS-model
+    instance; and BKP's largest speed on the tail (0: it idles once nothing is pending)."""
     a, sub, nj = cfg.alpha, cfg.substeps, cfg.bkp_check_jobs
     dt, n_slots = 1.0 / sub, (nj + cfg.window) * sub
+    tail = 2 * cfg.window * sub  # grid past the last deadline: BKP must idle there
     r, d, w = ss.las_instance(nj, cfg.window, step=cfg.walk_step, key=key)
-    e_jax = float(ss.energy(ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots, dt=dt)["bkp"].profile, a))
+    sched = ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots + tail, dt=dt)["bkp"]
+    e_jax = float(ss.energy(sched.profile, a))
     lists = [np.asarray(x, dtype=float).tolist() for x in (r, d, w)]
     e_ref = ref.energy_python(ref.bkp_python(*lists, n_slots, dt), dt, a)
-    return {"jax": np.asarray(e_jax), "python": np.asarray(e_ref)}
+    tail_speed = float(np.max(np.asarray(sched.profile.speed)[n_slots:]))
+    return {"jax": np.asarray(e_jax), "python": np.asarray(e_ref), "tail_speed": np.asarray(tail_speed)}
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
-    k_main, k_bnd, k_bkp = jax.random.split(key, 3)
+    k_main, k_bnd, k_bkp, k_rob, k_cal = jax.random.split(key, 5)
     out = {
         "eps": jnp.asarray(cfg.eps_values),
         "kappas": jnp.asarray([ss.sp_kappa(e, cfg.alpha) for e in cfg.eps_values]),
@@ -170,6 +236,11 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out["profiles"] = jax.tree.map(lambda x: x[0], {"speeds": main.pop("speeds"), "jobs": main.pop("jobs")})
     out["main"] = main
     out["bkp_check"] = _bkp_check(k_bkp, cfg)
+    if cfg.robust_n:
+        out["robust_n"] = _robust_n(k_rob, cfg)
+    if cfg.las_eps_grid:  # the eps calibration of LAS's published range, on instances of its own
+        keys = jax.random.split(k_cal, cfg.las_cal_seeds)
+        out["las_calibration"] = sweep(partial(_las_calibration_row, cfg=cfg), keys, chunk_size=cfg.chunk)
     if cfg.lb_kappas:
         out["avr_lb"] = _avr_lower_bound(cfg)
     if not cfg.bound_seeds:

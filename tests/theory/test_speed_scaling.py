@@ -389,6 +389,16 @@ def test_bkp_matches_the_pure_python_reference_and_pays_for_its_commanded_speed(
     assert float(ss.energy(sched.profile, 3.0)) > float(ss.energy(ss.grid_profile(sched.work_rate, DT), 3.0))
 
 
+def test_bkp_idles_once_nothing_is_pending():
+    """Issue #38: after the last job finishes BKP's speed is 0, so its energy does not depend on the grid's length
+    (one job of work 1 on [0, 1) at alpha = 2 cost 1.0 / 3.95 / 5.85 with 1 / 2 / 1024 slots before)."""
+    for n_slots in (1, 2, 8, 64):
+        assert float(ss.energy(ss.bkp([0.0], [1.0], [1.0], n_slots=n_slots, dt=1.0).profile, 2.0)) == pytest.approx(1.0)
+    r, d, w = _instance(5)
+    e = [float(ss.energy(ss.bkp(r, d, w, n_slots=n, dt=DT).profile, 3.0)) for n in (N_SLOTS, 2 * N_SLOTS)]
+    assert e[1] == pytest.approx(e[0], rel=1e-6)
+
+
 def test_prediction_generators():
     key = jax.random.key(0)
     s = jnp.arange(1.0, 41.0)

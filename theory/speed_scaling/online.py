@@ -7,7 +7,7 @@ from functools import partial
 
 import jax
 import jax.numpy as jnp
-from jaxtyping import ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Bool, Float
 
 from jaxwb.theory.speed_scaling.grid import finish_schedule, job_slots, prepare_jobs, scan_edf, sort_by_deadline
 from jaxwb.theory.speed_scaling.model import E, Schedule, check_alpha
@@ -45,6 +45,12 @@ def oa_speed(t, rem, pending, ds, dt):
     return jnp.max(jnp.where(pending & (horizon > 0), cum / jnp.where(horizon > 0, horizon, 1.0), 0.0))
 
 
+def bkp_idle(speed: Float[Array, ""], pending: Bool[Array, " n"]) -> Float[Array, ""]:
+    """BKP's commanded ``speed`` in a slot, 0 when no job is ``pending`` (n,) (Bansal-Kimbrel-Pruhs: the machine
+    idles; without it the speed formula stays positive past the last deadline)."""
+    return jnp.where(jnp.any(pending), speed, 0.0)
+
+
 @partial(jax.jit, static_argnames=("n_slots", "algorithm"))
 def _online(release, deadline, work, dt, q, is_avr, n_slots, algorithm):
     """algorithm "avr_oa": AVR when ``is_avr`` else q x OA (traced switch: AVR, OA and qOA share one compiled
@@ -72,7 +78,9 @@ def _online(release, deadline, work, dt, q, is_avr, n_slots, algorithm):
             )
             wsum = inc.astype(w.dtype) @ w
             gap = jnp.where(cval, cand - t, 1.0)
-            return jnp.max(jnp.where(cval, wsum / gap, 0.0)), st
+            # the machine idles (speed 0) while nothing is pending: the published setting, and what makes the
+            # energy independent of how far the grid runs past the last deadline
+            return bkp_idle(jnp.max(jnp.where(cval, wsum / gap, 0.0)), pending), st
 
     rem, eff, nom, gw, _ = scan_edf(fn, rs, ds, w, n_slots, dt, guard=True)
     return finish_schedule(rem, perm, work, eff, nom, gw, dt)
@@ -130,7 +138,9 @@ def bkp(
     dt: float = 1.0,
 ) -> Schedule:
     """BKP evaluated at the start of each slot and held for the slot (O(n^2) per slot); the guard covers the
-    discretisation (``guard_work`` reports it; it vanishes as dt -> 0)."""
+    discretisation (``guard_work`` reports it; it vanishes as dt -> 0). Speed 0 in every slot where no released
+    job has work left (Bansal-Kimbrel-Pruhs: the machine idles), so the energy does not depend on the grid's
+    length past the last deadline."""
     release, deadline, work, n_slots = prepare_jobs(release, deadline, work, n_slots, dt)
     return _online(release, deadline, work, dt, 1.0, False, n_slots, "bkp")
 

@@ -58,7 +58,7 @@ from functools import partial
 import jax
 import jax.numpy as jnp
 from jax import lax
-from jaxtyping import Array, ArrayLike, Float
+from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory import validate as v
 from jaxwb.theory.speed_scaling.grid import edf_step, finish_schedule, job_slots, prepare_jobs
@@ -81,6 +81,14 @@ def sp_robustness_bound(alpha: float, kappa: float) -> float:
     v.check("kappa", kappa, lambda a: a >= 1, ">= 1")
     v.finite("kappa", kappa)
     return kappa**alpha * avr_bound(alpha)
+
+
+def avr_speed(
+    rs: Int[Array, " n"], ds: Int[Array, " n"], dens: Float[Array, " n"], k: Int[Array, ""]
+) -> Float[Array, ""]:
+    """AVR(t) in slot ``k``: the sum of the densities ``dens`` (n,) of the jobs whose window [rs, ds) (slots,
+    (n,)) contains k (Yao-Demers-Shenker); SP's cap is kappa times it."""
+    return jnp.sum(jnp.where((rs <= k) & (k < ds), dens, 0.0))
 
 
 @partial(jax.jit, static_argnames=("n_slots",))
@@ -108,7 +116,7 @@ def _sp(release, deadline, work, s_hat, kappa, dt, n_slots, offline, robust):
         # per-job reserve: keep R_j <= kappa (w_j / |I_j|) (d_j - t) after the slot
         need = jnp.where(pending & robust, jnp.maximum(rem - kappa * dens * (left - dt), 0.0), 0.0)
         floor = jnp.sum(need) / dt
-        env = kappa * jnp.sum(jnp.where(active, dens, 0.0))
+        env = kappa * avr_speed(rs, ds, dens, k)
         s = jnp.where(robust, jnp.clip(follow, floor, jnp.maximum(env, floor)), jnp.maximum(follow, s_oa_own))
         s = jnp.maximum(jnp.minimum(s, cum[-1] / dt), floor)  # never command more than the pending work
         rem2, done = edf_step(rem - need, pending, s * dt - jnp.sum(need))
