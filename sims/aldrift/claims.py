@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import numpy as np
@@ -20,11 +21,13 @@ def _final_distance(res, name):
 
 
 def _line_fit(x, y):
+    """Least-squares (slope, intercept) of y on x (both (k,))."""
     A = np.stack([np.ones_like(x), x], 1)
     coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-    resid = y - A @ coef
-    r2 = 1 - np.sum(resid**2) / np.sum((y - y.mean()) ** 2)
-    return coef[1], coef[0], r2
+    return coef[1], coef[0]
+
+
+PRIOR_SHARE = 0.05  # the e-fold slope is fitted where the prior's share mu0 / (tau mu_d) of mu_tau is <= this
 
 
 def eps_summary(results, cfg):
@@ -130,16 +133,55 @@ def quadratic_claims(results: dict, cfg: Config) -> list[Claim]:
             f"proposal N(mean, {PAPER_INFLATION:g}/mu_tau) against p_tau (ratio measured/predicted averaged over tau "
             f"in [{taus_q[L // 2]:.3g}, {taus_q[L - 1]:.3g}], predicted ESS "
             f"{pred[half].min():.3f}-{pred[half].max():.3f}; "
-            f"{cfg.quad_runs} runs of m M = {cfg.m * cfg.M} proposals per tau; whole CI within 10%: the "
-            "Kish estimate and the chains' lag move it by a few %)",
+            f"{cfg.quad_runs} runs of m M = {cfg.m * cfg.M} proposals per tau; whole CI within 2%)",
             1.0,
             ratio,
-            0.1,
+            0.02,
             "rel",
             kind="check",
             source="theory",
         )
     )
+    out[-1] = dataclasses.replace(
+        out[-1],
+        wide_reason="the Kish estimate over m M proposals and the chains' lag bias the ratio by up to ~1% "
+        "(1.0098 +- 0.003 quick, 1.0017 +- 0.004 full): the tolerance covers that bias, not the noise",
+    )
+    return out
+
+
+def p_T_claims(results: dict, cfg: Config) -> list[Claim]:
+    """ALDRIFT approximates p_T (the paper's aim): the mean cost of its final samples in each paper setting vs
+    E_{p_T}[d] by 1-D quadrature (the cost and prior are separable). Known disagreement (docs/papers/aldrift.md):
+    with M = 50 IMH steps the chains do not reach p_T in n = 10 when A > 0."""
+    out = []
+    for i, (mu_d, A, w, _, mu0) in enumerate(cfg.settings):
+        res = results[f"setting{i + 1}"]
+        cost_T = np.asarray(res["aldrift"]["sample_cost"])[:, -1]
+        exact = float(np.asarray(res["exact"]["cost"])[-1])
+        L_d = mu_d + A * w**2
+        c = Claim.from_samples(
+            f"setting {i + 1}: ALDRIFT approximates p_T: mean sample cost at T={cfg.T:g} = E_{{p_T}}[d] "
+            f"(quadrature; {cfg.runs} runs x {cfg.m} chains, M={cfg.M}; whole CI within 3%, as on the pure "
+            "quadratic)",
+            exact,
+            cost_T,
+            0.03,
+            "rel",
+            kind="check",
+            source="paper",
+        )
+        ratio = 2.0 * L_d / (mu0 / cfg.T + mu_d)  # proposal variance 2/mu_T over p_T's 1/(T L_d) near x*
+        out.append(
+            dataclasses.replace(
+                c,
+                expected="fail",
+                reason=f"the IMH chains (M={cfg.M}) do not reach p_T: the proposal N(mean, 2/mu_T), mu_T = mu0 + T "
+                f"mu_d, is ~{ratio:.0f}x wider in variance than p_T near x* (curvature L_d = mu_d + A w^2 = {L_d:g}), "
+                f"so sup p/q ~ {ratio:.0f}^(n/2) and the samples keep the proposal's cost (19x E_p[d] in setting 1, "
+                "4x in setting 2, full preset); the pure quadratic (L_d = mu_d) matches its closed form",
+            )
+        )
     return out
 
 
@@ -149,20 +191,29 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
     e = results["eps"]
     s = eps_summary(results, cfg)
     L = np.log(1.0 / s["eps"])
-    # ALDRIFT: the slope of evaluations vs ln(1/eps), one fit per run (the eps every run reached). The geometric
-    # schedule makes evaluations linear in the temperature index; the slope in ln(1/eps) is m(M+1)/ln(1+1/n)
-    # only if E[d] follows n/(2 tau), so this can fail (an R^2 of a linear fit could hardly).
-    ok = s["ald_ok"]
+    # ALDRIFT: the slope of evaluations vs ln(1/eps), one fit per run, over the eps every run reached at a
+    # temperature where the prior's share mu0 / (tau mu_d) of mu_tau is <= PRIOR_SHARE. There the samples' mean
+    # cost falls like 1/tau (p_tau's n/(2 tau) and the proposal's 1/(mu0 + tau mu_d) alike), so the slope is
+    # m(M+1)/ln(1+1/n) whatever constant factor separates the samples from p_tau. At lower tau the prior term bends
+    # the curve: the fit over every eps gave 9612 +- 37 vs 9411 (full preset; docs/papers/aldrift.md).
+    mu_d, mu0 = cfg.settings[cfg.eps_setting][0], cfg.settings[cfg.eps_setting][4]
     ald = np.asarray(e["aldrift"]["mean_cost"], float)
+    per = cfg.eps_m * (cfg.eps_M + 1)
+    taus = np.asarray(e["taus"])
+    k = np.clip(np.round(ald / per).astype(int) - 1, 0, taus.size - 1)  # temperature index each eps was reached at
+    tau_min = mu0 / (PRIOR_SHARE * mu_d)
+    ok = s["ald_ok"] & (taus[k].min(0) >= tau_min)
     slopes = [_line_fit(L[ok], ald[r, ok])[0] for r in range(ald.shape[0])] if ok.sum() >= 3 else [np.nan]
+    pred = float(e["aldrift_slope_predicted"])
     out.append(
         Claim.from_samples(
-            f"ALDRIFT (n={cfg.eps_n}): slope d evals / d ln(1/eps) = m(M+1)/ln(1+1/n) (E_{{p_tau}}[d] ~ n/(2 tau); "
-            f"per-run fits, {cfg.eps_runs} runs)",
-            float(e["aldrift_slope_predicted"]),
+            f"ALDRIFT (n={cfg.eps_n}): slope d evals / d ln(1/eps) = m(M+1)/ln(1+1/n) (E[d] ~ 1/tau; per-run fits "
+            f"over the {int(ok.sum())} eps reached at tau >= mu0/({PRIOR_SHARE:g} mu_d) = {tau_min:g}, {cfg.eps_runs} "
+            "runs; the 95% interval contains the prediction and is within 10% of it)",
+            pred,
             slopes,
-            0.25,
-            "rel",
+            0.1 * pred,
+            "ci",
             kind="check",
             source="theory",
         )
@@ -200,17 +251,18 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     # where (1/eps)^(n/2) bites: ALDRIFT vs random search at the smallest eps both reached
     common = [j for j, ep in enumerate(rs_eps) if s["rs_ok"][j]]
-    if common and ok.any():
+    ald_ok = s["ald_ok"]
+    if common and ald_ok.any():
         ep = rs_eps[common[-1]]
         ja = int(np.argmin(np.abs(s["eps"] - ep)))
-        ratio = np.log10(rs[:, common[-1]].mean() / ald[:, ja]) if ok[ja] else np.array([np.nan])
+        ratio = rs[:, common[-1]].mean() / ald[:, ja] if ald_ok[ja] else np.array([np.nan])
     else:
         ep, ratio = float("nan"), np.array([np.nan])
     out.append(
         Claim.from_samples(
             f"n={cfg.eps_n}: ALDRIFT needs fewer evaluations than random search at eps={ep:.2g} "
-            f"(log10 ratio random/ALDRIFT > 0 over the {cfg.eps_runs} ALDRIFT runs)",
-            0.0,
+            f"(ratio random / ALDRIFT >= 1 over the {cfg.eps_runs} ALDRIFT runs)",
+            1.0,
             ratio,
             0.0,
             "ge",
@@ -273,6 +325,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     return [
         *settings_claims(results, cfg),
         *quadratic_claims(results, cfg),
+        *p_T_claims(results, cfg),
         *eps_claims(results, cfg),
         *coverage_claims(results, cfg),
     ]

@@ -6,6 +6,18 @@ import math
 
 from jaxwb.sims.core.audit import Mutant
 
+
+def _evals_m_times_M(f):
+    """ALDRIFT's evaluation count without the m initial states per temperature: m M instead of m (M + 1)."""
+
+    def aldrift(*args, **kwargs):
+        hist, xs, model = f(*args, **kwargs)
+        M = kwargs["M"]
+        return hist._replace(evals=hist.evals * M / (M + 1)), xs, model
+
+    return aldrift
+
+
 # First (the one the default suite runs): it changes a prediction, no simulated program. All four cost about one
 # quick run (49-62 s wall each in one `audit` at load ~4 on 2 cores; this one was the fastest of the four in an
 # earlier audit under load 12, 147 s vs 166-226 s).
@@ -33,5 +45,11 @@ MUTANTS = [
         "jaxwb.theory.aldrift.algorithms:aldrift",
         lambda f: lambda *a, **k: f(*a, **{**k, "inflation": 1.0}),
         "fitted proposal variance 1/mu_tau instead of the inflated 2/mu_tau (proposal lighter than p_tau)",
+    ),
+    Mutant(
+        "evals_without_initial_states",
+        "jaxwb.theory.aldrift.algorithms:aldrift",
+        _evals_m_times_M,
+        "ALDRIFT counts m M evaluations per temperature instead of m (M + 1) (the e-fold slope ~M/(M+1) low)",
     ),
 ]
