@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from jaxwb.sims.tv_distance.bench import bench
 from jaxwb.sims.tv_distance.claims import claims
-from jaxwb.sims.tv_distance.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.tv_distance.config import DISPLAY_ONLY, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.tv_distance.figures import plot
 from jaxwb.sims.tv_distance.mutants import MUTANTS
 from jaxwb.sims.tv_distance.pieces import markov_pair, pooled, queries_to_eps, separated_pair
@@ -46,6 +46,7 @@ from jaxwb.sims.tv_distance.run import run
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 
 __all__ = [
+    "DISPLAY_ONLY",
     "MUTANTS",
     "NAME",
     "PRESETS",

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy import stats
 
 from jaxwb.sims.core.claims import Claim, mean_ci
 from jaxwb.sims.tv_distance.config import Config
@@ -26,18 +27,19 @@ def logit_claims(results: dict, cfg: Config) -> list[Claim]:
     R = cfg.coverage_reps
     for kind in tv.LOGIT_KINDS:
         frac = float(cov[kind]["coverage"])
+        _, lo, _, N = binomial_ci(np.abs(np.asarray(cov[kind]["estimates"]) - tv_true) <= cfg.eps)
         out.append(
             Claim(
                 f"Hoeffding: coverage of |T - TV| <= {cfg.eps} at the Hoeffding m(eps, delta), {kind} "
-                f"estimator >= 1 - delta ({R} repetitions; conservative by design, the checks below can "
-                "fail)",
+                f"estimator >= 1 - delta (whole 95% Wilson interval over {R} repetitions; conservative by design, "
+                "the checks below can fail)",
                 1 - cfg.delta,
                 frac,
                 0.0,
                 "ge",
                 kind="bound",
-                ci=0.0,
-                n_seeds=R,
+                ci=frac - lo,
+                n_seeds=N,
             )
         )
     for kind in tv.LOGIT_KINDS:
@@ -54,7 +56,6 @@ def logit_claims(results: dict, cfg: Config) -> list[Claim]:
                 source="theory",
             )
         )
-    var_rb = None
     for kind in tv.LOGIT_KINDS:
         est = np.asarray(cov[kind]["estimates"], np.float64)
         pred = float(ref["var"][kind])
@@ -69,18 +70,34 @@ def logit_claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
         out.append(c)
-        if kind == "rb":
-            var_rb = c
+    for kind in tv.LOGIT_KINDS:
+        pred = float(ref["var"][kind])
+        out.append(
+            Claim.from_samples(
+                f"{kind}: the stated standard error is right: m se^2 (sample variance, ddof 1) averaged over {R} "
+                "repetitions = exact Var Z (enumeration, float64); CI half-width <= 5% of it",
+                pred,
+                m_h * np.asarray(cov[kind]["se"], np.float64) ** 2,
+                0.05 * pred,
+                "ci",
+                kind="check",
+                source="theory",
+            )
+        )
+    gain = results["errors"]["rb_var_gain"]
+    pred = float(ref["var"]["plain"]) - float(ref["var"]["rb"])
+    N = cfg.slope_pool * cfg.pool_chunks
     out.append(
         Claim(
-            "Rao-Blackwellised variance (measured, whole CI) <= plain variance (exact)",
-            float(ref["var"]["plain"]),
-            var_rb.measured,
-            0.0,
-            "le",
-            kind="bound",
-            ci=var_rb.ci,
-            n_seeds=var_rb.n_seeds,
+            "Rao-Blackwellisation lowers the variance: Var Z(plain) - Var Z(RB), paired on the same "
+            f"{N} sequences (errors pool), = its exact value by enumeration (> 0; 95% CI <= 50% of it)",
+            pred,
+            float(gain["mean"]),
+            0.5 * pred,
+            "ci",
+            kind="check",
+            ci=1.96 * float(gain["se"]),
+            n_seeds=N,
             source="theory",
         )
     )
@@ -151,24 +168,25 @@ def interval_claims(results: dict, cfg: Config) -> list[Claim]:
     R = cfg.coverage_reps
     # stated 95% intervals cover the exact TV (logit: z stderr; noisy/sample: z stderr + |bias estimate|)
     cov_names = (
-        [("rb", "logit RB")]
+        [("rb", "logit rb")]
         + [(f"noisy_r{r}", f"noisy SIMEX-2 r={r}") for r in cfg.noisy_r]
         + [(f"sample_s{s_}", f"sample s={s_} ({tv.resolve_sample_kind('auto', s_)})") for s_ in cfg.sample_s]
     )
     for name, label in cov_names:
-        rep = cov[name] if name != "rb" else {"value": cov["rb"]["estimates"], "se": cov["rb"]["se"]}
-        frac, half, N = binomial_ci(ci_hits(rep, tv_true))
+        rep = cov[name] if name not in tv.LOGIT_KINDS else {"value": cov[name]["estimates"], "se": cov[name]["se"]}
+        frac, lo, hi, N = binomial_ci(ci_hits(rep, tv_true))
         out.append(
             Claim(
-                f"{label}: the stated 95% interval (Estimate.halfwidth) covers the exact TV in >= 90% of "
-                f"{R} repetitions at the Hoeffding m (whole binomial CI; 0.05 below 0.95 for the normal "
-                "approximation)",
+                f"{label}: the stated 95% interval (Estimate.halfwidth) covers the exact TV at >= its level in "
+                f"{R} repetitions at the Hoeffding m: 0.95 not above the 95% Wilson interval of the coverage "
+                "(scipy binomtest; tolerance = the Wilson interval's width, so the claim fails exactly when its "
+                "upper end is below 0.95)",
                 0.95,
                 frac,
-                0.05,
+                hi - lo,
                 "ge",
                 kind="check",
-                ci=half,
+                ci=frac - lo,
                 n_seeds=N,
             )
         )
@@ -176,31 +194,161 @@ def interval_claims(results: dict, cfg: Config) -> list[Claim]:
 
 
 def slope_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Queries to reach eps grow like n (logit access) and n^2 (sample access)."""
+    """Queries to reach eps vs n from the measured query counts, slopes decided on 95% bootstrap intervals."""
     out = []
     sl = results["slopes"]
-    for nm, lab, pred in (
-        ("rb", "logit access (RB)", 1.0),
-        ("plain", "logit access (plain)", 1.0),
-        ("sample_plugin", "sample access (plugin)", 2.0),
-        ("sample_simex", "sample access (SIMEX)", 2.0),
+    pool = cfg.slope_pool * cfg.slope_chunks
+    where = f"n={cfg.slope_n}, {pool} sequences per n, queries counted in the run, 95% bootstrap CI"
+    n_sigma2 = [round(n_ * cfg.sigma**2, 2) for n_ in (min(cfg.slope_n), max(cfg.slope_n))]
+    for nm, lab, pred, tol, why in (
+        ("rb", "logit access (RB)", 1.0, 0.15, "the paper's tight O(n / eps^2)"),
+        ("plain", "logit access (plain)", 1.0, 0.15, "the paper's tight O(n / eps^2)"),
+        ("sample_plugin", "sample access (plugin)", 2.0, 0.4, "the paper's O~(n^2 K / eps^2) at fixed K"),
+        ("sample_simex", "sample access (SIMEX)", 2.0, 0.4, "the paper's O~(n^2 K / eps^2) at fixed K"),
+        (
+            "noisy_plugin",
+            f"noisy logits (plugin, sigma={cfg.sigma})",
+            2.0,
+            0.4,
+            f"the n^2 sigma^2 term of the paper's O~((n + n^2 sigma^2) / eps^2): n sigma^2 = {n_sigma2}, the "
+            "bias needs r > 1 repeats at every n, so the cost n r grows like n^2",
+        ),
+        (
+            "noisy_simex",
+            f"noisy logits (SIMEX-2, sigma={cfg.sigma})",
+            2.0,
+            0.4,
+            f"the n^2 sigma^2 term of the paper's O~((n + n^2 sigma^2) / eps^2) (n sigma^2 = {n_sigma2})",
+        ),
     ):
+        slope = float(sl[nm]["slope"])
+        lo, hi = (float(x) for x in sl[nm]["slope_ci"])
+        logit = nm in ("rb", "plain")
         out.append(
             Claim(
-                f"{lab}: queries to reach eps grow like n^{pred:g} (log-log slope over n={cfg.slope_n}; "
-                f"one pool of {cfg.slope_pool * cfg.slope_chunks} sequences per n)",
+                f"{lab}: queries to reach RMSE {cfg.slope_eps} grow like n^{pred:g} ({why}; log-log slope over "
+                f"{where}; half-width <= {tol})",
                 pred,
-                float(sl[nm]["slope"]),
-                0.3,
-                "abs",
-                kind="check",
+                slope,
+                tol,
+                "ci",
+                kind="paper",
+                ci=max(slope - lo, hi - slope) if np.isfinite(lo + hi) else float("inf"),
+                n_seeds=pool,
+                expected="fail" if logit else "pass",
+                reason=(
+                    "the query count is 2n per sequence (measured), but TV and Var Z of this family "
+                    "(per-step perturbation slope_delta / sqrt(n)) are ~15-20% higher at n = 8 than at n >= 16 "
+                    "(queries_vs_n.png, right), so the queries grow like n^0.85-0.9 over n = 8..64; the paper's "
+                    "O(n / eps^2) is a worst-case upper bound, claimed below as queries <= 2 n TV (1 - TV) / eps^2"
+                )
+                if logit
+                else "",
+            )
+        )
+    tv_hi = np.asarray(sl["tv_ref"]) + 1.96 * np.asarray(sl["tv_ref_se"])
+    worst = np.clip(tv_hi, 0.0, 0.5) * (1 - np.clip(tv_hi, 0.0, 0.5))  # TV (1 - TV) at the CI's far end, TV < 1/2
+    for nm in ("rb", "plain"):
+        q = np.asarray(sl[nm]["queries"], float)
+        cost = np.asarray(sl[nm]["cost"], float)[:, 0]
+        ratio = q / (cost * worst / cfg.slope_eps**2)
+        out.append(
+            Claim(
+                f"logit access ({nm}): queries to reach RMSE {cfg.slope_eps} <= (measured queries per sequence) "
+                "x TV (1 - TV) / eps^2 at every n (the O(n / eps^2) upper bound: Var Z <= TV (1 - TV) for Z in "
+                "[0, 1]; worst ratio over n, TV at its 95% upper end)",
+                1.0,
+                float(np.max(ratio)),
+                0.0,
+                "le",
+                kind="bound",
+                source="theory",
             )
         )
     return out
 
 
+def prefix_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The estimators at prefix lengths: the errors pool (length-n prefixes of the length-max(slope_n) decodes)
+    against the exact values by enumeration; plain vs RB at every prefix length of the slopes."""
+    out = []
+    tv_true = float(results["exact"]["tv"])
+    ref = results["reference"]
+    err = results["errors"]
+    N = cfg.slope_pool * cfg.pool_chunks
+    where = f"length-{cfg.n} prefixes of length-{max(cfg.slope_n)} decodes, {N} sequences"
+    for kind in tv.LOGIT_KINDS:
+        e = err[f"logit_{kind}"]
+        out.append(
+            Claim(
+                f"{kind} logit estimator at a prefix length: mean = exact TV ({where}; 95% CI <= 0.02)",
+                tv_true,
+                float(e["mean"]),
+                0.02,
+                "ci",
+                kind="check",
+                ci=1.96 * float(e["se"]),
+                n_seeds=N,
+                source="theory",
+            )
+        )
+        pred = float(ref["var"][kind])
+        out.append(
+            Claim(
+                f"{kind} logit estimator at a prefix length: Var Z = exact Var Z (enumeration, float64; {where}; "
+                "95% CI <= 15% of it)",
+                pred,
+                float(e["var"]),
+                0.15 * pred,
+                "ci",
+                kind="check",
+                ci=1.96 * float(e["var_se"]),
+                n_seeds=N,
+                source="theory",
+            )
+        )
+    for r in cfg.noisy_r:
+        for kind in tv.NOISY_KINDS:
+            e = err[f"noisy_{kind}_r{r}"]
+            out.append(
+                Claim(
+                    f"noisy logits (sigma={cfg.sigma}, r={r}) at a prefix length: mean {kind} estimate = its exact "
+                    f"expectation (enumeration x Gaussian smoothing, float64; {where}; 95% CI <= 0.03)",
+                    float(ref[f"noisy_r{r}"][kind]),
+                    float(e["mean"]),
+                    0.03,
+                    "ci",
+                    kind="check",
+                    ci=1.96 * float(e["se"]),
+                    n_seeds=N,
+                    source="theory" if kind == "plugin" else "reconstruction",
+                )
+            )
+    sl = results["slopes"]
+    b = np.asarray(sl["plain"]["bias"], float).ravel()  # mean(plain - RB) per n, paired on the same sequences
+    se = np.asarray(sl["plain"]["se_bias"], float).ravel()
+    crit = float(stats.norm.ppf(1 - 0.025 / len(b)))  # Bonferroni over the lengths
+    i = int(np.argmax(np.abs(b) / se))
+    out.append(
+        Claim(
+            f"plain and RB agree at every prefix length n={cfg.slope_n} (both unbiased): paired mean difference "
+            f"= 0 at the worst n (n={cfg.slope_n[i]}; Bonferroni 95% CI over the {len(b)} lengths <= 0.01)",
+            0.0,
+            float(b[i]),
+            0.01,
+            "ci",
+            kind="check",
+            ci=crit * float(se[i]),
+            n_seeds=cfg.slope_pool * cfg.slope_chunks,
+            source="theory",
+        )
+    )
+    return out
+
+
 def separation_and_engine_claims(results: dict, cfg: Config) -> list[Claim]:
-    """The TV estimates' spread at every separation; the fp32-vs-bf16 engines' RB estimate."""
+    """TV vs KL as the supports separate (exact values, estimators' means and spread); the fp32-vs-bf16
+    engines' TV and KL estimates against enumeration."""
     out = []
     sep = results["separation"]
     hw = 2 * math.sqrt(math.log(2 / 0.1) / (2 * cfg.sep_m))
@@ -216,22 +364,65 @@ def separation_and_engine_claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     )
-    eng = results["engines"]
-    i = list(np.asarray(eng["n"])).index(int(eng["exact_n"]))
+    L = len(cfg.sep_lambda)
+    crit = float(stats.t.ppf(1 - 0.025 / L, cfg.sep_reps - 1))  # Bonferroni over the separations
+    for name, lab, tol in (("tv", "TV (RB)", 0.01), ("kl", "KL", 0.0)):
+        est = np.asarray(sep[f"{name}_est"], float)  # (L, reps)
+        exact = np.asarray(sep[name], float)
+        # + 1e-4: the float32 rounding of the exact value summed over K^n = 4096 sequences (at lambda = 0 both
+        # estimators are exactly 0; at lambda = 16 the RB estimate's spread is ~1e-4 of TV ~ 1)
+        se = est.std(1, ddof=1) / math.sqrt(est.shape[1]) + 1e-4 / crit
+        i = int(np.argmax(np.abs(est.mean(1) - exact) / se))
+        out.append(
+            Claim(
+                f"{lab} estimator unbiased at every separation lambda={cfg.sep_lambda}: mean of {cfg.sep_reps} "
+                f"repetitions (m={cfg.sep_m}) = exact value at the worst lambda ({cfg.sep_lambda[i]}; Bonferroni "
+                f"95% CI over the {L} separations"
+                + (f" <= {tol})" if tol else " <= max(10% of the exact KL, 0.01 nats); the KL estimator is unbounded)"),
+                float(exact[i]),
+                float(est[i].mean()),
+                tol if tol else max(0.1 * float(exact[i]), 0.01),
+                "ci",
+                kind="check",
+                ci=crit * float(se[i]),
+                n_seeds=cfg.sep_reps,
+                source="theory",
+            )
+        )
+    tvx = np.append(np.asarray(sep["tv"], float), float(results["exact"]["tv"]))
+    klx = np.append(np.asarray(sep["kl"], float), float(results["exact"]["kl"]))
+    tvx, klx = tvx[tvx > 1e-6], klx[tvx > 1e-6]  # P = Q (lambda = 0): 0 <= 0, float32 rounding aside
     out.append(
         Claim(
-            f"fp32-vs-bf16 engines: RB estimate (m={cfg.tf_m}) = exact TV at n={int(eng['exact_n'])} "
-            "(95% CI over sequences; half-width <= 0.05)",
-            float(eng["exact_tv"]),
-            float(eng["tv"][i]),
-            0.05,
-            "ci",
-            kind="check",
-            ci=1.96 * float(eng["tv_se"][i]),
-            n_seeds=cfg.tf_m,
+            "Pinsker: exact TV <= sqrt(KL / 2) (enumeration) at every separation and for the main pair (worst "
+            "ratio TV / sqrt(KL / 2))",
+            1.0,
+            float(np.max(tvx / np.sqrt(klx / 2))),
+            0.0,
+            "le",
+            kind="bound",
             source="theory",
         )
     )
+    eng = results["engines"]
+    i = list(np.asarray(eng["n"])).index(int(eng["exact_n"]))
+    for name, lab, rel, tol_text in (("tv", "RB TV", 0.25, "25% of it"), ("kl", "KL", None, "0.005 nats")):
+        pred = float(eng[f"exact_{name}"])
+        out.append(
+            Claim(
+                f"fp32-vs-bf16 engines: {lab} estimate (m={cfg.tf_m}) = exact {name.upper()} at "
+                f"n={int(eng['exact_n'])} (enumeration; 95% CI over sequences; half-width <= {tol_text}"
+                + ("; the KL estimator's spread is ~20x the KL itself here)" if rel is None else ")"),
+                pred,
+                float(eng[name][i]),
+                rel * pred if rel else 0.005,
+                "ci",
+                kind="check",
+                ci=1.96 * float(eng[f"{name}_se"][i]),
+                n_seeds=cfg.tf_m,
+                source="theory",
+            )
+        )
     return out
 
 
@@ -240,6 +431,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         *logit_claims(results, cfg),
         *noisy_claims(results, cfg),
         *interval_claims(results, cfg),
+        *prefix_claims(results, cfg),
         *slope_claims(results, cfg),
         *separation_and_engine_claims(results, cfg),
     ]

@@ -120,3 +120,31 @@ PRESETS = {
         tf_layers=1,
     ),
 }
+
+
+def display_only() -> tuple[str, ...]:
+    """Result paths shown in the figures and read by no claim (``jaxwb.sims.core.coverage``), for the names of
+    both presets: the error-vs-queries curves and their measured query axes, the sample estimators' pool means
+    (no exact reference: the sample law has no closed-form expectation), the slopes' per-(n, s/r) tables from
+    which the claimed queries and slopes are computed, grids, and the NumPy reference's TV (equal to
+    ``exact/tv`` and to its half-sum form: tests/sims/test_tv_distance.py)."""
+    paths = ["errors/m", "reference/tv", "reference/tv_halfsum", "slopes/n", "slopes/s", "slopes/r"]
+    paths += ["separation/lam", "engines/self_tv", "engines/first_token_tv", "engines/n", "engines/exact_n"]
+    for cfg in PRESETS.values():
+        for kind in ("plain", "mixture", "rb"):
+            paths += [f"errors/logit_{kind}/error", f"errors/logit_{kind}/queries"]
+        for kind in tv.NOISY_KINDS:
+            for s in cfg.sample_s:
+                paths += [f"errors/sample_{kind}_s{s}"]
+            for r in cfg.noisy_r:
+                paths += [f"errors/noisy_{kind}_r{r}/error", f"errors/noisy_{kind}_r{r}/queries"]
+    for nm in ("plain", "rb", "sample_plugin", "sample_simex", "noisy_plugin", "noisy_simex"):
+        paths += [f"slopes/{nm}/{k}" for k in ("mean", "var", "cost")]
+        if nm not in ("plain",):
+            paths += [f"slopes/{nm}/bias", f"slopes/{nm}/se_bias"]
+        if nm not in ("plain", "rb"):
+            paths += [f"slopes/{nm}/queries"]
+    return tuple(sorted(set(paths)))
+
+
+DISPLAY_ONLY = display_only()

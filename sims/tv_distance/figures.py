@@ -24,7 +24,7 @@ def plot_errors_vs_queries(results: dict, cfg: Config):
     K, n = cfg.K, cfg.n
     fig, axes = style.figure(1, 3, figsize=(15, 4.6), sharey=True)
     qmin = 2 * n
-    qmax = max(float(np.max(v2["queries"])) for v2 in e.values() if isinstance(v2, dict))
+    qmax = max(float(np.max(v2["queries"])) for v2 in e.values() if isinstance(v2, dict) and "queries" in v2)
     qq = np.geomspace(qmin, qmax, 50)
     guide_logit = np.sqrt(n / qq)
     guide_sample = np.sqrt(n * n * K / qq)
@@ -114,14 +114,15 @@ def plot_queries_vs_n(results: dict, cfg: Config):
     }
     for name, (c, lab) in styles.items():
         qv = np.asarray(sl[name]["queries"])
-        ax.loglog(nn, qv, "o-", color=c, label=f"{lab}: slope {float(sl[name]['slope']):.2f}")
+        lo, hi = (float(x) for x in sl[name]["slope_ci"])
+        ax.loglog(nn, qv, "o-", color=c, label=f"{lab}: slope {float(sl[name]['slope']):.2f} [{lo:.2f}, {hi:.2f}]")
     ref = np.asarray(sl["rb"]["queries"])
     ax.loglog(nn, ref[0] * nn / nn[0], **style.prediction(), label="slope 1 (n / eps^2)")
     sref = np.asarray(sl["sample_plugin"]["queries"])
     ax.loglog(nn, sref[0] * (nn / nn[0]) ** 2, **style.prediction(color="tab:red"), label="slope 2 (n^2 K / eps^2)")
     ax.set(
         xlabel="sequence length n",
-        ylabel=f"queries for RMSE = {cfg.slope_eps}",
+        ylabel=f"queries for RMSE = {cfg.slope_eps} (counted in the run)",
         title=f"Queries to reach eps = {cfg.slope_eps} (K={K}, per-step perturbation {cfg.slope_delta}/sqrt(n))",
     )
     ax.legend(fontsize=7)
@@ -176,22 +177,22 @@ def plot_coverage(results: dict, cfg: Config):
     )
     for j, (name, _label) in enumerate(names):
         rep = cov[name] if name != "rb" else {"value": cov["rb"]["estimates"], "se": cov["rb"]["se"]}
-        frac, half, _ = binomial_ci(ci_hits(rep, tv_true))
+        frac, lo, hi, _ = binomial_ci(ci_hits(rep, tv_true))
         ax3.errorbar(
             [j],
             [frac],
-            [half],
+            [[frac - lo], [hi - frac]],
             fmt="o",
             color="tab:blue",
             capsize=4,
             label="with the bias term (Estimate.halfwidth)" if j == 0 else None,
         )
         if "bias" in rep:
-            f0, h0, _ = binomial_ci(ci_hits({**rep, "bias": 0.0 * np.asarray(rep["bias"])}, tv_true))
+            f0, lo0, hi0, _ = binomial_ci(ci_hits({**rep, "bias": 0.0 * np.asarray(rep["bias"])}, tv_true))
             ax3.errorbar(
                 [j + 0.15],
                 [f0],
-                [h0],
+                [[f0 - lo0], [hi0 - f0]],
                 fmt="x",
                 color="tab:red",
                 capsize=4,
@@ -202,7 +203,7 @@ def plot_coverage(results: dict, cfg: Config):
     ax3.set(
         ylim=(0, 1.05),
         ylabel="fraction of intervals covering the exact TV",
-        title=f"95% intervals at m = {int(cov['m'])} (+-95% binomial CI)",
+        title=f"95% intervals at m = {int(cov['m'])} (95% Wilson interval)",
     )
     ax3.legend(fontsize=8, loc="lower left")
     return fig

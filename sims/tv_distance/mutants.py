@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import jax
 import jax.numpy as jnp
 
 from jaxwb.sims.core.audit import Mutant
@@ -25,6 +26,20 @@ def _rb_unconditioned(f):
         else:
             last_lp, last_lq = jnp.take(d.last_lp, length - 1, axis=1), jnp.take(d.last_lq, length - 1, axis=1)
         return jnp.sum(jnp.exp(last_lp) * tv.plain_z(L[:, None] + last_lp - last_lq), axis=-1)
+
+    return g
+
+
+def _noisy_variance_full_length(f):
+    """Noisy estimator whose SIMEX noise variance counts every decoded position, not the prefix's: identical at
+    full length (the Hoeffding-m repetitions), wrong at a prefix length."""
+
+    def g(d, sigma, r, *, key, kind="simex", order=2, length=None):
+        m, n = d.lp.shape
+        mask = tv.decoding.position_mask(d, length)
+        noise = sigma * jnp.sqrt(2.0 / r) * jax.random.normal(key, (m, n))
+        L_hat = jnp.sum((d.lp - d.lq + noise) * mask, axis=1)
+        return tv.correct(L_hat, 2.0 * n * jnp.square(sigma) / r, kind, order)
 
     return g
 
@@ -55,5 +70,19 @@ MUTANTS = [
         "jaxwb.theory.tv_distance.noisy:_smoothed_z",
         lambda f: lambda mu, s2: f(mu, 0.5 * s2),
         "SIMEX's Gaussian smoothing with half the noise variance",
+    ),
+    Mutant(
+        "prefix_mask_off_by_one",
+        "jaxwb.theory.tv_distance.decoding:position_mask",
+        lambda f: lambda d, length: f(d, None if length is None else length + 1),
+        "a prefix of length k sums k + 1 positions (unseen at full length; issue 38: the prefix estimates were "
+        "unclaimed)",
+    ),
+    Mutant(
+        "noisy_prefix_variance_full_length",
+        "jaxwb.theory.tv_distance.noisy:_noisy_z_from_decoded",
+        _noisy_variance_full_length,
+        "SIMEX's noise variance 2 n sigma^2 / r over all decoded positions at a prefix length (issue 38: the "
+        "noisy estimators at prefix lengths were unclaimed)",
     ),
 ]

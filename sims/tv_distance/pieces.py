@@ -45,73 +45,186 @@ def group_errors(z, tv_true, ms):
 def queries_to_eps(bias, var, se_bias, cost, eps, fine=256):
     """Queries needed for RMSE = eps: min over the cost parameter (s or r) of cost * var / (eps^2 - bias^2).
 
-    bias, var, se_bias, cost: (..., P) over a geometric grid of the parameter; they are interpolated linearly
-    in log(parameter) on a ``fine`` grid (so the minimum does not jump with the grid spacing). Only points
-    whose bias is resolved below eps count: |bias| + 2 se(bias) < eps. NaN if no point qualifies.
+    bias, var, se_bias, cost: (..., P) over a geometric grid of the parameter (broadcast; any leading batch
+    axes, e.g. bootstrap resamples and n); they are interpolated linearly in log(parameter) on a ``fine`` grid
+    (so the minimum does not jump with the grid spacing). Only points whose bias is resolved below eps count:
+    |bias| + 2 se(bias) < eps. Returns (...,), NaN where no point qualifies.
     """
     bias, var, se_bias, cost = np.broadcast_arrays(
         *(np.atleast_2d(np.asarray(a, float)) for a in (bias, var, se_bias, cost))
     )
-    out = np.full(bias.shape[0], np.nan)
-    P = bias.shape[1]
-    x, xf = np.arange(P), np.linspace(0, P - 1, fine if P > 1 else 1)
-    for i in range(bias.shape[0]):
-        b, v_, se, c = (np.interp(xf, x, a[i]) for a in (bias, var, se_bias, np.log(cost)))
-        ok = np.abs(b) + 2 * se < eps
-        if ok.any():
-            out[i] = np.min(np.exp(c[ok]) * v_[ok] / (eps**2 - b[ok] ** 2))
-    return out
+    P = bias.shape[-1]
+    if P == 1:
+        fb, fv, fse, fc = bias, var, se_bias, np.log(cost)
+    else:
+        xf = np.linspace(0, P - 1, fine)
+        i0 = np.minimum(np.floor(xf).astype(int), P - 2)
+        w = xf - i0
+        lerp = lambda a: a[..., i0] * (1 - w) + a[..., i0 + 1] * w
+        fb, fv, fse, fc = lerp(bias), lerp(var), lerp(se_bias), lerp(np.log(cost))
+    ok = np.abs(fb) + 2 * fse < eps
+    q = np.where(ok, np.exp(fc) * fv / np.where(ok, eps**2 - fb**2, 1.0), np.inf)
+    out = q.min(axis=-1)
+    return np.where(np.isfinite(out), out, np.nan)
+
+
+def loglog_slope(n, q):
+    """Least-squares slope of log q against log n over the finite entries: n (N,), q (..., N) -> (...,); NaN
+    with fewer than two finite entries."""
+    x = np.broadcast_to(np.log(np.asarray(n, float)), np.shape(q))
+    y = np.log(np.asarray(q, float))
+    w = np.isfinite(y)
+    cnt = w.sum(-1)
+    y0 = np.where(w, y, 0.0)
+    xm = (x * w).sum(-1) / np.maximum(cnt, 1)
+    ym = y0.sum(-1) / np.maximum(cnt, 1)
+    dx = np.where(w, x - xm[..., None], 0.0)
+    num = (dx * (y0 - ym[..., None])).sum(-1)
+    den = (dx * dx).sum(-1)
+    return np.where(cnt >= 2, num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def slope_stats(z, rb, cost, eps, n):
+    """Per n and parameter (s or r): mean, variance, bias against the RB estimate on the same sequences and
+    its standard error, queries to reach eps and the log-log slope over n.
+
+    z (..., N, P, M): per-sequence estimates (N lengths, P parameter values, M sequences); rb (..., N, M);
+    cost (N, P): measured queries per sequence. Leading axes (bootstrap resamples) are kept."""
+    M = z.shape[-1]
+    diff = z - rb[..., None, :]
+    st = {
+        "mean": z.mean(-1),
+        "var": z.var(-1),
+        "bias": diff.mean(-1),  # E Z - TV, estimated as a paired difference with RB
+        "se_bias": diff.std(-1) / math.sqrt(M),
+    }
+    st["queries"] = queries_to_eps(st["bias"], st["var"], st["se_bias"], cost, eps)
+    st["slope"] = loglog_slope(n, st["queries"])
+    return st
+
+
+def bootstrap_slope(z, rb, cost, eps, n, *, seed, n_resamples=999):
+    """95% percentile-bootstrap interval (``scipy.stats.bootstrap``; the sequences of each n resampled
+    independently, as the pools are) of the log-log slope of queries-to-eps vs n: z (N, P, M), rb (N, M),
+    cost (N, P). Returns (low, high).
+
+    The resampled objects are the sequence indices; a resample's statistics are sums of per-sequence features
+    (Z, Z^2, Z - RB, (Z - RB)^2) weighted by how often each sequence was drawn, one matrix product per n."""
+    from scipy import stats
+
+    N, P, M = z.shape
+    d = z - rb[:, None, :]
+    feats = [np.concatenate([z[i], z[i] ** 2, d[i], d[i] ** 2]).T for i in range(N)]  # (M, 4P) per n
+
+    def statistic(*idx, axis=-1):
+        sums = []
+        for i, ix in enumerate(idx):
+            ix = np.moveaxis(np.asarray(ix), axis, -1)
+            lead, flat = ix.shape[:-1], ix.reshape(-1, M)
+            B = flat.shape[0]
+            counts = np.bincount((flat + M * np.arange(B)[:, None]).ravel(), minlength=B * M).reshape(B, M)
+            sums.append((counts @ feats[i] / M).reshape(*lead, 4, P))
+        S = np.stack(sums, axis=-3)  # (*lead, N, 4, P)
+        mean, m2, b, b2 = (S[..., k, :] for k in range(4))
+        var, se = m2 - mean**2, np.sqrt(np.maximum(b2 - b**2, 0.0) / M)
+        return loglog_slope(n, queries_to_eps(b, var, se, cost, eps))
+
+    res = stats.bootstrap(
+        tuple(np.arange(M) for _ in range(N)),
+        statistic,
+        n_resamples=n_resamples,
+        vectorized=True,
+        method="percentile",
+        batch=250,
+        rng=np.random.default_rng(seed),
+    )
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
 
 
 @partial(jax.jit, static_argnames=("n", "m"))
-def pool_z(p, q, s_grid, r_grid, sigma, length, *, key, n, m):
-    """Per-sequence estimates of every estimator for the length-``length`` prefixes (length <= n, traced, so
-    every length shares one compilation) from two decodes (x ~ P and x ~ (P+Q)/2): plain, rb, mixture (m,);
-    sample_<kind> (len(s_grid), m); noisy_<kind> (len(r_grid), m)."""
-    k_dec, k_mix, k_src, k_s, k_r = jax.random.split(key, 5)
+def pool_logit_noisy(p, q, r_grid, sigma, length, *, key, n, m):
+    """Per-sequence logit and noisy-logit estimates for the length-``length`` prefixes (length <= n, traced,
+    so every length shares one compilation) from two decodes (x ~ P and x ~ (P+Q)/2): plain, rb, mixture (m,);
+    noisy_<kind> (len(r_grid), m); logit_queries (m,): the next-token queries counted by ``decode`` at the
+    positions < length; and the decoded log-probs lp, lq (m, n) of x ~ P, from which the sample counts are
+    drawn (``sample_counts_np``)."""
+    k_dec, k_mix, k_src, k_r = jax.random.split(key, 4)
     d = tv.decode(p, q, jnp.zeros((m,), bool), key=k_dec, n=n, m=m, keep_all=True)
     dm = tv.decode(p, q, jax.random.bernoulli(k_src, 0.5, (m,)), key=k_mix, n=n, m=m)
     out = {kind: tv.logit_z_from_decoded(d if kind != "mixture" else dm, kind, length) for kind in tv.LOGIT_KINDS}
-    mask = (jnp.arange(n) < length).astype(jnp.float32)
-    counts = jax.vmap(lambda s: tv.sample_counts(d, s, key=k_s))(s_grid)
+    mask = jnp.arange(n) < length
+    out["logit_queries"] = jnp.sum(jnp.where(mask, d.queries, 0), axis=1).astype(jnp.float32)
     for kind in tv.NOISY_KINDS:
-        out[f"sample_{kind}"] = jax.vmap(
-            lambda cp, cq, s, kind=kind: tv.sample_z_from_counts(cp, cq, s, kind, mask=mask)
-        )(counts[0], counts[1], s_grid)
         out[f"noisy_{kind}"] = jax.vmap(
             lambda r, kind=kind: tv.noisy_z_from_decoded(d, sigma, r, key=k_r, kind=kind, length=length)
         )(r_grid)
+    return out, d.lp, d.lq
+
+
+def sample_counts_np(lp, lq, s_grid, length: int, rng: np.random.Generator):
+    """Sample-access counts in NumPy (its binomial sampler is ~15x faster than ``jax.random.binomial`` on CPU,
+    which was most of the full preset's time): the number of the s samples of p_t(. | x_<t) (of q_t) equal
+    to x_t, Binomial(s, p_t(x_t)) -- the law of
+    ``jaxwb.theory.tv_distance.sample_counts`` -- at the positions < length: c (len(s_grid), 2, m, length)
+    float32 (c_p, c_q stacked); draws (len(s_grid), m): the samples drawn per sequence, summed over the trials
+    of each draw (both models)."""
+    lp, lq = np.asarray(lp, np.float64)[:, :length], np.asarray(lq, np.float64)[:, :length]
+    prob = np.clip(np.exp(np.stack([lp, lq])), 0.0, 1.0)  # (2, m, length)
+    trials = np.broadcast_to(np.asarray(s_grid, np.int64)[:, None, None, None], (len(s_grid), *prob.shape))
+    c = rng.binomial(trials, prob[None]).astype(np.float32)
+    return c, trials.sum(axis=(1, 3)).astype(np.float64)
+
+
+@jax.jit
+def pool_sample(c_p, c_q, s_grid, length):
+    """Sample-access per-sequence estimates sample_<kind> (len(s_grid), m) from counts (len(s_grid), m, n) at
+    the positions < length (``jaxwb.theory.tv_distance.sample_z_from_counts`` with a position mask)."""
+    mask = (jnp.arange(c_p.shape[-1]) < length).astype(jnp.float32)
+    return {
+        f"sample_{kind}": jax.vmap(lambda cp, cq, s, kind=kind: tv.sample_z_from_counts(cp, cq, s, kind, mask=mask))(
+            c_p, c_q, s_grid
+        )
+        for kind in tv.NOISY_KINDS
+    }
+
+
+def pool_chunk(p, q, cfg, length, key, n, m):
+    """Every estimator on one chunk of m sequences (length-``length`` prefixes of length-n decodes), float64
+    NumPy: the logit and noisy z (``pool_logit_noisy``), the sample z (``pool_sample`` on NumPy counts), and
+    the measured queries per sequence: logit_queries (m,), noisy_queries (len(slope_r), m) = r repeats of
+    each counted query, sample_queries (len(slope_s), m) = the samples drawn plus one sampler call per
+    position for x_t ~ P (half the counted logit queries: one to each model)."""
+    k_main, k_s = jax.random.split(key)
+    s_grid, r_grid = np.asarray(cfg.slope_s), np.asarray(cfg.slope_r)
+    out, lp, lq = pool_logit_noisy(
+        p, q, jnp.asarray(r_grid, jnp.float32), jnp.float32(cfg.sigma), jnp.int32(length), key=k_main, n=n, m=m
+    )
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(k_s)).ravel().tolist())
+    c, draws = sample_counts_np(lp, lq, s_grid, length, rng)
+    full = np.zeros((*c.shape[:3], n), np.float32)
+    full[..., :length] = c
+    out = {k2: np.asarray(v2, np.float64) for k2, v2 in out.items()}
+    sz = pool_sample(jnp.asarray(full[:, 0]), jnp.asarray(full[:, 1]), jnp.asarray(s_grid, jnp.float32), length)
+    out.update({k2: np.asarray(v2, np.float64) for k2, v2 in sz.items()})
+    out["noisy_queries"] = r_grid[:, None] * out["logit_queries"][None]
+    out["sample_queries"] = draws + 0.5 * out["logit_queries"][None]
     return out
 
 
 def pooled(p, q, cfg, length, key, chunks):
-    """``pool_z`` over ``chunks`` chunks of cfg.slope_pool sequences, concatenated (float64 NumPy)."""
-    n_max = max(cfg.slope_n)
-    outs = [
-        pool_z(
-            p,
-            q,
-            jnp.asarray(cfg.slope_s, jnp.float32),
-            jnp.asarray(cfg.slope_r, jnp.float32),
-            jnp.float32(cfg.sigma),
-            jnp.int32(length),
-            key=k,
-            n=n_max,
-            m=cfg.slope_pool,
-        )
-        for k in jax.random.split(key, chunks)
-    ]
-    return {nm: np.concatenate([np.asarray(o[nm], np.float64) for o in outs], axis=-1) for nm in outs[0]}
+    """``pool_chunk`` over ``chunks`` chunks of cfg.slope_pool sequences (decodes of length max(slope_n), so
+    every call shares one compiled program), concatenated along the last axis (float64 NumPy)."""
+    outs = [pool_chunk(p, q, cfg, length, k, max(cfg.slope_n), cfg.slope_pool) for k in jax.random.split(key, chunks)]
+    return {nm: np.concatenate([o[nm] for o in outs], axis=-1) for nm in outs[0]}
 
 
-@partial(jax.jit, static_argnames=("n", "m", "reps", "rs", "ss"))
-def coverage_reps(p, q, sigma, *, key, n, m, reps, rs, ss):
+@partial(jax.jit, static_argnames=("n", "m", "reps", "rs"))
+def coverage_reps(p, q, sigma, *, key, n, m, reps, rs):
     """``reps`` independent repetitions of m sequences each (one decode of reps * m sequences, reshaped): the
-    three logit estimates, the noisy estimates (plugin and the default SIMEX-2 with its bias estimate against
-    the plugin on the same noise) for each r in rs, and the sample estimate with the default kind ("auto")
-    and its bias estimate (``lower_order``) for each s in ss. Per repetition: value, se (std / sqrt(m)),
-    bias, each (reps,)."""
-    k1, k2, k3, k4, k5 = jax.random.split(key, 5)
+    three logit estimates and the noisy estimates (plugin and the default SIMEX-2 with its bias estimate against
+    the plugin on the same noise) for each r in rs. Per repetition: value, se (std / sqrt(m)), bias, each
+    (reps,). Also returns the decoded log-probs lp, lq (reps * m, n) of x ~ P for ``coverage_sample``."""
+    k1, k2, k3, k4 = jax.random.split(key, 4)
     B = reps * m
     d = tv.decode(p, q, jnp.zeros((B,), bool), key=k1, n=n, m=B)
     dm = tv.decode(p, q, jax.random.bernoulli(k2, 0.5, (B,)), key=k3, n=n, m=B)
@@ -125,12 +238,27 @@ def coverage_reps(p, q, sigma, *, key, n, m, reps, rs, ss):
         ref_kind, ref_order = tv.lower_order("simex", 2)
         zr = tv.noisy_z_from_decoded(d, sigma, float(r), key=k4, kind=ref_kind, order=ref_order)
         out[f"noisy_r{r}"] = {"plugin": per(zp).mean(1), **summ(z2), "bias": jnp.abs(per(z2 - zr).mean(1))}
-    for s_ in ss:
+    return out, d.lp, d.lq
+
+
+@partial(jax.jit, static_argnames=("m", "reps", "ss"))
+def coverage_sample(c, *, m, reps, ss):
+    """The sample estimate with the default kind ("auto") and its bias estimate (``lower_order``, on the same
+    counts) for each s in ss, per repetition (value, se, bias: (reps,)), from counts c (len(ss), 2, reps * m, n)
+    (``sample_counts_np``; ``jaxwb.theory.tv_distance.sample_z_from_counts`` is the estimator)."""
+    sq = math.sqrt(m)
+    per = lambda z: z.reshape(reps, m)
+    out = {}
+    for i, s_ in enumerate(ss):
         kind = tv.resolve_sample_kind("auto", s_)
-        z = tv.sample_z_from_decoded(d, float(s_), key=k5, kind=kind)
+        z = tv.sample_z_from_counts(c[i, 0], c[i, 1], float(s_), kind)
         ref_kind, ref_order = tv.lower_order(kind, 2)
-        zr = tv.sample_z_from_decoded(d, float(s_), key=k5, kind=ref_kind, order=ref_order)
-        out[f"sample_s{s_}"] = {**summ(z), "bias": jnp.abs(per(z - zr).mean(1))}
+        zr = tv.sample_z_from_counts(c[i, 0], c[i, 1], float(s_), ref_kind, ref_order)
+        out[f"sample_s{s_}"] = {
+            "value": per(z).mean(1),
+            "se": per(z).std(1, ddof=1) / sq,
+            "bias": jnp.abs(per(z - zr).mean(1)),
+        }
     return out
 
 

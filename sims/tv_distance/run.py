@@ -11,14 +11,17 @@ import numpy as np
 
 from jaxwb.sims.tv_distance.config import Config
 from jaxwb.sims.tv_distance.pieces import (
+    bootstrap_slope,
     coverage_reps,
+    coverage_sample,
     engine_prefix_stats,
     group_errors,
     markov_pair,
     pooled,
-    queries_to_eps,
+    sample_counts_np,
     separated_pair,
     separation_row,
+    slope_stats,
 )
 from jaxwb.sims.tv_distance.reference import enumerated_reference
 from jaxwb.theory import tv_distance as tv
@@ -27,53 +30,58 @@ SLOPE_NAMES = ("plain", "rb", "sample_plugin", "sample_simex", "noisy_plugin", "
 
 
 def run_errors(cfg: Config, p, q, tv_true, key) -> dict:
-    """Mean |estimate - TV| vs total queries (exact TV by enumeration), every access model."""
+    """Mean |estimate - TV| vs total queries (exact TV by enumeration), every access model, on the length-n
+    prefixes of the length-max(slope_n) decodes (the prefix path of the slopes' program): per estimator the
+    measured queries, the error curve, and the pool's mean with its standard error (and Var Z with its
+    standard error for the logit kinds)."""
     n = cfg.n
     pool = cfg.slope_pool * cfg.pool_chunks
     ms = 2 ** np.arange(0, int(math.log2(pool)) - 3)
     z = pooled(p, q, cfg, n, key, cfg.pool_chunks)
     err = {"m": ms}
+    per_seq = {"logit": z["logit_queries"].mean(), "sample": z["sample_queries"].mean(-1)}
+    per_seq["noisy"] = z["noisy_queries"].mean(-1)
+    sq = math.sqrt(z["rb"].size)
     for kind in tv.LOGIT_KINDS:
+        zz = z[kind]
         err[f"logit_{kind}"] = {
-            "queries": 2 * n * ms,
-            "error": group_errors(z[kind], float(tv_true), ms),
-            "mean": np.mean(z[kind]),
-            "var": np.var(z[kind]),
+            "queries": per_seq["logit"] * ms,
+            "error": group_errors(zz, float(tv_true), ms),
+            "mean": np.mean(zz),
+            "se": np.std(zz, ddof=1) / sq,
+            "var": np.var(zz),
+            "var_se": np.std((zz - zz.mean()) ** 2, ddof=1) / sq,
         }
+    # Var(plain) - Var(RB) on the same sequences: the mean of w = (plain - mean)^2 - (rb - mean)^2
+    w = (z["plain"] - z["plain"].mean()) ** 2 - (z["rb"] - z["rb"].mean()) ** 2
+    err["rb_var_gain"] = {"mean": w.mean(), "se": w.std(ddof=1) / sq}
     for kind in tv.NOISY_KINDS:
-        for i, s in enumerate(cfg.slope_s):
-            if s in cfg.sample_s:
-                zz = z[f"sample_{kind}"][i]
-                err[f"sample_{kind}_s{s}"] = {
-                    "queries": (2 * s + 1) * n * ms,
-                    "mean": np.mean(zz),
-                    "error": group_errors(zz, float(tv_true), ms),
-                }
-        for i, r in enumerate(cfg.slope_r):
-            if r in cfg.noisy_r:
-                zz = z[f"noisy_{kind}"][i]
-                err[f"noisy_{kind}_r{r}"] = {
-                    "queries": 2 * n * r * ms,
-                    "mean": np.mean(zz),
-                    "error": group_errors(zz, float(tv_true), ms),
-                }
+        for access, grid, keep, tag in (
+            ("sample", cfg.slope_s, cfg.sample_s, "s"),
+            ("noisy", cfg.slope_r, cfg.noisy_r, "r"),
+        ):
+            for i, x in enumerate(grid):
+                if x in keep:
+                    zz = z[f"{access}_{kind}"][i]
+                    err[f"{access}_{kind}_{tag}{x}"] = {
+                        "queries": per_seq[access][i] * ms,
+                        "mean": np.mean(zz),
+                        "se": np.std(zz, ddof=1) / sq,
+                        "error": group_errors(zz, float(tv_true), ms),
+                    }
     return err
 
 
 def run_coverage(cfg: Config, p, q, tv_true, key) -> dict:
     """Repetitions at the Hoeffding m (vmapped): coverage, unbiasedness, variance, CI coverage."""
     m_h = tv.hoeffding_m(cfg.eps, cfg.delta)
-    est = coverage_reps(
-        p,
-        q,
-        jnp.float32(cfg.sigma),
-        key=key,
-        n=cfg.n,
-        m=m_h,
-        reps=cfg.coverage_reps,
-        rs=cfg.noisy_r,
-        ss=cfg.sample_s,
+    k_main, k_s = jax.random.split(key)
+    est, lp, lq = coverage_reps(
+        p, q, jnp.float32(cfg.sigma), key=k_main, n=cfg.n, m=m_h, reps=cfg.coverage_reps, rs=cfg.noisy_r
     )
+    rng = np.random.default_rng(np.asarray(jax.random.key_data(k_s)).ravel().tolist())
+    c, _ = sample_counts_np(lp, lq, cfg.sample_s, cfg.n, rng)
+    est.update(coverage_sample(jnp.asarray(c), m=m_h, reps=cfg.coverage_reps, ss=cfg.sample_s))
     cov = {"m": np.asarray(m_h)}
     for kind in tv.LOGIT_KINDS:
         cov[kind] = {
@@ -86,50 +94,31 @@ def run_coverage(cfg: Config, p, q, tv_true, key) -> dict:
     return cov
 
 
-def slope_costs(sl: dict) -> dict:
-    """Queries per sequence of each estimator, (len(n), len(s or r))."""
-    nn = sl["n"].astype(float)
-    return {
-        "plain": 2 * nn[:, None],
-        "rb": 2 * nn[:, None],
-        "sample_plugin": nn[:, None] * (2 * sl["s"][None, :] + 1),
-        "sample_simex": nn[:, None] * (2 * sl["s"][None, :] + 1),
-        "noisy_plugin": 2 * nn[:, None] * sl["r"][None, :],
-        "noisy_simex": 2 * nn[:, None] * sl["r"][None, :],
-    }
-
-
 def run_slopes(cfg: Config, key) -> dict:
-    """Queries to reach eps vs n: paired differences against the RB estimate on the same sequences."""
+    """Queries to reach eps vs n: per n one pool of x ~ P (independent across n), paired differences against
+    the RB estimate on the same sequences; queries from the counts measured in the pool (``pool_chunk``); the
+    log-log slopes with 95% bootstrap intervals over the sequences (``bootstrap_slope``)."""
     kp, k_dir, k_stats = jax.random.split(key, 3)
     base = tv.random_ngram(cfg.K, 1, cfg.scale, key=kp)
     direction = jax.random.normal(k_dir, base.params.shape)
     sl = {"n": np.asarray(cfg.slope_n), "s": np.asarray(cfg.slope_s), "r": np.asarray(cfg.slope_r)}
-    acc = {nm: {"mean": [], "var": [], "bias": [], "se_bias": []} for nm in SLOPE_NAMES}
-    tv_ref, tv_se = [], []
+    z = {nm: [] for nm in SLOPE_NAMES}
+    cost = {nm: [] for nm in SLOPE_NAMES}
     for nn in cfg.slope_n:
         qn = tv.perturb(base, cfg.slope_delta / math.sqrt(nn), direction)
         zc = pooled(base, qn, cfg, nn, jax.random.fold_in(k_stats, nn), cfg.slope_chunks)
-        rb = zc["rb"]
-        tv_ref.append(rb.mean())
-        tv_se.append(rb.std() / math.sqrt(rb.size))
         for nm in SLOPE_NAMES:
-            zz = zc[nm]
-            diff = zz - rb
-            acc[nm]["mean"].append(zz.mean(-1))
-            acc[nm]["var"].append(zz.var(-1))
-            acc[nm]["bias"].append(diff.mean(-1))  # E Z - TV, estimated as a paired difference with RB
-            acc[nm]["se_bias"].append(diff.std(-1) / math.sqrt(rb.size))
-    sl["tv_ref"], sl["tv_ref_se"] = np.array(tv_ref), np.array(tv_se)
-    nn = sl["n"].astype(float)
-    costs = slope_costs(sl)
-    for nm in SLOPE_NAMES:
-        st = {k2: np.array(v2).reshape(len(nn), -1) for k2, v2 in acc[nm].items()}
-        st["queries"] = queries_to_eps(st["bias"], st["var"], st["se_bias"], costs[nm], cfg.slope_eps)
-        ok = np.isfinite(st["queries"])
-        st["slope"] = np.asarray(
-            np.polyfit(np.log(nn[ok]), np.log(st["queries"][ok]), 1)[0] if ok.sum() >= 2 else np.nan
-        )
+            z[nm].append(zc[nm].reshape(-1, zc["rb"].size))
+            access = nm.split("_")[0]
+            q_seq = zc["logit_queries"][None] if access in ("plain", "rb") else zc[f"{access}_queries"]
+            cost[nm].append(q_seq.mean(-1))
+    rb = np.stack(z["rb"])[:, 0]  # (N, M)
+    sl["tv_ref"], sl["tv_ref_se"] = rb.mean(-1), rb.std(-1) / math.sqrt(rb.shape[-1])
+    for j, nm in enumerate(SLOPE_NAMES):
+        zz, cc = np.stack(z[nm]), np.stack(cost[nm])  # (N, P, M), (N, P)
+        st = slope_stats(zz, rb, cc, cfg.slope_eps, sl["n"])
+        st["cost"] = cc
+        st["slope_ci"] = np.asarray(bootstrap_slope(zz, rb, cc, cfg.slope_eps, sl["n"], seed=j))
         sl[nm] = st
     return sl
 

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
+from scipy import stats
 
 from jaxwb.theory import tv_distance as tv
 
 
-def binomial_ci(hits) -> tuple[float, float, int]:
-    """Fraction of True in ``hits`` and its normal-approximation 95% half-width (at least 1.96 sqrt(p(1-p)/N)
-    evaluated at p = 0.95, so a run where every repetition covers is not given a zero-width interval)."""
+def binomial_ci(hits, level: float = 0.95) -> tuple[float, float, float, int]:
+    """Fraction of True in ``hits`` (any shape) and its Wilson score interval at ``level``
+    (``scipy.stats.binomtest(k, N).proportion_ci(method="wilson")``): (fraction, low, high, N). Wilson rather
+    than the normal approximation: it does not collapse to zero width when every repetition covers, and its
+    coverage is close to nominal at N = 200-400 and p near 0.95."""
     h = np.asarray(hits, bool).ravel()
-    frac = float(h.mean())
-    pp = min(max(frac, 0.05), 0.95)
-    return frac, 1.96 * math.sqrt(pp * (1 - pp) / h.size), int(h.size)
+    if h.size == 0:
+        raise ValueError("hits must hold at least one repetition")
+    k = int(h.sum())
+    ci = stats.binomtest(k, int(h.size)).proportion_ci(confidence_level=level, method="wilson")
+    return k / h.size, float(ci.low), float(ci.high), int(h.size)
 
 
 def ci_hits(rep: dict, truth: float, level: float = 0.95) -> np.ndarray:

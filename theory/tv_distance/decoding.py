@@ -23,13 +23,15 @@ from jaxwb.theory.tv_distance.models import ARModel, check_pair
 class Decoded(NamedTuple):
     """Output of :func:`decode`. tokens (m, n) int32; lp, lq (m, n): log p_t(x_t|x_<t), log q_t(x_t|x_<t);
     last_lp, last_lq (m, K): the full next-token log-probs of both models at the last position, or (m, n, K)
-    at every position when decoded with ``keep_all=True``."""
+    at every position when decoded with ``keep_all=True``; queries (m, n) int32: the next-token queries
+    made at each position (both models together), counted where the models are called (2 per position)."""
 
     tokens: Int[Array, "m n"]
     lp: Float[Array, "m n"]
     lq: Float[Array, "m n"]
     last_lp: Float[Array, "m *n K"]
     last_lq: Float[Array, "m *n K"]
+    queries: Int[Array, "m n"] | None = None
 
 
 def decode(
@@ -59,19 +61,23 @@ def decode_jit(p, q, from_q, *, key, n, m, keep_all=False):
     def step(carry, inp):
         tokens, _, _ = carry
         t, k = inp
-        lp_all, lq_all = p.logprobs(tokens, t), q.logprobs(tokens, t)
+        asked = 0  # next-token queries per row at this position, counted at each model call
+        lp_all = p.logprobs(tokens, t)
+        asked += 1
+        lq_all = q.logprobs(tokens, t)
+        asked += 1
         x = jax.random.categorical(k, jnp.where(from_q[:, None], lq_all, lp_all), axis=-1).astype(jnp.int32)
         tokens = tokens.at[:, t].set(x)
         pick = lambda a: jnp.take_along_axis(a, x[:, None], -1)[:, 0]
-        ys = (pick(lp_all), pick(lq_all)) + ((lp_all, lq_all) if keep_all else ())
+        ys = (pick(lp_all), pick(lq_all), jnp.full((m,), asked, jnp.int32)) + ((lp_all, lq_all) if keep_all else ())
         return (tokens, lp_all, lq_all), ys
 
     K = p.K
     init = (jnp.zeros((m, n), jnp.int32), jnp.zeros((m, K)), jnp.zeros((m, K)))
     (tokens, last_lp, last_lq), ys = lax.scan(step, init, (jnp.arange(n), keys))
     if keep_all:
-        last_lp, last_lq = jnp.moveaxis(ys[2], 0, 1), jnp.moveaxis(ys[3], 0, 1)
-    return Decoded(tokens, ys[0].T, ys[1].T, last_lp, last_lq)
+        last_lp, last_lq = jnp.moveaxis(ys[3], 0, 1), jnp.moveaxis(ys[4], 0, 1)
+    return Decoded(tokens, ys[0].T, ys[1].T, last_lp, last_lq, ys[2].T)
 
 
 def check_decoded(d) -> None:
