@@ -12,6 +12,7 @@ Figures (``figures/river_valley/``):
   phase_diagram.png       (lr, beta) map of river progress and divergence, theory boundary 2(1+beta)/lam drawn
   river_progress.png      distance along the river vs steps (straight and high-dimensional valleys), theory dashed
   stability_boundary.png  measured largest stable lr vs beta for HB and Nesterov against the closed forms
+  curved_river.png        distance and mean speed along a curved river (GD, HB) against the adiabatic closed form
 
 Predictions are independent of the simulation: the theory curves are the closed-form eigen-solutions of the
 linear two-step recursion (``jaxwb.theory.river_valley.quadratic_closed_form``: A r1^t + B r2^t, or r^t (A + B t) at a
@@ -26,10 +27,12 @@ claims there are fractions over all starts) and the valley offsets y_0 of the hi
 other panel is deterministic (straight valleys from fixed starts; on a straight valley the river coordinate
 decouples from y, so the high-dimensional river distance is the same for every seed, which the figure shows).
 
-Claims (kinds): stability edges and river-speed gains measured by bisection / simulation vs closed forms
-(check); linear-river transient and straight-valley progress vs closed forms (check); windowed Polyak rate vs
-the double-root closed form (check); divergence / convergence fractions over random curved-valley starts vs
-linear stability (check).
+Claims (kinds): measured stability edges never below the closed forms (bound) and equal to the finite-horizon
+edge the closed-form iterate predicts for the bisection's divergence test (check); steady linear-river speeds
+and the HB/GD gain (check); speed along a curved river over random starts vs lr/(1-beta)/(1 + a^2 k^2/2)
+(paper); linear-river transient, straight and high-dimensional progress, the phase diagram cell by cell and
+Polyak's norms vs closed forms (check); windowed Polyak rate vs the double-root closed form (check);
+divergence / convergence fractions over random curved-valley starts vs linear stability (check).
 """
 
 from __future__ import annotations

@@ -233,26 +233,26 @@ def plot_curved_river(results: dict, cfg: Config):
         title=f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}",
     )
     ax.legend(fontsize=8)
-    names, meas, errs, pred, flat = [], [], [], [], []
+    names, ratio, errs, speeds = [], [], [], []
     for label, _, b in arms:
         m, h, _n = mean_ci(np.asarray(c[label]["speed"], np.float64))
         lr = float(c[label]["lr"])
+        flat = float(rv.curved_river_speed(lr, 1.0, b, 0.0, 0.0))  # lr g / (1 - beta): the straight river
         names.append(f"{label.upper()}\nlr={lr:.4g}, beta={b:g}")
-        meas.append(m)
-        errs.append(h)
-        pred.append(float(rv.curved_river_speed(lr, 1.0, b, a, k)))
-        flat.append(float(rv.curved_river_speed(lr, 1.0, b, 0.0, 0.0)))
+        ratio.append(m / flat)
+        errs.append(h / flat)
+        speeds.append(m)
     xi = np.arange(len(names))
-    ax2.bar(
-        xi, meas, yerr=errs, capsize=5, color=["tab:blue", "tab:green"], alpha=0.6, label="measured mean speed (95% CI)"
-    )
-    ax2.scatter(xi, pred, marker="_", s=900, color="k", zorder=3, label="closed form with the floor's geometry")
-    ax2.scatter(xi, flat, marker="x", s=60, color="tab:red", zorder=3, label="straight river lr/(1-beta) (no geometry)")
+    ax2.errorbar(xi, ratio, yerr=errs, fmt="o", ms=8, capsize=6, color="k", label="measured (95% CI over starts)")
+    geo = float(rv.curved_river_speed(1.0, 1.0, 0.0, a, k))
+    ax2.axhline(geo, **style.prediction(), label=f"closed form 1/(1 + a^2 k^2/2) = {geo:.4f}")
+    ax2.axhline(1.0, color="tab:red", ls=":", label="straight river (no geometry)")
     ax2.set_xticks(xi, names)
     ax2.set(
-        yscale="log",
-        ylabel="mean speed along the river (x per step)",
-        title=f"HB/GD speed ratio: measured {meas[1] / meas[0]:.3f}, closed form {pred[1] / pred[0]:.3f}",
+        xlim=(-0.5, len(names) - 0.5),
+        ylim=(geo - 0.03, 1.01),
+        ylabel="mean speed / (lr g/(1-beta))  (dimensionless)",
+        title=f"Speed relative to lr/(1-beta); HB/GD speed ratio {speeds[1] / speeds[0]:.3f}",
     )
     ax2.legend(fontsize=8)
     return fig
