@@ -12,15 +12,19 @@ What is measured (every random quantity is decided on a Student-t interval over 
    evaluations of the *hard* quantizer (``jnp.round`` for unit-step INT-b, the kernels' E2M1 codec
    ``fp4.e2m1_encode/decode`` for FP4), against the closed-form bump sum (eq. 3, built from the laws' densities):
    Gaussian, logistic and triangular laws, across x, on both grids. The uniform law's degenerate estimator
-   (eq. 6) is drawn beside them: at sigma = 1/sqrt(12) it is the clipped STE for every x (a unit test, it holds
-   by construction). The Gaussian and logistic second moments against eq. 7.
-2. sigma sweep: the bump sum at a level and at a boundary of a wide INT-8 grid against the Poisson-summation
-   prediction from each law's characteristic function (eq. 8), an independent closed form; concentration on
-   the boundaries as sigma -> 0, flat (STE-like) as sigma grows.
+   (eq. 6) is drawn beside them and claimed equal to its bump sum; at sigma = 1/sqrt(12) both are the clipped STE
+   for every x. The Gaussian and logistic second moments against eq. 7; the mean of the perturbed hard quantizer
+   against the smoothed quantizer Q_sigma (eq. 2).
+2. sigma sweep: the two-point estimator's Monte Carlo mean at a level and at a boundary of a wide INT-8 grid
+   against the bump sum at every sigma, claimed at the concentration peak (a boundary, smallest sigma) and in the
+   flat, STE-like limit (a level, largest sigma). (The Poisson-summation series of eq. 8 is a second closed form
+   of the same function: a unit test in ``tests/theory/test_zoe_grad.py``.)
 3. The op ``jaxwb.pallas_kernels.quant.fake_quant``: its custom_vjp backward (closed form, no sampling) against the
-   Monte Carlo mean of the score estimator through the *real* NVFP4 quantize -> dequantize kernels, on blocks
-   whose block scale is pinned by an anchor element (scale 0.1: the scale must cancel from the gradient).
-4. The convergence bound (eq. 10) and the bias bound (eq. 9) on a separable toy objective
+   theory's bump sum at z = x / scale on the E2M1 levels, and against the Monte Carlo mean of the two-point
+   estimator through the *real* NVFP4 quantize -> dequantize kernels, on blocks whose block scale is pinned by an
+   anchor element (scale 0.1: the scale must cancel from the gradient).
+4. The convergence bound (eq. 10), the bias bound (eq. 9), the per-step bias and the constant B (against scipy)
+   on a separable toy objective
    f(q) = |q - c|^2 / 2 over INT-3 weights, SGD with the Gaussian score estimator as the backward.
 5. QAT of the tiny LM (``models/tiny_lm.py``): from a pretrained float model, fine-tune with fake-quantized
    block weights (every matmul weight of the blocks; the tied embedding stays in float) with STE and with the
@@ -30,8 +34,9 @@ What is measured (every random quantity is decided on a Student-t interval over 
 
 Measured on the full preset (seed 0; ``python -m jaxwb.sims.core.cli run zoe_grad``, 7 min on 2 loaded cores): every
 Monte Carlo mean lies inside its interval around the closed form (e.g. Gaussian score estimator on INT-3 at
-x = 0.65: 1.1976 +- 0.015 vs 1.1984; second moments 6.489 +- 0.12 vs 6.496); the bump sum equals the
-characteristic-function series to 1e-6 for every sigma; fake_quant's NVFP4 backward equals the zeroth-order mean
+x = 0.65: 1.1976 +- 0.015 vs 1.1984; second moments 6.489 +- 0.12 vs 6.496); the sweep's two-point means
+match the bump sum at the boundary peak and in the flat limit; fake_quant's NVFP4 backward equals the
+zeroth-order mean
 through the kernels (1.1151 +- 0.008 vs 1.1144, Gaussian); the bias bound is tight (0.507 <= 0.530) and the
 convergence bound with its proof's realized terms has slack 8 (12.6 +- 0.4 <= 104.5; the same theorem with sup
 constants is ~700x loose and is only drawn).

@@ -139,13 +139,16 @@ def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
             ("level", i_max, "flat, STE-like, as sigma grows"),
         ):
             pred = float(sw[law][at][i])
+            # the triangular score has infinite variance (heavy-tailed per-seed means): 10% precision, else 5%
+            prec = 0.1 if law == "triangular" else 0.05
             out.append(
                 Claim.from_samples(
                     f"sigma sweep ({what}): E[two-point estimator] at a {at} of a wide INT grid = closed-form "
-                    f"surrogate, {law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1)",
+                    f"surrogate, {law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1; CI required <= "
+                    f"{prec:g} x it)",
                     pred,
                     np.asarray(sw[law][f"{at}_mc"][:, i]),
-                    0.05 * pred,
+                    prec * pred,
                     "ci",
                     kind="check",
                     level=level,

@@ -134,6 +134,7 @@ def plot_kernel_check(results: dict, cfg: Config):
     z = np.asarray(k["z"])
     for law in MC_LAWS:
         ax.plot(z, np.asarray(k[law]["vjp"]), "-", color=COLORS[law], lw=1, label=f"fake_quant vjp ({law})")
+        ax.plot(z, np.asarray(k[law]["closed"]), **style.prediction(color=COLORS[law]))
         mc = np.asarray(k[law]["mc"])
         st = [mean_ci(mc[:, j]) for j in range(mc.shape[1])]
         ax.errorbar(
@@ -146,6 +147,7 @@ def plot_kernel_check(results: dict, cfg: Config):
             color=COLORS[law],
             label=f"MC through NVFP4 kernels ({law}, 95% CI)",
         )
+    ax.plot([], [], **style.prediction(), label="theory: bump sum g_sigma(z) on the E2M1 levels (eq. 3)")
     ax.set(
         xlabel="z = x / block scale",
         ylabel="dQ/dx",
