@@ -27,6 +27,12 @@ the bias estimate = SIMEX-2 minus SIMEX-1 only, it covered 88%; with SIMEX-2 min
 Default sample kind: ``tv_sample`` uses kind="auto" (plugin below s = 8, SIMEX above;
 ``jaxwb.theory.tv_distance.resolve_sample_kind`` has the measurements: at s <= 4 SIMEX's worst-case bias was larger).
 
+Queries are counted in the run (issue 38): ``decode`` counts one next-token query to each model per position
+(``Decoded.queries``), the sample counts add the samples drawn, noisy logits r repeats of each query; the slopes
+of queries-to-eps vs n carry 95% bootstrap intervals (``scipy.stats.bootstrap``), coverage fractions 95% Wilson
+intervals (``scipy.stats.binomtest``, issue 37). The sample counts are drawn with NumPy's binomial (the same law
+as ``jaxwb.theory.tv_distance.sample_counts``, ~15x faster on CPU: issue 41).
+
 Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, PRESETS),
 ``pieces`` (model pairs, pooled estimates, the Hoeffding-m repetitions, queries to eps), ``reference`` (the
 float64 enumeration reference), ``run`` (``run``, one stage per study), ``statistics`` (binomial coverage

@@ -139,8 +139,8 @@ def display_only() -> tuple[str, ...]:
             for r in cfg.noisy_r:
                 paths += [f"errors/noisy_{kind}_r{r}/error", f"errors/noisy_{kind}_r{r}/queries"]
     for nm in ("plain", "rb", "sample_plugin", "sample_simex", "noisy_plugin", "noisy_simex"):
-        paths += [f"slopes/{nm}/{k}" for k in ("mean", "var", "cost")]
-        if nm not in ("plain",):
+        paths += [f"slopes/{nm}/{k}" for k in ("mean", "var")]
+        if nm not in ("plain", "sample_simex"):
             paths += [f"slopes/{nm}/bias", f"slopes/{nm}/se_bias"]
         if nm not in ("plain", "rb"):
             paths += [f"slopes/{nm}/queries"]
