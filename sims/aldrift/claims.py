@@ -312,7 +312,7 @@ def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
             "grid sup p/L of the inflated MLE = closed form log(s2/s1) + dm^2/(2(s2^2-s1^2)) (max abs error, decades)",
             0.0,
             np.max(np.abs(sup[:, 0, -1] - cf)),
-            1e-3,
+            1e-4,
             "abs",
             kind="check",
             source="theory",

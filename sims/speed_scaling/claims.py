@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim, mean_ci
@@ -211,7 +213,7 @@ def robust_n_claims(results: dict, cfg: Config) -> list[Claim]:
         Claim(
             f"SP at eps={float(np.asarray(results['eps'])[j]):g} (kappa={float(np.asarray(results['kappas'])[j]):g}) "
             f"is as robust as OA's guarantee: mean worst adversarial ratio at the worst n (n={int(n[i])}) <= "
-            f"alpha^alpha = {a**a:g} (at eps=0.1 it is ~30x above: the price of the consistency target)",
+            f"alpha^alpha = {a**a:g} (at eps=0.1 it is 15-40x above: the price of the consistency target)",
             a**a,
             cis[i][0],
             0.0,
@@ -359,6 +361,14 @@ def _las_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+BKP_REASON = (
+    "the published 7.88 matches BKP's formula speed integrated up to the last deadline with the machine never "
+    "idling (7.71 on our instances, #38); BKP here idles whenever no released job has work left (the defined "
+    "horizon: its speed formula counts work already done, so it finishes early and would otherwise keep running "
+    "empty), which gives ~4.9 (docs/papers/speed_scaling.md)"
+)
+
+
 def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
     """LAS's experiment (only on its setup, ``paper_setup``): the published mean ratios of the baselines, and the
     published LAS-accurate range at the eps it maps to."""
@@ -369,17 +379,18 @@ def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
     las_acc = np.asarray(main["las_accurate"])  # (seeds, eps)
     out = []
     for name, pub in PUBLISHED.items():
-        out.append(
-            Claim.from_samples(
-                f"{LABELS[name]} mean ratio in LAS's experiment (200 jobs, D=20, a=3, 20 seeds) vs published "
-                "(10%: their random-walk step and grid are not in our notes)",
-                pub,
-                np.asarray(main[name]),
-                0.1,
-                "rel",
-                kind="paper",
-            )
+        c = Claim.from_samples(
+            f"{LABELS[name]} mean ratio in LAS's experiment (200 jobs, D=20, a=3, 20 seeds) vs published "
+            "(10%: their random-walk step and grid are not in our notes)",
+            pub,
+            np.asarray(main[name]),
+            0.1,
+            "rel",
+            kind="paper",
         )
+        if name == "bkp":
+            c = dataclasses.replace(c, expected="fail", reason=BKP_REASON)
+        out.append(c)
     if "las_calibration" not in results:
         return out
     grid = np.asarray(cfg.las_eps_grid)
