@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.teacher_student.config import SMALL_GAP, Config
-from jaxwb.sims.teacher_student.reference import asymptotic_eps
+from jaxwb.sims.teacher_student.reference import C_IT_REF, asymptotic_eps, refinement_ratio_bound
 from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
@@ -43,13 +45,16 @@ def measurements(results: dict, cfg: Config) -> dict:
     sc = results["scaling"]
     alpha, eps, kc, de = (np.asarray(sc[f], np.float64) for f in ("alpha", "eps", "k_c", "delta_eff"))
     fl, ref = windows(results, cfg)
-    out = {"slope_fl": [], "slope_asym": [], "slope_ref": [], "ratio_fl": []}
+    out = {"slope_fl": [], "slope_asym": [], "slope_ref": [], "ratio_fl": [], "ratio_ref": []}
     for b, beta in enumerate(cfg.betas):
         out["slope_fl"].append(fit_slope(alpha[b], eps[b], fl[b]))
         out["slope_asym"].append(fit_slope(alpha[b], asymptotic_eps(alpha[b], beta, cfg.k, cfg.delta), fl[b]))
         out["slope_ref"].append(fit_slope(alpha[b], eps[b], ref[b]))
         ratio = eps[b] * alpha[b] / (np.maximum(kc[b], 1) * de[b])
         out["ratio_fl"].append(float(np.median(ratio[fl[b]])) if fl[b].any() else float("nan"))
+        # refinement (k_c = k): eps alpha / (k Delta_eff), the worst deviation from 1 over the window
+        rr = eps[b] * alpha[b] / (cfg.k * de[b])
+        out["ratio_ref"].append(float(rr[ref[b]][np.argmax(np.abs(rr[ref[b]] - 1))]) if ref[b].any() else np.nan)
     st = results["staircase"]
     feat = np.asarray(st["feature"])
     big = np.isin(feat, cfg.jump_features)
@@ -115,8 +120,9 @@ def scaling_claims(m: dict, cfg: Config) -> list[Claim]:
             out.append(
                 Claim(
                     f"eps_BO = Theta(k_c d/n): eps alpha/(k_c Delta_eff) -> 1 + c_IT/(2beta-1) "
-                    f"(median, feature learning), beta={beta:g}",
-                    1.0 + ts.C_IT / (2 * beta - 1),
+                    f"(median, feature learning), beta={beta:g}; c_IT = {C_IT_REF:.6f} from scipy on the potential's "
+                    "definition, not the solver's constant",
+                    1.0 + C_IT_REF / (2 * beta - 1),
                     m["ratio_fl"][b],
                     0.05,
                     "rel",
@@ -126,10 +132,12 @@ def scaling_claims(m: dict, cfg: Config) -> list[Claim]:
             )
         out.append(
             Claim(
-                f"refinement (k_c = k): eps_BO ~ n^-1, fitted slope, beta={beta:g}",
-                -1.0,
-                m["slope_ref"][b],
-                0.05,
+                "refinement (k_c = k): eps_BO = k Delta_eff/alpha to leading order: eps alpha/(k Delta_eff), worst "
+                f"over alpha >= 10x the all-learned point, within max_(c >= 10 c_IT) |c (1 - m+(c)^3) - 1| of 1 (every "
+                f"c_i >= 10 c_IT there), beta={beta:g}",
+                1.0,
+                m["ratio_ref"][b],
+                refinement_ratio_bound(10.0 * C_IT_REF),
                 "abs",
                 kind="check",
                 source=R,
@@ -162,6 +170,7 @@ def solver_claims(m: dict, cfg: Config) -> list[Claim]:
             "abs",
             kind="check",
             source=R,
+            wide_reason="an integer grid-index difference: any tolerance below 1 means 'the same grid point'",
         )
     )
     out.append(
@@ -171,10 +180,11 @@ def solver_claims(m: dict, cfg: Config) -> list[Claim]:
             f"k={cfg.ref_k}",
             0.0,
             m["ref_err"],
-            1e-3,
+            1e-5,
             "abs",
             kind="check",
             source=R,
+            wide_reason="float32 solver vs float64 reference: 1e-5 is ~100 float32 ulps; the error sits at a few ulps",
         )
     )
     return out
@@ -236,6 +246,15 @@ def student_claims(m: dict, cfg: Config) -> list[Claim]:
             kind="paper",
             source="paper",
         )
+    )
+    out[-1] = dataclasses.replace(
+        out[-1],
+        expected="fail",
+        reason=(
+            "not reproduced at the d we can afford: random-init students stay 4-7x above eps_BO at d = 24..96 (the "
+            "gap does not close with d); students started at the teacher approach eps_BO as d grows (3.5x -> 1.9x), "
+            "so the factor ~2.5 left is optimisation failure, not an optimistic eps_BO (module docstring)"
+        ),
     )
     return out
 

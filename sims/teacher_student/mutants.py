@@ -33,6 +33,13 @@ MUTANTS = [
         "the (alpha/2) log Delta_eff term of Phi without its 1/2 when candidates are compared",
     ),
     Mutant(
+        "learned_error_3pct_high",
+        "jaxwb.theory.teacher_student.solver:prefix_err",
+        lambda f: lambda x, j, w, alpha, delta, tail: f(x, j, w, alpha / 1.03, delta, tail),
+        "the kept point's reported error counts each learned feature 3% high (the fixed point itself is right): the "
+        "refinement slope stays -1 (the old claim passed), eps alpha/(k Delta_eff) = 1.03 (the new claim fails)",
+    ),
+    Mutant(
         "jump_one_step_late",
         "jaxwb.theory.teacher_student:first_crossing",
         lambda f: lambda y, level: jnp.minimum(f(y, level) + 1, jnp.shape(y)[-1]),

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.theory import teacher_student as ts
-
 # ---------------------------------------------------------------------------------------------------------
 # Independent float64 reference (NumPy): dense starts, plain fixed-point iteration, largest Phi kept
 # ---------------------------------------------------------------------------------------------------------
@@ -61,21 +59,50 @@ def reference_solve(alpha: float, a2, delta: float, *, tol: float = 1e-13, max_i
 # ---------------------------------------------------------------------------------------------------------
 
 
-def asymptotic_eps(alpha, beta: float, k: int, delta: float) -> np.ndarray:
+def independent_c_it() -> float:
+    """c_IT for g = m^3 from its definition, independently of ``closed_forms`` (which eliminates c analytically
+    and bisects in m): the c at which the per-feature potential's best non-trivial value
+    max_{m in (0, 1)} (m + log(1 - m) + c m^3)/2 crosses 0 (f(0) = 0), found with scipy (bounded scalar
+    maximisation inside a Brent root search in c over [4/3, 2]). Float64; no code shared with the solver."""
+    from scipy import optimize
+
+    def best(c: float) -> float:
+        f = lambda m: -(m + np.log1p(-m) + c * m**3) / 2
+        r = optimize.minimize_scalar(f, bounds=(0.5, 1 - 1e-12), method="bounded", options={"xatol": 1e-14})
+        return float(-r.fun)
+
+    return float(optimize.brentq(best, 4.0 / 3.0, 2.0, xtol=1e-14, rtol=1e-14))
+
+
+C_IT_REF = independent_c_it()
+
+
+def refinement_ratio_bound(c_min: float) -> float:
+    """Largest |c (1 - m+(c)^3) - 1| over c >= ``c_min`` for g = m^3, m+(c) = (1 + sqrt(1 - 4/(3c)))/2: each learned
+    feature's error a2 (1 - m+^3) is (D/alpha)(1 + that), so eps alpha / (k Delta_eff) - 1 is within it once every
+    c_i = alpha a2_i / D >= c_min (the refinement law eps_BO = k Delta_eff / alpha to leading order). Evaluated on
+    a float64 grid of c in [c_min, 1e6 c_min]; the deviation decays like 1/c^2."""
+    c = c_min * np.geomspace(1.0, 1e6, 20001)
+    mp = 0.5 * (1 + np.sqrt(1 - 4 / (3 * c)))
+    return float(np.max(np.abs(c * (1 - mp**3) - 1)))
+
+
+def asymptotic_eps(alpha, beta: float, k: int, delta: float, c_it: float = C_IT_REF) -> np.ndarray:
     """eps ~ (D/alpha) k_c [K1 + c_IT/(2beta-1) (1 - (k_c/k)^(2beta-1))], k_c = (alpha/(c_IT D Z))^(1/(2beta))
     (capped at k), D = Delta + eps solved by iteration. Learned features (c_i = c_IT (k_c/i)^(2 beta)) carry
     (D/alpha) c_i (1 - m+(c_i)^3) each, K1 = int_0^1 of that in i/k_c; the unlearned tail sum_{k_c<i<=k} a2_i =
-    (D/alpha) c_IT k_c^(2beta) sum i^(-2beta) in the continuum. NumPy, no solver."""
+    (D/alpha) c_IT k_c^(2beta) sum i^(-2beta) in the continuum. NumPy, no solver; c_IT from ``independent_c_it``
+    (not the constant the solver reads)."""
     alpha = np.asarray(alpha, np.float64)
     z = float(np.sum(np.arange(1, k + 1, dtype=np.float64) ** (-2.0 * beta)))
     u = (np.arange(20000) + 0.5) / 20000
-    c = ts.C_IT * u ** (-2.0 * beta)
+    c = c_it * u ** (-2.0 * beta)
     r = np.sqrt(1 - 4 / (3 * c))
     mp = 0.5 * (1 + r)
     k1 = float(np.mean(c * (1 - mp**3)))
     d = np.full_like(alpha, delta)
     for _ in range(200):
-        kc = np.minimum((alpha / (ts.C_IT * d * z)) ** (0.5 / beta), k)
-        eps = d / alpha * kc * (k1 + ts.C_IT / (2 * beta - 1) * (1 - (kc / k) ** (2 * beta - 1)))
+        kc = np.minimum((alpha / (c_it * d * z)) ** (0.5 / beta), k)
+        eps = d / alpha * kc * (k1 + c_it / (2 * beta - 1) * (1 - (kc / k) ** (2 * beta - 1)))
         d = delta + eps
     return eps
