@@ -11,7 +11,8 @@ What is measured (``run``):
          levels): the per-iteration MSE of x1 against q0 over draws, beside the state evolution (their Thm. 1).
   tiny   rows of d <= 8 with INT-2 grids: every solver's objective against the exact minimum by enumeration, and
          VAMP's marginals against the exact posterior at three inverse temperatures.
-  lm     the tiny LM (the ``tiny_lm`` result's quick models: d=32, one block, cached): every block Linear
+  lm     the tiny LM (the ``tiny_lm`` result's full-preset models, first size: d=64, two blocks, 800 steps,
+         cached): every block Linear
          quantized to INT-3 / INT-4 (groups of 32, min-max scales from the float weight) by RTN, GPTQ and MPQ on
          the proxy Hessian of 64 calibration windows, with and without a random-Hadamard rotation first; per-row
          objectives and perplexity per seed (seed s: model s, its own calibration windows and rotation signs);

@@ -33,7 +33,7 @@ class Config:
     tiny_bits: int = 2
     tiny_problems: int = 32
     marg_betas: tuple[float, ...] = (0.01, 0.02, 0.05)  # absolute inverse temperatures (H has unit diagonal)
-    # the tiny LM (the tiny_lm result's quick models: d=32, 1 layer; cached)
+    # the tiny LM (the tiny_lm result's full-preset models of its first size: d=64, 2 blocks, 800 steps; cached)
     lm_seeds: int = 5  # seeds: seed s = trained model s % lm_models with its own calibration draw and RHT signs
     lm_models: int = 5
     calib_windows: int = 64
@@ -73,8 +73,9 @@ class Config:
 
     @property
     def lm(self):
-        """The tiny_lm result's quick preset: its model shape and training (the cached models)."""
-        return TINY_LM_PRESETS["quick"]
+        """The tiny_lm result's full preset (its first size, d = 64, 2 blocks, 800 steps): the model shape and
+        training of the cached models (``lm.models[0]``, ``lm.train_config(0, seed)``)."""
+        return TINY_LM_PRESETS["full"]
 
 
 PRESETS = {
@@ -84,14 +85,10 @@ PRESETS = {
         se_rows=32,
         se_draws=6,
         tiny_problems=32,
-        lm_models=1,
-        calib_windows=32,
-        eval_windows=32,
         bits=(4,),
         rht=(False,),
         se_iters=4,
         marg_betas=(0.02, 0.05),
-        vamp_iters=15,
     ),
 }
 
