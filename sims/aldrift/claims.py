@@ -198,9 +198,11 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
     # the curve: the fit over every eps gave 9612 +- 37 vs 9411 (full preset; docs/papers/aldrift.md).
     mu_d, mu0 = cfg.settings[cfg.eps_setting][0], cfg.settings[cfg.eps_setting][4]
     ald = np.asarray(e["aldrift"]["mean_cost"], float)
-    per = cfg.eps_m * (cfg.eps_M + 1)
     taus = np.asarray(e["taus"])
-    k = np.clip(np.round(ald / per).astype(int) - 1, 0, taus.size - 1)  # temperature index each eps was reached at
+    # temperature index at which each run's running-min sample cost first reaches each eps (runs, eps): from the
+    # recorded costs, not from the evaluation counts being tested
+    cm = np.minimum.accumulate(np.asarray(e["aldrift"]["sample_cost"], float), axis=1)
+    k = np.argmax(cm[:, :, None] <= s["eps"][None, None, :], axis=1)
     tau_min = mu0 / (PRIOR_SHARE * mu_d)
     ok = s["ald_ok"] & (taus[k].min(0) >= tau_min)
     slopes = [_line_fit(L[ok], ald[r, ok])[0] for r in range(ald.shape[0])] if ok.sum() >= 3 else [np.nan]
