@@ -11,13 +11,7 @@ R = "reconstruction"
 MPQ_LOSES = (
     "measured: MPQ as reconstructed here (uniform-prior VAMP with one scalar precision per stage, MAP of its "
     "marginals, then coordinate-wise exact BCD) starts BCD from a worse point than GPTQ's and ends above GPTQ on "
-    "the tiny LM's layers (ill-conditioned H from 64 windows of 32 tokens); see docs/papers/mpq.md"
-)
-
-
-RTN_RHT_4BIT = (
-    "measured: at 4 bits after the Hadamard rotation RTN's perplexity is within +0.03 of GPTQ's and the bootstrap "
-    "interval over 5 seeds (+-0.04) includes 0: not resolved at this size (full preset)"
+    "the tiny LM's layers (ill-conditioned H from 64 calibration windows); see docs/papers/mpq.md"
 )
 
 
@@ -156,7 +150,7 @@ def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
 def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     for tag, p in results["lm"]["ppl"].items():
-        for a, b, expect in (("rtn", "gptq", "fail" if tag == "4bit_rht" else "pass"), ("gptq", "mpq", "fail")):
+        for a, b, expect in (("rtn", "gptq", "pass"), ("gptq", "mpq", "fail")):
             diff = _a(p[a]) - _a(p[b])
             m, h, n = bootstrap_ci(diff)
             stmt = MPQ_WINS if b == "mpq" else "GPTQ beats round-to-nearest on perplexity"
@@ -172,7 +166,7 @@ def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
                     ci=h,
                     n_seeds=n,
                     expected=expect,
-                    reason=(MPQ_LOSES if b == "mpq" else RTN_RHT_4BIT) if expect == "fail" else "",
+                    reason=MPQ_LOSES if expect == "fail" else "",
                 )
             )
     return out
