@@ -34,10 +34,11 @@ MUTANTS = [
     ),
     Mutant(
         "learned_error_3pct_high",
-        "jaxwb.theory.teacher_student.solver:prefix_err",
-        lambda f: lambda x, j, w, alpha, delta, tail: f(x, j, w, alpha / 1.03, delta, tail),
-        "the kept point's reported error counts each learned feature 3% high (the fixed point itself is right): the "
-        "refinement slope stays -1 (the old claim passed), eps alpha/(k Delta_eff) = 1.03 (the new claim fails)",
+        "jaxwb.theory.teacher_student.prefix:_lane_sum",
+        lambda f: lambda x: 1.03 * f(x),
+        "the prefix sums over learned features 3% high (a mis-normalised lane sum): every learned feature's error is "
+        "3% high, the refinement slope stays -1 (the old claim passed), eps alpha/(k Delta_eff) = 1.03 (the new "
+        "claim fails)",
     ),
     Mutant(
         "jump_one_step_late",
