@@ -126,3 +126,36 @@ def uniform_grid_mse(bits: Float[ArrayLike, "*b"], d: Float[ArrayLike, "*b"]) ->
     _bits(bits)
     v.check("d", d, lambda a: a >= 2, ">= 2", finite=True)
     return 2.0 * jnp.log(jnp.asarray(d, jnp.float32)) / 3.0 * jnp.power(4.0, -jnp.asarray(bits, jnp.float32))
+
+
+def rademacher_exp_moment_quadrature(a: Float[ArrayLike, " d"], lam: float = 1.0 / 3.0, *, nodes: int = 200) -> float:
+    """E exp(lam t^2) for the Rademacher sum t = sum_j eps_j a_j (a normalized to unit norm) of ANY length d, in
+    float64: the Gaussian-mixture identity exp(lam t^2) = E_g exp(sqrt(2 lam) g t) and E_eps exp(s t) =
+    prod_j cosh(s a_j) give E_g prod_j cosh(sqrt(2 lam) g a_j), a one-dimensional Gauss-Hermite integral (eq. 2's
+    left side for the law of every coordinate of H D x / sigma; ``rademacher_exp_moment`` enumerates short ``a``).
+    ``lam`` finite in [0, 1/2). NumPy, not traceable."""
+    arr = np.asarray(a, np.float64)
+    if arr.ndim != 1 or arr.size == 0 or not np.all(np.isfinite(arr)) or not np.any(arr != 0):
+        raise ValueError(f"a must be a finite, non-zero 1-D array, got shape {arr.shape}")
+    if not (math.isfinite(lam) and 0.0 <= lam < 0.5):
+        raise ValueError(f"lam must be finite in [0, 1/2), got {lam}")
+    arr = arr / np.linalg.norm(arr)
+    x, w = np.polynomial.hermite_e.hermegauss(nodes)
+    w = w / w.sum()
+    s = math.sqrt(2.0 * lam) * x[:, None] * np.abs(arr)[None, :]
+    logcosh = s + np.log1p(np.exp(-2.0 * s)) - math.log(2.0)  # log cosh(s), s >= 0, no overflow
+    return float(np.sum(w * np.exp(np.sum(logcosh, axis=1))))
+
+
+def sphere_exp_moment(d: int, lam: float = 1.0 / 3.0) -> float:
+    """E exp(lam t^2) for one coordinate t = sqrt(d) u_1 of a uniform point u on the unit sphere S^(d-1) (the law
+    of every coordinate of a Haar-rotated unit vector, scaled by 1/sigma): t^2 / d ~ Beta(1/2, (d-1)/2), so the
+    moment is the confluent hypergeometric 1F1(1/2; d/2; lam d) (scipy), -> 1/sqrt(1 - 2 lam) as d grows.
+    ``d`` an integer >= 2, ``lam`` finite in [0, 1/2)."""
+    from scipy import special
+
+    if not isinstance(d, (int, np.integer)) or d < 2:
+        raise ValueError(f"d must be an integer >= 2, got {d!r}")
+    if not (math.isfinite(lam) and 0.0 <= lam < 0.5):
+        raise ValueError(f"lam must be finite in [0, 1/2), got {lam}")
+    return float(special.hyp1f1(0.5, d / 2.0, lam * d))

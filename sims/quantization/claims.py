@@ -102,8 +102,17 @@ def bound_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+def moment_ratio(x, d: int) -> float:
+    """High-resolution prediction of the RHT / dense-Haar MSE ratio for the unit vector ``x`` (d,): E exp(t^2/3)
+    under the Rademacher law of the RHT's coordinates (Gauss-Hermite quadrature) over the same moment under a
+    Haar rotation (1F1(1/2; d/2; d/3)); eq. (1)-(3), everything else (the factor (N/(N-1))^2 (pi/2) 4^-b) cancels.
+    Computed in float64 from x alone: it shares no code with either quantizer."""
+    return dq.rademacher_exp_moment_quadrature(np.asarray(x, np.float64)) / dq.sphere_exp_moment(int(d))
+
+
 def dense_claims(results: dict, cfg: Config) -> list[Claim]:
-    """One RHT matches a dense Haar rotation (RHT/dense worst-vector MSE ratio at b = 4, 8)."""
+    """One RHT against a dense Haar rotation (RHT/dense worst-vector MSE ratio): at b = 4 within 7% of 1; at b = 8
+    (the high-resolution regime, where the e_1 claim holds eq. 1-3 to 3%) against the finite-d moment ratio."""
     out = []
     bits = np.asarray(results["bits"])
     n_fresh = cfg.fresh_factor * cfg.n_signs
@@ -115,18 +124,28 @@ def dense_claims(results: dict, cfg: Config) -> list[Claim]:
         d_m, d_se = float(np.asarray(df["dense_mse"])[bi]), float(np.asarray(df["dense_se"])[bi])
         rr = r_m / d_m
         rci = rr * math.hypot(t_halfwidth(r_se, n_fresh) / r_m, t_halfwidth(d_se, nd) / d_m)
+        what = (
+            f"one RHT vs a dense Haar rotation at d={cfg.dense_d}, b={b}: worst-vector MSE ratio RHT/dense (vector "
+            f"worst under the RHT; dense is rotation-invariant; both re-measured: {n_fresh} sign draws, {nd} fresh "
+            "rotations; whole 95% CI within 7% at b=4, 10% at b=8)"
+        )
+        if b == 4:  # 7%: the quick run's whole CI reaches 3.6%, the full run's 2.4% (a 10% band was > 5x the CI)
+            out.append(Claim(f"{what} of 1", 1.0, rr, 0.07, "rel", kind="check", ci=rci, n_seeds=min(n_fresh, nd)))
+            continue
+        pred = moment_ratio(np.asarray(df["x"])[bi], cfg.dense_d)
         out.append(
             Claim(
-                f"one RHT matches a dense Haar rotation at d={cfg.dense_d}, b={b}: worst-vector MSE ratio RHT/dense "
-                f"(vector worst under the RHT; dense is rotation-invariant; both re-measured: {n_fresh} sign draws, "
-                f"{nd} fresh rotations; whole 95% CI within 10%)",
-                1.0,
+                f"{what} of the high-resolution moment ratio E exp(t^2/3) Rademacher / Haar for that vector "
+                "(quadrature / 1F1; the finite-d gap the paper's 'asymptotically' leaves: RHT coordinates of a "
+                "flat vector have heavier tails than a sphere's)",
+                pred,
                 rr,
                 0.1,
                 "rel",
                 kind="check",
                 ci=rci,
                 n_seeds=min(n_fresh, nd),
+                source="theory",
             )
         )
     return out
@@ -144,12 +163,12 @@ def e1_claim(results: dict, cfg: Config) -> Claim:
     e1_m = float(np.asarray(results["rht"][dmax]["mse"])[e1, b8])
     e1_ci = float(t_halfwidth(np.asarray(results["rht"][dmax]["se"])[e1, b8], cfg.n_signs))
     return Claim(
-        f"e_1 at b=8, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3; whole 95% CI over {cfg.n_signs} "
-        "sign draws within 3%)",
+        f"e_1 at b=8, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3): the closed form inside the 95% CI "
+        f"over {cfg.n_signs} sign draws, the CI narrower than 3% of it",
         pred,
         e1_m,
-        0.03,
-        "rel",
+        0.03 * pred,
+        "ci",
         kind="check",
         ci=e1_ci,
         n_seeds=cfg.n_signs,

@@ -81,7 +81,9 @@ class Config:
 
 
 PRESETS = {
-    "full": Config(),
+    # the dense comparison at d = 64 (as quick): the finite-d moment ratio it is claimed against is largest and
+    # resolvable there; at d = 256 the b = 8 dense MSE is heavy-tailed over rotations (48 rotations: +-14%)
+    "full": Config(dense_d=64, dense_rotations=48),
     "quick": Config(
         dims=(64,),
         vectors_per_family=1,

@@ -258,7 +258,14 @@ def dense_comparison(cfg: Config, k_vec: jax.Array, k_dense: jax.Array, per_d: d
     fr, frse = sweep(
         fresh_fn, {**rows, "key": jax.random.split(jax.random.fold_in(k_dense, 9), nb)}, chunk_size=cfg.chunk
     )
-    out["dense_fresh"] = {"worst": worst, "dense_mse": fd, "dense_se": fdse, "rht_mse": fr, "rht_se": frse}
+    out["dense_fresh"] = {
+        "worst": worst,
+        "x": jnp.asarray(xs[worst]),  # [B, dense_d]: the vectors, for the high-resolution moment prediction
+        "dense_mse": fd,
+        "dense_se": fdse,
+        "rht_mse": fr,
+        "rht_se": frse,
+    }
     return out
 
 

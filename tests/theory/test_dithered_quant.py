@@ -106,3 +106,20 @@ def test_o1_term_vanishes_and_matches_the_exact_moment():
     assert abs(rel[-1]) < 0.03, rel  # high-resolution prediction exact to 3% at b = 8
     assert abs(rel[-1]) < abs(rel[0]), rel
     assert abs(o1[-1]) < 0.05 and o1[0] > o1[-1], o1
+
+
+def test_moment_quadrature_and_sphere_moment():
+    """The Gauss-Hermite moment equals exact enumeration; the sphere's 1F1 equals Monte Carlo and tends to sqrt 3;
+    a flat vector's Rademacher moment lies between the sphere's and the Gaussian's (the finite-d RHT/dense gap)."""
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal(12)
+    assert dq.rademacher_exp_moment_quadrature(a) == pytest.approx(float(dq.rademacher_exp_moment(a)), rel=1e-6)
+    u = rng.standard_normal((200_000, 8))
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    assert dq.sphere_exp_moment(8) == pytest.approx(np.mean(np.exp(8 * u[:, 0] ** 2 / 3)), rel=5e-3)
+    assert dq.sphere_exp_moment(10**6) == pytest.approx(np.sqrt(3.0), rel=1e-5)
+    flat = dq.rademacher_exp_moment_quadrature(np.ones(64))
+    assert dq.sphere_exp_moment(64) < flat < np.sqrt(3.0)
+    for bad in (lambda: dq.sphere_exp_moment(1), lambda: dq.rademacher_exp_moment_quadrature(np.zeros(3))):
+        with pytest.raises(ValueError):
+            bad()
