@@ -67,6 +67,7 @@ def _mlp_and_calibration():
     return mlp, x, {".layers[0]": x, ".layers[1]": hid}
 
 
+@pytest.mark.slow
 def test_quantize_model_default_is_unchanged_and_solvers_write_kernel_layers():
     from jaxwb.pallas_kernels import quantize_model
     from jaxwb.pallas_kernels.quant import nvfp4_dequantize
