@@ -26,9 +26,10 @@
 # * **LAS** (Bamas et al. 2020) uses predicted *workloads*: it follows YDS of the prediction on windows shrunk
 # by
 #   $\delta$ and smooths the result ("robustify"), $((1+\delta)/(1-\delta))^\alpha = 1+\epsilon$.
-# * **SP** (machine-speed predictions) uses a predicted *speed profile* $\hat s(t)$: follow it on the pending
-#   work with an OA reserve, clipped to $\lambda$ times the speed of a reference OA run. Any $\hat s$ gives
-#   $\le \lambda^\alpha E(\mathrm{OA}) \le \lambda^\alpha\alpha^\alpha$ OPT; pure following of an exact
+# * **SP** (machine-speed predictions) uses a predicted *speed profile* $\hat s(t)$: follow it (with OA on its
+#   own pending work as a floor), clipped between a per-job reserve and $\kappa\,\mathrm{AVR}(t)$,
+#   $\kappa = \alpha/\epsilon$. Any $\hat s$ gives $\le \kappa^\alpha E(\mathrm{AVR})$, a constant that
+#   does not depend on the prediction nor on the number of jobs (`robust_n.png`); pure following of an exact
 #   $\hat s$ gives OPT, the clip costs a little consistency.
 #
 # SP is our reconstruction (the paper's text is not public); see `theory/speed_scaling/sp.py`.
