@@ -146,9 +146,10 @@ else:
 
 # %% [markdown]
 # ## Recompute
-# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
-# takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
-# the new run's. `workbench run tiny_lm --help` explains each field.
+# Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset is
+# the full preset's d=64 models alone: about a minute once they are cached, several minutes to train them first;
+# nothing is written to `figures/`), and the figures and claims table below it are the new run's.
+# `workbench run tiny_lm --help` explains each field.
 
 # %%
 nb.controls()

@@ -59,9 +59,9 @@ Figures (``figures/tiny_lm/``):
 from __future__ import annotations
 
 from jaxwb.sims.tiny_lm.claims import claims
-from jaxwb.sims.tiny_lm.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.tiny_lm.config import DISPLAY_ONLY, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.tiny_lm.figures import plot
 from jaxwb.sims.tiny_lm.mutants import MUTANTS
 from jaxwb.sims.tiny_lm.run import run
 
-__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "run"]
+__all__ = ["DISPLAY_ONLY", "MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "run"]

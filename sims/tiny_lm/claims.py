@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim, bootstrap_ci
@@ -16,6 +18,28 @@ from jaxwb.sims.tiny_lm.config import (
 
 PAPER_TOLERANCE = 0.10  # absolute, in fraction of NVFP4's loss: the whole interval within 10 points of the paper
 
+# "strictly larger weight error": log MSE ratio floor, far above float32 rounding and far below the formats'
+# differences (0.4-0.5); two identical quantizers (a log ratio of exactly 0) fail it
+LOG_MSE_RESOLUTION = 1e-3
+
+# Known disagreements (``expected="fail"``; ``docs/papers/tiny_lm.md``): what the full preset measures and why.
+WHY_PAPER = {
+    "weight": (
+        "measured: RaZeR removes 47% +- 10% of NVFP4's perplexity loss on these byte-level models (10 models, full "
+        "preset), more than the paper's 29.4% on LLMs; the models (0.1-0.4M parameters, near-Gaussian weights, "
+        "800 steps on 1.9 MB) are not the paper's, so the fraction is not expected to transfer"
+    ),
+    "wa": (
+        "measured: 39% +- 5% (10 models, full preset) against the paper's 32.3%: the interval reaches above the "
+        "paper's +10 points; byte-level models with per-token activation scales are not the paper's LLMs"
+    ),
+}
+WHY_MXFP4 = (
+    "undecided, not contradicted: MXFP4 - NVFP4 = 0.032 +- 0.033 perplexity over 10 models (full preset): MXFP4's "
+    "coarser power-of-two scales cost more weight error in every layer (layer_errors.png), but the perplexity "
+    "difference is within the model-to-model noise at this size"
+)
+
 
 def _a(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
@@ -26,6 +50,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         *_per_size_claims(results, cfg),
         *_pooled_ordering_claims(results, cfg),
         *_paper_claims(results, cfg),
+        *_layer_error_claims(results),
         *_pinsker_claims(results, cfg),
     ]
 
@@ -38,40 +63,32 @@ def _per_size_claims(results: dict, cfg: Config) -> list[Claim]:
     n = fp.shape[1]
     out = []
     for s, size in enumerate(cfg.size_labels):
-        gain = float(results["unigram_loss"]) - _a(results["fp_loss"])[s]
+        unigram = np.full(n, float(results["unigram_loss"]))
         out.append(
-            Claim.from_samples(
+            Claim.ordering(
                 f"{size}: the trained model beats the unigram baseline (unigram - model loss, nats/byte; {n} seeds)",
-                0.0,
-                gain,
-                0.0,
-                "ge",
-                kind="check",
+                unigram,
+                _a(results["fp_loss"])[s],
                 source="theory",
             )
         )
-        cost = np.min(np.stack([p[f][s] - fp[s] for f in FORMATS]), axis=0)
         out.append(
-            Claim.from_samples(
+            Claim.ordering(
                 f"{size}: every 4-bit weight format costs perplexity: min over formats of "
                 f"ppl_q - ppl_fp > {RESOLUTION:g}",
-                RESOLUTION,
-                cost,
-                0.0,
-                "ge",
-                kind="check",
+                np.min(np.stack([p[f][s] for f in FORMATS]), axis=0),
+                fp[s],
                 source="theory",
+                at_least=RESOLUTION,
             )
         )
         out.append(
-            Claim.from_samples(
+            Claim.ordering(
                 f"{size}: RaZeR (weight variant) perplexity < NVFP4's, weight-only (NVFP4 - RaZeR > {RESOLUTION:g})",
-                RESOLUTION,
-                p["nvfp4"][s] - p["razer"][s],
-                0.0,
-                "ge",
-                kind="check",
+                p["nvfp4"][s],
+                p["razer"][s],
                 source="theory",
+                at_least=RESOLUTION,
             )
         )
     return out
@@ -89,44 +106,39 @@ def _pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
     wa = {f: _a(v) for f, v in results["ppl_wa"].items()}
     ol = {f: _a(v) for f, v in results["ppl_outlier"].items()}
     return [
-        Claim.from_samples(
+        Claim.ordering(
             f"W4A4: RaZeR (weight + activation variants) perplexity < NVFP4's, all sizes "
             f"(NVFP4 - RaZeR > {RESOLUTION:g})",
-            RESOLUTION,
-            _pooled(wa["nvfp4"] - wa["razer"]),
-            0.0,
-            "ge",
-            kind="check",
+            _pooled(wa["nvfp4"]),
+            _pooled(wa["razer"]),
             source="theory",
+            at_least=RESOLUTION,
         ),
-        Claim.from_samples(
+        Claim.ordering(
             f"W4A4 costs more than W4A16 (NVFP4): ppl_W4A4 - ppl_W4A16 > {RESOLUTION:g}, all sizes",
-            RESOLUTION,
-            _pooled(wa["nvfp4"] - p["nvfp4"]),
-            0.0,
-            "ge",
-            kind="check",
+            _pooled(wa["nvfp4"]),
+            _pooled(p["nvfp4"]),
             source="theory",
+            at_least=RESOLUTION,
         ),
-        Claim.from_samples(
+        Claim.ordering(
             f"outlier channels (x{cfg.outlier_scale:g} on {cfg.outlier_channels} input "
             f"channels): RaZeR perplexity < NVFP4's (NVFP4 - RaZeR > {RESOLUTION:g}), "
             "all sizes",
-            RESOLUTION,
-            _pooled(ol["nvfp4"] - ol["razer"]),
-            0.0,
-            "ge",
-            kind="check",
+            _pooled(ol["nvfp4"]),
+            _pooled(ol["razer"]),
             source="theory",
+            at_least=RESOLUTION,
         ),
-        Claim.from_samples(
-            "MXFP4 (power-of-two scales, blocks of 32) perplexity >= NVFP4's (MXFP4 - NVFP4), all sizes",
-            0.0,
-            _pooled(p["mxfp4"] - p["nvfp4"]),
-            0.0,
-            "ge",
-            kind="check",
-            source="theory",
+        dataclasses.replace(
+            Claim.ordering(
+                "MXFP4 (power-of-two scales, blocks of 32) perplexity >= NVFP4's (MXFP4 - NVFP4), all sizes",
+                _pooled(p["mxfp4"]),
+                _pooled(p["nvfp4"]),
+                source="theory",
+            ),
+            expected="fail",
+            reason=WHY_MXFP4,
         ),
     ]
 
@@ -154,9 +166,30 @@ def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
                 kind="paper",
                 ci=half,
                 n_seeds=k,
+                expected="fail",
+                reason=WHY_PAPER[key],
             )
         )
     return out
+
+
+def _layer_error_claims(results: dict) -> list[Claim]:
+    """The formats' weight error itself (a bit-level property, not through perplexity): per block layer of the first
+    model, relative MSE of RaZeR < NVFP4 (RaZeR's extra special values, same E2M1 grid otherwise) and NVFP4 <
+    MXFP4 (power-of-two scales over 32 vs E4M3 scales over 16); log ratio, t interval over the layers."""
+    mse = {f: _a(results["layer_rel_mse"][f]) for f in ("razer", "nvfp4", "mxfp4")}
+    n = mse["nvfp4"].size
+    return [
+        Claim.ordering(
+            f"weight error: relative MSE of {hi} > {lo}'s per block layer (log ratio over the first model's {n} "
+            f"layers > {LOG_MSE_RESOLUTION:g})",
+            np.log(mse[hi]),
+            np.log(mse[lo]),
+            source="theory",
+            at_least=LOG_MSE_RESOLUTION,
+        )
+        for lo, hi in (("razer", "nvfp4"), ("nvfp4", "mxfp4"))
+    ]
 
 
 def _pinsker_claims(results: dict, cfg: Config) -> list[Claim]:

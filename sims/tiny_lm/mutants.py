@@ -14,6 +14,11 @@ def _no_special_value(f):
     return lambda byte, fmt: jnp.zeros(byte.shape, jnp.float32)
 
 
+def _mxfp4_as_nvfp4(f):
+    """The fake-quantizer's MXFP4 branch copy-pasted from NVFP4's (the layer study's MXFP4 is NVFP4)."""
+    return lambda w, fmt, *, key, rht_group=64: f(w, "nvfp4" if fmt == "mxfp4" else fmt, key=key, rht_group=rht_group)
+
+
 MUTANTS = [
     Mutant(
         "razer_special_value_dropped",
@@ -32,5 +37,12 @@ MUTANTS = [
         "jaxwb.sims.tiny_lm.quant:LAYER_FORMAT",
         lambda d: {**d, "razer": "nvfp4"},
         "the format map hands NVFP4 to the RaZeR drop-in layers (RaZeR weight-only = NVFP4)",
+    ),
+    Mutant(
+        "fake_quantize_mxfp4_is_nvfp4",
+        "jaxwb.sims.tiny_lm.quant:fake_quantize",
+        _mxfp4_as_nvfp4,
+        "the fake-quantizer's MXFP4 branch quantizes in NVFP4 (layer study only: no perplexity claim reads it; the "
+        "per-layer weight-error claim does)",
     ),
 ]
