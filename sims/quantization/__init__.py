@@ -33,9 +33,9 @@ is heavy-tailed over rotations (+-14% over 48), so both presets compare at d = 6
 from __future__ import annotations
 
 from jaxwb.sims.quantization.claims import claims
-from jaxwb.sims.quantization.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.quantization.config import DISPLAY_ONLY, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.quantization.figures import plot
 from jaxwb.sims.quantization.mutants import MUTANTS
 from jaxwb.sims.quantization.run import run
 
-__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "run"]
+__all__ = ["DISPLAY_ONLY", "MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "run"]

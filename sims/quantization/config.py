@@ -80,6 +80,17 @@ class Config:
             raise ValueError(f"Config.kv_outlier_scale must be finite and > 0, got {self.kv_outlier_scale}")
 
 
+# arrays ``run`` returns that no claim decides on, and why (``jaxwb.sims.core.coverage``)
+DISPLAY_ONLY = (
+    "bound",  # the theory lines of mse_vs_bits.png (the claims recompute them from theory.dithered_quant)
+    "finite_level",
+    "dense/mse",  # the first-pass dense sweep (plotted; the claims use the re-measured dense_fresh)
+    "dense/se",
+    "rht_at_dense_d",  # the RHT sweep at dense_d (plotted; the same arrays as rht/<dense_d> when dense_d is in dims)
+    "formats",  # format_comparison.png / error_histograms.png; RaZeR <= NVFP4 per block and EDEN's unbiasedness
+    # are unit tests (tests/sims/test_quantization.py), the perplexity comparison is tiny_lm's
+)
+
 PRESETS = {
     # the dense comparison at d = 64 (as quick): the finite-d moment ratio it is claimed against is largest and
     # resolvable there; at d = 256 the b = 8 dense MSE is heavy-tailed over rotations (48 rotations: +-14%)
