@@ -25,8 +25,9 @@ def _with_boot(point, boot):
     return np.concatenate([np.asarray(point, np.float64)[..., None], np.asarray(boot, np.float64)], -1)
 
 
-def _claim(statement, predicted, stat, tolerance, comparison, *, kind, n_seeds, source="theory"):
-    """A claim on a statistic given as (1 + n_boot,) = (point, bootstrap replicates...)."""
+def _claim(statement, predicted, stat, tolerance, comparison, *, kind, n_seeds, source="theory", **extra):
+    """A claim on a statistic given as (1 + n_boot,) = (point, bootstrap replicates...); ``extra``: expected,
+    reason, wide_reason of :class:`Claim`."""
     stat = np.asarray(stat, np.float64)
     return Claim(
         statement,
@@ -38,7 +39,38 @@ def _claim(statement, predicted, stat, tolerance, comparison, *, kind, n_seeds, 
         ci=boot_halfwidth(stat[0], stat[1:]),
         n_seeds=int(n_seeds),
         source=source,
+        **extra,
     )
+
+
+def _ci(stat):
+    """95% half-width of a (1 + n_boot,) statistic."""
+    stat = np.asarray(stat, np.float64)
+    return boot_halfwidth(stat[0], stat[1:])
+
+
+def _tail(cfg: Config, *pairs, what="hits") -> dict:
+    """expected="fail" with the heavy-tail reason when a (method, B) of ``pairs`` is in ``cfg.tail_configs`` for
+    the statistic ``what`` ("hits" or "decay")."""
+    hit = [f"{m} at B={B}" for m, B in pairs if (m, int(B), what) in set(cfg.tail_configs)]
+    if not hit:
+        return {}
+    return {"expected": "fail", "reason": TAIL_REASON.format(", ".join(hit))}
+
+
+TAIL_REASON = (
+    "known disagreement ({}): the grid optimum puts a mode on the edge of mean-square stability, where "
+    "E||e_t||^2 is carried by rare trajectories that the seeds do not sample (a large-deviation quantity): the "
+    "sample mean runs below the exact recursion and the bootstrap interval, blind to what no seed drew, is too "
+    "narrow; more seeds do not fix it (rare-event sampling would). Not a theory error: the recursion matches the "
+    "dense operator and enumeration in the unit tests, and every configuration away from the edge agrees."
+)
+
+
+WIDE_ORDER = (
+    "the paper gives saturation scales only up to a constant factor (an order-of-magnitude statement); the value "
+    "itself is decided by the check against the exact recursion beside it"
+)
 
 
 def _slope(x, Y):
@@ -48,48 +80,71 @@ def _slope(x, Y):
 
 
 def speedup_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Speedup ~ B below saturation, against heavy ball itself and against SGD at B = 1."""
+    """Speedup ~ B below saturation (paper), the same log-log slope in the exact recursion (check)."""
     out = []
     Bs = np.asarray(results["batch_sizes"], dtype=float)
     c = results["constants"]
-    mc = results["mc"]
+    mc, th = results["mc"], results["theory"]
     seeds = np.asarray(mc["seeds"])
     Hs = _with_boot(mc["hits"], mc["hits_boot"])  # (nM, nB, 1 + n_boot): iterations to eps
-    i_sgd, i_hb, i_nag, i_rule = (METHODS.index(m) for m in METHODS)
-    boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
+    Th = np.asarray(th["hits"])
+    i_hb = METHODS.index("hb")
+    boot_note = f"95% bootstrap CI over seeds (scipy.stats.bootstrap, percentile, {cfg.n_boot} resamples)"
     lin = Bs <= cfg.linear_fraction * float(c["sat_shb"])
-    if lin.sum() >= 2:
-        n_lin = int(seeds[lin].min())
-        slope = _slope(np.log(Bs[lin]), np.log(Hs[i_hb, :1] / Hs[i_hb, lin]))
-        out.append(
-            _claim(
-                f"paper: heavy-ball speedup grows ~ B below saturation: log-log slope of T_HB(1)/T_HB(B) for "
-                f"B <= {cfg.linear_fraction:g} tr H/sqrt(L mu) = "
-                f"{cfg.linear_fraction * c['sat_shb']:.0f} ({boot_note})",
-                1.0,
-                slope,
-                0.2,
-                "abs",
-                kind="paper",
-                n_seeds=n_lin,
-                source="paper",
-            )
+    if lin.sum() < 2:
+        raise ValueError(f"batch_sizes must hold >= 2 values <= linear_fraction x tr H/sqrt(L mu), got {Bs}")
+    n_lin = int(seeds[lin].min())
+    slope = _slope(np.log(Bs[lin]), np.log(Hs[i_hb, :1] / Hs[i_hb, lin]))
+    exact_slope = float(_slope(np.log(Bs[lin]), np.log(Th[i_hb, :1, None] / Th[i_hb, lin, None]))[0])
+    rng_note = f"B <= {cfg.linear_fraction:g} tr H/sqrt(L mu) = {cfg.linear_fraction * c['sat_shb']:.1f}"
+    out.append(
+        _claim(
+            f"heavy-ball speedup T_HB(1)/T_HB(B) for {rng_note}: Monte-Carlo log-log slope = the exact "
+            f"recursion's ({boot_note}; exact inside the CI, CI <= 0.05)",
+            exact_slope,
+            slope,
+            0.05,
+            "ci",
+            kind="check",
+            n_seeds=n_lin,
         )
-        log2_ratio = np.log2(Hs[i_sgd, :1] / Hs[i_hb, lin] / Bs[lin, None])
-        worst = log2_ratio[np.argmax(np.abs(log2_ratio[:, 0]))]
-        out.append(
-            _claim(
-                "paper: perfect parallelization against SGD: T_SGD(1)/T_HB(B) within 2x of B for every B below "
-                "saturation (log2(speedup/B) at the worst B, |.| <= 1)",
-                0.0,
-                worst,
-                1.0,
-                "abs",
-                kind="paper",
-                n_seeds=n_lin,
-                source="paper",
-            )
+    )
+    half = _ci(slope)
+    out.append(
+        _claim(
+            f"paper: perfect parallelization, heavy-ball speedup directly proportional to B below saturation: "
+            f"log-log slope of T_HB(1)/T_HB(B) = 1 for {rng_note} (tolerance 3 CI half-widths; {boot_note})",
+            1.0,
+            slope,
+            3.0 * half,
+            "abs",
+            kind="paper",
+            n_seeds=n_lin,
+            source="paper",
+            expected="fail",
+            reason=(
+                f"the exact recursion bends the same way (slope {exact_slope:.3f}, the check beside): already at "
+                "B = tr H/(4 sqrt(L mu)) heavy ball is on the way to saturation (a T(B) ~ T_inf (1 + B*/B) law gives a "
+                "local slope 1/(1 + B/B*)), so proportionality to B holds only for B << tr H/sqrt(L mu); the paper's "
+                "'directly proportional' is the small-B limit"
+            ),
         )
+    )
+    i_sgd, b_hi = METHODS.index("sgd"), int(np.nonzero(lin)[0][-1])
+    out.append(
+        _claim(
+            f"speedup over SGD at B = 1, T_SGD(1)/T_HB(B) at B = {Bs[b_hi]:g} (the largest B below "
+            f"{cfg.linear_fraction:g} tr H/sqrt(L mu)): Monte Carlo = exact recursion ({boot_note}; exact inside the "
+            "CI, CI <= 5%)",
+            Th[i_sgd, 0] / Th[i_hb, b_hi],
+            Hs[i_sgd, 0] / Hs[i_hb, b_hi],
+            0.05 * Th[i_sgd, 0] / Th[i_hb, b_hi],
+            "ci",
+            kind="check",
+            n_seeds=n_lin,
+            **_tail(cfg, ("sgd", 1), ("hb", Bs[b_hi])),
+        )
+    )
     return out
 
 
@@ -114,9 +169,50 @@ def acceleration_claims(results: dict, cfg: Config) -> list[Claim]:
                 "ci",
                 kind="check",
                 n_seeds=seeds[j],
+                **_tail(cfg, ("sgd", B), ("hb", B)),
             )
         )
-    return out
+    return out + acceleration_growth_claims(results, cfg)
+
+
+def acceleration_growth_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Acceleration over SGD at the same B grows with B (paper): A(B) = T_SGD(B)/T_HB(B), A(B_max)/A(1)."""
+    mc, th = results["mc"], results["theory"]
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    seeds = np.asarray(mc["seeds"])
+    Hs = _with_boot(mc["hits"], mc["hits_boot"])
+    Th = np.asarray(th["hits"])
+    i_sgd, i_hb = METHODS.index("sgd"), METHODS.index("hb")
+    A = Hs[i_sgd] / Hs[i_hb]  # (nB, 1 + n_boot)
+    growth = np.log2(A[-1] / A[0])
+    exact = float(np.log2((Th[i_sgd, -1] / Th[i_hb, -1]) / (Th[i_sgd, 0] / Th[i_hb, 0])))
+    boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
+    n = int(min(seeds[0], seeds[-1]))
+    return [
+        _claim(
+            f"growth of the acceleration over SGD, log2(A({Bs[-1]:g})/A(1)) with A(B) = T_SGD(B)/T_HB(B): Monte Carlo "
+            f"= exact recursion ({boot_note}; exact inside the CI, CI <= 0.1)",
+            exact,
+            growth,
+            0.1,
+            "ci",
+            kind="check",
+            n_seeds=n,
+        ),
+        Claim(
+            f"paper: the acceleration of heavy ball over SGD grows with B: A({Bs[-1]:g}) > A(1), A(B) = "
+            f"T_SGD(B)/T_HB(B), decided on the {boot_note} of log2 A({Bs[-1]:g})/A(1) (margin in CIs)",
+            0.0,
+            float(growth[0]),
+            0.0,
+            "ge",
+            kind="paper",
+            ci=_ci(growth),
+            n_seeds=n,
+            source="paper",
+            is_ordering=True,
+        ),
+    ]
 
 
 def saturation_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -161,6 +257,7 @@ def saturation_claims(results: dict, cfg: Config) -> list[Claim]:
             kind="paper",
             n_seeds=n_sat,
             source="paper",
+            wide_reason=WIDE_ORDER,
         )
     )
     gd_ef = float(ip.efold_time(results["deterministic"]["gd_rho"]))
@@ -174,6 +271,11 @@ def saturation_claims(results: dict, cfg: Config) -> list[Claim]:
             "rel",
             kind="check",
             n_seeds=seeds[-1],
+            wide_reason=(
+                "at a finite B_max the rate exceeds GD's by O(B*/B_max) (2% at the quick preset's B = 32; E||e||^2 >= "
+                "||E e||^2 makes it one-sided only asymptotically, the windowed fit may sit a CI below); the value at "
+                "B_max is decided by the decay check against the exact recursion"
+            ),
         )
     )
     return out
@@ -200,8 +302,13 @@ def large_batch_claims(results: dict, cfg: Config) -> list[Claim]:
             kind="paper",
             n_seeds=seeds[-1],
             source="paper",
+            wide_reason=(
+                "the paper says heavy ball 'approaches' the full-batch accelerated limit without a rate; the e-fold "
+                "time at B_max is decided by the decay check against the exact recursion"
+            ),
         )
     )
+    out += momentum_saturation_claims(results, cfg)
     out.append(
         Claim(
             "noiseless limit (B = inf) of the operator's spectral radius (root finding) at Polyak's parameters = "
@@ -212,9 +319,56 @@ def large_batch_claims(results: dict, cfg: Config) -> list[Claim]:
             "rel",
             kind="check",
             source="theory",
+            wide_reason=(
+                "deterministic: the root finder stops at ~1e-12 in the quick preset but ~1e-9 in the full one (cond "
+                "1000, a double root at Polyak's parameters); 1e-6 is far below any effect a claim reads"
+            ),
         )
     )
     return out
+
+
+def momentum_saturation_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Heavy ball saturates at B ~ tr H / sqrt(L mu) (paper), located like SGD's: B*_HB = T_HB(1)/T_HB(B_max) - 1."""
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    c = results["constants"]
+    mc, th = results["mc"], results["theory"]
+    seeds = np.asarray(mc["seeds"])
+    Hs = _with_boot(mc["hits"], mc["hits_boot"])
+    Th = np.asarray(th["hits"])
+    i_hb = METHODS.index("hb")
+    # T(B) ~ T_inf (1 + B*/B)  =>  B* = (r - 1) / (1 - r / B_max), r = T(1)/T(B_max) (B_max need not be >> B*)
+    bstar_of = lambda r: (r - 1.0) / (1.0 - r / Bs[-1])
+    bstar = bstar_of(Hs[i_hb, 0] / Hs[i_hb, -1])
+    exact = float(bstar_of(Th[i_hb, 0] / Th[i_hb, -1]))
+    n = int(min(seeds[0], seeds[-1]))
+    boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
+    sat = float(c["sat_shb"])
+    return [
+        _claim(
+            f"heavy-ball saturation batch B*_HB = (r - 1)/(1 - r/{Bs[-1]:g}), r = T_HB(1)/T_HB({Bs[-1]:g}) "
+            "(iterations to eps; T(B) ~ T_inf (1 + B*/B)): Monte Carlo = "
+            f"exact recursion ({boot_note}; exact inside the CI, CI <= 10%)",
+            exact,
+            bstar,
+            0.1 * exact,
+            "ci",
+            kind="check",
+            n_seeds=n,
+        ),
+        _claim(
+            f"paper: heavy-ball momentum saturates at B ~ tr H / sqrt(L mu) = {sat:.1f}: B*_HB within 2x of it (log2 "
+            f"ratio, |.| <= 1; {boot_note})",
+            0.0,
+            np.log2(np.maximum(bstar, 1e-12) / sat),
+            1.0,
+            "abs",
+            kind="paper",
+            n_seeds=n,
+            source="paper",
+            wide_reason=WIDE_ORDER,
+        ),
+    ]
 
 
 def iterations_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -237,6 +391,7 @@ def iterations_claims(results: dict, cfg: Config) -> list[Claim]:
                     "ci",
                     kind="check",
                     n_seeds=seeds[j],
+                    **_tail(cfg, (m, B)),
                 )
             )
     return out
@@ -263,6 +418,7 @@ def decay_claims(results: dict, cfg: Config) -> list[Claim]:
                     "ci",
                     kind="check",
                     n_seeds=seeds[j],
+                    **_tail(cfg, (m, B), what="decay"),
                 )
             )
     return out
@@ -277,18 +433,28 @@ def rule_claims(results: dict, cfg: Config) -> list[Claim]:
     Es = 1.0 / Ds  # iterations per e-fold
     i_sgd, i_hb, i_nag, i_rule = (METHODS.index(m) for m in METHODS)
     log2_cost = np.log2(Es[i_rule] / Es[i_hb])
-    worst = log2_cost[np.argmax(np.abs(log2_cost[:, 0]))]
+    # the worst B chosen on the exact curves' fits (the argmax of noisy Monte-Carlo values picks the noisiest B)
+    exact_cost = np.log2(
+        np.log(np.asarray(results["theory"]["rates_fit"])[i_hb]) / np.log(results["theory"]["rates_fit"][i_rule])
+    )
+    j = int(np.argmax(np.abs(exact_cost)))
+    Bs = np.asarray(results["batch_sizes"])
     out.append(
         _claim(
             'paper ("a simple momentum choice that works", read as: within 2x of the tuned optimum): rule\'s '
-            "Monte-Carlo e-fold time / grid-optimised heavy ball's at the worst B, log2, |.| <= 1",
+            f"Monte-Carlo e-fold time / grid-optimised heavy ball's at the exact recursion's worst B = {Bs[j]:g} "
+            f"(exact: {exact_cost[j]:.3f}), log2, |.| <= 1",
             0.0,
-            worst,
+            log2_cost[j],
             1.0,
             "abs",
             kind="paper",
-            n_seeds=int(seeds.min()),
+            n_seeds=int(seeds[j]),
             source="reconstruction",
+            wide_reason=(
+                "the rule is ours (the paper only says a simple choice works): 'works' read as within 2x of the "
+                "tuned optimum; its e-fold times per B are decided by the decay checks against the exact recursion"
+            ),
         )
     )
     return out
@@ -329,7 +495,7 @@ def kaczmarz_claims(results: dict, cfg: Config) -> list[Claim]:
                     n_seeds=cfg.aux_seeds,
                 )
             )
-        for cname in ("single", "block"):  # block_hb: heavy-tailed at its asymptotic window (module docstring)
+        for cname in ("single", "block", "block_hb"):
             out.append(
                 _claim(
                     f"{what}, {cname}: Monte-Carlo decay -log(rate) = exact recursion's on the same window (exact "
@@ -345,8 +511,27 @@ def kaczmarz_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+def divergence_claims(results: dict, cfg: Config) -> list[Claim]:
+    """No Monte-Carlo run diverges at parameters whose exact mean-square rate is < 1."""
+    rho = np.asarray(results["theory"]["rho"])
+    frac = np.asarray(results["mc"]["diverged_fraction"])
+    return [
+        Claim(
+            f"no Monte-Carlo trajectory diverges (||e_t||^2 > 1e10 ||e_0||^2) at the optimised parameters, whose exact "
+            f"mean-square rate is < 1 (max rho = {rho.max():.5f}): largest diverged fraction over (method, B) = 0",
+            0.0,
+            float(frac.max()) if rho.max() < 1 else math.nan,
+            0.0,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    ]
+
+
 def claims(results: dict, cfg: Config) -> list[Claim]:
     return [
+        *divergence_claims(results, cfg),
         *speedup_claims(results, cfg),
         *acceleration_claims(results, cfg),
         *saturation_claims(results, cfg),

@@ -9,9 +9,9 @@ from jaxwb.sims.core.audit import Mutant
 
 
 def _gradient_without_weights(f):
-    def mutated(problem, x, idx):
+    def mutated(problem, e, idx):
         a = problem.A[idx]
-        return a.T @ (a @ x - problem.b[idx]) / idx.shape[0]
+        return a.T @ (a @ e) / idx.shape[0]
 
     return mutated
 
@@ -39,6 +39,13 @@ def _nesterov_factor_dropped(f):
     return mutated
 
 
+def _divergence_threshold_3x(f):
+    def mutated(*args, **kwargs):
+        return f(*args, blowup=3.0)
+
+    return mutated
+
+
 # first: the cheapest (only the exact-recursion function recompiles: the step counts and the Monte Carlo are
 # unchanged; the default suite runs it)
 MUTANTS = [
@@ -50,7 +57,7 @@ MUTANTS = [
     ),
     Mutant(
         "gradient_missing_importance_weights",
-        "jaxwb.theory.interpolation.iterations:_minibatch_gradient",
+        "jaxwb.theory.interpolation.iterations:_error_gradient",
         _gradient_without_weights,
         "mini-batch gradient without the weights 1/(n p_i) of norm sampling",
     ),
@@ -65,5 +72,13 @@ MUTANTS = [
         "jaxwb.theory.interpolation.iterations:_sample_batch",
         _uniform_sampler,
         "rows drawn uniformly while the weights assume ||a_i||^2 sampling",
+    ),
+    # missed by the old claims (nothing read the diverged fraction; the frozen momentum transients at B = 1, 2 move
+    # no statistic past its interval), caught by the divergence claim
+    Mutant(
+        "divergence_threshold_3x",
+        "jaxwb.theory.interpolation.iterations:curves_jit",
+        _divergence_threshold_3x,
+        "a trajectory counts as diverged (and is frozen) above 3 ||e_0||^2 instead of 1e10 ||e_0||^2",
     ),
 ]

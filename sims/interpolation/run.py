@@ -11,10 +11,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.sims.core.sweep import sweep
-from jaxwb.sims.interpolation.config import GROUPS, METHODS, Config
+from jaxwb.sims.interpolation.config import METHODS, Config
 from jaxwb.sims.interpolation.optimise import grid_optimise, rates
-from jaxwb.sims.interpolation.rows import cd_row, mc_row
 from jaxwb.sims.interpolation.statistics import asymptotic_window, boot_means, fits, hits
 from jaxwb.theory import interpolation as ip
 
@@ -32,11 +30,35 @@ def exact_batch(kernel, e0, lr, beta, nu, B, steps):
     return jax.vmap(f)(lr, beta, nu, B)
 
 
-def steps_for(rhos, cfg_eps, extra_efolds, points):
-    ef = max(float(ip.efold_time(r)) for r in rhos)
-    steps = int(ef * (math.log(1 / cfg_eps) + extra_efolds)) + 20
-    stride = max(1, steps // points)
-    return stride * math.ceil(steps / stride), stride
+def exact_steps(rho, eps, extra_efolds):
+    """Length of an exact curve: ``extra_efolds`` e-folds beyond eps at rate rho, rounded up to a power of 2 (so
+    that a few compiled programs serve every configuration)."""
+    steps = int(float(ip.efold_time(rho)) * (math.log(1 / eps) + extra_efolds)) + 20
+    return 1 << max(6, math.ceil(math.log2(steps)))
+
+
+def exact_curves_of(kernel, e0, lr, beta, nu, B, rho, eps, extra_efolds) -> list[np.ndarray]:
+    """Exact E||e_t||^2 curves (full resolution) of the configurations (lr, beta, nu, B, rho: flat arrays), in one
+    vmapped call per length class."""
+    lens = [exact_steps(r, eps, extra_efolds) for r in rho]
+    out: list = [None] * len(lens)
+    for L in sorted(set(lens)):
+        sel = [i for i, l_ in enumerate(lens) if l_ == L]
+        arr = lambda a, sel=sel: jnp.asarray(np.asarray(a, np.float64)[sel])
+        ex = np.asarray(exact_batch(kernel, e0, arr(lr), arr(beta), arr(nu), arr(B), L))
+        for r, i in enumerate(sel):
+            out[i] = ex[r]
+    return out
+
+
+def mc_plan(exact, rho, eps, span, points, margin=1.3):
+    """(fit window (t_a, t_b), stride, n_chunks) of a Monte-Carlo run: it records every ``stride`` steps up to the
+    later of ``margin`` x the exact curve's eps crossing and its fit window's end t_b (no later point is read)."""
+    ta, tb = asymptotic_window(exact, rho, span)
+    t_eps = float(hits(exact, np.arange(len(exact)), eps))
+    need = max(int(margin * (t_eps if math.isfinite(t_eps) else len(exact))), int(tb)) + 10
+    stride = max(1, need // points)
+    return (ta, tb), stride, math.ceil(need / stride)
 
 
 def optimised_params(cfg: Config, kernel, mu, L, L_max) -> tuple[dict, dict]:
@@ -56,29 +78,25 @@ def optimised_params(cfg: Config, kernel, mu, L, L_max) -> tuple[dict, dict]:
     return params, {"lr": lr_n, "beta": beta_n, "rho": rho_n}
 
 
-def exact_curves(cfg: Config, kernel, e0, params) -> tuple[dict, dict, dict]:
-    """Exact E||e_t||^2 curves per B and per group (SGD runs much longer than momentum at large B), with the
-    steps and recording stride of each."""
-    theory_curves, steps_B, stride_B = {}, {}, {}
-    for j, B in enumerate(cfg.batch_sizes):
-        for g, group in enumerate(GROUPS):
-            idx = [METHODS.index(m) for m in group]
-            steps, stride = steps_for(
-                [params[m]["rho"][j] for m in group], cfg.eps, cfg.fit_efolds + 3, cfg.record_points
-            )
-            steps_B[B, g], stride_B[B, g] = steps, stride
-            theory_curves[B, g] = np.asarray(
-                exact_batch(
-                    kernel,
-                    e0,
-                    jnp.asarray([params[m]["lr"][j] for m in group]),
-                    jnp.asarray([0.0 if m == "sgd" else params[m]["beta"][j] for m in group]),
-                    jnp.asarray(NU[idx]),
-                    jnp.full(len(group), float(B)),
-                    steps,
-                )
-            )
-    return theory_curves, steps_B, stride_B
+def exact_curves(cfg: Config, kernel, e0, params) -> dict:
+    """Exact E||e_t||^2 curves per (method, B) at full resolution: curves[m][j] (m in METHODS, j indexes B)."""
+    Bs = list(cfg.batch_sizes)
+    cfgs = [(m, j) for m in METHODS for j in range(len(Bs))]
+    ex = exact_curves_of(
+        kernel,
+        e0,
+        [params[m]["lr"][j] for m, j in cfgs],
+        [0.0 if m == "sgd" else params[m]["beta"][j] for m, j in cfgs],
+        [NU[METHODS.index(m)] for m, j in cfgs],
+        [float(Bs[j]) for m, j in cfgs],
+        [params[m]["rho"][j] for m, j in cfgs],
+        cfg.eps,
+        cfg.fit_efolds + 3,
+    )
+    curves: dict = {m: [None] * len(Bs) for m in METHODS}
+    for (m, j), c in zip(cfgs, ex, strict=True):
+        curves[m][j] = c
+    return curves
 
 
 def aux_theory(cfg: Config, problem) -> tuple:
@@ -100,23 +118,20 @@ def aux_theory(cfg: Config, problem) -> tuple:
             k: float(ip.mean_square_rate(pr_, kernel=kern, lr=a, beta=b_, batch_size=float(B_), method="hb").rho)
             for k, (a, b_, B_) in confs.items()
         }
-        steps, stride = steps_for(list(rhos.values()), cfg.aux_eps, cfg.fit_efolds + 3, cfg.record_points)
-        ex = np.asarray(
-            exact_batch(
-                kern,
-                -pr_.x_star,
-                jnp.asarray([v_[0] for v_ in confs.values()]),
-                jnp.asarray([v_[1] for v_ in confs.values()]),
-                jnp.zeros(3),
-                jnp.asarray([float(v_[2]) for v_ in confs.values()]),
-                steps,
-            )
+        ex = exact_curves_of(
+            kern,
+            -pr_.x_star,
+            [v_[0] for v_ in confs.values()],
+            [v_[1] for v_ in confs.values()],
+            [0.0] * 3,
+            [float(v_[2]) for v_ in confs.values()],
+            list(rhos.values()),
+            cfg.aux_eps,
+            cfg.fit_efolds + 3,
         )
         aux[name] = {
             "confs": confs,
             "rho": rhos,
-            "steps": steps,
-            "stride": stride,
             "exact": dict(zip(confs, ex, strict=True)),
             "bound_rate": float(ip.kaczmarz_rate_bound(pr_.A)),
         }
@@ -145,7 +160,7 @@ def theory(cfg: Config, key) -> dict:
         rho_det = ip.mean_square_rate(problem, kernel=kernel, lr=lr_p, beta=beta_p, batch_size=jnp.inf, method="hb").rho
         gd_rho = ((L - mu) / (L + mu)) ** 2  # GD at lr = 2/(L + mu): ||e|| factor (k-1)/(k+1) per step
         e0 = -problem.x_star
-        theory_curves, steps_B, stride_B = exact_curves(cfg, kernel, e0, params)
+        theory_curves = exact_curves(cfg, kernel, e0, params)
         kz, aux = aux_theory(cfg, problem)
     constants = {
         "mu": mu,
@@ -166,18 +181,50 @@ def theory(cfg: Config, key) -> dict:
         "params": params,
         "nesterov_rule": nesterov_rule,
         "curves": theory_curves,
-        "steps": steps_B,
-        "stride": stride_B,
         "kaczmarz_problem": kz,
         "aux": aux,
     }
 
 
 # ---------------------------------------------------------------------------------------------------------
-# Monte Carlo (float64: in float32 the momentum difference x_t - x_{t-1} at beta ~ 0.998 loses enough precision
-# to bias the B = 1 rule's measured decay by -2.5%; seeds x configurations vmapped in one sweep). Every statistic
-# gets bootstrap replicates over seeds (cfg.n_boot) for its confidence interval.
+# Monte Carlo (float64; the iteration runs on the error in velocity form, ``jaxwb.theory.interpolation.curves_jit``:
+# no cancellation of x_t - x_{t-1} at beta ~ 0.998). Seeds vmapped; one compiled program per batch size (the run
+# length and recording stride are traced); every configuration runs only as long as its statistics read (the
+# exact curve's eps crossing or fit window, whichever is later, x 1.3). Every statistic gets bootstrap replicates
+# over seeds (scipy.stats.bootstrap, cfg.n_boot resamples) for its confidence interval.
 # ---------------------------------------------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames=("batch_size", "n_records"))
+def mc_batch(problem, lr, beta, gamma, keys, n_chunks, stride, batch_size, n_records):
+    """Monte Carlo of many seeds/configurations: rows (lr, beta, gamma, keys) (S,) -> (||e_t||^2 (S, n_records + 1),
+    diverged (S,)) from x_0 = 0."""
+    f = lambda a, b, c, k: ip.curves_jit(problem, -problem.x_star, a, b, c, k, n_chunks, stride, batch_size, n_records)
+    return jax.vmap(f)(lr, beta, gamma, keys)
+
+
+@partial(jax.jit, static_argnames=("batch_size", "n_records"))
+def cd_batch(problem, lr, beta, keys, n_chunks, stride, batch_size, n_records):
+    """Coordinate descent of many seeds: 2 (f - f*) = ||z||^2 of the equivalent Kaczmarz problem, (S, n_records+1)."""
+    f = lambda a, b, k: ip.cd_curves_jit(
+        problem.A, -problem.x_star, a, b, 0.0 * a, k, n_chunks, stride, batch_size, n_records
+    )
+    return 2.0 * jax.vmap(f)(lr, beta, keys)
+
+
+def simulate(problem, lr, beta, gamma, key, seeds, B, plan, cfg: Config, cd=False):
+    """(errs (seeds, P), diverged fraction, t (P,)) of one configuration run by Monte Carlo along ``plan``."""
+    _, stride, n_chunks = plan
+    n_rec = 2 * cfg.record_points + 2  # n_chunks <= points + need / stride < 2 points + 2
+    keys = jax.random.split(key, seeds)
+    full = lambda x: jnp.full(seeds, x, jnp.float64)
+    with jax.enable_x64(True):
+        if cd:
+            errs, div = cd_batch(problem, full(lr), full(beta), keys, n_chunks, stride, B, n_rec), np.zeros(seeds)
+        else:
+            errs, div = mc_batch(problem, full(lr), full(beta), full(gamma), keys, n_chunks, stride, B, n_rec)
+    errs = np.asarray(errs, np.float64)[:, : n_chunks + 1]
+    return errs, float(np.mean(np.asarray(div))), np.arange(n_chunks + 1) * stride
 
 
 def monte_carlo(cfg: Config, th: dict, key, rng) -> tuple[dict, dict, dict]:
@@ -186,68 +233,53 @@ def monte_carlo(cfg: Config, th: dict, key, rng) -> tuple[dict, dict, dict]:
     Bs = list(cfg.batch_sizes)
     nB, nM = len(Bs), len(METHODS)
     problem, params = th["problem"], th["params"]
-    hits_mc, hits_th = np.full((nM, nB), np.nan), np.full((nM, nB), np.nan)
-    rates_mc, rates_th_fit = np.full((nM, nB), np.nan), np.full((nM, nB), np.nan)
-    hits_boot, rates_boot = np.full((nM, nB, cfg.n_boot), np.nan), np.full((nM, nB, cfg.n_boot), np.nan)
+    out = {k: np.full((nM, nB), np.nan) for k in ("hits", "rates", "hits_th", "rates_th", "diverged")}
+    boot = {k: np.full((nM, nB, cfg.n_boot), np.nan) for k in ("hits", "rates")}
     windows = np.zeros((nM, nB, 2))
-    diverged = np.zeros((nM, nB))
     seeds_B = np.zeros(nB, int)
-    curves_out = {}
-    keys = jax.random.split(key, nB * len(GROUPS))
+    curves_out: dict = {}
+    # common random numbers: at one B every method runs on the same seeds' keys (the same batches), and its
+    # bootstrap resamples the same seeds, so ratios of two methods at one B (acceleration over SGD) get paired
+    # replicates; batch sizes are independent of each other
+    keys = jax.random.split(key, nB)
     for j, B in enumerate(Bs):
         seeds = max(cfg.min_seeds, min(cfg.n_seeds, cfg.seed_budget // B))
         seeds_B[j] = seeds
-        curves_out[f"B{B}"] = {"seeds": np.asarray(seeds)}
-        for g, group in enumerate(GROUPS):
-            idx = [METHODS.index(m) for m in group]
-            k = len(group)
-            steps, stride, th_c = th["steps"][B, g], th["stride"][B, g], th["curves"][B, g]
-            rows = {
-                "lr": np.repeat([params[m]["lr"][j] for m in group], seeds),
-                "beta": np.repeat([0.0 if m == "sgd" else params[m]["beta"][j] for m in group], seeds),
-                "gamma": np.repeat(NU[idx], seeds),
-                "key": jax.random.split(keys[j * len(GROUPS) + g], k * seeds),
-            }
-            fn = partial(mc_row, problem=problem, batch_size=B, steps=steps, record_every=stride)
-            with jax.enable_x64(True):
-                errs, div = sweep(fn, rows)
-            errs = np.asarray(errs, np.float64).reshape(k, seeds, -1)
-            mean = errs.mean(axis=1)
-            div = np.asarray(div).reshape(k, seeds)
-            t = np.arange(mean.shape[1]) * stride
-            full_t = np.arange(th_c.shape[1])
-            lo_band, hi_band = np.zeros_like(mean), np.zeros_like(mean)
-            for r, i in enumerate(idx):
-                rho = float(params[METHODS[i]]["rho"][j])
-                ta, tb = asymptotic_window(th_c[r], rho, cfg.fit_efolds)
-                windows[i, j] = ta, tb
-                boot = boot_means(errs[r], cfg.n_boot, rng)
-                hits_mc[i, j] = hits(mean[r], t, cfg.eps)
-                hits_th[i, j] = hits(th_c[r], full_t, cfg.eps)
-                hits_boot[i, j] = hits(boot, t, cfg.eps)
-                rates_mc[i, j] = fits(mean[r], t, ta, tb)
-                rates_boot[i, j] = fits(boot, t, ta, tb)
-                rates_th_fit[i, j] = fits(th_c[r], full_t, ta, tb)
-                diverged[i, j] = div[r].mean()
-                lo_band[r], hi_band[r] = np.quantile(boot / boot[:, :1], [0.025, 0.975], axis=0)
-            curves_out[f"B{B}"]["_".join(group)] = {
+        curves_out[f"B{B}"] = {}
+        boot_seed = int(rng.integers(2**63))
+        for i, m in enumerate(METHODS):
+            p, ex = params[m], th["curves"][m][j]
+            plan = mc_plan(ex, float(p["rho"][j]), cfg.eps, cfg.fit_efolds, cfg.record_points)
+            beta = 0.0 if m == "sgd" else float(p["beta"][j])
+            errs, out["diverged"][i, j], t = simulate(
+                problem, float(p["lr"][j]), beta, NU[i], keys[j], seeds, B, plan, cfg
+            )
+            (ta, tb), full_t = plan[0], np.arange(len(ex))
+            windows[i, j] = ta, tb
+            mean, reps = errs.mean(axis=0), boot_means(errs, cfg.n_boot, np.random.default_rng(boot_seed))
+            out["hits"][i, j], boot["hits"][i, j] = hits(mean, t, cfg.eps), hits(reps, t, cfg.eps)
+            out["rates"][i, j], boot["rates"][i, j] = fits(mean, t, ta, tb), fits(reps, t, ta, tb)
+            out["hits_th"][i, j] = hits(ex, full_t, cfg.eps)
+            out["rates_th"][i, j] = fits(ex, full_t, ta, tb)
+            lo, hi = np.quantile(reps / reps[:, :1], [0.025, 0.975], axis=0)
+            curves_out[f"B{B}"][m] = {
                 "t": t,
                 "mc_mean": mean,
-                "theory": th_c[:, ::stride],
-                "mc_lo": lo_band,
-                "mc_hi": hi_band,
+                "theory": ex[np.minimum(t, len(ex) - 1)],
+                "mc_lo": lo,
+                "mc_hi": hi,
             }
     mc = {
-        "hits": hits_mc,
-        "rates": rates_mc,
-        "diverged_fraction": diverged,
-        "hits_boot": hits_boot,
-        "rates_boot": rates_boot,
+        "hits": out["hits"],
+        "rates": out["rates"],
+        "diverged_fraction": out["diverged"],
+        "hits_boot": boot["hits"],
+        "rates_boot": boot["rates"],
         "seeds": seeds_B,
     }
     theory_out = {
-        "hits": hits_th,
-        "rates_fit": rates_th_fit,
+        "hits": out["hits_th"],
+        "rates_fit": out["rates_th"],
         "fit_window": windows,
         "rho": np.stack([params[m]["rho"] for m in METHODS]),
     }
@@ -257,41 +289,31 @@ def monte_carlo(cfg: Config, th: dict, key, rng) -> tuple[dict, dict, dict]:
 def aux_monte_carlo(cfg: Config, th: dict, name: str, key, rng) -> dict:
     """Monte Carlo of the Kaczmarz (``name="kaczmarz"``) or coordinate-descent (``"cd"``) configurations."""
     a = th["aux"][name]
-    res = {}
+    res: dict = {}
+    # coordinate descent acts on x of the original problem; 2 (f - f*) = ||z||^2 of the equivalent one
+    problem = th["kaczmarz_problem"] if name == "kaczmarz" else th["problem"]
     for ci, (cname, (lr, beta, B)) in enumerate(a["confs"].items()):
-        rows = {
-            "lr": np.full(cfg.aux_seeds, lr),
-            "beta": np.full(cfg.aux_seeds, beta),
-            "gamma": np.zeros(cfg.aux_seeds),
-            "key": jax.random.split(jax.random.fold_in(key, ci), cfg.aux_seeds),
-        }
-        with jax.enable_x64(True):
-            if name == "kaczmarz":
-                kz = th["kaczmarz_problem"]
-                fn = partial(mc_row, problem=kz, batch_size=B, steps=a["steps"], record_every=a["stride"])
-                errs = np.asarray(sweep(fn, rows)[0], np.float64)
-            else:
-                # coordinate descent acts on x of the original problem; 2 (f - f*) = ||z||^2 of the equivalent one
-                fn = partial(cd_row, problem=th["problem"], batch_size=B, steps=a["steps"], record_every=a["stride"])
-                errs = 2.0 * np.asarray(sweep(fn, rows), np.float64)
-        mean = errs.mean(axis=0)
-        t = np.arange(mean.shape[0]) * a["stride"]
         ex = a["exact"][cname]
-        ta, tb = asymptotic_window(ex, a["rho"][cname], cfg.fit_efolds)
+        plan = mc_plan(ex, a["rho"][cname], cfg.aux_eps, cfg.fit_efolds, cfg.record_points)
+        errs, _, t = simulate(
+            problem, lr, beta, 0.0, jax.random.fold_in(key, ci), cfg.aux_seeds, B, plan, cfg, cd=name == "cd"
+        )
+        mean = errs.mean(axis=0)
+        (ta, tb), full_t = plan[0], np.arange(len(ex))
         boot = boot_means(errs, cfg.n_boot, rng)
         res[cname] = {
             "t": t,
             "mc_mean": mean,
             "mc_lo": np.quantile(boot / boot[:, :1], 0.025, axis=0),
             "mc_hi": np.quantile(boot / boot[:, :1], 0.975, axis=0),
-            "exact": ex[:: a["stride"]],
+            "exact": ex[np.minimum(t, len(ex) - 1)],
             "rho": a["rho"][cname],
             "rate_mc": float(fits(mean, t, ta, tb)),
             "hit_mc": float(hits(mean, t, cfg.aux_eps)),
             "hit_boot": hits(boot, t, cfg.aux_eps),
-            "hit_exact": float(hits(ex, np.arange(len(ex)), cfg.aux_eps)),
+            "hit_exact": float(hits(ex, full_t, cfg.aux_eps)),
             "rate_boot": fits(boot, t, ta, tb),
-            "rate_exact_fit": float(fits(ex, np.arange(len(ex)), ta, tb)),
+            "rate_exact_fit": float(fits(ex, full_t, ta, tb)),
             "fit_window": np.array([ta, tb]),
             "lr": lr,
             "beta": beta,

@@ -17,18 +17,23 @@ from jaxwb.sims.interpolation.bench import numpy_mc
 
 def test_quick_preset_end_to_end(tmp_path):
     outcome = execute(sim, preset="quick", out_dir=tmp_path, verbose=False)
-    # Every quick claim passes on a clean run (seed 0). The single-row Kaczmarz iterations to eps, a known miss at
-    # the old cond = 400 preset (403 +- 6 vs 411 at 8192 seeds), passes at cond = 100 (183.0 +- 4.0 vs 182.5).
-    failed = [c.statement for c in outcome.claims if not c.passed]
+    # Every quick claim meets its expectation on a clean run (seed 0): the only expected failure is the paper's
+    # literal "speedup directly proportional to B" (slope 1), which the exact recursion does not give either.
+    failed = [c.statement for c in outcome.claims if not c.as_expected]
     assert not failed, failed
+    assert [c.statement[:40] for c in outcome.claims if c.expected == "fail"] == [
+        "paper: perfect parallelization, heavy-ba"
+    ]
     assert len(outcome.claims) >= 10
     assert {c.kind for c in outcome.claims} <= {"check", "bound", "paper"}
     # every Monte-Carlo claim is decided on an interval over >= 5 seeds
-    assert all(c.n_seeds >= 5 and c.ci > 0 for c in outcome.claims if "Monte-Carlo" in c.statement)
+    # (the divergence claim is a count, the largest diverged fraction, compared with 0)
+    mc_claims = [c for c in outcome.claims if "Monte-Carlo" in c.statement and "diverges" not in c.statement]
+    assert all(c.n_seeds >= 5 and c.ci > 0 for c in mc_claims)
     for name in ("iterations_vs_batch", "speedup", "rate_check", "momentum_rule", "kaczmarz_cd"):
         assert (tmp_path / f"{name}.png").exists()
     manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["claims_passed"] == manifest["claims_total"]
+    assert manifest["claims_passed"] == manifest["claims_total"] - 1
     assert np.all(np.asarray(outcome.results["mc"]["diverged_fraction"]) == 0)
 
 

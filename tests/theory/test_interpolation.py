@@ -401,6 +401,29 @@ def test_no_recompilation_for_new_lr_beta():
     assert ip.run_jit._cache_size() == n
 
 
+def test_curves_jit_traced_length_one_program_and_nan_tail():
+    """curves_jit: the run length and stride are traced (one compiled program for every length), the records after
+    n_chunks are NaN, and the velocity form equals the position form x_{t+1} = x_t - lr g(y_t) + beta (x_t - x_{t-1})
+    on the same batches."""
+    with jax.enable_x64(True):
+        pr = _problem(13)
+        e0 = -pr.x_star
+        key = jax.random.key(3)
+        a = ip.curves_jit(pr, e0, 0.3, 0.6, 1.0, key, 4, 3, 2, 6)[0]
+        n = ip.curves_jit._cache_size()
+        b = ip.curves_jit(pr, e0, 0.3, 0.6, 1.0, key, 6, 2, 2, 6)[0]
+        assert ip.curves_jit._cache_size() == n
+        assert np.all(np.isnan(np.asarray(a)[5:])) and np.all(np.isfinite(np.asarray(b)))
+        x, xp, ref = jnp.zeros(D), jnp.zeros(D), []
+        for t in range(12):
+            idx = ip.sample_batch(pr, 2, key=jax.random.fold_in(key, t))
+            y = x + 0.6 * (x - xp)
+            x, xp = x - 0.3 * ip.minibatch_gradient(pr, y, idx) + 0.6 * (x - xp), x
+            ref.append(float(jnp.sum((x - pr.x_star) ** 2)))
+        np.testing.assert_allclose(np.asarray(b)[1:], ref[1::2], rtol=1e-9)
+        np.testing.assert_allclose(np.asarray(a)[1:5], ref[2::3], rtol=1e-9)
+
+
 # ---------------------------------------------------------------------------------------------------------
 # The momentum rule
 # ---------------------------------------------------------------------------------------------------------

@@ -89,6 +89,9 @@ Package layout (every public name is re-exported here: ``from theory import inte
 from __future__ import annotations
 
 from jaxwb.theory.interpolation.iterations import (
+    cd_curves_jit as cd_curves_jit,
+)
+from jaxwb.theory.interpolation.iterations import (
     coordinate_descent,
     kaczmarz,
     minibatch_gradient,
@@ -97,6 +100,9 @@ from jaxwb.theory.interpolation.iterations import (
 )
 from jaxwb.theory.interpolation.iterations import (
     coordinate_descent_jit as coordinate_descent_jit,
+)
+from jaxwb.theory.interpolation.iterations import (
+    curves_jit as curves_jit,
 )
 from jaxwb.theory.interpolation.iterations import (
     run_jit as run_jit,

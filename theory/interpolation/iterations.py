@@ -55,29 +55,52 @@ def _gamma(method):
     return 1.0 if method == "nesterov" else 0.0
 
 
+@partial(jax.jit, static_argnames=("batch_size", "n_records"))
+def curves_jit(problem, e0, lr, beta, gamma, key, n_chunks, stride, batch_size, n_records, blowup=1e10):
+    """The jitted SGD / momentum iteration on the error e_t = x_t - x* (no input checks), in velocity form:
+    v_{t+1} = beta v_t - lr g(e_t + gamma beta v_t), e_{t+1} = e_t + v_{t+1}, v_0 = 0 (x_{-1} = x_0), with
+    g(e) = (1/B) sum_j w_{i_j} a_{i_j} (a_{i_j}^T e) the mini-batch gradient of the consistent system (b = A x*).
+    The same iteration as x_{t+1} = x_t - lr g(y_t) + beta (x_t - x_{t-1}), without the cancellation of
+    x_t - x_{t-1} at beta ~ 1. ``n_chunks`` and ``stride`` are traced (one compiled program per batch size and
+    record count): ``n_chunks`` chunks of ``stride`` steps, step t drawing its batch from fold_in(key, t).
+
+    Returns (sq_errors (n_records + 1,), diverged): ||e_t||^2 at t = 0, stride, ..., n_chunks stride, NaN after
+    entry ``n_chunks`` (``n_chunks`` <= ``n_records``); diverged as in ``run``."""
+    v.prng_key("key", key)
+    e0 = jnp.asarray(e0)
+    err0 = jnp.sum(e0**2)
+    limit = blowup * jnp.maximum(err0, jnp.finfo(e0.dtype).tiny)
+
+    def step(t, carry):
+        e, vel, div = carry
+        idx = _sample_batch(problem, batch_size, key=jax.random.fold_in(key, t))
+        vn = beta * vel - lr * _error_gradient(problem, e + gamma * beta * vel, idx)
+        en = e + vn
+        err = jnp.sum(en**2)
+        bad = div | ~jnp.isfinite(err) | (err > limit)
+        return jnp.where(bad, e, en), jnp.where(bad, vel, vn), bad
+
+    def chunk(c, carry):
+        e, vel, div, errs = carry
+        e, vel, div = lax.fori_loop(c * stride, (c + 1) * stride, step, (e, vel, div))
+        return e, vel, div, errs.at[c + 1].set(jnp.sum(e**2))
+
+    errs = jnp.full(n_records + 1, jnp.nan, e0.dtype).at[0].set(err0)
+    _, _, div, errs = lax.fori_loop(0, n_chunks, chunk, (e0, jnp.zeros_like(e0), jnp.array(False), errs))
+    return errs, div
+
+
+def _error_gradient(problem, e, idx):
+    """(1/B) sum_j w_{i_j} a_{i_j} (a_{i_j}^T e): the mini-batch gradient at x* + e of the consistent system."""
+    a = problem.A[idx]
+    return a.T @ ((a @ e) * problem.weights[idx]) / idx.shape[0]
+
+
 @partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
 def run_jit(problem, x0, lr, beta, gamma, key, batch_size, steps, record_every, blowup=1e10):
-    """The jitted SGD / momentum iteration behind ``run`` (no input checks)."""
-    v.prng_key("key", key)
-    e0 = jnp.sum((x0 - problem.x_star) ** 2)
-    limit = blowup * jnp.maximum(e0, jnp.finfo(x0.dtype).tiny)
-
-    def step(carry, k):
-        x, xp, div = carry
-        idx = _sample_batch(problem, batch_size, key=k)
-        y = x + gamma * beta * (x - xp)
-        xn = x - lr * _minibatch_gradient(problem, y, idx) + beta * (x - xp)
-        err = jnp.sum((xn - problem.x_star) ** 2)
-        bad = div | ~jnp.isfinite(err) | (err > limit)
-        return (jnp.where(bad, x, xn), jnp.where(bad, xp, x), bad), None
-
-    def chunk(carry, keys):
-        carry, _ = lax.scan(step, carry, keys)
-        return carry, jnp.sum((carry[0] - problem.x_star) ** 2)
-
-    keys = jax.random.split(key, steps).reshape(steps // record_every, record_every)
-    (_, _, div), errs = lax.scan(chunk, (x0, x0, jnp.array(False)), keys)
-    return jnp.concatenate([e0[None], errs]), div
+    """The jitted SGD / momentum iteration behind ``run`` (no input checks): ``curves_jit`` from e_0 = x0 - x*."""
+    n = steps // record_every
+    return curves_jit(problem, x0 - problem.x_star, lr, beta, gamma, key, n, record_every, batch_size, n, blowup)
 
 
 def _check_run_args(method, batch_size, steps, record_every, lr, beta) -> None:
@@ -173,33 +196,43 @@ def kaczmarz(
     )
 
 
-@partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
-def coordinate_descent_jit(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every):
-    """The jitted coordinate descent behind ``coordinate_descent`` (no input checks)."""
+@partial(jax.jit, static_argnames=("batch_size", "n_records"))
+def cd_curves_jit(A, e0, lr, beta, gamma, key, n_chunks, stride, batch_size, n_records):
+    """The jitted (block) coordinate descent with momentum on the error e_t = x_t - x* (no input checks; G = A^T A
+    / n, G x* = A^T b / n for a consistent system), velocity form as ``curves_jit``: coordinates j ~ G_jj / tr G,
+    v_{t+1} = beta v_t - lr (1/B) sum_j (G_j . y) / p_j e_j with y = e_t + gamma beta v_t, e_{t+1} = e_t + v_{t+1}.
+    ``n_chunks``, ``stride`` traced. Returns f(x_t) - f* = 1/2 e^T G e at t = 0, stride, ..., n_chunks stride,
+    shape (n_records + 1,), NaN after entry ``n_chunks``."""
     v.prng_key("key", key)
     n, d = A.shape
     G = A.T @ A / n
-    c = A.T @ b / n
     p = jnp.diag(G) / jnp.trace(G)
     cdf = jnp.cumsum(p)
-    gap = lambda x: 0.5 * (x - x_star) @ G @ (x - x_star)
+    gap = lambda e: 0.5 * e @ G @ e
 
-    def step(carry, k):
-        x, xp = carry
-        u = jax.random.uniform(k, (batch_size,), dtype=cdf.dtype) * cdf[-1]
+    def step(t, carry):
+        e, vel = carry
+        u = jax.random.uniform(jax.random.fold_in(key, t), (batch_size,), dtype=cdf.dtype) * cdf[-1]
         j = jnp.minimum(jnp.searchsorted(cdf, u, side="right"), d - 1)
-        y = x + gamma * beta * (x - xp)
-        gj = (G[j] @ y - c[j]) / p[j] / batch_size
-        xn = (x + beta * (x - xp)).at[j].add(-lr * gj)
-        return (xn, x), None
+        gj = (G[j] @ (e + gamma * beta * vel)) / p[j] / batch_size
+        vn = (beta * vel).at[j].add(-lr * gj)
+        return e + vn, vn
 
-    def chunk(carry, keys):
-        carry, _ = lax.scan(step, carry, keys)
-        return carry, gap(carry[0])
+    def chunk(c, carry):
+        e, vel, out = carry
+        e, vel = lax.fori_loop(c * stride, (c + 1) * stride, step, (e, vel))
+        return e, vel, out.at[c + 1].set(gap(e))
 
-    keys = jax.random.split(key, steps).reshape(steps // record_every, record_every)
-    _, gaps = lax.scan(chunk, (x0, x0), keys)
-    return jnp.concatenate([gap(x0)[None], gaps])
+    out = jnp.full(n_records + 1, jnp.nan, e0.dtype).at[0].set(gap(e0))
+    return lax.fori_loop(0, n_chunks, chunk, (e0, jnp.zeros_like(e0), out))[2]
+
+
+@partial(jax.jit, static_argnames=("batch_size", "steps", "record_every"))
+def coordinate_descent_jit(A, b, x_star, x0, lr, beta, gamma, key, batch_size, steps, record_every):
+    """The jitted coordinate descent behind ``coordinate_descent`` (no input checks): ``cd_curves_jit`` from
+    e_0 = x0 - x* (``b`` is A x*: consistent)."""
+    n = steps // record_every
+    return cd_curves_jit(A, x0 - x_star, lr, beta, gamma, key, n, record_every, batch_size, n)
 
 
 def coordinate_descent(
