@@ -446,6 +446,29 @@ def separation_and_engine_claims(results: dict, cfg: Config) -> list[Claim]:
         )
     )
     eng = results["engines"]
+    out.append(
+        Claim(
+            "float32 engine = its float64 NumPy re-implementation from the parameters (64 random sequences; "
+            "largest |log-prob| difference <= 2e-5: ~20 float32 roundings of log-probs of size ~8)",
+            0.0,
+            float(eng["ref_logprob_err"]),
+            2e-5,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    )
+    out.append(
+        Claim(
+            "bfloat16 engine's rounding (round_bf16, integer ops) = round-to-nearest-even bfloat16 cast "
+            "(ml_dtypes) on every parameter: largest difference 0",
+            0.0,
+            float(eng["bf16_round_err"]),
+            0.0,
+            "abs",
+            kind="check",
+        )
+    )
     i = list(np.asarray(eng["n"])).index(int(eng["exact_n"]))
     for name, lab, rel, tol_text in (("tv", "RB TV", 0.25, "25% of it"), ("kl", "KL", None, "0.005 nats")):
         pred = float(eng[f"exact_{name}"])

@@ -274,10 +274,11 @@ def separation_row(ps, qs, keys, *, n, m):
 @partial(jax.jit, static_argnames=("n", "m"))
 def engine_prefix_stats(p, q, *, key, n, m):
     """One decode of length n (x ~ P) gives every prefix length k = 1..n: RB estimates Z_k and log-ratios
-    L_k (both (m, n)); the full next-token distributions come from one teacher-forced pass per engine."""
+    L_k (both (m, n)); the full next-token distributions come from one teacher-forced pass per engine. Also
+    the first 64 sequences (64, n) and P's log-probs on them (64, n, K)."""
     d = tv.decode(p, q, jnp.zeros((m,), bool), key=key, n=n, m=m)
     lp_all, lq_all = p.all_logprobs(d.tokens), q.all_logprobs(d.tokens)  # (m, n, K)
     L = jnp.cumsum(d.lp - d.lq, axis=1)
     L_prev = L - (d.lp - d.lq)
     z = jnp.sum(jnp.exp(lp_all) * tv.plain_z(L_prev[..., None] + lp_all - lq_all), axis=-1)
-    return z, L
+    return z, L, d.tokens[:64], lp_all[:64]  # and P's log-probs on 64 of the sequences, for a reference

@@ -55,3 +55,34 @@ def enumerated_reference(p, q, n: int, sigma: float, rs) -> dict:
         g = [smoothed_np(L, k * v_) for k in (1, 2, 3)]
         ref[f"noisy_r{r}"] = {"plugin": np.sum(P * g[0]), "simex": np.sum(P * (3 * g[0] - 3 * g[1] + g[2]))}
     return ref
+
+
+def _layernorm_np(x, scale):
+    mu = x.mean(-1, keepdims=True)
+    return (x - mu) / np.sqrt(((x - mu) ** 2).mean(-1, keepdims=True) + 1e-5) * scale
+
+
+def transformer_logprobs_np(params: dict, tokens, n_heads: int) -> np.ndarray:
+    """The float32 engine of ``jaxwb.theory.tv_distance.random_transformer`` re-implemented in float64 NumPy
+    from its parameters: (B, n) tokens -> (B, n, K) next-token log-probs (BOS = token K shifts the input;
+    pre-LayerNorm blocks, causal softmax attention with ``n_heads`` heads, tanh-GELU MLP, LayerNorm, unembed)."""
+    p = {k: (v if k == "layers" else np.asarray(v, np.float64)) for k, v in params.items()}
+    tok = np.asarray(tokens)
+    B, n = tok.shape
+    K = p["unembed"].shape[1]
+    inp = np.concatenate([np.full((B, 1), K), tok[:, :-1]], axis=1)
+    h = p["embed"][inp] + p["pos"][:n]
+    d = h.shape[-1]
+    hd = d // n_heads
+    causal = np.tril(np.ones((n, n), bool))
+    for layer in p["layers"]:
+        w = {k: np.asarray(v, np.float64) for k, v in layer.items()}
+        qkv = (_layernorm_np(h, w["ln1"]) @ w["wqkv"]).reshape(B, n, 3, n_heads, hd)
+        att = np.einsum("bqhd,bkhd->bhqk", qkv[:, :, 0], qkv[:, :, 1]) / np.sqrt(hd)
+        att = np.exp(np.where(causal, att, -np.inf) - att.max(-1, keepdims=True))
+        att /= att.sum(-1, keepdims=True)
+        h = h + np.einsum("bhqk,bkhd->bqhd", att, qkv[:, :, 2]).reshape(B, n, d) @ w["wo"]
+        u = _layernorm_np(h, w["ln2"]) @ w["w1"]
+        h = h + 0.5 * u * (1 + np.tanh(np.sqrt(2 / np.pi) * (u + 0.044715 * u**3))) @ w["w2"]
+    logits = _layernorm_np(h, p["lnf"]) @ p["unembed"]
+    return logits - scipy.special.logsumexp(logits, axis=-1, keepdims=True)

@@ -23,7 +23,7 @@ from jaxwb.sims.tv_distance.pieces import (
     separation_row,
     slope_stats,
 )
-from jaxwb.sims.tv_distance.reference import enumerated_reference
+from jaxwb.sims.tv_distance.reference import enumerated_reference, transformer_logprobs_np
 from jaxwb.theory import tv_distance as tv
 
 SLOPE_NAMES = ("plain", "rb", "sample_plugin", "sample_simex", "noisy_plugin", "noisy_simex")
@@ -143,7 +143,7 @@ def run_engines(cfg: Config, k_model, k_decode) -> dict:
     n_max = max(cfg.tf_n)
     f32 = tv.random_transformer(cfg.tf_K, n_max, d_model=cfg.tf_d, n_layers=cfg.tf_layers, key=k_model)
     bf16 = tv.with_dtype(f32, "bfloat16")
-    z, L = engine_prefix_stats(f32, bf16, key=k_decode, n=n_max, m=cfg.tf_m)
+    z, L, tokens, lp = engine_prefix_stats(f32, bf16, key=k_decode, n=n_max, m=cfg.tf_m)
     idx = np.asarray(cfg.tf_n) - 1
     sq = math.sqrt(cfg.tf_m)
     return {
@@ -157,6 +157,20 @@ def run_engines(cfg: Config, k_model, k_decode) -> dict:
         "exact_kl": tv.exact_kl(f32, bf16, cfg.tf_exact_n),
         "self_tv": tv.exact_tv(bf16, bf16, cfg.tf_exact_n),
         "first_token_tv": tv.exact_tv(f32, bf16, 1),
+        **engine_references(f32, tokens, lp),
+    }
+
+
+def engine_references(f32, tokens, lp) -> dict:
+    """The engines against independent implementations: ref_logprob_err, the largest |log-prob| difference
+    between the float32 engine's log-probs ``lp`` (64, n, K) on decoded ``tokens`` (64, n) and its float64
+    NumPy re-implementation (``transformer_logprobs_np``); bf16_round_err, the largest difference between
+    ``round_bf16`` of the parameters and their round-to-nearest-even bfloat16 cast by ml_dtypes (NumPy)."""
+    ref = transformer_logprobs_np(f32.params, tokens, dict(f32.opts)["n_heads"])
+    x = np.concatenate([np.asarray(a, np.float32).ravel() for a in jax.tree.leaves(f32.params)])
+    return {
+        "ref_logprob_err": np.max(np.abs(np.asarray(lp, np.float64) - ref)),
+        "bf16_round_err": np.max(np.abs(np.asarray(tv.round_bf16(x)) - x.astype(jnp.bfloat16).astype(np.float32))),
     }
 
 
