@@ -240,7 +240,8 @@ def monte_carlo(cfg: Config, th: dict, key, rng) -> tuple[dict, dict, dict]:
     curves_out: dict = {}
     # common random numbers: at one B every method runs on the same seeds' keys (the same batches), and its
     # bootstrap resamples the same seeds, so ratios of two methods at one B (acceleration over SGD) get paired
-    # replicates; batch sizes are independent of each other
+    # replicates (measured: no narrower than independent streams; docs/papers/interpolation.md); batch sizes are
+    # independent of each other
     keys = jax.random.split(key, nB)
     for j, B in enumerate(Bs):
         seeds = max(cfg.min_seeds, min(cfg.n_seeds, cfg.seed_budget // B))
