@@ -69,15 +69,39 @@ def eos_sharpness(results, cfg: Config) -> np.ndarray:
     return np.where(ok, med, np.nan)
 
 
-# Claims the tiny LM is known (and expected, see the module docstring) to contradict: the quadratic stability
-# edge. They stay in the table, failing, because they are what the quadratic theory predicts.
-KNOWN_DISAGREEMENTS = ("quadratic theory: edge(beta)/edge(GD)", "GD's bisected lr edge")
-
 GAP_RATIO = 2.0  # a "visible" valley/river gap: lambda_k / lambda_{k+1} at least this
+
+# Known disagreements (``expected="fail"``, see ``docs/papers/river_valley_lm.md``): what the full preset measures
+# and why the claim fails there. The quick preset reaches the same regime and fails them for the same reasons.
+WHY_EDGE_NARROWS = (
+    "measured: momentum narrows the raw-lr divergence edge on this model (full preset, 5 seeds: GD ~10x, beta=0.5 "
+    "~7x, beta=0.9 ~3.4x of 2/lambda_max(init)); GD trains ~10x past its quadratic threshold while heavy ball "
+    "does not gain the quadratic factor 1+beta on top of it"
+)
+WHY_GD_EDGE = (
+    "measured: GD's edge is ~10x (2^3.3) the quadratic threshold 2/lambda_max(init); the loss is not quadratic at "
+    "init: lambda_max(theta_t) moves along the run (edge_of_stability.png), so the threshold at init does not "
+    "set the stable lr"
+)
+WHY_EOS = (
+    "measured: full-batch runs at 2 x 2/lambda_max(init) keep lr * lambda_max(theta_t) oscillating between ~2 and "
+    "~10 step to step, second-half median ~3.6 for GD and HB beta=0.5 alike while the loss falls: the sharpness does "
+    "not settle at the quadratic edge 2(1+beta) in {steps} steps"
+)
+WHY_GAP = (
+    "measured: no gap in the top of the spectrum at init (largest consecutive ratio 1.25 +- 0.11 among the top "
+    "20, lambda_1/lambda_20 = 4-8): the valley dimension is not identified by the spectrum on this model"
+)
+WHY_UNDECIDED = (
+    "undecided, not contradicted: in the full preset too the interval over 5 seeds straddles the threshold "
+    "({what}); the effect, if any, is below the seed-to-seed noise at this size"
+)
 
 
 def edge_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Divergence edges, bisected, over seeds (mini-batch SGD, cfg.steps steps)."""
+    """Divergence edges, bisected, over seeds (mini-batch SGD, cfg.steps steps): the raw-lr edge ratio (the
+    paper's stability claim), the effective-lr gain edge(beta)/((1-beta) edge(GD)) beside the quadratic theory's
+    (1+beta)/(1-beta) (its river-speed claim), and GD's edge beside its quadratic threshold."""
     out = []
     ed = seed_edges(results)  # [B, S]
     lo, hi = cfg.edge_bracket
@@ -88,47 +112,41 @@ def edge_claims(results: dict, cfg: Config) -> list[Claim]:
             continue
         m, h, n = mean_ci(np.log2(ed[j] / ed[j0]))
         ci = h + res_oct  # seed interval + bisection resolution of the two edges (half a bracket each)
+        eff = m - float(np.log2(1.0 - b))  # log2 of the effective-lr gain edge(b)/((1-b) edge(GD))
+        theory = float(np.log2(float(rv.hb_threshold(1.0, b)) / float(rv.gd_threshold(1.0)) / (1.0 - b)))
+        common = dict(kind="check", ci=ci, n_seeds=max(n, 2))
         out.append(
             Claim(
                 f"momentum widens the stable raw lr range: log2 edge(beta={b:g})/edge(GD) > 0 (bisected, {n} seeds)",
-                0.0,
-                m,
-                0.0,
-                "ge",
-                source="paper",
-                kind="check",
-                ci=ci,
-                n_seeds=max(n, 2),
+                0.0, m, 0.0, "ge", source="paper", expected="fail", reason=WHY_EDGE_NARROWS, **common,
             )
-        )
+        )  # fmt: skip
         out.append(
             Claim(
-                f"quadratic theory: edge(beta={b:g})/edge(GD) = 1+beta (log2 ratio, 25% tolerance)",
-                float(np.log2(float(rv.hb_threshold(1.0, b)) / float(rv.gd_threshold(1.0)))),
-                m,
-                float(np.log2(1.25)),
-                "abs",
-                source="theory",
-                kind="check",
-                ci=ci,
-                n_seeds=max(n, 2),
+                f"quadratic theory: effective-lr gain at the divergence edge edge(beta={b:g})/((1-beta) edge(GD)) "
+                f"= (1+beta)/(1-beta) = {2**theory:.3g} (raw-lr ratio 1+beta; log2, 25% tolerance)",
+                theory, eff, float(np.log2(1.25)), "abs", source="theory", expected="fail", reason=WHY_EDGE_NARROWS,
+                **common,
             )
-        )
+        )  # fmt: skip
+        why = WHY_UNDECIDED.format(what="log2 gain ~0.6 +- 0.8")
+        undecided = {} if b >= 0.9 else {"expected": "fail", "reason": why}
+        out.append(
+            Claim(
+                f"heavy ball's effective-lr edge exceeds GD's: log2 edge(beta={b:g})/((1-beta) edge(GD)) > 0 "
+                f"(river speed at the edge; bisected, {n} seeds)",
+                0.0, eff, 0.0, "ge", source="paper", **undecided, **common,
+            )
+        )  # fmt: skip
     m, h, n = mean_ci(np.log2(ed[j0]))
     out.append(
         Claim(
             "GD's bisected lr edge = quadratic threshold 2/lambda_max(init) (log2 of edge in units of it, "
             "25% tolerance)",
-            0.0,
-            m,
-            float(np.log2(1.25)),
-            "abs",
-            source="theory",
-            kind="check",
-            ci=h + res_oct / 2,
-            n_seeds=max(n, 2),
+            0.0, m, float(np.log2(1.25)), "abs", source="theory", kind="check", ci=h + res_oct / 2,
+            n_seeds=max(n, 2), expected="fail", reason=WHY_GD_EDGE,
         )
-    )
+    )  # fmt: skip
     return out
 
 
@@ -153,6 +171,8 @@ def eos_claims(results: dict, cfg: Config) -> list[Claim]:
                 kind="check",
                 ci=h,
                 n_seeds=max(n, 2),
+                expected="fail",
+                reason=WHY_EOS.format(steps=cfg.eos_steps),
             )
         )
     return out
@@ -178,6 +198,8 @@ def spectrum_claims(results: dict, cfg: Config) -> list[Claim]:
             kind="check",
             ci=h,
             n_seeds=max(n, 2),
+            expected="fail",
+            reason=WHY_GAP,
         )
     )
 
@@ -196,23 +218,6 @@ def spectrum_claims(results: dict, cfg: Config) -> list[Claim]:
         )
     )
     return out
-
-
-def linear_river_claim(results: dict, cfg: Config) -> Claim:
-    """Linear river (paper's exact formula): HB/GD displacement at a tiny lr, every seed."""
-    lrv = np.asarray(results["linear_river"]["disp"], np.float64)  # [2, S]
-    m, h, n = mean_ci(lrv[0] / lrv[1])
-    return Claim(
-        f"linear river: HB beta={cfg.decomp_beta:g} / GD displacement after {cfg.river_steps} steps at lr = "
-        f"{cfg.river_lr_mult:g} x 2/lambda_max = [T - beta(1-beta^T)/(1-beta)]/((1-beta)T) (2% tolerance)",
-        linear_river_ratio(cfg.decomp_beta, cfg.river_steps),
-        m,
-        0.02,
-        "rel",
-        kind="check",
-        ci=h,
-        n_seeds=max(n, 2),
-    )
 
 
 def over_seeds(statement, predicted, samples, comparison, **kw) -> Claim:
@@ -245,6 +250,8 @@ def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
             0.0,
             best[0] - best[bmax],
             "ge",
+            expected="fail",
+            reason=WHY_UNDECIDED.format(what="~0.04 +- 0.08 nats"),
         )
     )
     abest = np.nanmin(np.asarray(results["adam"]["final_loss"], np.float64), axis=0)  # [B1, S]
@@ -255,6 +262,8 @@ def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
             0.0,
             abest[0] - abest[-1],
             "ge",
+            expected="fail",
+            reason=WHY_UNDECIDED.format(what="~-0.02 +- 0.04 nats"),
         )
     )
     k, n_p = cfg.top_k, int(d["n_params"])
@@ -290,6 +299,8 @@ def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
             kind="check",
             ci=h,
             n_seeds=max(n, 2),
+            expected="fail",
+            reason=WHY_UNDECIDED.format(what="~0.9 +- 0.16 against 0.9"),
         )
     )
     return out
@@ -300,6 +311,5 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         *edge_claims(results, cfg),
         *eos_claims(results, cfg),
         *spectrum_claims(results, cfg),
-        linear_river_claim(results, cfg),
         *mechanism_claims(results, cfg),
     ]

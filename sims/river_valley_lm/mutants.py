@@ -14,6 +14,10 @@ def _momentum_sign_flipped(f):
     return lambda v, g, beta: f(-v, g, beta)
 
 
+def _momentum_as_ema(f):
+    return lambda v, g, beta: f(v, (1.0 - beta) * g, beta)
+
+
 def _ritz_ascending(f):
     def lanczos(op, dim, *, key, iters, k):
         ev, vec = f(op, dim, key=key, iters=iters, k=iters)
@@ -34,6 +38,13 @@ MUTANTS = [
         "jaxwb.sims.river_valley_lm.dynamics:hb_velocity",
         _momentum_sign_flipped,
         "heavy-ball velocity with the momentum term's sign flipped: v <- g - beta v",
+    ),
+    Mutant(
+        "momentum_as_ema",
+        "jaxwb.sims.river_valley_lm.dynamics:hb_velocity",
+        _momentum_as_ema,
+        "velocity as an exponential moving average v <- beta v + (1-beta) g (optax's ema for its trace): the step "
+        "along a flat direction is lr, not lr/(1-beta); the effective-lr edge claims see it",
     ),
     Mutant(
         "ritz_pairs_ascending",

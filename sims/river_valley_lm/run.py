@@ -2,7 +2,7 @@
 
 Two compiled training programs serve every part (``dynamics``): the mini-batch run (loss map, AdamW grid,
 every bisection step of the divergence edges) and the full-batch run (edge of stability, valley/river
-decomposition, linear river)."""
+decomposition)."""
 
 from __future__ import annotations
 
@@ -38,15 +38,10 @@ def eos_rows(cfg: Config) -> list[tuple[str, float, float]]:
 
 def fullbatch_rows(cfg: Config) -> list[tuple[str, float, float]]:
     """Every full-batch run (label, beta, lr mult): the EoS rows, then the decomposition pair (HB, GD at
-    ``decomp_lr_mult``), then the linear-river pair (HB, GD at ``river_lr_mult``)."""
-    d, r = cfg.decomp_lr_mult, cfg.river_lr_mult
-    return [
-        *eos_rows(cfg),
-        ("decomposition HB", cfg.decomp_beta, d),
-        ("decomposition GD", 0.0, d),
-        ("linear river HB", cfg.decomp_beta, r),
-        ("linear river GD", 0.0, r),
-    ]
+    ``decomp_lr_mult``). (The linear-river displacement at a tiny lr, the paper's exact formula, is a unit test:
+    ``tests/sims/test_river_valley_lm.py``.)"""
+    d = cfg.decomp_lr_mult
+    return [*eos_rows(cfg), ("decomposition HB", cfg.decomp_beta, d), ("decomposition GD", 0.0, d)]
 
 
 def _rows(**axes):
@@ -160,7 +155,7 @@ def minibatch_parts(cfg: Config, st: Setup, k_data: jax.Array, units: np.ndarray
 def fullbatch_parts(
     cfg: Config, st: Setup, units: np.ndarray, evecs_s: np.ndarray, spec: Callable, lkeys: jax.Array
 ) -> dict:
-    """One full-batch program: edge of stability, valley/river decomposition, linear river (rows x seeds); the
+    """One full-batch program: edge of stability and valley/river decomposition (rows x seeds); the
     lambda_max tracker checked against a fresh Lanczos (``spec``, random start) mid-run and at the end."""
     S = cfg.n_seeds
     fb_rows = fullbatch_rows(cfg)
@@ -210,10 +205,6 @@ def fullbatch_parts(
         "beta": np.asarray([cfg.decomp_beta, 0.0]),
         "n_params": np.asarray(st.flat0s.shape[1]),
         "step": np.arange(n_pts) * cfg.eos_every,
-    }
-    out["linear_river"] = {
-        "disp": fbo["disp"][ne + 2 :, :, cfg.river_steps // cfg.eos_every],  # [2 (HB, GD), S]
-        "lr": np.asarray(cfg.river_lr_mult * units, np.float32),
     }
     return out
 
