@@ -44,9 +44,9 @@ per_step.png, louver.png, speed.png.
 from __future__ import annotations
 
 from jaxwb.sims.sparse_attention.claims import claims
-from jaxwb.sims.sparse_attention.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.sparse_attention.config import DISPLAY_ONLY, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.sparse_attention.figures import plot
 from jaxwb.sims.sparse_attention.mutants import MUTANTS
 from jaxwb.sims.sparse_attention.run import run
 
-__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "run"]
+__all__ = ["DISPLAY_ONLY", "MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "claims", "plot", "run"]

@@ -1,12 +1,16 @@
 """Claims of the sparse-attention result: every one compares a measurement with something independent of it.
 
-Per-prompt quantities are decided over prompts: a mean paired difference with its Student-t interval
-(``Claim.from_samples``; ``paired_claim``: the interval strictly above zero), or a sign test (the fraction of
-prompts where A beats B strictly, with its one-sided 95% Clopper-Pearson lower bound, must exceed 1/2: what a
-method with no effect would give).
+Per-prompt quantities are decided over prompts. An ordering of two measurements (a policy's error against
+another's) is decided on the Student-t interval of the paired per-prompt differences (``paired_claim``, built on
+``Claim.ordering``: the interval strictly above zero). The model-quality comparisons and the Spearman of the
+head-adaptive allocation are sign tests (the fraction of prompts where A beats B strictly, with its one-sided 95%
+Clopper-Pearson lower bound, must exceed 1/2: what a method with no effect would give). Known disagreements
+carry ``expected="fail"`` with their reason (``KNOWN_FAILURES``).
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import numpy as np
 from scipy import stats
@@ -26,11 +30,17 @@ def sign_claim(statement: str, diffs, *, source: str = "paper") -> Claim:
 
 
 def spearman(a, b) -> float:
-    ra = np.argsort(np.argsort(a)).astype(float)
-    rb = np.argsort(np.argsort(b)).astype(float)
-    ra, rb = ra - ra.mean(), rb - rb.mean()
-    den = np.sqrt((ra**2).sum() * (rb**2).sum())
-    return float((ra * rb).sum() / den) if den > 0 else 0.0
+    """Spearman rank correlation of ``a [n]`` and ``b [n]`` (``scipy.stats.spearmanr``: average ranks for ties).
+    A constant input (e.g. every head given the same number of blocks) has no ranking, and the correlation is
+    undefined: returned as exactly 0.0 (no association shown, so a sign test counts it as no win), never NaN."""
+    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    if a.shape != b.shape or a.size < 2:
+        raise ValueError(f"a and b must have the same length >= 2, got {a.shape} and {b.shape}")
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+        raise ValueError("a and b must be finite")
+    if np.all(a == a[0]) or np.all(b == b[0]):
+        return 0.0
+    return float(stats.spearmanr(a, b).statistic)
 
 
 def row(cfg: Config, period: int, budget: float) -> int:
@@ -44,9 +54,10 @@ STRICTLY_POSITIVE = float(np.finfo(np.float64).tiny)
 
 
 def paired_claim(statement: str, diffs, *, source: str = "paper") -> Claim:
-    """Mean of the paired per-prompt differences ``diffs [n]`` > 0: its 95% Student-t interval lies strictly
-    above zero."""
-    return Claim.from_samples(statement, STRICTLY_POSITIVE, diffs, 0.0, "ge", kind="check", source=source)
+    """Mean of the paired per-prompt differences ``diffs [n]`` > 0 (an ordering of two measurements,
+    ``Claim.ordering``): its 95% Student-t interval lies strictly above zero."""
+    d = np.asarray(diffs, np.float64).ravel()
+    return Claim.ordering(statement, d, np.zeros_like(d), source=source, at_least=STRICTLY_POSITIVE)
 
 
 def end_to_end_claims(results, cfg: Config) -> list[Claim]:
@@ -99,14 +110,74 @@ def end_to_end_claims(results, cfg: Config) -> list[Claim]:
     ]
 
 
+# Claims that need a model that denoises (statement prefixes): made only when ``cfg.trained``. On the quick
+# preset's model (byte-marginal noise, see ``Config.trained``) their outcomes are noise, neither pass nor fail.
+# The transition claim also needs more than the quick schedule's one transition to have any power.
+NEEDS_TRAINED = (
+    "The diffusion LM denoises",
+    "Attention shifts at transitions",
+    "Anchor refresh (every",
+    "Refreshing the mask at every step",
+    "End to end (teacher-forced",
+    "End to end along the dense trajectory: KL(dense || sparse) of the denoiser's token distributions at the "
+    "still-masked positions is lower with the head-adaptive budget",
+)
+
+# Known disagreements (statement prefix -> reason), measured on the full preset (docs/papers/sparse_attention.md)
+KNOWN_FAILURES = {
+    "Head-adaptive budget has lower attention-output error": (
+        "a disagreement with Step-dLLM: giving concentrated heads more blocks raises the output error on every "
+        "prompt (full: -0.071 +- 0.007; quick: -0.037 +- 0.017); concentrated heads already hold their mass in "
+        "few blocks, so the blocks taken "
+        "from diffuse heads cost more than they buy"
+    ),
+    "Mass-greedy allocation": (
+        "our mass-greedy reference loses to the uniform budget too (full: -0.069 +- 0.012; quick: -0.021 +- "
+        "0.015): the largest pooled importances sit in heads that already hold their mass in few blocks"
+    ),
+    "End to end along the dense trajectory: KL(dense || sparse) of the denoiser's token distributions at the "
+    "still-masked positions is lower with the head-adaptive budget": (
+        "the head-adaptive budget raises KL(dense || sparse) on the full preset (-0.028 +- 0.010): the output-error "
+        "disagreement above, end to end"
+    ),
+    "End to end (teacher-forced denoising of the held-out continuation along the dense run's unmasking order): "
+    "the held-out bytes' NLL rises less over dense attention with the head-adaptive": (
+        "the head-adaptive budget does not lower the held-out NLL (full: -0.021 +- 0.019): the disagreement above"
+    ),
+    "End to end (teacher-forced denoising of the held-out continuation along the dense run's unmasking order): "
+    "the held-out bytes' argmax accuracy is higher with the head-adaptive": (
+        "no accuracy gain from the head-adaptive budget (full: -0.0055 +- 0.0044): the disagreement above"
+    ),
+    "End to end (teacher-forced denoising of the held-out continuation along the dense run's unmasking order): "
+    "the held-out bytes' NLL rises less over dense attention with anchor refresh": (
+        "not resolved over 10 prompts (full: 0.047 +- 0.054): the refresh contrast is decided by the KL and "
+        "output-error claims; the held-out NLL adds the model's own error, which dominates the difference"
+    ),
+}
+
+
+def with_expectations(out: list[Claim], cfg: Config) -> list[Claim]:
+    """Drop the claims that need a trained model when ``cfg.trained`` is False; mark the known disagreements."""
+    kept = [c for c in out if cfg.trained or not c.statement.startswith(NEEDS_TRAINED)]
+    marked = []
+    for c in kept:
+        reason = next((r for prefix, r in KNOWN_FAILURES.items() if c.statement.startswith(prefix)), None)
+        marked.append(dataclasses.replace(c, expected="fail", reason=reason) if reason else c)
+    return marked
+
+
 def claims(results, cfg: Config) -> list[Claim]:
-    return [
-        *quality_claims(results, cfg),
-        *map_claims(results, cfg),
-        *output_error_claims(results, cfg),
-        *end_to_end_claims(results, cfg),
-        *louver_claims(results, cfg),
-    ]
+    return with_expectations(
+        [
+            *quality_claims(results, cfg),
+            *map_claims(results, cfg),
+            *output_error_claims(results, cfg),
+            *end_to_end_claims(results, cfg),
+            *density_claims(results, cfg),
+            *louver_claims(results, cfg),
+        ],
+        cfg,
+    )
 
 
 def quality_claims(results, cfg: Config) -> list[Claim]:
@@ -147,32 +218,20 @@ def map_claims(results, cfg: Config) -> list[Claim]:
     hs = results["head_spread"]
     k = cfg.main_k
     return [
-        Claim.from_samples(
+        paired_claim(
             f"Attention is locally consistent: top-{k} block-mask overlap between consecutive steps exceeds the "
-            f"overlap between steps >= {cfg.far_lag} apart (difference > 0, over prompts)",
-            0.0,
+            f"overlap between steps >= {cfg.far_lag} apart (paired over prompts, 95% t-interval above 0)",
             st["within"] - st["far"],
-            0.0,
-            "ge",
-            kind="check",
         ),
-        Claim.from_samples(
+        paired_claim(
             f"Consecutive-step top-{k} block masks overlap more than chance (the next step's map shuffled over "
-            "key blocks)",
-            0.0,
+            "key blocks; paired over prompts, 95% t-interval above 0)",
             st["within"] - st["null"],
-            0.0,
-            "ge",
-            kind="check",
         ),
-        Claim.from_samples(
+        paired_claim(
             "Attention shifts at transitions: block-mask overlap across a decoding-block transition is below the "
-            "within-block consecutive-step overlap",
-            0.0,
+            "within-block consecutive-step overlap (paired over prompts, 95% t-interval above 0)",
             st["within"] - st["across"],
-            0.0,
-            "ge",
-            kind="check",
         ),
         Claim(
             f"Heads differ in concentration: the variance over heads of their top-{k} block mass exceeds the 95% "
@@ -188,7 +247,7 @@ def map_claims(results, cfg: Config) -> list[Claim]:
 
 
 def output_error_claims(results, cfg: Config) -> list[Claim]:
-    """The policies compared by attention-output error along the dense trajectory (sign tests over prompts), and
+    """The policies compared by attention-output error along the dense trajectory (paired over prompts), and
     the head-adaptive allocation's blocks against the heads' concentration."""
     pol = results["policy"]
     first, P, rho = max(cfg.periods), cfg.main_period, cfg.main_budget
@@ -208,32 +267,32 @@ def output_error_claims(results, cfg: Config) -> list[Claim]:
         )
         for n in range(cfg.n_prompts)
     ]
+    tail = "; paired over prompts, 95% t-interval above 0)"
     return [
-        sign_claim(
+        paired_claim(
             f"Anchor refresh (every {P} steps, uniform budget rho={rho:g}) has lower attention-output error than "
-            "the first-step-only mask (sign test over prompts)",
+            f"the first-step-only mask (mean over steps{tail}",
             err["uniform"][r_first].mean(-1) - err["uniform"][r_main].mean(-1),
         ),
-        sign_claim(
+        paired_claim(
             f"Refreshing the mask at every step (uniform budget rho={rho:g}) has lower attention-output error than "
-            "the first-step-only mask (sign test over prompts)",
+            f"the first-step-only mask (mean over steps{tail}",
             err["uniform"][r_first].mean(-1) - err["uniform"][r_one].mean(-1),
         ),
-        sign_claim(
+        paired_claim(
             f"Attention shifts, so old masks cost accuracy: a mask refreshed every step has lower output error "
-            f"than a mask {cfg.far_lag} steps old (uniform budget rho={rho:g}, steps >= {cfg.far_lag}, sign test "
-            "over prompts)",
+            f"than a mask {cfg.far_lag} steps old (uniform budget rho={rho:g}, steps >= {cfg.far_lag}{tail}",
             stale[:, cfg.far_lag :].mean(-1) - err["uniform"][r_one][:, cfg.far_lag :].mean(-1),
         ),
-        sign_claim(
+        paired_claim(
             f"Head-adaptive budget has lower attention-output error than the uniform budget at equal density "
-            f"(refresh every {P}, rho={rho:g}, sign test over prompts)",
+            f"(refresh every {P}, rho={rho:g}{tail}",
             err["uniform"][r_main].mean(-1) - err["concentration"][r_main].mean(-1),
         ),
-        sign_claim(
+        paired_claim(
             f"Mass-greedy allocation (the largest pooled importances over all heads and rows, at equal density plus "
             f"the best block of any empty row) has lower attention-output error than the uniform budget (refresh "
-            f"every {P}, rho={rho:g}, sign test over prompts): blocks are worth most where the uncovered mass is",
+            f"every {P}, rho={rho:g}{tail}: blocks are worth most where the uncovered mass is",
             err["uniform"][r_main].mean(-1) - err_global.mean(-1),
             source="reconstruction",
         ),
@@ -241,6 +300,44 @@ def output_error_claims(results, cfg: Config) -> list[Claim]:
             "Head-adaptive budget gives more concentrated heads more blocks (Spearman(concentration, blocks) > 0, "
             "sign test over prompts)",
             np.asarray(rho_s),
+        ),
+    ]
+
+
+def density_claims(results, cfg: Config) -> list[Claim]:
+    """The premise of every comparison "at equal density": the masks' measured block densities (fraction of
+    (layer, head, query-block, key-block) kept, mean over prompts and steps) against the uniform budget's."""
+    pol = results["policy"]
+    dens = {
+        n: np.asarray(pol[n]["density"], np.float64) for n in ("uniform", "concentration", "oracle", "stale", "global")
+    }
+    main = [row(cfg, p, cfg.main_budget) for p in cfg.periods]
+    one_per_row = 1.0 / (cfg.n_heads * cfg.num_blocks)  # one block in one row, shared over the heads
+    gap_conc = float(np.max(np.abs(dens["concentration"][main] - dens["uniform"][main])))
+    ref = dens["uniform"][row(cfg, cfg.main_period, cfg.main_budget)]
+    gap_refs = float(max(abs(dens[n][0] - ref) for n in ("oracle", "stale", "global")))
+    return [
+        Claim(
+            f"Equal-density premise of the head-adaptive budget: its measured block density equals the uniform "
+            f"budget's at rho={cfg.main_budget:g}, every refresh period (max |difference| <= one block per "
+            f"query-block row over the {cfg.n_heads} heads, 1/(H Kb))",
+            0.0,
+            gap_conc,
+            one_per_row,
+            "abs",
+            kind="check",
+            wide_reason="budgets are whole blocks: the smallest possible violation is one block in one row",
+        ),
+        Claim(
+            f"Equal-density premise of the references: oracle top-k, {cfg.far_lag}-step-stale and mass-greedy masks "
+            f"have the uniform budget's density at rho={cfg.main_budget:g} (max |difference| <= 1/Kb: the "
+            "mass-greedy rule adds at most the best block of each empty row)",
+            0.0,
+            gap_refs,
+            1.0 / cfg.num_blocks,
+            "abs",
+            kind="check",
+            wide_reason="budgets are whole blocks: 1/Kb is one block per row, the rule's only allowed excess",
         ),
     ]
 

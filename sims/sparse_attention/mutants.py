@@ -16,6 +16,13 @@ def _uniform_budgets(f):
     return head_budgets
 
 
+def _one_extra_block(f):
+    def head_budgets(importance, budget):
+        return jnp.minimum(f(importance, budget) + 1, importance.shape[-1])
+
+    return head_budgets
+
+
 MUTANTS = [
     Mutant(
         "anchor_refresh_disabled",
@@ -34,5 +41,12 @@ MUTANTS = [
         "jaxwb.theory.sparse_attention:mask_trajectory",
         lambda f: lambda imp, anchors, budget, **kw: f(imp[::-1], anchors, budget, **kw),
         "the mask of step t computed from step T-1-t's maps (step index confused with diffusion time)",
+    ),
+    Mutant(
+        "head_budget_one_extra_block",
+        "jaxwb.theory.sparse_attention:head_budgets",
+        _one_extra_block,
+        "the head-adaptive split hands every head one block more than its share (the reserved block counted twice): "
+        "'at equal density' no longer holds",
     ),
 ]
