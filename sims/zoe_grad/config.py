@@ -174,6 +174,7 @@ PRESETS = {
         mc_samples=20_000,
         n_x=13,
         kernel_points=15,
+        kernel_samples=10_000,  # the kernel round trips dominate the quick run; intervals stay < 1/2 the tolerance
         toy_steps=150,
         ctx=16,
         pretrain_steps=150,
