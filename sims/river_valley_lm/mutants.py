@@ -44,7 +44,7 @@ MUTANTS = [
         "jaxwb.sims.river_valley_lm.dynamics:hb_velocity",
         _momentum_as_ema,
         "velocity as an exponential moving average v <- beta v + (1-beta) g (optax's ema for its trace): the step "
-        "along a flat direction is lr, not lr/(1-beta); the effective-lr edge claims see it",
+        "along a flat direction is lr, not lr/(1-beta)",
     ),
     Mutant(
         "ritz_pairs_ascending",
