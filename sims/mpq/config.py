@@ -46,18 +46,31 @@ class Config:
     vamp_iters: int = 30
     rho: float = 1.0  # VAMP damping in MPQ (1: undamped)
     bcd_block: int = 1
+    # whether to run the tiny LM (its layer objectives, perplexities and GPTQ vs the NumPy port on its layers). It
+    # needs the tiny_lm result's five trained models (minutes to train, 30+ s to use): the quick preset runs without
+    # it and makes the claims that need no trained model, with GPTQ vs the NumPy port and RTN >= GPTQ on synthetic
+    # layers instead (``synth_*``, run only when ``with_lm`` is False)
+    with_lm: bool = True
+    synth_seeds: int = 5  # synthetic layers: w ~ N(0, 1) (synth_rows, synth_d), inputs correlated (synth_n, synth_d)
+    synth_rows: int = 32
+    synth_d: int = 64
+    synth_n: int = 256
 
     def __post_init__(self):
         for f in ("se_d", "se_iters", "se_rows", "se_draws", "tiny_d", "tiny_problems", "lm_seeds", "lm_models"):
             v.positive_int(f, getattr(self, f))
-        for f in ("calib_windows", "eval_windows", "group", "vamp_iters", "bcd_block"):
+        for f in ("calib_windows", "eval_windows", "group", "vamp_iters", "bcd_block", "synth_rows", "synth_n"):
             v.positive_int(f, getattr(self, f))
         if len(self.marg_betas) < 2 or list(self.marg_betas) != sorted(self.marg_betas):
             raise ValueError(f"marg_betas must hold >= 2 increasing inverse temperatures, got {self.marg_betas}")
         for f in ("se_beta", "beta", "rho"):
             v.positive(f, getattr(self, f))
-        if self.lm_seeds < 5:
-            raise ValueError(f"lm_seeds must be >= 5 (bootstrap intervals over seeds), got {self.lm_seeds}")
+        if self.lm_seeds < 5 or self.synth_seeds < 5:
+            raise ValueError(
+                f"lm_seeds and synth_seeds must be >= 5 (intervals over seeds), got {self.lm_seeds}, {self.synth_seeds}"
+            )
+        if self.synth_d <= 0 or self.synth_d % self.group:
+            raise ValueError(f"synth_d must be a positive multiple of group={self.group}, got {self.synth_d}")
         if self.se_draws < 5 or self.tiny_problems < 5:
             raise ValueError(
                 f"se_draws and tiny_problems must be >= 5 (CIs), got {self.se_draws}, {self.tiny_problems}"
@@ -89,8 +102,9 @@ PRESETS = {
         rht=(False,),
         se_iters=4,
         marg_betas=(0.02, 0.05),
+        with_lm=False,
     ),
 }
 
-# arrays shown in the figures only: the float model's perplexity (the reference line of perplexity.png)
+# arrays shown in the figures only: the float model's perplexity (the reference line of methods.png)
 DISPLAY_ONLY = ("lm/fp_ppl",)

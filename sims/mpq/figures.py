@@ -10,7 +10,11 @@ from jaxwb.sims.mpq.config import COLORS, METHODS, Config
 
 
 def plot(results: dict, cfg: Config) -> dict:
-    return {"methods": methods_figure(results, cfg), "state_evolution": state_evolution_figure(results, cfg)}
+    """methods.png (the tiny LM: only with ``cfg.with_lm``) and state_evolution.png."""
+    figs = {"state_evolution": state_evolution_figure(results, cfg)}
+    if cfg.with_lm:
+        figs["methods"] = methods_figure(results, cfg)
+    return figs
 
 
 def methods_figure(results: dict, cfg: Config):

@@ -55,8 +55,8 @@ def tiny_part(cfg: Config, *, key: jax.Array) -> dict:
     err, dist = [], []
     for i in range(cfg.tiny_problems):
         w, h, book = tiny_problem(cfg, key=jax.random.fold_in(key, i))
-        fmin, _ = M.exact_minimum(w[0], h, book.grid[0])
-        exact.append(fmin)
+        combos, energy = M.codeword_energies(w[0], h, book.grid[0])  # one enumeration: the minimum, every beta
+        exact.append(float(np.min(energy)))
         r = M.rtn(w, book)
         codes = {
             "rtn": r,
@@ -69,7 +69,7 @@ def tiny_part(cfg: Config, *, key: jax.Array) -> dict:
             objs[s].append(float(M.objective(w, M.values(codes[s], book.grid), h)[0]))
         e_b, d_b = [], []
         for beta in cfg.marg_betas:
-            ex = M.exact_marginals(w[0], h, book.grid[0], beta=beta)
+            ex = M.marginals_from_energies(combos, energy, book.grid.shape[-1], beta=beta)
             vm = np.asarray(M.vamp(w, h, book.grid, beta=beta, iters=cfg.vamp_iters, rho=1.0)["marginals"][0])
             e_b.append(np.max(np.abs(vm - ex)))
             d_b.append(np.max(np.abs(ex - 1.0 / ex.shape[-1])))  # distance of the exact marginals from the prior
@@ -185,10 +185,50 @@ def lm_part(cfg: Config, *, key: jax.Array) -> dict:
     }
 
 
-def run(cfg: Config, *, key: jax.Array) -> dict:
+# ---------------------------------------------------------------------------------------------------------
+# Synthetic layers (the quick preset's stand-in for the tiny LM's layers: no trained model needed)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def synthetic_layer(cfg: Config, *, key: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """A layer weight w ~ N(0, 1) (synth_rows, synth_d) and calibration inputs x (synth_n, synth_d) with
+    correlated columns (x = z (I + 0.5 G / sqrt(d)), G Gaussian; anisotropic like a layer's inputs)."""
     k1, k2, k3 = jax.random.split(key, 3)
+    d = cfg.synth_d
+    mix = jnp.eye(d) + 0.5 * jax.random.normal(k2, (d, d)) / np.sqrt(d)
+    x = jax.random.normal(k1, (cfg.synth_n, d)) @ mix
+    return jax.random.normal(k3, (cfg.synth_rows, d)), x
+
+
+def synth_part(cfg: Config, *, key: jax.Array) -> dict:
+    """Per seed (a fresh synthetic layer) and bit width: the per-row objectives of RTN and GPTQ
+    ``objective[bits][method]`` (seeds, rows) and ``ref_mismatch[bits]`` (seeds,): the fraction of weights where
+    the JAX GPTQ (through :func:`quantize_lm_layer`, as on the LM) and the NumPy port differ."""
+    obj = {f"{b}bit": {m: [] for m in ("rtn", "gptq")} for b in cfg.bits}
+    ref = {f"{b}bit": [] for b in cfg.bits}
+    for s in range(cfg.synth_seeds):
+        w, x = synthetic_layer(cfg, key=jax.random.fold_in(key, s))
+        for b in cfg.bits:
+            q = {}
+            for m in ("rtn", "gptq"):
+                q[m], o = quantize_lm_layer(w, x, b, m, cfg, rot=None)
+                obj[f"{b}bit"][m].append(np.asarray(o))
+            qn = gptq_numpy(np.asarray(w), np.asarray(x), bits=b, group=cfg.group, percdamp=cfg.damping)
+            ref[f"{b}bit"].append(
+                float(np.mean(np.abs(np.asarray(q["gptq"], np.float64) - qn) > 1e-5 * np.abs(qn).max()))
+            )
     return {
-        "se": state_evolution_part(cfg, key=k1),
-        "tiny": tiny_part(cfg, key=k2),
-        "lm": lm_part(cfg, key=k3),
+        "objective": {t: {m: jnp.asarray(np.array(v)) for m, v in d.items()} for t, d in obj.items()},
+        "ref_mismatch": {t: jnp.asarray(v) for t, v in ref.items()},
     }
+
+
+def run(cfg: Config, *, key: jax.Array) -> dict:
+    """se and tiny always; lm (the tiny LM) when ``cfg.with_lm``, else synth (synthetic layers)."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    out = {"se": state_evolution_part(cfg, key=k1), "tiny": tiny_part(cfg, key=k2)}
+    if cfg.with_lm:
+        out["lm"] = lm_part(cfg, key=k3)
+    else:
+        out["synth"] = synth_part(cfg, key=k3)
+    return out

@@ -26,6 +26,7 @@ from jaxwb.theory.mpq.codebooks import (
 )
 from jaxwb.theory.mpq.message_passing import (
     exact_marginals,
+    marginals_from_energies,
     mpq,
     planted_problem,
     state_evolution,
@@ -34,6 +35,7 @@ from jaxwb.theory.mpq.message_passing import (
 from jaxwb.theory.mpq.pipeline import METHODS, make_codebook, quantize_layer
 from jaxwb.theory.mpq.solvers import (
     bcd,
+    codeword_energies,
     damp,
     exact_minimum,
     gptq,
@@ -51,6 +53,7 @@ __all__ = [
     "quantize_layer",
     "bcd",
     "codebooks",
+    "codeword_energies",
     "damp",
     "exact_marginals",
     "exact_minimum",
@@ -58,6 +61,7 @@ __all__ = [
     "gptq",
     "int_codebook",
     "ldlq",
+    "marginals_from_energies",
     "mpq",
     "nearest",
     "objective",

@@ -27,7 +27,6 @@ MPQ (the seed abstract): VAMP marginals at finite beta -> per-coordinate MAP -> 
 from __future__ import annotations
 
 import functools
-import itertools
 
 import jax
 import jax.numpy as jnp
@@ -35,7 +34,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory.mpq.codebooks import Codebook, grid_spread
-from jaxwb.theory.mpq.solvers import bcd
+from jaxwb.theory.mpq.solvers import bcd, codeword_energies
 
 GAMMA_MIN, GAMMA_MAX = 1e-8, 1e12
 
@@ -176,19 +175,20 @@ def exact_marginals(
     w: Float[ArrayLike, " d"], h: Float[ArrayLike, "d d"], grid: Float[ArrayLike, "d K"], *, beta: float
 ):
     """Exact posterior marginals (d, K) of one row by enumeration of the K^d codewords (float64, K^d <= 2^20)."""
-    wn, hn, gn = (np.asarray(a, np.float64) for a in (w, h, grid))
-    d, k = gn.shape
+    d, k = np.shape(grid)
     if k**d > 2**20:
         raise ValueError(f"grid: K^d = {k}^{d} is too many to enumerate (<= 2^20)")
-    combos = np.array(list(itertools.product(range(k), repeat=d)), np.int64)
-    e = wn[None] - gn[np.arange(d)[None], combos]
-    logp = -0.5 * beta * np.einsum("cd,de,ce->c", e, hn, e)
+    combos, f = codeword_energies(w, h, grid)
+    return marginals_from_energies(combos, f, k, beta=beta)
+
+
+def marginals_from_energies(combos: Int[np.ndarray, "C d"], f: Float[np.ndarray, " C"], k: int, *, beta: float):
+    """Marginals (d, k) of p(c) ~ exp(-beta/2 f(c)) over the codewords ``combos`` with objectives ``f``
+    (:func:`codeword_energies`): one enumeration serves every beta."""
+    logp = -0.5 * beta * np.asarray(f, np.float64)
     p = np.exp(logp - logp.max())
     p /= p.sum()
-    out = np.zeros((d, k))
-    for j in range(d):
-        np.add.at(out[j], combos[:, j], p)
-    return out
+    return np.stack([np.bincount(combos[:, j], weights=p, minlength=k) for j in range(combos.shape[1])])
 
 
 def absolute_beta(beta: float, h: Float[ArrayLike, "d d"], book: Codebook) -> float:

@@ -204,15 +204,27 @@ def bcd(
     return _bcd(wa, ha, as_float(book.grid), start, block, max_sweeps)
 
 
-def exact_minimum(w: Float[ArrayLike, " d"], h: Float[ArrayLike, "d d"], grid: Float[ArrayLike, "d K"]):
-    """Minimum of (w - q)^T H (w - q) over all K^d codewords of one row by enumeration (float64 NumPy; K^d <=
-    2^22). Returns ``(min objective, codes)``."""
+def all_codewords(d: int, k: int) -> Int[np.ndarray, "C d"]:
+    """Every codeword of d coordinates with k codes each, (k^d, d) int64, in ``itertools.product`` order
+    (lexicographic, the last coordinate fastest)."""
+    return np.indices((k,) * d, dtype=np.int64).reshape(d, -1).T
+
+
+def codeword_energies(w: Float[ArrayLike, " d"], h: Float[ArrayLike, "d d"], grid: Float[ArrayLike, "d K"]):
+    """Every codeword of one row and its objective (w - q)^T H (w - q), float64 NumPy, by enumeration (K^d <=
+    2^22): ``(codes (K^d, d), objectives (K^d,))``."""
     wn, hn, gn = (np.asarray(a, np.float64) for a in (w, h, grid))
     d, k = gn.shape
     if k**d > 2**22:
         raise ValueError(f"grid: K^d = {k}^{d} codewords is too many to enumerate (<= 2^22)")
-    combos = np.array(list(itertools.product(range(k), repeat=d)), np.int64)
+    combos = all_codewords(d, k)
     e = wn[None] - gn[np.arange(d)[None], combos]
-    f = np.einsum("cd,de,ce->c", e, hn, e)
+    return combos, np.sum((e @ hn) * e, axis=1)
+
+
+def exact_minimum(w: Float[ArrayLike, " d"], h: Float[ArrayLike, "d d"], grid: Float[ArrayLike, "d K"]):
+    """Minimum of (w - q)^T H (w - q) over all K^d codewords of one row by enumeration (float64 NumPy; K^d <=
+    2^22). Returns ``(min objective, codes)``."""
+    combos, f = codeword_energies(w, h, grid)
     i = int(np.argmin(f))
     return float(f[i]), combos[i]
