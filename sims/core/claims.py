@@ -111,7 +111,8 @@ class Claim:
       "abs"  |measured - predicted| + ci <= tolerance
       "le"   measured + ci <= predicted + tolerance        (an upper bound)
       "ge"   measured - ci >= predicted - tolerance        (a lower bound)
-      "ci"   |measured - predicted| <= ci  and  ci <= tolerance   (an exact expectation inside the interval)
+      "ci"   |measured - predicted| <= ci  and  0 < ci <= tolerance   (an exact expectation inside the interval;
+             identical samples, a zero-width interval, decide nothing and fail)
 
     A NaN or infinite measurement, prediction or interval always fails.
     """
@@ -185,7 +186,7 @@ class Claim:
             return m + h <= p + tol
         if self.comparison == "ge":
             return m - h >= p - tol
-        return abs(m - p) <= h and h <= tol
+        return 0 < h <= tol and abs(m - p) <= h  # a zero-width interval (identical samples) decides nothing
 
     @property
     def as_expected(self) -> bool:

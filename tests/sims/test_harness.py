@@ -797,3 +797,9 @@ def test_an_ordering_is_decided_on_the_paired_differences_and_reports_its_margin
         Claim.ordering("x", [1.0, 2.0], [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="ordering"):
         Claim("x", 0.0, 1.0, 0.0, "ge", kind="bound", is_ordering=True)
+
+
+def test_a_zero_width_interval_decides_nothing():
+    """Identical samples equal to the prediction (0 = 0 when both sides of a check are broken alike) fail."""
+    assert not Claim.from_samples("E[x] = 0", 0.0, [0.0] * 6, 0.1, "ci", kind="check").passed
+    assert Claim.from_samples("E[x] = 0", 0.0, [0.01, -0.01, 0.02, -0.02, 0.0, 0.0], 0.1, "ci", kind="check").passed
