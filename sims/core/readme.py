@@ -58,7 +58,14 @@ def random_audit_table(figures_dir: Path = FIGURES_DIR) -> str:
         "| result | caught / non-equivalent | 95% Wilson | equivalent | caught by raising | drawn from |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
-    for path in sorted((figures_dir / "audit" / "random").glob("*.json")):
+    from jaxwb.sims.core import registry
+
+    folder = figures_dir / "audit" / "random"
+    for name in sorted({*registry.result_names(), *(f.stem for f in folder.glob("*.json"))}):
+        path = folder / f"{name}.json"
+        if not path.exists():
+            lines.append(f"| {name} | not run yet on its current quick preset | | | | |")
+            continue
         s = json.loads(path.read_text())
         if s.get("refused"):
             lines.append(f"| {s['result']} | not judged (clean quick run fails) | | | | |")
