@@ -139,11 +139,12 @@ BEFORE_2026_12_04 = {  # full-preset run times on 2 cores before the speed-ups (
 
 def run_times_table(manifests: list[dict]) -> str:
     """A Markdown table of the committed full presets' run times from their manifests: the run phase's wall and
-    CPU time, XLA's compile time and the programs compiled (when the run was profiled), the device, the
+    CPU time, XLA's compile time, the programs compiled and those loaded from the persistent compilation cache
+    (when the run was profiled), the device, the
     revision, and the time before the speed-ups of 2026-12 for comparison."""
     head = (
-        "| result | run wall s | before s | CPU s | compile s | programs | device | revision |\n"
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |"
+        "| result | run wall s | before s | CPU s | compile s | programs | from cache | device | revision |\n"
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | --- | --- |"
     )
     rows, total = [], 0.0
     for m in sorted(manifests, key=lambda m: -m.get("wall_time_s", 0)):
@@ -156,8 +157,9 @@ def run_times_table(manifests: list[dict]) -> str:
         rows.append(
             f"| {m['result']} | {cell(m.get('wall_time_s'))} | {cell(BEFORE_2026_12_04.get(m['result']))} "
             f"| {cell(m.get('cpu_time_s'))} | {cell(prof.get('compile_s'))} | {cell(prof.get('compiled'), '{:d}')} "
+            f"| {cell(prof.get('cache_hits'), '{:d}')} "
             f"| {m.get('backend', '-')} | `{m.get('git_revision', '-')}` |"
         )
     before = sum(BEFORE_2026_12_04.get(m["result"], 0) for m in manifests)
-    rows.append(f"| **total** | **{total:.0f}** | **{before:.0f}** | | | | | |")
+    rows.append(f"| **total** | **{total:.0f}** | **{before:.0f}** | | | | | | |")
     return "\n".join([head, *rows])
