@@ -1,7 +1,7 @@
 """Every result's mutants make one of its claims fail (the mutation audit, ``jaxwb.sims.core.audit``).
 
 The first mutant of each result runs in the default suite (its clean quick run is the result's own
-end-to-end test), except where the quick preset trains models from scratch on a cold cache (:data:`TRAINS`);
+end-to-end test), except where the quick preset trains models from scratch on a cold cache (:data:`COSTLY_QUICK`);
 ``pytest -m mutation`` runs all of them. ``workbench audit`` compares clean vs mutant
 claim by claim and writes ``figures/audit.json``.
 """
@@ -13,9 +13,10 @@ import pytest
 from jaxwb.sims.core import audit, registry
 from jaxwb.sims.core.presets import get_config
 
-# results whose quick preset trains its models on a cold cache: their mutants run under ``-m mutation`` only
-# (tiny_lm: five 800-step trainings, 136 s of a 2-core CI run; its quick end-to-end test is ``slow`` too)
-TRAINS = {"tiny_lm"}
+# results whose quick preset costs more than ~40 s of CPU: their mutants run under ``-m mutation`` only (tiny_lm:
+# five 800-step trainings on a cold cache, 136 s of a 2-core CI run, its quick end-to-end test ``slow`` too;
+# river_valley_lm: 42 s, its clean quick run stays in the default suite as its end-to-end test)
+COSTLY_QUICK = {"tiny_lm", "river_valley_lm"}
 
 
 def _cases():
@@ -23,7 +24,7 @@ def _cases():
     for name in registry.result_names():
         module = registry.get(name)
         for i, m in enumerate(getattr(module, "MUTANTS", ())):
-            marks = () if i == 0 and name not in TRAINS else (pytest.mark.mutation,)
+            marks = () if i == 0 and name not in COSTLY_QUICK else (pytest.mark.mutation,)
             cases.append(pytest.param(name, m.name, marks=marks, id=f"{name}-{m.name}"))
     return cases
 
