@@ -154,46 +154,37 @@ def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
     for tag, obj in results["lm"]["objective"].items():
         for a, b, expect in (("rtn", "gptq", "pass"), ("gptq", "mpq", "fail")):
             name, gain = worst_layer(obj, a, b)
-            m, h, n = mean_ci(gain)
             out.append(
-                Claim(
+                beats_claim(
                     f"{a.upper()} >= {b.upper()} in (w - q)^T H (w - q) on every layer of the tiny LM, {tag}: "
                     f"worst layer ({name}): per-seed mean over rows of (obj_{a} - obj_{b}) / mean obj_{a} > 0",
-                    0.0,
-                    m,
-                    0.0,
-                    "ge",
-                    kind="paper",
-                    source="paper",
-                    ci=h,
-                    n_seeds=n,
-                    expected=expect,
-                    reason=MPQ_LOSES if expect == "fail" else "",
+                    mean_ci(gain),
+                    expect,
                 )
             )
     return out
+
+
+def beats_claim(statement: str, interval: tuple[float, float, int], expect: str) -> Claim:
+    """A paper ordering "A beats B": the per-seed difference ``(mean, half-width, n)`` above 0, flagged as an
+    ordering (no slack against 0); expected to fail, with :data:`MPQ_LOSES`, where MPQ is the one said to win."""
+    m, h, n = interval
+    reason = MPQ_LOSES if expect == "fail" else ""
+    return Claim(
+        statement, 0.0, m, 0.0, "ge", kind="paper", ci=h, n_seeds=n, expected=expect, reason=reason, is_ordering=True
+    )
 
 
 def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     for tag, p in results["lm"]["ppl"].items():
         for a, b, expect in (("rtn", "gptq", "pass"), ("gptq", "mpq", "fail")):
-            diff = _a(p[a]) - _a(p[b])
-            m, h, n = bootstrap_ci(diff)
             stmt = MPQ_WINS if b == "mpq" else "GPTQ beats round-to-nearest on perplexity"
             out.append(
-                Claim(
+                beats_claim(
                     f"{stmt}, tiny LM {tag}: ppl_{a} - ppl_{b} per seed > 0 (bootstrap interval over seeds)",
-                    0.0,
-                    m,
-                    0.0,
-                    "ge",
-                    kind="paper",
-                    source="paper",
-                    ci=h,
-                    n_seeds=n,
-                    expected=expect,
-                    reason=MPQ_LOSES if expect == "fail" else "",
+                    bootstrap_ci(_a(p[a]) - _a(p[b])),
+                    expect,
                 )
             )
     return out
