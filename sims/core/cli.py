@@ -170,6 +170,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     au.add_argument("--seed", type=_seed, default=0, help="seed of the draw and of the runs (with --random)")
     au.add_argument(
+        "--missed",
+        action="store_true",
+        help="with --random: re-judge only the mutants that figures/audit/random/<name>.json records as missed "
+        "(after a claim changed); prints, writes nothing",
+    )
+    au.add_argument(
         "--collect",
         action="store_true",
         help="run nothing: rebuild figures/audit.json from figures/audit/*.json and print the table",
@@ -309,7 +315,7 @@ def _cmd_audit(names, write=True) -> int:
     return 1 if missed or few or refused else 0
 
 
-def _cmd_random_audit(names, n, seed, write=True) -> int:
+def _cmd_random_audit(names, n, seed, write=True, missed=False) -> int:
     import json
 
     from jaxwb.sims.core import mutate, outputs, paths, registry
@@ -317,8 +323,25 @@ def _cmd_random_audit(names, n, seed, write=True) -> int:
     modules = [registry.get(name) for name in names or registry.result_names()]
     worst = 1.0
     for module in modules:
-        print(f"{module.NAME}: {n} mechanical mutant(s), seed {seed}", flush=True)
-        summary = mutate.random_audit(module, n, seed=seed)
+        only = None
+        if missed:
+            committed = paths.FIGURES_DIR / "audit" / "random" / f"{module.NAME}.json"
+            if not committed.is_file():
+                raise WorkbenchError(
+                    f"--missed: {committed} does not exist; run `workbench audit {module.NAME} --random N` first"
+                )
+            only = {
+                f"{m['mutant']}#{m['index']}" if "index" in m else m["mutant"]
+                for m in json.loads(committed.read_text())["mutants"]
+                if m["verdict"] == "missed"
+            }
+            write = False
+            print(f"{module.NAME}: re-judging the {len(only)} missed mutant(s) of {committed.name}", flush=True)
+        else:
+            print(f"{module.NAME}: {n} mechanical mutant(s), seed {seed}", flush=True)
+        summary = mutate.random_audit(module, n, seed=seed, only=only)
+        if summary.get("not_found"):
+            print(f"  sites no longer found (source moved): {summary['not_found']}", flush=True)
         print(mutate.format_random_audit(summary), flush=True)
         if summary.get("refused"):
             worst = 0.0
@@ -460,7 +483,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(audit.format_audit_table(merged))
                 return 0
             if args.random is not None:
-                return _cmd_random_audit(args.names, args.random, args.seed, write=not args.no_write)
+                return _cmd_random_audit(
+                    args.names, args.random, args.seed, write=not args.no_write, missed=args.missed
+                )
             return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":
             return _cmd_bench(args.names, args.quick)

@@ -257,11 +257,22 @@ def claims_equal(a, b, volatile: set[str] = frozenset()) -> bool:
 
 
 def random_audit(
-    module: ModuleType, n: int, *, seed: int = 0, preset: str = "quick", verbose: bool = True
+    module: ModuleType,
+    n: int,
+    *,
+    seed: int = 0,
+    preset: str = "quick",
+    verbose: bool = True,
+    only: set[str] | None = None,
 ) -> dict[str, Any]:
     """Draw ``n`` mutation sites (without replacement, uniformly over every site of every executed function) and
     judge each: ``caught`` when a claim that passes in the clean run fails (or the run raises), ``equivalent``
-    when the results are bitwise identical to the clean run's (excluded), else missed. A JSON-able summary."""
+    when the results are bitwise identical to the clean run's (excluded), else missed. A JSON-able summary.
+
+    ``only`` (mutant names, or ``name#index`` where a name covers several sites of one line) judges those sites
+    instead of a draw, e.g. the missed ones of a committed audit: a quick way to re-judge survivors after a claim
+    changed. Names whose site no longer exists (the source moved) are listed under ``"not_found"``. Such a
+    partial summary is for iterating, not for the committed audit."""
     import jax
     from scipy import stats
 
@@ -304,6 +315,10 @@ def random_audit(
     every = [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
     rng = np.random.default_rng(seed)
     drawn = [every[i] for i in rng.choice(len(every), size=min(n, len(every)), replace=False)] if every else []
+    not_found: list[str] = []
+    if only is not None:
+        drawn = [s for s in every if s.name in only or f"{s.name}#{s.index}" in only]
+        not_found = sorted(set(only) - {s.name for s in drawn} - {f"{s.name}#{s.index}" for s in drawn})
     summary: dict[str, Any] = {
         "result": module.NAME,
         "preset": preset,
@@ -314,10 +329,18 @@ def random_audit(
         "clean_wall_s": round(time.perf_counter() - t0, 2),
         "mutants": [],
     }
+    if only is not None:
+        summary["only"], summary["not_found"] = sorted(only), not_found
     for site in drawn:
         t1 = time.perf_counter()
         mutant = Mutant(site.name, site.target, lambda original, s=site: mutated_function(s, original), site.detail)
-        record: dict[str, Any] = {"mutant": site.name, "op": site.op, "line": site.line, "detail": site.detail}
+        record: dict[str, Any] = {
+            "mutant": site.name,
+            "op": site.op,
+            "index": site.index,
+            "line": site.line,
+            "detail": site.detail,
+        }
         try:
             with applied(mutant):
                 results = jax.block_until_ready(module.run(cfg, key=key))
