@@ -5,6 +5,8 @@ See the package docstring for what each claim measures and why the quadratic one
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim, mean_ci
@@ -69,6 +71,7 @@ def eos_sharpness(results, cfg: Config) -> np.ndarray:
     return np.where(ok, med, np.nan)
 
 
+TRACK_TOL = 1e-3  # float32 Lanczos agreement (relative) of the tracker and a fresh Lanczos
 GAP_RATIO = 2.0  # a "visible" valley/river gap: lambda_k / lambda_{k+1} at least this
 
 # Known disagreements (``expected="fail"``, see ``docs/papers/river_valley_lm.md``): what the full preset measures
@@ -115,10 +118,14 @@ def edge_claims(results: dict, cfg: Config) -> list[Claim]:
         eff = m - float(np.log2(1.0 - b))  # log2 of the effective-lr gain edge(b)/((1-b) edge(GD))
         theory = float(np.log2(float(rv.hb_threshold(1.0, b)) / float(rv.gd_threshold(1.0)) / (1.0 - b)))
         common = dict(kind="check", ci=ci, n_seeds=max(n, 2))
+        # orderings of two measured edges (paired per seed): decided on the interval of the per-seed log ratio,
+        # widened by the bisection resolution; they report their margin in half-widths, not a slack against 0
         out.append(
             Claim(
-                f"momentum widens the stable raw lr range: log2 edge(beta={b:g})/edge(GD) > 0 (bisected, {n} seeds)",
-                0.0, m, 0.0, "ge", source="paper", expected="fail", reason=WHY_EDGE_NARROWS, **common,
+                f"momentum widens the stable raw lr range: edge(beta={b:g}) > edge(GD) (log2 ratio per seed, "
+                f"bisected, {n} seeds)",
+                0.0, m, 0.0, "ge", source="paper", expected="fail", reason=WHY_EDGE_NARROWS, is_ordering=True,
+                **common,
             )
         )  # fmt: skip
         out.append(
@@ -133,9 +140,9 @@ def edge_claims(results: dict, cfg: Config) -> list[Claim]:
         undecided = {} if b >= 0.9 else {"expected": "fail", "reason": why}
         out.append(
             Claim(
-                f"heavy ball's effective-lr edge exceeds GD's: log2 edge(beta={b:g})/((1-beta) edge(GD)) > 0 "
-                f"(river speed at the edge; bisected, {n} seeds)",
-                0.0, eff, 0.0, "ge", source="paper", **undecided, **common,
+                f"heavy ball's effective-lr edge exceeds GD's: edge(beta={b:g})/(1-beta) > edge(GD) (log2 ratio "
+                f"per seed; river speed at the edge; bisected, {n} seeds)",
+                0.0, eff, 0.0, "ge", source="paper", is_ordering=True, **undecided, **common,
             )
         )  # fmt: skip
     m, h, n = mean_ci(np.log2(ed[j0]))
@@ -204,16 +211,18 @@ def spectrum_claims(results: dict, cfg: Config) -> list[Claim]:
     )
 
     # --- tracker (warm-started Lanczos every eos_every steps) against a fresh Lanczos at two points of each EoS run
-    gap = tracker_vs_lanczos(results)
+    # An agreement of two estimators of one number (two-sided, |gap| = 0): neither a bound nor an ordering. The
+    # tolerance is float32 Lanczos precision, not the 5% that any EoS claim could absorb: the two agree to ~1e-7 at
+    # most points, the worst point of the full preset to 3.6e-4 (a near-degenerate top pair at the end of a run).
     out.append(
         Claim(
             f"lambda_max tracking: {cfg.track_iters} warm-started Lanczos steps every {cfg.eos_every} "
-            f"steps = independent Lanczos ({cfg.lanczos_iters} steps) at mid-run and at the end of every EoS run "
-            "(largest relative gap <= 5%)",
+            f"steps = independent Lanczos ({cfg.lanczos_iters} steps, random start) at mid-run and at the end of "
+            f"every EoS run (largest relative gap, within +-{TRACK_TOL:g})",
             0.0,
-            float(np.max(gap)),
-            0.05,
-            "le",
+            float(np.max(tracker_vs_lanczos(results))),
+            TRACK_TOL,
+            "abs",
             kind="check",
         )
     )
@@ -226,6 +235,13 @@ def over_seeds(statement, predicted, samples, comparison, **kw) -> Claim:
     return Claim(statement, predicted, m, 0.0, comparison, kind="check", ci=h, n_seeds=max(n, 2), **kw)
 
 
+def ordering(statement, larger, smaller, **kw) -> Claim:
+    """``larger > smaller`` per seed, decided on the interval of the paired differences (``Claim.ordering``);
+    ``expected`` / ``reason`` / ``source`` as for a Claim."""
+    expect = {k: kw.pop(k) for k in ("expected", "reason") if k in kw}
+    return dataclasses.replace(Claim.ordering(statement, larger, smaller, **kw), **expect)
+
+
 def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
     """Mechanism checks over seeds: full-batch trajectories, loss map, AdamW grid, valley/river split."""
     out = []
@@ -233,35 +249,32 @@ def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
     loss = np.asarray(d["loss"], np.float64)  # [2 (HB, GD), S, T]
     ms = f"{cfg.map_seeds} seeds"
     out.append(
-        over_seeds(
+        ordering(
             f"same lr {cfg.decomp_lr_mult:g} x 2/lambda_max, full batch: HB beta={cfg.decomp_beta:g} ends "
-            f"lower than GD (GD - HB, nats; {cfg.n_seeds} seeds)",
-            0.0,
-            loss[1, :, -1] - loss[0, :, -1],
-            "ge",
+            f"lower than GD (GD - HB final loss per seed, nats; {cfg.n_seeds} seeds)",
+            loss[1, :, -1],
+            loss[0, :, -1],
         )
     )
     s = results["sgd"]
     best = np.nanmin(np.asarray(s["final_loss"], np.float64), axis=0)  # [B, S]
     bmax = int(np.argmax(np.asarray(s["beta"])))
     out.append(
-        over_seeds(
-            f"SGD grid: best final val loss with beta={cfg.betas[bmax]:g} <= GD's (GD - HB, nats; {ms})",
-            0.0,
-            best[0] - best[bmax],
-            "ge",
+        ordering(
+            f"SGD grid: best final val loss with beta={cfg.betas[bmax]:g} <= GD's (GD - HB per seed, nats; {ms})",
+            best[0],
+            best[bmax],
             expected="fail",
             reason=WHY_UNDECIDED.format(what="~0.04 +- 0.08 nats"),
         )
     )
     abest = np.nanmin(np.asarray(results["adam"]["final_loss"], np.float64), axis=0)  # [B1, S]
     out.append(
-        over_seeds(
+        ordering(
             f"AdamW check: best final val loss with beta1={cfg.adam_beta1s[-1]:g} <= beta1="
-            f"{cfg.adam_beta1s[0]:g}'s (difference, nats; {ms})",
-            0.0,
-            abest[0] - abest[-1],
-            "ge",
+            f"{cfg.adam_beta1s[0]:g}'s (difference per seed, nats; {ms})",
+            abest[0],
+            abest[-1],
             expected="fail",
             reason=WHY_UNDECIDED.format(what="~-0.02 +- 0.04 nats"),
         )
@@ -278,11 +291,10 @@ def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
         )
     )
     out.append(
-        over_seeds(
-            f"river: HB displacement fraction in the top-{k} directions <= the gradient's (difference)",
-            0.0,
-            np.asarray(d["disp_frac_top"], np.float64)[0] - gfrac,
-            "le",
+        ordering(
+            f"river: HB displacement fraction in the top-{k} directions <= the gradient's (difference per seed)",
+            gfrac,
+            np.asarray(d["disp_frac_top"], np.float64)[0],
             source="reconstruction",
         )
     )
