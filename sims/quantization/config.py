@@ -18,7 +18,7 @@ class Config:
     vectors_per_family: int = 3  # unit vectors per family (worst of len(FAMILIES) x this)
     n_signs: int = 48  # random sign draws D per vector (Monte Carlo)
     n_dither: int = 8  # stratified dithers per draw (the dither expectation is nearly exact)
-    dense_d: int = 256  # dimension of the dense-Haar-rotation comparison
+    dense_d: int = 64  # dimension of the dense-Haar-rotation comparison (= rht_block: the RHT kernel is claimed on it)
     dense_rotations: int = 24
     chunk: int = 8  # sweep rows per jitted chunk (memory)
     # format comparison
@@ -72,6 +72,11 @@ class Config:
                 raise ValueError(f"Config.bits must contain {b} (the claims use b = 3, 4 and 8), got {self.bits}")
         if self.n_signs < 5 or self.kv_seeds < 5 or self.dense_rotations < 5:
             raise ValueError("Config.n_signs, kv_seeds and dense_rotations must be >= 5 (CIs over >= 5 draws)")
+        if self.dense_d != self.rht_block:
+            raise ValueError(
+                f"Config.dense_d must equal rht_block (the RHT kernel on Gaussian rows is claimed against the dense "
+                f"rotation at that d), got dense_d={self.dense_d}, rht_block={self.rht_block}"
+            )
         if self.fmt_cols % 32 or self.fmt_cols % self.rht_block:
             raise ValueError(f"Config.fmt_cols must be a multiple of 32 and of rht_block, got {self.fmt_cols}")
         if not self.kv_outliers or max(self.kv_outliers) >= self.kv_channels or min(self.kv_outliers) < 0:
@@ -87,8 +92,16 @@ DISPLAY_ONLY = (
     "dense/mse",  # the first-pass dense sweep (plotted; the claims use the re-measured dense_fresh)
     "dense/se",
     "rht_at_dense_d",  # the RHT sweep at dense_d (plotted; the same arrays as rht/<dense_d> when dense_d is in dims)
+    # which vector the first pass found worst (an index into the families): plumbing for the re-measurement, whose
+    # values the claims read
+    "dense_fresh/worst",
+    *(f"rht/{d}/worst" for d in sorted({*Config().dims, 64})),
     "formats",  # format_comparison.png / error_histograms.png; RaZeR <= NVFP4 per block and EDEN's unbiasedness
-    # are unit tests (tests/sims/test_quantization.py), the perplexity comparison is tiny_lm's
+    # are unit tests (tests/sims/test_quantization.py), the perplexity comparison is tiny_lm's; the FP4 kernels'
+    # values are claimed element by element against the independent decoder (format_check)
+    "inquant/channel_rmse",  # inquant.png; the outlier channels' error is claimed per seed (outlier_bennett_per_seed)
+    "inquant/mse",  # seed 0's MSEs (plotted); their InQuant / plain ratio is ratio_per_seed[0], claimed over seeds
+    "inquant/true_outliers",  # the planted channels (cfg.kv_outliers) for the figure; recovery: recovered_per_seed
 )
 
 PRESETS = {

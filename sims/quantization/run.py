@@ -22,6 +22,7 @@ from jaxwb.pallas_kernels.quant.rht import (
 from jaxwb.sims.core.sweep import sweep
 from jaxwb.sims.quantization.config import FAMILIES, Config
 from jaxwb.theory import dithered_quant as dq
+from jaxwb.theory.quantization import fp4_formats
 
 # ---------------------------------------------------------------------------------------------------------
 # Unit vectors and the dither-averaged MSE estimate
@@ -178,7 +179,9 @@ def absmax_roundtrip(x, levels: int):
 
 
 @partial(jax.jit, static_argnums=2)
-def format_stats(x, key, rht_block: int) -> dict:
+def format_stats(x, key, rht_block: int) -> tuple[dict, dict]:
+    """(per format: relative MSE and the first 20000 normalized errors, plus the RaZeR/NVFP4 block gap and EDEN's
+    inner-product deviation; the x_hat (rows, cols) of the four FP4 formats, for the independent decoder)."""
     rows = x.shape[0]
     rt = format_roundtrips(x, key, rht_block)
     xb = x.reshape(rows, -1, rht_block)
@@ -194,7 +197,27 @@ def format_stats(x, key, rht_block: int) -> dict:
     blocks = lambda v: jnp.sum(((v - x) ** 2).reshape(rows, -1, 16), -1)
     stats["block_gap"] = jnp.max(blocks(rt["RaZeR (act.)"]) - blocks(rt["NVFP4"]))
     stats["unbiased_inner"] = jnp.max(jnp.abs(jnp.sum(xh_unbiased * xb, -1) / jnp.sum(xb * xb, -1) - 1.0))
-    return stats
+    return stats, {label: rt[label] for label in (*fp4_formats.ROUNDTRIPS, "RHT b=4")}
+
+
+def format_comparison(cfg: Config, k_fmt: jax.Array, k_rht: jax.Array) -> tuple[dict, dict]:
+    """The formats at ~4.5 bits per element on the three datasets, and the FP4 kernels' x_hat checked against
+    the independent decoder ``theory.quantization.fp4_formats`` (NumPy + ml_dtypes). Returns (stats per dataset,
+    per FP4 format: {"mismatch": elements whose value differs, summed over the datasets, "elements"}, and
+    "RHT b=4 gaussian": the relative error ||x_hat - x||^2 / ||x||^2 of each rht_block vector of the Gaussian data)."""
+    stats, check = {}, {label: {"mismatch": 0, "elements": 0} for label in fp4_formats.ROUNDTRIPS}
+    for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items():
+        stats[name], xhat = format_stats(x, k_rht, cfg.rht_block)
+        xn = np.asarray(x)
+        for label, fn in fp4_formats.ROUNDTRIPS.items():
+            check[label]["mismatch"] += int(np.sum(np.asarray(xhat[label]) != fn(xn)))
+            check[label]["elements"] += xn.size
+        if name == "gaussian":
+            xb = xn.reshape(-1, cfg.rht_block)
+            err = np.asarray(xhat["RHT b=4"]).reshape(xb.shape) - xb
+            rel = np.sum(err.astype(np.float64) ** 2, -1) / np.sum(xb.astype(np.float64) ** 2, -1)
+    check = {k: {f: np.asarray(v) for f, v in c.items()} for k, c in check.items()}
+    return stats, {**check, "RHT b=4 gaussian": rel}
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -269,9 +292,20 @@ def dense_comparison(cfg: Config, k_vec: jax.Array, k_dense: jax.Array, per_d: d
     return out
 
 
+def bennett_ratio(kvf, recon, q) -> float:
+    """Measured / predicted squared error of InQuant's 8-bit outlier channels: uniform rounding error Delta^2/12
+    (Bennett 1948) with Delta = the token's stored s8, except the token's largest outlier entry, which sits on
+    the grid (code +-127). kvf, recon (T, C) float32; the prediction uses q's scales and outlier indices only."""
+    o = np.asarray(q.outliers)
+    s8 = np.asarray(q.scales).astype(np.float64)[..., 1]  # (T,)
+    xo = np.asarray(kvf, np.float64)[..., o]
+    err2 = np.sum((np.asarray(recon, np.float64)[..., o] - xo) ** 2)
+    return float(err2 / np.sum(s8**2 / 12.0 * (o.size - 1)))
+
+
 def inquant_kv(cfg: Config, k_kv: jax.Array, k_pack: jax.Array) -> dict:
     """InQuant on heavy-tailed KV: kv_seeds independent matrices and packing keys (seed 0 is plotted)."""
-    ratios = []
+    ratios, recovered, bennett = [], [], []
     for j in range(cfg.kv_seeds):
         kv = synthetic_kv(jax.random.fold_in(k_kv, j), cfg)
         kvf = kv.astype(jnp.float32)
@@ -285,6 +319,8 @@ def inquant_kv(cfg: Config, k_kv: jax.Array, k_pack: jax.Array) -> dict:
         }
         mse = {k: jnp.mean((v - kvf) ** 2) for k, v in recon.items()}
         ratios.append(mse["InQuant (4.0x)"] / mse["plain 4-bit"])
+        bennett.append(bennett_ratio(kvf, recon["InQuant (4.0x)"], q))
+        recovered.append(np.isin(np.asarray(cfg.kv_outliers), np.asarray(q.outliers)).mean())
         if j == 0:
             sizes = q.nbytes()
             out = {
@@ -297,6 +333,8 @@ def inquant_kv(cfg: Config, k_kv: jax.Array, k_pack: jax.Array) -> dict:
                 "true_outliers": jnp.asarray(cfg.kv_outliers),
             }
     out["ratio_per_seed"] = jnp.stack(ratios)
+    out["recovered_per_seed"] = np.asarray(recovered)  # fraction of the planted outlier channels selected
+    out["outlier_bennett_per_seed"] = np.asarray(bennett)
     return out
 
 
@@ -309,10 +347,6 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     }
     out["rht"], out["families"] = mse_vs_bits(cfg, k_vec, k_mse)
     out.update(dense_comparison(cfg, k_vec, k_dense, out["rht"]))
-    # formats at ~4.5 bits per element
-    out["formats"] = {
-        name: format_stats(x, k_rht, cfg.rht_block)
-        for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items()
-    }
+    out["formats"], out["format_check"] = format_comparison(cfg, k_fmt, k_rht)  # ~4.5 bits per element
     out["inquant"] = inquant_kv(cfg, k_kv, k_pack)
     return out
