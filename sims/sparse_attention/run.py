@@ -31,6 +31,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     maps = trajectory.map_statistics(true, cfg, key=k_null)
     head_spread = trajectory.head_spread_test(maps["topk_mass"], cfg.n_perm)
     pol = policy_results(model, states, truth, true, imp, cfg)
+    mid_qkv = trajectory.step_qkv(model, states[:, mid_step(cfg)])  # [N, nl, 3, H, L, Dh]
+    reference = reference_inputs(mid_qkv, true, pol.pop("mid_mask"), cfg)
     online = online_results(model, truth, keys, final, states, cfg)
     n_show = min(3, cfg.n_prompts)
     return {
@@ -46,7 +48,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "head_spread": {k: np.float64(v) for k, v in head_spread.items()},
         "policy": pol,
         "online": online,
-        "louver": louver.louver_study(model, states, cfg),
+        "reference": reference,
+        "louver": louver.louver_study(mid_qkv, cfg),
         "speed": speed.speed_study(cfg, key=k_speed),
     }
 
@@ -73,7 +76,31 @@ def policy_results(model, states, truth, true, imp, cfg: Config) -> dict:
     pol["blocks_per_head"] = jnp.mean(masks["concentration"][r_one], axis=(-2, -1))  # [N, T, nl, H]
     pol["head_concentration"] = sa.head_concentration(imp.reshape(-1, *imp.shape[-3:])).reshape(imp.shape[:4])
     pol["dense_nll"], pol["dense_acc"] = scores["dense_nll"], scores["dense_acc"]
+    pol["mid_mask"] = np.asarray(masks["uniform"])[
+        r_one, :, mid_step(cfg)
+    ]  # [N, nl, H, Qb, Kb], for ``reference_inputs``
     return pol
+
+
+def mid_step(cfg: Config) -> int:
+    """The denoising step at which the pipeline is checked against the float64 references (``reference``)."""
+    return cfg.steps // 2
+
+
+def reference_inputs(qkv, true, mask, cfg: Config) -> dict:
+    """What the float64 references (``jaxwb.sims.sparse_attention.reference``) are checked on, at the middle step
+    of every prompt's dense run: every layer's q, k, v (heads first, [N, nl, H, L, Dh]), the recorded block
+    attention maps there (``true [N, nl, H, Qb, Kb]``) and the uniform-budget mask refreshed at every step at the
+    main budget (``mask``, bool, same shape: the mask behind ``policy/uniform/err`` of that row and step), from
+    ``qkv`` [N, nl, 3, H, L, Dh] (``trajectory.step_qkv`` at that step)."""
+    qkv = np.asarray(qkv)  # numpy slices: no eager jax op (each one compiles)
+    return {
+        "q": qkv[:, :, 0],
+        "k": qkv[:, :, 1],
+        "v": qkv[:, :, 2],
+        "true": np.asarray(true)[:, mid_step(cfg)],
+        "mask": mask,
+    }
 
 
 def online_results(model, truth, keys, final, states, cfg: Config) -> dict:

@@ -178,6 +178,17 @@ def _maps_one(model, x, block):
     return jnp.stack(true), jnp.stack(imp)
 
 
+def step_qkv(model, xs):
+    """Every layer's q, k, v, heads first, for states xs [N, L]: float32 [N, nl, 3, H, L, Dh]."""
+
+    @eqx.filter_jit
+    def go(m, xs):
+        one = lambda x: jnp.stack([jnp.stack([heads_first(a) for a in qkv]) for qkv in m.qkv(x)])
+        return jax.vmap(one)(xs)
+
+    return go(model, xs)
+
+
 def record_maps(model, states, cfg: Config):
     """``true, imp [N, T, nl, H, Qb, Kb]`` for states [N, T, L]."""
 

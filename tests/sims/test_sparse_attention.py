@@ -119,3 +119,42 @@ def test_config_validation():
     with pytest.raises(ValueError, match="block_len"):
         dataclasses.replace(base, gen_block=20)
     assert isinstance(base, Config)
+
+
+def test_float64_references_agree_with_the_pipeline_on_random_inputs():
+    """The NumPy references the claims check the run against agree with ``jaxwb.theory.sparse_attention`` (and
+    the Louver bounds bound every score) on random inputs; the transition steps measured from a schedule-shaped
+    run are the closed form's."""
+    from jaxwb.models import diffusion_lm as dl
+    from jaxwb.sims.sparse_attention import louver
+    from jaxwb.sims.sparse_attention import reference as ref
+    from jaxwb.theory import sparse_attention as sa
+
+    rng = np.random.default_rng(0)
+    q, k, v = (rng.normal(size=(2, 32, 8)).astype(np.float32) for _ in range(3))
+    np.testing.assert_allclose(ref.block_mass(q, k, 8), sa.block_attention_mass(q, k, 8), atol=2e-6)
+    imp = ref.pooled_importance(q, k, 8)
+    np.testing.assert_allclose(imp, sa.block_importance(q, k, block_q=8, block_k=8), atol=2e-6)
+    np.testing.assert_allclose(ref.concentration(imp), sa.head_concentration(imp), atol=2e-6)
+    mask = np.asarray(sa.select_blocks(imp, 0.5, allocation="uniform"))
+    assert int(ref.topk_violations(imp, mask, 2, tol=1e-9)) == 0
+    assert int(ref.topk_violations(imp, ~mask, 2, tol=1e-9)) == imp.shape[0] * imp.shape[1]
+    om, od, _ = sa.masked_attention(q, k, v, mask)
+    err = float(np.linalg.norm(np.asarray(om) - np.asarray(od)) / np.linalg.norm(np.asarray(od)))
+    assert ref.masked_output_error(q, k, v, mask) == pytest.approx(err, abs=2e-6)
+    qb, kb = (np.swapaxes(a, 0, 1) for a in (q, k))  # [L, H, D]
+    for bound in louver.BOUNDS:
+        ub, mag = louver.bounds64(qb, kb, 8, bound)  # [H, L, nb]
+        s = np.einsum("hqd,hkd->hqk", q.astype(np.float64), k.astype(np.float64)).reshape(2, 32, 4, 8).max(-1)
+        assert np.all(ub >= s - 1e-9) and np.all(mag >= 0)
+    L, P, T, G = 40, 8, 8, 8  # 4 decoding blocks of 8, 2 steps each
+    region, count = dl.schedule(L, P, T, G)
+    states = np.full((T, L), dl.MASK)
+    states[:, :P] = 1
+    for t in range(1, T):
+        states[t] = states[t - 1]
+        lo = np.flatnonzero(region[t - 1])[0]
+        done = np.sum(states[t - 1, lo : lo + G] != dl.MASK)
+        states[t, lo + done : lo + done + count[t - 1]] = 1
+    final = np.ones(L, int)
+    assert ref.transition_steps(states, final, P, G, dl.MASK) == dl.transitions(L, P, T, G)
