@@ -57,9 +57,52 @@ class Config:
     linear_fraction: float = 0.25  # "below saturation" = B <= linear_fraction * tr H / sqrt(L mu)
     # Kaczmarz and coordinate-descent panels
     block: int = 8
-    aux_seeds: int = 1024
+    aux_seeds: int = 3072
     aux_eps: float = 1e-4
     n_boot: int = 400  # bootstrap replicates over seeds for every Monte-Carlo statistic's confidence interval
+    # Monte-Carlo streams: False = independent keys per (method, B), so each configuration can run its own number of
+    # seeds (``seed_scale``); True = common random numbers: every method at one B on the same keys (the same batches)
+    common_random_numbers: bool = False
+    # (method, B, factor): that configuration runs round(factor x its B's seed count) seeds (independent streams
+    # only). Full preset: more seeds where a claim's interval was wider than the pre-speed-up run's (issue #41:
+    # "CIs no wider"; docs/papers/interpolation.md, "Intervals"), fewer for configurations that no claim reads
+    # (figure points only)
+    seed_scale: tuple[tuple[str, int, float], ...] = (
+        # B = 1: every claim on B = 1 (iterations, decay, the slope, acceleration, the saturation batches)
+        ("sgd", 1, 2.0),
+        ("hb", 1, 8.0),
+        ("nesterov", 1, 16.0),
+        ("hb_rule", 1, 3.0),
+        # B = 2, 4, 8: heavy ball's speedup slope (and the rule claim at B = 2); SGD / Nesterov / rule: figure only
+        ("hb", 2, 4.0),
+        ("hb_rule", 2, 2.0),
+        ("sgd", 2, 0.25),
+        ("hb", 4, 4.0),
+        ("sgd", 4, 0.25),
+        ("nesterov", 4, 0.5),
+        ("hb_rule", 4, 0.25),
+        ("hb", 8, 4.0),
+        ("sgd", 8, 0.25),
+        ("hb_rule", 8, 0.5),
+        # B = 16: the slope's end, the rate checks, the speedup over SGD(1)
+        ("sgd", 16, 2.0),
+        ("hb", 16, 8.0),
+        ("nesterov", 16, 6.0),
+        ("hb_rule", 16, 6.0),
+        # B = 32, 64, 128: no claim reads them (figure only); SGD runs long there
+        ("sgd", 32, 0.25),
+        ("sgd", 64, 0.25),
+        ("sgd", 128, 0.25),
+        # B = 256, 1024: rate checks, SGD's and heavy ball's saturation batches, the full-batch limits
+        ("sgd", 256, 3.0),
+        ("hb", 256, 2.0),
+        ("nesterov", 256, 2.0),
+        ("hb_rule", 256, 8.0),
+        ("sgd", 1024, 3.0),
+        ("hb", 1024, 2.0),
+        ("nesterov", 1024, 4.0),
+        ("hb_rule", 1024, 3.0),
+    )
     # (method, B, statistic) whose grid optimum sits on the edge of mean-square stability, where the Monte-Carlo
     # mean misses the heavy tail: the claims on that statistic ("hits": iterations to eps and the ratios built on
     # them; "decay": windowed decay) are expected to fail (the package docstring, "Heavy tails")
@@ -116,6 +159,18 @@ class Config:
                 raise ValueError(f"tail_configs must hold (method, B in batch_sizes, hits|decay), got {(m, B, what)}")
         if self.n_boot < 50:
             raise ValueError(f"n_boot must be >= 50 (percentile intervals), got {self.n_boot}")
+        for m, B, f in self.seed_scale:
+            if m not in METHODS or B not in self.batch_sizes or not (np.isfinite(f) and f > 0):
+                raise ValueError(f"seed_scale must hold (method, B in batch_sizes, factor > 0), got {(m, B, f)}")
+        if self.common_random_numbers and self.seed_scale:
+            raise ValueError("seed_scale needs independent streams (common_random_numbers=False): one seed set per B")
+
+    def seeds_of(self, method: str, B: int) -> int:
+        """Monte-Carlo seeds of (method, B): max(min_seeds, min(n_seeds, seed_budget // B)) x its ``seed_scale``
+        factor (rounded, at least 5)."""
+        base = max(self.min_seeds, min(self.n_seeds, self.seed_budget // B))
+        f = {(m, b): x for m, b, x in self.seed_scale}.get((method, B), 1.0)
+        return max(5, round(base * f))
 
 
 PRESETS = {
@@ -150,5 +205,8 @@ PRESETS = {
         aux_eps=1e-3,
         n_boot=200,
         tail_configs=(),
+        # the committed clean quick run rests on common random numbers (docs/papers/interpolation.md, "Intervals")
+        common_random_numbers=True,
+        seed_scale=(),
     ),
 }

@@ -236,28 +236,30 @@ def monte_carlo(cfg: Config, th: dict, key, rng) -> tuple[dict, dict, dict]:
     out = {k: np.full((nM, nB), np.nan) for k in ("hits", "rates", "hits_th", "rates_th", "diverged")}
     boot = {k: np.full((nM, nB, cfg.n_boot), np.nan) for k in ("hits", "rates")}
     windows = np.zeros((nM, nB, 2))
-    seeds_B = np.zeros(nB, int)
+    seeds_ij = np.zeros((nM, nB), int)
     curves_out: dict = {}
-    # common random numbers: at one B every method runs on the same seeds' keys (the same batches), and its
-    # bootstrap resamples the same seeds, so ratios of two methods at one B (acceleration over SGD) get paired
-    # replicates (measured: no narrower than independent streams; docs/papers/interpolation.md); batch sizes are
-    # independent of each other
-    keys = jax.random.split(key, nB)
+    # streams: independent keys per (method, B) (each configuration its own seed count, ``Config.seed_scale``), or
+    # with ``common_random_numbers`` every method at one B on the same keys and bootstrap resamples (paired
+    # replicates; measured: no narrower, docs/papers/interpolation.md); batch sizes are independent of each other
+    crn = cfg.common_random_numbers
+    keys = jax.random.split(key, nB if crn else nB * nM)
     for j, B in enumerate(Bs):
-        seeds = max(cfg.min_seeds, min(cfg.n_seeds, cfg.seed_budget // B))
-        seeds_B[j] = seeds
         curves_out[f"B{B}"] = {}
-        boot_seed = int(rng.integers(2**63))
+        boot_seed = int(rng.integers(2**63)) if crn else None
         for i, m in enumerate(METHODS):
+            seeds = cfg.seeds_of("sgd" if crn else m, B)
+            seeds_ij[i, j] = seeds
+            bs = boot_seed if crn else int(rng.integers(2**63))
             p, ex = params[m], th["curves"][m][j]
             plan = mc_plan(ex, float(p["rho"][j]), cfg.eps, cfg.fit_efolds, cfg.record_points)
             beta = 0.0 if m == "sgd" else float(p["beta"][j])
+            k_ij = keys[j] if crn else keys[j * nM + i]
             errs, out["diverged"][i, j], t = simulate(
-                problem, float(p["lr"][j]), beta, NU[i], keys[j], seeds, B, plan, cfg
+                problem, float(p["lr"][j]), beta, NU[i], k_ij, seeds, B, plan, cfg
             )
             (ta, tb), full_t = plan[0], np.arange(len(ex))
             windows[i, j] = ta, tb
-            mean, reps = errs.mean(axis=0), boot_means(errs, cfg.n_boot, np.random.default_rng(boot_seed))
+            mean, reps = errs.mean(axis=0), boot_means(errs, cfg.n_boot, np.random.default_rng(bs))
             out["hits"][i, j], boot["hits"][i, j] = hits(mean, t, cfg.eps), hits(reps, t, cfg.eps)
             out["rates"][i, j], boot["rates"][i, j] = fits(mean, t, ta, tb), fits(reps, t, ta, tb)
             out["hits_th"][i, j] = hits(ex, full_t, cfg.eps)
@@ -276,7 +278,7 @@ def monte_carlo(cfg: Config, th: dict, key, rng) -> tuple[dict, dict, dict]:
         "diverged_fraction": out["diverged"],
         "hits_boot": boot["hits"],
         "rates_boot": boot["rates"],
-        "seeds": seeds_B,
+        "seeds": seeds_ij,
     }
     theory_out = {
         "hits": out["hits_th"],
