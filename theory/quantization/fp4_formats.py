@@ -22,7 +22,7 @@ Every function takes ``x`` float (..., K) and returns ``x_hat`` float32 (..., K)
 
 from __future__ import annotations
 
-import ml_dtypes
+import jax.numpy as jnp  # its float4_e2m1fn / float8_e4m3fn are ml_dtypes' types (jax's dependency)
 import numpy as np
 from jaxtyping import Float
 
@@ -40,13 +40,14 @@ def flushed(x: Float[np.ndarray, "*b K"]) -> Float[np.ndarray, "*b K"]:
 
 
 def e2m1(q: Float[np.ndarray, "*b"]) -> Float[np.ndarray, "*b"]:
-    """float64 quotients -> their E2M1 values (float32): RNE, saturating at +-6 (``ml_dtypes``' cast)."""
-    return np.clip(np.asarray(q, np.float64), -6.0, 6.0).astype(ml_dtypes.float4_e2m1fn).astype(F32)
+    """float64 quotients -> their E2M1 values (float32): RNE, saturating at +-6 (``ml_dtypes``' cast, re-exported
+    by jax as ``jnp.float4_e2m1fn``)."""
+    return np.clip(np.asarray(q, np.float64), -6.0, 6.0).astype(jnp.float4_e2m1fn).astype(F32)
 
 
 def e4m3(t: Float[np.ndarray, "*b"]) -> Float[np.ndarray, "*b"]:
     """Positive float32 in [2^-9, 448] -> the nearest E4M3 value (RNE), as float32."""
-    return np.asarray(t, F32).astype(ml_dtypes.float8_e4m3fn).astype(F32)
+    return np.asarray(t, F32).astype(jnp.float8_e4m3fn).astype(F32)
 
 
 def e3m3_values() -> Float[np.ndarray, " codes"]:
