@@ -461,9 +461,10 @@ def rule_claims(results: dict, cfg: Config) -> list[Claim]:
 
 
 def rule_saturation_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Where the rule's speedup saturates: its step lr = 4 mu (B/L_max)^2 reaches 2/L at B_rule = L_max sqrt(2) /
-    (2 sqrt(L mu)) (``rule_saturation``), located in the simulation like heavy ball's, B*_rule = (r - 1)/(1 -
-    r/B_max) with r = T_rule(1)/T_rule(B_max)."""
+    """Where the rule's speedup saturates, located in the simulation like heavy ball's: B*_rule = (r - 1)/(1 -
+    r/B_max) with r = T_rule(1)/T_rule(B_max), against the exact recursion. Not compared with the closed form
+    B_rule = L_max sqrt(2)/(2 sqrt(L mu)) where the rule's step stops growing (``rule_saturation``): T(B) keeps
+    falling beyond B_rule as the noise term shrinks, so B*_rule / B_rule is no fixed constant (1.7 full, 2.1 quick)."""
     Bs = np.asarray(results["batch_sizes"], dtype=float)
     mc, th = results["mc"], results["theory"]
     seeds = np.asarray(mc["seeds"])
@@ -475,7 +476,6 @@ def rule_saturation_claims(results: dict, cfg: Config) -> list[Claim]:
     exact = float(bstar_of(Th[i_rule, 0] / Th[i_rule, -1]))
     n = int(min(seeds[i_rule, 0], seeds[i_rule, -1]))
     boot_note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
-    sat = float(results["constants"]["sat_rule"])
     return [
         _claim(
             f"rule's saturation batch B*_rule = (r - 1)/(1 - r/{Bs[-1]:g}), r = T_rule(1)/T_rule({Bs[-1]:g}) "
@@ -486,23 +486,6 @@ def rule_saturation_claims(results: dict, cfg: Config) -> list[Claim]:
             "ci",
             kind="check",
             n_seeds=n,
-        ),
-        _claim(
-            "the rule's speedup saturates where its step reaches 2/L, B_rule = L_max sqrt(2)/(2 sqrt(L mu)) = "
-            f"{sat:.1f} (our rule's closed form): Monte-Carlo B*_rule within 2x of it (log2 ratio, |.| <= 1; "
-            f"{boot_note})",
-            0.0,
-            np.log2(np.maximum(bstar, 1e-12) / sat),
-            1.0,
-            "abs",
-            kind="paper",
-            n_seeds=n,
-            source="reconstruction",
-            wide_reason=(
-                "below B_rule the rule's T(B) falls ~1/B and beyond it levels off more gradually than the "
-                "T_inf (1 + B*/B) law that locates B* (an order-of-magnitude statement); B*_rule itself is decided by "
-                "the check against the exact recursion beside it"
-            ),
         ),
     ]
 
