@@ -9,7 +9,7 @@ import numpy as np
 import scipy.stats
 
 from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
-from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.core.claims import Claim, mean_ci
 
 # ---------------------------------------------------------------------------------------------------------
 # Claims
@@ -83,6 +83,88 @@ def settings_claims(results: dict, cfg: Config) -> list[Claim]:
             kind="bound",
         )
     )
+    # setting 2: x0 = 1.35 lies in the neighbouring basin; TOPIFT's elite keeps it there (every run, both presets)
+    w2 = cfg.settings[1][2] if len(cfg.settings) > 1 else None
+    if w2 is not None:
+        out.append(
+            Claim.from_samples(
+                f"setting 2: TOPIFT trapped outside x*'s basin, ||mean - x*|| >= pi/w = {math.pi / w2:.2f} (whole 95% "
+                f"CI over {cfg.runs} runs)",
+                math.pi / w2,
+                _final_distance(results["setting2"], "topift"),
+                0.0,
+                "ge",
+                kind="bound",
+            )
+        )
+    # the same budget (m M draws per temperature / round): ALDRIFT's best cost seen ends below TOPIFT's
+    for i in range(len(cfg.settings)):
+        r = results[f"setting{i + 1}"]
+        out.append(
+            Claim.ordering(
+                f"setting {i + 1}: with the same budget ALDRIFT's best cost seen ends below TOPIFT's (paired "
+                f"difference TOPIFT - ALDRIFT over {cfg.runs} runs, 95% interval above 0)",
+                np.asarray(r["topift"]["best"])[:, -1],
+                np.asarray(r["aldrift"]["best"])[:, -1],
+                kind="paper",
+            )
+        )
+    return out
+
+
+def covered_temperatures(setting, taus) -> np.ndarray:
+    """Mask of the temperatures at which the paper's inflated proposal variance 2/mu_tau, mu_tau = mu0 + tau mu_d,
+    is at least p_tau's variance at its steepest curvature, 1/(mu0 + tau L_d), L_d = mu_d + A w^2: there the
+    proposal covers p_tau and M IMH steps suffice. (mu0 + tau L_d) <= 2 (mu0 + tau mu_d), i.e.
+    tau <= mu0 / (L_d - 2 mu_d)."""
+    mu_d, A, w, _, mu0 = setting
+    L_d = mu_d + A * w**2
+    taus = np.asarray(taus)
+    return (mu0 + taus * L_d) <= PAPER_INFLATION * (mu0 + taus * mu_d)
+
+
+def tracking_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Where the proposal covers p_tau (``covered_temperatures``), ALDRIFT's samples follow p_tau: their mean cost
+    and their mean per coordinate vs the exact moments of p_tau (1-D quadrature; the cost is separable)."""
+    out = []
+    taus = np.asarray(results["taus"])
+    for i, setting in enumerate(cfg.settings):
+        k = covered_temperatures(setting, taus)
+        if k.sum() < 3:
+            continue  # setting 1: 2/mu_tau never covers the curvature L_d = 37 mu_d at tau >= tau1
+        res = results[f"setting{i + 1}"]
+        exact = res["exact"]
+        cost = np.asarray(res["aldrift"]["sample_cost"])[:, k] / np.asarray(exact["cost"])[k]
+        span = f"the {int(k.sum())} temperatures tau <= mu0/(L_d - 2 mu_d) = {taus[k][-1]:.3g}"
+        out.append(
+            Claim.from_samples(
+                f"setting {i + 1}: ALDRIFT follows p_tau where its proposal covers it: mean sample cost / "
+                f"E_{{p_tau}}[d] (quadrature) = 1, averaged over {span} ({cfg.runs} runs x {cfg.m} chains; "
+                "1 inside the 95% interval, half-width <= 3%)",
+                1.0,
+                np.mean(cost, axis=1),
+                0.03,
+                "ci",
+                kind="check",
+                source="theory",
+            )
+        )
+        # each coordinate of the fitted mean estimates E_{p_tau}[x_i] = ||E x - x*|| / sqrt(n) (x0 (1, ..., 1), x* = 0)
+        coord = np.mean(np.asarray(res["aldrift"]["mean"])[:, k, :], axis=-1)
+        exact_coord = np.asarray(exact["distance"])[k] / math.sqrt(cfg.n) * np.sign(setting[3])
+        out.append(
+            Claim.from_samples(
+                f"setting {i + 1}: ALDRIFT's fitted mean follows p_tau's mean where its proposal covers it: mean "
+                f"coordinate / E_{{p_tau}}[x_i] (quadrature) = 1, averaged over {span} ({cfg.runs} runs; 1 inside the "
+                "95% interval, half-width <= 3%)",
+                1.0,
+                np.mean(coord / exact_coord, axis=1),
+                0.03,
+                "ci",
+                kind="check",
+                source="theory",
+            )
+        )
     return out
 
 
@@ -100,6 +182,23 @@ def quadratic_claims(results: dict, cfg: Config) -> list[Claim]:
             float(q["closed_form_T"]),
             cost_T,
             0.03,
+            "rel",
+            kind="check",
+            source="theory",
+        )
+    )
+    sc = np.asarray(q["sample_cost"])
+    cf = np.asarray(q["closed_form"])
+    L = min(sc.shape[1], cf.shape[0])
+    taus_q = np.asarray(q["intended_taus"])
+    out.append(
+        Claim.from_samples(
+            f"pure quadratic: ALDRIFT mean sample cost / closed form E_{{p_tau}}[d] = 1 along the schedule (per-run "
+            f"mean over tau in [{taus_q[2]:.3g}, {taus_q[L - 1]:.3g}]: the first two start from the prior's chains; "
+            f"{cfg.quad_runs} runs; whole CI within 0.8%: the IMH lag leaves E[d] ~0.5% high)",
+            1.0,
+            np.mean(sc[:, 2:L] / cf[2:L], axis=1),
+            0.008,
             "rel",
             kind="check",
             source="theory",
@@ -142,8 +241,29 @@ def quadratic_claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     )
-    out[-1] = dataclasses.replace(
-        out[-1],
+    # first temperature: the proposals are m M iid draws of the prior (no fitted mean), so the Kish fraction's law
+    # is that of exact sampling; its finite-N bias at ESS ~3% (+30%) comes with the Monte Carlo reference
+    ref = np.asarray(q["ess_first_reference"])
+    m1, h1, n1 = mean_ci(ess[:, 0])
+    m2, h2, _ = mean_ci(ref)
+    out.append(
+        Claim(
+            f"pure quadratic, first temperature (proposal = the prior): importance ESS fraction of the m M = "
+            f"{cfg.m * cfg.M} prior draws = its mean under exact sampling (NumPy Monte Carlo of the same Kish "
+            f"estimator, {ref.size} repetitions; {cfg.quad_runs} runs; the reference inside the 95% "
+            "interval of the difference, half-width <= 25%)",
+            m2,
+            m1,
+            0.25 * m2,
+            "ci",
+            kind="check",
+            ci=math.hypot(h1, h2),
+            n_seeds=n1,
+            source="theory",
+        )
+    )
+    out[-2] = dataclasses.replace(
+        out[-2],
         wide_reason="the Kish estimate over m M proposals and the chains' lag bias the ratio by up to ~1% "
         "(1.0098 +- 0.003 quick, 1.0017 +- 0.004 full): the tolerance covers that bias, not the noise",
     )
@@ -271,8 +391,24 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
             kind="paper",
         )
     )
-    # DOO: shown in evaluations.png, no claim: at n = 4 its evaluations-to-eps are a staircase (a new cell
-    # centre lands near x* every few hundred evaluations) and an R^2 of a line through it decides nothing.
+    # DOO: at n = 4 its evaluations-to-eps are a staircase (a new cell centre lands near x* every few hundred
+    # evaluations), so no slope is fitted; the implementation is checked against an independent NumPy DOO
+    doo = e["doo"]
+    got = np.where(np.asarray(doo["reached"]), np.asarray(doo["count"]), -1)
+    ref = np.asarray(doo["reference_count"])
+    out.append(
+        Claim(
+            f"DOO (Munos 2011) as implemented = an independent NumPy DOO (float64): evaluations to reach each of the "
+            f"{ref.size} eps on the grid (number of eps where the first-hit counts or reached flags differ; "
+            "deterministic)",
+            0.0,
+            float(np.sum(got != ref)),
+            0.0,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    )
     return out
 
 
@@ -298,7 +434,7 @@ def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
         out.append(
             Claim(
                 f"coverage {verdict}, {name}: fraction of {S} seeds whose sup p/L still grows "
-                f"R={R[j_mid]:g}->{R[-1]:g}",
+                f"R={R[j_mid]:g}->{R[-1]:g} sd",
                 pred,
                 frac[f],
                 tol if 0 < pred < 1 else 0.0,
@@ -308,6 +444,20 @@ def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
                 source="theory" if name.startswith("empirical") else "paper",
             )
         )
+    # the paper: a shrinking bandwidth breaks coarse learnability as m grows: sup p/L over |x| <= R_fixed sd at
+    # the largest m above the smallest (unpaired seeds, differences decided on their interval)
+    ms = np.asarray(cov["m"])
+    supm = np.asarray(cov["log_sup_vs_m"]) / np.log(10.0)  # (S, nm, F)
+    f_shr = COVERAGE_FAMILIES.index("KDE h = m^(-1/5) sigma_hat (shrinking)")
+    out.append(
+        Claim.ordering(
+            f"coverage fails as m grows, KDE h = m^(-1/5) sigma_hat: log10 sup p/L over |x| <= {cfg.cov_R_fixed:g} sd "
+            f"at m = {ms[-1]} above m = {ms[0]} ({S} seeds each, 95% interval of the difference above 0)",
+            supm[:, -1, f_shr],
+            supm[:, 0, f_shr],
+            kind="paper",
+        )
+    )
     cf = np.asarray(cov["mle_closed_form"]) / np.log(10.0)
     out.append(
         Claim(
@@ -326,6 +476,7 @@ def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
 def claims(results: dict, cfg: Config) -> list[Claim]:
     return [
         *settings_claims(results, cfg),
+        *tracking_claims(results, cfg),
         *quadratic_claims(results, cfg),
         *p_T_claims(results, cfg),
         *eps_claims(results, cfg),

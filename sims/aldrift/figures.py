@@ -73,6 +73,18 @@ def plot_acceptance(results: dict, cfg: Config):
         **style.prediction(color="tab:red"),
         label=f"pure quadratic, closed form 1/E_q[(p/q)^2], q = N(fitted mean, {PAPER_INFLATION:g}/mu_tau)",
     )
+    kish = np.asarray(qa["ess_first_reference"])
+    km, kh, _ = mean_ci(kish)
+    ax2.errorbar(
+        [float(np.asarray(qa["intended_taus"])[0])],
+        [km],
+        [kh],
+        fmt="*",
+        color="tab:red",
+        ms=10,
+        capsize=3,
+        label="pure quadratic, first tau (prior proposal): Kish ESS of exact draws (Monte Carlo, mean +- 95% CI)",
+    )
     ax.set(
         xscale="log",
         yscale="log",
@@ -88,7 +100,7 @@ def plot_acceptance(results: dict, cfg: Config):
         title="Importance ESS fraction (sum w)^2 / (N sum w^2), w = p_tau / proposal,\nN = m M proposals",
     )
     ax.legend(fontsize=8)
-    ax2.legend(fontsize=8)
+    ax2.legend(fontsize=7, loc="lower left")
     return fig
 
 
@@ -135,6 +147,16 @@ def plot_evaluations(results: dict, cfg: Config):
         )
     okd = s["doo_ok"]
     ax.plot(np.log10(1 / s["doo_eps"][okd]), s["doo"][okd], "s-", color="tab:orange", label="DOO (deterministic)")
+    ref = np.asarray(e["doo"]["reference_count"], float)
+    okr_doo = ref > 0
+    ax.plot(
+        np.log10(1 / s["doo_eps"][okr_doo]),
+        ref[okr_doo],
+        "x",
+        color="k",
+        ms=7,
+        label="DOO, independent NumPy reference (claim: same counts)",
+    )
     ax.set(
         xlabel="log10(1/eps)",
         ylabel="evaluations of d",
@@ -196,7 +218,7 @@ def plot_coverage(results: dict, cfg: Config):
     a1.set(
         yscale="symlog",
         ylim=(-0.1, None),
-        xlabel="grid radius R (sup over |x| <= R; target sd = 1)",
+        xlabel=f"grid radius R in target sds (sup over |x| <= R sd; target N(0, sd^2), sd = {cfg.cov_sd:g})",
         ylabel="log10 sup p/L (90% quantile over seeds)",
         title=f"Coverage ratio vs grid size, m = {cfg.cov_m_main}",
     )
@@ -206,8 +228,8 @@ def plot_coverage(results: dict, cfg: Config):
         yscale="symlog",
         ylim=(-0.1, None),
         xlabel="samples m",
-        ylabel="log10 sup_{|x|<=R} p/L (90% quantile)",
-        title=f"Coverage ratio vs sample size, R = {cfg.cov_R_fixed:g}",
+        ylabel="log10 sup_{|x|<=R sd} p/L (90% quantile)",
+        title=f"Coverage ratio vs sample size, R = {cfg.cov_R_fixed:g} sd",
     )
     a3.set(
         xscale="log",

@@ -88,18 +88,21 @@ def eps_random(keys, *, setting, n, lo, hi, budget, chunk, eps):
     return {"count": cnt, "reached": ok}
 
 
-def coverage_seed(key, *, m, xs, sep):
-    """log p - log L on the grid xs for each coverage family, from m samples of the target. (F, G)."""
+def coverage_seed(key, *, m, xs, sep, sd):
+    """log p - log L on the grid xs (G,) for each coverage family, from m samples of the target N(0, sd^2) (the
+    mixture: (N(-sep sd, sd^2) + N(sep sd, sd^2)) / 2). Returns ((F, G) log ratios, (F, G) log p)."""
     k1, k2, k3 = jax.random.split(key, 3)
-    s = jax.random.normal(k1, (m, 1))
-    logp = jax.scipy.stats.norm.logpdf(xs)
+    s = sd * jax.random.normal(k1, (m, 1))
+    logp = jax.scipy.stats.norm.logpdf(xs, scale=sd)
     grid = xs[:, None]
-    fams = [al.fit_gaussian_fixed(s, 2.0), al.fit_kde(s, 1.0), al.fit_kde(s, 2.0)]
+    fams = [al.fit_gaussian_fixed(s, 2.0 * sd**2), al.fit_kde(s, 1.0), al.fit_kde(s, 2.0)]
     out = [logp - al.log_prob(f, grid) for f in fams]
     # two-mode mixture target, single Gaussian MLE (mean, empirical variance)
     signs = jnp.where(jax.random.bernoulli(k2, 0.5, (m, 1)), sep, -sep)
-    smix = signs + jax.random.normal(k3, (m, 1))
-    logp_mix = jnp.logaddexp(jax.scipy.stats.norm.logpdf(xs, -sep), jax.scipy.stats.norm.logpdf(xs, sep)) - jnp.log(2.0)
+    smix = sd * (signs + jax.random.normal(k3, (m, 1)))
+    logp_mix = jnp.logaddexp(
+        jax.scipy.stats.norm.logpdf(xs, -sep * sd, sd), jax.scipy.stats.norm.logpdf(xs, sep * sd, sd)
+    ) - jnp.log(2.0)
     out.append(logp_mix - al.log_prob(al.fit_gaussian_empirical(smix, 0.0), grid))
     out.append(logp - al.log_prob(al.fit_gaussian_empirical(s, 0.0), grid))
     out.append(logp - al.log_prob(al.fit_kde(s, m ** (-0.2)), grid))
@@ -122,17 +125,18 @@ def exact_path(setting, n, taus, npts=40001):
 def coverage(cfg: Config, key) -> dict:
     """sup p/L over growing 1-D grids and the tail mass Pr_p[p/L > 10] for every coverage family, seeds vmapped."""
     k_cov = key
-    R = np.asarray(cfg.cov_R)
-    xs = jnp.linspace(-R.max(), R.max(), cfg.cov_grid)
+    R = np.asarray(cfg.cov_R)  # in units of the target's sd
+    sd = cfg.cov_sd
+    xs = jnp.linspace(-R.max() * sd, R.max() * sd, cfg.cov_grid)
     dx = float(xs[1] - xs[0])
     cov = {"R": jnp.asarray(R), "m": jnp.asarray(cfg.cov_m)}
     sup_R, sup_m, tail_m = [], [], []
-    masks = jnp.stack([jnp.abs(xs) <= r + 1e-9 for r in R])  # (nR, G)
-    fixed = jnp.abs(xs) <= cfg.cov_R_fixed + 1e-9
+    masks = jnp.stack([jnp.abs(xs) <= (r + 1e-9) * sd for r in R])  # (nR, G)
+    fixed = jnp.abs(xs) <= (cfg.cov_R_fixed + 1e-9) * sd
     for j, m in enumerate(cfg.cov_m):
         keys = jax.random.split(jax.random.fold_in(k_cov, j), cfg.cov_seeds)
         chunk = max(1, int(4e7 // (m * cfg.cov_grid)))  # KDE log-densities are (G, m) per seed: bound the memory
-        ratio, logps = sweep(partial(coverage_seed, m=m, xs=xs, sep=cfg.cov_mix_sep), keys, chunk_size=chunk)
+        ratio, logps = sweep(partial(coverage_seed, m=m, xs=xs, sep=cfg.cov_mix_sep, sd=sd), keys, chunk_size=chunk)
         if m == cfg.cov_m_main:
             sup_R.append(jnp.max(jnp.where(masks[None, None], ratio[:, :, None, :], -jnp.inf), axis=-1))
         sup_m.append(jnp.max(jnp.where(fixed, ratio, -jnp.inf), axis=-1))  # (S, F)
@@ -142,6 +146,56 @@ def coverage(cfg: Config, key) -> dict:
     cov["tail_mass_K10_vs_m"] = jnp.stack(tail_m, axis=1)  # (S, nm, F)
     # closed-form sup for the inflated MLE (seed by seed, from its fitted mean) at m = cov_m_main
     km = jax.random.split(jax.random.fold_in(k_cov, list(cfg.cov_m).index(cfg.cov_m_main)), cfg.cov_seeds)
-    means = jax.vmap(lambda k: jnp.mean(jax.random.normal(jax.random.split(k, 3)[0], (cfg.cov_m_main, 1))))(km)
-    cov["mle_closed_form"] = al.gaussian_log_sup_ratio(0.0, 1.0, means, math.sqrt(2.0))
+    means = jax.vmap(lambda k: sd * jnp.mean(jax.random.normal(jax.random.split(k, 3)[0], (cfg.cov_m_main, 1))))(km)
+    cov["mle_closed_form"] = al.gaussian_log_sup_ratio(0.0, sd, means, math.sqrt(2.0) * sd)
     return cov
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Independent references (NumPy / plain jax.random: no jaxwb.theory code, which a mutant may break)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def rastrigin_numpy(x: np.ndarray, setting) -> np.ndarray:
+    """d(x) = mu_d/2 |x|^2 + A sum_i (1 - cos(w x_i)) (x* = 0), x (..., n) -> (...), written out in NumPy."""
+    mu_d, A, w = setting[:3]
+    return 0.5 * mu_d * np.sum(x**2, axis=-1) + A * np.sum(1.0 - np.cos(w * x), axis=-1)
+
+
+def doo_reference(setting, *, n: int, lo: float, hi: float, L_d: float, expansions: int) -> np.ndarray:
+    """DOO (Munos 2011, minimisation) written out in NumPy (float64) from the algorithm's description, as a
+    reference for ``theory.aldrift.doo``: the root cell is [lo, hi]^n evaluated at its centre; each step expands
+    the leaf with the smallest d(centre) - L_d/2 |half-diagonal|^2 (first created on ties) by cutting it in 3 along
+    its widest side (the first on ties), the middle child keeping the centre, the two others evaluated. Returns the
+    best-so-far cost after each evaluation (1 + 2 expansions,)."""
+    K = 1 + 2 * expansions
+    centre = np.zeros((K, n))
+    half = np.zeros((K, n))
+    value = np.full(K, np.inf)
+    centre[0], half[0] = 0.5 * (lo + hi), 0.5 * (hi - lo)
+    value[0] = rastrigin_numpy(centre[0], setting)
+    for e in range(expansions):
+        used = 1 + 2 * e
+        j = int(np.argmin(value[:used] - 0.5 * L_d * np.sum(half[:used] ** 2, axis=1)))
+        k = int(np.argmax(half[j]))
+        half[j, k] /= 3.0  # the middle child: the parent's centre and value, a third of its width along k
+        for slot, sign in ((used, -1.0), (used + 1, 1.0)):
+            centre[slot], half[slot] = centre[j], half[j]
+            centre[slot, k] += sign * 2.0 * half[j, k]
+            value[slot] = rastrigin_numpy(centre[slot], setting)
+    return np.minimum.accumulate(value)
+
+
+def kish_reference(seed: int, *, mean_p, var_p, mean_q, var_q, n: int, N: int, reps: int) -> np.ndarray:
+    """``reps`` draws of the Kish ESS fraction (sum w)^2 / (N sum w^2) of N iid proposals from q = N(mean_q, var_q
+    I_n) weighted against p = N(mean_p, var_p I_n), sampled exactly in NumPy (``np.random.default_rng(seed)``; the
+    log-weights written out here). Its mean is what the importance ESS of N exact proposals should average to,
+    the estimator's finite-N bias included. Returns (reps,)."""
+    rng = np.random.default_rng(seed)
+    out = np.empty(reps)
+    for r in range(reps):
+        x = mean_q + math.sqrt(var_q) * rng.standard_normal((N, n))
+        lw = -0.5 * np.sum((x - mean_p) ** 2, -1) / var_p + 0.5 * np.sum((x - mean_q) ** 2, -1) / var_q
+        w = np.exp(lw - lw.max())
+        out[r] = w.sum() ** 2 / (N * np.sum(w**2))
+    return out

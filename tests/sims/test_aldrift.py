@@ -70,6 +70,8 @@ def test_config_validation():
         ("cov_m_main", 7),
         ("eps_setting", 5),
         ("rs_eps_min", 1.0),
+        ("cov_sd", 0.0),
+        ("kish_reps", 0),
     ):
         with pytest.raises(ValueError, match=field):
             type(cfg)(**{**cfg.__dict__, field: bad})
@@ -111,3 +113,37 @@ def test_random_search_early_stop_matches_the_whole_stream():
         np.testing.assert_array_equal(np.asarray(got["reached"][r]), np.asarray(ok))
         np.testing.assert_array_equal(np.asarray(got["count"][r]), np.asarray(cnt))
     assert not np.asarray(got["reached"][:, -1]).any() and (np.asarray(got["count"][:, -1]) == budget).all()
+
+
+def test_doo_reference_matches_theory():
+    # the claims' independent NumPy DOO and theory.aldrift.doo agree on a small instance (the claim compares their
+    # first-hit counts on the full grid of eps)
+    from jaxwb.theory import aldrift as al
+
+    setting, n, lo, hi = (1.0, 0.5, 4.0, 1.35, 2.0), 3, -1.1, 1.5
+    _, L_d = al.envelope_constants(*setting[:3])
+    cost, _ = pieces.problem(setting, n)
+    best, _, _ = al.doo(cost, lo, hi, n=n, L_d=L_d, expansions=60)
+    ref = pieces.doo_reference(setting, n=n, lo=lo, hi=hi, L_d=L_d, expansions=60)
+    assert ref.shape == (121,) and (np.diff(ref) <= 0).all()
+    np.testing.assert_allclose(np.asarray(best), ref, rtol=2e-5, atol=1e-7)
+
+
+def test_kish_reference():
+    from jaxwb.theory import aldrift as al
+
+    same = pieces.kish_reference(0, mean_p=0.3, var_p=2.0, mean_q=0.3, var_q=2.0, n=3, N=50, reps=3)
+    np.testing.assert_allclose(same, 1.0, rtol=1e-12)  # proposal = target: every weight equal
+    # many draws: the Kish fraction tends to the population value 1/E_q[(p/q)^2] (closed form in theory.aldrift)
+    got = pieces.kish_reference(1, mean_p=0.5, var_p=1.0, mean_q=0.0, var_q=1.5, n=2, N=200_000, reps=2)
+    pop = float(al.gaussian_importance_ess(0.5, 1.0, 0.0, 1.5, 2))
+    np.testing.assert_allclose(got, pop, rtol=0.02)
+
+
+def test_covered_temperatures():
+    from jaxwb.sims.aldrift.claims import covered_temperatures
+
+    # (mu0 + tau L_d) <= 2 (mu0 + tau mu_d)  <=>  tau <= mu0 / (L_d - 2 mu_d): setting 2 (L_d = 9): tau <= 2/7
+    taus = np.array([0.1, 0.28, 0.29, 1.0])
+    np.testing.assert_array_equal(covered_temperatures((1.0, 0.5, 4.0, 1.35, 2.0), taus), [True, True, False, False])
+    assert not covered_temperatures((0.5, 2.0, 3.0, 6.0, 0.1), taus).any()  # setting 1: tau <= 0.0057
