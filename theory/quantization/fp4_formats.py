@@ -153,9 +153,17 @@ def razer_weight_roundtrip(x: Float[np.ndarray, "*b K"]) -> Float[np.ndarray, "*
     return (np.take_along_axis(np.stack(vals), best, 0)[0] * g).reshape(np.shape(x))
 
 
+# label -> the function's name: :func:`roundtrip` looks it up when called, so a patched module attribute is used
 ROUNDTRIPS = {
-    "NVFP4": nvfp4_roundtrip,
-    "MXFP4": mxfp4_roundtrip,
-    "RaZeR (act.)": razer_activation_roundtrip,
-    "RaZeR (weight)": razer_weight_roundtrip,
+    "NVFP4": "nvfp4_roundtrip",
+    "MXFP4": "mxfp4_roundtrip",
+    "RaZeR (act.)": "razer_activation_roundtrip",
+    "RaZeR (weight)": "razer_weight_roundtrip",
 }
+
+
+def roundtrip(label: str, x: Float[np.ndarray, "*b K"]) -> Float[np.ndarray, "*b K"]:
+    """The round trip of the format ``label`` (a key of :data:`ROUNDTRIPS`)."""
+    if label not in ROUNDTRIPS:
+        raise ValueError(f"label must be one of {tuple(ROUNDTRIPS)}, got {label!r}")
+    return globals()[ROUNDTRIPS[label]](x)
