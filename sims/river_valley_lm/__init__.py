@@ -14,7 +14,7 @@ quadratic theory (``jaxwb.theory.river_valley.hb_threshold``) puts heavy ball's 
 a raw-lr edge 1+beta times GD's. The paper's stability claim is about the raw lr; its river-speed claim is about the
 effective lr lr/(1-beta) (gain (1+beta)/(1-beta) at the edge). Both are reported.
 
-Parts (all seeds come from ``key``; two compiled training programs serve them all, see ``dynamics``):
+Parts (all seeds come from ``key``; three compiled training programs serve them all, see ``dynamics``):
   edges     mini-batch SGD+HB, per (beta, seed): log-lr bisection of the divergence edge inside ``edge_bracket``
             (bracket ends checked, ``edge_iters`` halvings: resolution 32^(1/16) = 1.24 in the full preset);
             intervals over ``n_seeds`` plus the bracket width.

@@ -1,7 +1,7 @@
 """Training dynamics on the tiny LM for ``jaxwb.sims.river_valley_lm``: the heavy-ball optimiser, the mini-batch run
 (loss map, AdamW grid, divergence-edge bisection) and the full-batch run (edge of stability with lambda_max(H(theta_t))
-tracked, valley/river split, linear river). Two compiled programs serve the whole study (compilation dominates the
-quick preset's cost).
+tracked, valley/river split, linear river). Three compiled programs serve the whole study: the mini-batch run and
+the full-batch run with and without the tracker (whose HVPs dominate a full-batch run's cost).
 
 Parameters travel as flat vectors ``theta: float32[P]`` (``jax.flatten_util.ravel_pytree`` of the model's inexact
 arrays) so that runs for several initialisation seeds stack into ``float32[S, P]`` and vmap.
@@ -151,6 +151,8 @@ def fullbatch_run(row, *, unravel, static, x, y, steps, every, track_iters, mid)
     |d_t| accumulated from the updates ("disp": exact at tiny lr where theta_t rounds) and the gradient's share
     in span(V) ("grad_frac_top"). Also "loss_all"
     [steps] per step and theta at tracked point ``mid`` and at the end ("theta_mid", "theta_end").
+    ``track_iters=0``: no tracker and no "lam" (the decomposition rows: the loss and gradient by one
+    ``value_and_grad`` per tracked point instead of ``track_iters`` HVPs).
     """
     f = flat_loss(unravel, static, x, y)
     grad = jax.value_and_grad(f)
@@ -170,14 +172,16 @@ def fullbatch_run(row, *, unravel, static, x, y, steps, every, track_iters, mid)
         return vec[:, 0], lam[0], loss, g
 
     def measure(theta, u, d):
-        u, lam, loss, g = track(theta, u)
+        if track_iters:
+            u, lam, loss, g = track(theta, u)
+        else:  # no tracker (the decomposition rows): the loss and gradient alone
+            loss, g = grad(theta)
         m = eqx.combine(unravel(theta), static)
         dt = theta - theta0
         valley = dt @ V
         river = dt - V @ valley
-        return u, {
+        rec = {
             "grad_frac_top": jnp.sum((g @ V) ** 2) / jnp.maximum(jnp.sum(g**2), 1e-30),
-            "lam": lam,
             "loss": loss,
             "param_norm": jnp.linalg.norm(theta),
             "norm_scale": norm_scale_norm(m),
@@ -186,6 +190,7 @@ def fullbatch_run(row, *, unravel, static, x, y, steps, every, track_iters, mid)
             "loss_river_only": f(theta0 + river),
             "disp": jnp.linalg.norm(d),
         }
+        return u, ({"lam": lam, **rec} if track_iters else rec)
 
     def step(c, _):
         theta, v, d = c

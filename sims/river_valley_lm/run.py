@@ -1,12 +1,13 @@
 """river_valley_lm: the simulation, ``run`` and its parts (what is measured: the package docstring).
 
-Two compiled training programs serve every part (``dynamics``): the mini-batch run (loss map, AdamW grid,
-every bisection step of the divergence edges) and the full-batch run (edge of stability, valley/river
-decomposition)."""
+Three compiled training programs serve every part (``dynamics``): the mini-batch run (loss map, AdamW grid,
+every bisection step of the divergence edges) and the full-batch run, with the lambda_max tracker (edge of
+stability) and without it (valley/river decomposition)."""
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 from collections.abc import Callable
 from typing import Any
 
@@ -155,7 +156,7 @@ def minibatch_parts(cfg: Config, st: Setup, k_data: jax.Array, units: np.ndarray
 def fullbatch_parts(
     cfg: Config, st: Setup, units: np.ndarray, evecs_s: np.ndarray, spec: Callable, lkeys: jax.Array
 ) -> dict:
-    """One full-batch program: edge of stability and valley/river decomposition (rows x seeds); the
+    """Full-batch runs (rows x seeds): edge of stability (tracked) and valley/river decomposition (untracked); the
     lambda_max tracker checked against a fresh Lanczos (``spec``, random start) mid-run and at the end."""
     S = cfg.n_seeds
     fb_rows = fullbatch_rows(cfg)
@@ -163,24 +164,32 @@ def fullbatch_parts(
     n_pts = cfg.eos_steps // cfg.eos_every + 1
     mid = n_pts // 2
 
-    def fb(row):
+    def fb(row, track_iters):
         return dyn.fullbatch_run(
             row, unravel=st.unravel, static=st.static, x=st.hx, y=st.hy, steps=cfg.eos_steps, every=cfg.eos_every,
-            track_iters=cfg.track_iters, mid=mid,
+            track_iters=track_iters, mid=mid,
         )  # fmt: skip
 
-    gf = _rows(row=nr, seed=S)
+    def runs(sel, track_iters):
+        """The full-batch runs of rows ``sel`` (all seeds each): {name: [len(sel), S, ...]}."""
+        gf = _rows(row=len(sel), seed=S)
+        r = np.asarray(sel)[gf["row"]]
+        rows = {
+            "theta0": st.flat0s[gf["seed"]],
+            "u0": evecs_s[gf["seed"], :, 0],
+            "V": evecs_s[gf["seed"], :, : cfg.top_k],
+            "lr": np.asarray(rm[r] * units[gf["seed"]], np.float32),
+            "beta": np.asarray(rb[r], np.float32),
+        }
+        o = jax.tree.map(np.asarray, dyn.run_rows(functools.partial(fb, track_iters=track_iters), rows, len(r)))
+        return {k: x.reshape(len(sel), S, *x.shape[1:]) for k, x in o.items()}
+
     rb = np.asarray([r[1] for r in fb_rows])
     rm = np.asarray([r[2] for r in fb_rows])
-    rows = {
-        "theta0": st.flat0s[gf["seed"]],
-        "u0": evecs_s[gf["seed"], :, 0],
-        "V": evecs_s[gf["seed"], :, : cfg.top_k],
-        "lr": np.asarray(rm[gf["row"]] * units[gf["seed"]], np.float32),
-        "beta": np.asarray(rb[gf["row"]], np.float32),
-    }
-    fbo = jax.tree.map(np.asarray, dyn.run_rows(fb, rows, nr * S))
-    fbo = {k: x.reshape(nr, S, *x.shape[1:]) for k, x in fbo.items()}
+    # two programs: the EoS rows with the lambda_max tracker, the decomposition rows without (its HVPs are ~90% of
+    # a tracked run's cost and the decomposition reads no sharpness)
+    fbo = runs(range(ne), cfg.track_iters)
+    dec = runs(range(ne, nr), 0)
 
     # the tracker checked against a fresh Lanczos (the spectrum program, random start) mid-run and at the end
     lz = {
@@ -194,7 +203,7 @@ def fullbatch_parts(
     out["eos"]["lr"] = np.asarray(rm[:ne, None] * units[None, :], np.float32)
 
     keys = ("valley", "river", "loss", "loss_river_only", "grad_frac_top")
-    dec = {k: fbo[k][ne : ne + 2] for k in keys}  # [2 (HB, GD), S, T(, k)]
+    dec = {k: dec[k] for k in keys}  # [2 (HB, GD), S, T(, k)]
     v_end, r_end = dec["valley"][:, :, -1], dec["river"][:, :, -1]
     vv = np.sum(v_end**2, axis=-1)
     dec["disp_frac_top"] = vv / np.maximum(vv + r_end**2, 1e-30)
@@ -212,7 +221,8 @@ def fullbatch_parts(
 def run(cfg: Config, *, key: jax.Array) -> dict:
     """Seed ``key`` draws every initialisation (``n_seeds`` of them), the mini-batch streams, the Hessian batch
     and the Lanczos starts. Every part runs on every seed (the loss map and AdamW grid on the first
-    ``map_seeds``). Two training programs are compiled: the mini-batch run and the full-batch run."""
+    ``map_seeds``). Three training programs are compiled: the mini-batch run and the full-batch run with and without
+    the lambda_max tracker."""
     k_init, k_data, k_hess, k_lanczos, _ = jax.random.split(key, 5)
     st, train_tok, val_tok = setup(cfg, k_init, k_hess)
     out = {
