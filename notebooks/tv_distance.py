@@ -73,6 +73,16 @@ nb.show("errors_vs_queries")
 nb.show("queries_vs_n", "coverage")
 
 # %% [markdown]
+# ## Queries to reach $\varepsilon$ vs the vocabulary $K$ (sample access, full preset)
+# At fixed $n=8$, a new random Markov pair per $K$ and seed: the paper's $\tilde O(n^2K/\varepsilon^2)$ says the
+# sample-access cost grows like $K$. The estimated $p_t(x_t)$ has mean relative variance $(K-1)/s$, so the
+# plug-in's bias is a function of $s/(n(K-1))$ (middle: the curves nearly collapse) and the $s$ needed grows
+# like $K$. SIMEX's bias changes sign at $s\sim K$, so its cost is not a rate (not claimed).
+
+# %%
+nb.show("queries_vs_K")
+
+# %% [markdown]
 # ## TV vs KL when the supports separate, and two engines of one model
 # KL grows without bound while TV saturates at 1; the TV estimator's spread is bounded by Hoeffding at every
 # separation. Then: TV between float32 and bfloat16 compute of one random tiny transformer.

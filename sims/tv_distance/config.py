@@ -35,6 +35,14 @@ class Config:
     slope_eps: float = 0.05
     slope_s: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
     slope_r: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+    # queries to reach slope_eps vs the vocabulary K at fixed n = k_n (sample access; () skips the sweep): one
+    # compiled program per K, k_seeds independent model pairs per K (the family of the slopes, per-step
+    # perturbation slope_delta / sqrt(k_n)), k_pool sequences each; k_s reaches s / (k_n (K - 1)) >= 100 at every K
+    k_grid: tuple[int, ...] = (4, 8, 16, 32, 64, 128)
+    k_n: int = 8
+    k_seeds: int = 8
+    k_pool: int = 1 << 12
+    k_s: tuple[int, ...] = tuple(1 << j for j in range(3, 18))
     # TV vs KL as supports separate
     sep_lambda: tuple[float, ...] = (0.0, 0.5, 1.0, 2.0, 3.0, 4.0, 6.0, 8.0, 12.0, 16.0)
     sep_m: int = 256
@@ -55,6 +63,9 @@ class Config:
             "coverage_reps",
             "slope_pool",
             "slope_chunks",
+            "k_n",
+            "k_seeds",
+            "k_pool",
             "sep_m",
             "sep_reps",
             "tf_K",
@@ -75,7 +86,7 @@ class Config:
             val = getattr(self, f)
             if not (math.isfinite(val) and 0 < val < 1):
                 raise ValueError(f"Config.{f} must lie in (0, 1), got {val!r}")
-        for f in ("sample_s", "noisy_r", "slope_n", "slope_s", "slope_r", "tf_n"):
+        for f in ("sample_s", "noisy_r", "slope_n", "slope_s", "slope_r", "tf_n", "k_s"):
             val = getattr(self, f)
             if not val or not all(isinstance(x, int) and x >= 1 for x in val):
                 raise ValueError(f"Config.{f} must be a non-empty tuple of positive integers, got {val!r}")
@@ -85,6 +96,10 @@ class Config:
             raise ValueError(f"Config.noisy_r must be a subset of slope_r, got {self.noisy_r} / {self.slope_r}")
         if len(self.slope_n) < 2:
             raise ValueError(f"Config.slope_n needs >= 2 lengths for a slope, got {self.slope_n}")
+        if self.k_grid and (len(self.k_grid) < 2 or not all(isinstance(x, int) and x >= 2 for x in self.k_grid)):
+            raise ValueError(f"Config.k_grid must be () or >= 2 vocabularies K >= 2 for a slope, got {self.k_grid!r}")
+        if self.k_seeds < 2:
+            raise ValueError(f"Config.k_seeds needs >= 2 seeds for an interval over seeds, got {self.k_seeds}")
         if self.tf_exact_n not in self.tf_n:
             raise ValueError(f"Config.tf_exact_n must be one of tf_n={self.tf_n}, got {self.tf_exact_n}")
         if self.K**self.n > tv.MAX_ENUMERATION or self.tf_K**self.tf_exact_n > tv.MAX_ENUMERATION:
@@ -118,6 +133,7 @@ PRESETS = {
         tf_m=256,
         tf_d=16,
         tf_layers=1,
+        k_grid=(),  # the K sweep compiles one program per K (~5 CPU-s each): full preset only
     ),
 }
 
@@ -130,6 +146,10 @@ def display_only() -> tuple[str, ...]:
     ``exact/tv`` and to its half-sum form: tests/sims/test_tv_distance.py)."""
     paths = ["errors/m", "reference/tv", "reference/tv_halfsum", "slopes/n", "slopes/s", "slopes/r"]
     paths += ["separation/lam", "engines/self_tv", "engines/first_token_tv", "engines/n", "engines/exact_n"]
+    # the K sweep: the logit and SIMEX queries (SIMEX's bias changes sign at s ~ K: docs/papers/tv_distance.md),
+    # the family's TV per K and the plugin's bias curves (queries_vs_K.png)
+    paths += ["ksweep/K", "ksweep/s", "ksweep/tv", "ksweep/rb/queries", "ksweep/sample_simex/queries"]
+    paths += ["ksweep/sample_plugin/bias"]
     for cfg in PRESETS.values():
         for kind in ("plain", "mixture", "rb"):
             paths += [f"errors/logit_{kind}/error", f"errors/logit_{kind}/queries"]

@@ -8,7 +8,9 @@ import matplotlib.ticker
 import numpy as np
 
 from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import bootstrap_ci
 from jaxwb.sims.tv_distance.config import Config
+from jaxwb.sims.tv_distance.pieces import loglog_slope
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
 
@@ -146,6 +148,80 @@ def plot_queries_vs_n(results: dict, cfg: Config):
     ax2.legend()
     for a in (ax, ax2):
         a.set_xticks(nn, [str(int(v)) for v in nn])
+        a.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
+    return fig
+
+
+def geometric_band(q):
+    """Geometric mean over the seeds (axis 0) of positive values q (S, N) and its 95% Student-t band
+    (exp(mean log q +- t se)): (mean, low, high), each (N,)."""
+    from scipy import stats
+
+    lq = np.log(np.asarray(q, float))
+    half = stats.t.ppf(0.975, lq.shape[0] - 1) * lq.std(0, ddof=1) / math.sqrt(lq.shape[0])
+    m = lq.mean(0)
+    return np.exp(m), np.exp(m - half), np.exp(m + half)
+
+
+def plot_queries_vs_k(results: dict, cfg: Config):
+    """Queries to reach eps vs the vocabulary K at fixed n (sample access; the paper's n^2 K / eps^2 beside it),
+    the plugin's bias against s / (n (K - 1)) (sample access as noisy logits with sigma^2 ~ (K - 1) / s), and
+    the family's TV per K."""
+    ks = results["ksweep"]
+    K = np.asarray(ks["K"], float)
+    S = np.asarray(ks["sample_plugin"]["queries"]).shape[0]
+    fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(17, 4.8))
+    qp = np.asarray(ks["sample_plugin"]["queries"], float)
+    slope, half, _ = bootstrap_ci(loglog_slope(K, qp))
+    slope1, half1, _ = bootstrap_ci(loglog_slope(K - 1, qp))
+    for j, row in enumerate(qp):
+        ax.loglog(K, row, "-", color="tab:red", lw=0.7, alpha=0.35, label="plugin, one seed" if j == 0 else None)
+    for name, c, fmt, lab in (
+        ("sample_plugin", "tab:red", "o-", f"sample, plugin: slope {slope:.3f} +- {half:.3f} in K"),
+        ("sample_simex", "tab:purple", "s--", "sample, SIMEX (not claimed: bias changes sign at s ~ K)"),
+        ("rb", "tab:green", "^-", "logit access (RB), for reference"),
+    ):
+        g, lo, hi = geometric_band(ks[name]["queries"])
+        ax.errorbar(K, g, [g - lo, hi - g], fmt=fmt, color=c, capsize=3, ms=4, label=f"{lab}")
+    for x, lab, c in (
+        (K, "paper: slope 1 in K (n^2 K / eps^2)", "k"),
+        (K - 1, f"slope 1 in K - 1 (noise (K - 1) / s; measured {slope1:.3f} +- {half1:.3f})", "tab:blue"),
+    ):
+        c0 = np.exp(np.mean(np.log(qp) - np.log(x)))  # the level of a slope-1 line through the plugin's points
+        ax.loglog(K, c0 * x, **style.prediction(color=c), label=f"{lab}, fitted level")
+    ax.set(
+        xlabel="vocabulary K (next-token support)",
+        ylabel=f"queries for RMSE = {cfg.slope_eps} (counted in the run)",
+        title=f"Sample access vs K (n={cfg.k_n}; geometric mean, 95% CI over {S} seeds)",
+    )
+    ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 0.1))
+    s = np.asarray(ks["s"], float)
+    bias = np.asarray(ks["sample_plugin"]["bias"], float).mean(0)  # (NK, P), mean over the seeds
+    for i, k in enumerate(K):
+        x = s / (cfg.k_n * (k - 1))
+        keep = bias[i] > 0
+        ax2.loglog(x[keep], bias[i][keep], "o-", ms=3, label=f"K={int(k)}")
+    ax2.axhline(cfg.slope_eps, **style.prediction(color="0.5"), label=f"eps = {cfg.slope_eps}")
+    ax2.set(
+        xlabel="s / (n (K - 1)): samples per position over the noise scale",
+        ylabel="plugin bias E Z - TV (paired with RB, seed mean)",
+        title="Sample access as noisy logits, sigma^2 ~ (K - 1) / s: the curves collapse",
+    )
+    ax2.legend(fontsize=7)
+    tvk = np.asarray(ks["tv"], float)
+    ax3.errorbar(
+        K, tvk.mean(0), tvk.std(0, ddof=1), fmt="o-", color="k", capsize=3, label="TV (RB), mean +- sd over seeds"
+    )
+    ax3.set(
+        xscale="log",
+        xlabel="vocabulary K",
+        ylabel="TV",
+        ylim=(0, None),
+        title=f"The family (per-step perturbation {cfg.slope_delta}/sqrt(n)) vs K",
+    )
+    ax3.legend()
+    for a in (ax, ax3):
+        a.set_xticks(K, [str(int(v)) for v in K])
         a.xaxis.set_minor_locator(matplotlib.ticker.NullLocator())
     return fig
 
@@ -297,4 +373,5 @@ def plot(results: dict, cfg: Config) -> dict:
         "coverage": plot_coverage(results, cfg),
         "tv_vs_kl": plot_tv_vs_kl(results, cfg),
         "engines": plot_engines(results, cfg),
+        **({"queries_vs_K": plot_queries_vs_k(results, cfg)} if "ksweep" in results else {}),
     }

@@ -3,6 +3,7 @@ reach eps vs n, TV vs KL as the supports separate, and the two engines of one ti
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import jax
@@ -17,6 +18,7 @@ from jaxwb.sims.tv_distance.pieces import (
     engine_prefix_stats,
     group_errors,
     markov_pair,
+    pool_chunk,
     pooled,
     sample_counts_np,
     separated_pair,
@@ -123,6 +125,42 @@ def run_slopes(cfg: Config, key) -> dict:
     return sl
 
 
+def run_ksweep(cfg: Config, key) -> dict:
+    """Queries to reach RMSE slope_eps vs the vocabulary K at fixed n = k_n (the K of the paper's sample-access
+    O~(n^2 K / eps^2)): for each of k_seeds seeds and each K in k_grid an independent random Markov pair (the
+    slopes' family: P's logits N(0, scale^2), Q = P moved by slope_delta / sqrt(k_n) * N(0, 1)) and one pool of
+    k_pool sequences x ~ P (``pool_chunk``: one compiled program per K, the seeds reuse it), the s grid k_s.
+    Returns K (NK,), s (P,); per seed and K: queries (S, NK) for rb (logit access), sample_plugin and
+    sample_simex, from the measured counts; tv (S, NK), the RB mean; sample_plugin/bias (S, NK, P),
+    mean(plugin - RB) paired on the sequences."""
+    kcfg = dataclasses.replace(
+        cfg, slope_s=cfg.k_s, sample_s=cfg.k_s[:1], slope_r=(1,), noisy_r=(1,), slope_pool=cfg.k_pool
+    )
+    names = ("rb", "sample_plugin", "sample_simex")
+    rows = {nm: [] for nm in (*names, "tv", "bias")}
+    for j in range(cfg.k_seeds):
+        row = {nm: [] for nm in rows}
+        for K in cfg.k_grid:
+            kp, kq, kz = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, j), K), 3)
+            p = tv.random_ngram(K, 1, cfg.scale, key=kp)
+            q = tv.perturb(p, cfg.slope_delta / math.sqrt(cfg.k_n), key=kq)
+            z = pool_chunk(p, q, kcfg, cfg.k_n, kz, cfg.k_n, cfg.k_pool)
+            cost = {"rb": z["logit_queries"].mean(keepdims=True), "sample": z["sample_queries"].mean(-1)}
+            for nm in names:
+                zz = z[nm][None] if nm == "rb" else z[nm]  # (P, M)
+                st = slope_stats(zz[None], z["rb"][None], cost[nm.split("_")[0]][None], cfg.slope_eps, [K])
+                row[nm].append(float(st["queries"][0]))
+                if nm == "sample_plugin":
+                    row["bias"].append(st["bias"][0])
+            row["tv"].append(z["rb"].mean())
+        for nm in rows:
+            rows[nm].append(np.stack(row[nm]))
+    out = {"K": np.asarray(cfg.k_grid), "s": np.asarray(cfg.k_s), "tv": np.stack(rows["tv"])}
+    out.update({nm: {"queries": np.stack(rows[nm])} for nm in names})
+    out["sample_plugin"]["bias"] = np.stack(rows["bias"])
+    return out
+
+
 def run_separation(cfg: Config, key) -> dict:
     """TV vs KL as the supports separate (exact by enumeration, and the estimators' spread)."""
     k_base, k_rep = jax.random.split(key)
@@ -187,4 +225,6 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out["separation"] = run_separation(cfg, next(keys))
     k_model, k_decode = next(keys), next(keys)
     out["engines"] = run_engines(cfg, k_model, k_decode)
+    if cfg.k_grid:  # after the other stages: their keys do not depend on whether the sweep runs
+        out["ksweep"] = run_ksweep(cfg, next(keys))
     return out

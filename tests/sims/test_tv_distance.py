@@ -45,6 +45,8 @@ def test_config_validation():
         ("noisy_r", (3,)),
         ("slope_n", (8,)),
         ("tf_exact_n", 7),
+        ("k_grid", (4,)),
+        ("k_seeds", 1),
     ):
         with pytest.raises(ValueError, match=field):
             type(cfg)(**{**cfg.__dict__, field: bad})
@@ -128,3 +130,20 @@ def test_binomial_ci_is_scipys_wilson():
     assert hi == pytest.approx(1.0) and 0.98 < lo < 1.0  # no zero-width interval when every repetition covers
     with pytest.raises(ValueError, match="hits"):
         tv_distance.binomial_ci(np.ones(0, bool))
+
+
+def test_k_sweep_claims_decide_the_exponent():
+    # queries ~ K^a or (K - 1)^a, exponents spread over the seeds: a = 1 passes, 0.7 and 1.3 fail (synthetic)
+    import dataclasses
+
+    from jaxwb.sims.tv_distance.claims import ksweep_claims
+
+    cfg = dataclasses.replace(tv_distance.PRESETS["full"], k_seeds=8)
+    K = np.asarray(cfg.k_grid, float)
+    spread = np.linspace(-0.05, 0.05, cfg.k_seeds)[:, None]  # per-seed exponents symmetric around a
+    for which, x in enumerate((K, K - 1)):  # the paper's K (claim 0), the sample model's K - 1 (claim 1)
+        for a, ok in ((1.0, True), (0.7, False), (1.3, False)):
+            q = 1e5 * x ** (a + spread)
+            c = ksweep_claims({"ksweep": {"sample_plugin": {"queries": q}}}, cfg)[which]
+            assert c.passed == ok and c.n_seeds == cfg.k_seeds and 0 < c.ci < 0.15, (which, a, c)
+    assert ksweep_claims({}, tv_distance.PRESETS["quick"]) == []  # the quick preset has no K sweep
