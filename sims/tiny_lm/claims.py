@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, bootstrap_ci
+from jaxwb.sims.core.claims import Claim, bootstrap_ci, mean_ci
 from jaxwb.sims.tiny_lm.config import (
     ENGINES,
     FORMATS,
@@ -15,6 +15,7 @@ from jaxwb.sims.tiny_lm.config import (
     RESOLUTION,
     Config,
 )
+from jaxwb.theory import dithered_quant as dq
 
 PAPER_TOLERANCE = 0.10  # absolute, in fraction of NVFP4's loss: the whole interval within 10 points of the paper
 
@@ -51,6 +52,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         *_pooled_ordering_claims(results, cfg),
         *_paper_claims(results, cfg),
         *_layer_error_claims(results),
+        _rht_error_claim(results),
         *_pinsker_claims(results, cfg),
     ]
 
@@ -190,6 +192,28 @@ def _layer_error_claims(results: dict) -> list[Claim]:
         )
         for lo, hi in (("razer", "nvfp4"), ("nvfp4", "mxfp4"))
     ]
+
+
+def _rht_error_claim(results: dict) -> Claim:
+    """RHT-4's weight error beside the dithered-RHT theory (``jaxwb.theory.dithered_quant``, eq. 3-4): per group of
+    ``rht_group`` weights, E||x - x_hat||^2 <= (N/(N-1))^2 (pi sqrt(3)/2) 4^-b ||x||^2 for every x (the Gaussian
+    moment E exp(t^2/3) = sqrt 3 is the largest); the "mse" scale (the study's) only lowers it. A layer's relative
+    MSE averages this over its groups and the dither; t interval over the first model's block layers."""
+    bits = 4
+    bound = float(dq.finite_level_factor(bits) * dq.mse_bound(bits))
+    m, h, n = mean_ci(_a(results["layer_rel_mse"]["rht4"]))
+    return Claim(
+        f"weight error: RHT-4 relative MSE per block layer <= (N/(N-1))^2 (pi sqrt 3/2) 4^-b = {bound:.4g} "
+        f"(dithered RHT, b = {bits}; mean over the first model's {n} layers, t interval)",
+        bound,
+        m,
+        0.0,
+        "le",
+        source="theory",
+        kind="bound",
+        ci=h,
+        n_seeds=n,
+    )
 
 
 def _pinsker_claims(results: dict, cfg: Config) -> list[Claim]:

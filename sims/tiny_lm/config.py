@@ -25,7 +25,7 @@ RESOLUTION = 1e-4
 
 # Arrays no claim reads, declared (``jaxwb.sims.core.coverage``): the formats' bits per weight (constants), the
 # sizes, the float32 engine against itself (TV = 0 exactly: a unit test), the layer study's per-layer perplexities
-# and RHT-4's weight error (figure and table), the outlier-channel fraction removed (shown beside the others; no
+# (figure and table), the outlier-channel fraction removed (shown beside the others; no
 # published value for this synthetic transform), the generated samples and the training curves.
 DISPLAY_ONLY = (
     "bits",
@@ -33,7 +33,6 @@ DISPLAY_ONLY = (
     "engines/float32",
     "layer_names",
     "layer_ppl",
-    "layer_rel_mse/rht4",
     "reduction/outlier",
     "sample",
     "sample_nvfp4",
