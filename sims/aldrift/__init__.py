@@ -69,6 +69,7 @@ from jaxwb.sims.aldrift.claims import claims, eps_summary
 from jaxwb.sims.aldrift.config import (
     COVERAGE_FAMILIES,
     COVERAGE_HOLDS,
+    DISPLAY_ONLY,
     NAME,
     PAPER_INFLATION,
     PRESETS,
@@ -81,6 +82,7 @@ from jaxwb.sims.aldrift.pieces import coverage
 from jaxwb.sims.aldrift.run import run
 
 __all__ = [
-    "COVERAGE_FAMILIES", "COVERAGE_HOLDS", "MUTANTS", "NAME", "PAPER_INFLATION", "PRESETS", "TITLE", "Config",
+    "COVERAGE_FAMILIES", "COVERAGE_HOLDS", "DISPLAY_ONLY", "MUTANTS", "NAME", "PAPER_INFLATION", "PRESETS", "TITLE",
+    "Config",
     "bench", "claims", "coverage", "eps_summary", "plot", "run",
 ]  # fmt: skip

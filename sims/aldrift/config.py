@@ -148,6 +148,8 @@ DISPLAY_ONLY = (
     # every eps first by construction; shown dotted in evaluations.png
     "eps/aldrift/best",
     "eps/aldrift/best_reached",
+    # DOO's best-so-far curve: the claim compares the first-hit counts read off it with an independent NumPy DOO's
+    "eps/doo/best",
     # Pr_p[p/L > 10] on the grid: shown; coverage is decided on sup p/L (claims on log_sup_vs_R and _vs_m)
     "coverage/tail_mass_K10_vs_m",
 )
