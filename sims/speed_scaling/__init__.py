@@ -51,9 +51,9 @@ from __future__ import annotations
 
 from jaxwb.sims.speed_scaling.bench import bench
 from jaxwb.sims.speed_scaling.claims import claims
-from jaxwb.sims.speed_scaling.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.speed_scaling.config import DISPLAY_ONLY, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.speed_scaling.figures import plot
 from jaxwb.sims.speed_scaling.mutants import MUTANTS
 from jaxwb.sims.speed_scaling.run import run
 
-__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]
+__all__ = ["DISPLAY_ONLY", "MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]

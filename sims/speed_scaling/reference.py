@@ -6,6 +6,7 @@ Deliberately naive and independent of ``theory/speed_scaling/``:
                          inside it by a loop over jobs, extraction, explicit collapse of every remaining job's
                          times (floats, no arrays)
   avr_python, oa_python  slot-by-slot loops on the grid with EDF by a Python sort
+  qoa_python             qOA's commanded speed (q x OA's plan), slot by slot
   bkp_python             BKP's commanded speed, slot by slot
 """
 
@@ -89,6 +90,28 @@ def oa_python(release, deadline, work, n_slots, dt=1.0):
             cum += rem[j]
             s = max(s, cum / (ds[j] * dt - t))
         out.append(_edf_slot(rem, order, s * dt) / dt)
+    return out
+
+
+def qoa_python(release, deadline, work, n_slots, dt=1.0, q=1.0):
+    """qOA's COMMANDED speed per slot: q times OA's plan (max over deadlines of the remaining work due by it / time
+    left), raised to finish the jobs due at the end of the slot; EDF. q = 1 is OA."""
+    rs, ds = _grid(release, deadline, dt)
+    n = len(work)
+    rem = [float(w) for w in work]
+    tol = 1e-6 * max(work)  # work below this counts as done (the grid functions' tolerance)
+    out = []
+    for k in range(n_slots):
+        t = k * dt
+        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > tol), key=lambda j: ds[j])
+        s, cum = 0.0, 0.0
+        for j in order:
+            cum += rem[j]
+            s = max(s, cum / (ds[j] * dt - t))
+        need = sum(rem[j] for j in order if ds[j] == k + 1) / dt
+        s = max(q * s, need)
+        _edf_slot(rem, order, s * dt)
+        out.append(s)
     return out
 
 

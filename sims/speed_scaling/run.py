@@ -56,13 +56,15 @@ def _row(key, *, cfg: Config):
 
     def las_run(e, pred):
         sched = ss.las(r, d, w, pred, eps=e, alpha=a, n_slots=n_slots, dt=dt)
-        return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed
+        commanded = jnp.sum(sched.profile.speed) * dt / jnp.sum(w)  # commanded work / the instance's work
+        return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed, commanded
 
     eps = jnp.asarray(cfg.eps_values)
     preds = jnp.stack([ss.predict_work(w, kind, key=k_work) for kind in ss.WORK_PREDICTIONS])
-    ratio, feas, sp = jax.vmap(jax.vmap(las_run, (0, None)), (None, 0))(eps, preds)  # (kinds, eps)
+    ratio, feas, sp, cmd = jax.vmap(jax.vmap(las_run, (0, None)), (None, 0))(eps, preds)  # (kinds, eps)
     for i, kind in enumerate(ss.WORK_PREDICTIONS):
         out[f"las_{kind}"], out[f"las_{kind}_feasible"] = ratio[i], feas[i]
+    out["las_commanded_work"] = cmd  # (kinds, eps)
     speeds["las"] = sp[0, 0]
 
     def shrunk_opt(e):  # YDS of the instance with deadlines moved in by ceil(delta |I| / dt) slots
@@ -94,6 +96,7 @@ def _row(key, *, cfg: Config):
 
     sig = jnp.asarray(cfg.noise_levels)
     noisy = jax.vmap(lambda s, k: ss.predict_speed(s_opt, "noisy", s, key=k))(sig, jax.random.split(k_noise, sig.size))
+    out["noise_pred_work"] = jnp.sum(noisy, axis=1) / jnp.sum(s_opt)  # (noise,) predicted / OPT's total work
     adv = _adversarial_predictions(k_adv, s_opt, cfg)
     preds = jnp.concatenate([noisy, jnp.stack([adv[k] for k in ADVERSARIAL])])
     res = jax.lax.map(sp_run, preds)

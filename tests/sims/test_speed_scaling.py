@@ -12,7 +12,8 @@ from jaxwb.sims import speed_scaling as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
-from jaxwb.sims.speed_scaling.claims import las_eps_interval, paper_setup
+from jaxwb.sims.speed_scaling import reference as ref
+from jaxwb.sims.speed_scaling.claims import las_eps_interval, noisy_error_moment, paper_setup
 from jaxwb.sims.speed_scaling.config import KNOWN_MISMATCHES
 
 
@@ -62,6 +63,19 @@ def test_las_eps_interval_interpolates_the_published_range():
     lo, hi = las_eps_interval([0.1, 0.5, 2.0], [1.004, 1.014, 1.036])
     assert 0.1 < lo < 0.5 < hi < 2.0
     assert np.isnan(las_eps_interval([0.1, 1.0], [1.03, 1.04])[0])
+
+
+def test_noisy_error_moment_matches_monte_carlo():
+    z = np.random.default_rng(0).standard_normal(400_000)
+    for sigma in (0.4, 0.8):
+        mc = np.abs(np.maximum(sigma * z, -1.0)) ** 3
+        assert abs(noisy_error_moment(sigma, 3.0) - mc.mean()) < 4 * mc.std() / np.sqrt(z.size)
+
+
+def test_qoa_reference_with_q_one_is_oa():
+    r, d, w = [0.0, 1.0, 2.0, 2.0], [4.0, 3.0, 6.0, 5.0], [3.0, 1.0, 2.0, 4.0]
+    np.testing.assert_allclose(ref.qoa_python(r, d, w, 12, 0.5, q=1.0), ref.oa_python(r, d, w, 12, 0.5), rtol=1e-12)
+    assert sum(ref.qoa_python(r, d, w, 12, 0.5, q=1.5)) * 0.5 > sum(w)  # qOA commands more than the work
 
 
 @pytest.mark.slow

@@ -414,6 +414,16 @@ def test_prediction_generators():
     assert bool(jnp.all((rnd >= 20) & (rnd <= 80)))
 
 
+def test_las_instance_is_a_reflected_random_walk():
+    """LAS's workload model: every step |w_{i+1} - w_i| <= step (a reflection at a wall keeps it so) and every
+    workload in [low, high]; a narrow band makes the walk hit both walls many times."""
+    _, _, w = ss.las_instance(400, 20, low=20.0, high=30.0, step=5.0, key=jax.random.key(3))
+    w = np.asarray(w)
+    assert w.min() >= 20.0 and w.max() <= 30.0
+    assert np.max(np.abs(np.diff(w))) <= 5.0 + 1e-4
+    assert (w < 21).any() and (w > 29).any()  # both walls reached
+
+
 def test_eps_to_delta_solves_its_equation():
     for eps, alpha in ((0.1, 3.0), (2.0, 2.0)):
         dlt = ss.eps_to_delta(eps, alpha)
