@@ -144,6 +144,10 @@ nb.controls()
 # ## Claims
 # `sim.claims` evaluated on the data `nb` holds: the committed run when the notebook opens, the latest
 # recomputation once **recompute** was pressed (the title line says which: "committed ..." or "recomputed ...").
+# Besides the papers' statements, the table holds the premises every comparison rests on: block densities against
+# their closed form, and the measured pipeline at the middle step (pooled maps, head concentration, top-k masks,
+# output error) against float64 NumPy references computed from the model's own q, k, v
+# (`jaxwb.sims.sparse_attention.reference`); Louver's bounds are checked both safe and tight.
 
 # %%
 nb.show_claims()
