@@ -59,7 +59,10 @@ print(f"c_IT = {ts.C_IT:.4f}, jump m+(c_IT) = {ts.M_JUMP:.4f}, spinodal c = 4/3"
 # With $\Delta_{\rm eff}$ frozen a feature has two candidate fixed points, $m = 0$ and
 # $m_+(c) = \tfrac12(1 + \sqrt{1 - 4/(3c)})$ (exists for $c \ge 4/3$). The per-feature potential
 # $f(m;c) = \tfrac12(m + \log(1-m) + c\,m^3)$ prefers $m_+$ once $c \ge c_{\rm IT} = 1.4558$: the overlap jumps
-# from 0 to $m_+(c_{\rm IT}) = 0.645$.
+# from 0 to $m_+(c_{\rm IT}) = 0.645$. So feature $i$ is learned exactly when
+# $c_i = \alpha a_i^2/\Delta_{\rm eff} \ge c_{\rm IT}$: four claims count the solver's learned features against this
+# rule with $c_{\rm IT}$ recomputed by scipy from the potential's definition (a 5% error in the solver's constant moves
+# $k_c$ by whole features, which the slopes cannot see).
 
 # %%
 c = np.linspace(1.0, 4.0, 400)

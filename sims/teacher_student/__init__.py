@@ -60,9 +60,9 @@ from __future__ import annotations
 
 from jaxwb.sims.teacher_student.bench import bench
 from jaxwb.sims.teacher_student.claims import claims
-from jaxwb.sims.teacher_student.config import NAME, PRESETS, TITLE, Config
+from jaxwb.sims.teacher_student.config import DISPLAY_ONLY, NAME, PRESETS, TITLE, Config
 from jaxwb.sims.teacher_student.figures import plot
 from jaxwb.sims.teacher_student.mutants import MUTANTS
 from jaxwb.sims.teacher_student.run import run
 
-__all__ = ["MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]
+__all__ = ["DISPLAY_ONLY", "MUTANTS", "NAME", "PRESETS", "TITLE", "Config", "bench", "claims", "plot", "run"]

@@ -131,3 +131,12 @@ PRESETS = {
         st_steps=100,
     ),
 }
+
+# arrays shown in the figures only (each with why no claim reads it):
+#   scaling/beta, student/d, student/k: the config's betas, input dimensions and widths echoed for the plots;
+#   student/warm_best: the warm start's test error at its lowest validation loss; started AT the teacher it is an
+#     oracle, not an estimator from the data, so the Bayes error does not bound it (it sits at 0.04-0.5 eps_BO,
+#     the first checkpoints after the teacher) and nothing independent predicts it; shown beside the final error;
+#   amp/mse_path: AMP's MSE per iteration (amp.png); on the learned branch (c >= 3) it settles in 1-2 steps, so its
+#     end point (amp/mse) carries everything a claim can check, and below c = 3 the path drifts by finite-n effects.
+DISPLAY_ONLY = ("scaling/beta", "student/d", "student/k", "student/warm_best", "amp/mse_path")

@@ -106,3 +106,20 @@ def asymptotic_eps(alpha, beta: float, k: int, delta: float, c_it: float = C_IT_
         eps = d / alpha * kc * (k1 + c_it / (2 * beta - 1) * (1 - (kc / k) ** (2 * beta - 1)))
         d = delta + eps
     return eps
+
+
+# ---------------------------------------------------------------------------------------------------------
+# Exact test error of a Hermite network: E_x (f - g)^2 in closed form (the students' Monte Carlo test error's target)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def hermite_sq_distance(w_f, v_f, w_g, v_g) -> float:
+    """E_x (f(x) - g(x))^2, x ~ N(0, I_d), for f = sum_j v_j He_3(w_j . x / sqrt d)/sqrt 6 (``PriorNet``; rows w (h, d),
+    readouts v (h,)), exactly: with u_i = w_i . x / sqrt d jointly Gaussian, C_ij = w_i . w_j / d, Wick's theorem
+    gives E[He_3(u_i) He_3(u_j)] / 6 = C_ij^3 + (3/2) C_ij (C_ii - 1)(C_jj - 1), summed with coefficients
+    (v_f, -v_g). Float64 NumPy, no model code."""
+    w = np.concatenate([np.asarray(w_f, np.float64), np.asarray(w_g, np.float64)])
+    a = np.concatenate([np.asarray(v_f, np.float64), -np.asarray(v_g, np.float64)])
+    c = w @ w.T / w.shape[1]
+    s = np.diag(c) - 1.0
+    return float(a @ (c**3 + 1.5 * c * np.outer(s, s)) @ a)

@@ -11,7 +11,7 @@ import numpy as np
 from jaxwb.models import teacher_student as mts
 from jaxwb.sims.core.sweep import sweep
 from jaxwb.sims.teacher_student.config import Config
-from jaxwb.sims.teacher_student.reference import reference_solve
+from jaxwb.sims.teacher_student.reference import hermite_sq_distance, reference_solve
 from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
@@ -181,7 +181,16 @@ def amp_on_data(cfg: Config, key: jax.Array) -> dict:
 
 def students(cfg: Config, key: jax.Array, part: dict) -> dict:
     """MAP students: d grows at fixed alpha and k/d; random init vs warm start at the teacher."""
-    st = {"d": jnp.asarray(cfg.st_ds), "k": [], "eps_bo": [], "random": [], "warm": [], "warm_best": []}
+    st = {
+        "d": jnp.asarray(cfg.st_ds),
+        "k": [],
+        "eps_bo": [],
+        "random": [],
+        "warm": [],
+        "warm_best": [],
+        "init_test": [],
+        "init_exact": [],
+    }
     for j, d in enumerate(cfg.st_ds):
         k = max(1, int(d * cfg.st_k_ratio))
         a2s = ts.amplitudes(k, cfg.st_beta)
@@ -202,7 +211,27 @@ def students(cfg: Config, key: jax.Array, part: dict) -> dict:
         st["random"].append(res["best"][: cfg.st_seeds])  # early-stopped by validation
         st["warm"].append(res["final"][cfg.st_seeds :])  # trained to the end from the teacher
         st["warm_best"].append(res["best"][cfg.st_seeds :])
+        st["init_test"].append(res["test"][: cfg.st_seeds, 0])  # random init, before training: Monte Carlo
+        st["init_exact"].append(init_error(teachers, ikeys, k, d))
     return {f: jnp.asarray(np.array(x)) if isinstance(x, list) else x for f, x in st.items()}
+
+
+def init_error(teachers, ikeys, h: int, d: int) -> np.ndarray:
+    """Per seed, the exact E_x (f_init - f*)^2 of the random initialisation ``mts.train_map`` draws from its
+    ``init_key`` (w ~ N(0, I_d) from the first split, v ~ 0.1 N(0, 1)/sqrt(h) from the second) against the teacher
+    (``hermite_sq_distance``, closed form): the target of the students' Monte Carlo test error at step 0."""
+    w0, v0 = (np.asarray(x) for x in _init_draws(ikeys, h, d))
+    tw, tv = np.asarray(teachers.w), np.asarray(teachers.v)
+    return np.array([hermite_sq_distance(tw[s], tv[s], w0[s], v0[s]) for s in range(len(ikeys))])
+
+
+@partial(jax.jit, static_argnames=("h", "d"))
+def _init_draws(ikeys, h: int, d: int):
+    def one(ik):
+        kw, kv = jax.random.split(ik)
+        return jax.random.normal(kw, (h, d)), 0.1 * jax.random.normal(kv, (h,)) / jnp.sqrt(h)
+
+    return jax.vmap(one)(ikeys)
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:

@@ -117,3 +117,36 @@ def test_model_keys_are_keyword_only():
     for name in ("data_key", "init_key"):
         for fn in (mts.train_student, mts.train_map):
             assert inspect.signature(fn).parameters[name].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def test_hermite_sq_distance_matches_monte_carlo():
+    """The closed form behind the students' initial-error claim against a NumPy Monte Carlo (float64)."""
+    from jaxwb.sims.teacher_student.reference import hermite_sq_distance
+
+    rng = np.random.default_rng(0)
+    d = 4
+    wf, vf, wg, vg = rng.normal(size=(2, d)), rng.normal(size=2), rng.normal(size=(3, d)), rng.normal(size=3)
+    x = rng.normal(size=(400_000, d))
+
+    def f(w, v):
+        u = x @ w.T / np.sqrt(d)
+        return ((u**3 - 3 * u) / np.sqrt(6)) @ v
+
+    diff2 = (f(wf, vf) - f(wg, vg)) ** 2
+    exact = hermite_sq_distance(wf, vf, wg, vg)
+    assert abs(diff2.mean() - exact) < 4 * diff2.std() / np.sqrt(x.shape[0]), (diff2.mean(), exact)
+
+
+def test_threshold_counts_see_a_shifted_learned_set():
+    """The count claims' measurement: 0 on a consistent learned set, > 0 when one feature too many is learned."""
+    from jaxwb.sims.teacher_student.claims import amplitudes_np, learned_by_threshold
+    from jaxwb.sims.teacher_student.reference import C_IT_REF
+
+    a2 = amplitudes_np(50, 1.0)
+    alpha = np.geomspace(5, 500, 20)
+    de = np.full(20, 1.3)
+    rule = learned_by_threshold(alpha, a2, de)
+    kc = np.sum(alpha[:, None] * a2[None] / de[:, None] >= C_IT_REF, axis=1)
+    assert np.array_equal(rule.sum(1), kc)
+    assert np.array_equal(learned_by_threshold(alpha, a2, de / 1.05).sum(1) >= kc, np.ones(20, bool))
+    assert np.any(learned_by_threshold(alpha, a2, de / 1.05).sum(1) > kc)
