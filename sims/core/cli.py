@@ -176,6 +176,12 @@ def _parser() -> argparse.ArgumentParser:
         "(after a claim changed); prints, writes nothing",
     )
     au.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --random: continue an interrupted audit (the json is written after each mutant) instead of "
+        "judging its mutants again",
+    )
+    au.add_argument(
         "--collect",
         action="store_true",
         help="run nothing: rebuild figures/audit.json from figures/audit/*.json and print the table",
@@ -315,7 +321,7 @@ def _cmd_audit(names, write=True) -> int:
     return 1 if missed or few or refused else 0
 
 
-def _cmd_random_audit(names, n, seed, write=True, missed=False) -> int:
+def _cmd_random_audit(names, n, seed, write=True, missed=False, resume=False) -> int:
     import json
 
     from jaxwb.sims.core import mutate, outputs, paths, registry
@@ -339,7 +345,19 @@ def _cmd_random_audit(names, n, seed, write=True, missed=False) -> int:
             print(f"{module.NAME}: re-judging the {len(only)} missed mutant(s) of {committed.name}", flush=True)
         else:
             print(f"{module.NAME}: {n} mechanical mutant(s), seed {seed}", flush=True)
-        summary = mutate.random_audit(module, n, seed=seed, only=only)
+        path = paths.FIGURES_DIR / "audit" / "random" / f"{module.NAME}.json"
+        previous = json.loads(path.read_text()) if resume and path.is_file() else {}
+        reuse = previous["mutants"] if previous.get("complete") is False and previous.get("seed") == seed else None
+        if resume and reuse is None:
+            print(f"  nothing to resume in {path.name} (absent, complete, or another seed): judging all", flush=True)
+
+        def save(summary, path=path):
+            path.parent.mkdir(parents=True, exist_ok=True)
+            outputs.atomic_write_text(path, json.dumps(summary, indent=2) + "\n")
+
+        summary = mutate.random_audit(
+            module, n, seed=seed, only=only, resume=reuse, on_progress=save if write and only is None else None
+        )
         if summary.get("not_found"):
             print(f"  sites no longer found (source moved): {summary['not_found']}", flush=True)
         print(mutate.format_random_audit(summary), flush=True)
@@ -348,9 +366,7 @@ def _cmd_random_audit(names, n, seed, write=True, missed=False) -> int:
         elif summary["non_equivalent"]:
             worst = min(worst, summary["caught"] / summary["non_equivalent"])
         if write:
-            folder = paths.FIGURES_DIR / "audit" / "random"
-            folder.mkdir(parents=True, exist_ok=True)
-            outputs.atomic_write_text(folder / f"{module.NAME}.json", json.dumps(summary, indent=2) + "\n")
+            save(summary)
     return 0 if worst >= RANDOM_AUDIT_GOAL else 1
 
 
@@ -484,7 +500,7 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.random is not None:
                 return _cmd_random_audit(
-                    args.names, args.random, args.seed, write=not args.no_write, missed=args.missed
+                    args.names, args.random, args.seed, write=not args.no_write, missed=args.missed, resume=args.resume
                 )
             return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":

@@ -264,6 +264,8 @@ def random_audit(
     preset: str = "quick",
     verbose: bool = True,
     only: set[str] | None = None,
+    resume: list[dict[str, Any]] | None = None,
+    on_progress: Callable[[dict[str, Any]], None] | None = None,
 ) -> dict[str, Any]:
     """Draw ``n`` mutation sites (without replacement, uniformly over every site of every executed function) and
     judge each: ``caught`` when a claim that passes in the clean run fails (or the run raises), ``equivalent``
@@ -272,9 +274,13 @@ def random_audit(
     ``only`` (mutant names, or ``name#index`` where a name covers several sites of one line) judges those sites
     instead of a draw, e.g. the missed ones of a committed audit: a quick way to re-judge survivors after a claim
     changed. Names whose site no longer exists (the source moved) are listed under ``"not_found"``. Such a
-    partial summary is for iterating, not for the committed audit."""
+    partial summary is for iterating, not for the committed audit.
+
+    ``on_progress`` receives the summary after each judged mutant (``"complete": False`` until the last), so an
+    interrupted audit leaves what it judged; ``resume`` (the ``mutants`` of such a partial summary, same seed and
+    source) reuses the records whose site is the same as the draw's at that position instead of running them
+    again."""
     import jax
-    from scipy import stats
 
     from jaxwb.sims.core.audit import Mutant, applied
     from jaxwb.sims.core.outputs import flatten_results
@@ -331,7 +337,15 @@ def random_audit(
     }
     if only is not None:
         summary["only"], summary["not_found"] = sorted(only), not_found
-    for site in drawn:
+    summary["n"], summary["complete"] = len(drawn), False
+    reusable = list(resume or [])
+    for i, site in enumerate(drawn):
+        if i < len(reusable) and reusable[i]["mutant"] == site.name and reusable[i].get("index") == site.index:
+            summary["mutants"].append(reusable[i])
+            _tally(summary)
+            if verbose:
+                print(f"  {module.NAME:<18} {reusable[i]['verdict']:<10} {site.name} (resumed)", flush=True)
+            continue
         t1 = time.perf_counter()
         mutant = Mutant(site.name, site.target, lambda original, s=site: mutated_function(s, original), site.detail)
         record: dict[str, Any] = {
@@ -359,11 +373,25 @@ def random_audit(
         summary["mutants"].append(record)
         if verbose:
             print(f"  {module.NAME:<18} {record['verdict']:<10} {site.name}", flush=True)
-    caught = sum(m["verdict"] == "caught" for m in summary["mutants"])
-    summary["caught_by_error"] = sum(m["verdict"] == "caught" and "error" in m for m in summary["mutants"])
-    non_equivalent = sum(m["verdict"] != "equivalent" for m in summary["mutants"])
+        _tally(summary)
+        if on_progress is not None:
+            on_progress(summary)
+    summary["complete"] = True
+    return _tally(summary)
+
+
+def _tally(summary: dict[str, Any]) -> dict[str, Any]:
+    """Fill in the counts (caught, non-equivalent, equivalent, caught by raising) and the Wilson interval of
+    ``summary["mutants"]``, in place; returns ``summary``."""
+    from scipy import stats
+
+    mutants = summary["mutants"]
+    caught = sum(m["verdict"] == "caught" for m in mutants)
+    summary["caught_by_error"] = sum(m["verdict"] == "caught" and "error" in m for m in mutants)
+    non_equivalent = sum(m["verdict"] != "equivalent" for m in mutants)
     summary["caught"], summary["non_equivalent"] = caught, non_equivalent
-    summary["equivalent"] = len(summary["mutants"]) - non_equivalent
+    summary["equivalent"] = len(mutants) - non_equivalent
+    summary.pop("wilson_95", None)
     if non_equivalent:
         ci = stats.binomtest(caught, non_equivalent).proportion_ci(confidence_level=0.95, method="wilson")
         summary["wilson_95"] = [round(float(ci.low), 4), round(float(ci.high), 4)]

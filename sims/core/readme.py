@@ -71,8 +71,9 @@ def random_audit_table(figures_dir: Path = FIGURES_DIR) -> str:
             lines.append(f"| {s['result']} | not judged (clean quick run fails) | | | | |")
             continue
         lo, hi = s.get("wilson_95", [float("nan"), float("nan")])
+        partial = f" (incomplete: {len(s['mutants'])} of {s['n']} judged)" if s.get("complete") is False else ""
         lines.append(
-            f"| {s['result']} | {s['caught']}/{s['non_equivalent']} | {100 * lo:.0f}-{100 * hi:.0f}% | "
+            f"| {s['result']} | {s['caught']}/{s['non_equivalent']}{partial} | {100 * lo:.0f}-{100 * hi:.0f}% | "
             f"{s['equivalent']} | {s.get('caught_by_error', 0)} | {s['sites']} sites, {s['functions']} functions |"
         )
     return "\n".join(lines)

@@ -103,9 +103,51 @@ def test_random_audit_table_in_the_readme(tmp_path):
     }
     (folder / "demo.json").write_text(json.dumps(summary))
     (folder / "other.json").write_text(json.dumps({"result": "other", "refused": ["x"]}))
+    partial = {**summary, "result": "partial", "complete": False, "n": 30, "mutants": [{}] * 12}
+    (folder / "partial.json").write_text(json.dumps(partial))
     md = tmp_path / "README.md"
     md.write_text("a\n<!-- random-audit -->\nold\n<!-- /random-audit -->\nb\n")
     assert readme.update_random_audit_table(md, tmp_path / "figures")
     text = md.read_text()
     assert "| demo | 27/29 | 78-98% | 1 | 3 | 120 sites, 9 functions |" in text and "old" not in text
+    assert "| partial | 27/29 (incomplete: 12 of 30 judged) |" in text
     assert "| other | not judged" in text and text.endswith("<!-- /random-audit -->\nb\n")
+
+
+def _toy_result():
+    """A result module in miniature: its run calls one theory function, its one claim checks it against 2/lam."""
+    import dataclasses
+    import types
+
+    import jax.numpy as jnp
+
+    from jaxwb.sims.core.claims import Claim
+    from jaxwb.theory import river_valley as rv
+
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        lam: float = 4.0
+
+    def run(cfg, *, key):
+        return {"threshold": jnp.asarray(rv.gd_threshold(jnp.asarray([cfg.lam, 2 * cfg.lam])))}
+
+    def claims(results, cfg):
+        measured = float(results["threshold"][0])
+        return [Claim("GD's stable lr is 2/lam", 2 / cfg.lam, measured, 1e-6, kind="check")]
+
+    return types.SimpleNamespace(NAME="toy", PRESETS={"quick": Config()}, run=run, claims=claims)
+
+
+def test_an_interrupted_random_audit_resumes_where_it_stopped():
+    toy = _toy_result()
+    seen = []
+    full = mutate.random_audit(toy, 3, seed=0, verbose=False, on_progress=lambda s: seen.append(len(s["mutants"])))
+    assert full["complete"] and full["n"] == len(full["mutants"]) and seen == list(range(1, full["n"] + 1))
+    assert full["caught"] + full["equivalent"] + sum(m["verdict"] == "missed" for m in full["mutants"]) == full["n"]
+    first = dict(full["mutants"][0], verdict="caught", marker="reused")  # a record the resumed audit must keep
+    resumed = mutate.random_audit(toy, 3, seed=0, verbose=False, resume=[first])
+    verdicts = [(m["mutant"], m["verdict"]) for m in full["mutants"]]
+    assert resumed["mutants"][0]["marker"] == "reused"
+    assert [(m["mutant"], m["verdict"]) for m in resumed["mutants"][1:]] == verdicts[1:]
+    again = mutate.random_audit(toy, 3, seed=0, verbose=False, only={full["mutants"][1]["mutant"]})
+    assert {m["mutant"] for m in again["mutants"]} == {full["mutants"][1]["mutant"]} and not again["not_found"]
