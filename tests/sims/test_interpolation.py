@@ -80,11 +80,23 @@ def test_bootstrap_halfwidth_of_a_known_mean():
         ("min_seeds", 3, "min_seeds"),
         ("n_boot", 10, "n_boot"),
         ("fit_efolds", float("nan"), "fit_efolds"),
+        ("seed_scale", (("sgd", 3, 2.0),), "seed_scale"),
+        ("seed_scale", (("sgd", 2, 2.0),), "seed_scale"),  # quick: common random numbers, one seed set per B
     ],
 )
 def test_config_validation_names_the_field(field, value, match):
     with pytest.raises(ValueError, match=match):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})
+
+
+def test_seed_counts_per_configuration():
+    """Full preset: each (method, B) runs its B's seed count x its seed_scale factor (independent streams); the
+    quick preset keeps one seed count per B (common random numbers)."""
+    full, quick = sim.PRESETS["full"], sim.PRESETS["quick"]
+    assert not full.common_random_numbers and quick.common_random_numbers and not quick.seed_scale
+    assert full.seeds_of("nesterov", 1) == 16 * 4096 and full.seeds_of("sgd", 64) == 64
+    assert full.seeds_of("hb", 32) == 512  # no factor: max(min_seeds, min(n_seeds, seed_budget // B))
+    assert {quick.seeds_of(m, 32) for m in sim.METHODS} == {4096}
 
 
 def test_numpy_baseline_agrees_with_theory():
