@@ -48,14 +48,39 @@ def test_bench_quick_runs():
 # identities moved out of the claims (issue 13): they hold by construction, so they are unit tests
 
 
-def test_razer_never_worse_than_nvfp4_per_block_and_eden_unbiased():
-    import jax
+def ties_and_edges(rows: int, cols: int):
+    """A matrix of exact E2M1 midpoints, zeros, subnormals and values at RaZeR's windows (4.5, 5.5, 7, 8) times
+    powers of two, each block's amax on the grid (so the midpoints stay exact): where a rounding rule or the
+    strictly-closer test could differ. The global amax 10.5 makes both global scales powers of two (10.5 / 2688 =
+    2^-8, 10.5 / 168 = 2^-4), so the ties stay exact after scaling."""
+    rng = np.random.default_rng(0)
+    mids = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 4.5, 5.5, 7.0, 8.0, 0.0, 1e-40, 6.0])
+    x = rng.choice(mids, (rows, cols)) * rng.choice([-1.0, 1.0], (rows, cols)) * 2.0 ** rng.integers(-3, 1, (rows, 1))
+    x[:, ::16] = 6.0 * 2.0 ** rng.integers(-3, 1, (rows, 1))
+    x[0, 0] = 10.5
+    return x.astype(np.float32)
 
-    x_all = format_datasets(jax.random.key(0), 16, 128)
+
+def test_razer_never_worse_than_nvfp4_per_block_and_eden_unbiased_and_independent_decoder():
+    """Identities of the formats, and the claims' independent decoder (theory.quantization.fp4_formats) equal to
+    the kernels on the datasets and on ties and edges (the same compiled program: one shape)."""
+    import jax
+    import jax.numpy as jnp
+
+    from jaxwb.theory.quantization import fp4_formats as ff
+
+    x_all = {**format_datasets(jax.random.key(0), 16, 128), "ties": jnp.asarray(ties_and_edges(16, 128))}
     for name, x in x_all.items():
-        st, _ = format_stats(x, jax.random.key(1), 64)
+        st, xhat = format_stats(x, jax.random.key(1), 64)
         assert float(st["block_gap"]) <= 1e-6, name  # RaZeR keeps NVFP4's candidate when it is better
         assert float(st["unbiased_inner"]) <= 1e-4, name  # EDEN: <x_hat, x> = ||x||^2 exactly
+        for label in ff.ROUNDTRIPS:
+            assert np.array_equal(np.asarray(xhat[label]), ff.roundtrip(label, np.asarray(x))), (name, label)
+    table = ff.e3m3_values()  # E3M3 ties go to the even code
+    assert ff.e3m3(np.array([(table[8] + table[9]) / 2, (table[9] + table[10]) / 2])).tolist() == [
+        table[8],
+        table[10],
+    ]
 
 
 def test_inquant_exact_4x_and_finds_planted_outliers():
@@ -94,32 +119,3 @@ def test_t_halfwidth():
     assert t_halfwidth(se, 20) == __import__("pytest").approx(
         stats.t.ppf(0.975, 19) * x.std(ddof=1) / np.sqrt(20), rel=1e-12
     )
-
-
-def test_independent_fp4_decoder_matches_kernels_on_ties_and_edges():
-    """The claims' independent decoder (theory.quantization.fp4_formats) agrees with the kernels on inputs built
-    of exact E2M1 midpoints, zeros, subnormals and values near the RaZeR special values (where a rounding rule
-    or the strictly-closer test could differ); and its E3M3 table rounds ties to the even code."""
-    import jax.numpy as jnp
-
-    from jaxwb.pallas_kernels.quant import mxfp4, nvfp4, razer
-    from jaxwb.theory.quantization import fp4_formats as ff
-
-    rng = np.random.default_rng(0)
-    mids = np.array([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0, 4.5, 5.5, 7.0, 8.0, 0.0, 1e-40, 6.0])
-    x = rng.choice(mids, (64, 128)) * rng.choice([-1.0, 1.0], (64, 128)) * 2.0 ** rng.integers(-3, 4, (64, 1))
-    x[:, ::16] = 6.0 * 2.0 ** rng.integers(-3, 4, (64, 1))  # block amax on the grid: midpoints stay exact
-    x = x.astype(np.float32)
-    xj = jnp.asarray(x)
-    kernels = {
-        "NVFP4": lambda v: nvfp4.nvfp4_dequantize(nvfp4.nvfp4_quantize(v)),
-        "MXFP4": lambda v: mxfp4.mxfp4_dequantize(mxfp4.mxfp4_quantize(v)),
-        "RaZeR (act.)": lambda v: razer.razer_dequantize(razer.razer_quantize(v, variant="activation")),
-        "RaZeR (weight)": lambda v: razer.razer_dequantize(razer.razer_quantize(v, variant="weight")),
-    }
-    for label in ff.ROUNDTRIPS:
-        assert np.array_equal(np.asarray(kernels[label](xj)), ff.roundtrip(label, x)), label
-    table = ff.e3m3_values()
-    mid = (table[8] + table[9]) / 2  # between codes 8 (even) and 9: the tie goes to 8
-    assert ff.e3m3(np.array([mid, (table[9] + table[10]) / 2]))[0] == table[8]
-    assert ff.e3m3(np.array([(table[9] + table[10]) / 2]))[0] == table[10]
