@@ -121,10 +121,27 @@ def claims_of_run(module: ModuleType, cfg, *, seed: int = 0):
     return list(module.claims(results, cfg))
 
 
+def newly_failed(claims: Sequence[Any], clean: Sequence[Any]) -> list[str]:
+    """Statements of the claims that pass in the ``clean`` run and fail in ``claims``. Matched by position when
+    both runs make the same number of claims (a statement may quote a number the mutant changed, and a catch
+    must not hide behind the changed text), else by statement."""
+    if len(claims) == len(clean):
+        return [c.statement for c, k in zip(claims, clean, strict=True) if k.passed and not c.passed]
+    passed = {k.statement for k in clean if k.passed}
+    return [c.statement for c in claims if not c.passed and c.statement in passed]
+
+
 def audit_mutant(
-    module: ModuleType, mutant: Mutant, cfg, *, clean_passed: set[str] | None = None, seed: int = 0
+    module: ModuleType,
+    mutant: Mutant,
+    cfg,
+    *,
+    clean_passed: set[str] | None = None,
+    clean: Sequence[Any] | None = None,
+    seed: int = 0,
 ) -> MutantOutcome:
-    """Run ``module`` under ``mutant``; the failed claims are those that passed clean (all, if not given)."""
+    """Run ``module`` under ``mutant``; the failed claims are those that passed in the ``clean`` run's claims
+    (:func:`newly_failed`), or whose statement is in ``clean_passed``, or all failed claims if neither is given."""
     t0 = time.perf_counter()
     _resolve(mutant.target)  # a target that does not exist is a broken mutant, never "caught" by the error
     error = None
@@ -132,7 +149,12 @@ def audit_mutant(
     try:
         with applied(mutant):
             claims = claims_of_run(module, cfg, seed=seed)
-        failed = [c.statement for c in claims if not c.passed and (clean_passed is None or c.statement in clean_passed)]
+        if clean is not None:
+            failed = newly_failed(claims, clean)
+        else:
+            failed = [
+                c.statement for c in claims if not c.passed and (clean_passed is None or c.statement in clean_passed)
+            ]
     except Exception as err:
         error = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
     return MutantOutcome(
@@ -167,7 +189,7 @@ def audit_result(module: ModuleType, *, preset: str = "quick", seed: int = 0, ve
             print(f"  {module.NAME:<18} refused: {summary['refused']}: {unexpected[:3]}", flush=True)
         return summary
     for m in mutants:
-        out = audit_mutant(module, m, cfg, clean_passed=clean_passed, seed=seed)
+        out = audit_mutant(module, m, cfg, clean=clean, seed=seed)
         summary["mutants"].append(out.to_json())
         if verbose:
             what = out.error or f"{len(out.failed_claims)} claim(s) fail"

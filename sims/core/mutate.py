@@ -282,7 +282,7 @@ def random_audit(
     again."""
     import jax
 
-    from jaxwb.sims.core.audit import Mutant, applied
+    from jaxwb.sims.core.audit import Mutant, applied, newly_failed
     from jaxwb.sims.core.outputs import flatten_results
     from jaxwb.sims.core.presets import get_config
 
@@ -303,7 +303,6 @@ def random_audit(
     volatile_claims = {
         a.statement for a, b in zip(clean_claims, holder["claims"], strict=True) if claims_key([a]) != claims_key([b])
     }
-    clean_passed = {c.statement for c in clean_claims if c.passed}
     unexpected = [c.statement for c in clean_claims if not c.as_expected]
     if unexpected:  # as the hand-written audit: a clean run that already fails cannot judge a mutant
         return {
@@ -363,7 +362,7 @@ def random_audit(
             if same and claims_equal(claims, clean_claims, volatile_claims):
                 record["verdict"] = "equivalent"
             else:
-                failed = [c.statement for c in claims if not c.passed and c.statement in clean_passed]
+                failed = newly_failed(claims, clean_claims)
                 record["failed_claims"] = failed
                 record["verdict"] = "caught" if failed else "missed"
         except Exception as err:

@@ -151,3 +151,13 @@ def test_an_interrupted_random_audit_resumes_where_it_stopped():
     assert [(m["mutant"], m["verdict"]) for m in resumed["mutants"][1:]] == verdicts[1:]
     again = mutate.random_audit(toy, 3, seed=0, verbose=False, only={full["mutants"][1]["mutant"]})
     assert {m["mutant"] for m in again["mutants"]} == {full["mutants"][1]["mutant"]} and not again["not_found"]
+
+
+def test_a_catch_is_found_by_position_when_the_statement_quotes_a_changed_number():
+    from jaxwb.sims.core.audit import newly_failed
+    from jaxwb.sims.core.claims import Claim
+
+    clean = [Claim("3 transitions are seen", 3, 3, 0, "abs", kind="check"), Claim("b", 1, 1, 0, "abs", kind="check")]
+    mutant = [Claim("0 transitions are seen", 3, 0, 0, "abs", kind="check"), clean[1]]
+    assert newly_failed(mutant, clean) == ["0 transitions are seen"]
+    assert newly_failed(mutant[:1], clean) == []  # another number of claims: matched by statement
