@@ -141,7 +141,8 @@ def audit_mutant(
     seed: int = 0,
 ) -> MutantOutcome:
     """Run ``module`` under ``mutant``; the failed claims are those that passed in the ``clean`` run's claims
-    (:func:`newly_failed`), or whose statement is in ``clean_passed``, or all failed claims if neither is given."""
+    (:func:`newly_failed`), or whose statement is in ``clean_passed``, or, if neither is given, those expected to
+    pass (a claim expected to fail fails in the clean run too, so its failure catches nothing)."""
     t0 = time.perf_counter()
     _resolve(mutant.target)  # a target that does not exist is a broken mutant, never "caught" by the error
     error = None
@@ -152,8 +153,11 @@ def audit_mutant(
         if clean is not None:
             failed = newly_failed(claims, clean)
         else:
+            # without a clean run: the claims expected to pass (one expected to fail fails in the clean run too)
             failed = [
-                c.statement for c in claims if not c.passed and (clean_passed is None or c.statement in clean_passed)
+                c.statement
+                for c in claims
+                if not c.passed and (c.statement in clean_passed if clean_passed is not None else c.expected == "pass")
             ]
     except Exception as err:
         error = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"

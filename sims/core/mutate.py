@@ -21,14 +21,15 @@ between two clean runs, wall-clock timings, is left out of that comparison).
 from __future__ import annotations
 
 import ast
+import contextlib
 import dataclasses
 import importlib
 import inspect
 import sys
 import textwrap
 import time
-from collections.abc import Callable, Iterator
-from types import FunctionType, ModuleType
+from collections.abc import Callable, Iterator, Sequence
+from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
 import numpy as np
@@ -202,21 +203,35 @@ def _members(module: ModuleType) -> Iterator[tuple[str, Any]]:
             yield name, value
 
 
-def executed_functions(run: Callable[[], Any]) -> list[tuple[str, str, FunctionType]]:
-    """``(module, qualname, function)`` of every project function under :data:`MUTATED_PACKAGES` whose code
-    started while ``run()`` ran (``sys.monitoring`` PY_START events), that :func:`mutable` can recompile."""
+@contextlib.contextmanager
+def code_started(codes: Sequence[CodeType] | None = None) -> Iterator[set[CodeType]]:
+    """The set of code objects whose execution started inside the ``with`` block (``sys.monitoring`` PY_START
+    events): every code object, or only those in ``codes`` (local events: nothing else is slowed down)."""
     mon = sys.monitoring
     tool = next(i for i in range(1, 6) if mon.get_tool(i) is None)
-    started: set = set()
+    started: set[CodeType] = set()
     mon.use_tool_id(tool, "workbench-audit")
     try:
         mon.register_callback(tool, mon.events.PY_START, lambda code, offset: started.add(code))
-        mon.set_events(tool, mon.events.PY_START)
-        run()
+        if codes is None:
+            mon.set_events(tool, mon.events.PY_START)
+        else:
+            for code in codes:
+                mon.set_local_events(tool, code, mon.events.PY_START)
+        yield started
     finally:
         mon.set_events(tool, 0)
+        for code in codes or ():
+            mon.set_local_events(tool, code, 0)
         mon.register_callback(tool, mon.events.PY_START, None)
         mon.free_tool_id(tool)
+
+
+def executed_functions(run: Callable[[], Any]) -> list[tuple[str, str, FunctionType]]:
+    """``(module, qualname, function)`` of every project function under :data:`MUTATED_PACKAGES` whose code
+    started while ``run()`` ran (``sys.monitoring`` PY_START events), that :func:`mutable` can recompile."""
+    with code_started() as started:
+        run()
     found = []
     for mod_name, module in sorted(sys.modules.items()):
         if module is None or not mod_name.startswith(MUTATED_PACKAGES) or mod_name.startswith(SKIPPED_MODULES):
@@ -346,7 +361,13 @@ def random_audit(
                 print(f"  {module.NAME:<18} {reusable[i]['verdict']:<10} {site.name} (resumed)", flush=True)
             continue
         t1 = time.perf_counter()
-        mutant = Mutant(site.name, site.target, lambda original, s=site: mutated_function(s, original), site.detail)
+        made: list[FunctionType] = []
+
+        def make(original, s=site, made=made):
+            made.append(mutated_function(s, original))
+            return made[-1]
+
+        mutant = Mutant(site.name, site.target, make, site.detail)
         record: dict[str, Any] = {
             "mutant": site.name,
             "op": site.op,
@@ -355,12 +376,14 @@ def random_audit(
             "detail": site.detail,
         }
         try:
-            with applied(mutant):
+            with applied(mutant), code_started([inspect.unwrap(f).__code__ for f in made[:1]]) as started:
                 results = jax.block_until_ready(module.run(cfg, key=key))
                 claims = list(module.claims(results, cfg))
             same = results_equal(flatten_results(results), clean_flat, volatile)
             if same and claims_equal(claims, clean_claims, volatile_claims):
-                record["verdict"] = "equivalent"
+                # the patched attribute was never called (the run reaches the function through another reference,
+                # e.g. a dict built at import): the mutant was not applied, which says nothing about equivalence
+                record["verdict"] = "equivalent" if started else "not_applied"
             else:
                 failed = newly_failed(claims, clean_claims)
                 record["failed_claims"] = failed
@@ -380,16 +403,17 @@ def random_audit(
 
 
 def _tally(summary: dict[str, Any]) -> dict[str, Any]:
-    """Fill in the counts (caught, non-equivalent, equivalent, caught by raising) and the Wilson interval of
-    ``summary["mutants"]``, in place; returns ``summary``."""
+    """Fill in the counts (caught, non-equivalent, equivalent, not applied, caught by raising) and the Wilson
+    interval of ``summary["mutants"]``, in place; returns ``summary``."""
     from scipy import stats
 
     mutants = summary["mutants"]
     caught = sum(m["verdict"] == "caught" for m in mutants)
     summary["caught_by_error"] = sum(m["verdict"] == "caught" and "error" in m for m in mutants)
-    non_equivalent = sum(m["verdict"] != "equivalent" for m in mutants)
+    non_equivalent = sum(m["verdict"] not in ("equivalent", "not_applied") for m in mutants)
     summary["caught"], summary["non_equivalent"] = caught, non_equivalent
-    summary["equivalent"] = len(mutants) - non_equivalent
+    summary["equivalent"] = sum(m["verdict"] == "equivalent" for m in mutants)
+    summary["not_applied"] = sum(m["verdict"] == "not_applied" for m in mutants)
     summary.pop("wilson_95", None)
     if non_equivalent:
         ci = stats.binomtest(caught, non_equivalent).proportion_ci(confidence_level=0.95, method="wilson")
@@ -408,7 +432,9 @@ def format_random_audit(summary: dict[str, Any]) -> str:
     head = (
         f"{summary['result']}: {summary['caught']}/{summary['non_equivalent']} non-equivalent mutants caught "
         f"(95% Wilson {100 * lo:.0f}-{100 * hi:.0f}%; {summary.get('caught_by_error', 0)} of them by the run "
-        f"raising), {summary['equivalent']} equivalent, drawn from "
+        f"raising), {summary['equivalent']} equivalent"
+        + (f", {summary['not_applied']} not applied (unreachable by patching)" if summary.get("not_applied") else "")
+        + ", drawn from "
         f"{summary['sites']} sites in {summary['functions']} functions"
     )
     missed = [m["mutant"] for m in summary["mutants"] if m["verdict"] == "missed"]

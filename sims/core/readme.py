@@ -74,7 +74,8 @@ def random_audit_table(figures_dir: Path = FIGURES_DIR) -> str:
         partial = f" (incomplete: {len(s['mutants'])} of {s['n']} judged)" if s.get("complete") is False else ""
         lines.append(
             f"| {s['result']} | {s['caught']}/{s['non_equivalent']}{partial} | {100 * lo:.0f}-{100 * hi:.0f}% | "
-            f"{s['equivalent']} | {s.get('caught_by_error', 0)} | {s['sites']} sites, {s['functions']} functions |"
+            f"{s['equivalent']}{f' (+{s["not_applied"]} not applied)' if s.get('not_applied') else ''} | "
+            f"{s.get('caught_by_error', 0)} | {s['sites']} sites, {s['functions']} functions |"
         )
     return "\n".join(lines)
 

@@ -8,6 +8,7 @@ import importlib.util
 import sys
 import textwrap
 
+import jax.numpy as jnp
 import pytest
 
 from jaxwb.sims.core import mutate, registry
@@ -161,3 +162,18 @@ def test_a_catch_is_found_by_position_when_the_statement_quotes_a_changed_number
     mutant = [Claim("0 transitions are seen", 3, 0, 0, "abs", kind="check"), clean[1]]
     assert newly_failed(mutant, clean) == ["0 transitions are seen"]
     assert newly_failed(mutant[:1], clean) == []  # another number of claims: matched by statement
+
+
+def test_a_mutant_the_patch_cannot_reach_is_not_applied_rather_than_equivalent():
+    toy = _toy_result()
+    table = {"threshold": toy_threshold_reference()}  # bound at "import": patching the module attribute misses it
+    toy.run = lambda cfg, *, key: {"threshold": table["threshold"](jnp.asarray([cfg.lam, 2 * cfg.lam]))}
+    summary = mutate.random_audit(toy, 2, seed=0, verbose=False)
+    assert {m["verdict"] for m in summary["mutants"]} == {"not_applied"}, summary["mutants"]
+    assert summary["not_applied"] == 2 and summary["equivalent"] == 0 and summary["non_equivalent"] == 0
+
+
+def toy_threshold_reference():
+    from jaxwb.theory import river_valley as rv
+
+    return rv.gd_threshold
