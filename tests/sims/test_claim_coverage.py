@@ -11,14 +11,14 @@ from jaxwb.sims.core.outputs import load_results
 
 # unclaimed, undeclared arrays in figures/<name>/data.npz on 2026-12-06 (results not listed: 0)
 KNOWN_UNCLAIMED = {
-    "aldrift": 33,
+    "aldrift": 0,
     "interpolation": 0,
-    "quantization": 15,
+    "quantization": 0,
     "river_valley": 0,
     "river_valley_lm": 0,
     "sparse_attention": 0,
     "speed_scaling": 29,
-    "teacher_student": 17,
+    "teacher_student": 0,
     "tiny_lm": 0,
     "tv_distance": 0,
     "zoe_grad": 0,
