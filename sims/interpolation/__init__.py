@@ -14,13 +14,17 @@ float64; the grid ranks with 16 root-finding steps, the optimum's rho is re-eval
 rule (``momentum_rule``) is evaluated beside it; the exact E||e_t||^2 curves come from a few vmapped calls (lengths
 rounded up to powers of 2); then every configuration is run by Monte Carlo (``run.mc_batch``: seeds vmapped, one
 compiled program per B, float64, the iteration on the error in velocity form) for as long as its statistics read
-(1.3 x the exact eps crossing or the fit window's end), common random numbers across methods at one B.
+(1.3 x the exact eps crossing or the fit window's end), common random numbers across methods at one B
+(``Config.common_random_numbers``; independent streams with per-configuration seed counts, ``Config.seed_scale``,
+are available and unused: docs/papers/interpolation.md, "Intervals").
 
 Figures (``figures/interpolation/``):
   iterations_vs_batch.png  iterations to reach E||e||^2 <= eps ||e_0||^2 vs B (log-log), Monte Carlo and
   theory
-  speedup.png              speedup over SGD at B = 1, T_SGD(1)/T(B), with the line y = B; acceleration over SGD
-                           at the same B, T_SGD(B)/T(B), with the full-batch GD/Polyak ratio (95% CIs)
+  speedup.png              speedup over SGD at B = 1, T_SGD(1)/T(B) (95% CIs, exact recursion dashed), heavy
+                           ball's log-log slope over the fit range (95% CI) beside the paper's slope 1, B*_HB
+                           (95% CI) beside tr H/sqrt(L mu); acceleration over SGD at the same B, T_SGD(B)/T(B),
+                           with the full-batch GD/Polyak ratio and the measured growth log2 A(B_max)/A(1)
   rate_check.png           Monte-Carlo windowed decay vs the exact curve's on the same window (95% CIs)
   momentum_rule.png        grid-optimised vs rule (lr, beta) as functions of B, and the rule's cost
   kaczmarz_cd.png          randomized Kaczmarz (single row, block, block + momentum) and coordinate descent

@@ -90,13 +90,13 @@ def test_config_validation_names_the_field(field, value, match):
 
 
 def test_seed_counts_per_configuration():
-    """Full preset: each (method, B) runs its B's seed count x its seed_scale factor (independent streams); the
-    quick preset keeps one seed count per B (common random numbers)."""
-    full, quick = sim.PRESETS["full"], sim.PRESETS["quick"]
-    assert not full.common_random_numbers and quick.common_random_numbers and not quick.seed_scale
-    assert full.seeds_of("nesterov", 1) == 16 * 4096 and full.seeds_of("sgd", 64) == 64
-    assert full.seeds_of("hb", 32) == 512  # no factor: max(min_seeds, min(n_seeds, seed_budget // B))
-    assert {quick.seeds_of(m, 32) for m in sim.METHODS} == {4096}
+    """Common random numbers (both presets): one seed count per B; independent streams: each (method, B) runs its
+    B's seed count x its seed_scale factor."""
+    full = sim.PRESETS["full"]
+    assert full.common_random_numbers and not full.seed_scale
+    assert full.seeds_of("hb", 32) == 512  # max(min_seeds, min(n_seeds, seed_budget // B))
+    ind = dataclasses.replace(full, common_random_numbers=False, seed_scale=(("nesterov", 1, 16.0), ("sgd", 64, 0.25)))
+    assert ind.seeds_of("nesterov", 1) == 16 * 4096 and ind.seeds_of("sgd", 64) == 64 and ind.seeds_of("hb", 1) == 4096
 
 
 def test_numpy_baseline_agrees_with_theory():
