@@ -16,6 +16,7 @@ from jaxwb.sims.tiny_lm.config import (
     PROMPT,
     Config,
 )
+from jaxwb.theory import dithered_quant as dq
 
 
 def _ci(v):
@@ -110,6 +111,8 @@ def layer_errors_figure(results: dict, cfg: Config):
     for i, f in enumerate(FORMATS):
         ax.bar(xs + i * w, np.asarray(results["layer_rel_mse"][f]), w, label=f, color=COLORS[f])
         ax2.bar(xs + i * w, np.asarray(results["layer_ppl"][f]) - fp0, w, label=f, color=COLORS[f])
+    rht_bound = float(dq.finite_level_factor(4) * dq.mse_bound(4))  # the claim's bound (dithered-RHT theory)
+    ax.axhline(rht_bound, color=COLORS["rht4"], ls="--", lw=1, label="rht4 theory bound (N/(N-1))^2 (pi sqrt3/2) 4^-4")
     for a in (ax, ax2):
         a.set_xticks(xs + 0.4 - w / 2, names, rotation=30, ha="right", fontsize=8)
         a.legend(fontsize=8)
@@ -118,6 +121,8 @@ def layer_errors_figure(results: dict, cfg: Config):
         yscale="log",
         title=f"Per-layer weight error (d={cfg.d_models[0]}, seed 0)",
     )
+    top = max(rht_bound, *(float(np.max(results["layer_rel_mse"][f])) for f in FORMATS))
+    ax.set_ylim(top=3.0 * top)  # room for the legend above the bars (log scale)
     ax2.set(ylabel="perplexity increase (only this layer quantized)", title="Per-layer perplexity cost (seed 0)")
     return fig
 
