@@ -17,7 +17,7 @@ KNOWN_UNCLAIMED = {
     "river_valley": 0,
     "river_valley_lm": 0,
     "sparse_attention": 0,
-    "speed_scaling": 29,
+    "speed_scaling": 0,
     "teacher_student": 0,
     "tiny_lm": 0,
     "tv_distance": 0,
