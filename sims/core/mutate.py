@@ -203,6 +203,41 @@ def _members(module: ModuleType) -> Iterator[tuple[str, Any]]:
             yield name, value
 
 
+#: a mutant's run may take MUTANT_CPU_FACTOR times the clean run's CPU time (at least MIN_MUTANT_CPU_S) before it
+#: is stopped and counted as caught by a timeout (as mutation-testing tools do)
+MUTANT_CPU_FACTOR = 10
+MIN_MUTANT_CPU_S = 60.0
+
+
+class MutantTimeout(Exception):
+    """A mutant's run used more CPU time than :data:`MUTANT_CPU_FACTOR` times the clean run's."""
+
+
+@contextlib.contextmanager
+def cpu_time_limit(seconds: float, expired: list[bool]) -> Iterator[None]:
+    """Raise :class:`MutantTimeout` in the block once the process has used ``seconds`` of CPU time (all threads;
+    ``ITIMER_PROF``, so a loaded machine does not shorten the limit); appends True to ``expired`` when it fires.
+    Only in the main thread on POSIX; elsewhere no limit."""
+    import signal
+    import threading
+
+    if not hasattr(signal, "ITIMER_PROF") or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def fire(signum, frame):
+        expired.append(True)
+        raise MutantTimeout(f"over {seconds:.0f} CPU-s")
+
+    previous = signal.signal(signal.SIGPROF, fire)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+
+
 @contextlib.contextmanager
 def code_started(codes: Sequence[CodeType] | None = None) -> Iterator[set[CodeType]]:
     """The set of code objects whose execution started inside the ``with`` block (``sys.monitoring`` PY_START
@@ -313,7 +348,9 @@ def random_audit(
     functions = executed_functions(clean_run)
     clean_flat = flatten_results(holder["results"])
     clean_claims = holder["claims"]
+    c0 = time.process_time()
     clean_run()  # a second clean run: what differs between the two (wall-clock timings) never decides equivalence
+    cpu_limit = max(MIN_MUTANT_CPU_S, MUTANT_CPU_FACTOR * (time.process_time() - c0))
     volatile = differing_arrays(clean_flat, flatten_results(holder["results"]))
     volatile_claims = {
         a.statement for a, b in zip(clean_claims, holder["claims"], strict=True) if claims_key([a]) != claims_key([b])
@@ -375,8 +412,13 @@ def random_audit(
             "line": site.line,
             "detail": site.detail,
         }
+        expired: list[bool] = []
         try:
-            with applied(mutant), code_started([inspect.unwrap(f).__code__ for f in made[:1]]) as started:
+            with (
+                cpu_time_limit(cpu_limit, expired),
+                applied(mutant),
+                code_started([inspect.unwrap(f).__code__ for f in made[:1]]) as started,
+            ):
                 results = jax.block_until_ready(module.run(cfg, key=key))
                 claims = list(module.claims(results, cfg))
             same = results_equal(flatten_results(results), clean_flat, volatile)
@@ -391,6 +433,8 @@ def random_audit(
         except Exception as err:
             record["verdict"] = "caught"
             record["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+            if expired:  # the run would have gone on far longer than a clean one: a user notices that too
+                record["error"] = f"timeout: over {cpu_limit:.0f} CPU-s ({MUTANT_CPU_FACTOR}x the clean run's)"
         record["wall_s"] = round(time.perf_counter() - t1, 2)
         summary["mutants"].append(record)
         if verbose:

@@ -177,3 +177,17 @@ def toy_threshold_reference():
     from jaxwb.theory import river_valley as rv
 
     return rv.gd_threshold
+
+
+def test_a_runaway_mutant_is_stopped_by_its_cpu_time_limit():
+    import time
+
+    expired = []
+    with pytest.raises(mutate.MutantTimeout), mutate.cpu_time_limit(0.2, expired):
+        t0 = time.process_time()
+        while time.process_time() - t0 < 30:
+            pass
+    assert expired == [True]
+    with mutate.cpu_time_limit(5.0, expired):  # a block that ends in time leaves no timer behind
+        pass
+    time.sleep(0.01)
