@@ -391,7 +391,11 @@ def random_audit(
     summary["n"], summary["complete"] = len(drawn), False
     reusable = list(resume or [])
     for i, site in enumerate(drawn):
-        if i < len(reusable) and reusable[i]["mutant"] == site.name and reusable[i].get("index") == site.index:
+        if (
+            i < len(reusable)
+            and reusable[i]["mutant"] == site.name
+            and reusable[i].get("index", site.index) == site.index
+        ):
             summary["mutants"].append(reusable[i])
             _tally(summary)
             if verbose:
