@@ -332,7 +332,6 @@ def random_audit(
     again."""
     import jax
 
-    from jaxwb.sims.core.audit import Mutant, applied, newly_failed
     from jaxwb.sims.core.outputs import flatten_results
     from jaxwb.sims.core.presets import get_config
 
@@ -402,43 +401,7 @@ def random_audit(
                 print(f"  {module.NAME:<18} {reusable[i]['verdict']:<10} {site.name} (resumed)", flush=True)
             continue
         t1 = time.perf_counter()
-        made: list[FunctionType] = []
-
-        def make(original, s=site, made=made):
-            made.append(mutated_function(s, original))
-            return made[-1]
-
-        mutant = Mutant(site.name, site.target, make, site.detail)
-        record: dict[str, Any] = {
-            "mutant": site.name,
-            "op": site.op,
-            "index": site.index,
-            "line": site.line,
-            "detail": site.detail,
-        }
-        expired: list[bool] = []
-        try:
-            with (
-                cpu_time_limit(cpu_limit, expired),
-                applied(mutant),
-                code_started([inspect.unwrap(f).__code__ for f in made[:1]]) as started,
-            ):
-                results = jax.block_until_ready(module.run(cfg, key=key))
-                claims = list(module.claims(results, cfg))
-            same = results_equal(flatten_results(results), clean_flat, volatile)
-            if same and claims_equal(claims, clean_claims, volatile_claims):
-                # the patched attribute was never called (the run reaches the function through another reference,
-                # e.g. a dict built at import): the mutant was not applied, which says nothing about equivalence
-                record["verdict"] = "equivalent" if started else "not_applied"
-            else:
-                failed = newly_failed(claims, clean_claims)
-                record["failed_claims"] = failed
-                record["verdict"] = "caught" if failed else "missed"
-        except Exception as err:
-            record["verdict"] = "caught"
-            record["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
-            if expired:  # the run would have gone on far longer than a clean one: a user notices that too
-                record["error"] = f"timeout: over {cpu_limit:.0f} CPU-s ({MUTANT_CPU_FACTOR}x the clean run's)"
+        record = judge_site(module, cfg, key, site, clean_flat, clean_claims, volatile, volatile_claims, cpu_limit)
         record["wall_s"] = round(time.perf_counter() - t1, 2)
         summary["mutants"].append(record)
         if verbose:
@@ -448,6 +411,64 @@ def random_audit(
             on_progress(summary)
     summary["complete"] = True
     return _tally(summary)
+
+
+def judge_site(
+    module: ModuleType,
+    cfg: Any,
+    key: Any,
+    site: Site,
+    clean_flat: dict[str, np.ndarray],
+    clean_claims: list,
+    volatile: set[str],
+    volatile_claims: set[str],
+    cpu_limit: float,
+) -> dict[str, Any]:
+    """Run ``module`` under the mutant of ``site`` and judge it against the clean run (see :func:`random_audit`):
+    a record with its verdict (caught / missed / equivalent / not_applied) and the claims it made fail."""
+    import jax
+
+    from jaxwb.sims.core.audit import Mutant, applied, newly_failed
+    from jaxwb.sims.core.outputs import flatten_results
+
+    made: list[FunctionType] = []
+
+    def make(original, s=site, made=made):
+        made.append(mutated_function(s, original))
+        return made[-1]
+
+    mutant = Mutant(site.name, site.target, make, site.detail)
+    record: dict[str, Any] = {
+        "mutant": site.name,
+        "op": site.op,
+        "index": site.index,
+        "line": site.line,
+        "detail": site.detail,
+    }
+    expired: list[bool] = []
+    try:
+        with (
+            cpu_time_limit(cpu_limit, expired),
+            applied(mutant),
+            code_started([inspect.unwrap(f).__code__ for f in made[:1]]) as started,
+        ):
+            results = jax.block_until_ready(module.run(cfg, key=key))
+            claims = list(module.claims(results, cfg))
+        same = results_equal(flatten_results(results), clean_flat, volatile)
+        if same and claims_equal(claims, clean_claims, volatile_claims):
+            # the patched attribute was never called (the run reaches the function through another reference,
+            # e.g. a dict built at import): the mutant was not applied, which says nothing about equivalence
+            record["verdict"] = "equivalent" if started else "not_applied"
+        else:
+            failed = newly_failed(claims, clean_claims)
+            record["failed_claims"] = failed
+            record["verdict"] = "caught" if failed else "missed"
+    except Exception as err:
+        record["verdict"] = "caught"
+        record["error"] = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
+        if expired:  # the run would have gone on far longer than a clean one: a user notices that too
+            record["error"] = f"timeout: over {cpu_limit:.0f} CPU-s ({MUTANT_CPU_FACTOR}x the clean run's)"
+    return record
 
 
 def _tally(summary: dict[str, Any]) -> dict[str, Any]:
