@@ -136,13 +136,12 @@ def audit_mutant(
     mutant: Mutant,
     cfg,
     *,
-    clean_passed: set[str] | None = None,
     clean: Sequence[Any] | None = None,
     seed: int = 0,
 ) -> MutantOutcome:
     """Run ``module`` under ``mutant``; the failed claims are those that passed in the ``clean`` run's claims
-    (:func:`newly_failed`), or whose statement is in ``clean_passed``, or, if neither is given, those expected to
-    pass (a claim expected to fail fails in the clean run too, so its failure catches nothing)."""
+    (:func:`newly_failed`), or, without a clean run, those expected to pass (a claim expected to fail fails in the
+    clean run too, so its failure catches nothing)."""
     t0 = time.perf_counter()
     _resolve(mutant.target)  # a target that does not exist is a broken mutant, never "caught" by the error
     error = None
@@ -154,11 +153,7 @@ def audit_mutant(
             failed = newly_failed(claims, clean)
         else:
             # without a clean run: the claims expected to pass (one expected to fail fails in the clean run too)
-            failed = [
-                c.statement
-                for c in claims
-                if not c.passed and (c.statement in clean_passed if clean_passed is not None else c.expected == "pass")
-            ]
+            failed = [c.statement for c in claims if not c.passed and c.expected == "pass"]
     except Exception as err:
         error = f"{type(err).__name__}: {str(err).splitlines()[0][:200] if str(err) else ''}"
     return MutantOutcome(
