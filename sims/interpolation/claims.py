@@ -535,6 +535,84 @@ def divergence_claims(results: dict, cfg: Config) -> list[Claim]:
     ]
 
 
+def constants_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The problem's constants against independent computations: the row-norm spread and (``"norm"`` sampling)
+    L_max = tr H against numpy from A; the rule's saturation batch (``rule_saturation``) against where the steps
+    ``momentum_rule`` returns stop growing."""
+    c, ref = results["constants"], results["reference"]
+    rounding = (
+        "deterministic: two float64 computations of one quantity (d <= 12 eigen-solves and sums) agree to rounding "
+        "(~1e-15 observed); 1e-9 is far below any effect a claim reads"
+    )
+    out = [
+        Claim(
+            "row-norm spread max||a_i||^2/mean||a_i||^2 of the problem (theory constants) = numpy's from the rows of A "
+            "(np.linalg.norm)",
+            ref["row_spread"],
+            float(c["row_spread"]),
+            1e-9,
+            "rel",
+            kind="check",
+            source="theory",
+            wide_reason=rounding,
+        )
+    ]
+    if cfg.sampling == "norm":  # p_i ~ ||a_i||^2, w_i = 1/(n p_i): E[X^2] = (||A||_F^2/n) H, so L_max = tr H
+        out.append(
+            Claim(
+                "rows sampled ~ ||a_i||^2 with weights 1/(n p_i): E[X^2] = tr(H) H, so L_max = lambda_max(H^-1/2 E[X^2]"
+                " H^-1/2) (theory, eigen-solve) = tr H = ||A||_F^2/n (numpy)",
+                ref["tr_H"],
+                float(c["L_max"]),
+                1e-9,
+                "rel",
+                kind="check",
+                source="theory",
+                wide_reason=rounding,
+            )
+        )
+    # the rule's step grows like B^2 below saturation and is constant above: from the steps it returns at the smallest
+    # B (growing) and the largest (saturated), the crossing is B_1 sqrt(lr(B_max)/lr(B_1)); NaN unless bracketed
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    lr = np.asarray(results["params"]["hb_rule"]["lr"], np.float64)
+    saturated = lr[-1] < lr[0] * (Bs[-1] / Bs[0]) ** 2 * (1 - 1e-9)
+    growing = len(Bs) > 2 and abs(lr[1] / lr[0] - (Bs[1] / Bs[0]) ** 2) < 1e-9 * (Bs[1] / Bs[0]) ** 2
+    crossing = Bs[0] * math.sqrt(lr[-1] / lr[0]) if saturated and growing else math.nan
+    # critical damping of the slowest mode (the rule's design): z^2 - (1 + beta - lr mu) z + beta has a double root,
+    # so the mean of its roots (1 + beta - lr mu)/2 equals the square root of their product, sqrt(beta)
+    beta = np.asarray(results["params"]["hb_rule"]["beta"], np.float64)
+    gap = np.abs((1.0 + beta - lr * float(c["mu"])) / 2.0 - np.sqrt(beta)) / np.sqrt(beta)
+    out.append(
+        Claim(
+            "heavy-ball rule critically damps the slowest mode at every B: z^2 - (1 + beta - lr mu) z + beta has a "
+            "double root, max_B |(1 + beta - lr mu)/2 - sqrt(beta)|/sqrt(beta) = 0 (lr, beta returned by "
+            "momentum_rule)",
+            0.0,
+            float(gap.max()),
+            1e-9,
+            "abs",
+            kind="check",
+            source="theory",
+            wide_reason=rounding,
+        )
+    )
+    out.append(
+        Claim(
+            "heavy-ball rule's saturation batch L_max sqrt(a)/(2 sqrt(L mu)), a = 2 (rule_saturation) = where the "
+            f"steps momentum_rule returns stop growing like B^2: B_1 sqrt(lr(B={Bs[-1]:g})/lr(B={Bs[0]:g})) (lr "
+            f"saturated at B = {Bs[-1]:g}, lr(B_2)/lr(B_1) = (B_2/B_1)^2)",
+            crossing,
+            float(c["sat_rule"]),
+            1e-9,
+            "rel",
+            kind="check",
+            source="theory",
+            wide_reason=rounding,
+        )
+    )
+    return out
+
+
 def claims(results: dict, cfg: Config) -> list[Claim]:
     return [
         *divergence_claims(results, cfg),
@@ -546,4 +624,5 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         *decay_claims(results, cfg),
         *rule_claims(results, cfg),
         *kaczmarz_claims(results, cfg),
+        *constants_claims(results, cfg),
     ]

@@ -138,6 +138,14 @@ def aux_theory(cfg: Config, problem) -> tuple:
     return kz, aux
 
 
+def reference_constants(A) -> dict:
+    """Numpy references for the problem's constants, computed from A (n, d) without the theory module: the
+    row-norm spread max ||a_i||^2 / mean ||a_i||^2 (row norms by ``np.linalg.norm``) and tr H = ||A||_F^2 / n."""
+    A = np.asarray(A, np.float64)
+    r = np.linalg.norm(A, axis=1) ** 2
+    return {"row_spread": float(r.max() / r.mean()), "tr_H": float(np.linalg.norm(A, "fro") ** 2 / A.shape[0])}
+
+
 def theory(cfg: Config, key) -> dict:
     """Everything exact, in float64: the problem, its constants, the parameters, the exact curves, the
     deterministic (full-batch) references and the Kaczmarz / coordinate-descent theory."""
@@ -162,6 +170,7 @@ def theory(cfg: Config, key) -> dict:
         e0 = -problem.x_star
         theory_curves = exact_curves(cfg, kernel, e0, params)
         kz, aux = aux_theory(cfg, problem)
+        sat_rule = float(ip.rule_saturation(mu, L, L_max))  # float64 (outside x64 it rounds to float32)
     constants = {
         "mu": mu,
         "L": L,
@@ -171,12 +180,13 @@ def theory(cfg: Config, key) -> dict:
         "row_spread": float(c.row_spread),
         "sat_sgd": float(sat["sgd"]),
         "sat_shb": float(sat["shb"]),
-        "sat_rule": float(ip.rule_saturation(mu, L, L_max)),
+        "sat_rule": sat_rule,
         "residual": float(problem.residual),
     }
     return {
         "problem": problem,
         "constants": constants,
+        "reference": reference_constants(problem.A),
         "deterministic": {"hb_rho": float(rho_det), "polyak_rate_sq": float(r_p) ** 2, "gd_rho": gd_rho},
         "params": params,
         "nesterov_rule": nesterov_rule,
@@ -331,6 +341,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out = {"batch_sizes": np.asarray(list(cfg.batch_sizes))}
     th = theory(cfg, kp)
     out["constants"] = th["constants"]
+    out["reference"] = th["reference"]
     out["deterministic"] = th["deterministic"]
     out["params"] = th["params"]
     out["nesterov_rule"] = th["nesterov_rule"]
