@@ -20,12 +20,17 @@ import numpy as np
 
 from jaxwb.models import corpus
 from jaxwb.models import diffusion_lm as dl
+from jaxwb.sims.sparse_attention import pretrain
 from jaxwb.sims.sparse_attention.config import Config
 from jaxwb.theory import sparse_attention as sa
 
 
 def get_model(cfg: Config) -> dl.DiffusionLM:
-    """The trained tiny diffusion LM of ``cfg`` (trained on first use, then loaded from the weight cache)."""
+    """The trained tiny diffusion LM of ``cfg``: with ``cfg.denoiser == "train"`` trained on first use, then loaded
+    from the weight cache; with ``"shipped"`` the quick preset's weights shipped in the package
+    (``pretrain.load_shipped``: configuration and sha256 checked)."""
+    if cfg.denoiser == "shipped":
+        return pretrain.load_shipped(cfg, "quick")
     return dl.trained_diffusion_lm(cfg.model, cfg.train, desc="train diffusion LM")[0]
 
 
