@@ -135,7 +135,10 @@ notebook.interact(
 # ## Recompute
 # Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset
 # takes seconds to a minute; nothing is written to `figures/`), and the figures and claims table below it are
-# the new run's. `workbench run sparse_attention --help` explains each field.
+# the new run's. `workbench run sparse_attention --help` explains each field. The quick preset loads the denoiser
+# shipped in the package (`denoiser="shipped"`: trained once with its own model and training fields by
+# `python -m jaxwb.sims.sparse_attention.pretrain --preset quick`, sha256 checked); change a model or training
+# field and set `denoiser="train"` to train that model instead (cached after the first time).
 
 # %%
 nb.controls()

@@ -187,8 +187,8 @@ PRESETS = {
         # trained with the full preset's recipe (train_steps, batch_size, lr, warmup), once, and shipped
         denoiser="shipped",
         eval_windows=24,
-        # 24 prompts: the refresh contrast end to end (KL) is resolved over 24 (0.018 +- 0.008 measured on the
-        # shipped model), not over 6 or 12 (0.021 +- 0.053, 0.015 +- 0.021)
+        # 24 prompts: the refresh contrast end to end (KL) is resolved over 24, barely (0.015 +- 0.014 measured on
+        # the shipped model), not over 6 or 12 (0.021 +- 0.053, 0.015 +- 0.021)
         n_prompts=24,
         prompt_len=16,
         gen_block=24,
