@@ -12,7 +12,7 @@ TITLE = "Heavy-ball momentum on a tiny LM: stable lr grows ~(1+beta), progress i
 
 # Arrays no claim reads, declared (``jaxwb.sims.core.coverage``): the grids' axes and per-row labels, and what only
 # the figures show (the loss map's divergence marks, per-step losses, parameter and RMSNorm-scale norms, seed 0's
-# valley coordinates and river distance, the init / unigram loss lines, the per-seed sharpness at init).
+# valley coordinates and river distance, the per-seed sharpness at init).
 DISPLAY_ONLY = (
     "adam/beta1",
     "adam/lr",
@@ -33,8 +33,6 @@ DISPLAY_ONLY = (
     "hessian/eigenvalues",
     "hessian/lambda_max",
     "hessian/lambda_max_seeds",
-    "init_loss",
-    "unigram_loss",
 )
 
 

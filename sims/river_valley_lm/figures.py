@@ -28,7 +28,7 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     mults, betas = np.asarray(s["lr_mult"]), np.asarray(s["beta"])
     fl, div = np.asarray(s["final_loss"]), np.asarray(s["diverged"])  # [L, B, S]
     n_s = fl.shape[-1]
-    uni, init = float(results["unigram_loss"]), float(results["init_loss"])
+    uni, init = float(results["unigram_loss"]), float(np.mean(results["init_loss"]))
     fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(16, 4.8))
     m, h = _mean_band(fl)
     for j, b in enumerate(betas):
@@ -38,7 +38,7 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
             ax.plot(mults[anyd], np.full(anyd.sum(), init), "x", color=line[0].get_color(), ms=9)
         ax.axvline(1.0 + b, **style.prediction(color=line[0].get_color()))
     ax.axhline(uni, color="0.5", lw=1, ls=":", label=f"unigram baseline {uni:.2f}")
-    ax.axhline(init, color="0.7", lw=1, label=f"loss at init (seed 0) {init:.2f}")
+    ax.axhline(init, color="0.7", lw=1, label=f"loss at init (mean over seeds) {init:.2f}")
     ax.plot([], [], **style.PREDICTION, label="quadratic edge lr lambda_max = 2(1+beta)")
     ax.plot([], [], "x", color="k", label=">= 1 seed diverged (drawn at the init loss)")
     ax.set(
@@ -88,7 +88,7 @@ def plot_decomposition(results: dict, cfg: Config):
     t = np.asarray(d["step"])
     spec = np.asarray(results["hessian"]["spectrum"])  # [S, K]
     ev = spec[0, : cfg.top_k]
-    uni, init = float(results["unigram_loss"]), float(results["init_loss"])
+    uni, init = float(results["unigram_loss"]), float(np.mean(results["init_loss"]))
     fig, axs = style.figure(1, 3, figsize=(16, 4.6))
     val = np.asarray(d["valley"][0, 0])  # HB, seed 0: [T, k]
     for i in range(val.shape[1]):

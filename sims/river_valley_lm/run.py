@@ -227,7 +227,8 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     st, train_tok, val_tok = setup(cfg, k_init, k_hess)
     out = {
         "unigram_loss": np.asarray(corpus.unigram_entropy(train_tok, val_tok)),
-        "init_loss": jax.jit(lambda th: dyn.flat_loss(st.unravel, st.static, st.ex, st.ey)(th))(st.flat0s[0]),
+        # validation loss at init, every seed [S] (the mini-batch runs' starting point)
+        "init_loss": np.asarray(jax.jit(jax.vmap(dyn.flat_loss(st.unravel, st.static, st.ex, st.ey)))(st.flat0s)),
     }
 
     # sharpness and top spectrum at initialisation, every seed (same Hessian batch)

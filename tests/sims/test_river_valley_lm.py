@@ -14,7 +14,7 @@ import pytest
 from jaxwb.sims import river_valley_lm as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.river_valley_lm import dynamics as dyn
-from jaxwb.sims.river_valley_lm.claims import grid_edge, linear_river_ratio, seed_edges
+from jaxwb.sims.river_valley_lm.claims import grid_edge, linear_river_ratio, seed_edges, unigram_cross_entropy
 from jaxwb.sims.river_valley_lm.run import eos_rows
 
 
@@ -112,6 +112,15 @@ def test_seed_edges_marks_censored_brackets():
     assert e[0, 0] == pytest.approx(4.0) and e[0, 1] == np.inf and np.isnan(e[0, 2])
 
 
+def test_unigram_cross_entropy_by_hand():
+    """Add-one smoothing over a 3-symbol vocabulary: train counts (2, 1, 0) -> p = (3, 2, 1)/6; eval tokens (0, 1)
+    -> cross-entropy -(log 1/2 + log 1/3)/2; an eval symbol never seen in training keeps probability 1/6."""
+    assert unigram_cross_entropy(np.array([0, 0, 1]), np.array([0, 1]), 3) == pytest.approx(
+        -(np.log(0.5) + np.log(1 / 3)) / 2, rel=1e-14
+    )
+    assert unigram_cross_entropy(np.array([0, 0, 1]), np.array([2]), 3) == pytest.approx(np.log(6.0), rel=1e-14)
+
+
 def test_eos_rows_equal_raw_and_effective_lr():
     rows = eos_rows(sim.Config(eos_beta=0.5, eos_mults=(2.0,)))
     assert [(b, m) for _, b, m in rows] == [(0.0, 2.0), (0.5, 2.0), (0.5, 1.0)]
@@ -140,6 +149,7 @@ def test_quick_preset_end_to_end(tmp_path):
     assert all(np.isfinite(c.measured) for c in outcome.claims)
     r = outcome.results
     assert np.all(np.asarray(r["hessian"]["lambda_max_seeds"]) > 0)
+    assert np.asarray(r["init_loss"]).shape == (cfg.n_seeds,)
     lam = np.asarray(r["eos"]["lam"])
     assert lam.shape == (len(eos_rows(cfg)), cfg.n_seeds, cfg.eos_steps // cfg.eos_every + 1)
     assert np.all(np.isfinite(lam))
