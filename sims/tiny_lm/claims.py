@@ -53,6 +53,7 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
         *_paper_claims(results, cfg),
         *_layer_error_claims(results),
         _rht_error_claim(results),
+        *_kernel_claims(results),
         *_pinsker_claims(results, cfg),
     ]
 
@@ -214,6 +215,50 @@ def _rht_error_claim(results: dict) -> Claim:
         ci=h,
         n_seeds=n,
     )
+
+
+# float32 (the kernel: Chebyshev erfc, float32 sums) against float64 (SciPy): relative differences of a layer's
+# MSE measured at <= 1.5e-7 (quick preset, seed 0); a wrong level, cell or scale moves it by > 1e-3
+RHT_REFERENCE_RTOL = 1e-5
+
+
+def _tensors(fmt: str) -> str:
+    return "first attention input, per token" if "activations" in fmt else "block weights"
+
+
+def _kernel_claims(results: dict) -> list[Claim]:
+    """The study's quantizers are the formats they name, on the first model's own tensors (``reference``): the
+    fast paths' codes and scale bytes equal the pure-jnp specification's, bit for bit (their docstrings'
+    promise), and RHT-4's per-layer error equals a float64 NumPy implementation's given the same randomness."""
+    kc = results["kernel_check"]
+    out = [
+        Claim(
+            f"{fmt}: the fast quantizer's codes and scale bytes = the specification's "
+            f"(pallas_kernels.quant.reference; the first model's {_tensors(fmt)}): mismatches",
+            0.0,
+            float(m),
+            0.0,
+            "abs",
+            source="theory",
+            kind="check",
+        )
+        for fmt, m in kc["mismatches"].items()
+    ]
+    fast, ref = _a(results["layer_rel_mse"]["rht4"]), _a(kc["rht4_rel_mse_np"])
+    out.append(
+        Claim(
+            "RHT-4 relative weight MSE per block layer = an independent float64 NumPy/SciPy implementation's (same "
+            f"signs and dithers): largest relative difference over the first model's {fast.size} layers "
+            "(float32 vs float64 rounding)",
+            0.0,
+            float(np.max(np.abs(fast / ref - 1.0))),
+            RHT_REFERENCE_RTOL,
+            "abs",
+            source="theory",
+            kind="check",
+        )
+    )
+    return out
 
 
 def _pinsker_claims(results: dict, cfg: Config) -> list[Claim]:

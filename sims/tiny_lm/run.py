@@ -12,7 +12,7 @@ import numpy as np
 from jaxwb.models import corpus, tokenizer
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import TinyLM, cast, linear_weights, replace_linear_weights, sample
-from jaxwb.sims.tiny_lm import quant
+from jaxwb.sims.tiny_lm import quant, reference
 from jaxwb.sims.tiny_lm.config import ENGINES, FORMATS, PROMPT, WA_FORMATS, Config
 from jaxwb.theory import tv_distance as tvd
 
@@ -91,6 +91,23 @@ def layer_study(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
     return {"layer_rel_mse": mse, "layer_ppl": lppl, "layer_names": np.array(names)}
 
 
+def kernel_check(model: TinyLM, cfg: Config, x, *, key: jax.Array) -> dict:
+    """The fast quantizers against independent references on this model's tensors (``reference``): code and
+    scale-byte mismatches per block format (block weights by input width; the first block's attention input
+    on 8 eval windows, quantized per token), and RHT-4's per-layer relative MSE from a float64 NumPy
+    implementation with the layer study's signs and dithers."""
+    names = quant.block_names(model)
+    ws = {k: linear_weights(model)[k] for k in names}
+    stacks = reference.by_width(ws)
+    mism = {f: sum(reference.code_mismatches(w, f) for w in stacks) for f in ("nvfp4", "mxfp4", "razer_weight")}
+    h = jax.vmap(jax.vmap(model.blocks[0].norm1))(model.embed[x[:8]]).reshape(-1, model.embed.shape[1])
+    for f in ("nvfp4", "razer_activation"):
+        mism[f"{f} (activations)"] = reference.code_mismatches(h, f, per_row=True)
+    keys = jax.random.split(jax.random.fold_in(key, FORMATS.index("rht4")), len(names))
+    rht = [reference.rht_rel_mse_reference(ws[n], k, group=cfg.rht_group) for n, k in zip(names, keys, strict=True)]
+    return {"mismatches": {f: jnp.asarray(m) for f, m in mism.items()}, "rht4_rel_mse_np": jnp.asarray(rht)}
+
+
 def run(cfg: Config, *, key: jax.Array) -> dict:
     train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
     x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
@@ -130,6 +147,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     out["bits"] = {f: jnp.asarray(quant.bits_per_weight(f, cfg.d_models[0], cfg.rht_group)) for f in FORMATS}
     model = first
     out.update(layer_study(model, cfg, x, y, key=key))
+    out["kernel_check"] = kernel_check(model, cfg, x, key=key)
     # engines: the same model served in float32 (A) and as B = bfloat16 compute / 4-bit weights (drop-in layers)
     engines = {
         "float32": model,

@@ -124,3 +124,28 @@ def test_training_loop_lowers_the_loss():
     losses = np.asarray(losses)
     assert losses.shape == (40,) and np.isfinite(losses).all()
     assert losses[-5:].mean() < losses[:5].mean() - 0.5
+
+
+def test_rht_numpy_reference_matches_the_kernel_and_sees_a_wrong_cell():
+    """The float64 NumPy RHT reference (sims.tiny_lm.reference) against the kernel's XLA path on random groups,
+    and a decoder that puts the top cell's midpoint above 1 is visible in it."""
+    from jaxwb.pallas_kernels.quant.rht import rht_dequantize, rht_quantize
+    from jaxwb.sims.tiny_lm import reference
+
+    w = jax.random.normal(jax.random.PRNGKey(3), (48, 64)) * 0.05
+    key = jax.random.PRNGKey(7)
+    wh = rht_dequantize(rht_quantize(w.reshape(48, 1, 64), key=key, bits=4, scaling="mse")).reshape(w.shape)
+    kernel = float(np.sum((np.asarray(wh) - np.asarray(w)) ** 2) / np.sum(np.asarray(w) ** 2))
+    ref = reference.rht_rel_mse_reference(w, key, group=64)
+    assert abs(kernel / ref - 1.0) < 1e-5
+    assert 0.005 < ref < 0.02  # about (pi sqrt 3 / 2) 4^-4 (N/(N-1))^2 = 0.012 for Gaussian weights
+
+
+def test_code_mismatches_is_zero_for_the_fast_paths_and_refuses_an_unknown_format():
+    from jaxwb.sims.tiny_lm import reference
+
+    x = jax.random.normal(jax.random.PRNGKey(0), (8, 64))
+    for fmt in reference.BLOCK_FORMATS:
+        assert reference.code_mismatches(x, fmt, per_row=fmt.endswith("activation")) == 0
+    with pytest.raises(ValueError, match="fmt"):
+        reference.code_mismatches(x, "int4")
