@@ -204,7 +204,7 @@ def train_map(
     basin, so its error separates a too-optimistic Bayes error from an optimisation failure; else w ~ N(0, I),
     v ~ 0.1 N(0,1)/sqrt h.
     Same width as the teacher. Returns test (evals + 1,) errors E_x (f - f*)^2 on fresh inputs, val (evals + 1,)
-    validation loss (noisy labels), best (test error at the lowest validation loss), final (test error at the end).
+    validation loss (noisy labels), best / final (test error at the lowest validation loss / at the end), w, v (end).
     """
     kd, kt = jax.random.split(data_key)
     d = teacher.w.shape[1]
@@ -239,13 +239,13 @@ def train_map(
         return carry, measure(carry[0])
 
     t0, v0 = measure(params)
-    _, (test, val) = jax.lax.scan(chunk, (params, state), None, length=evals)
+    (end, _), (test, val) = jax.lax.scan(chunk, (params, state), None, length=evals)
     test = jnp.where(jnp.isfinite(test), test, jnp.inf)
     val = jnp.where(jnp.isfinite(val), val, jnp.inf)
     test = jnp.concatenate([t0[None], test])
     val = jnp.concatenate([v0[None], val])
     i = jnp.argmin(val[1:]) + 1  # never the initialisation (for a warm start that would be the teacher itself)
-    return {"test": test, "val": val, "best": test[i], "best_val": val[i], "final": test[-1]}
+    return {"test": test, "val": val, "best": test[i], "best_val": val[i], "final": test[-1], "w": end.w, "v": end.v}
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -130,6 +130,7 @@ def measurements(results: dict, cfg: Config) -> dict:
     eps_s = np.asarray(s["eps_bo"])[:, None]
     out["st_random"] = np.asarray(s["random"]) / eps_s  # (D, seeds)
     out["st_warm"] = np.asarray(s["warm"]) / eps_s
+    out["map_ref_dev"] = float(np.max(np.asarray(s["map_ref_dev"])))
     out["init_dev"] = np.mean(np.asarray(s["init_test"], np.float64) / np.asarray(s["init_exact"]) - 1.0, axis=0)
     return out
 
@@ -345,6 +346,21 @@ def student_claims(m: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     ]
+    out.append(
+        Claim(
+            f"the MAP/Adam students (d={cfg.st_ds[0]}, {cfg.st_seeds} random-init and {cfg.st_seeds} warm-start) are "
+            f"the documented estimator: {cfg.st_steps} Adam steps (cosine decay to lr/10) on the negative log "
+            "posterior sum (y - f)^2/(2 Delta) + |w|^2/2 = an independent float64 NumPy re-implementation "
+            "(hand-written gradient and Adam, same data and initialisation): max relative parameter distance over "
+            "students (float32 rounding through the run: 2e-6..1.4e-5 observed at d = 16..96, 100..300 steps)",
+            0.0,
+            m["map_ref_dev"],
+            1e-4,
+            "abs",
+            kind="check",
+            source="theory",
+        )
+    )
     d_hi = cfg.st_ds[-1]
     out.append(
         Claim.from_samples(

@@ -11,7 +11,7 @@ import numpy as np
 from jaxwb.models import teacher_student as mts
 from jaxwb.sims.core.sweep import sweep
 from jaxwb.sims.teacher_student.config import Config
-from jaxwb.sims.teacher_student.reference import hermite_sq_distance, reference_solve
+from jaxwb.sims.teacher_student.reference import hermite_sq_distance, map_adam_reference, reference_solve
 from jaxwb.theory import teacher_student as ts
 
 # ---------------------------------------------------------------------------------------------------------
@@ -190,6 +190,7 @@ def students(cfg: Config, key: jax.Array, part: dict) -> dict:
         "warm_best": [],
         "init_test": [],
         "init_exact": [],
+        "map_ref_dev": None,
     }
     for j, d in enumerate(cfg.st_ds):
         k = max(1, int(d * cfg.st_k_ratio))
@@ -213,6 +214,8 @@ def students(cfg: Config, key: jax.Array, part: dict) -> dict:
         st["warm_best"].append(res["best"][cfg.st_seeds :])
         st["init_test"].append(res["test"][: cfg.st_seeds, 0])  # random init, before training: Monte Carlo
         st["init_exact"].append(init_error(teachers, ikeys, k, d))
+        if j == 0:  # the smallest d: the float64 NumPy re-implementation costs ~0.1 s there
+            st["map_ref_dev"] = jnp.asarray(map_reference_dev(cfg, teachers, dkeys, ikeys, res, n))
     return {f: jnp.asarray(np.array(x)) if isinstance(x, list) else x for f, x in st.items()}
 
 
@@ -223,6 +226,43 @@ def init_error(teachers, ikeys, h: int, d: int) -> np.ndarray:
     w0, v0 = (np.asarray(x) for x in _init_draws(ikeys, h, d))
     tw, tv = np.asarray(teachers.w), np.asarray(teachers.v)
     return np.array([hermite_sq_distance(tw[s], tv[s], w0[s], v0[s]) for s in range(len(ikeys))])
+
+
+MAP_VAL_FRAC = 0.2  # ``mts.train_map``'s default validation fraction (its first round(0.2 n) samples)
+
+
+def map_reference_dev(cfg: Config, teachers, dkeys, ikeys, res: dict, n: int) -> np.ndarray:
+    """Per student (random init: seeds 0..S-1, then warm start: S..2S-1), the relative distance of ``train_map``'s
+    end parameters (``res["w"]``, ``res["v"]``, rows random then warm) from ``reference.map_adam_reference`` (float64
+    NumPy: the documented objective, Adam and schedule, cfg.st_steps steps) run from the same initialisation on the
+    same training samples: max(|w - w_ref|/|w_ref|, |v - v_ref|/|v_ref|), shape (2 S,). The samples are re-drawn
+    here from the data keys as documented (x ~ N(0, I_d), noise z ~ N(0, 1); y = f*(x) + sqrt(Delta) z with f*
+    written out in NumPy), the random init from ``_init_draws``."""
+    d = teachers.w.shape[2]
+    x, z = (np.asarray(a, np.float64) for a in _data_draws(dkeys, n, d))
+    w0, v0 = (np.asarray(a, np.float64) for a in _init_draws(ikeys, teachers.w.shape[1], d))
+    tw, tv = np.asarray(teachers.w, np.float64), np.asarray(teachers.v, np.float64)
+    u = x @ np.swapaxes(tw, 1, 2) / np.sqrt(d)
+    y = (((u**3 - 3 * u) / np.sqrt(6)) @ tv[:, :, None])[:, :, 0] + np.sqrt(cfg.st_delta) * z
+    n_val = max(1, int(round(MAP_VAL_FRAC * n)))
+    both = lambda a, b: np.concatenate([a, b])  # random-init rows, then warm-start rows (as ``res``)
+    w_ref, v_ref = map_adam_reference(
+        both(w0, tw), both(v0, tv), both(x, x)[:, n_val:], both(y, y)[:, n_val:], cfg.st_delta, cfg.st_steps, cfg.st_lr
+    )
+    rel = lambda a, b: (
+        np.linalg.norm((np.asarray(a, np.float64) - b).reshape(len(b), -1), axis=1)
+        / np.linalg.norm(b.reshape(len(b), -1), axis=1)
+    )
+    return np.maximum(rel(res["w"], w_ref), rel(res["v"], v_ref))
+
+
+@partial(jax.jit, static_argnames=("n", "d"))
+def _data_draws(dkeys, n: int, d: int):
+    def one(dk):
+        kx, kz = jax.random.split(jax.random.split(dk)[0])
+        return jax.random.normal(kx, (n, d)), jax.random.normal(kz, (n,))
+
+    return jax.vmap(one)(dkeys)
 
 
 @partial(jax.jit, static_argnames=("h", "d"))
