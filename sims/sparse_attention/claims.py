@@ -420,6 +420,9 @@ def reference_claims(results, cfg: Config) -> list[Claim]:
     conc = np.asarray(pol["head_concentration"], np.float64)[:, t]  # [N, nl, H]
     err = np.asarray(pol["uniform"]["err"], np.float64)[row(cfg, 1, cfg.main_budget), :, t]  # [N, nl]
     err64 = ref.masked_output_error(r["q"], r["k"], r["v"], r["mask"])
+    tm, tm64 = np.asarray(results["maps"]["topk_mass"], np.float64), ref.topk_mass(r["true"], cfg.main_k)
+    tm_shape = (tm64.shape[0], cfg.steps, *tm64.shape[1:])  # [N, T, nl, H]; any other shape: a failed claim
+    tm_gap = float(np.max(np.abs(tm[:, t] - tm64))) if tm.shape == tm_shape else float("inf")
     s = results["sample"]
     measured_tr = ref.transition_steps(s["states"], s["prompt_and_text"], cfg.prompt_len, cfg.gen_block, dl.MASK)
     at = f"at step {t} of every prompt's dense run, every layer and head"
@@ -430,6 +433,17 @@ def reference_claims(results, cfg: Config) -> list[Claim]:
             f"<= {PROB_TOL:g} (float32 rounding)",
             0.0,
             float(np.max(np.abs(r["true"] - ref.block_mass(r["q"], r["k"], cfg.block)))),
+            PROB_TOL,
+            "abs",
+            kind="check",
+            source="paper",
+        ),
+        Claim(
+            f"The top-{cfg.main_k} block mass the head-spread test compares heads by is the mass in the "
+            f"{cfg.main_k} largest blocks of each row of the recorded maps, mean over rows: max |difference| from a "
+            f"float64 NumPy sort of those maps {at} <= {PROB_TOL:g} (float32 rounding)",
+            0.0,
+            tm_gap,
             PROB_TOL,
             "abs",
             kind="check",

@@ -118,7 +118,7 @@ def overlap_figure(r, cfg: Config):
         xlabel="lag (steps)", ylabel=f"top-{k} block-mask overlap", title="overlap decays with lag", ylim=(0, 1.02)
     )
     axes[1].legend(fontsize=7)
-    tm = m["topk_mass"].reshape(m["topk_mass"].shape[0], -1)  # [N, nl*H]
+    tm = m["topk_mass"].mean(axis=1).reshape(m["topk_mass"].shape[0], -1)  # [N, nl*H], mean over steps
     mean, half = _ci(tm)
     order = np.argsort(mean)
     labels = [f"L{i // cfg.n_heads}H{i % cfg.n_heads}" for i in range(tm.shape[1])]

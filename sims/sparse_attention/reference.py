@@ -56,6 +56,14 @@ def pooled_importance(
     return _softmax(scores(qb, kb))
 
 
+def topk_mass(maps: Float[np.ndarray, "*lead Qb Kb"], k: int) -> Float[np.ndarray, "*lead"]:
+    """Mass in the ``k`` largest key blocks of each row, averaged over rows, in float64 (a full sort, not a top-k
+    selection): the head-concentration statistic of the map analysis."""
+    if not 0 < k <= np.shape(maps)[-1]:
+        raise ValueError(f"k must lie in [1, {np.shape(maps)[-1]}], got {k}")
+    return np.sort(np.asarray(maps, np.float64), axis=-1)[..., -k:].sum(axis=-1).mean(axis=-1)
+
+
 def concentration(importance: Float[np.ndarray, "*lead H Qb Kb"]) -> Float[np.ndarray, "*lead H"]:
     """Head concentration ``1 - H(row) / log Kb`` averaged over query-block rows (0 = uniform, 1 = one block)."""
     a = np.asarray(importance, np.float64)

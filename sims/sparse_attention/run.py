@@ -29,7 +29,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     quality["text"] = {name: trajectory.text_stats(t, cfg) for name, t in texts.items()}
     true, imp = trajectory.record_maps(model, states, cfg)
     maps = trajectory.map_statistics(true, cfg, key=k_null)
-    head_spread = trajectory.head_spread_test(maps["topk_mass"], cfg.n_perm)
+    head_spread = trajectory.head_spread_test(maps["topk_mass"].mean(axis=1), cfg.n_perm)  # per head: mean over steps
     pol = policy_results(model, states, truth, true, imp, cfg)
     mid_qkv = trajectory.step_qkv(model, states[:, mid_step(cfg)])  # [N, nl, 3, H, L, Dh]
     reference = reference_inputs(mid_qkv, true, pol.pop("mid_mask"), cfg)

@@ -217,7 +217,8 @@ def map_statistics(true, cfg: Config, *, key) -> dict:
     ``across``   t -> t+1 where t+1 is a transition (decoding moves to the next block)
     ``far``      pairs of steps at least ``far_lag`` apart
     ``null``     t -> t+1 (within) with step t+1's map shuffled over key blocks (independent per row): chance
-    ``topk_mass [N, nl, H]``: mass in the top-k blocks, averaged over steps and rows (head concentration).
+    ``topk_mass [N, T, nl, H]``: mass in the top-k blocks, averaged over rows (head concentration; the head-spread
+    test and the figure average it over steps).
     ``overlap_lag [N, T]``: overlap of step t with step 0..T-1 averaged over t (the lag profile, for the figure).
     """
     T = cfg.steps
@@ -243,7 +244,7 @@ def map_statistics(true, cfg: Config, *, key) -> dict:
         "null": null.mean(axis=1),
         "per_step": cons,
         "overlap_lag": lag,
-        "topk_mass": np.asarray(sa.topk_mass(jnp.asarray(true), cfg.main_k)).mean(axis=1),
+        "topk_mass": np.asarray(sa.topk_mass(jnp.asarray(true), cfg.main_k)),
     }
 
 

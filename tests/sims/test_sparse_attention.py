@@ -41,7 +41,7 @@ def _check_outputs(out, out_dir):
     unexpected = [c.statement for c in out.claims if not c.as_expected]
     assert not unexpected, unexpected
     # the quick run makes every claim the full run makes (the same statements up to the preset's numbers)
-    assert len(out.claims) == 29
+    assert len(out.claims) == 30
     assert any(c.statement.startswith("The diffusion LM denoises at every step") and c.passed for c in out.claims)
     xfail = {c.statement for c in out.claims if c.expected == "fail"}
     prefixes = (*KNOWN_FAILURES, *UNRESOLVED_SMALL)
@@ -194,6 +194,7 @@ def test_float64_references_agree_with_the_pipeline_on_random_inputs():
     imp = ref.pooled_importance(q, k, 8)
     np.testing.assert_allclose(imp, sa.block_importance(q, k, block_q=8, block_k=8), atol=2e-6)
     np.testing.assert_allclose(ref.concentration(imp), sa.head_concentration(imp), atol=2e-6)
+    np.testing.assert_allclose(ref.topk_mass(imp, 2), sa.topk_mass(imp, 2), atol=2e-6)
     mask = np.asarray(sa.select_blocks(imp, 0.5, allocation="uniform"))
     assert int(ref.topk_violations(imp, mask, 2, tol=1e-9)) == 0
     assert int(ref.topk_violations(imp, ~mask, 2, tol=1e-9)) == imp.shape[0] * imp.shape[1]
