@@ -14,9 +14,9 @@ float64; the grid ranks with 16 root-finding steps, the optimum's rho is re-eval
 rule (``momentum_rule``) is evaluated beside it; the exact E||e_t||^2 curves come from a few vmapped calls (lengths
 rounded up to powers of 2); then every configuration is run by Monte Carlo (``run.mc_batch``: seeds vmapped, one
 compiled program per B, float64, the iteration on the error in velocity form) for as long as its statistics read
-(1.3 x the exact eps crossing or the fit window's end), common random numbers across methods at one B
-(``Config.common_random_numbers``; independent streams with per-configuration seed counts, ``Config.seed_scale``,
-are available and unused: docs/papers/interpolation.md, "Intervals").
+(1.3 x the exact eps crossing or the fit window's end). Quick preset: common random numbers across methods at one
+B (``Config.common_random_numbers``); full preset: independent streams with per-configuration seed counts
+(``Config.seed_scale``: 2x where a claim reads the configuration; docs/papers/interpolation.md, "Intervals").
 
 Figures (``figures/interpolation/``):
   iterations_vs_batch.png  iterations to reach E||e||^2 <= eps ||e_0||^2 vs B (log-log), Monte Carlo and
@@ -52,8 +52,9 @@ Heavy tails. The mean of ||e_t||^2 over seeds is carried by ever rarer trajector
 mean-square rate is a large-deviation quantity of a product of random matrices), most where the grid optimum puts
 a mode on the edge of mean-square stability: there the sample mean runs below E||e_t||^2 and the bootstrap
 interval, blind to what no seed sampled, is too narrow. In the full preset these configurations are listed in
-``Config.tail_configs`` (SGD at B = 16 and 256: grid lr = 1.94/L and 1.99/L; heavy ball at B = 1 and 16) and
-their claims carry ``expected="fail"`` with that reason: not theory errors (the exact recursion matches
+``Config.tail_configs`` (SGD at B = 16 and 256: grid lr = 1.94/L and 1.99/L; heavy ball at B = 16; Nesterov at
+B = 1; each with a coverage study, ``config.TAIL_COVERAGE``) and their claims carry ``expected="fail"`` with that
+reason and the measured coverage: not theory errors (the exact recursion matches
 enumeration and the dense operator in the unit tests, and every configuration away from the edge agrees inside
 its interval); deciding them would need rare-event sampling, not more seeds.
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim
-from jaxwb.sims.interpolation.config import METHODS, Config
+from jaxwb.sims.interpolation.config import METHODS, TAIL_COVERAGE, Config
 from jaxwb.sims.interpolation.statistics import boot_halfwidth
 from jaxwb.theory import interpolation as ip
 
@@ -58,10 +58,12 @@ def _ci(stat):
 def _tail(cfg: Config, *pairs, what="hits") -> dict:
     """expected="fail" with the heavy-tail reason when a (method, B) of ``pairs`` is in ``cfg.tail_configs`` for
     the statistic ``what`` ("hits" or "decay")."""
-    hit = [f"{m} at B={B}" for m, B in pairs if (m, int(B), what) in set(cfg.tail_configs)]
-    if not hit:
+    keys = [(m, int(B), what) for m, B in pairs if (m, int(B), what) in set(cfg.tail_configs)]
+    if not keys:
         return {}
-    return {"expected": "fail", "reason": TAIL_REASON.format(", ".join(hit))}
+    measured = "; ".join(f"{m} at B={B}: {TAIL_COVERAGE[(m, B, w)]}" for m, B, w in keys if (m, B, w) in TAIL_COVERAGE)
+    hit = ", ".join(f"{m} at B={B}" for m, B, _ in keys)
+    return {"expected": "fail", "reason": TAIL_REASON.format(hit) + (f" Measured: {measured}." if measured else "")}
 
 
 TAIL_REASON = (

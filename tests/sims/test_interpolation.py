@@ -90,12 +90,14 @@ def test_config_validation_names_the_field(field, value, match):
 
 
 def test_seed_counts_per_configuration():
-    """Common random numbers (both presets): one seed count per B; independent streams: each (method, B) runs its
-    B's seed count x its seed_scale factor."""
-    full = sim.PRESETS["full"]
-    assert full.common_random_numbers and not full.seed_scale
-    assert full.seeds_of("hb", 32) == 512  # max(min_seeds, min(n_seeds, seed_budget // B))
-    ind = dataclasses.replace(full, common_random_numbers=False, seed_scale=(("nesterov", 1, 16.0), ("sgd", 64, 0.25)))
+    """Common random numbers (quick preset): one seed count per B; independent streams (full preset): each
+    (method, B) runs its B's seed count x its seed_scale factor (2x where a claim reads it, 1x figure-only)."""
+    quick, full = sim.PRESETS["quick"], sim.PRESETS["full"]
+    assert quick.common_random_numbers and not quick.seed_scale
+    assert not full.common_random_numbers and full.seeds_of("hb", 1) == 2 * 4096 and full.seeds_of("sgd", 2) == 4096
+    base = dataclasses.replace(full, seed_scale=())
+    assert base.seeds_of("hb", 32) == 512  # max(min_seeds, min(n_seeds, seed_budget // B))
+    ind = dataclasses.replace(base, seed_scale=(("nesterov", 1, 16.0), ("sgd", 64, 0.25)))
     assert ind.seeds_of("nesterov", 1) == 16 * 4096 and ind.seeds_of("sgd", 64) == 64 and ind.seeds_of("hb", 1) == 4096
 
 
