@@ -28,7 +28,7 @@ DISPLAY_ONLY = (
     "params",
     "nesterov_rule",
     "theory/fit_window",
-    *(f"constants/{k}" for k in ("mu", "L", "eff_rank", "residual")),
+    *(f"constants/{k}" for k in ("mu", "L", "tr_H", "eff_rank", "residual")),
     *(f"{p}/{c}/{k}" for p in ("kaczmarz", "cd") for c in ("single", "block", "block_hb") for k in _AUX_SHOWN),
 )
 COLORS = {"sgd": "tab:blue", "hb": "tab:red", "nesterov": "tab:green", "hb_rule": "tab:purple"}
