@@ -136,6 +136,9 @@ notebook.interact(
 #   any width we can reach; $\beta \ge 1$ matches it within a few hundredths.
 # * The Adam students at small $d$ sit above the $d\to\infty$ Bayes curve (as they must) and close part of the
 #   gap as $n$ grows; the gap at these sizes is a factor of a few, larger than the paper's "small gap".
+# * The students are early-stopped Adam on the posterior objective (checked against an independent float64
+#   re-implementation), not its stationary points: trained much longer, with the readout free, they overfit the noise
+#   and their error grows (docs page, "MAP students").
 
 # %% [markdown]
 # ## Recompute
