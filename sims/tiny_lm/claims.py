@@ -226,10 +226,15 @@ def _tensors(fmt: str) -> str:
     return "first attention input, per token" if "activations" in fmt else "block weights"
 
 
+def _what(label: str) -> str:
+    return "activations (first attention input, per token)" if "activations" in label else "layers' weights"
+
+
 def _kernel_claims(results: dict) -> list[Claim]:
     """The study's quantizers are the formats they name, on the first model's own tensors (``reference``): the
     fast paths' codes and scale bytes equal the pure-jnp specification's, bit for bit (their docstrings'
-    promise), and RHT-4's per-layer error equals a float64 NumPy implementation's given the same randomness."""
+    promise), the values the quantized layers compute equal an independent decoder's round trip, and RHT-4's
+    per-layer error equals a float64 NumPy implementation's given the same randomness."""
     kc = results["kernel_check"]
     out = [
         Claim(
@@ -243,6 +248,19 @@ def _kernel_claims(results: dict) -> list[Claim]:
             kind="check",
         )
         for fmt, m in kc["mismatches"].items()
+    ]
+    out += [
+        Claim(
+            f"{label}: the values the study's quantized {_what(label)} compute = the independent round trip "
+            "(theory.quantization.fp4_formats: the formats' published rules in NumPy/ml_dtypes): mismatches",
+            0.0,
+            float(m),
+            0.0,
+            "abs",
+            source="theory",
+            kind="check",
+        )
+        for label, m in kc["decoded_mismatches"].items()
     ]
     fast, ref = _a(results["layer_rel_mse"]["rht4"]), _a(kc["rht4_rel_mse_np"])
     out.append(

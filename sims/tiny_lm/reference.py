@@ -29,6 +29,7 @@ from jaxwb.pallas_kernels.quant import (
 )
 from jaxwb.pallas_kernels.quant import reference as spec
 from jaxwb.pallas_kernels.quant.rht import rht_randomness
+from jaxwb.theory.quantization import fp4_formats
 
 # (format name, fast quantizer, specification quantizer) of the block formats the study runs
 BLOCK_FORMATS = {
@@ -67,6 +68,38 @@ def by_width(ws: dict[str, Float[Array, "out K"]]) -> list[Float[Array, "rows K"
     """The matrices of ``ws`` stacked along their rows, one stack per input width K (fewer compilations)."""
     widths = sorted({w.shape[-1] for w in ws.values()})
     return [jnp.concatenate([w for w in ws.values() if w.shape[-1] == k]) for k in widths]
+
+
+def block_layers(model) -> dict[str, object]:
+    """The block matmul layers of a (quantized) TinyLM by the names of ``models.tiny_lm.linear_weights``."""
+    out = {}
+    for i, b in enumerate(model.blocks):
+        out |= {f"block{i}.attn.qkv": b.attn.qkv, f"block{i}.attn.out": b.attn.out}
+        out |= {f"block{i}.mlp_in": b.mlp_in, f"block{i}.mlp_out": b.mlp_out}
+    return out
+
+
+def layer_decode_mismatches(qmodel, weights: dict[str, Float[Array, "out K"]], label: str) -> int:
+    """Number of weight elements where what a quantized model's layers compute differs from the independent
+    round trip ``theory.quantization.fp4_formats.roundtrip(label, w)`` of the float weight.
+
+    A layer's effective weight is read through the layer itself: ``layer(e_k)`` for the unit vectors e_k
+    (exact in bfloat16, one product per output in float32) is column k of the weight the layer multiplies by,
+    so the check covers the packing, the scale decode and the matmul's dequantization the study runs."""
+    n = 0
+    for name, layer in block_layers(qmodel).items():
+        w = weights[name]
+        seen = jax.vmap(layer)(jnp.eye(w.shape[1], dtype=jnp.float32)).T
+        n += int(np.sum(np.asarray(seen, np.float32) != fp4_formats.roundtrip(label, np.asarray(w, np.float32))))
+    return n
+
+
+def activation_decode_mismatches(h: Float[Array, "rows K"], fake_quant, label: str) -> int:
+    """Elements where ``fake_quant(row)`` (the study's per-token activation quantize-dequantize) differs from the
+    independent round trip of that row."""
+    seen = np.asarray(jax.vmap(fake_quant)(h), np.float32)
+    ind = np.stack([fp4_formats.roundtrip(label, row) for row in np.asarray(h, np.float32)])
+    return int(np.sum(seen != ind))
 
 
 def rht_reference_np(x: np.ndarray, signs: np.ndarray, u: np.ndarray, *, bits: int) -> np.ndarray:

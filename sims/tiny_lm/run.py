@@ -4,6 +4,8 @@ size's seed-0 model."""
 
 from __future__ import annotations
 
+import functools
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -93,9 +95,11 @@ def layer_study(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
 
 def kernel_check(model: TinyLM, cfg: Config, x, *, key: jax.Array) -> dict:
     """The fast quantizers against independent references on this model's tensors (``reference``): code and
-    scale-byte mismatches per block format (block weights by input width; the first block's attention input
-    on 8 eval windows, quantized per token), and RHT-4's per-layer relative MSE from a float64 NumPy
-    implementation with the layer study's signs and dithers."""
+    scale-byte mismatches per block format against the specification (block weights by input width; the first
+    block's attention input on 8 eval windows, quantized per token), value mismatches of what the quantized
+    layers and the activation quantizer compute against the independent round trip of
+    ``theory.quantization.fp4_formats``, and RHT-4's per-layer relative MSE from a float64 NumPy implementation
+    with the layer study's signs and dithers."""
     names = quant.block_names(model)
     ws = {k: linear_weights(model)[k] for k in names}
     stacks = reference.by_width(ws)
@@ -103,9 +107,20 @@ def kernel_check(model: TinyLM, cfg: Config, x, *, key: jax.Array) -> dict:
     h = jax.vmap(jax.vmap(model.blocks[0].norm1))(model.embed[x[:8]]).reshape(-1, model.embed.shape[1])
     for f in ("nvfp4", "razer_activation"):
         mism[f"{f} (activations)"] = reference.code_mismatches(h, f, per_row=True)
+    decoded = {
+        label: reference.layer_decode_mismatches(quant.quantized_model(model, fmt, key=key), ws, label)
+        for fmt, label in (("nvfp4", "NVFP4"), ("razer", "RaZeR (weight)"), ("mxfp4", "MXFP4"))
+    }
+    for fmt, label in (("nvfp4", "NVFP4"), ("razer_activation", "RaZeR (act.)")):
+        fq = functools.partial(quant.quantize_activations, fmt=fmt)
+        decoded[f"{label} activations"] = reference.activation_decode_mismatches(h, fq, label)
     keys = jax.random.split(jax.random.fold_in(key, FORMATS.index("rht4")), len(names))
     rht = [reference.rht_rel_mse_reference(ws[n], k, group=cfg.rht_group) for n, k in zip(names, keys, strict=True)]
-    return {"mismatches": {f: jnp.asarray(m) for f, m in mism.items()}, "rht4_rel_mse_np": jnp.asarray(rht)}
+    return {
+        "mismatches": {f: jnp.asarray(m) for f, m in mism.items()},
+        "decoded_mismatches": {f: jnp.asarray(m) for f, m in decoded.items()},
+        "rht4_rel_mse_np": jnp.asarray(rht),
+    }
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
