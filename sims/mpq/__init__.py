@@ -16,10 +16,11 @@ What is measured (``run``):
          quantized to INT-3 / INT-4 (groups of 32, min-max scales from the float weight) by RTN, GPTQ and MPQ on
          the proxy Hessian of 64 calibration windows, with and without a random-Hadamard rotation first; per-row
          objectives and perplexity per seed (seed s: model s, its own calibration windows and rotation signs);
-         GPTQ against the independent NumPy port of the published algorithm (``reference_np``). Full preset
-         only (``Config.with_lm``).
-  synth  the quick preset's stand-in for the LM layers (no trained model): synthetic layers (Gaussian weights,
-         correlated inputs), RTN and GPTQ objectives and GPTQ against the NumPy port, per seed.
+         GPTQ against the independent NumPy port of the published algorithm (``reference_np``). The quick
+         preset: the same models, 3 bits with the rotation, block 0's Linears only (``Config.lm_blocks``).
+  synth  with ``Config.with_lm=False`` (no preset), a stand-in for the LM layers that needs no trained model:
+         synthetic layers (Gaussian weights, correlated inputs), RTN and GPTQ objectives and GPTQ against the
+         NumPy port, per seed.
 
 What holds and what does not (full preset, ``figures/mpq/``): see ``docs/papers/mpq.md``. In short: state
 evolution, exact-minimum bounds, GPTQ = NumPy port and RTN >= GPTQ hold; MPQ as reconstructed here does NOT beat

@@ -165,7 +165,7 @@ def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
             name, gain = worst_layer(obj, a, b)
             out.append(
                 beats_claim(
-                    f"{a.upper()} >= {b.upper()} in (w - q)^T H (w - q) on every layer of the tiny LM, {tag}: "
+                    f"{a.upper()} >= {b.upper()} in (w - q)^T H (w - q) on {cfg.lm_scope} of the tiny LM, {tag}: "
                     f"worst layer ({name}): per-seed mean over rows of (obj_{a} - obj_{b}) / mean obj_{a} > 0",
                     mean_ci(gain),
                     expect,
@@ -186,12 +186,13 @@ def beats_claim(statement: str, interval: tuple[float, float, int], expect: str)
 
 def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
+    scope = f" ({cfg.lm_scope} quantized)" if cfg.lm_blocks else ""
     for tag, p in results["lm"]["ppl"].items():
         for a, b, expect in (("rtn", "gptq", "pass"), ("gptq", "mpq", "fail")):
             stmt = MPQ_WINS if b == "mpq" else "GPTQ beats round-to-nearest on perplexity"
             out.append(
                 beats_claim(
-                    f"{stmt}, tiny LM {tag}: ppl_{a} - ppl_{b} per seed > 0 (bootstrap interval over seeds)",
+                    f"{stmt}, tiny LM {tag}{scope}: ppl_{a} - ppl_{b} per seed > 0 (bootstrap interval over seeds)",
                     bootstrap_ci(_a(p[a]) - _a(p[b])),
                     expect,
                 )

@@ -138,11 +138,18 @@ def calibration(train_tok: np.ndarray, ctx: int, n: int, *, key: jax.Array) -> j
     return jnp.asarray(train_tok)[starts[:, None] + jnp.arange(ctx)[None, :]]
 
 
+@eqx.filter_jit
+def evaluate(model: TinyLM, x: jax.Array, y: jax.Array) -> jax.Array:
+    """``models.train.evaluate`` (mean cross-entropy on the windows x, y (n, T)) under one jit: traced once for
+    every model of one shape instead of once per call (the same numbers, bit for bit, measured)."""
+    return tr.evaluate(model, x, y)
+
+
 def lm_seed(model, cfg: Config, tok, x_ev, y_ev, *, key: jax.Array) -> dict:
     """One seed: per bits, rotation and method, the per-row objectives per layer and the perplexity."""
     k_cal, k_rot = jax.random.split(key)
     acts = layer_inputs(model, tok)
-    weights = {k: w for k, w in linear_weights(model).items() if k != "embed"}
+    weights = {k: w for k, w in linear_weights(model).items() if k != "embed" and cfg.quantizes(k)}
     obj, ppl, ref = {}, {}, {}
     for bits in cfg.bits:
         for rot_on in cfg.rht:
@@ -154,13 +161,13 @@ def lm_seed(model, cfg: Config, tok, x_ev, y_ev, *, key: jax.Array) -> dict:
                     rot = rht_matrix(w.shape[1], key=jax.random.fold_in(k_rot, li)) if rot_on else None
                     new[name], o[name] = quantize_lm_layer(w, acts[name], bits, method, cfg, rot=rot)
                 obj[tag][method] = o
-                ppl[tag][method] = float(jnp.exp(tr.evaluate(replace_linear_weights(model, new), x_ev, y_ev)))
+                ppl[tag][method] = float(jnp.exp(evaluate(replace_linear_weights(model, new), x_ev, y_ev)))
         ref[f"{bits}bit"] = {}
         for name, w in weights.items():  # GPTQ against the NumPy port, same layer and calibration inputs
             qj = quantize_lm_layer(w, acts[name], bits, "gptq", cfg, rot=None)[0]
             qn = gptq_numpy(np.asarray(w), np.asarray(acts[name]), bits=bits, group=cfg.group, percdamp=cfg.damping)
             ref[f"{bits}bit"][name] = float(np.mean(np.abs(np.asarray(qj, np.float64) - qn) > 1e-5 * np.abs(qn).max()))
-    return {"obj": obj, "ppl": ppl, "ref": ref, "fp": float(jnp.exp(tr.evaluate(model, x_ev, y_ev)))}
+    return {"obj": obj, "ppl": ppl, "ref": ref, "fp": float(jnp.exp(evaluate(model, x_ev, y_ev)))}
 
 
 def lm_part(cfg: Config, *, key: jax.Array) -> dict:
