@@ -46,7 +46,8 @@ def methods_figure(results: dict, cfg: Config):
         a.legend(fontsize=8)
     ax.set(
         ylabel="(w - q)^T H (w - q) / RTN's (mean over layers, rows)",
-        title=f"Layer objective, tiny LM ({cfg.lm_seeds} seeds, 95% t-CI)",
+        title=f"Layer objective, tiny LM ({cfg.lm_seeds} seeds, 95% t-CI)"
+        + (f"; {cfg.lm_scope} quantized" if cfg.lm_blocks else ""),
     )
     ax2.set(
         ylabel="perplexity - float32's (same model, per seed)",
