@@ -111,8 +111,8 @@ PRESETS = {
     # The quick preset runs the tiny LM on the full preset's five models (the same cache entries as the tiny_lm
     # result's quick and full presets: nothing more to train where that result ran), with one setting (3 bits, with
     # the rotation; GPTQ vs the NumPy port runs the unrotated branch), block 0's four Linears (64 and 256 inputs:
-    # GPTQ's lazy batches of 128 columns): ~+14 s of CPU over the run without the LM, where all 8 layers and the 4
-    # settings cost ~10 s per seed (32 evaluation windows instead of 64 cut little and tripled the perplexity CI)
+    # GPTQ's lazy batches of 128 columns): +9.6 s of CPU over the run without the LM (docs/papers/mpq.md), where all
+    # 8 layers and the 4 settings cost ~10 s per seed (32 evaluation windows cut little and tripled the perplexity CI)
     "quick": Config(
         se_d=200,
         se_rows=32,

@@ -40,6 +40,16 @@ def test_config_validation():
     assert quick.quantizes("block0.attn.qkv") and not quick.quantizes("block1.attn.qkv")
 
 
+def test_one_coordinate_ratio():
+    """>= 1 at the exact minimum (a coordinate-wise minimum), < 1 at the worst codeword (a change helps)."""
+    from jaxwb.theory import mpq as M
+
+    w, h, book = R.tiny_problem(sim.PRESETS["quick"], key=jax.random.key(0))
+    combos, energy = M.codeword_energies(w[0], h, book.grid[0])
+    assert R.one_coordinate_ratio(w[0], h, book.grid[0], combos[np.argmin(energy)]) >= 1.0
+    assert R.one_coordinate_ratio(w[0], h, book.grid[0], combos[np.argmax(energy)]) < 1.0
+
+
 @pytest.mark.slow
 def test_theory_parts_small():
     """State evolution and the tiny problems on a small config: their claims hold (fast; the LM part is in the
@@ -48,7 +58,7 @@ def test_theory_parts_small():
     res = {"se": R.state_evolution_part(cfg, key=jax.random.key(0)), "tiny": R.tiny_part(cfg, key=jax.random.key(1))}
     out = se_claims(res, cfg) + tiny_claims(res, cfg)
     bounds = [c for c in out if c.kind == "bound"]
-    assert len(bounds) == 5 and all(c.passed for c in bounds)
+    assert len(bounds) == 7 and all(c.passed for c in bounds)  # exact minimum x 5, coordinate-wise minimum x 2
     se = out[0]
     assert abs(se.measured) < 0.05, se
 
