@@ -138,7 +138,31 @@ def ref_claims(results: dict, cfg: Config) -> list[Claim]:
                 "change a weight or two of a layer (and GPTQ's feedback the rest of its row), any real bug many more",
             )
         )
+    if lm:
+        out.append(fp_claim(results))
     return out
+
+
+# float32 model vs float64 NumPy forward pass: perplexities agree to ~1e-7 relative (measured 1.3e-8); a wrong
+# attention scale, norm or RoPE moves them by > 1e-3
+FP_FORWARD_RTOL = 1e-6
+
+
+def fp_claim(results: dict) -> Claim:
+    """The float model every method starts from computes the tiny LM it is described as: its perplexity on the
+    evaluation windows equals an independent float64 NumPy forward pass's (``reference_np.lm_logits_np``)."""
+    fp, fp_np = _a(results["lm"]["fp_ppl"]), _a(results["lm"]["fp_ppl_np"])
+    return Claim(
+        "the float tiny LM (JAX, float32) = an independent float64 NumPy forward pass of the same weights "
+        f"(pre-norm blocks, RoPE, causal attention, tanh-GELU, tied output): largest relative perplexity "
+        f"difference over the {fp.size} models",
+        0.0,
+        float(np.max(np.abs(fp / fp_np - 1.0))),
+        FP_FORWARD_RTOL,
+        "abs",
+        kind="check",
+        source="theory",
+    )
 
 
 def synth_claims(results: dict, cfg: Config) -> list[Claim]:

@@ -14,7 +14,7 @@ from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
 from jaxwb.pallas_kernels.quant.hadamard import hadamard_matrix
 from jaxwb.sims.mpq.config import METHODS, TINY_SOLVERS, Config
-from jaxwb.sims.mpq.reference_np import gptq_numpy
+from jaxwb.sims.mpq.reference_np import gptq_numpy, lm_cross_entropy_np
 from jaxwb.theory import mpq as M
 
 # ---------------------------------------------------------------------------------------------------------
@@ -190,13 +190,29 @@ def lm_seed(model, cfg: Config, tok, x_ev, y_ev, *, key: jax.Array) -> dict:
             qj = quantize_lm_layer(w, acts[name], bits, "gptq", cfg, rot=None)[0]
             qn = gptq_numpy(np.asarray(w), np.asarray(acts[name]), bits=bits, group=cfg.group, percdamp=cfg.damping)
             ref[f"{bits}bit"][name] = float(np.mean(np.abs(np.asarray(qj, np.float64) - qn) > 1e-5 * np.abs(qn).max()))
-    return {"obj": obj, "ppl": ppl, "ref": ref, "fp": float(jnp.exp(evaluate(model, x_ev, y_ev)))}
+    fp_np = np.exp(
+        lm_cross_entropy_np(
+            float64_params(model), x_ev, y_ev, n_heads=model.config.n_heads, rope_base=model.config.rope_base
+        )
+    )
+    return {"obj": obj, "ppl": ppl, "ref": ref, "fp": float(jnp.exp(evaluate(model, x_ev, y_ev))), "fp_np": fp_np}
+
+
+def float64_params(model: TinyLM) -> dict[str, np.ndarray]:
+    """The float model's weights by name, float64, for the NumPy forward pass (``reference_np.lm_logits_np``)."""
+    params = {k: np.asarray(w, np.float64) for k, w in linear_weights(model).items()}
+    for i, b in enumerate(model.blocks):
+        params[f"block{i}.norm1"] = np.asarray(b.norm1.weight, np.float64)
+        params[f"block{i}.norm2"] = np.asarray(b.norm2.weight, np.float64)
+    params["norm_f"] = np.asarray(model.norm_f.weight, np.float64)
+    return params
 
 
 def lm_part(cfg: Config, *, key: jax.Array) -> dict:
     """Every seed of :func:`lm_seed`, stacked: ``ppl[tag][method]`` (seeds,), ``objective[tag][method][layer]``
     (seeds, rows), ``ref_mismatch[bits][layer]`` (seeds,; fraction of weights where GPTQ and the NumPy port
-    differ), ``fp_ppl`` (seeds,); tag = "<bits>bit_plain" or "<bits>bit_rht"."""
+    differ), ``fp_ppl`` (seeds,), ``fp_ppl_np`` (seeds,; from the float64 NumPy forward pass); tag =
+    "<bits>bit_plain" or "<bits>bit_rht"."""
     lm = cfg.lm
     train_tok, val_tok = corpus.load_corpus(max_bytes=lm.corpus_bytes)
     x_ev, y_ev = tr.eval_windows(val_tok, lm.ctx, cfg.eval_windows)
@@ -209,6 +225,7 @@ def lm_part(cfg: Config, *, key: jax.Array) -> dict:
         seeds.append(lm_seed(model, cfg, tok, x_ev, y_ev, key=k))
     return {
         "fp_ppl": jnp.asarray([r["fp"] for r in seeds]),
+        "fp_ppl_np": jnp.asarray([r["fp_np"] for r in seeds]),
         "ppl": jax.tree.map(lambda *a: jnp.asarray(a), *[r["ppl"] for r in seeds]),
         "objective": jax.tree.map(lambda *a: jnp.stack(a), *[r["obj"] for r in seeds]),
         "ref_mismatch": jax.tree.map(lambda *a: jnp.asarray(a), *[r["ref"] for r in seeds]),

@@ -175,3 +175,20 @@ def test_quantize_model_nnx_and_bad_calls():
         quantize_model(mlp, "nvfp4", method="adaround")
     with pytest.raises(ValueError, match="calibration has no inputs"):
         quantize_model(mlp, "nvfp4", method="mpq", calibration={".layers[0]": calib[".layers[0]"]})
+
+
+def test_numpy_forward_pass_matches_the_tiny_lm():
+    """The float64 NumPy forward pass (``reference_np.lm_logits_np``) against ``models.tiny_lm.TinyLM`` on a random
+    model: the same logits up to float32 rounding, and a wrong attention scale would be visible."""
+    import jax
+
+    from jaxwb.models.tiny_lm import LMConfig, TinyLM
+    from jaxwb.sims.mpq.reference_np import lm_logits_np
+    from jaxwb.sims.mpq.run import float64_params
+
+    cfg = LMConfig(d_model=32, n_layers=2, n_heads=4, ctx=16)
+    model = TinyLM(cfg, key=jax.random.key(0))
+    tokens = np.asarray(jax.random.randint(jax.random.key(1), (16,), 0, cfg.vocab))
+    z = np.asarray(model(tokens), np.float64)
+    z_np = lm_logits_np(float64_params(model), tokens, n_heads=cfg.n_heads, rope_base=cfg.rope_base)
+    assert np.max(np.abs(z - z_np)) < 1e-4 * np.max(np.abs(z_np))
