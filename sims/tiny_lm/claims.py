@@ -230,6 +230,11 @@ def _what(label: str) -> str:
     return "activations (first attention input, per token)" if "activations" in label else "layers' weights"
 
 
+def _no_mismatch(statement: str, mismatches) -> Claim:
+    """A deterministic equality of two implementations: the number of differing elements against 0."""
+    return Claim(statement, 0.0, float(mismatches), 0.0, "abs", source="theory", kind="check")
+
+
 def _kernel_claims(results: dict) -> list[Claim]:
     """The study's quantizers are the formats they name, on the first model's own tensors (``reference``): the
     fast paths' codes and scale bytes equal the pure-jnp specification's, bit for bit (their docstrings'
@@ -237,28 +242,18 @@ def _kernel_claims(results: dict) -> list[Claim]:
     per-layer error equals a float64 NumPy implementation's given the same randomness."""
     kc = results["kernel_check"]
     out = [
-        Claim(
+        _no_mismatch(
             f"{fmt}: the fast quantizer's codes and scale bytes = the specification's "
             f"(pallas_kernels.quant.reference; the first model's {_tensors(fmt)}): mismatches",
-            0.0,
-            float(m),
-            0.0,
-            "abs",
-            source="theory",
-            kind="check",
+            m,
         )
         for fmt, m in kc["mismatches"].items()
     ]
     out += [
-        Claim(
+        _no_mismatch(
             f"{label}: the values the study's quantized {_what(label)} compute = the independent round trip "
             "(theory.quantization.fp4_formats: the formats' published rules in NumPy/ml_dtypes): mismatches",
-            0.0,
-            float(m),
-            0.0,
-            "abs",
-            source="theory",
-            kind="check",
+            m,
         )
         for label, m in kc["decoded_mismatches"].items()
     ]

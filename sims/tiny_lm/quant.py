@@ -72,11 +72,23 @@ def block_names(model: TinyLM) -> list[str]:
     return [k for k in linear_weights(model) if k != "embed"]
 
 
+def block_weights(model: TinyLM) -> dict[str, jax.Array]:
+    """Every block matmul weight by name (``block_names`` order; the embedding excluded)."""
+    lw = linear_weights(model)
+    return {k: lw[k] for k in block_names(model)}
+
+
+def layer_keys(model: TinyLM, key: jax.Array) -> dict[str, jax.Array]:
+    """One key per block matmul weight (``block_names`` order): the randomness of a fake-quantizer that needs it
+    (RHT-4's signs and dithers)."""
+    names = block_names(model)
+    return dict(zip(names, jax.random.split(key, len(names)), strict=True))
+
+
 def quantized_weights(model: TinyLM, fmt: str, *, key: jax.Array, rht_group: int) -> dict:
     """Fake-quantized float32 copies of every block matmul weight (the embedding is left in full precision)."""
-    ws = {k: linear_weights(model)[k] for k in block_names(model)}
-    keys = jax.random.split(key, len(ws))
-    return {k: fake_quantize(w, fmt, key=kk, rht_group=rht_group) for (k, w), kk in zip(ws.items(), keys, strict=True)}
+    keys = layer_keys(model, key)
+    return {k: fake_quantize(w, fmt, key=keys[k], rht_group=rht_group) for k, w in block_weights(model).items()}
 
 
 class ActQuantLinear(eqx.Module):

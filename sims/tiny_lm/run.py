@@ -65,11 +65,16 @@ def engine_distances(engine_a: TinyLM, engine_b: TinyLM, *, key: jax.Array, n: i
     return {"tv": jnp.mean(z_tv), "tv_se": se(z_tv), "kl": jnp.mean(z_kl), "kl_se": se(z_kl)}
 
 
+def format_key(key: jax.Array, fmt: str) -> jax.Array:
+    """The key of format ``fmt`` (one of FORMATS) under a model's key: its perplexities and the layer study."""
+    return jax.random.fold_in(key, FORMATS.index(fmt))
+
+
 def one_model(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
     """Every perplexity of one trained model: float32, weight-only per format, W4A4, outlier channels."""
     out = {"fp": ppl(model, x, y)}
-    for i, fmt in enumerate(FORMATS):
-        out[fmt] = ppl(quant.quantized_model(model, fmt, key=jax.random.fold_in(key, i), rht_group=cfg.rht_group), x, y)
+    for fmt in FORMATS:
+        out[fmt] = ppl(quant.quantized_model(model, fmt, key=format_key(key, fmt), rht_group=cfg.rht_group), x, y)
     for fmt in WA_FORMATS:
         out[f"wa_{fmt}"] = ppl(quant.quantized_model(model, fmt, key=key, activations=True), x, y)
     ch = quant.outlier_channels(model.config.d_model, cfg.outlier_channels, key=jax.random.fold_in(key, 77))
@@ -86,8 +91,8 @@ def layer_study(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
     names = quant.block_names(model)
     full = linear_weights(model)
     mse, lppl = {}, {}
-    for i, fmt in enumerate(FORMATS):
-        q = quant.quantized_weights(model, fmt, key=jax.random.fold_in(key, i), rht_group=cfg.rht_group)
+    for fmt in FORMATS:
+        q = quant.quantized_weights(model, fmt, key=format_key(key, fmt), rht_group=cfg.rht_group)
         mse[fmt] = jnp.stack([jnp.sum((q[n] - full[n]) ** 2) / jnp.sum(full[n] ** 2) for n in names])
         lppl[fmt] = jnp.asarray([ppl(replace_linear_weights(model, {n: q[n]}), x, y) for n in names])
     return {"layer_rel_mse": mse, "layer_ppl": lppl, "layer_names": np.array(names)}
@@ -100,8 +105,7 @@ def kernel_check(model: TinyLM, cfg: Config, x, *, key: jax.Array) -> dict:
     layers and the activation quantizer compute against the independent round trip of
     ``theory.quantization.fp4_formats``, and RHT-4's per-layer relative MSE from a float64 NumPy implementation
     with the layer study's signs and dithers."""
-    names = quant.block_names(model)
-    ws = {k: linear_weights(model)[k] for k in names}
+    ws = quant.block_weights(model)
     stacks = reference.by_width(ws)
     mism = {f: sum(reference.code_mismatches(w, f) for w in stacks) for f in ("nvfp4", "mxfp4", "razer_weight")}
     h = jax.vmap(jax.vmap(model.blocks[0].norm1))(model.embed[x[:8]]).reshape(-1, model.embed.shape[1])
@@ -114,8 +118,8 @@ def kernel_check(model: TinyLM, cfg: Config, x, *, key: jax.Array) -> dict:
     for fmt, label in (("nvfp4", "NVFP4"), ("razer_activation", "RaZeR (act.)")):
         fq = functools.partial(quant.quantize_activations, fmt=fmt)
         decoded[f"{label} activations"] = reference.activation_decode_mismatches(h, fq, label)
-    keys = jax.random.split(jax.random.fold_in(key, FORMATS.index("rht4")), len(names))
-    rht = [reference.rht_rel_mse_reference(ws[n], k, group=cfg.rht_group) for n, k in zip(names, keys, strict=True)]
+    keys = quant.layer_keys(model, format_key(key, "rht4"))  # the layer study's RHT-4 randomness
+    rht = [reference.rht_rel_mse_reference(w, keys[n], group=cfg.rht_group) for n, w in ws.items()]
     return {
         "mismatches": {f: jnp.asarray(m) for f, m in mism.items()},
         "decoded_mismatches": {f: jnp.asarray(m) for f, m in decoded.items()},
