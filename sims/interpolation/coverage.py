@@ -21,7 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxwb.sims.interpolation.config import METHODS, PRESETS, Config
-from jaxwb.sims.interpolation.run import NU, mc_plan, simulate, theory
+from jaxwb.sims.interpolation.run import NU, mc_plan, run_keys, simulate, theory
 from jaxwb.sims.interpolation.statistics import boot_halfwidth, boot_means, fits, hits
 
 REPLICATE_KEY0 = 10_000  # replicate r uses jax.random.key(REPLICATE_KEY0 + r): streams the run never uses
@@ -64,6 +64,11 @@ def summarise(rows: list[dict]) -> dict:
     return out
 
 
+def committed_theory(cfg: Config, seed: int = 0) -> dict:
+    """:func:`run.theory` on the problem of the run with seed ``seed`` (its problem key)."""
+    return theory(cfg, run_keys(jax.random.key(seed))[0])
+
+
 def coverage(method: str, batch_size: int, seeds: int, replicates: int, *, preset: str = "full") -> dict:
     """The coverage study of (``method``, ``batch_size``) at ``seeds`` seeds per replicate on ``preset``'s
     problem (the run's problem key)."""
@@ -74,7 +79,7 @@ def coverage(method: str, batch_size: int, seeds: int, replicates: int, *, prese
         raise ValueError(f"batch_size must be one of {cfg.batch_sizes}, got {batch_size}")
     if seeds < 2 or replicates < 2:
         raise ValueError(f"seeds and replicates must be >= 2, got seeds={seeds}, replicates={replicates}")
-    th = theory(cfg, jax.random.split(jax.random.key(0), 4)[0])  # the run's problem key (run.run: kp)
+    th = committed_theory(cfg)
     rows = [
         replicate(th, cfg, method, batch_size, seeds, r)
         for r in tqdm(range(replicates), desc=f"{method} B={batch_size}")

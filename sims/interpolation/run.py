@@ -336,8 +336,13 @@ def aux_monte_carlo(cfg: Config, th: dict, name: str, key, rng) -> dict:
     return res
 
 
+def run_keys(key: jax.Array) -> jax.Array:
+    """The run's keys from its seed key: (problem, Monte Carlo, auxiliary, bootstrap)."""
+    return jax.random.split(key, 4)
+
+
 def run(cfg: Config, *, key: jax.Array) -> dict:
-    kp, kmc, kaux, kboot = jax.random.split(key, 4)
+    kp, kmc, kaux, kboot = run_keys(key)
     out = {"batch_sizes": np.asarray(list(cfg.batch_sizes))}
     th = theory(cfg, kp)
     out["constants"] = th["constants"]

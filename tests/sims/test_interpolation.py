@@ -131,13 +131,11 @@ def test_coverage_study_refuses_bad_input():
 def test_coverage_study_reproduces_the_documented_replicate():
     """SGD at B = 256 with 128 seeds, replicate 0 (docs/papers/interpolation.md, "Intervals"): the heavy tail puts
     iterations to eps at 1343 +- 28 against the exact 1717."""
-    import jax
-
     from jaxwb.sims.interpolation import coverage
     from jaxwb.sims.interpolation.config import PRESETS
 
     cfg = PRESETS["full"]
-    th = coverage.theory(cfg, jax.random.split(jax.random.key(0), 4)[0])
+    th = coverage.committed_theory(cfg)
     r = coverage.replicate(th, cfg, "sgd", 256, 128, 0)
     assert abs(r["hits"][0] - 1343.4) < 0.1 and abs(r["exact"]["hits"] - 1717.5) < 0.1
     assert abs(r["hits"][0] - r["exact"]["hits"]) > r["hits"][1]  # not covered
