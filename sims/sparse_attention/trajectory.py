@@ -259,8 +259,8 @@ def head_spread_test(topk_mass, n_perm: int, *, seed: int = 0) -> dict:
 
     Statistic: variance over heads (all layers) of the per-head mean (over prompts) top-k mass. Null: the head
     labels are exchangeable within each prompt (shuffled independently per prompt), which keeps every
-    prompt's values but destroys any head identity. Returns the statistic, the null's 95% quantile and the
-    one-sided permutation p-value.
+    prompt's values but destroys any head identity. Returns the statistic, the null's mean and 95% quantile and
+    the one-sided permutation p-value.
     """
     x = np.asarray(topk_mass, np.float64).reshape(topk_mass.shape[0], -1)  # [N, heads]
     stat = float(np.var(x.mean(axis=0)))
@@ -271,6 +271,7 @@ def head_spread_test(topk_mass, n_perm: int, *, seed: int = 0) -> dict:
         null[i] = np.var(xs.mean(axis=0))
     return {
         "stat": stat,
+        "null_mean": float(null.mean()),
         "null_q95": float(np.quantile(null, 0.95)),
         "p_value": float((1 + np.sum(null >= stat)) / (1 + n_perm)),
     }
