@@ -107,8 +107,8 @@ class Config:
             bad("robust_seeds", "must be >= 5 (the robustness-over-n claim uses a CI over seeds)")
         if self.las_cal_seeds < 5:
             bad("las_cal_seeds", "must be >= 5 (the calibration is a mean over seeds)")
-        if self.bound_seeds < 0:
-            bad("bound_seeds", "must be >= 0")
+        if self.bound_seeds < 0 or 0 < self.bound_seeds < 5:
+            bad("bound_seeds", "must be 0 (no bound instances) or >= 5 per alpha")
         if self.bkp_check_jobs > self.n_jobs:
             bad("bkp_check_jobs", f"must be <= n_jobs = {self.n_jobs}")
         if self.bound_horizon <= 12:
@@ -128,15 +128,18 @@ PRESETS = {
         n_seeds=5,
         substeps=2,
         noise_levels=(0.0, 0.4, 0.8),
-        las_eps_grid=(),
+        las_eps_grid=(0.1, 0.5, 2.0),
+        las_cal_seeds=5,
         bkp_check_jobs=24,
         robust_n=(20, 60),
         robust_seeds=5,
         robust_shared_shape=True,
-        bound_seeds=0,
-        lb_kappas=(),
+        bound_seeds=5,
+        lb_jobs=50,
+        lb_kappas=(0.4,),
         chunk=5,
-    ),  # bounds, the LAS eps sweep and the AVR family: full preset only
+    ),  # every branch of the full preset at a smaller size (issue #38): the LAS eps calibration, the random bound
+    # instances (5 per alpha) and the AVR family at one kappa (50 vs 100 jobs)
 }
 
 

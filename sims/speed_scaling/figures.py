@@ -34,7 +34,7 @@ def plot(results: dict, cfg: Config) -> dict:
         figs["robust_n"] = robust_n_figure(results, cfg)
     if "las_calibration" in results:
         figs["las_eps"] = las_eps_figure(results, cfg)
-    if "avr_lb" in results:  # full preset only
+    if "avr_lb" in results:
         figs["avr_lower_bound"] = avr_lower_bound_figure(results, cfg)
     return figs
 

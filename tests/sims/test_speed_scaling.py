@@ -23,14 +23,32 @@ def test_quick_preset_end_to_end(tmp_path):
     failed = [c.statement for c in outcome.claims if not c.as_expected]
     assert not failed, failed
     assert all(c.kind in ("check", "bound", "paper") for c in outcome.claims)
-    for name in ("ratio_vs_error", "profiles", "robustness", "las_experiment", "robust_n"):  # las_eps, avr_lb: full
+    figures = ("ratio_vs_error", "profiles", "robustness", "las_experiment", "robust_n", "las_eps", "avr_lower_bound")
+    for name in figures:
         assert (tmp_path / f"{name}.png").stat().st_size > 10_000
     manifest = json.loads((tmp_path / "manifest.json").read_text())
     assert manifest["claims_as_expected"] and manifest["nonfinite_arrays"] == []
     data = np.load(tmp_path / "data.npz")
     assert data["main/oa"].shape == (sim.PRESETS["quick"].n_seeds,)
-    # the quick preset is not LAS's experiment: no published-number claims are made on it
+    # the quick preset is not LAS's experiment: no published-number claims are made on it (their off-setup
+    # counterparts are: the published order of the baselines, the calibration's consistency and rise)
     assert not paper_setup(sim.PRESETS["quick"]) and paper_setup(sim.PRESETS["full"])
+    assert not any(c.kind == "paper" for c in outcome.claims)
+    # every branch of the full preset is reached (issue #38): its optional outputs and their claims
+    for key in ("robust_n", "las_calibration", "bounds", "avr_lb"):
+        assert key in outcome.results, key
+    statements = " ".join(c.statement for c in outcome.claims)
+    for part in ("costs more than OA", "calibration instances", "on random instances", "lower-bound family"):
+        assert part in statements, part
+
+
+def test_quick_preset_enables_every_optional_branch_of_the_full_one():
+    """Each output the full preset computes only when a field is set (robust_n, las_eps_grid, bound_seeds,
+    lb_kappas) is computed by the quick preset too, at a smaller size, with >= 5 seeds where random."""
+    quick, full = sim.PRESETS["quick"], sim.PRESETS["full"]
+    for field in ("robust_n", "las_eps_grid", "bound_seeds", "lb_kappas"):
+        assert bool(getattr(full, field)) and bool(getattr(quick, field)), field
+    assert min(quick.n_seeds, quick.robust_seeds, quick.las_cal_seeds, quick.bound_seeds) >= 5
 
 
 @pytest.mark.parametrize(
@@ -51,6 +69,7 @@ def test_quick_preset_end_to_end(tmp_path):
         ("robust_n", (20, 1), "robust_n"),
         ("robust_seeds", 3, "robust_seeds"),
         ("las_cal_seeds", 2, "las_cal_seeds"),
+        ("bound_seeds", 3, "bound_seeds"),
         ("eps_values", (1e6,), "eps_values"),
     ],
 )
