@@ -241,11 +241,13 @@ def coverage_reps(p, q, sigma, *, key, n, m, reps, rs):
     return out, d.lp, d.lq
 
 
-@partial(jax.jit, static_argnames=("m", "reps", "ss"))
-def coverage_sample(c, *, m, reps, ss):
+@partial(jax.jit, static_argnames=("m", "reps", "ss", "head"))
+def coverage_sample(c, *, m, reps, ss, head=256):
     """The sample estimate with the default kind ("auto") and its bias estimate (``lower_order``, on the same
     counts) for each s in ss, per repetition (value, se, bias: (reps,)), from counts c (len(ss), 2, reps * m, n)
-    (``sample_counts_np``; ``jaxwb.theory.tv_distance.sample_z_from_counts`` is the estimator)."""
+    (``sample_counts_np``; ``jaxwb.theory.tv_distance.sample_z_from_counts`` is the estimator); and the
+    per-sequence estimates of the first ``head`` sequences, z_head and zr_head (head,) (the auto kind and its
+    lower order), for the NumPy reference check (``run.run_coverage``)."""
     sq = math.sqrt(m)
     per = lambda z: z.reshape(reps, m)
     out = {}
@@ -258,6 +260,8 @@ def coverage_sample(c, *, m, reps, ss):
             "value": per(z).mean(1),
             "se": per(z).std(1, ddof=1) / sq,
             "bias": jnp.abs(per(z - zr).mean(1)),
+            "z_head": z[:head],
+            "zr_head": zr[:head],
         }
     return out
 

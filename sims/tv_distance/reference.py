@@ -18,6 +18,24 @@ def smoothed_np(mu, s2):
     return scipy.special.ndtr(a) - np.exp(-mu + 0.5 * s2 + scipy.special.log_ndtr(a - sd))
 
 
+def sample_z_np(c_p, c_q, s: float, kind: str) -> np.ndarray:
+    """The sample-access estimate from counts (m, n) in float64 NumPy/SciPy, an independent implementation of
+    ``jaxwb.theory.tv_distance.sample_z_from_counts`` (order 2) from its stated formulas: L_hat = sum_t
+    log((c_p + 1/2) / (c_q + 1/2)), the delta-method variance v_hat = sum_t 1/(c_p + 1/2) + 1/(c_q + 1/2) -
+    2/(s + 1) (> 0 for counts in [0, s]); plugin (1 - exp(-L_hat))_+; SIMEX-2 the quadratic extrapolation to
+    zero noise from total noise v_hat, 2 v_hat, 3 v_hat (L_hat already carries v_hat): 3 (1 - exp(-L_hat))_+ -
+    3 g(L_hat, v_hat) + g(L_hat, 2 v_hat), g = ``smoothed_np`` clipped to [0, 1]. Returns (m,)."""
+    cp, cq = np.asarray(c_p, np.float64), np.asarray(c_q, np.float64)
+    L = np.sum(np.log(cp + 0.5) - np.log(cq + 0.5), axis=-1)
+    if kind == "plugin":
+        return np.maximum(0.0, -np.expm1(-L))
+    if kind != "simex":
+        raise ValueError(f"kind must be 'plugin' or 'simex', got {kind!r}")
+    v_ = np.sum(1.0 / (cp + 0.5) + 1.0 / (cq + 0.5) - 2.0 / (s + 1.0), axis=-1)
+    g = [np.clip(smoothed_np(L, k * v_), 0.0, 1.0) for k in (1, 2)]
+    return 3 * np.maximum(0.0, -np.expm1(-L)) - 3 * g[0] + g[1]
+
+
 def enumerated_reference(p, q, n: int, sigma: float, rs) -> dict:
     """Exact expectations by enumerating all K^n sequences, in float64 NumPy, sharing nothing with the
     estimators but the models' next-token tables:

@@ -25,7 +25,7 @@ from jaxwb.sims.tv_distance.pieces import (
     separation_row,
     slope_stats,
 )
-from jaxwb.sims.tv_distance.reference import enumerated_reference, transformer_logprobs_np
+from jaxwb.sims.tv_distance.reference import enumerated_reference, sample_z_np, transformer_logprobs_np
 from jaxwb.theory import tv_distance as tv
 
 SLOPE_NAMES = ("plain", "rb", "sample_plugin", "sample_simex", "noisy_plugin", "noisy_simex")
@@ -84,7 +84,7 @@ def run_coverage(cfg: Config, p, q, tv_true, key) -> dict:
     rng = np.random.default_rng(np.asarray(jax.random.key_data(k_s)).ravel().tolist())
     c, _ = sample_counts_np(lp, lq, cfg.sample_s, cfg.n, rng)
     est.update(coverage_sample(jnp.asarray(c), m=m_h, reps=cfg.coverage_reps, ss=cfg.sample_s))
-    cov = {"m": np.asarray(m_h)}
+    cov = {"m": np.asarray(m_h), "sample_ref_err": sample_reference_error(est, c, cfg.sample_s)}
     for kind in tv.LOGIT_KINDS:
         cov[kind] = {
             "estimates": est[kind]["value"],
@@ -94,6 +94,22 @@ def run_coverage(cfg: Config, p, q, tv_true, key) -> dict:
     for name in [f"noisy_r{r}" for r in cfg.noisy_r] + [f"sample_s{s_}" for s_ in cfg.sample_s]:
         cov[name] = est[name]
     return cov
+
+
+def sample_reference_error(est: dict, c, ss) -> np.ndarray:
+    """Largest |difference| between the sample estimates the repetitions use (``coverage_sample``'s z_head and
+    zr_head, popped from ``est``: the auto kind and its bias reference, float32 JAX) and ``sample_z_np`` (float64
+    NumPy) on the same counts c (len(ss), 2, N, n): SIMEX with the plugin as reference at s >= 8, the plugin
+    with SIMEX-2 below (the documented rule of ``resolve_sample_kind`` and ``lower_order``)."""
+    err = 0.0
+    for i, s_ in enumerate(ss):
+        e = est[f"sample_s{s_}"]
+        z, zr = np.asarray(e.pop("z_head"), np.float64), np.asarray(e.pop("zr_head"), np.float64)
+        kinds = ("simex", "plugin") if s_ >= 8 else ("plugin", "simex")
+        for got, kind in zip((z, zr), kinds, strict=True):
+            ref = sample_z_np(c[i, 0, : len(got)], c[i, 1, : len(got)], float(s_), kind)
+            err = max(err, float(np.max(np.abs(got - ref))))
+    return np.asarray(err)
 
 
 def run_slopes(cfg: Config, key) -> dict:

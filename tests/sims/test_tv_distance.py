@@ -67,6 +67,26 @@ def test_enumerated_reference_matches_theory():
     np.testing.assert_allclose(reference.smoothed_np(mu, s2), np.asarray(tv.smoothed_z(mu, s2)), atol=1e-5)
 
 
+def test_sample_reference_matches_theory_and_its_hand_values():
+    from jaxwb.theory import tv_distance as tv
+
+    # hand values: one position, c_p = 3, c_q = 1 of s = 4: L = log(3.5 / 1.5), plugin 1 - 1.5 / 3.5
+    c_p, c_q = np.array([[3.0]]), np.array([[1.0]])
+    np.testing.assert_allclose(reference.sample_z_np(c_p, c_q, 4.0, "plugin"), [1 - 1.5 / 3.5], rtol=1e-12)
+    v = 1 / 3.5 + 1 / 1.5 - 2 / 5
+    L = np.log(3.5 / 1.5)
+    g = [reference.smoothed_np(L, k * v) for k in (1, 2)]
+    np.testing.assert_allclose(reference.sample_z_np(c_p, c_q, 4.0, "simex"), [3 * (1 - 1.5 / 3.5) - 3 * g[0] + g[1]])
+    with pytest.raises(ValueError, match="kind"):
+        reference.sample_z_np(c_p, c_q, 4.0, "auto")
+    rng = np.random.default_rng(0)
+    for s in (4, 16):
+        c_p, c_q = (rng.binomial(s, p, (64, 5)).astype(np.float32) for p in (0.4, 0.3))
+        for kind in tv.NOISY_KINDS:
+            got = np.asarray(tv.sample_z_from_counts(c_p, c_q, float(s), kind), np.float64)
+            np.testing.assert_allclose(got, reference.sample_z_np(c_p, c_q, float(s), kind), atol=1e-5)
+
+
 def test_queries_to_eps_batched_equals_rowwise():
     rng = np.random.default_rng(0)
     bias, var = rng.normal(0, 0.03, (3, 4, 6)), rng.uniform(0.01, 0.3, (3, 4, 6))
