@@ -20,7 +20,7 @@ from jaxwb.theory import zoe_grad as zg
         ("sigma", float("nan")),
         ("mc_seeds", 3),
         ("toy_seeds", 2),
-        ("qat_seeds", 2),
+        ("qat_seeds", 4),
         ("int_bits", 1),
         ("kernel_points", 20),
         ("qat_format", "fp8"),
@@ -30,6 +30,7 @@ from jaxwb.theory import zoe_grad as zg
         ("d_model", 48),
         ("mc_samples", 0),
         ("qat", 1),
+        ("qat_vs_ste", 1),
     ],
 )
 def test_config_validation_names_the_field(field, value):
@@ -59,27 +60,73 @@ def test_quick_preset_end_to_end(tmp_path):
         "sigma_sweep.png",
         "kernel_check.png",
         "convergence.png",
+        "qat.png",
         "claims.json",
         "data.npz",
     ):
         assert (tmp_path / fname).stat().st_size > 0, fname
-    # the quick preset skips part 5 (QAT: its paper claims are decided on the full preset only; see
-    # test_qat_smoke for its code path)
-    assert not (tmp_path / "qat.png").exists()
     assert {c.kind for c in outcome.claims} == {"check", "bound", "paper"}
+    # the quick preset runs part 5 (QAT) short: every arm beats float fine-tuning + PTQ; "beats STE" is not
+    # claimed at that size (undecided)
+    assert sum("beats float fine-tuning" in c.statement for c in outcome.claims) == len(
+        sim.PRESETS["quick"].qat_surrogates
+    )
+    assert not any("beats STE" in c.statement for c in outcome.claims)
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
     assert all(np.isfinite(c.measured) for c in outcome.claims)
 
 
-@pytest.mark.slow
-def test_qat_smoke():
-    """Part 5 at the old quick size (3 seeds x 20 steps, STE and Gaussian): runs and stays finite. A smoke
-    run: the paper claims are too noisy to decide here."""
+def _random_lm():
     import jax
 
-    cfg = dataclasses.replace(sim.PRESETS["quick"], qat=True)
-    q = sim.run_qat(cfg, jax.random.key(0))
-    assert not bool(jnp.any(q["diverged"]))
-    for arm in ("fp", "ptq", "fp_ptq", *cfg.qat_surrogates):
-        assert np.all(np.isfinite(np.asarray(q[arm]))), arm
+    from jaxwb.models.tiny_lm import LMConfig, TinyLM
+
+    return TinyLM(LMConfig(d_model=32, n_layers=2, n_heads=2, ctx=16), key=jax.random.key(3))
+
+
+def test_qat_int_blocks_in_one_call_equal_per_weight_fake_quant():
+    """QATModel quantizes all INT block weights in one fake_quant call: forward and surrogate gradient equal
+    fake_quant applied weight by weight."""
+    import jax
+
+    from jaxwb.models.tiny_lm import linear_weights
+    from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
+
+    cfg = sim.PRESETS["quick"]
+    ws = {k: w for k, w in linear_weights(_random_lm()).items() if k != "embed"}
+    m = sim.qat_wrap(_random_lm(), cfg, "triangular")
+    kw = {"fmt": "int", "bits": cfg.qat_bits, "block_size": cfg.qat_block, "sigma": cfg.qat_sigma}
+
+    @jax.jit
+    def both(ws):
+        one = lambda w: sum(jnp.sum(jnp.sin(v)) for v in m.quantized("triangular", w).values())
+        each = lambda w: sum(jnp.sum(jnp.sin(fake_quant(v, surrogate="triangular", **kw))) for v in w.values())
+        per = {k: fake_quant(w, surrogate="triangular", **kw) for k, w in ws.items()}
+        return m.quantized("triangular", ws), per, jax.grad(one)(ws), jax.grad(each)(ws)
+
+    a, b, g1, g2 = both(ws)
+    for k in ws:
+        np.testing.assert_array_equal(np.asarray(a[k]), np.asarray(b[k]))
+        np.testing.assert_allclose(np.asarray(g1[k]), np.asarray(g2[k]), rtol=1e-6, atol=1e-7)  # fusion order
+
+
+def test_numpy_reference_matches_the_tiny_lm():
+    """The NumPy forward of ``reference`` (the QAT check's independent evaluation) on a random 2-layer model."""
+    import equinox as eqx
+
+    from jaxwb.models import train as tr
+    from jaxwb.sims.zoe_grad import reference
+
+    model = _random_lm()
+    tokens = np.random.default_rng(0).integers(0, 256, 16 * 8 + 1)
+    x, y = tr.eval_windows(tokens, 16, 8)
+    got = reference.eval_loss_np(reference.model_arrays(model), tokens, 16, 8)
+    np.testing.assert_allclose(got, float(eqx.filter_jit(tr.evaluate)(model, x, y)), rtol=2e-6)
+    w = np.asarray(model.blocks[0].mlp_in.weight, np.float64)
+    q = reference.int_absmax_np(w, 2, 16)
+    assert set(np.unique(np.round(q / np.max(np.abs(w.reshape(-1, 16)), axis=1).repeat(16).reshape(w.shape)))) <= {
+        -1.0,
+        0.0,
+        1.0,
+    }
