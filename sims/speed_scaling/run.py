@@ -57,25 +57,37 @@ def _row(key, *, cfg: Config):
     def las_run(e, pred):
         sched = ss.las(r, d, w, pred, eps=e, alpha=a, n_slots=n_slots, dt=dt)
         commanded = jnp.sum(sched.profile.speed) * dt / jnp.sum(w)  # commanded work / the instance's work
-        return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed, commanded
+        guard = sched.guard_work / jnp.sum(w)  # work the EDF guard had to add / the instance's work
+        return ss.energy(sched.profile, a) / opt, sched.feasible, sched.profile.speed, commanded, guard
 
     eps = jnp.asarray(cfg.eps_values)
     preds = jnp.stack([ss.predict_work(w, kind, key=k_work) for kind in ss.WORK_PREDICTIONS])
-    ratio, feas, sp, cmd = jax.vmap(jax.vmap(las_run, (0, None)), (None, 0))(eps, preds)  # (kinds, eps)
+    ratio, feas, sp, cmd, guard = jax.vmap(jax.vmap(las_run, (0, None)), (None, 0))(eps, preds)  # (kinds, eps)
     for i, kind in enumerate(ss.WORK_PREDICTIONS):
         out[f"las_{kind}"], out[f"las_{kind}_feasible"] = ratio[i], feas[i]
-    out["las_commanded_work"] = cmd  # (kinds, eps)
+    out["las_commanded_work"], out["las_guard_work"] = cmd, guard  # (kinds, eps)
     speeds["las"] = sp[0, 0]
+    misleading = preds[ss.WORK_PREDICTIONS.index("misleading")]
+    misleading_error = ss.prediction_error(misleading, w, a)  # seed 0's is claimed against the workloads
 
-    def shrunk_opt(e):  # YDS of the instance with deadlines moved in by ceil(delta |I| / dt) slots
+    def shrunk_opt(e):
+        """YDS of the instance with deadlines moved in by m = ceil(delta |I| / dt) slots, and the causal width-m
+        moving average of its grid speed (LAS-accurate on equal windows, written without ``ss.las``)."""
         m = jnp.ceil(delta_reference(e, a) * (d - r) / dt - 1e-6)
-        return ss.energy(ss.yds(r, d - m * dt, w).profile, a) / opt
+        prof = ss.yds(r, d - m * dt, w).profile
+        mm = jnp.max(m)  # LAS's model: every window is D, so every job's m is the same
+        c = jnp.concatenate([jnp.zeros(1), jnp.cumsum(ss.profile_on_grid(prof, n_slots, dt))])
+        k = jnp.arange(1, n_slots + 1)
+        smooth = (c[k] - c[jnp.maximum(k - mm.astype(int), 0)]) / mm
+        return ss.energy(prof, a) / opt, jnp.sum(smooth**a) * dt / opt
 
-    out["las_shrunk_opt"] = jax.vmap(shrunk_opt)(eps)
+    out["las_shrunk_opt"], out["las_smoothed_opt"] = jax.vmap(shrunk_opt)(eps)  # (eps,) each
     # job-workload predictions with relative noise sigma (LAS at the smallest eps): smoothness curve
     sig = jnp.asarray(cfg.noise_levels)
     w_noisy = jax.vmap(lambda s_, k: ss.predict_work(w, "accurate", s_, key=k))(sig, jax.random.split(k_work, sig.size))
-    out["las_noise"] = jax.vmap(lambda p_: las_run(jnp.min(eps), p_)[0])(w_noisy)
+    noisy_las = jax.vmap(lambda p_: las_run(jnp.min(eps), p_))(w_noisy)  # zero predictions among them (clipped)
+    out["las_noise"] = noisy_las[0]
+    out["las_noise_commanded_work"], out["las_noise_guard_work"] = noisy_las[3], noisy_las[4]  # (noise,)
     out["las_noise_error"] = jax.vmap(lambda p_: ss.prediction_error(p_, w, a))(w_noisy)
 
     kappas = jnp.asarray([ss.sp_kappa(e, a) for e in cfg.eps_values])
@@ -107,7 +119,7 @@ def _row(key, *, cfg: Config):
     speeds["sp_prediction"] = noisy[i_show]
     speeds["sp_dynamic"] = res["dynamic_speed"][i_show, len(cfg.eps_values) // 2]
     out["speeds"] = speeds
-    out["jobs"] = {"release": r, "deadline": d, "work": w}
+    out["jobs"] = {"release": r, "deadline": d, "work": w, "misleading_error": misleading_error}
     return out
 
 
