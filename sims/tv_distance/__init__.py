@@ -12,8 +12,9 @@ Figures (``figures/tv_distance/``):
                          K=4), with the n/eps^2, (n + n^2 sigma^2)/eps^2 and n^2 K/eps^2 guide lines
   queries_vs_n.png       queries needed for RMSE eps vs n (per-step perturbation ~ 1/sqrt(n) so TV is roughly
                          constant), fitted log-log slopes against 1 (logit) and 2 (sample)
-  queries_vs_K.png       sample-access queries for RMSE eps vs the vocabulary K at n = 8 (full preset; 8 seeds,
-                         a new Markov pair per K and seed) beside the paper's slope 1 in K and the noise scale K - 1;
+  queries_vs_K.png       sample-access queries for RMSE eps vs the vocabulary K at n = 8 (full preset: 8 seeds,
+                         K = 4..128; quick: 24 seeds, K = 2, 16 at n = 4, padded to 16 tokens; a new Markov pair
+                         per K and seed) beside the paper's slope 1 in K and the noise scale K - 1;
                          the plugin's bias against s / (n (K - 1)); the family's TV per K
   coverage.png           coverage of |T - TV| <= eps at the Hoeffding m, and the error distribution
   tv_vs_kl.png           TV vs KL (and Pinsker) as the supports separate; spread of both estimators

@@ -205,7 +205,7 @@ def plot_queries_vs_k(results: dict, cfg: Config):
     ax2.set(
         xlabel="s / (n (K - 1)): samples per position over the noise scale",
         ylabel="plugin bias E Z - TV (paired with RB, seed mean)",
-        title="Sample access as noisy logits, sigma^2 ~ (K - 1) / s: the curves collapse",
+        title="Plugin bias vs s / (n (K - 1)) (sample access as noisy logits, sigma^2 ~ (K - 1) / s)",
     )
     ax2.legend(fontsize=7)
     tvk = np.asarray(ks["tv"], float)

@@ -24,6 +24,22 @@ def markov_pair(key, K, scale, delta):
     return p, tv.perturb(p, delta, key=k2)
 
 
+def pad_vocab(model, K_pad: int, *, floor: float = -1e4):
+    """The Markov model over K_pad >= K tokens with the law of ``model`` (an order-1 n-gram over K tokens): its
+    log-prob table (K+1, K) placed in a (K_pad+1, K_pad) one, the extra tokens K..K_pad-1 at log-prob ``floor``
+    (exp underflows to exactly 0 in float32, so they are never drawn and add 0 to every sum over the vocabulary),
+    the start context moved from row K to row K_pad, the never-reached contexts K..K_pad-1 given the start row.
+    Lets models of different K share one compiled program (``run.run_ksweep`` with ``k_pad``)."""
+    t = model.params
+    K = model.K
+    if t.shape != (K + 1, K):
+        raise ValueError(f"model must be an order-1 n-gram over K tokens (table (K+1, K)), got {t.shape}")
+    if not isinstance(K_pad, int) or K_pad < K:
+        raise ValueError(f"K_pad must be an integer >= K={K}, got {K_pad!r}")
+    rows = jnp.concatenate([t[:K], jnp.broadcast_to(t[K], (K_pad + 1 - K, K))])  # (K_pad+1, K)
+    return tv.ngram_model(jnp.concatenate([rows, jnp.full((K_pad + 1, K_pad - K), floor, rows.dtype)], axis=1))
+
+
 def separated_pair(key, K, scale, lam):
     """P pushes the upper half of the vocabulary down by lam, Q the lower half: the supports separate as lam
     grows."""

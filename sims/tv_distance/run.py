@@ -18,6 +18,7 @@ from jaxwb.sims.tv_distance.pieces import (
     engine_prefix_stats,
     group_errors,
     markov_pair,
+    pad_vocab,
     pool_chunk,
     pooled,
     sample_counts_np,
@@ -145,7 +146,8 @@ def run_ksweep(cfg: Config, key) -> dict:
     """Queries to reach RMSE slope_eps vs the vocabulary K at fixed n = k_n (the K of the paper's sample-access
     O~(n^2 K / eps^2)): for each of k_seeds seeds and each K in k_grid an independent random Markov pair (the
     slopes' family: P's logits N(0, scale^2), Q = P moved by slope_delta / sqrt(k_n) * N(0, 1)) and one pool of
-    k_pool sequences x ~ P (``pool_chunk``: one compiled program per K, the seeds reuse it), the s grid k_s.
+    k_pool sequences x ~ P (``pool_chunk``: one compiled program per K, the seeds reuse it; with k_pad both
+    models padded to max(k_grid) tokens of probability 0, ``pad_vocab``: one program for every K), the s grid k_s.
     Returns K (NK,), s (P,); per seed and K: queries (S, NK) for rb (logit access), sample_plugin and
     sample_simex, from the measured counts; tv (S, NK), the RB mean; sample_plugin/bias (S, NK, P),
     mean(plugin - RB) paired on the sequences."""
@@ -160,6 +162,8 @@ def run_ksweep(cfg: Config, key) -> dict:
             kp, kq, kz = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, j), K), 3)
             p = tv.random_ngram(K, 1, cfg.scale, key=kp)
             q = tv.perturb(p, cfg.slope_delta / math.sqrt(cfg.k_n), key=kq)
+            if cfg.k_pad:  # the same law over max(k_grid) tokens: one compiled program for every K
+                p, q = pad_vocab(p, max(cfg.k_grid)), pad_vocab(q, max(cfg.k_grid))
             z = pool_chunk(p, q, kcfg, cfg.k_n, kz, cfg.k_n, cfg.k_pool)
             cost = {"rb": z["logit_queries"].mean(keepdims=True), "sample": z["sample_queries"].mean(-1)}
             for nm in names:

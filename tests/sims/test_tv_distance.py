@@ -166,4 +166,27 @@ def test_k_sweep_claims_decide_the_exponent():
             q = 1e5 * x ** (a + spread)
             c = ksweep_claims({"ksweep": {"sample_plugin": {"queries": q}}}, cfg)[which]
             assert c.passed == ok and c.n_seeds == cfg.k_seeds and 0 < c.ci < 0.15, (which, a, c)
-    assert ksweep_claims({}, tv_distance.PRESETS["quick"]) == []  # the quick preset has no K sweep
+    assert ksweep_claims({}, dataclasses.replace(cfg, k_grid=())) == []  # no sweep, no claims
+
+
+def test_pad_vocab_keeps_the_law():
+    # a K = 3 pair padded to 7 tokens: exact TV and KL (enumeration over 7^3 sequences, the padded tokens
+    # included) equal the unpadded ones; decoded tokens stay below K and carry the unpadded log-probs
+    import jax
+    import jax.numpy as jnp
+
+    from jaxwb.sims.tv_distance.pieces import pad_vocab
+    from jaxwb.theory import tv_distance as tv
+
+    p, q = tv_distance.markov_pair(jax.random.key(5), 3, 1.0, 0.6)
+    pp, qp = pad_vocab(p, 7), pad_vocab(q, 7)
+    assert pp.params.shape == (8, 7) and pad_vocab(p, 3).params.shape == (4, 3)
+    assert float(tv.exact_tv(pp, qp, 3)) == pytest.approx(float(tv.exact_tv(p, q, 3)), abs=1e-6)
+    assert float(tv.exact_kl(pp, qp, 3)) == pytest.approx(float(tv.exact_kl(p, q, 3)), abs=1e-5)
+    d = tv.decode(pp, qp, jnp.zeros((256,), bool), key=jax.random.key(1), n=4, m=256)
+    tok, prev = np.asarray(d.tokens), np.concatenate([np.full((256, 1), 3), np.asarray(d.tokens)[:, :-1]], 1)
+    assert tok.max() < 3
+    np.testing.assert_allclose(np.asarray(d.lp), np.asarray(p.params)[prev, tok], atol=1e-6)
+    for bad in (2, 3.5):
+        with pytest.raises(ValueError, match="K_pad"):
+            pad_vocab(p, bad)
