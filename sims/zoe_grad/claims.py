@@ -8,7 +8,6 @@ import numpy as np
 
 from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
-from jaxwb.sims.zoe_grad.qat import check_windows
 
 
 def _n_point_claims(cfg: Config) -> int:
@@ -280,10 +279,9 @@ def toy_claims(results: dict, cfg: Config) -> list[Claim]:
 REFERENCE_RTOL = 5e-6  # float32 forward vs float64: per-token errors of a few ulps (1e-7) averaged over the windows
 
 
-def reference_claims(check: dict, cfg: Config) -> list[Claim]:
+def reference_claims(q: dict, cfg: Config) -> list[Claim]:
     """The QAT study's evaluation (the tiny LM's forward, the attention op, the loss, the INT fake quantizer)
     against the independent NumPy forward of ``reference`` on the same weights and windows."""
-    n = check_windows(cfg)
     out = []
     for tag, what in (
         ("fp", "the pretrained float tiny LM"),
@@ -291,11 +289,11 @@ def reference_claims(check: dict, cfg: Config) -> list[Claim]:
     ):
         out.append(
             Claim(
-                f"validation loss of {what} on the first {n} windows (TinyLM, flash attention, evaluate"
-                f"{', fake_quant int' if tag == 'ptq' else ''}) = an independent float64 NumPy forward of the same "
-                "weights (relative; float32 evaluation)",
-                float(check[f"{tag}_np"]),
-                float(check[tag]),
+                f"validation loss of {what} on its {cfg.eval_windows} evaluation windows (TinyLM, flash attention, "
+                f"evaluate{', fake_quant int' if tag == 'ptq' else ''}) = an independent float64 NumPy forward of "
+                "the same weights (relative; float32 evaluation)",
+                float(q["check"][f"{tag}_np"]),
+                float(q[tag]),
                 REFERENCE_RTOL,
                 "rel",
                 kind="check",
@@ -315,7 +313,7 @@ def qat_claims(results: dict, cfg: Config) -> list[Claim]:
     q = results["qat"]
     fmt = f"{cfg.qat_format}{cfg.qat_bits if cfg.qat_format == 'int' else ''}"
     control = perplexity(q["fp_ptq"])
-    out += reference_claims(q["check"], cfg)
+    out += reference_claims(q, cfg)
     for arm in cfg.qat_surrogates:
         out.append(
             Claim.ordering(

@@ -15,8 +15,6 @@ from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
 from jaxwb.sims.zoe_grad import reference
 from jaxwb.sims.zoe_grad.config import Config
 
-CHECK_WINDOWS = 64  # validation windows of the NumPy reference check (the full preset's whole evaluation set)
-
 # ---------------------------------------------------------------------------------------------------------
 # 5. QAT on the tiny LM
 # ---------------------------------------------------------------------------------------------------------
@@ -74,21 +72,15 @@ def qat_arms(cfg: Config) -> tuple[str, ...]:
     return ("fp", *cfg.qat_surrogates)
 
 
-def check_windows(cfg: Config) -> int:
-    """How many validation windows the NumPy reference check evaluates."""
-    return min(CHECK_WINDOWS, cfg.eval_windows)
-
-
 def reference_check(model, cfg: Config, val) -> dict:
-    """The pretrained model's validation loss, float and INT-quantized, on the first ``CHECK_WINDOWS`` windows
-    recomputed by the independent NumPy forward (``reference``): ``fp_np``, ``ptq_np`` (float64 scalars)."""
+    """The pretrained model's validation loss, float and INT-quantized, on the ``cfg.eval_windows`` evaluation
+    windows, recomputed by the independent NumPy forward (``reference``): ``fp_np``, ``ptq_np`` (scalars)."""
     p = reference.model_arrays(model)
-    n = check_windows(cfg)
+    q = reference.quantized_arrays(p, cfg.qat_bits, cfg.qat_block)
+    n = cfg.eval_windows
     return {
         "fp_np": jnp.asarray(reference.eval_loss_np(p, val, cfg.ctx, n)),
-        "ptq_np": jnp.asarray(
-            reference.eval_loss_np(reference.quantized_arrays(p, cfg.qat_bits, cfg.qat_block), val, cfg.ctx, n)
-        ),
+        "ptq_np": jnp.asarray(reference.eval_loss_np(q, val, cfg.ctx, n)),
     }
 
 
@@ -98,8 +90,7 @@ def run_qat(cfg: Config, key) -> dict:
     each fine-tuned model quantized (PTQ of its float weights). Returns the validation mean log-losses: ``fp``,
     ``ptq`` (scalars: the pretrained model, float and quantized), ``fp_ptq`` and one per surrogate (each
     [qat_seeds]), ``pretrain_losses`` [pretrain_steps], ``diverged`` (bool [1 + len(qat_surrogates)]) and
-    ``check``: ``fp``/``ptq`` on the first :func:`check_windows` windows beside :func:`reference_check`'s
-    NumPy values."""
+    ``check`` (:func:`reference_check`: ``fp`` and ``ptq`` recomputed in NumPy)."""
     model, pre_losses = tr.trained_model(cfg.model, cfg.pretrain, desc=None)
     train, val = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
     x, y = tr.eval_windows(val, cfg.ctx, cfg.eval_windows)
@@ -107,14 +98,9 @@ def run_qat(cfg: Config, key) -> dict:
     opt = optax.adam(cfg.qat_lr)
     arms = qat_arms(cfg)
     out = {"pretrain_losses": pre_losses, "check": reference_check(model, cfg, val)}
-    n = check_windows(cfg)
-    fp, ptq, out["check"]["fp"], out["check"]["ptq"] = eqx.filter_jit(
-        lambda m: (
-            *(tr.evaluate(a, x, y) for a in (m, qat_wrap(m, cfg, "ptq"))),
-            *(tr.evaluate(a, x[:n], y[:n]) for a in (m, qat_wrap(m, cfg, "ptq"))),
-        )
-    )(model)
-    out["fp"], out["ptq"] = fp, ptq
+    out["fp"], out["ptq"] = eqx.filter_jit(lambda m: tuple(tr.evaluate(a, x, y) for a in (m, qat_wrap(m, cfg, "ptq"))))(
+        model
+    )
     keys = jax.random.split(key, cfg.qat_seeds)  # the same data order for every arm (paired comparison)
     wrapped = QATModel(
         model, jnp.asarray(0, jnp.int32), arms, cfg.qat_format, cfg.qat_bits, cfg.qat_block, cfg.qat_sigma
