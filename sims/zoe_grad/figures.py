@@ -222,10 +222,13 @@ def plot_qat(results: dict, cfg: Config):
             vals.append(m)
             errs.append(h)
     labels = ["PTQ\n(pretrained)", "float fine-tune\n+ PTQ"] + [f"QAT\n{a}" for a in cfg.qat_surrogates]
-    ax.bar(labels, vals, yerr=errs, capsize=5, color=[COLORS.get(a, "0.5") for a in arms])
+    # means as points (the perplexity axis does not start at 0, so bars would exaggerate the gaps)
     for i, a in enumerate(arms):
+        ax.errorbar(i, vals[i], yerr=errs[i], fmt="o", ms=8, capsize=6, color=COLORS.get(a, "0.5"))
         if a != "ptq":
-            ax.plot(np.full(cfg.qat_seeds, i), perplexity(q[a]), "k.", ms=4)
+            ax.plot(np.full(cfg.qat_seeds, i + 0.15), perplexity(q[a]), "k.", ms=4, alpha=0.6)
+    ax.set_xticks(range(len(arms)), labels)
+    ax.plot([], [], "k.", ms=4, alpha=0.6, label="one seed")
     ax.axhline(float(perplexity(q["fp"])), color="0.4", ls=":", label=f"float model {float(perplexity(q['fp'])):.3f}")
     lo = min(vals + [float(perplexity(q["fp"]))])
     ax.set(
