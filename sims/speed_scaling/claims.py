@@ -295,7 +295,7 @@ def prediction_claims(results: dict, cfg: Config) -> list[Claim]:
             wide_reason=FLOAT32_REASON,
         )
     )
-    pw, eta_w = np.asarray(main["noise_pred_work"]), np.asarray(main["las_noise_error"])  # (seeds, noise)
+    pw, law = np.asarray(main["noise_pred_work"]), np.asarray(main["noise_law_moment"])  # (seeds, noise)
     for i, sig in enumerate(cfg.noise_levels):
         if sig == 0 or sig > SMOOTH_MAX_SIGMA:
             continue
@@ -315,10 +315,11 @@ def prediction_claims(results: dict, cfg: Config) -> list[Claim]:
         m = noisy_error_moment(float(sig), a)
         out.append(
             Claim.from_samples(
-                f"noisy workload prediction (sigma={sig:g}): mean over seeds of eta_w^alpha = "
-                f"E|max(sigma z, -1)|^alpha = {m:.4g} (quadrature; interval half-width <= half of it)",
+                f"noisy workload prediction (sigma={sig:g}): mean over seeds of eta_w^alpha (per seed the mean over "
+                f"{cfg.noise_law_draws} independent predictions of its instance's workloads) = E|max(sigma z, "
+                f"-1)|^alpha = {m:.4g} (quadrature; interval half-width <= half of it)",
                 m,
-                eta_w[:, i] ** a,
+                law[:, i],
                 0.5 * m,
                 "ci",
                 kind="check",

@@ -51,6 +51,7 @@ class Config:
     substeps: int = 4  # grid slots per time unit
     walk_step: float = 5.0
     noise_levels: tuple[float, ...] = (0.0, 0.1, 0.2, 0.4, 0.8, 1.6, 3.2)
+    noise_law_draws: int = 16  # extra workload predictions per seed and level for the noise law's claim (no schedule)
     las_eps_grid: tuple[float, ...] = (0.02, 0.05, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 1.5, 2.0)
     las_cal_seeds: int = 10  # instances (own seeds) on which las_eps_grid maps the published range to eps
     bkp_check_jobs: int = 40  # BKP against the pure-Python reference on the first jobs of seed 0
@@ -89,6 +90,7 @@ class Config:
             bad("lb_kappas", "must lie in (0, 1)")
         for field in (
             "n_jobs",
+            "noise_law_draws",
             "window",
             "substeps",
             "chunk",

@@ -90,6 +90,13 @@ def _row(key, *, cfg: Config):
     out["las_noise_commanded_work"], out["las_noise_guard_work"] = noisy_las[3], noisy_las[4]  # (noise,)
     out["las_noise_error"] = jax.vmap(lambda p_: ss.prediction_error(p_, w, a))(w_noisy)
 
+    def law_moment(k):  # the noise law alone (no schedule): eta_w^alpha of one more prediction per level
+        one = lambda s_, kk: ss.prediction_error(ss.predict_work(w, "accurate", s_, key=kk), w, a) ** a
+        return jax.vmap(one)(sig, jax.random.split(k, sig.size))
+
+    law_keys = jax.random.split(jax.random.fold_in(k_work, 1), cfg.noise_law_draws)
+    out["noise_law_moment"] = jnp.mean(jax.vmap(law_moment)(law_keys), axis=0)  # (noise,)
+
     kappas = jnp.asarray([ss.sp_kappa(e, a) for e in cfg.eps_values])
 
     def sp_run(s_hat):
