@@ -95,6 +95,22 @@ FLOAT32_REASON = (
 )
 
 
+def unit_ratio_claim(statement: str, ratios, tolerance: float, *, source: str) -> Claim:
+    """A check that ratios which must equal 1 do, up to float32 rounding: the one of ``ratios`` (any shape)
+    farthest from 1, against 1 with relative ``tolerance`` (``FLOAT32_REASON`` says why it is wide)."""
+    r = np.ravel(np.asarray(ratios))
+    return Claim(
+        statement,
+        1.0,
+        float(r[np.argmax(np.abs(r - 1))]),
+        tolerance,
+        "rel",
+        kind="check",
+        source=source,
+        wide_reason=FLOAT32_REASON,
+    )
+
+
 def _grid(cfg: Config) -> tuple[float, int]:
     """(dt, n_slots) of the main sweep's grid."""
     return 1.0 / cfg.substeps, (cfg.n_jobs + cfg.window) * cfg.substeps
@@ -161,31 +177,22 @@ def work_claims(results: dict, cfg: Config) -> list[Claim]:
     for name in ("avr", "oa"):
         rel = np.asarray(main[f"{name}_work_only"]) / np.asarray(main[name])
         out.append(
-            Claim(
+            unit_ratio_claim(
                 f"{LABELS[name]} never commands more than the pending work: worst seed of E(work done) / "
                 "E(commanded) = 1",
-                1.0,
-                float(rel[np.argmax(np.abs(rel - 1))]),
+                rel,
                 1e-5,
-                "rel",
-                kind="check",
                 source="theory",
-                wide_reason=FLOAT32_REASON,
             )
         )
-    cmd = np.asarray(main["las_commanded_work"])  # (seeds, kinds, eps)
     out.append(
-        Claim(
+        unit_ratio_claim(
             "LAS commands exactly the instance's work (scaled predicted allocation + excess spread; robustify moves "
             "work, adds none): worst (seed, predictor, eps) of int s dt / sum_j w_j = 1 (accurate, random, "
             "misleading)",
-            1.0,
-            float(cmd.ravel()[np.argmax(np.abs(cmd - 1))]),
+            main["las_commanded_work"],  # (seeds, kinds, eps)
             1e-4,
-            "rel",
-            kind="check",
             source="theory",
-            wide_reason=FLOAT32_REASON,
         )
     )
     ratios = [np.asarray(main[b]) for b in BASELINES]
@@ -214,21 +221,16 @@ def las_plan_claims(results: dict, cfg: Config) -> list[Claim]:
     noisy workload predictions too (the clipped ones include w_hat = 0, whose job LAS runs at its density over
     the window), every schedule commands int s dt = sum_j w_j and the EDF guard never has to add work."""
     main = results["main"]
-    cmd = np.asarray(main["las_noise_commanded_work"])  # (seeds, noise)
     guard = np.concatenate([np.ravel(main["las_guard_work"]), np.ravel(main["las_noise_guard_work"])])
     sigmas = "/".join(f"{x:g}" for x in cfg.noise_levels)
     return [
-        Claim(
+        unit_ratio_claim(
             f"LAS commands exactly the instance's work under noisy workload predictions (sigma = {sigmas}, clipped "
             "at 0: zero predictions spread their job over its window): worst (seed, sigma) of int s dt / sum_j w_j "
             "= 1",
-            1.0,
-            float(cmd.ravel()[np.argmax(np.abs(cmd - 1))]),
+            main["las_noise_commanded_work"],  # (seeds, noise)
             1e-4,
-            "rel",
-            kind="check",
             source="theory",
-            wide_reason=FLOAT32_REASON,
         ),
         Claim(
             "LAS's own speed plan finishes every job (the EDF guard adds no work): largest guard work / sum_j w_j "
@@ -593,20 +595,15 @@ def _las_claims(results: dict, cfg: Config) -> list[Claim]:
     dt, _ = _grid(cfg)
     for j, e in enumerate(eps):
         m = int(np.ceil(delta_reference(float(e), cfg.alpha) * cfg.window / dt - 1e-6))
-        rel = las_acc[:, j] / smoothed[:, j]
         out.append(
-            Claim(
+            unit_ratio_claim(
                 f"LAS with exact workloads on equal windows = the width-m causal moving average of YDS's speed on "
                 f"the instance shrunk by m = ceil(delta D / dt) = {m} slots (eps={e:g}; delta from ((1 + delta) / "
                 "(1 - delta))^a = 1 + eps, written out; the average computed without ss.las): worst seed of the "
                 "energy ratio = 1",
-                1.0,
-                float(rel[np.argmax(np.abs(rel - 1))]),
+                las_acc[:, j] / smoothed[:, j],
                 1e-5,
-                "rel",
-                kind="check",
                 source="paper",
-                wide_reason=FLOAT32_REASON,
             )
         )
         out.append(
