@@ -1,11 +1,15 @@
 """An independent, straightforward NumPy port of the published GPTQ algorithm (Frantar et al., ICLR 2023, Alg. 1
 and the authors' ``gptq.py`` ``fasterquant`` with ``quant.py``'s asymmetric min-max quantizer, static groups),
-float64, sharing no code with ``jaxwb.theory.mpq``: the check of the JAX GPTQ and the bench baseline."""
+float64, sharing no code with ``jaxwb.theory.mpq``: the check of the JAX GPTQ and the bench baseline. Also the
+tiny LM's float64 forward pass written from its description (:func:`lm_logits_np`; zoe_grad's QAT checks use it
+too)."""
 
 from __future__ import annotations
 
 import numpy as np
 import scipy.linalg
+
+from jaxwb.models.tiny_lm import linear_weights
 
 
 def quantizer_params(w: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -102,6 +106,16 @@ def lm_logits_np(params: dict, tokens: np.ndarray, *, n_heads: int, rope_base: f
         x = x + hid @ p["mlp_out"].T
         i += 1
     return rms(x, params["norm_f"]) @ emb.T
+
+
+def float64_params(model) -> dict[str, np.ndarray]:
+    """A ``models.tiny_lm.TinyLM``'s weights by name, float64 (attribute reads only), for :func:`lm_logits_np`."""
+    params = {k: np.asarray(w, np.float64) for k, w in linear_weights(model).items()}
+    for i, b in enumerate(model.blocks):
+        params[f"block{i}.norm1"] = np.asarray(b.norm1.weight, np.float64)
+        params[f"block{i}.norm2"] = np.asarray(b.norm2.weight, np.float64)
+    params["norm_f"] = np.asarray(model.norm_f.weight, np.float64)
+    return params
 
 
 def lm_cross_entropy_np(params: dict, x: np.ndarray, y: np.ndarray, *, n_heads: int, rope_base: float) -> float:

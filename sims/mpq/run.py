@@ -14,7 +14,7 @@ from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
 from jaxwb.pallas_kernels.quant.hadamard import hadamard_matrix
 from jaxwb.sims.mpq.config import METHODS, TINY_SOLVERS, Config
-from jaxwb.sims.mpq.reference_np import gptq_numpy, lm_cross_entropy_np
+from jaxwb.sims.mpq.reference_np import float64_params, gptq_numpy, lm_cross_entropy_np
 from jaxwb.theory import mpq as M
 
 # ---------------------------------------------------------------------------------------------------------
@@ -196,16 +196,6 @@ def lm_seed(model, cfg: Config, tok, x_ev, y_ev, *, key: jax.Array) -> dict:
         )
     )
     return {"obj": obj, "ppl": ppl, "ref": ref, "fp": float(jnp.exp(evaluate(model, x_ev, y_ev))), "fp_np": fp_np}
-
-
-def float64_params(model: TinyLM) -> dict[str, np.ndarray]:
-    """The float model's weights by name, float64, for the NumPy forward pass (``reference_np.lm_logits_np``)."""
-    params = {k: np.asarray(w, np.float64) for k, w in linear_weights(model).items()}
-    for i, b in enumerate(model.blocks):
-        params[f"block{i}.norm1"] = np.asarray(b.norm1.weight, np.float64)
-        params[f"block{i}.norm2"] = np.asarray(b.norm2.weight, np.float64)
-    params["norm_f"] = np.asarray(model.norm_f.weight, np.float64)
-    return params
 
 
 def lm_part(cfg: Config, *, key: jax.Array) -> dict:

@@ -12,6 +12,7 @@ from jaxwb.models import corpus
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
 from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
+from jaxwb.sims.mpq.reference_np import float64_params
 from jaxwb.sims.zoe_grad import reference
 from jaxwb.sims.zoe_grad.config import Config
 
@@ -75,12 +76,13 @@ def qat_arms(cfg: Config) -> tuple[str, ...]:
 def reference_check(model, cfg: Config, val) -> dict:
     """The pretrained model's validation loss, float and INT-quantized, on the ``cfg.eval_windows`` evaluation
     windows, recomputed by the independent NumPy forward (``reference``): ``fp_np``, ``ptq_np`` (scalars)."""
-    p = reference.model_arrays(model)
+    p = float64_params(model)
     q = reference.quantized_arrays(p, cfg.qat_bits, cfg.qat_block)
+    arch = {"n_heads": model.config.n_heads, "rope_base": model.config.rope_base}
     n = cfg.eval_windows
     return {
-        "fp_np": jnp.asarray(reference.eval_loss_np(p, val, cfg.ctx, n)),
-        "ptq_np": jnp.asarray(reference.eval_loss_np(q, val, cfg.ctx, n)),
+        "fp_np": jnp.asarray(reference.eval_loss_np(p, val, cfg.ctx, n, **arch)),
+        "ptq_np": jnp.asarray(reference.eval_loss_np(q, val, cfg.ctx, n, **arch)),
     }
 
 

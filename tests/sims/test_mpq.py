@@ -183,8 +183,7 @@ def test_numpy_forward_pass_matches_the_tiny_lm():
     import jax
 
     from jaxwb.models.tiny_lm import LMConfig, TinyLM
-    from jaxwb.sims.mpq.reference_np import lm_logits_np
-    from jaxwb.sims.mpq.run import float64_params
+    from jaxwb.sims.mpq.reference_np import float64_params, lm_logits_np
 
     cfg = LMConfig(d_model=32, n_layers=2, n_heads=4, ctx=16)
     model = TinyLM(cfg, key=jax.random.key(0))

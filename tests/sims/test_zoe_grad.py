@@ -116,12 +116,14 @@ def test_numpy_reference_matches_the_tiny_lm():
     import equinox as eqx
 
     from jaxwb.models import train as tr
+    from jaxwb.sims.mpq.reference_np import float64_params
     from jaxwb.sims.zoe_grad import reference
 
     model = _random_lm()
     tokens = np.random.default_rng(0).integers(0, 256, 16 * 8 + 1)
     x, y = tr.eval_windows(tokens, 16, 8)
-    got = reference.eval_loss_np(reference.model_arrays(model), tokens, 16, 8)
+    arch = {"n_heads": model.config.n_heads, "rope_base": model.config.rope_base}
+    got = reference.eval_loss_np(float64_params(model), tokens, 16, 8, **arch)
     np.testing.assert_allclose(got, float(eqx.filter_jit(tr.evaluate)(model, x, y)), rtol=2e-6)
     w = np.asarray(model.blocks[0].mlp_in.weight, np.float64)
     q = reference.int_absmax_np(w, 2, 16)
