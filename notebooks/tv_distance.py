@@ -74,7 +74,7 @@ nb.show("queries_vs_n", "coverage")
 
 # %% [markdown]
 # ## Queries to reach $\varepsilon$ vs the vocabulary $K$ (sample access)
-# At fixed $n$ ($n=8$, $K=4..128$ in the full preset; $n=4$, $K=2, 16$ in the quick one), a new random Markov
+# At fixed $n$ ($n=8$, $K=2..128$ in the full preset; $n=4$, $K=2, 16$ in the quick one), a new random Markov
 # pair per $K$ and seed: the paper's $\tilde O(n^2K/\varepsilon^2)$ says the sample-access cost grows like $K$.
 # The estimated $p_t(x_t)$ has mean relative variance $(K-1)/s$, so the plug-in's bias is nearly a function of
 # $s/(n(K-1))$ (middle: the curves of $K=4..128$ nearly collapse; $K=2$ sits about 2x to the right) and the $s$

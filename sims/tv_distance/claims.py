@@ -531,8 +531,8 @@ def ksweep_claims(results: dict, cfg: Config) -> list[Claim]:
             reason=(
                 "the sample model's noise is (K - 1) / s, not K / s (mean relative variance of the estimated "
                 f"p_t(x_t)), and K - 1 grows faster than K at small K: its log-log slope over this grid is {k1:.3f}; "
-                "the slope in K - 1 (next claim) is 1 within its interval (full preset, K = 4..128: local slopes "
-                "in K ~1.4 from K = 4 to 8, 0.9-1.1 above). The paper's O~ is asymptotic in K"
+                "the slope in K - 1 (next claim) is 1 within its interval (full preset, K = 2..128: local slopes "
+                "in K ~1.45 from K = 2 to 8, 0.9-1.1 above). The paper's O~ is asymptotic in K"
             ),
         ),
         Claim(

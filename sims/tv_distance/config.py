@@ -38,7 +38,7 @@ class Config:
     # queries to reach slope_eps vs the vocabulary K at fixed n = k_n (sample access; () skips the sweep): one
     # compiled program per K, k_seeds independent model pairs per K (the family of the slopes, per-step
     # perturbation slope_delta / sqrt(k_n)), k_pool sequences each; k_s reaches s / (k_n (K - 1)) >= 100 at every K
-    k_grid: tuple[int, ...] = (4, 8, 16, 32, 64, 128)
+    k_grid: tuple[int, ...] = (2, 4, 8, 16, 32, 64, 128)
     k_n: int = 8
     k_seeds: int = 8
     k_pool: int = 1 << 12
