@@ -68,7 +68,7 @@ class MosaicBlockSizes:
 
 
 def _check(q, k, v, bs: MosaicBlockSizes):
-    ref._check_qkv(q, k, v)
+    ref.check_qkv_shapes(q, k, v)
     for name, x in (("q", q), ("k", k), ("v", v)):
         if jnp.dtype(x.dtype) not in DTYPES:
             raise ValueError(f"{name} must be bfloat16 or float16 for the Mosaic GPU kernel, got {x.dtype}")

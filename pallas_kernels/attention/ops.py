@@ -82,7 +82,7 @@ def check_qkv(q, k, v, *, finite: bool = True) -> None:
         dp.check_array(name, x, ndim=4, dtypes=ATTENTION_DTYPES)
     if not (q.dtype == k.dtype == v.dtype):
         raise ValueError(f"q, k, v must share a dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    ref._check_qkv(q, k, v)
+    ref.check_qkv_shapes(q, k, v)
     if finite:
         for name, x in (("q", q), ("k", k), ("v", v)):
             dp.check_finite(name, x, "; softmax attention is undefined for them")

@@ -24,7 +24,9 @@ MASK_DTYPES = ("bool", *INT_DTYPES)
 MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)  # finite "minus infinity": exp(MASK - m) == 0
 
 
-def _check_qkv(q, k, v):
+def check_qkv_shapes(q, k, v):
+    """``ValueError`` unless q, k, v are [B, L, H, D] with k.shape == v.shape, shared B and D, and H_q a multiple
+    of H_kv (GQA). Shapes only: ``ops.check_qkv`` adds dtypes and finiteness."""
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise ValueError(f"q, k, v must be [B, L, H, D]; got shapes q {q.shape}, k {k.shape}, v {v.shape}")
     if k.shape != v.shape:
@@ -53,7 +55,7 @@ def attention_reference(q, k, v, *, is_causal: bool = False, scale: float | None
     Returns [B, Lq, H, D] in q.dtype; rows with no kept key are 0.
     """
     causal = bool(is_causal)
-    _check_qkv(q, k, v)
+    check_qkv_shapes(q, k, v)
     B, Lq, H, D = q.shape
     Lk = k.shape[1]
     scale = default_scale(D) if scale is None else scale
@@ -169,7 +171,7 @@ def block_sparse_xla(
     (``preferred_element_type``), with the probabilities rounded to V's dtype for the second product as
     the flash kernels do (relative error <= 2^-9 per weight for bfloat16; identical math for float32).
     """
-    _check_qkv(q, k, v)
+    check_qkv_shapes(q, k, v)
     B, Lq, H, D = q.shape
     Lk, Hkv = k.shape[1], k.shape[2]
     g = H // Hkv

@@ -68,7 +68,8 @@ def compiler_params(platform: str | None = None, num_warps: int = 4):
     return plgpu.CompilerParams(num_warps=num_warps, num_stages=2)
 
 
-def _pow2_at_least(n: int) -> int:
+def pow2_at_least(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1): tile sizes clipped to small operands."""
     return 1 << max(0, (int(n) - 1).bit_length())
 
 
@@ -77,8 +78,8 @@ def _tiles(rows: int, cols: int, block: int, bs: QuantBlockSizes, platform: str 
         # Mosaic wants the last two block dims divisible by (8, 128) or equal to the array's: whole rows,
         # and 32 of them (the uint8 sublane tile).
         return 32, cols, -(-rows // 32) * 32, cols
-    bm = min(bs.block_rows, _pow2_at_least(rows))
-    bk = max(block, min(bs.block_cols, _pow2_at_least(cols)))
+    bm = min(bs.block_rows, pow2_at_least(rows))
+    bk = max(block, min(bs.block_cols, pow2_at_least(cols)))
     return bm, bk, -(-rows // bm) * bm, -(-cols // bk) * bk
 
 

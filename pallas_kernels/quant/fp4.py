@@ -129,11 +129,13 @@ def flush_subnormals(x):
     return jnp.where(jnp.abs(x) < np.float32(F32_MIN_NORMAL), np.float32(0.0), x)
 
 
-def _bits(x):
+def f32_bits(x):
+    """The IEEE bit pattern (uint32, same shape) of ``x`` cast to float32."""
     return jax.lax.bitcast_convert_type(x.astype(jnp.float32), jnp.uint32)
 
 
-def _from_bits(b):
+def f32_from_bits(b):
+    """The float32 (same shape) whose IEEE bit pattern is ``b`` (cast to uint32): the inverse of ``f32_bits``."""
     return jax.lax.bitcast_convert_type(b.astype(jnp.uint32), jnp.float32)
 
 
@@ -180,13 +182,13 @@ def e2m1_magnitude_code_scaled(a, s):
 
 def e2m1_encode_scaled(x, s):
     """E2M1 code (uint32, sign bit 3) of the exact quotient x / s for s > 0 (broadcastable)."""
-    sign = _bits(x) >> _u32(31)
+    sign = f32_bits(x) >> _u32(31)
     return (sign << _u32(3)) | e2m1_magnitude_code_scaled(jnp.abs(x), s)
 
 
 def e2m1_encode(v):
     """float32 -> E2M1 code 0..15 (uint32): sign in bit 3, RNE magnitude saturating at +-6."""
-    sign = _bits(v) >> _u32(31)
+    sign = f32_bits(v) >> _u32(31)
     return (sign << _u32(3)) | e2m1_magnitude_code(jnp.abs(v))
 
 
@@ -197,14 +199,14 @@ def e2m1_magnitude_value(m):
     mant = m & _u32(1)
     normal = ((e + _u32(126)) << _u32(23)) | (mant << _u32(22))  # 2^(e-1) * (1 + mant/2)
     sub = mant * _u32(126 << 23)  # code 1 -> 0.5, code 0 -> +0
-    return _from_bits(jnp.where(e > _u32(0), normal, sub))
+    return f32_from_bits(jnp.where(e > _u32(0), normal, sub))
 
 
 def e2m1_decode(code):
     """E2M1 code 0..15 -> float32 (code 8 decodes to -0.0)."""
     code = code.astype(jnp.uint32)
-    mag = _bits(e2m1_magnitude_value(code & _u32(7)))
-    return _from_bits(mag | ((code >> _u32(3)) << _u32(31)))
+    mag = f32_bits(e2m1_magnitude_value(code & _u32(7)))
+    return f32_from_bits(mag | ((code >> _u32(3)) << _u32(31)))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -215,7 +217,7 @@ def e2m1_decode(code):
 def _minifloat_encode(x, man_bits: int, bias: int):
     """Positive float32 -> code of an unsigned minifloat with ``man_bits`` mantissa bits, exponent ``bias``,
     subnormals; round to nearest even. The caller clamps x into the format's range (no saturation here)."""
-    b = _bits(x) & _u32(0x7FFFFFFF)
+    b = f32_bits(x) & _u32(0x7FFFFFFF)
     field = (b >> _u32(23)).astype(jnp.int32)
     exp = jnp.maximum(field, 1) - 127  # unbiased exponent (f32 subnormals: -126)
     sig = (b & _u32(0x7FFFFF)) | jnp.where(field > 0, _u32(1 << 23), _u32(0))
@@ -238,7 +240,7 @@ def _minifloat_decode(code, man_bits: int, bias: int):
     mant = code & _u32((1 << man_bits) - 1)
     normal = ((field + _u32(127 - bias)) << _u32(23)) | (mant << _u32(23 - man_bits))
     sub = mant.astype(jnp.float32) * np.float32(2.0 ** (1 - bias - man_bits))
-    return jnp.where(field > _u32(0), _from_bits(normal), sub)
+    return jnp.where(field > _u32(0), f32_from_bits(normal), sub)
 
 
 def e4m3_encode(x):
@@ -271,7 +273,7 @@ def e8m0_encode_round_up(x):
 
     Same rule as ``jax.nn``'s mxfp4 quantizer (``cast_to_e8m0_with_rounding_up``): round up whenever the
     mantissa is non-zero, except at the top binade and for f32 subnormals <= 2^-127 (which map to code 0)."""
-    b = _bits(x) & _u32(0x7FFFFFFF)
+    b = f32_bits(x) & _u32(0x7FFFFFFF)
     exp = b >> _u32(23)
     mant = b & _u32(0x7FFFFF)
     ru = (mant > _u32(0)) & (exp != _u32(0xFE)) & ~((exp == _u32(0)) & (mant <= _u32(0x400000)))
@@ -284,7 +286,7 @@ def e8m0_code_for_amax(amax):
     m > 1.5. Clamped to [0, 253]; amax = 0 gives code 0 (scale 2^-127). Equal to jax.nn's
     rule (round ``fl(amax * fl(1/6))`` up to a power of two) except where that product rounds onto a power
     of two."""
-    b = _bits(amax) & _u32(0x7FFFFFFF)
+    b = f32_bits(amax) & _u32(0x7FFFFFFF)
     field = (b >> _u32(23)).astype(jnp.int32)
     up = ((b & _u32(0x7FFFFF)) > _u32(0x400000)).astype(jnp.int32)
     return jnp.clip(field - 2 + up, 0, 253).astype(jnp.uint32)
@@ -292,13 +294,13 @@ def e8m0_code_for_amax(amax):
 
 def e8m0_reciprocal(code):
     """E8M0 code in [0, 253] -> 2^(127 - code) (float32, a normal number: multiplying by it is exact)."""
-    return _from_bits((_u32(254) - code.astype(jnp.uint32)) << _u32(23))
+    return f32_from_bits((_u32(254) - code.astype(jnp.uint32)) << _u32(23))
 
 
 def e8m0_decode(code):
     """E8M0 code -> float32 ``2^(code-127)``; code 0 -> 2^-127 (as in jax.nn), never 0."""
     code = code.astype(jnp.uint32)
-    return jnp.where(code == _u32(0), np.float32(2.0**-127), _from_bits(code << _u32(23)))
+    return jnp.where(code == _u32(0), np.float32(2.0**-127), f32_from_bits(code << _u32(23)))
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -312,7 +314,7 @@ ERR_TERM_MAX = 1 << 26
 
 def _normalized(x):
     """float32 x > 0 (normal or subnormal) -> (m uint32 in [2^23, 2^24), e int32) with x = m 2^(e - 150)."""
-    b = _bits(x)
+    b = f32_bits(x)
     field = (b >> _u32(23)).astype(jnp.int32)
     m = jnp.where(field > 0, (b & _u32(0x7FFFFF)) | _u32(0x800000), b & _u32(0x7FFFFF))
     e = jnp.maximum(field, 1)
@@ -333,7 +335,7 @@ def div_rn(a, b):
     are floored at 2^-126) and an inf or nan operand fall back to the float division; ``a == 0`` gives 0."""
     a = jnp.asarray(a, jnp.float32)
     b = jnp.asarray(b, jnp.float32)
-    nonzero = _bits(a) != _u32(0)  # from the bits: a backend that treats subnormals as zero says a > 0 is False
+    nonzero = f32_bits(a) != _u32(0)  # from the bits: a backend that treats subnormals as zero says a > 0 is False
     ma, ea = _normalized(jnp.where(nonzero, a, np.float32(1.0)))
     mb, eb = _normalized(b)
     ge = ma >= mb
@@ -353,8 +355,8 @@ def div_rn(a, b):
     carry = sig >> _u32(24)  # rounding up to 2^24: the next binade
     sig = jnp.where(carry > 0, _u32(0x800000), sig)
     biased = biased + carry.astype(jnp.int32)
-    exact = _from_bits((jnp.clip(biased, 1, 254).astype(jnp.uint32) << _u32(23)) | (sig & _u32(0x7FFFFF)))
-    finite = ((_bits(a) >> _u32(23)) & _u32(0xFF) < _u32(255)) & ((_bits(b) >> _u32(23)) & _u32(0xFF) < _u32(255))
+    exact = f32_from_bits((jnp.clip(biased, 1, 254).astype(jnp.uint32) << _u32(23)) | (sig & _u32(0x7FFFFF)))
+    finite = ((f32_bits(a) >> _u32(23)) & _u32(0xFF) < _u32(255)) & ((f32_bits(b) >> _u32(23)) & _u32(0xFF) < _u32(255))
     out = jnp.where(finite & (biased >= 1) & (biased <= 254), exact, a / b)  # inf, nan: the float division's
     return jnp.where(nonzero | ~finite, out, np.float32(0.0))
 
@@ -371,7 +373,7 @@ def _div_rn_jvp(primals, tangents):
 def pow2_reciprocal(s):
     """2^-E for positive normal float32 s = m 2^E (m in [1, 2)): an exact power of two within a factor 2 of
     1/s, obtained from the bits (no division)."""
-    return _from_bits((_u32(254) - (_bits(s) >> _u32(23))) << _u32(23))
+    return f32_from_bits((_u32(254) - (f32_bits(s) >> _u32(23))) << _u32(23))
 
 
 def block_sq_err(d, p):

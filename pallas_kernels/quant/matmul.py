@@ -165,15 +165,15 @@ def fp4_matmul_pallas(
     m = x2.shape[0]
     block = w.block_size
     tpu = (platform or jax.default_backend()) == "tpu"
-    bm = max(16, min(block_sizes.block_m, blockwise._pow2_at_least(m)))
-    bn = max(16, min(block_sizes.block_n, blockwise._pow2_at_least(n)))
+    bm = max(16, min(block_sizes.block_m, blockwise.pow2_at_least(m)))
+    bn = max(16, min(block_sizes.block_n, blockwise.pow2_at_least(n)))
     if tpu and bitplace:
         raise ValueError("decode='bitplace' runs on the GPU tiling only (Triton or the interpreter), not on TPU")
     if tpu:
         bm, bn = max(bm, 32), max(bn, 128)  # uint8 sublane tile 32; output lanes 128
         bk = kp = k
     else:
-        bk = max(block, 16, min(block_sizes.block_k, blockwise._pow2_at_least(k)))
+        bk = max(block, 16, min(block_sizes.block_k, blockwise.pow2_at_least(k)))
         kp = -(-k // bk) * bk
     mp, np_ = -(-m // bm) * bm, -(-n // bn) * bn
     codes, scales = w.codes, w.scales

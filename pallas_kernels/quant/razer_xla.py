@@ -37,7 +37,7 @@ from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
 f32, u32 = np.float32, jnp.uint32
 _CAP = f32(fp4.ERR_TERM_MAX)
-_bits, _float = fp4._bits, fp4._from_bits  # float32 <-> uint32 bit patterns
+_bits, _float = fp4.f32_bits, fp4.f32_from_bits  # float32 <-> uint32 bit patterns
 _CAP_BITS = u32(0x4C800000)  # float32 bits of 2^26 (= _CAP), the reference's cap on an error term
 
 
@@ -128,7 +128,7 @@ def activation_scale_bytes(x, inv_g):
     a = [_scaled_abs(v, inv_g) for v in cols]
     sc = ref.nvfp4_scale_code(_block_amax(a))
     s = fp4.e4m3_decode(sc)
-    p = ref._err_unit(s)
+    p = ref.err_unit(s)
     c = s * p
     acc: jax.Array | np.float32 = f32(0.0)
     for v, av in zip(cols, a, strict=True):
@@ -153,9 +153,9 @@ def weight_scale_bytes(x, inv_g):
     cols = _columns(x)
     babs = [_abs_bits(v) for v in cols]
     bmax = _flush_scaled(_float(_block_amax(babs)), inv_g)
-    sc6, sc8 = ref._e3m3_scale_code(bmax, 6.0), ref._e3m3_scale_code(bmax, 8.0)
+    sc6, sc8 = ref.e3m3_scale_code(bmax, 6.0), ref.e3m3_scale_code(bmax, 8.0)
     s6, s8 = fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)
-    p = ref._err_unit(s6)
+    p = ref.err_unit(s6)
     c6, c8 = s6 * p, s8 * p
     mult6 = (f32(1.75) * c6, f32(1.5) * c6, f32(-2.0) * c6, -c6)
     mult8 = (f32(1.75) * c8, f32(1.5) * c8, f32(-2.0) * c8, -c8)
@@ -171,7 +171,7 @@ def weight_scale_bytes(x, inv_g):
         err[1] = err[1] + jnp.where(neg, k5, k6)
         err[2] = err[2] + jnp.where(neg, k8, k8s)
         err[3] = err[3] + jnp.where(neg, k8s, k8)
-    idx = ref._first_min_index(err)
+    idx = ref.first_min_index(err)
     return jnp.where(idx >= u32(2), sc8, sc6) | (idx << u32(6))
 
 
@@ -183,17 +183,17 @@ def _codes(x, inv_g, s, lo, hi, sgn, *, fence: bool):
     two per-block operands instead of three and no sign test (lo > 0, so a sign mismatch is outside). Per-block
     values enter only through arithmetic (a select on a per-block flag becomes a branch in XLA:CPU's loop,
     mispredicted on random data). ``fence``: materialize (s, L, H) before the element loop
-    (:func:`reference._fence`); XLA:CPU otherwise recomputes them per element, which measured faster for the
+    (:func:`reference.fence_tree`); XLA:CPU otherwise recomputes them per element, which measured faster for the
     weight variant's E3M3 decode and slower for the activation variant's (module docstring)."""
     pos = sgn > f32(0.0)
     lo_s, hi_s = jnp.where(pos, lo, -hi), jnp.where(pos, hi, -lo)
-    s, lo_s, hi_s = ref._fence((s, lo_s, hi_s), fence)
+    s, lo_s, hi_s = ref.fence_tree((s, lo_s, hi_s), fence)
     xb = x.astype(jnp.float32).reshape(*x.shape[:-1], x.shape[-1] // 16, 16)
     s, lo_s, hi_s = (v[..., None] for v in (s, lo_s, hi_s))
     xs = _flush_scaled_signed(xb, inv_g)
     m = fp4.e2m1_magnitude_code_scaled(_abs(xs), s)
     use = ~(xs <= lo_s) & ~(xs >= hi_s)
-    return fp4.pack_nibbles(ref._razer_codes(xb, m, use).reshape(x.shape))
+    return fp4.pack_nibbles(ref.razer_codes(xb, m, use).reshape(x.shape))
 
 
 def _flush_scaled_signed(v, inv_g):

@@ -105,7 +105,7 @@ def reciprocal(g):
 SIXTH = np.float32(1.0 / 6.0)  # fl32(1/6): the block scale is bmax * fl(1/6), a single IEEE multiply
 
 
-def _fence(tree, fence: bool):
+def fence_tree(tree, fence: bool):
     """``fence=True`` (the XLA path; the block functions' ``fence`` flag also picks :func:`_block_sums`'s
     variadic form): materialize the per-block values ``tree`` before the per-element pass.
 
@@ -136,7 +136,7 @@ def nvfp4_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     if bmax is None:
         bmax = jnp.max(jnp.abs(xs), axis=-1)
     sc = nvfp4_scale_code(bmax)
-    s = _fence(fp4.e4m3_decode(sc), fence)
+    s = fence_tree(fp4.e4m3_decode(sc), fence)
     return fp4.e2m1_encode_scaled(xs, s[..., None]), sc
 
 
@@ -148,7 +148,7 @@ def mxfp4_block_codes(xb, bmax=None, *, fence: bool = False):
     if bmax is None:
         bmax = jnp.max(jnp.abs(xb), axis=-1)
     sc = fp4.e8m0_code_for_amax(bmax)
-    r = _fence(fp4.e8m0_reciprocal(sc), fence)
+    r = fence_tree(fp4.e8m0_reciprocal(sc), fence)
     # e2m1_encode_scaled(v, 1) makes e2m1_encode's seven threshold comparisons as a three-compare search
     return fp4.e2m1_encode_scaled(xb * r[..., None], np.float32(1.0)), sc
 
@@ -173,7 +173,7 @@ def _razer_choose(xs, s, sv, p):
     return m, use, fp4.block_sq_err(jnp.abs(xs) - jnp.abs(chosen) * s, p)
 
 
-def _razer_codes(xs, m, use):
+def razer_codes(xs, m, use):
     """Element codes: 0x8 for the special value, +0 for zeros, sign | magnitude otherwise."""
     sign = jnp.where((xs < 0) & (m > 0), jnp.uint32(8), jnp.uint32(0))
     return jnp.where(use, jnp.uint32(8), sign | m)
@@ -191,7 +191,7 @@ def _sq_term(y):
     return (e + np.float32(0.5)).astype(jnp.int32)
 
 
-def _err_unit(s):
+def err_unit(s):
     """The error unit of a block with scale s (..., nb): ``2^7 * pow2_reciprocal(s)`` (exact)."""
     return fp4.pow2_reciprocal(s) * np.float32(1 << (fp4.ERR_FRACTION_BITS // 2))
 
@@ -224,7 +224,7 @@ def _block_sums(terms, variadic: bool):
     )
 
 
-def _first_min_index(errs):
+def first_min_index(errs):
     """Index (uint32) of the smallest of the block errors ``errs`` (the first one on ties)."""
     best, idx = errs[0], jnp.zeros(errs[0].shape, jnp.uint32)
     for i in range(1, len(errs)):
@@ -278,18 +278,19 @@ def razer_activation_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     sc = nvfp4_scale_code(bmax)
     # only s and the choice are materialized (fenced) per block: p, the thresholds 4.5 s / 5.5 s are a few
     # per-element ops, cheaper on CPU than more block-sized temporaries (each a fresh, page-faulted buffer)
-    s = _fence(fp4.e4m3_decode(sc), fence)[..., None]
-    near, delta = _special_delta(a, s, _err_unit(s), 5.0)
+    s = fence_tree(fp4.e4m3_decode(sc), fence)[..., None]
+    near, delta = _special_delta(a, s, err_unit(s), 5.0)
     signed = jnp.where(near, jnp.where(xb > 0, delta, -delta), jnp.int32(0))  # near => xs != 0, sign of x
-    neg = _fence(jnp.sum(signed, axis=-1) > 0, fence)  # err(-5) < err(+5): +5 wins ties
+    neg = fence_tree(jnp.sum(signed, axis=-1) > 0, fence)  # err(-5) < err(+5): +5 wins ties
     m = fp4.e2m1_magnitude_code_scaled(a, s)
     # the same nearness as _special_delta's, written as the comparisons with the exact products 4.5 s, 5.5 s:
     # a different expression, so XLA recomputes it here instead of writing a full-size mask for both passes
     use = (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s) & jnp.where(neg[..., None], xb < 0, xb > 0)
-    return _razer_codes(xb, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
+    return razer_codes(xb, m, use), sc | (neg.astype(jnp.uint32) << jnp.uint32(7))
 
 
-def _e3m3_scale_code(bmax, qmax: float):
+def e3m3_scale_code(bmax, qmax: float):
+    """RaZeR weight block-scale code (uint8, shape of ``bmax``): E3M3 of ``bmax / qmax`` clipped to its range."""
     return fp4.e3m3_encode(jnp.clip(bmax * np.float32(1.0 / qmax), np.float32(fp4.E3M3_MIN), np.float32(fp4.E3M3_MAX)))
 
 
@@ -298,10 +299,10 @@ def razer_weight_candidate(xs, bmax, idx: int, allow_special: bool = True):
     Errors of all candidates share the unit p = pow2_reciprocal(s_b(6)) so they compare across scales.
     ``allow_special=False`` gives plain FP4 with the same E3M3 scale (the baseline of the guarantee)."""
     sv, qmax = RAZER_WEIGHT_SPECIALS[idx], RAZER_WEIGHT_QMAX[idx]
-    p = fp4.pow2_reciprocal(fp4.e3m3_decode(_e3m3_scale_code(bmax, 6.0)))[..., None]
-    sc = _e3m3_scale_code(bmax, qmax)
+    p = fp4.pow2_reciprocal(fp4.e3m3_decode(e3m3_scale_code(bmax, 6.0)))[..., None]
+    sc = e3m3_scale_code(bmax, qmax)
     m, use, err = _razer_choose(xs, fp4.e3m3_decode(sc)[..., None], sv if allow_special else None, p)
-    return err, _razer_codes(xs, m, use), sc | jnp.uint32(idx << 6)
+    return err, razer_codes(xs, m, use), sc | jnp.uint32(idx << 6)
 
 
 def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
@@ -315,10 +316,10 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     a = _abs_flushed(xb) * inv_g
     if bmax is None:
         bmax = jnp.max(a, axis=-1)
-    sc6, sc8 = _e3m3_scale_code(bmax, 6.0), _e3m3_scale_code(bmax, 8.0)
+    sc6, sc8 = e3m3_scale_code(bmax, 6.0), e3m3_scale_code(bmax, 8.0)
     # fenced per block: the two scales and the choice only (p and the chosen scale are per-element ops)
-    s6, s8 = (v[..., None] for v in _fence((fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)), fence))
-    p = _err_unit(s6)
+    s6, s8 = (v[..., None] for v in fence_tree((fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)), fence))
+    p = err_unit(s6)
     ap = a * p
     k6 = _sq_term(ap - _e2m1_value_scaled(a, s6) * p)  # fl(a - q s6) p: p a power of two
     k8 = _sq_term(ap - _e2m1_value_scaled(a, s8) * p)
@@ -331,7 +332,7 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
         jnp.where(near8 & pos, k8 + d8, k8),
         jnp.where(near8 & neg, k8 + d8, k8),
     )
-    idx = _fence(_first_min_index(_block_sums(terms, fence)), fence)
+    idx = fence_tree(first_min_index(_block_sums(terms, fence)), fence)
     wide = idx >= jnp.uint32(2)
     w = wide[..., None]
     s = jnp.where(w, s8, s6)
@@ -339,7 +340,7 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     near = jnp.where(w, a > np.float32(7.0) * s, (a > np.float32(4.5) * s) & (a < np.float32(5.5) * s))
     want_neg = ((idx & jnp.uint32(1)) == jnp.uint32(1))[..., None]
     use = near & jnp.where(want_neg, neg, pos)
-    return _razer_codes(xb, m, use), jnp.where(wide, sc8, sc6) | (idx << jnp.uint32(6))
+    return razer_codes(xb, m, use), jnp.where(wide, sc8, sc6) | (idx << jnp.uint32(6))
 
 
 def razer_special_value(byte, fmt: str):
@@ -410,7 +411,7 @@ def _global_and_blocks(x, global_scale, denom: float):
     """(xb, g, fl(1/g), block amax of xs): the shared first pass of the global-scale formats."""
     xb = _blocks(x, 16)
     # fenced: otherwise XLA folds max(max(|x|, -1)) into a second full reduction and materializes |x| for both
-    braw = _fence(_raw_block_amax(xb), True)
+    braw = fence_tree(_raw_block_amax(xb), True)
     if global_scale is None:
         global_scale = global_scale_from_amax(jnp.max(braw), denom)
     g = jnp.asarray(global_scale, jnp.float32)
@@ -429,7 +430,7 @@ def nvfp4_quantize(x, global_scale=None) -> QuantizedArray:
 def mxfp4_quantize(x) -> QuantizedArray:
     x = jnp.asarray(x)
     xb = _blocks(x, 32)
-    bmax = fp4.flush_subnormals(_fence(_raw_block_amax(xb), True))  # flush commutes with max |.|
+    bmax = fp4.flush_subnormals(fence_tree(_raw_block_amax(xb), True))  # flush commutes with max |.|
     codes, sc = mxfp4_block_codes(xb, bmax, fence=True)
     return _pack(x, codes, sc, 1.0, "mxfp4")
 

@@ -35,7 +35,7 @@ def _numpy_peak(fn) -> float:
 def _jax_temp(w, h, book) -> float:
     """XLA's temp allocation (MiB) of the compiled GPTQ (``memory_analysis``; NaN where unavailable)."""
     try:
-        lowered = M.solvers._gptq.lower(w, M.solvers.gptq_factor(h), book.grid, 128)
+        lowered = M.solvers.gptq_from_factor.lower(w, M.solvers.gptq_factor(h), book.grid, 128)
         ma = lowered.compile().memory_analysis()
         return float(ma.temp_size_in_bytes + ma.output_size_in_bytes) / 2**20
     except Exception:

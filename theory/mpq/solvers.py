@@ -91,7 +91,9 @@ def gptq_factor(h: Float[ArrayLike, "d d"]) -> Float[Array, "d d"]:
 
 
 @functools.partial(jax.jit, static_argnames=("block",))
-def _gptq(w, u, grid, block: int):
+def gptq_from_factor(w, u, grid, block: int):
+    """GPTQ of ``w`` (rows, d) onto ``grid`` given ``u = gptq_factor(h)`` (d, d), in column blocks of ``block``:
+    the jitted core of :func:`gptq` (codes (rows, d)), public so that benchmarks can lower it."""
     d = w.shape[1]
     codes = []
     for i1 in range(0, d, block):
@@ -117,7 +119,7 @@ def gptq(
     w, h = _check(w, h, book)
     if not (isinstance(block, int) and block >= 1):
         raise ValueError(f"block must be a positive integer, got {block!r}")
-    return _gptq(w, gptq_factor(h), as_float(book.grid), block)
+    return gptq_from_factor(w, gptq_factor(h), as_float(book.grid), block)
 
 
 def udu(h: Float[ArrayLike, "d d"]) -> tuple[Float[Array, "d d"], Float[Array, " d"]]:

@@ -46,8 +46,8 @@ def decode(
     check_pair(p, q)
     v.positive_int("n", n)
     v.positive_int("m", m)
-    if v._dtype_of(from_q) != np.bool_:
-        raise ValueError(f"from_q must be a boolean array, got dtype {v._dtype_of(from_q)}")
+    if v.dtype_of(from_q) != np.bool_:
+        raise ValueError(f"from_q must be a boolean array, got dtype {v.dtype_of(from_q)}")
     v.shape("from_q", from_q, (m,))
     return decode_jit(p, q, from_q, key=key, n=n, m=m, keep_all=keep_all)
 

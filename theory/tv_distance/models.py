@@ -281,7 +281,7 @@ def check_model(name: str, model) -> None:
     if not isinstance(model, ARModel):
         raise ValueError(f"{name} must be an ARModel, got {type(model).__name__}")
     for path, leaf in jax.tree_util.tree_leaves_with_path(model.params):
-        if jnp.issubdtype(v._dtype_of(leaf), jnp.floating):
+        if jnp.issubdtype(v.dtype_of(leaf), jnp.floating):
             v.finite(f"{name}.params{jax.tree_util.keystr(path)}", leaf)
 
 
