@@ -182,6 +182,12 @@ def _parser() -> argparse.ArgumentParser:
         "judging its mutants again",
     )
     au.add_argument(
+        "--check",
+        action="store_true",
+        help="run no mutant: recompute each committed figures/audit/random/<name>.json's draw on the current code "
+        "(one clean quick run each) and list the mutants that no longer match it; exit 1 if any (re-run that audit)",
+    )
+    au.add_argument(
         "--collect",
         action="store_true",
         help="run nothing: rebuild figures/audit.json from figures/audit/*.json and print the table",
@@ -319,6 +325,26 @@ def _cmd_audit(names, write=True) -> int:
     if refused:
         print(f"not judged (the clean run fails claims not expected to fail): {refused}")
     return 1 if missed or few or refused else 0
+
+
+def _cmd_check_audits(names) -> int:
+    import json
+
+    from jaxwb.sims.core import mutate, paths, registry
+
+    stale_any = False
+    for name in names or registry.result_names():
+        path = paths.FIGURES_DIR / "audit" / "random" / f"{name}.json"
+        if not path.is_file():
+            print(f"{name}: no committed random audit ({path})", flush=True)
+            stale_any = True
+            continue
+        stale = mutate.stale_mutants(registry.get(name), json.loads(path.read_text()))
+        print(f"{name}: {'STALE' if stale else 'current'}", flush=True)
+        for line in stale:
+            print(f"  {line}", flush=True)
+        stale_any = stale_any or bool(stale)
+    return 1 if stale_any else 0
 
 
 def _cmd_random_audit(names, n, seed, write=True, missed=False, resume=False) -> int:
@@ -498,6 +524,8 @@ def main(argv: list[str] | None = None) -> int:
                 merged = audit.collect(paths.FIGURES_DIR)
                 print(audit.format_audit_table(merged))
                 return 0
+            if args.check:
+                return _cmd_check_audits(args.names)
             if args.random is not None:
                 return _cmd_random_audit(
                     args.names, args.random, args.seed, write=not args.no_write, missed=args.missed, resume=args.resume

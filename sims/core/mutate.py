@@ -306,6 +306,49 @@ def claims_equal(a, b, volatile: set[str] = frozenset()) -> bool:
     return claims_key(a, volatile) == claims_key(b, volatile)
 
 
+def draw_sites(every: Sequence[Site], n: int, seed: int) -> list[Site]:
+    """The random audit's draw: ``min(n, len(every))`` of ``every`` uniformly without replacement, in the order
+    ``np.random.default_rng(seed).choice`` gives them."""
+    if not every:
+        return []
+    rng = np.random.default_rng(seed)
+    return [every[i] for i in rng.choice(len(every), size=min(n, len(every)), replace=False)]
+
+
+def stale_mutants(module: ModuleType, committed: dict[str, Any]) -> list[str]:
+    """Whether a committed random audit (``figures/audit/random/<name>.json``) still describes the code: one clean
+    run of its preset finds the executed functions, and the draw its seed and size give now is compared with its
+    mutants, site by site (name, operator, node index, detail). Returns one line per difference (``[]``: the
+    committed verdicts are about this code's mutants). A change to any drawn function's source lines, or to the
+    set of executed functions, shows here; then the audit is to be run again."""
+    import jax
+
+    from jaxwb.sims.core.presets import get_config
+
+    recorded = committed.get("mutants", [])
+    if committed.get("refused") or not recorded:
+        return []
+    cfg = get_config(module, committed.get("preset", "quick"))
+    key = jax.random.key(committed.get("seed", 0))
+
+    def clean_run():
+        list(module.claims(jax.block_until_ready(module.run(cfg, key=key)), cfg))
+
+    functions = executed_functions(clean_run)
+    every = [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
+    stale = []
+    if len(every) != committed.get("sites", len(every)):
+        stale.append(f"sites: {committed['sites']} committed, {len(every)} now")
+    drawn = draw_sites(every, committed.get("n", len(recorded)), committed.get("seed", 0))
+    if len(drawn) != len(recorded):
+        stale.append(f"mutants: {len(recorded)} committed, {len(drawn)} drawn now")
+    for i, (site, m) in enumerate(zip(drawn, recorded, strict=False)):  # a length change is reported above
+        now = (site.name, site.op, site.detail, site.index)
+        if now != (m["mutant"], m["op"], m["detail"], m.get("index", site.index)):
+            stale.append(f"#{i}: {m['mutant']} committed, {site.name} drawn now")
+    return stale
+
+
 def random_audit(
     module: ModuleType,
     n: int,
@@ -369,8 +412,7 @@ def random_audit(
             "mutants": [],
         }
     every = [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
-    rng = np.random.default_rng(seed)
-    drawn = [every[i] for i in rng.choice(len(every), size=min(n, len(every)), replace=False)] if every else []
+    drawn = draw_sites(every, n, seed)
     not_found: list[str] = []
     if only is not None:
         drawn = [s for s in every if s.name in only or f"{s.name}#{s.index}" in only]

@@ -191,3 +191,17 @@ def test_a_runaway_mutant_is_stopped_by_its_cpu_time_limit():
     with mutate.cpu_time_limit(5.0, expired):  # a block that ends in time leaves no timer behind
         pass
     time.sleep(0.01)
+
+
+def test_a_committed_audit_is_current_until_its_draw_changes():
+    toy = _toy_result()
+    committed = mutate.random_audit(toy, 3, seed=0, verbose=False)
+    assert mutate.stale_mutants(toy, committed) == []
+    moved = dict(committed, mutants=[dict(committed["mutants"][0], mutant="x:f:1:arith:Add->Sub")])
+    moved["mutants"] += committed["mutants"][1:]
+    assert [line.split(":")[0] for line in mutate.stale_mutants(toy, moved)] == ["#0"]
+    swapped = dict(committed, mutants=committed["mutants"][::-1])  # the same sites in another order: another draw
+    assert len(mutate.stale_mutants(toy, swapped)) >= 2
+    grown = dict(committed, sites=committed["sites"] + 1)
+    assert mutate.stale_mutants(toy, grown)[0].startswith("sites:")
+    assert mutate.stale_mutants(toy, dict(committed, mutants=[], refused=["a claim"])) == []
