@@ -483,3 +483,34 @@ def test_one_n_slots_convention():
         ss.avr(r, d, w, n_slots=last - 1)
     with pytest.raises(ValueError, match="n_slots must be given when deadline or dt is traced"):
         jax.jit(lambda dd: ss.avr(r, dd, w).profile.speed)(d)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# published constants and the instance generator: what no claim can resolve (a loosened bound, a shifted support
+# end; docs/papers/speed_scaling.md) is pinned here against numbers written out by hand
+
+
+def test_published_competitive_ratios_are_the_papers_numbers():
+    # AVR: 2^(a-1) a^a (Yao, Demers, Shenker 1995); OA: a^a (Bansal, Kimbrel, Pruhs 2007); BKP: 2 (a/(a-1))^a e^a
+    assert ss.avr_bound(2.0) == pytest.approx(8.0, rel=1e-12)
+    assert ss.avr_bound(3.0) == pytest.approx(108.0, rel=1e-12)
+    assert ss.oa_bound(3.0) == pytest.approx(27.0, rel=1e-12)
+    assert ss.bkp_bound(2.0) == pytest.approx(8.0 * np.exp(2.0), rel=1e-12)  # 2 * 2^2 * e^2 = 59.11
+    assert ss.bkp_bound(3.0) == pytest.approx(6.75 * np.exp(3.0), rel=1e-12)  # 2 * 1.5^3 * e^3 = 135.57
+    assert ss.qoa_q(3.0) == pytest.approx(5.0 / 3.0, rel=1e-12)
+
+
+def test_random_instance_draws_the_documented_distribution():
+    """Works U(0.1, max_work), integer releases U{0 .. horizon - max_window}, integer windows U{min .. max}: the
+    support ends are reached (a minimum work shifted by 0.005 would leave the sample minimum above it with
+    probability 1 - e^-50 at this size), and a KS test of the works against U(0.1, max_work)."""
+    from scipy import stats
+
+    n, horizon, lo_w, hi_w, max_work = 100_000, 30, 2, 7, 10.0
+    r, d, w = (
+        np.asarray(a, np.float64) for a in ss.random_instance(n, horizon, lo_w, hi_w, max_work, key=jax.random.key(0))
+    )
+    assert 0.1 <= w.min() < 0.105 and max_work - 0.005 < w.max() <= max_work
+    assert stats.kstest(w, stats.uniform(0.1, max_work - 0.1).cdf).pvalue > 1e-4
+    assert set(np.unique(r)) == set(range(horizon - hi_w + 1))
+    assert set(np.unique(d - r)) == set(range(lo_w, hi_w + 1))
