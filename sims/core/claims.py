@@ -333,10 +333,13 @@ class ChanceFailures:
     """How many interval claims one would expect to fail by chance if the code and the theory were right.
 
     Only ``comparison="ci"`` claims (an exact expectation inside a 95% interval) have a known false-failure rate:
-    ``1 - level`` each, independently across claims decided on independent seeds. ``p_value`` is the binomial
-    probability of at least ``failed`` such failures among ``n`` when every prediction is right; a small value
-    (say < 0.05) means the misses are more than chance and each needs an explanation. Interval claims of the
-    other comparisons (whole interval within a tolerance) fail less often than ``1 - level`` under a correct
+    ``1 - level`` each, independently across claims decided on independent seeds. Claims expected to fail (known
+    disagreements, each with its reason) are not chance and are left out of ``n`` (counted in ``known``).
+    ``p_value`` is the binomial probability of at least ``failed`` failures among ``n`` when every prediction is
+    right; a small value (say < 0.05) means the misses are more than chance and each needs an explanation.
+    ``p_low`` is the probability of at most ``failed``; a small value means fewer misses than chance predicts
+    (intervals wider than 95% coverage, or claims revised after a miss). Interval claims of the other
+    comparisons (whole interval within a tolerance) fail less often than ``1 - level`` under a correct
     prediction and are not counted here.
     """
 
@@ -344,24 +347,34 @@ class ChanceFailures:
     failed: int
     expected: float
     p_value: float
+    p_low: float = 1.0
+    known: int = 0
 
     def __str__(self) -> str:
+        known = f" ({self.known} expected to fail, not counted)" if self.known else ""
         if not self.n:
-            return "no exact-expectation interval claims"
-        return (
-            f"{self.failed} of {self.n} exact-expectation 95%-interval claims fail; "
+            return "no exact-expectation interval claims" + known
+        text = (
+            f"{self.failed} of {self.n} exact-expectation 95%-interval claims fail{known}; "
             f"{self.expected:.2g} expected by chance, P(>= {self.failed} by chance) = {self.p_value:.2g}"
         )
+        if self.p_low < 0.05:
+            text += f", P(<= {self.failed}) = {self.p_low:.2g}: fewer misses than chance predicts"
+        return text
 
 
 def chance_failures(claims: Sequence[Claim], *, level: float = 0.95) -> ChanceFailures:
     """:class:`ChanceFailures` of the ``comparison="ci"`` claims among ``claims`` (see there)."""
     from scipy import stats
 
-    ci = [c for c in claims if c.comparison == "ci"]
+    ci = [c for c in claims if c.comparison == "ci" and c.expected != "fail"]
+    known = sum(c.comparison == "ci" and c.expected == "fail" for c in claims)
     failed = sum(not c.passed for c in ci)
-    p = float(stats.binom.sf(failed - 1, len(ci), 1 - level)) if ci else 1.0
-    return ChanceFailures(len(ci), failed, len(ci) * (1 - level), p)
+    if not ci:
+        return ChanceFailures(0, 0, 0.0, 1.0, 1.0, known)
+    p = float(stats.binom.sf(failed - 1, len(ci), 1 - level))
+    p_low = float(stats.binom.cdf(failed, len(ci), 1 - level))
+    return ChanceFailures(len(ci), failed, len(ci) * (1 - level), p, p_low, known)
 
 
 def _measured_text(c: Claim) -> str:

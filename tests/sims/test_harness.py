@@ -753,6 +753,13 @@ def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail
     assert abs(got.p_value - tail) < 1e-12
     assert chance_failures([ok, other]).p_value == 1.0 and chance_failures([other]).n == 0
     assert "2 of 20" in str(got)
+    known = Claim("known", 1.0, 1.5, 0.1, "ci", kind="check", ci=0.02, n_seeds=5, expected="fail", reason="why")
+    with_known = chance_failures([ok] * 18 + [miss] * 2 + [known] * 3)  # known disagreements are not chance
+    assert (with_known.n, with_known.failed, with_known.known) == (20, 2, 3) and with_known.p_value == got.p_value
+    assert "3 expected to fail, not counted" in str(with_known)
+    none_missed = chance_failures([ok] * 200)  # 0 of 200: P(<= 0) = 0.95^200, fewer misses than chance
+    assert abs(none_missed.p_low - 0.95**200) < 1e-12 and "fewer misses than chance" in str(none_missed)
+    assert "fewer" not in str(got)
 
 
 def test_compilation_cache_is_pruned_oldest_first_and_has_no_per_write_eviction(tmp_path):
