@@ -306,6 +306,17 @@ def claims_equal(a, b, volatile: set[str] = frozenset()) -> bool:
     return claims_key(a, volatile) == claims_key(b, volatile)
 
 
+def sites_of_functions(functions: Sequence[tuple[str, str, FunctionType]]) -> list[Site]:
+    """Every mutation site of ``functions`` (``executed_functions``'s list), in its order: what a draw draws from."""
+    return [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
+
+
+def same_site(record: dict[str, Any], site: Site) -> bool:
+    """Whether a mutant record of an audit json names ``site`` (its name carries the operator and detail; records
+    written before ``index`` was kept match on the name alone)."""
+    return record["mutant"] == site.name and record.get("index", site.index) == site.index
+
+
 def draw_sites(every: Sequence[Site], n: int, seed: int) -> list[Site]:
     """The random audit's draw: ``min(n, len(every))`` of ``every`` uniformly without replacement, in the order
     ``np.random.default_rng(seed).choice`` gives them."""
@@ -334,8 +345,7 @@ def stale_mutants(module: ModuleType, committed: dict[str, Any]) -> list[str]:
     def clean_run():
         list(module.claims(jax.block_until_ready(module.run(cfg, key=key)), cfg))
 
-    functions = executed_functions(clean_run)
-    every = [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
+    every = sites_of_functions(executed_functions(clean_run))
     stale = []
     if len(every) != committed.get("sites", len(every)):
         stale.append(f"sites: {committed['sites']} committed, {len(every)} now")
@@ -343,8 +353,7 @@ def stale_mutants(module: ModuleType, committed: dict[str, Any]) -> list[str]:
     if len(drawn) != len(recorded):
         stale.append(f"mutants: {len(recorded)} committed, {len(drawn)} drawn now")
     for i, (site, m) in enumerate(zip(drawn, recorded, strict=False)):  # a length change is reported above
-        now = (site.name, site.op, site.detail, site.index)
-        if now != (m["mutant"], m["op"], m["detail"], m.get("index", site.index)):
+        if not same_site(m, site):
             stale.append(f"#{i}: {m['mutant']} committed, {site.name} drawn now")
     return stale
 
@@ -411,7 +420,7 @@ def random_audit(
             "functions": len(functions),
             "mutants": [],
         }
-    every = [s for mod, qual, fn in functions for s in sites_of(mod, qual, fn)]
+    every = sites_of_functions(functions)
     drawn = draw_sites(every, n, seed)
     not_found: list[str] = []
     if only is not None:
@@ -432,11 +441,7 @@ def random_audit(
     summary["n"], summary["complete"] = len(drawn), False
     reusable = list(resume or [])
     for i, site in enumerate(drawn):
-        if (
-            i < len(reusable)
-            and reusable[i]["mutant"] == site.name
-            and reusable[i].get("index", site.index) == site.index
-        ):
+        if i < len(reusable) and same_site(reusable[i], site):
             summary["mutants"].append(reusable[i])
             _tally(summary)
             if verbose:
