@@ -327,14 +327,21 @@ def _cmd_audit(names, write=True) -> int:
     return 1 if missed or few or refused else 0
 
 
+def _random_audit_path(name: str):
+    """The committed random audit of result ``name``: figures/audit/random/<name>.json."""
+    from jaxwb.sims.core import paths
+
+    return paths.FIGURES_DIR / "audit" / "random" / f"{name}.json"
+
+
 def _cmd_check_audits(names) -> int:
     import json
 
-    from jaxwb.sims.core import mutate, paths, registry
+    from jaxwb.sims.core import mutate, registry
 
     stale_any = False
     for name in names or registry.result_names():
-        path = paths.FIGURES_DIR / "audit" / "random" / f"{name}.json"
+        path = _random_audit_path(name)
         if not path.is_file():
             print(f"{name}: no committed random audit ({path})", flush=True)
             stale_any = True
@@ -350,14 +357,14 @@ def _cmd_check_audits(names) -> int:
 def _cmd_random_audit(names, n, seed, write=True, missed=False, resume=False) -> int:
     import json
 
-    from jaxwb.sims.core import mutate, outputs, paths, registry
+    from jaxwb.sims.core import mutate, outputs, registry
 
     modules = [registry.get(name) for name in names or registry.result_names()]
     worst = 1.0
     for module in modules:
         only = None
         if missed:
-            committed = paths.FIGURES_DIR / "audit" / "random" / f"{module.NAME}.json"
+            committed = _random_audit_path(module.NAME)
             if not committed.is_file():
                 raise WorkbenchError(
                     f"--missed: {committed} does not exist; run `workbench audit {module.NAME} --random N` first"
@@ -371,7 +378,7 @@ def _cmd_random_audit(names, n, seed, write=True, missed=False, resume=False) ->
             print(f"{module.NAME}: re-judging the {len(only)} missed mutant(s) of {committed.name}", flush=True)
         else:
             print(f"{module.NAME}: {n} mechanical mutant(s), seed {seed}", flush=True)
-        path = paths.FIGURES_DIR / "audit" / "random" / f"{module.NAME}.json"
+        path = _random_audit_path(module.NAME)
         previous = json.loads(path.read_text()) if resume and path.is_file() else {}
         reuse = previous["mutants"] if previous.get("complete") is False and previous.get("seed") == seed else None
         if resume and reuse is None:
