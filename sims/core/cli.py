@@ -228,7 +228,7 @@ def _prepare(names, quick, out, overrides, *, per_result_out: bool):
             target = paths.default_out_dir(module.NAME, preset)
         else:
             target = os.path.join(out, module.NAME) if per_result_out else out
-        jobs.append((module, cfg, paths.check_out_dir(target)))
+        jobs.append((module, cfg, paths.check_out_dir(target, module.NAME)))
     return preset, jobs
 
 

@@ -103,7 +103,7 @@ def execute(
         raise WorkbenchError(f"seed must be an integer in [0, 2**32), got {seed!r}")
     out = None
     if write:
-        out = check_out_dir(out_dir if out_dir is not None else default_out_dir(module.NAME, preset))
+        out = check_out_dir(out_dir if out_dir is not None else default_out_dir(module.NAME, preset), module.NAME)
     with contextlib.ExitStack() as stack:
         dev = stack.enter_context(on_device(device))
         prof = stack.enter_context(profiling()) if profile else None

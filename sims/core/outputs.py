@@ -13,7 +13,6 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import dataclasses
-import hashlib
 import json
 import os
 import platform
@@ -33,7 +32,7 @@ import numpy as np
 
 from jaxwb.sims.core.claims import Claim, kind_counts
 from jaxwb.sims.core.errors import OutputError, WorkbenchError
-from jaxwb.sims.core.paths import FIGURES_DIR, REPO_ROOT, replaceable_problem
+from jaxwb.sims.core.paths import FIGURES_DIR, HASHED_FILES, REPO_ROOT, replaceable_problem, sha256_file
 from jaxwb.sims.core.progress import Phases
 
 
@@ -148,14 +147,6 @@ def _config_json(cfg) -> dict[str, Any]:
     return {k: conv(v) for k, v in dataclasses.asdict(cfg).items()}
 
 
-def sha256_file(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def atomic_write_text(path: Path, text: str) -> None:
     """Write ``text`` to ``path`` through a flushed temporary file and one ``os.replace``."""
     path = Path(path)
@@ -203,7 +194,7 @@ def _umask() -> int:
     return mask
 
 
-def publish_dir(tmp: Path, out: Path) -> None:
+def publish_dir(tmp: Path, out: Path, result: str | None = None) -> None:
     """Replace ``out`` by the complete folder ``tmp`` in one rename; ``tmp`` is gone afterwards.
 
     An existing ``out`` is replaced only when :func:`jaxwb.sims.core.paths.replaceable_problem` allows it (empty, or a
@@ -212,7 +203,7 @@ def publish_dir(tmp: Path, out: Path) -> None:
     the umask's).
     """
     if out.exists():
-        problem = replaceable_problem(out) if out.is_dir() else "it is not a folder"
+        problem = replaceable_problem(out, result) if out.is_dir() else "it is not a folder"
         if problem is not None:
             raise WorkbenchError(f"--out {str(out)!r} will not be replaced: {problem} (it changed during the run)")
         os.chmod(tmp, stat.S_IMODE(out.stat().st_mode))
@@ -236,7 +227,7 @@ def publish_dir(tmp: Path, out: Path) -> None:
     _fsync_dir(out.parent)
 
 
-HASHED = ("data.npz", "claims.json")
+HASHED = HASHED_FILES
 
 
 def verify_outputs(folder: str | Path) -> list[str]:
@@ -405,7 +396,7 @@ def _write_into(
         "content_sha256": {f: sha256_file(tmp / f) for f in hashed},
     }
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
-    publish_dir(tmp, out)
+    publish_dir(tmp, out, module.NAME)
     if phases:
         phases.done()
 

@@ -3,10 +3,14 @@ and the output folder of a run (chosen and checked before the run starts)."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
+from typing import Any
 
 import jax
 
@@ -91,33 +95,97 @@ def default_out_dir(name: str, preset: str) -> Path:
 
 
 OUTPUT_FILES = ("manifest.json", "data.npz", "claims.json")  # what every output folder holds, beside its figures
+HASHED_FILES = ("data.npz", "claims.json")  # hashed in the manifest's content_sha256, with every figure
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
-def output_files(folder: str | Path) -> set[str] | None:
-    """The names a workbench output folder may hold, read from its ``manifest.json``; None when ``folder`` has no
-    manifest the workbench wrote (missing, unreadable, not JSON, or without the keys every manifest has)."""
-    try:
-        manifest = json.loads((Path(folder) / "manifest.json").read_text())
-    except (OSError, UnicodeDecodeError, ValueError):
-        return None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("result"), str):
-        return None
+def _shown(names: list[str]) -> str:
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
+def manifest_problem(manifest: Any, results: Collection[str]) -> str | None:
+    """Why ``manifest`` (a parsed ``manifest.json``) is not one the workbench wrote for one of ``results``, or None.
+
+    The schema every manifest has: a JSON object whose ``result`` is one of ``results`` (the registered results),
+    whose ``figures`` is a list of ``*.png`` names without a folder, and whose ``content_sha256`` maps exactly
+    ``data.npz``, ``claims.json`` and those figures to SHA-256 hex digests."""
+    if not isinstance(manifest, dict):
+        return f"it holds a JSON {type(manifest).__name__}, not an object"
+    name = manifest.get("result")
+    if not isinstance(name, str):
+        return "it names no result"
+    if name not in results:
+        return f"it names {name!r}, which is not a result of the workbench"
     figures = manifest.get("figures")
-    if not isinstance(manifest.get("content_sha256"), dict) or not isinstance(figures, list):
-        return None
-    if not all(isinstance(f, str) and f.endswith(".png") and "/" not in f and not f.startswith(".") for f in figures):
-        return None
-    return {*OUTPUT_FILES, *figures}
+    if not isinstance(figures, list) or not all(
+        isinstance(f, str) and f.endswith(".png") and "/" not in f and not f.startswith(".") for f in figures
+    ):
+        return "its figures are not a list of .png names"
+    hashes = manifest.get("content_sha256")
+    if not isinstance(hashes, dict):
+        return "it has no content_sha256 table"
+    if set(hashes) != {*HASHED_FILES, *figures}:
+        return "its content_sha256 does not list exactly data.npz, claims.json and its figures"
+    bad = sorted(f for f, h in hashes.items() if not (isinstance(h, str) and _SHA256.fullmatch(h)))
+    if bad:
+        return f"its hash for {bad[0]} is not a SHA-256 digest"
+    return None
 
 
-def replaceable_problem(out: Path) -> str | None:
+def output_problem(folder: str | Path, results: Collection[str]) -> str | None:
+    """Why the non-empty ``folder`` is not an untouched previous output of the workbench, or None when it is.
+
+    It is one only when its ``manifest.json`` passes :func:`manifest_problem` and every other entry is a plain file
+    that manifest lists with the SHA-256 it records (a file the manifest lists may be missing: removing nothing
+    is no loss). The answer names the first entry, in sorted order, that does not match."""
+    folder = Path(folder)
+    names = sorted(e.name for e in os.scandir(folder))
+    mpath = folder / "manifest.json"
+    if "manifest.json" not in names:
+        return f"it is not empty and holds no workbench manifest.json (it holds {_shown(names)})"
+    if mpath.is_symlink() or not mpath.is_file():
+        return "its manifest.json is not a file the workbench wrote"
+    try:
+        manifest = json.loads(mpath.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return "its manifest.json is not a workbench manifest (not readable JSON)"
+    problem = manifest_problem(manifest, results)
+    if problem is not None:
+        return f"its manifest.json is not a workbench manifest ({problem})"
+    hashes = manifest["content_sha256"]
+    for name in names:
+        if name == "manifest.json":
+            continue
+        path = folder / name
+        if name not in hashes:
+            return f"it holds {name}, which its manifest does not list"
+        if path.is_symlink() or not path.is_file():
+            return f"{name} is not a plain file"
+        if sha256_file(path) != hashes[name]:
+            return f"{name} differs from the SHA-256 in its manifest (changed since the workbench wrote it)"
+    return None
+
+
+def sha256_file(path: str | Path) -> str:
+    """The SHA-256 hex digest of the file at ``path`` (read in 1 MiB chunks)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def replaceable_problem(out: Path, result: str | None = None) -> str | None:
     """Why the existing folder ``out`` must not be replaced by a run's output, or None when it may.
 
-    A folder is replaceable only when it is empty or a previous output of the workbench: its ``manifest.json`` is
-    one the workbench wrote and it holds nothing but the files that manifest lists (plain files, no subfolder).
-    Anything else (a folder of the user's files, a repository, the current directory, a parent of the
-    repository) is refused, so that no run ever deletes a file it did not write.
+    A folder is replaceable only when it is empty or an untouched previous output of the workbench
+    (:func:`output_problem`: a manifest of a registered result, or of ``result``, the one being written, and
+    every file listed there with its recorded SHA-256). Anything else (a folder of the user's files, an output
+    whose figure was edited, a forged manifest, a repository, the current directory, a parent of the repository)
+    is refused, so that no run ever deletes a file it did not write.
     """
+    from jaxwb.sims.core import registry
+
     out_abs = out.resolve()
     for special, what in (
         (Path.cwd().resolve(), "the current directory"),
@@ -127,41 +195,41 @@ def replaceable_problem(out: Path) -> str | None:
         if out_abs == special or out_abs in special.parents:
             return f"it is {what}" if out_abs == special else f"it holds {what}"
     try:
-        entries = list(os.scandir(out))
+        if not any(True for _ in os.scandir(out)):
+            return None
+        known = {*registry.result_names(), *([result] if result else [])}
+        return output_problem(out, known)
     except OSError as err:
-        return f"cannot list it ({err.strerror or err})"
-    if not entries:
-        return None
-    allowed = output_files(out)
-    if allowed is None:
-        names = sorted(e.name for e in entries)
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-        return f"it is not empty and not a previous workbench output (no workbench manifest.json; it holds {shown})"
-    foreign = sorted(e.name for e in entries if e.name not in allowed or not e.is_file(follow_symlinks=False))
-    if foreign:
-        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
-        return f"it holds files the workbench did not write ({shown})"
-    return None
+        return f"cannot read it ({err.strerror or err})"
 
 
-def check_out_dir(out: str | Path) -> Path:
+def check_out_dir(out: str | Path, result: str | None = None) -> Path:
     """Validate an output folder before a run, touching nothing in it: it may not exist yet (its parent must then
-    be creatable and writable), or be an empty folder, or a previous output of the workbench (see
-    :func:`replaceable_problem`); anything else raises :class:`WorkbenchError` naming the folder and why."""
+    be creatable and writable), or be an empty folder, or an untouched previous output of the workbench (see
+    :func:`replaceable_problem`; ``result`` is the result about to be written); anything else raises
+    :class:`WorkbenchError` naming the folder and why. A symbolic link to a folder stands for that folder (the
+    returned path); a dangling link or a loop of links is refused."""
     if str(out).strip() == "":
         raise WorkbenchError("--out is empty: name a folder for the run's output")
     out = Path(out).expanduser().absolute()
     try:
-        return _check_out_dir(out)
+        return _check_out_dir(out, result)
     except OSError as err:  # a name too long, a loop of links, no permission to look: one line, not a traceback
         raise WorkbenchError(f"--out {str(out)!r}: {err.strerror or err}") from None
 
 
-def _check_out_dir(out: Path) -> Path:
+def _check_out_dir(out: Path, result: str | None) -> Path:
+    try:
+        os.stat(out)  # follows links: a loop anywhere on the path raises ELOOP here, before any run
+    except (FileNotFoundError, NotADirectoryError):  # not there yet (its parent is checked below)
+        if os.path.islink(out):
+            raise WorkbenchError(f"--out {str(out)!r} is a symbolic link to a missing target") from None
+    if os.path.islink(out):
+        out = out.resolve(strict=True)
     if out.exists() and not out.is_dir():
         raise WorkbenchError(f"--out {str(out)!r} exists and is not a folder")
     if out.is_dir():
-        problem = replaceable_problem(out)
+        problem = replaceable_problem(out, result)
         if problem is not None:
             raise WorkbenchError(
                 f"--out {str(out)!r} will not be replaced: {problem}. Choose a new or empty "

@@ -439,12 +439,14 @@ def test_audit_catches_a_mutant_and_reports_a_missed_one():
 def test_publish_replaces_folder_atomically(tmp_path):
     out = tmp_path / "res"
     out.mkdir()
-    (out / "old.png").write_text("old")
-    (out / "manifest.json").write_text(json.dumps({"result": "res", "figures": ["old.png"], "content_sha256": {}}))
+    for name, text in (("old.png", "old"), ("data.npz", "d"), ("claims.json", "[]")):
+        (out / name).write_text(text)
+    hashes = {f: sha256_file(out / f) for f in ("old.png", "data.npz", "claims.json")}
+    (out / "manifest.json").write_text(json.dumps({"result": "res", "figures": ["old.png"], "content_sha256": hashes}))
     new = tmp_path / ".res.tmp"
     new.mkdir()
     (new / "new.txt").write_text("new")
-    publish_dir(new, out)
+    publish_dir(new, out, "res")  # a previous output of the result being written
     assert sorted(p.name for p in out.iterdir()) == ["new.txt"] and not new.exists()
     assert [p.name for p in tmp_path.iterdir()] == ["res"]
 

@@ -205,3 +205,146 @@ def test_claims_on_damaged_committed_outputs_exit_1_naming_the_file(tmp_path, mo
     err = capsys.readouterr().err
     assert "Traceback" not in err and what in err and fname in err, err
     assert all(line.startswith("workbench: error: ") for line in err.strip().splitlines()), err
+
+
+def _committed_copy(tmp_path, name="river_valley"):
+    """A copy of a committed full-preset output: a previous output of the workbench, untouched."""
+    out = tmp_path / name
+    shutil.copytree(FIGURES_DIR / name, out)
+    return out
+
+
+def _forged(folder, result="no_such_result"):
+    """The user's own files beside a manifest that lists them, with hashes that match nothing."""
+    folder.mkdir()
+    (folder / "photo.png").write_bytes(b"\x89PNG my holiday")
+    (folder / "data.npz").write_bytes(b"my data")
+    (folder / "claims.json").write_text("[]\n")
+    manifest = {
+        "result": result,
+        "figures": ["photo.png"],
+        "content_sha256": {f: "0" * 64 for f in ("photo.png", "data.npz", "claims.json")},
+    }
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+    return folder
+
+
+def _edit(name, change):
+    def make(tmp_path):
+        out = _committed_copy(tmp_path)
+        change(out / name)
+        return out
+
+    return make
+
+
+OWNERSHIP = {
+    # case: (make the folder, fragment of the one-line refusal)
+    "forged manifest of an unknown result": (lambda t: _forged(t / "mine"), "'no_such_result', which is not a result"),
+    "forged manifest of a real result, wrong hashes": (
+        lambda t: _forged(t / "mine", "river_valley"),
+        "claims.json differs from the SHA-256 in its manifest",
+    ),
+    "an edited figure": (
+        _edit("phase_diagram.png", lambda p: p.write_bytes(p.read_bytes() + b"edited")),
+        "phase_diagram.png differs from the SHA-256",
+    ),
+    "edited claims": (_edit("claims.json", lambda p: p.write_text("[]\n")), "claims.json differs"),
+    "a file the manifest does not list": (
+        _edit("notes.txt", lambda p: p.write_text("mine")),
+        "it holds notes.txt, which its manifest does not list",
+    ),
+    "a figure replaced by a link": (
+        _edit("phase_diagram.png", lambda p: (p.unlink(), p.symlink_to("/etc/hostname"))),
+        "phase_diagram.png is not a plain file",
+    ),
+    "a subfolder under a listed name": (
+        _edit("data.npz", lambda p: (p.unlink(), p.mkdir())),
+        "data.npz is not a plain file",
+    ),
+    "manifest without hashes": (
+        _edit("manifest.json", lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "content_sha256": {}}))),
+        "does not list exactly data.npz, claims.json and its figures",
+    ),
+    "manifest hash not hex": (
+        _edit(
+            "manifest.json",
+            lambda p: p.write_text(
+                json.dumps(
+                    {
+                        **json.loads(p.read_text()),
+                        "content_sha256": {
+                            **json.loads(p.read_text())["content_sha256"],
+                            "data.npz": "not a digest",
+                        },
+                    }
+                )
+            ),
+        ),
+        "its hash for data.npz is not a SHA-256 digest",
+    ),
+    "manifest a list": (_edit("manifest.json", lambda p: p.write_text("[1, 2]")), "holds a JSON list, not an object"),
+    "manifest not JSON": (_edit("manifest.json", lambda p: p.write_text("{")), "not readable JSON"),
+    "manifest a folder": (_edit("manifest.json", lambda p: (p.unlink(), p.mkdir())), "manifest.json is not a file"),
+    "no manifest": (_edit("manifest.json", lambda p: p.unlink()), "holds no workbench manifest.json"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OWNERSHIP))
+@pytest.mark.parametrize("command", ["run", "all"])
+def test_out_is_replaced_only_when_every_file_matches_a_registered_manifest(tmp_path, capsys, no_run, case, command):
+    make, fragment = OWNERSHIP[case]
+    folder = make(tmp_path)
+    if command == "all":  # `all --out P` writes P/<name> for each result: the same check per result folder
+        parent = tmp_path / "parent"
+        parent.mkdir()
+        folder = folder.rename(parent / "river_valley")
+        argv = ["all", "--quick", "--out", str(parent)]
+    else:
+        argv = ["run", "river_valley", "--quick", "--out", str(folder)]
+    before = _tree(folder)
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "will not be replaced" in err and fragment in err, err
+    assert _tree(folder) == before
+
+
+def test_an_untouched_previous_output_is_accepted_and_its_manifest_checked_at_publish(tmp_path):
+    out = _committed_copy(tmp_path)
+    assert paths.replaceable_problem(out) is None
+    assert paths.check_out_dir(out, "river_valley") == out
+    # a folder that becomes foreign during the run is refused again when the output is published
+    (out / "phase_diagram.png").write_bytes(b"edited during the run")
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    (tmp / "x").write_text("new")
+    with pytest.raises(WorkbenchError, match="phase_diagram.png differs"):
+        outputs.publish_dir(tmp, out, "river_valley")
+    assert (out / "phase_diagram.png").read_bytes() == b"edited during the run"
+
+
+@pytest.mark.parametrize("kind", ["loop", "loop_parent", "dangling"])
+def test_out_at_a_bad_symbolic_link_is_refused_before_the_run(tmp_path, capsys, no_run, kind):
+    a, b = tmp_path / "a", tmp_path / "b"
+    if kind == "dangling":
+        a.symlink_to(tmp_path / "missing")
+    else:
+        a.symlink_to(b)
+        b.symlink_to(a)
+    out = a / "sub" if kind == "loop_parent" else a
+    assert cli.main(["run", "river_valley", "--quick", "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    expected = "missing target" if kind == "dangling" else "Too many levels of symbolic links"
+    assert err.count("\n") == 1 and expected in err, err
+    assert sorted(os.listdir(tmp_path)) == ["a"] if kind == "dangling" else ["a", "b"]
+
+
+def test_out_at_a_link_to_a_folder_writes_into_the_folder_and_keeps_the_link(tmp_path):
+    mod = fake_module()
+    target, link = tmp_path / "target", tmp_path / "link"
+    target.mkdir()
+    link.symlink_to(target)
+    harness.execute(mod, out_dir=link, cfg=mod.Config(1.0), verbose=False)
+    assert link.is_symlink() and (target / "manifest.json").is_file()
+    harness.execute(mod, out_dir=link, cfg=mod.Config(2.0), verbose=False)  # a previous output: replaced
+    assert link.is_symlink() and json.loads((target / "manifest.json").read_text())["config"]["value"] == 2.0
