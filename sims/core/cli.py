@@ -168,7 +168,7 @@ def _parser() -> argparse.ArgumentParser:
         help="draw N mechanical mutants from the functions the quick run executes (sims.core.mutate); "
         "writes figures/audit/random/<name>.json",
     )
-    au.add_argument("--seed", type=_seed, default=0, help="seed of the draw and of the runs (with --random)")
+    au.add_argument("--seed", type=_seed, default=None, help="seed of the draw and of the runs (with --random; 0)")
     au.add_argument(
         "--missed",
         action="store_true",
@@ -301,6 +301,40 @@ def _cmd_claims(names) -> int:
     return 1 if bad else 0
 
 
+AUDIT_MODES = {  # mode flag -> the other flags that apply to it ("names": result names)
+    "--collect": (),
+    "--check": ("names",),
+    "--random": ("names", "--seed", "--missed", "--resume", "--no-write"),
+    "": ("names", "--no-write"),  # the declared mutants
+}
+
+
+def _check_audit_flags(args) -> None:
+    """Refuse (exit 2) a flag that does not apply to the audit mode asked for, instead of ignoring it."""
+    given = {
+        "names": bool(args.names),
+        "--collect": args.collect,
+        "--check": args.check,
+        "--random": args.random is not None,
+        "--seed": args.seed is not None,
+        "--missed": args.missed,
+        "--resume": args.resume,
+        "--no-write": args.no_write,
+    }
+    modes = [m for m in AUDIT_MODES if m and given[m]]
+    if len(modes) > 1:
+        raise WorkbenchError(f"audit: {modes[0]} and {modes[1]} are different modes; give one")
+    mode = modes[0] if modes else ""
+    for flag, on in given.items():
+        if on and flag != mode and flag not in AUDIT_MODES[mode]:
+            what = "result names" if flag == "names" else flag
+            if mode == "" and flag in AUDIT_MODES["--random"]:
+                raise WorkbenchError(f"audit: {what} applies to --random N (the mechanical mutants) only")
+            raise WorkbenchError(f"audit {mode}: {what} does not apply to this mode")
+    if args.missed and args.resume:
+        raise WorkbenchError("audit --random: --missed (re-judge, write nothing) and --resume exclude each other")
+
+
 def _cmd_audit(names, write=True) -> int:
     from jaxwb.sims.core import audit, paths, registry
 
@@ -335,18 +369,20 @@ def _random_audit_path(name: str):
 
 
 def _cmd_check_audits(names) -> int:
-    import json
 
     from jaxwb.sims.core import mutate, registry
 
+    modules = [registry.get(name) for name in names or registry.result_names()]  # unknown names: before any run
+    paths_ = [_random_audit_path(module.NAME) for module in modules]
+    committed = [mutate.load_random_audit(p) if p.exists() else None for p in paths_]  # damaged: before any run
     stale_any = False
-    for name in names or registry.result_names():
-        path = _random_audit_path(name)
-        if not path.is_file():
+    for module, path, summary in zip(modules, paths_, committed, strict=True):
+        name = module.NAME
+        if summary is None:
             print(f"{name}: no committed random audit ({path})", flush=True)
             stale_any = True
             continue
-        stale = mutate.stale_mutants(registry.get(name), json.loads(path.read_text()))
+        stale = mutate.stale_mutants(module, summary)
         print(f"{name}: {'STALE' if stale else 'current'}", flush=True)
         for line in stale:
             print(f"  {line}", flush=True)
@@ -365,21 +401,24 @@ def _cmd_random_audit(names, n, seed, write=True, missed=False, resume=False) ->
         only = None
         if missed:
             committed = _random_audit_path(module.NAME)
-            if not committed.is_file():
+            if not committed.exists():
                 raise WorkbenchError(
                     f"--missed: {committed} does not exist; run `workbench audit {module.NAME} --random N` first"
                 )
             only = {
                 f"{m['mutant']}#{m['index']}" if "index" in m else m["mutant"]
-                for m in json.loads(committed.read_text())["mutants"]
+                for m in mutate.load_random_audit(committed)["mutants"]
                 if m["verdict"] == "missed"
             }
             write = False
+            if not only:
+                print(f"{module.NAME}: {committed.name} records no missed mutant; nothing to re-judge", flush=True)
+                continue
             print(f"{module.NAME}: re-judging the {len(only)} missed mutant(s) of {committed.name}", flush=True)
         else:
             print(f"{module.NAME}: {n} mechanical mutant(s), seed {seed}", flush=True)
         path = _random_audit_path(module.NAME)
-        previous = json.loads(path.read_text()) if resume and path.is_file() else {}
+        previous = mutate.load_random_audit(path) if resume and path.exists() else {}
         reuse = previous["mutants"] if previous.get("complete") is False and previous.get("seed") == seed else None
         if resume and reuse is None:
             print(f"  nothing to resume in {path.name} (absent, complete, or another seed): judging all", flush=True)
@@ -455,6 +494,9 @@ def _init_distributed(args) -> None:
     from jaxwb.sims.core import distributed
 
     distributed.initialize(coordinator=args.coordinator, num_processes=args.num_processes, process_id=args.process_id)
+    from jaxwb.sims.core import devices
+
+    devices.check_platforms()
 
 
 def _on_sigterm(signum, frame):
@@ -479,9 +521,13 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         if args.command == "list":
             return _cmd_list()
-        if args.command in ("run", "all", "audit", "bench"):
-            from jaxwb.sims.core import paths
+        if args.command == "audit":
+            _check_audit_flags(args)  # before JAX starts: a flag that does not apply is a usage error
+        if args.command in ("run", "all", "audit", "bench") and not getattr(args, "collect", False):
+            from jaxwb.sims.core import devices, paths
 
+            if not getattr(args, "distributed", False):  # jax.distributed must start before any backend
+                devices.check_platforms()
             paths.enable_compilation_cache()
         if args.command == "run":
             if args.help:
@@ -534,8 +580,9 @@ def main(argv: list[str] | None = None) -> int:
             if args.check:
                 return _cmd_check_audits(args.names)
             if args.random is not None:
+                seed = 0 if args.seed is None else args.seed
                 return _cmd_random_audit(
-                    args.names, args.random, args.seed, write=not args.no_write, missed=args.missed, resume=args.resume
+                    args.names, args.random, seed, write=not args.no_write, missed=args.missed, resume=args.resume
                 )
             return _cmd_audit(args.names, write=not args.no_write)
         if args.command == "bench":

@@ -17,6 +17,7 @@ a check that each claim it feeds gives the same outcome in both precisions.
 from __future__ import annotations
 
 import contextlib
+import os
 import warnings
 from collections.abc import Iterator
 
@@ -25,6 +26,19 @@ import jax
 from jaxwb.sims.core.errors import WorkbenchError
 
 PLATFORMS = ("cpu", "gpu", "tpu")
+
+
+def check_platforms() -> None:
+    """Start JAX's backends as ``$JAX_PLATFORMS`` asks, or raise :class:`WorkbenchError` naming the variable: an
+    unknown or uninstalled platform there is one line before anything runs, not JAX's traceback."""
+    value = os.environ.get("JAX_PLATFORMS", "")
+    try:
+        jax.devices()
+    except (RuntimeError, AssertionError) as err:  # jax 0.12 raises AssertionError for an uninstalled plugin
+        why = str(err).split(" (set JAX_PLATFORMS")[0].strip() or "JAX could start none of the platforms it names"
+        raise WorkbenchError(
+            f"JAX_PLATFORMS={value!r}: {why}; unset it, or name platforms installed here (e.g. cpu)"
+        ) from None
 
 
 def select_device(name: str | None = None) -> jax.Device:

@@ -326,6 +326,59 @@ def draw_sites(every: Sequence[Site], n: int, seed: int) -> list[Site]:
     return [every[i] for i in rng.choice(len(every), size=min(n, len(every)), replace=False)]
 
 
+VERDICTS = ("caught", "missed", "equivalent", "not_applied")
+
+
+def random_audit_problem(summary: Any) -> str | None:
+    """Why ``summary`` (a parsed ``figures/audit/random/<name>.json``) is not a random audit this module wrote, or
+    None. Checked: an object with a ``result`` name, an integer ``seed`` >= 0, optional integer ``n``/``sites`` >= 0,
+    an optional boolean ``complete`` and a ``mutants`` list whose records have a string ``mutant``, a ``verdict`` of
+    :data:`VERDICTS` and an optional integer ``index``; the counts the README reads (``sites``, ``functions``,
+    ``caught``, ``non_equivalent``, ``equivalent``; absent from a refused audit) are integers >= 0."""
+
+    def count(x: Any) -> bool:
+        return isinstance(x, int) and not isinstance(x, bool) and x >= 0
+
+    if not isinstance(summary, dict):
+        return f"it holds a JSON {type(summary).__name__}, not an audit object"
+    if not isinstance(summary.get("result"), str):
+        return "'result' is not a result name"
+    if not count(summary.get("seed")):
+        return f"'seed' must be an integer >= 0, got {summary.get('seed')!r}"
+    required = () if summary.get("refused") else ("sites", "functions", "caught", "non_equivalent", "equivalent")
+    for field in ("n", "sites", "functions", "caught", "non_equivalent", "equivalent", "caught_by_error"):
+        if field in required and field not in summary:
+            return f"{field!r} is missing"
+        if field in summary and not count(summary[field]):
+            return f"{field!r} must be an integer >= 0, got {summary[field]!r}"
+    if "complete" in summary and not isinstance(summary["complete"], bool):
+        return f"'complete' must be true or false, got {summary['complete']!r}"
+    mutants = summary.get("mutants")
+    if not isinstance(mutants, list):
+        return "'mutants' is not a list"
+    for i, m in enumerate(mutants):
+        if not isinstance(m, dict) or not isinstance(m.get("mutant"), str):
+            return f"mutants[{i}] is not a mutant record (an object with a 'mutant' name)"
+        if m.get("verdict") not in VERDICTS:
+            return f"mutants[{i}] has verdict {m.get('verdict')!r}, not one of {', '.join(VERDICTS)}"
+        if "index" in m and not count(m["index"]):
+            return f"mutants[{i}] has index {m['index']!r}, not an integer >= 0"
+    return None
+
+
+def load_random_audit(path: str | Any) -> dict[str, Any]:
+    """The random audit in ``path``, checked by :func:`random_audit_problem`; ``OutputError`` naming the file and
+    what is wrong when it cannot be read, is not JSON or does not have the audit's schema (a damaged file)."""
+    from jaxwb.sims.core.errors import OutputError
+    from jaxwb.sims.core.outputs import read_json
+
+    summary = read_json(path)
+    problem = random_audit_problem(summary)
+    if problem is not None:
+        raise OutputError(f"{path}: {problem}: the file is damaged")
+    return summary
+
+
 def stale_mutants(module: ModuleType, committed: dict[str, Any]) -> list[str]:
     """Whether a committed random audit (``figures/audit/random/<name>.json``) still describes the code: one clean
     run of its preset finds the executed functions, and the draw its seed and size give now is compared with its

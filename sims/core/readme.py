@@ -52,7 +52,7 @@ RANDOM_END = "<!-- /random-audit -->"
 def random_audit_table(figures_dir: Path = FIGURES_DIR) -> str:
     """The markdown table of ``figures/audit/random/*.json``: per result, mechanical mutants caught /
     non-equivalent with the 95% Wilson interval, the equivalent ones and those caught by the run raising."""
-    import json
+    from jaxwb.sims.core.mutate import load_random_audit
 
     lines = [
         "| result | caught / non-equivalent | 95% Wilson | equivalent | caught by raising | drawn from |",
@@ -66,7 +66,7 @@ def random_audit_table(figures_dir: Path = FIGURES_DIR) -> str:
         if not path.exists():
             lines.append(f"| {name} | not run yet on its current quick preset | | | | |")
             continue
-        s = json.loads(path.read_text())
+        s = load_random_audit(path)
         if s.get("refused"):
             lines.append(f"| {s['result']} | not judged (clean quick run fails) | | | | |")
             continue

@@ -93,6 +93,7 @@ def test_random_audit_table_in_the_readme(tmp_path):
     folder.mkdir(parents=True)
     summary = {
         "result": "demo",
+        "seed": 0,
         "caught": 27,
         "non_equivalent": 29,
         "equivalent": 1,
@@ -103,8 +104,14 @@ def test_random_audit_table_in_the_readme(tmp_path):
         "mutants": [],
     }
     (folder / "demo.json").write_text(json.dumps(summary))
-    (folder / "other.json").write_text(json.dumps({"result": "other", "refused": ["x"]}))
-    partial = {**summary, "result": "partial", "complete": False, "n": 30, "mutants": [{}] * 12}
+    (folder / "other.json").write_text(json.dumps({"result": "other", "seed": 0, "refused": ["x"], "mutants": []}))
+    partial = {
+        **summary,
+        "result": "partial",
+        "complete": False,
+        "n": 30,
+        "mutants": [{"mutant": "m", "verdict": "caught"}] * 12,
+    }
     (folder / "partial.json").write_text(json.dumps(partial))
     md = tmp_path / "README.md"
     md.write_text("a\n<!-- random-audit -->\nold\n<!-- /random-audit -->\nb\n")
