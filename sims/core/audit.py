@@ -32,6 +32,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from jaxwb.sims.core.claims import evaluate
+
 PROJECT_PACKAGES = ("jaxwb.",)
 
 
@@ -118,7 +120,7 @@ def claims_of_run(module: ModuleType, cfg, *, seed: int = 0):
     import jax
 
     results = jax.block_until_ready(module.run(cfg, key=jax.random.key(seed)))
-    return list(module.claims(results, cfg))
+    return evaluate(module, results, cfg)
 
 
 def newly_failed(claims: Sequence[Any], clean: Sequence[Any]) -> list[str]:

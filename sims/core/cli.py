@@ -185,8 +185,17 @@ def _parser() -> argparse.ArgumentParser:
         "--check",
         action="store_true",
         help="run no mutant: recompute each committed figures/audit/random/<name>.json's draw on the current code "
-        "(one clean quick run each) and list the mutants that no longer match it; exit 1 if any (re-run that audit)",
+        "(one clean quick run each) and list the mutants that no longer match it, and check that each committed "
+        "figures/audit/seeds/<name>.json gives the same claims at its first seed; exit 1 if any is stale or missing",
     )
+    au.add_argument(
+        "--seeds",
+        default=None,
+        metavar="A:B",
+        help="the seed sweep: run the quick preset (--full: the full one) at seeds A..B-1 and tabulate each claim's "
+        "outcome per seed; writes figures/audit/seeds/<name>.json; exit 1 unless every seed meets every expectation",
+    )
+    au.add_argument("--full", action="store_true", help="with --seeds: sweep the full preset")
     au.add_argument(
         "--collect",
         action="store_true",
@@ -305,6 +314,7 @@ AUDIT_MODES = {  # mode flag -> the other flags that apply to it ("names": resul
     "--collect": (),
     "--check": ("names",),
     "--random": ("names", "--seed", "--missed", "--resume", "--no-write"),
+    "--seeds": ("names", "--full", "--no-write"),
     "": ("names", "--no-write"),  # the declared mutants
 }
 
@@ -316,6 +326,8 @@ def _check_audit_flags(args) -> None:
         "--collect": args.collect,
         "--check": args.check,
         "--random": args.random is not None,
+        "--seeds": args.seeds is not None,
+        "--full": args.full,
         "--seed": args.seed is not None,
         "--missed": args.missed,
         "--resume": args.resume,
@@ -330,6 +342,8 @@ def _check_audit_flags(args) -> None:
             what = "result names" if flag == "names" else flag
             if mode == "" and flag in AUDIT_MODES["--random"]:
                 raise WorkbenchError(f"audit: {what} applies to --random N (the mechanical mutants) only")
+            if flag == "--full":
+                raise WorkbenchError(f"audit {mode or '(declared mutants)'}: --full applies to --seeds A:B only")
             raise WorkbenchError(f"audit {mode}: {what} does not apply to this mode")
     if args.missed and args.resume:
         raise WorkbenchError("audit --random: --missed (re-judge, write nothing) and --resume exclude each other")
@@ -369,25 +383,86 @@ def _random_audit_path(name: str):
 
 
 def _cmd_check_audits(names) -> int:
-
-    from jaxwb.sims.core import mutate, registry
+    from jaxwb.sims.core import audit, outputs, presets, registry, seeds
 
     modules = [registry.get(name) for name in names or registry.result_names()]  # unknown names: before any run
-    paths_ = [_random_audit_path(module.NAME) for module in modules]
-    committed = [mutate.load_random_audit(p) if p.exists() else None for p in paths_]  # damaged: before any run
+    # every committed file is read (a damaged one is one line, exit 1) before any run
+    randoms = [_load_random_audit(_random_audit_path(m.NAME)) for m in modules]
+    sweeps = [seeds.load(p) if (p := _seeds_path(m.NAME)).exists() else None for m in modules]
     stale_any = False
-    for module, path, summary in zip(modules, paths_, committed, strict=True):
+    for module, summary, sweep in zip(modules, randoms, sweeps, strict=True):
         name = module.NAME
+        lines: list[str] = []
+        quick_claims: dict[int, list] = {}
         if summary is None:
-            print(f"{name}: no committed random audit ({path})", flush=True)
-            stale_any = True
-            continue
-        stale = mutate.stale_mutants(module, summary)
-        print(f"{name}: {'STALE' if stale else 'current'}", flush=True)
-        for line in stale:
+            lines.append(f"no committed random audit ({_random_audit_path(name)})")
+        else:
+            from jaxwb.sims.core import mutate
+
+            lines += mutate.stale_mutants(
+                module, summary, on_claims=lambda c, s=summary, q=quick_claims: q.setdefault(s.get("seed", 0), c)
+            )
+        if sweep is None:
+            lines.append(f"no committed seed sweep ({_seeds_path(name)})")
+        else:
+            quick = sweep.get("quick")
+            fresh = None
+            if quick and quick["seeds"]:
+                first = quick["seeds"][0]
+                if first not in quick_claims:
+                    cfg = presets.get_config(module, "quick")
+                    quick_claims[first] = audit.claims_of_run(module, cfg, seed=first)
+                fresh = quick_claims[first]
+            lines += seeds.stale(sweep, fresh, outputs.load_claims(name))
+        print(f"{name}: {'STALE' if lines else 'current'}", flush=True)
+        for line in lines:
             print(f"  {line}", flush=True)
-        stale_any = stale_any or bool(stale)
+        stale_any = stale_any or bool(lines)
     return 1 if stale_any else 0
+
+
+def _load_random_audit(path):
+    """The committed random audit at ``path`` (checked), or None when there is none."""
+    from jaxwb.sims.core import mutate
+
+    return mutate.load_random_audit(path) if path.exists() else None
+
+
+def _seeds_path(name: str):
+    """The committed seed sweep of result ``name``: figures/audit/seeds/<name>.json."""
+    from jaxwb.sims.core import paths
+
+    return paths.FIGURES_DIR / "audit" / "seeds" / f"{name}.json"
+
+
+def _cmd_seed_sweep(names, seeds_text: str, preset: str, write: bool = True) -> int:
+    import json
+
+    from jaxwb.sims.core import outputs, registry, seeds
+
+    seed_list = seeds.parse_seeds(seeds_text)
+    modules = [registry.get(name) for name in names or registry.result_names()]
+    committed = {m.NAME: seeds.load(p) if (p := _seeds_path(m.NAME)).exists() else {} for m in modules}
+    ok = True
+    for module in modules:
+        print(f"{module.NAME}: {preset} preset at seeds {seeds_text} ({len(seed_list)} runs)", flush=True)
+
+        def on_seed(seed, claims, wall):
+            off = [c for c in claims if not c.as_expected]
+            what = "every expectation met" if not off else "; ".join(f"{c.status} {c.statement}" for c in off)
+            print(f"  seed {seed:>4} ({wall:6.1f} s): {what}", flush=True)
+
+        s = seeds.sweep(module, seed_list, preset=preset, on_seed=on_seed)
+        print(seeds.summary_line(s), flush=True)
+        flips = seeds.format_flips(s)
+        if flips:
+            print(flips, flush=True)
+        ok = ok and all(s["met_every_expectation"])
+        if write:
+            path = _seeds_path(module.NAME)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            outputs.atomic_write_text(path, json.dumps({**committed[module.NAME], preset: s}, indent=1) + "\n")
+    return 0 if ok else 1
 
 
 def _cmd_random_audit(names, n, seed, write=True, missed=False, resume=False) -> int:
@@ -579,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
                 return 0
             if args.check:
                 return _cmd_check_audits(args.names)
+            if args.seeds is not None:
+                return _cmd_seed_sweep(args.names, args.seeds, "full" if args.full else "quick", not args.no_write)
             if args.random is not None:
                 seed = 0 if args.seed is None else args.seed
                 return _cmd_random_audit(

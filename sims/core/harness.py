@@ -42,7 +42,7 @@ from typing import Any
 
 import jax
 
-from jaxwb.sims.core.claims import Claim, format_claims
+from jaxwb.sims.core.claims import Claim, evaluate, format_claims
 from jaxwb.sims.core.devices import describe, on_device
 from jaxwb.sims.core.errors import WorkbenchError
 from jaxwb.sims.core.outputs import write_outputs
@@ -133,7 +133,7 @@ def _execute(module, cfg, preset, seed, out, write, verbose, progress, prof, dev
         if prof is not None:
             record["profile_run"] = {k: round(v, 3) for k, v in prof.to_json().get("run", {}).items()}
         phases.start("claims")
-        claims = list(module.claims(results, cfg))
+        claims = evaluate(module, results, cfg)
         phases.done()
         if write:
             write_outputs(

@@ -34,6 +34,8 @@ from typing import Any
 
 import numpy as np
 
+from jaxwb.sims.core.claims import evaluate
+
 MUTATED_PACKAGES = ("jaxwb.theory", "jaxwb.models", "jaxwb.pallas_kernels")
 SKIPPED_MODULES = ("jaxwb.theory.validate", "jaxwb.theory.checking", "jaxwb.pallas_kernels.dispatch")
 OPERATORS = ("arith", "compare", "boolop", "constant", "drop_term", "swap_args", "unary")
@@ -379,12 +381,15 @@ def load_random_audit(path: str | Any) -> dict[str, Any]:
     return summary
 
 
-def stale_mutants(module: ModuleType, committed: dict[str, Any]) -> list[str]:
+def stale_mutants(
+    module: ModuleType, committed: dict[str, Any], on_claims: Callable[[list], None] | None = None
+) -> list[str]:
     """Whether a committed random audit (``figures/audit/random/<name>.json``) still describes the code: one clean
     run of its preset finds the executed functions, and the draw its seed and size give now is compared with its
     mutants, site by site (name, operator, node index, detail). Returns one line per difference (``[]``: the
     committed verdicts are about this code's mutants). A change to any drawn function's source lines, or to the
-    set of executed functions, shows here; then the audit is to be run again."""
+    set of executed functions, shows here; then the audit is to be run again. ``on_claims`` receives the clean
+    run's claims (the seed sweep's check reuses that run)."""
     import jax
 
     from jaxwb.sims.core.presets import get_config
@@ -396,7 +401,9 @@ def stale_mutants(module: ModuleType, committed: dict[str, Any]) -> list[str]:
     key = jax.random.key(committed.get("seed", 0))
 
     def clean_run():
-        list(module.claims(jax.block_until_ready(module.run(cfg, key=key)), cfg))
+        claims = evaluate(module, jax.block_until_ready(module.run(cfg, key=key)), cfg)
+        if on_claims is not None:
+            on_claims(claims)
 
     every = sites_of_functions(executed_functions(clean_run))
     stale = []
@@ -446,7 +453,7 @@ def random_audit(
 
     def clean_run():  # the run and its claims: a theory function may feed only the predictions
         holder["results"] = jax.block_until_ready(module.run(cfg, key=key))
-        holder["claims"] = list(module.claims(holder["results"], cfg))
+        holder["claims"] = evaluate(module, holder["results"], cfg)
 
     t0 = time.perf_counter()
     functions = executed_functions(clean_run)
@@ -553,7 +560,7 @@ def judge_site(
             code_started([inspect.unwrap(f).__code__ for f in made[:1]]) as started,
         ):
             results = jax.block_until_ready(module.run(cfg, key=key))
-            claims = list(module.claims(results, cfg))
+            claims = evaluate(module, results, cfg)
         same = results_equal(flatten_results(results), clean_flat, volatile)
         if same and claims_equal(claims, clean_claims, volatile_claims):
             # the patched attribute was never called (the run reaches the function through another reference,

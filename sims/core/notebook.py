@@ -148,7 +148,7 @@ class Result:
     @property
     def claims(self):
         if self._claims is None:
-            self._claims = list(self.sim.claims(self.results, self.cfg))
+            self._claims = core_claims.evaluate(self.sim, self.results, self.cfg)
         return self._claims
 
     def figures(self) -> dict[str, Any]:
