@@ -275,6 +275,28 @@ def check_finite(name: str, x, why: str = "") -> None:
         raise ValueError(f"{name} contains {int(nonfinite.sum())} non-finite value(s) (inf/nan){why}")
 
 
+def check_finite_output(out, msg: str, *fmt_args) -> None:
+    """With finite inputs (checked before the computation), a non-finite output can only come from an
+    overflow: raise ``ValueError(msg.format(n_bad, *fmt_args))`` where ``n_bad`` counts the inf/nan values of
+    ``out``. Eager, under ``grad``/``vjp``/``jvp``/``vmap`` of an eager call (:func:`concrete`), and under
+    ``jit`` inside :func:`checked`; skipped under a plain ``jit``."""
+    if concrete(out) is None and not checkify_enabled():
+        return
+    bad = jnp.sum(~jnp.isfinite(out)).astype(jnp.int32)
+    require(bad == 0, msg, bad, *fmt_args)
+
+
+def max_abs(x):
+    """``max |x|`` as a float32 scalar (a message argument)."""
+    return jnp.max(jnp.abs(jnp.asarray(x))).astype(jnp.float32)
+
+
+def pow2(e):
+    """``2.0 ** e`` (float32, exact) for an int32 ``e`` in [-126, 127], from the exponent bits."""
+    e = jnp.asarray(e, jnp.int32)
+    return jax.lax.bitcast_convert_type(((e + 127) << 23).astype(jnp.uint32), jnp.float32)
+
+
 def check_block(name: str, value, *, pow2: bool = False, minimum: int = 1) -> None:
     """A block size: a positive integer (a power of two if ``pow2``) >= ``minimum``."""
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:

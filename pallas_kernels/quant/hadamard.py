@@ -347,6 +347,7 @@ def fwht(
     check_x(x)
     check_length(x.shape[-1])
     dp.check_finite("x", x, "; the transform would spread them over their whole row")
+    x = jnp.asarray(x)  # a NumPy float64 x is float32 unless jax_enable_x64
     d = x.shape[-1]
     blocks_for = lambda p: user_blocks or default_block_sizes(p, d)
     impl, plat = dp.resolve(
@@ -356,9 +357,42 @@ def fwht(
         prefer_xla=dp.xla_measured_faster("fwht", d=d),
         inputs=(x,),
     )
+    hint = "; pass x as float32" if x.dtype == jnp.float16 else ""
     if impl == "xla":
-        return fwht_kron_xla(x) if xla_method == "kron" else fwht_reference(x)
-    return fwht_pallas(x, blocks=blocks_for(plat), interpret=impl == "interpret", precision=precision)
+        y = scaled_when_huge(fwht_kron_xla if xla_method == "kron" else fwht_reference, x)
+    else:
+        y = fwht_pallas(x, blocks=blocks_for(plat), interpret=impl == "interpret", precision=precision)
+        hint = hint or "; the XLA path (implementation='xla') computes rows this large in a scaled form"
+    dp.check_finite_output(
+        y,
+        f"x would overflow {jnp.dtype(y.dtype).name} in the transform: {{}} output value(s) are inf/nan (largest "
+        f"|x| {{}}; an output can reach sqrt(d) max|x| with d = {d}){hint}",
+        dp.max_abs(x),
+    )
+    return y
+
+
+def scaled_when_huge(run, x):
+    """``run(x)`` for the XLA transforms, safe from intermediate overflow: the unnormalized sums reach
+    ``d max|x|``, so when ``max|x| > fmax / (2 d)`` (fmax of the compute dtype, float32 or float64) the
+    transform runs on ``x 2^-m`` with ``2^m = 2 d`` and its output is multiplied back by ``2^m`` in the compute
+    dtype before the cast to ``x.dtype`` (the transform is linear and a power-of-two scale is exact, so only
+    outputs that do not fit the dtype overflow). Decided in Python for a concrete ``x`` (eager, ``grad`` or
+    ``vmap`` of an eager call) and by ``lax.cond`` under a trace; an ordinary ``x`` runs ``run(x)`` itself, bit
+    for bit."""
+    d = x.shape[-1]
+    ct = jnp.promote_types(x.dtype, jnp.float32)
+    m = d.bit_length()  # 2^m = 2 d
+    limit = float(jnp.finfo(ct).max) / 2.0**m
+
+    def scaled(v):
+        y = run(v.astype(ct) * np.asarray(2.0**-m, ct))
+        return (y * np.asarray(2.0**m, ct)).astype(x.dtype)
+
+    c = dp.concrete(x)
+    if c is not None:
+        return scaled(x) if float(np.max(np.abs(np.asarray(c, np.float64)))) > limit else run(x)
+    return jax.lax.cond(jnp.max(jnp.abs(x)).astype(ct) > limit, scaled, run, x)
 
 
 def check_block_sizes(block_sizes) -> HadamardBlockSizes | None:

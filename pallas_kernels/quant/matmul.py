@@ -44,6 +44,7 @@ import math
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental import pallas as pl
 from jaxtyping import Array, Float
 
@@ -284,15 +285,72 @@ def fp4_matmul(
     out_dtype = float_out_dtype(out_dtype or x.dtype)
     prefer_xla = dp.xla_measured_faster("fp4_matmul", rows=math.prod(x.shape[:-1]))
     impl = dp.resolve(implementation, prefer_xla=prefer_xla)[0]
-    if impl == "xla":
-        return _ref_jit(x, w, out_dtype)
-    if dequantize_above_m is not None and math.prod(x.shape[:-1]) > dequantize_above_m:
-        return dequantize_then_dot(x, w, out_dtype=out_dtype, interpret=impl == "interpret")
-    return fp4_matmul_pallas(
-        x,
-        w,
-        out_dtype=out_dtype,
-        block_sizes=block_sizes or MatmulBlockSizes(),
-        interpret=impl == "interpret",
-        decode=decode,
+
+    def run(xv, odt):
+        if impl == "xla":
+            return _ref_jit(xv, w, odt)
+        if dequantize_above_m is not None and math.prod(x.shape[:-1]) > dequantize_above_m:
+            return dequantize_then_dot(xv, w, out_dtype=odt, interpret=impl == "interpret")
+        return fp4_matmul_pallas(
+            xv,
+            w,
+            out_dtype=odt,
+            block_sizes=block_sizes or MatmulBlockSizes(),
+            interpret=impl == "interpret",
+            decode=decode,
+        )
+
+    out = scaled_when_huge(run, x, w, out_dtype)
+    hint = "; pass out_dtype=jnp.float32" if out_dtype == jnp.float16 else ""
+    dp.check_finite_output(
+        out,
+        f"x, w: x @ dequantize(w).T would overflow {out_dtype.name}: {{}} output value(s) are inf/nan (largest "
+        f"|x| {{}}){hint}",
+        dp.max_abs(x),
     )
+    return out
+
+
+# |e2m1 value * s_b| < 2^WEIGHT_EXPONENT[format]: 6 * 448 = 2688 (NVFP4, RaZeR activation: specials +-5), 8 * 28
+# (RaZeR weight); MXFP4's E8M0 scales reach 2^126, so its bound is read from the largest scale byte
+WEIGHT_EXPONENT = {"nvfp4": 12, "razer_activation": 12, "razer_weight": 8}
+
+
+def overflow_shift(amax, k: int, w: QuantizedArray, xp=jnp):
+    """The power of two ``m >= 0`` that keeps the float32 accumulator of ``x 2^-m @ (value * s_b)^T`` finite:
+    ``|acc| <= K 2^(e_x + 1) 2^e_w < 2^127`` with ``2^e_x <= max|x| < 2^(e_x + 1)`` (``x`` rounded to bfloat16
+    stays below ``2^(e_x + 1)``) and ``|value * s_b| < 2^e_w``. 0 for every ordinary input; at most 126."""
+    bits = (
+        xp.asarray(amax, np.float32).view(np.uint32)
+        if xp is np
+        else jax.lax.bitcast_convert_type(jnp.asarray(amax, jnp.float32), jnp.uint32)
+    )
+    e_x = (bits >> 23).astype(xp.int32) - 127
+    if w.format == "mxfp4":
+        e_w = xp.max(w.scales).astype(xp.int32) - 127 + 3  # values <= 6 < 2^3 times 2^(code - 127)
+    else:
+        e_w = WEIGHT_EXPONENT[w.format]
+    return xp.clip((max(k, 1) - 1).bit_length() + e_x + 1 + e_w - 126, 0, 126)
+
+
+def scaled_when_huge(run, x, w: QuantizedArray, out_dtype):
+    """``run(x, out_dtype)``, or, when ``max|x|`` is large enough for the float32 accumulator to overflow
+    (:func:`overflow_shift` ``m > 0``), ``run(x 2^-m, float32) 2^m`` cast to ``out_dtype``: the same float32
+    values (x's bfloat16 rounding, the products and their sums all scale exactly by powers of two), so only
+    results that do not fit ``out_dtype`` overflow. Decided in Python for a concrete x and w (eager, ``grad`` or
+    ``vmap`` of an eager call) and by ``lax.cond`` under a trace; an ordinary x runs ``run(x, out_dtype)``,
+    bit for bit."""
+    k = x.shape[-1]
+
+    def scaled(xv, m):
+        y = run(xv.astype(jnp.float32) * dp.pow2(-m), jnp.dtype(jnp.float32))
+        return (y * dp.pow2(m)).astype(out_dtype)
+
+    cx, cs = dp.concrete(x), dp.concrete(w.scales)
+    if cx is not None and cs is not None:
+        amax = np.max(np.abs(np.asarray(cx, np.float32)))
+        wc = dataclasses.replace(w, scales=np.asarray(cs))
+        m = int(overflow_shift(amax, k, wc, np))
+        return scaled(x, m) if m else run(x, out_dtype)
+    m = overflow_shift(jnp.max(jnp.abs(x)).astype(jnp.float32), k, w)
+    return jax.lax.cond(m > 0, scaled, lambda xv, _: run(xv, out_dtype), x, m)

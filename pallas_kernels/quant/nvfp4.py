@@ -50,14 +50,17 @@ def resolve_global_scale(x, global_scale, denom):
 
 
 def float_out_dtype(dtype):
-    """``dtype`` as a floating jnp dtype for a dequantized output; another dtype raises ``ValueError``."""
+    """``dtype`` as a floating jnp dtype for a dequantized output; another dtype raises ``ValueError``.
+
+    Canonicalized as jax does (``float64`` is ``float32`` unless ``jax_enable_x64``): a kernel's output buffer
+    has the dtype its values are computed in (a float64 output ref with float32 values fails inside Pallas)."""
     try:
         dt = jnp.dtype(dtype)
     except TypeError:
         raise ValueError(f"dtype must be a floating-point dtype, got {dtype!r}") from None
     if not jnp.issubdtype(dt, jnp.floating):
         raise ValueError(f"dtype must be a floating-point dtype, got {dt}")
-    return dt
+    return jnp.dtype(jax.dtypes.canonicalize_dtype(dt))
 
 
 def nvfp4_quantize(
