@@ -272,8 +272,8 @@ def expectation_report(outcomes) -> str:
     for o in outcomes:
         for c in o.claims:
             if not c.as_expected:
-                what = "REGRESSION" if c.status == "FAIL" else "UNEXPECTED PASS"
-                lines.append(f"  {what:<17} {o.name}: {c.statement}")
+                what = "FAILS (expected to pass)" if c.status == "FAIL" else "PASSES (expected to fail)"
+                lines.append(f"  {what:<25} {o.name}: {c.statement}")
     return "\n".join(lines)
 
 
@@ -307,6 +307,10 @@ def _cmd_claims(names) -> int:
         from jaxwb.sims.core.claims import chance_failures
 
         print(f"\nall results: {sum(c.passed for c in every)}/{len(every)} claims pass; {chance_failures(every)}")
+    off = [c for c in every if not c.as_expected]
+    if bad:
+        why = f"{len(off)} claim(s) not as expected" + (" (listed above as FAIL / XPASS)" if off else "")
+        print(f"\nexit 1: {why}; {bad} of {len(names)} result(s) need attention")
     return 1 if bad else 0
 
 

@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, kind_counts
+from jaxwb.sims.core.claims import Claim, decide_family, kind_counts
 from jaxwb.sims.core.errors import OutputError, WorkbenchError
 from jaxwb.sims.core.paths import FIGURES_DIR, HASHED_FILES, REPO_ROOT, replaceable_problem, sha256_file
 from jaxwb.sims.core.progress import Phases
@@ -416,8 +416,9 @@ def read_json(path: Path) -> Any:
 
 
 def load_claims(name: str, figures_dir: str | Path | None = None) -> list[Claim] | None:
-    """Claims committed in ``figures/<name>/claims.json`` (None when that result has none yet). A damaged file
-    (unreadable, not JSON, not a list of claims) raises :class:`OutputError` naming it and what is wrong."""
+    """Claims committed in ``figures/<name>/claims.json`` (None when that result has none yet), decided by the
+    project's rule for a family (:func:`jaxwb.sims.core.claims.decide_family`) as a fresh run's are. A damaged
+    file (unreadable, not JSON, not a list of claims) raises :class:`OutputError` naming it and what is wrong."""
     path = Path(figures_dir or FIGURES_DIR) / name / "claims.json"
     if not path.exists() and not path.is_symlink():
         return None
@@ -432,7 +433,7 @@ def load_claims(name: str, figures_dir: str | Path | None = None) -> list[Claim]
             claims.append(Claim.from_json(d))
         except (TypeError, ValueError) as err:
             raise OutputError(f"{path}: entry {i} is not a valid claim ({' '.join(str(err).split())})") from None
-    return claims
+    return decide_family(claims)
 
 
 def load_manifest(folder: str | Path) -> dict[str, Any]:

@@ -738,7 +738,7 @@ def test_run_and_all_exit_on_expectations_not_on_failures(monkeypatch, capsys, t
 
     monkeypatch.setattr(harness, "execute", regressed)
     assert cli.main(["all", "--quick", "--out", str(tmp_path / "all2")]) == 1
-    assert "REGRESSION" in capsys.readouterr().out
+    assert "FAILS (expected to pass)" in capsys.readouterr().out
 
 
 def test_chance_failures_counts_exact_expectation_claims_and_their_binomial_tail():
