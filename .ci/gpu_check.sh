@@ -43,8 +43,8 @@ done
 step main "${T_MAIN:-170}" $PY -m benchmarks.gpu_check $DRY --skip-tests --no-plot "${CEIL[@]}" \
   --skip-impls mosaic_gpu,jax_fa3_mgpu --budget-s "${B_MAIN:-125}" --out "$OUT/main" ${MAIN_ARGS:-}
 step mosaic "${T_MOSAIC:-55}" $PY -m benchmarks.gpu_check $DRY --skip-tests --no-plot "${CEIL[@]}" \
-  --sections attention,block_sparse --skip-impls pallas_triton,xla,cudnn --budget-s "${B_MOSAIC:-38}" --out "$OUT/mosaic"
-PALLAS_KERNELS_FORCE_IMPLEMENTATION=pallas XLA_PYTHON_CLIENT_MEM_FRACTION=.1 step tests "${T_TESTS:-85}" \
+  --sections attention,block_sparse --skip-impls triton,xla,cudnn --budget-s "${B_MOSAIC:-38}" --out "$OUT/mosaic"
+PALLAS_KERNELS_FORCE_IMPLEMENTATION=triton XLA_PYTHON_CLIENT_MEM_FRACTION=.1 step tests "${T_TESTS:-85}" \
   $PY -m pytest -p benchmarks.gpu_check -p no:cacheprovider -v -n "${WORKERS:-8}" tests/kernels \
   --ignore=tests/kernels/test_gpu_check.py ${TEST_ARGS:-}
 JSONS=()

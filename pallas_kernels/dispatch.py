@@ -1,14 +1,23 @@
 """One implementation resolver and one set of input checks for every public kernel op.
 
-``implementation``:
-  * ``None``: the best implementation that accepts these inputs on this platform: the Pallas kernel on GPU/TPU
-    when the op's shape constraints hold (``pallas_ok``) and no hardware measurement found the XLA path faster
-    for such inputs (``prefer_xla``, see :data:`MEASURED_XLA_FASTER`), otherwise the XLA path. ``None`` never
-    raises for a valid input just because the kernel cannot take it.
+``implementation`` (the backend named, as tokamax names them):
+  * ``None``: the best implementation that accepts these inputs on this platform: on a GPU the op's Triton
+    kernel, on a TPU its Mosaic TPU kernel, when that kernel accepts the shapes, unless a hardware measurement
+    (:data:`MEASURED`, keyed by (op, backend)) found another implementation faster for such inputs (the XLA
+    path, or the Mosaic GPU kernel over Triton), and the XLA path on a CPU or where no kernel accepts the
+    shapes. ``None`` never raises for a valid input just because a kernel cannot take it.
   * ``"xla"``: the pure-jnp path (the reference, or a faster XLA formulation with the same numerics).
-  * ``"pallas"``: the kernel for ``backend`` (default: the current platform); raises if it cannot run there
-    or cannot take these shapes.
-  * ``"interpret"``: the Pallas kernel run by the interpreter, on any platform (how kernels are checked on CPU).
+  * ``"triton"``, ``"mosaic_gpu"``: the Pallas kernel compiled by Triton / Mosaic GPU (a GPU; Mosaic GPU only
+    for the attention ops); ``"mosaic_tpu"``: the Pallas kernel compiled by Mosaic for a TPU. Raises
+    ``ValueError`` (message starting "implementation") on another platform or for an op without that backend,
+    and the kernel's own refusal where it cannot take the shapes.
+  * ``"interpret"``: the GPU (Triton) form of the kernel run by the Pallas interpreter, on any platform (how
+    kernels are checked on CPU).
+
+The platform a call targets is ``backend`` (where the op takes one), else the platform of the abstract mesh
+being traced under (``jax.sharding.use_abstract_mesh``: how a CPU host lowers an op for CUDA or TPU), else
+jax's default backend. A kernel backend on a platform with no device here raises when the call would run
+(concrete inputs); under a trace it lowers (``jax.jit(f).trace(...).lower(lowering_platforms=...)``).
 
 Input checks (:func:`require` and the ``check_*`` helpers) raise ``ValueError`` naming the argument. Checks of
 values (finiteness, index ranges) run eagerly on concrete arrays, also under ``jax.grad``/``vjp``/``jvp`` and
@@ -30,8 +39,13 @@ import numpy as np
 # that turns on the checks of both packages
 from jaxwb.theory.checking import checked, checking_traced, emit  # noqa: F401 (checked: re-exported)
 
-Implementation = Literal["xla", "pallas", "interpret"] | None
-IMPLEMENTATIONS = (None, "xla", "pallas", "interpret")
+Implementation = Literal["xla", "triton", "mosaic_gpu", "mosaic_tpu", "interpret"] | None
+IMPLEMENTATIONS = (None, "xla", "triton", "mosaic_gpu", "mosaic_tpu", "interpret")
+KERNEL_BACKENDS = ("triton", "mosaic_gpu", "mosaic_tpu")  # each compiles for one platform:
+BACKEND_PLATFORM = {"triton": "gpu", "mosaic_gpu": "gpu", "mosaic_tpu": "tpu"}
+DEFAULT_BACKEND = {"gpu": "triton", "tpu": "mosaic_tpu"}  # None's first choice on each accelerator
+QUANT_BACKENDS = ("triton", "mosaic_tpu")  # every op's kernels; the attention ops add "mosaic_gpu"
+ATTENTION_BACKENDS = ("triton", "mosaic_gpu", "mosaic_tpu")
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
@@ -46,6 +60,24 @@ def platform(backend: str | None = None) -> str:
     return {"cuda": "gpu", "rocm": "gpu"}.get(b, b)
 
 
+def traced_platform() -> str | None:
+    """The platform ("gpu", "tpu", "cpu") of the abstract mesh the current trace runs under, if it names one
+    (``jax.sharding.use_abstract_mesh`` with an ``AbstractDevice``), else None."""
+    try:
+        dev = getattr(jax.sharding.get_abstract_mesh(), "abstract_device", None)
+    except Exception:  # an older jax without abstract meshes
+        return None
+    plat = getattr(dev, "platform", None)
+    return None if plat is None else platform(str(plat)) if str(plat).lower() in BACKENDS else None
+
+
+def target_platform(backend: str | None = None) -> str:
+    """The platform a call compiles for: ``backend``, else :func:`traced_platform`, else the default backend."""
+    if backend is not None:
+        return platform(backend)
+    return traced_platform() or platform(None)
+
+
 def has_devices(plat: str) -> bool:
     """Whether jax has devices of platform ``plat`` ("cpu", "gpu", "tpu") in this process."""
     try:
@@ -55,108 +87,160 @@ def has_devices(plat: str) -> bool:
 
 
 class Measured(NamedTuple):
-    """One :data:`MEASURED_XLA_FASTER` entry: on ``platform``, where ``holds(**facts)`` (``when`` in words), the
-    XLA path measured faster (``measurement``)."""
+    """One :data:`MEASURED` entry for (op, backend): on ``platform``, where ``holds(**facts)`` (``when`` in
+    words), ``faster`` (the XLA path or another backend) measured faster than ``backend`` (``measurement``)."""
 
     platform: str
+    faster: str
     when: str
     measurement: str
     holds: Callable[..., bool]
 
 
 FWHT_GPU_MAX_D = 4096
+MOSAIC_MEASURED_MIN_L = 4096  # the Mosaic GPU attention kernels were measured at L = 4K-16K (bf16, D = 128)
 
-# Where a hardware run measured the XLA path faster than the Pallas kernel (or the kernel did not finish
-# compiling), ``implementation=None`` picks XLA there; ``"pallas"`` still runs the kernel. One table, read by
-# the ops (:func:`xla_measured_faster`), the README and the tests: the condition lives only here.
-MEASURED_XLA_FASTER = {
-    "fwht": Measured(
+# Where a hardware run measured another implementation faster than an op's backend, ``implementation=None``
+# picks it there (``"triton"`` etc. still run what they name). One table, keyed by (op, backend), read by the
+# ops (through :func:`resolve`), the docs and the tests: each condition lives only here. The facts each op
+# passes: fwht ``d``; fp4_matmul ``rows``; the attention ops ``dtype``, ``head_dim``, ``length``.
+MEASURED: dict[tuple[str, str], Measured] = {
+    ("fwht", "triton"): Measured(
         "gpu",
+        "xla",
         f"d > {FWHT_GPU_MAX_D}",
         "H200, jax 0.11.2, 2026-12-04: the Kronecker kernel's Triton compile at d = 16384 did not finish within a "
         "200 s step (twice); XLA's FWHT took 1.0 ms on 2048 x 16384 float32",
-        lambda d: d > FWHT_GPU_MAX_D,
+        lambda d, **_: d > FWHT_GPU_MAX_D,
     ),
-    "fp4_matmul": Measured(
+    ("fp4_matmul", "triton"): Measured(
         "gpu",
+        "xla",
         "M = 1",
         "H200, 2026-12-04, N = K = 16384 NVFP4: XLA 288 us vs the kernel's best 368 us at M = 1; at M = 16 the "
         "kernel was faster (356 us vs 967 us). Both are 2.2x+ a bf16 dense matmul's 160 us",
-        lambda rows: rows == 1,
+        lambda rows, **_: rows == 1,
     ),
-    "razer_activation_quantize": Measured(
+    ("razer_activation_quantize", "triton"): Measured(
         "gpu",
+        "xla",
         "always",
         "H200, 2026-12-04: 259 us vs XLA's 220 us on 8192^2 bf16 (the kernel evaluates every candidate scale's "
         "error per element)",
         lambda **_: True,
     ),
+    ("flash_attention", "triton"): Measured(
+        "gpu",
+        "mosaic_gpu",
+        f"bfloat16, head_dim 128, L >= {MOSAIC_MEASURED_MIN_L}",
+        "H200, jax 0.11.2, 2026-12-04, B1 H16 D128 bf16: Mosaic GPU 450 / 503 / 511 TFLOP/s vs Triton 306 / 347 / "
+        "368 at L = 4K / 8K / 16K",
+        lambda dtype, head_dim, length, **_: dtype == "bfloat16" and head_dim == 128 and length >= 4096,
+    ),
+    ("block_sparse_attention", "triton"): Measured(
+        "gpu",
+        "mosaic_gpu",
+        f"bfloat16, head_dim 128, L >= {MOSAIC_MEASURED_MIN_L}",
+        "H200, jax 0.11.2, 2026-12-04, B1 H16 D128 bf16, s = 0.5-0.95: Mosaic GPU 131-384 TFLOP/s vs Triton "
+        "74-259 at L = 4K-16K (1.5-1.9x at every measured point)",
+        lambda dtype, head_dim, length, **_: dtype == "bfloat16" and head_dim == 128 and length >= 4096,
+    ),
 }
 
 
-def xla_measured_faster(op: str, **facts) -> Callable[[str], bool]:
-    """``prefer_xla`` for ``op`` with these input facts (e.g. ``d=``, ``rows=``): True on the platform of its
-    :data:`MEASURED_XLA_FASTER` entry where the entry's condition holds; never for an op without one."""
-    entry = MEASURED_XLA_FASTER.get(op)
-    return lambda p: entry is not None and p == entry.platform and entry.holds(**facts)
+def measured_choice(op: str, plat: str, backends: tuple[str, ...], refusal, facts: dict) -> str:
+    """What ``implementation=None`` runs for ``op`` on ``plat``: the platform's default backend (Triton on a
+    GPU, Mosaic on a TPU) when the op has it and it accepts the inputs, then, while :data:`MEASURED` holds an
+    entry for (op, that backend) on this platform whose condition holds, the implementation it found faster
+    (if that is a kernel, only where it accepts the inputs); "xla" on a CPU or where the kernel refuses."""
+    cand = DEFAULT_BACKEND.get(plat)
+    if cand is None or cand not in backends or refusal(cand) is not None:
+        return "xla"
+    seen = set()
+    while cand != "xla" and cand not in seen:
+        seen.add(cand)
+        m = MEASURED.get((op, cand))
+        if m is None or m.platform != plat or not m.holds(**facts):
+            break
+        if m.faster != "xla" and (m.faster not in backends or refusal(m.faster) is not None):
+            break
+        cand = m.faster
+    return cand
+
+
+def check_implementation(implementation, op: str, backends: tuple[str, ...]) -> None:
+    """``implementation`` is a name this op knows (None, "xla", "interpret" or one of its ``backends``);
+    otherwise ``ValueError`` starting "implementation". "pallas" (the old name) says what replaced it."""
+    accepted = (None, "xla", *backends, "interpret")
+    if implementation == "pallas":
+        raise ValueError(
+            "implementation='pallas' is no longer a name: name the backend, 'triton' or 'mosaic_gpu' on a GPU, "
+            f"'mosaic_tpu' on a TPU, 'interpret' on a CPU ({op} accepts {accepted})"
+        )
+    if implementation in KERNEL_BACKENDS and implementation not in backends:
+        raise ValueError(f"implementation={implementation!r} is not a backend of {op}: it accepts {accepted}")
+    if implementation not in accepted:
+        raise ValueError(f"implementation must be one of {accepted} for {op}, got {implementation!r}")
 
 
 def resolve(
     implementation: Implementation,
     *,
+    op: str,
+    backends: tuple[str, ...] = QUANT_BACKENDS,
     backend: str | None = None,
-    pallas_ok: bool | Callable[[str], str | None] = True,
-    prefer_xla: Callable[[str], bool] | None = None,
+    refusal: Callable[[str], str | None] | None = None,
+    facts: dict | None = None,
     inputs: tuple = (),
 ) -> tuple[str, str]:
-    """-> (implementation in {"xla", "pallas", "interpret"}, kernel platform in {"cpu", "gpu", "tpu"}).
+    """-> (implementation in {"xla", "triton", "mosaic_gpu", "mosaic_tpu", "interpret"}, kernel platform in
+    {"cpu", "gpu", "tpu"}).
 
-    ``pallas_ok``: True, or a function ``platform -> None`` (the kernel accepts the inputs) or an error string
-    (why it does not). With ``implementation=None`` a refusal falls back to "xla"; with ``"pallas"`` or
-    ``"interpret"`` it raises ``ValueError(reason)``. The platform returned for "interpret" is "gpu" (the
-    interpreter runs the GPU form of the kernel). ``prefer_xla``: a function ``platform -> bool``, True where
-    a measurement found the XLA path faster for these inputs (:data:`MEASURED_XLA_FASTER`); it only changes
-    what ``None`` picks.
+    ``op`` names the op (messages, :data:`MEASURED`); ``backends`` its kernel backends. ``refusal(backend)``:
+    None when that backend's kernel accepts the inputs, else why not (a sentence naming the parameter); a
+    named backend (or "interpret", which runs the Triton form) then raises ``ValueError(reason)`` and ``None``
+    falls back. ``facts``: the inputs' properties :data:`MEASURED`'s conditions read. The platform returned for
+    "interpret" is "gpu" (the interpreter runs the GPU form of the kernel), for "xla" the target platform.
 
-    ``backend`` names the platform to compile for (lowering for another platform, ``jax.jit(f).lower``, is
-    fine); when the call runs (some of ``inputs`` have a concrete value: eager, or ``grad``/``vmap`` of an
-    eager call) on a platform with no device here, it raises ``ValueError`` naming ``backend``.
-    """
-    if implementation not in IMPLEMENTATIONS:
-        raise ValueError(f"implementation must be one of {IMPLEMENTATIONS}, got {implementation!r}")
-    plat = platform(backend)
-    if (
-        backend is not None
-        and implementation != "interpret"
-        and any(concrete(x) is not None for x in inputs)
-        and not has_devices(plat)
-    ):
+    A named backend whose platform is not the call's target platform (:func:`target_platform`) raises
+    ``ValueError`` starting "implementation"; so does a kernel backend on a platform with no device here when
+    the call would run (some of ``inputs`` concrete). ``backend`` given for a platform with no device here
+    raises the same way for every implementation but "interpret"."""
+    check_implementation(implementation, op, backends)
+    plat = target_platform(backend)
+    refuse = refusal or (lambda b: None)
+    running = any(concrete(x) is not None for x in inputs)
+    if backend is not None and implementation != "interpret" and running and not has_devices(plat):
         raise ValueError(
             f"backend={backend!r}: jax has no {plat} device here (default backend {jax.default_backend()!r}); "
             "pass backend only to run on, or lower for, that platform"
         )
-
-    def refusal(p: str) -> str | None:
-        if isinstance(pallas_ok, bool):
-            return None if pallas_ok else "the Pallas kernel cannot take these inputs"
-        return pallas_ok(p)
-
     if implementation is None:
-        if plat in ("gpu", "tpu") and refusal(plat) is None and not (prefer_xla is not None and prefer_xla(plat)):
-            return "pallas", plat
-        return "xla", plat
+        if running and backend is None and not has_devices(plat):
+            plat = platform(None)  # an eager call under an abstract mesh runs on this host's platform
+        return measured_choice(op, plat, backends, refuse, facts or {}), plat
     if implementation == "xla":
         return "xla", plat
-    if implementation == "pallas" and plat not in ("gpu", "tpu"):
+    if implementation == "interpret":
+        why = refuse("triton")
+        if why is not None:
+            raise ValueError(why)
+        return "interpret", "gpu"
+    need = BACKEND_PLATFORM[implementation]
+    if plat != need:
         raise ValueError(
-            f"implementation='pallas' needs backend 'gpu' or 'tpu' (got {plat!r}); "
-            "use implementation='interpret' on CPU"
+            f"implementation={implementation!r} compiles for a {need.upper()}, but this call targets {plat!r}"
+            + ("; on a CPU, implementation='interpret' runs the kernel's GPU form" if plat == "cpu" else "")
         )
-    kplat = "gpu" if implementation == "interpret" else plat
-    why = refusal(kplat)
+    if running and not has_devices(need):
+        raise ValueError(
+            f"implementation={implementation!r} needs a {need} device to run, and jax has none here (default "
+            f"backend {jax.default_backend()!r}); lower it for {need} under jax.jit instead"
+        )
+    why = refuse(implementation)
     if why is not None:
         raise ValueError(why)
-    return implementation, kplat
+    return implementation, need
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -18,13 +18,13 @@ What it does, in this order (benchmarks first, so a slow test step cannot cost t
        - ``fp4_matmul`` (W4A16) at decode (M = 1, 16) and prefill (M = 4096) shapes vs a bf16 dense matmul;
      block sizes are autotuned over a small grid per shape (the best is kept and written to the json) while
      the time budget lasts;
-  3. the kernel test suite with ``implementation="pallas"``: a pytest subprocess over ``tests/kernels`` with
+  3. the kernel test suite with ``implementation="triton"``: a pytest subprocess over ``tests/kernels`` with
      this module loaded as a plugin (``-p benchmarks.gpu_check``) and ``PALLAS_KERNELS_FORCE_IMPLEMENTATION``
-     set, which maps every ``implementation="interpret"`` of the public ops to ``"pallas"`` (the compiled kernel);
+     set, which maps every ``implementation="interpret"`` of the public ops to ``"triton"`` (the compiled kernel);
   4. ``figures/kernels_gpu/kernels_gpu.{png,json}`` (device name, jax version, every measurement, the tuned
      configs, the goals of issue 20 met or missed) and a table on stdout.
 
-``--dry-run`` runs the very same code path on CPU: "pallas" means the Pallas interpreter, the Mosaic GPU kernel
+``--dry-run`` runs the very same code path on CPU: "triton" means the Pallas interpreter, the Mosaic GPU kernel
 runs in Mosaic GPU interpret mode, peers that need a GPU are recorded as unavailable, sizes are tiny, and the
 pytest step runs a small selection. Its timings mean nothing; it exists so the script is known to work before
 a GPU is there (``tests/kernels/test_gpu_check.py``).

@@ -25,8 +25,10 @@ class Settings:
     t0: float = dataclasses.field(default_factory=time.perf_counter)
 
     @property
-    def pallas(self) -> str:
-        return "interpret" if self.dry_run else "pallas"
+    def kernel(self) -> str:
+        """The implementation the kernel benchmarks and the forced test step run: the compiled Triton kernel
+        ("interpret" in a dry run on CPU)."""
+        return "interpret" if self.dry_run else "triton"
 
     section_deadline: float | None = None
 

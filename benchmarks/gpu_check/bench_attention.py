@@ -55,18 +55,18 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
 
         grid = [(64, 64), (128, 64)] if s.dry_run else [(128, 64), (64, 64), (64, 128), (128, 128)]  # winner first
 
-        def make_pallas(cfg, *, args=qkv):
+        def make_kernel(cfg, *, args=qkv):
             f = functools.partial(
-                adapters.flash, causal=False, implementation=s.pallas, block_sizes=adapters.attention_block_sizes(*cfg)
+                adapters.flash, causal=False, implementation=s.kernel, block_sizes=adapters.attention_block_sizes(*cfg)
             )
             return jax.jit(f), args
 
         r = rec.measure(
             "attention",
             "flash_attention",
-            "pallas_triton",
+            "triton",
             shape,
-            make_pallas,
+            make_kernel,
             [c for c in grid if c[0] <= L and c[1] <= L],
             flops=flops,
             check=check,
@@ -82,9 +82,9 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
         r = rec.measure(
             "attention",
             "flash_attention",
-            "pallas_triton_exp2",
+            "triton_exp2",
             shape,
-            make_pallas,
+            make_kernel,
             [c for c in egrid if c[0] <= L and c[1] <= L],
             flops=flops,
             check=check,
@@ -208,18 +208,18 @@ def bench_block_sparse(rec: Recorder, s: Settings, on_gpu: bool, dense: dict):
             check = against(want)
             extra = dict(L=L, sparsity=sp, sparsity_effective=s_eff, ideal_speedup=1 / (1 - s_eff))
 
-            def make_pallas(cfg, *, args=args):
+            def make_kernel(cfg, *, args=args):
                 f = functools.partial(
-                    adapters.block_sparse, block_q=bq, block_k=bk, causal=False, implementation=s.pallas
+                    adapters.block_sparse, block_q=bq, block_k=bk, causal=False, implementation=s.kernel
                 )
                 return jax.jit(f), args
 
             r = rec.measure(
                 "block_sparse",
                 "block_sparse_attention",
-                "pallas_triton",
+                "triton",
                 shape,
-                make_pallas,
+                make_kernel,
                 [(bq, bk)],
                 flops=flops,
                 check=check,

@@ -2,10 +2,10 @@
 ``x @ H``) and InQuant unpack as achieved HBM bandwidth (bytes read + written / time); ``fp4_matmul`` (W4A16)
 at decode (M = 1, 16) and prefill (M = 4096) shapes vs a bf16 dense matmul.
 
-Old and new variants side by side (issue 39), each its own ``impl``: ``fp4_matmul`` "pallas" (today's
-interleaved decode), "pallas_bitplace" (``decode="bitplace"``) and, for M > 16, "pallas_dequant_dot"
-(``dequantize_above_m=0``: dequantize once + XLA dot); the quantizers' "pallas" autotunes over tiles and
-``num_warps`` (the config is recorded) and "pallas_masked" runs the default tile with ``edge="mask"``; the
+Old and new variants side by side (issue 39), each its own ``impl``: ``fp4_matmul`` "triton" (today's
+interleaved decode), "triton_bitplace" (``decode="bitplace"``) and, for M > 16, "triton_dequant_dot"
+(``dequantize_above_m=0``: dequantize once + XLA dot); the quantizers' "triton" autotunes over tiles and
+``num_warps`` (the config is recorded) and "triton_masked" runs the default tile with ``edge="mask"``; the
 FWHT's "xla_kron" (``xla_method="kron"``) beside the XLA butterfly, with the float32 kernel's error against a
 float64 reference (``rel_err_f64``)."""
 
@@ -43,7 +43,7 @@ def bench_quant(rec: Recorder, s: Settings):
 
         def make_q(cfg, *, fmt=fmt, g=g):
             f = functools.partial(
-                adapters.quantize, fmt, implementation=s.pallas, block_sizes=adapters.quant_block_sizes(*cfg)
+                adapters.quantize, fmt, implementation=s.kernel, block_sizes=adapters.quant_block_sizes(*cfg)
             )
             return jax.jit(f), (x, g)
 
@@ -52,40 +52,40 @@ def bench_quant(rec: Recorder, s: Settings):
                 adapters.dequantize,
                 fmt,
                 dtype=jnp.bfloat16,
-                implementation=s.pallas,
+                implementation=s.kernel,
                 block_sizes=adapters.quant_block_sizes(*cfg),
             )
             return jax.jit(f), (ref_q,)
 
-        for impl in ("xla", "pallas"):
-            pallas = impl == "pallas"
+        for impl in ("xla", "triton"):
+            kernel = impl == "triton"
             rec.measure(
                 "quant",
                 f"{fmt}_quantize",
                 impl,
                 shape,
-                make_q if pallas else fixed(xla_q, x, g),
-                _quant_grid(s) if pallas else [None],
+                make_q if kernel else fixed(xla_q, x, g),
+                _quant_grid(s) if kernel else [None],
                 bytes_moved=q_bytes,
-                check=(lambda out, ref=ref_q.codes: max_abs_diff(out.codes, ref)) if pallas else None,
+                check=(lambda out, ref=ref_q.codes: max_abs_diff(out.codes, ref)) if kernel else None,
             )
             rec.measure(
                 "quant",
                 f"{fmt}_dequantize",
                 impl,
                 shape,
-                make_d if pallas else fixed(xla_d, ref_q),
-                _quant_grid(s) if pallas else [None],
+                make_d if kernel else fixed(xla_d, ref_q),
+                _quant_grid(s) if kernel else [None],
                 bytes_moved=d_bytes,
-                check=against(want) if pallas else None,
+                check=against(want) if kernel else None,
             )
         masked = adapters.quant_block_sizes(16, 512, edge="mask")
-        mq = jax.jit(functools.partial(adapters.quantize, fmt, implementation=s.pallas, block_sizes=masked))
+        mq = jax.jit(functools.partial(adapters.quantize, fmt, implementation=s.kernel, block_sizes=masked))
         md = jax.jit(
-            functools.partial(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation=s.pallas, block_sizes=masked)
+            functools.partial(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation=s.kernel, block_sizes=masked)
         )
-        rec.measure("quant", f"{fmt}_quantize", "pallas_masked", shape, fixed(mq, x, g), [None], bytes_moved=q_bytes)
-        rec.measure("quant", f"{fmt}_dequantize", "pallas_masked", shape, fixed(md, ref_q), [None], bytes_moved=d_bytes)
+        rec.measure("quant", f"{fmt}_quantize", "triton_masked", shape, fixed(mq, x, g), [None], bytes_moved=q_bytes)
+        rec.measure("quant", f"{fmt}_dequantize", "triton_masked", shape, fixed(md, ref_q), [None], bytes_moved=d_bytes)
 
 
 # On 2026-12-04 (H200, jax 0.11.2) XLA's GEMM autotuning of the d = 16384 float32 rotation (a 1 GiB H) ran past
@@ -122,12 +122,12 @@ def bench_fwht(rec: Recorder, s: Settings):
 
         def make(cfg, *, x=x):
             f = functools.partial(
-                adapters.fwht, implementation=s.pallas, block_sizes=adapters.hadamard_block_sizes(*cfg)
+                adapters.fwht, implementation=s.kernel, block_sizes=adapters.hadamard_block_sizes(*cfg)
             )
             return jax.jit(f), (x,)
 
-        r = rec.measure("fwht", "fwht", "pallas", shape, make, grid, bytes_moved=nbytes, check=against(want), **extra)
-        r["rel_err_f64"] = _rel_err_f64(x, lambda v: adapters.fwht(v, implementation=s.pallas))
+        r = rec.measure("fwht", "fwht", "triton", shape, make, grid, bytes_moved=nbytes, check=against(want), **extra)
+        r["rel_err_f64"] = _rel_err_f64(x, lambda v: adapters.fwht(v, implementation=s.kernel))
         if d > DENSE_ROTATION_MAX_D:
             rec.add("fwht", "fwht", "dense_rotation", shape, note=DENSE_ROTATION_SKIP, **extra)
             continue
@@ -181,13 +181,13 @@ def bench_inquant(rec: Recorder, s: Settings):
     rec.measure("inquant", "inquant_unpack", "xla", shape, fixed(xla, packed), [None], bytes_moved=nbytes)
 
     def make(rows):
-        f = functools.partial(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation=s.pallas, block_rows=rows)
+        f = functools.partial(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation=s.kernel, block_rows=rows)
         return jax.jit(f), (packed,)
 
     rec.measure(
         "inquant",
         "inquant_unpack",
-        "pallas",
+        "triton",
         shape,
         make,
         [32] if s.dry_run else [64, 128, 32, 256],
@@ -237,14 +237,14 @@ def bench_matmul(rec: Recorder, s: Settings):
 
         def make(cfg, *, x=x):
             f = functools.partial(
-                adapters.fp4_matmul, implementation=s.pallas, block_sizes=adapters.matmul_block_sizes(*cfg)
+                adapters.fp4_matmul, implementation=s.kernel, block_sizes=adapters.matmul_block_sizes(*cfg)
             )
             return jax.jit(f), (x, wq)
 
         rec.measure(
             "matmul",
             "fp4_matmul",
-            "pallas",
+            "triton",
             shape,
             make,
             _matmul_grid(s, M),
@@ -257,19 +257,19 @@ def bench_matmul(rec: Recorder, s: Settings):
         def make_bitplace(cfg, *, x=x):
             f = functools.partial(
                 adapters.fp4_matmul,
-                implementation=s.pallas,
+                implementation=s.kernel,
                 block_sizes=adapters.matmul_block_sizes(*cfg),
                 decode="bitplace",
             )
             return jax.jit(f), (x, wq)
 
         common = dict(flops=flops, bytes_moved=w_bytes_fp4 + io, check=against(want), M=M)
-        r = rec.measure("matmul", "fp4_matmul", "pallas_bitplace", shape, make_bitplace, _matmul_grid(s, M), **common)
+        r = rec.measure("matmul", "fp4_matmul", "triton_bitplace", shape, make_bitplace, _matmul_grid(s, M), **common)
         if s.dry_run:  # matmul.py, "Variants": the CPU interpreter flushes bfloat16 subnormals
             r["note"] = "dry run: XLA:CPU flushes bf16 subnormals, so codes +-0.5 decode to 0 (error expected)"
         if M > 16 or s.dry_run:
-            f = jax.jit(functools.partial(adapters.fp4_matmul, implementation=s.pallas, dequantize_above_m=0))
-            rec.measure("matmul", "fp4_matmul", "pallas_dequant_dot", shape, fixed(f, x, wq), [None], **common)
+            f = jax.jit(functools.partial(adapters.fp4_matmul, implementation=s.kernel, dequantize_above_m=0))
+            rec.measure("matmul", "fp4_matmul", "triton_dequant_dot", shape, fixed(f, x, wq), [None], **common)
         dense = jax.jit(lambda x, w: jnp.dot(x, w.T, preferred_element_type=jnp.float32).astype(jnp.bfloat16))
         rec.measure(
             "matmul",

@@ -181,7 +181,7 @@ def parse_pytest_log(path: Path) -> dict:
     summary = [ln for ln in text.splitlines() if ln.startswith("=") and (" passed" in ln or " failed" in ln)]
     return dict(
         log=str(path.name),
-        forced="pallas",
+        forced="triton",
         counts=counts,
         failed=sorted(set(failed)),
         summary=summary[-1].strip("= ") if summary else f"no summary (timed out?): {counts}",

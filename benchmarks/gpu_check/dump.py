@@ -41,7 +41,7 @@ def _call(case: str, dry: bool):
     from jaxwb.pallas_kernels.quant import QuantBlockSizes, fp4_matmul, nvfp4_quantize
     from jaxwb.pallas_kernels.quant import reference as ref
 
-    impl = "interpret" if dry else "pallas"
+    impl = "interpret" if dry else "triton"
     if case.startswith("w4a16"):
         n = k = 256 if dry else 16384
         w = jax.jit(ref.nvfp4_quantize)(jax.random.normal(jax.random.key(0), (n, k), jnp.float32))

@@ -101,7 +101,7 @@ def pytest_unconfigure(config):
 
 
 def run_tests(s: Settings, timeout_s: float) -> dict:
-    """pytest over tests/kernels (a small selection in a dry run) with interpret -> pallas forced."""
+    """pytest over tests/kernels (a small selection in a dry run) with interpret -> triton forced."""
     if s.skip_tests:
         return dict(skipped=True)
     if s.pytest_args:
@@ -114,7 +114,7 @@ def run_tests(s: Settings, timeout_s: float) -> dict:
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "benchmarks.gpu_check", *workers, *args]
     env = {
         **os.environ,
-        FORCE_ENV: s.pallas,
+        FORCE_ENV: s.kernel,
         "PYTHONPATH": f"{REPO_ROOT}{os.pathsep}{os.environ.get('PYTHONPATH', '')}",
         "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
         "XLA_PYTHON_CLIENT_MEM_FRACTION": ".2",
@@ -130,7 +130,7 @@ def run_tests(s: Settings, timeout_s: float) -> dict:
     summary = [ln for ln in tail.splitlines() if " passed" in ln or " failed" in ln or " error" in ln][-1:]
     return dict(
         command=" ".join(cmd),
-        forced=s.pallas,
+        forced=s.kernel,
         rc=rc,
         timed_out=timed_out,
         wall_s=time.perf_counter() - t,

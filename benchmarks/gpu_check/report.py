@@ -12,8 +12,8 @@ def _find(records, **kw):
     return [r for r in records if all(r.get(k) == v for k, v in kw.items())]
 
 
-MATMUL_IMPLS = ("pallas", "pallas_bitplace", "pallas_dequant_dot")  # fp4_matmul: old and new variants
-QUANT_IMPLS = ("pallas", "pallas_masked")
+MATMUL_IMPLS = ("triton", "triton_bitplace", "triton_dequant_dot")  # fp4_matmul: old and new variants
+QUANT_IMPLS = ("triton", "triton_masked")
 
 
 def _best(records, impls, **kw):
@@ -54,7 +54,7 @@ def _goals_quant(records, goal):
 
 
 def _goals_fwht(records, goal):
-    for r in _find(records, section="fwht", impl="pallas"):
+    for r in _find(records, section="fwht", impl="triton"):
         d = r.get("d", 0)
         if d > 4096:
             continue
@@ -69,7 +69,7 @@ def _goals_fwht(records, goal):
 
 def _goals_block_sparse(records, goal):
     Lmax = max((r.get("L", 0) for r in _find(records, section="block_sparse")), default=0)
-    dense_best = _best(records, ("pallas_triton", "pallas_triton_exp2", "mosaic_gpu", "xla", "cudnn", "jax_fa3_mgpu"),
+    dense_best = _best(records, ("triton", "triton_exp2", "mosaic_gpu", "xla", "cudnn", "jax_fa3_mgpu"),
                        section="attention", L=Lmax)  # fmt: skip
     for r in _find(records, section="block_sparse", L=Lmax):
         sp, ideal, s = r.get("speedup_vs_dense"), r["ideal_speedup"], r["sparsity"]
@@ -89,7 +89,7 @@ def _goals_block_sparse(records, goal):
 def _goals_attention(records, goal):
     for L in sorted({r.get("L") for r in _find(records, section="attention") if 4096 <= (r.get("L") or 0) <= 16384}):
         cudnn = _best(records, ("cudnn",), section="attention", L=L)
-        for impls, t in ((("mosaic_gpu",), 0.9), (("pallas_triton", "pallas_triton_exp2"), 0.65)):
+        for impls, t in ((("mosaic_gpu",), 0.9), (("triton", "triton_exp2"), 0.65)):
             impl = impls[0]
             ours = _best(records, impls, section="attention", L=L)
             ratio = cudnn["time_s"] / ours["time_s"] if cudnn and ours else None
@@ -134,7 +134,7 @@ def plot_attention(ax, result: dict) -> None:
     peaks = result["peaks"]
     c = result.get("measured_ceilings") or {}
     key = "frac_peak_flops" if peaks else "tflops"
-    for impl in ("pallas_triton", "pallas_triton_exp2", "mosaic_gpu", "xla", "cudnn", "jax_fa3_mgpu"):
+    for impl in ("triton", "triton_exp2", "mosaic_gpu", "xla", "cudnn", "jax_fa3_mgpu"):
         pts = [(r["L"], r[key]) for r in _find(recs, section="attention", impl=impl) if r.get(key)]
         if pts:
             ax.plot(*zip(*pts, strict=True), "o-", label=impl)
@@ -158,7 +158,7 @@ def plot_block_sparse(ax, result: dict) -> None:
     sp = np.array(SPARSITIES)
     ax.plot(sp, 1 / (1 - sp), "k--", label="ideal 1/(1-s)")
     ax.plot(sp, 0.8 / (1 - sp), "k:", label="goal 0.8/(1-s)")
-    for impl, mk in (("pallas_triton", "o-"), ("mosaic_gpu", "s-")):
+    for impl, mk in (("triton", "o-"), ("mosaic_gpu", "s-")):
         for L in sorted({r["L"] for r in _find(recs, section="block_sparse", impl=impl)}):
             pts = [
                 (r["sparsity"], r["speedup_vs_dense"])
@@ -184,7 +184,7 @@ def plot_bandwidth(ax, result: dict) -> None:
     recs = result["records"]
     measured = any(r.get("frac_measured_hbm") for r in recs)
     key = "frac_measured_hbm" if measured else "gbps"
-    impls = ("pallas", "pallas_masked", "xla", "xla_kron")
+    impls = ("triton", "triton_masked", "xla", "xla_kron")
     ops = []
     for sec in ("quant", "fwht", "inquant"):
         for r in _find(recs, section=sec):
@@ -213,7 +213,7 @@ def plot_fwht(ax, result: dict) -> None:
 
     recs = result["records"]
     ds = sorted({r["d"] for r in _find(recs, section="fwht")})
-    for impl, mk in (("pallas", "o-"), ("xla", "s--"), ("xla_kron", "d--")):
+    for impl, mk in (("triton", "o-"), ("xla", "s--"), ("xla_kron", "d--")):
         spd = []
         for d in ds:
             p = [r for r in _find(recs, section="fwht", impl=impl, d=d) if r.get("time_s")]

@@ -1,8 +1,10 @@
 """Public ops: ``flash_attention`` and ``block_sparse_attention`` (layout [B, L, H, D], GQA, causal or not).
 
-``implementation`` (:mod:`jaxwb.pallas_kernels.dispatch`): ``None`` (the Pallas kernel on GPU/TPU when the shapes
-fit its tiling, else the XLA path), ``"xla"``, ``"pallas"`` (the kernel for ``backend``, default the current
-platform), ``"interpret"`` (the Pallas kernel run by the interpreter: any platform).
+``implementation`` (:mod:`jaxwb.pallas_kernels.dispatch`): ``None`` (on a GPU the Triton kernel, or the Mosaic
+GPU kernel where a hardware run measured it faster and it accepts the inputs; on a TPU the Mosaic TPU kernel;
+the XLA path where no kernel fits the shapes and on a CPU), ``"xla"``, ``"triton"`` and ``"mosaic_gpu"`` (the
+GPU kernels: ``kernel.py`` and the Hopper kernel of ``mosaic_gpu.py``), ``"mosaic_tpu"`` (the TPU kernel),
+``"interpret"`` (the Triton form run by the Pallas interpreter: any platform).
 
 The dense ``"xla"`` path *is* ``jax.nn.dot_product_attention(..., implementation="xla")`` (the peer: same
 numerics, float32 softmax, and never slower than it); the block-sparse ``"xla"`` path gathers only the listed
@@ -25,14 +27,6 @@ from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.attention import reference as ref
 from jaxwb.pallas_kernels.attention.kernel import AttentionBlockSizes, flash_pallas, is_pow2
 from jaxwb.pallas_kernels.dispatch import Implementation
-
-GPU_KERNELS = (None, "triton", "mosaic")
-
-
-def check_gpu_kernel(gpu_kernel) -> None:
-    """``gpu_kernel`` is one of :data:`GPU_KERNELS` (checked on every path, the XLA one included)."""
-    if gpu_kernel not in GPU_KERNELS:
-        raise ValueError(f"gpu_kernel must be one of {GPU_KERNELS}, got {gpu_kernel!r}")
 
 
 def finite_output(op):
@@ -60,19 +54,6 @@ def finite_output(op):
     return wrapped
 
 
-def _gpu_kernel(gpu_kernel, impl: str, plat: str) -> bool:
-    """True when the Mosaic GPU (Hopper) kernel should run: ``gpu_kernel="mosaic"`` on a GPU, or in interpret
-    mode. ``None``/``"triton"`` keep the Triton kernel until a GPU run shows Mosaic at least as fast."""
-    if gpu_kernel not in GPU_KERNELS:
-        raise ValueError(f"gpu_kernel must be one of {GPU_KERNELS}, got {gpu_kernel!r}")
-    if gpu_kernel != "mosaic" or impl == "xla":
-        return False
-    if plat == "tpu":
-        raise ValueError("gpu_kernel='mosaic' is a GPU kernel; this call resolved to TPU")
-    return True
-
-
-IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 ATTENTION_DTYPES = ("float16", "bfloat16", "float32")
 
 
@@ -105,6 +86,30 @@ def pow2_divisor(n: int, cap: int = 64) -> int:
     while b * 2 <= cap and n % (b * 2) == 0:
         b *= 2
     return b
+
+
+def _mosaic_gpu_refusal(q, k, v, block_sizes) -> str | None:
+    from jaxwb.pallas_kernels.attention import mosaic_gpu
+
+    return mosaic_gpu.unsupported_reason(q, k, v, block_sizes)
+
+
+def refusal_for(bq: int, bk: int, q, k, v, mosaic_block_sizes):
+    """``backend -> None | why not``: the Triton / Mosaic TPU tiling rules (:func:`_tiling_refusal`) and the
+    Mosaic GPU kernel's (``mosaic_gpu.unsupported_reason`` with ``mosaic_block_sizes``)."""
+    Lq, Lk, D = q.shape[1], k.shape[1], q.shape[-1]
+
+    def refusal(b: str) -> str | None:
+        if b == "mosaic_gpu":
+            return _mosaic_gpu_refusal(q, k, v, mosaic_block_sizes)
+        return _tiling_refusal(bq, bk, Lq, Lk, D, dp.BACKEND_PLATFORM[b])
+
+    return refusal
+
+
+def measured_facts(q, k) -> dict:
+    """The facts :data:`jaxwb.pallas_kernels.dispatch.MEASURED`'s attention entries read."""
+    return dict(dtype=jnp.dtype(q.dtype).name, head_dim=q.shape[-1], length=k.shape[1])
 
 
 def _tiling_refusal(bq: int, bk: int, Lq: int, Lk: int, D: int, plat: str) -> str | None:
@@ -141,18 +146,17 @@ def flash_attention(
     block_sizes: AttentionBlockSizes | None = None,
     implementation: Implementation = None,
     backend: str | None = None,
-    gpu_kernel: str | None = None,
 ) -> Float[Array, "B Lq H D"]:
     """Dense attention ``softmax(scale q k^T) v`` (FlashAttention-2 online softmax in the kernel).
 
     q [B, Lq, H, D], k/v [B, Lk, Hkv, D] (H % Hkv == 0), float16/bfloat16/float32, finite; returns
     [B, Lq, H, D] in q.dtype, equal to ``jax.nn.dot_product_attention(q, k, v, is_causal=is_causal)`` up to
     float32 rounding. ``is_causal`` needs Lq == Lk. ``block_sizes`` (kernel tiles) default to the largest
-    power of two <= 64 dividing each length. ``gpu_kernel="mosaic"`` selects the Mosaic GPU (Hopper: wgmma, TMA)
-    kernel of ``jaxwb.pallas_kernels.attention.mosaic_gpu`` instead of Triton on a GPU (bf16/f16, D a multiple of 64;
-    not yet run on hardware); with ``implementation="interpret"`` it runs Mosaic GPU's interpreter on CPU.
+    power of two <= 64 dividing each length. ``implementation="mosaic_gpu"`` runs the Mosaic GPU (Hopper: wgmma,
+    TMA) kernel of ``jaxwb.pallas_kernels.attention.mosaic_gpu`` (bf16/f16, D a multiple of 64, its own block
+    sizes: ``block_sizes`` if given, else ``MosaicBlockSizes()``), which ``None`` picks on a GPU where a hardware
+    run measured it faster than Triton (``dispatch.MEASURED``).
     """
-    check_gpu_kernel(gpu_kernel)
     check_qkv(q, k, v)
     B, Lq, H, D = q.shape
     Lk = k.shape[1]
@@ -164,18 +168,19 @@ def flash_attention(
     bs = block_sizes or AttentionBlockSizes(pow2_divisor(Lq), pow2_divisor(Lk))
     impl, plat = dp.resolve(
         implementation,
+        op="flash_attention",
+        backends=dp.ATTENTION_BACKENDS,
         backend=backend,
-        pallas_ok=lambda p: _tiling_refusal(bs.block_q, bs.block_k, Lq, Lk, D, p),
+        refusal=refusal_for(bs.block_q, bs.block_k, q, k, v, block_sizes),
+        facts=measured_facts(q, k),
         inputs=(q, k, v),
     )
     if impl == "xla":
         return jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=is_causal, implementation="xla")
-    if _gpu_kernel(gpu_kernel, impl, plat):
+    if impl == "mosaic_gpu":
         from jaxwb.pallas_kernels.attention import mosaic_gpu
 
-        return mosaic_gpu.flash_attention_mgpu(
-            q, k, v, is_causal=is_causal, scale=scale, block_sizes=block_sizes, interpret=impl == "interpret"
-        )
+        return mosaic_gpu.flash_attention_mgpu(q, k, v, is_causal=is_causal, scale=scale, block_sizes=block_sizes)
     out = flash_pallas(
         bhld(q),
         bhld(k),
@@ -246,7 +251,6 @@ def block_sparse_attention(
     scale: float | None = None,
     implementation: Implementation = None,
     backend: str | None = None,
-    gpu_kernel: str | None = None,
     xla_keep_dtype: bool = False,
 ) -> Float[Array, "B Lq H D"]:
     """Block-sparse attention: query block i of (b, h) attends only to key blocks
@@ -262,7 +266,6 @@ def block_sparse_attention(
     """
     if not isinstance(xla_keep_dtype, bool):
         raise ValueError(f"xla_keep_dtype must be a bool, got {xla_keep_dtype!r}")
-    check_gpu_kernel(gpu_kernel)
     if not isinstance(block_sizes, AttentionBlockSizes):
         raise ValueError(f"block_sizes must be an AttentionBlockSizes, got {type(block_sizes).__name__}")
     bq, bk = block_sizes.block_q, block_sizes.block_k
@@ -276,7 +279,13 @@ def block_sparse_attention(
         raise ValueError(f"is_causal attention needs Lq == Lk, got {Lq} and {Lk}")
     scale = _check_scale(scale, D)
     impl, plat = dp.resolve(
-        implementation, backend=backend, pallas_ok=lambda p: _tiling_refusal(bq, bk, Lq, Lk, D, p), inputs=(q, k, v)
+        implementation,
+        op="block_sparse_attention",
+        backends=dp.ATTENTION_BACKENDS,
+        backend=backend,
+        refusal=refusal_for(bq, bk, q, k, v, block_sizes),
+        facts=measured_facts(q, k),
+        inputs=(q, k, v),
     )
     if impl == "xla":
         return ref.block_sparse_xla(
@@ -291,7 +300,7 @@ def block_sparse_attention(
             scale=scale,
             keep_dtype=xla_keep_dtype,
         )
-    if _gpu_kernel(gpu_kernel, impl, plat):
+    if impl == "mosaic_gpu":
         from jaxwb.pallas_kernels.attention import mosaic_gpu
 
         return mosaic_gpu.block_sparse_attention_mgpu(
@@ -304,7 +313,6 @@ def block_sparse_attention(
             block_k=bk,
             is_causal=is_causal,
             scale=scale,
-            interpret=impl == "interpret",
         )
     out = flash_pallas(
         bhld(q),

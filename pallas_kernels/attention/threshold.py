@@ -212,7 +212,13 @@ def threshold_retrieve(
             return f"the GPU kernel needs block_q and head_dim powers of two >= 16, got {bq} and {D}"
         return None
 
-    impl, plat = dp.resolve(implementation, backend=backend, pallas_ok=refusal, inputs=(q, k))
+    impl, plat = dp.resolve(
+        implementation,
+        op="threshold_retrieve",
+        backend=backend,
+        refusal=lambda b: refusal(dp.BACKEND_PLATFORM[b]),
+        inputs=(q, k),
+    )
     index = build_key_index(k, block_size=block_size, bound=bound)
     qh = bhld(q).astype(jnp.float32)
     tau_b = jnp.broadcast_to(tau, (B, H, Lq)) if tau.ndim else tau

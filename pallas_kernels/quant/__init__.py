@@ -2,7 +2,8 @@
 transform with the dithered randomized-Hadamard quantizer, and InQuant KV-cache packing.
 
 Every op is a pure-jnp reference (``reference.py``, the spec and the XLA fallback) plus a Pallas kernel,
-behind one public function with ``implementation=None | "xla" | "pallas" | "interpret"``.
+behind one public function with ``implementation=None | "xla" | "triton" | "mosaic_tpu" | "interpret"``
+(``jaxwb.pallas_kernels.dispatch``; the attention ops add ``"mosaic_gpu"``).
 
 Drop-in layers (``layers.py``, needs equinox and flax; imported on first use, so ``import
 jaxwb.pallas_kernels.quant`` does not load them): :class:`QuantizedLinear` (``QuantizedLinear.from_linear``),

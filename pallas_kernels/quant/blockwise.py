@@ -28,7 +28,6 @@ from jaxwb.pallas_kernels.quant import fp4, razer_xla
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
-IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 EDGES = ("pad", "mask")
 
 
@@ -52,10 +51,11 @@ class QuantBlockSizes:
             raise ValueError(f"edge must be one of {EDGES}, got {self.edge!r}")
 
 
-def resolve_implementation(implementation: Implementation, op: str | None = None) -> str:
-    """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`); the block kernels pad any shape.
-    ``op`` (e.g. "razer_activation_quantize"): its hardware measurements may make ``None`` pick XLA."""
-    return dp.resolve(implementation, prefer_xla=dp.xla_measured_faster(op) if op else None)[0]
+def resolve_implementation(implementation: Implementation, op: str) -> tuple[str, str]:
+    """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`) -> (implementation, platform); the
+    block kernels pad any shape. ``op`` (e.g. "razer_activation_quantize"): the key of its hardware
+    measurements (:data:`jaxwb.pallas_kernels.dispatch.MEASURED`), which may make ``None`` pick XLA."""
+    return dp.resolve(implementation, op=op)
 
 
 def compiler_params(platform: str | None = None, num_warps: int = 4):
@@ -223,12 +223,15 @@ def _check_block_sizes(block_sizes):
 
 
 def quantize(x, g, *, fmt: str, implementation, block_sizes: QuantBlockSizes | None = None):
-    """Dispatch: "xla" -> reference, "pallas" -> kernel, "interpret" -> kernel in interpret mode."""
+    """Dispatch: "xla" -> reference, "triton" / "mosaic_tpu" -> the kernel for that platform, "interpret" -> the
+    kernel's GPU form in interpret mode."""
     _check_block_sizes(block_sizes)
-    impl = resolve_implementation(implementation, f"{fmt}_quantize")
+    impl, plat = resolve_implementation(implementation, f"{fmt}_quantize")
     if impl == "xla":
         return _ref_jit(x, g, fmt)
-    return quantize_pallas(x, g, fmt=fmt, block_sizes=block_sizes or QuantBlockSizes(), interpret=impl == "interpret")
+    return quantize_pallas(
+        x, g, fmt=fmt, block_sizes=block_sizes or QuantBlockSizes(), interpret=impl == "interpret", platform=plat
+    )
 
 
 @functools.partial(jax.jit, static_argnames=("fmt",))
@@ -248,9 +251,9 @@ def _ref_dequantize_jit(q, dtype):
 
 def dequantize(q: QuantizedArray, *, dtype, implementation, block_sizes: QuantBlockSizes | None = None):
     _check_block_sizes(block_sizes)
-    impl = resolve_implementation(implementation, f"{q.format}_dequantize")
+    impl, plat = resolve_implementation(implementation, f"{q.format}_dequantize")
     if impl == "xla":
         return _ref_dequantize_jit(q, dtype)
     return dequantize_pallas(
-        q, dtype=dtype, block_sizes=block_sizes or QuantBlockSizes(), interpret=impl == "interpret"
+        q, dtype=dtype, block_sizes=block_sizes or QuantBlockSizes(), interpret=impl == "interpret", platform=plat
     )

@@ -42,6 +42,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.dispatch import Implementation
 from jaxwb.pallas_kernels.quant import reference as _ref
 from jaxwb.pallas_kernels.quant.mxfp4 import mxfp4_dequantize, mxfp4_quantize
@@ -210,6 +211,8 @@ def _make_spec(x, fmt, bits, surrogate, sigma, block_size, implementation) -> _S
         block_size = None
         if shape[-1] % BLOCK[fmt]:
             raise ValueError(f"x's last axis ({shape[-1]}) must be a multiple of {BLOCK[fmt]} for {fmt!r}")
+    # the FP4 formats resolve it in their quantize/dequantize ops; "int" has no kernel: checked here
+    dp.resolve(implementation, op="fake_quant", inputs=(x,))
     return _Spec(fmt, int(bits), surrogate, sigma, block_size, implementation)
 
 
@@ -232,7 +235,8 @@ def fake_quant(
       surrogate: "ste" | "gaussian" | "logistic" | "triangular" | "uniform".
       sigma: perturbation standard deviation in units of the element's scale (default 1/sqrt(12)).
       block_size: INT block length along the last axis (default: the whole axis); fixed for FP4 formats.
-      implementation: passed to the library's quantize/dequantize ops (None | "xla" | "pallas" | "interpret").
+      implementation: passed to the library's quantize/dequantize ops (None | "xla" | "triton" | "mosaic_tpu" |
+        "interpret"); ``fmt="int"`` runs XLA whatever it names.
     Returns:
       the dequantized array, dtype and shape of ``x``; ``jax.grad`` through it uses the surrogate.
     """

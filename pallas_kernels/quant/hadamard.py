@@ -51,9 +51,8 @@ from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.dispatch import Implementation
 
 MAX_PALLAS_D = 32768
-GPU_MAX_D = dp.FWHT_GPU_MAX_D  # above it ``implementation=None`` runs XLA on a GPU (MEASURED_XLA_FASTER["fwht"])
+GPU_MAX_D = dp.FWHT_GPU_MAX_D  # above it ``implementation=None`` runs XLA on a GPU (MEASURED[("fwht", "triton")])
 _MIN_DOT = 16  # Triton dots need every dimension >= 16
-_IMPLEMENTATIONS = dp.IMPLEMENTATIONS
 
 
 def _check_blocks(blocks) -> None:
@@ -104,12 +103,20 @@ def default_block_sizes(platform: str, d: int) -> HadamardBlockSizes:
 
 
 def resolve_implementation(
-    implementation: Implementation, pallas_ok=True, backend: str | None = None, inputs: tuple = ()
-) -> str:
-    """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`): None -> the kernel on GPU/TPU when
-    ``pallas_ok`` accepts the shapes, else "xla". ``backend`` ("gpu"/"tpu") lets a CPU host lower the kernel
-    for an accelerator (the kernels pick their platform's parameters at lowering time)."""
-    return dp.resolve(implementation, pallas_ok=pallas_ok, backend=backend, inputs=inputs)[0]
+    implementation: Implementation,
+    refusal=None,
+    backend: str | None = None,
+    inputs: tuple = (),
+    *,
+    op: str,
+    facts: dict | None = None,
+) -> tuple[str, str]:
+    """The shared resolver (:func:`jaxwb.pallas_kernels.dispatch.resolve`) -> (implementation, platform) for the
+    Hadamard-family ops (backends Triton and Mosaic TPU). ``refusal(platform)``: None when the kernel accepts
+    the shapes on that platform ("gpu" or "tpu"), else why not. ``backend`` ("gpu"/"tpu") lets a CPU host
+    lower the kernel for an accelerator (the kernels pick their platform's parameters at lowering time)."""
+    by_backend = None if refusal is None else (lambda b: refusal(dp.BACKEND_PLATFORM[b]))
+    return dp.resolve(implementation, op=op, backend=backend, refusal=by_backend, facts=facts, inputs=inputs)
 
 
 def check_x(x, name: str = "x") -> None:
@@ -350,12 +357,13 @@ def fwht(
     x = jnp.asarray(x)  # a NumPy float64 x is float32 unless jax_enable_x64
     d = x.shape[-1]
     blocks_for = lambda p: user_blocks or default_block_sizes(p, d)
-    impl, plat = dp.resolve(
+    impl, plat = resolve_implementation(
         implementation,
-        pallas_ok=lambda p: _pallas_refusal(d, blocks_for(p)),
-        backend=backend,
-        prefer_xla=dp.xla_measured_faster("fwht", d=d),
-        inputs=(x,),
+        lambda p: _pallas_refusal(d, blocks_for(p)),
+        backend,
+        (x,),
+        op="fwht",
+        facts=dict(d=d),
     )
     hint = "; pass x as float32" if x.dtype == jnp.float16 else ""
     if impl == "xla":

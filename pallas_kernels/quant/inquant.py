@@ -24,8 +24,8 @@ nibbles ("descriptor-guided recovery").
 Sizes: ``packed`` is exactly ``16 / 4 = 4.0x`` smaller than the 16-bit input; the metadata (two float16 scales
 per token, plus 6 bytes per outlier in the descriptor) is reported separately by ``InQuantPacked.nbytes``.
 
-Kernels: ``implementation="pallas"|"interpret"`` runs the unpack (dequantize) step as a Pallas kernel; the
-outlier/donor recombination is a one-hot matmul (a gather GPUs can lower: ``hi = nibbles @ P``, ``P[donor,
+Kernels: ``implementation="triton"|"mosaic_tpu"|"interpret"`` runs the unpack (dequantize) step as a Pallas
+kernel; the outlier/donor recombination is a one-hot matmul (a gather GPUs can lower: ``hi = nibbles @ P``, ``P[donor,
 outlier] = 1``), in bfloat16 (exact: nibbles and 0/1 entries, one product per output). Packing (a per-tensor
 saliency sort) always runs as XLA. On an H200 (2026-12-04, T = 2^20, C = 128, bf16 out) the kernel took
 343 us (64 rows per program, the default; 128 rows: 414 us) vs XLA's 1057 us; with float32 operands at
@@ -212,7 +212,7 @@ def inquant_pack(
     if n_outliers is None:
         n_outliers = max(1, x.shape[-1] // 32)
     _check(x, n_outliers, n_samples)
-    resolve_implementation(implementation)
+    resolve_implementation(implementation, inputs=(x,), op="inquant_pack")  # validated; packing runs as XLA
     packed, scales, outliers, donors, fill = _pack(x, key, n_outliers=int(n_outliers), n_samples=int(n_samples))
     check_float16_range(x, scales, fill)
     return InQuantPacked(
@@ -340,7 +340,7 @@ def inquant_unpack(
             return f"channels must be a power of two >= 32 for the Pallas unpack, got {c}"
         return None
 
-    impl = resolve_implementation(implementation, refusal, backend, inputs=(q.packed,))
+    impl, _ = resolve_implementation(implementation, refusal, backend, inputs=(q.packed,), op="inquant_unpack")
     if impl == "xla":
         return inquant_unpack_reference(q, dtype)
     shape = (*q.packed.shape[:-1], c)

@@ -224,8 +224,10 @@ def check_decode(decode, fmt: str) -> None:
         raise ValueError(f"decode='bitplace' supports w.format in {BITPLACE_FORMATS}, got {fmt!r}")
 
 
-@functools.partial(jax.jit, static_argnames=("out_dtype", "interpret", "chunk"))
-def dequantize_then_dot(x, w: QuantizedArray, *, out_dtype, interpret: bool, chunk: int = DEQUANT_CHUNK_N):
+@functools.partial(jax.jit, static_argnames=("out_dtype", "interpret", "chunk", "platform"))
+def dequantize_then_dot(
+    x, w: QuantizedArray, *, out_dtype, interpret: bool, chunk: int = DEQUANT_CHUNK_N, platform: str | None = None
+):
     """The large-M path: ``(x_bf16 @ W_b^T) * g`` with ``W_b = e2m1 * s_b`` dequantized once by the Pallas
     dequantize kernel (global scale 1: exact in bfloat16) in chunks of ``chunk`` rows of W, each chunk's
     product an XLA dot with float32 accumulation (same numerics as the kernel: exact products, float32
@@ -237,7 +239,7 @@ def dequantize_then_dot(x, w: QuantizedArray, *, out_dtype, interpret: bool, chu
     for lo in range(0, n, chunk):
         hi = min(n, lo + chunk)
         part = dataclasses.replace(unit, codes=unit.codes[lo:hi], scales=unit.scales[lo:hi], shape=(hi - lo, k))
-        wb = blockwise.dequantize_pallas(part, dtype=jnp.bfloat16, interpret=interpret)
+        wb = blockwise.dequantize_pallas(part, dtype=jnp.bfloat16, interpret=interpret, platform=platform)
         parts.append(jax.lax.dot_general(xb, wb, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32))
     acc = parts[0] if len(parts) == 1 else jnp.concatenate(parts, axis=-1)
     return (acc * jnp.asarray(w.global_scale, jnp.float32)).astype(out_dtype).reshape(*x.shape[:-1], n)
@@ -260,8 +262,9 @@ def fp4_matmul(
 ) -> Float[Array, "*batch N"]:
     """``x @ dequantize(w).T`` for ``x`` (..., K) and an FP4 weight ``w`` of logical shape (N, K) -> (..., N).
 
-    ``out_dtype`` defaults to ``x.dtype``; ``implementation`` as for the quantizers (None: Pallas on GPU/TPU,
-    the XLA reference on CPU). Raises ValueError for a non-2-D weight, a K mismatch or a non-float ``x``.
+    ``out_dtype`` defaults to ``x.dtype``; ``implementation`` as for the quantizers (None: the Triton / Mosaic
+    TPU kernel on a GPU / TPU, the XLA reference on CPU). Raises ValueError for a non-2-D weight, a K mismatch
+    or a non-float ``x``.
     Kernel variants (module docstring; both off by default): ``decode="bitplace"`` (NVFP4) and
     ``dequantize_above_m=T`` (M > T rows: dequantize once + XLA dot; the XLA path is unchanged)."""
     fp4.check_format(w, MATMUL_FORMATS, name="w")
@@ -283,20 +286,30 @@ def fp4_matmul(
     from jaxwb.pallas_kernels.quant.nvfp4 import float_out_dtype
 
     out_dtype = float_out_dtype(out_dtype or x.dtype)
-    prefer_xla = dp.xla_measured_faster("fp4_matmul", rows=math.prod(x.shape[:-1]))
-    impl = dp.resolve(implementation, prefer_xla=prefer_xla)[0]
+    impl, plat = dp.resolve(
+        implementation,
+        op="fp4_matmul",
+        refusal=lambda b: (
+            "decode='bitplace' runs on the GPU tiling only (implementation 'triton' or 'interpret'), not on mosaic_tpu"
+            if decode == "bitplace" and b == "mosaic_tpu"
+            else None
+        ),
+        facts=dict(rows=math.prod(x.shape[:-1])),
+        inputs=(x,),
+    )
 
     def run(xv, odt):
         if impl == "xla":
             return _ref_jit(xv, w, odt)
         if dequantize_above_m is not None and math.prod(x.shape[:-1]) > dequantize_above_m:
-            return dequantize_then_dot(xv, w, out_dtype=odt, interpret=impl == "interpret")
+            return dequantize_then_dot(xv, w, out_dtype=odt, interpret=impl == "interpret", platform=plat)
         return fp4_matmul_pallas(
             xv,
             w,
             out_dtype=odt,
             block_sizes=block_sizes or MatmulBlockSizes(),
             interpret=impl == "interpret",
+            platform=plat,
             decode=decode,
         )
 
@@ -334,23 +347,17 @@ def overflow_shift(amax, k: int, w: QuantizedArray, xp=jnp):
 
 
 def scaled_when_huge(run, x, w: QuantizedArray, out_dtype):
-    """``run(x, out_dtype)``, or, when ``max|x|`` is large enough for the float32 accumulator to overflow
-    (:func:`overflow_shift` ``m > 0``), ``run(x 2^-m, float32) 2^m`` cast to ``out_dtype``: the same float32
-    values (x's bfloat16 rounding, the products and their sums all scale exactly by powers of two), so only
-    results that do not fit ``out_dtype`` overflow. Decided in Python for a concrete x and w (eager, ``grad`` or
-    ``vmap`` of an eager call) and by ``lax.cond`` under a trace; an ordinary x runs ``run(x, out_dtype)``,
-    bit for bit."""
+    """``run(x, out_dtype)`` safe from accumulator overflow: where ``max|x|`` is large enough for the float32
+    accumulator to overflow (:func:`overflow_shift` ``m > 0``), the kernel (or the XLA path) runs on ``x 2^-m``
+    and its output is multiplied by ``2^m`` (in float32, then cast to ``out_dtype``): x's bfloat16 rounding,
+    the products and their sums all scale exactly by powers of two, so only results that do not fit
+    ``out_dtype`` overflow (an output rounded to ``out_dtype`` before the ``2^m`` keeps its precision unless it
+    was subnormal there). Both scalings are selects on ``m > 0``: an ordinary x reaches the one kernel call
+    unchanged and its output is returned as is, bit for bit (one kernel instance, traced or eager)."""
     k = x.shape[-1]
-
-    def scaled(xv, m):
-        y = run(xv.astype(jnp.float32) * dp.pow2(-m), jnp.dtype(jnp.float32))
-        return (y * dp.pow2(m)).astype(out_dtype)
-
-    cx, cs = dp.concrete(x), dp.concrete(w.scales)
-    if cx is not None and cs is not None:
-        amax = np.max(np.abs(np.asarray(cx, np.float32)))
-        wc = dataclasses.replace(w, scales=np.asarray(cs))
-        m = int(overflow_shift(amax, k, wc, np))
-        return scaled(x, m) if m else run(x, out_dtype)
+    ct = jnp.promote_types(x.dtype, jnp.float32)
     m = overflow_shift(jnp.max(jnp.abs(x)).astype(jnp.float32), k, w)
-    return jax.lax.cond(m > 0, scaled, lambda xv, _: run(xv, out_dtype), x, m)
+    huge = m > 0
+    xv = jnp.asarray(x).astype(ct)
+    out = run(jnp.where(huge, xv * dp.pow2(-m).astype(ct), xv), out_dtype)
+    return jnp.where(huge, (out.astype(jnp.float32) * dp.pow2(m)).astype(out_dtype), out)

@@ -1,7 +1,8 @@
 """NVFP4: E2M1 codes, one E4M3 scale per 16 elements, an FP32 global scale (math: ``reference.py``).
 
-Public ops (blocks along the last axis; ``implementation``: None = Pallas on GPU/TPU, XLA reference on CPU;
-"xla"; "pallas"; "interpret" = the Pallas kernel in interpret mode, bit-exact with the reference on CPU):
+Public ops (blocks along the last axis; ``implementation`` (``jaxwb.pallas_kernels.dispatch``): None = the Triton
+kernel on a GPU, the Mosaic TPU kernel on a TPU, the XLA reference on CPU; "xla"; "triton"; "mosaic_tpu";
+"interpret" = the kernel's GPU form in interpret mode, bit-exact with the reference on CPU):
 
     nvfp4_quantize(x, *, global_scale=None, implementation=None, block_sizes=None) -> QuantizedArray
     nvfp4_dequantize(q, *, dtype=jnp.float32, implementation=None, block_sizes=None) -> array of q.shape

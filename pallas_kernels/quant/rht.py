@@ -474,7 +474,9 @@ def rht_quantize(
     _check(x, bits, scaling)
     _check_key(key)
     d = x.shape[-1]
-    impl = resolve_implementation(implementation, lambda p: _rht_refusal(d, block_sizes), backend, inputs=(x,))
+    impl, _ = resolve_implementation(
+        implementation, lambda p: _rht_refusal(d, block_sizes), backend, inputs=(x,), op="rht_quantize"
+    )
     signs, u = rht_randomness(key, d, x.shape[:-1])
     if impl == "xla":
         codes, scale = rht_quantize_reference(x, signs, u, bits=bits, scaling=scaling)
@@ -513,8 +515,8 @@ def rht_dequantize(
     block_sizes = check_block_sizes(block_sizes) or HadamardBlockSizes()  # not measured on a GPU
     shape = q.codes.shape
     d = shape[-1]
-    impl = resolve_implementation(
-        implementation, lambda p: _rht_refusal(d, block_sizes), backend, inputs=(q.codes, q.scale)
+    impl, _ = resolve_implementation(
+        implementation, lambda p: _rht_refusal(d, block_sizes), backend, inputs=(q.codes, q.scale), op="rht_dequantize"
     )
     signs, u = rht_randomness(q.key, d, shape[:-1])
     if impl == "xla":

@@ -131,7 +131,7 @@ def bench(quick: bool = True) -> list[BenchRow]:
         sparsities = (0.5, 0.9) if quick else (0.5, 0.75, 0.9, 0.95)
         block, H, D, dtype = 128, 8, 128, jnp.bfloat16
     repeats = 3 if quick else 5
-    impl = "xla" if on_cpu else "pallas"
+    impl = "xla" if on_cpu else {"gpu": "triton", "tpu": "mosaic_tpu"}[jax.default_backend()]
     key = jax.random.key(0, impl="unsafe_rbg")
     rows = _peer_rows(key, repeats=max(repeats, 5), dtype=dtype)
     if on_cpu:
@@ -163,7 +163,7 @@ def bench(quick: bool = True) -> list[BenchRow]:
             t_dense = t_xla if on_cpu else t_dense0
             s_act = 1 - cap / n
             note = partial(_note, L=L, s=s_act, t_sparse=t, scores_dense=H * L * L, scores_sparse=H * L * cap * block)
-            tag = "xla-gather" if on_cpu else "pallas"
+            tag = "xla-gather" if on_cpu else impl
             rows.append(
                 BenchRow(
                     f"block_sparse L={L} s={s_act:.2f}",

@@ -43,7 +43,9 @@ def _errors(x, butterfly, kron, rows: int = 16) -> str:
 def bench(quick: bool = False) -> list[BenchRow]:
     rows = []
     backend = jax.default_backend()
-    impl = "pallas" if backend != "cpu" else "xla (CPU default)"
+    impl = {"gpu": "default (triton; xla above d = 4096)", "tpu": "default (mosaic_tpu)"}.get(
+        backend, "xla (CPU default)"
+    )
     shapes = [(256, 1024)] if quick else [(4096, 128), (512, 4096), (32, 32768)]
     peak = _peak()
     for n, d in shapes:

@@ -1,7 +1,8 @@
 """``workbench bench quant``: the FP4 quantization kernels against their baselines.
 
 Rows (ratio = baseline seconds / ours):
-* each quantizer / dequantizer with the default implementation (Pallas on GPU/TPU, the XLA reference on CPU)
+* each quantizer / dequantizer with the default implementation (the Triton / Mosaic TPU kernel on a GPU / TPU,
+  the XLA reference on CPU)
   against the XLA reference on an accelerator, or, on CPU, against the straightforward dtype-cast
   formulation (``astype(float8_e4m3fn)`` / ``astype(float4_e2m1fn)``, what ``jax.nn``'s quantizer does);
 * RaZeR (and MXFP4) quantize against NVFP4 quantize on CPU (the peer format: RaZeR is NVFP4 plus the

@@ -1,5 +1,5 @@
 """The one parametrized kernel-test base: the ``implementation`` fixture runs a test under "xla",
-"interpret" and "pallas" (the last skipped unless the platform has a GPU or a TPU)."""
+"interpret" and the platform's compiled kernel ("triton" on a GPU, "mosaic_tpu" on a TPU; skipped on a CPU)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,17 @@ import jax
 import pytest
 
 ACCELERATED = jax.default_backend() in ("gpu", "tpu")
-IMPLEMENTATIONS = ("xla", "interpret", "pallas")
+KERNEL = {"gpu": "triton", "tpu": "mosaic_tpu"}.get(jax.default_backend(), "triton")  # the compiled kernel here
+IMPLEMENTATIONS = ("xla", "interpret", KERNEL)
 
 
 def implementation_params(*impls: str):
-    """``pytest.param`` per implementation, "pallas" marked skip without a GPU/TPU."""
+    """``pytest.param`` per implementation, the compiled kernel marked skip without a GPU/TPU."""
     return [
         pytest.param(
             impl,
             id=impl,
-            marks=pytest.mark.skipif(impl == "pallas" and not ACCELERATED, reason="needs a GPU or TPU"),
+            marks=pytest.mark.skipif(impl == KERNEL and not ACCELERATED, reason="needs a GPU or TPU"),
         )
         for impl in impls or IMPLEMENTATIONS
     ]
@@ -27,7 +28,7 @@ def implementation(request) -> str:
     return request.param
 
 
-@pytest.fixture(params=implementation_params("interpret", "pallas"))
+@pytest.fixture(params=implementation_params("interpret", KERNEL))
 def kernel_implementation(request) -> str:
     """The kernel paths only (for tests that compare a kernel with the XLA reference)."""
     return request.param

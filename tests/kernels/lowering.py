@@ -27,6 +27,7 @@ MESHES = {
 }
 MARKER = {"cuda": "__gpu$xla.gpu.triton", "tpu": "tpu_custom_call"}
 BACKEND = {"cuda": "gpu", "tpu": "tpu"}  # the ops' ``backend=`` / ``platform=`` for each lowering platform
+KERNEL = {"cuda": "triton", "tpu": "mosaic_tpu"}  # the ops' ``implementation=`` of each lowering platform
 
 
 def lower_text(f, *specs, platform: str) -> str:

@@ -20,14 +20,14 @@ from jaxwb.pallas_kernels.attention import (
     flash_attention,
     threshold_retrieve,
 )
-from tests.kernels.lowering import BACKEND, kernel_calls, lower_text
+from tests.kernels.lowering import BACKEND, KERNEL, kernel_calls, lower_text
 
 SD = jax.ShapeDtypeStruct
 B, L, H, HKV, D, BLK = 1, 512, 4, 2, 128, 128
 
 
 def _cases(platform):
-    be = BACKEND[platform]
+    be, impl = BACKEND[platform], KERNEL[platform]
     q = SD((B, L, H, D), jnp.bfloat16)
     k = SD((B, L, HKV, D), jnp.bfloat16)
     cnt = SD((B, H, L // BLK), jnp.int32)
@@ -37,7 +37,7 @@ def _cases(platform):
             functools.partial(
                 flash_attention,
                 is_causal=True,
-                implementation="pallas",
+                implementation=impl,
                 backend=be,
                 block_sizes=AttentionBlockSizes(BLK, BLK),
             ),
@@ -46,7 +46,7 @@ def _cases(platform):
         "flash_bidirectional": (
             functools.partial(
                 flash_attention,
-                implementation="pallas",
+                implementation=impl,
                 backend=be,
                 block_sizes=AttentionBlockSizes(BLK, 64 if be == "gpu" else BLK),
             ),
@@ -57,20 +57,18 @@ def _cases(platform):
                 block_sparse_attention,
                 block_sizes=AttentionBlockSizes(BLK, BLK),
                 is_causal=True,
-                implementation="pallas",
+                implementation=impl,
                 backend=be,
             ),
             (q, k, k, cnt, idx),
         ),
         "threshold_ball": (
-            lambda q, k: threshold_retrieve(q, k, 1.0, block_size=16, implementation="pallas", backend=be).block_mask,
+            lambda q, k: threshold_retrieve(q, k, 1.0, block_size=16, implementation=impl, backend=be).block_mask,
             (q, k),
         ),
         "threshold_box": (
             lambda q, k: (
-                threshold_retrieve(
-                    q, k, 1.0, block_size=16, bound="box", implementation="pallas", backend=be
-                ).block_mask
+                threshold_retrieve(q, k, 1.0, block_size=16, bound="box", implementation=impl, backend=be).block_mask
             ),
             (q, k),
         ),
@@ -89,7 +87,7 @@ def test_gpu_rejects_non_power_of_two_blocks():
     with pytest.raises(ValueError, match="power of two"):
         jax.jit(
             functools.partial(
-                block_sparse_attention, block_sizes=AttentionBlockSizes(48, 48), implementation="pallas", backend="gpu"
+                block_sparse_attention, block_sizes=AttentionBlockSizes(48, 48), implementation="triton", backend="gpu"
             )
         ).trace(q, q, q, SD((1, 2, 2), jnp.int32), SD((1, 2, 2, 2), jnp.int32))
 

@@ -98,7 +98,12 @@ CASES = [
     ("flash old keyword causal", lambda: flash_attention(Q, Q, Q, causal=True), "unexpected keyword.*'causal'"),
     ("flash nan scale", lambda: flash_attention(Q, Q, Q, scale=float("nan")), "scale must be a finite"),
     ("flash bad implementation", lambda: flash_attention(Q, Q, Q, implementation="cuda"), "implementation"),
-    ("flash pallas on cpu", lambda: flash_attention(Q, Q, Q, implementation="pallas"), "needs backend"),
+    (
+        "flash triton on cpu",
+        lambda: flash_attention(Q, Q, Q, implementation="triton"),
+        "^implementation='triton' compiles for a GPU",
+    ),
+    ("flash old name pallas", lambda: flash_attention(Q, Q, Q, implementation="pallas"), "^implementation='pallas'"),
     (
         "flash block not dividing",
         lambda: flash_attention(Q, Q, Q, implementation="interpret", block_sizes=AttentionBlockSizes(16, 24)),
@@ -214,14 +219,14 @@ CASES = [
     ("block_lists_to_mask shapes", lambda: block_lists_to_mask(CNT[:, :1], IDX, 2), r"kv_indices.shape\[:-1\]"),
     ("block_lists_to_mask float", lambda: block_lists_to_mask(CNT * 1.0, IDX, 2), "kv_num_blocks must be an int"),
     ("block_lists_to_mask num 0", lambda: block_lists_to_mask(CNT, IDX, 0), "num_kv_blocks must be a positive"),
-    # --- repeated blocks, gpu_kernel, backend, complex tau ------------------------------------------------
+    # --- repeated blocks, removed keywords, backend, complex tau -------------------------------------------
     (
         "bsa repeated block",
         lambda: bsa(q=Q2, k=Q2, v=Q2, cnt=CNT2, idx=DUP),
         r"kv_indices must list distinct key blocks.*got 4 repeat",
     ),
-    ("flash gpu_kernel foo (xla path)", lambda: flash_attention(Q, Q, Q, gpu_kernel="foo"), "gpu_kernel must be one"),
-    ("bsa gpu_kernel foo", lambda: bsa(gpu_kernel="foo"), "gpu_kernel must be one of"),
+    ("flash gpu_kernel (removed)", lambda: flash_attention(Q, Q, Q, gpu_kernel="mosaic"), "keyword.*'gpu_kernel'"),
+    ("bsa gpu_kernel (removed)", lambda: bsa(gpu_kernel="triton"), "unexpected keyword argument 'gpu_kernel'"),
     ("flash backend tpu here", lambda: flash_attention(Q, Q, Q, backend="tpu"), "backend='tpu': jax has no tpu"),
     ("flash backend name", lambda: flash_attention(Q, Q, Q, backend="metal"), "backend must be None or one of"),
     ("fwht backend name", lambda: fwht(X, backend="npu"), "backend must be None or one of"),
@@ -321,7 +326,7 @@ def test_table_has_forty_cases():
     assert len(CASES) >= 40 and len({c[0] for c in CASES}) == len(CASES)
 
 
-CPU_ONLY = {"flash pallas on cpu", "flash backend tpu here"}  # bad input only where there is no GPU or TPU
+CPU_ONLY = {"flash triton on cpu", "flash backend tpu here"}  # bad input only where there is no GPU or TPU
 
 
 @pytest.mark.parametrize("name,call,match", CASES, ids=[c[0] for c in CASES])

@@ -86,7 +86,7 @@ def test_default_implementation_on_cpu_is_xla():
     "kwargs,match",
     [
         (dict(implementation="cuda"), "implementation"),
-        (dict(implementation="pallas", backend="cpu"), "interpret"),
+        (dict(implementation="triton", backend="cpu"), "interpret"),
         (dict(implementation="interpret", block_sizes=AttentionBlockSizes(24, 16)), "block_q"),
         (dict(implementation="interpret", block_sizes=AttentionBlockSizes(16, 8)), "block_k"),
     ],

@@ -110,10 +110,10 @@ SHAPES = [
 def test_bitplace_kernel_bit_exact_in_interpret_mode(case):
     """The bit-placement kernel equals float64 exactly; codes +-0.5 decode to 0 where the backend flushes
     bfloat16 subnormals (XLA:CPU, so the interpreter here) and to +-0.5 where it keeps them (a GPU: the device
-    check runs this test with implementation="pallas" too)."""
+    check runs this test with implementation="triton" too)."""
     lead, n, k = case
     x, w, codes, scales = _exact_operands(lead, n, k, seed=k)
-    impls = ["interpret"] + (["pallas"] if jax.default_backend() == "gpu" else [])
+    impls = ["interpret"] + (["triton"] if jax.default_backend() == "gpu" else [])
     for impl in impls:
         got = np.asarray(fp4_matmul(x, w, out_dtype=jnp.float32, implementation=impl, decode="bitplace"))
         # the interpreter on CPU computes with XLA:CPU (flushes); on a GPU (also when the device job forces
@@ -156,17 +156,15 @@ def test_variant_refusals():
 
 
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
-def test_large_m_dispatch_in_the_cuda_lowering(monkeypatch):
+def test_large_m_dispatch_in_the_cuda_lowering():
     """Above the threshold the CUDA program runs the dequantize kernel and no matmul kernel; at or below it
     the fused matmul kernel (bit-placement decode when asked)."""
-    from jaxwb.pallas_kernels import dispatch
     from tests.kernels.lowering import lower_text
 
-    monkeypatch.setattr(dispatch, "platform", lambda backend=None: "gpu")
     w = jax.eval_shape(ref.nvfp4_quantize, jax.ShapeDtypeStruct((64, 256), jnp.float32))
     for m, decode, want in ((64, "interleaved", "nvfp4_dequantize"), (16, "bitplace", "nvfp4_matmul_bitplace")):
         x = jax.ShapeDtypeStruct((m, 256), jnp.bfloat16)
-        f = lambda x, w, d=decode: fp4_matmul(x, w, implementation="pallas", decode=d, dequantize_above_m=16)
+        f = lambda x, w, d=decode: fp4_matmul(x, w, implementation="triton", decode=d, dequantize_above_m=16)
         text = lower_text(f, x, w, platform="cuda")
         assert want in text and ("nvfp4_matmul" in text) == (want != "nvfp4_dequantize"), (m, decode)
 

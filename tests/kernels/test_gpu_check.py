@@ -1,6 +1,6 @@
 """The prepared GPU check (``python -m benchmarks.gpu_check``) is known to work before a GPU is there:
 its dry run (CPU, interpret mode, tiny sizes) runs end to end through the same code path and writes the json
-and png; the interpret -> pallas forcing of the pytest step, the peak table and the goal logic are unit-tested.
+and png; the interpret -> triton forcing of the pytest step, the peak table and the goal logic are unit-tested.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_package_entry_points():
 def _block_sparse_record(L, sparsity, *, ideal, got):
     return dict(
         section="block_sparse",
-        impl="pallas_triton",
+        impl="triton",
         L=L,
         sparsity=sparsity,
         ideal_speedup=ideal,
@@ -85,22 +85,22 @@ def test_goals_met_and_missed():
     peaks = gpu_check.PEAKS["H200"]
     mm = dict(section="matmul", op="fp4_matmul")
     recs = [
-        dict(mm, impl="pallas", M=1, time_s=2.0),
-        dict(mm, impl="pallas_bitplace", M=1, time_s=0.5),  # the best variant counts: 0.5 <= 0.6 x 1.0
+        dict(mm, impl="triton", M=1, time_s=2.0),
+        dict(mm, impl="triton_bitplace", M=1, time_s=0.5),  # the best variant counts: 0.5 <= 0.6 x 1.0
         dict(mm, impl="bf16_dense", M=1, time_s=1.0),
-        dict(mm, impl="pallas", M=4096, time_s=6.0),
-        dict(mm, impl="pallas_dequant_dot", M=4096, time_s=1.3),  # 1.3 > 1.2 x 1.0
+        dict(mm, impl="triton", M=4096, time_s=6.0),
+        dict(mm, impl="triton_dequant_dot", M=4096, time_s=1.3),  # 1.3 > 1.2 x 1.0
         dict(mm, impl="bf16_dense", M=4096, time_s=1.0),
-        dict(section="quant", op="nvfp4_quantize", impl="pallas", time_s=1.0, frac_measured_hbm=0.6),
-        dict(section="quant", op="nvfp4_quantize", impl="pallas_masked", time_s=0.8, frac_measured_hbm=0.75),
-        dict(section="quant", op="nvfp4_dequantize", impl="pallas", time_s=1.0, frac_measured_hbm=0.8),
-        dict(section="quant", op="razer_activation_quantize", impl="pallas", time_s=1.0, frac_measured_hbm=0.7),
+        dict(section="quant", op="nvfp4_quantize", impl="triton", time_s=1.0, frac_measured_hbm=0.6),
+        dict(section="quant", op="nvfp4_quantize", impl="triton_masked", time_s=0.8, frac_measured_hbm=0.75),
+        dict(section="quant", op="nvfp4_dequantize", impl="triton", time_s=1.0, frac_measured_hbm=0.8),
+        dict(section="quant", op="razer_activation_quantize", impl="triton", time_s=1.0, frac_measured_hbm=0.7),
         dict(section="quant", op="razer_activation_quantize", impl="xla", time_s=0.9),
-        dict(section="fwht", op="fwht", impl="pallas", d=4096, time_s=1.0, frac_measured_hbm=0.8, rel_err_f64=2e-6),
+        dict(section="fwht", op="fwht", impl="triton", d=4096, time_s=1.0, frac_measured_hbm=0.8, rel_err_f64=2e-6),
         dict(section="fwht", op="fwht", impl="dense_rotation", d=4096, time_s=5.0),
         _block_sparse_record(16384, 0.9, ideal=10.0, got=9.0) | dict(time_s=1.0),
         dict(section="attention", op="flash_attention", impl="cudnn", L=16384, time_s=9.0),
-        dict(section="attention", op="flash_attention", impl="pallas_triton", L=16384, time_s=12.0),
+        dict(section="attention", op="flash_attention", impl="triton", L=16384, time_s=12.0),
     ]
     got = {g["goal"]: g["met"] for g in gpu_check.goals(recs, peaks, dry_run=False)}
     want = {
@@ -112,10 +112,10 @@ def test_goals_met_and_missed():
         "razer_activation_quantize >= 70% of the measured ceiling": True,
         "fwht f32 d=4096 >= 75% of the measured ceiling": True,
         "fwht f32 d=4096: rel. error vs float64 <= 1e-6": False,
-        "block-sparse pallas_triton L=16384 s=0.9: >= 0.85 of ideal vs its dense kernel": True,
-        "block-sparse pallas_triton L=16384 s=0.9: >= 0.80/(1-s) vs the best dense": True,  # 9 x 1 >= 8
+        "block-sparse triton L=16384 s=0.9: >= 0.85 of ideal vs its dense kernel": True,
+        "block-sparse triton L=16384 s=0.9: >= 0.80/(1-s) vs the best dense": True,  # 9 x 1 >= 8
         "attention bf16 L=16384: mosaic_gpu >= 0.9x cuDNN": None,  # not measured
-        "attention bf16 L=16384: pallas_triton >= 0.65x cuDNN": True,  # 0.75
+        "attention bf16 L=16384: triton >= 0.65x cuDNN": True,  # 0.75
     }
     assert got == want, got
     assert all(g["met"] is None for g in gpu_check.goals(recs, peaks, dry_run=True))
@@ -183,7 +183,7 @@ def test_gpu_check_script_dry_run(tmp_path):
     )
     merged = json.loads((tmp_path / "merged" / "kernels_gpu.json").read_text())
     impls = {r["impl"] for r in merged["records"] if r["section"] == "matmul"}
-    assert {"pallas", "pallas_bitplace", "pallas_dequant_dot", "bf16_dense"} <= impls
+    assert {"triton", "triton_bitplace", "triton_dequant_dot", "bf16_dense"} <= impls
     assert merged["measured_ceilings"] == ceilings
     assert "goal: fp4_matmul M=1" in p.stdout
     summary = json.loads((tmp_path / "dump" / "w4a16_new" / "summary.json").read_text())
@@ -201,11 +201,11 @@ def test_dry_run_end_to_end(tmp_path):
     assert saved["dry_run"] is True and saved["peaks"] is None
     recs = res["records"]
     assert {r["section"] for r in recs} == {"attention", "block_sparse", "quant", "fwht", "inquant", "matmul"}
-    kernels = [r for r in recs if r["impl"] in ("pallas", "pallas_triton", "mosaic_gpu")]
+    kernels = [r for r in recs if r["impl"] in ("triton", "mosaic_gpu")]
     assert kernels and all(r["error"] is None and r["time_s"] > 0 for r in kernels), [
         (r["op"], r["impl"], r["error"]) for r in kernels if r["error"]
     ]
-    assert {r["impl"] for r in recs if r["section"] == "attention"} >= {"pallas_triton", "mosaic_gpu", "xla", "cudnn"}
+    assert {r["impl"] for r in recs if r["section"] == "attention"} >= {"triton", "mosaic_gpu", "xla", "cudnn"}
     checked = [r for r in kernels if r.get("max_abs_err_vs_xla") is not None]
     assert len(checked) >= 7 and all(r["max_abs_err_vs_xla"] < 2e-2 for r in checked)
     assert any(r.get("speedup_vs_dense") for r in recs if r["section"] == "block_sparse")
@@ -224,11 +224,11 @@ def test_split_run_merges_and_keeps_what_a_killed_step_measured(tmp_path):
     seen = []
     rec = gpu_check.Recorder(gpu_check.Settings(dry_run=True, out=tmp_path, budget_s=1.0), None)
     rec.on_add = lambda: seen.append(len(rec.records))
-    rec.add("quant", "op", "pallas", "s", time_s=1.0)
+    rec.add("quant", "op", "triton", "s", time_s=1.0)
     rec.add("quant", "op", "xla", "s", time_s=2.0)
     assert seen == [1, 2]
     gpu_check.main(
-        ["--dry-run", "--skip-tests", "--no-plot", "--sections", "attention", "--skip-impls", "xla,pallas_triton"]
+        ["--dry-run", "--skip-tests", "--no-plot", "--sections", "attention", "--skip-impls", "xla,triton"]
         + ["--out", str(mosaic_out)]
     )
     log = tmp_path / "tests.log"
@@ -244,7 +244,7 @@ def test_split_run_merges_and_keeps_what_a_killed_step_measured(tmp_path):
     )
     assert {r["section"] for r in merged["records"]} == {"quant", "attention"}
     attention_impls = {r["impl"] for r in merged["records"] if r["section"] == "attention"}
-    assert "mosaic_gpu" in attention_impls and not attention_impls & {"xla", "pallas_triton"}
+    assert "mosaic_gpu" in attention_impls and not attention_impls & {"xla", "triton"}
     assert merged["tests"]["counts"]["FAILED"] == 1 and merged["tests"]["counts"]["PASSED"] == 1
     assert merged["tests"]["failed"] == ["tests/kernels/test_a.py::test_y"]
     assert merged["tests"]["summary"] == "1 failed, 1 passed in 1.00s"
@@ -260,10 +260,10 @@ def test_merge_keeps_the_latest_record_of_a_re_run(tmp_path):
     from benchmarks.gpu_check.cli import merge
 
     first = gpu_check.main(["--dry-run", "--skip-tests", "--no-plot", "--sections", "fwht", "--out", str(tmp_path)])
-    redo = dict(next(r for r in first["records"] if r["impl"] == "pallas"), time_s=1e-9)
+    redo = dict(next(r for r in first["records"] if r["impl"] == "triton"), time_s=1e-9)
     paths = [tmp_path / "kernels_gpu.json", tmp_path / "second.json"]
     paths[1].write_text(json.dumps(dict(first, records=[redo])))
     merged = merge(paths, None, tmp_path / "merged")
     assert len(merged["records"]) == len(first["records"])
     for r in merged["records"]:
-        assert (r["part"], r["time_s"]) == ((1, 1e-9) if r["impl"] == "pallas" else (0, r["time_s"]))
+        assert (r["part"], r["time_s"]) == ((1, 1e-9) if r["impl"] == "triton" else (0, r["time_s"]))

@@ -13,7 +13,7 @@ import pytest
 
 from jaxwb.pallas_kernels.quant.hadamard import fwht
 from jaxwb.pallas_kernels.quant.rht import rht_dequantize, rht_quantize
-from tests.kernels.lowering import BACKEND, kernel_calls, lower_text
+from tests.kernels.lowering import BACKEND, KERNEL, kernel_calls, lower_text
 
 
 def check_custom_calls(text: str, platform: str, count: int) -> None:
@@ -24,7 +24,9 @@ def check_custom_calls(text: str, platform: str, count: int) -> None:
 @pytest.mark.parametrize("d", [8, 128, 32768])  # block-diagonal 16-tile, dense tile, Kronecker 256 x 128
 def test_fwht_lowers(platform, d):
     spec = jax.ShapeDtypeStruct((4, d), jnp.float32)
-    text = lower_text(lambda x: fwht(x, implementation="pallas", backend=BACKEND[platform]), spec, platform=platform)
+    text = lower_text(
+        lambda x: fwht(x, implementation=KERNEL[platform], backend=BACKEND[platform]), spec, platform=platform
+    )
     check_custom_calls(text, platform, 1)
 
 
@@ -35,9 +37,14 @@ def test_rht_lowers(platform, d):
 
     def f(x):
         q = rht_quantize(
-            x, key=jax.random.key(0), bits=4, scaling="unbiased", implementation="pallas", backend=BACKEND[platform]
+            x,
+            key=jax.random.key(0),
+            bits=4,
+            scaling="unbiased",
+            implementation=KERNEL[platform],
+            backend=BACKEND[platform],
         )
-        return q.codes, q.scale, rht_dequantize(q, implementation="pallas", backend=BACKEND[platform])
+        return q.codes, q.scale, rht_dequantize(q, implementation=KERNEL[platform], backend=BACKEND[platform])
 
     text = lower_text(f, spec, platform=platform)
     check_custom_calls(text, platform, 2)
@@ -50,7 +57,7 @@ def test_inquant_unpack_lowers(platform):
     x = jnp.ones((64, 128), jnp.bfloat16)
     q = inquant_pack(x, key=jax.random.key(0), n_outliers=4)
     text = lower_text(
-        lambda q: inquant_unpack(q, implementation="pallas", backend=BACKEND[platform]), q, platform=platform
+        lambda q: inquant_unpack(q, implementation=KERNEL[platform], backend=BACKEND[platform]), q, platform=platform
     )
     check_custom_calls(text, platform, 1)
 
@@ -58,12 +65,13 @@ def test_inquant_unpack_lowers(platform):
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
 def test_default_on_gpu_is_xla_above_the_measured_range():
     """implementation=None on a GPU runs the kernel up to d = 4096 and XLA above (the H200's Triton compile at
-    d = 16384 did not finish: dispatch.MEASURED_XLA_FASTER); implementation="pallas" still runs the kernel."""
-    from jaxwb.pallas_kernels.dispatch import MEASURED_XLA_FASTER
+    d = 16384 did not finish: dispatch.MEASURED); implementation="triton" still runs the kernel."""
+    from jaxwb.pallas_kernels.dispatch import MEASURED
     from jaxwb.pallas_kernels.quant.hadamard import GPU_MAX_D
 
-    assert GPU_MAX_D == 4096 and MEASURED_XLA_FASTER["fwht"][:2] == ("gpu", "d > 4096")
-    for d, impl, count in ((4096, None, 1), (8192, None, 0), (8192, "pallas", 1)):
+    m = MEASURED[("fwht", "triton")]
+    assert GPU_MAX_D == 4096 and (m.platform, m.faster, m.when) == ("gpu", "xla", "d > 4096")
+    for d, impl, count in ((4096, None, 1), (8192, None, 0), (8192, "triton", 1)):
         spec = jax.ShapeDtypeStruct((2, d), jnp.float32)
         text = lower_text(lambda x: fwht(x, implementation=impl, backend="gpu"), spec, platform="cuda")  # noqa: B023
         assert kernel_calls(text, "cuda") == count, (d, impl)
@@ -81,10 +89,10 @@ def test_default_block_sizes_follow_the_kernel_platform(monkeypatch):
     monkeypatch.setattr(hadamard, "fwht_pallas", lambda x, *, blocks, **kw: seen.append(blocks) or x)
     x = jnp.ones((2, 4096), jnp.float32)
     # traced (eval_shape): an eager call with a backend that has no device here raises (bad input)
-    for backend in ("gpu", "tpu"):
-        jax.eval_shape(lambda a, b=backend: hadamard.fwht(a, implementation="pallas", backend=b), x)
+    for backend, impl in (("gpu", "triton"), ("tpu", "mosaic_tpu")):
+        jax.eval_shape(lambda a, b=backend, i=impl: hadamard.fwht(a, implementation=i, backend=b), x)
     hadamard.fwht(x, implementation="interpret")
-    jax.eval_shape(lambda a: hadamard.fwht(a, implementation="pallas", backend="gpu"), x[:, :1024])
+    jax.eval_shape(lambda a: hadamard.fwht(a, implementation="triton", backend="gpu"), x[:, :1024])
     small = hadamard.HadamardBlockSizes(tile=64, num_warps=4)
     assert seen == [hadamard.GPU_BLOCK_SIZES, hadamard.HadamardBlockSizes(), hadamard.GPU_BLOCK_SIZES, small]
     assert hadamard.GPU_BLOCK_SIZES == hadamard.HadamardBlockSizes(tile=64, num_warps=8)

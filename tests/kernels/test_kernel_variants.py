@@ -169,7 +169,7 @@ def test_attention_block_sizes_reach_the_triton_call():
     assert AttentionBlockSizes(64, 64) == AttentionBlockSizes(64, 64, 4, 2, False)
     for bs, warps, stages, exp in ((AttentionBlockSizes(64, 64), 4, 2, "__nv_expf"),
                                    (AttentionBlockSizes(64, 64, 8, 3, True), 8, 3, "__nv_exp2f")):  # fmt: skip
-        f = functools.partial(flash_attention, block_sizes=bs, implementation="pallas", backend="gpu")
+        f = functools.partial(flash_attention, block_sizes=bs, implementation="triton", backend="gpu")
         t = lower_text(f, q, q, q, platform="cuda")
         assert re.findall(r"num_warps = (\d+)", t) == [str(warps)] and f"num_stages = {stages}" in t
         c = count_ops(triton_modules(f, q, q, q)[0])

@@ -198,13 +198,30 @@ def test_hardware_equals_reference(causal):
     _close(out, _ref(q, k, v, is_causal=causal, mask=expand_block_mask(bm, 64, 128)), jnp.bfloat16)
 
 
-def test_public_op_dispatches_to_mosaic_gpu():
-    """``flash_attention(..., gpu_kernel="mosaic")`` reaches this kernel (interpret mode on CPU); a bad
-    ``gpu_kernel`` is rejected by name."""
-    from jaxwb.pallas_kernels.attention import flash_attention
+@pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
+def test_public_ops_dispatch_to_mosaic_gpu():
+    """``implementation="mosaic_gpu"`` reaches this kernel (the CUDA lowering holds its custom call and no
+    Triton kernel), dense and block-sparse; ``None`` picks it where the H200 measured it faster than Triton
+    (bfloat16, head_dim 128, L >= 4096: ``dispatch.MEASURED``) and Triton elsewhere; on this CPU host the name
+    is rejected; ``gpu_kernel=`` is gone."""
+    from jaxwb.pallas_kernels import dispatch
+    from jaxwb.pallas_kernels.attention import block_sparse_attention, flash_attention
 
-    q, k, v = _qkv(1, 128, 2, 1, 64, jnp.float16)
-    out = flash_attention(q, k, v, is_causal=True, implementation="interpret", gpu_kernel="mosaic")
-    _close(out, _ref(q, k, v, is_causal=True), jnp.float16)
-    with pytest.raises(ValueError, match="gpu_kernel"):
-        flash_attention(q, k, v, implementation="interpret", gpu_kernel="cutlass")
+    def lowered(fn, *specs):
+        txt = _lower(H100, fn, *specs)
+        return txt.count("@mosaic_gpu_v2"), txt.count("__gpu$xla.gpu.triton")
+
+    for L, impl, want in ((512, "mosaic_gpu", (1, 0)), (4096, None, (1, 0)), (512, None, (0, 1))):
+        q = SD((1, L, 2, 128), jnp.bfloat16)
+        assert lowered(functools.partial(flash_attention, implementation=impl), q, q, q) == want, (L, impl)
+        cnt, idx = SD((1, 2, L // 64), jnp.int32), SD((1, 2, L // 64, 2), jnp.int32)
+        bsa = functools.partial(block_sparse_attention, block_sizes=AttentionBlockSizes(64, 64), implementation=impl)
+        assert lowered(bsa, q, q, q, cnt, idx) == want, ("block_sparse", L, impl)
+    q = SD((1, 4096, 2, 128), jnp.float32)  # float32: outside the measured regime, and Mosaic refuses it
+    assert lowered(flash_attention, q, q, q) == (0, 1)
+    assert dispatch.MEASURED[("flash_attention", "triton")].faster == "mosaic_gpu"
+    x = jnp.zeros((1, 128, 2, 64), jnp.bfloat16)
+    with pytest.raises(ValueError, match="^implementation='mosaic_gpu' compiles for a GPU"):
+        flash_attention(x, x, x, implementation="mosaic_gpu")
+    with pytest.raises(TypeError, match="gpu_kernel"):
+        flash_attention(x, x, x, gpu_kernel="mosaic")

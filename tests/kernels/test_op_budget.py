@@ -81,17 +81,17 @@ def _dequantize(fmt):
 def _fwht(d, rows):
     """Dense mode (d <= 128 on a GPU): 32 rows per program; Kronecker mode: one row per program."""
     per_program = 32 * d if d <= 128 else d
-    return (lambda x: fwht(x, implementation="pallas", backend="gpu")), (SD((rows, d), jnp.float32),), per_program
+    return (lambda x: fwht(x, implementation="triton", backend="gpu")), (SD((rows, d), jnp.float32),), per_program
 
 
 def _attention(sparse: bool):
     q = SD((1, 512, 2, 128), jnp.bfloat16)
     bs = AttentionBlockSizes(64, 128)
     if sparse:  # the K/V loop runs kv_num_blocks (traced) times: the IR holds one step
-        f = functools.partial(block_sparse_attention, block_sizes=bs, implementation="pallas", backend="gpu")
+        f = functools.partial(block_sparse_attention, block_sizes=bs, implementation="triton", backend="gpu")
         specs = (q, q, q, SD((1, 2, 8), jnp.int32), SD((1, 2, 8, 4), jnp.int32))
         return f, specs, 64 * 128
-    f = functools.partial(flash_attention, block_sizes=bs, implementation="pallas", backend="gpu")
+    f = functools.partial(flash_attention, block_sizes=bs, implementation="triton", backend="gpu")
     return f, (q, q, q), 64 * 512  # 4 K/V steps of 128 keys, constant trip count
 
 

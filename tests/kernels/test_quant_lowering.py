@@ -88,14 +88,15 @@ def test_tpu_tiling_in_interpret_mode_equals_reference(fmt):
 
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_default_on_gpu_follows_the_measurements(fmt, monkeypatch):
-    """implementation=None on a GPU: the quantize kernel except where the H200 measured XLA faster (RaZeR's
-    activation variant: dispatch.MEASURED_XLA_FASTER); the dequantize kernel for every format."""
+def test_default_on_gpu_follows_the_measurements(fmt):
+    """implementation=None on a GPU (the CUDA abstract mesh of the lowering): the quantize kernel except where
+    the H200 measured XLA faster (RaZeR's activation variant: dispatch.MEASURED); the dequantize kernel for
+    every format."""
     from jaxwb.pallas_kernels import dispatch
 
-    monkeypatch.setattr(dispatch, "platform", lambda backend=None: "gpu")
     x = jax.ShapeDtypeStruct((64, 512), jnp.float32)
-    want = 0 if dispatch.MEASURED_XLA_FASTER.get(f"{fmt}_quantize", ("", ""))[1] == "always" else 1
+    entry = dispatch.MEASURED.get((f"{fmt}_quantize", "triton"))
+    want = 0 if entry is not None and entry.faster == "xla" and entry.when == "always" else 1
     assert want == (0 if fmt == "razer_activation" else 1)
     g = jax.ShapeDtypeStruct((), jnp.float32)
     quantize = lambda x, g: blockwise.quantize(x, g, fmt=fmt, implementation=None).codes
@@ -105,15 +106,13 @@ def test_default_on_gpu_follows_the_measurements(fmt, monkeypatch):
 
 
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
-def test_fp4_matmul_default_on_gpu_is_xla_for_one_row(monkeypatch):
+def test_fp4_matmul_default_on_gpu_is_xla_for_one_row():
     """implementation=None on a GPU: XLA for a single row (M = 1, where the H200 measured XLA faster:
-    dispatch.MEASURED_XLA_FASTER["fp4_matmul"]), the kernel from M = 16 on; "pallas" always the kernel."""
-    from jaxwb.pallas_kernels import dispatch
+    dispatch.MEASURED[("fp4_matmul", "triton")]), the kernel from M = 16 on; "triton" always the kernel."""
     from jaxwb.pallas_kernels.quant import fp4_matmul
 
-    monkeypatch.setattr(dispatch, "platform", lambda backend=None: "gpu")
     w = _quantized_spec("nvfp4", (128, 256))
-    for lead, impl, count in (((1,), None, 0), ((2, 8), None, 1), ((1,), "pallas", 1)):
+    for lead, impl, count in (((1,), None, 0), ((2, 8), None, 1), ((1,), "triton", 1)):
         x = jax.ShapeDtypeStruct((*lead, 256), jnp.bfloat16)
         text = lower_text(lambda x, w: fp4_matmul(x, w, implementation=impl), x, w, platform="cuda")  # noqa: B023
         assert kernel_calls(text, "cuda") == count, (lead, impl)
