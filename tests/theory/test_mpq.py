@@ -135,7 +135,7 @@ def test_bad_inputs_raise_naming_the_parameter():
     with pytest.raises(ValueError, match="damping"):
         M.proxy_hessian(np.ones((4, 16)), damping=-1.0)
     book = M.int_codebook(w, bits=2, group=8)
-    with pytest.raises(ValueError, match="h must be"):
+    with pytest.raises(ValueError, match="h must have shape"):
         M.gptq(w, h[:4, :4], book)
     with pytest.raises(ValueError, match="block"):
         M.bcd(w, h, book, M.rtn(w, book), block=3)

@@ -12,6 +12,13 @@ Submodules (re-exported here):
              p(q | w) ~ exp(-beta/2 (w - q)^T H (w - q)) prod_j 1[q_j in C_j], damped and Onsager-corrected, its
              state evolution for rotationally invariant H (their Thm. 1), and MPQ = VAMP marginals -> MAP
              initialisation -> exact block coordinate descent
+
+Every public function checks its inputs and raises ``ValueError`` (``TypeError`` for a ``book`` that is not a
+:class:`Codebook`) whose message starts with the parameter's name: NaN/inf, shapes and ranks, codes outside the
+grid, integer options, and an H that is not symmetric positive definite where a solver factors it (refused, never
+regularised silently: damp it first). Under ``jit`` the value checks run only inside ``jaxwb.theory.checked``. An H
+or a weight scale near the ends of the float range is rescaled by a power of two (exact; the codes do not depend
+on it); inputs inside the ordinary range give the same floats as without the checks.
 """
 
 from __future__ import annotations

@@ -11,10 +11,15 @@ coordinate may take: ``grid[i, j, k]``. The solvers only read the grid, so one s
   (``jaxwb.pallas_kernels.quant.reference.nvfp4_quantize`` / ``mxfp4_quantize``), and for every E2M1 code
   c = 0..15 the value the kernels' dequantizer returns (``reference.dequantize_blocks``): a solver's codes packed
   with those scale bytes dequantize to exactly the solver's values (bit for bit; tested).
+
+Checked (``ValueError`` naming the parameter, ``TypeError`` for a ``book`` that is not a :class:`Codebook`; see
+:mod:`jaxwb.theory.mpq._checks` for where value checks run): weights and grids real, finite, non-empty and of the
+documented rank and shape; codes integer and in [0, K); ``bits``, ``group`` and ``fmt`` as documented.
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -24,6 +29,8 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.pallas_kernels.quant import fp4
 from jaxwb.pallas_kernels.quant import reference as qref
+from jaxwb.theory import validate as v
+from jaxwb.theory.mpq import _checks as c
 
 
 class Codebook(NamedTuple):
@@ -38,21 +45,28 @@ class Codebook(NamedTuple):
 
 
 def _check_weight(w: ArrayLike, name: str = "w") -> jax.Array:
-    w = jnp.asarray(w, jnp.float32)
-    if w.ndim != 2 or w.size == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D (rows, d) array, got shape {w.shape}")
-    return w
+    """A finite, real, non-empty 2-D (rows, d) weight, as float32."""
+    c.array(name, w, ndim=2)
+    return jnp.asarray(w, jnp.float32)
 
 
 def int_codebook(w: Float[ArrayLike, "m d"], *, bits: int, group: int) -> Codebook:
     """INT-``bits`` grid with per-row groups of ``group`` consecutive weights (min-max scale, zero point), scales
-    chosen from the float ``w`` (GPTQ reference quantizer, static groups). Returns ``grid`` (m, d, 2^bits)."""
+    chosen from the float ``w`` (GPTQ reference quantizer, static groups). Returns ``grid`` (m, d, 2^bits).
+
+    Checked: ``w`` a finite real non-empty (m, d) array; ``bits`` an integer in [1, 8]; ``group`` a positive
+    integer dividing d."""
     w = _check_weight(w)
-    if not (isinstance(bits, int) and 1 <= bits <= 8):
+    if isinstance(bits, bool) or not (isinstance(bits, (int, np.integer)) and 1 <= bits <= 8):
         raise ValueError(f"bits must be an integer in [1, 8], got {bits!r}")
     m, d = w.shape
-    if not (isinstance(group, int) and group >= 1 and d % group == 0):
-        raise ValueError(f"group must be a positive integer dividing d={d}, got {group!r}")
+    c.int_option("group", group)
+    if d % group:
+        raise ValueError(f"group must divide d={d} (w.shape[1]), got {group!r}")
+    bits, group = int(bits), int(group)
+    cw = c.concrete(w)  # a w near the float32 range's ends: computed on w * 2^-e (exact; the grid scales by 2^e)
+    e = 0 if cw is None else c.pow2_exponent(float(np.max(np.abs(cw))), 100)
+    w = c.times_pow2(w, -e)
     maxq = 2**bits - 1
     wg = w.reshape(m, d // group, group)
     xmin = jnp.minimum(jnp.min(wg, axis=-1), 0.0)
@@ -63,15 +77,18 @@ def int_codebook(w: Float[ArrayLike, "m d"], *, bits: int, group: int) -> Codebo
     zero = jnp.round(-xmin / scale)
     k = jnp.arange(maxq + 1, dtype=jnp.float32)
     grid = scale[..., None] * (k - zero[..., None])  # (m, d/g, K)
-    return Codebook(jnp.repeat(grid, group, axis=1))
+    return Codebook(c.times_pow2(jnp.repeat(grid, group, axis=1), e))
 
 
 def fp4_codebook(w: Float[ArrayLike, "m d"], fmt: str = "nvfp4") -> Codebook:
     """The kernels' ``fmt`` ("nvfp4" or "mxfp4") grid for ``w``: scales from the kernels' reference quantizer,
-    values of the 16 E2M1 codes from the kernels' dequantizer. Returns ``grid`` (m, d, 16) (index = E2M1 code)."""
-    w = _check_weight(w)
-    if fmt not in ("nvfp4", "mxfp4"):
+    values of the 16 E2M1 codes from the kernels' dequantizer. Returns ``grid`` (m, d, 16) (index = E2M1 code).
+
+    Checked: ``fmt`` "nvfp4" or "mxfp4"; ``w`` a finite real non-empty (m, d) array, d a multiple of the
+    format's block (16 or 32)."""
+    if not isinstance(fmt, str) or fmt not in ("nvfp4", "mxfp4"):
         raise ValueError(f"fmt must be 'nvfp4' or 'mxfp4', got {fmt!r}")
+    w = _check_weight(w)
     block = fp4.BLOCK_SIZE[fmt]
     m, d = w.shape
     if d % block:
@@ -83,20 +100,59 @@ def fp4_codebook(w: Float[ArrayLike, "m d"], fmt: str = "nvfp4") -> Codebook:
     return Codebook(grid, q.scales, q.global_scale, fmt)
 
 
-def nearest(x: Float[ArrayLike, "*b"], grid: Float[ArrayLike, "*b K"]) -> Int[Array, "*b"]:
-    """Index of the grid value nearest to ``x`` (first index on ties): round to nearest on any scalar grid."""
+def _nearest(x, grid):
+    """:func:`nearest` without checks (inside the jitted solvers)."""
     return jnp.argmin(jnp.abs(jnp.asarray(grid) - jnp.asarray(x)[..., None]), axis=-1)
 
 
-def values(codes: Int[ArrayLike, "m d"], grid: Float[ArrayLike, "m d K"]) -> Float[Array, "m d"]:
-    """The values ``grid[i, j, codes[i, j]]`` of integer codes."""
+def _values(codes, grid):
+    """:func:`values` without checks (inside the jitted solvers)."""
     return jnp.take_along_axis(jnp.asarray(grid), jnp.asarray(codes)[..., None], axis=-1)[..., 0]
 
 
+def nearest(x: Float[ArrayLike, "*b"], grid: Float[ArrayLike, "*b K"]) -> Int[Array, "*b"]:
+    """Index of the grid value nearest to ``x`` (first index on ties): round to nearest on any scalar grid.
+
+    Checked: ``x`` finite and real (any rank); ``grid`` finite, real, of shape ``x.shape + (K,)``, K >= 1."""
+    if isinstance(x, (str, bytes)) or x is None:
+        raise ValueError(f"x must be a real number or array, got {type(x).__name__}")
+    v.real("x", x)
+    v.finite("x", x)
+    c.grid("grid", grid, tuple(np.shape(x)))
+    return _nearest(x, grid)
+
+
+def values(codes: Int[ArrayLike, "m d"], grid: Float[ArrayLike, "m d K"]) -> Float[Array, "m d"]:
+    """The values ``grid[i, j, codes[i, j]]`` of integer codes.
+
+    Checked: ``grid`` finite and real with K >= 1 values on its last axis; ``codes`` an integer array of shape
+    ``grid.shape[:-1]`` with every entry in [0, K) (no wrap-around of negative codes)."""
+    if isinstance(grid, (str, bytes)) or grid is None:
+        raise ValueError(f"grid must be an array, got {type(grid).__name__}")
+    if np.ndim(grid) < 1:
+        raise ValueError(f"grid must have at least 1 axis (the K values), got shape {np.shape(grid)}")
+    c.grid("grid", grid, None, ndim=np.ndim(grid))
+    shp = tuple(np.shape(grid))
+    c.codes("codes", codes, shp[:-1], shp[-1])
+    return _values(codes, grid)
+
+
 def pack_fp4(codes: Int[ArrayLike, "m d"], book: Codebook) -> fp4.QuantizedArray:
-    """FP4 ``codes`` (E2M1 code per weight) with the codebook's kernel scales as the kernels' packed array."""
+    """FP4 ``codes`` (E2M1 code per weight) with the codebook's kernel scales as the kernels' packed array.
+
+    Checked: ``book`` an FP4 :class:`Codebook` (:func:`fp4_codebook`: its grid (m, d, 16), scale bytes
+    (m, d / block) and global scale present); ``codes`` an integer (m, d) array with every code in [0, 16)."""
+    c.codebook("book", book)
     if book.fmt not in ("nvfp4", "mxfp4") or book.scales is None or book.global_scale is None:
         raise ValueError(f"book must be an FP4 codebook (fp4_codebook), got fmt={book.fmt!r}")
+    m, d, k = np.shape(book.grid)
+    block = fp4.BLOCK_SIZE[book.fmt]
+    if k != 16 or d % block or tuple(np.shape(book.scales)) != (m, d // block) or np.size(book.global_scale) != 1:
+        raise ValueError(
+            f"book must be an FP4 codebook of fp4_codebook (grid (m, d, 16), scales (m, d / {block})), got grid "
+            f"{tuple(np.shape(book.grid))}, scales {tuple(np.shape(book.scales))}"
+        )
+    c.codes("codes", codes, (m, d), 16)
     codes = jnp.asarray(codes)
     return fp4.QuantizedArray(
         codes=fp4.pack_nibbles(codes.astype(jnp.uint32)),
@@ -110,8 +166,17 @@ def pack_fp4(codes: Int[ArrayLike, "m d"], book: Codebook) -> fp4.QuantizedArray
 
 def grid_spread(book: Codebook) -> float:
     """Mean squared grid step (a scale for the inverse temperature): mean over (i, j) of the squared gap between
-    consecutive distinct sorted grid values (float)."""
-    g = np.sort(np.asarray(book.grid, np.float64), axis=-1)
+    consecutive distinct sorted grid values (float); coordinates whose grid holds one distinct value are left out,
+    NaN when every coordinate's is. Checked: ``book`` a :class:`Codebook` with a finite grid."""
+    c.codebook("book", book)
+    return _spread(book.grid)
+
+
+def _spread(grid) -> float:
+    """:func:`grid_spread` of a checked grid."""
+    g = np.sort(np.asarray(grid, np.float64), axis=-1)
     gaps = np.diff(g, axis=-1)
     gaps = np.where(gaps > 0, gaps, np.nan)
-    return float(np.nanmean(np.nanmin(gaps, axis=-1) ** 2))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN slices: the coordinates left out
+        return float(np.nanmean(np.nanmin(gaps, axis=-1) ** 2))

@@ -7,17 +7,24 @@
 
 from __future__ import annotations
 
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
+from jaxwb.theory.mpq import _checks as c
 from jaxwb.theory.mpq.codebooks import Codebook, fp4_codebook, int_codebook
-from jaxwb.theory.mpq.message_passing import mpq
+from jaxwb.theory.mpq.message_passing import _check_rho, mpq
 from jaxwb.theory.mpq.solvers import gptq, ldlq, rtn
 
 METHODS = ("rtn", "gptq", "ldlq", "mpq")
 
 
 def make_codebook(w: Float[ArrayLike, "m d"], fmt: str, *, bits: int = 4, group: int = 32) -> Codebook:
-    """The codebook of ``w`` in ``fmt`` ("int": :func:`int_codebook`; "nvfp4"/"mxfp4": :func:`fp4_codebook`)."""
+    """The codebook of ``w`` in ``fmt`` ("int": :func:`int_codebook`; "nvfp4"/"mxfp4": :func:`fp4_codebook`).
+
+    Checked: ``fmt`` one of those; ``w``, ``bits``, ``group`` as the codebook checks them (``bits`` and ``group``
+    only for "int")."""
+    if not isinstance(fmt, str):
+        raise ValueError(f"fmt must be 'int', 'nvfp4' or 'mxfp4', got {fmt!r}")
     if fmt == "int":
         return int_codebook(w, bits=bits, group=group)
     if fmt in ("nvfp4", "mxfp4"):
@@ -40,11 +47,23 @@ def quantize_layer(
 ) -> tuple[Int[Array, "m d"], Codebook]:
     """Codes of ``w`` by ``method`` on the damped proxy Hessian ``h`` (unused by "rtn", may be None) and the
     codebook they index. MPQ's ``beta`` (relative), ``iters``, ``rho`` and ``block`` as in
-    :func:`jaxwb.theory.mpq.message_passing.mpq`."""
-    if method not in METHODS:
+    :func:`jaxwb.theory.mpq.message_passing.mpq`.
+
+    Checked: ``method`` one of :data:`METHODS`; ``w``, ``fmt``, ``bits``, ``group`` as :func:`make_codebook`;
+    ``h`` required by every method but "rtn" and then symmetric positive definite (d, d) (for "rtn" it may be
+    None, else it must be a finite (d, d) array); ``beta`` finite and > 0, ``iters`` and ``block`` positive
+    integers, ``rho`` in (0, 1], whichever the method (MPQ's options are checked for every method, so that a
+    wrong value is never silently ignored)."""
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
+    c.positive_scalar("beta", beta)
+    c.int_option("iters", iters)
+    _check_rho(rho)
+    c.int_option("block", block)
     book = make_codebook(w, fmt, bits=bits, group=group)
     if method == "rtn":
+        if h is not None:
+            c.hessian("h", h, np.shape(w)[1], definite=None, why=" (d = w.shape[1])")
         return rtn(w, book), book
     if h is None:
         raise ValueError(f"h (the proxy Hessian) is required for method={method!r}")
