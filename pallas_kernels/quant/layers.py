@@ -19,12 +19,14 @@ packed arrays are ``QuantizedWeight`` variables, not ``nnx.Param`` (optimizers l
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
 import equinox as eqx
 import jax
 import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from jaxwb.pallas_kernels.dispatch import Implementation
@@ -283,6 +285,129 @@ def _default_filter(fmt: str) -> Callable[[str, Any], bool]:
     return lambda path, linear: isinstance(_in_features(linear), int) and _in_features(linear) % _BLOCK[fmt] == 0
 
 
+METHODS = ("rtn", "gptq", "mpq")
+X_SAFE = 32  # calibration inputs are rescaled by 2^-e only when max |x| is outside [2^-X_SAFE, 2^X_SAFE]
+
+
+def _check_model(model) -> None:
+    """A model is an ``nnx.Module`` or a pytree (an ``eqx.Module``, a list or dict of them...), never a bare
+    value: a str, bytes, None, a number or an array raise ``TypeError``."""
+    if isinstance(model, nnx.Module) or isinstance(model, eqx.Module):
+        return
+    if model is None or isinstance(model, (str, bytes, int, float, complex)) or hasattr(model, "dtype"):
+        raise TypeError(
+            "model must be an equinox or flax.nnx model (a module, or a pytree of modules, holding eqx.nn.Linear / "
+            f"nnx.Linear layers), got {type(model).__name__}"
+        )
+
+
+def _check_damping(damping) -> None:
+    ok = isinstance(damping, (int, float, np.integer, np.floating)) and not isinstance(damping, bool)
+    if not ok and hasattr(damping, "dtype") and np.ndim(damping) == 0:
+        ok = jnp.issubdtype(damping.dtype, jnp.integer) or jnp.issubdtype(damping.dtype, jnp.floating)
+        if ok and not isinstance(damping, jax.core.Tracer):
+            damping = float(damping)
+    if not ok:
+        raise ValueError(f"damping must be a real number (finite, >= 0), got {type(damping).__name__}")
+    if isinstance(damping, (int, float, np.integer, np.floating)) and not (math.isfinite(damping) and damping >= 0):
+        raise ValueError(f"damping must be finite and >= 0, got {damping!r}")
+
+
+def _layer_kinds(qat: bool) -> tuple[tuple[type, ...], tuple[type, ...]]:
+    """(equinox, nnx) layer classes ``quantize_model`` replaces: the float Linears, and with ``qat=False`` also
+    the quantization-aware layers (their trained float weights get packed)."""
+    if qat:
+        return (eqx.nn.Linear,), (nnx.Linear,)
+    return (eqx.nn.Linear, EqxQATLinear), (nnx.Linear, NnxQATLinear)
+
+
+def _weight_of(layer) -> Any:
+    """The float weight (out, in) of a Linear or QAT layer (nnx stores (in, out): transposed)."""
+    if isinstance(layer, (nnx.Linear, NnxQATLinear)):
+        return layer.kernel[...].T
+    return layer.weight
+
+
+def _bias_of(layer) -> Any:
+    if isinstance(layer, (nnx.Linear, NnxQATLinear)):
+        return None if layer.bias is None else layer.bias[...]
+    return layer.bias
+
+
+def _calibration_inputs(label: str, value, d: int):
+    """The checked calibration inputs of one layer as float32 (n, d), rescaled by 2^-e (exact) when max |x| is
+    outside [2^-32, 2^32]: the proxy Hessian then neither overflows nor underflows, and the solvers' codes do not
+    depend on the scale of x. Traced (under jit) inputs are only shape-checked."""
+    from jaxwb.theory.mpq import _checks as mc
+
+    if (
+        value is None
+        or isinstance(value, (str, bytes, Mapping))
+        or not (hasattr(value, "shape") and hasattr(value, "dtype") or isinstance(value, (list, tuple)))
+    ):
+        raise TypeError(f"{label} must be an array of the layer's inputs (..., {d}), got {type(value).__name__}")
+    if isinstance(value, (list, tuple)):
+        try:
+            value = np.asarray(value)
+        except ValueError as err:  # ragged
+            raise ValueError(f"{label} must be an array of the layer's inputs (..., {d}), got a ragged list") from err
+    dt = np.dtype(value.dtype) if not isinstance(value.dtype, np.dtype) else value.dtype
+    if jnp.issubdtype(dt, jnp.complexfloating):
+        raise ValueError(f"{label} must be real, got complex dtype {dt.name}")
+    if not (jnp.issubdtype(dt, jnp.number) or dt == np.bool_):
+        raise ValueError(f"{label} must be a real array of the layer's inputs (..., {d}), got dtype {dt}")
+    shape = tuple(np.shape(value))
+    if len(shape) == 0 or shape[-1] != d:
+        raise ValueError(f"{label} must have shape (..., {d}) (rows of the layer's {d} inputs), got shape {shape}")
+    if math.prod(shape[:-1]) == 0:
+        raise ValueError(f"{label} must hold at least one row of inputs, got shape {shape}")
+    cx = mc.concrete(value)
+    if cx is None:  # traced: no value checks, no rescaling
+        x = jnp.asarray(value, jnp.float32)
+        return x.reshape(-1, d)
+    bad = ~np.isfinite(cx) if jnp.issubdtype(cx.dtype, jnp.inexact) else np.zeros(cx.shape, bool)
+    if bad.any():
+        first = cx[bad][0]
+        raise ValueError(
+            f"{label} must be finite (no NaN or inf), got {int(bad.sum())} non-finite of {cx.size} entries, "
+            f"first {first}"
+        )
+    wide = cx.dtype.itemsize > 4 and jnp.issubdtype(cx.dtype, jnp.floating)
+    amax = float(np.max(np.abs(cx.astype(np.float64) if not wide else cx)))
+    if amax == 0:
+        raise ValueError(
+            f"{label} must not be all zero (its proxy Hessian X^T X / n is 0: no information on the layer's inputs)"
+        )
+    e = mc.pow2_exponent(amax, X_SAFE)
+    if wide:  # rescale before the cast, so that a float64 x beyond float32's range keeps its values
+        x = jnp.asarray(np.ldexp(cx, -e) if e else value, jnp.float32)
+    else:
+        x = mc.times_pow2(jnp.asarray(value, jnp.float32), -e)
+    return x.reshape(-1, d)
+
+
+def _calibrated_hessian(label: str, x, damping):
+    """The damped proxy Hessian of checked inputs ``x`` (n, d); a singular one (``damping=0`` with fewer rows
+    than inputs, or linearly dependent inputs) is refused naming ``label``."""
+    from jaxwb.theory import mpq
+    from jaxwb.theory.mpq import _checks as mc
+
+    h = mpq.proxy_hessian(x, damping=damping)
+    ch = mc.concrete(h)
+    if ch is None:
+        return h
+    tol = mc.DEF_EPS * mc.eps_of(h)
+    if not bool(mc._chol_ok(ch, -tol)):
+        n, d = x.shape
+        rows = f"; {n} rows for {d} inputs" if n < d else ""
+        raise ValueError(
+            f"{label} gives a singular proxy Hessian with damping={damping!r} ({mc.eig_range(ch)}, need the smallest "
+            f"> {tol:.2g} max(diag){rows}: constant or linearly dependent inputs): pass damping > 0 (e.g. 0.01) or "
+            "more, independent rows"
+        )
+    return h
+
+
 def quantize_model(
     model,
     fmt: str | None = None,
@@ -308,16 +433,32 @@ def quantize_model(
     ``fmt`` "nvfp4" or "mxfp4" (RaZeR's special values are not in the solvers' grids).
 
     ``qat=True`` swaps in the quantization-aware layers instead (float weights, ``fake_quant`` forward,
-    ``surrogate``/``sigma`` backward) for training; a later ``quantize_model`` on the trained model packs them.
+    ``surrogate``/``sigma`` backward) for training; a later ``quantize_model`` (``qat=False``) on the trained
+    model packs them (their float weights, like a Linear's).
 
     ``filter(path, linear) -> bool`` picks the layers (``path`` as ``jax.tree_util.keystr`` for equinox, a
     dotted attribute path for nnx); the default takes every Linear whose ``in_features`` is a multiple of the
     format's block (16, or 32 for MXFP4). equinox: returns a new model; nnx: replaces in place and returns it.
+
+    Checked before any layer is touched (``ValueError`` naming the parameter, ``TypeError`` for a wrong
+    container): ``model`` an equinox or nnx model (not a str, None, number or array) holding at least one Linear
+    that ``filter`` selects; ``fmt``, ``method``, ``filter`` (callable), ``damping`` (finite, >= 0); the selected
+    layers' weights finite. For "gptq"/"mpq": ``calibration`` a mapping with exactly one entry per selected layer
+    (a missing or an unknown path is refused; ``calibration`` with "rtn" too, which would ignore it), each an
+    array (..., in) that is real, finite, non-empty and not all zero, whose damped proxy Hessian is positive
+    definite (``damping=0`` with fewer rows than inputs is refused: pass ``damping`` > 0). Every layer's
+    calibration is checked, and every layer solved, before the model is changed: a failure leaves an nnx model
+    as it was. Scale: inputs whose max |x| is outside [2^-32, 2^32] are multiplied by 2^-e first (exact), so
+    that H does not overflow or underflow; the codes do not depend on the scale of the inputs (in exact
+    arithmetic; a scale that is a power of two gives the same bytes).
     """
     fmt = _check_fmt(fmt)
-    keep = filter or _default_filter(fmt)
-    if method not in ("rtn", "gptq", "mpq"):
+    if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be 'rtn', 'gptq' or 'mpq', got {method!r}")
+    if filter is not None and not callable(filter):
+        raise TypeError(f"filter must be a callable filter(path, linear) -> bool, got {type(filter).__name__}")
+    keep = filter or _default_filter(fmt)
+    _check_damping(damping)
     if method != "rtn":
         if qat:
             raise ValueError(f"qat=True trains float weights: use method='rtn' with it, got method={method!r}")
@@ -325,58 +466,99 @@ def quantize_model(
             raise ValueError(f"fmt must be 'nvfp4' or 'mxfp4' with method={method!r}, got {fmt!r}")
         if calibration is None:
             raise ValueError(f"calibration (layer path -> inputs) is required with method={method!r}")
+        if not isinstance(calibration, Mapping):
+            raise TypeError(
+                "calibration must be a mapping (a dict) from each quantized layer's path to its inputs, got "
+                f"{type(calibration).__name__}"
+            )
+    elif calibration is not None:
+        raise ValueError(
+            "calibration is used by method='gptq' or 'mpq' only (layer-output solvers); method='rtn' would ignore "
+            "it: pass method='gptq' or 'mpq', or no calibration"
+        )
+    _check_model(model)
 
-    def solved(path: str, w) -> QuantizedArray:
-        """The float weight (out, in) quantized by ``method`` on its layer's calibration inputs."""
+    eqx_kinds, nnx_kinds = _layer_kinds(qat)
+    is_nnx = isinstance(model, nnx.Module)
+    if is_nnx:
+        found = [(p, m, _dotted(p)) for p, m in _iter_modules(model) if isinstance(m, nnx_kinds)]
+    else:
+        is_lin = lambda x: isinstance(x, eqx_kinds)
+        leaves = jax.tree_util.tree_flatten_with_path(model, is_leaf=is_lin)[0]
+        found = [(p, m, jax.tree_util.keystr(p)) for p, m in leaves if is_lin(m)]
+    kinds = ("nnx.Linear" if is_nnx else "eqx.nn.Linear") + ("" if qat else " or QAT layer")
+    if not found:
+        raise ValueError(f"model has no layer to quantize (no {kinds} in a {type(model).__name__})")
+    targets = [(p, m, name) for p, m, name in found if keep(name, m)]
+    if not targets:
+        names = [name for _, _, name in found]
+        which = "filter" if filter is not None else f"filter (the default: in_features a multiple of {_BLOCK[fmt]})"
+        raise ValueError(f"{which} selects none of the model's {len(found)} Linear layers {names}: nothing to quantize")
+    where = (lambda name: f"model.{name}") if is_nnx else (lambda name: f"model{name}")
+    for _, m, name in targets:  # weights checked up front: a bad layer is named before any is replaced
+        if getattr(m, "in_features", None) == "scalar" or getattr(m, "out_features", None) == "scalar":
+            raise ValueError(f"{where(name)} is a 'scalar' eqx.nn.Linear: no block of weights to quantize")
+        fp4.check_input(_weight_of(m), _BLOCK[fmt], name=f"{where(name)}.{'kernel' if is_nnx else 'weight'}")
+
+    hessians: dict[str, Any] = {}
+    if method != "rtn":
+        assert calibration is not None
+        names = [name for _, _, name in targets]
+        for key in calibration:
+            if not isinstance(key, str):
+                raise ValueError(f"calibration keys must be layer paths (str), got {key!r} ({type(key).__name__})")
+            if key not in names:
+                raise ValueError(
+                    f"calibration has inputs for {key!r}, which is not a quantized layer of the model "
+                    f"(the quantized layers: {names})"
+                )
+        for name in names:
+            if name not in calibration:
+                raise ValueError(f"calibration has no inputs for layer {name!r} (keys: {sorted(calibration)})")
+        for _, m, name in targets:  # every layer's inputs and proxy Hessian checked before any solve
+            label = f"calibration[{name!r}]"
+            d = int(np.shape(_weight_of(m))[1])
+            hessians[name] = _calibrated_hessian(label, _calibration_inputs(label, calibration[name], d), damping)
+
+    def solved(name: str, w) -> QuantizedArray:
+        """The float weight (out, in) quantized by ``method`` on its layer's proxy Hessian."""
         from jaxwb.theory import mpq
 
-        assert calibration is not None
-        if path not in calibration:
-            raise ValueError(f"calibration has no inputs for layer {path!r} (keys: {sorted(calibration)})")
-        x = jnp.asarray(calibration[path], jnp.float32)
-        x = x.reshape(-1, x.shape[-1])
-        if x.shape[-1] != w.shape[1]:
-            raise ValueError(f"calibration[{path!r}] must have last axis {w.shape[1]}, got shape {x.shape}")
-        fp4.check_input(w, _BLOCK[fmt], name="linear.weight")
-        codes, book = mpq.quantize_layer(w, mpq.proxy_hessian(x, damping=damping), fmt, method)
+        codes, book = mpq.quantize_layer(w, hessians[name], fmt, method)
         return mpq.codebooks.pack_fp4(codes, book)
 
-    if isinstance(model, nnx.Module):
-        targets = [
-            (path, m) for path, m in _iter_modules(model) if isinstance(m, nnx.Linear) and keep(_dotted(path), m)
-        ]
-        for path, lin in targets:
-            if method != "rtn":
-                bias = None if lin.bias is None else lin.bias[...]
-                w = solved(_dotted(path), lin.kernel[...].T)
-                new: Any = NnxQuantizedLinear(w, bias, implementation=implementation)
-            else:
-                new = (
-                    NnxQATLinear(lin, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
-                    if qat
-                    else NnxQuantizedLinear.from_linear(lin, fmt, implementation=implementation)
-                )
+    def replacement(m, name: str) -> Any:
+        if qat:
+            if isinstance(m, nnx.Linear):
+                return NnxQATLinear(m, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
+            return EqxQATLinear(m, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
+        if method != "rtn":
+            w = solved(name, _weight_of(m))
+        elif isinstance(m, nnx.Linear):
+            return NnxQuantizedLinear.from_linear(m, fmt, implementation=implementation)
+        elif isinstance(m, eqx.nn.Linear):
+            return EqxQuantizedLinear.from_linear(m, fmt, implementation=implementation)
+        else:  # a trained QAT layer: its float weight packed as a Linear's would be
+            w = quantize_weight(_weight_of(m), fmt, name=f"{where(name)}.{'kernel' if is_nnx else 'weight'}")
+        if is_nnx:
+            return NnxQuantizedLinear(w, _bias_of(m), implementation=implementation)
+        return EqxQuantizedLinear(w, _bias_of(m), implementation=implementation)
+
+    new = [replacement(m, name) for _, m, name in targets]  # every layer built before the model changes
+    if is_nnx:
+        for (path, _, _), layer in zip(targets, new, strict=True):
             parent: Any = model  # nnx modules: attributes, or items of nnx.List / nnx.Sequential layers
             for p in path[:-1]:
                 parent = parent[p] if isinstance(p, int) else getattr(parent, p)
             if isinstance(path[-1], int):
-                parent[path[-1]] = new
+                parent[path[-1]] = layer
             else:
-                setattr(parent, path[-1], new)
+                setattr(parent, path[-1], layer)
         return model
-    is_lin = lambda x: isinstance(x, eqx.nn.Linear)
-
-    def swap(path, x):
-        if is_lin(x) and keep(jax.tree_util.keystr(path), x):
-            if qat:
-                return EqxQATLinear(x, fmt, surrogate=surrogate, sigma=sigma, implementation=implementation)
-            if method != "rtn":
-                w = solved(jax.tree_util.keystr(path), x.weight)
-                return EqxQuantizedLinear(w, x.bias, implementation=implementation)
-            return EqxQuantizedLinear.from_linear(x, fmt, implementation=implementation)
-        return x
-
-    return jax.tree_util.tree_map_with_path(swap, model, is_leaf=is_lin)
+    swaps = {path: layer for (path, _, _), layer in zip(targets, new, strict=True)}
+    return jax.tree_util.tree_map_with_path(
+        lambda path, x: swaps.get(path, x) if isinstance(x, eqx_kinds) else x, model, is_leaf=is_lin
+    )
 
 
 def _dotted(path) -> str:
