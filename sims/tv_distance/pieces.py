@@ -119,42 +119,55 @@ def slope_stats(z, rb, cost, eps, n):
     return st
 
 
+def bootstrap_slopes(zs: dict, rb, costs: dict, eps, n, *, seed, n_resamples=999, batch=250) -> dict:
+    """95% percentile-bootstrap intervals of the log-log slopes of queries-to-eps vs n of several estimators
+    computed on the same pools: zs {name: (N, P_name, M)} per-sequence estimates, rb (N, M), costs {name:
+    (N, P_name)}. Returns {name: (low, high)}.
+
+    A resample draws M sequence indices uniformly with replacement from each n's pool (independently across n,
+    as the pools are drawn); one resample serves every estimator, since they are computed on the same
+    sequences. Its statistics are sums of per-sequence features (Z, Z^2, Z - RB, (Z - RB)^2) weighted by how
+    often each sequence was drawn: one matrix product per n for all estimators. The interval is the 2.5% and
+    97.5% percentiles (NumPy's linear interpolation) of the ``n_resamples`` slopes (``scipy.stats.bootstrap``'s
+    ``method="percentile"``; NaN when a resample's slope is NaN)."""
+    names = list(zs)
+    N, _, M = zs[names[0]].shape
+    widths = [zs[nm].shape[1] for nm in names]
+    feats = []
+    for i in range(N):
+        parts = []
+        for nm in names:
+            z = zs[nm][i]
+            d = z - rb[i][None]
+            parts += [z, z**2, d, d**2]
+        feats.append(np.concatenate(parts).T)  # (M, 4 sum P)
+    rng = np.random.default_rng(seed)
+    slopes = {nm: [] for nm in names}
+    for b0 in range(0, n_resamples, batch):
+        B = min(batch, n_resamples - b0)
+        S = []
+        for i in range(N):
+            idx = rng.integers(0, M, (B, M)) + M * np.arange(B)[:, None]
+            counts = np.bincount(idx.ravel(), minlength=B * M).reshape(B, M).astype(np.float64)
+            S.append(counts @ feats[i] / M)  # (B, 4 sum P)
+        S = np.stack(S, axis=1)  # (B, N, 4 sum P)
+        off = 0
+        for nm, P in zip(names, widths, strict=True):
+            mean, m2, b, b2 = (S[..., off + k * P : off + (k + 1) * P] for k in range(4))
+            off += 4 * P
+            var, se = m2 - mean**2, np.sqrt(np.maximum(b2 - b**2, 0.0) / M)
+            slopes[nm].append(loglog_slope(n, queries_to_eps(b, var, se, costs[nm], eps)))
+    out = {}
+    for nm in names:
+        sl = np.concatenate(slopes[nm])
+        lo, hi = np.percentile(sl, [2.5, 97.5]) if np.all(np.isfinite(sl)) else (np.nan, np.nan)
+        out[nm] = (float(lo), float(hi))
+    return out
+
+
 def bootstrap_slope(z, rb, cost, eps, n, *, seed, n_resamples=999):
-    """95% percentile-bootstrap interval (``scipy.stats.bootstrap``; the sequences of each n resampled
-    independently, as the pools are) of the log-log slope of queries-to-eps vs n: z (N, P, M), rb (N, M),
-    cost (N, P). Returns (low, high).
-
-    The resampled objects are the sequence indices; a resample's statistics are sums of per-sequence features
-    (Z, Z^2, Z - RB, (Z - RB)^2) weighted by how often each sequence was drawn, one matrix product per n."""
-    from scipy import stats
-
-    N, P, M = z.shape
-    d = z - rb[:, None, :]
-    feats = [np.concatenate([z[i], z[i] ** 2, d[i], d[i] ** 2]).T for i in range(N)]  # (M, 4P) per n
-
-    def statistic(*idx, axis=-1):
-        sums = []
-        for i, ix in enumerate(idx):
-            ix = np.moveaxis(np.asarray(ix), axis, -1)
-            lead, flat = ix.shape[:-1], ix.reshape(-1, M)
-            B = flat.shape[0]
-            counts = np.bincount((flat + M * np.arange(B)[:, None]).ravel(), minlength=B * M).reshape(B, M)
-            sums.append((counts @ feats[i] / M).reshape(*lead, 4, P))
-        S = np.stack(sums, axis=-3)  # (*lead, N, 4, P)
-        mean, m2, b, b2 = (S[..., k, :] for k in range(4))
-        var, se = m2 - mean**2, np.sqrt(np.maximum(b2 - b**2, 0.0) / M)
-        return loglog_slope(n, queries_to_eps(b, var, se, cost, eps))
-
-    res = stats.bootstrap(
-        tuple(np.arange(M) for _ in range(N)),
-        statistic,
-        n_resamples=n_resamples,
-        vectorized=True,
-        method="percentile",
-        batch=250,
-        rng=np.random.default_rng(seed),
-    )
-    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+    """``bootstrap_slopes`` of one estimator: z (N, P, M), rb (N, M), cost (N, P) -> (low, high)."""
+    return bootstrap_slopes({"z": z}, rb, {"z": cost}, eps, n, seed=seed, n_resamples=n_resamples)["z"]
 
 
 @partial(jax.jit, static_argnames=("n", "m"))
@@ -260,7 +273,8 @@ def coverage_reps(p, q, sigma, *, key, n, m, reps, rs):
 @partial(jax.jit, static_argnames=("m", "reps", "ss", "head"))
 def coverage_sample(c, *, m, reps, ss, head=256):
     """The sample estimate with the default kind ("auto") and its bias estimate (``lower_order``, on the same
-    counts) for each s in ss, per repetition (value, se, bias: (reps,)), from counts c (len(ss), 2, reps * m, n)
+    counts) for each s in ss, per repetition (value, se, bias, and plugin: the plugin's estimate, whichever of the
+    two it is: (reps,)), from counts c (len(ss), 2, reps * m, n)
     (``sample_counts_np``; ``jaxwb.theory.tv_distance.sample_z_from_counts`` is the estimator); and the
     per-sequence estimates of the first ``head`` sequences, z_head and zr_head (head,) (the auto kind and its
     lower order), for the NumPy reference check (``run.run_coverage``)."""
@@ -276,6 +290,7 @@ def coverage_sample(c, *, m, reps, ss, head=256):
             "value": per(z).mean(1),
             "se": per(z).std(1, ddof=1) / sq,
             "bias": jnp.abs(per(z - zr).mean(1)),
+            "plugin": per(z if kind == "plugin" else zr).mean(1),
             "z_head": z[:head],
             "zr_head": zr[:head],
         }

@@ -119,6 +119,61 @@ def test_loglog_slope_and_bootstrap_interval():
     assert lo < slope < hi and lo < 2.0 < hi and hi - lo < 0.3
 
 
+def test_markov_law_references_match_enumeration_and_brute_force():
+    # the grid laws of reference.py against exact enumeration (logit moments at n = 6, 8) and against a brute-force
+    # sum over every sequence and every pair of counts (the sample plugin at K = 3, n = 2, s = 1, 3)
+    import itertools
+
+    import jax
+    from scipy import stats
+
+    p, q = tv_distance.markov_pair(jax.random.key(0), 4, 1.0, 0.6)
+    lp, lq = np.asarray(p.params, np.float64), np.asarray(q.params, np.float64)
+    for n in (2, 6, 8):
+        ref = reference.enumerated_reference(p, q, n, 0.3, (1,))
+        mom = reference.logit_moments_np(lp, lq, n)
+        assert abs(mom["tv"] - float(ref["tv"])) < 1e-6
+        assert abs(mom["var_plain"] - float(ref["var"]["plain"])) < 1e-6
+        assert abs(mom["var_rb"] - float(ref["var"]["rb"])) < 1e-6
+    p3, q3 = tv_distance.markov_pair(jax.random.key(1), 3, 1.0, 0.8)
+    lp3, lq3 = np.asarray(p3.params, np.float64), np.asarray(q3.params, np.float64)
+    for s in (1, 3):
+        total = 0.0
+        for x in itertools.product(range(3), repeat=2):
+            ctx = (3, x[0])
+            P = np.exp(lp3[ctx[0], x[0]] + lp3[ctx[1], x[1]])
+            for c in itertools.product(range(s + 1), repeat=4):
+                w = np.prod(
+                    [
+                        stats.binom.pmf(c[2 * i], s, np.exp(lp3[ctx[i], x[i]]))
+                        * stats.binom.pmf(c[2 * i + 1], s, np.exp(lq3[ctx[i], x[i]]))
+                        for i in range(2)
+                    ]
+                )
+                L = sum(np.log(c[2 * i] + 0.5) - np.log(c[2 * i + 1] + 0.5) for i in range(2))
+                total += P * w * max(0.0, -np.expm1(-L))
+        assert abs(reference.sample_plugin_mean_np(lp3, lq3, 2, s) - total) < 2e-5
+        assert abs(reference.sample_plugin_mean_np(lp3, lq3, 2, s, h=1e-4) - total) < 2e-6
+    # the grid at n = 6 (the claims' length): step h against h / 2
+    for s in (4, 64):
+        a, b = (reference.sample_plugin_mean_np(lp, lq, 6, s, h=h) for h in (1e-3, 5e-4))
+        assert abs(a - b) < 1e-5
+
+
+def test_bootstrap_slopes_shares_one_resample():
+    from jaxwb.sims.tv_distance import pieces
+
+    n = np.array([8, 16, 32])
+    rng = np.random.default_rng(2)
+    z = np.stack([rng.normal(0.5, 0.05 * np.sqrt(k), (1, 2048)) for k in (1, 2, 4)])
+    rb = z[:, 0] + rng.normal(0, 1e-4, (3, 2048))
+    cost = n[:, None].astype(float)
+    both = pieces.bootstrap_slopes({"a": z, "b": z.copy()}, rb, {"a": cost, "b": cost}, 0.05, n, seed=0, n_resamples=99)
+    assert both["a"] == both["b"]  # the same resamples for every estimator on the same pools
+    one = pieces.bootstrap_slope(z, rb, cost, 0.05, n, seed=0, n_resamples=99)
+    np.testing.assert_allclose(both["a"], one, rtol=1e-9)  # alone: the same resamples (matmul rounding aside)
+
+
 def test_measured_query_counts_and_numpy_sample_counts():
     import jax
     import jax.numpy as jnp
