@@ -155,6 +155,25 @@ def test_hoeffding_m():
         tv.hoeffding_m(0.1, 1.0)
 
 
+@pytest.mark.parametrize("eps, delta", [(0.05, 0.1), (0.1, 0.05), (0.2, 0.3)])
+def test_hoeffding_coverage_holds_for_any_bounded_unbiased_estimator(eps, delta):
+    # Hoeffding's guarantee, exactly (binomial law, no sampling): the mean of m = hoeffding_m(eps, delta) i.i.d.
+    # values in [0, 1] lies within eps of its expectation with probability >= 1 - delta, even for the worst law
+    # (Bernoulli(1/2)); for a law of small variance (Bernoulli(0.05) here; the simulation's Var Z is 0.03-0.09)
+    # also with a bias of eps / 2, which is why coverage of eps is not a claim of the simulation
+    # (sims/tv_distance: the CLT eps' with the exact Var Z is, and a bias fails it)
+    from scipy import stats
+
+    m = tv.hoeffding_m(eps, delta)
+    for p in (0.5, 0.3, 0.05):
+        k = np.arange(m + 1)
+        pmf = stats.binom.pmf(k, m, p)
+        assert pmf[np.abs(k / m - p) <= eps].sum() >= 1 - delta
+    k = np.arange(m + 1)
+    pmf = stats.binom.pmf(k, m, 0.05)
+    assert pmf[np.abs(k / m + eps / 2 - 0.05) <= eps].sum() >= 1 - delta  # biased by eps / 2: still covered
+
+
 # ---------------------------------------------------------------------------------------------------------
 # noisy logits and samples
 # ---------------------------------------------------------------------------------------------------------
