@@ -7,11 +7,13 @@ import math
 import numpy as np
 from scipy import stats
 
-from jaxwb.sims.core.claims import Claim, bootstrap_ci, mean_ci
-from jaxwb.sims.tv_distance.config import Config
+from jaxwb.sims.core.claims import RESULT_ALPHA, Claim, bootstrap_ci, mean_ci
+from jaxwb.sims.tv_distance.config import INTERVAL_MIN_S, Config
 from jaxwb.sims.tv_distance.pieces import loglog_slope
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
+
+NOISY_BIAS_FLOOR = 0.01  # the SIMEX bias bound's floor: the noisy-logit checks' CI half-width bound
 
 # ---------------------------------------------------------------------------------------------------------
 # helpers: the shapes the claims below share
@@ -60,21 +62,30 @@ def logit_claims(results: dict, cfg: Config) -> list[Claim]:
     cov = results["coverage"]
     m_h = int(cov["m"])
     R = cfg.coverage_reps
+    # the paper's Hoeffding m, written out here (the run takes it from jaxwb.theory.tv_distance.hoeffding_m)
+    m_paper = math.ceil(math.log(2 / cfg.delta) / (2 * cfg.eps**2))
+    z_d = float(stats.norm.ppf(1 - cfg.delta / 2))
+    p0 = 1 - cfg.delta
     for kind in tv.LOGIT_KINDS:
-        frac = float(cov[kind]["coverage"])
-        _, lo, _, N = binomial_ci(np.abs(np.asarray(cov[kind]["estimates"]) - tv_true) <= cfg.eps)
+        est = np.asarray(cov[kind]["estimates"], np.float64)
+        eps_clt = z_d * math.sqrt(float(ref["var"][kind]) / m_paper)
+        frac = float(np.mean(np.abs(est - tv_true) <= eps_clt))
         out.append(
             Claim(
-                f"Hoeffding: coverage of |T - TV| <= {cfg.eps} at the Hoeffding m(eps, delta), {kind} "
-                f"estimator >= 1 - delta (whole 95% Wilson interval over {R} repetitions; conservative by design, "
-                "the checks below can fail)",
-                1 - cfg.delta,
+                f"Hoeffding's m, sharper: at the paper's m = ceil(ln(2/delta) / (2 eps^2)) = {m_paper} sequences the "
+                f"{kind} estimate lies within eps' = z_(1-delta/2) sqrt(Var Z / m) of the exact TV (exact Var Z by "
+                f"enumeration: eps' = {eps_clt:.4f}, below Hoeffding's eps = {cfg.eps}, whose coverage ~1 any "
+                f"unbiased [0, 1] estimator meets) in 1 - delta = {p0:g} of {R} repetitions (the CLT for the mean of "
+                "m, two-sided: its error is O(1/m); a bias of sqrt(Var Z / m) would give 0.74, a wrong m or Var Z "
+                "moves it too); interval: the binomial's normal half-width at 1 - delta, <= 0.05",
+                p0,
                 frac,
-                0.0,
-                "ge",
-                kind="bound",
-                ci=frac - lo,
-                n_seeds=N,
+                0.05,
+                "ci",
+                kind="check",
+                ci=1.96 * math.sqrt(p0 * (1 - p0) / len(est)),
+                n_seeds=len(est),
+                source="theory",
             )
         )
     for kind in tv.LOGIT_KINDS:
@@ -168,10 +179,15 @@ def noisy_claims(results: dict, cfg: Config) -> list[Claim]:
             )
         )
     r0 = cfg.noisy_r[0]
+    plugin_bias = abs(float(ref[f"noisy_r{r0}"]["plugin"]) - tv_true)
     out.append(
         bias_bound(
-            f"SIMEX noisy-logit |bias| (measured, whole CI) <= plugin |bias| (exact) (sigma={cfg.sigma}, r={r0})",
-            abs(float(ref[f"noisy_r{r0}"]["plugin"]) - tv_true),
+            f"SIMEX noisy-logit |bias| (measured, whole CI) <= max(plugin |bias| (exact), {NOISY_BIAS_FLOOR}) "
+            f"(sigma={cfg.sigma}, r={r0}): SIMEX-2 removes the plugin's bias where it has one (over 20 pairs, "
+            "exact: >= 54% of it where it is >= 0.01) and adds none beyond the floor where it has little (there "
+            "SIMEX's exact |bias| is <= 0.0064 and may exceed the plugin's; the floor is the noisy-logit checks' "
+            "resolution, their CI half-width bound)",
+            max(plugin_bias, NOISY_BIAS_FLOOR),
             cov[f"noisy_r{r0}"]["value"],
             tv_true,
             source="reconstruction",
@@ -181,7 +197,8 @@ def noisy_claims(results: dict, cfg: Config) -> list[Claim]:
 
 
 def interval_claims(results: dict, cfg: Config) -> list[Claim]:
-    """The stated 95% intervals (Estimate.halfwidth) cover the exact TV."""
+    """The stated 95% intervals (Estimate.halfwidth) cover the exact TV where the theory states it (logit, noisy
+    logits, sample access at s >= INTERVAL_MIN_S); the sample plugin's mean = its exact expectation at every s."""
     out = []
     tv_true = float(results["exact"]["tv"])
     cov = results["coverage"]
@@ -190,17 +207,26 @@ def interval_claims(results: dict, cfg: Config) -> list[Claim]:
     cov_names = (
         [("rb", "logit rb")]
         + [(f"noisy_r{r}", f"noisy SIMEX-2 r={r}") for r in cfg.noisy_r]
-        + [(f"sample_s{s_}", f"sample s={s_} ({tv.resolve_sample_kind('auto', s_)})") for s_ in cfg.sample_s]
+        + [
+            (f"sample_s{s_}", f"sample s={s_} ({tv.resolve_sample_kind('auto', s_)})")
+            for s_ in cfg.sample_s
+            if s_ >= INTERVAL_MIN_S
+        ]
     )
+    # decided together, as the family of exact-expectation claims is: a correct interval (coverage 0.95) fails one
+    # of these k claims at no more than RESULT_ALPHA of seeds (each Wilson interval's upper end below 0.95 with
+    # probability RESULT_ALPHA / k); at the 95% level each failed at ~2.5% of seeds
+    level = 1 - 2 * RESULT_ALPHA / len(cov_names)
     for name, label in cov_names:
         rep = cov[name] if name not in tv.LOGIT_KINDS else {"value": cov[name]["estimates"], "se": cov[name]["se"]}
-        frac, lo, hi, N = binomial_ci(ci_hits(rep, tv_true))
+        frac, lo, hi, N = binomial_ci(ci_hits(rep, tv_true), level)
         out.append(
             Claim(
                 f"{label}: the stated 95% interval (Estimate.halfwidth) covers the exact TV at >= its level in "
-                f"{R} repetitions at the Hoeffding m: 0.95 not above the 95% Wilson interval of the coverage "
-                "(scipy binomtest; tolerance = the Wilson interval's width, so the claim fails exactly when its "
-                "upper end is below 0.95)",
+                f"{R} repetitions at the Hoeffding m: 0.95 not above the {100 * level:.4g}% Wilson interval of the "
+                f"coverage (scipy binomtest; level 1 - {2 * RESULT_ALPHA:g}/{len(cov_names)}: the {len(cov_names)} "
+                "coverage claims decided together; tolerance = the interval's width, so the claim fails exactly "
+                "when its upper end is below 0.95)",
                 0.95,
                 frac,
                 hi - lo,
@@ -208,6 +234,28 @@ def interval_claims(results: dict, cfg: Config) -> list[Claim]:
                 kind="check",
                 ci=frac - lo,
                 n_seeds=N,
+                level=level,
+            )
+        )
+    for i, s_ in enumerate(cfg.sample_s):
+        out.append(
+            Claim.from_samples(
+                f"sample access, s={s_}: the plugin estimate (1 - exp(-L_hat))_+ from counts, mean over {R} "
+                "repetitions = its exact expectation (float64 NumPy: the law of the count log-ratio along the "
+                "Markov chain, x ~ P and both counts binomial, on a grid of step 1e-3, within 2e-5 of brute-force "
+                "enumeration); CI half-width <= 0.01"
+                + (
+                    f" (below s = {INTERVAL_MIN_S} the stated interval is not claimed: the count log-ratio's "
+                    "shrinkage toward 0 is a bias neither correction sees, docs/papers/tv_distance.md)"
+                    if s_ < INTERVAL_MIN_S
+                    else ""
+                ),
+                float(cov["sample_plugin_exact"][i]),
+                np.asarray(cov[f"sample_s{s_}"]["plugin"], np.float64),
+                0.01,
+                "ci",
+                kind="check",
+                source="theory",
             )
         )
     out.append(
@@ -235,9 +283,30 @@ def slope_claims(results: dict, cfg: Config) -> list[Claim]:
     pool = cfg.slope_pool * cfg.slope_chunks
     where = f"n={cfg.slope_n}, {pool} sequences per n, queries counted in the run, 95% bootstrap CI"
     n_sigma2 = [round(n_ * cfg.sigma**2, 2) for n_ in (min(cfg.slope_n), max(cfg.slope_n))]
+    ex = sl["exact"]
+    for nm, lab in (("rb", "logit access (RB)"), ("plain", "logit access (plain)")):
+        slope = float(sl[nm]["slope"])
+        lo, hi = (float(x) for x in sl[nm]["slope_ci"])
+        pred = float(loglog_slope(np.asarray(sl["n"], float), np.asarray(ex[f"queries_{nm}"], float)))
+        out.append(
+            Claim(
+                f"{lab}: queries to reach RMSE {cfg.slope_eps} grow like n^(exact slope) = n^{pred:.3f}, the "
+                "slope of 2 n Var Z(n) / eps^2 with the exact Var Z(n) of this family (float64 NumPy, the law of L "
+                "along the chain on a grid of step 1e-3, within 1e-7 of enumeration at n <= 8; per-step "
+                "perturbation slope_delta / sqrt(n), so Var Z(n) moves by the family: the slope is 0.8-1.2, not "
+                f"the 1 of the paper's O(n / eps^2), an upper bound claimed below) (log-log slope over {where}; "
+                "half-width <= 0.15)",
+                pred,
+                slope,
+                0.15,
+                "ci",
+                kind="check",
+                ci=max(slope - lo, hi - slope) if np.isfinite(lo + hi) else float("inf"),
+                n_seeds=pool,
+                source="theory",
+            )
+        )
     for nm, lab, pred, tol, why in (
-        ("rb", "logit access (RB)", 1.0, 0.15, "the paper's tight O(n / eps^2)"),
-        ("plain", "logit access (plain)", 1.0, 0.15, "the paper's tight O(n / eps^2)"),
         ("sample_plugin", "sample access (plugin)", 2.0, 0.4, "the paper's O~(n^2 K / eps^2) at fixed K"),
         ("sample_simex", "sample access (SIMEX)", 2.0, 0.4, "the paper's O~(n^2 K / eps^2) at fixed K"),
         (
@@ -258,7 +327,6 @@ def slope_claims(results: dict, cfg: Config) -> list[Claim]:
     ):
         slope = float(sl[nm]["slope"])
         lo, hi = (float(x) for x in sl[nm]["slope_ci"])
-        logit = nm in ("rb", "plain")
         out.append(
             Claim(
                 f"{lab}: queries to reach RMSE {cfg.slope_eps} grow like n^{pred:g} ({why}; log-log slope over "
@@ -270,15 +338,6 @@ def slope_claims(results: dict, cfg: Config) -> list[Claim]:
                 kind="paper",
                 ci=max(slope - lo, hi - slope) if np.isfinite(lo + hi) else float("inf"),
                 n_seeds=pool,
-                expected="fail" if logit else "pass",
-                reason=(
-                    "the query count is 2n per sequence (measured), but TV and Var Z of this family "
-                    "(per-step perturbation slope_delta / sqrt(n)) are ~15-20% higher at n = 8 than at n >= 16 "
-                    "(queries_vs_n.png, right), so the queries grow like n^0.85-0.9 over n = 8..64; the paper's "
-                    "O(n / eps^2) is a worst-case upper bound, claimed below as queries <= 2 n TV (1 - TV) / eps^2"
-                )
-                if logit
-                else "",
             )
         )
     nn = np.asarray(sl["n"], float)[:, None]
@@ -303,8 +362,8 @@ def slope_claims(results: dict, cfg: Config) -> list[Claim]:
             kind="check",
         )
     )
-    tv_hi = np.asarray(sl["tv_ref"]) + 1.96 * np.asarray(sl["tv_ref_se"])
-    worst = np.clip(tv_hi, 0.0, 0.5) * (1 - np.clip(tv_hi, 0.0, 0.5))  # TV (1 - TV) at the CI's far end, TV < 1/2
+    tv_n = np.asarray(ex["tv"], float)  # exact TV per n (the law of L on the grid)
+    worst = tv_n * (1 - tv_n)
     for nm in ("rb", "plain"):
         q = np.asarray(sl[nm]["queries"], float)
         cost = np.asarray(sl[nm]["cost"], float)[:, 0]
@@ -312,8 +371,8 @@ def slope_claims(results: dict, cfg: Config) -> list[Claim]:
         out.append(
             upper_bound(
                 f"logit access ({nm}): queries to reach RMSE {cfg.slope_eps} <= (measured queries per sequence) "
-                "x TV (1 - TV) / eps^2 at every n (the O(n / eps^2) upper bound: Var Z <= TV (1 - TV) for Z in "
-                "[0, 1]; worst ratio over n, TV at its 95% upper end)",
+                "x TV (1 - TV) / eps^2 at every n (the paper's O(n / eps^2) upper bound: Var Z <= TV (1 - TV) for Z "
+                "in [0, 1]; worst ratio over n, exact TV of each n)",
                 1.0,
                 float(np.max(ratio)),
                 source="theory",

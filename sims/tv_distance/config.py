@@ -8,6 +8,18 @@ import math
 from jaxwb.theory import tv_distance as tv
 
 NAME = "tv_distance"
+
+# The stated intervals of sample access (Estimate.halfwidth: z stderr + |SIMEX - plugin|) are claimed to cover TV
+# from this s on. Below it the log-ratio of counts log((c_p + 1/2) / (c_q + 1/2)) is shrunk toward 0 (a count is
+# often 0 or 1 when s p_t(x_t) ~ 1, so |L_hat| is capped near t log(2s + 1) and pulled in): a bias of L_hat itself,
+# which SIMEX (built for zero-mean Gaussian noise) does not see, so neither correction estimates it. Measured over
+# the main pairs of quick seeds 0..19 (exact TV; plugin and SIMEX means over 4096 x 40-60 count draws): the
+# plugin's bias at s = 4 is -0.15..+0.09, its bias estimate +0.01..+0.09 (always positive: plugin > SIMEX), and the
+# interval covered 0.00-1.00 (quick seeds 0..9); SIMEX's bias at s = 16 reaches -0.059 against an estimate of
+# 0.004-0.02 (coverage ~0.59-0.84 on those pairs); at s = 64 it is <= 0.010 in size and the predicted coverage
+# (normal, m = 600) >= 0.964 on the six worst pairs. The sample plugin's mean is checked against its exact
+# expectation at every s instead (reference.sample_plugin_mean_np).
+INTERVAL_MIN_S = 64
 TITLE = "TV distance between autoregressive models: logit O(n/eps^2), sample ~n^2 K/eps^2, noisy logits"
 
 
@@ -34,7 +46,10 @@ class Config:
     slope_chunks: int = 2  # slope_pool * slope_chunks sequences per n
     slope_eps: float = 0.05
     slope_s: tuple[int, ...] = (4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192)
-    slope_r: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128)
+    # r up to 256: at n = 64 (n sigma^2 = 5.8) the plugin's bias is resolved below eps only from r ~ 100-200 on some
+    # pairs, and a minimum at the grid's last r sits where eps^2 - bias^2 -> 0 (queries blow up, the slope's interval
+    # widens past its tolerance)
+    slope_r: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256)
     # queries to reach slope_eps vs the vocabulary K at fixed n = k_n (sample access; () skips the sweep): one
     # compiled program per K, k_seeds independent model pairs per K (the family of the slopes, per-step
     # perturbation slope_delta / sqrt(k_n)), k_pool sequences each; k_s reaches s / (k_n (K - 1)) >= 100 at every K
@@ -115,20 +130,32 @@ PRESETS = {
     "full": Config(),
     # quick: one noisy r and two sample s at the Hoeffding m (``coverage_reps`` unrolls a block per r and per s:
     # its compilation was the largest single cost of the quick run); r = 1 and s = 4 are where the bias terms
-    # matter most, and every mutant is still caught there (figures/audit/tv_distance.json); s = 16, the full
-    # preset's smallest s >= SIMEX_MIN_S, so that the quick run reaches the branch the full preset uses for the
-    # stated intervals of sample access at s >= 8 ("auto" -> SIMEX on counts, its bias estimate against the
-    # plugin) with the same claim (200 repetitions, Wilson interval); ~0.2 CPU-s (issue 38, Deliver 2)
+    # matter most (s = 4: the plugin branch of "auto", its mean against the exact expectation); s = 64 =
+    # INTERVAL_MIN_S, the smallest s whose stated interval (SIMEX on counts, "auto" at s >= 8, its bias estimate
+    # against the plugin) is claimed to cover TV (200 repetitions, Wilson interval); was 16, whose interval
+    # covered 0.81 on two of quick seeds 0..9 (above)
     "quick": Config(
         pool_chunks=1,
-        sample_s=(4, 16),
+        sample_s=(4, 64),
         noisy_r=(1,),
         coverage_reps=200,
         slope_n=(8, 16, 32),
-        slope_pool=1 << 11,
+        # power of the n^2 slope claims (half-width <= 0.4 on a 95% bootstrap interval): at 2048 sequences per n
+        # the half-widths of the four n^2 slopes over quick seeds 0..9 had median 0.29 and reached 0.46 (4 of 40
+        # above 0.4: each claim failed at 1 of 10 seeds for width, not location); the half-width goes like
+        # 1/sqrt(sequences) and its upper tail (max / median ~1.6 over 40) must stay below 0.4 at 20 seeds x 4
+        # claims, so the median must be <= 0.4 / 1.6 = 0.25 -> 2048 x (0.29 / 0.25)^2 ~ 2760; 4096 gives a
+        # median of ~0.2. Measured at 4096 (with slope_r to 256, below), quick seeds 0..19: medians 0.165-0.228,
+        # largest 0.327 of the 80 half-widths, every claim decided. The bootstrap draws one resample for all six
+        # estimators (pieces.bootstrap_slopes), so the doubled pool costs no more CPU than the old
+        # per-estimator bootstrap of half the pool did (whole quick run: 23.5-24.2 user+sys CPU-s before and after)
+        slope_pool=1 << 12,
         slope_chunks=1,
         slope_s=(4, 16, 64, 256, 1024, 4096),
-        slope_r=(1, 4, 16, 64),
+        # r to 256: on quick seed 16's pair the noisy plugin at n = 32 resolved its bias below eps only at the grid's
+        # last r = 64 (bias 0.043 + 2 se = 0.047 < 0.05), where queries = cost var / (eps^2 - bias^2) blows up: slope
+        # 2.47 [1.92, 2.79], half-width 0.55 > 0.4 (the one flip of quick seeds 0..19 at 4096 sequences)
+        slope_r=(1, 4, 16, 64, 256),
         sep_lambda=(0.0, 2.0, 8.0),
         sep_m=128,
         sep_reps=40,
@@ -163,7 +190,15 @@ def display_only() -> tuple[str, ...]:
     # the family's TV per K and the plugin's bias curves (queries_vs_K.png)
     paths += ["ksweep/K", "ksweep/s", "ksweep/tv", "ksweep/rb/queries", "ksweep/sample_simex/queries"]
     paths += ["ksweep/sample_plugin/bias"]
+    # the slopes' exact TV and Var Z per n (queries_vs_n.png; the claims read the queries they imply), the
+    # coverage of Hoeffding's eps (coverage.png; the claims decide the sharper CLT eps')
+    paths += ["slopes/exact/var_plain", "slopes/exact/var_rb", "slopes/tv_ref", "slopes/tv_ref_se"]
+    paths += [f"coverage/{kind}/coverage" for kind in tv.LOGIT_KINDS]
     for cfg in PRESETS.values():
+        # below INTERVAL_MIN_S the stated interval of sample access is shown, not claimed (its plugin's mean is)
+        for s in cfg.sample_s:
+            if s < INTERVAL_MIN_S:
+                paths += [f"coverage/sample_s{s}/{k}" for k in ("value", "se", "bias")]
         for kind in ("plain", "mixture", "rb"):
             paths += [f"errors/logit_{kind}/error", f"errors/logit_{kind}/queries"]
         for kind in tv.NOISY_KINDS:

@@ -6,10 +6,11 @@ import math
 
 import matplotlib.ticker
 import numpy as np
+from scipy import stats
 
 from jaxwb.sims.core import style
 from jaxwb.sims.core.claims import bootstrap_ci
-from jaxwb.sims.tv_distance.config import Config
+from jaxwb.sims.tv_distance.config import INTERVAL_MIN_S, Config
 from jaxwb.sims.tv_distance.pieces import loglog_slope
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
@@ -120,6 +121,18 @@ def plot_queries_vs_n(results: dict, cfg: Config):
         ax.loglog(nn, qv, "o-", color=c, label=f"{lab}: slope {float(sl[name]['slope']):.2f} [{lo:.2f}, {hi:.2f}]")
     ref = np.asarray(sl["rb"]["queries"])
     ax.loglog(nn, ref[0] * nn / nn[0], **style.prediction(), label="slope 1 (n / eps^2)")
+    ex = sl.get("exact")
+    if ex is not None:
+        for name, c in (("plain", "tab:blue"), ("rb", "tab:green")):
+            ax.loglog(
+                nn,
+                ex[f"queries_{name}"],
+                ":",
+                color=c,
+                lw=2.5,
+                alpha=0.6,
+                label=f"{name}: 2 n Var Z(n) / eps^2, exact Var Z (claimed slope)",
+            )
     sref = np.asarray(sl["sample_plugin"]["queries"])
     ax.loglog(nn, sref[0] * (nn / nn[0]) ** 2, **style.prediction(color="tab:red"), label="slope 2 (n^2 K / eps^2)")
     ax.set(
@@ -138,6 +151,10 @@ def plot_queries_vs_n(results: dict, cfg: Config):
     )
     ax2.plot(nn, sl["rb"]["var"], "s-", color="tab:green", label="Var Z (RB)")
     ax2.plot(nn, sl["plain"]["var"], "^-", color="tab:blue", label="Var Z (plain)")
+    if ex is not None:
+        ax2.plot(nn, ex["tv"], "k:", lw=2.5, alpha=0.6, label="exact TV, Var Z (law of L on a grid)")
+        ax2.plot(nn, ex["var_rb"], ":", color="tab:green", lw=2.5, alpha=0.6)
+        ax2.plot(nn, ex["var_plain"], ":", color="tab:blue", lw=2.5, alpha=0.6)
     ax2.set(
         xscale="log",
         xlabel="sequence length n",
@@ -232,24 +249,55 @@ def plot_coverage(results: dict, cfg: Config):
     cov = results["coverage"]
     fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(16, 4.4))
     kinds = list(tv.LOGIT_KINDS)
-    ax.bar(kinds, [float(cov[k]["coverage"]) for k in kinds], color=["tab:blue", "tab:orange", "tab:green"])
+    colors = ["tab:blue", "tab:orange", "tab:green"]
+    m_h = int(cov["m"])
+    z_d = float(stats.norm.ppf(1 - cfg.delta / 2))
+    xs = np.arange(len(kinds))
+    ax.bar(
+        xs - 0.2,
+        [float(cov[k]["coverage"]) for k in kinds],
+        0.4,
+        color=colors,
+        alpha=0.4,
+        label=f"|T - TV| <= eps = {cfg.eps} (Hoeffding; not claimed: ~1 for any unbiased [0, 1] estimator)",
+    )
+    for j, k in enumerate(kinds):
+        eps_clt = z_d * np.sqrt(float(results["reference"]["var"][k]) / m_h)
+        frac, lo, hi, _ = binomial_ci(np.abs(np.asarray(cov[k]["estimates"]) - tv_true) <= eps_clt)
+        ax.bar(
+            [j + 0.2],
+            [frac],
+            0.4,
+            color=colors[j],
+            label="|T - TV| <= z sqrt(Var Z / m), exact Var Z (claimed)" if j == 0 else None,
+        )
+        ax.errorbar([j + 0.2], [frac], [[frac - lo], [hi - frac]], fmt="none", color="k", capsize=4)
+    ax.set_xticks(xs, kinds)
     ax.axhline(1 - cfg.delta, **style.prediction(), label=f"1 - delta = {1 - cfg.delta}")
     ax.set(
-        ylim=(0.5, 1.02),
-        ylabel=f"fraction with |T - TV| <= {cfg.eps}",
-        title=f"Hoeffding coverage at m = {int(cov['m'])} ({cfg.coverage_reps} repetitions)",
+        ylim=(0.5, 1.15),
+        ylabel="fraction of repetitions",
+        title=f"Coverage at the Hoeffding m = {m_h} ({cfg.coverage_reps} repetitions)",
     )
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper left", fontsize=6.5)
     for kind, c in zip(kinds, ("tab:blue", "tab:orange", "tab:green"), strict=True):
         ax2.hist(np.asarray(cov[kind]["estimates"]) - tv_true, bins=25, histtype="step", color=c, lw=1.5, label=kind)
     ax2.axvline(cfg.eps, **style.prediction(), label="+-eps")
     ax2.axvline(-cfg.eps, **style.prediction())
+    for kind, c in zip(kinds, colors, strict=True):
+        sd = np.sqrt(float(results["reference"]["var"][kind]) / m_h)
+        xg = np.linspace(-cfg.eps, cfg.eps, 201)
+        width = (np.ptp(np.asarray(cov[kind]["estimates"])) or 1.0) / 25
+        ax2.plot(xg, len(cov[kind]["estimates"]) * width * stats.norm.pdf(xg, 0, sd), ":", color=c, lw=1.2)
     ax2.set(xlabel="estimate - exact TV", ylabel="repetitions", title="Error distribution at the Hoeffding m")
     ax2.legend()
     names = (
         [("rb", "logit RB")]
         + [(f"noisy_r{r}", f"noisy r={r}") for r in cfg.noisy_r]
-        + [(f"sample_s{s_}", f"sample s={s_}") for s_ in cfg.sample_s]
+        + [
+            (f"sample_s{s_}", f"sample s={s_}" + ("" if s_ >= INTERVAL_MIN_S else " (not claimed)"))
+            for s_ in cfg.sample_s
+        ]
     )
     for j, (name, _label) in enumerate(names):
         rep = cov[name] if name != "rb" else {"value": cov["rb"]["estimates"], "se": cov["rb"]["se"]}

@@ -12,7 +12,7 @@ import numpy as np
 
 from jaxwb.sims.tv_distance.config import Config
 from jaxwb.sims.tv_distance.pieces import (
-    bootstrap_slope,
+    bootstrap_slopes,
     coverage_reps,
     coverage_sample,
     engine_prefix_stats,
@@ -26,7 +26,13 @@ from jaxwb.sims.tv_distance.pieces import (
     separation_row,
     slope_stats,
 )
-from jaxwb.sims.tv_distance.reference import enumerated_reference, sample_z_np, transformer_logprobs_np
+from jaxwb.sims.tv_distance.reference import (
+    enumerated_reference,
+    logit_moments_np,
+    sample_plugin_mean_np,
+    sample_z_np,
+    transformer_logprobs_np,
+)
 from jaxwb.theory import tv_distance as tv
 
 SLOPE_NAMES = ("plain", "rb", "sample_plugin", "sample_simex", "noisy_plugin", "noisy_simex")
@@ -86,6 +92,9 @@ def run_coverage(cfg: Config, p, q, tv_true, key) -> dict:
     c, _ = sample_counts_np(lp, lq, cfg.sample_s, cfg.n, rng)
     est.update(coverage_sample(jnp.asarray(c), m=m_h, reps=cfg.coverage_reps, ss=cfg.sample_s))
     cov = {"m": np.asarray(m_h), "sample_ref_err": sample_reference_error(est, c, cfg.sample_s)}
+    lp, lq = np.asarray(p.params, np.float64), np.asarray(q.params, np.float64)
+    # the plugin's exact expectation under sample access at each s (float64 NumPy, the law along the chain)
+    cov["sample_plugin_exact"] = np.asarray([sample_plugin_mean_np(lp, lq, cfg.n, s_) for s_ in cfg.sample_s])
     for kind in tv.LOGIT_KINDS:
         cov[kind] = {
             "estimates": est[kind]["value"],
@@ -116,7 +125,8 @@ def sample_reference_error(est: dict, c, ss) -> np.ndarray:
 def run_slopes(cfg: Config, key) -> dict:
     """Queries to reach eps vs n: per n one pool of x ~ P (independent across n), paired differences against
     the RB estimate on the same sequences; queries from the counts measured in the pool (``pool_chunk``); the
-    log-log slopes with 95% bootstrap intervals over the sequences (``bootstrap_slope``)."""
+    log-log slopes with 95% bootstrap intervals over the sequences (``bootstrap_slopes``: one resample serves
+    every estimator); the slopes' exact Var Z and TV per n (``slope_reference``)."""
     kp, k_dir, k_stats = jax.random.split(key, 3)
     base = tv.random_ngram(cfg.K, 1, cfg.scale, key=kp)
     direction = jax.random.normal(k_dir, base.params.shape)
@@ -133,13 +143,35 @@ def run_slopes(cfg: Config, key) -> dict:
             cost[nm].append(q_seq.mean(-1))
     rb = np.stack(z["rb"])[:, 0]  # (N, M)
     sl["tv_ref"], sl["tv_ref_se"] = rb.mean(-1), rb.std(-1) / math.sqrt(rb.shape[-1])
-    for j, nm in enumerate(SLOPE_NAMES):
-        zz, cc = np.stack(z[nm]), np.stack(cost[nm])  # (N, P, M), (N, P)
-        st = slope_stats(zz, rb, cc, cfg.slope_eps, sl["n"])
-        st["cost"] = cc
-        st["slope_ci"] = np.asarray(bootstrap_slope(zz, rb, cc, cfg.slope_eps, sl["n"], seed=j))
+    zs = {nm: np.stack(z[nm]) for nm in SLOPE_NAMES}  # (N, P, M)
+    costs = {nm: np.stack(cost[nm]) for nm in SLOPE_NAMES}  # (N, P)
+    cis = bootstrap_slopes(zs, rb, costs, cfg.slope_eps, sl["n"], seed=0)
+    for nm in SLOPE_NAMES:
+        st = slope_stats(zs[nm], rb, costs[nm], cfg.slope_eps, sl["n"])
+        st["cost"] = costs[nm]
+        st["slope_ci"] = np.asarray(cis[nm])
         sl[nm] = st
+    sl["exact"] = slope_reference(base, direction, cfg)
     return sl
+
+
+def slope_reference(base, direction, cfg: Config) -> dict:
+    """The slopes' family at every n of slope_n without sampling (``reference.logit_moments_np``, float64 NumPy,
+    the law of L along the chain on a grid): TV, Var Z of the plain and RB estimators (N,) each, and the
+    queries to reach RMSE slope_eps they imply for logit access, 2 n Var Z / eps^2 (2n counted queries per
+    sequence, no bias)."""
+    out = {"tv": [], "var_plain": [], "var_rb": []}
+    lp = np.asarray(base.params, np.float64)
+    for nn in cfg.slope_n:
+        qn = tv.perturb(base, cfg.slope_delta / math.sqrt(nn), direction)
+        mom = logit_moments_np(lp, np.asarray(qn.params, np.float64), nn)
+        for k in out:
+            out[k].append(mom[k])
+    out = {k: np.asarray(v) for k, v in out.items()}
+    nn = np.asarray(cfg.slope_n, float)
+    for kind in ("plain", "rb"):
+        out[f"queries_{kind}"] = 2 * nn * out[f"var_{kind}"] / cfg.slope_eps**2
+    return out
 
 
 def run_ksweep(cfg: Config, key) -> dict:
