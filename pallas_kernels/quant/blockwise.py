@@ -1,11 +1,15 @@
-"""Pallas plumbing shared by the block quantizers: one quantize kernel and one dequantize kernel,
-parameterised by the per-format block math of :mod:`jaxwb.pallas_kernels.quant.reference` (the kernels call the
-very same jnp functions on 2-D tiles, so interpret mode equals the reference bit for bit).
+"""Pallas plumbing shared by the block quantizers: one quantize kernel and one dequantize kernel per format.
+
+The GPU form (Triton, and the interpreter, which runs that form on any platform) computes each tile with
+:mod:`jaxwb.pallas_kernels.quant.tile_codes`: the rules of :mod:`jaxwb.pallas_kernels.quant.reference` bit for
+bit, with fewer instructions per element (even / odd element halves, per-block thresholds, magic-constant
+rounding; ``tests/kernels/test_tile_codes.py`` checks them against the reference block functions, the kernel
+tests check interpret mode against the reference ops). The TPU form (Mosaic) calls the reference block
+functions themselves on 2-D tiles viewed as ``(bm, bk / B, B)``, packing with a reshape + shifted sum.
 
 Tiling: the input is viewed as ``(R, K)`` (all leading axes flattened); the grid is ``(R / bm, K / bk)``
-with a ``(bm, bk)`` tile per program, ``bk`` a multiple of the format's block and of 2. Inside, the tile is
-viewed as ``(bm, bk / B, B)`` for the block amax, the codes are packed with a reshape + shifted sum (no
-strided slicing, no gathers: Triton- and Mosaic-friendly) and the scale bytes are written as ``uint8``.
+with a ``(bm, bk)`` tile per program, ``bk`` a multiple of the format's block and of 2 (no strided slicing,
+no gathers: Triton- and Mosaic-friendly); the scale bytes are written as ``uint8``.
 Ragged shapes are padded with zeros to whole tiles and sliced back (a zero block quantizes to code 0 and
 never touches real data). Variant ``QuantBlockSizes(edge="mask")``: no padding copy; the grid covers the
 array with partial edge tiles whose out-of-range rows and FP4 blocks are computed on whatever the masked
@@ -24,7 +28,7 @@ from jax.experimental import pallas as pl
 
 from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.dispatch import Implementation
-from jaxwb.pallas_kernels.quant import fp4, razer_xla
+from jaxwb.pallas_kernels.quant import fp4, razer_xla, tile_codes
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
@@ -91,6 +95,27 @@ def _quantize_kernel(x_ref, g_ref, codes_ref, scales_ref, *, block_fn, block):
     scales_ref[...] = sc.astype(jnp.uint8)
 
 
+def _quantize_kernel_gpu(x_ref, g_ref, codes_ref, scales_ref, *, tile_fn):
+    """The GPU form (Triton, and the interpreter): ``tile_fn`` (:mod:`tile_codes`) packs the codes itself."""
+    byte, sc = tile_fn(x_ref[...].astype(jnp.float32), g_ref[0, 0])  # g_ref holds fl(1/g)
+    codes_ref[...] = byte.astype(jnp.uint8)
+    scales_ref[...] = sc.astype(jnp.uint8)
+
+
+GPU_TILE_FNS = {
+    "nvfp4": tile_codes.nvfp4_tile,
+    "mxfp4": lambda x, inv_g: tile_codes.mxfp4_tile(x),
+    "razer_activation": tile_codes.razer_activation_tile,
+    "razer_weight": tile_codes.razer_weight_tile,
+}
+
+
+def _dequantize_kernel_gpu(codes_ref, scales_ref, g_ref, out_ref, *, fmt):
+    """The GPU form (Triton, and the interpreter): :func:`tile_codes.dequantize_tile`."""
+    vals = tile_codes.dequantize_tile(codes_ref[...], scales_ref[...], g_ref[0, 0], fmt)
+    out_ref[...] = vals.astype(out_ref.dtype)
+
+
 def _dequantize_kernel(codes_ref, scales_ref, g_ref, out_ref, *, fmt, block):
     bm, bk = out_ref.shape
     codes = fp4.unpack_nibbles(codes_ref[...]).reshape(bm, bk // block, block)
@@ -133,8 +158,14 @@ def quantize_pallas(
         rp, kp = rows, cols
     elif (rp, kp) != (rows, cols):
         x2 = jnp.pad(x2, ((0, rp - rows), (0, kp - cols)))
+    gpu_form = (platform or jax.default_backend()) != "tpu" and fmt in GPU_TILE_FNS
+    kernel = (
+        functools.partial(_quantize_kernel_gpu, tile_fn=GPU_TILE_FNS[fmt])
+        if gpu_form
+        else functools.partial(_quantize_kernel, block_fn=block_fn, block=block)
+    )
     codes, scales = pl.pallas_call(
-        functools.partial(_quantize_kernel, block_fn=block_fn, block=block),
+        kernel,
         grid=(-(-rp // bm), -(-kp // bk)),
         in_specs=[pl.BlockSpec((bm, bk), lambda i, j: (i, j)), pl.BlockSpec((1, 1), lambda i, j: (0, 0))],
         out_specs=[
@@ -180,8 +211,11 @@ def dequantize_pallas(
         codes = jnp.pad(codes, ((0, rp - rows), (0, (kp - cols) // 2)))
         # padded scale bytes decode to a finite scale; their codes are 0 so the values are 0 and sliced away
         scales = jnp.pad(scales, ((0, rp - rows), (0, (kp - cols) // block)))
+    gpu_form = (platform or jax.default_backend()) != "tpu"
     call = pl.pallas_call(
-        functools.partial(_dequantize_kernel, fmt=q.format, block=block),
+        functools.partial(_dequantize_kernel_gpu, fmt=q.format)
+        if gpu_form
+        else functools.partial(_dequantize_kernel, fmt=q.format, block=block),
         grid=(-(-rp // bm), -(-kp // bk)),
         in_specs=[
             pl.BlockSpec((bm, bk // 2), lambda i, j: (i, j)),

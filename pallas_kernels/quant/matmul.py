@@ -50,7 +50,7 @@ from jaxtyping import Array, Float
 
 from jaxwb.pallas_kernels import dispatch as dp
 from jaxwb.pallas_kernels.dispatch import Implementation
-from jaxwb.pallas_kernels.quant import blockwise, fp4
+from jaxwb.pallas_kernels.quant import blockwise, fp4, tile_codes
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.fp4 import QuantizedArray
 
@@ -77,7 +77,7 @@ class MatmulBlockSizes:
             dp.check_block(name, getattr(self, name), pow2=True, minimum=16)
 
 
-def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int, bk: int):
+def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int, bk: int, gpu_form: bool = True):
     bm, k_total = x_ref.shape
     bn = codes_ref.shape[0]
     nk = k_total // bk
@@ -87,10 +87,13 @@ def _kernel(x_ref, codes_ref, scales_ref, g_ref, o_ref, *, fmt: str, block: int,
         xk = x_ref[:, pl.ds(start, bk)]
         ck = codes_ref[:, pl.ds(pl.multiple_of(k * (bk // 2), bk // 2), bk // 2)]
         sk = scales_ref[:, pl.ds(pl.multiple_of(k * (bk // block), bk // block), bk // block)]
-        sk = sk.astype(jnp.uint32)
-        codes = fp4.unpack_nibbles(ck).reshape(bn, bk // block, block)
-        w = ref.element_values(codes, sk, fmt) * ref.block_scale_value(sk, fmt)[..., None]
-        w = w.reshape(bn, bk).astype(jnp.bfloat16)
+        if gpu_form:  # the nibbles decoded apart and joined back (tile_codes.dequantize_tile), same values
+            w = tile_codes.dequantize_tile(ck, sk, None, fmt).astype(jnp.bfloat16)
+        else:
+            sk = sk.astype(jnp.uint32)
+            codes = fp4.unpack_nibbles(ck).reshape(bn, bk // block, block)
+            w = ref.element_values(codes, sk, fmt) * ref.block_scale_value(sk, fmt)[..., None]
+            w = w.reshape(bn, bk).astype(jnp.bfloat16)
         return acc + jax.lax.dot_general(
             xk.astype(jnp.bfloat16), w, (((1,), (1,)), ((), ())), preferred_element_type=jnp.float32
         )
@@ -196,7 +199,7 @@ def fp4_matmul_pallas(
     kernel = (
         functools.partial(_bitplace_kernel, block=block, bk=bk)
         if bitplace
-        else functools.partial(_kernel, fmt=w.format, block=block, bk=bk)
+        else functools.partial(_kernel, fmt=w.format, block=block, bk=bk, gpu_form=not tpu)
     )
     out = pl.pallas_call(
         kernel,
