@@ -76,7 +76,11 @@ def e3m3_value(code):
 def halves(x, block: int):
     """``(bm, bk)`` -> ``(lo, hi)``, each ``(bm, bk / block, block / 2)``: the elements ``2j`` and ``2j + 1``."""
     bm, bk = x.shape
-    return jax.lax.unstack(x.reshape(bm, bk // block, block // 2, 2), axis=-1)
+    pairs = x.reshape(bm, bk // block, block // 2, 2)
+    if hasattr(jax.lax, "unstack"):  # one register split (tt.split) in the Triton lowering
+        return jax.lax.unstack(pairs, axis=-1)
+    lo, hi = jnp.split(pairs, 2, axis=-1)  # a jax without lax.unstack: the same halves
+    return lo[..., 0], hi[..., 0]
 
 
 def _next_up(t):
