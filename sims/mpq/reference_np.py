@@ -9,7 +9,10 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from jaxwb.models.tiny_lm import linear_weights
+# the tiny LM's float64 forward pass, weights and loss are the shared reference (names kept for their importers)
+from jaxwb.models.reference_np import cross_entropy as lm_cross_entropy_np
+from jaxwb.models.reference_np import float64_params
+from jaxwb.models.reference_np import logits as lm_logits_np
 
 
 def quantizer_params(w: np.ndarray, bits: int) -> tuple[np.ndarray, np.ndarray]:
@@ -65,65 +68,4 @@ def gptq_numpy(
     return q
 
 
-BLOCK_PARAMS = ("norm1", "attn.qkv", "attn.out", "norm2", "mlp_in", "mlp_out")
-
-
-def lm_logits_np(params: dict, tokens: np.ndarray, *, n_heads: int, rope_base: float, eps: float = 1e-6) -> np.ndarray:
-    """The tiny LM's forward pass in float64 NumPy, written from its description (``models/tiny_lm.py``'s module
-    docstring: pre-norm blocks, RoPE on queries and keys, causal softmax(q k^T / sqrt(Dh)) attention, tanh-GELU
-    MLP, RMSNorm, tied output), sharing no code with the model. ``params``: "embed" [V, d] and per block i
-    "block{i}.{norm1,norm2}" [d], "block{i}.attn.qkv" [3d, d], "block{i}.attn.out" [d, d], "block{i}.mlp_in"
-    [4d, d], "block{i}.mlp_out" [d, 4d] (Linear weights [out, in]), "norm_f" [d]. tokens: int [T] -> [T, V]."""
-
-    def rms(x, g):
-        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + eps) * g
-
-    emb = params["embed"]
-    x = emb[tokens]
-    t, d = x.shape
-    dh = d // n_heads
-    ang = np.arange(t)[:, None] * rope_base ** (-np.arange(0, dh, 2) / dh)[None, :]  # [T, Dh/2]
-    cos, sin = np.cos(ang)[:, None, :], np.sin(ang)[:, None, :]
-
-    def rope(a):  # a [T, H, Dh]: pairs (a_2i, a_2i+1) rotated by t theta_i
-        a1, a2 = a[..., 0::2], a[..., 1::2]
-        return np.stack([a1 * cos - a2 * sin, a1 * sin + a2 * cos], axis=-1).reshape(a.shape)
-
-    causal = np.tril(np.ones((t, t), bool))
-    i = 0
-    while f"block{i}.attn.qkv" in params:
-        p = {name: params[f"block{i}.{name}"] for name in BLOCK_PARAMS}
-        q, k, v = np.split(rms(x, p["norm1"]) @ p["attn.qkv"].T, 3, axis=-1)
-        q, k, v = (a.reshape(t, n_heads, dh) for a in (q, k, v))
-        q, k = rope(q), rope(k)
-        s = np.einsum("thd,shd->hts", q, k) / np.sqrt(dh)
-        s = np.where(causal[None], s, -np.inf)
-        w = np.exp(s - s.max(-1, keepdims=True))
-        w /= w.sum(-1, keepdims=True)
-        x = x + np.einsum("hts,shd->thd", w, v).reshape(t, d) @ p["attn.out"].T
-        u = rms(x, p["norm2"]) @ p["mlp_in"].T
-        hid = 0.5 * u * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (u + 0.044715 * u**3)))
-        x = x + hid @ p["mlp_out"].T
-        i += 1
-    return rms(x, params["norm_f"]) @ emb.T
-
-
-def float64_params(model) -> dict[str, np.ndarray]:
-    """A ``models.tiny_lm.TinyLM``'s weights by name, float64 (attribute reads only), for :func:`lm_logits_np`."""
-    params = {k: np.asarray(w, np.float64) for k, w in linear_weights(model).items()}
-    for i, b in enumerate(model.blocks):
-        params[f"block{i}.norm1"] = np.asarray(b.norm1.weight, np.float64)
-        params[f"block{i}.norm2"] = np.asarray(b.norm2.weight, np.float64)
-    params["norm_f"] = np.asarray(model.norm_f.weight, np.float64)
-    return params
-
-
-def lm_cross_entropy_np(params: dict, x: np.ndarray, y: np.ndarray, *, n_heads: int, rope_base: float) -> float:
-    """Mean next-token cross-entropy (nats/token) of :func:`lm_logits_np` on windows x, y: int [n, T]."""
-    total = 0.0
-    for xi, yi in zip(np.asarray(x), np.asarray(y), strict=True):
-        z = lm_logits_np(params, xi, n_heads=n_heads, rope_base=rope_base)
-        m = z.max(-1, keepdims=True)
-        lse = (m + np.log(np.exp(z - m).sum(-1, keepdims=True)))[:, 0]
-        total += float(np.sum(lse - z[np.arange(len(yi)), yi]))
-    return total / np.asarray(y).size
+__all__ = ["float64_params", "gptq_numpy", "lm_cross_entropy_np", "lm_logits_np", "quantize", "quantizer_params"]

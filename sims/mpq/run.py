@@ -11,10 +11,11 @@ import numpy as np
 
 from jaxwb.models import corpus
 from jaxwb.models import train as tr
+from jaxwb.models.reference_np import cross_entropy, float64_params
 from jaxwb.models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
 from jaxwb.pallas_kernels.quant.hadamard import hadamard_matrix
 from jaxwb.sims.mpq.config import METHODS, TINY_SOLVERS, Config
-from jaxwb.sims.mpq.reference_np import float64_params, gptq_numpy, lm_cross_entropy_np
+from jaxwb.sims.mpq.reference_np import gptq_numpy
 from jaxwb.theory import mpq as M
 
 # ---------------------------------------------------------------------------------------------------------
@@ -191,9 +192,7 @@ def lm_seed(model, cfg: Config, tok, x_ev, y_ev, *, key: jax.Array) -> dict:
             qn = gptq_numpy(np.asarray(w), np.asarray(acts[name]), bits=bits, group=cfg.group, percdamp=cfg.damping)
             ref[f"{bits}bit"][name] = float(np.mean(np.abs(np.asarray(qj, np.float64) - qn) > 1e-5 * np.abs(qn).max()))
     fp_np = np.exp(
-        lm_cross_entropy_np(
-            float64_params(model), x_ev, y_ev, n_heads=model.config.n_heads, rope_base=model.config.rope_base
-        )
+        cross_entropy(float64_params(model), x_ev, y_ev, n_heads=model.config.n_heads, rope_base=model.config.rope_base)
     )
     return {"obj": obj, "ppl": ppl, "ref": ref, "fp": float(jnp.exp(evaluate(model, x_ev, y_ev))), "fp_np": fp_np}
 

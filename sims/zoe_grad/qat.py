@@ -10,9 +10,9 @@ import optax
 
 from jaxwb.models import corpus
 from jaxwb.models import train as tr
+from jaxwb.models.reference_np import float64_params
 from jaxwb.models.tiny_lm import TinyLM, linear_weights, replace_linear_weights
 from jaxwb.pallas_kernels.quant.fake_quant import fake_quant
-from jaxwb.sims.mpq.reference_np import float64_params
 from jaxwb.sims.zoe_grad import reference
 from jaxwb.sims.zoe_grad.config import Config
 

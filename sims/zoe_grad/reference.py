@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import Float, Int
 
-from jaxwb.sims.mpq.reference_np import lm_cross_entropy_np
+from jaxwb.models.reference_np import cross_entropy
 
 MATMULS = ("attn.qkv", "attn.out", "mlp_in", "mlp_out")  # the block weights QAT quantizes (the embedding stays float)
 
@@ -44,4 +44,4 @@ def eval_loss_np(
     if n < 1:
         raise ValueError(f"tokens must hold at least ctx + 1 = {ctx + 1} tokens, got {tok.size}")
     x, y = tok[: n * ctx].reshape(n, ctx), tok[1 : n * ctx + 1].reshape(n, ctx)
-    return lm_cross_entropy_np(p, x, y, n_heads=n_heads, rope_base=rope_base)
+    return cross_entropy(p, x, y, n_heads=n_heads, rope_base=rope_base)
