@@ -382,25 +382,22 @@ def fwht(
 
 def scaled_when_huge(run, x):
     """``run(x)`` for the XLA transforms, safe from intermediate overflow: the unnormalized sums reach
-    ``d max|x|``, so when ``max|x| > fmax / (2 d)`` (fmax of the compute dtype, float32 or float64) the
-    transform runs on ``x 2^-m`` with ``2^m = 2 d`` and its output is multiplied back by ``2^m`` in the compute
-    dtype before the cast to ``x.dtype`` (the transform is linear and a power-of-two scale is exact, so only
-    outputs that do not fit the dtype overflow). Decided in Python for a concrete ``x`` (eager, ``grad`` or
-    ``vmap`` of an eager call) and by ``lax.cond`` under a trace; an ordinary ``x`` runs ``run(x)`` itself, bit
-    for bit."""
+    ``d max|x|``, so where ``run(x)`` comes out non-finite (x itself is finite) the transform runs again on
+    ``x 2^-m`` with ``2^m = 2 d`` and its output is multiplied back by ``2^m`` in the compute dtype (float32 or
+    float64) before the cast to ``x.dtype``: the transform is linear and a power-of-two scale is exact, so only
+    outputs that do not fit the dtype overflow. One ``lax.cond`` on the output's finiteness (eager calls too):
+    an ordinary ``x`` returns ``run(x)`` itself, bit for bit, and costs one finiteness reduction of the
+    output."""
     d = x.shape[-1]
     ct = jnp.promote_types(x.dtype, jnp.float32)
     m = d.bit_length()  # 2^m = 2 d
-    limit = float(jnp.finfo(ct).max) / 2.0**m
 
     def scaled(v):
         y = run(v.astype(ct) * np.asarray(2.0**-m, ct))
         return (y * np.asarray(2.0**m, ct)).astype(x.dtype)
 
-    c = dp.concrete(x)
-    if c is not None:
-        return scaled(x) if float(np.max(np.abs(np.asarray(c, np.float64)))) > limit else run(x)
-    return jax.lax.cond(jnp.max(jnp.abs(x)).astype(ct) > limit, scaled, run, x)
+    y = run(x)
+    return jax.lax.cond(jnp.all(jnp.isfinite(y)), lambda v: y, scaled, x)
 
 
 def check_block_sizes(block_sizes) -> HadamardBlockSizes | None:
