@@ -116,7 +116,7 @@ def _dense_steps(i, *, causal, block_q, block_k, num_kv_blocks):
     return num_kv_blocks
 
 
-def _gpu_kernel(*refs, sparse, **kw):
+def _triton_kernel(*refs, sparse, **kw):
     i = pl.program_id(2)
     if sparse:
         cnt_ref, idx_ref, q_ref, k_ref, v_ref, o_ref = refs
@@ -213,7 +213,7 @@ def flash_pallas(
 
     if backend != "gpu":
         raise ValueError(f"backend must be 'gpu' or 'tpu', got {backend!r}")
-    kernel = functools.partial(_gpu_kernel, sparse=sparse, **kw)
+    kernel = functools.partial(_triton_kernel, sparse=sparse, **kw)
     q_spec = pl.BlockSpec((None, None, bq, D), lambda b, h, i: (b, h, i, 0))
     kv_spec = pl.BlockSpec((None, None, Lk, D), lambda b, h, i: (b, h // g, 0, 0))
     in_specs = [q_spec, kv_spec, kv_spec]
