@@ -10,6 +10,11 @@ def _no_fallback(f):
     return lambda *args: f(*args[:-1], False)
 
 
+def _follow_clipped(f):
+    """SP's ``robust`` flag ignored: pure prediction-following (robust=False) is clipped to kappa AVR too."""
+    return lambda *args: f(*args[:-1], True)
+
+
 def _double_shrink(f):
     """LAS's window shrink doubled (m_j -> 2 m_j)."""
 
@@ -49,6 +54,12 @@ MUTANTS = [
         "jaxwb.theory.speed_scaling.sp:_sp",
         _no_fallback,
         "SP follows the prediction without the kappa x AVR clip and per-job reserve (robust fallback removed)",
+    ),
+    Mutant(
+        "sp_follow_clipped",
+        "jaxwb.theory.speed_scaling.sp:_sp",
+        _follow_clipped,
+        "SP's robust=False (pure prediction-following) still clips to [reserve, kappa AVR]",
     ),
     Mutant(
         "las_shrink_doubled",

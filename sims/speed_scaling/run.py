@@ -14,6 +14,8 @@ from jaxwb.sims.speed_scaling import reference as ref
 from jaxwb.sims.speed_scaling.config import ADVERSARIAL, Config, delta_reference
 from jaxwb.theory import speed_scaling as ss
 
+CAP_RTOL = 1e-5  # relative float32 margin of "above the cap" (the followed speed, OPT's, vs kappa AVR)
+
 # ---------------------------------------------------------------------------------------------------------
 # Pieces (pure functions of a PRNG key, vmapped by sims.core.sweep)
 # ---------------------------------------------------------------------------------------------------------
@@ -45,6 +47,9 @@ def _row(key, *, cfg: Config):
     opt_res = ss.yds(r, d, w)
     opt = ss.energy(opt_res.profile, a)
     s_opt = ss.profile_on_grid(opt_res.profile, n_slots, dt)
+    # the exact AVR profile on the grid (offline.avr_profile: no SP code) for the clip's predicted slots
+    avr_exact = ss.profile_on_grid(ss.avr_profile(r, d, w), n_slots, dt)
+    busy = avr_exact > 0
     out, speeds = {}, {"opt": s_opt}
     for name, sched in ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots, dt=dt).items():
         out[name] = ss.energy(sched.profile, a) / opt
@@ -103,12 +108,15 @@ def _row(key, *, cfg: Config):
         res = {"error": ss.prediction_error(s_hat, s_opt, a)}
 
         def one(c):
-            both, _ = ss.speed_prediction_schedules(r, d, w, s_hat, alpha=a, kappa=c, dt=dt)
-            return {m: (ss.energy(s.profile, a) / opt, s.feasible, s.profile.speed) for m, s in both.items()}
+            both, env = ss.speed_prediction_schedules(r, d, w, s_hat, alpha=a, kappa=c, dt=dt)
+            # the cap binds in a slot when the followed speed exceeds kappa AVR(t) and the machine runs at or
+            # below the cap (the clip, not the pending work, set the speed)
+            over = lambda s: (s.nominal > env * (1 + CAP_RTOL)) & (s.profile.speed <= env * (1 + CAP_RTOL))
+            return {m: (ss.energy(s.profile, a) / opt, s.feasible, s.profile.speed, over(s)) for m, s in both.items()}
 
         per_cap = jax.vmap(one)(kappas)
         for mode in ss.SP_MODES:
-            res[mode], res[f"{mode}_feasible"], res[f"{mode}_speed"] = per_cap[mode]
+            res[mode], res[f"{mode}_feasible"], res[f"{mode}_speed"], res[f"{mode}_capped"] = per_cap[mode]
         follow = ss.speed_prediction_schedule(r, d, w, s_hat, alpha=a, robust=False, dt=dt)
         res["follow"], res["follow_feasible"] = ss.energy(follow.profile, a) / opt, follow.feasible
         return res
@@ -120,8 +128,24 @@ def _row(key, *, cfg: Config):
     preds = jnp.concatenate([noisy, jnp.stack([adv[k] for k in ADVERSARIAL])])
     res = jax.lax.map(sp_run, preds)
     n_noise = sig.size
+    capped = {m: res.pop(f"{m}_capped") for m in ss.SP_MODES}  # (predictions, kappas, n_slots) each
     out["sp_noise"] = {k: v[:n_noise] for k, v in res.items() if not k.endswith("_speed")}
     out["sp_adv"] = {k: v[n_noise:] for k, v in res.items() if not k.endswith("_speed")}
+    # the clip's share: for the exact prediction (c = 1) and the 10x one (c = 10) the slots where the cap binds,
+    # against the slots where c OPT(t) > kappa AVR(t) (YDS and the exact AVR profile: no SP code)
+    i_exact = int(np.argmin(np.abs(np.asarray(cfg.noise_levels))))
+    clip = {"kstar": jnp.max(jnp.where(busy, s_opt / jnp.where(busy, avr_exact, 1.0), 0.0)), "busy": jnp.sum(busy)}
+    for label, idx, c in (("exact", i_exact, 1.0), ("scaled_up", n_noise + ADVERSARIAL.index("scaled_up"), 10.0)):
+        want = c * s_opt[None] > kappas[:, None] * avr_exact[None] * (1 + CAP_RTOL)  # (kappas, n_slots)
+        clip[f"{label}_predicted"] = jnp.sum(want, axis=1)  # (kappas,)
+        got = jnp.stack([capped[m][idx] for m in ss.SP_MODES])  # (modes, kappas, n_slots)
+        clip[f"{label}_capped"] = jnp.sum(got, axis=2)  # (modes, kappas)
+        clip[f"{label}_mismatch"] = jnp.sum(got != want[None], axis=2)  # (modes, kappas)
+    out["clip"] = clip
+    # pure following of the 10x prediction runs each job at w_j / dt in its release slot when 10 s*(r_j) dt >= w_j:
+    # E = dt^(1 - a) sum_j w_j^a (written out from the workloads), and that precondition's margin
+    out["follow_up_formula"] = dt ** (1 - a) * jnp.sum(w**a) / opt
+    out["follow_up_margin"] = jnp.min(10.0 * s_opt[jnp.round(r / dt).astype(int)] * dt / w)
     i_show = min(2, n_noise - 1)
     speeds["sp_prediction"] = noisy[i_show]
     speeds["sp_dynamic"] = res["dynamic_speed"][i_show, len(cfg.eps_values) // 2]

@@ -309,6 +309,37 @@ def test_sp_is_feasible_and_robust_for_every_prediction(seed, adversary, kappa, 
         assert e <= float(ss.sp_robustness_bound(alpha, kappa)) * opt
 
 
+@settings(max_examples=25, deadline=None)
+@given(seeds, st.sampled_from([0.1, 0.5, 2.0]), st.sampled_from([1, 2]), st.sampled_from([2.0, 3.0]))
+def test_sp_instance_bound_holds_on_las_instances_for_the_sims_adversarial_family(seed, eps, sub, alpha):
+    """E(SP) <= kappa^alpha E(AVR) on LAS-model instances for every prediction of the sim's adversarial family
+    (``sims.speed_scaling.run._adversarial_predictions``: zero, 10x, 0.1x, shifted by D/2 either way, reversed,
+    uniform, spikes, very noisy), both modes, kappa = sp_kappa(eps, alpha). It holds by the per-slot clip
+    s <= kappa AVR(t) whatever the prediction logic does, so it is this unit test and not one of the sim's claims
+    (they claim what pure following does against the bound and where the clip binds)."""
+    import dataclasses
+    import importlib
+
+    from jaxwb.sims.speed_scaling.config import ADVERSARIAL, PRESETS
+
+    sim_run = importlib.import_module("jaxwb.sims.speed_scaling.run")  # the module (the package exports run())
+    cfg = dataclasses.replace(PRESETS["quick"], n_jobs=16, window=6, substeps=sub, alpha=alpha, bkp_check_jobs=8)
+    dt, n_slots = 1.0 / sub, (cfg.n_jobs + cfg.window) * sub
+    k_inst, k_adv = jax.random.split(jax.random.key(seed))
+    r, d, w = ss.las_instance(cfg.n_jobs, cfg.window, step=cfg.walk_step, key=k_inst)
+    s_opt = _exact_prediction(r, d, w, n_slots, dt)
+    adv = sim_run._adversarial_predictions(k_adv, s_opt, cfg)
+    assert set(adv) == set(ADVERSARIAL)
+    kappa = ss.sp_kappa(eps, alpha)
+    bound = kappa**alpha * float(ss.energy(ss.avr_profile(r, d, w), alpha))
+    for name, s_hat in adv.items():
+        both, env = ss.speed_prediction_schedules(r, d, w, s_hat, alpha=alpha, kappa=kappa, dt=dt)
+        for mode, sched in both.items():
+            assert bool(sched.feasible), (name, mode)
+            assert bool(jnp.all(sched.profile.speed <= env * (1 + 1e-5) + 1e-6)), (name, mode)
+            assert float(ss.energy(sched.profile, alpha)) <= bound * (1 + 1e-4), (name, mode)
+
+
 def _sp_consistency(seed, n, horizon, windows, sub, eps, alpha):
     r, d, w = ss.random_instance(n, horizon, *windows, 10.0, key=jax.random.key(seed))
     dt, n_slots = 1.0 / sub, horizon * sub
