@@ -33,7 +33,13 @@ class Config:
     kv_dof: int = 3
     kv_samples: int = 128
     kv_seeds: int = 5  # independent KV matrices (and packing keys) for the InQuant claim
-    fresh_factor: int = 2  # the worst vector is re-measured with fresh_factor * n_signs new sign draws
+    fresh_factor: int = 2  # the worst vector is re-measured with at least fresh_factor * n_signs new sign draws
+    # Power of the re-measurement (fresh_draws): at b = 8 one draw's MSE / bound has sd 0.27 for a flat unit vector
+    # at d = 64 (0.17 under a dense Haar rotation), with rare draws 15x the mean (20000 draws); 0.09 at d = 1024,
+    # 0.04 at d = 8192: the d coordinates of a draw average. The b = 8 claims need the whole 95% CI within ~0.02
+    # of the mean at every seed, so the re-measurement takes fresh_coordinates / d draws (2048 at d = 64: CI
+    # +-0.012, +-0.02 with one draw 15x the mean) and at least fresh_factor * n_signs.
+    fresh_coordinates: int = 131072
 
     def __post_init__(self):
         for f in (
@@ -52,6 +58,7 @@ class Config:
             "kv_samples",
             "kv_seeds",
             "fresh_factor",
+            "fresh_coordinates",
         ):
             val = getattr(self, f)
             if not isinstance(val, int) or val < 1:
@@ -84,6 +91,11 @@ class Config:
         if not (math.isfinite(self.kv_outlier_scale) and self.kv_outlier_scale > 0):
             raise ValueError(f"Config.kv_outlier_scale must be finite and > 0, got {self.kv_outlier_scale}")
 
+    def fresh_draws(self, d: int) -> int:
+        """Sign draws (and, at dense_d, Haar rotations) of the worst vector's re-measurement at dimension d: the
+        power calculation of ``fresh_coordinates``."""
+        return max(self.fresh_factor * self.n_signs, -(-self.fresh_coordinates // int(d)))
+
 
 # arrays ``run`` returns that no claim decides on, and why (``jaxwb.sims.core.coverage``)
 DISPLAY_ONLY = (
@@ -111,7 +123,7 @@ PRESETS = {
     "quick": Config(
         dims=(64,),
         vectors_per_family=1,
-        n_signs=16,
+        n_signs=48,  # e_1's closed form: one draw's MSE has sd 5.6% (the dither), the CI must be < 3% at every seed
         n_dither=4,
         dense_d=64,
         dense_rotations=24,

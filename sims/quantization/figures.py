@@ -49,7 +49,7 @@ def plot_mse_vs_bits(results: dict, cfg: Config):
         color="k",
         ms=4,
         capsize=3,
-        label=f"worst vector re-measured ({cfg.fresh_factor * cfg.n_signs} fresh draws, 95% CI)",
+        label=f"worst vector re-measured ({'/'.join(str(cfg.fresh_draws(d)) for d in cfg.dims)} fresh draws, 95% CI)",
     )
     ax2.axhline(1.0, **style.prediction(), label="paper: ratio -> 1 as b grows")
     ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
@@ -132,11 +132,12 @@ def plot_inquant(results: dict, cfg: Config):
     )
     ax.legend(fontsize=8)
     names = list(iq["mse"])
+    payload = int(iq["input_bytes_per_seed"][0]) / int(iq["payload_bytes_per_seed"][0])
     ax2.bar(names, [float(iq["mse"][n]) for n in names], color=["tab:blue", "tab:orange", "tab:green"])
     ax2.set(
         yscale="log",
         ylabel="MSE",
-        title=f"InQuant payload {float(iq['payload_ratio']):.1f}x (with scales {float(iq['total_ratio']):.2f}x)",
+        title=f"InQuant payload {payload:.1f}x (with scales {float(iq['total_ratio']):.2f}x)",
     )
     ax2.tick_params(axis="x", labelsize=8)
     return fig

@@ -6,6 +6,26 @@ import math
 
 from jaxwb.sims.core.audit import Mutant
 
+
+def _sign4_off_by_one(f):
+    """InQuant's unpack sign-extends a negative 4-bit code as nib - 15 instead of nib - 16."""
+    import jax.numpy as jnp
+
+    return lambda nib: jnp.where(nib.astype(jnp.int32) >= 8, nib.astype(jnp.int32) - 15, nib.astype(jnp.int32))
+
+
+def _float16_rounding_dropped(f):
+    """reduce_precision to float16 (5 exponent, 10 mantissa bits) a no-op: InQuant computes its codes with the
+    unrounded scales but stores the float16 ones (the excess-precision rewrite inquant.py's comment describes)."""
+
+    def reduce_precision(x, exponent_bits, mantissa_bits):
+        if (exponent_bits, mantissa_bits) == (5, 10):
+            return x
+        return f(x, exponent_bits=exponent_bits, mantissa_bits=mantissa_bits)
+
+    return reduce_precision
+
+
 MUTANTS = [
     Mutant(
         "dither_dropped_in_encoder",
@@ -30,5 +50,17 @@ MUTANTS = [
         "jaxwb.pallas_kernels.quant.inquant:select_outliers_and_donors",
         lambda f: lambda saliency, n_outliers: f(-saliency, n_outliers),
         "InQuant promotes the least salient channels to 8 bits",
+    ),
+    Mutant(
+        "inquant_sign_extension_off_by_one",
+        "jaxwb.pallas_kernels.quant.inquant:_sign4",
+        _sign4_off_by_one,
+        "InQuant's unpack reads a negative 4-bit code c as c + 1 (nib - 15 for nibbles >= 8)",
+    ),
+    Mutant(
+        "inquant_codes_from_unrounded_scale",
+        "jax.lax:reduce_precision",
+        _float16_rounding_dropped,
+        "InQuant's codes are computed with the float32 scale while the float16-rounded scale is stored",
     ),
 ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
 
 import jax
@@ -231,8 +232,8 @@ def mse_vs_bits(cfg: Config, k_vec: jax.Array, k_mse: jax.Array) -> tuple[dict, 
     nb = len(cfg.bits)
     per_d = {}
     bound_np = np.asarray(dq.mse_bound(np.asarray(cfg.bits)))
-    fresh_fn = partial(_row_mse, n_signs=cfg.fresh_factor * cfg.n_signs, n_dither=cfg.n_dither)
     for d, kd in zip(cfg.dims, jax.random.split(k_mse, len(cfg.dims)), strict=True):
+        fresh_fn = partial(_row_mse, n_signs=cfg.fresh_draws(d), n_dither=cfg.n_dither)
         xs, names = unit_vectors(jax.random.fold_in(k_vec, d), d, cfg.vectors_per_family)
         fn = partial(_row_mse, n_signs=cfg.n_signs, n_dither=cfg.n_dither)
         m, se = sweep(fn, _vector_bits_grid(xs, cfg.bits, kd), chunk_size=cfg.chunk)
@@ -254,7 +255,7 @@ def dense_comparison(cfg: Config, k_vec: jax.Array, k_dense: jax.Array, per_d: d
     afresh on the vector worst under the RHT ("dense_fresh")."""
     nb = len(cfg.bits)
     bound_np = np.asarray(dq.mse_bound(np.asarray(cfg.bits)))
-    fresh_fn = partial(_row_mse, n_signs=cfg.fresh_factor * cfg.n_signs, n_dither=cfg.n_dither)
+    fresh_fn = partial(_row_mse, n_signs=cfg.fresh_draws(cfg.dense_d), n_dither=cfg.n_dither)
     out = {}
     xs, _ = unit_vectors(jax.random.fold_in(k_vec, cfg.dense_d), cfg.dense_d, cfg.vectors_per_family)
     rots = haar_rotations(jax.random.fold_in(k_dense, 1), cfg.dense_rotations, cfg.dense_d)
@@ -276,7 +277,7 @@ def dense_comparison(cfg: Config, k_vec: jax.Array, k_dense: jax.Array, per_d: d
         "bits": jnp.asarray(cfg.bits, jnp.int32),
         "key": jax.random.split(jax.random.fold_in(k_dense, 8), nb),
     }
-    rots2 = haar_rotations(jax.random.fold_in(k_dense, 2), cfg.fresh_factor * cfg.dense_rotations, cfg.dense_d)
+    rots2 = haar_rotations(jax.random.fold_in(k_dense, 2), cfg.fresh_draws(cfg.dense_d), cfg.dense_d)
     fd, fdse = sweep(partial(_row_dense, rotations=rots2, n_dither=cfg.n_dither), rows, chunk_size=cfg.chunk)
     fr, frse = sweep(
         fresh_fn, {**rows, "key": jax.random.split(jax.random.fold_in(k_dense, 9), nb)}, chunk_size=cfg.chunk
@@ -295,23 +296,64 @@ def dense_comparison(cfg: Config, k_vec: jax.Array, k_dense: jax.Array, per_d: d
 def bennett_ratio(kvf, recon, q) -> float:
     """Measured / predicted squared error of InQuant's 8-bit outlier channels: uniform rounding error Delta^2/12
     (Bennett 1948) with Delta = the token's stored s8, except the token's largest outlier entry, which sits on
-    the grid (code +-127). kvf, recon (T, C) float32; the prediction uses q's scales and outlier indices only."""
+    the grid (code +-127). Per token (each token's squared error over its own (k - 1) Delta^2/12, then the mean
+    over tokens: every token weighs the same, so the few tokens with a huge Student-t outlier do not decide it).
+    kvf, recon (T, C) float32; the prediction uses q's scales and outlier indices only."""
     o = np.asarray(q.outliers)
     s8 = np.asarray(q.scales).astype(np.float64)[..., 1]  # (T,)
     xo = np.asarray(kvf, np.float64)[..., o]
-    err2 = np.sum((np.asarray(recon, np.float64)[..., o] - xo) ** 2)
-    return float(err2 / np.sum(s8**2 / 12.0 * (o.size - 1)))
+    err2 = np.sum((np.asarray(recon, np.float64)[..., o] - xo) ** 2, axis=-1)  # (T,)
+    return float(np.mean(err2 / (s8**2 / 12.0 * (o.size - 1))))
+
+
+def decode_from_bytes(q, payload: bytes, tokens: int):
+    """``inquant_unpack`` of the packed payload read back from its serialized ``payload`` as the format lays it
+    out (uint8, C/2 bytes per token, two 4-bit slots per byte); None when the byte count does not fit that
+    layout."""
+    if len(payload) != tokens * q.channels // 2:
+        return None
+    packed = jnp.asarray(np.frombuffer(payload, np.uint8).reshape(tokens, q.channels // 2))
+    return inquant_unpack(dataclasses.replace(q, packed=packed))
+
+
+def half_step_ratio(kvf, recon, q) -> float:
+    """Largest |x_hat - x| / (Delta / 2) over every token and every non-donor channel, Delta recomputed in float64
+    from x and the descriptor's channel roles (not the stored scales): max |x| / 7 over the token's ordinary
+    channels, max |x| / 127 over its outlier channels. Round-to-nearest on the grid of the stored float16 scale
+    gives <= (1 + 2^-11)(1 + 2^-20) (the scale's float16 rounding, float32 division; the clipped largest entry is
+    off by <= 7 or 127 x 2^-11 steps). inf when there is no reconstruction."""
+    if recon is None:
+        return float("inf")
+    x = np.asarray(kvf, np.float64)
+    err = np.abs(np.asarray(recon, np.float64) - x)
+    c = x.shape[-1]
+    out_c = np.zeros(c, bool)
+    out_c[np.asarray(q.outliers)] = True
+    don_c = np.zeros(c, bool)
+    don_c[np.asarray(q.donors)] = True
+    ordinary = ~(out_c | don_c)
+    ratios = []
+    for cols, levels in ((ordinary, 7.0), (out_c, 127.0)):
+        delta = np.max(np.abs(x[..., cols]), axis=-1, keepdims=True) / levels
+        e = err[..., cols]
+        ratios.append(np.max(np.where(delta > 0, e / np.where(delta > 0, delta / 2, 1.0), np.where(e > 0, np.inf, 0))))
+    return float(max(ratios))
 
 
 def inquant_kv(cfg: Config, k_kv: jax.Array, k_pack: jax.Array) -> dict:
     """InQuant on heavy-tailed KV: kv_seeds independent matrices and packing keys (seed 0 is plotted)."""
-    ratios, recovered, bennett = [], [], []
+    ratios, recovered, bennett, half_step, payload_bytes, input_bytes = [], [], [], [], [], []
     for j in range(cfg.kv_seeds):
         kv = synthetic_kv(jax.random.fold_in(k_kv, j), cfg)
         kvf = kv.astype(jnp.float32)
         q = inquant_pack(
             kv, key=jax.random.fold_in(k_pack, j), n_outliers=len(cfg.kv_outliers), n_samples=cfg.kv_samples
         )
+        payload = np.asarray(q.packed).tobytes()  # the payload as stored
+        from_bytes = decode_from_bytes(q, payload, cfg.kv_tokens)
+        half_step.append(half_step_ratio(kvf, from_bytes, q))
+        payload_bytes.append(len(payload))
+        input_bytes.append(len(np.asarray(kv).tobytes()))  # the 16-bit input
         recon = {
             "InQuant (4.0x)": inquant_unpack(q),
             "plain 4-bit": absmax_roundtrip(kvf, 7),
@@ -328,13 +370,15 @@ def inquant_kv(cfg: Config, k_kv: jax.Array, k_pack: jax.Array) -> dict:
                 "mse": mse,
                 "outliers": q.outliers,
                 "donors": q.donors,
-                "payload_ratio": jnp.asarray(sizes["payload_ratio"]),
                 "total_ratio": jnp.asarray(sizes["total_ratio"]),
                 "true_outliers": jnp.asarray(cfg.kv_outliers),
             }
     out["ratio_per_seed"] = jnp.stack(ratios)
     out["recovered_per_seed"] = np.asarray(recovered)  # fraction of the planted outlier channels selected
     out["outlier_bennett_per_seed"] = np.asarray(bennett)
+    out["half_step_per_seed"] = np.asarray(half_step)  # largest error / half a step, decoded from the payload bytes
+    out["payload_bytes_per_seed"] = np.asarray(payload_bytes)
+    out["input_bytes_per_seed"] = np.asarray(input_bytes)
     return out
 
 
