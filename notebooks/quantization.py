@@ -57,7 +57,13 @@ from jaxwb.pallas_kernels.quant.rht import rht_dequantize, rht_quantize
 from jaxwb.sims import quantization as sim
 from jaxwb.sims.core import notebook, style
 from jaxwb.sims.quantization.config import FAMILIES
-from jaxwb.sims.quantization.run import absmax_roundtrip, student_t, unit_vectors
+from jaxwb.sims.quantization.run import (
+    absmax_roundtrip,
+    decode_from_bytes,
+    half_step_ratio,
+    student_t,
+    unit_vectors,
+)
 from jaxwb.theory import dithered_quant as dq
 from jaxwb.theory.quantization import fp4_formats
 
@@ -138,13 +144,16 @@ def explore(bits=4, log2_d=10, family="gaussian", scaling="turbo", draws=16):
 
 def explore_inquant(n_outliers=4, outlier_scale=25.0):
     kv = student_t(jax.random.key(1), 3, (512, 128)) * jnp.ones(128).at[jnp.array([3, 4, 5, 40, 97])].set(outlier_scale)
-    q = inquant_pack(kv.astype(jnp.bfloat16), key=jax.random.key(2), n_outliers=n_outliers)
+    kv16 = kv.astype(jnp.bfloat16)
+    q = inquant_pack(kv16, key=jax.random.key(2), n_outliers=n_outliers)
+    payload = np.asarray(q.packed).tobytes()  # the payload as stored, decoded back below
+    half = half_step_ratio(kv16.astype(jnp.float32), decode_from_bytes(q, payload, kv16.shape[0]), q)
     err = float(jnp.mean((inquant_unpack(q) - kv) ** 2))
     e4 = float(jnp.mean((absmax_roundtrip(kv, 7) - kv) ** 2))
     print(
-        f"outliers {np.asarray(q.outliers)}, donors {np.asarray(q.donors)}, "
-        f"payload {q.nbytes()['payload_ratio']}x; "
-        f"MSE InQuant {err:.4f} vs plain 4-bit {e4:.4f}"
+        f"outliers {np.asarray(q.outliers)}, donors {np.asarray(q.donors)}; "
+        f"payload {np.asarray(kv16).nbytes / len(payload):.1f}x fewer bytes than 16-bit, read back from them: largest "
+        f"error {half:.4f} x half a step (<= 1 + 2^-10); MSE InQuant {err:.4f} vs plain 4-bit {e4:.4f}"
     )
 
 

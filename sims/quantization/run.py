@@ -334,6 +334,8 @@ def half_step_ratio(kvf, recon, q) -> float:
     ordinary = ~(out_c | don_c)
     ratios = []
     for cols, levels in ((ordinary, 7.0), (out_c, 127.0)):
+        if not cols.any():
+            continue
         delta = np.max(np.abs(x[..., cols]), axis=-1, keepdims=True) / levels
         e = err[..., cols]
         ratios.append(np.max(np.where(delta > 0, e / np.where(delta > 0, delta / 2, 1.0), np.where(e > 0, np.inf, 0))))
