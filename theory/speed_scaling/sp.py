@@ -21,9 +21,11 @@ is well defined and s(t) <= kappa AVR(t) in every slot, whatever s_hat is. Hence
     E(SP) <= kappa^alpha E(AVR) <= kappa^alpha 2^(alpha - 1) alpha^alpha OPT =: C(alpha, kappa)
 
 (AVR is 2^(alpha-1) alpha^alpha-competitive, Yao-Demers-Shenker; on a grid whose slots contain the release and
-deadline times the grid AVR is the exact AVR). The instance form kappa^alpha E(AVR) (``return_envelope``:
-envelope = kappa AVR) is what the claims test. alpha = 3: C = 108 kappa^3, kappa = 30 (eps = 0.1) gives
-2.9e6, kappa = 1.5 (eps = 2) gives 365.
+deadline times the grid AVR is the exact AVR). Both hold by the clip whatever the prediction logic does, so the
+instance form kappa^alpha E(AVR) (``return_envelope``: envelope = kappa AVR) and C are unit tests
+(``tests/theory/test_speed_scaling.py``); the sim claims what the clip does: where it binds (exactly where the
+followed speed exceeds kappa AVR(t)) and what pure following costs without it. alpha = 3: C = 108 kappa^3,
+kappa = 30 (eps = 0.1) gives 2.9e6, kappa = 1.5 (eps = 2) gives 365.
 
 Consistency (s_hat = OPT's speed). Pure following (``robust=False``: s = follow) costs exactly OPT on every
 instance: OPT runs each job at a speed <= OPT(t) for every t of its window (a job whose critical interval was
