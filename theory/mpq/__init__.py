@@ -9,9 +9,12 @@ Submodules (re-exported here):
              of H^-1; Frantar et al. 2023, Alg. 1), LDLQ (H = U D U^T; Chee et al. 2023, QuIP), exact block
              coordinate descent, exact enumeration for tiny problems
   message_passing  VAMP (Rangan, Schniter, Fletcher 2019, Alg. 1) for the posterior
-             p(q | w) ~ exp(-beta/2 (w - q)^T H (w - q)) prod_j 1[q_j in C_j], damped and Onsager-corrected, its
-             state evolution for rotationally invariant H (their Thm. 1), and MPQ = VAMP marginals -> MAP
-             initialisation -> exact block coordinate descent
+             p(q | w) ~ exp(-beta/2 (w - q)^T H (w - q)) prod_j 1[q_j in C_j], Onsager-corrected, damped and
+             annealed, with one precision per stage ("scalar", their algorithm; its state evolution for
+             rotationally invariant H, their Thm. 1) or per coordinate ("diagonal": exact to first order in beta
+             for any H), and MPQ = VAMP marginals -> MAP, the better of it and GPTQ's solution per row as the
+             hard-decision initialisation -> exact block coordinate descent
+  incoherence  random Hadamard rotations on both sides of a layer (QuIP / QuIP#): W -> U W V^T, H -> V H V^T
 
 Every public function checks its inputs and raises ``ValueError`` (``TypeError`` for a ``book`` that is not a
 :class:`Codebook`) whose message starts with the parameter's name: NaN/inf, shapes and ranks, codes outside the
@@ -23,7 +26,7 @@ on it); inputs inside the ordinary range give the same floats as without the che
 
 from __future__ import annotations
 
-from jaxwb.theory.mpq import codebooks
+from jaxwb.theory.mpq import codebooks, incoherence
 from jaxwb.theory.mpq.codebooks import (
     Codebook,
     fp4_codebook,
@@ -31,10 +34,12 @@ from jaxwb.theory.mpq.codebooks import (
     nearest,
     values,
 )
+from jaxwb.theory.mpq.incoherence import coherent, hadamard, incoherent, rht
 from jaxwb.theory.mpq.message_passing import (
     exact_marginals,
     marginals_from_energies,
     mpq,
+    mpq_start,
     planted_problem,
     state_evolution,
     vamp,
@@ -61,19 +66,25 @@ __all__ = [
     "bcd",
     "codebooks",
     "codeword_energies",
+    "coherent",
     "damp",
     "exact_marginals",
     "exact_minimum",
     "fp4_codebook",
     "gptq",
+    "hadamard",
+    "incoherence",
+    "incoherent",
     "int_codebook",
     "ldlq",
     "marginals_from_energies",
     "mpq",
+    "mpq_start",
     "nearest",
     "objective",
     "planted_problem",
     "proxy_hessian",
+    "rht",
     "rtn",
     "state_evolution",
     "udu",

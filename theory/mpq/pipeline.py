@@ -12,7 +12,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory.mpq import _checks as c
 from jaxwb.theory.mpq.codebooks import Codebook, fp4_codebook, int_codebook
-from jaxwb.theory.mpq.message_passing import _check_rho, mpq
+from jaxwb.theory.mpq.message_passing import ANNEAL, BETA, ITERS, RHO, _mpq_options, mpq
 from jaxwb.theory.mpq.solvers import gptq, ldlq, rtn
 
 METHODS = ("rtn", "gptq", "ldlq", "mpq")
@@ -40,25 +40,27 @@ def quantize_layer(
     *,
     bits: int = 4,
     group: int = 32,
-    beta: float = 4.0,
-    iters: int = 30,
-    rho: float = 0.5,
+    beta: float = BETA,
+    iters: int = ITERS,
+    rho: float = RHO,
+    anneal: float = ANNEAL,
+    precision: str = "diagonal",
+    start: str = "best",
     block: int = 1,
 ) -> tuple[Int[Array, "m d"], Codebook]:
     """Codes of ``w`` by ``method`` on the damped proxy Hessian ``h`` (unused by "rtn", may be None) and the
-    codebook they index. MPQ's ``beta`` (relative), ``iters``, ``rho`` and ``block`` as in
-    :func:`jaxwb.theory.mpq.message_passing.mpq`.
+    codebook they index. MPQ's ``beta`` (relative), ``iters``, ``rho``, ``anneal``, ``precision``, ``start`` and
+    ``block`` as in :func:`jaxwb.theory.mpq.message_passing.mpq`, with its defaults (diagonal VAMP annealed from
+    beta/100 to beta = 1024 over 30 iterations, rho 0.5, start "best").
 
     Checked: ``method`` one of :data:`METHODS`; ``w``, ``fmt``, ``bits``, ``group`` as :func:`make_codebook`;
     ``h`` required by every method but "rtn" and then symmetric positive definite (d, d) (for "rtn" it may be
     None, else it must be a finite (d, d) array); ``beta`` finite and > 0, ``iters`` and ``block`` positive
-    integers, ``rho`` in (0, 1], whichever the method (MPQ's options are checked for every method, so that a
-    wrong value is never silently ignored)."""
+    integers, ``rho`` and ``anneal`` in (0, 1], ``precision`` and ``start`` one of their names, whichever the
+    method (MPQ's options are checked for every method, so that a wrong value is never silently ignored)."""
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    c.positive_scalar("beta", beta)
-    c.int_option("iters", iters)
-    _check_rho(rho)
+    _mpq_options(beta, iters, rho, anneal, precision, start)
     c.int_option("block", block)
     book = make_codebook(w, fmt, bits=bits, group=group)
     if method == "rtn":
@@ -71,4 +73,7 @@ def quantize_layer(
         return gptq(w, h, book), book
     if method == "ldlq":
         return ldlq(w, h, book), book
-    return mpq(w, h, book, beta=beta, iters=iters, rho=rho, block=block), book
+    return (
+        mpq(w, h, book, beta=beta, iters=iters, rho=rho, anneal=anneal, precision=precision, start=start, block=block),
+        book,
+    )
