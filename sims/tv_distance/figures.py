@@ -295,7 +295,7 @@ def plot_coverage(results: dict, cfg: Config):
         [("rb", "logit RB")]
         + [(f"noisy_r{r}", f"noisy r={r}") for r in cfg.noisy_r]
         + [
-            (f"sample_s{s_}", f"sample s={s_}" + ("" if s_ >= INTERVAL_MIN_S else " (not claimed)"))
+            (f"sample_s{s_}", f"sample s={s_}" + ("" if s_ >= INTERVAL_MIN_S else "\n(not claimed)"))
             for s_ in cfg.sample_s
         ]
     )
@@ -323,7 +323,7 @@ def plot_coverage(results: dict, cfg: Config):
                 label="1.96 stderr only (centred on a biased mean)" if j == 1 else None,
             )
     ax3.axhline(0.95, **style.prediction(), label="stated level 0.95")
-    ax3.set_xticks(range(len(names)), [lab for _, lab in names], rotation=20)
+    ax3.set_xticks(range(len(names)), [lab for _, lab in names], rotation=30, fontsize=8)
     ax3.set(
         ylim=(0, 1.05),
         ylabel="fraction of intervals covering the exact TV",
