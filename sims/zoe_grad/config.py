@@ -89,12 +89,16 @@ class Config:
     qat_steps: int = 80
     qat_lr: float = 1e-3
     qat_batch: int = 16
-    qat_seeds: int = 5
+    qat_seeds: int = 40  # paired seeds (data orders) per arm: the STE bound's power, see qat_ste_bound
     eval_windows: int = 64
-    # claim "continuous surrogate beats STE" (expected to fail: not reproduced at 80 steps). False at the quick
-    # size: after 10 steps the surrogates' perplexities differ from STE's by < 0.01 with intervals across 0 on
-    # the committed key (an undecided comparison is not a claim; docs/papers/zoe_grad.md)
-    qat_vs_ste: bool = True
+    # The paper's "continuous surrogates beat STE" is not resolved on the tiny LM: what the paired seeds support is
+    # claimed instead, per continuous law, |ppl_STE - ppl_law| < qat_ste_bound (the whole 95% interval inside).
+    # Power (measured: 40 seeds x 80 steps on two keys): the per-seed differences have sd 0.22-0.25 perplexity and
+    # means -0.05 .. +0.07 (5 seeds: -0.14 +- 0.21 .. +0.07 +- 0.33, an ordering across 0 either way). With 40
+    # seeds the interval's half-width is 0.07-0.08 and the mean moves by 0.04 between keys: |mean| + half-width
+    # reaches 0.3 at < 1e-4 of keys (simulated with sd 0.25, mean 0.05; 20 seeds: 1%). The bound is a fifth of
+    # QAT's gain over float fine-tuning + PTQ (1.6).
+    qat_ste_bound: float = 0.3
 
     def __post_init__(self):
         for name in (
@@ -128,9 +132,12 @@ class Config:
                 raise ValueError(
                     f"{name} must be >= 5 (claims decide on an interval over seeds), got {getattr(self, name)}"
                 )
-        for name in ("qat", "qat_vs_ste"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name} must be a bool, got {getattr(self, name)!r}")
+        if not isinstance(self.qat, bool):
+            raise ValueError(f"qat must be a bool, got {self.qat!r}")
+        if not (isinstance(self.qat_ste_bound, (int, float)) and math.isfinite(self.qat_ste_bound)):
+            raise ValueError(f"qat_ste_bound must be a finite number > 0, got {self.qat_ste_bound!r}")
+        if self.qat_ste_bound <= 0:
+            raise ValueError(f"qat_ste_bound must be a finite number > 0, got {self.qat_ste_bound!r}")
         if self.qat_seeds < 5:
             raise ValueError(f"qat_seeds must be >= 5 (orderings decided on paired intervals), got {self.qat_seeds}")
         if len(self.sweep_sigmas) < 3 or not all(
@@ -180,7 +187,11 @@ PRESETS = {
         toy_steps=150,
         pretrain_steps=200,
         qat_steps=10,
-        qat_vs_ste=False,
+        # after 10 steps the arms differ from STE by a per-seed sd of 0.013 (Gaussian, logistic) and 0.033
+        # (triangular), means within +-0.005 (40 seeds, two keys): with 5 seeds |mean| + half-width reaches 0.12 at
+        # 3e-4 of keys (simulated, triangular); one bound for the three laws, set by the triangular law's spread
+        qat_seeds=5,
+        qat_ste_bound=0.12,
         sweep_sigmas=(0.08, 0.15, 0.2887, 0.5, 1.0),
     ),
 }
