@@ -58,16 +58,18 @@ nb.show()
 # %% [markdown]
 # ## Explore: one random layer
 # A layer of 16 rows x 64 inputs with correlated calibration inputs. Sliders: the bit width, the group size of the
-# INT grid, and MPQ's relative inverse temperature $\beta$. The bars give each solver's mean layer objective
-# $(w-q)^\top H (w-q)$ relative to RTN.
+# INT grid, MPQ's relative inverse temperature $\beta$ (reached by annealing from $\beta/100$) and VAMP's precisions
+# (one per coordinate, the default, or one per stage as printed by Rangan et al.). The bars give each solver's mean
+# layer objective $(w-q)^\top H (w-q)$ relative to RTN; "MPQ (MAP start)" starts coordinate descent from VAMP's MAP
+# alone, "MPQ" from the better of it and GPTQ's solution per row (the library's default).
 
 
 # %%
-def explore(bits=3, group=32, beta=16.0):
+def explore(bits=3, group=32, beta=1024.0, precision="diagonal"):
     k1, k2, k3 = jax.random.split(jax.random.key(0), 3)
     d = 64
     mix = np.eye(d) + 0.7 * np.asarray(jax.random.normal(k2, (d, d))) / np.sqrt(d)
-    x = np.asarray(jax.random.normal(k1, (256, d))) @ mix
+    x = np.asarray(jax.random.normal(k1, (256, d))) @ mix * np.exp(0.5 * np.asarray(jax.random.normal(k2, (d,))))
     w = jax.random.normal(k3, (16, d))
     h = M.proxy_hessian(x)
     book = M.int_codebook(w, bits=int(bits), group=int(group))
@@ -75,12 +77,15 @@ def explore(bits=3, group=32, beta=16.0):
         "RTN": M.rtn(w, book),
         "GPTQ": M.gptq(w, h, book),
         "GPTQ+BCD": M.bcd(w, h, book, M.gptq(w, h, book)),
-        "MPQ": M.mpq(w, h, book, beta=float(beta)),
+        "MPQ (MAP start)": M.mpq(w, h, book, beta=float(beta), precision=precision, start="map"),
+        "MPQ": M.mpq(w, h, book, beta=float(beta), precision=precision),
     }
     obj = {k: float(M.objective(w, M.values(c, book.grid), h).mean()) for k, c in codes.items()}
     fig, ax = plt.subplots(figsize=(6, 3.2))
-    ax.bar(list(obj), [v / obj["RTN"] for v in obj.values()], color=["0.6", "tab:blue", "tab:green", "tab:red"])
-    ax.set(ylabel="objective / RTN's", title=f"INT-{int(bits)}, groups of {int(group)}, MPQ beta = {beta:g}")
+    colors = ["0.6", "tab:blue", "tab:purple", "tab:orange", "tab:red"]
+    ax.bar(list(obj), [v / obj["RTN"] for v in obj.values()], color=colors)
+    title = f"INT-{int(bits)}, groups of {int(group)}, MPQ beta = {beta:g} ({precision})"
+    ax.set(ylabel="objective / RTN's", title=title)
     plt.show()
     print("  ".join(f"{k}: {v:.4g}" for k, v in obj.items()))
 
@@ -89,7 +94,8 @@ notebook.interact(
     explore,
     bits=widgets.IntSlider(value=3, min=2, max=4),
     group=widgets.Dropdown(options=[8, 16, 32, 64], value=32),
-    beta=widgets.FloatLogSlider(value=16.0, base=2, min=0, max=7),
+    beta=widgets.FloatLogSlider(value=1024.0, base=2, min=0, max=12),
+    precision=widgets.Dropdown(options=["diagonal", "scalar"], value="diagonal"),
 )
 
 # %% [markdown]

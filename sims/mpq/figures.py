@@ -8,6 +8,8 @@ from jaxwb.sims.core import style
 from jaxwb.sims.core.claims import bootstrap_ci, mean_ci
 from jaxwb.sims.mpq.config import COLORS, METHODS, Config
 
+LABELS = {"rtn": "RTN", "gptq": "GPTQ", "gptq_bcd": "GPTQ+BCD", "mpq": "MPQ"}
+
 
 def plot(results: dict, cfg: Config) -> dict:
     """methods.png (the tiny LM: only with ``cfg.with_lm``) and state_evolution.png."""
@@ -37,8 +39,9 @@ def methods_figure(results: dict, cfg: Config):
             mu, h, _ = bootstrap_ci(np.asarray(lm["ppl"][t][m]) - np.asarray(lm["fp_ppl"]))
             pp.append(mu)
             pp_h.append(h if np.isfinite(h) else 0.0)
-        ax.bar(x + (j - 1) * width, rel, width, yerr=rel_h, capsize=3, color=COLORS[m], label=m.upper())
-        ax2.bar(x + (j - 1) * width, pp, width, yerr=pp_h, capsize=3, color=COLORS[m], label=m.upper())
+        at = x + (j - (len(METHODS) - 1) / 2) * width
+        ax.bar(at, rel, width, yerr=rel_h, capsize=3, color=COLORS[m], label=LABELS[m])
+        ax2.bar(at, pp, width, yerr=pp_h, capsize=3, color=COLORS[m], label=LABELS[m])
     fp = float(np.mean(np.asarray(lm["fp_ppl"])))
     ax2.axhline(0.0, color="k", linestyle="--", label=f"float32 (mean ppl {fp:.3f})")
     for a in (ax, ax2):
@@ -58,11 +61,12 @@ def methods_figure(results: dict, cfg: Config):
 
 def state_evolution_figure(results: dict, cfg: Config):
     """Measured per-iteration MSE of VAMP (mean and 95% CI over draws) beside its state evolution; tiny problems:
-    every solver's objective over the exact minimum."""
+    every solver's objective over the exact minimum, and VAMP's marginal error against the exact posterior by
+    beta (scalar and diagonal precisions, equal and unequal diagonal of H)."""
     se = results["se"]
     mse, pred = np.asarray(se["mse"]), np.asarray(se["se"])
     it = np.arange(1, mse.shape[1] + 1)
-    fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
+    fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(19, 4.8))
     ci = [mean_ci(mse[:, i]) for i in range(mse.shape[1])]
     ax.errorbar(it, [c[0] for c in ci], yerr=[c[1] for c in ci], fmt="o", color="tab:red", capsize=3,
                 label=f"VAMP measured ({cfg.se_draws} draws, d={cfg.se_d})")  # fmt: skip
@@ -79,4 +83,17 @@ def state_evolution_figure(results: dict, cfg: Config):
     ax2.set(ylabel="objective / exact minimum", yscale="log",
             title=f"Tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, {cfg.tiny_problems} rows)")  # fmt: skip
     ax2.legend()
+    curves = (
+        ("diagonal VAMP, unequal diagonal", "diag_err", "diag_dist", cfg.diag_betas, "tab:red"),
+        ("scalar VAMP, unequal diagonal", "scalar_unequal_err", "diag_dist", cfg.diag_betas, "tab:gray"),
+        ("scalar VAMP, unit diagonal", "marg_err", "marg_dist", cfg.marg_betas, "tab:blue"),
+    )
+    for label, err, dist, betas, color in curves:
+        ratio = np.asarray(t[err]) / np.asarray(t[dist])
+        ci = [mean_ci(ratio[:, i]) for i in range(ratio.shape[1])]
+        ax3.errorbar(betas, [c[0] for c in ci], yerr=[c[1] for c in ci], fmt="o-", color=color, capsize=3, label=label)
+    ax3.set(xscale="log", yscale="log", xlabel="beta (absolute; H with unit mean diagonal)",
+            ylabel="max |p_VAMP - p_exact| / max |p_exact - prior|",
+            title=f"VAMP marginals vs enumeration ({cfg.tiny_problems} rows, 95% CI)")  # fmt: skip
+    ax3.legend(fontsize=8)
     return fig

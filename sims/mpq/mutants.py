@@ -22,12 +22,45 @@ def _scale_after_solve(f):
     return mutated
 
 
+def _diagonal_averaged(f):
+    """Diagonal VAMP's LMMSE precisions replaced by one per row, 1 / mean_j C_jj (the scalar form's, with its
+    first-order error on an unequal diagonal)."""
+
+    def mutated(cov):
+        eta = f(cov)
+        return jnp.broadcast_to(1.0 / jnp.mean(1.0 / eta, axis=-1, keepdims=True), eta.shape)
+
+    return mutated
+
+
+def _start_from_gptq(f):
+    """MPQ's start is GPTQ's codes on every row (the VAMP MAP never used: MPQ = GPTQ + coordinate descent)."""
+
+    def mutated(*args, **kw):
+        out = f(*args, **kw)
+        return {**out, "codes": out["gptq"]}
+
+    return mutated
+
+
 MUTANTS = [
     Mutant(
         "onsager_dropped",
         "jaxwb.theory.mpq.message_passing:extrinsic",
         lambda f: lambda eta, x, gamma, r: (f(eta, x, gamma, r)[0], x),
         "VAMP passes the posterior mean instead of the Onsager-corrected extrinsic mean",
+    ),
+    Mutant(
+        "diagonal_precisions_averaged",
+        "jaxwb.theory.mpq.message_passing:lmmse_precision",
+        _diagonal_averaged,
+        "diagonal VAMP reads one averaged precision for every coordinate from its LMMSE stage",
+    ),
+    Mutant(
+        "start_from_gptq_only",
+        "jaxwb.theory.mpq.message_passing:_start_run",
+        _start_from_gptq,
+        "MPQ starts coordinate descent from GPTQ's solution on every row, never from VAMP's MAP",
     ),
     Mutant(
         "feedback_one_column_late",
