@@ -1,0 +1,140 @@
+"""distillation: the Config, its presets and the constants (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from jaxwb.theory import validate as v
+
+NAME = "distillation"
+TITLE = (
+    "Reconstruction: consistency distillation of a memorising random-feature diffusion model keeps the fast "
+    "(generalising) Gram directions and drops the slow (memorising) ones; tau_mem ~ n, tau_gen ~ const"
+)
+
+# Arrays of ``run`` that no claim reads, and why (tests/sims/test_claim_coverage.py)
+DISPLAY_ONLY = (
+    "timescales/steps",  # the checkpoint axis of the loss curves (claims read the crossing times and end values)
+    "generation/thetas",  # the sampler's grid (the Euler-product claim recomputes it from the config)
+    "generation/checkpoints",  # the teacher's checkpoint steps (the claims index them through the config)
+    # per-direction retention and lr lam: the figure's scatter; the claims read their weighted class means
+    *(f"generation/{c}/retention/{k}" for c in ("small_n", "large_n", "small_p") for k in ("per_direction", "lr_lam")),
+    # fresh data: the reference level drawn in the figures (small_n's energy distance is claimed: the null)
+    *(f"generation/{c}/fresh/{k}" for c in ("small_n", "large_n", "small_p") for k in ("copy", "nn_median")),
+    "generation/large_n/fresh/energy",  # the same draws as small_n's (whose null is claimed)
+    "generation/small_p/fresh/energy",
+    # the teacher without its memorised directions: claimed for small n (copy), drawn in the plane for all
+    "generation/small_n/teacher_projected/energy",
+    "generation/small_n/teacher_projected/nn_median",
+    "generation/large_n/teacher_projected",
+    "generation/small_p/teacher_projected",
+)
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    d: int = 8  # data dimension (data N(0, I_d))
+    lr_times_p: float = 1.0  # normalised GD learning rate lr = lr_times_p / p (eq. GD of theory.distillation)
+    n_seeds: int = 8  # independent draws of (W, b, training set, noise) of the generative study, batched (vmap)
+    timescale_seeds: int = 12  # the same for the timescale study (its exponents need more seeds)
+    # --- timescales at one diffusion time (Bonnaire et al. section 4)
+    t_fixed: float = 0.3  # diffusion time of the timescale study
+    n_grid: tuple[int, ...] = (8, 16, 32, 64)  # training-set sizes
+    p_grid: tuple[int, ...] = (96, 384)  # numbers of features
+    log10_steps_max: float = 7.0  # loss curves up to 10^this GD steps (the end of training)
+    n_checkpoints: int = 57  # log-spaced checkpoints of the loss curves
+    gen_level: float = 0.1  # tau_gen: test loss within this fraction of its total decrease from L(0) = 1
+    mem_level: float = 0.5  # tau_mem: generalisation gap at this fraction of its value at the end of training
+    iterate_steps: int = 100  # horizon of the iterated-GD reference of the closed form
+    mc_samples: int = 4096  # Monte Carlo draws per seed for the moment and loss checks
+    # --- generation and distillation
+    p: int = 256  # features of the generative teacher and student
+    p_small: int = 64  # a smaller model, for the memorisation-vs-p comparison
+    n_gen: tuple[int, ...] = (16, 64)  # training-set sizes of the generative study
+    n_theta: int = 12  # grid angles of the sampler (one readout per angle)
+    theta_range: tuple[float, float] = (0.05, 1.2)  # alpha = cos(theta), sqrt(Delta) = sin(theta)
+    tau_gen: float = 100.0  # early-stopping time in GD steps (a generalising teacher)
+    teacher_checkpoints: tuple[float, ...] = (10.0, 30.0, 100.0, 200.0, 1e3, 3e3, 1e4, 1e5, 1e6)  # last: teacher
+    distill_steps: int = 200  # K: gradient steps of consistency distillation
+    distill_batch: int = 128  # noised training points per distillation step
+    n_samples: int = 512  # generated samples per model and seed
+
+    def __post_init__(self):
+        for name in (
+            "d",
+            "n_seeds",
+            "timescale_seeds",
+            "n_checkpoints",
+            "iterate_steps",
+            "mc_samples",
+            "p",
+            "p_small",
+            "n_theta",
+            "distill_steps",
+            "distill_batch",
+            "n_samples",
+        ):
+            v.positive_int(name, getattr(self, name))
+        for name in ("n_seeds", "timescale_seeds"):
+            if getattr(self, name) < 5:
+                raise ValueError(
+                    f"{name} must be >= 5 (claims decided on intervals over seeds), got {getattr(self, name)}"
+                )
+        v.positive("lr_times_p", self.lr_times_p)
+        v.check("lr_times_p", self.lr_times_p, lambda a: a <= 1.0, "<= 1 (lr lam_max < 2 needs lr <= 1/p)")
+        v.positive("t_fixed", self.t_fixed)
+        for name in ("n_grid", "p_grid", "n_gen"):
+            vals = getattr(self, name)
+            if len(vals) < 2 or any(not isinstance(x, (int, np.integer)) or x < 2 for x in vals):
+                raise ValueError(f"{name} must hold at least two integers >= 2, got {vals}")
+            if list(vals) != sorted(set(vals)):
+                raise ValueError(f"{name} must be strictly increasing, got {vals}")
+        if self.p_small >= self.p:
+            raise ValueError(f"p_small must be < p = {self.p}, got {self.p_small}")
+        v.positive("log10_steps_max", self.log10_steps_max)
+        v.in_interval("gen_level", self.gen_level, 0.0, 1.0)
+        v.in_interval("mem_level", self.mem_level, 0.0, 1.0)
+        if self.n_checkpoints < 10:
+            raise ValueError(f"n_checkpoints must be >= 10, got {self.n_checkpoints}")
+        lo, hi = self.theta_range
+        if not 0 < lo < hi < np.pi / 2:
+            raise ValueError(f"theta_range must be (lo, hi) with 0 < lo < hi < pi/2, got {self.theta_range}")
+        if self.n_theta < 3:
+            raise ValueError(f"n_theta must be >= 3, got {self.n_theta}")
+        v.positive("tau_gen", self.tau_gen)
+        ck = self.teacher_checkpoints
+        if len(ck) < 3 or list(ck) != sorted(set(ck)) or min(ck) <= 0:
+            raise ValueError(f"teacher_checkpoints must be >= 3 increasing positive steps, got {ck}")
+        if self.tau_gen not in ck or ck[-1] <= self.tau_gen:
+            raise ValueError(f"tau_gen must be one of teacher_checkpoints and below its last, got {self.tau_gen}")
+        if self.n_samples < 16:
+            raise ValueError(f"n_samples must be >= 16, got {self.n_samples}")
+
+    @property
+    def teacher_steps(self) -> float:
+        """The teacher's training time: the last checkpoint."""
+        return float(self.teacher_checkpoints[-1])
+
+
+PRESETS = {
+    "full": Config(),
+    "quick": Config(
+        n_seeds=5,
+        timescale_seeds=10,
+        n_grid=(8, 16, 32),
+        p_grid=(64, 256),
+        log10_steps_max=6.0,
+        n_checkpoints=25,
+        mc_samples=512,
+        p=128,
+        p_small=32,
+        n_gen=(8, 32),
+        n_theta=8,
+        teacher_checkpoints=(10.0, 100.0, 200.0, 1e3, 1e5),
+        distill_steps=200,
+        distill_batch=32,
+        n_samples=256,
+    ),
+}

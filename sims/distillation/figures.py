@@ -1,0 +1,211 @@
+"""distillation: the figures, ``plot`` (what is measured: the package docstring)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.distillation.config import Config
+from jaxwb.sims.distillation.run import generation_configs
+from jaxwb.theory import distillation as dm
+
+COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+
+
+def _ci(samples, axis=0):
+    """Mean and 95% half-width along ``axis`` (seeds)."""
+    x = np.moveaxis(np.asarray(samples, np.float64), axis, -1)
+    out = np.array([mean_ci(row) for row in x.reshape(-1, x.shape[-1])])
+    return out[:, 0].reshape(x.shape[:-1]), out[:, 1].reshape(x.shape[:-1])
+
+
+def plot_spectrum(results: dict, cfg: Config):
+    """Eigenvalues of the training Gram (each n) and of the population Gram, with the Gaussian-equivalent bulks."""
+    ts = results["timescales"]
+    p = cfg.p_grid[-1]
+    lam_t, lam_p = ts["lam_train"][f"p{p}"], ts["lam_pop"][f"p{p}"]  # (seed, n, p), (seed, p)
+    fig, ax = style.figure(figsize=(8.6, 4.8))
+    lo = np.log10(max(min(lam_t[lam_t > 0].min(), lam_p[lam_p > 0].min()), 1e-12))
+    bins = np.linspace(np.floor(lo), np.log10(max(lam_t.max(), lam_p.max())) + 0.2, 70)
+    for j, n in enumerate(cfg.n_grid):
+        h, _ = np.histogram(np.log10(np.maximum(lam_t[:, j].ravel(), 1e-12)), bins)
+        ax.stairs(h / lam_t[:, j].size, bins, color=COLORS[j], label=f"training Gram, n = {n}")
+    h, _ = np.histogram(np.log10(np.maximum(lam_p.ravel(), 1e-12)), bins)
+    ax.stairs(h / lam_p.size, bins, color="k", lw=2, label="population Gram (n = inf)")
+    ge = dm.gaussian_equivalent(cfg.t_fixed)
+    v_sq, s_sq, a_sq = (float(ge[k]) for k in ("v_sq", "s_sq", "a_sq"))
+    for j, n in enumerate(cfg.n_grid):
+        ax.axvline(np.log10(v_sq * p / n + s_sq), **style.prediction(color=COLORS[j], linewidth=1))
+    ax.axvline(np.log10(a_sq * p / cfg.d), **style.prediction(color="k"), label="GE: linear bulk a^2 p/d")
+    ax.axvline(np.log10(s_sq), color="0.5", ls=":", label="GE: floor s_t^2 (d -> inf)")
+    ax.plot([], [], **style.prediction(color="0.3", linewidth=1), label="GE: training-set bulk v_t^2 p/n + s_t^2")
+    ax.set(
+        xlabel="log10 eigenvalue of the feature Gram U (dimensionless)",
+        ylabel="fraction of the p eigenvalues per bin",
+        yscale="log",
+        title=f"Feature Gram spectrum at t = {cfg.t_fixed:g}, p = {p}, d = {cfg.d} ({lam_t.shape[0]} seeds pooled)",
+    )
+    ax.legend(fontsize=7, loc="lower left", framealpha=0.9)
+    return fig
+
+
+def plot_timescales(results: dict, cfg: Config):
+    """Loss curves over GD steps (p max) and tau_gen, tau_mem against n with the Gaussian-equivalent predictions."""
+    ts = results["timescales"]
+    steps = np.asarray(ts["steps"])
+    ip = len(cfg.p_grid) - 1
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
+    for j, n in enumerate(cfg.n_grid):
+        ax.semilogx(steps, ts["test"][ip, :, j].mean(0), color=COLORS[j], label=f"test (population), n = {n}")
+        ax.semilogx(steps, ts["train"][ip, :, j].mean(0), color=COLORS[j], ls=":", label=f"train, n = {n}")
+    ax.axhline(float(dm.bayes_loss(cfg.t_fixed)), color="k", lw=1, label="Bayes loss e^(-2t) (true score)")
+    ax.set(
+        xlabel="GD steps k (lr = 1/p)",
+        ylabel="denoising loss per dimension",
+        title=f"Loss curves, p = {cfg.p_grid[ip]}, t = {cfg.t_fixed:g} (mean over seeds)",
+        ylim=(0.0, 1.05),
+    )
+    ax.legend(fontsize=7, ncol=2)
+    ns = np.asarray(cfg.n_grid, np.float64)
+    for i, p in enumerate(cfg.p_grid):
+        lr = cfg.lr_times_p / p
+        for key, marker, label in (("tau_mem", "o", "tau_mem"), ("tau_gen", "s", "tau_gen")):
+            m, h = _ci(ts[key][i], axis=0)
+            ax2.errorbar(ns, m, yerr=h, fmt=marker, color=COLORS[i], capsize=3, label=f"{label}, p = {p}")
+        tg, tm = (np.asarray(a) for a in dm.predicted_timescales(ns, p, cfg.d, cfg.t_fixed, lr))
+        ax2.plot(ns, tm, **style.prediction(color=COLORS[i]))
+        ax2.plot(ns, tg, **style.prediction(color=COLORS[i], linestyle=":"))
+    ax2.plot([], [], **style.prediction(), label="GE: 1/(lr (v^2 p/n + s^2))")
+    ax2.plot([], [], **style.prediction(linestyle=":"), label="GE: e d (linear bulk)")
+    ax2.plot(ns, 2.0 * ns / ns[0] * np.nanmean(ts["tau_mem"][-1, :, 0]) / 2.0, color="0.6", lw=0.8, label="~ n")
+    ax2.set(
+        xscale="log",
+        yscale="log",
+        xlabel="training-set size n",
+        ylabel="GD steps",
+        title="tau_mem ~ n, tau_gen ~ const (95% CI over seeds)",
+    )
+    ax2.legend(fontsize=7)
+    return fig
+
+
+def plot_memorisation(results: dict, cfg: Config):
+    """Copy fraction and energy distance of the teacher over training, the student beside it."""
+    g = results["generation"]
+    ck = np.asarray(cfg.teacher_checkpoints, np.float64)
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
+    for j, (name, (n, p)) in enumerate(generation_configs(cfg).items()):
+        r = g[name]
+        label = f"n = {n}, p = {p}"
+        for a, m in ((ax, "copy"), (ax2, "energy")):
+            mean, h = _ci(r["teacher"][m], axis=0)
+            a.errorbar(ck, mean, yerr=h, fmt="-o", ms=4, color=COLORS[j], capsize=3, label=f"teacher, {label}")
+            sm, sh = mean_ci(r["student"][m])[:2]
+            a.errorbar(
+                [ck[-1] * 1.6], [sm], yerr=[sh], fmt="*", ms=13, color=COLORS[j], capsize=3,
+                label=f"student (K = {cfg.distill_steps} from the last teacher), {label}",
+            )  # fmt: skip
+        fm = float(np.mean(r["fresh"]["copy"]))
+        ax.axhline(fm, color=COLORS[j], lw=0.8, ls=":")
+    ax.plot([], [], color="0.4", lw=0.8, ls=":", label="fresh data (a generalising model's level)")
+    ax.set(
+        xscale="log",
+        xlabel="teacher GD steps",
+        ylabel="copy fraction (d1/d2 < 1/3)",
+        title="Memorisation over training; the distilled student at the right (95% CI)",
+    )
+    ax.legend(fontsize=7)
+    ax2.set(
+        xscale="log",
+        yscale="log",
+        ylim=(5e-3, 2.0),
+        xlabel="teacher GD steps",
+        ylabel="energy distance to fresh N(0, I) data",
+        title="Sample quality (lower is better; fresh data: 0)",
+    )
+    return fig
+
+
+def plot_distillation(results: dict, cfg: Config):
+    """Which directions the student keeps: per-direction retention against lr lam, with eq. retention; and the
+    memorisation-quality plane."""
+    g = results["generation"]
+    r = g["small_n"]
+    n, p = generation_configs(cfg)["small_n"]
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
+    x = np.asarray(r["retention"]["lr_lam"]).ravel()
+    y = np.asarray(r["retention"]["per_direction"]).ravel()
+    keep = x > 0
+    ax.semilogx(x[keep], y[keep], ".", ms=2, alpha=0.25, color="tab:blue", label="measured, each direction")
+    xs = np.logspace(np.log10(max(x[keep].min(), 1e-9)), 0, 200)
+    ax.semilogx(
+        xs, np.asarray(dm.predicted_retention(xs * p, steps=cfg.distill_steps, lr=1.0 / p)), **style.prediction(),
+        label=f"eq. retention 1 - (1 - lr lam)^K, K = {cfg.distill_steps}",
+    )  # fmt: skip
+    for xv, text in ((1.0 / cfg.tau_gen, "1/tau_gen"), (1.0 / cfg.teacher_steps, "1/teacher steps")):
+        ax.axvline(xv, color="0.5", lw=0.8, ls=":")
+        ax.text(xv * 1.3, 1.22, text, fontsize=7, ha="left")
+    ax.set(
+        ylim=(-0.3, 1.3),
+        xlabel="lr x eigenvalue of the teacher's Gram (per GD step)",
+        ylabel="fraction of the teacher's component kept",
+        title=f"Student vs teacher per eigen-direction (n = {n}, p = {p}, all grid times and seeds)\n"
+        "left of 1/tau_gen: memorised directions; right: generalising",
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    first = list(cfg.teacher_checkpoints).index(cfg.tau_gen)
+    for j, (name, (nn, pp)) in enumerate(generation_configs(cfg).items()):
+        rr = g[name]
+        cx, _ = _ci(rr["teacher"]["copy"][:, first:], axis=0)
+        ey, _ = _ci(rr["teacher"]["energy"][:, first:], axis=0)
+        ax2.plot(cx, ey, "-o", ms=3, color=COLORS[j], label=f"teacher from tau_gen on, n = {nn}, p = {pp}")
+        ax2.annotate("tau_gen", (cx[0], ey[0]), fontsize=7, xytext=(4, -10), textcoords="offset points")
+        ax2.annotate(
+            f"{cfg.teacher_steps:.0e}", (cx[-1], ey[-1]), fontsize=7, xytext=(-10, 6), textcoords="offset points"
+        )
+        for m, marker, lab in (
+            ("student", "*", "student"),
+            ("student_pred", "P", "expected student (eq. student)"),
+            ("teacher_projected", "X", "teacher without memorised directions"),
+        ):
+            ax2.plot(
+                np.mean(rr[m]["copy"]), np.mean(rr[m]["energy"]), marker, ms=11 if m == "student" else 8,
+                color=COLORS[j], mfc="none" if m != "student" else COLORS[j], label=f"{lab}" if j == 0 else None,
+            )  # fmt: skip
+    ax2.set(
+        yscale="log",
+        xlabel="copy fraction (memorisation)",
+        ylabel="energy distance to fresh data (quality)",
+        title="Memorisation-quality plane (means over seeds)",
+    )
+    ax2.legend(fontsize=7)
+    return fig
+
+
+def plot_samples(results: dict, cfg: Config):
+    """Samples of the teacher and the student (first two coordinates) beside the training points, one seed."""
+    s = results["generation"]["small_n"]["samples"]
+    n, p = generation_configs(cfg)["small_n"]
+    fig, axes = style.figure(1, 2, figsize=(11, 5.0), sharex=True, sharey=True)
+    for ax, who, title in (
+        (axes[0], "teacher", f"teacher after {cfg.teacher_steps:.0e} GD steps"),
+        (axes[1], "student", f"student, {cfg.distill_steps} consistency-distillation steps"),
+    ):
+        x = np.asarray(s[who][0])
+        ax.plot(x[:, 0], x[:, 1], ".", ms=3, alpha=0.5, color="tab:blue", label=f"{len(x)} samples")
+        X = np.asarray(s["train"][0])
+        ax.plot(X[:, 0], X[:, 1], "x", ms=9, mew=2, color="tab:red", label=f"the n = {n} training points")
+        ax.set(xlabel="coordinate 1", ylabel="coordinate 2", title=f"{title} (n = {n}, p = {p}, seed 0)")
+        ax.legend(fontsize=8, loc="upper right")
+    return fig
+
+
+def plot(results: dict, cfg: Config) -> dict:
+    return {
+        "spectrum": plot_spectrum(results, cfg),
+        "timescales": plot_timescales(results, cfg),
+        "memorisation": plot_memorisation(results, cfg),
+        "distillation": plot_distillation(results, cfg),
+        "samples": plot_samples(results, cfg),
+    }
