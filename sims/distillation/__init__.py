@@ -27,8 +27,8 @@ the end of training (memorisation); the teacher copies more with longer training
 the teacher's Gram (measured with stochastic distillation against the closed form): ~97% of the fast generalising
 directions, a few percent of the slow memorised ones; its copy fraction drops to near the fresh-data level and
 its energy distance is lower than the memorising teacher's (the abstract's statements).
-What does not: the Gaussian-equivalent floor s_t^2 of the training Gram (a d -> infinity prediction) is ~6x too
-high at d = 8 (expected to fail, with the reason in the claim).
+What does not: the Gaussian-equivalent floor s_t^2 of the training Gram (a d -> infinity prediction) is an order
+of magnitude too high at d = 8 (expected to fail, with the reason in the claim).
 
 Sizes (full preset): timescales at t = 0.3 for p in {96, 384}, nested training sets n = 8..64, 12 seeds; generation
 and distillation at p = 256 (and 64), n in {16, 64}, 12 grid angles, 8 seeds, K = 200 distillation steps.

@@ -19,8 +19,8 @@ DISPLAY_ONLY = (
     "timescales/steps",  # the checkpoint axis of the loss curves (claims read the crossing times and end values)
     "generation/thetas",  # the sampler's grid (the Euler-product claim recomputes it from the config)
     "generation/checkpoints",  # the teacher's checkpoint steps (the claims index them through the config)
-    # per-direction retention and lr lam: the figure's scatter; the claims read their weighted class means
-    *(f"generation/{c}/retention/{k}" for c in ("small_n", "large_n", "small_p") for k in ("per_direction", "lr_lam")),
+    # per-direction retention: the figure's scatter; the claims read its weighted class means
+    *(f"generation/{c}/retention/per_direction" for c in ("small_n", "large_n", "small_p")),
     # fresh data: the reference level drawn in the figures (small_n's energy distance is claimed: the null)
     *(f"generation/{c}/fresh/{k}" for c in ("small_n", "large_n", "small_p") for k in ("copy", "nn_median")),
     "generation/large_n/fresh/energy",  # the same draws as small_n's (whose null is claimed)

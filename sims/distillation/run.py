@@ -53,7 +53,7 @@ def _mc_checks(key, rf, X, n_valid, A, U, V, Up, Vp, t, m):
     p, d = V.shape
     u = jax.random.normal(ku, (p,), U.dtype)
     u = u / jnp.linalg.norm(u)
-    alpha, delta = dm.schedule(t)
+    alpha, delta = jnp.exp(-t), -jnp.expm1(-2.0 * t)  # the forward process written out (not dm.schedule)
     xi = jax.random.normal(kn, (m, d), U.dtype)
     x_train = alpha * X[jax.random.randint(ki, (m,), 0, n_valid)] + jnp.sqrt(delta) * xi
     xi2 = jax.random.normal(kn2, (m, d), U.dtype)
@@ -192,6 +192,8 @@ def generation_seed(key, *, n: int, p: int, cfg: Config) -> dict:
     mask = classes == CLASS_MEMORISED
     w = jnp.where(mask, jnp.sum(jnp.einsum("kip,kpj->kij", A_T, Q) ** 2, 1), 0.0)
     retention["memorised_bound"] = jnp.sum(w * cfg.distill_steps * lr * lam, 1) / jnp.sum(w, 1)
+    for name, cls in (("generalising", CLASS_GENERALISING), ("memorised", CLASS_MEMORISED)):
+        retention[f"{name}_count"] = jnp.sum(classes == cls, axis=1)  # (K,), recounted by a claim
     cs, ct = jnp.einsum("kip,kpj->kij", A_S, Q), jnp.einsum("kip,kpj->kij", A_T, Q)
     retention["per_direction"] = jnp.sum(cs * ct, 1) / jnp.sum(ct * ct, 1)  # (K, p), for the figure
     retention["lr_lam"] = lr * lam
@@ -209,7 +211,17 @@ def generation_seed(key, *, n: int, p: int, cfg: Config) -> dict:
         "fresh": pick(c + 3),
         "retention": retention,
         "zero_readout_gain": samples[-1] / z,
-        "samples": {"teacher": samples[c - 1], "student": samples[c], "train": X, "ref": ref},
+        "samples": {
+            "teacher": samples[c - 1],
+            "student": samples[c],
+            "train": X,
+            "ref": ref,
+            # what a NumPy re-run of the sampler needs: the teacher's readouts, the features, the noise
+            "teacher_readouts": A_T,
+            "W": rf.W,
+            "b": rf.b,
+            "z": z,
+        },
     }
 
 
