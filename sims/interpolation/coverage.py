@@ -21,7 +21,7 @@ import numpy as np
 from tqdm import tqdm
 
 from jaxwb.sims.interpolation.config import METHODS, PRESETS, Config
-from jaxwb.sims.interpolation.run import NU, mc_plan, run_keys, simulate, theory
+from jaxwb.sims.interpolation.run import NU, mc_plan, problem_key, simulate, theory
 from jaxwb.sims.interpolation.statistics import boot_halfwidth, boot_means, fits, hits
 
 REPLICATE_KEY0 = 10_000  # replicate r uses jax.random.key(REPLICATE_KEY0 + r): streams the run never uses
@@ -65,8 +65,9 @@ def summarise(rows: list[dict]) -> dict:
 
 
 def committed_theory(cfg: Config, seed: int = 0) -> dict:
-    """:func:`run.theory` on the problem of the run with seed ``seed`` (its problem key)."""
-    return theory(cfg, run_keys(jax.random.key(seed))[0])
+    """:func:`run.theory` on the problem of the run with seed ``seed`` (``run.problem_key``: the preset's
+    ``problem_seed`` when it has one)."""
+    return theory(cfg, problem_key(cfg, jax.random.key(seed)))
 
 
 def coverage(method: str, batch_size: int, seeds: int, replicates: int, *, preset: str = "full") -> dict:

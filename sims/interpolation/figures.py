@@ -305,7 +305,7 @@ def plot_kaczmarz_cd(results: dict, cfg: Config):
                 color=col,
                 lw=3,
                 alpha=0.45,
-                label=f"{lab}: Monte Carlo ({cfg.aux_seeds} seeds)",
+                label=f"{lab}: Monte Carlo ({int(d['seeds']) if 'seeds' in d else cfg.aux_seeds} seeds)",
             )
             ax.fill_between(t, np.asarray(d["mc_lo"]), np.asarray(d["mc_hi"]), color=col, alpha=0.2)
             ax.semilogy(t, np.asarray(d["exact"]) / np.asarray(d["exact"])[0], **style.prediction(color=col))

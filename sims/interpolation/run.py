@@ -308,9 +308,8 @@ def aux_monte_carlo(cfg: Config, th: dict, name: str, key, rng) -> dict:
     for ci, (cname, (lr, beta, B)) in enumerate(a["confs"].items()):
         ex = a["exact"][cname]
         plan = mc_plan(ex, a["rho"][cname], cfg.aux_eps, cfg.fit_efolds, cfg.record_points)
-        errs, _, t = simulate(
-            problem, lr, beta, 0.0, jax.random.fold_in(key, ci), cfg.aux_seeds, B, plan, cfg, cd=name == "cd"
-        )
+        seeds = cfg.aux_seeds_of(name, cname)
+        errs, _, t = simulate(problem, lr, beta, 0.0, jax.random.fold_in(key, ci), seeds, B, plan, cfg, cd=name == "cd")
         mean = errs.mean(axis=0)
         (ta, tb), full_t = plan[0], np.arange(len(ex))
         boot = boot_means(errs, cfg.n_boot, rng)
@@ -331,6 +330,7 @@ def aux_monte_carlo(cfg: Config, th: dict, name: str, key, rng) -> dict:
             "lr": lr,
             "beta": beta,
             "B": B,
+            "seeds": seeds,
         }
     res["bound_rate"] = a["bound_rate"]
     return res
@@ -341,8 +341,15 @@ def run_keys(key: jax.Array) -> jax.Array:
     return jax.random.split(key, 4)
 
 
+def problem_key(cfg: Config, key: jax.Array) -> jax.Array:
+    """The key of the run's problem: the run's own (``run_keys``) or, with ``cfg.problem_seed``, that of the run with
+    that seed (the same problem at every seed)."""
+    return run_keys(key if cfg.problem_seed is None else jax.random.key(cfg.problem_seed))[0]
+
+
 def run(cfg: Config, *, key: jax.Array) -> dict:
-    kp, kmc, kaux, kboot = run_keys(key)
+    _, kmc, kaux, kboot = run_keys(key)
+    kp = problem_key(cfg, key)
     out = {"batch_sizes": np.asarray(list(cfg.batch_sizes))}
     th = theory(cfg, kp)
     out["constants"] = th["constants"]
