@@ -45,7 +45,7 @@ def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
                         f"E[{est} estimator] = closed-form surrogate sum_k D_k p_sigma(b_k - x), {law}, {grid} grid, "
                         f"x={x0:.3g}, sigma={cfg.sigma:g} (CI required <= {_PRECISION[est, grid]:g} x the peak)",
                         pred,
-                        np.asarray(g[law][est][:, -1]),
+                        np.asarray(g[law][f"{est}_claim"] if f"{est}_claim" in g[law] else g[law][est][:, -1]),
                         _PRECISION[est, grid] * peak,
                         "ci",
                         kind="check",
@@ -147,7 +147,7 @@ def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
                     f"surrogate, {law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1; CI required <= "
                     f"{prec:g} x it)",
                     pred,
-                    np.asarray(sw[law][f"{at}_mc"][:, i]),
+                    np.asarray(sw[law][f"{at}_claim"] if f"{at}_claim" in sw[law] else sw[law][f"{at}_mc"][:, i]),
                     prec * pred,
                     "ci",
                     kind="check",

@@ -6,9 +6,10 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxwb.pallas_kernels.quant import fp4
-from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, MC_LAWS, Config
+from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, HEAVY_TAILED, MC_LAWS, Config
 from jaxwb.theory import zoe_grad as zg
 
 # ---------------------------------------------------------------------------------------------------------
@@ -80,6 +81,11 @@ def grid_estimators(grid: str, cfg: Config, key) -> dict:
             g[law][est] = m
             if est == "score" and law in ("gaussian", "logistic"):  # eq. 7 exists for these; two-point: none
                 g[law]["score_m2"] = m2
+            if law in HEAVY_TAILED:  # the claim point again, with heavy_samples draws per seed
+                k = jax.random.fold_in(key, 1000 + 100 * gi + 10 * li + ei)
+                g[law][f"{est}_claim"] = mc_means(q_fn, x_c, cfg.sigma, law, est, k, cfg.mc_seeds, cfg.heavy_samples)[
+                    0
+                ][:, 0]
         # the smoothed quantizer itself (the forward of the smoothed objective), at the claim point
         k = jax.random.fold_in(key, 100 * gi + 10 * li + 9)
         g[law]["smoothed"] = zg.smoothed(x_c, lv, cfg.sigma, law=law)
@@ -101,7 +107,9 @@ def run_sweep(cfg: Config, key) -> dict:
     """The closed-form surrogate at a level and a boundary of a wide INT-8 grid across ``cfg.sweep_sigmas``, with
     the Monte Carlo mean of the two-point estimator (eq. 5, hard ``round``) at every sigma: concentration on the
     boundaries as sigma -> 0, flat (STE-like) as sigma grows. Per law: ``level``/``boundary`` (n_sigma,),
-    ``level_mc``/``boundary_mc`` (mc_seeds, n_sigma) with mc_samples // 4 draws per seed."""
+    ``level_mc``/``boundary_mc`` (mc_seeds, n_sigma) with mc_samples // 4 draws per seed; for the laws of
+    ``HEAVY_TAILED`` also ``boundary_claim`` (smallest sigma) and ``level_claim`` (largest sigma), (mc_seeds,) with
+    heavy_samples draws per seed: what the claims read."""
     lv = zg.int_levels(8)  # 255 levels: the centre is far from the clip ends
     q_fn = hard_quantizer("int", 8)
     sig = jnp.asarray(cfg.sweep_sigmas, jnp.float32)
@@ -122,6 +130,12 @@ def run_sweep(cfg: Config, key) -> dict:
             "level_mc": mc[:, :, 0].T,
             "boundary_mc": mc[:, :, 1].T,
         }
+        if law in HEAVY_TAILED:  # the two claimed points again, with heavy_samples draws per seed
+            i_min, i_max = int(np.argmin(cfg.sweep_sigmas)), int(np.argmax(cfg.sweep_sigmas))
+            for at, i, x in (("boundary", i_min, 1), ("level", i_max, 0)):
+                k = jax.random.fold_in(key, 100 + 10 * li + x)
+                m = mc_means(q_fn, xs[x : x + 1], sig[i], law, "two_point", k, cfg.mc_seeds, cfg.heavy_samples)[0]
+                out[law][f"{at}_claim"] = m[:, 0]
     # curves for the figure
     curves = {}
     for grid in GRIDS:
