@@ -15,7 +15,7 @@ import pytest
 from jaxwb.sims import distillation as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
-from jaxwb.sims.distillation import run as run_mod
+from jaxwb.sims.distillation.run import checkpoint_steps, distill_time, generation_configs, grid_angles, timescale_seed
 from jaxwb.theory import distillation as dm
 
 
@@ -37,14 +37,14 @@ def test_quick_preset_end_to_end(tmp_path):
 
 def test_generation_configs_and_grids():
     cfg = sim.PRESETS["quick"]
-    assert run_mod.generation_configs(cfg) == {
+    assert generation_configs(cfg) == {
         "small_n": (cfg.n_gen[0], cfg.p),
         "large_n": (cfg.n_gen[-1], cfg.p),
         "small_p": (cfg.n_gen[0], cfg.p_small),
     }
-    th = run_mod.grid_angles(cfg)
+    th = grid_angles(cfg)
     assert th.shape == (cfg.n_theta,) and np.all(np.diff(th) > 0)
-    steps = run_mod.checkpoint_steps(cfg)
+    steps = checkpoint_steps(cfg)
     assert steps[0] == 1.0 and np.isclose(steps[-1], 10**cfg.log10_steps_max)
 
 
@@ -55,7 +55,7 @@ def test_stochastic_distillation_is_unbiased_for_the_expected_student(x64):
     X = jax.random.normal(jax.random.key(1), (5, 3))
     theta = 0.9
     A_T = jax.random.normal(jax.random.key(2), (3, 16))
-    fn = functools.partial(run_mod.distill_time, rf=rf, X=X, steps=40, batch=8, lr=1.0 / 16)
+    fn = functools.partial(distill_time, rf=rf, X=X, steps=40, batch=8, lr=1.0 / 16)
     runs = jax.vmap(lambda k: fn(A_T, theta, 0.8, k))(jax.random.split(jax.random.key(3), 400))
     U, _ = dm.train_moments(rf, X, dm.time_of_angle(theta))
     expected = np.asarray(dm.distill_solution(A_T, U, steps=40, lr=1.0 / 16))
@@ -77,8 +77,8 @@ def test_timescale_n_matches_a_training_set_without_padding(x64):
 def test_seed_changes_the_draws():
     cfg = sim.PRESETS["quick"]
     with jax.enable_x64(True):
-        a = run_mod.timescale_seed(jax.random.key(0), p=cfg.p_grid[0], cfg=cfg)
-        b = run_mod.timescale_seed(jax.random.key(1), p=cfg.p_grid[0], cfg=cfg)
+        a = timescale_seed(jax.random.key(0), p=cfg.p_grid[0], cfg=cfg)
+        b = timescale_seed(jax.random.key(1), p=cfg.p_grid[0], cfg=cfg)
     assert not np.allclose(np.asarray(a["lam_pop"]), np.asarray(b["lam_pop"]))
 
 
