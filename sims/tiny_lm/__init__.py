@@ -23,8 +23,14 @@ Quantized variants (``jaxwb.sims.tiny_lm.quant``): weight-only NVFP4 / RaZeR / M
 layers (``jaxwb.pallas_kernels.quantize_model`` -> ``EqxQuantizedLinear``: packed FP4 weights, bf16-rounded
 activations, W4A16), RHT-4 as float32 fake-quantized weights; W4A4 = the same weights with every block Linear's
 input quantized per token (NVFP4 / RaZeR activation variant); outlier channels = 4 input channels per normed
-layer input scaled x8 in the weights and /8 in the RMSNorm gain (the float model is bit-identical). The tied
-embedding/output matrix stays float32.
+layer input scaled x8 in the weights and /8 in the RMSNorm gain (the float model is bit-identical), 4 draws of the
+channels per model, each on a quarter of the evaluation windows. The tied embedding/output matrix stays float32.
+
+Every perplexity a claim reads is also recomputed independently (``reference.variant_loss_np``): per model and
+variant (float, W4A16 NVFP4 / RaZeR / MXFP4, W4A4), the loss on the first 8 evaluation windows from a float64 NumPy
+forward of the same weights round-tripped by ``theory.quantization.fp4_formats`` (bf16 inputs, per-token activation
+round trips). MXFP4 against NVFP4 in perplexity is not resolved by the models (an ordering across 0): it is claimed
+as the band the models support (``Config.mxfp4_band``).
 
 Formats (bits per weight, counting block scales):
   NVFP4     E2M1 codes, E4M3 scale per 16                 4.5

@@ -25,14 +25,16 @@ RESOLUTION = 1e-4
 
 # Arrays no claim reads, declared (``jaxwb.sims.core.coverage``): the formats' bits per weight (constants), the
 # sizes, the float32 engine against itself (TV = 0 exactly: a unit test), the layer study's per-layer perplexities
-# (figure and table), the outlier-channel fraction removed (shown beside the others; no
-# published value for this synthetic transform), the generated samples and the training curves.
+# (figure and table), RHT-4's perplexity (perplexity.png; its weights are claimed against the float64 reference
+# group by group, its error against the dithered-RHT bound), the outlier-channel fraction removed (shown beside the
+# others; no published value for this synthetic transform), the generated samples and the training curves.
 DISPLAY_ONLY = (
     "bits",
     "d_models",
     "engines/float32",
     "layer_names",
     "layer_ppl",
+    "ppl/rht4",
     "reduction/outlier",
     "sample",
     "sample_nvfp4",
@@ -52,12 +54,26 @@ class Config:
     seeds: int = 5  # training seeds per size (weights, batches)
     corpus_bytes: int | None = None
     eval_windows: int = 256
+    # the first this many evaluation windows: every variant's loss there is recomputed by the float64 NumPy reference
+    # (``reference.variant_loss_np``; W4A4 round-trips each token in Python: ~0.2 s per window and format)
+    check_windows: int = 8
     rht_group: int = 64
     outlier_channels: int = 4  # input channels per normed layer input made into outliers
     outlier_scale: float = 8.0  # their weight columns x this, the RMSNorm gain / this (float model unchanged)
+    # independent draws of the outlier channels per model, draw j on every draws-th chunk of the evaluation windows
+    # (the same cost as one draw). Power: the draw, not the model, sets the spread of NVFP4 - RaZeR with outliers
+    # (sd 0.075 between draws of one model, 0.017 between models, 0.038 from a quarter of the windows; quick, 10
+    # keys): with one draw on all windows the 5-model interval cleared 0 by 1.5-5 half-widths, with 4 draws on
+    # quarters the per-model spread halves
+    outlier_draws: int = 4
     sample_tokens: int = 120
     tv_n: int = 24  # sequence length for the engine TV/KL
     tv_m: int = 256  # sequences per estimate
+    # the bound the data support on MXFP4 - NVFP4 perplexity (pooled over every model: two one-sided claims, each
+    # whole interval inside). The ordering "MXFP4 >= NVFP4" is not resolved by 10 models (+0.032 +- 0.032 over the
+    # full preset's 10; 5 models at d=64: +0.015 +- 0.065): its per-model spread (0.04) would need ~60 models to
+    # resolve a 0.015 difference at 95%. These bounds leave >= 2 half-widths to each end (full: [-0.001, 0.064]).
+    mxfp4_band: tuple[float, float] = (-0.05, 0.1)
 
     def __post_init__(self):
         if len(self.d_models) < 1 or len(self.lrs) != len(self.d_models):
@@ -80,8 +96,22 @@ class Config:
             "sample_tokens",
             "tv_n",
             "tv_m",
+            "check_windows",
+            "outlier_draws",
         ):
             v.positive_int(name, getattr(self, name))
+        if self.eval_windows % self.check_windows:
+            raise ValueError(
+                f"check_windows must divide eval_windows={self.eval_windows} (chunks), got {self.check_windows}"
+            )
+        if (self.eval_windows // self.check_windows) % self.outlier_draws:
+            raise ValueError(
+                f"outlier_draws must divide the {self.eval_windows // self.check_windows} chunks of check_windows "
+                f"evaluation windows, got {self.outlier_draws}"
+            )
+        lo, hi = self.mxfp4_band
+        if not lo < 0 < hi:
+            raise ValueError(f"mxfp4_band must be (lo, hi) with lo < 0 < hi, got {self.mxfp4_band}")
         if self.seeds < 2:
             raise ValueError(f"seeds must be >= 2 (intervals over seeds), got {self.seeds}")
         v.positive("outlier_scale", self.outlier_scale)
@@ -132,5 +162,7 @@ PRESETS = {
     # smaller or shorter-trained models are not in the regime: over 5 seeds, NVFP4 - RaZeR perplexity measured
     # 0.026 +- 0.052 (d = 32, 1 layer, 150 steps) and -0.007 +- 0.039 (d = 64, 1 layer, 300 steps), against
     # 0.069 +- 0.033 for these models. The cost: training the 5 models once (cached outside git), then evaluation
-    "quick": Config(d_models=(64,), lrs=(3e-3,)),
+    # the MXFP4 - NVFP4 band the 5 models support: +0.015 +- 0.065, i.e. [-0.050, 0.080] (>= 1.8 half-widths to
+    # each end; the full preset's 10 models narrow it)
+    "quick": Config(d_models=(64,), lrs=(3e-3,), mxfp4_band=(-0.1, 0.15)),
 }

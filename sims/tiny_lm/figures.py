@@ -45,11 +45,9 @@ def perplexity_figure(results: dict, cfg: Config):
         # its own perplexity, on the right-hand axis scale of the label)
         cols = [(f"{f}\nW4A16", np.asarray(results["ppl"][f])[s], COLORS[f]) for f in FORMATS]
         cols += [(f"{f}\nW4A4", np.asarray(results["ppl_wa"][f])[s], COLORS[f]) for f in results["ppl_wa"]]
-        ofp = np.asarray(results["ppl_outlier"]["fp"])[s]
+        # the outlier transform leaves the float model unchanged: its excess is over the same float32 perplexity
         cols += [
-            (f"{f}\noutliers", np.asarray(results["ppl_outlier"][f])[s] - ofp + fp[s], COLORS[f])
-            for f in results["ppl_outlier"]
-            if f != "fp"
+            (f"{f}\noutliers", np.asarray(results["ppl_outlier"][f])[s], COLORS[f]) for f in results["ppl_outlier"]
         ]
         for i, (label, v, c) in enumerate(cols):
             est, half = _ci(v - fp[s])

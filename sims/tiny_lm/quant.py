@@ -121,22 +121,32 @@ def quantized_model(
     return jax.tree.map(lambda x: ActQuantLinear(x, ACTIVATION_FORMAT[fmt]) if is_q(x) else x, q, is_leaf=is_q)
 
 
-def outlier_channels(d: int, n: int, *, key: jax.Array) -> jax.Array:
-    """``n`` distinct input channels out of ``d`` (int32[n]), drawn with ``key``."""
-    return jax.random.choice(key, d, (n,), replace=False)
+def outlier_channels(d: int, n: int, *, key: jax.Array, inputs: int | None = None) -> jax.Array:
+    """``n`` distinct input channels out of ``d`` (int32[n]), drawn with ``key``; with ``inputs``, one such draw
+    per normed layer input (int32[inputs, n], independent draws: ``with_outlier_channels``' per-input form)."""
+    if inputs is None:
+        return jax.random.choice(key, d, (n,), replace=False)
+    return jnp.stack([jax.random.choice(k, d, (n,), replace=False) for k in jax.random.split(key, inputs)])
 
 
 def with_outlier_channels(model: TinyLM, channels: jax.Array, scale: float) -> TinyLM:
     """The same function with outlier weight columns: for every block, ``qkv.weight[:, c]`` and
-    ``mlp_in.weight[:, c]`` times ``scale``, ``norm1.weight[c]`` and ``norm2.weight[c]`` divided by it (c in
-    ``channels``). The RMSNorm statistics are computed before the gain, so the float model is unchanged."""
-    s = jnp.ones(model.config.d_model).at[channels].set(scale)
+    ``mlp_in.weight[:, c]`` times ``scale``, ``norm1.weight[c]`` and ``norm2.weight[c]`` divided by it. ``channels``
+    int[n]: the same c for every normed input; int[2 * n_layers, n]: row 2i for block i's qkv (after norm1), row
+    2i + 1 for its mlp_in (after norm2). The RMSNorm statistics are computed before the gain, so the float model is
+    unchanged."""
+    ch = jnp.asarray(channels)
+    rows = ch if ch.ndim == 2 else jnp.broadcast_to(ch, (2 * len(model.blocks), ch.shape[-1]))
+    if rows.shape[0] != 2 * len(model.blocks):
+        raise ValueError(f"channels must be [n] or [2 * n_layers = {2 * len(model.blocks)}, n], got {ch.shape}")
+    ones = jnp.ones(model.config.d_model)
     blocks = []
-    for b in model.blocks:
+    for i, b in enumerate(model.blocks):
+        s1, s2 = ones.at[rows[2 * i]].set(scale), ones.at[rows[2 * i + 1]].set(scale)
         b = eqx.tree_at(
             lambda b: (b.norm1.weight, b.norm2.weight, b.attn.qkv.weight, b.mlp_in.weight),
             b,
-            (b.norm1.weight / s, b.norm2.weight / s, b.attn.qkv.weight * s, b.mlp_in.weight * s),
+            (b.norm1.weight / s1, b.norm2.weight / s2, b.attn.qkv.weight * s1, b.mlp_in.weight * s2),
         )
         blocks.append(b)
     return eqx.tree_at(lambda m: m.blocks, model, tuple(blocks))

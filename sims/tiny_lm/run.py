@@ -25,9 +25,29 @@ def eval_loss(model, x, y):
     return tr.evaluate(model, x, y)
 
 
-def ppl(model, x, y) -> float:
-    """Validation perplexity exp(mean next-byte cross-entropy) on windows ``x, y: int[n, ctx]``."""
-    return float(jnp.exp(eval_loss(model, x, y)))
+@eqx.filter_jit
+def chunk_losses(model, xs, ys):
+    """Mean next-byte cross-entropy (nats/byte) of ``model`` per chunk of windows ``xs, ys: int[chunks, n, ctx]``
+    (jitted; ``lax.map`` over the chunks)."""
+    return jax.lax.map(lambda ab: tr.loss_fn(model, *ab), (xs, ys))
+
+
+def chunked(x, y, n: int):
+    """Windows ``x, y: int[N, ctx]`` as chunks of ``n`` (``[N // n, n, ctx]``): the first chunk is the one the NumPy
+    reference recomputes (``reference.variant_loss_np``)."""
+    return x.reshape(-1, n, x.shape[-1]), y.reshape(-1, n, y.shape[-1])
+
+
+def ppl_and_check(model, xs, ys) -> tuple[float, float]:
+    """Validation perplexity exp(mean next-byte cross-entropy) on the chunked windows ``xs, ys`` (``chunked``),
+    and the mean loss on the first chunk."""
+    losses = np.asarray(chunk_losses(model, xs, ys), np.float64)
+    return float(np.exp(losses.mean())), float(losses[0])
+
+
+def ppl(model, xs, ys) -> float:
+    """Validation perplexity on the chunked windows ``xs, ys`` (``chunked``)."""
+    return ppl_and_check(model, xs, ys)[0]
 
 
 def reduction(p_fp, p_nv, p_rz):
@@ -70,22 +90,41 @@ def format_key(key: jax.Array, fmt: str) -> jax.Array:
     return jax.random.fold_in(key, FORMATS.index(fmt))
 
 
-def one_model(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
-    """Every perplexity of one trained model: float32, weight-only per format, W4A4, outlier channels."""
-    out = {"fp": ppl(model, x, y)}
+def one_model(model: TinyLM, cfg: Config, xs, ys, *, key: jax.Array) -> dict:
+    """Every perplexity of one trained model on the chunked windows ``xs, ys``: float32, weight-only per format,
+    W4A4, outlier channels; and for each variant of ``reference.VARIANTS`` its loss on the first chunk (``check_*``)
+    beside the float64 NumPy reference's (``check_np_*``)."""
+    out = {}
+    out["fp"], out["check_fp"] = ppl_and_check(model, xs, ys)
     for fmt in FORMATS:
-        out[fmt] = ppl(quant.quantized_model(model, fmt, key=format_key(key, fmt), rht_group=cfg.rht_group), x, y)
+        qm = quant.quantized_model(model, fmt, key=format_key(key, fmt), rht_group=cfg.rht_group)
+        out[fmt], out[f"check_{fmt}"] = ppl_and_check(qm, xs, ys)
     for fmt in WA_FORMATS:
-        out[f"wa_{fmt}"] = ppl(quant.quantized_model(model, fmt, key=key, activations=True), x, y)
-    ch = quant.outlier_channels(model.config.d_model, cfg.outlier_channels, key=jax.random.fold_in(key, 77))
-    mo = quant.with_outlier_channels(model, ch, cfg.outlier_scale)
-    out["outlier_fp"] = ppl(mo, x, y)
-    for fmt in WA_FORMATS:
-        out[f"outlier_{fmt}"] = ppl(quant.quantized_model(mo, fmt, key=key), x, y)
+        qm = quant.quantized_model(model, fmt, key=key, activations=True)
+        out[f"wa_{fmt}"], out[f"check_wa_{fmt}"] = ppl_and_check(qm, xs, ys)
+    x0, y0 = np.asarray(xs[0]), np.asarray(ys[0])
+    for v in reference.VARIANTS:
+        out[f"check_np_{v}"] = reference.variant_loss_np(model, v, x0, y0)
+    out.update(outlier_ppl(model, cfg, xs, ys, key=jax.random.fold_in(key, 77)))
     return out
 
 
-def layer_study(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
+def outlier_ppl(model: TinyLM, cfg: Config, xs, ys, *, key: jax.Array) -> dict:
+    """NVFP4 / RaZeR weight-only perplexity of ``model`` with outlier channels (``quant.with_outlier_channels``),
+    ``cfg.outlier_draws`` independent draws of the channels, draw j evaluated on the chunks j, j + draws, ... of
+    the windows (every window once: the perplexity over the whole set, each share under its own draw). The float
+    model with outlier channels is the float model (a unit test), so its perplexity is ``fp``."""
+    n = cfg.outlier_draws
+    losses = {fmt: [] for fmt in WA_FORMATS}
+    for j in range(n):
+        ch = quant.outlier_channels(model.config.d_model, cfg.outlier_channels, key=jax.random.fold_in(key, j))
+        mo = quant.with_outlier_channels(model, ch, cfg.outlier_scale)
+        for fmt in WA_FORMATS:
+            losses[fmt].append(np.asarray(chunk_losses(quant.quantized_model(mo, fmt, key=key), xs[j::n], ys[j::n])))
+    return {f"outlier_{fmt}": float(np.exp(np.concatenate(v).astype(np.float64).mean())) for fmt, v in losses.items()}
+
+
+def layer_study(model: TinyLM, cfg: Config, xs, ys, *, key: jax.Array) -> dict:
     """Per-layer relative weight MSE and the perplexity when only that layer is quantized (fake-quantized
     float32 weights: the per-layer cost of the weight format alone)."""
     names = quant.block_names(model)
@@ -94,7 +133,7 @@ def layer_study(model: TinyLM, cfg: Config, x, y, *, key: jax.Array) -> dict:
     for fmt in FORMATS:
         q = quant.quantized_weights(model, fmt, key=format_key(key, fmt), rht_group=cfg.rht_group)
         mse[fmt] = jnp.stack([jnp.sum((q[n] - full[n]) ** 2) / jnp.sum(full[n] ** 2) for n in names])
-        lppl[fmt] = jnp.asarray([ppl(replace_linear_weights(model, {n: q[n]}), x, y) for n in names])
+        lppl[fmt] = jnp.asarray([ppl(replace_linear_weights(model, {n: q[n]}), xs, ys) for n in names])
     return {"layer_rel_mse": mse, "layer_ppl": lppl, "layer_names": np.array(names)}
 
 
@@ -118,18 +157,23 @@ def kernel_check(model: TinyLM, cfg: Config, x, *, key: jax.Array) -> dict:
     for fmt, label in (("nvfp4", "NVFP4"), ("razer_activation", "RaZeR (act.)")):
         fq = functools.partial(quant.quantize_activations, fmt=fmt)
         decoded[f"{label} activations"] = reference.activation_decode_mismatches(h, fq, label)
-    keys = quant.layer_keys(model, format_key(key, "rht4"))  # the layer study's RHT-4 randomness
-    rht = [reference.rht_rel_mse_reference(w, keys[n], group=cfg.rht_group) for n, w in ws.items()]
+    keys = format_key(key, "rht4")  # the layer study's RHT-4 randomness
+    w_hat = quant.quantized_weights(model, "rht4", key=keys, rht_group=cfg.rht_group)
+    keys = quant.layer_keys(model, keys)
+    rht = [reference.rht_group_errors(w, w_hat[n], keys[n], group=cfg.rht_group) for n, w in ws.items()]
     return {
         "mismatches": {f: jnp.asarray(m) for f, m in mism.items()},
         "decoded_mismatches": {f: jnp.asarray(m) for f, m in decoded.items()},
-        "rht4_rel_mse_np": jnp.asarray(rht),
+        "rht4_group_error": jnp.asarray(max(r[0] for r in rht)),
+        "rht4_ties": jnp.asarray(sum(r[1] for r in rht)),
+        "rht4_groups": jnp.asarray(sum(r[2] for r in rht)),
     }
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
     train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
     x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
+    xs, ys = chunked(x, y, cfg.check_windows)
     rows, fp_loss, train_losses = [], [], []
     first = None
     for s, mc in enumerate(cfg.models):
@@ -140,9 +184,9 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
             )
             if first is None:
                 first = model
-            fpl.append(float(eval_loss(model, x, y)))
             losses_s.append(np.asarray(losses))
-            per_size.append(one_model(model, cfg, x, y, key=jax.random.fold_in(key, 1000 * s + seed)))
+            per_size.append(one_model(model, cfg, xs, ys, key=jax.random.fold_in(key, 1000 * s + seed)))
+            fpl.append(float(np.log(per_size[-1]["fp"])))
         rows.append(per_size)
         fp_loss.append(fpl)
         train_losses.append(losses_s)
@@ -156,16 +200,18 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "fp_ppl": table["fp"],
         "ppl": {f: table[f] for f in FORMATS},
         "ppl_wa": {f: table[f"wa_{f}"] for f in WA_FORMATS},
-        "ppl_outlier": {"fp": table["outlier_fp"], **{f: table[f"outlier_{f}"] for f in WA_FORMATS}},
+        "ppl_outlier": {f: table[f"outlier_{f}"] for f in WA_FORMATS},
+        "loss_check": {v: table[f"check_{v}"] for v in reference.VARIANTS},
+        "loss_check_np": {v: table[f"check_np_{v}"] for v in reference.VARIANTS},
     }
     out["reduction"] = {
         "weight": jnp.asarray(reduction(table["fp"], table["nvfp4"], table["razer"])),
         "wa": jnp.asarray(reduction(table["fp"], table["wa_nvfp4"], table["wa_razer"])),
-        "outlier": jnp.asarray(reduction(table["outlier_fp"], table["outlier_nvfp4"], table["outlier_razer"])),
+        "outlier": jnp.asarray(reduction(table["fp"], table["outlier_nvfp4"], table["outlier_razer"])),
     }
     out["bits"] = {f: jnp.asarray(quant.bits_per_weight(f, cfg.d_models[0], cfg.rht_group)) for f in FORMATS}
     model = first
-    out.update(layer_study(model, cfg, x, y, key=key))
+    out.update(layer_study(model, cfg, xs, ys, key=key))
     out["kernel_check"] = kernel_check(model, cfg, x, key=key)
     # engines: the same model served in float32 (A) and as B = bfloat16 compute / 4-bit weights (drop-in layers)
     engines = {

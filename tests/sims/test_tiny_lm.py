@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -47,8 +48,6 @@ def test_config_validation():
 def test_outlier_channels_keep_the_float_model_and_w4a4_quantizes_activations():
     """x8 columns / 8 gains is exact in float32 (powers of two); W4A4 differs from W4A16; RaZeR's activation
     quantizer is used for RaZeR."""
-    import jax.numpy as jnp
-
     from jaxwb.models.tiny_lm import LMConfig, TinyLM
     from jaxwb.sims.tiny_lm import quant
 
@@ -149,3 +148,68 @@ def test_code_mismatches_is_zero_for_the_fast_paths_and_refuses_an_unknown_forma
         assert reference.code_mismatches(x, fmt, per_row=fmt.endswith("activation")) == 0
     with pytest.raises(ValueError, match="fmt"):
         reference.code_mismatches(x, "int4")
+
+
+def test_numpy_forward_reproduces_every_variant_and_sees_a_wrong_block():
+    """The float64 NumPy forward of ``reference.variant_loss_np`` against the study's models (float, W4A16 drop-in
+    layers, W4A4) on a random small model: within the claim's tolerance; a weight round trip off in one block per
+    row moves it far outside."""
+    from jaxwb.models import train as tr
+    from jaxwb.models.tiny_lm import LMConfig, TinyLM
+    from jaxwb.sims.tiny_lm import quant, reference
+    from jaxwb.sims.tiny_lm.claims import LOSS_REFERENCE_RTOL
+    from jaxwb.theory.quantization import fp4_formats
+
+    m = TinyLM(LMConfig(d_model=32, n_layers=1, n_heads=2, ctx=16), key=jax.random.key(0))
+    x = jax.random.randint(jax.random.key(1), (4, 16), 0, 256)
+    y = jnp.roll(x, -1, axis=1)
+    for v in reference.VARIANTS:
+        fmt = v.removeprefix("wa_")
+        mv = m if v == "fp" else quant.quantized_model(m, fmt, key=jax.random.key(0), activations=v.startswith("wa_"))
+        got, ref = float(tr.loss_fn(mv, x, y)), reference.variant_loss_np(m, v, np.asarray(x), np.asarray(y))
+        assert abs(got / ref - 1) < LOSS_REFERENCE_RTOL, (v, got, ref)
+    with pytest.raises(ValueError, match="variant"):
+        reference.variant_loss_np(m, "rht4", np.asarray(x), np.asarray(y))
+    rt = fp4_formats.nvfp4_roundtrip
+    try:  # the reference's NVFP4 round trip with the last block of every row scaled by 1.5
+        fp4_formats.nvfp4_roundtrip = lambda w: rt(w) * np.repeat(np.r_[np.ones(w.shape[-1] // 16 - 1), 1.5], 16)
+        off = reference.variant_loss_np(m, "nvfp4", np.asarray(x), np.asarray(y))
+    finally:
+        fp4_formats.nvfp4_roundtrip = rt
+    got = float(tr.loss_fn(quant.quantized_model(m, "nvfp4", key=jax.random.key(0)), x, y))
+    assert abs(got / off - 1) > 10 * LOSS_REFERENCE_RTOL
+
+
+def test_rht_group_errors_leave_out_level_ties_only():
+    """``reference.rht_group_errors``: the kernel's RHT-4 against the float64 reference group by group is at float32
+    rounding away from level ties; a decoder one level off in one group is seen; ties are a small fraction."""
+    from jaxwb.sims.tiny_lm import quant, reference
+
+    w = jax.random.normal(jax.random.key(3), (96, 128)) * 0.05
+    key = jax.random.key(7)
+    w_hat = quant.fake_quantize(w, "rht4", key=key, rht_group=64)
+    err, ties, groups = reference.rht_group_errors(w, w_hat, key, group=64)
+    assert groups == 192 and ties <= 3 and err < 1e-5
+    bad = np.asarray(w_hat).copy()
+    bad[5, :64] *= 1.02  # one group's scale 2% off
+    assert reference.rht_group_errors(w, bad, key, group=64)[0] > 1e-2
+
+
+def test_outlier_channels_per_input_keep_the_float_model():
+    """One independent draw of outlier channels per normed layer input: the float model is unchanged, each
+    input's weight columns carry its own channels."""
+    from jaxwb.models.tiny_lm import LMConfig, TinyLM
+    from jaxwb.sims.tiny_lm import quant
+
+    m = TinyLM(LMConfig(d_model=32, n_layers=2, n_heads=2, ctx=16), key=jax.random.key(0))
+    ch = quant.outlier_channels(32, 4, key=jax.random.key(1), inputs=4)
+    assert ch.shape == (4, 4) and all(len(set(np.asarray(r).tolist())) == 4 for r in ch)
+    mo = quant.with_outlier_channels(m, ch, 8.0)
+    t = jnp.arange(12)
+    np.testing.assert_array_equal(np.asarray(mo(t)), np.asarray(m(t)))
+    for i, b in enumerate(mo.blocks):
+        for row, lin in ((2 * i, b.attn.qkv), (2 * i + 1, b.mlp_in)):
+            col = np.abs(np.asarray(lin.weight)).max(axis=0)
+            assert set(np.argsort(col)[-4:]) == set(np.asarray(ch[row]).tolist())
+    with pytest.raises(ValueError, match="channels"):
+        quant.with_outlier_channels(m, ch[:3], 8.0)
