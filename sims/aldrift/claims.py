@@ -6,9 +6,9 @@ import dataclasses
 import math
 
 import numpy as np
-import scipy.stats
 
 from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
+from jaxwb.sims.aldrift.pieces import empirical_growth_probability
 from jaxwb.sims.core.claims import Claim, mean_ci
 
 # ---------------------------------------------------------------------------------------------------------
@@ -195,14 +195,19 @@ def quadratic_claims(results: dict, cfg: Config) -> list[Claim]:
         Claim.from_samples(
             f"pure quadratic: ALDRIFT mean sample cost / closed form E_{{p_tau}}[d] = 1 along the schedule (per-run "
             f"mean over tau in [{taus_q[2]:.3g}, {taus_q[L - 1]:.3g}]: the first two start from the prior's chains; "
-            f"{cfg.quad_runs} runs; whole CI within 0.8%: the IMH lag leaves E[d] ~0.5% high)",
+            f"{cfg.quad_runs} runs; whole CI within 1%: the IMH lag leaves E[d] ~0.5% high)",
             1.0,
             np.mean(sc[:, 2:L] / cf[2:L], axis=1),
-            0.008,
+            0.01,
             "rel",
             kind="check",
             source="theory",
         )
+    )
+    out[-1] = dataclasses.replace(
+        out[-1],
+        wide_reason="the tolerance covers the IMH lag at M = 50, a bias (+0.48% over seeds 0-9, sd 0.03% of that "
+        "mean), plus 4 sd of the 100-run mean (config.py: the power of 0.8% and of 1%)",
     )
     mean_sq = np.sum(np.asarray(q["mean"])[:, -1] ** 2, axis=-1)
     out.append(
@@ -340,21 +345,33 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
         )
     )
-    # random search: per-run log-log slopes n/2 and the mean count at the smallest eps
+    # random search: per-run log-log slopes against the exact first-hit law, and the mean count at the smallest eps.
+    # A first hit of eps is geometric with P = P[d <= eps] (pieces.random_search_probability, NumPy quadrature), so
+    # E[log count] = log(1/P) - Euler's gamma + O(P) and each run's least-squares slope of log count on log(1/eps)
+    # has expectation the slope of log(1/P): 2.053 at the quick preset's eps in [0.1, 0.32], 2.016 on the full
+    # preset's [0.03, 0.1], n/2 = 2 as eps -> 0 (the sublevel set tends to the ball of radius sqrt(2 eps/L_d); at
+    # larger eps the ripple makes it larger, so P grows faster than eps^(n/2))
     rs = np.asarray(e["random"]["count"], float)
     rs_eps = s["rs_eps"]
     okr = s["rs_ok"] & (rs_eps <= cfg.rs_eps_max * 1.0001) & (rs_eps >= cfg.rs_eps_min * 0.9999)
     x = np.log(1 / rs_eps[okr])
     rslopes = [_line_fit(x, np.log(rs[r, okr]))[0] for r in range(rs.shape[0])] if okr.sum() >= 2 else [np.nan]
+    fit_eps = np.asarray(e["random"]["fit_eps"], float)
+    prob = np.asarray(e["random"]["probability"], float)
+    sel = np.isclose(fit_eps[:, None], np.asarray(rs_eps[okr], float)[None], rtol=1e-6).any(axis=1)
+    exact_slope = _line_fit(np.log(1 / fit_eps[sel]), np.log(1 / prob[sel]))[0] if sel.sum() >= 2 else np.nan
     out.append(
         Claim.from_samples(
-            f"random search: evaluations ~ (1/eps)^(n/2), log-log slope n/2 = {cfg.eps_n / 2:g} at n={cfg.eps_n} "
-            f"(per-run fits over eps in [{cfg.rs_eps_min:g}, {cfg.rs_eps_max:g}], {cfg.rs_runs} runs)",
-            cfg.eps_n / 2,
+            f"random search: evaluations ~ (1/eps)^(n/2) (n={cfg.eps_n}): per-run log-log slope = that of 1/P[d <= eps]"
+            f" for uniform draws on the box (NumPy quadrature, {exact_slope:.3f}; n/2 = {cfg.eps_n / 2:g} as eps -> 0)"
+            f" over eps in [{cfg.rs_eps_min:g}, {cfg.rs_eps_max:g}], {cfg.rs_runs} runs (inside the 95% interval, "
+            "half-width <= 10%)",
+            exact_slope,
             rslopes,
-            0.15,
-            "rel",
+            0.1 * exact_slope,
+            "ci",
             kind="check",
+            source="paper",
         )
     )
     pred = np.asarray(e["random"]["predicted"])
@@ -412,12 +429,29 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+# Coverage families whose boundary prediction (0 or 1) has a known rare exception: (the rate the claim allows, why).
+# KDE with h = sigma_hat: its Gaussian tails have the bandwidth's sd, so on a sample whose sigma_hat falls below ~0.87
+# of the target's sd, p/L grows again inside R = 16 sd (seed sweep, quick preset, m = 300: 2 of 480 samples, with
+# sigma_hat/sd = 0.865 and 0.842; none of the other 478 had sigma_hat/sd below 0.88). Allowed: a rate of 1% plus 3
+# binomial sd over the seeds (2 of 48; 1 of 12), so that P(fail) at a true rate of 0.4% is ~0.1% per run.
+RARE_FAILURES = {
+    "KDE h = sigma_hat (c = 1)": (
+        0.01,
+        "coverage holds except on samples whose sigma_hat < ~0.87 x the target's sd (the KDE's tails are then "
+        "lighter than p inside R = 16 sd: 2 of 480 samples at m = 300); tolerance: a rate of 1% + 3 binomial sd",
+    ),
+}
+
+
 def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
     """Where coarse learnability holds and fails, and the inflated MLE's closed-form sup p/L."""
     out = []
     # coverage: the fraction of seeds whose sup p/L still grows between R_mid and R_max (by > 0.01 decade).
-    # Bounded families: 0. Shrinking bandwidth (h < sigma: lighter tails than p): 1. Empirical variance: exactly
-    # the seeds with s_hat^2 < 1/(1 + 2 g/(R_max^2 - R_mid^2)), g = 0.01 ln 10, where m s_hat^2 ~ chi2_{m-1}.
+    # Bounded families: 0. Shrinking bandwidth (h < sigma: lighter tails than p): 1. Empirical variance: the seeds
+    # whose fitted (mean, variance) make the quadratic log p/L grow (pieces.empirical_growth_probability: with the
+    # mean at 0 exactly s_hat^2 < 1/(1 + 2 g/(R_max^2 - R_mid^2)), g = 0.01 ln 10, m s_hat^2 ~ chi2_{m-1}; that
+    # formula, 0.526 at m = 300, ignores the fitted mean and sat 2.2 binomial sd below the 0.561 measured over the
+    # 960 seeds of the quick seed sweep (20 x 48); with the mean: 0.548)
     cov = results["coverage"]
     sup = np.asarray(cov["log_sup_vs_R"]) / np.log(10.0)  # (S, F, nR) in decades
     R = np.asarray(cov["R"])
@@ -425,23 +459,29 @@ def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
     frac = np.mean(sup[:, :, -1] - sup[:, :, j_mid] > 0.01, axis=0)  # (F,)
     S, m = sup.shape[0], cfg.cov_m_main
     g = 0.01 * np.log(10.0)
-    p_emp = float(scipy.stats.chi2.cdf(m / (1 + 2 * g / (R[-1] ** 2 - R[j_mid] ** 2)), m - 1))
+    p_emp = empirical_growth_probability(m, float(R[j_mid]), float(R[-1]), g)
     predicted = {"empirical variance (no inflation)": p_emp, "KDE h = m^(-1/5) sigma_hat (shrinking)": 1.0}
     for f, (name, holds) in enumerate(zip(COVERAGE_FAMILIES, COVERAGE_HOLDS, strict=True)):
         pred = 0.0 if holds else predicted[name]
         tol = 3 * math.sqrt(max(pred * (1 - pred), 0.25 / S) / S)  # 3 binomial sd over S seeds
         verdict = "holds" if holds else "fails"
+        extra, rare = {}, RARE_FAILURES.get(name)
+        if rare is not None:  # a boundary prediction with a known rare exception: its rate bound + 3 binomial sd
+            rate, why = rare
+            tol = rate + 3 * math.sqrt(rate * (1 - rate) / S)
+            extra = {"wide_reason": f"a fraction of {S} seeds, binomial noise (no interval): {why}"}
         out.append(
             Claim(
                 f"coverage {verdict}, {name}: fraction of {S} seeds whose sup p/L still grows "
-                f"R={R[j_mid]:g}->{R[-1]:g} sd",
+                f"R={R[j_mid]:g}->{R[-1]:g} sd" + (f" (all but a rate <= {rare[0]:g})" if rare is not None else ""),
                 pred,
                 frac[f],
-                tol if 0 < pred < 1 else 0.0,
+                tol if (0 < pred < 1 or rare is not None) else 0.0,
                 "abs",
                 kind="check",
                 n_seeds=S,
                 source="theory" if name.startswith("empirical") else "paper",
+                **extra,
             )
         )
     # the paper: a shrinking bandwidth breaks coarse learnability as m grows: sup p/L over |x| <= R_fixed sd at

@@ -183,6 +183,14 @@ def plot_evaluations(results: dict, cfg: Config):
         **style.prediction(color="tab:red"),
         label="1/P(ball r = sqrt(2 eps/L_d)) ~ (1/eps)^(n/2)",
     )
+    if "probability" in e["random"]:  # the exact first-hit law on the fit range (quadrature)
+        ax2.loglog(
+            1 / np.asarray(e["random"]["fit_eps"]),
+            1 / np.asarray(e["random"]["probability"]),
+            "kx",
+            ms=8,
+            label="exact 1/P[d <= eps] (quadrature; the slope claim's fit range)",
+        )
     ax2.set(
         xlabel="1/eps",
         ylabel="evaluations of d",

@@ -186,6 +186,85 @@ def doo_reference(setting, *, n: int, lo: float, hi: float, L_d: float, expansio
     return np.minimum.accumulate(value)
 
 
+def random_search_probability(setting, *, n: int, lo: float, hi: float, eps, grid: int = 2001, angles: int = 256):
+    """P[d(x) <= eps] for one uniform draw x on [lo, hi]^n (x* = 0, n even), by quadrature in NumPy (float64), as
+    the reference for random search's first-hit law (the first hit of eps is geometric with this success
+    probability). The cost d(x) = sum_i c(x_i), c(z) = mu_d/2 z^2 + A (1 - cos(w z)) (written out here as
+    mu_d/2 z^2 + 2 A sin^2(w z/2): no cancellation near 0), is separable: with y_i = sign(x_i) sqrt(c(x_i)) the
+    sublevel set {d <= eps} is the ball |y|^2 <= eps, and its
+    volume in x is the ball's integral of prod_i h'(y_i), h = the inverse of y(z) (smooth; h' = 2|y|/|c'(z)|).
+    Pairs of coordinates give the density g(s) = 1/2 int_0^2pi h'(sqrt(s) cos t) h'(sqrt(s) sin t) dt of
+    s = y_1^2 + y_2^2 (bounded and smooth: periodic trapezoid in t), and the volume is the integral over [0, eps]
+    of its n/2-fold convolution (trapezoid on a uniform grid of ``grid`` points). Valid while every eps lies below
+    c at the end of the central interval where c increases in |z| and below c everywhere outside it in the box
+    (else ValueError). Returns (E,) probabilities."""
+    mu_d, A, w = (float(a) for a in setting[:3])
+    eps = np.atleast_1d(np.asarray(eps, np.float64))
+    if n < 2 or n % 2:
+        raise ValueError(f"n must be even and >= 2, got {n}")
+    if not (np.all(np.isfinite(eps)) and np.all(eps > 0)):
+        raise ValueError(f"eps must be finite and > 0, got {eps}")
+    c = lambda z: 0.5 * mu_d * z**2 + 2.0 * A * np.sin(0.5 * w * z) ** 2  # 1 - cos u = 2 sin^2(u/2): no cancellation
+    dc = lambda z: mu_d * z + A * w * np.sin(w * z)
+    zz = np.linspace(0.0, min(-lo, hi), 200_001)[1:]
+    turn = np.flatnonzero(dc(zz) <= 0)
+    z_up = zz[turn[0] - 1] if turn.size else zz[-1]  # c increases on (0, z_up] (and, c being even, on [-z_up, 0))
+    zb = np.linspace(lo, hi, 400_001)
+    outside = np.abs(zb) > z_up
+    c_out = c(zb[outside]).min() if outside.any() else np.inf
+    if not eps.max() < min(c(z_up), c_out):
+        raise ValueError(f"eps must stay below {min(c(z_up), c_out):.4g} (one central interval per coordinate)")
+
+    # h' tabulated once on |y| <= sqrt(max eps) (bisection for z in [0, z_up] with c(z) = y^2), read by
+    # linear interpolation (h' is even and smooth: error ~ (grid step)^2 ~ 1e-10)
+    ya = np.linspace(0.0, math.sqrt(eps.max()), 20_001)
+    zlo, zhi = np.zeros_like(ya), np.full_like(ya, z_up)
+    for _ in range(60):
+        mid = 0.5 * (zlo + zhi)
+        below = c(mid) < ya * ya
+        zlo, zhi = np.where(below, mid, zlo), np.where(below, zhi, mid)
+    z = 0.5 * (zlo + zhi)
+    hp = np.concatenate([[math.sqrt(2.0 / (mu_d + A * w * w))], 2.0 * ya[1:] / dc(z[1:])])
+    h_prime = lambda y: np.interp(np.abs(y), ya, hp)
+
+    t = 2.0 * np.pi * np.arange(angles) / angles
+    out = np.empty(eps.shape)
+    for i, e in enumerate(eps):
+        s = np.linspace(0.0, e, grid)
+        ds = s[1] - s[0]
+        r = np.sqrt(s)[:, None]
+        g = np.pi * np.mean(h_prime(r * np.cos(t)) * h_prime(r * np.sin(t)), axis=1)  # 1/2 * 2 pi * mean over t
+        f = g
+        for _ in range(n // 2 - 1):  # density of the sum of one more pair: trapezoid convolution on [0, s]
+            full = np.convolve(f, g)[:grid]
+            f = ds * (full - 0.5 * f * g[0] - 0.5 * f[0] * g)
+        vol = ds * (f.sum() - 0.5 * (f[0] + f[-1]))
+        out[i] = vol / (hi - lo) ** n
+    return out
+
+
+def empirical_growth_probability(m: int, r_mid: float, r_max: float, g: float, *, draws: int = 1_000_000, seed=0):
+    """P[sup_{|x| <= r_max} log p/L - sup_{|x| <= r_mid} log p/L > g] for the empirical-variance fit L = N(mu, s^2)
+    (MLE mean and 1/m variance of m draws of the target p = N(0, 1); radii in units of p's sd) -- the reference for
+    the "coverage fails, empirical variance" claim's fraction of seeds. log p/L = (x - mu)^2/(2 s^2) - x^2/2 + log s
+    is a quadratic in x, so its sup over [-r, r] is at an end or, when concave, at its vertex; mu ~ N(0, 1/m) and
+    m s^2 ~ chi2_{m-1} are independent, drawn ``draws`` times (NumPy, ``np.random.default_rng(seed)``: a standard
+    error <= 0.5/sqrt(draws)). With mu = 0 it is P[s^2 < 1/(1 + 2 g/(r_max^2 - r_mid^2))]; the mean moves the
+    threshold by ~2 |mu| (r_max - r_mid)/(r_max^2 - r_mid^2) (+0.022 in probability at m = 300: 0.548 vs 0.526)."""
+    rng = np.random.default_rng(seed)
+    mu = rng.standard_normal(draws) / math.sqrt(m)
+    s2 = rng.chisquare(m - 1, draws) / m
+    a, b = 0.5 / s2 - 0.5, -mu / s2  # log p/L = a x^2 + b x + const
+
+    def sup(r):
+        ends = np.maximum(a * r * r + b * r, a * r * r - b * r)
+        xv = -b / (2 * np.where(a != 0, a, np.inf))
+        inner = (a < 0) & (np.abs(xv) <= r)
+        return np.where(inner, np.maximum(ends, a * xv * xv + b * xv), ends)
+
+    return float(np.mean(sup(r_max) - sup(r_mid) > g))
+
+
 def kish_reference(seed: int, *, mean_p, var_p, mean_q, var_q, n: int, N: int, reps: int) -> np.ndarray:
     """``reps`` draws of the Kish ESS fraction (sum w)^2 / (N sum w^2) of N iid proposals from q = N(mean_q, var_q
     I_n) weighted against p = N(mean_p, var_p I_n), sampled exactly in NumPy (``np.random.default_rng(seed)``; the

@@ -20,6 +20,7 @@ from jaxwb.sims.aldrift.pieces import (
     exact_path,
     kish_reference,
     problem,
+    random_search_probability,
     topift_run,
 )
 from jaxwb.sims.core.sweep import sweep
@@ -82,6 +83,12 @@ def run_random_search(cfg: Config, key, setting, eps, L_d) -> dict:
     rs = jax.tree.map(lambda a: a.reshape(cfg.rs_runs, *a.shape[2:]), rs)
     rs["eps"] = rs_eps
     rs["predicted"] = al.random_search_expected_evals(rs_eps, L_d, lo, hi, cfg.eps_n)
+    # the exact first-hit law on the fit range (NumPy quadrature, pieces.random_search_probability): a first hit is
+    # geometric with success probability P[d <= eps], so E[log count] = log(1/P) - Euler's gamma + O(P)
+    fit = np.asarray(rs_eps)
+    fit = fit[(fit <= cfg.rs_eps_max * 1.0001) & (fit >= cfg.rs_eps_min * 0.9999)]
+    rs["fit_eps"] = fit
+    rs["probability"] = random_search_probability(setting, n=cfg.eps_n, lo=lo, hi=hi, eps=fit)
     return rs
 
 
