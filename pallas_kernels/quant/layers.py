@@ -338,7 +338,7 @@ def _calibration_inputs(label: str, value, d: int):
     """The checked calibration inputs of one layer as float32 (n, d), rescaled by 2^-e (exact) when max |x| is
     outside [2^-32, 2^32]: the proxy Hessian then neither overflows nor underflows, and the solvers' codes do not
     depend on the scale of x. Traced (under jit) inputs are only shape-checked."""
-    from jaxwb.theory.mpq import _checks as mc
+    from jaxwb.theory.mpq import checks as mc
 
     if (
         value is None
@@ -390,14 +390,14 @@ def _calibrated_hessian(label: str, x, damping):
     """The damped proxy Hessian of checked inputs ``x`` (n, d); a singular one (``damping=0`` with fewer rows
     than inputs, or linearly dependent inputs) is refused naming ``label``."""
     from jaxwb.theory import mpq
-    from jaxwb.theory.mpq import _checks as mc
+    from jaxwb.theory.mpq import checks as mc
 
     h = mpq.proxy_hessian(x, damping=damping)
     ch = mc.concrete(h)
     if ch is None:
         return h
     tol = mc.DEF_EPS * mc.eps_of(h)
-    if not bool(mc._chol_ok(ch, -tol)):
+    if not bool(mc.cholesky_ok(ch, -tol)):
         n, d = x.shape
         rows = f"; {n} rows for {d} inputs" if n < d else ""
         raise ValueError(
@@ -406,6 +406,81 @@ def _calibrated_hessian(label: str, x, damping):
             "more, independent rows"
         )
     return h
+
+
+def _check_method_args(method, fmt, filter, damping, qat: bool, calibration) -> None:
+    """``quantize_model``'s options checked against each other (before the model is looked at)."""
+    if not isinstance(method, str) or method not in METHODS:
+        raise ValueError(f"method must be 'rtn', 'gptq' or 'mpq', got {method!r}")
+    if filter is not None and not callable(filter):
+        raise TypeError(f"filter must be a callable filter(path, linear) -> bool, got {type(filter).__name__}")
+    _check_damping(damping)
+    if method != "rtn":
+        if qat:
+            raise ValueError(f"qat=True trains float weights: use method='rtn' with it, got method={method!r}")
+        if fmt not in ("nvfp4", "mxfp4"):
+            raise ValueError(f"fmt must be 'nvfp4' or 'mxfp4' with method={method!r}, got {fmt!r}")
+        if calibration is None:
+            raise ValueError(f"calibration (layer path -> inputs) is required with method={method!r}")
+        if not isinstance(calibration, Mapping):
+            raise TypeError(
+                "calibration must be a mapping (a dict) from each quantized layer's path to its inputs, got "
+                f"{type(calibration).__name__}"
+            )
+    elif calibration is not None:
+        raise ValueError(
+            "calibration is used by method='gptq' or 'mpq' only (layer-output solvers); method='rtn' would ignore "
+            "it: pass method='gptq' or 'mpq', or no calibration"
+        )
+
+
+def _selected_layers(model, fmt: str, keep, custom_filter: bool, qat: bool) -> list:
+    """(path, layer, name) of every layer ``keep`` selects, their weights checked: a bad layer is named before
+    any is replaced."""
+    eqx_kinds, nnx_kinds = _layer_kinds(qat)
+    is_nnx = isinstance(model, nnx.Module)
+    if is_nnx:
+        found = [(p, m, _dotted(p)) for p, m in _iter_modules(model) if isinstance(m, nnx_kinds)]
+    else:
+        is_lin = lambda x: isinstance(x, eqx_kinds)
+        leaves = jax.tree_util.tree_flatten_with_path(model, is_leaf=is_lin)[0]
+        found = [(p, m, jax.tree_util.keystr(p)) for p, m in leaves if is_lin(m)]
+    kinds = ("nnx.Linear" if is_nnx else "eqx.nn.Linear") + ("" if qat else " or QAT layer")
+    if not found:
+        raise ValueError(f"model has no layer to quantize (no {kinds} in a {type(model).__name__})")
+    targets = [(p, m, name) for p, m, name in found if keep(name, m)]
+    if not targets:
+        names = [name for _, _, name in found]
+        which = "filter" if custom_filter else f"filter (the default: in_features a multiple of {_BLOCK[fmt]})"
+        raise ValueError(f"{which} selects none of the model's {len(found)} Linear layers {names}: nothing to quantize")
+    where = (lambda name: f"model.{name}") if is_nnx else (lambda name: f"model{name}")
+    for _, m, name in targets:
+        if getattr(m, "in_features", None) == "scalar" or getattr(m, "out_features", None) == "scalar":
+            raise ValueError(f"{where(name)} is a 'scalar' eqx.nn.Linear: no block of weights to quantize")
+        fp4.check_input(_weight_of(m), _BLOCK[fmt], name=f"{where(name)}.{'kernel' if is_nnx else 'weight'}")
+    return targets
+
+
+def _calibration_hessians(calibration, targets: list, damping) -> dict[str, Any]:
+    """Every selected layer's damped proxy Hessian from its calibration inputs, all checked before any solve."""
+    names = [name for _, _, name in targets]
+    for key in calibration:
+        if not isinstance(key, str):
+            raise ValueError(f"calibration keys must be layer paths (str), got {key!r} ({type(key).__name__})")
+        if key not in names:
+            raise ValueError(
+                f"calibration has inputs for {key!r}, which is not a quantized layer of the model "
+                f"(the quantized layers: {names})"
+            )
+    for name in names:
+        if name not in calibration:
+            raise ValueError(f"calibration has no inputs for layer {name!r} (keys: {sorted(calibration)})")
+    hessians = {}
+    for _, m, name in targets:
+        label = f"calibration[{name!r}]"
+        d = int(np.shape(_weight_of(m))[1])
+        hessians[name] = _calibrated_hessian(label, _calibration_inputs(label, calibration[name], d), damping)
+    return hessians
 
 
 def quantize_model(
@@ -453,72 +528,15 @@ def quantize_model(
     arithmetic; a scale that is a power of two gives the same bytes).
     """
     fmt = _check_fmt(fmt)
-    if not isinstance(method, str) or method not in METHODS:
-        raise ValueError(f"method must be 'rtn', 'gptq' or 'mpq', got {method!r}")
-    if filter is not None and not callable(filter):
-        raise TypeError(f"filter must be a callable filter(path, linear) -> bool, got {type(filter).__name__}")
-    keep = filter or _default_filter(fmt)
-    _check_damping(damping)
-    if method != "rtn":
-        if qat:
-            raise ValueError(f"qat=True trains float weights: use method='rtn' with it, got method={method!r}")
-        if fmt not in ("nvfp4", "mxfp4"):
-            raise ValueError(f"fmt must be 'nvfp4' or 'mxfp4' with method={method!r}, got {fmt!r}")
-        if calibration is None:
-            raise ValueError(f"calibration (layer path -> inputs) is required with method={method!r}")
-        if not isinstance(calibration, Mapping):
-            raise TypeError(
-                "calibration must be a mapping (a dict) from each quantized layer's path to its inputs, got "
-                f"{type(calibration).__name__}"
-            )
-    elif calibration is not None:
-        raise ValueError(
-            "calibration is used by method='gptq' or 'mpq' only (layer-output solvers); method='rtn' would ignore "
-            "it: pass method='gptq' or 'mpq', or no calibration"
-        )
+    _check_method_args(method, fmt, filter, damping, qat, calibration)
     _check_model(model)
-
-    eqx_kinds, nnx_kinds = _layer_kinds(qat)
+    keep = filter or _default_filter(fmt)
+    eqx_kinds, _ = _layer_kinds(qat)
     is_nnx = isinstance(model, nnx.Module)
-    if is_nnx:
-        found = [(p, m, _dotted(p)) for p, m in _iter_modules(model) if isinstance(m, nnx_kinds)]
-    else:
-        is_lin = lambda x: isinstance(x, eqx_kinds)
-        leaves = jax.tree_util.tree_flatten_with_path(model, is_leaf=is_lin)[0]
-        found = [(p, m, jax.tree_util.keystr(p)) for p, m in leaves if is_lin(m)]
-    kinds = ("nnx.Linear" if is_nnx else "eqx.nn.Linear") + ("" if qat else " or QAT layer")
-    if not found:
-        raise ValueError(f"model has no layer to quantize (no {kinds} in a {type(model).__name__})")
-    targets = [(p, m, name) for p, m, name in found if keep(name, m)]
-    if not targets:
-        names = [name for _, _, name in found]
-        which = "filter" if filter is not None else f"filter (the default: in_features a multiple of {_BLOCK[fmt]})"
-        raise ValueError(f"{which} selects none of the model's {len(found)} Linear layers {names}: nothing to quantize")
+    is_lin = lambda x: isinstance(x, eqx_kinds)
+    targets = _selected_layers(model, fmt, keep, filter is not None, qat)
     where = (lambda name: f"model.{name}") if is_nnx else (lambda name: f"model{name}")
-    for _, m, name in targets:  # weights checked up front: a bad layer is named before any is replaced
-        if getattr(m, "in_features", None) == "scalar" or getattr(m, "out_features", None) == "scalar":
-            raise ValueError(f"{where(name)} is a 'scalar' eqx.nn.Linear: no block of weights to quantize")
-        fp4.check_input(_weight_of(m), _BLOCK[fmt], name=f"{where(name)}.{'kernel' if is_nnx else 'weight'}")
-
-    hessians: dict[str, Any] = {}
-    if method != "rtn":
-        assert calibration is not None
-        names = [name for _, _, name in targets]
-        for key in calibration:
-            if not isinstance(key, str):
-                raise ValueError(f"calibration keys must be layer paths (str), got {key!r} ({type(key).__name__})")
-            if key not in names:
-                raise ValueError(
-                    f"calibration has inputs for {key!r}, which is not a quantized layer of the model "
-                    f"(the quantized layers: {names})"
-                )
-        for name in names:
-            if name not in calibration:
-                raise ValueError(f"calibration has no inputs for layer {name!r} (keys: {sorted(calibration)})")
-        for _, m, name in targets:  # every layer's inputs and proxy Hessian checked before any solve
-            label = f"calibration[{name!r}]"
-            d = int(np.shape(_weight_of(m))[1])
-            hessians[name] = _calibrated_hessian(label, _calibration_inputs(label, calibration[name], d), damping)
+    hessians = {} if method == "rtn" else _calibration_hessians(calibration, targets, damping)
 
     def solved(name: str, w) -> QuantizedArray:
         """The float weight (out, in) quantized by ``method`` on its layer's proxy Hessian."""

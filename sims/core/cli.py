@@ -90,33 +90,8 @@ def _nonneg_int(text: str) -> int:
     return _decimal(text, "expected a non-negative integer")
 
 
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="workbench", description="JAX theory-and-simulation workbench.")
-    p.add_argument("--version", action="version", version=f"workbench {_version()}")
-    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
-    sub.add_parser("list", help="list the results and their titles")
-    r = sub.add_parser(
-        "run", add_help=False, help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)"
-    )
-    r.add_argument("name", nargs="?")
-    r.add_argument("-h", "--help", action="store_true", help="show this help (with NAME: its Config fields)")
-    r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
-    r.add_argument(
-        "--profile", action="store_true", help="per phase: tracing, lowering, compiling and the rest; programs compiled"
-    )
-    r.add_argument("--seed", type=_seed, default=0, help="PRNG seed, an integer in [0, 2**32) (default 0)")
-    r.add_argument("--device", choices=DEVICES, default=None, help="where to run (default: the best JAX sees)")
-    r.add_argument(
-        "--out", default=None, help="output folder (default figures/<name> for the full preset, the cache for --quick)"
-    )
-    r.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="FIELD=VALUE",
-        help="override a Config field of the preset, e.g. --set lam=50 --set lr_range=1e-3,0.1",
-    )
+def _add_distributed_args(r: argparse.ArgumentParser) -> None:
+    """``workbench run``'s options for several processes."""
     d = r.add_argument_group("several processes (jax.distributed)")
     d.add_argument(
         "--distributed",
@@ -144,6 +119,36 @@ def _parser() -> argparse.ArgumentParser:
         metavar="I",
         help="this process's id (default $JAX_PROCESS_ID, or auto-detected)",
     )
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="workbench", description="JAX theory-and-simulation workbench.")
+    p.add_argument("--version", action="version", version=f"workbench {_version()}")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    sub.add_parser("list", help="list the results and their titles")
+    r = sub.add_parser(
+        "run", add_help=False, help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)"
+    )
+    r.add_argument("name", nargs="?")
+    r.add_argument("-h", "--help", action="store_true", help="show this help (with NAME: its Config fields)")
+    r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
+    r.add_argument(
+        "--profile", action="store_true", help="per phase: tracing, lowering, compiling and the rest; programs compiled"
+    )
+    r.add_argument("--seed", type=_seed, default=0, help="PRNG seed, an integer in [0, 2**32) (default 0)")
+    r.add_argument("--device", choices=DEVICES, default=None, help="where to run (default: the best JAX sees)")
+    r.add_argument(
+        "--out", default=None, help="output folder (default figures/<name> for the full preset, the cache for --quick)"
+    )
+    r.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="FIELD=VALUE",
+        help="override a Config field of the preset, e.g. --set lam=50 --set lr_range=1e-3,0.1",
+    )
+    _add_distributed_args(r)
     a = sub.add_parser("all", help="run every result")
     a.add_argument("--quick", action="store_true")
     a.add_argument("--profile", action="store_true", help="profile every result (see `workbench run --help`)")

@@ -13,7 +13,7 @@ coordinate may take: ``grid[i, j, k]``. The solvers only read the grid, so one s
   with those scale bytes dequantize to exactly the solver's values (bit for bit; tested).
 
 Checked (``ValueError`` naming the parameter, ``TypeError`` for a ``book`` that is not a :class:`Codebook`; see
-:mod:`jaxwb.theory.mpq._checks` for where value checks run): weights and grids real, finite, non-empty and of the
+:mod:`jaxwb.theory.mpq.checks` for where value checks run): weights and grids real, finite, non-empty and of the
 documented rank and shape; codes integer and in [0, K); ``bits``, ``group`` and ``fmt`` as documented.
 """
 
@@ -30,7 +30,7 @@ from jaxtyping import Array, ArrayLike, Float, Int
 from jaxwb.pallas_kernels.quant import fp4
 from jaxwb.pallas_kernels.quant import reference as qref
 from jaxwb.theory import validate as v
-from jaxwb.theory.mpq import _checks as c
+from jaxwb.theory.mpq import checks as c
 
 
 class Codebook(NamedTuple):
@@ -42,6 +42,15 @@ class Codebook(NamedTuple):
     scales: Array | None = None
     global_scale: Array | None = None
     fmt: str = "int"
+
+
+def check_codebook(name: str, book: object, lead: tuple[int, int] | None = None) -> None:
+    """A :class:`~jaxwb.theory.mpq.codebooks.Codebook` whose grid is finite with shape ``lead + (K,)``."""
+    if not isinstance(book, Codebook):
+        raise TypeError(f"{name} must be a Codebook (int_codebook, fp4_codebook), got {type(book).__name__}")
+    c.grid(f"{name}.grid", book.grid, lead, ndim=3)
+    if book.fmt not in ("int", "nvfp4", "mxfp4"):
+        raise ValueError(f"{name}.fmt must be 'int', 'nvfp4' or 'mxfp4', got {book.fmt!r}")
 
 
 def _check_weight(w: ArrayLike, name: str = "w") -> jax.Array:
@@ -100,12 +109,12 @@ def fp4_codebook(w: Float[ArrayLike, "m d"], fmt: str = "nvfp4") -> Codebook:
     return Codebook(grid, q.scales, q.global_scale, fmt)
 
 
-def _nearest(x, grid):
+def nearest_unchecked(x, grid):
     """:func:`nearest` without checks (inside the jitted solvers)."""
     return jnp.argmin(jnp.abs(jnp.asarray(grid) - jnp.asarray(x)[..., None]), axis=-1)
 
 
-def _values(codes, grid):
+def values_unchecked(codes, grid):
     """:func:`values` without checks (inside the jitted solvers)."""
     return jnp.take_along_axis(jnp.asarray(grid), jnp.asarray(codes)[..., None], axis=-1)[..., 0]
 
@@ -119,7 +128,7 @@ def nearest(x: Float[ArrayLike, "*b"], grid: Float[ArrayLike, "*b K"]) -> Int[Ar
     v.real("x", x)
     v.finite("x", x)
     c.grid("grid", grid, tuple(np.shape(x)))
-    return _nearest(x, grid)
+    return nearest_unchecked(x, grid)
 
 
 def values(codes: Int[ArrayLike, "m d"], grid: Float[ArrayLike, "m d K"]) -> Float[Array, "m d"]:
@@ -134,7 +143,7 @@ def values(codes: Int[ArrayLike, "m d"], grid: Float[ArrayLike, "m d K"]) -> Flo
     c.grid("grid", grid, None, ndim=np.ndim(grid))
     shp = tuple(np.shape(grid))
     c.codes("codes", codes, shp[:-1], shp[-1])
-    return _values(codes, grid)
+    return values_unchecked(codes, grid)
 
 
 def pack_fp4(codes: Int[ArrayLike, "m d"], book: Codebook) -> fp4.QuantizedArray:
@@ -142,7 +151,7 @@ def pack_fp4(codes: Int[ArrayLike, "m d"], book: Codebook) -> fp4.QuantizedArray
 
     Checked: ``book`` an FP4 :class:`Codebook` (:func:`fp4_codebook`: its grid (m, d, 16), scale bytes
     (m, d / block) and global scale present); ``codes`` an integer (m, d) array with every code in [0, 16)."""
-    c.codebook("book", book)
+    check_codebook("book", book)
     if book.fmt not in ("nvfp4", "mxfp4") or book.scales is None or book.global_scale is None:
         raise ValueError(f"book must be an FP4 codebook (fp4_codebook), got fmt={book.fmt!r}")
     m, d, k = np.shape(book.grid)
@@ -168,11 +177,11 @@ def grid_spread(book: Codebook) -> float:
     """Mean squared grid step (a scale for the inverse temperature): mean over (i, j) of the squared gap between
     consecutive distinct sorted grid values (float); coordinates whose grid holds one distinct value are left out,
     NaN when every coordinate's is. Checked: ``book`` a :class:`Codebook` with a finite grid."""
-    c.codebook("book", book)
-    return _spread(book.grid)
+    check_codebook("book", book)
+    return spread_of_grid(book.grid)
 
 
-def _spread(grid) -> float:
+def spread_of_grid(grid) -> float:
     """:func:`grid_spread` of a checked grid."""
     g = np.sort(np.asarray(grid, np.float64), axis=-1)
     gaps = np.diff(g, axis=-1)

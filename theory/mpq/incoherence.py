@@ -29,7 +29,7 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as val
-from jaxwb.theory.mpq import _checks as c
+from jaxwb.theory.mpq import checks as c
 
 ORTHO_TOL = 1e-4  # max |u u^T - I| accepted by :func:`coherent`
 

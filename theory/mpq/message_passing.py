@@ -74,19 +74,19 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.mpq import _checks as c
-from jaxwb.theory.mpq.codebooks import Codebook, _nearest, _spread, _values
+from jaxwb.theory.mpq import checks as c
+from jaxwb.theory.mpq.codebooks import Codebook, check_codebook, nearest_unchecked, spread_of_grid, values_unchecked
 from jaxwb.theory.mpq.solvers import (
-    _bcd_run,
-    _check,
-    _check_row,
-    _gptq_factor,
-    _normalised,
     as_float,
+    bcd_run,
     check_block,
+    check_inputs,
+    check_row,
     codeword_energies,
+    gptq_factor_unchecked,
     gptq_from_factor,
     grid_exponent,
+    normalised,
 )
 
 GAMMA_MIN, GAMMA_MAX = 1e-8, 1e8
@@ -437,7 +437,7 @@ def exact_marginals(
 
     Checked: ``w`` a finite real (d,) array, ``h`` a finite real symmetric (d, d) array, ``grid`` a finite real
     (d, K) array with K^d <= 2^20, ``beta`` finite and > 0. NumPy only."""
-    _, k = _check_row(w, h, grid, 2**20)
+    _, k = check_row(w, h, grid, 2**20)
     c.positive_scalar("beta", beta)
     combos, f = codeword_energies(w, h, grid)
     return marginals_from_energies(combos, f, k, beta=beta)
@@ -479,8 +479,8 @@ def absolute_beta(beta: float, h: Float[ArrayLike, "d d"], book: Codebook) -> fl
     c.positive_scalar("beta", beta)
     c.hessian("h", h, None, definite=None)
     v.check("h", jnp.mean(jnp.diag(jnp.asarray(h))), lambda a: a > 0, "of mean diagonal > 0")
-    c.codebook("book", book)
-    spread = _spread(book.grid)
+    check_codebook("book", book)
+    spread = spread_of_grid(book.grid)
     if not (np.isfinite(spread) and spread > 0):
         raise ValueError("book must hold two distinct values in some coordinate's grid (every grid step is 0)")
     return float(beta / (float(jnp.mean(jnp.diag(jnp.asarray(h)))) * spread))
@@ -492,7 +492,7 @@ def absolute_beta(beta: float, h: Float[ArrayLike, "d d"], book: Codebook) -> fl
 BETA, ITERS, RHO, ANNEAL = 1024.0, 30, 0.5, 0.01
 
 
-def _mpq_options(beta, iters, rho, anneal, precision, start) -> None:
+def check_mpq_options(beta, iters, rho, anneal, precision, start) -> None:
     c.positive_scalar("beta", beta)
     c.int_option("iters", iters)
     _check_rho(rho)
@@ -503,14 +503,14 @@ def _mpq_options(beta, iters, rho, anneal, precision, start) -> None:
 
 def _start_run(wn, hn, gn, beta, iters, rho, anneal, precision, start) -> dict:
     """:func:`mpq_start` on checked, normalised inputs (h rescaled, w and the grid scaled by 2^-e)."""
-    spread = _spread(gn)
+    spread = spread_of_grid(gn)
     b_abs = float(beta / (float(jnp.mean(jnp.diag(hn))) * spread))
     out = _vamp_run(wn, hn, gn, b_abs, int(iters), rho, None, anneal=anneal, precision=precision)
     vmap_codes = jnp.argmax(out["marginals"], axis=-1).astype(jnp.int32)
-    hard = gptq_from_factor(wn, _gptq_factor(hn), gn, 128).astype(jnp.int32)
+    hard = gptq_from_factor(wn, gptq_factor_unchecked(hn), gn, 128).astype(jnp.int32)
 
     def obj(codes):
-        e = wn - _values(codes, gn)
+        e = wn - values_unchecked(codes, gn)
         return jnp.einsum("md,de,me->m", e, hn, e)
 
     f_map, f_hard = obj(vmap_codes), obj(hard)
@@ -540,13 +540,13 @@ def mpq_start(
     ``start="map"``: the MAP alone. Returns ``codes`` (the start), ``map``, ``gptq`` and ``from_map`` (m,) bool.
 
     Checked: as :func:`mpq` (without ``block`` and ``max_sweeps``)."""
-    wa, ha = _check(w, h, book)
-    _mpq_options(beta, iters, rho, anneal, precision, start)
+    wa, ha = check_inputs(w, h, book)
+    check_mpq_options(beta, iters, rho, anneal, precision, start)
     grid = as_float(book.grid)
     e = grid_exponent(grid)
-    wn, gn, hn = c.times_pow2(wa, -e), c.times_pow2(grid, -e), _normalised(ha)
-    if not np.isfinite(_spread(gn)):  # every coordinate's grid holds one value: nothing to choose
-        near = _nearest(wa, grid)
+    wn, gn, hn = c.times_pow2(wa, -e), c.times_pow2(grid, -e), normalised(ha)
+    if not np.isfinite(spread_of_grid(gn)):  # every coordinate's grid holds one value: nothing to choose
+        near = nearest_unchecked(wa, grid)
         return {"codes": near, "map": near, "gptq": near, "from_map": jnp.zeros(wa.shape[0], bool)}
     return _start_run(wn, hn, gn, beta, iters, rho, anneal, precision, start)
 
@@ -581,15 +581,15 @@ def mpq(
     the ranges give the same floats as without the rescaling). A grid whose every coordinate holds one distinct
     value leaves no choice: its codes are the nearest ones. Cost: see :func:`vamp` ("diagonal": O(m d^3) per
     iteration)."""
-    wa, ha = _check(w, h, book)
+    wa, ha = check_inputs(w, h, book)
     d, k = wa.shape[1], np.shape(book.grid)[-1]
-    _mpq_options(beta, iters, rho, anneal, precision, start)
+    check_mpq_options(beta, iters, rho, anneal, precision, start)
     block = check_block(block, d, k)
     max_sweeps = c.int_option("max_sweeps", max_sweeps, minimum=0)
     grid = as_float(book.grid)
     e = grid_exponent(grid)
-    wn, gn, hn = c.times_pow2(wa, -e), c.times_pow2(grid, -e), _normalised(ha)
-    if not np.isfinite(_spread(gn)):  # every coordinate's grid holds one value: nothing to choose
-        return _nearest(wa, grid)
+    wn, gn, hn = c.times_pow2(wa, -e), c.times_pow2(grid, -e), normalised(ha)
+    if not np.isfinite(spread_of_grid(gn)):  # every coordinate's grid holds one value: nothing to choose
+        return nearest_unchecked(wa, grid)
     init = _start_run(wn, hn, gn, beta, iters, rho, anneal, precision, start)["codes"]
-    return _bcd_run(wn, hn, gn, init, block, max_sweeps)
+    return bcd_run(wn, hn, gn, init, block, max_sweeps)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
-from jaxwb.theory.mpq import _checks as c
+from jaxwb.theory.mpq import checks as c
 from jaxwb.theory.mpq.codebooks import Codebook, fp4_codebook, int_codebook
-from jaxwb.theory.mpq.message_passing import ANNEAL, BETA, ITERS, RHO, _mpq_options, mpq
+from jaxwb.theory.mpq.message_passing import ANNEAL, BETA, ITERS, RHO, check_mpq_options, mpq
 from jaxwb.theory.mpq.solvers import gptq, ldlq, rtn
 
 METHODS = ("rtn", "gptq", "ldlq", "mpq")
@@ -60,7 +60,7 @@ def quantize_layer(
     method (MPQ's options are checked for every method, so that a wrong value is never silently ignored)."""
     if not isinstance(method, str) or method not in METHODS:
         raise ValueError(f"method must be one of {METHODS}, got {method!r}")
-    _mpq_options(beta, iters, rho, anneal, precision, start)
+    check_mpq_options(beta, iters, rho, anneal, precision, start)
     c.int_option("block", block)
     book = make_codebook(w, fmt, bits=bits, group=group)
     if method == "rtn":

@@ -44,8 +44,8 @@ import numpy as np
 from jaxtyping import Array, ArrayLike, Float, Int
 
 from jaxwb.theory import validate as v
-from jaxwb.theory.mpq import _checks as c
-from jaxwb.theory.mpq.codebooks import Codebook, _nearest, _values
+from jaxwb.theory.mpq import checks as c
+from jaxwb.theory.mpq.codebooks import Codebook, check_codebook, nearest_unchecked, values_unchecked
 
 X_SAFE = 32  # proxy_hessian: x is rescaled by 2^-e only when max |x| is outside [2^-X_SAFE, 2^X_SAFE]
 
@@ -142,16 +142,16 @@ def objective(w: Float[ArrayLike, "m d"], q: Float[ArrayLike, "m d"], h: Float[A
     return out
 
 
-def _check(w: ArrayLike, h: ArrayLike, book: Codebook, *, definite: bool = True) -> tuple[Array, Array]:
+def check_inputs(w: ArrayLike, h: ArrayLike, book: Codebook, *, definite: bool = True) -> tuple[Array, Array]:
     """The checks every solver makes (see the module docstring); returns (w, h) as float arrays."""
     c.array("w", w, ndim=2)
     shp = tuple(np.shape(w))
-    c.codebook("book", book, shp)
+    check_codebook("book", book, shp)
     c.hessian("h", h, shp[1], definite="definite" if definite else None, why=" (d = w.shape[1])")
     return as_float(w), as_float(h)
 
 
-def _normalised(h: Array) -> Array:
+def normalised(h: Array) -> Array:
     """``h * 4^-k`` with its largest diagonal entry in [2^-32, 2^32] (``h`` itself inside that range)."""
     return c.times_pow2(h, -2 * c.hessian_exponent(h))
 
@@ -161,8 +161,8 @@ def rtn(w: Float[ArrayLike, "m d"], book: Codebook) -> Int[Array, "m d"]:
 
     Checked: ``w`` a finite real (m, d) array; ``book`` a Codebook with a finite (m, d, K) grid."""
     c.array("w", w, ndim=2)
-    c.codebook("book", book, tuple(np.shape(w)))
-    return _nearest(as_float(w), book.grid)
+    check_codebook("book", book, tuple(np.shape(w)))
+    return nearest_unchecked(as_float(w), book.grid)
 
 
 def column_feedback(u_block: Float[Array, "b b"], i: Array) -> Float[Array, " b"]:
@@ -171,7 +171,7 @@ def column_feedback(u_block: Float[Array, "b b"], i: Array) -> Float[Array, " b"
     return u_block[i]
 
 
-def _gptq_factor(h: Array) -> Array:
+def gptq_factor_unchecked(h: Array) -> Array:
     lo = jnp.linalg.cholesky(h)
     hinv = jax.scipy.linalg.cho_solve((lo, True), jnp.eye(h.shape[0], dtype=h.dtype))
     return jnp.linalg.cholesky(hinv).T
@@ -182,7 +182,7 @@ def gptq_factor(h: Float[ArrayLike, "d d"]) -> Float[Array, "d d"]:
 
     Checked: ``h`` finite, real, square, symmetric and positive definite (see the module docstring)."""
     c.hessian("h", h, None)
-    return _gptq_factor(as_float(h))
+    return gptq_factor_unchecked(as_float(h))
 
 
 @functools.partial(jax.jit, static_argnames=("block",))
@@ -197,7 +197,7 @@ def gptq_from_factor(w, u, grid, block: int):
         ub = u[i1:i2, i1:i2]
 
         def step(w1, i, ub=ub, g=grid[:, i1:i2]):
-            code = _nearest(w1[:, i], g[:, i])
+            code = nearest_unchecked(w1[:, i], g[:, i])
             qi = jnp.take_along_axis(g[:, i], code[:, None], axis=-1)[:, 0]
             err = (w1[:, i] - qi) / ub[i, i]
             return w1 - err[:, None] * column_feedback(ub, i)[None, :], (code, err)
@@ -215,9 +215,9 @@ def gptq(
 
     Checked: ``w``, ``h`` (symmetric positive definite), ``book`` as in the module docstring; ``block`` a
     positive integer. ``h`` is rescaled by 4^-k when its largest diagonal entry is outside [2^-32, 2^32]."""
-    w, h = _check(w, h, book)
+    w, h = check_inputs(w, h, book)
     c.int_option("block", block)
-    return gptq_from_factor(w, _gptq_factor(_normalised(h)), as_float(book.grid), int(block))
+    return gptq_from_factor(w, gptq_factor_unchecked(normalised(h)), as_float(book.grid), int(block))
 
 
 def _udu(h: Array) -> tuple[Array, Array]:
@@ -238,7 +238,7 @@ def udu(h: Float[ArrayLike, "d d"]) -> tuple[Float[Array, "d d"], Float[Array, "
 def _ldlq(w, u, grid):
     def step(e, k):
         a = w[:, k] + e @ u[:, k]
-        code = _nearest(a, grid[:, k])
+        code = nearest_unchecked(a, grid[:, k])
         qk = jnp.take_along_axis(grid[:, k], code[:, None], axis=-1)[:, 0]
         return e.at[:, k].set(w[:, k] - qk), code
 
@@ -251,8 +251,8 @@ def ldlq(w: Float[ArrayLike, "m d"], h: Float[ArrayLike, "d d"], book: Codebook)
 
     Checked: ``w``, ``h`` (symmetric positive definite), ``book`` as in the module docstring; ``h`` is rescaled
     by 4^-k when its largest diagonal entry is outside [2^-32, 2^32]."""
-    w, h = _check(w, h, book)
-    u, _ = _udu(_normalised(h))
+    w, h = check_inputs(w, h, book)
+    u, _ = _udu(normalised(h))
     return _ldlq(w, u - jnp.eye(u.shape[0], dtype=u.dtype), as_float(book.grid))
 
 
@@ -285,7 +285,7 @@ def _bcd(w, h, grid, codes, block: int, max_sweeps: int):
         (codes, e, he, changed), _ = jax.lax.scan(one_block, (codes, e, he, False), jnp.arange(d // block))
         return codes, e, he, changed, n + 1
 
-    e0 = w - _values(codes, grid)
+    e0 = w - values_unchecked(codes, grid)
     state = (codes, e0, e0 @ h, True, 0)
     codes, *_ = jax.lax.while_loop(lambda s: s[3] & (s[4] < max_sweeps), sweep, state)
     return codes
@@ -309,11 +309,11 @@ def check_block(block, d: int, k: int) -> int:
     return int(block)
 
 
-def _bcd_run(wa, ha, grid, start, block: int, max_sweeps: int):
+def bcd_run(wa, ha, grid, start, block: int, max_sweeps: int):
     """:func:`bcd` on checked inputs: h rescaled by 4^-k, w and the grid by 2^-e, outside their safe ranges
     (the codes of exact arithmetic are unchanged; the decrease test's absolute floor 1e-30 stays negligible)."""
     e = grid_exponent(grid)
-    return _bcd(c.times_pow2(wa, -e), _normalised(ha), c.times_pow2(grid, -e), start, block, max_sweeps)
+    return _bcd(c.times_pow2(wa, -e), normalised(ha), c.times_pow2(grid, -e), start, block, max_sweeps)
 
 
 def bcd(
@@ -333,13 +333,13 @@ def bcd(
     (m, d) array of codes in [0, K); ``block`` a positive integer dividing d with K^block <= 4096; ``max_sweeps``
     an integer >= 0 (0: ``init`` itself). Outside their safe ranges h is rescaled by 4^-k (largest diagonal
     entry in [2^-32, 2^32]) and w with the grid by 2^-e (max |grid| in [2^-8, 2^8])."""
-    wa, ha = _check(w, h, book)
+    wa, ha = check_inputs(w, h, book)
     d, k = wa.shape[1], np.shape(book.grid)[-1]
     block = check_block(block, d, k)
     max_sweeps = c.int_option("max_sweeps", max_sweeps, minimum=0)
     c.codes("init", init, tuple(wa.shape), k)
     start = jnp.asarray(init, jnp.int32)
-    return _bcd_run(wa, ha, as_float(book.grid), start, block, max_sweeps)
+    return bcd_run(wa, ha, as_float(book.grid), start, block, max_sweeps)
 
 
 def all_codewords(d: int, k: int) -> Int[np.ndarray, "C d"]:
@@ -352,7 +352,7 @@ def all_codewords(d: int, k: int) -> Int[np.ndarray, "C d"]:
     return np.indices((k,) * d, dtype=np.int64).reshape(d, -1).T
 
 
-def _check_row(w, h, grid, limit: int) -> tuple[int, int]:
+def check_row(w, h, grid, limit: int) -> tuple[int, int]:
     """One row: ``w`` (d,), ``h`` (d, d) finite and symmetric, ``grid`` (d, K) finite, K^d <= ``limit``."""
     c.array("w", w, ndim=1)
     d = np.shape(w)[0]
@@ -371,7 +371,7 @@ def codeword_energies(w: Float[ArrayLike, " d"], h: Float[ArrayLike, "d d"], gri
     Checked: ``w`` a finite real (d,) array, ``h`` a finite real symmetric (d, d) array (definiteness is not
     needed: the minimum over a finite set exists), ``grid`` a finite real (d, K) array, K^d <= 2^22. NumPy only
     (not traceable)."""
-    d, k = _check_row(w, h, grid, 2**22)
+    d, k = check_row(w, h, grid, 2**22)
     wn, hn, gn = (np.asarray(v.primal(a), np.float64) for a in (w, h, grid))
     combos = all_codewords(d, k)
     e = wn[None] - gn[np.arange(d)[None], combos]

@@ -100,17 +100,6 @@ def grid(name: str, value: Any, lead: tuple[int, ...] | None, *, ndim: int | Non
         raise ValueError(f"{name} must have shape {tuple(lead)} + (K,), got {tuple(np.shape(value))}")
 
 
-def codebook(name: str, book: Any, lead: tuple[int, int] | None = None) -> None:
-    """A :class:`~jaxwb.theory.mpq.codebooks.Codebook` whose grid is finite with shape ``lead + (K,)``."""
-    from jaxwb.theory.mpq.codebooks import Codebook
-
-    if not isinstance(book, Codebook):
-        raise TypeError(f"{name} must be a Codebook (int_codebook, fp4_codebook), got {type(book).__name__}")
-    grid(f"{name}.grid", book.grid, lead, ndim=3)
-    if book.fmt not in ("int", "nvfp4", "mxfp4"):
-        raise ValueError(f"{name}.fmt must be 'int', 'nvfp4' or 'mxfp4', got {book.fmt!r}")
-
-
 # ---------------------------------------------------------------------------------------------------------
 # Hessians
 # ---------------------------------------------------------------------------------------------------------
@@ -122,7 +111,7 @@ def _sym_ok(a: Any, tol: float) -> Any:
     return xp.max(xp.abs(a - a.T)) <= tol * xp.max(xp.abs(a))
 
 
-def _chol_ok(a: Any, shift: float) -> Any:
+def cholesky_ok(a: Any, shift: float) -> Any:
     """Cholesky of ``a + shift * max(diag a) * I`` exists (float64 NumPy eagerly, the compute dtype traced); a
     zero ``a`` passes when ``shift`` > 0 (semidefinite) and fails otherwise."""
     if isinstance(a, np.ndarray):
@@ -180,10 +169,10 @@ def hessian(name: str, h: Any, d: int | None, *, definite: str | None = "definit
         else f"positive semidefinite (eigenvalues >= -{DEF_EPS * eps:.2g} max(diag {name}))"
     )
     if c is not None:
-        if not bool(_chol_ok(c, shift)):
+        if not bool(cholesky_ok(c, shift)):
             raise ValueError(f"{name} must be {req}, got {eig_range(c)}")
     else:
-        v.check(name, h, lambda a: _chol_ok(a, shift), req)
+        v.check(name, h, lambda a: cholesky_ok(a, shift), req)
 
 
 # ---------------------------------------------------------------------------------------------------------
