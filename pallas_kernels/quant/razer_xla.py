@@ -15,7 +15,7 @@ B. *Code pass*: NVFP4's code pass plus the special-value test, at the scale and 
 
 Exactness (why the bits equal the reference's). Error terms are the reference's integers ``k = int(fl(min(y^2,
 2^26) + 1/2))``; a min (or an integer min of bit patterns) between the square and the add stops FMA
-contraction, as in ``reference._sq_term``. Activation: kept as floats ``floor(...)``; they enter only for
+contraction, as in ``reference.sq_term``. Activation: kept as floats ``floor(...)``; they enter only for
 elements near +-5 s (|t| < s p / 2 <= 128, terms < 2^16, 16 of them < 2^20), so the float sums are exact.
 Weight: int32 terms and sums (<= 16 * 2^26 < 2^31), the reference's for every input, with the FP4 rounding at
 both scales and the special values' terms from :func:`_fp4_chain` and :func:`_special_term` (shifts by exact

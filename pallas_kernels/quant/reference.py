@@ -179,7 +179,7 @@ def razer_codes(xs, m, use):
     return jnp.where(use, jnp.uint32(8), sign | m)
 
 
-def _sq_term(y):
+def sq_term(y):
     """``y = fl(d p)`` -> the per-element integer error terms of :func:`fp4.block_sq_err` (before the block
     sum), with the factor 2^14 folded into the power of two: ``p = 2^7 * pow2_reciprocal(s)`` and ``k =
     int(fl(min(fl(y^2), 2^26) + 1/2))``. Bit-identical to ``block_sq_err``'s terms: ``fl(d p 2^7) = fl(d p)
@@ -241,7 +241,7 @@ def _abs_flushed(x):
 
 def _special_delta(a, s, p, sv: float):
     """Per element: whether ``|xs| = a`` is strictly closer to ``sv s`` than to its FP4 rounding, and
-    ``delta = k(special) - k(FP4)`` (int32, <= 0 where near), the change of its :func:`_sq_term` term.
+    ``delta = k(special) - k(FP4)`` (int32, <= 0 where near), the change of its :func:`sq_term` term.
 
     ``sv`` = 5: near iff ``4.5 s < a < 5.5 s`` (RNE sends 5 s to 4 s), FP4 value 4 s (a <= 5 s) or 6 s.
     ``sv`` = 8: near iff ``a > 7 s`` (FP4 saturates at 6 s). With ``ap = fl(a p)`` = a p exactly (p a power of
@@ -255,8 +255,8 @@ def _special_delta(a, s, p, sv: float):
     t = a * p - np.float32(sv) * c
     if sv == 5.0:
         at = jnp.abs(t)
-        return at < np.float32(0.5) * c, _sq_term(t) - _sq_term(c - at)
-    return t > np.float32(-1.0) * c, _sq_term(t) - _sq_term(a * p - np.float32(6.0) * c)
+        return at < np.float32(0.5) * c, sq_term(t) - sq_term(c - at)
+    return t > np.float32(-1.0) * c, sq_term(t) - sq_term(a * p - np.float32(6.0) * c)
 
 
 def razer_activation_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
@@ -321,8 +321,8 @@ def razer_weight_block_codes(xb, inv_g, bmax=None, *, fence: bool = False):
     s6, s8 = (v[..., None] for v in fence_tree((fp4.e3m3_decode(sc6), fp4.e3m3_decode(sc8)), fence))
     p = err_unit(s6)
     ap = a * p
-    k6 = _sq_term(ap - _e2m1_value_scaled(a, s6) * p)  # fl(a - q s6) p: p a power of two
-    k8 = _sq_term(ap - _e2m1_value_scaled(a, s8) * p)
+    k6 = sq_term(ap - _e2m1_value_scaled(a, s6) * p)  # fl(a - q s6) p: p a power of two
+    k8 = sq_term(ap - _e2m1_value_scaled(a, s8) * p)
     near5, d5 = _special_delta(a, s6, p, 5.0)
     near8, d8 = _special_delta(a, s8, p, 8.0)
     pos, neg = xb > 0, xb < 0  # near => xs != 0 with the sign of x

@@ -184,7 +184,7 @@ def _search_nibble(a, th, shift: int):
 
 
 def _sq_term_float(y):
-    """``reference._sq_term(y)`` as an integer-valued float32: ``floor(fl(min(fl(y^2), 2^26)) + 1/2)`` (the
+    """``reference.sq_term(y)`` as an integer-valued float32: ``floor(fl(min(fl(y^2), 2^26)) + 1/2)`` (the
     ``min`` also keeps a compiler from contracting the square and the add into an FMA)."""
     return jnp.floor(jnp.minimum(y * y, F32(fp4.ERR_TERM_MAX)) + F32(0.5))
 
@@ -272,7 +272,7 @@ def razer_weight_tile(x, inv_g):
     i = jnp.int32
 
     def fp4_term(ap, m, cw):
-        return ref._sq_term(ap - fp4.f32_from_bits(e2m1_bits(m, None)) * cw)  # value * c = value * s * p, exact
+        return ref.sq_term(ap - fp4.f32_from_bits(e2m1_bits(m, None)) * cw)  # value * c = value * s * p, exact
 
     def half(av, xv):
         ap = av * pw
@@ -282,9 +282,13 @@ def razer_weight_tile(x, inv_g):
         near5, near8 = jnp.abs(t5) < chw, t8 > mc8
         pos = xv > F32(0.0)  # near => x is nonzero (and normal): its sign
         n5p, n8p = near5 & pos, near8 & pos
-        q5, q8 = ref._sq_term(t5), ref._sq_term(t8)
-        terms = (jnp.where(n5p, q5, k6), jnp.where(near5 ^ n5p, q5, k6), jnp.where(n8p, q8, k8))
-        terms += (jnp.where(near8 ^ n8p, q8, k8),)
+        q5, q8 = ref.sq_term(t5), ref.sq_term(t8)
+        terms = (
+            jnp.where(n5p, q5, k6),
+            jnp.where(near5 ^ n5p, q5, k6),
+            jnp.where(n8p, q8, k8),
+            jnp.where(near8 ^ n8p, q8, k8),
+        )
         return terms, m6, m8
 
     (t_lo, m6_lo, m8_lo), (t_hi, m6_hi, m8_hi) = half(a[0], xs[0]), half(a[1], xs[1])

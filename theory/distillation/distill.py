@@ -57,7 +57,7 @@ def consistency_distillation_loss(
     v.array("x", x, ndim=2)
     psi_s = sampling.pf_step(x, A_student, rf, theta, theta_next)
     psi_t = sampling.pf_step(x, A_teacher, rf, theta, theta_next)
-    scale = (theta - theta_next) * jnp.tan(theta)
+    scale = (jnp.asarray(theta) - jnp.asarray(theta_next)) * jnp.tan(theta)
     p = np.shape(rf.W)[0]
     return 0.5 * p * jnp.mean(jnp.sum((psi_s - psi_t) ** 2, axis=-1)) / scale**2
 
