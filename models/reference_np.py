@@ -117,8 +117,14 @@ def _token_nll(z: np.ndarray, y: np.ndarray) -> np.ndarray:
     return lse - np.take_along_axis(z, np.asarray(y)[..., None], axis=-1)[..., 0]
 
 
-def cross_entropy(params: dict, x: np.ndarray, y: np.ndarray, *, n_heads: int, rope_base: float) -> float:
-    """Mean next-token cross-entropy (nats/token) on windows ``x``, ``y``: int [n, T] (one window at a time)."""
+def cross_entropy(
+    params: dict, x: np.ndarray, y: np.ndarray, *, n_heads: int, rope_base: float, per_window: bool = True
+) -> float:
+    """Mean next-token cross-entropy (nats/token) on windows ``x``, ``y``: int [n, T], one window at a time (the
+    sum accumulated per window) or, ``per_window=False``, all windows in one batched forward pass (faster; the
+    same value up to float64 rounding)."""
+    if not per_window:
+        return float(np.sum(_token_nll(logits(params, x, n_heads=n_heads, rope_base=rope_base), y)) / np.size(y))
     total = 0.0
     for xi, yi in zip(np.asarray(x), np.asarray(y), strict=True):
         z = logits(params, xi, n_heads=n_heads, rope_base=rope_base)

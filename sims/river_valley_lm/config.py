@@ -8,7 +8,7 @@ from jaxwb.models.tiny_lm import LMConfig
 from jaxwb.theory import validate as v
 
 NAME = "river_valley_lm"
-TITLE = "Heavy-ball momentum on a tiny LM: stable lr grows ~(1+beta), progress is along the river"
+TITLE = "Heavy-ball momentum on a tiny LM: a negative replication (momentum narrows the stable lr, no gap)"
 
 # Arrays no claim reads, declared (``jaxwb.sims.core.coverage``): the grids' axes and per-row labels, and what only
 # the figures show (the loss map's divergence marks, per-step losses, parameter and RMSNorm-scale norms, seed 0's
@@ -18,10 +18,10 @@ DISPLAY_ONLY = (
     "adam/lr",
     "adam/diverged",
     "sgd/lr_mult",
+    "sgd/beta",
     "sgd/diverged",
     "edges/beta",
     "eos/beta",
-    "eos/mult",
     "eos/loss_all",
     "eos/norm_scale",
     "eos/param_norm",
@@ -32,7 +32,6 @@ DISPLAY_ONLY = (
     "decomposition/river",
     "hessian/eigenvalues",
     "hessian/lambda_max",
-    "hessian/lambda_max_seeds",
 )
 
 
@@ -45,13 +44,18 @@ class Config:
     corpus_bytes: int = 400_000
     batch_size: int = 16
     steps: int = 100  # mini-batch steps per run (loss map, AdamW grid, every bisection run)
-    lr_mults: tuple[float, float] = (0.5, 32.0)  # loss-map lr range in units of 2/lambda_max(init) of each seed
+    # loss-map lr range in units of 2/lambda_max(init) of each seed, EFFECTIVE lr lr/(1-beta): every beta's grid
+    # covers the same river speeds, so the best lr of each lies inside its grid (a raw-lr grid put beta=0.9's best
+    # at its smallest point on 4 of 5 seeds)
+    lr_mults: tuple[float, float] = (0.5, 32.0)
     n_lr: int = 13  # x sqrt(2) grid on (0.5, 32)
     betas: tuple[float, ...] = (0.0, 0.5, 0.9)
     adam_lrs: tuple[float, float] = (3e-3, 1e-1)
     n_adam: int = 12  # x 1.375 grid
     adam_beta1s: tuple[float, ...] = (0.0, 0.9)
-    map_seeds: int = 5  # loss map + AdamW grid seeds (the first map_seeds of n_seeds)
+    # loss map + AdamW grid seeds (the first map_seeds of n_seeds). Power: the best momentum's gain over GD at their
+    # best lrs, 0.15 nats with a per-seed sd 0.074 (5-seed full run): t(9) 0.074/sqrt(10) = 0.053, 2.8 half-widths
+    map_seeds: int = 10
     eval_windows: int = 64
     hvp_batch: int = 16  # windows in the Hessian / full-batch set
     lanczos_iters: int = 48
@@ -60,14 +64,31 @@ class Config:
     decomp_beta: float = 0.9
     decomp_lr_mult: float = 1.5  # above GD's 1, below HB's 1+beta
     blowup: float = 2.0
-    n_seeds: int = 5  # initialisation (and mini-batch stream) seeds for edges, EoS, spectra, decomposition
+    # initialisation (and mini-batch stream) seeds: edges, spectra, decomposition. Power: the smallest effect decided
+    # on them is heavy ball's effective-lr edge over GD's at beta=0.5, log2 0.56 with a per-seed sd 0.36 (5-seed
+    # full run): t(14) 0.36/sqrt(15) = 0.20 plus the bisection resolution 0.08 leaves the mean 2.8 half-widths
+    # from 0; HB - GD final loss (0.9 nats, sd 0.7) 2.3 half-widths
+    n_seeds: int = 15
+    eos_seeds: int = 5  # the tracked full-batch (edge-of-stability) runs: the first eos_seeds (their effects are large)
     edge_bracket: tuple[float, float] = (2.0, 64.0)  # bisection bracket in units of 2/lambda_max(init)
-    edge_iters: int = 4  # bisection steps: resolution (hi/lo)^(1/2^iters) = 32^(1/16) = 1.24
+    edge_iters: int = 6  # bisection steps: resolution (hi/lo)^(1/2^iters) = 32^(1/64) = 1.056 (0.078 octaves)
     eos_beta: float = 0.5
     eos_mults: tuple[float, ...] = (2.0,)  # full-batch lr in units of 2/lambda_max(init)
     eos_steps: int = 100  # full-batch steps (edge of stability, decomposition)
     eos_every: int = 2  # steps between lambda_max measurements
     track_iters: int = 10  # warm-started Lanczos steps (HVPs) per lambda_max measurement
+    # the small model of the dense-Hessian check (numpy.linalg.eigh of the reference's Hessian, P ~ 1.8k): ASCII
+    # vocabulary (the corpus is ASCII), d=8, 1 layer, 2 heads, ctx 8, 4 windows
+    small_vocab: int = 128
+    small_d: int = 8
+    small_ctx: int = 8
+    small_batch: int = 4
+    # the width scan (where would the paper's picture appear?): GD's and heavy ball's (scan_beta) edges and the top
+    # spectrum at init at each width (the study's own width d_model is read from the main parts), scan_seeds seeds
+    scan_widths: tuple[int, ...] = (16, 64)
+    scan_beta: float = 0.9
+    scan_seeds: int = 10  # the edge ratio's per-seed sd at d=16 is ~0.6 octaves: 10 seeds keep 1+beta 3.5 CIs away
+    scan_bracket: tuple[float, float] = (1.0, 64.0)  # at d=16 heavy ball's edge lies near 2 x 2/lambda_max
 
     def __post_init__(self):
         LMConfig(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx)
@@ -86,16 +107,33 @@ class Config:
             "eos_steps",
             "eos_every",
             "track_iters",
+            "eos_seeds",
+            "small_vocab",
+            "small_d",
+            "small_ctx",
+            "small_batch",
+            "scan_seeds",
         ):
             v.positive_int(name, getattr(self, name))
         v.positive("lr_mults", self.lr_mults)
         v.positive("adam_lrs", self.adam_lrs)
         v.positive("edge_bracket", self.edge_bracket)
+        v.positive("scan_bracket", self.scan_bracket)
         v.positive("eos_mults", self.eos_mults)
         v.in_interval("betas", self.betas, 0.0, 1.0)
         v.in_interval("adam_beta1s", self.adam_beta1s, 0.0, 1.0)
         v.in_interval("decomp_beta", self.decomp_beta, 0.0, 1.0)
         v.in_interval("eos_beta", self.eos_beta, 0.0, 1.0)
+        v.in_interval("scan_beta", self.scan_beta, 0.0, 1.0)
+        for w in self.scan_widths:
+            LMConfig(d_model=w, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx)
+        if self.d_model in self.scan_widths:
+            raise ValueError(f"scan_widths must not repeat d_model={self.d_model} (its edges are the main parts')")
+        if self.scan_beta not in self.betas:
+            raise ValueError(f"scan_beta must be one of betas={self.betas}, got {self.scan_beta}")
+        if self.scan_seeds < 2:
+            raise ValueError(f"scan_seeds must be >= 2 (intervals over seeds), got {self.scan_seeds}")
+        LMConfig(vocab=self.small_vocab, d_model=self.small_d, n_layers=1, n_heads=self.n_heads, ctx=self.small_ctx)
         v.positive("decomp_lr_mult", self.decomp_lr_mult)
         if self.top_k >= self.lanczos_iters:
             raise ValueError(f"top_k must be < lanczos_iters={self.lanczos_iters}, got {self.top_k}")
@@ -107,10 +145,13 @@ class Config:
             raise ValueError("betas must include 0.0 (the GD reference)")
         if self.n_seeds < 2:
             raise ValueError(f"n_seeds must be >= 2 (intervals over seeds), got {self.n_seeds}")
-        if not 2 <= self.map_seeds <= self.n_seeds:
-            raise ValueError(f"map_seeds must be in [2, n_seeds={self.n_seeds}], got {self.map_seeds}")
-        if not self.edge_bracket[0] < self.edge_bracket[1]:
-            raise ValueError(f"edge_bracket must be (lo, hi) with lo < hi, got {self.edge_bracket}")
+        for name in ("map_seeds", "eos_seeds"):
+            if not 2 <= getattr(self, name) <= self.n_seeds:
+                raise ValueError(f"{name} must be in [2, n_seeds={self.n_seeds}], got {getattr(self, name)}")
+        for name in ("edge_bracket", "scan_bracket"):
+            lo, hi = getattr(self, name)
+            if not lo < hi:
+                raise ValueError(f"{name} must be (lo, hi) with lo < hi, got {(lo, hi)}")
         if self.eos_steps % self.eos_every:
             raise ValueError(f"eos_steps must be a multiple of eos_every={self.eos_every}, got {self.eos_steps}")
 
@@ -118,34 +159,50 @@ class Config:
     def model(self) -> LMConfig:
         return LMConfig(d_model=self.d_model, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx)
 
+    def width(self, d: int) -> LMConfig:
+        """The study's model at width ``d`` (the scan)."""
+        return LMConfig(d_model=d, n_layers=self.n_layers, n_heads=self.n_heads, ctx=self.ctx)
+
+    @property
+    def small(self) -> LMConfig:
+        """The model of the dense-Hessian check."""
+        return LMConfig(
+            vocab=self.small_vocab, d_model=self.small_d, n_layers=1, n_heads=self.n_heads, ctx=self.small_ctx
+        )
+
 
 PRESETS = {
     "full": Config(),
-    # CI-sized, same physics as the full preset on fewer grid points and shorter runs: 5 seeds, every beta of the
-    # full preset (every edge claim's branch runs), 2 bisection halvings, lambda_max tracked every 2 steps by 10
-    # warm-started Lanczos steps as in the full preset (20 full-batch steps: 30 cost 20% more of the whole run and
-    # decide every claim alike; fewer tracker steps do not: 5 miss lambda_max by 12%); every claim is decided as
-    # in the full preset (tests/sims/test_river_valley_lm.py)
+    # CI-sized, same physics as the full preset on fewer grid points and shorter runs: 15 seeds, every beta of the
+    # full preset (every edge claim's branch runs), 6 bisection halvings, lambda_max tracked every 2 steps by 10
+    # warm-started Lanczos steps as in the full preset over 40 full-batch steps on 6 seeds (20 steps: GD's sharpness
+    # has not risen yet and its edge-of-stability claim flipped; every 4 steps: the warm start lost the top
+    # eigenvector, 11% low, at one seed of ten), a 5-point loss map, the width scan at d=16; every claim is decided as
+    # in the full preset (tests/sims/test_river_valley_lm.py, the seed sweep)
     "quick": Config(
         n_layers=1,
         corpus_bytes=100_000,
         batch_size=8,
         steps=20,
-        n_lr=3,
+        n_lr=5,
         lr_mults=(0.5, 32.0),
         betas=(0.0, 0.5, 0.9),
-        n_adam=2,
+        n_adam=3,
         adam_lrs=(3e-3, 3e-2),
-        eval_windows=8,
+        eval_windows=64,
         hvp_batch=8,
         lanczos_iters=20,
         top_k=3,
         spectrum_k=6,
-        n_seeds=5,
-        map_seeds=5,
-        edge_iters=2,
-        eos_steps=20,
+        n_seeds=15,
+        eos_seeds=6,
+        map_seeds=15,
+        edge_iters=6,
+        eos_steps=40,
         eos_every=2,
         track_iters=10,
+        small_d=4,
+        scan_widths=(16,),
+        scan_seeds=10,
     ),
 }

@@ -6,7 +6,7 @@ import numpy as np
 
 from jaxwb.sims.core import style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.river_valley_lm.claims import edges, seed_edges
+from jaxwb.sims.river_valley_lm.claims import GAP_RATIO, edges, largest_gap, log2_edge_ratios, seed_edges
 from jaxwb.sims.river_valley_lm.config import Config
 from jaxwb.sims.river_valley_lm.run import eos_rows
 
@@ -36,14 +36,14 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
         anyd = div[:, j].any(axis=-1)
         if anyd.any():
             ax.plot(mults[anyd], np.full(anyd.sum(), init), "x", color=line[0].get_color(), ms=9)
-        ax.axvline(1.0 + b, **style.prediction(color=line[0].get_color()))
+        ax.axvline((1.0 + b) / (1.0 - b), **style.prediction(color=line[0].get_color()))
     ax.axhline(uni, color="0.5", lw=1, ls=":", label=f"unigram baseline {uni:.2f}")
     ax.axhline(init, color="0.7", lw=1, label=f"loss at init (mean over seeds) {init:.2f}")
-    ax.plot([], [], **style.PREDICTION, label="quadratic edge lr lambda_max = 2(1+beta)")
+    ax.plot([], [], **style.PREDICTION, label="quadratic edge: effective lr x lambda_max = 2(1+beta)/(1-beta)")
     ax.plot([], [], "x", color="k", label=">= 1 seed diverged (drawn at the init loss)")
     ax.set(
         xscale="log",
-        xlabel="learning rate / (2 / lambda_max(init)) (per seed)",
+        xlabel="effective lr lr/(1-beta), in units of 2 / lambda_max(init) (per seed)",
         ylabel="validation loss after training (nats/byte)",
         title=f"SGD+HB, {cfg.steps} steps, {n_s} seeds: mean, 95% CI (trained seeds)",
     )
@@ -52,7 +52,9 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     im = ax2.pcolormesh(betas, mults, np.ma.masked_invalid(np.where(frac > 0, np.nan, m)), shading="nearest")
     ax2.pcolormesh(betas, mults, np.ma.masked_where(frac == 0, frac), shading="nearest", cmap="Greys", vmin=0, vmax=1.4)
     bf = np.linspace(0, max(betas.max(), 0.01), 50)
-    ax2.plot(bf, 1 + bf, **style.PREDICTION, label="quadratic: lr = 2(1+beta)/lambda_max")
+    ax2.plot(
+        bf, (1 + bf) / (1 - bf), **style.PREDICTION, label="quadratic: lr/(1-beta) = 2(1+beta)/((1-beta) lambda_max)"
+    )
     ge = np.log2(edges(results))  # [B, S]
     for j, b in enumerate(betas):
         em, eh, _ = mean_ci(ge[j])
@@ -62,7 +64,7 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     ax2.set(
         yscale="log",
         xlabel="momentum beta",
-        ylabel="lr / (2/lambda_max(init))",
+        ylabel="effective lr lr/(1-beta) / (2/lambda_max(init))",
         title="(lr, beta) map: seed-mean loss; grey = share diverged",
     )
     ax2.legend(fontsize=7, loc="lower right")
@@ -230,8 +232,42 @@ def plot_edge_of_stability(results: dict, cfg: Config):
     return fig
 
 
+def plot_scan(results: dict, cfg: Config):
+    """The width scan: heavy ball's raw-lr edge over GD's and the largest consecutive eigenvalue ratio at init, per
+    width (the study's own width from its main parts), against the paper's picture (1+beta; a gap >= 2)."""
+    sc = results["scan"]
+    lo, hi = np.asarray(sc["lo"], np.float64), np.asarray(sc["hi"], np.float64)
+    edge = np.where(np.asarray(sc["lo_ok"]), np.sqrt(lo * hi), np.nan)
+    edge = np.where(np.asarray(sc["hi_div"]), edge, np.inf)
+    ratios = {int(w): np.log2(edge[i, 1] / edge[i, 0]) for i, w in enumerate(np.asarray(sc["width"]))}
+    gaps = {int(w): largest_gap(np.asarray(sc["spectrum"])[i]) for i, w in enumerate(np.asarray(sc["width"]))}
+    ratios[cfg.d_model] = log2_edge_ratios(results, cfg)[cfg.scan_beta]
+    gaps[cfg.d_model] = largest_gap(results["hessian"]["spectrum"])
+    res_oct = np.log2(cfg.edge_bracket[1] / cfg.edge_bracket[0]) / 2**cfg.edge_iters
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
+    for a, data, widen, pred, lab in (
+        (ax, ratios, res_oct, float(np.log2(1 + cfg.scan_beta)), f"log2 edge(beta={cfg.scan_beta:g}) / edge(GD)"),
+        (ax2, gaps, 0.0, GAP_RATIO, "largest lambda_k / lambda_(k+1), top of the spectrum at init"),
+    ):
+        ws = sorted(data)
+        for w in ws:
+            a.plot(np.full(len(data[w]), w), data[w], "o", color="0.6", ms=4)
+        st = [mean_ci(data[w]) for w in ws]
+        a.errorbar(ws, [x[0] for x in st], yerr=[x[1] + widen for x in st], fmt="s-", color="tab:red", capsize=4,
+                   label="mean, 95% CI over seeds" + (" + bisection resolution" if widen else ""))  # fmt: skip
+        a.axhline(pred, **style.PREDICTION, label="the paper's picture")
+        a.set(xscale="log", xlabel="d_model (width)", ylabel=lab)
+        a.set_xticks(ws, [str(w) for w in ws])
+        a.legend(fontsize=7)
+    ax.axhline(0.0, color="0.5", lw=1)
+    ax.set_title(f"raw-lr edge ratio, mini-batch, {cfg.steps} steps ({cfg.d_model}: the main study)")
+    ax2.set_title(f"valley/river gap, top {cfg.spectrum_k} eigenvalues")
+    return fig
+
+
 def plot(results: dict, cfg: Config) -> dict:
     return {
+        "scan": plot_scan(results, cfg),
         "lr_beta_grid": plot_lr_beta_grid(results, cfg),
         "decomposition": plot_decomposition(results, cfg),
         "edges": plot_edges(results, cfg),

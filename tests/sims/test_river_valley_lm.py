@@ -89,7 +89,13 @@ def test_config_validation():
     with pytest.raises(ValueError, match="spectrum_k"):
         sim.Config(spectrum_k=100)
     with pytest.raises(ValueError, match="map_seeds"):
-        sim.Config(map_seeds=6)
+        sim.Config(map_seeds=16)
+    with pytest.raises(ValueError, match="eos_seeds"):
+        sim.Config(eos_seeds=1)
+    with pytest.raises(ValueError, match="scan_widths"):
+        sim.Config(scan_widths=(32,))
+    with pytest.raises(ValueError, match="scan_beta"):
+        sim.Config(scan_beta=0.7)
 
 
 def test_edge_is_first_divergence():
@@ -151,12 +157,13 @@ def test_quick_preset_end_to_end(tmp_path):
     assert np.all(np.asarray(r["hessian"]["lambda_max_seeds"]) > 0)
     assert np.asarray(r["init_loss"]).shape == (cfg.n_seeds,)
     lam = np.asarray(r["eos"]["lam"])
-    assert lam.shape == (len(eos_rows(cfg)), cfg.n_seeds, cfg.eos_steps // cfg.eos_every + 1)
+    assert lam.shape == (len(eos_rows(cfg)), cfg.eos_seeds, cfg.eos_steps // cfg.eos_every + 1)
     assert np.all(np.isfinite(lam))
-    # GD at the smallest grid lr trains on every seed; the largest grid lr (32 x 2/lambda) diverges for momentum
+    # every beta trains at the smallest grid lr; GD diverges at the largest (effective = raw lr 32 x 2/lambda)
     div = np.asarray(r["sgd"]["diverged"])
     assert div.shape == (cfg.n_lr, len(cfg.betas), cfg.map_seeds)
-    assert not div[0].any() and div[-1, -1].all()
+    assert not div[0].any() and div[-1, cfg.betas.index(0.0)].all()
+    assert r["scan"]["spectrum"].shape == (len(cfg.scan_widths), cfg.scan_seeds, cfg.spectrum_k)
     assert np.asarray(r["adam"]["final_loss"]).shape == (cfg.n_adam, len(cfg.adam_beta1s), cfg.map_seeds)
 
 
@@ -189,3 +196,113 @@ def test_linear_river_displacement_matches_the_exact_formula():
         return float(out["disp"][-1])
 
     assert disp(beta) / disp(0.0) == pytest.approx(linear_river_ratio(beta, steps), rel=1e-3)
+
+
+def test_locate_targets_finds_windows_and_counts_misaligned_targets():
+    from jaxwb.sims.river_valley_lm.reference import locate_targets
+
+    tok = np.arange(300) * 37 % 251
+    x = np.stack([tok[10:18], tok[200:208]])
+    starts, bad = locate_targets(tok, x, np.stack([tok[11:19], tok[201:209]]))
+    assert starts.tolist() == [10, 200] and bad == 0
+    _, bad = locate_targets(tok, x, np.stack([tok[12:20], tok[201:209]]))  # the first window's targets shifted by two
+    assert bad == 8
+    _, bad = locate_targets(tok, x, x)  # targets = inputs
+    assert bad == 16
+
+
+@pytest.mark.parametrize("beta", [0.0, 0.5, 0.9])
+def test_quadratic_edge_is_the_heavy_ball_threshold(beta):
+    """The simulated edge against 2(1+beta)/lambda_max; negative and tiny curvatures do not move it."""
+    from jaxwb.sims.river_valley_lm.reference import quadratic_edge
+
+    lams = np.array([7.0, 3.0, 1e-3, -2.0])
+    assert quadratic_edge(lams, beta) == pytest.approx(2 * (1 + beta) / 7.0, rel=3e-5)
+
+
+def test_bisect_edge_matches_the_runs_bisection():
+    from jaxwb.sims.river_valley_lm.reference import bisect_edge
+
+    for edge in (3.0, 10.0, 1.0, 100.0):
+        lo, hi, lo_ok, hi_div = bisect_edge(lambda m, edge=edge: m > edge, 2.0, 64.0, 4)
+        e = dyn.bisect_edges(lambda m, edge=edge: m > edge, 2.0, 64.0, 4, 1)
+        assert (lo, hi, lo_ok, hi_div) == pytest.approx(
+            (float(e["lo"][0]), float(e["hi"][0]), bool(e["lo_ok"][0]), bool(e["hi_div"][0])), rel=1e-12
+        )
+
+
+def test_dense_hessian_against_the_reference_hvp_and_its_flat_order():
+    from jaxwb.models import reference_np as rnp
+    from jaxwb.models.tiny_lm import LMConfig, TinyLM
+    from jaxwb.sims.river_valley_lm import reference as rv
+
+    mc = LMConfig(vocab=16, d_model=4, n_layers=1, n_heads=1, ctx=4)
+    p = rnp.float64_params(TinyLM(mc, key=jax.random.key(0)))
+    rng = np.random.default_rng(0)
+    x, y = rng.integers(0, 16, (2, 4)), rng.integers(0, 16, (2, 4))
+    fl = rv.Flat.of(p)
+    assert all(np.array_equal(a, p[k]) for k, a in fl.unflat(fl.flat(p)).items())
+    h = rv.dense_hessian(p, x, y, n_heads=1, rope_base=mc.rope_base)
+    v = rng.normal(size=fl.size)
+    v /= np.linalg.norm(v)
+    hv = fl.flat(rv.fd_hvp(p, fl.unflat(v), x, y, n_heads=1, rope_base=mc.rope_base))
+    np.testing.assert_allclose(h @ v, hv, atol=1e-6 * np.abs(hv).max())
+    assert rv.rayleigh(p, fl.unflat(v), x, y, n_heads=1, rope_base=mc.rope_base) == pytest.approx(v @ h @ v, rel=1e-6)
+
+
+def test_stream_starts_replay_the_training_batches():
+    """The reference cuts its windows at the starts the run's random stream draws: the same windows as
+    ``models.train.get_batch`` inside ``train_scan`` (keys split (k, kb) per step)."""
+    from jaxwb.models import reference_np as rnp
+    from jaxwb.models.train import get_batch
+    from jaxwb.sims.river_valley_lm.run import stream_starts
+
+    data = jnp.asarray(np.arange(500) * 7 % 256)
+    key = jax.random.key_data(jax.random.key(3))
+    starts = np.asarray(stream_starts(key, 3, 4, 500, 8))
+    k = key
+    for t in range(3):
+        k, kb = jax.random.split(k)
+        x, y = get_batch(data, 4, 8, key=kb)
+        xr, yr = rnp.windows(np.asarray(data), starts[t], 8)
+        np.testing.assert_array_equal(np.asarray(x), xr)
+        np.testing.assert_array_equal(np.asarray(y), yr)
+
+
+@pytest.mark.parametrize("adam", [False, True])
+def test_reference_training_matches_the_runs_minibatch_program(adam):
+    """A few steps of the reference's float64 training against ``dynamics.minibatch_run`` (float32): the same
+    final validation loss, and the same divergence at a huge lr."""
+    from jaxwb.models import reference_np as rnp
+    from jaxwb.models.tiny_lm import LMConfig, TinyLM
+    from jaxwb.sims.river_valley_lm import reference as rv
+    from jaxwb.sims.river_valley_lm.run import stream_starts
+
+    mc = LMConfig(d_model=16, n_layers=1, n_heads=2, ctx=8)
+    model = TinyLM(mc, key=jax.random.key(0))
+    flat0, unravel, static = dyn.split(model)
+    tok = np.asarray((np.arange(3000) * 7919) % 97)
+    ex, ey = rnp.windows(tok, np.array([0, 100, 200]), mc.ctx)
+    key = jax.random.key_data(jax.random.key(1))
+    steps, lr, beta = 5, (1e-2 if adam else 0.5), 0.9
+    for lr_, diverges in ((lr, False), (1e4, True)):
+        row = {
+            "theta0": flat0,
+            "key": key,
+            "lr": jnp.float32(lr_),
+            "beta": jnp.float32(beta),
+            "adam": jnp.asarray(adam),
+        }
+        out = dyn.minibatch_run(
+            row, unravel=unravel, static=static, data=jnp.asarray(tok), ex=jnp.asarray(ex), ey=jnp.asarray(ey),
+            steps=steps, batch_size=4, blowup=2.0,
+        )  # fmt: skip
+        starts = np.asarray(stream_starts(key, steps, 4, tok.size, mc.ctx))
+        div, p = rv.train(
+            rnp.float64_params(model), tok, starts, mc.ctx, lr=lr_, beta=beta, adam=adam, n_heads=2,
+            rope_base=mc.rope_base,
+        )  # fmt: skip
+        assert div == bool(out["diverged"]) == diverges
+        if not diverges:
+            ref = rnp.cross_entropy(p, ex, ey, n_heads=2, rope_base=mc.rope_base)
+            assert float(out["final_loss"]) == pytest.approx(ref, abs=1e-4)
