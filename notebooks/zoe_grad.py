@@ -76,7 +76,9 @@ print("fake_quant NVFP4 gradient (first 8):", np.round(np.asarray(g[0, :8]), 3))
 # Monte Carlo means of the estimators and of the perturbed quantizer vs the closed forms, the sigma sweep
 # (Monte Carlo at the concentration peak and in the flat limit), `fake_quant`'s backward vs the theory's bump
 # sum and vs the estimator through the NVFP4 kernels, the bias and convergence bounds on a toy,
-# and QAT of the tiny LM (STE vs continuous surrogates vs post-training quantization). The committed full-preset
+# and QAT of the tiny LM (STE vs continuous surrogates vs post-training quantization: QAT wins by ~1.8 perplexity
+# for every surrogate over 40 seeds; the surrogates and STE stay within 0.3 of each other, the bound claimed, so
+# the paper's "continuous beats STE" is not reproduced at this scale). The committed full-preset
 # run, loaded from `figures/zoe_grad/data.npz`; the figures are the committed PNGs `sim.plot` drew from it
 # (checked against the manifest's hashes; nothing is recomputed or redrawn: seconds).
 

@@ -233,7 +233,7 @@ def lm_loss_np(params: dict, x: np.ndarray, y: np.ndarray, *, n_heads: int, rope
         u = linear(b + "mlp_in", rms(h, params[b + "norm2"]))
         h = h + linear(b + "mlp_out", 0.5 * u * (1.0 + np.tanh(np.sqrt(2.0 / np.pi) * (u + 0.044715 * u**3))))
         i += 1
-    z = rms(h, params["norm_f"]) @ np.ascontiguousarray(emb.T)
+    z = np.einsum("ntd,vd->ntv", rms(h, params["norm_f"]), emb)
     m = z.max(-1, keepdims=True)
     lse = (m + np.log(np.exp(z - m).sum(-1, keepdims=True)))[..., 0]
     return float(np.mean(lse - np.take_along_axis(z, np.asarray(y)[..., None], -1)[..., 0]))
@@ -262,7 +262,7 @@ def variant_loss_np(model, variant: str, x, y) -> float:
             rows = np.asarray(h, np.float32).reshape(-1, h.shape[-1])
             h = np.stack([fp4_formats.roundtrip(a_label, r) for r in rows]).reshape(h.shape)
         h = h if w_label is None else _bf16(h)
-        return (h.reshape(-1, h.shape[-1]) @ wt[name]).reshape(*h.shape[:-1], -1)
+        return np.einsum("nti,io->nto", h, wt[name])
 
     cfg = model.config
     return lm_loss_np(params, x, y, n_heads=cfg.n_heads, rope_base=cfg.rope_base, linear=linear)
