@@ -162,6 +162,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="also rewrite the claims column of README.md's results table from the committed claims",
     )
+    c.add_argument(
+        "--rejudge",
+        action="store_true",
+        help="first decide the claims again on the committed data (no simulation; after a change of claims.py "
+        "or figures.py only) and rewrite figures/<name>/'s claims, figures and manifest",
+    )
     au = sub.add_parser("audit", help="run each result's mutants: every mutant must make a claim fail")
     au.add_argument("names", nargs="*")
     au.add_argument("--no-write", action="store_true", help="print only; do not update figures/audit/")
@@ -647,6 +653,12 @@ def main(argv: list[str] | None = None) -> int:
                 device=args.device,
             )
         if args.command == "claims":
+            if args.rejudge:
+                from jaxwb.sims.core import outputs, registry
+
+                for name in args.names or registry.result_names():
+                    outputs.rejudge_outputs(registry.get(name))
+                    print(f"{name}: claims decided again on the committed data, figures/{name}/ rewritten")
             if args.readme:
                 from jaxwb.sims.core import readme
 

@@ -4,6 +4,7 @@ display-only (``DISPLAY_ONLY`` in its ``config.py``: result paths such as ``"tra
 
 :func:`claimed_paths` runs ``claims(results, cfg)`` on a copy of the results whose dicts and lists record every
 item read; the committed full-preset data (``figures/<name>/data.npz``) is enough, no simulation is run.
+:func:`only_expected_to_fail` finds the arrays that only claims expected to fail depend on.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 import jax
+import numpy as np
 
 
 class _Recorder:
@@ -106,3 +108,121 @@ def unclaimed(module: ModuleType, results: Any, cfg) -> list[str]:
         return path in read or any(path == d or path.startswith(d + "/") for d in display)
 
     return [p for p in leaf_paths(results) if not covered(p)]
+
+
+# --- arrays only known disagreements read ------------------------------------------------------------------------
+# A claim expected to fail fails whatever the array it reads holds, so a bug in an array that only such claims read
+# would go unseen. Which claims an array feeds is measured, not read from the code: the array is perturbed (floats
+# by a relative 1e-3 per element, booleans negated, integers moved by one; then a larger change) and the claims
+# whose numbers or statement move depend on it.
+
+
+def perturbations(x: np.ndarray) -> list[np.ndarray]:
+    """Changes of one array that any claim reading it should see (tried in turn until one moves a claim)."""
+    if x.dtype == bool:
+        one = np.zeros(x.shape, bool)
+        one.flat[:1] = True
+        return [~x, x ^ one]
+    if np.issubdtype(x.dtype, np.integer):
+        return [x + 1, x - 1]
+    if np.issubdtype(x.dtype, np.floating) or np.issubdtype(x.dtype, np.complexfloating):
+        u = np.random.default_rng(0).uniform(0.5, 1.5, x.shape)
+        scale = np.nanmean(np.abs(x)) if np.isfinite(x).any() else 1.0
+        return [x * (1 + 1e-3 * u) + 1e-3 * scale * u, x * 1.5 + scale]
+    return []
+
+
+def strongest(x: np.ndarray) -> np.ndarray:
+    """The largest of :func:`perturbations` (a float array x 1.5 + its mean magnitude; a boolean one negated, an
+    integer one + 1): a claim that some perturbation moves, this one moves too (all but surely)."""
+    options = perturbations(x)
+    return options[1] if np.issubdtype(x.dtype, np.inexact) else options[0]
+
+
+def _signature(c) -> tuple:
+    return (c.statement, c.measured, c.predicted, c.ci, c.tolerance, c.n_seeds, c.passed)
+
+
+def _same(a: tuple, b: tuple) -> bool:
+    return all((x == y) or (isinstance(x, float) and np.isnan(x) and np.isnan(y)) for x, y in zip(a, b, strict=True))
+
+
+class _Perturber:
+    """Evaluates a result's claims with some of its arrays changed and says which claims moved."""
+
+    def __init__(self, module: ModuleType, results: Any, cfg) -> None:
+        from jaxwb.sims.core.claims import evaluate
+        from jaxwb.sims.core.outputs import flatten_results, results_layout
+
+        self.module, self.cfg, self.evaluate = module, cfg, evaluate
+        self.claims = evaluate(module, results, cfg)
+        self.base = [_signature(c) for c in self.claims]
+        self.flat, self.layout = flatten_results(results), results_layout(results)
+        self.read = sorted(p for p in claimed_paths(module, results, cfg) if p in self.flat)
+
+    def moved(self, changes: dict[str, np.ndarray]) -> set[int] | None:
+        """Indices of the claims that change with ``changes``; None if the claims raise or change in number."""
+        from jaxwb.sims.core.outputs import unflatten_results
+
+        try:
+            with np.errstate(all="ignore"):
+                now = self.evaluate(self.module, unflatten_results({**self.flat, **changes}, self.layout), self.cfg)
+        except Exception:  # a change the claims cannot take (an index out of range)
+            return None
+        if len(now) != len(self.base):
+            return None
+        return {i for i, (a, c) in enumerate(zip(self.base, now, strict=True)) if not _same(a, _signature(c))}
+
+    def dependents(self, path: str) -> set[int] | None:
+        """The claims the first perturbation of ``path`` that moves anything moves (empty: none moves; None: every
+        perturbation raised or changed the number of claims)."""
+        found: set[int] | None = None
+        for changed in perturbations(np.asarray(self.flat[path])):
+            moved = self.moved({path: changed})
+            if moved is None:
+                continue
+            if moved:
+                return moved
+            found = set()
+        return found
+
+    def touching(self, claims: set[int], paths: list[str]) -> list[str]:
+        """The paths whose strongest perturbation (:func:`strongest`) moves one of ``claims``, by group testing: a
+        group changed at once that moves none of them is cleared whole, one that does is split (so is one whose
+        change raises)."""
+        paths = [p for p in paths if perturbations(np.asarray(self.flat[p]))]
+        if not paths:
+            return []
+        moved = self.moved({p: strongest(np.asarray(self.flat[p])) for p in paths})
+        if moved is not None and not moved & claims:
+            return []
+        if len(paths) == 1:
+            return paths
+        mid = len(paths) // 2
+        return self.touching(claims, paths[:mid]) + self.touching(claims, paths[mid:])
+
+
+def dependents(module: ModuleType, results: Any, cfg) -> dict[str, set[int] | None]:
+    """For every array the claims read: the indices of the claims whose numbers or statement change when it is
+    perturbed (None: every perturbation raised or changed the number of claims, so no claim is singled out). One
+    evaluation of the claims per array and perturbation; :func:`only_expected_to_fail` needs far fewer."""
+    pert = _Perturber(module, results, cfg)
+    return {p: pert.dependents(p) for p in pert.read}
+
+
+def only_expected_to_fail(module: ModuleType, results: Any, cfg) -> list[str]:
+    """Arrays whose every dependent claim (:func:`dependents`) is expected to fail. Only arrays that move some
+    expected-to-fail claim can qualify: they are found by group testing with each array's strongest perturbation
+    (about log2(#arrays) evaluations per such array, none when no claim is expected to fail), then judged one by
+    one."""
+    pert = _Perturber(module, results, cfg)
+    expected = {i for i, c in enumerate(pert.claims) if c.expected == "fail"}
+    if not expected:
+        return []
+    candidates = pert.touching(expected, pert.read)
+    bad = []
+    for path in candidates:
+        deps = pert.dependents(path)
+        if deps and deps <= expected:
+            bad.append(path)
+    return bad

@@ -30,7 +30,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, decide_family, kind_counts
+from jaxwb.sims.core.claims import Claim, decide_family, evaluate, kind_counts
 from jaxwb.sims.core.errors import OutputError, WorkbenchError
 from jaxwb.sims.core.paths import FIGURES_DIR, HASHED_FILES, REPO_ROOT, replaceable_problem, sha256_file
 from jaxwb.sims.core.progress import Phases
@@ -467,3 +467,37 @@ def load_results(module: ModuleType, folder: str | Path | None = None):
         flat = {k: data[k] for k in data.files}
     results = unflatten_results(flat, manifest.get("results_layout"))
     return results, config_from_manifest(module, manifest), manifest
+
+
+# manifest keys that describe how the data was produced (kept by a re-judgement), beside those _write_into computes
+_COMPUTED_KEYS = frozenset(
+    {"title", "figures", "nonfinite_arrays", "claims_passed", "claims_as_expected", "claims_total"}
+    | {"claims_by_kind", "results_layout", "content_sha256", "claims_git_revision"}
+)
+
+
+def rejudge_outputs(module: ModuleType, folder: str | Path | None = None) -> list[Claim]:
+    """Decide a result's claims again on its committed data (``figures/<name>/data.npz``, no simulation) and
+    rewrite the output: ``claims.json``, the figures and the manifest's claim counts and hashes. For a change of
+    ``claims.py`` (or ``figures.py``) only: the data and the manifest's record of the run (preset, seed, config,
+    ``git_revision`` of the run, times, device) are kept, and ``claims_git_revision`` records the code that decided
+    the claims. A folder whose files do not match their manifest is refused (:class:`OutputError`)."""
+    folder = Path(folder) if folder is not None else FIGURES_DIR / module.NAME
+    problems = verify_outputs(folder)
+    if problems:
+        raise OutputError(f"{folder}: {problems[0]}; rerun `workbench run {module.NAME}` instead")
+    results, cfg, manifest = load_results(module, folder)
+    claims = evaluate(module, results, cfg)
+    kept = {k: v for k, v in manifest.items() if k not in _COMPUTED_KEYS}
+    write_outputs(
+        module,
+        folder,
+        results=results,
+        cfg=cfg,
+        claims=claims,
+        preset=manifest["preset"],
+        seed=manifest["seed"],
+        wall=float(manifest.get("wall_time_s", 0.0)),
+        extra={**kept, "claims_git_revision": _git_revision()},
+    )
+    return claims

@@ -812,3 +812,37 @@ def test_a_zero_width_interval_decides_nothing():
     """Identical samples equal to the prediction (0 = 0 when both sides of a check are broken alike) fail."""
     assert not Claim.from_samples("E[x] = 0", 0.0, [0.0] * 6, 0.1, "ci", kind="check").passed
     assert Claim.from_samples("E[x] = 0", 0.0, [0.01, -0.01, 0.02, -0.02, 0.0, 0.0], 0.1, "ci", kind="check").passed
+
+
+def test_rejudge_decides_the_claims_again_on_the_committed_data(tmp_path):
+    """``outputs.rejudge_outputs`` (``workbench claims --rejudge``): a claims-only change is decided on the stored
+    data; the data, figures and the manifest's record of the run are kept, a changed claim is rewritten; a folder
+    whose files do not match their manifest is refused."""
+    import json
+
+    from jaxwb.sims.core.errors import OutputError
+    from jaxwb.sims.core.outputs import load_claims, rejudge_outputs
+
+    out = tmp_path / "atomic_fake"
+    mod = _fake_module()
+    harness.execute(mod, out_dir=out, cfg=mod.Config(1.0), verbose=False)
+    before = _snapshot(out)
+    rejudge_outputs(mod, out)
+    after = _snapshot(out)
+    assert {k: v for k, v in after.items() if k != "manifest.json"} == {
+        k: v for k, v in before.items() if k != "manifest.json"
+    }
+    old, new = json.loads(before["manifest.json"]), json.loads(after["manifest.json"])
+    assert {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)} == {"claims_git_revision"}
+
+    mod.claims = lambda r, cfg: [Claim("x = 2 value", 2 * cfg.value, float(r["x"][0]), 1e-9, kind="check")]
+    rejudge_outputs(mod, out)
+    claims = load_claims(out.name, tmp_path)
+    assert [c.statement for c in claims] == ["x = 2 value"] and not claims[0].passed
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["claims_passed"] == 0 and manifest["wall_time_s"] == old["wall_time_s"]
+    assert verify_outputs(out) == []
+
+    (out / "a_first.png").write_bytes(b"edited")
+    with pytest.raises(OutputError, match="a_first.png"):
+        rejudge_outputs(mod, out)
