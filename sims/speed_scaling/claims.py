@@ -717,13 +717,15 @@ BKP_REASON = (
 
 
 def baseline_order_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Off LAS's setup (the quick preset: fewer jobs, so the edges of the horizon weigh more and the mean ratios
-    are higher) the published mean ratios are no prediction, but their order is: OA (1.20) < AVR (1.27) < BKP
-    (7.88), each step decided on the interval of the paired per-seed differences (``Claim.ordering``)."""
+    """The published order of the mean ratios, OA (1.20) < AVR (1.27) < BKP (7.88), each step decided on the
+    interval of the paired per-seed differences (``Claim.ordering``). Off LAS's setup (the quick preset: fewer
+    jobs, so the edges of the horizon weigh more and the mean ratios are higher) the published values are no
+    prediction, but their order is; on the setup it checks BKP's ratio, whose published value is not reproduced."""
     main = results["main"]
+    where = "on" if paper_setup(cfg) else "off"
     return [
         Claim.ordering(
-            f"{LABELS[hi]} costs more than {LABELS[lo]} on LAS's model off its setup ({cfg.n_jobs} jobs, "
+            f"{LABELS[hi]} costs more than {LABELS[lo]} on LAS's model {where} its setup ({cfg.n_jobs} jobs, "
             f"D={cfg.window}, a={cfg.alpha:g}): mean over seeds of the paired ratio difference > 0 (the published "
             f"order of LAS's experiment, {PUBLISHED[lo]} < {PUBLISHED[hi]})",
             np.asarray(main[hi]),
@@ -783,7 +785,7 @@ def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
     eps = np.asarray(results["eps"])
     main = results["main"]
     las_acc = np.asarray(main["las_accurate"])  # (seeds, eps)
-    out = []
+    out = baseline_order_claims(results, cfg)  # the published order holds on the setup too (BKP's value aside)
     for name, pub in PUBLISHED.items():
         c = Claim.from_samples(
             f"{LABELS[name]} mean ratio in LAS's experiment (200 jobs, D=20, a=3, 20 seeds) vs published "
