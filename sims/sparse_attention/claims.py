@@ -35,18 +35,27 @@ def sign_claim(statement: str, diffs, *, source: str = "paper") -> Claim:
     return Claim(statement, 0.5, frac, 0.0, "ge", source=source, kind="check", ci=max(frac - lower, 0.0), n_seeds=n)
 
 
-def spearman(a, b) -> float:
-    """Spearman rank correlation of ``a [n]`` and ``b [n]`` (``scipy.stats.spearmanr``: average ranks for ties).
-    A constant input (e.g. every head given the same number of blocks) has no ranking, and the correlation is
-    undefined: returned as exactly 0.0 (no association shown, so a sign test counts it as no win), never NaN."""
-    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
-    if a.shape != b.shape or a.size < 2:
-        raise ValueError(f"a and b must have the same length >= 2, got {a.shape} and {b.shape}")
+def spearman_rows(a, b) -> np.ndarray:
+    """Spearman rank correlation of ``a [..., n]`` and ``b [..., n]`` along the last axis (as
+    ``scipy.stats.spearmanr``: average ranks for ties), every row at once. A row with a constant input (e.g. every
+    head given the same number of blocks) has no ranking, and the correlation is undefined: returned as exactly 0.0
+    (no association shown, so a sign test counts it as no win), never NaN."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape or a.ndim < 1 or a.shape[-1] < 2:
+        raise ValueError(f"a and b must have the same shape (..., n >= 2), got {a.shape} and {b.shape}")
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
         raise ValueError("a and b must be finite")
-    if np.all(a == a[0]) or np.all(b == b[0]):
-        return 0.0
-    return float(stats.spearmanr(a, b).statistic)
+    ra, rb = stats.rankdata(a, axis=-1), stats.rankdata(b, axis=-1)
+    ra, rb = ra - ra.mean(-1, keepdims=True), rb - rb.mean(-1, keepdims=True)
+    den = np.sqrt(np.sum(ra**2, -1) * np.sum(rb**2, -1))
+    constant = np.all(a == a[..., :1], -1) | np.all(b == b[..., :1], -1)
+    return np.where(constant, 0.0, np.sum(ra * rb, -1) / np.where(constant, 1.0, den))
+
+
+def spearman(a, b) -> float:
+    """Spearman rank correlation of ``a [n]`` and ``b [n]`` (:func:`spearman_rows` of one row)."""
+    a, b = np.asarray(a, np.float64).ravel(), np.asarray(b, np.float64).ravel()
+    return float(spearman_rows(a, b))
 
 
 def row(cfg: Config, period: int, budget: float) -> int:
@@ -263,16 +272,7 @@ def output_error_claims(results, cfg: Config) -> list[Claim]:
     err_global = np.asarray(pol["global"]["err"]).mean(axis=-1)[0]  # [N, T]
     blocks = np.asarray(pol["blocks_per_head"])  # [N, T, nl, H] (concentration policy, P=1, main rho)
     conc = np.asarray(pol["head_concentration"])  # [N, T, nl, H]
-    rho_s = [
-        np.mean(
-            [
-                spearman(conc[n, t, layer], blocks[n, t, layer])
-                for t in range(cfg.steps)
-                for layer in range(cfg.n_layers)
-            ]
-        )
-        for n in range(cfg.n_prompts)
-    ]
+    rho_s = spearman_rows(conc, blocks)[:, : cfg.steps, : cfg.n_layers].mean(axis=(1, 2))  # per prompt
     tail = "; paired over prompts, 95% t-interval above 0)"
     return [
         paired_claim(
@@ -306,6 +306,19 @@ def output_error_claims(results, cfg: Config) -> list[Claim]:
             "Head-adaptive budget gives more concentrated heads more blocks (Spearman(concentration, blocks) > 0, "
             "sign test over prompts)",
             np.asarray(rho_s),
+        ),
+        # what is found instead of the two known disagreements above, decided (a bug in their errors is still seen)
+        paired_claim(
+            f"found: the head-adaptive budget has higher attention-output error than the uniform budget at equal "
+            f"density (refresh every {P}, rho={rho:g}{tail}",
+            err["concentration"][r_main].mean(-1) - err["uniform"][r_main].mean(-1),
+            source="reconstruction",
+        ),
+        paired_claim(
+            f"found: the mass-greedy allocation has higher attention-output error than the uniform budget (refresh "
+            f"every {P}, rho={rho:g}{tail}",
+            err_global.mean(-1) - err["uniform"][r_main].mean(-1),
+            source="reconstruction",
         ),
     ]
 

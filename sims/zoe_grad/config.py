@@ -53,6 +53,14 @@ DISPLAY_ONLY = (
     "qat/pretrain_losses",
     "qat/diverged",  # per-arm divergence flags (all False on the full preset; a diverged arm shows in the figure)
     "wall_s",  # wall-clock timings per part (volatile)
+    # the heavy-tailed laws' Monte Carlo curves at mc_samples draws per seed: drawn only; their claimed points are
+    # estimated again with heavy_samples draws (estimators/*/triangular/*_claim, sweep/triangular/*_claim)
+    "estimators/int/triangular/score",
+    "estimators/int/triangular/two_point",
+    "estimators/e2m1/triangular/score",
+    "estimators/e2m1/triangular/two_point",
+    "sweep/triangular/boundary_mc",
+    "sweep/triangular/level_mc",
 )
 
 

@@ -19,6 +19,7 @@ from jaxwb.sims.sparse_attention.claims import (
     row,
     sign_claim,
     spearman,
+    spearman_rows,
 )
 
 # The quick preset loads the denoiser shipped in the package (``Config.denoiser == "shipped"``, trained once by
@@ -131,7 +132,14 @@ def test_spearman_is_scipys_and_constant_input_is_no_association():
     assert spearman(a, b) == pytest.approx(stats.spearmanr(a, b).statistic)
     assert spearman([0.1, 0.2, 0.3], [2, 2, 2]) == 0.0  # every head the same budget: no ranking, explicitly 0
     assert spearman([1.0, 1.0], [1, 2]) == 0.0
-    with pytest.raises(ValueError, match="same length"):
+    rows_a = np.random.default_rng(1).integers(0, 4, (3, 5, 8)).astype(float)  # ties in most rows
+    rows_b = np.random.default_rng(2).normal(size=(3, 5, 8))
+    rows_a[0, 0] = 1.0  # a constant row
+    got = spearman_rows(rows_a, rows_b)  # every row at once, as scipy row by row
+    for i, j in np.ndindex(3, 5):
+        x, y = rows_a[i, j], rows_b[i, j]
+        assert got[i, j] == pytest.approx(stats.spearmanr(x, y).statistic if np.ptp(x) else 0.0, rel=1e-12)
+    with pytest.raises(ValueError, match="same shape"):
         spearman([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="finite"):
         spearman([1, np.nan], [1, 2])
