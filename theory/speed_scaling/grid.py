@@ -83,7 +83,7 @@ def resolve_n_slots(deadline, n_slots: int | None, dt, *, grid=None, grid_name: 
       could never finish). A larger grid is allowed (LAS's smoothing delays work by < m_j slots).
     """
     if grid is not None:
-        g = int(jnp.shape(grid)[-1])
+        g = int(np.shape(grid)[-1])
         if n_slots is None:
             n_slots = g
         elif n_slots != g:

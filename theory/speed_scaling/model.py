@@ -12,6 +12,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jaxtyping import Array, ArrayLike, Float
 
 from jaxwb.theory import validate as v
@@ -74,20 +75,18 @@ def check_instance(
 ) -> None:
     """Raise ValueError for a bad concrete instance: shapes (n,), deadline > release, work >= 0, finite."""
     for name, arr in (("release", release), ("deadline", deadline), ("work", work)):
-        if jnp.ndim(arr) != 1:
-            raise ValueError(f"{name} must be a 1-D array of shape (n,), got shape {jnp.shape(arr)}")
+        if np.ndim(arr) != 1:
+            raise ValueError(f"{name} must be a 1-D array of shape (n,), got shape {np.shape(arr)}")
         v.array(name, arr, ndim=1)  # real (complex rejected), non-empty, finite (a real check: not a == a)
-    if not (jnp.shape(release) == jnp.shape(deadline) == jnp.shape(work)):
+    if not (np.shape(release) == np.shape(deadline) == np.shape(work)):
         raise ValueError(
-            f"release, deadline and work must share one shape (n,), got {jnp.shape(release)}, "
-            f"{jnp.shape(deadline)}, {jnp.shape(work)}"
+            f"release, deadline and work must share one shape (n,), got {np.shape(release)}, "
+            f"{np.shape(deadline)}, {np.shape(work)}"
         )
     if not (v.is_concrete(release) and v.is_concrete(deadline)):  # traced: checked under theory.checked
         gap = jnp.asarray(deadline) - jnp.asarray(release)
         v.check("deadline", gap, lambda a: a > 0, "> release for every job (value shown: deadline - release)")
     else:
-        import numpy as np
-
         r, d = np.asarray(v.primal(release)), np.asarray(v.primal(deadline))
         bad = ~(d > r)
         if bad.any():
