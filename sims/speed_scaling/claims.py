@@ -710,7 +710,7 @@ def _las_claims(results: dict, cfg: Config) -> list[Claim]:
 
 BKP_REASON = (
     "the published 7.88 matches BKP's formula speed integrated up to the last deadline with the machine never "
-    "idling (7.71 on our instances, #38); BKP here idles whenever no released job has work left (the defined "
+    "idling (7.71 on our instances); BKP here idles whenever no released job has work left (the defined "
     "horizon: its speed formula counts work already done, so it finishes early and would otherwise keep running "
     "empty), which gives ~4.9 (docs/papers/speed_scaling.md)"
 )

@@ -140,7 +140,7 @@ PRESETS = {
         lb_jobs=50,
         lb_kappas=(0.4,),
         chunk=5,
-    ),  # every branch of the full preset at a smaller size (issue #38): the LAS eps calibration, the random bound
+    ),  # every branch of the full preset at a smaller size: the LAS eps calibration, the random bound
     # instances (5 per alpha) and the AVR family at one kappa (50 vs 100 jobs)
 }
 
