@@ -27,7 +27,7 @@
 # `(Q(x + 1/2) - Q(x - 1/2))`, which is 1 for every `x` inside the clip range: **STE is the degenerate case**.
 # Continuous laws (Gaussian, logistic, triangular) give surrogates that know where the boundaries are.
 #
-# This is a reconstruction from the paper's abstract (`shared/papers/zoe_grad.md`); the derivation, the
+# This is a reconstruction from the paper's abstract (no public text beyond it); the derivation, the
 # closed forms and the convergence bound are in `theory/zoe_grad.py`, the op `fake_quant` (QAT with the FP4
 # kernels: NVFP4, MXFP4, RaZeR, INT-b) in `pallas_kernels/quant/fake_quant.py`, the figures and claims in
 # `sims/zoe_grad/`.

@@ -7,6 +7,8 @@
   per result) and what CI relies on (``python -m pytest``, the command ``.ci/run`` runs).
 * Every result has its page ``docs/papers/<name>.md`` in the site's navigation and on the index page.
 * LICENSE is the Apache-2.0 text that pyproject declares; CITATION.cff carries the required fields.
+* Docs, docstrings and comments speak of the project as it is: no issue numbers, work history or notes outside
+  the repository (history goes to ``docs/changelog.md``).
 """
 
 from __future__ import annotations
@@ -239,3 +241,40 @@ def test_readme_input_policy_holds():
     with pytest.raises(ValueError, match="lam"):
         rv.gd_threshold(1e-45)
     assert float(rv.spectral_radius(1e30, 1.0, 0.5)) == pytest.approx(1e30, rel=1e-6)  # scaled, not inf
+
+
+# --- the project, not the work ----------------------------------------------------------------------------------
+
+# Issue numbers, work history and notes outside the repository: history goes to docs/changelog.md only.
+WORK_WORDS = re.compile(r"issue [0-9]+|issue #|#[0-9]{2}\b|\bdeliver [0-9]|this session|shared/papers", re.I)
+# Files that still have such words and are cleaned later (each leaves this list once it is clean).
+WORK_WORDS_PENDING = (
+    "docs/papers/distillation.md",
+    "sims/distillation/__init__.py",
+    "sims/river_valley_lm/__init__.py",
+    "sims/river_valley_lm/claims.py",
+    "sims/river_valley_lm/dynamics.py",
+)
+
+
+def _project_text_files() -> list[Path]:
+    """The docs (but the changelog), the README, the notebooks and the code's docstrings and comments."""
+    files = [p for p in DOCS.rglob("*") if p.suffix in (".md", ".py") and p != DOCS / "changelog.md"]
+    files += [README, *(ROOT / "notebooks").glob("*.py")]
+    for tree in ("sims", "theory", "models", "pallas_kernels", "benchmarks"):
+        files += (ROOT / tree).rglob("*.py")
+    return sorted(p for p in files if p.is_file() and "__pycache__" not in p.parts)
+
+
+def test_docs_speak_of_the_project():
+    """Docs, docstrings and comments describe the project as it is: no issue numbers ("issue 38", "#38"), no work
+    history ("Deliver 2", "this session") and no files outside the repository (``shared/papers/``)."""
+    hits = []
+    for path in _project_text_files():
+        rel = path.relative_to(ROOT).as_posix()
+        if rel in WORK_WORDS_PENDING:
+            continue
+        for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            if WORK_WORDS.search(line):
+                hits.append(f"{rel}:{n}: {line.strip()[:100]}")
+    assert not hits, "words about the work, not the project:\n" + "\n".join(hits)

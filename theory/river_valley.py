@@ -1,7 +1,7 @@
 """River-valley landscapes and momentum: closed forms for heavy ball (HB), Nesterov and GD.
 
-Reference: "Towards understanding momentum acceleration in river-valley loss landscapes" (2026), notes in
-``shared/papers/river_valley.md``; background: Wen et al., ICLR 2025 (warmup-stable-decay, river valley).
+Reference: "Towards understanding momentum acceleration in river-valley loss landscapes" (NeurIPS 2026);
+background: Wen et al., ICLR 2025 (warmup-stable-decay, river valley).
 
 Notation (used throughout):
   ``lr``   learning rate (eta),            ``beta`` momentum coefficient in [0, 1),

@@ -1,6 +1,6 @@
 """Step-dLLM's block-sparse mask policy for diffusion LMs, as pure functions.
 
-Spec: ``shared/papers/sparse_attention.md``.
+Notes: ``docs/papers/sparse_attention.md``.
 
 A bidirectional denoiser recomputes full attention at every step t = 0..T-1. Step-dLLM's observations: the
 attention pattern is only locally consistent across steps (it shifts abruptly at transitions) and heads

@@ -1,5 +1,5 @@
 """ZOE-Grad: surrogate gradients of a quantizer as expectations of zeroth-order estimators
-(``shared/papers/zoe_grad.md``; the paper's estimator and theorems are not public, so everything below is a
+(NeurIPS 2026; the paper's estimator and theorems are not public, so everything below is a
 *reconstruction* from the abstract: a standard derivation, stated and proved here).
 
 Quantizer (one dimension, applied element-wise). Levels ``q_0 < q_1 < ... < q_K`` (an array ``levels[..., K+1]``),

@@ -22,7 +22,7 @@ What it does, in this order (benchmarks first, so a slow test step cannot cost t
      this module loaded as a plugin (``-p benchmarks.gpu_check``) and ``PALLAS_KERNELS_FORCE_IMPLEMENTATION``
      set, which maps every ``implementation="interpret"`` of the public ops to ``"triton"`` (the compiled kernel);
   4. ``figures/kernels_gpu/kernels_gpu.{png,json}`` (device name, jax version, every measurement, the tuned
-     configs, the goals of issue 20 met or missed) and a table on stdout.
+     configs, the kernel goals met or missed) and a table on stdout.
 
 ``--dry-run`` runs the very same code path on CPU: "triton" means the Pallas interpreter, the Mosaic GPU kernel
 runs in Mosaic GPU interpret mode, peers that need a GPU are recorded as unavailable, sizes are tiny, and the
@@ -38,7 +38,7 @@ The package, one concept a module:
   bench_quant.py      quantizers, FWHT, InQuant, ``fp4_matmul``;
   plugin.py           ``forced_implementation``, the pytest hooks (re-exported here, so ``-p
                       benchmarks.gpu_check`` loads them) and the pytest step ``run_tests``;
-  report.py           the goals of issue 20, the png and the table;
+  report.py           the kernel goals, the png and the table;
   cli.py, __main__.py ``main`` and ``python -m benchmarks.gpu_check``.
 """
 

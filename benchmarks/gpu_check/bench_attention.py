@@ -73,7 +73,7 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
             L=L,
         )
         tp = r.get("time_s")
-        # issue 39: exp2 with log2(e) folded into the scale, warps and stages retuned (AttentionBlockSizes)
+        # exp2 with log2(e) folded into the scale, warps and stages retuned (AttentionBlockSizes)
         egrid = (
             [(64, 64, 4, 2, True)]
             if s.dry_run

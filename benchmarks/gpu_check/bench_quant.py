@@ -2,7 +2,7 @@
 ``x @ H``) and InQuant unpack as achieved HBM bandwidth (bytes read + written / time); ``fp4_matmul`` (W4A16)
 at decode (M = 1, 16) and prefill (M = 4096) shapes vs a bf16 dense matmul.
 
-Old and new variants side by side (issue 39), each its own ``impl``: ``fp4_matmul`` "triton" (today's
+Old and new variants side by side, each its own ``impl``: ``fp4_matmul`` "triton" (today's
 interleaved decode), "triton_bitplace" (``decode="bitplace"``) and, for M > 16, "triton_dequant_dot"
 (``dequantize_above_m=0``: dequantize once + XLA dot); the quantizers' "triton" autotunes over tiles and
 ``num_warps`` (the config is recorded) and "triton_masked" runs the default tile with ``edge="mask"``; the

@@ -1,4 +1,4 @@
-"""Instruction dump of one old and one new call of the W4A16 matmul and of the NVFP4 quantizer (issue 39).
+"""Instruction dump of one old and one new call of the W4A16 matmul and of the NVFP4 quantizer.
 
     python -m benchmarks.gpu_check.dump CASE --out DIR [--dry-run]      (CASE in CASES; one case per process)
 

@@ -53,7 +53,7 @@ def measure_ceilings(dry_run: bool) -> dict:
     * ``copy_bytes_per_s``: an XLA elementwise copy (bytes read + written per second);
     * ``pallas_copy_bytes_per_s``: a Pallas copy with the quantizers' tile (16 x 512 bf16);
     * ``gemv_read_bytes_per_s``: cuBLAS/XLA bf16 GEMV (M = 1, 16384^2 weight): weight bytes read per second;
-    * ``ceiling_bytes_per_s``: the largest of these three, the bandwidth goals' denominator (issue 39);
+    * ``ceiling_bytes_per_s``: the largest of these three, the bandwidth goals' denominator;
     * ``bf16_matmul_flops``: a bf16 matmul (FLOP/s).
     A dry run measures tiny sizes on CPU (the Pallas copy in interpret mode): numbers for the code path only."""
     import jax

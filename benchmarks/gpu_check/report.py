@@ -1,4 +1,4 @@
-"""The results: the goals of issue 39 met or missed, the figure (png) and the table on stdout."""
+"""The results: the kernel goals (``docs/kernels.md``) met or missed, the figure (png) and the table on stdout."""
 
 from __future__ import annotations
 
@@ -97,7 +97,7 @@ def _goals_attention(records, goal):
 
 
 def goals(records, peaks, dry_run: bool) -> list[dict]:
-    """The goals of issue 39, item 1, against the ceilings measured in the same run: each with measured,
+    """The kernel goals (``docs/kernels.md``) against the ceilings measured in the same run: each with measured,
     target, met (None when not measured or a dry run) and a note. Bandwidth goals use ``frac_measured_hbm``
     (bytes / time / the largest measured ceiling: XLA copy, Pallas copy with the quantizers' tile, bf16 GEMV
     read rate); the data-sheet fraction is in the note. Ratios are time ratios (<= goals say ``le``)."""
@@ -250,7 +250,7 @@ def plot_matmul(ax, result: dict) -> None:
 
 
 def plot_goals(ax, result: dict) -> None:
-    """The goals of issue 39 (met / missed), the sections not measured and the test summary, as text."""
+    """The kernel goals (met / missed), the sections not measured and the test summary, as text."""
     recs = result["records"]
     ax.axis("off")
     lines = []
@@ -266,7 +266,7 @@ def plot_goals(ax, result: dict) -> None:
         f"tests ({t.get('forced', '')}): {t.get('summary') or ('skipped' if t.get('skipped') else t.get('rc'))}"
     )
     ax.text(0, 1, "\n".join(lines[:34]) or "no goals", va="top", family="monospace", fontsize=6.5)
-    ax.set_title("goals of issue 39 (against the ceilings measured in this run)")
+    ax.set_title("kernel goals (against the ceilings measured in this run)")
 
 
 def plot(result: dict, path: Path):

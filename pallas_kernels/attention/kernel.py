@@ -43,7 +43,7 @@ class AttentionBlockSizes:
 
     Positive integers dividing the sequence lengths; powers of two >= 16 on GPU. Checked on construction.
     Triton kernel settings (ignored elsewhere; defaults = the kernel as before): ``num_warps``, ``num_stages``
-    and ``exp2`` (issue 39: ``exp2`` with log2(e) folded into the scale instead of ``exp``, as JAX's Triton
+    and ``exp2`` (``exp2``: log2(e) folded into the scale instead of ``exp``, as JAX's Triton
     attention does; the softmax is the same function, rounded differently, so not bit-identical)."""
 
     block_q: int = 64

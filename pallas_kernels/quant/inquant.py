@@ -1,4 +1,4 @@
-"""InQuant: in-place mixed-precision 4-bit KV-cache packing (``shared/papers/quantization.md``).
+"""InQuant: in-place mixed-precision 4-bit KV-cache packing (NeurIPS 2026; ``docs/papers/quantization.md``).
 
 Input: a KV tensor ``x`` of shape ``(..., T, C)`` (tokens x channels, 16-bit in practice). Outlier
 channels need

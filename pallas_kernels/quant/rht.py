@@ -1,6 +1,6 @@
 """Dithered quantization with one randomized Hadamard transform (RHT): reference, fused Pallas kernels, ops.
 
-Notation (``shared/papers/quantization.md``): ``x`` in R^d (d a power of two), ``D`` a diagonal of random
+Notation: ``x`` in R^d (d a power of two), ``D`` a diagonal of random
 signs, ``H`` the normalized Walsh-Hadamard matrix, ``y = H D x`` (so ||y|| = ||x||), ``sigma = ||x|| /
 sqrt(d)``
 (the per-coordinate scale a uniformly random rotation would give), ``b`` bits per coordinate, ``N = 2^b``

@@ -1,7 +1,7 @@
 """ALDRIFT vs TOPIFT, random search and DOO on Rastrigin-in-a-quadratic-envelope costs; coverage ratios.
 
 Paper: Awasthi, Gollapudi, Kumar, Munagala, *Sample-efficient optimization over generative priors via coarse
-learnability* (arXiv 2503.06917; facts in ``shared/papers/aldrift.md``). Reproduced: the paper's experiment (two
+learnability* (arXiv 2503.06917). Reproduced: the paper's experiment (two
 settings, n = 10, ALDRIFT vs TOPIFT) and its testable statements (closed forms for the pure quadratic, evaluations
 to eps, where coarse learnability holds); the n = 4 evaluations-to-eps panel and the 1-D coverage families are
 this project's constructions of those statements.
@@ -29,7 +29,7 @@ Findings worth knowing (full preset):
   is ~18x the target's 1/(tau L_d) per coordinate, the importance ESS fraction of the proposals falls to ~1% and
   the acceptance to ~20%. The slope per e-fold of 1/eps still matches m(M+1)/ln(1+1/n) within ~6%; the lag is
   an offset (drawn as the dashed "Laplace" line). No claim on the absolute cost there (it would fail by design).
-* Issue 13: the "linear in ln(1/eps)" R^2 claims are gone (the geometric schedule makes them nearly certain);
+* No claim is made on the R^2 of "linear in ln(1/eps)" (the geometric schedule makes it nearly certain);
   the slope is decided per run with a CI, and the pure-quadratic checks at T use a schedule written out in the
   sim, independent of theory.aldrift.temperature_schedule.
 * The sampler's proposals are checked on their own: for the pure quadratic p_tau = N(mean_tau, I/mu_tau) and

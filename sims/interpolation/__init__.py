@@ -2,7 +2,7 @@
 proportionally to the batch size B up to a saturation point tr H / sqrt(L mu), far beyond SGD's L_max / L.
 
 Paper: Garg & Derezinski, *Perfect parallelization in mini-batch SGD with classical momentum acceleration*
-(arXiv 2605.18609, 2026; facts in ``shared/papers/interpolation.md``). Reproduced: the synthetic part (the exact
+(arXiv 2605.18609, 2026). Reproduced: the synthetic part (the exact
 mean-square dynamics, eq. MS; speedup ~ B up to saturation; SGD's earlier saturation; randomized Kaczmarz and
 coordinate descent). Ours, not the paper's: the explicit momentum rule ``momentum_rule`` (the paper's "simple
 momentum choice" is not spelled out in the project's facts) and the grid optimisation of (lr, beta).

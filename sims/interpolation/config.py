@@ -209,10 +209,10 @@ class Config:
         return max(5, round(base * f))
 
 
-# Full preset (issue 41, "the same claims, CIs no wider"): independent streams, 2x the per-B seed count for every
-# (method, B) that a claim reads and 1x for the ones only the figures show (SGD and Nesterov at B = 2-8 and 32-128,
-# heavy ball at 32-128, the rule at 4-8 and 32-128), aux_seeds 2048: claim half-widths 0.82x the pre-speed-up run's
-# (ebcedd7) on average, 0.79x geometric (docs/papers/interpolation.md, "Intervals")
+# Full preset (the same claims as before the speed-up, CIs no wider): independent streams, 2x the per-B seed count
+# for every (method, B) that a claim reads and 1x for the ones only the figures show (SGD and Nesterov at B = 2-8
+# and 32-128, heavy ball at 32-128, the rule at 4-8 and 32-128), aux_seeds 2048: claim half-widths 0.82x the
+# pre-speed-up run's (ebcedd7) on average, 0.79x geometric (docs/papers/interpolation.md, "Intervals")
 _FIGURE_ONLY = {
     *(("sgd", b) for b in (2, 4, 8, 32, 64, 128)),
     *(("nesterov", b) for b in (2, 4, 8, 32, 64, 128)),

@@ -1,6 +1,6 @@
 """Message-passing post-training quantization (MPQ) against GPTQ and round-to-nearest (A RECONSTRUCTION).
 
-Paper: the MPQ seed abstract (NeurIPS 2026; notes in ``shared/papers/mpq.md``): row-wise PTQ is posterior
+Paper: the MPQ seed abstract (NeurIPS 2026; no public text): row-wise PTQ is posterior
 inference over discrete codebooks; GPTQ / LDLQ / block coordinate descent are its zero-temperature hard-decision
 limit; MPQ keeps soft posteriors with VAMP (Rangan, Schniter, Fletcher 2019) and refines a hard initialisation by
 exact block coordinate descent, and is said to beat the hard-decision baselines on perplexity. The paper's

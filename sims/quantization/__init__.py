@@ -1,6 +1,6 @@
 """The quantization core: dithered randomized-Hadamard quantization against the (pi sqrt 3 / 2) 4^-b
 bound, FP4
-formats at equal bits per element, and InQuant KV-cache packing (``shared/papers/quantization.md``).
+formats at equal bits per element, and InQuant KV-cache packing (``docs/papers/quantization.md``).
 
 Papers (NeurIPS 2026): RaZeR (*redundant zero remapping* for NVFP4); dithered quantization with one randomized
 Hadamard transform (the analysis behind RaBitQ-, TurboQuant- and EDEN-style quantizers); InQuant (in-place
@@ -15,7 +15,7 @@ Figures (``figures/quantization/``):
   error_histograms.png  per-element error distributions of the four formats on Gaussian data
   inquant.png           InQuant vs plain 4-bit vs 8-bit on heavy-tailed synthetic KV (per-channel error)
 
-Claims (issue 13): the worst vector is chosen on one pass and *re-measured* on fresh sign draws (and fresh Haar
+Claims: the worst vector is chosen on one pass and *re-measured* on fresh sign draws (and fresh Haar
 rotations), so the claims are not decided on the maximum of many noisy estimates (which biases upwards: the
 old b=8 "worst" 1.017 x bound at d=8192 came from such a maximum). The RHT-vs-dense comparison uses the vector
 worst under the RHT (a Haar rotation's MSE has the same law for every unit vector). RaZeR <= NVFP4 per block and

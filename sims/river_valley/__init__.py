@@ -1,5 +1,5 @@
 """River-valley momentum: heavy ball lets GD run at a learning rate that would make it diverge, and moves
-(1 + beta)/(1 - beta) times faster along the river. Synthetic part of ``shared/papers/river_valley.md``.
+(1 + beta)/(1 - beta) times faster along the river. Synthetic part of the paper below.
 
 Paper: *Towards understanding momentum acceleration in river-valley loss landscapes* (NeurIPS 2026), building
 on Wen et al., *Understanding warmup-stable-decay learning rates: a river valley loss landscape perspective*

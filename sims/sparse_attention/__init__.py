@@ -7,7 +7,7 @@ denoising steps, shifts at transitions, heads differing in concentration) and th
 on a trained tiny diffusion LM instead of LLaDA-1.5 / Dream-7B; Louver's zero-false-negative guarantee for one
 flat level of per-block bounds. A reconstruction: the model, its corpus and the policies' scoring (the papers'
 models, index and GPU kernels are not used); speed is CPU time of the XLA paths, not the papers' GPU numbers.
-Spec: ``shared/papers/sparse_attention.md``; notes: ``docs/papers/sparse_attention.md``.
+Notes: ``docs/papers/sparse_attention.md``.
 
 A tiny masked-diffusion LM (``jaxwb.models.diffusion_lm``: bidirectional, LLaDA objective, trained on the shipped
 byte corpus and cached) decodes held-out prompts by semi-autoregressive iterative unmasking, sampling at

@@ -4,7 +4,7 @@ against the classic online algorithms, measured as energy / OPT (YDS = 1).
 Paper: "Online speed scaling with machine-speed predictions", NeurIPS 2026 (the text is not public: SP, the
 algorithm for speed predictions, is our reconstruction from the abstract; LAS (Bamas et al., NeurIPS 2020), YDS,
 AVR, OA, qOA and BKP are reproduced from their published definitions, LAS's experiment with its published
-numbers). Spec: ``shared/papers/speed_scaling.md``; the algorithms and the robustness derivation are in
+numbers). The algorithms and the robustness derivation are in
 ``theory/speed_scaling/`` (SP: ``sp.py``).
 
 Figures (``figures/speed_scaling/``):

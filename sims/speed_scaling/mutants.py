@@ -36,7 +36,7 @@ def _bkp_work_only(f):
 
 
 def _bkp_never_idles(f):
-    """BKP keeps its formula's speed when nothing is pending (the grid-length-dependent energy of #38)."""
+    """BKP keeps its formula's speed when nothing is pending (its energy then depends on the grid length)."""
     return lambda speed, pending: speed
 
 

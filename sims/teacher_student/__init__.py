@@ -1,7 +1,7 @@
 """Teacher-student at extensive width: sharp feature-learning jumps and Bayes-optimal scaling laws.
 
 Paper: Barbier & Nguyen, *Sharp feature-learning transitions and Bayes-optimal neural scaling laws in
-extensive-width networks* (NeurIPS 2026; arXiv 2605.10395), notes in ``shared/papers/teacher_student.md``. The paper's
+extensive-width networks* (NeurIPS 2026; arXiv 2605.10395). The paper's
 equations are not public: every theory curve here comes from OUR RECONSTRUCTION, the decoupled fixed-point model
 of ``theory/teacher_student/`` (package) (labelled "reconstruction" in titles and claims), whose ``solve`` returns the
 global maximiser of the potential over all self-consistent points.

@@ -131,7 +131,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
     sweep (k = 4000, 160 alphas, beta = 1) and the quick preset's (k = 400). The first row per size times the
     NumPy loop over every feature; the next two with ``dynamic=True`` (only the learnable features and the
     contested candidates): the same work as ``solve_grid``, which solves each alpha on its learnable head of
-    features and bisects only the contested learned counts. Those are the like-for-like ratios (issue 15 asks
+    features and bisects only the contested learned counts. Those are the like-for-like ratios (the target is
     >= 20x at k = 4000), with the calls alternating one by one (each starts right after the other's, on cold
     caches) and back to back (warm: ``WARM_BLOCK`` calls of each per round, the first of each block untimed; what a
     loop of solves sees). Ratios of medians over interleaved rounds (load drifting during the bench hits both
@@ -142,7 +142,7 @@ def bench(quick: bool = False) -> list[BenchRow]:
     k = 4000: alternating 10.2x / 9.8x / 10.9x, back to back 15.4x / 14.4x / 14.9x (the NumPy loop 60-63 ms, ours
     4.0-4.2 ms warm, 5.6-6.2 ms alternating); k = 400: 14.3x alternating, 29.2x back to back; every feature at
     k = 4000: 26-31x. Earlier the same morning, a standalone script gave 18.0x / 19.3x / 19.3x back to back when the
-    NumPy loop took 77-79 ms. The 20x goal (issue 15) is not met at k = 4000. Why:
+    NumPy loop took 77-79 ms. The 20x target is not reached at k = 4000. Why:
     - A call on cold caches costs ~2-3 ms more than a warm one, whatever its size: after a 50 ms sleep or 50 ms of
       NumPy work, the solve takes 6.4-7.5 ms against 3.3-4.2 ms back to back at k = 4000, and 3.4-4.0 against
       1.5-2.0 ms at k = 400 (the (160, k) outputs are 0.5 MB there), with no page faults (getrusage: 0 a call

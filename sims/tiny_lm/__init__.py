@@ -2,13 +2,13 @@
 sizes: perplexity with NVFP4, RaZeR, MXFP4 and dithered-RHT weights vs float32; the fraction of NVFP4's
 perplexity loss removed by RaZeR beside the paper's 29.4% (weight-only) and 32.3% (weight + activation); the
 same fraction when a few input channels carry 8x larger weights (outlier channels); per-layer errors and
-engine TV/KL. The RaZeR part of ``shared/papers/quantization.md``.
+engine TV/KL. The RaZeR part of the quantization papers (``docs/papers/quantization.md``).
 
 Papers: RaZeR ("Redundant zero remapping": NVFP4's negative zero remapped per block to a special value), NeurIPS
 2026, for the formats and the perplexity claims (29.4% / 32.3% of NVFP4's loss removed); the TV-distance paper
 (estimating the TV distance between autoregressive distributions, and between inference engines serving the same
-model), NeurIPS 2026, for the engine comparison (``shared/papers/tv_distance.md``); the models' attention runs
-through the project's ``flash_attention`` (the attention core of ``shared/papers/sparse_attention.md``).
+model), NeurIPS 2026, for the engine comparison (``docs/papers/tv_distance.md``); the models' attention runs
+through the project's ``flash_attention`` (the attention core of ``docs/papers/sparse_attention.md``).
 Reproduced: the formats (NVFP4, RaZeR's weight and activation variants, MXFP4, dithered RHT), the loss-removed
 measure and the engines' TV with logit access. A reconstruction: the models (tiny byte-level LMs, not the papers'
 LLMs), the outlier channels (a synthetic transform) and the W4A4 setting's per-token activation scales.

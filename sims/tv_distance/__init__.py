@@ -1,7 +1,7 @@
 """TV distance between autoregressive models under logit, sample and noisy-logit access.
 
 Paper: estimating the total-variation distance between two length-n autoregressive distributions (2026; the
-project has its statement only, no title or venue: ``shared/papers/tv_distance.md``). Reproduced: the three
+project has its statement only, no title or venue). Reproduced: the three
 access models' query complexities (logit O(n/eps^2), sample O~(n^2 K/eps^2), noisy logits
 O~((n + n^2 sigma^2)/eps^2)), the unbiased plain / mixture / Rao-Blackwellised estimators with Hoeffding's m, and
 TV vs KL between two engines of one model. Ours, not the paper's: the SIMEX correction of the noisy and sample
@@ -22,7 +22,7 @@ Figures (``figures/tv_distance/``):
   tv_vs_kl.png           TV vs KL (and Pinsker) as the supports separate; spread of both estimators
   engines.png            TV and KL between a float32 and a bfloat16 engine of one random tiny transformer vs n
 
-Claims (issue 13): the estimators are checked against their *exact expectations* by enumeration (float64 NumPy,
+Claims: the estimators are checked against their *exact expectations* by enumeration (float64 NumPy,
 ``enumerated_reference``; the noisy ones through the Gaussian smoothing E_eta g(L + eta, kv) = g(L, (k+1)v)),
 decided on CIs over ``coverage_reps`` repetitions at the Hoeffding m; where K^n cannot be enumerated (the
 slopes' n up to 64) and for sample access, against the law of the log-ratio along the Markov chain on a grid
@@ -38,11 +38,11 @@ shrunk toward 0, a bias neither correction sees (s = 4 covered 0.00-1.00 over qu
 Default sample kind: ``tv_sample`` uses kind="auto" (plugin below s = 8, SIMEX above;
 ``jaxwb.theory.tv_distance.resolve_sample_kind`` has the measurements: at s <= 4 SIMEX's worst-case bias was larger).
 
-Queries are counted in the run (issue 38): ``decode`` counts one next-token query to each model per position
+Queries are counted in the run: ``decode`` counts one next-token query to each model per position
 (``Decoded.queries``), the sample counts add the samples drawn, noisy logits r repeats of each query; the slopes
 of queries-to-eps vs n carry 95% bootstrap intervals (``scipy.stats.bootstrap``), coverage fractions 95% Wilson
-intervals (``scipy.stats.binomtest``, issue 37). The sample counts are drawn with NumPy's binomial (the same law
-as ``jaxwb.theory.tv_distance.sample_counts``, ~15x faster on CPU: issue 41).
+intervals (``scipy.stats.binomtest``). The sample counts are drawn with NumPy's binomial (the same law
+as ``jaxwb.theory.tv_distance.sample_counts``, ~15x faster on CPU).
 
 Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, PRESETS),
 ``pieces`` (model pairs, pooled estimates, the Hoeffding-m repetitions, queries to eps), ``reference`` (the

@@ -168,7 +168,7 @@ PRESETS = {
         tf_m=256,
         tf_d=16,
         tf_layers=1,
-        # the K sweep (issue 38, Deliver 2): K = 2 and 16 padded to 16 tokens (k_pad: one compiled program), n = 4,
+        # the K sweep: K = 2 and 16 padded to 16 tokens (k_pad: one compiled program), n = 4,
         # 24 seeds x 512 sequences, s = 4..8192 (s / (n (K - 1)) reaches 100 at K = 16); the same two claims as the
         # full preset, decided over 12 base keys with the same outcomes (docs/papers/tv_distance.md); ~0.5 CPU-s
         # beside the program's trace and compilation

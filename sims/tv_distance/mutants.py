@@ -75,14 +75,13 @@ MUTANTS = [
         "prefix_mask_off_by_one",
         "jaxwb.theory.tv_distance.decoding:position_mask",
         lambda f: lambda d, length: f(d, None if length is None else length + 1),
-        "a prefix of length k sums k + 1 positions (unseen at full length; issue 38: the prefix estimates were "
-        "unclaimed)",
+        "a prefix of length k sums k + 1 positions (unseen at full length; only the prefix-length claims see it)",
     ),
     Mutant(
         "noisy_prefix_variance_full_length",
         "jaxwb.theory.tv_distance.noisy:_noisy_z_from_decoded",
         _noisy_variance_full_length,
-        "SIMEX's noise variance 2 n sigma^2 / r over all decoded positions at a prefix length (issue 38: the "
-        "noisy estimators at prefix lengths were unclaimed)",
+        "SIMEX's noise variance 2 n sigma^2 / r over all decoded positions at a prefix length (only the noisy "
+        "prefix-length claims see it)",
     ),
 ]

@@ -1,7 +1,7 @@
 """ZOE-Grad: quantizer surrogate gradients are expectations of zeroth-order estimators; QAT on the tiny LM.
 
 Paper: *ZOE-Grad: a zeroth-order expectation view of quantization surrogate gradients* (NeurIPS 2026; only the
-abstract is available to the project: ``shared/papers/zoe_grad.md``). Reproduced: the abstract's statements
+abstract is available to the project). Reproduced: the abstract's statements
 (surrogate gradients = expectations of zeroth-order estimators; QAT with continuous surrogates vs STE). The
 estimators, the closed forms and the convergence bound are a *reconstruction* from the abstract, derived in
 ``theory/zoe_grad.py``.

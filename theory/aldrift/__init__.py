@@ -1,7 +1,7 @@
 """ALDRIFT: zeroth-order optimisation over a generative prior by annealed, corrected refitting.
 
 Reference: Awasthi, Gollapudi, Kumar, Munagala, "Sample-efficient optimization over generative priors via coarse
-learnability" (arXiv 2503.06917); notes in ``shared/papers/aldrift.md``.
+learnability" (arXiv 2503.06917).
 
 Notation (used throughout):
   ``d(x)``        the cost, queried zeroth-order (values only), d* = min d, x* = argmin d;

@@ -1,7 +1,7 @@
 """Consistency distillation and memorisation in a random-feature score model.
 
-Papers: the seed abstract "Consistency distillation and memorisation" (NeurIPS 2026; notes in
-``shared/papers/distillation_memorisation.md``, its equations are not public) and the model it builds on,
+Papers: the seed abstract "Consistency distillation and memorisation" (NeurIPS 2026; its
+equations are not public) and the model it builds on,
 Bonnaire, Urfin, Biroli & Mezard, "Why Diffusion Models Don't Memorize: The Role of Implicit Dynamical
 Regularization in Training", NeurIPS 2025 (arXiv 2505.17638), section 4 (random-feature score model).
 

@@ -1,6 +1,5 @@
 """Consistency distillation of a teacher score model into a student of the same random-feature model (OUR
-RECONSTRUCTION: the distillation paper's equations are not public; notes in ``shared/papers/
-distillation_memorisation.md``).
+RECONSTRUCTION: the distillation paper's equations are not public).
 
 Consistency distillation (Song et al. 2023, CD) trains a student so that its map is consistent along the teacher's
 probability flow: for adjacent grid angles theta' < theta and x_theta from the forward process of a training point

@@ -1,7 +1,7 @@
 """Mini-batch SGD, heavy ball and Nesterov on consistent least squares (the interpolation regime).
 
 Reference: Garg & Derezinski, "Perfect parallelization in mini-batch SGD with classical momentum acceleration"
-(2026), notes in ``shared/papers/interpolation.md``. Prior lines: Bollapragada, Chen & Ward (mini-batch heavy
+(arXiv 2605.18609, 2026). Prior lines: Bollapragada, Chen & Ward (mini-batch heavy
 ball = accelerated randomized Kaczmarz), Jain et al. 2018 (accelerated SGD for least squares), Lee, Cheng,
 Paquette & Paquette 2022 (batch-size saturation).
 

@@ -1,5 +1,5 @@
 """Message-passing post-training quantization (MPQ) against GPTQ / LDLQ / RTN: row-wise PTQ as posterior
-inference over discrete codebooks (A RECONSTRUCTION of the seed abstract, notes in ``shared/papers/mpq.md``; the
+inference over discrete codebooks (A RECONSTRUCTION of the seed abstract; the
 paper's algorithm and numbers are not public).
 
 Submodules (re-exported here):

@@ -1,4 +1,4 @@
-"""Per-coordinate scalar codebooks for row-wise PTQ (``shared/papers/mpq.md``, "Codebook").
+"""Per-coordinate scalar codebooks for row-wise PTQ.
 
 A :class:`Codebook` holds, for every row i and input coordinate j of a weight W (m, d), the K values that
 coordinate may take: ``grid[i, j, k]``. The solvers only read the grid, so one solver serves every format:

@@ -1,6 +1,6 @@
 """Incoherence processing (random Hadamard rotations on both sides of the weight), as QuIP / QuIP# compose it
 with a rounding solver and as the MPQ seed abstract says MPQ composes with it ("incoherence processing (random
-Hadamard rotations)", ``shared/papers/mpq.md``).
+Hadamard rotations)").
 
 For a layer y = W x with W (m, d) and proxy Hessian H (d, d): with orthogonal U (m, m) and V (d, d),
     W~ = U W V^T,   H~ = V H V^T,   quantize W~ against H~ (any solver, any codebook of W~),   W_q = U^T Q~ V.

@@ -1,7 +1,7 @@
 """VAMP for the PTQ posterior (scalar and diagonal precisions), its state evolution, exact marginals of tiny
 problems, and MPQ.
 
-Posterior of one row at inverse temperature beta (``shared/papers/mpq.md``, "Math"; the seed abstract's "row-wise
+Posterior of one row at inverse temperature beta (the seed abstract's "row-wise
 PTQ is posterior inference over discrete codebooks"):
     p(q | w) ~ exp(-beta/2 (w - q)^T H (w - q)) prod_j pi_j(q_j),   q_j in the grid C_j (pi_j uniform on C_j),
 the posterior of the Gaussian linear model "beta H w = beta H q + noise". VAMP (Rangan, Schniter, Fletcher, *Vector

@@ -1,4 +1,4 @@
-"""Hard-decision PTQ solvers on the layer objective (w - q)^T H (w - q) (``shared/papers/mpq.md``, "Math").
+"""Hard-decision PTQ solvers on the layer objective (w - q)^T H (w - q).
 
 All solvers take the float rows ``w`` (m, d), the damped proxy Hessian ``H`` (d, d) and a
 :class:`~jaxwb.theory.mpq.codebooks.Codebook` (grid (m, d, K)) and return integer codes (m, d) (indices into
@@ -106,7 +106,7 @@ def _proxy_hessian(x: Array, damping) -> Array:
 
 def proxy_hessian(x: Float[ArrayLike, "n d"], *, damping: float = 0.01) -> Float[Array, "d d"]:
     """Damped proxy Hessian ``X^T X / n + damping * mean(diag) * I`` of calibration inputs ``x`` (n, d)
-    (``shared/papers/mpq.md``; GPTQ paper Sec. 3 and its ``percdamp``).
+    (GPTQ paper Sec. 3 and its ``percdamp``).
 
     Checked: ``x`` a finite real non-empty 2-D array; ``damping`` a real number, finite and >= 0. Scaled form:
     when max |x| is outside [2^-32, 2^32], X^T X / n is computed from x * 2^-e (exact) and multiplied by 4^e, so

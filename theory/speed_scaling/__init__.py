@@ -1,6 +1,6 @@
 """Online speed scaling (Yao-Demers-Shenker): exact offline optimum, classic online algorithms, and algorithms
 that use predictions (of the jobs' workloads, LAS; of the machine speed, SP). Notes in
-``shared/papers/speed_scaling.md``.
+``docs/papers/speed_scaling.md``.
 
 Model. Jobs j = 1..n have release r_j, deadline d_j > r_j and work w_j >= 0 (three arrays of shape (n,)).
 Preemption is allowed; a machine running at speed s(t) consumes power s^alpha (alpha > 1); the energy of a

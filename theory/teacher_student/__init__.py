@@ -11,10 +11,9 @@ Mutants (sims/teacher_student) patch a name in the submodule that looks it up: a
 re-export here (e.g. C_IT) changes nothing the solver reads; it reads ``closed_forms.C_IT`` at trace time.
 
 Paper: Barbier & Nguyen, "Sharp feature-learning transitions and Bayes-optimal neural scaling laws in
-extensive-width networks" (arXiv 2605.10395, 2026); notes in ``shared/papers/teacher_student.md``. The paper's
-equations are not public. Everything below is the leave-one-out *decoupled* model written in those notes (our
-own derivation, labelled "reconstruction" everywhere it is used): it reproduces the laws the paper states, it is
-not the paper's exact replica formula.
+extensive-width networks" (arXiv 2605.10395, 2026). The paper's equations are not public. Everything below is the
+leave-one-out *decoupled* model (our own derivation, labelled "reconstruction" everywhere it is used): it
+reproduces the laws the paper states, it is not the paper's exact replica formula.
 
 Setting: a one-hidden-layer teacher f*(x) = sum_{i<=k} a_i sigma(w_i . x / sqrt d) with k ~ d hidden units,
 hierarchical readout amplitudes a_i^2 ~ i^(-2 beta) (beta > 1/2), n = alpha d noisy samples (noise variance

@@ -1,7 +1,7 @@
 """Total-variation distance between autoregressive distributions under three access models.
 
-Reference: "Estimating the total variation distance between autoregressive models" (2026), notes in
-``shared/papers/tv_distance.md``.
+Reference: "Estimating the total variation distance between autoregressive models" (2026; the
+project has its statement only).
 
 Notation (used throughout):
   ``K``  vocabulary size (next-token support),  ``n`` sequence length,  ``m`` number of sampled sequences,
