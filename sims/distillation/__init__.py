@@ -20,13 +20,14 @@ Figures (``figures/distillation/``):
                     the memorisation-quality plane
   samples.png       teacher and student samples beside the training points
 
-What agrees: tau_gen flat and tau_mem growing ~ n (exponent 1.04 +- 0.09 over n = 8..64 at p = 384), both within the
-Marchenko-Pastur spread of the Gaussian-equivalent bulks; test loss above the Bayes loss, training loss below it at
-the end of training (memorisation); the teacher copies more with longer training, fewer data and more features
-(the paper's statements). The student distilled for K steps keeps 1 - (1 - lr lam)^K of each eigen-direction of
-the teacher's Gram (measured with stochastic distillation against the closed form): ~97% of the fast generalising
-directions, a few percent of the slow memorised ones; its copy fraction drops to near the fresh-data level and
-its energy distance is lower than the memorising teacher's (the abstract's statements).
+What agrees: tau_gen flat and tau_mem growing ~ n (exponent 1.04 +- 0.09 over n = 8..64 at p = 384); tau_gen within
+the Marchenko-Pastur spread of the Gaussian-equivalent linear bulk, tau_mem between the relaxation times of the
+training-set bulk's edges (above its centre, towards the slow edge as n/p grows); test loss above the Bayes loss,
+training loss below it at the end of training (memorisation); the teacher copies more with longer training, fewer
+data and more features (the paper's statements). The student distilled for K steps keeps 1 - (1 - lr lam)^K of each
+eigen-direction of the teacher's Gram (measured with stochastic distillation against the closed form): ~97% of the
+fast generalising directions, a few percent of the slow memorised ones; its copy fraction drops to near the fresh-
+data level and its energy distance is lower than the memorising teacher's (the abstract's statements).
 What does not: the Gaussian-equivalent floor s_t^2 of the training Gram (a d -> infinity prediction) is an order
 of magnitude too high at d = 8 (expected to fail, with the reason in the claim).
 

