@@ -8,6 +8,7 @@
     workbench audit [NAME ...]
     workbench bench NAME [--quick]
     workbench notebook [NAME] [-- JUPYTER-LAB-ARGS]   # JupyterLab with the notebooks opening as notebooks
+    workbench new NAME                 # a new result on the template: sims/NAME/, its test and its notebook
     workbench --version
 
 User errors (unknown names, bad parameters, an unusable ``--out``) print one line ``workbench: error: ...`` and
@@ -223,6 +224,10 @@ def _parser() -> argparse.ArgumentParser:
         "`workbench notebook river_valley -- --no-browser --port 8890`.",
     )
     nb.add_argument("name", nargs="?", default=None, help="a result whose notebook to open")
+    new = sub.add_parser(
+        "new", help="write a new result on the template (sims/NAME/, tests/sims/test_NAME.py, notebooks/NAME.py)"
+    )
+    new.add_argument("name", help="the result's name: a lowercase Python identifier")
     return p
 
 
@@ -568,6 +573,17 @@ def _cmd_notebook(name, lab_args: list[str]) -> int:
     return 0
 
 
+def _cmd_new(name: str) -> int:
+    from jaxwb.sims.core import paths, scaffold
+
+    try:
+        written = scaffold.write_result(name, paths.REPO_ROOT)
+    except (ValueError, FileExistsError) as err:
+        raise WorkbenchError(str(err)) from None
+    print(scaffold.next_steps(name, written, paths.REPO_ROOT))
+    return 0
+
+
 def _run_help(parser: argparse.ArgumentParser, name) -> int:
     run_parser = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]
     print(run_parser.format_help())
@@ -611,6 +627,8 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_USAGE
         if args.command == "list":
             return _cmd_list()
+        if args.command == "new":
+            return _cmd_new(args.name)
         if args.command == "audit":
             _check_audit_flags(args)  # before JAX starts: a flag that does not apply is a usage error
         if args.command in ("run", "all", "audit", "bench") and not getattr(args, "collect", False):

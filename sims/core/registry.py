@@ -8,9 +8,14 @@ result module or a module ``sims/bench/<x>.py``.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import importlib
+import importlib.util
 import pkgutil
+import sys
+from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 
 from jaxwb import sims
@@ -49,6 +54,37 @@ def get(name: str) -> ModuleType:
     if problems:
         raise WorkbenchError(f"sims/{name} does not follow the result contract: {'; '.join(problems)}")
     return module
+
+
+@contextlib.contextmanager
+def loaded_result(name: str, root: str | Path) -> Iterator[ModuleType]:
+    """The result package ``root/sims/<name>``, outside this repository's ``sims/`` (``workbench new`` wrote it
+    into another tree, as the scaffold's test does), imported as ``jaxwb.sims.<name>`` for the ``with`` block
+    and checked against the contract; its modules leave ``sys.modules`` when the block ends. A name of this
+    repository's ``sims/`` or one already imported is refused: it would be shadowed."""
+    folder = Path(root) / "sims" / name
+    full = f"{sims.__name__}.{name}"
+    if name in _candidate_names() or name in INFRASTRUCTURE or full in sys.modules:
+        raise WorkbenchError(f"cannot load {folder} as {full}: that name is taken in this process's jaxwb.sims")
+    if not (folder / "__init__.py").is_file():
+        raise WorkbenchError(f"no result package at {folder} (no __init__.py)")
+    init = folder / "__init__.py"
+    spec = importlib.util.spec_from_file_location(full, init, submodule_search_locations=[str(folder)])
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full] = module
+    try:
+        spec.loader.exec_module(module)
+        setattr(sims, name, module)  # ``from jaxwb.sims import <name>`` works inside the block
+        problems = contract_problems(module)
+        if problems:
+            raise WorkbenchError(f"{folder} does not follow the result contract: {'; '.join(problems)}")
+        yield module
+    finally:
+        for key in [k for k in sys.modules if k == full or k.startswith(f"{full}.")]:
+            del sys.modules[key]
+        if getattr(sims, name, None) is module:
+            delattr(sims, name)
 
 
 def bench_names() -> list[str]:
