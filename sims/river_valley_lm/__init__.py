@@ -41,23 +41,25 @@ Parts (all seeds come from ``key``; three compiled training programs serve the s
             (``scan_beta``) edges and the top spectrum at init, ``scan_seeds`` seeds: where would the paper's
             picture (raw-lr edge 1+beta times GD's; a gap in the top spectrum) appear?
 
-Full preset, measured (``figures/river_valley_lm/``; 15 seeds unless stated, 95% intervals): divergence edges
-10.1 [8.7, 11.8] (GD), 7.1 [6.1, 8.3] (beta=0.5), 3.8 [3.3, 4.4] (beta=0.9) x 2/lambda_max(init), bisection resolution
-x1.056: momentum NARROWS the raw stable lr range on this model (edge(0.9)/edge(GD) = 2^(-1.42 +- 0.24); the quadratic
-1+beta fails), GD trains ~10x past its quadratic threshold. In effective lr the edges are 10.1, 14.3, 38.0: a river-
-speed gain of 1.41x (beta=0.5) and 3.75x (beta=0.9), not (1+beta)/(1-beta) = 3 and 19. Edge of stability (full batch,
-lr = 2 x 2/lambda_max(init), lambda_max every 2 steps by 10 warm-started Lanczos steps, within 0.25% of a fresh
-48-step Lanczos at every checked point, 5 seeds): lr * lambda_max(theta_t) over the second half is 3.63 +- 0.47 for GD
-(quadratic: 2) and 3.74 +- 0.61 for HB beta=0.5 at the same raw lr (quadratic: 3): HB/GD = 1.05 +- 0.31, not 1+beta.
-Spectrum: the largest ratio of consecutive eigenvalues among the top 20 is 1.28 +- 0.05 (lambda_1 / lambda_20 =
-3.6-8.4): no gap. The top-4 directions hold 25% of the initial gradient (1270x their random share) but 0.7% of heavy
-ball's displacement; the river part alone keeps 92% +- 5% of the loss decrease; heavy ball (beta=0.9) ends 1.19 +- 0.35
-nats below GD at the same lr. The width scan (d_model 16, 32, 64) finds momentum narrowing the raw edge and no gap at
-every width. Every reference check agrees to float32 rounding (largest gaps 1e-7 to 5e-6; the bisected edge lands in
-the same bracket). Loss map and AdamW grid: see ``docs/papers/river_valley_lm.md``. The disagreements are claims
-expected to fail, with their reasons (``claims.WHY_*``); what was found instead is claimed ("found: ..."). The
-linear-river displacement (the paper's exact formula at a tiny lr) holds by construction and is a unit test of
-``dynamics.fullbatch_run``.
+Full preset, measured (``figures/river_valley_lm/``; 15 seeds unless stated, 95% intervals): divergence edges 10.1 [8.7,
+11.8] (GD), 7.1 [6.1, 8.3] (beta=0.5), 3.8 [3.3, 4.4] (beta=0.9) x 2/lambda_max(init), bisection resolution x1.056:
+momentum NARROWS the raw stable lr range on this model (edge(0.9)/edge(GD) = 2^(-1.42 +- 0.24); the quadratic 1+beta
+fails), GD trains ~10x past its quadratic threshold. In effective lr the edges are 10.1, 14.3, 38.0: a river-speed gain
+of 1.41x (beta=0.5) and 3.75x (beta=0.9), not (1+beta)/(1-beta) = 3 and 19. Edge of stability (full batch, lr = 2 x
+2/lambda_max(init), lambda_max every 2 steps by 10 warm-started Lanczos steps, within 0.25% of a fresh 48-step Lanczos
+at every checked point, 5 seeds): lr * lambda_max(theta_t) over the second half is 3.63 +- 0.47 for GD (quadratic: 2)
+and 3.74 +- 0.61 for HB beta=0.5 at the same raw lr (quadratic: 3): HB/GD = 1.05 +- 0.31, not 1+beta. Spectrum: the
+largest ratio of consecutive eigenvalues among the top 20 is 1.28 +- 0.05 (lambda_1 / lambda_20 = 3.6-8.4): no gap. The
+top-4 directions hold 25% of the initial gradient (1270x their random share) but 0.7% of heavy ball's displacement; the
+river part alone keeps 92% +- 5% of the loss decrease; heavy ball (beta=0.9) ends 1.19 +- 0.35 nats below GD at the same
+lr. The width scan finds momentum narrowing the raw edge and no gap at every width: log2 edge(0.9)/edge(GD) = -1.06 +-
+0.36 (d=16), -1.42 +- 0.24 (32), -1.13 +- 0.38 (64) against the paper's +0.93; largest consecutive eigenvalue ratio
+1.27, 1.28, 1.21 (a gap: >= 2). Every reference check agrees to float32 rounding (largest gaps 1e-7 to 5e-6; the
+bisected edge lands in the same bracket). Loss map (10 seeds): the best momentum (beta=0.5) at its best effective lr
+ends 0.127 +- 0.043 nats below GD at its best; AdamW at its best 0.124 +- 0.028 below that. Run time: 539 s of CPU (the
+manifest). The disagreements are claims expected to fail, with their reasons (``claims.WHY_*``); what was found instead
+is claimed ("found: ..."). The linear-river displacement (the paper's exact formula at a tiny lr) holds by construction
+and is a unit test of ``dynamics.fullbatch_run``.
 
 Figures:
   scan.png               the width scan: edge ratio and largest eigenvalue gap per width, against the paper's picture

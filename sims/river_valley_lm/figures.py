@@ -258,6 +258,7 @@ def plot_scan(results: dict, cfg: Config):
         a.axhline(pred, **style.PREDICTION, label="the paper's picture")
         a.set(xscale="log", xlabel="d_model (width)", ylabel=lab)
         a.set_xticks(ws, [str(w) for w in ws])
+        a.minorticks_off()
         a.legend(fontsize=7)
     ax.axhline(0.0, color="0.5", lw=1)
     ax.set_title(f"raw-lr edge ratio, mini-batch, {cfg.steps} steps ({cfg.d_model}: the main study)")
