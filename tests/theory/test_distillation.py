@@ -257,6 +257,11 @@ def test_retention_endpoints(x64):
     assert float(dm.retention(A_t, A_t, Q, mask)) == pytest.approx(1.0)
     assert float(dm.retention(np.zeros_like(A_t), A_t, Q, mask)) == 0.0
     assert np.isnan(float(dm.retention(A_t, A_t, Q, np.zeros(5, bool))))
+    # a ratio: the same at any scale of the readouts, however small the teacher's weight on the class (the random
+    # audit's survivor 'den > 0 -> den > 1' left every run unchanged: the runs' teachers weigh more than 1)
+    half = 0.5 * A_t
+    for scale in (1e-4, 1.0, 1e4):
+        assert float(dm.retention(scale * half, scale * A_t, Q, mask)) == pytest.approx(0.5)
 
 
 def _numpy_sampler(As, W, b, thetas, z):
