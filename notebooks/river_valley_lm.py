@@ -33,7 +33,7 @@
 # scan (`d_model` 16, 32, 64) finds no regime where the paper's picture appears (heavy ball's edge about half of
 # GD's, no gap, at every width). The
 # pipeline is checked against an independent float64 NumPy reference of the model (loss, logits, targets,
-# curvature, a dense eigendecomposition, a bisected edge and two training runs repeated), so the disagreements
+# curvature, a dense eigendecomposition, a bisected edge and three training runs repeated), so the disagreements
 # are the model's, not the code's. The numbers: `docs/papers/river_valley_lm.md` and the cells below.
 
 # %%

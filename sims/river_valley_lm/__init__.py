@@ -36,7 +36,8 @@ Parts (all seeds come from ``key``; three compiled training programs serve the s
             batches' targets against the corpus, every full-batch loss at theta_0 and theta_T, logits, the loss at
             the river part, the curvature along the Ritz vectors, ``numpy.linalg.eigh`` of a small model's dense
             Hessian against the study's Lanczos, heavy ball on that Hessian's quadratic model against 2(1+beta)/lambda,
-            GD's divergence edge (seed 0) bisected again and two mini-batch runs repeated on the reference.
+            GD's divergence edge (seed 0) bisected again and three mini-batch runs (GD, heavy ball, AdamW) repeated on
+            the reference.
   scan      at each of ``scan_widths`` (the study's own width from the parts above): GD's and heavy ball's
             (``scan_beta``) edges and the top spectrum at init, ``scan_seeds`` seeds: where would the paper's
             picture (raw-lr edge 1+beta times GD's; a gap in the top spectrum) appear?

@@ -279,7 +279,8 @@ def reference_part(
     theta_0 and theta_T of every run and the logits of seed 0's GD run at theta_T on its own batch; the loss at the
     river part of heavy ball's displacement; the curvature along each seed's top Ritz vectors; the small model's
     dense Hessian spectrum and the quadratic edges of heavy ball on it; one divergence edge bisected on the
-    reference (GD, seed 0) and two mini-batch runs repeated (GD and Adam at their grids' smallest lr, seed 0)."""
+    reference (GD, seed 0) and three mini-batch runs repeated (GD, heavy ball at the largest beta and Adam at their
+    grids' smallest lr, seed 0)."""
     mc = cfg.model
     kw = {"n_heads": mc.n_heads, "rope_base": mc.rope_base}
     train_tok, val_tok = tokens
@@ -341,7 +342,7 @@ def reference_part(
     out["small_quadratic_edge"] = np.asarray([rvref.quadratic_edge(ev, b) for b in cfg.betas])
     out["small_n_params"] = np.asarray(hess.shape[0])
 
-    # one divergence edge (GD, seed 0) bisected on the reference, and two mini-batch runs repeated on it
+    # one divergence edge (GD, seed 0) bisected on the reference, and three mini-batch runs repeated on it
     n_tok = len(train_tok)
     starts0 = np.asarray(stream_starts(jnp.asarray(dkeys[0]), cfg.steps, cfg.batch_size, n_tok, mc.ctx))
     p0 = params(st.flat0s[0])
@@ -353,15 +354,18 @@ def reference_part(
         lambda m: run_ref(float(np.float32(m * units[0])), 0.0)[0], *cfg.edge_bracket, cfg.edge_iters
     )
     out["edge"] = {"lo": np.asarray(lo), "hi": np.asarray(hi), "lo_ok": np.asarray(lo_ok), "hi_div": np.asarray(hi_div)}
-    mults, _ = grid_lrs(cfg)
+    # the loss map's smallest lr for GD and for the largest beta (heavy ball's velocity on the reference), AdamW's
+    _, raw = grid_lrs(cfg)
+    jb = int(np.argmax(cfg.betas))
     finals = []
     for lr, beta, adam in (
-        (float(np.float32(mults[0] * units[0])), 0.0, False),
+        (float(np.float32(raw[0, cfg.betas.index(0.0)] * units[0])), 0.0, False),
+        (float(np.float32(raw[0, jb] * units[0])), cfg.betas[jb], False),
         (float(np.float32(cfg.adam_lrs[0])), cfg.adam_beta1s[-1], True),
     ):
         div, p = run_ref(lr, float(np.float32(beta)), adam)
         finals.append(np.nan if div else rnp.cross_entropy(p, ex, ey_ref, per_window=False, **kw))
-    out["sgd_final"], out["adam_final"] = np.asarray(finals[0]), np.asarray(finals[1])
+    out["sgd_final"], out["hb_final"], out["adam_final"] = (np.asarray(f) for f in finals)
     return out
 
 
