@@ -53,8 +53,11 @@ is narrow enough to be informative (half-width <= ``tolerance``), so it fails bo
 from __future__ import annotations
 
 import dataclasses
+import functools
+import hashlib
 import math
-from collections.abc import Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -490,3 +493,49 @@ def format_claims(name: str, claims: Sequence[Claim]) -> str:
         if c.expected == "fail":
             lines.append(f"          expected to fail: {c.reason}")
     return "\n".join(lines)
+
+
+# --- references recomputed by claims, remembered on their inputs ---------------------------------------------------
+
+
+def _fingerprint(value: Any) -> Any:
+    """A hashable digest of ``value``: arrays by dtype, shape and a BLAKE2 hash of their bytes, sequences element by
+    element, anything else as itself (it must be hashable)."""
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, *(_fingerprint(v) for v in value))
+    if hasattr(value, "__array__") and not isinstance(value, (int, float, complex, bool, str)):
+        a = np.ascontiguousarray(np.asarray(value))
+        return ("array", a.dtype.str, a.shape, hashlib.blake2b(a.tobytes(), digest_size=16).digest())
+    return value
+
+
+def memoized(fn: Callable, size: int = 64) -> Callable:
+    """``fn``, a pure function of arrays and hashable values (a NumPy reference a claim recomputes from stored
+    arrays), remembered on its arguments' contents: a call with the same bytes returns the earlier result (the
+    ``size`` most recent are kept). The claims of a run are evaluated many times on nearly the same data (the
+    claim-coverage test perturbs one array at a time); a reference whose inputs did not change is not recomputed.
+    The result is shared between calls: do not modify it.
+
+    >>> calls = []
+    >>> @memoized
+    ... def total(x):
+    ...     calls.append(1)
+    ...     return float(np.sum(x))
+    >>> total(np.ones(3)), total(np.ones(3)), total(np.zeros(3)), len(calls)
+    (3.0, 3.0, 0.0, 2)
+    """
+    cache: OrderedDict[Any, Any] = OrderedDict()
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        key = (_fingerprint(args), _fingerprint(tuple(sorted(kwargs.items()))))
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+        out = fn(*args, **kwargs)
+        cache[key] = out
+        if len(cache) > size:
+            cache.popitem(last=False)
+        return out
+
+    return wrapper

@@ -6,7 +6,7 @@ import dataclasses
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.core.claims import Claim, memoized
 from jaxwb.sims.distillation.config import NULL_RESOLUTION, Config
 from jaxwb.sims.distillation.run import checkpoint_steps, generation_configs, grid_angles
 from jaxwb.theory import distillation as dm
@@ -427,18 +427,9 @@ def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
     worst_copy, worst_energy = 0.0, 0.0
     for who in ("teacher", "student"):
         for i in range(s["train"].shape[0]):
-            x, X, ref = (np.asarray(a[i], np.float64) for a in (s[who], s["train"], s["ref"]))
-            dist = np.sqrt(((x[:, None, :] - X[None]) ** 2).sum(-1))
-            d = np.sort(dist, axis=1)
-            copy = float(np.mean(d[:, 0] < d[:, 1] / 3.0))
+            copy, e = _numpy_measures(*(np.asarray(a[i], np.float64) for a in (s[who], s["train"], s["ref"])))
             measured = g[key][who]["copy"] if who == "student" else g[key]["teacher"]["copy"][:, -1]
             worst_copy = max(worst_copy, abs(copy - float(measured[i])))
-
-            def mean_pair(a, b, same):
-                dd = np.sqrt(((a[:, None, :] - b[None]) ** 2).sum(-1))
-                return (dd.sum() - np.trace(dd)) / (len(a) * (len(a) - 1)) if same else dd.mean()
-
-            e = 2 * mean_pair(x, ref, False) - mean_pair(x, x, True) - mean_pair(ref, ref, True)
             measured_e = g[key][who]["energy"] if who == "student" else g[key]["teacher"]["energy"][:, -1]
             worst_energy = max(worst_energy, abs(e - float(measured_e[i])))
     out.append(
@@ -507,6 +498,22 @@ def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+@memoized
+def _numpy_measures(x, X, ref) -> tuple[float, float]:
+    """NumPy float64 recount of one seed's copy fraction (d1/d2 < 1/3 against the training set ``X``) and energy
+    distance (the U-statistic against the reference samples ``ref``) of samples ``x``."""
+    dist = np.sqrt(((x[:, None, :] - X[None]) ** 2).sum(-1))
+    d = np.sort(dist, axis=1)
+    copy = float(np.mean(d[:, 0] < d[:, 1] / 3.0))
+
+    def mean_pair(a, b, same):
+        dd = np.sqrt(((a[:, None, :] - b[None]) ** 2).sum(-1))
+        return (dd.sum() - np.trace(dd)) / (len(a) * (len(a) - 1)) if same else dd.mean()
+
+    return copy, float(2 * mean_pair(x, ref, False) - mean_pair(x, x, True) - mean_pair(ref, ref, True))
+
+
+@memoized
 def _numpy_sampler(A, W, b, th, z):
     """The probability-flow Euler sampler and the final denoiser in NumPy float64 (theory.distillation.sampling)."""
     p, d = W.shape
