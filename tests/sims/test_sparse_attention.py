@@ -42,7 +42,7 @@ def _check_outputs(out, out_dir):
     unexpected = [c.statement for c in out.claims if not c.as_expected]
     assert not unexpected, unexpected
     # the quick run makes every claim the full run makes (the same statements up to the preset's numbers)
-    assert len(out.claims) == 37
+    assert len(out.claims) == 39
     assert any(c.statement.startswith("The diffusion LM denoises at every step") and c.passed for c in out.claims)
     xfail = {c.statement for c in out.claims if c.expected == "fail"}
     prefixes = tuple(KNOWN_FAILURES)
