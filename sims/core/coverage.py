@@ -186,20 +186,22 @@ class _Perturber:
             found = set()
         return found
 
-    def touching(self, claims: set[int], paths: list[str]) -> list[str]:
-        """The paths whose strongest perturbation (:func:`strongest`) moves one of ``claims``, by group testing: a
-        group changed at once that moves none of them is cleared whole, one that does is split (so is one whose
-        change raises)."""
-        paths = [p for p in paths if perturbations(np.asarray(self.flat[p]))]
-        if not paths:
+    def touching(self, claims: set[int], changes: dict[str, np.ndarray]) -> list[str]:
+        """The paths of ``changes`` (path -> its strongest perturbation, :func:`strongest`) whose change moves one of
+        ``claims``, by group testing: a group changed at once that moves none of them is cleared whole, one that
+        does is split (so is one whose change raises)."""
+        if not changes:
             return []
-        moved = self.moved({p: strongest(np.asarray(self.flat[p])) for p in paths})
+        moved = self.moved(changes)
         if moved is not None and not moved & claims:
             return []
+        paths = list(changes)
         if len(paths) == 1:
             return paths
         mid = len(paths) // 2
-        return self.touching(claims, paths[:mid]) + self.touching(claims, paths[mid:])
+        return self.touching(claims, {p: changes[p] for p in paths[:mid]}) + self.touching(
+            claims, {p: changes[p] for p in paths[mid:]}
+        )
 
 
 def dependents(module: ModuleType, results: Any, cfg) -> dict[str, set[int] | None]:
@@ -219,7 +221,8 @@ def only_expected_to_fail(module: ModuleType, results: Any, cfg) -> list[str]:
     expected = {i for i, c in enumerate(pert.claims) if c.expected == "fail"}
     if not expected:
         return []
-    candidates = pert.touching(expected, pert.read)
+    arrays = {p: np.asarray(pert.flat[p]) for p in pert.read}
+    candidates = pert.touching(expected, {p: strongest(a) for p, a in arrays.items() if perturbations(a)})
     bad = []
     for path in candidates:
         deps = pert.dependents(path)
