@@ -27,7 +27,7 @@ def grid_edge(lrs, ok):
 
 def linear_river_ratio(beta: float, steps: int) -> float:
     """HB / GD displacement after ``steps`` steps on a linear river (constant gradient g, v_0 = 0): from
-    x_t = x_0 - (lr g/(1-beta)) [t - beta(1-beta^t)/(1-beta)] (``shared/papers/river_valley.md``) and GD's lr g t."""
+    x_t = x_0 - (lr g/(1-beta)) [t - beta(1-beta^t)/(1-beta)] (the heavy-ball recursion summed) and GD's lr g t."""
     return (steps - beta * (1.0 - beta**steps) / (1.0 - beta)) / ((1.0 - beta) * steps)
 
 
