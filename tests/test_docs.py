@@ -247,14 +247,6 @@ def test_readme_input_policy_holds():
 
 # Issue numbers, work history and notes outside the repository: history goes to docs/changelog.md only.
 WORK_WORDS = re.compile(r"issue [0-9]+|issue #|#[0-9]{2}\b|\bdeliver [0-9]|this session|shared/papers", re.I)
-# Files that still have such words and are cleaned later (each leaves this list once it is clean).
-WORK_WORDS_PENDING = (
-    "docs/papers/distillation.md",
-    "sims/distillation/__init__.py",
-    "sims/river_valley_lm/__init__.py",
-    "sims/river_valley_lm/claims.py",
-    "sims/river_valley_lm/dynamics.py",
-)
 
 
 def _project_text_files() -> list[Path]:
@@ -272,8 +264,6 @@ def test_docs_speak_of_the_project():
     hits = []
     for path in _project_text_files():
         rel = path.relative_to(ROOT).as_posix()
-        if rel in WORK_WORDS_PENDING:
-            continue
         for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             if WORK_WORDS.search(line):
                 hits.append(f"{rel}:{n}: {line.strip()[:100]}")

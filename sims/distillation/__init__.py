@@ -1,12 +1,11 @@
 """Consistency distillation and memorisation in a random-feature score model (RECONSTRUCTION).
 
-Paper: the seed abstract "Consistency distillation and memorisation" (NeurIPS 2026; notes in
-``shared/papers/distillation_memorisation.md``): consistency distillation of a teacher that memorised its data
-significantly reduces transferred memorisation while preserving, sometimes improving, sample quality; in the
-random-feature model of Bonnaire, Urfin, Biroli & Mezard ("Why Diffusion Models Don't Memorize", NeurIPS 2025,
-arXiv 2505.17638, section 4) it suppresses unstable feature directions associated with memorisation and keeps the
-stable, generalisable modes. The distillation paper's equations are not public: the distillation loss and its
-prediction are ours (``jaxwb.theory.distillation.distill``).
+Paper: the seed abstract "Consistency distillation and memorisation" (NeurIPS 2026): consistency distillation of a
+teacher that memorised its data significantly reduces transferred memorisation while preserving, sometimes
+improving, sample quality; in the random-feature model of Bonnaire, Urfin, Biroli & Mezard ("Why Diffusion Models
+Don't Memorize", NeurIPS 2025, arXiv 2505.17638, section 4) it suppresses unstable feature directions associated
+with memorisation and keeps the stable, generalisable modes. The distillation paper's equations are not public: the
+distillation loss and its prediction are ours (``jaxwb.theory.distillation.distill``).
 
 Setting: data N(0, I_d), d = 8; score s_A(x) = A sqrt(2) sin(W x/sqrt d + b)/sqrt p, one readout per diffusion time;
 the noise average of the denoising loss is exact (closed-form moments), so gradient descent on A is a linear

@@ -1,7 +1,7 @@
 """River-valley momentum on a real (tiny) language model: heavy ball's divergence edge over seeds, the edge of
 stability measured along full-batch runs, the Hessian spectrum at initialisation, the valley/river decomposition of
 a training trajectory, a width scan, and the pipeline checked against an independent float64 NumPy reference of the
-model. LM part of ``shared/papers/river_valley.md``. **A negative replication**: the paper's picture does not appear
+model: the language-model part of the paper below. **A negative replication**: the paper's picture does not appear
 on this model (below).
 
 Paper: the language-model part of *Towards understanding momentum acceleration in river-valley loss landscapes*

@@ -26,7 +26,7 @@ from jaxwb.theory import hessian as hs
 
 def hb_velocity(v: Float[Array, ...], g: Float[Array, ...], beta) -> Float[Array, ...]:
     """Heavy-ball velocity v_{t+1} = beta v_t + g_t; the step is theta_{t+1} = theta_t - lr v_{t+1}, i.e.
-    theta_{t+1} = theta_t - lr g_t + beta (theta_t - theta_{t-1}) (``shared/papers/river_valley.md``)."""
+    theta_{t+1} = theta_t - lr g_t + beta (theta_t - theta_{t-1}), the paper's heavy ball."""
     return beta * v + g
 
 
