@@ -1,7 +1,8 @@
 """The documentation: the site builds with warnings as errors, the examples run, the README stays the front door.
 
 * ``mkdocs build --strict`` into a temporary folder (skipped, with the reason, when the docs toolchain of the
-  ``dev`` extra is not installed): API pages from the docstrings, one page per result, no broken link.
+  ``dev`` extra is not installed): API pages from the docstrings, one page per result, no broken link, the
+  mathematics (``$...$``) marked up for MathJax.
 * ``docs/examples/*.md`` run as doctests; every line of code in the README's python blocks is a line of them.
 * The README keeps what code rewrites (the results table between its marker and the end of the table, one row
   per result) and what CI relies on (``python -m pytest``, the command ``.ci/run`` runs).
@@ -45,7 +46,7 @@ def _result_names() -> list[str]:
 def _docs_toolchain_missing() -> str | None:
     """Why the site cannot be built here (the docs toolchain of the ``dev`` extra is missing), or None."""
     missing = []
-    for module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
+    for module in ("mkdocs", "material", "pymdownx", "mkdocstrings", "mkdocstrings_handlers.python"):
         try:
             found = importlib.util.find_spec(module) is not None
         except ModuleNotFoundError:
@@ -98,6 +99,10 @@ def test_mkdocs_build_strict(tmp_path):
     api = (site / "api" / "quant" / "index.html").read_text()
     assert 'id="jaxwb.pallas_kernels.quant.quantize_model"' in api
     assert (site / "figures" / "kernels_gpu" / "kernels_gpu.png").exists()
+    # the mathematics: pymdownx.arithmatex marks it up for MathJax, which the pages load
+    page = (site / "papers" / "river_valley" / "index.html").read_text()
+    assert '<span class="arithmatex">' in page and "javascripts/mathjax.js" in page
+    assert (site / "javascripts" / "mathjax.js").exists()
     print(f"mkdocs build --strict: {wall:.1f} s")
 
 
