@@ -1,0 +1,223 @@
+"""Figure builders for the panels the results draw again and again.
+
+Each builder draws one kind of panel on a given matplotlib ``Axes`` (made by ``style.figure``) and returns it:
+
+* ``errorbars``: per-seed samples as mean and 95% Student-t interval (optionally with the seeds as dots);
+* ``measured_vs_predicted``: error bars of a measurement with its prediction beside it, dashed in the same colour
+  (a curve over ``x`` or a horizontal level; ``ratio_panel`` is the case "measured / reference vs a parameter");
+* ``slope_panel``: log-log points with error bars, the least-squares power law with its exponent in the legend and
+  the predicted power law dashed;
+* ``stability_map``: a heat map of a quantity over two parameters, the unstable cells grey and the predicted
+  stability edge dashed;
+* ``band`` / ``quantile_band``: a line with a shaded interval (a CI or a spread over seeds);
+* ``prediction_key``, ``finish``, ``integer_ticks``: the legend entry of dashed predictions, the axis labels and
+  legend in one call, and ticks at measured values.
+
+Predictions are drawn with ``style.prediction`` (dashed), measurements solid or as markers, so a reader tells them
+apart in every figure. Shapes are NumPy conventions: ``(N,)`` for N points along the x axis, ``(S, N)`` for S seeds
+(or repetitions) of N points.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from jaxwb.sims.core import style
+from jaxwb.sims.core.claims import mean_ci
+
+
+def mean_ci_columns(samples, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and 95% Student-t half-width of ``samples`` along ``axis`` (the seeds), for every other index.
+
+    ``samples``: any shape with the seeds on ``axis``; returns two arrays of the remaining shape (``claims.mean_ci``
+    per column: finite samples only, an infinite half-width with fewer than two).
+    """
+    x = np.moveaxis(np.asarray(samples, np.float64), axis, -1)
+    out = np.array([mean_ci(row)[:2] for row in x.reshape(-1, x.shape[-1])]).reshape(*x.shape[:-1], 2)
+    return out[..., 0], out[..., 1]
+
+
+def prediction_key(ax, label: str, **overrides):
+    """A legend entry for dashed prediction lines drawn without labels (``style.prediction(**overrides)``)."""
+    ax.plot([], [], **style.prediction(**overrides), label=label)
+    return ax
+
+
+def finish(ax, *, legend: float | dict | None = None, **settings):
+    """``ax.set(**settings)`` and a legend: ``legend`` is its font size, or a dict of ``ax.legend`` keywords, or
+    ``None`` for the style's default legend; ``legend=False`` draws none."""
+    if settings:
+        ax.set(**settings)
+    if legend is not False:
+        ax.legend(**(legend if isinstance(legend, dict) else {} if legend is None else {"fontsize": legend}))
+    return ax
+
+
+def integer_ticks(ax, values, axis: str = "x"):
+    """Major ticks at the measured ``values`` (N,) labelled as integers, no minor ticks (for log axes over a few
+    sizes: 64, 128, 256 instead of 10^2)."""
+    import matplotlib.ticker
+
+    values = np.asarray(values)
+    target = ax.xaxis if axis == "x" else ax.yaxis
+    (ax.set_xticks if axis == "x" else ax.set_yticks)(values, [str(int(v)) for v in values])
+    target.set_minor_locator(matplotlib.ticker.NullLocator())
+    return ax
+
+
+def errorbars(ax, x, samples, *, axis: int = 0, show_seeds: bool = False, fmt: str = "o", capsize=3, **kw):
+    """Mean and 95% Student-t interval over the seeds of ``samples`` at ``x`` (N,).
+
+    ``samples``: (S, N) with the S seeds on ``axis``; ``show_seeds`` also draws each seed as a small faint dot of
+    the same colour. Keywords go to ``ax.errorbar`` (``color``, ``label``, ``ms``, ...).
+    """
+    mean, half = mean_ci_columns(samples, axis)
+    ax.errorbar(x, mean, yerr=half, fmt=fmt, capsize=capsize, **kw)
+    if show_seeds:
+        s = np.moveaxis(np.asarray(samples, np.float64), axis, 0)
+        xs = np.broadcast_to(np.asarray(x, np.float64), s.shape)
+        ax.plot(xs.ravel(), s.ravel(), ".", ms=3, alpha=0.35, color=kw.get("color", "0.5"))
+    return ax
+
+
+def measured_vs_predicted(
+    ax,
+    x,
+    measured,
+    predicted,
+    *,
+    yerr=None,
+    pred_x=None,
+    color=None,
+    label: str | None = None,
+    pred_label: str | None = None,
+    fmt: str = "o",
+    capsize=3,
+    **kw,
+):
+    """A measurement with error bars and its prediction beside it, dashed in the same colour.
+
+    ``x`` (N,); ``measured`` (N,) values, or (S, N) per-seed samples when ``yerr`` is None (then the mean and its 95%
+    Student-t interval are drawn); ``yerr`` (N,) or (2, N) for a measurement with its own interval (bootstrap,
+    Wilson). ``predicted`` (M,) on ``pred_x`` (M,) (default ``x``), or a scalar drawn as a horizontal line.
+    Keywords go to ``ax.errorbar``.
+    """
+    measured = np.asarray(measured, np.float64)
+    if yerr is None and measured.ndim == 2:
+        measured, yerr = mean_ci_columns(measured, 0)
+    ax.errorbar(x, measured, yerr=yerr, fmt=fmt, color=color, capsize=capsize, label=label, **kw)
+    pred_kw = style.prediction(**({} if color is None else {"color": color}))
+    if np.ndim(predicted) == 0:
+        ax.axhline(float(predicted), **pred_kw, label=pred_label)
+    else:
+        ax.plot(x if pred_x is None else pred_x, predicted, **pred_kw, label=pred_label)
+    return ax
+
+
+def ratio_panel(ax, x, ratio, *, reference: float = 1.0, reference_label: str | None = None, **kw):
+    """A dimensionless ratio (measured / reference) against a parameter, with the reference level dashed.
+
+    ``x`` (N,); ``ratio`` (N,) with ``yerr`` in ``kw``, or (S, N) per-seed ratios; ``reference`` the predicted level
+    (1 when measurement and prediction agree). The rest is ``measured_vs_predicted``'s.
+    """
+    kw.setdefault("color", "k")
+    return measured_vs_predicted(ax, x, ratio, reference, pred_label=reference_label, **kw)
+
+
+def power_law_fit(x, y) -> tuple[float, float]:
+    """Least-squares line through (log x, log y) of positive ``x``, ``y`` (N,): (exponent, log prefactor)."""
+    slope, icpt = np.polyfit(np.log(np.asarray(x, np.float64)), np.log(np.asarray(y, np.float64)), 1)
+    return float(slope), float(icpt)
+
+
+def slope_panel(
+    ax,
+    x,
+    y,
+    *,
+    yerr=None,
+    fit=None,
+    predicted: float | None = None,
+    anchor: tuple[float, float] | None = None,
+    color=None,
+    label: str = "measured",
+    pred_label: str | None = None,
+    fmt: str = "o",
+    **kw,
+):
+    """Log-log points of a power law, the fitted line with its exponent in the legend, and the predicted line.
+
+    ``x``, ``y`` (N,) positive; ``yerr`` None, (N,) or (2, N). ``fit``: boolean mask (N,) of the points the line is
+    fitted to (None: all; False: no fitted line). ``predicted``: the predicted exponent, drawn dashed through
+    ``anchor`` (x0, y0) (default: the fitted line's, or the data's, geometric centre of the fit range). Keywords go
+    to ``ax.errorbar``. Sets both axes to log scale.
+    """
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    mask = np.ones(x.shape, bool) if fit is None or fit is False else np.asarray(fit, bool)
+    ax.errorbar(x, y, yerr=yerr, fmt=fmt, color=color, capsize=3, label=label, **kw)
+    xs = np.geomspace(x[mask].min(), x[mask].max(), 20)
+    x0 = float(np.sqrt(x[mask].min() * x[mask].max()))
+    y0 = float(np.exp(np.mean(np.log(y[mask]))))
+    if fit is not False:
+        slope, icpt = power_law_fit(x[mask], y[mask])
+        ax.plot(xs, np.exp(icpt) * xs**slope, color=color, lw=2.5, alpha=0.45, label=f"fit: slope {slope:.3f}")
+        y0 = float(np.exp(icpt) * x0**slope)
+    if predicted is not None:
+        ax0, ay0 = anchor if anchor is not None else (x0, y0)
+        lab = pred_label if pred_label is not None else f"predicted slope {predicted:g}"
+        pred_kw = style.prediction(**({} if color is None else {"color": color}))
+        ax.plot(xs, ay0 * (xs / ax0) ** predicted, **pred_kw, label=lab)
+    ax.set(xscale="log", yscale="log")
+    return ax
+
+
+def stability_map(
+    ax,
+    x,
+    y,
+    values,
+    *,
+    unstable,
+    edge=None,
+    edge_label: str | None = None,
+    colorbar_label: str | None = None,
+    cmap: str = "viridis",
+    vmin=None,
+    vmax=None,
+):
+    """A heat map of ``values`` over two parameters with the unstable cells grey and the predicted edge dashed.
+
+    ``x`` (NX,) and ``y`` (NY,) the cell centres; ``values`` (NY, NX), NaN where nothing was measured; ``unstable``
+    (NY, NX) boolean or the fraction of seeds that diverged (grey darkens with it; 0 leaves the colour). ``edge``:
+    (xs, ys) of the predicted stability edge. Adds a colour bar labelled ``colorbar_label`` to the figure.
+    """
+    frac = np.asarray(unstable, np.float64)
+    vals = np.where(frac > 0, np.nan, np.asarray(values, np.float64))
+    mesh = ax.pcolormesh(x, y, np.ma.masked_invalid(vals), shading="nearest", cmap=cmap, vmin=vmin, vmax=vmax)
+    ax.pcolormesh(x, y, np.ma.masked_where(frac == 0, frac), shading="nearest", cmap="Greys", vmin=0, vmax=1.4)
+    if edge is not None:
+        ax.plot(*edge, **style.PREDICTION, label=edge_label)
+    ax.figure.colorbar(mesh, ax=ax, label=colorbar_label)
+    return ax
+
+
+def band(ax, x, mid, lo, hi, *, color=None, label: str | None = None, alpha: float = 0.2, **line_kw):
+    """A line ``mid`` with the interval [``lo``, ``hi``] shaded in its colour; all (N,) over ``x`` (N,).
+    Keywords go to the line (``ls``, ``lw``, ...)."""
+    (line,) = ax.plot(x, mid, color=color, label=label, **line_kw)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=alpha, lw=0)
+    return ax
+
+
+def quantile_band(ax, x, samples, q=(0.0, 0.5, 1.0), **kw):
+    """The middle quantile of ``samples`` (S, N) over the S seeds as a line and the outer two shaded (default: the
+    median and the min-max range); keywords as ``band``."""
+    lo, mid, hi = np.quantile(np.asarray(samples, np.float64), q, axis=0)
+    return band(ax, x, mid, lo, hi, **kw)
+
+
+def ci_band(ax, x, samples, *, axis: int = 0, **kw):
+    """The mean of ``samples`` (S, N) over the seeds (``axis``) with its 95% Student-t interval shaded; keywords as
+    ``band``."""
+    mean, half = mean_ci_columns(samples, axis)
+    return band(ax, x, mean, mean - half, mean + half, **kw)
