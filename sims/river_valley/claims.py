@@ -10,9 +10,20 @@ from jaxwb.sims.core.claims import Claim
 from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
 
-# ---------------------------------------------------------------------------------------------------------
-# Claims
-# ---------------------------------------------------------------------------------------------------------
+# float32 positions: adding a constant step to |x| rounds the same way every step, a bias up to ulp(|x|)/2 per step
+# (~2.5e-5 of GD's step at |x| ~ 11, ~2e-5 of HB's at |x| ~ 230); measured 8e-7 and 5e-6 at seed 0
+WHY_STEADY = "float32 rounding bias of a constant step, up to ~2.5e-5 relative; the exact-arithmetic error is 0"
+
+
+def closed_form(statement: str, error: float, tolerance: float) -> Claim:
+    """A float32 simulation against its closed form: ``error``, its largest deviation (relative, or in units of
+    |x0|), is 0 within ``tolerance`` (kind check, source theory)."""
+    return Claim(statement, 0.0, float(error), tolerance, "abs", kind="check", source="theory")
+
+
+def every(statement: str, flags, *, source: str = "paper", n_seeds: int = 1) -> Claim:
+    """Every one of the boolean ``flags`` holds: their mean = 1 exactly (kind check)."""
+    return Claim(statement, 1.0, float(np.mean(flags)), 0.0, "abs", kind="check", source=source, n_seeds=n_seeds)
 
 
 def boundary_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -22,93 +33,46 @@ def boundary_claims(results: dict, cfg: Config) -> list[Claim]:
     b = results["boundary"]
     # relative resolution of the measured bisection (log-bisection of [1e-4, 1]) plus float32 lr rounding
     res = np.log(1e4) / 2**cfg.bisection_iters / 2 + 2e-7
+    why = "the measurement's resolution (bisection step, float32 lr); rounding often lands far closer"
+    edges = {
+        "hb": (rv.hb_threshold, "HB stability boundary lr* = 2(1+beta)/lam"),
+        "nesterov": (rv.nesterov_threshold, "Nesterov boundary lr* = 2(1+beta)/((1+2beta)lam)"),
+    }
     for i, beta in enumerate(np.asarray(b["beta"], np.float64)):
-        for method in ("hb", "nesterov"):
+        for method, (threshold, name) in edges.items():
             if method == "nesterov" and beta == 0:
                 continue  # Nesterov at beta = 0 is GD, the same edge
-            meas = float(b[method][i])
-            if method == "hb":
-                edge, name = rv.hb_threshold(cfg.lam, float(beta)), "HB stability boundary lr* = 2(1+beta)/lam"
-            else:
-                edge, name = (
-                    rv.nesterov_threshold(cfg.lam, float(beta)),
-                    "Nesterov boundary lr* = 2(1+beta)/((1+2beta)lam)",
-                )
-            out.append(
-                Claim(
-                    f"{name} at beta={beta:.2f}: no smaller lr diverges (bisection edge >= the closed form)",
-                    float(edge),
-                    meas,
-                    0.0,
-                    "ge",
-                    kind="bound",
-                )
-            )
-            finite = Claim(
+            edge, meas = float(threshold(cfg.lam, float(beta))), float(b[method][i])
+            statement = f"{name} at beta={beta:.2f}: no smaller lr diverges (bisection edge >= the closed form)"
+            out.append(Claim(statement, edge, meas, 0.0, "ge", kind="bound"))
+            statement = (
                 f"{name} at beta={beta:.2f}, finite horizon: the measured edge = where the closed-form valley "
                 f"iterate first exceeds the divergence scale 1e6 (1 + max|theta0|) within {cfg.boundary_steps} "
-                f"steps (relative; tolerance 10 x the bisection resolution {res:.1g})",
-                float(b[f"{method}_horizon"][i]),
-                meas,
-                10 * res,
-                "rel",
-                kind="check",
-                source="theory",
+                f"steps (relative; tolerance 10 x the bisection resolution {res:.1g})"
             )
-            why = "the measurement's resolution (bisection step, float32 lr); rounding often lands far closer"
-            out.append(dataclasses.replace(finite, wide_reason=why))
+            horizon = float(b[f"{method}_horizon"][i])
+            out.append(Claim(statement, horizon, meas, 10 * res, kind="check", source="theory", wide_reason=why))
     return out
 
 
 def speed_claims(results: dict, cfg: Config) -> list[Claim]:
     """Largest stable river speed HB/GD vs (1+beta)/(1-beta); each speed vs lr g/(1-beta) at its lr."""
-    out = []
     s = results["river_speed"]
+    statement = "steady GD speed on a linear river (slope 1) = lr at 0.95 x the measured edge (last 100 steps)"
     lr_gd, v_gd = float(s["lr_gd"]), float(s["speed_gd"])
-    # float32 positions: adding a constant step to |x| rounds the same way every step, a bias up to ulp(|x|)/2 per
-    # step (~2.5e-5 of GD's step at |x| ~ 11, ~2e-5 of HB's at |x| ~ 230); measured 8e-7 and 5e-6 at seed 0
-    why = "float32 rounding bias of a constant step, up to ~2.5e-5 relative; the exact-arithmetic error is 0"
-    out.append(
-        dataclasses.replace(
-            Claim(
-                "steady GD speed on a linear river (slope 1) = lr at 0.95 x the measured edge (last 100 steps)",
-                lr_gd,
-                v_gd,
-                1e-4,
-                "rel",
-                kind="check",
-                source="theory",
-            ),
-            wide_reason=why,
-        )
-    )
+    out = [Claim(statement, lr_gd, v_gd, 1e-4, kind="check", source="theory", wide_reason=WHY_STEADY)]
     for i, (beta, gain) in enumerate(zip(np.asarray(s["beta"]), np.asarray(s["gain"]), strict=True)):
-        out.append(
-            Claim(
-                f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f} (simulated "
-                "at 0.95 x each measured edge)",
-                rv.river_speed_gain(float(beta)),
-                gain,
-                0.03,
-                "rel",
-                kind="check",
-            )
+        statement = (
+            f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f} (simulated "
+            "at 0.95 x each measured edge)"
         )
-        out.append(
-            dataclasses.replace(
-                Claim(
-                    f"steady HB speed on a linear river (slope 1) = effective lr lr/(1-beta) at beta={beta:.2f}, "
-                    "lr = 0.95 x the measured edge (last 100 steps)",
-                    float(rv.effective_river_lr(float(s["lr_hb"][i]), float(beta))),
-                    float(s["speed_hb"][i]),
-                    1e-4,
-                    "rel",
-                    kind="check",
-                    source="paper",
-                ),
-                wide_reason=why,
-            )
+        out.append(Claim(statement, rv.river_speed_gain(float(beta)), gain, 0.03, kind="check"))
+        statement = (
+            f"steady HB speed on a linear river (slope 1) = effective lr lr/(1-beta) at beta={beta:.2f}, "
+            "lr = 0.95 x the measured edge (last 100 steps)"
         )
+        lr_eff = float(rv.effective_river_lr(float(s["lr_hb"][i]), float(beta)))
+        out.append(Claim(statement, lr_eff, float(s["speed_hb"][i]), 1e-4, kind="check", wide_reason=WHY_STEADY))
     return out
 
 
@@ -117,6 +81,13 @@ def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     c = results["curved_river"]
     a, k = cfg.curved_a, cfg.curved_k
+    # the starts differ only in the floor phase and the valley offset, which whole periods average out: the
+    # interval over starts is ~1e-6 relative while the measurement is float32 (|x| ~ 800 after 3000 steps:
+    # ~6e-5 relative measured on the full preset) and the prediction is the adiabatic limit
+    why = (
+        "float32 positions (measured error up to 6e-5) and the adiabatic limit set the tolerance; the geometry "
+        "factor 1 + a^2 k^2/2 it tests is 150x larger"
+    )
     for label, beta, what in (
         ("gd", 0.0, "GD at 0.9 x 2/lam_eff"),
         ("hb", cfg.traj_beta, "HB at 0.8 x 2(1+beta)/lam_eff"),
@@ -124,182 +95,108 @@ def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
         speed = np.asarray(c[label]["speed"], np.float64)
         if bool(np.any(c[label]["diverged"])):
             speed = np.full_like(speed, np.nan)  # a diverged start fails the claim
-        claim = Claim.from_samples(
+        statement = (
             f"speed along a curved river (slope 1, floor {a:g} sin({k:g} x)), {what} (beta={beta:g}): "
-            f"lr/(1-beta) / (1 + a^2 k^2/2) per step, over whole floor periods ({speed.size} random starts)",
-            float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, beta, a, k)),
-            speed,
-            3e-4,
-            "rel",
-            kind="paper",
-            source="paper",
+            f"lr/(1-beta) / (1 + a^2 k^2/2) per step, over whole floor periods ({speed.size} random starts)"
         )
-        # the starts differ only in the floor phase and the valley offset, which whole periods average out: the
-        # interval over starts is ~1e-6 relative while the measurement is float32 (|x| ~ 800 after 3000 steps:
-        # ~6e-5 relative measured on the full preset) and the prediction is the adiabatic limit
-        out.append(
-            dataclasses.replace(
-                claim,
-                wide_reason="float32 positions (measured error up to 6e-5) and the adiabatic limit set the "
-                "tolerance; the geometry factor 1 + a^2 k^2/2 it tests is 150x larger",
-            )
-        )
+        pred = float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, beta, a, k))
+        claim = Claim.from_samples(statement, pred, speed, 3e-4, kind="paper")
+        out.append(dataclasses.replace(claim, wide_reason=why))
     return out
 
 
 def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
     """Linear-river transient, straight-valley progress and Polyak's rate vs the closed forms."""
-    out = []
-    t = results["transient"]
-    err = np.max(np.abs(np.asarray(t["simulated"]) - np.asarray(t["formula"])))
-    scale = np.max(np.abs(np.asarray(t["formula"])))
-    out.append(
-        Claim(
+    t, pr, ph, p = results["transient"], results["progress"], results["phase"], results["polyak"]
+    formula = np.asarray(t["formula"])
+    out = [
+        closed_form(
             "exact linear-river transient x_t = x0 - lr g/(1-b)[t - b(1-b^t)/(1-b)] (max rel. error, "
             "float32 simulation)",
-            0.0,
-            err / scale,
+            np.max(np.abs(np.asarray(t["simulated"]) - formula)) / np.max(np.abs(formula)),
             1e-4,
-            "abs",
-            kind="check",
-            source="theory",
-        )
-    )
-    pr = results["progress"]
-    dev = np.max(np.abs(np.asarray(pr["distance"], np.float64) - np.asarray(pr["theory"]))) / abs(cfg.x0)
-    out.append(
-        Claim(
+        ),
+        closed_form(
             "straight-valley river distance |x_t| = closed-form eigen-solution |A r1^t + B r2^t| for GD "
             "and HB at 0.9 x threshold (max |error| / |x0|, float32 simulation)",
-            0.0,
-            dev,
+            np.max(np.abs(np.asarray(pr["distance"], np.float64) - np.asarray(pr["theory"]))) / abs(cfg.x0),
             1e-4,
-            "abs",
-            kind="check",
-            source="theory",
-        )
-    )
+        ),
+    ]
     # float32 rounding: HB's momentum accumulates it (~5e-6 measured), GD's stays < 1e-6
     for label, tol in (("gd", 1e-5), ("hb", 1e-4)):
         h = results["high_dim"][label]
         dist = np.asarray(h["distance"], np.float64)
         if bool(np.any(h["diverged"])):
             dist = np.full_like(dist, np.nan)  # a diverged offset fails the claim
-        out.append(
-            Claim(
-                f"high-dimensional valley (d={cfg.hd_dim}, valley curvatures {cfg.hd_lam_min:g}..{cfg.lam:g}), "
-                f"{label.upper()} at 0.9 x threshold: river distance = closed-form |x_t| of the mu mode for every "
-                f"random valley offset (max |error| / |x0| over {dist.shape[0]} offsets, float32 simulation)",
-                0.0,
-                float(np.max(np.abs(dist - np.asarray(h["theory"])[None, :]))),
-                tol,
-                "abs",
-                kind="check",
-                source="theory",
-            )
+        statement = (
+            f"high-dimensional valley (d={cfg.hd_dim}, valley curvatures {cfg.hd_lam_min:g}..{cfg.lam:g}), "
+            f"{label.upper()} at 0.9 x threshold: river distance = closed-form |x_t| of the mu mode for every "
+            f"random valley offset (max |error| / |x0| over {dist.shape[0]} offsets, float32 simulation)"
         )
-    ph = results["phase"]
-    flags, flags_cf = np.asarray(ph["diverged"], bool), np.asarray(ph["diverged_theory"], bool)
-    out.append(
-        Claim(
+        out.append(closed_form(statement, np.max(np.abs(dist - np.asarray(h["theory"])[None, :])), tol))
+    flags = np.asarray(ph["diverged"], bool)
+    ok = ~flags
+    prog_err = np.abs(np.asarray(ph["progress"], np.float64) - np.asarray(ph["progress_theory"]))
+    norms, cf = np.asarray(p["norms"], np.float64), np.asarray(p["norms_theory"])
+    out += [
+        every(
             f"phase diagram ({flags.size} (lr, beta) cells, lr {float(ph['lr'][0]):.3g}..{float(ph['lr'][-1]):.3g}, "
             f"beta 0..{float(ph['beta'][-1]):.2f}): divergence flag = closed-form valley iterate beyond the "
             "divergence scale within the horizon (fraction of cells that agree)",
-            1.0,
-            float(np.mean(flags == flags_cf)),
-            0.0,
-            "abs",
-            kind="check",
+            flags == np.asarray(ph["diverged_theory"], bool),
             source="theory",
-        )
-    )
-    ok = ~flags
-    prog = np.asarray(ph["progress"], np.float64)
-    out.append(
-        Claim(
+        ),
+        closed_form(
             "phase diagram: river progress 1 - max_{last 10%} |x_t| / |x0| = closed form in every cell that does not "
             "diverge (max |error|, float32 simulation)",
-            0.0,
-            float(np.max(np.abs(prog - np.asarray(ph["progress_theory"]))[ok])) if ok.any() else float("nan"),
+            np.max(prog_err[ok]) if ok.any() else np.nan,
             1e-4,
-            "abs",
-            kind="check",
-            source="theory",
-        )
-    )
-    p = results["polyak"]
-    norms, cf = np.asarray(p["norms"], np.float64), np.asarray(p["norms_theory"])
-    out.append(
-        Claim(
+        ),
+        closed_form(
             f"Polyak-optimal HB (lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}): ||theta_t|| = closed form of "
             "both double-root modes at every step (max relative error, float32 simulation)",
-            0.0,
-            float(np.max(np.abs(norms - cf) / cf)),
+            np.max(np.abs(norms - cf) / cf),
             2e-3,
-            "abs",
-            kind="check",
-            source="theory",
-        )
-    )
-    out.append(
+        ),
         Claim(
             "Polyak-optimal HB on [mu, lam]: per-step decay 1 - rate over [T/2, T] = closed form "
             "(double roots r = (sqrt k-1)/(sqrt k+1): x_t = x0 r^t (1 + (1-r) t))",
             1.0 - float(p["rate_closed_form"]),
             1.0 - float(p["rate_measured"]),
             1e-3,
-            "rel",
             kind="check",
             source="theory",
-        )
-    )
+        ),
+    ]
     return out
 
 
 def curved_valley_claims(results: dict, cfg: Config) -> list[Claim]:
     """Divergence / convergence fractions over random curved-valley starts vs linear stability."""
-    out = []
     tr = results["trajectories"]
     n = int(np.asarray(tr["gd_aggressive"]["diverged"]).size)
-    out.append(
-        Claim(
+    loss = np.asarray(tr["hb_aggressive"]["loss"], np.float64)
+    return [
+        every(
             f"GD diverges at the aggressive lr = 0.8 x 2(1+beta)/lam_eff > 2/lam_eff (fraction of {n} "
             "random curved-valley starts)",
-            1.0,
-            float(np.mean(tr["gd_aggressive"]["diverged"])),
-            0.0,
-            "abs",
-            kind="check",
+            tr["gd_aggressive"]["diverged"],
             n_seeds=n,
-        )
-    )
-    out.append(
-        Claim(
+        ),
+        every(
             f"GD does not diverge at the safe lr = 0.9 x 2/lam_eff = {float(tr['gd_safe']['lr']):.4g} (fraction of {n} "
             "random curved-valley starts that stay bounded)",
-            1.0,
-            float(np.mean(~np.asarray(tr["gd_safe"]["diverged"]))),
-            0.0,
-            "abs",
-            kind="check",
+            ~np.asarray(tr["gd_safe"]["diverged"]),
             n_seeds=n,
-        )
-    )
-    loss = np.asarray(tr["hb_aggressive"]["loss"], np.float64)
-    conv = (~np.asarray(tr["hb_aggressive"]["diverged"])) & (loss[:, -1] < 1e-3 * loss[:, 0])
-    out.append(
-        Claim(
+        ),
+        every(
             f"HB (beta={cfg.traj_beta:g}) converges at the same lr < 2(1+beta)/lam_eff (fraction of {n} "
             "random starts with final loss < 1e-3 x initial)",
-            1.0,
-            float(np.mean(conv)),
-            0.0,
-            "abs",
-            kind="check",
+            (~np.asarray(tr["hb_aggressive"]["diverged"])) & (loss[:, -1] < 1e-3 * loss[:, 0]),
             n_seeds=n,
-        )
-    )
-    return out
+        ),
+    ]
 
 
 def claims(results: dict, cfg: Config) -> list[Claim]:
