@@ -191,11 +191,65 @@ class Claim:
         kind: str,
         level: float = 0.95,
         source: str = "paper",
+        wide_reason: str = "",
+        expected: str = "pass",
+        reason: str = "",
     ) -> Claim:
-        """A claim on the mean of per-seed ``samples`` with its Student-t interval."""
-        mean, half, n = mean_ci(samples, level=level)
+        """A claim on the mean of per-seed ``samples`` with its Student-t interval (:func:`mean_ci`)."""
+        return cls.from_interval(
+            statement,
+            predicted,
+            mean_ci(samples, level=level),
+            tolerance,
+            comparison,
+            kind=kind,
+            level=level,
+            source=source,
+            wide_reason=wide_reason,
+            expected=expected,
+            reason=reason,
+        )
+
+    @classmethod
+    def from_interval(
+        cls,
+        statement: str,
+        predicted: float,
+        interval: tuple[float, float, int],
+        tolerance: float,
+        comparison: str = "rel",
+        *,
+        kind: str,
+        level: float = 0.95,
+        source: str = "paper",
+        wide_reason: str = "",
+        expected: str = "pass",
+        reason: str = "",
+        is_ordering: bool = False,
+    ) -> Claim:
+        """A claim on an estimate with its interval, ``interval = (estimate, halfwidth, n)`` as :func:`mean_ci` and
+        :func:`bootstrap_ci` return it (``n`` seeds or samples behind it).
+
+        >>> c = Claim.from_interval("x = 1", 1.0, (1.02, 0.01, 8), 0.05, kind="check")
+        >>> c.passed, c.ci, c.n_seeds
+        (True, 0.01, 8)
+        """
+        estimate, half, n = interval
         return cls(
-            statement, predicted, mean, tolerance, comparison, kind=kind, ci=half, n_seeds=n, source=source, level=level
+            statement,
+            predicted,
+            estimate,
+            tolerance,
+            comparison,
+            kind=kind,
+            ci=half,
+            n_seeds=n,
+            source=source,
+            level=level,
+            wide_reason=wide_reason,
+            expected=expected,
+            reason=reason,
+            is_ordering=is_ordering,
         )
 
     @property
@@ -299,16 +353,36 @@ class Claim:
         level: float = 0.95,
         source: str = "paper",
         at_least: float = 0.0,
+        expected: str = "pass",
+        reason: str = "",
     ) -> Claim:
         """``larger > smaller + at_least``, decided on the Student-t interval of the per-seed differences
         ``larger - smaller`` (paired samples, one per seed): the whole interval must clear ``at_least``. The claim
-        reports the difference, its interval and the :attr:`margin` in half-widths."""
+        reports the difference, its interval and the :attr:`margin` in half-widths.
+
+        >>> c = Claim.ordering("A beats B", [3.0, 3.2, 2.9, 3.1], [1.0, 1.1, 0.9, 1.0])
+        >>> c.passed, round(c.measured, 3), c.margin > 1
+        (True, 2.05, True)
+        """
         a = np.asarray(larger, dtype=np.float64).ravel()
         b = np.asarray(smaller, dtype=np.float64).ravel()
         if a.shape != b.shape:
             raise ValueError(f"ordering needs paired samples of one shape, got {a.shape} and {b.shape}")
         mean, half, n = mean_ci(a - b, level=level)
-        return cls(statement, at_least, mean, 0.0, "ge", kind=kind, ci=half, n_seeds=n, source=source, is_ordering=True)
+        return cls(
+            statement,
+            at_least,
+            mean,
+            0.0,
+            "ge",
+            kind=kind,
+            ci=half,
+            n_seeds=n,
+            source=source,
+            is_ordering=True,
+            expected=expected,
+            reason=reason,
+        )
 
     @property
     def loose(self) -> bool:
@@ -363,6 +437,301 @@ def evaluate(module: Any, results: Any, cfg: Any) -> list[Claim]:
     """A result's claims on ``results``: ``module.claims(results, cfg)`` decided as a family
     (:func:`decide_family`). Every place that judges a run (harness, audits, notebooks) calls this."""
     return decide_family(list(module.claims(results, cfg)))
+
+
+# --- builders: the shapes the results' claims recur in ---------------------------------------------------------------
+#
+# Each returns a Claim (or the number one is decided on). They default to ``kind="check"`` (a bound builder:
+# ``kind="bound"``) and ``source="theory"``; every other field of Claim they take by keyword.
+
+
+def largest_difference(measured, reference, *, relative: str | float | None = "max") -> float:
+    """Largest ``|measured - reference|`` over the elements (broadcast against each other), in float64: divided by
+    ``max |reference|`` (``relative="max"``: the JAX-vs-NumPy "max |a - b| / max |b|"), element by element by
+    ``|reference|`` (``"each"``), by a given number (a float: a scale such as lambda_max), or not at all (``None``).
+    ``inf`` when the result is not finite (a NaN anywhere, a zero reference element with ``"each"``).
+
+    >>> largest_difference([1.0, 2.0, 4.1], [1.0, 2.0, 4.0])
+    0.02499999999999991
+    >>> largest_difference([1.0, 2.2], [1.0, 2.0], relative="each"), largest_difference([1.0, np.nan], [1.0, 2.0])
+    (0.10000000000000009, inf)
+    """
+    a, b = np.asarray(measured, np.float64), np.asarray(reference, np.float64)
+    if relative == "each":
+        value = np.max(np.abs(a - b) / np.abs(b))
+    elif relative == "max":
+        value = np.max(np.abs(a - b)) / np.max(np.abs(b))
+    elif relative is None:
+        value = np.max(np.abs(a - b))
+    elif isinstance(relative, str):
+        raise ValueError(f"relative must be 'max', 'each', a number or None, got {relative!r}")
+    else:
+        value = np.max(np.abs(a - b)) / relative
+    return float(value) if np.isfinite(value) else float("inf")
+
+
+def farthest(values, target: float) -> float:
+    """The element of ``values`` (any shape, compared in its own dtype) farthest from ``target``: the worst seed of
+    a quantity that must equal ``target``.
+
+    >>> farthest([[1.0, 0.99], [1.002, 1.0]], 1.0)
+    0.99
+    """
+    v = np.ravel(np.asarray(values))
+    return float(v[np.argmax(np.abs(v - target))])
+
+
+def agreement(
+    statement: str,
+    predicted: float,
+    measured: float,
+    tolerance: float,
+    comparison: str = "rel",
+    *,
+    kind: str = "check",
+    source: str = "theory",
+    wide_reason: str = "",
+    expected: str = "pass",
+    reason: str = "",
+) -> Claim:
+    """A deterministic measurement (no interval) against its prediction, ``comparison`` ``"rel"`` (``|measured -
+    predicted| <= tolerance |predicted|``) or ``"abs"`` (``<= tolerance``).
+
+    >>> c = agreement("energy = closed form", 2.0, 2.0000001, 1e-6)
+    >>> c.passed, c.kind, c.source, c.ci
+    (True, 'check', 'theory', 0.0)
+    """
+    return Claim(
+        statement,
+        predicted,
+        measured,
+        tolerance,
+        comparison,
+        kind=kind,
+        source=source,
+        wide_reason=wide_reason,
+        expected=expected,
+        reason=reason,
+    )
+
+
+def array_agreement(
+    statement: str,
+    measured,
+    reference,
+    tolerance: float,
+    *,
+    relative: str | float | None = "max",
+    kind: str = "check",
+    source: str = "theory",
+    wide_reason: str = "",
+) -> Claim:
+    """Two arrays that must agree (a run's float32 numbers against a float64 NumPy reference): predicted 0, measured
+    :func:`largest_difference` ``(measured, reference, relative=relative)``, ``"abs"`` within ``tolerance``.
+
+    >>> c = array_agreement("JAX = NumPy reference", np.float32([1, 2, 4]), np.array([1.0, 2.0, 4.0]), 1e-6)
+    >>> c.passed, c.predicted, c.measured, c.comparison
+    (True, 0.0, 0.0, 'abs')
+    """
+    diff = largest_difference(measured, reference, relative=relative)
+    return agreement(statement, 0.0, diff, tolerance, "abs", kind=kind, source=source, wide_reason=wide_reason)
+
+
+def worst_agreement(
+    statement: str,
+    predicted: float,
+    values,
+    tolerance: float,
+    comparison: str = "rel",
+    *,
+    kind: str = "check",
+    source: str = "theory",
+    wide_reason: str = "",
+) -> Claim:
+    """Every element of ``values`` (one per seed, configuration, ...) equals ``predicted``: the element
+    :func:`farthest` from it, against it (``"rel"`` or ``"abs"`` within ``tolerance``).
+
+    >>> c = worst_agreement("every ratio = 1", 1.0, [1.0, 1.00002, 0.99999], 1e-4)
+    >>> c.passed, c.measured
+    (True, 1.00002)
+    """
+    worst = farthest(values, predicted)
+    return agreement(
+        statement, predicted, worst, tolerance, comparison, kind=kind, source=source, wide_reason=wide_reason
+    )
+
+
+def _pooled(measured):
+    """``measured`` as one float64 array: a list or tuple of arrays of any shapes is concatenated."""
+    if isinstance(measured, (list, tuple)):
+        return np.concatenate([np.ravel(np.asarray(x, np.float64)) for x in measured])
+    return np.asarray(measured, np.float64)
+
+
+def _one_sided(statement, bound, measured, comparison, tolerance, over_seeds, kind, source, level) -> Claim:
+    if over_seeds:
+        interval = mean_ci(measured, level=level)
+        return Claim.from_interval(
+            statement, bound, interval, tolerance, comparison, kind=kind, source=source, level=level
+        )
+    x = _pooled(measured)
+    worst = float(np.max(x)) if comparison == "le" else float(np.min(x))
+    return Claim(statement, bound, worst, tolerance, comparison, kind=kind, source=source)
+
+
+def upper_bound(
+    statement: str,
+    bound: float,
+    measured,
+    *,
+    tolerance: float = 0.0,
+    over_seeds: bool = False,
+    kind: str = "bound",
+    source: str = "theory",
+    level: float = 0.95,
+) -> Claim:
+    """``measured <= bound (+ tolerance)``, with its slack: the largest element of ``measured`` (any shape, or a list
+    of arrays: the worst seed, configuration, ...), or with ``over_seeds=True`` the mean of the per-seed samples
+    ``measured`` over its whole Student-t interval (:func:`mean_ci`).
+
+    >>> c = upper_bound("ratio <= 1 + eps", 1.1, [[1.02, 1.05], [1.03, 1.01]])
+    >>> c.measured, c.kind, round(c.slack, 4)
+    (1.05, 'bound', 1.0476)
+    >>> upper_bound("mean ratio <= 1", 1.0, [0.8, 0.9, 0.85, 0.95], over_seeds=True).n_seeds
+    4
+    """
+    return _one_sided(statement, bound, measured, "le", tolerance, over_seeds, kind, source, level)
+
+
+def lower_bound(
+    statement: str,
+    bound: float,
+    measured,
+    *,
+    tolerance: float = 0.0,
+    over_seeds: bool = False,
+    kind: str = "bound",
+    source: str = "theory",
+    level: float = 0.95,
+) -> Claim:
+    """``measured >= bound (- tolerance)``, with its slack: the smallest element of ``measured`` (any shape, or a
+    list of arrays), or with ``over_seeds=True`` the mean of the per-seed samples over its whole interval.
+
+    >>> c = lower_bound("OPT is a lower bound: ratio >= 1", 1.0, [np.array([1.2, 1.5]), np.array([1.1])])
+    >>> c.measured, c.comparison, c.passed
+    (1.1, 'ge', True)
+    """
+    return _one_sided(statement, bound, measured, "ge", tolerance, over_seeds, kind, source, level)
+
+
+def seed_mean(
+    statement: str,
+    predicted: float,
+    samples,
+    tolerance: float,
+    comparison: str = "ci",
+    *,
+    kind: str = "check",
+    source: str = "theory",
+    level: float = 0.95,
+    wide_reason: str = "",
+    expected: str = "pass",
+    reason: str = "",
+) -> Claim:
+    """The mean over seeds of ``samples`` (one per seed) with its Student-t interval against ``predicted``
+    (:meth:`Claim.from_samples` with a check's defaults): by default an exact expectation inside the interval,
+    half-width <= ``tolerance``.
+
+    >>> c = seed_mean("Monte Carlo mean = exact 0.5", 0.5, [0.49, 0.51, 0.5, 0.52, 0.48], 0.05)
+    >>> c.passed, c.comparison, c.n_seeds
+    (True, 'ci', 5)
+    """
+    return Claim.from_samples(
+        statement,
+        predicted,
+        samples,
+        tolerance,
+        comparison,
+        kind=kind,
+        source=source,
+        level=level,
+        wide_reason=wide_reason,
+        expected=expected,
+        reason=reason,
+    )
+
+
+def loglog_slopes(x, curves):
+    """Per-curve least-squares slope of ``log curves`` against ``log x``: ``x`` (k,), ``curves`` (..., k) ->
+    (...,), the exponent ``a`` of ``curve ~ x^a`` fitted on each seed's curve.
+
+    >>> loglog_slopes([1.0, 2.0, 4.0], [[1.0, 4.0, 16.0], [3.0, 3.0, 3.0]])
+    array([2., 0.])
+    """
+    lx = np.log(np.asarray(x, np.float64))
+    y = np.log(np.asarray(curves, np.float64))
+    xc = lx - lx.mean()
+    return (y - y.mean(axis=-1, keepdims=True)) @ xc / (xc @ xc)
+
+
+def pooled_slope(x, curves, *, level: float = 0.95) -> tuple[float, float, int]:
+    """Least-squares slope of ``log curves`` on ``log x`` over every (x, seed) pooled, with its Student-t
+    half-width (``scipy.stats.linregress``, ``n - 2`` degrees of freedom): ``x`` (k,), ``curves`` (k, seeds).
+    Returns ``(slope, halfwidth, n)`` with ``n`` the points fitted.
+
+    >>> slope, half, n = pooled_slope([1.0, 2.0, 4.0], [[1.0, 1.1], [2.0, 2.2], [4.0, 4.4]])
+    >>> round(slope, 6), n
+    (1.0, 6)
+    """
+    from scipy import stats
+
+    y = np.log(np.asarray(curves, np.float64))
+    lx = np.repeat(np.log(np.asarray(x, np.float64)), y.shape[1])
+    fit = stats.linregress(lx, y.ravel())
+    return float(fit.slope), float(stats.t.ppf(0.5 + level / 2, y.size - 2) * fit.stderr), int(y.size)
+
+
+def scaling_exponent(
+    statement: str,
+    predicted: float,
+    x,
+    curves,
+    tolerance: float,
+    comparison: str = "ci",
+    *,
+    pooled: bool = False,
+    kind: str = "check",
+    source: str = "theory",
+    wide_reason: str = "",
+    expected: str = "pass",
+    reason: str = "",
+) -> Claim:
+    """The exponent ``a`` of ``curve ~ x^a`` against ``predicted``: the mean over seeds of the per-seed log-log
+    slopes (:func:`loglog_slopes`, ``curves`` (seeds, k)) with its Student-t interval, or with ``pooled=True`` one
+    fit over every (x, seed) (:func:`pooled_slope`, ``curves`` (k, seeds)) with the slope's interval.
+
+    >>> rng = np.random.default_rng(1)
+    >>> n = np.array([10.0, 20.0, 40.0, 80.0])
+    >>> curves = n**0.5 * np.exp(0.01 * rng.standard_normal((6, 4)))
+    >>> c = scaling_exponent("tau ~ n^(1/2)", 0.5, n, curves, 0.05)
+    >>> c.passed, c.n_seeds
+    (True, 6)
+    >>> scaling_exponent("tau ~ n^(1/2), pooled", 0.5, n, curves.T, 0.05, pooled=True).n_seeds
+    24
+    """
+    interval = pooled_slope(x, curves) if pooled else mean_ci(loglog_slopes(x, curves))
+    return Claim.from_interval(
+        statement,
+        predicted,
+        interval,
+        tolerance,
+        comparison,
+        kind=kind,
+        source=source,
+        wide_reason=wide_reason,
+        expected=expected,
+        reason=reason,
+    )
 
 
 def kind_counts(claims: Sequence[Claim]) -> dict[str, int]:
