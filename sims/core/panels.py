@@ -201,11 +201,11 @@ def stability_map(
     return ax
 
 
-def band(ax, x, mid, lo, hi, *, color=None, label: str | None = None, alpha: float = 0.2, **line_kw):
-    """A line ``mid`` with the interval [``lo``, ``hi``] shaded in its colour; all (N,) over ``x`` (N,).
-    Keywords go to the line (``ls``, ``lw``, ...)."""
+def band(ax, x, mid, lo, hi, *, color=None, label: str | None = None, fill_alpha: float = 0.2, **line_kw):
+    """A line ``mid`` with the interval [``lo``, ``hi``] shaded in its colour (opacity ``fill_alpha``); all (N,)
+    over ``x`` (N,). Keywords go to the line (``ls``, ``lw``, ``alpha``, ...)."""
     (line,) = ax.plot(x, mid, color=color, label=label, **line_kw)
-    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=alpha, lw=0)
+    ax.fill_between(x, lo, hi, color=line.get_color(), alpha=fill_alpha, lw=0)
     return ax
 
 

@@ -6,14 +6,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxwb.sims.core import style
-from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
-
-# ---------------------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------------------
 
 
 def plot_trajectories(results: dict, cfg: Config):
@@ -21,9 +16,7 @@ def plot_trajectories(results: dict, cfg: Config):
     lam, mu = cfg.lam, cfg.mu
     tr = results["trajectories"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
-    xs = np.linspace(-3.5, 1.0, 300)
-    ys = np.linspace(-2.0, 2.0, 240)
-    X, Y = np.meshgrid(xs, ys)
+    X, Y = np.meshgrid(np.linspace(-3.5, 1.0, 300), np.linspace(-2.0, 2.0, 240))
     curved = rv.curved_valley(mu * 10, lam, cfg.curved_a, cfg.curved_k)
     Z = jax.vmap(rv.valley_loss, (0, None))(jnp.stack([X.ravel(), Y.ravel()], -1), curved).reshape(X.shape)
     ax.contour(X, Y, np.log10(np.asarray(Z) + 1e-3), levels=18, colors="0.75", linewidths=0.6)
@@ -34,36 +27,29 @@ def plot_trajectories(results: dict, cfg: Config):
     }
     for name, color in zip(labels, ("tab:blue", "tab:red", "tab:green"), strict=True):
         d = tr[name]
-        ths, divs = np.asarray(d["theta"]), np.asarray(d["diverged"])
         losses = np.maximum(np.asarray(d["loss"], np.float64), 1e-12)
-        for i, (th, dv) in enumerate(zip(ths, divs, strict=True)):
+        for i, (th, dv) in enumerate(zip(np.asarray(d["theta"]), np.asarray(d["diverged"]), strict=True)):
             n_show = len(th) if not bool(dv) else min(len(th), 12)
-            ax.plot(
-                th[:n_show, 0],
-                th[:n_show, 1],
-                "-",
-                color=color,
-                lw=0.7,
-                alpha=0.6,
-                label=f"{labels[name]} (lr={float(d['lr']):.4f})" if i == 0 else None,
-            )
-        steps = np.arange(losses.shape[1])
-        lo, med, hi = np.percentile(losses, [0, 50, 100], axis=0)
-        ax2.semilogy(steps, med, color=color, label=f"{labels[name]}: median, min-max band over {len(losses)} starts")
-        ax2.fill_between(steps, lo, hi, color=color, alpha=0.2)
+            label = f"{labels[name]} (lr={float(d['lr']):.4f})" if i == 0 else None
+            ax.plot(th[:n_show, 0], th[:n_show, 1], "-", color=color, lw=0.7, alpha=0.6, label=label)
+        label = f"{labels[name]}: median, min-max band over {len(losses)} starts"
+        panels.quantile_band(ax2, np.arange(losses.shape[1]), losses, color=color, label=label)
     st = np.asarray(tr["starts"])
     ax.plot(st[:, 0], st[:, 1], "k.", ms=5, label=f"{len(st)} random starts (seeded)")
     ax.plot(0, 0, "k*", ms=10, label="minimum x* = 0")
-    ax.set(
+    panels.finish(
+        ax,
+        legend={"loc": "lower right"},
         xlim=(-3.5, 1.0),
         ylim=(-2.0, 2.0),
         xlabel="river coordinate x",
         ylabel="valley coordinate y",
         title=f"Curved valley lam={lam:g}, mu={10 * mu:g}, y = {cfg.curved_a:g} sin({cfg.curved_k:g} x)",
     )
-    ax.legend(loc="lower right")
-    ax2.set(xlabel="step", ylabel="loss", title="Loss (GD at the aggressive lr blows up and stops)")
-    ax2.legend(fontsize=7)
+    ax2.set_yscale("log")
+    panels.finish(
+        ax2, legend=7, xlabel="step", ylabel="loss", title="Loss (GD at the aggressive lr blows up and stops)"
+    )
     return fig
 
 
@@ -72,47 +58,35 @@ def plot_phase_diagram(results: dict, cfg: Config):
     lam, mu = cfg.lam, cfg.mu
     ph = results["phase"]
     lrs, betas = np.asarray(ph["lr"]), np.asarray(ph["beta"])
-    prog = np.where(np.asarray(ph["diverged"]), np.nan, np.asarray(ph["progress"]))
     fig, ax = style.figure(figsize=(7.6, 5.2))
-    mesh = ax.pcolormesh(betas, lrs, np.ma.masked_invalid(prog), shading="nearest", cmap="viridis", vmin=0, vmax=1)
-    div = np.asarray(ph["diverged"]).astype(float)
-    ax.pcolormesh(betas, lrs, np.ma.masked_where(div < 0.5, div), shading="nearest", cmap="Greys", vmin=0, vmax=1.4)
     bfine = np.linspace(0, cfg.beta_max, 200)
-    ax.plot(
-        bfine,
-        np.asarray(rv.hb_threshold(lam, bfine)),
-        **style.PREDICTION,
-        label="theory: divergence at lr = 2(1+beta)/lam",
+    panels.stability_map(
+        ax,
+        betas,
+        lrs,
+        np.asarray(ph["progress"]),
+        unstable=np.asarray(ph["diverged"]),
+        edge=(bfine, np.asarray(rv.hb_threshold(lam, bfine))),
+        edge_label="theory: divergence at lr = 2(1+beta)/lam",
+        colorbar_label="river progress 1 - |x_T - x*| / |x_0 - x*|",
+        vmin=0,
+        vmax=1,
     )
-    ax.plot(
-        bfine,
-        (1 - np.sqrt(bfine)) ** 2 / mu,
-        color="white",
-        ls=":",
-        lw=1.4,
-        label="river mode overdamped below lr = (1-sqrt beta)^2/mu",
-    )
+    label = "river mode overdamped below lr = (1-sqrt beta)^2/mu"
+    ax.plot(bfine, (1 - np.sqrt(bfine)) ** 2 / mu, color="white", ls=":", lw=1.4, label=label)
     gd = rv.hb_guidance(lam, mu)
-    ax.plot(
-        float(gd.beta),
-        float(gd.lr),
-        marker="*",
-        color="orange",
-        ms=14,
-        ls="none",
-        label=f"guidance: beta={float(gd.beta):.2f}, lr={float(gd.lr):.3f}",
-    )
-    ax.set(
+    label = f"guidance: beta={float(gd.beta):.2f}, lr={float(gd.lr):.3f}"
+    ax.plot(float(gd.beta), float(gd.lr), marker="*", color="orange", ms=14, ls="none", label=label)
+    return panels.finish(
+        ax,
+        legend={"loc": "lower left", "fontsize": 8},
         yscale="log",
         ylim=(lrs[0], lrs[-1]),
         xlabel="momentum beta",
         ylabel="learning rate lr",
         title=f"Heavy ball on a straight valley (lam={lam:g}, mu={mu:g}): river progress after "
         f"{cfg.phase_steps} steps\n(grey = diverged; progress uses the max distance over the last 10%)",
-    )
-    fig.colorbar(mesh, ax=ax, label="river progress 1 - |x_T - x*| / |x_0 - x*|")
-    ax.legend(loc="lower left", fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_river_progress(results: dict, cfg: Config):
@@ -122,36 +96,36 @@ def plot_river_progress(results: dict, cfg: Config):
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     for i, (b, lr) in enumerate(zip(np.asarray(pr["beta"]), np.asarray(pr["lr"]), strict=True)):
         name = "GD" if b == 0 else f"HB beta={b:g}"
-        (line,) = ax.semilogy(
-            np.asarray(pr["distance"][i]), lw=3.5, alpha=0.45, label=f"{name}, lr={lr:.4f} (0.9 x threshold)"
-        )
+        label = f"{name}, lr={lr:.4f} (0.9 x threshold)"
+        (line,) = ax.semilogy(np.asarray(pr["distance"][i]), lw=3.5, alpha=0.45, label=label)
         ax.semilogy(np.asarray(pr["theory"][i]), **style.prediction(color=line.get_color()))
-    ax.plot([], [], **style.PREDICTION, label="closed form A r1^t + B r2^t (river mode)")
-    ax.set(
+    panels.prediction_key(ax, "closed form A r1^t + B r2^t (river mode)")
+    panels.finish(
+        ax,
+        legend=8,
         xlabel="step",
         ylabel="distance along the river |x_t - x*|",
         title=f"Straight valley: progress along the river (lam={lam:g}, mu={mu:g})",
     )
-    ax.legend(fontsize=8)
     hd = results["high_dim"]
     steps = np.arange(np.asarray(hd["gd"]["distance"]).shape[1])
     for label, color, b in (("gd", "tab:blue", 0.0), ("hb", "tab:green", cfg.traj_beta)):
         d = np.asarray(hd[label]["distance"])
-        lo, med, hi = np.percentile(d, [10, 50, 90], axis=0)
         name = "GD" if label == "gd" else f"HB beta={b:g}"
-        ax2.semilogy(
-            steps, med, color=color, lw=3.5, alpha=0.45, label=f"{name} (median of {d.shape[0]} seeds, 10-90% band)"
+        lab = f"{name} (median of {d.shape[0]} seeds, 10-90% band)"
+        panels.quantile_band(
+            ax2, steps, d, (0.1, 0.5, 0.9), color=color, lw=3.5, alpha=0.45, fill_alpha=0.25, label=lab
         )
-        ax2.fill_between(steps, lo, hi, color=color, alpha=0.25)
-        ax2.semilogy(steps, np.asarray(hd[label]["theory"]), **style.prediction(color=color))
-    ax2.plot([], [], **style.PREDICTION, label="closed form (river mode; decoupled, so seed-independent)")
-    ax2.set(
+        ax2.plot(steps, np.asarray(hd[label]["theory"]), **style.prediction(color=color))
+    panels.prediction_key(ax2, "closed form (river mode; decoupled, so seed-independent)")
+    return panels.finish(
+        ax2,
+        legend=8,
+        yscale="log",
         xlabel="step",
         ylabel="|x_t - x*|",
         title=f"High-dimensional valley: {cfg.hd_dim} curvatures in [{cfg.hd_lam_min:g}, {lam:g}]",
-    )
-    ax2.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_stability_boundary(results: dict, cfg: Config):
@@ -160,47 +134,48 @@ def plot_stability_boundary(results: dict, cfg: Config):
     b = results["boundary"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12.5, 4.6))
     bfine = np.linspace(0, 0.99, 200)
-    ax.plot(
-        bfine,
-        lam * np.asarray(rv.hb_threshold(lam, bfine)),
-        **style.prediction(color="tab:blue"),
-        label="theory HB: lr lam = 2(1+beta)",
-    )
-    ax.plot(
-        bfine,
-        lam * np.asarray(rv.nesterov_threshold(lam, bfine)),
-        **style.prediction(color="tab:red"),
-        label="theory Nesterov: lr lam = 2(1+beta)/(1+2beta)",
-    )
-    ax.plot(np.asarray(b["beta"]), lam * np.asarray(b["hb"]), "o", color="tab:blue", label="measured HB")
-    ax.plot(np.asarray(b["beta"]), lam * np.asarray(b["nesterov"]), "s", color="tab:red", label="measured Nesterov")
+    for key, fmt, color, name, formula in (
+        ("hb", "o", "tab:blue", "HB", "2(1+beta)"),
+        ("nesterov", "s", "tab:red", "Nesterov", "2(1+beta)/(1+2beta)"),
+    ):
+        threshold = lam * np.asarray(getattr(rv, f"{key}_threshold")(lam, bfine))
+        panels.measured_vs_predicted(
+            ax,
+            np.asarray(b["beta"]),
+            lam * np.asarray(b[key]),
+            threshold,
+            pred_x=bfine,
+            fmt=fmt,
+            color=color,
+            label=f"measured {name}",
+            pred_label=f"theory {name}: lr lam = {formula}",
+        )
     ax.axhline(2.0, color="0.5", lw=1, label="GD: lr lam = 2")
-    ax.set(
+    panels.finish(
+        ax,
         xlabel="momentum beta",
         ylabel="largest stable lr x lam (dimensionless)",
         title=f"Stability boundary (bisection, {cfg.boundary_steps} steps per test)",
     )
-    ax.legend()
     p = results["polyak"]
     norms, cf = np.asarray(p["norms"], np.float64), np.asarray(p["norms_theory"])
     steps = np.arange(len(norms))
-    ax2.semilogy(steps, norms, lw=3.5, alpha=0.45, color="tab:purple", label="simulated ||theta_t|| (float32)")
-    ax2.semilogy(
-        steps, cf, **style.prediction(color="tab:purple"), label="closed form: double roots, r^t (1 + (1 -+ r) t)"
-    )
     r = float(p["rate_theory"])
-    ax2.semilogy(
-        steps, cf[0] * r**steps, color="0.5", ls=":", lw=1.2, label=f"r^t, r = (sqrt k-1)/(sqrt k+1) = {r:.4f}"
-    )
-    ax2.set(
+    ax2.plot(steps, norms, lw=3.5, alpha=0.45, color="tab:purple", label="simulated ||theta_t|| (float32)")
+    label = "closed form: double roots, r^t (1 + (1 -+ r) t)"
+    ax2.plot(steps, cf, **style.prediction(color="tab:purple"), label=label)
+    label = f"r^t, r = (sqrt k-1)/(sqrt k+1) = {r:.4f}"
+    ax2.plot(steps, cf[0] * r**steps, color="0.5", ls=":", lw=1.2, label=label)
+    return panels.finish(
+        ax2,
+        legend=8,
+        yscale="log",
         xlabel="step",
         ylabel="||theta_t - theta*||",
         title=f"Polyak-optimal HB on [mu, lam]: lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}\n"
         f"1 - rate over [T/2, T]: measured {1 - float(p['rate_measured']):.5f}, closed form "
         f"{1 - float(p['rate_closed_form']):.5f}, 1 - r = {1 - r:.5f}",
-    )
-    ax2.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_curved_river(results: dict, cfg: Config):
@@ -212,19 +187,14 @@ def plot_curved_river(results: dict, cfg: Config):
     for label, color, b in arms:
         d = np.asarray(c[label]["distance"])
         t = np.arange(d.shape[1])
-        for i, row in enumerate(d):
-            ax.plot(
-                t,
-                row,
-                color=color,
-                lw=2.5,
-                alpha=0.35,
-                label=f"{label.upper()} (beta={b:g}), {d.shape[0]} starts" if i == 0 else None,
-            )
+        lines = ax.plot(t, d.T, color=color, lw=2.5, alpha=0.35)
+        lines[0].set_label(f"{label.upper()} (beta={b:g}), {d.shape[0]} starts")
         v = float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, b, a, k))
         ax.plot(t, v * t, **style.prediction(color=color))
-    ax.plot([], [], **style.PREDICTION, label="t lr/(1-beta)/(1 + a^2 k^2/2) (adiabatic closed form)")
-    ax.set(
+    panels.prediction_key(ax, "t lr/(1-beta)/(1 + a^2 k^2/2) (adiabatic closed form)")
+    panels.finish(
+        ax,
+        legend=8,
         xlabel="step",
         ylabel="river distance covered (x units)",
         yscale="log",
@@ -232,30 +202,25 @@ def plot_curved_river(results: dict, cfg: Config):
         ylim=(1e-2, None),
         title=f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}",
     )
-    ax.legend(fontsize=8)
-    names, ratio, errs, speeds = [], [], [], []
-    for label, _, b in arms:
-        m, h, _n = mean_ci(np.asarray(c[label]["speed"], np.float64))
-        lr = float(c[label]["lr"])
-        flat = float(rv.curved_river_speed(lr, 1.0, b, 0.0, 0.0))  # lr g / (1 - beta): the straight river
-        names.append(f"{label.upper()}\nlr={lr:.4g}, beta={b:g}")
-        ratio.append(m / flat)
-        errs.append(h / flat)
-        speeds.append(m)
-    xi = np.arange(len(names))
-    ax2.errorbar(xi, ratio, yerr=errs, fmt="o", ms=8, capsize=6, color="k", label="measured (95% CI over starts)")
+    # per start: speed relative to the straight river's lr g / (1 - beta), shape (starts, arms)
+    flat = [float(rv.curved_river_speed(float(c[lab]["lr"]), 1.0, b, 0.0, 0.0)) for lab, _, b in arms]
+    speeds = np.stack([np.asarray(c[lab]["speed"], np.float64) for lab, _, _ in arms], axis=1)
+    names = [f"{lab.upper()}\nlr={float(c[lab]['lr']):.4g}, beta={b:g}" for lab, _, b in arms]
     geo = float(rv.curved_river_speed(1.0, 1.0, 0.0, a, k))
-    ax2.axhline(geo, **style.prediction(), label=f"closed form 1/(1 + a^2 k^2/2) = {geo:.4f}")
+    xi = np.arange(len(names))
+    label, ref_label = "measured (95% CI over starts)", f"closed form 1/(1 + a^2 k^2/2) = {geo:.4f}"
+    panels.ratio_panel(ax2, xi, speeds / flat, reference=geo, reference_label=ref_label, label=label, ms=8, capsize=6)
     ax2.axhline(1.0, color="tab:red", ls=":", label="straight river (no geometry)")
     ax2.set_xticks(xi, names)
-    ax2.set(
+    mean_speed = speeds.mean(0)
+    return panels.finish(
+        ax2,
+        legend=8,
         xlim=(-0.5, len(names) - 0.5),
         ylim=(geo - 0.03, 1.01),
         ylabel="mean speed / (lr g/(1-beta))  (dimensionless)",
-        title=f"Speed relative to lr/(1-beta); HB/GD speed ratio {speeds[1] / speeds[0]:.3f}",
-    )
-    ax2.legend(fontsize=8)
-    return fig
+        title=f"Speed relative to lr/(1-beta); HB/GD speed ratio {mean_speed[1] / mean_speed[0]:.3f}",
+    ).figure
 
 
 def plot(results: dict, cfg: Config) -> dict:
