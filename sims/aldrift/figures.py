@@ -8,20 +8,8 @@ import numpy as np
 
 from jaxwb.sims.aldrift.claims import eps_summary
 from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
-from jaxwb.sims.core import style
-from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.core import panels, style
 from jaxwb.theory import aldrift as al
-
-# ---------------------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------------------
-
-
-def _band(ax, x, y, color, label, **kw):
-    y = np.asarray(y)
-    lo, med, hi = np.quantile(y, [0.0, 0.5, 1.0], axis=0)
-    ax.plot(x, med, color=color, label=label, **kw)
-    ax.fill_between(x, lo, hi, color=color, alpha=0.2)
 
 
 def plot_mean_distance(results: dict, cfg: Config):
@@ -33,75 +21,100 @@ def plot_mean_distance(results: dict, cfg: Config):
         mu_d, A, w, x0, mu0 = setting
         for name, color in (("aldrift", "tab:blue"), ("topift", "tab:red")):
             d = np.linalg.norm(np.asarray(res[name]["mean"]), axis=-1)
-            _band(ax, it, d, color, f"{name.upper()} (median, min-max of {cfg.runs} runs)")
-        ax.plot(
-            it,
-            np.asarray(res["exact"]["distance"]),
-            **style.prediction(),
-            label="exact ||E_{p_tau} x - x*|| (quadrature)",
-        )
+            panels.quantile_band(ax, it, d, color=color, label=f"{name.upper()} (median, min-max of {cfg.runs} runs)")
+        exact = np.asarray(res["exact"]["distance"])
+        ax.plot(it, exact, **style.prediction(), label="exact ||E_{p_tau} x - x*|| (quadrature)")
         ax.axhline(math.pi / w, color="0.4", ls=":", lw=1.2, label=f"x*'s basin radius pi/w = {math.pi / w:.2f}")
-        ax.set(
+        panels.finish(
+            ax,
+            legend={"fontsize": 8, "loc": "lower left"},
             yscale="log",
             xlabel="iteration k (ALDRIFT: temperature tau_k; TOPIFT: round)",
             ylabel="||mean of fitted samples - x*||",
             title=f"Setting {i + 1}: mu_d={mu_d:g}, A={A:g}, w={w:g}, x0={x0:g}*1, mu0={mu0:g}, n={cfg.n}\n"
             f"tau {cfg.tau1:g} -> {cfg.T:g} by x(1+1/n), m={cfg.m}, M={cfg.M}",
         )
-        ax.legend(fontsize=8, loc="lower left")
     return fig
 
 
 def plot_acceptance(results: dict, cfg: Config):
     """IMH acceptance rate and importance ESS fraction vs tau, the pure quadratic's closed-form ESS dashed."""
     taus = np.asarray(results["taus"])
-    fig, (ax, ax2) = style.figure(1, 2, figsize=(12.8, 4.4))
-    for i, (setting, color) in enumerate(zip(cfg.settings, ("tab:blue", "tab:green"), strict=False)):
-        res = results[f"setting{i + 1}"]["aldrift"]
-        lab = (
-            f"setting {i + 1} (A={setting[1]:g}, w={setting[2]:g}), "
-            f"L_d/mu_d = {al.envelope_constants(*setting[:3])[1] / setting[0]:g}"
-        )
-        _band(ax, taus, np.asarray(res["acceptance"]), color, lab)
-        _band(ax2, taus, np.asarray(res["ess"]), color, lab)
     qa = results["quadratic"]
-    _band(ax, taus, np.asarray(qa["acceptance"]), "tab:gray", "pure quadratic (A=0)", ls="--")
-    _band(ax2, taus, np.asarray(qa["ess"]), "tab:gray", "pure quadratic (A=0)", ls="--")
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(12.8, 4.4))
+    series = [
+        (
+            results[f"setting{i + 1}"]["aldrift"],
+            color,
+            f"setting {i + 1} (A={s[1]:g}, w={s[2]:g}), L_d/mu_d = {al.envelope_constants(*s[:3])[1] / s[0]:g}",
+            {},
+        )
+        for i, (s, color) in enumerate(zip(cfg.settings, ("tab:blue", "tab:green"), strict=False))
+    ]
+    series.append((qa, "tab:gray", "pure quadratic (A=0)", {"ls": "--"}))
+    for res, color, label, kw in series:
+        panels.quantile_band(ax, taus, np.asarray(res["acceptance"]), color=color, label=label, **kw)
+        panels.quantile_band(ax2, taus, np.asarray(res["ess"]), color=color, label=label, **kw)
     ax2.plot(
         np.asarray(qa["intended_taus"]),
         np.asarray(qa["ess_predicted"]),
         **style.prediction(color="tab:red"),
         label=f"pure quadratic, closed form 1/E_q[(p/q)^2], q = N(fitted mean, {PAPER_INFLATION:g}/mu_tau)",
     )
-    kish = np.asarray(qa["ess_first_reference"])
-    km, kh, _ = mean_ci(kish)
-    ax2.errorbar(
-        [float(np.asarray(qa["intended_taus"])[0])],
-        [km],
-        [kh],
-        fmt="*",
-        color="tab:red",
-        ms=10,
-        capsize=3,
-        label="pure quadratic, first tau (prior proposal): Kish ESS of exact draws (Monte Carlo, mean +- 95% CI)",
-    )
-    ax.set(
+    label = "pure quadratic, first tau (prior proposal): Kish ESS of exact draws (Monte Carlo, mean +- 95% CI)"
+    first = [float(np.asarray(qa["intended_taus"])[0])]
+    kish = np.asarray(qa["ess_first_reference"])[:, None]
+    panels.errorbars(ax2, first, kish, fmt="*", color="tab:red", ms=10, label=label)
+    panels.finish(
+        ax,
+        legend=8,
         xscale="log",
         yscale="log",
         xlabel="temperature tau",
         ylabel="IMH acceptance rate",
         title=f"IMH acceptance, m={cfg.m} chains x M={cfg.M} steps per tau\n(median, min-max of runs)",
     )
-    ax2.set(
+    return panels.finish(
+        ax2,
+        legend={"fontsize": 7, "loc": "lower left"},
         xscale="log",
         yscale="log",
         xlabel="temperature tau",
         ylabel="importance ESS / (m M)  of the proposals",
         title="Importance ESS fraction (sum w)^2 / (N sum w^2), w = p_tau / proposal,\nN = m M proposals",
+    ).figure
+
+
+def _evaluations_linear(ax, results: dict, cfg: Config, s: dict):
+    """The linear panel of ``plot_evaluations``: ALDRIFT's and DOO's evaluations against log10(1/eps)."""
+    e = results["eps"]
+    L10, ok = np.log10(1 / s["eps"]), s["ald_ok"]
+    ald_all = np.asarray(e["aldrift"]["mean_cost"], float)
+    label = f"ALDRIFT: mean sample cost <= eps (mean +- 95% CI of {cfg.eps_runs} runs)"
+    panels.errorbars(ax, L10[ok], ald_all[:, ok], fmt="o-", color="tab:blue", label=label)
+    k_lap = 1 + np.ceil(np.log(np.maximum(cfg.eps_n / (2 * s["eps"] * cfg.tau1), 1.0)) / math.log1p(1 / cfg.eps_n))
+    label = "if E[d] were the Laplace n/(2 tau) (the gap = IMH lag)"
+    ax.plot(L10, cfg.eps_m * (cfg.eps_M + 1) * k_lap, color="0.5", ls="--", lw=1, label=label)
+    best = np.median(np.asarray(e["aldrift"]["best"]), 0)
+    okb = np.asarray(e["aldrift"]["best_reached"]).all(0)
+    ax.plot(L10[okb], best[okb], "o:", color="tab:blue", alpha=0.6, label="ALDRIFT: best cost seen <= eps")
+    if ok.sum() >= 2:
+        x_last, y_last = L10[ok][-1], s["ald_med"][ok][-1]
+        xx = np.linspace(L10[ok][0], x_last, 10)
+        yy = y_last + float(e["aldrift_slope_predicted"]) * np.log(10) * (xx - x_last)
+        ax.plot(xx, yy, **style.prediction(), label="slope m(M+1)/ln(1+1/n) per e-fold (theory)")
+    okd = s["doo_ok"]
+    ax.plot(np.log10(1 / s["doo_eps"][okd]), s["doo"][okd], "s-", color="tab:orange", label="DOO (deterministic)")
+    ref = np.asarray(e["doo"]["reference_count"], float)
+    label = "DOO, independent NumPy reference (claim: same counts)"
+    ax.plot(np.log10(1 / s["doo_eps"][ref > 0]), ref[ref > 0], "x", color="k", ms=7, label=label)
+    panels.finish(
+        ax,
+        legend=8,
+        xlabel="log10(1/eps)",
+        ylabel="evaluations of d",
+        title=f"Linear scale: evaluations vs log(1/eps), n={cfg.eps_n}, setting {cfg.eps_setting + 1} cost",
     )
-    ax.legend(fontsize=8)
-    ax2.legend(fontsize=7, loc="lower left")
-    return fig
 
 
 def plot_evaluations(results: dict, cfg: Config):
@@ -109,128 +122,64 @@ def plot_evaluations(results: dict, cfg: Config):
     s = eps_summary(results, cfg)
     e = results["eps"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
-    L10 = np.log10(1 / s["eps"])
-    ok = s["ald_ok"]
-    ald_all = np.asarray(e["aldrift"]["mean_cost"], float)
-    ci = np.array([mean_ci(ald_all[:, j])[1] for j in range(ald_all.shape[1])])
-    ax.errorbar(
-        L10[ok],
-        ald_all.mean(0)[ok],
-        ci[ok],
-        fmt="o-",
-        color="tab:blue",
-        capsize=3,
-        label=f"ALDRIFT: mean sample cost <= eps (mean +- 95% CI of {cfg.eps_runs} runs)",
-    )
-    k_lap = 1 + np.ceil(np.log(np.maximum(cfg.eps_n / (2 * s["eps"] * cfg.tau1), 1.0)) / math.log1p(1 / cfg.eps_n))
-    ax.plot(
-        L10,
-        cfg.eps_m * (cfg.eps_M + 1) * k_lap,
-        color="0.5",
-        ls="--",
-        lw=1,
-        label="if E[d] were the Laplace n/(2 tau) (the gap = IMH lag)",
-    )
-    best = np.median(np.asarray(e["aldrift"]["best"]), 0)
-    okb = np.asarray(e["aldrift"]["best_reached"]).all(0)
-    ax.plot(L10[okb], best[okb], "o:", color="tab:blue", alpha=0.6, label="ALDRIFT: best cost seen <= eps")
-    slope_pred = float(e["aldrift_slope_predicted"])
-    if ok.sum() >= 2:
-        x_last = L10[ok][-1]
-        y_last = s["ald_med"][ok][-1]
-        xx = np.linspace(L10[ok][0], x_last, 10)
-        ax.plot(
-            xx,
-            y_last + slope_pred * np.log(10) * (xx - x_last),
-            **style.prediction(),
-            label="slope m(M+1)/ln(1+1/n) per e-fold (theory)",
-        )
-    okd = s["doo_ok"]
-    ax.plot(np.log10(1 / s["doo_eps"][okd]), s["doo"][okd], "s-", color="tab:orange", label="DOO (deterministic)")
-    ref = np.asarray(e["doo"]["reference_count"], float)
-    okr_doo = ref > 0
-    ax.plot(
-        np.log10(1 / s["doo_eps"][okr_doo]),
-        ref[okr_doo],
-        "x",
-        color="k",
-        ms=7,
-        label="DOO, independent NumPy reference (claim: same counts)",
-    )
-    ax.set(
-        xlabel="log10(1/eps)",
-        ylabel="evaluations of d",
-        title=f"Linear scale: evaluations vs log(1/eps), n={cfg.eps_n}, setting {cfg.eps_setting + 1} cost",
-    )
-    ax.legend(fontsize=8)
+    _evaluations_linear(ax, results, cfg, s)
+    ok, okd, okr = s["ald_ok"], s["doo_ok"], s["rs_ok"]
     ax2.loglog(1 / s["eps"][ok], s["ald_med"][ok], "o-", color="tab:blue", label="ALDRIFT (mean cost)")
     ax2.loglog(1 / s["doo_eps"][okd], s["doo"][okd], "s-", color="tab:orange", label="DOO")
-    okr = s["rs_ok"]
     rs_all = np.asarray(e["random"]["count"], float)
-    rci = np.array([mean_ci(rs_all[:, j])[1] for j in range(rs_all.shape[1])])
-    ax2.errorbar(
+    panels.measured_vs_predicted(
+        ax2,
         1 / s["rs_eps"][okr],
         s["rs_mean"][okr],
-        rci[okr],
+        np.asarray(e["random"]["predicted"]),
+        yerr=panels.mean_ci_columns(rs_all[:, okr])[1],
+        pred_x=1 / s["rs_eps"],
         fmt="^-",
         color="tab:red",
-        capsize=3,
         label=f"random search on the box (mean +- 95% CI of {cfg.rs_runs})",
-    )
-    ax2.loglog(
-        1 / s["rs_eps"],
-        np.asarray(e["random"]["predicted"]),
-        **style.prediction(color="tab:red"),
-        label="1/P(ball r = sqrt(2 eps/L_d)) ~ (1/eps)^(n/2)",
+        pred_label="1/P(ball r = sqrt(2 eps/L_d)) ~ (1/eps)^(n/2)",
     )
     if "probability" in e["random"]:  # the exact first-hit law on the fit range (quadrature)
-        ax2.loglog(
-            1 / np.asarray(e["random"]["fit_eps"]),
-            1 / np.asarray(e["random"]["probability"]),
-            "kx",
-            ms=8,
-            label="exact 1/P[d <= eps] (quadrature; the slope claim's fit range)",
-        )
-    ax2.set(
+        fit_eps, prob = np.asarray(e["random"]["fit_eps"]), np.asarray(e["random"]["probability"])
+        label = "exact 1/P[d <= eps] (quadrature; the slope claim's fit range)"
+        ax2.loglog(1 / fit_eps, 1 / prob, "kx", ms=8, label=label)
+    return panels.finish(
+        ax2,
+        legend=8,
         xlabel="1/eps",
         ylabel="evaluations of d",
         title=f"Log-log: random search slope n/2 = {cfg.eps_n / 2:g}; box [{cfg.box[0]:g}, {cfg.box[1]:g}]^{cfg.eps_n}",
-    )
-    ax2.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_coverage(results: dict, cfg: Config):
     """sup p/L vs grid radius and vs sample size, and the tail mass Pr_p[p/L > 10], per coverage family."""
     cov = results["coverage"]
-    R = np.asarray(cov["R"])
-    ms = np.asarray(cov["m"])
+    R, ms = np.asarray(cov["R"]), np.asarray(cov["m"])
     supR = np.asarray(cov["log_sup_vs_R"]) / np.log(10)
     supm = np.asarray(cov["log_sup_vs_m"]) / np.log(10)
     tail = np.asarray(cov["tail_mass_K10_vs_m"])
     fig, (a1, a2, a3) = style.figure(1, 3, figsize=(16, 4.8))
     colors = ("tab:blue", "tab:green", "tab:cyan", "tab:purple", "tab:red", "tab:orange")
     for f, (name, holds, c) in enumerate(zip(COVERAGE_FAMILIES, COVERAGE_HOLDS, colors, strict=True)):
-        ls = "-" if holds else "--"
-        tag = "holds: " if holds else "fails: "
-        a1.plot(R, np.quantile(supR[:, f], 0.9, axis=0), ls, marker="o", color=c, label=tag + name)
-        a2.plot(ms, np.quantile(supm[:, :, f], 0.9, axis=0), ls, marker="o", color=c, label=tag + name)
-        a3.plot(
-            ms, np.maximum(np.quantile(tail[:, :, f], 0.9, axis=0), 1e-12), ls, marker="o", color=c, label=tag + name
-        )
-    a1.axhline(
-        np.median(np.asarray(cov["mle_closed_form"])) / np.log(10),
-        **style.prediction(),
-        label="closed form sup for the inflated MLE (median)",
-    )
-    a1.set(
+        ls, label = ("-", "holds: " + name) if holds else ("--", "fails: " + name)
+        for ax, x, y, floor in (
+            (a1, R, supR[:, f], -np.inf),
+            (a2, ms, supm[:, :, f], -np.inf),
+            (a3, ms, tail[:, :, f], 1e-12),
+        ):
+            ax.plot(x, np.maximum(np.quantile(y, 0.9, axis=0), floor), ls, marker="o", color=c, label=label)
+    mle = np.median(np.asarray(cov["mle_closed_form"])) / np.log(10)
+    a1.axhline(mle, **style.prediction(), label="closed form sup for the inflated MLE (median)")
+    panels.finish(
+        a1,
+        legend=7,
         yscale="symlog",
         ylim=(-0.1, None),
         xlabel=f"grid radius R in target sds (sup over |x| <= R sd; target N(0, sd^2), sd = {cfg.cov_sd:g})",
         ylabel="log10 sup p/L (90% quantile over seeds)",
         title=f"Coverage ratio vs grid size, m = {cfg.cov_m_main}",
     )
-    a1.legend(fontsize=7)
     a2.set(
         xscale="log",
         yscale="symlog",
@@ -239,45 +188,35 @@ def plot_coverage(results: dict, cfg: Config):
         ylabel="log10 sup_{|x|<=R sd} p/L (90% quantile)",
         title=f"Coverage ratio vs sample size, R = {cfg.cov_R_fixed:g} sd",
     )
-    a3.set(
+    return panels.finish(
+        a3,
+        legend=7,
         xscale="log",
         yscale="log",
         xlabel="samples m",
         ylabel="Pr_{s~p}[p(s)/L(s) > 10] (90% quantile)",
         title="Coarse-learnability tail mass, K = 10 (0 drawn at 1e-12)",
-    )
-    a3.legend(fontsize=7)
-    return fig
+    ).figure
 
 
 def plot_quadratic_check(results: dict, cfg: Config):
     """ALDRIFT's mean sample cost vs the closed form E_{p_tau}[d] for the pure quadratic."""
-    taus = np.asarray(results["taus"])
     q = results["quadratic"]
     fig, ax = style.figure(figsize=(6.4, 4.4))
-    _band(
-        ax,
-        taus,
-        np.asarray(q["sample_cost"]),
-        "tab:blue",
-        f"ALDRIFT mean sample cost ({cfg.quad_runs} runs x {cfg.m} chains; median, min-max)",
-    )
-    ax.plot(
-        np.asarray(q["intended_taus"]),
-        np.asarray(q["closed_form"]),
-        **style.prediction(),
-        label="closed form E_{p_tau}[d] = mu_d/2 (n/(mu0+tau mu_d) + |mean|^2)",
-    )
+    label = f"ALDRIFT mean sample cost ({cfg.quad_runs} runs x {cfg.m} chains; median, min-max)"
+    panels.quantile_band(ax, np.asarray(results["taus"]), np.asarray(q["sample_cost"]), color="tab:blue", label=label)
+    label = "closed form E_{p_tau}[d] = mu_d/2 (n/(mu0+tau mu_d) + |mean|^2)"
+    ax.plot(np.asarray(q["intended_taus"]), np.asarray(q["closed_form"]), **style.prediction(), label=label)
     s1 = cfg.settings[0]
-    ax.set(
+    return panels.finish(
+        ax,
+        legend=8,
         xscale="log",
         yscale="log",
         xlabel="temperature tau",
         ylabel="cost d",
         title=f"Pure quadratic check: mu_d={s1[0]:g}, x0={s1[3]:g}*1, mu0={s1[4]:g}, n={cfg.n}",
-    )
-    ax.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot(results: dict, cfg: Config) -> dict:
