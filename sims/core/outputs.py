@@ -371,9 +371,22 @@ def _write_into(
     np.savez_compressed(tmp / "data.npz", **flat)
     (tmp / "claims.json").write_text(json.dumps([c.to_json() for c in claims], indent=2) + "\n")
     hashed = sorted([*HASHED, *(f"{k}.png" for k in figs)])
+    # what this output computes; it comes last, over ``extra`` (a re-judgement passes the old manifest there), and
+    # a key already placed keeps its place ("title" stays second)
+    computed = {
+        "title": module.TITLE,
+        "figures": sorted(f"{k}.png" for k in figs),
+        "nonfinite_arrays": nonfinite,
+        "claims_passed": sum(c.passed for c in claims),
+        "claims_as_expected": all(c.as_expected for c in claims),
+        "claims_total": len(claims),
+        "claims_by_kind": kind_counts(claims),
+        "results_layout": results_layout(results),
+        "content_sha256": {f: sha256_file(tmp / f) for f in hashed},
+    }
     manifest = {
         "result": module.NAME,
-        "title": module.TITLE,
+        "title": computed["title"],
         "preset": preset,
         "seed": seed,
         "config": _config_json(cfg),
@@ -386,14 +399,7 @@ def _write_into(
         "devices": sorted({d.device_kind for d in jax.devices()}),
         "wall_time_s": round(wall, 3),
         **extra,
-        "figures": sorted(f"{k}.png" for k in figs),
-        "nonfinite_arrays": nonfinite,
-        "claims_passed": sum(c.passed for c in claims),
-        "claims_as_expected": all(c.as_expected for c in claims),
-        "claims_total": len(claims),
-        "claims_by_kind": kind_counts(claims),
-        "results_layout": results_layout(results),
-        "content_sha256": {f: sha256_file(tmp / f) for f in hashed},
+        **computed,
     }
     (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     publish_dir(tmp, out, module.NAME)
@@ -469,13 +475,6 @@ def load_results(module: ModuleType, folder: str | Path | None = None):
     return results, config_from_manifest(module, manifest), manifest
 
 
-# manifest keys that describe how the data was produced (kept by a re-judgement), beside those _write_into computes
-_COMPUTED_KEYS = frozenset(
-    {"title", "figures", "nonfinite_arrays", "claims_passed", "claims_as_expected", "claims_total"}
-    | {"claims_by_kind", "results_layout", "content_sha256", "claims_git_revision"}
-)
-
-
 def rejudge_outputs(module: ModuleType, folder: str | Path | None = None) -> list[Claim]:
     """Decide a result's claims again on its committed data (``figures/<name>/data.npz``, no simulation) and
     rewrite the output: ``claims.json``, the figures and the manifest's claim counts and hashes. For a change of
@@ -488,7 +487,6 @@ def rejudge_outputs(module: ModuleType, folder: str | Path | None = None) -> lis
         raise OutputError(f"{folder}: {problems[0]}; rerun `workbench run {module.NAME}` instead")
     results, cfg, manifest = load_results(module, folder)
     claims = evaluate(module, results, cfg)
-    kept = {k: v for k, v in manifest.items() if k not in _COMPUTED_KEYS}
     write_outputs(
         module,
         folder,
@@ -498,6 +496,6 @@ def rejudge_outputs(module: ModuleType, folder: str | Path | None = None) -> lis
         preset=manifest["preset"],
         seed=manifest["seed"],
         wall=float(manifest.get("wall_time_s", 0.0)),
-        extra={**kept, "claims_git_revision": _git_revision()},
+        extra={**manifest, "claims_git_revision": _git_revision()},  # what write_outputs computes replaces the old
     )
     return claims
