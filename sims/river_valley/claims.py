@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.core.claims import Claim, agreement, array_agreement, lower_bound
 from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
 
 # float32 positions: adding a constant step to |x| rounds the same way every step, a bias up to ulp(|x|)/2 per step
 # (~2.5e-5 of GD's step at |x| ~ 11, ~2e-5 of HB's at |x| ~ 230); measured 8e-7 and 5e-6 at seed 0
 WHY_STEADY = "float32 rounding bias of a constant step, up to ~2.5e-5 relative; the exact-arithmetic error is 0"
-
-
-def closed_form(statement: str, error: float, tolerance: float) -> Claim:
-    """A float32 simulation against its closed form: ``error``, its largest deviation (relative, or in units of
-    |x0|), is 0 within ``tolerance`` (kind check, source theory)."""
-    return Claim(statement, 0.0, float(error), tolerance, "abs", kind="check", source="theory")
 
 
 def every(statement: str, flags, *, source: str = "paper", n_seeds: int = 1) -> Claim:
@@ -44,14 +36,14 @@ def boundary_claims(results: dict, cfg: Config) -> list[Claim]:
                 continue  # Nesterov at beta = 0 is GD, the same edge
             edge, meas = float(threshold(cfg.lam, float(beta))), float(b[method][i])
             statement = f"{name} at beta={beta:.2f}: no smaller lr diverges (bisection edge >= the closed form)"
-            out.append(Claim(statement, edge, meas, 0.0, "ge", kind="bound"))
+            out.append(lower_bound(statement, edge, meas, source="paper"))
             statement = (
                 f"{name} at beta={beta:.2f}, finite horizon: the measured edge = where the closed-form valley "
                 f"iterate first exceeds the divergence scale 1e6 (1 + max|theta0|) within {cfg.boundary_steps} "
                 f"steps (relative; tolerance 10 x the bisection resolution {res:.1g})"
             )
             horizon = float(b[f"{method}_horizon"][i])
-            out.append(Claim(statement, horizon, meas, 10 * res, kind="check", source="theory", wide_reason=why))
+            out.append(agreement(statement, horizon, meas, 10 * res, wide_reason=why))
     return out
 
 
@@ -60,19 +52,20 @@ def speed_claims(results: dict, cfg: Config) -> list[Claim]:
     s = results["river_speed"]
     statement = "steady GD speed on a linear river (slope 1) = lr at 0.95 x the measured edge (last 100 steps)"
     lr_gd, v_gd = float(s["lr_gd"]), float(s["speed_gd"])
-    out = [Claim(statement, lr_gd, v_gd, 1e-4, kind="check", source="theory", wide_reason=WHY_STEADY)]
+    out = [agreement(statement, lr_gd, v_gd, 1e-4, wide_reason=WHY_STEADY)]
     for i, (beta, gain) in enumerate(zip(np.asarray(s["beta"]), np.asarray(s["gain"]), strict=True)):
         statement = (
             f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f} (simulated "
             "at 0.95 x each measured edge)"
         )
-        out.append(Claim(statement, rv.river_speed_gain(float(beta)), gain, 0.03, kind="check"))
+        out.append(agreement(statement, rv.river_speed_gain(float(beta)), gain, 0.03, source="paper"))
         statement = (
             f"steady HB speed on a linear river (slope 1) = effective lr lr/(1-beta) at beta={beta:.2f}, "
             "lr = 0.95 x the measured edge (last 100 steps)"
         )
         lr_eff = float(rv.effective_river_lr(float(s["lr_hb"][i]), float(beta)))
-        out.append(Claim(statement, lr_eff, float(s["speed_hb"][i]), 1e-4, kind="check", wide_reason=WHY_STEADY))
+        speed = float(s["speed_hb"][i])
+        out.append(agreement(statement, lr_eff, speed, 1e-4, source="paper", wide_reason=WHY_STEADY))
     return out
 
 
@@ -100,8 +93,7 @@ def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
             f"lr/(1-beta) / (1 + a^2 k^2/2) per step, over whole floor periods ({speed.size} random starts)"
         )
         pred = float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, beta, a, k))
-        claim = Claim.from_samples(statement, pred, speed, 3e-4, kind="paper")
-        out.append(dataclasses.replace(claim, wide_reason=why))
+        out.append(Claim.from_samples(statement, pred, speed, 3e-4, kind="paper", wide_reason=why))
     return out
 
 
@@ -110,17 +102,21 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
     t, pr, ph, p = results["transient"], results["progress"], results["phase"], results["polyak"]
     formula = np.asarray(t["formula"])
     out = [
-        closed_form(
+        agreement(  # the difference in the simulation's float32
             "exact linear-river transient x_t = x0 - lr g/(1-b)[t - b(1-b^t)/(1-b)] (max rel. error, "
             "float32 simulation)",
+            0.0,
             np.max(np.abs(np.asarray(t["simulated"]) - formula)) / np.max(np.abs(formula)),
             1e-4,
+            "abs",
         ),
-        closed_form(
+        array_agreement(
             "straight-valley river distance |x_t| = closed-form eigen-solution |A r1^t + B r2^t| for GD "
             "and HB at 0.9 x threshold (max |error| / |x0|, float32 simulation)",
-            np.max(np.abs(np.asarray(pr["distance"], np.float64) - np.asarray(pr["theory"]))) / abs(cfg.x0),
+            pr["distance"],
+            pr["theory"],
             1e-4,
+            relative=abs(cfg.x0),
         ),
     ]
     # float32 rounding: HB's momentum accumulates it (~5e-6 measured), GD's stays < 1e-6
@@ -134,11 +130,10 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
             f"{label.upper()} at 0.9 x threshold: river distance = closed-form |x_t| of the mu mode for every "
             f"random valley offset (max |error| / |x0| over {dist.shape[0]} offsets, float32 simulation)"
         )
-        out.append(closed_form(statement, np.max(np.abs(dist - np.asarray(h["theory"])[None, :])), tol))
+        out.append(array_agreement(statement, dist, np.asarray(h["theory"])[None, :], tol, relative=None))
     flags = np.asarray(ph["diverged"], bool)
     ok = ~flags
     prog_err = np.abs(np.asarray(ph["progress"], np.float64) - np.asarray(ph["progress_theory"]))
-    norms, cf = np.asarray(p["norms"], np.float64), np.asarray(p["norms_theory"])
     out += [
         every(
             f"phase diagram ({flags.size} (lr, beta) cells, lr {float(ph['lr'][0]):.3g}..{float(ph['lr'][-1]):.3g}, "
@@ -147,26 +142,28 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
             flags == np.asarray(ph["diverged_theory"], bool),
             source="theory",
         ),
-        closed_form(
+        agreement(
             "phase diagram: river progress 1 - max_{last 10%} |x_t| / |x0| = closed form in every cell that does not "
             "diverge (max |error|, float32 simulation)",
+            0.0,
             np.max(prog_err[ok]) if ok.any() else np.nan,
             1e-4,
+            "abs",
         ),
-        closed_form(
+        array_agreement(
             f"Polyak-optimal HB (lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}): ||theta_t|| = closed form of "
             "both double-root modes at every step (max relative error, float32 simulation)",
-            np.max(np.abs(norms - cf) / cf),
+            p["norms"],
+            p["norms_theory"],
             2e-3,
+            relative="each",
         ),
-        Claim(
+        agreement(
             "Polyak-optimal HB on [mu, lam]: per-step decay 1 - rate over [T/2, T] = closed form "
             "(double roots r = (sqrt k-1)/(sqrt k+1): x_t = x0 r^t (1 + (1-r) t))",
             1.0 - float(p["rate_closed_form"]),
             1.0 - float(p["rate_measured"]),
             1e-3,
-            kind="check",
-            source="theory",
         ),
     ]
     return out
