@@ -7,32 +7,23 @@ import math
 
 import numpy as np
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.interpolation.config import COLORS, LABELS, METHODS, Config
 from jaxwb.theory import interpolation as ip
 
-# ---------------------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------------------
 
-
-def _sat_lines(ax, c, ymax_text=None):
+def _sat_lines(ax, c):
     ax.axvline(c["sat_sgd"], color="tab:blue", ls=":", lw=1.2, label=f"SGD saturation L_max/L = {c['sat_sgd']:.1f}")
-    ax.axvline(
-        c["sat_shb"],
-        color="tab:red",
-        ls=":",
-        lw=1.2,
-        label=f"SHB saturation tr H/sqrt(L mu) = {c['sat_shb']:.0f}",
-    )
+    label = f"SHB saturation tr H/sqrt(L mu) = {c['sat_shb']:.0f}"
+    ax.axvline(c["sat_shb"], color="tab:red", ls=":", lw=1.2, label=label)
 
 
 def _err(point, boot):
-    """Asymmetric error bars (lower, upper) from bootstrap replicates (..., n_boot) at the 95% level."""
+    """Asymmetric error bars (2, ...) (lower, upper) from bootstrap replicates (..., n_boot) at the 95% level."""
     boot = np.asarray(boot, np.float64)
     with np.errstate(invalid="ignore"):
         lo, hi = np.nanquantile(np.where(np.isfinite(boot), boot, np.nan), [0.025, 0.975], axis=-1)
-    return np.clip(point - lo, 0, None), np.clip(hi - point, 0, None)
+    return np.stack([np.clip(point - lo, 0, None), np.clip(hi - point, 0, None)])
 
 
 def _header(cfg: Config, c) -> str:
@@ -43,55 +34,40 @@ def _header(cfg: Config, c) -> str:
     )
 
 
+def _full_batch_times(results: dict, cfg: Config) -> tuple[float, float]:
+    """Iterations to eps of full-batch Polyak heavy ball and of GD: ln(1/eps) x their e-fold times."""
+    lg, det = math.log(1 / cfg.eps), results["deterministic"]
+    return lg * float(ip.efold_time(det["polyak_rate_sq"])), lg * float(ip.efold_time(det["gd_rho"]))
+
+
 def plot_iterations_vs_batch(results: dict, cfg: Config):
     """Iterations to eps vs B."""
     Bs = np.asarray(results["batch_sizes"], dtype=float)
     c = results["constants"]
-    hits = np.asarray(results["mc"]["hits"])
-    th = np.asarray(results["theory"]["hits"])
-    head = _header(cfg, c)
+    hits, th = np.asarray(results["mc"]["hits"]), np.asarray(results["theory"]["hits"])
+    boot = np.asarray(results["mc"]["hits_boot"])
     fig, ax = style.figure(figsize=(11.5, 5.6))
     for i, m in enumerate(METHODS):
-        lo_, hi_ = _err(hits[i], np.asarray(results["mc"]["hits_boot"])[i])
-        ax.errorbar(
-            Bs,
-            hits[i],
-            yerr=[lo_, hi_],
-            fmt="o",
-            color=COLORS[m],
-            ms=6,
-            capsize=3,
-            label=f"{LABELS[m]}: Monte Carlo (95% bootstrap CI)",
-        )
-        ax.loglog(Bs, th[i], **style.prediction(color=COLORS[m]))
-    ax.plot([], [], **style.PREDICTION, label="exact E||e_t||^2 recursion (theory, eq. MS)")
-    lg = math.log(1 / cfg.eps)
-    det = lg * float(ip.efold_time(results["deterministic"]["polyak_rate_sq"]))
-    gd = lg * float(ip.efold_time(results["deterministic"]["gd_rho"]))
-    ax.axhline(
-        det,
-        color="tab:red",
-        lw=0.8,
-        alpha=0.6,
-        label=f"full-batch heavy ball (Polyak), ln(1/eps) x e-fold time: {det:.0f}",
-    )
-    ax.axhline(
-        gd,
-        color="tab:blue",
-        lw=0.8,
-        alpha=0.6,
-        label=f"full-batch GD (lr = 2/(L+mu)), ln(1/eps) x e-fold time: {gd:.0f}",
-    )
-    ax.loglog(Bs, th[1, 0] / Bs, color="0.5", lw=1, ls="-.", label="perfect parallelization T(1)/B")
+        label = f"{LABELS[m]}: Monte Carlo (95% bootstrap CI)"
+        yerr = _err(hits[i], boot[i])
+        panels.measured_vs_predicted(ax, Bs, hits[i], th[i], yerr=yerr, color=COLORS[m], ms=6, label=label)
+    panels.prediction_key(ax, "exact E||e_t||^2 recursion (theory, eq. MS)")
+    det, gd = _full_batch_times(results, cfg)
+    for y, color, name in ((det, "tab:red", "heavy ball (Polyak)"), (gd, "tab:blue", "GD (lr = 2/(L+mu))")):
+        label = f"full-batch {name}, ln(1/eps) x e-fold time: {y:.0f}"
+        ax.axhline(y, color=color, lw=0.8, alpha=0.6, label=label)
+    ax.plot(Bs, th[1, 0] / Bs, color="0.5", lw=1, ls="-.", label="perfect parallelization T(1)/B")
     _sat_lines(ax, c)
-    ax.set(
+    return panels.finish(
+        ax,
+        legend={"fontsize": 7.5, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0)},
+        xscale="log",
+        yscale="log",
         xlabel="batch size B (rows per step)",
         ylabel=f"iterations until E||e||^2 <= {cfg.eps:g} ||e_0||^2",
-        title=f"Iterations to eps vs batch size\n{head}",
+        title=f"Iterations to eps vs batch size\n{_header(cfg, c)}",
         ylim=(max(1, 0.5 * np.nanmin(hits)), None),
-    )
-    ax.legend(fontsize=7.5, loc="upper left", bbox_to_anchor=(1.01, 1.0))
-    return fig
+    ).figure
 
 
 def _bstar_hb(hits, boot, Bs):
@@ -120,18 +96,11 @@ def _slope_panel(ax, results: dict, cfg: Config):
     icpt = float(np.polyfit(x, np.log(hits[i_hb, 0] / hits[i_hb, lin]), 1)[1])
     ax.axvspan(Bs[lin][0], Bs[lin][-1], color="0.9", zorder=0, label=f"slope fit range B <= {Bs[lin][-1]:g}")
     bb = np.geomspace(Bs[lin][0], Bs[lin][-1], 20)
-    ax.loglog(
-        bb,
-        sp1 * np.exp(icpt) * bb**s_mc,
-        color="tab:red",
-        lw=2.5,
-        alpha=0.45,
-        label=(
-            f"heavy ball, Monte-Carlo log-log slope {s_mc:.3f} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion "
-            f"{s_ex:.3f}"
-        ),
+    label = (
+        f"heavy ball, Monte-Carlo log-log slope {s_mc:.3f} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion {s_ex:.3f}"
     )
-    ax.loglog(Bs, sp1 * Bs, color="0.3", lw=1, ls="-.", label="paper: heavy-ball speedup proportional to B (slope 1)")
+    ax.plot(bb, sp1 * np.exp(icpt) * bb**s_mc, color="tab:red", lw=2.5, alpha=0.45, label=label)
+    ax.plot(Bs, sp1 * Bs, color="0.3", lw=1, ls="-.", label="paper: heavy-ball speedup proportional to B (slope 1)")
     b, lo, hi = _bstar_hb(hits, boot, Bs)
     ax.axvspan(lo, hi, color="tab:red", alpha=0.25, label=f"heavy ball B*_HB, Monte Carlo: {b:.0f} (95% CI)")
 
@@ -140,106 +109,91 @@ def plot_speedup(results: dict, cfg: Config):
     """Speedup: against SGD at B = 1 (perfect parallelization), and against SGD at the same B."""
     Bs = np.asarray(results["batch_sizes"], dtype=float)
     c = results["constants"]
-    hits = np.asarray(results["mc"]["hits"])
-    th = np.asarray(results["theory"]["hits"])
-    head = _header(cfg, c)
+    hits, th = np.asarray(results["mc"]["hits"]), np.asarray(results["theory"]["hits"])
+    boot = np.asarray(results["mc"]["hits_boot"])
     fig, (ax, ax2) = style.figure(1, 2, figsize=(14, 5.4))
-    hb_boot = np.asarray(results["mc"]["hits_boot"])
     i_sgd = METHODS.index("sgd")
     for i, m in enumerate(METHODS):
-        sp_b = hb_boot[i_sgd, :1] / hb_boot[i]
-        sp = hits[i_sgd, 0] / hits[i]
-        lo_, hi_ = _err(sp, sp_b)
-        ax.errorbar(Bs, sp, yerr=[lo_, hi_], fmt="o", color=COLORS[m], capsize=3, label=LABELS[m])
-        ax.loglog(Bs, th[i_sgd, 0] / th[i], **style.prediction(color=COLORS[m]))
-        if m != "sgd":
-            acc_b = hb_boot[i_sgd] / hb_boot[i]
-            acc = hits[i_sgd] / hits[i]
-            lo_, hi_ = _err(acc, acc_b)
-            ax2.errorbar(Bs, acc, yerr=[lo_, hi_], fmt="o", color=COLORS[m], capsize=3, label=LABELS[m])
-            ax2.loglog(Bs, th[i_sgd] / th[i], **style.prediction(color=COLORS[m]))
-    ax.plot([], [], **style.PREDICTION, label="theory (exact recursion)")
+        for a, ref, ref_boot, ref_th in ((ax, hits[i_sgd, 0], boot[i_sgd, :1], th[i_sgd, 0]),
+                                         (ax2, hits[i_sgd], boot[i_sgd], th[i_sgd])):  # fmt: skip
+            if a is ax2 and m == "sgd":
+                continue
+            yerr = _err(ref / hits[i], ref_boot / boot[i])
+            panels.measured_vs_predicted(
+                a, Bs, ref / hits[i], ref_th / th[i], yerr=yerr, color=COLORS[m], label=LABELS[m]
+            )
+    panels.prediction_key(ax, "theory (exact recursion)")
     _slope_panel(ax, results, cfg)
     _sat_lines(ax, c)
-    ax.set(
+    panels.finish(
+        ax,
+        legend={"fontsize": 7, "loc": "upper left"},
         xscale="log",
         yscale="log",
         xlabel="batch size B",
         ylabel="speedup T_SGD(B=1) / T(B)  (iterations to eps, Monte Carlo)",
-        title=f"Speedup over SGD at B = 1\n{head}",
+        title=f"Speedup over SGD at B = 1\n{_header(cfg, c)}",
     )
-    ax.legend(fontsize=7, loc="upper left")
-    lg = math.log(1 / cfg.eps)
-    pol = lg * float(ip.efold_time(results["deterministic"]["polyak_rate_sq"]))
-    gdh = lg * float(ip.efold_time(results["deterministic"]["gd_rho"]))
-    ax2.axhline(
-        gdh / pol,
-        color="tab:red",
-        lw=0.8,
-        alpha=0.6,
-        label=f"full batch: GD / Polyak heavy ball e-fold times = {gdh / pol:.1f}",
-    )
-    ax2.plot([], [], **style.PREDICTION, label="theory (exact recursion)")
+    pol, gdh = _full_batch_times(results, cfg)
+    label = f"full batch: GD / Polyak heavy ball e-fold times = {gdh / pol:.1f}"
+    ax2.axhline(gdh / pol, color="tab:red", lw=0.8, alpha=0.6, label=label)
+    panels.prediction_key(ax2, "theory (exact recursion)")
     growth = np.log2((hits[i_sgd, -1] / hits[1, -1]) / (hits[i_sgd, 0] / hits[1, 0]))
-    g_b = np.log2((hb_boot[i_sgd, -1] / hb_boot[1, -1]) / (hb_boot[i_sgd, 0] / hb_boot[1, 0]))
+    g_b = np.log2((boot[i_sgd, -1] / boot[1, -1]) / (boot[i_sgd, 0] / boot[1, 0]))
     g_lo, g_hi = np.quantile(g_b, [0.025, 0.975])
-    ax2.plot(
-        [],
-        [],
-        " ",
-        label=f"paper: grows with B; heavy ball log2 A({Bs[-1]:g})/A(1) = {growth:.2f} (95% CI {g_lo:.2f}..{g_hi:.2f})",
-    )
+    label = f"paper: grows with B; heavy ball log2 A({Bs[-1]:g})/A(1) = {growth:.2f} (95% CI {g_lo:.2f}..{g_hi:.2f})"
+    ax2.plot([], [], " ", label=label)
     _sat_lines(ax2, c)
-    ax2.set(
+    return panels.finish(
+        ax2,
+        legend={"fontsize": 7, "loc": "upper left"},
         xscale="log",
         yscale="log",
         xlabel="batch size B",
         ylabel="acceleration T_SGD(B) / T(B)  (same B, Monte Carlo)",
         title="Acceleration over SGD at the same batch size",
-    )
-    ax2.legend(fontsize=7, loc="upper left")
-    return fig
+    ).figure
 
 
 def plot_rate_check(results: dict, cfg: Config):
     """Predicted vs measured rate: Monte-Carlo fit against the exact curve's fit on the same window."""
     fig, ax = style.figure(figsize=(7.0, 5.8))
-    rfit = np.asarray(results["theory"]["rates_fit"])
-    rmc = np.asarray(results["mc"]["rates"])
-    pe, me = -1 / np.log(rfit), -1 / np.log(rmc)
-    me_b = -1 / np.log(np.asarray(results["mc"]["rates_boot"]))
+    efold = lambda r: -1 / np.log(np.asarray(r))
+    pe, me, me_b = (
+        efold(results["theory"]["rates_fit"]),
+        efold(results["mc"]["rates"]),
+        efold(results["mc"]["rates_boot"]),
+    )
     lo, hi = np.nanmin([np.nanmin(pe), np.nanmin(me)]) * 0.7, np.nanmax([np.nanmax(pe), np.nanmax(me)]) * 1.4
     xx = np.geomspace(lo, hi, 10)
-    ax.loglog(xx, xx, **style.prediction(), label="measured = predicted")
+    ax.plot(xx, xx, **style.prediction(), label="measured = predicted")
     ax.fill_between(xx, xx / 1.05, xx * 1.05, color="0.8", alpha=0.7, label="+-5%")
     for i, m in enumerate(METHODS):
-        lo_, hi_ = _err(me[i], me_b[i])
-        ax.errorbar(pe[i], me[i], yerr=[lo_, hi_], fmt="o", color=COLORS[m], capsize=2, label=LABELS[m])
+        ax.errorbar(pe[i], me[i], yerr=_err(me[i], me_b[i]), fmt="o", color=COLORS[m], capsize=2, label=LABELS[m])
     for k, name in (("kaczmarz", "Kaczmarz"), ("cd", "coord. descent")):
-        r = results[k]
         for cname, mk in (("single", "s"), ("block", "^"), ("block_hb", "D")):
-            m_ = -1 / np.log(r[cname]["rate_mc"])
-            lo_, hi_ = _err(np.atleast_1d(m_), -1 / np.log(np.asarray(r[cname]["rate_boot"]))[None])
+            r = results[k][cname]
+            m_ = efold(r["rate_mc"])
             ax.errorbar(
-                -1 / np.log(r[cname]["rate_exact_fit"]),
+                efold(r["rate_exact_fit"]),
                 m_,
-                yerr=[lo_, hi_],
+                yerr=_err(np.atleast_1d(m_), efold(r["rate_boot"])[None]),
                 fmt=mk,
                 mfc="none",
                 color="tab:orange" if k == "kaczmarz" else "tab:brown",
                 capsize=2,
                 label=f"{name}, {cname}",
             )
-    ax.set(
+    return panels.finish(
+        ax,
+        legend={"fontsize": 7, "loc": "upper left"},
         xscale="log",
         yscale="log",
         xlabel="predicted: exact E||e||^2 recursion, -1/slope of log on the fit window (iterations per e-fold)",
         ylabel="measured: -1/slope of log(Monte-Carlo mean ||e||^2), same window",
         title=f"Exact mean-square decay vs Monte Carlo (95% bootstrap CI)\n(window: {cfg.fit_efolds:g} "
         "e-folds once the exact slope is within 1% of log rho(T))",
-    )
-    ax.legend(fontsize=7, loc="upper left")
-    return fig
+    ).figure
 
 
 def plot_momentum_rule(results: dict, cfg: Config):
@@ -248,48 +202,35 @@ def plot_momentum_rule(results: dict, cfg: Config):
     c = results["constants"]
     p = results["params"]
     fig, (ax1, ax2, ax3) = style.figure(1, 3, figsize=(14, 4.4))
-    for m, mk in (("hb", "o-"), ("nesterov", "s-"), ("hb_rule", "D--")):
-        ax1.loglog(Bs, 1 - np.asarray(p[m]["beta"]), mk, color=COLORS[m], label=LABELS[m])
-        ax2.loglog(Bs, np.asarray(p[m]["lr"]) * c["L"], mk, color=COLORS[m], label=LABELS[m])
-    nr = results["nesterov_rule"]
-    ax1.loglog(Bs, 1 - np.asarray(nr["beta"]), "s:", color="tab:olive", label="Nesterov rule")
-    ax2.loglog(Bs, np.asarray(nr["lr"]) * c["L"], "s:", color="tab:olive", label="Nesterov rule")
-    ax2.loglog(Bs, np.asarray(p["sgd"]["lr"]) * c["L"], "o-", color=COLORS["sgd"], label=LABELS["sgd"])
+    series = [(p[m], mk, COLORS[m], LABELS[m]) for m, mk in (("hb", "o-"), ("nesterov", "s-"), ("hb_rule", "D--"))]
+    series += [
+        (results["nesterov_rule"], "s:", "tab:olive", "Nesterov rule"),
+        (p["sgd"], "o-", COLORS["sgd"], LABELS["sgd"]),
+    ]
+    for d, mk, color, label in series:
+        if d is not p["sgd"]:
+            ax1.loglog(Bs, 1 - np.asarray(d["beta"]), mk, color=color, label=label)
+        ax2.loglog(Bs, np.asarray(d["lr"]) * c["L"], mk, color=color, label=label)
+        ax3.loglog(Bs, np.asarray(ip.efold_time(d["rho"])), mk, color=color, label=label)
     ax1.loglog(Bs, 4 * Bs * c["mu"] / c["L_max"], color="0.5", ls="-.", label="4 B mu / L_max (linear in B)")
     _sat_lines(ax1, c)
-    ax1.set(xlabel="batch size B", ylabel="1 - beta", title="Momentum: 1 - beta grows ~ linearly in B")
-    ax2.set(xlabel="batch size B", ylabel="lr x L", title="Step size")
-    for m in ("hb", "nesterov", "hb_rule", "sgd"):
-        ax3.loglog(
-            Bs,
-            np.asarray(ip.efold_time(p[m]["rho"])),
-            "o-" if m != "hb_rule" else "D--",
-            color=COLORS[m],
-            label=LABELS[m],
-        )
-    ax3.loglog(Bs, np.asarray(ip.efold_time(nr["rho"])), "s:", color="tab:olive", label="Nesterov rule")
-    ax3.set(
-        xlabel="batch size B",
-        ylabel="-1/log rho(T): iterations per e-fold of E||e||^2",
-        title="Exact rate: rule vs grid optimum",
-    )
-    for a in (ax1, ax2, ax3):
-        a.legend(fontsize=6.5)
-    return fig
+    title = "Momentum: 1 - beta grows ~ linearly in B"
+    panels.finish(ax1, legend=6.5, xlabel="batch size B", ylabel="1 - beta", title=title)
+    panels.finish(ax2, legend=6.5, xlabel="batch size B", ylabel="lr x L", title="Step size")
+    ylabel = "-1/log rho(T): iterations per e-fold of E||e||^2"
+    title = "Exact rate: rule vs grid optimum"
+    return panels.finish(ax3, legend=6.5, xlabel="batch size B", ylabel=ylabel, title=title).figure
 
 
 def plot_kaczmarz_cd(results: dict, cfg: Config):
     """Kaczmarz and coordinate descent."""
     fig, axes = style.figure(1, 2, figsize=(12.5, 4.8))
-    for ax, k, title, ylab in (
-        (axes[0], "kaczmarz", "Randomized Kaczmarz (rows ~ ||a_i||^2)", "E||x_t - x*||^2 / ||x_0 - x*||^2"),
-        (
-            axes[1],
-            "cd",
-            "Randomized coordinate descent (coordinates ~ G_jj)",
-            "E[f(x_t) - f*] / (f(x_0) - f*)",
-        ),
-    ):
+    for ax, k, title, ylab, bound in (
+        (axes[0], "kaczmarz", "Randomized Kaczmarz (rows ~ ||a_i||^2)", "E||x_t - x*||^2 / ||x_0 - x*||^2",
+         "bound (1 - sigma_min^2/||A||_F^2)^t"),
+        (axes[1], "cd", "Randomized coordinate descent (coordinates ~ G_jj)", "E[f(x_t) - f*] / (f(x_0) - f*)",
+         "bound (1 - lambda_min(G)/tr G)^t (Leventhal-Lewis)"),
+    ):  # fmt: skip
         r = results[k]
         for cname, col in (("single", "tab:blue"), ("block", "tab:green"), ("block_hb", "tab:red")):
             d = r[cname]
@@ -299,30 +240,16 @@ def plot_kaczmarz_cd(results: dict, cfg: Config):
                 "block": f"block of {d['B']} (averaged), lr from the SGD rule",
                 "block_hb": f"block of {d['B']} + heavy ball (rule, beta={d['beta']:.3f})",
             }[cname]
-            ax.semilogy(
-                t,
-                np.asarray(d["mc_mean"]) / np.asarray(d["mc_mean"])[0],
-                color=col,
-                lw=3,
-                alpha=0.45,
-                label=f"{lab}: Monte Carlo ({int(d['seeds']) if 'seeds' in d else cfg.aux_seeds} seeds)",
-            )
-            ax.fill_between(t, np.asarray(d["mc_lo"]), np.asarray(d["mc_hi"]), color=col, alpha=0.2)
-            ax.semilogy(t, np.asarray(d["exact"]) / np.asarray(d["exact"])[0], **style.prediction(color=col))
+            mc = np.asarray(d["mc_mean"])
+            label = f"{lab}: Monte Carlo ({int(d['seeds']) if 'seeds' in d else cfg.aux_seeds} seeds)"
+            panels.band(ax, t, mc / mc[0], d["mc_lo"], d["mc_hi"], color=col, lw=3, alpha=0.45, label=label)
+            ax.plot(t, np.asarray(d["exact"]) / np.asarray(d["exact"])[0], **style.prediction(color=col))
         tb = np.asarray(r["single"]["t"])
-        ax.semilogy(
-            tb,
-            r["bound_rate"] ** tb,
-            color="k",
-            ls=":",
-            lw=1.5,
-            label="bound (1 - sigma_min^2/||A||_F^2)^t"
-            if k == "kaczmarz"
-            else "bound (1 - lambda_min(G)/tr G)^t (Leventhal-Lewis)",
+        ax.plot(tb, r["bound_rate"] ** tb, color="k", ls=":", lw=1.5, label=bound)
+        panels.prediction_key(ax, "exact recursion (eq. MS)")
+        panels.finish(
+            ax, legend=7, yscale="log", xlabel="iteration t", ylabel=ylab, title=title, ylim=(cfg.aux_eps * 0.05, 2)
         )
-        ax.plot([], [], **style.PREDICTION, label="exact recursion (eq. MS)")
-        ax.set(xlabel="iteration t", ylabel=ylab, title=title, ylim=(cfg.aux_eps * 0.05, 2))
-        ax.legend(fontsize=7)
     return fig
 
 
