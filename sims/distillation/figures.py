@@ -4,20 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core import style
-from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.distillation.config import Config
 from jaxwb.sims.distillation.run import generation_configs
 from jaxwb.theory import distillation as dm
 
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
-
-
-def _ci(samples, axis=0):
-    """Mean and 95% half-width along ``axis`` (seeds)."""
-    x = np.moveaxis(np.asarray(samples, np.float64), axis, -1)
-    out = np.array([mean_ci(row) for row in x.reshape(-1, x.shape[-1])])
-    return out[:, 0].reshape(x.shape[:-1]), out[:, 1].reshape(x.shape[:-1])
 
 
 def plot_spectrum(results: dict, cfg: Config):
@@ -39,15 +31,15 @@ def plot_spectrum(results: dict, cfg: Config):
         ax.axvline(np.log10(v_sq * p / n + s_sq), **style.prediction(color=COLORS[j], linewidth=1))
     ax.axvline(np.log10(a_sq * p / cfg.d), **style.prediction(color="k"), label="GE: linear bulk a^2 p/d")
     ax.axvline(np.log10(s_sq), color="0.5", ls=":", label="GE: floor s_t^2 (d -> inf)")
-    ax.plot([], [], **style.prediction(color="0.3", linewidth=1), label="GE: training-set bulk v_t^2 p/n + s_t^2")
-    ax.set(
+    panels.prediction_key(ax, "GE: training-set bulk v_t^2 p/n + s_t^2", color="0.3", linewidth=1)
+    return panels.finish(
+        ax,
+        legend={"fontsize": 7, "loc": "lower left", "framealpha": 0.9},
         xlabel="log10 eigenvalue of the feature Gram U (dimensionless)",
         ylabel="fraction of the p eigenvalues per bin",
         yscale="log",
         title=f"Feature Gram spectrum at t = {cfg.t_fixed:g}, p = {p}, d = {cfg.d} ({lam_t.shape[0]} seeds pooled)",
-    )
-    ax.legend(fontsize=7, loc="lower left", framealpha=0.9)
-    return fig
+    ).figure
 
 
 def plot_timescales(results: dict, cfg: Config):
@@ -60,34 +52,32 @@ def plot_timescales(results: dict, cfg: Config):
         ax.semilogx(steps, ts["test"][ip, :, j].mean(0), color=COLORS[j], label=f"test (population), n = {n}")
         ax.semilogx(steps, ts["train"][ip, :, j].mean(0), color=COLORS[j], ls=":", label=f"train, n = {n}")
     ax.axhline(float(dm.bayes_loss(cfg.t_fixed)), color="k", lw=1, label="Bayes loss e^(-2t) (true score)")
-    ax.set(
+    panels.finish(
+        ax,
+        legend={"fontsize": 7, "ncol": 2},
         xlabel="GD steps k (lr = 1/p)",
         ylabel="denoising loss per dimension",
         title=f"Loss curves, p = {cfg.p_grid[ip]}, t = {cfg.t_fixed:g} (mean over seeds)",
         ylim=(0.0, 1.05),
     )
-    ax.legend(fontsize=7, ncol=2)
     ns = np.asarray(cfg.n_grid, np.float64)
     for i, p in enumerate(cfg.p_grid):
-        lr = cfg.lr_times_p / p
-        for key, marker, label in (("tau_mem", "o", "tau_mem"), ("tau_gen", "s", "tau_gen")):
-            m, h = _ci(ts[key][i], axis=0)
-            ax2.errorbar(ns, m, yerr=h, fmt=marker, color=COLORS[i], capsize=3, label=f"{label}, p = {p}")
-        tg, tm = (np.asarray(a) for a in dm.predicted_timescales(ns, p, cfg.d, cfg.t_fixed, lr))
-        ax2.plot(ns, tm, **style.prediction(color=COLORS[i]))
-        ax2.plot(ns, tg, **style.prediction(color=COLORS[i], linestyle=":"))
-    ax2.plot([], [], **style.prediction(), label="GE: 1/(lr (v^2 p/n + s^2))")
-    ax2.plot([], [], **style.prediction(linestyle=":"), label="GE: e d (linear bulk)")
+        tg, tm = (np.asarray(a) for a in dm.predicted_timescales(ns, p, cfg.d, cfg.t_fixed, cfg.lr_times_p / p))
+        for key, marker, pred in (("tau_mem", "o", tm), ("tau_gen", "s", tg)):
+            panels.errorbars(ax2, ns, ts[key][i], fmt=marker, color=COLORS[i], label=f"{key}, p = {p}")
+            ax2.plot(ns, pred, **style.prediction(color=COLORS[i], linestyle="--" if key == "tau_mem" else ":"))
+    panels.prediction_key(ax2, "GE: 1/(lr (v^2 p/n + s^2))")
+    panels.prediction_key(ax2, "GE: e d (linear bulk)", linestyle=":")
     ax2.plot(ns, 2.0 * ns / ns[0] * np.nanmean(ts["tau_mem"][-1, :, 0]) / 2.0, color="0.6", lw=0.8, label="~ n")
-    ax2.set(
+    return panels.finish(
+        ax2,
+        legend=7,
         xscale="log",
         yscale="log",
         xlabel="training-set size n",
         ylabel="GD steps",
         title="tau_mem ~ n, tau_gen ~ const (95% CI over seeds)",
-    )
-    ax2.legend(fontsize=7)
-    return fig
+    ).figure
 
 
 def plot_memorisation(results: dict, cfg: Config):
@@ -99,23 +89,21 @@ def plot_memorisation(results: dict, cfg: Config):
         r = g[name]
         label = f"n = {n}, p = {p}"
         for a, m in ((ax, "copy"), (ax2, "energy")):
-            mean, h = _ci(r["teacher"][m], axis=0)
-            a.errorbar(ck, mean, yerr=h, fmt="-o", ms=4, color=COLORS[j], capsize=3, label=f"teacher, {label}")
-            sm, sh = mean_ci(r["student"][m])[:2]
-            a.errorbar(
-                [ck[-1] * 1.6], [sm], yerr=[sh], fmt="*", ms=13, color=COLORS[j], capsize=3,
-                label=f"student (K = {cfg.distill_steps} from the last teacher), {label}",
-            )  # fmt: skip
+            panels.errorbars(a, ck, r["teacher"][m], fmt="-o", ms=4, color=COLORS[j], label=f"teacher, {label}")
+            student = np.asarray(r["student"][m]).reshape(-1, 1)
+            lab = f"student (K = {cfg.distill_steps} from the last teacher), {label}"
+            panels.errorbars(a, [ck[-1] * 1.6], student, fmt="*", ms=13, color=COLORS[j], label=lab)
         fm = float(np.mean(r["fresh"]["copy"]))
         ax.axhline(fm, color=COLORS[j], lw=0.8, ls=":")
     ax.plot([], [], color="0.4", lw=0.8, ls=":", label="fresh data (a generalising model's level)")
-    ax.set(
+    panels.finish(
+        ax,
+        legend=7,
         xscale="log",
         xlabel="teacher GD steps",
         ylabel="copy fraction (d1/d2 < 1/3)",
         title="Memorisation over training; the distilled student at the right (95% CI)",
     )
-    ax.legend(fontsize=7)
     ax2.set(
         xscale="log",
         yscale="log",
@@ -146,19 +134,20 @@ def plot_distillation(results: dict, cfg: Config):
     for xv, text in ((1.0 / cfg.tau_gen, "1/tau_gen"), (1.0 / cfg.teacher_steps, "1/teacher steps")):
         ax.axvline(xv, color="0.5", lw=0.8, ls=":")
         ax.text(xv * 1.3, 1.22, text, fontsize=7, ha="left")
-    ax.set(
+    panels.finish(
+        ax,
+        legend={"fontsize": 8, "loc": "upper left"},
         ylim=(-0.3, 1.3),
         xlabel="lr x eigenvalue of the teacher's Gram (per GD step)",
         ylabel="fraction of the teacher's component kept",
         title=f"Student vs teacher per eigen-direction (n = {n}, p = {p}, all grid times and seeds)\n"
         "left of 1/tau_gen: memorised directions; right: generalising",
     )
-    ax.legend(fontsize=8, loc="upper left")
     first = list(cfg.teacher_checkpoints).index(cfg.tau_gen)
     for j, (name, (nn, pp)) in enumerate(generation_configs(cfg).items()):
         rr = g[name]
-        cx, _ = _ci(rr["teacher"]["copy"][:, first:], axis=0)
-        ey, _ = _ci(rr["teacher"]["energy"][:, first:], axis=0)
+        cx, _ = panels.mean_ci_columns(rr["teacher"]["copy"][:, first:])
+        ey, _ = panels.mean_ci_columns(rr["teacher"]["energy"][:, first:])
         ax2.plot(cx, ey, "-o", ms=3, color=COLORS[j], label=f"teacher from tau_gen on, n = {nn}, p = {pp}")
         ax2.annotate("tau_gen", (cx[0], ey[0]), fontsize=7, xytext=(4, -10), textcoords="offset points")
         ax2.annotate(
@@ -173,14 +162,14 @@ def plot_distillation(results: dict, cfg: Config):
                 np.mean(rr[m]["copy"]), np.mean(rr[m]["energy"]), marker, ms=11 if m == "student" else 8,
                 color=COLORS[j], mfc="none" if m != "student" else COLORS[j], label=f"{lab}" if j == 0 else None,
             )  # fmt: skip
-    ax2.set(
+    return panels.finish(
+        ax2,
+        legend=7,
         yscale="log",
         xlabel="copy fraction (memorisation)",
         ylabel="energy distance to fresh data (quality)",
         title="Memorisation-quality plane (means over seeds)",
-    )
-    ax2.legend(fontsize=7)
-    return fig
+    ).figure
 
 
 def plot_samples(results: dict, cfg: Config):
@@ -196,8 +185,10 @@ def plot_samples(results: dict, cfg: Config):
         ax.plot(x[:, 0], x[:, 1], ".", ms=3, alpha=0.5, color="tab:blue", label=f"{len(x)} samples")
         X = np.asarray(s["train"][0])
         ax.plot(X[:, 0], X[:, 1], "x", ms=9, mew=2, color="tab:red", label=f"the n = {n} training points")
-        ax.set(xlabel="coordinate 1", ylabel="coordinate 2", title=f"{title} (n = {n}, p = {p}, seed 0)")
-        ax.legend(fontsize=8, loc="upper right")
+        title = f"{title} (n = {n}, p = {p}, seed 0)"
+        panels.finish(
+            ax, legend={"fontsize": 8, "loc": "upper right"}, xlabel="coordinate 1", ylabel="coordinate 2", title=title
+        )
     return fig
 
 
