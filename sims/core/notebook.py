@@ -338,6 +338,50 @@ def fixed(value):
     return widgets.fixed(value)
 
 
+JUPYTEXT_HEADER = """# ---
+# jupyter:
+#   jupytext:
+#     cell_metadata_filter: -all
+#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#       format_version: '1.3'
+#   kernelspec:
+#     display_name: Python 3 (ipykernel)
+#     language: python
+#     name: python3
+# ---
+"""
+"""The jupytext header of every ``notebooks/<name>.py`` (percent format; the version line left out, so a save by
+another jupytext leaves the file unchanged)."""
+
+COLAB_CELL = """# %%
+# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
+import os
+import subprocess
+import sys
+
+if "google.colab" in sys.modules and not os.path.isdir("figures"):
+    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
+    if not os.path.isdir("workbench"):
+        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
+    os.chdir("workbench")
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
+    sys.path.insert(0, os.getcwd())
+"""
+"""The first code cell of every notebook: on Colab it clones the repository and installs it, elsewhere it does
+nothing. The notebooks spell it out (it runs before ``jaxwb`` can be imported); ``workbench new`` writes it from
+here, and ``tests/sims/test_scaffold.py`` checks that every committed notebook has it verbatim."""
+
+
+def notebook_opening(intro: str) -> str:
+    """The opening of a notebook ``.py``: :data:`JUPYTEXT_HEADER`, the markdown cell ``intro`` (its lines already
+    commented, ``# # Title``, ``#``, ``# text``; no trailing newline) and :data:`COLAB_CELL`, each cell followed by
+    a blank line. What follows is the notebook's own (its imports, ``notebook.open_result(sim)``, ...)."""
+    return f"{JUPYTEXT_HEADER}\n# %% [markdown]\n{intro}\n\n{COLAB_CELL}\n"
+
+
 LAB_CONFIG_DIR = paths.REPO_ROOT / ".jupyter"
 """A Jupyter config directory shipped in the repository: ``labconfig/default_setting_overrides.json`` changes
 JupyterLab's *defaults* (Jupytext Notebook as the default viewer of ``.py`` files; no "fetch Jupyter news?" popup,

@@ -23,6 +23,7 @@ import keyword
 import re
 from pathlib import Path
 
+from jaxwb.sims.core.notebook import notebook_opening
 from jaxwb.sims.core.registry import INFRASTRUCTURE, result_names
 
 NAME_PATTERN = re.compile(r"[a-z][a-z0-9_]*")
@@ -267,43 +268,14 @@ def test_config_validation_names_the_field(field, value):
         dataclasses.replace(sim.PRESETS["quick"], **{field: value})
 '''
 
-NOTEBOOK = """# ---
-# jupyter:
-#   jupytext:
-#     cell_metadata_filter: -all
-#     notebook_metadata_filter: kernelspec,jupytext,-jupytext.text_representation.jupytext_version
-#     text_representation:
-#       extension: .py
-#       format_name: percent
-#       format_version: '1.3'
-#   kernelspec:
-#     display_name: Python 3 (ipykernel)
-#     language: python
-#     name: python3
-# ---
-
-# %% [markdown]
-# # __NAME__
+# the notebook: the opening every notebook shares (jaxwb.sims.core.notebook), then this result's own cells
+NOTEBOOK_INTRO = """# # __NAME__
 #
 # TODO: the paper (authors, title, year) and its statement in a paragraph: what is predicted, under which
 # assumptions, and what this notebook lets the reader try. The example measures the sample mean of `n` draws of
-# `N(loc, scale^2)` against its expectation `loc`.
+# `N(loc, scale^2)` against its expectation `loc`."""
 
-# %%
-# On Colab: clone the repository (code and committed figures) and install it; elsewhere this does nothing.
-import os
-import subprocess
-import sys
-
-if "google.colab" in sys.modules and not os.path.isdir("figures"):
-    REPO = os.environ.get("WORKBENCH_REPO", "https://github.com/jax-theory-workbench/jax-theory-workbench")
-    if not os.path.isdir("workbench"):
-        subprocess.run(["git", "clone", "--depth", "1", REPO, "workbench"], check=True)
-    os.chdir("workbench")
-    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "-e", ".[notebook]"], check=True)
-    sys.path.insert(0, os.getcwd())
-
-# %%
+NOTEBOOK_CELLS = """# %%
 import jax
 import matplotlib.pyplot as plt
 import numpy as np
@@ -362,6 +334,7 @@ nb.controls()
 # %%
 nb.show_claims()
 """
+NOTEBOOK = notebook_opening(NOTEBOOK_INTRO) + NOTEBOOK_CELLS
 
 
 def _first_party(name: str, *lines: tuple[str, str]) -> str:

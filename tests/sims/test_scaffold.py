@@ -97,6 +97,19 @@ def test_generated_notebook_round_trips_through_jupytext(tree):
     assert 'if "google.colab" in sys.modules' in text.split("# %%")[2]
 
 
+@pytest.mark.parametrize("path", sorted((paths.REPO_ROOT / "notebooks").glob("*.py")), ids=lambda p: p.stem)
+def test_committed_notebooks_open_as_the_generated_one(path):
+    """Every notebook opens with ``notebook.notebook_opening``, the opening ``workbench new`` writes: the jupytext
+    header, its title cell and the Colab cell, verbatim (they spell it out: the Colab cell runs before ``jaxwb``
+    can be imported)."""
+    from jaxwb.sims.core.notebook import JUPYTEXT_HEADER, notebook_opening
+
+    text = path.read_text()
+    assert text.startswith(JUPYTEXT_HEADER + "\n# %% [markdown]\n"), "the jupytext header, then the title cell"
+    intro = text[len(JUPYTEXT_HEADER) + len("\n# %% [markdown]\n") :].split("\n\n# %%", 1)[0]
+    assert text.startswith(notebook_opening(intro)), "the Colab cell follows the title cell, verbatim"
+
+
 @pytest.mark.parametrize(
     ("name", "why"),
     [
