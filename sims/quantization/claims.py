@@ -7,23 +7,25 @@ import math
 import numpy as np
 import scipy.stats
 
-from jaxwb.sims.core.claims import Claim, mean_ci
+from jaxwb.sims.core.claims import Claim, agreement, mean_ci, seed_mean, upper_bound
 from jaxwb.sims.quantization.config import FAMILIES, Config
 from jaxwb.theory import dithered_quant as dq
 
-# ---------------------------------------------------------------------------------------------------------
-# Claims
-# ---------------------------------------------------------------------------------------------------------
+R = "reconstruction"
+
+
+def bit_index(results: dict, b: int) -> int:
+    """Where ``b`` bits stand in ``results["bits"]``."""
+    return int(np.nonzero(np.asarray(results["bits"]) == b)[0][0])
 
 
 def worst_ratio(res, bits):
     """(worst over vectors of MSE / bound, its standard error) per b, for one {"mse", "se"} entry (first pass:
     biased up by the selection; plots only)."""
-    m, se = np.asarray(res["mse"]), np.asarray(res["se"])
-    ratio = m / np.asarray(dq.mse_bound(np.asarray(bits)))[None]
-    i = np.argmax(ratio, axis=0)
-    cols = np.arange(ratio.shape[1])
-    return ratio[i, cols], (se / np.asarray(dq.mse_bound(np.asarray(bits)))[None])[i, cols]
+    bound = np.asarray(dq.mse_bound(np.asarray(bits)))[None]
+    ratio = np.asarray(res["mse"]) / bound
+    i, cols = np.argmax(ratio, axis=0), np.arange(ratio.shape[1])
+    return ratio[i, cols], (np.asarray(res["se"]) / bound)[i, cols]
 
 
 def t_halfwidth(se, n: int):
@@ -53,58 +55,34 @@ def bound_claims(results: dict, cfg: Config) -> list[Claim]:
     fl = np.asarray(dq.finite_level_factor(bits))
     ratio, ci, dsel = fresh_worst(results, cfg)
     n_at = [cfg.fresh_draws(int(d)) for d in dsel]
-    b8 = int(np.nonzero(bits == 8)[0][0])
+    b3, b8 = bit_index(results, 3), bit_index(results, 8)
     n_fresh = n_at[b8]
-    out.append(
-        Claim(
-            f"dithered RHT: MSE of the worst unit vector at b=8 <= (pi sqrt3/2 + o(1)) 4^-b (the paper's bound) "
-            f"(worst of {len(FAMILIES) * cfg.vectors_per_family} vectors x {len(cfg.dims)} d chosen on one pass, "
-            f"re-measured on {n_fresh} fresh sign draws at d={dsel[b8]}; whole 95% CI; o(1) <= 0.05 at b=8)",
-            1.0,
-            ratio[b8],
-            0.05,
-            "le",
-            kind="bound",
-            ci=ci[b8],
-            n_seeds=n_fresh,
-        )
+    statement = (
+        f"dithered RHT: MSE of the worst unit vector at b=8 <= (pi sqrt3/2 + o(1)) 4^-b (the paper's bound) "
+        f"(worst of {len(FAMILIES) * cfg.vectors_per_family} vectors x {len(cfg.dims)} d chosen on one pass, "
+        f"re-measured on {n_fresh} fresh sign draws at d={dsel[b8]}; whole 95% CI; o(1) <= 0.05 at b=8)"
     )
+    out.append(Claim.from_interval(statement, 1.0, (ratio[b8], ci[b8], n_fresh), 0.05, "le", kind="bound"))
     for bi, b in enumerate(bits):
         if b not in (3, 4):
             continue
-        out.append(
-            Claim(
-                f"b={b}: worst-vector MSE/bound (fresh re-measurement, d={dsel[bi]}) <= (N/(N-1))^2, the finite-level "
-                "high-resolution value (eq. 3; not a proven bound: with margin at b <= 4, at b >= 6 the first pass put "
-                "the o(1) ~1% above it)",
-                fl[bi],
-                ratio[bi],
-                0.0,
-                "le",
-                kind="bound",
-                ci=ci[bi],
-                n_seeds=n_at[bi],
-                source="theory",
-            )
+        statement = (
+            f"b={b}: worst-vector MSE/bound (fresh re-measurement, d={dsel[bi]}) <= (N/(N-1))^2, the finite-level "
+            "high-resolution value (eq. 3; not a proven bound: with margin at b <= 4, at b >= 6 the first pass put "
+            "the o(1) ~1% above it)"
         )
-    b3 = int(np.nonzero(bits == 3)[0][0])
-    out.append(
-        Claim(
-            "measured o(1) shrinks (an ordering of two measurements): MSE/bound of the worst vector at b=3 exceeds "
-            "that at b=8; the difference of the two independent fresh re-measurements, its 95% CI the root sum of "
-            "squares of theirs, clears 0",
-            0.0,
-            ratio[b3] - ratio[b8],
-            0.0,
-            "ge",
-            kind="check",
-            ci=math.hypot(ci[b3], ci[b8]),
-            n_seeds=min(n_at[b3], n_at[b8]),
-            source="theory",
-            is_ordering=True,
-        )
+        interval = (ratio[bi], ci[bi], n_at[bi])
+        out.append(Claim.from_interval(statement, fl[bi], interval, 0.0, "le", kind="bound", source="theory"))
+    statement = (
+        "measured o(1) shrinks (an ordering of two measurements): MSE/bound of the worst vector at b=3 exceeds "
+        "that at b=8; the difference of the two independent fresh re-measurements, its 95% CI the root sum of "
+        "squares of theirs, clears 0"
     )
-    return out
+    interval = (ratio[b3] - ratio[b8], math.hypot(ci[b3], ci[b8]), min(n_at[b3], n_at[b8]))
+    return [
+        *out,
+        Claim.from_interval(statement, 0.0, interval, 0.0, "ge", kind="check", source="theory", is_ordering=True),
+    ]
 
 
 def moment_ratio(x, d: int) -> float:
@@ -119,11 +97,10 @@ def dense_claims(results: dict, cfg: Config) -> list[Claim]:
     """One RHT against a dense Haar rotation (RHT/dense worst-vector MSE ratio): at b = 4 within 7% of 1; at b = 8
     (the high-resolution regime, where the e_1 claim holds eq. 1-3 to 3%) against the finite-d moment ratio."""
     out = []
-    bits = np.asarray(results["bits"])
     n_fresh = nd = cfg.fresh_draws(cfg.dense_d)  # sign draws and Haar rotations of the re-measurement
     df = results["dense_fresh"]
     for b in (4, 8):
-        bi = int(np.nonzero(bits == b)[0][0])
+        bi = bit_index(results, b)
         r_m, r_se = float(np.asarray(df["rht_mse"])[bi]), float(np.asarray(df["rht_se"])[bi])
         d_m, d_se = float(np.asarray(df["dense_mse"])[bi]), float(np.asarray(df["dense_se"])[bi])
         rr = r_m / d_m
@@ -133,22 +110,19 @@ def dense_claims(results: dict, cfg: Config) -> list[Claim]:
             f"worst under the RHT; dense is rotation-invariant; both re-measured: {n_fresh} sign draws, {nd} fresh "
             "rotations; whole 95% CI within 1.5% at b=4, 8% at b=8)"
         )
+        interval = (rr, rci, min(n_fresh, nd))
         if b == 4:  # 1.5%: the whole CI is +-0.0035 at 2048 draws; the flat vector's finite-d gap is +0.6% (8192 draws)
-            out.append(Claim(f"{what} of 1", 1.0, rr, 0.015, "rel", kind="check", ci=rci, n_seeds=min(n_fresh, nd)))
+            out.append(Claim.from_interval(f"{what} of 1", 1.0, interval, 0.015, kind="check"))
             continue
-        pred = moment_ratio(np.asarray(df["x"])[bi], cfg.dense_d)
         out.append(
-            Claim(
+            Claim.from_interval(
                 f"{what} of the high-resolution moment ratio E exp(t^2/3) Rademacher / Haar for that vector "
                 "(quadrature / 1F1; the finite-d gap the paper's 'asymptotically' leaves: RHT coordinates of a "
                 "flat vector have heavier tails than a sphere's)",
-                pred,
-                rr,
+                moment_ratio(np.asarray(df["x"])[bi], cfg.dense_d),
+                interval,
                 0.08,
-                "rel",
                 kind="check",
-                ci=rci,
-                n_seeds=min(n_fresh, nd),
                 source="theory",
                 wide_reason="heavy-tailed draws at b = 8: about one draw in 10^4 costs 15-50x the mean MSE and widens "
                 "the CI from ~0.014 to 0.05 (quick seed 7 of 20: |ratio - prediction| + CI = 0.064); 8% covers those "
@@ -160,8 +134,7 @@ def dense_claims(results: dict, cfg: Config) -> list[Claim]:
 
 def e1_claim(results: dict, cfg: Config) -> Claim:
     """The MSE of e_1 at b=8 against its closed form."""
-    bits = np.asarray(results["bits"])
-    b8 = int(np.nonzero(bits == 8)[0][0])
+    b8 = bit_index(results, 8)
     # e1: every |t| = 1, so E exp(t^2/3) = e^(1/3) exactly -> prediction finite-level * (pi/2) e^(1/3) 4^-b
     fam = np.asarray(results["families"])
     e1 = int(np.nonzero(fam == FAMILIES.index("e1"))[0][0])
@@ -169,17 +142,12 @@ def e1_claim(results: dict, cfg: Config) -> Claim:
     pred = float(dq.high_resolution_mse(8, np.exp(1.0 / 3.0)))
     e1_m = float(np.asarray(results["rht"][dmax]["mse"])[e1, b8])
     e1_ci = float(t_halfwidth(np.asarray(results["rht"][dmax]["se"])[e1, b8], cfg.n_signs))
-    return Claim(
+    statement = (
         f"e_1 at b=8, d={dmax}: MSE = (N/(N-1))^2 (pi/2) e^(1/3) 4^-b (eq. 1-3): the closed form inside the 95% CI "
-        f"over {cfg.n_signs} sign draws, the CI narrower than 3% of it",
-        pred,
-        e1_m,
-        0.03 * pred,
-        "ci",
-        kind="check",
-        ci=e1_ci,
-        n_seeds=cfg.n_signs,
-        source="theory",
+        f"over {cfg.n_signs} sign draws, the CI narrower than 3% of it"
+    )
+    return Claim.from_interval(
+        statement, pred, (e1_m, e1_ci, cfg.n_signs), 0.03 * pred, "ci", kind="check", source="theory"
     )
 
 
@@ -192,19 +160,12 @@ def format_claims(results: dict, cfg: Config) -> list[Claim]:
             out.append(rht_gaussian_claim(results, cfg))
             continue
         n = int(np.asarray(chk["elements"]))
-        out.append(
-            Claim(
-                f"{label}: the kernel's round trip equals the format's rules (independent NumPy/ml_dtypes decoder: "
-                "E2M1 RNE saturating at 6, E4M3/E8M0/E3M3 block scales, RaZeR's strictly-closer special value and "
-                f"least-error candidate) on all {n} elements of the 3 datasets: number of differing values = 0",
-                0.0,
-                float(np.asarray(chk["mismatch"])),
-                0.0,
-                "abs",
-                kind="check",
-                source="paper",
-            )
+        statement = (
+            f"{label}: the kernel's round trip equals the format's rules (independent NumPy/ml_dtypes decoder: "
+            "E2M1 RNE saturating at 6, E4M3/E8M0/E3M3 block scales, RaZeR's strictly-closer special value and "
+            f"least-error candidate) on all {n} elements of the 3 datasets: number of differing values = 0"
         )
+        out.append(agreement(statement, 0.0, float(np.asarray(chk["mismatch"])), 0.0, "abs", source="paper"))
     return out
 
 
@@ -213,27 +174,19 @@ def rht_gaussian_claim(results: dict, cfg: Config) -> Claim:
     the sphere (H D orthogonal, x isotropic), so the relative MSE has exactly the law of a Haar-rotated unit
     vector's."""
     rel = np.asarray(results["format_check"]["RHT b=4 gaussian"], np.float64)
-    bits = np.asarray(results["bits"])
-    b4 = int(np.nonzero(bits == 4)[0][0])
+    b4 = bit_index(results, 4)
     df = results["dense_fresh"]
     d_m, d_se = float(np.asarray(df["dense_mse"])[b4]), float(np.asarray(df["dense_se"])[b4])
     nd = cfg.fresh_draws(cfg.dense_d)
     mean, half, n = mean_ci(rel)
-    ci = math.hypot(half, float(t_halfwidth(d_se, nd)))
-    return Claim(
+    interval = (mean - d_m, math.hypot(half, float(t_halfwidth(d_se, nd))), min(n, nd))
+    statement = (
         f"RHT kernel (rht_quantize, b=4, turbo) on {n} Gaussian vectors of d={cfg.rht_block}: mean relative MSE = "
         f"the dense Haar rotation's MSE of a unit vector at d={cfg.dense_d}, b=4 (H D x / ||x|| is uniform on the "
         "sphere for Gaussian x: the same law); the difference inside its 95% CI (root sum of squares of both), the CI "
-        "narrower than 10% of the dense MSE",
-        0.0,
-        mean - d_m,
-        0.1 * d_m,
-        "ci",
-        kind="check",
-        ci=ci,
-        n_seeds=min(n, nd),
-        source="theory",
+        "narrower than 10% of the dense MSE"
     )
+    return Claim.from_interval(statement, 0.0, interval, 0.1 * d_m, "ci", kind="check", source="theory")
 
 
 def nearest_free_violations(outliers, donors, channels: int) -> int:
@@ -262,7 +215,7 @@ def inquant_claims(results: dict, cfg: Config) -> list[Claim]:
     payload = np.asarray(iq["payload_bytes_per_seed"], np.float64)
     dense = np.asarray(iq["input_bytes_per_seed"], np.float64)
     return [
-        Claim(
+        upper_bound(
             f"InQuant's packed bytes hold the data: the payload serialized and read back as the format lays it out "
             f"(uint8, C/2 bytes per token, two 4-bit slots per byte), unpacked with the stored scales and descriptor: "
             f"largest |x_hat - x| / (Delta/2) over {cfg.kv_seeds} KV matrices, every token and every non-donor channel "
@@ -270,13 +223,11 @@ def inquant_claims(results: dict, cfg: Config) -> list[Claim]:
             "outliers; round to nearest on the stored float16 scale's grid: proven, the allowance covers the scale's "
             "float16 rounding and float32 division)",
             1.0,
-            float(np.max(half)),
-            HALF_STEP_ALLOWANCE,
-            "le",
-            kind="bound",
-            source="reconstruction",
+            half,
+            tolerance=HALF_STEP_ALLOWANCE,
+            source=R,
         ),
-        Claim(
+        agreement(
             f"InQuant payload 4.0x smaller than 16-bit (the paper): bytes of the 16-bit input / bytes of the packed "
             f"payload as serialized (the bytes decoded within half a step above), smallest over {cfg.kv_seeds} KV "
             "matrices",
@@ -285,39 +236,36 @@ def inquant_claims(results: dict, cfg: Config) -> list[Claim]:
             0.0,
             "abs",
             kind="paper",
+            source="paper",
         ),
-        Claim(
+        agreement(
             f"InQuant total ratio = the layout's byte count 2TC / (TC/2 + 4T + 6k) (T={t}, C={c}, k={k}: C/2 payload "
             "bytes and two float16 scales per token, 6 descriptor bytes per outlier), counted from the configuration; "
             "to float32 resolution (the ratio is stored as float32)",
             layout,
             float(np.asarray(iq["total_ratio"])),
             2.0**-23,
-            "rel",
-            kind="check",
-            source="reconstruction",
+            source=R,
         ),
-        Claim.from_samples(
+        seed_mean(
             f"InQuant's sampled saliency ({cfg.kv_samples} tokens) selects every planted outlier channel "
             f"(x{cfg.kv_outlier_scale:g}): fraction recovered = 1 on each of {cfg.kv_seeds} KV matrices",
             1.0,
             np.asarray(iq["recovered_per_seed"], np.float64),
             0.0,
             "abs",
-            kind="check",
-            source="reconstruction",
+            source=R,
         ),
-        Claim(
+        agreement(
             "InQuant donors: each outlier's donor is its nearest free channel (stride 1, then 2, ... past outliers and "
             "earlier donors; recomputed from the returned outlier order): number of violations = 0",
             0.0,
             float(nearest_free_violations(iq["outliers"], iq["donors"], c)),
             0.0,
             "abs",
-            kind="check",
-            source="reconstruction",
+            source=R,
         ),
-        Claim.from_samples(
+        seed_mean(
             f"InQuant's 8-bit outlier channels: squared error / Bennett's uniform-rounding Delta^2/12 (Delta = each "
             f"token's stored s8; the token's largest entry on the grid; per token, then the mean over the "
             f"{cfg.kv_tokens} tokens) = 1: inside the 95% CI over {cfg.kv_seeds} KV matrices, the CI narrower than "
@@ -325,9 +273,6 @@ def inquant_claims(results: dict, cfg: Config) -> list[Claim]:
             1.0,
             np.asarray(iq["outlier_bennett_per_seed"], np.float64),
             0.08,
-            "ci",
-            kind="check",
-            source="theory",
         ),
     ]
 
@@ -335,16 +280,11 @@ def inquant_claims(results: dict, cfg: Config) -> list[Claim]:
 def inquant_claim(results: dict, cfg: Config) -> Claim:
     """InQuant's MSE relative to plain 4-bit on heavy-tailed KV."""
     rat = np.asarray(results["inquant"]["ratio_per_seed"], np.float64)
-    return Claim.from_samples(
+    statement = (
         f"InQuant MSE / plain 4-bit MSE on heavy-tailed KV well below 1: <= 0.25 (whole 95% CI over {cfg.kv_seeds} "
-        "KV matrices; the paper: accuracy close to mixed-precision baselines at exactly 4.0x)",
-        0.25,
-        rat,
-        0.0,
-        "le",
-        kind="paper",
-        source="reconstruction",
+        "KV matrices; the paper: accuracy close to mixed-precision baselines at exactly 4.0x)"
     )
+    return upper_bound(statement, 0.25, rat, over_seeds=True, kind="paper", source=R)
 
 
 def claims(results: dict, cfg: Config) -> list[Claim]:
