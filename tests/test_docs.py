@@ -251,7 +251,7 @@ def test_readme_input_policy_holds():
 # --- the project, not the work ----------------------------------------------------------------------------------
 
 # Issue numbers, work history and notes outside the repository: history goes to docs/changelog.md only.
-WORK_WORDS = re.compile(r"issue [0-9]+|issue #|#[0-9]{2}\b|\bdeliver [0-9]|this session|shared/papers", re.I)
+WORK_WORDS = re.compile(r"issue[- ][0-9]+|issue #|#[0-9]{2}\b|\bdeliver [0-9]|this session|shared/papers", re.I)
 
 
 def _project_text_files() -> list[Path]:
