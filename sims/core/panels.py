@@ -65,18 +65,28 @@ def integer_ticks(ax, values, axis: str = "x"):
     return ax
 
 
-def errorbars(ax, x, samples, *, axis: int = 0, show_seeds: bool = False, fmt: str = "o", capsize=3, **kw):
+def errorbars(
+    ax, x, samples, *, axis: int = 0, geometric: bool = False, show_seeds=False, fmt: str = "o", capsize=3, **kw
+):
     """Mean and 95% Student-t interval over the seeds of ``samples`` at ``x`` (N,).
 
-    ``samples``: (S, N) with the S seeds on ``axis``; ``show_seeds`` also draws each seed as a small faint dot of
-    the same colour. Keywords go to ``ax.errorbar`` (``color``, ``label``, ``ms``, ...).
+    ``samples``: (S, N) with the S seeds on ``axis``. ``geometric``: the geometric mean and interval (the
+    interval of the mean log, exponentiated; positive samples, for log axes). ``show_seeds`` also draws each seed
+    as a small faint dot of the same colour (a dict: ``ax.plot`` keywords for the dots, e.g. a ``label``).
+    Keywords go to ``ax.errorbar`` (``color``, ``label``, ``ms``, ...).
     """
-    mean, half = mean_ci_columns(samples, axis)
-    ax.errorbar(x, mean, yerr=half, fmt=fmt, capsize=capsize, **kw)
-    if show_seeds:
-        s = np.moveaxis(np.asarray(samples, np.float64), axis, 0)
+    s = np.moveaxis(np.asarray(samples, np.float64), axis, 0)
+    if geometric:
+        m, h = mean_ci_columns(np.log(s))
+        mean, yerr = np.exp(m), np.stack([np.exp(m) - np.exp(m - h), np.exp(m + h) - np.exp(m)])
+    else:
+        mean, yerr = mean_ci_columns(s)
+    if show_seeds is not False:  # under the bars
         xs = np.broadcast_to(np.asarray(x, np.float64), s.shape)
-        ax.plot(xs.ravel(), s.ravel(), ".", ms=3, alpha=0.35, color=kw.get("color", "0.5"))
+        dots = {"marker": ".", "ms": 3, "alpha": 0.35, "color": kw.get("color", "0.5")}
+        dots.update(show_seeds if isinstance(show_seeds, dict) else {})
+        ax.plot(xs.ravel(), s.ravel(), ls="none", **dots)
+    ax.errorbar(x, mean, yerr=yerr, fmt=fmt, capsize=capsize, **kw)
     return ax
 
 

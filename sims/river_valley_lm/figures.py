@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import mean_ci
 from jaxwb.sims.river_valley_lm.claims import GAP_RATIO, edges, largest_gap, log2_edge_ratios, seed_edges
 from jaxwb.sims.river_valley_lm.config import Config
@@ -39,21 +39,26 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
         ax.axvline((1.0 + b) / (1.0 - b), **style.prediction(color=line[0].get_color()))
     ax.axhline(uni, color="0.5", lw=1, ls=":", label=f"unigram baseline {uni:.2f}")
     ax.axhline(init, color="0.7", lw=1, label=f"loss at init (mean over seeds) {init:.2f}")
-    ax.plot([], [], **style.PREDICTION, label="quadratic edge: effective lr x lambda_max = 2(1+beta)/(1-beta)")
+    panels.prediction_key(ax, "quadratic edge: effective lr x lambda_max = 2(1+beta)/(1-beta)")
     ax.plot([], [], "x", color="k", label=">= 1 seed diverged (drawn at the init loss)")
-    ax.set(
+    panels.finish(
+        ax,
+        legend=7,
         xscale="log",
         xlabel="effective lr lr/(1-beta), in units of 2 / lambda_max(init) (per seed)",
         ylabel="validation loss after training (nats/byte)",
         title=f"SGD+HB, {cfg.steps} steps, {n_s} seeds: mean, 95% CI (trained seeds)",
     )
-    ax.legend(fontsize=7)
-    frac = div.mean(axis=-1)
-    im = ax2.pcolormesh(betas, mults, np.ma.masked_invalid(np.where(frac > 0, np.nan, m)), shading="nearest")
-    ax2.pcolormesh(betas, mults, np.ma.masked_where(frac == 0, frac), shading="nearest", cmap="Greys", vmin=0, vmax=1.4)
     bf = np.linspace(0, max(betas.max(), 0.01), 50)
-    ax2.plot(
-        bf, (1 + bf) / (1 - bf), **style.PREDICTION, label="quadratic: lr/(1-beta) = 2(1+beta)/((1-beta) lambda_max)"
+    panels.stability_map(
+        ax2,
+        betas,
+        mults,
+        m,
+        unstable=div.mean(axis=-1),
+        edge=(bf, (1 + bf) / (1 - bf)),
+        edge_label="quadratic: lr/(1-beta) = 2(1+beta)/((1-beta) lambda_max)",
+        colorbar_label="final loss (mean over seeds)",
     )
     ge = np.log2(edges(results))  # [B, S]
     for j, b in enumerate(betas):
@@ -61,27 +66,27 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
         eh = eh if np.isfinite(eh) else 0.0
         ax2.errorbar(b, 2**em, yerr=[[2**em - 2 ** (em - eh)], [2 ** (em + eh) - 2**em]], fmt="w*", ms=12, capsize=4)
     ax2.plot([], [], "k*", label="largest stable grid lr, geo. mean + CI")
-    ax2.set(
+    panels.finish(
+        ax2,
+        legend={"fontsize": 7, "loc": "lower right"},
         yscale="log",
         xlabel="momentum beta",
         ylabel="effective lr lr/(1-beta) / (2/lambda_max(init))",
         title="(lr, beta) map: seed-mean loss; grey = share diverged",
     )
-    ax2.legend(fontsize=7, loc="lower right")
-    fig.colorbar(im, ax=ax2, label="final loss (mean over seeds)")
     alr, ab1 = np.asarray(a["lr"]), np.asarray(a["beta1"])
     am, ah = _mean_band(a["final_loss"])
     for j, b in enumerate(ab1):
         ax3.errorbar(alr, am[:, j], yerr=ah[:, j], fmt="o-", capsize=3, label=f"AdamW beta1={b:g}")
     ax3.axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
-    ax3.set(
+    return panels.finish(
+        ax3,
+        legend=8,
         xscale="log",
         xlabel="AdamW learning rate",
         ylabel="validation loss (nats/byte)",
         title=f"AdamW check, {cfg.steps} steps, {n_s} seeds (95% CI; no bar: a seed diverged)",
-    )
-    ax3.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_decomposition(results: dict, cfg: Config):
@@ -96,42 +101,42 @@ def plot_decomposition(results: dict, cfg: Config):
     for i in range(val.shape[1]):
         axs[0].plot(t, val[:, i], lw=1, label=f"valley coordinate v{i + 1}.d_t (lambda_{i + 1} = {ev[i]:.3g})")
     axs[0].plot(t, np.asarray(d["river"][0, 0]), "k", lw=2, label="river distance |(I - V V^T) d_t|")
-    axs[0].set(
+    panels.finish(
+        axs[0],
+        legend=7,
         xlabel="step",
         ylabel="displacement from init (parameter norm)",
         title=f"HB beta={cfg.decomp_beta:g}, lr = {cfg.decomp_lr_mult:g} x 2/lambda_max, seed 0: d_t split",
     )
-    axs[0].legend(fontsize=7)
     n_s = spec.shape[0]
     for i, (name, c) in enumerate(((f"HB beta={cfg.decomp_beta:g}", "tab:green"), ("GD (beta=0)", "tab:blue"))):
         for key, ls, lab in (("loss", "-", "loss"), ("loss_river_only", ":", "valley part removed")):
             m, h = _mean_band(np.moveaxis(np.asarray(d[key][i]), 0, -1))
-            axs[1].plot(t, m, color=c, ls=ls, label=f"{name}: {lab}")
-            axs[1].fill_between(t, m - h, m + h, color=c, alpha=0.2)
+            panels.band(axs[1], t, m, m - h, m + h, color=c, ls=ls, label=f"{name}: {lab}")
     axs[1].axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
-    axs[1].set(
+    panels.finish(
+        axs[1],
+        legend=7,
         xlabel="step",
         ylabel="loss on the Hessian batch (nats/byte)",
         ylim=(None, init * 1.3),
         title=f"Full batch, same lr = {cfg.decomp_lr_mult:g} x 2/lambda_max(init): mean, 95% CI, {n_s} seeds",
     )
-    axs[1].legend(fontsize=7)
     k = np.arange(1, spec.shape[1] + 1)
-    for s in range(n_s):
-        axs[2].plot(k, spec[s], "o", color="0.6", ms=3, label="seeds" if s == 0 else None)
+    axs[2].plot(np.broadcast_to(k, spec.shape).T, spec.T, "o", color="0.6", ms=3)[0].set_label("seeds")
     sm, sh = _mean_band(spec.T)
     axs[2].errorbar(k, sm, yerr=sh, fmt="s-", color="tab:purple", capsize=3, label="mean, 95% CI")
     axs[2].axvline(cfg.top_k + 0.5, color="0.4", ls="--", lw=1, label=f"top-{cfg.top_k} split used (a choice)")
     gm, _ = _mean_band(np.asarray(d["grad_frac_top"])[None])
     dm, _ = _mean_band(np.asarray(d["disp_frac_top"])[:1])
-    axs[2].set(
+    return panels.finish(
+        axs[2],
+        legend=7,
         yscale="log",
         xlabel="eigenvalue index",
         ylabel="Hessian eigenvalue at init (Lanczos on HVPs)",
         title=f"no gap; gradient share in top-{cfg.top_k}: {float(gm[0]):.0%}, HB displacement: {float(dm[0]):.1%}",
-    )
-    axs[2].legend(fontsize=7)
-    return fig
+    ).figure
 
 
 def plot_edges(results: dict, cfg: Config):
@@ -139,42 +144,30 @@ def plot_edges(results: dict, cfg: Config):
     ed = seed_edges(results)  # [B, S]
     betas = np.asarray(cfg.betas)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
-    for label, scale, a in (
+    for which, scale, a in (
         ("raw lr", np.ones_like(betas), ax),
         ("effective lr lr/(1-beta)", 1.0 / (1.0 - betas), ax2),
     ):
         e = ed * scale[:, None]
-        for s in range(e.shape[1]):
-            a.plot(betas, e[:, s], "o", color="0.6", ms=4, label="seeds (bisected edge)" if s == 0 else None)
-        stats = [mean_ci(np.log2(row)) for row in e]
-        m = np.array([x[0] for x in stats])
-        h = np.array([x[1] for x in stats])
-        a.errorbar(
-            betas,
-            2**m,
-            yerr=[2**m - 2 ** (m - h), 2 ** (m + h) - 2**m],
-            fmt="s-",
-            color="tab:red",
-            capsize=4,
-            label="geometric mean, 95% CI over seeds",
+        seeds = {"marker": "o", "color": "0.6", "ms": 4, "alpha": 1.0, "label": "seeds (bisected edge)"}
+        label = "geometric mean, 95% CI over seeds"
+        panels.errorbars(
+            a, betas, e.T, geometric=True, show_seeds=seeds, fmt="s-", color="tab:red", capsize=4, label=label
         )
         bf = np.linspace(0, betas.max(), 50)
-        e0 = 2 ** m[list(cfg.betas).index(0.0)]
+        e0 = np.exp(np.mean(np.log(e[list(cfg.betas).index(0.0)])))
         pred = (1 + bf) * (1.0 if a is ax else 1.0 / (1.0 - bf))
-        a.plot(
-            bf,
-            e0 * pred,
-            **style.PREDICTION,
-            label="quadratic theory x measured GD edge: (1+beta)" + ("" if a is ax else "/(1-beta)"),
-        )
+        label = "quadratic theory x measured GD edge: (1+beta)" + ("" if a is ax else "/(1-beta)")
+        a.plot(bf, e0 * pred, **style.PREDICTION, label=label)
         a.plot(bf, pred, **style.prediction(color="0.4", linestyle=":"), label="quadratic theory from lambda_max(init)")
-        a.set(
+        panels.finish(
+            a,
+            legend=7,
             yscale="log",
             xlabel="momentum beta",
-            ylabel=f"divergence edge, {label} / (2/lambda_max(init))",
+            ylabel=f"divergence edge, {which} / (2/lambda_max(init))",
             title=f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections",
         )
-        a.legend(fontsize=7)
     return fig
 
 
@@ -192,42 +185,37 @@ def plot_edge_of_stability(results: dict, cfg: Config):
         ax, ax2, ax3, ax4 = axs[i]
         for c in range(3):
             r = 3 * i + c
-            label, beta, mult = rows[r]
-            col = colors[c]
-            for s in range(lam.shape[1]):
-                kw = dict(color=col, lw=0.8, alpha=0.6, label=label if s == 0 else None)
-                ax.plot(t, lr[r, s] * lam[r, s], **kw)
-                ax2.plot(t, lam[r, s], **{**kw, "label": None})
-                ax3.plot(t, np.asarray(e["loss"][r, s]), **kw)
-                ax4.plot(t, np.asarray(e["param_norm"][r, s]), **kw)
-                ax4.plot(t, np.asarray(e["norm_scale"][r, s]), **{**kw, "ls": "--", "label": None})
-            lz_t = [int(e["mid"]) * cfg.eos_every, t[-1]]
-            for s in range(lam.shape[1]):
-                lz = [float(e["lanczos_mid"][r, s]), float(e["lanczos_end"][r, s])]
-                ax2.plot(lz_t, lz, "k+", ms=8, label="Lanczos check" if (c == 0 and s == 0) else None)
-            ax2.axhline(2 * (1 + beta) / float(np.mean(lr[r])), **style.prediction(color=col))
+            label, beta, _ = rows[r]
+            kw = dict(color=colors[c], lw=0.8, alpha=0.6)
+            for a, y in ((ax, lr[r][:, None] * lam[r]), (ax3, e["loss"][r]), (ax4, e["param_norm"][r])):
+                a.plot(t, np.asarray(y).T, **kw)[0].set_label(label)
+            ax2.plot(t, lam[r].T, **kw)
+            ax4.plot(t, np.asarray(e["norm_scale"][r]).T, ls="--", **kw)
+            lz = np.stack([np.asarray(e["lanczos_mid"][r]), np.asarray(e["lanczos_end"][r])])  # [2, S]
+            lz_lines = ax2.plot([int(e["mid"]) * cfg.eos_every, t[-1]], lz, "k+", ms=8)
+            lz_lines[0].set_label("Lanczos check" if c == 0 else None)
+            ax2.axhline(2 * (1 + beta) / float(np.mean(lr[r])), **style.prediction(color=colors[c]))
         ax.axhline(2.0, **style.prediction(color=colors[0]), label="2 (GD's quadratic edge)")
-        ax.axhline(
-            2.0 * (1 + cfg.eos_beta),
-            **style.prediction(color=colors[1], linestyle="-."),
-            label=f"2(1+beta) = {2 * (1 + cfg.eos_beta):g} (HB's)",
-        )
-        ax.set(
+        label = f"2(1+beta) = {2 * (1 + cfg.eos_beta):g} (HB's)"
+        ax.axhline(2.0 * (1 + cfg.eos_beta), **style.prediction(color=colors[1], linestyle="-."), label=label)
+        panels.finish(
+            ax,
+            legend=6,
             xlabel="step",
             ylabel="lr * lambda_max(H(theta_t))",
             title=f"full batch ({cfg.hvp_batch} windows), lr = {cfg.eos_mults[i]:g} x 2/lambda_max(init), "
             f"every {cfg.eos_every} steps",
         )
-        ax.legend(fontsize=6)
-        ax2.set(
+        panels.finish(
+            ax2,
+            legend=7,
             yscale="log",
             xlabel="step",
             ylabel="lambda_max(H(theta_t))\n(warm-started Lanczos on HVPs)",
             title="sharpness; dashed 2(1+beta)/lr (seed-mean lr); + Lanczos",
         )
-        ax2.legend(fontsize=7)
-        ax3.set(xlabel="step", ylabel="full-batch loss (nats/byte)", title=f"{lam.shape[1]} seeds per row")
-        ax3.legend(fontsize=6)
+        title = f"{lam.shape[1]} seeds per row"
+        panels.finish(ax3, legend=6, xlabel="step", ylabel="full-batch loss (nats/byte)", title=title)
         ax4.set(xlabel="step", ylabel="norm", title="parameter norm (solid), RMSNorm-scale norm (dashed)")
     return fig
 

@@ -34,7 +34,12 @@ def test_errorbars_draws_bars_and_seeds(ax):
     assert panels.errorbars(ax, np.arange(4), s, show_seeds=True, color="tab:red", label="measured") is ax
     assert labels(ax) == ["measured"]
     assert len(ax.containers) == 1  # the error bars
-    assert len(ax.lines[-1].get_xdata()) == 20  # one dot per seed and point
+    assert len(ax.lines[0].get_xdata()) == 20  # one dot per seed and point
+    panels.errorbars(ax, np.arange(4), s, geometric=True, show_seeds={"label": "seeds"}, label="geometric mean")
+    assert labels(ax) == ["seeds", "measured", "geometric mean"]
+    lo, hi = ax.containers[-1].lines[2][0].get_segments()[0][:, 1]
+    m, h = panels.mean_ci_columns(np.log(s))
+    assert (lo, hi) == pytest.approx((np.exp(m[0] - h[0]), np.exp(m[0] + h[0])))
 
 
 def test_measured_vs_predicted_curve_and_level(ax):
