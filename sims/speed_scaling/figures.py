@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import numpy as np
-from scipy import stats
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.speed_scaling.claims import i0_noise, las_eps_interval
 from jaxwb.sims.speed_scaling.config import ADVERSARIAL, BASELINES, COLORS, LABELS, PUBLISHED, PUBLISHED_LAS, Config
 from jaxwb.theory import speed_scaling as ss
@@ -13,13 +12,6 @@ from jaxwb.theory import speed_scaling as ss
 # ---------------------------------------------------------------------------------------------------------
 # Figures
 # ---------------------------------------------------------------------------------------------------------
-
-
-def _mean_ci(x, axis=0):
-    x = np.asarray(x, float)
-    n = x.shape[axis]
-    half = stats.t.ppf(0.975, n - 1) * x.std(axis=axis, ddof=1) / np.sqrt(n) if n > 1 else np.zeros_like(x.mean(axis))
-    return x.mean(axis), half
 
 
 def plot(results: dict, cfg: Config) -> dict:
@@ -64,29 +56,22 @@ def ratio_vs_error_figure(results: dict, cfg: Config):
     x = np.where(eta > 0, eta, x_floor)
     for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
         for mode, fmt in (("dynamic", "o-"), ("offline", "s--")):
-            m, h = _mean_ci(np.asarray(main["sp_noise"][mode])[:, :, j])
-            ax.errorbar(
-                x, m, yerr=h, fmt=fmt, color=cmap[j], ms=4, capsize=2, label=f"SP {mode}, eps={e:g} (kappa={k:g})"
-            )
-        ax.axhline(
-            k**a * avr_mean,
-            **style.prediction(color=cmap[j]),
-            label=f"bound kappa^a E(AVR)/OPT = {k**a * avr_mean:.3g} (eps={e:g})",
-        )
-    m, h = _mean_ci(np.asarray(main["sp_noise"]["follow"]))
-    ax.errorbar(x, m, yerr=h, fmt="^:", color="0.4", ms=4, capsize=2, label="pure prediction-following (no cap)")
+            label = f"SP {mode}, eps={e:g} (kappa={k:g})"
+            samples = np.asarray(main["sp_noise"][mode])[:, :, j]
+            panels.errorbars(ax, x, samples, fmt=fmt, color=cmap[j], ms=4, capsize=2, label=label)
+        label = f"bound kappa^a E(AVR)/OPT = {k**a * avr_mean:.3g} (eps={e:g})"
+        ax.axhline(k**a * avr_mean, **style.prediction(color=cmap[j]), label=label)
+    label = "pure prediction-following (no cap)"
+    panels.errorbars(ax, x, main["sp_noise"]["follow"], fmt="^:", color="0.4", ms=4, capsize=2, label=label)
     xs = np.geomspace(x_floor, max(x.max(), 1.0), 100)
     ax.plot(xs, (1 + xs) ** a, color="black", lw=1.2, ls="-.", label="smoothness function (1 + eta)^a")
     for name in BASELINES:
-        ax.axhline(
-            np.mean(np.asarray(main[name])),
-            color=COLORS[name],
-            lw=2,
-            alpha=0.5,
-            label=f"{LABELS[name]} (no prediction), mean",
-        )
+        label = f"{LABELS[name]} (no prediction), mean"
+        ax.axhline(np.mean(np.asarray(main[name])), color=COLORS[name], lw=2, alpha=0.5, label=label)
     ax.axhline(1.0, color="black", lw=0.8)
-    ax.set(
+    return panels.finish(
+        ax,
+        legend={"fontsize": 7, "ncol": 3, "loc": "upper left"},
         xscale="log",
         yscale="log",
         ylim=(0.9, None),
@@ -94,9 +79,7 @@ def ratio_vs_error_figure(results: dict, cfg: Config):
         f"at {x_floor})",
         ylabel="energy / OPT (mean, 95% CI over seeds)",
         title=f"SP with noisy speed predictions s_hat = s* exp(sigma z - sigma^2/2)  ({_setup(cfg)})",
-    )
-    ax.legend(fontsize=7, ncol=3, loc="upper left")
-    return fig
+    ).figure
 
 
 def las_smoothness_figure(results: dict, cfg: Config):
@@ -108,21 +91,29 @@ def las_smoothness_figure(results: dict, cfg: Config):
     fig, ax = style.figure(figsize=(7, 4.5))
     eta_w = np.asarray(main["las_noise_error"]).mean(0)
     xw = np.where(eta_w > 0, eta_w, x_floor)
-    m, h = _mean_ci(np.asarray(main["las_noise"]))
-    ax.errorbar(xw, m, yerr=h, fmt="o-", capsize=3, label=f"LAS, eps={eps.min():g} (mean, 95% CI)")
     xs = np.geomspace(x_floor, max(xw.max(), 1.0), 100)
-    ax.plot(xs, (1 + eps.min()) * (1 + xs) ** a, **style.prediction(), label="(1 + eps)(1 + eta_w)^a")
+    panels.measured_vs_predicted(
+        ax,
+        xw,
+        np.asarray(main["las_noise"]),
+        (1 + eps.min()) * (1 + xs) ** a,
+        pred_x=xs,
+        fmt="o-",
+        color="C0",
+        label=f"LAS, eps={eps.min():g} (mean, 95% CI)",
+        pred_label="(1 + eps)(1 + eta_w)^a",
+    )
     ax.axhline(np.mean(np.asarray(main["avr"])), color=COLORS["avr"], lw=2, alpha=0.5, label="AVR, mean")
-    ax.set(
+    return panels.finish(
+        ax,
+        legend=8,
         xscale="log",
         yscale="log",
         ylim=(0.95, None),
         xlabel=f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a (eta = 0 drawn at {x_floor})",
         ylabel="energy / OPT",
         title=f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({_setup(cfg)})",
-    )
-    ax.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def profiles_figure(results: dict, cfg: Config):
@@ -216,48 +207,33 @@ def las_experiment_figure(results: dict, cfg: Config):
     cmap = _eps_colors(results)
     main = results["main"]
     fig, ax = style.figure(figsize=(13, 5.5))
-    pos, ticks, ticklabels = 0.0, [], []
-    base_pos = {}
-    for name in BASELINES:
-        m, h = _mean_ci(np.asarray(main[name]))
-        ax.bar(pos, m, yerr=h, color=COLORS[name], capsize=3)
-        base_pos[name] = pos
-        ticks.append(pos)
-        ticklabels.append(LABELS[name])
-        pos += 1
-    m, h = _mean_ci(np.asarray(main["bkp_work_only"]))
-    ax.bar(pos, m, yerr=h, color=COLORS["bkp"], alpha=0.35, capsize=3, hatch="..")
-    ticks.append(pos)
-    ticklabels.append("BKP\nwork-only\n(old bug)")
-    pos += 1.5
+    # (per-seed ratios, colour, bar keywords, tick label, gap after) for every bar, left to right
+    bars = [(main[name], COLORS[name], {}, LABELS[name], 0.0) for name in BASELINES]
+    bars.append(
+        (main["bkp_work_only"], COLORS["bkp"], {"alpha": 0.35, "hatch": ".."}, "BKP\nwork-only\n(old bug)", 0.5)
+    )
     for kind in ss.WORK_PREDICTIONS:
         vals = np.asarray(main[f"las_{kind}"])
-        for j, e in enumerate(eps):
-            m, h = _mean_ci(vals[:, j])
-            ax.bar(pos, m, yerr=h, color=cmap[j], capsize=3)
-            ticks.append(pos)
-            ticklabels.append(f"LAS\n{kind}\neps={e:g}")
-            pos += 1
-        pos += 0.5
+        bars += [
+            (vals[:, j], cmap[j], {}, f"LAS\n{kind}\neps={e:g}", 0.5 * (j == len(eps) - 1)) for j, e in enumerate(eps)
+        ]
     for mode in ss.SP_MODES:
         vals = np.asarray(main["sp_noise"][mode])[:, i0_noise(cfg), :]
-        for j, e in enumerate(eps):
-            m, h = _mean_ci(vals[:, j])
-            ax.bar(pos, m, yerr=h, color=cmap[j], capsize=3, hatch="//")
-            ticks.append(pos)
-            ticklabels.append(f"SP\n{mode}\ns_hat=s*\neps={e:g}")
-            pos += 1
-        pos += 0.5
-    for k, (name, pub) in enumerate(PUBLISHED.items()):
-        ax.plot(
-            base_pos[name],
-            pub,
-            marker="*",
-            ms=15,
-            color="black",
-            ls="none",
-            label="published mean (Bamas et al. 2020)" if k == 0 else None,
-        )
+        bars += [
+            (vals[:, j], cmap[j], {"hatch": "//"}, f"SP\n{mode}\ns_hat=s*\neps={e:g}", 0.5 * (j == len(eps) - 1))
+            for j, e in enumerate(eps)
+        ]
+    pos, ticks = 0.0, []
+    for vals, color, kw, _, gap in bars:
+        m, h = panels.mean_ci_columns(np.asarray(vals))
+        ax.bar(pos, m, yerr=h, color=color, capsize=3, **kw)
+        ticks.append(pos)
+        pos += 1 + gap
+    ticklabels = [b[3] for b in bars]
+    base_pos = dict(zip(BASELINES, ticks, strict=False))
+    published = [(base_pos[name], pub) for name, pub in PUBLISHED.items()]
+    label = "published mean (Bamas et al. 2020)"
+    ax.plot(*np.transpose(published), marker="*", ms=15, color="black", ls="none", label=label)
     ax.axhspan(*PUBLISHED_LAS, color="0.75", zorder=0, label="published LAS-accurate range 1.008-1.026")
     ax.axhline(1.0, **style.prediction(), label="OPT = 1")
     ax.set(
@@ -280,49 +256,47 @@ def robust_n_figure(results: dict, cfg: Config):
     fig, ax = style.figure(figsize=(7, 4.5))
     for j, e in enumerate(np.asarray(results["eps"])):
         worst = sp[..., j].max(axis=2)
-        m, h = _mean_ci(worst, axis=1)
+        m, h = panels.mean_ci_columns(worst, axis=1)
         g, gh = robust_growth(n, worst)
-        line = ax.errorbar(n, m, yerr=h, fmt="o-", capsize=3, label=f"eps={e:g}: growth {g:.2f} (+{gh:.2f}) over n")
-        ax.plot(n, m[0] * ROBUST_GROWTH ** (np.log(n / n[0]) / np.log(n[-1] / n[0])), ":", color=line[0].get_color())
+        ax.errorbar(
+            n, m, yerr=h, fmt="o-", capsize=3, color=f"C{j}", label=f"eps={e:g}: growth {g:.2f} (+{gh:.2f}) over n"
+        )
+        ax.plot(n, m[0] * ROBUST_GROWTH ** (np.log(n / n[0]) / np.log(n[-1] / n[0])), ":", color=f"C{j}")
     ax.plot([], [], "k:", label=f"claim's limit: growth {ROBUST_GROWTH:g} over the range")
-    ax.set(
+    return panels.finish(
+        ax,
+        legend=8,
         xscale="log",
         yscale="log",
         xlabel="number of jobs n",
         ylabel="worst adversarial energy / OPT (mean over seeds, 95% CI)",
         title="SP's robustness does not grow with n (dynamic mode, adversarial predictions)",
-    )
-    ax.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def las_eps_figure(results: dict, cfg: Config):
     """LAS-accurate mean ratio vs eps (calibration instances) with the published range: which eps it belongs to."""
     grid = np.asarray(cfg.las_eps_grid)
-    m, h = _mean_ci(np.asarray(results["las_calibration"]))
+    m, h = panels.mean_ci_columns(np.asarray(results["las_calibration"]))
     lo, hi = las_eps_interval(grid, m)
     fig, ax = style.figure(figsize=(7, 4.5))
-    ax.errorbar(
-        grid,
-        m,
-        yerr=h,
-        fmt="o-",
-        capsize=3,
-        label=f"LAS, exact workloads ({cfg.las_cal_seeds} calibration instances: mean, 95% CI)",
+    label = f"LAS, exact workloads ({cfg.las_cal_seeds} calibration instances: mean, 95% CI)"
+    panels.measured_vs_predicted(
+        ax, grid, m, 1 + grid, yerr=h, fmt="o-", label=label, pred_label="consistency bound 1 + eps"
     )
     ax.axhspan(*PUBLISHED_LAS, color="0.8", label="published LAS-accurate range")
     if np.isfinite(lo):
         ax.axvspan(lo, hi, color="tab:blue", alpha=0.12, label=f"eps in [{lo:.2f}, {hi:.2f}] maps into it")
-    ax.plot(grid, 1 + grid, **style.prediction(), label="consistency bound 1 + eps")
-    ax.set(  # linear in the ratio: it spans 1 to ~1.2, where a log axis only garbles the tick labels
+    # linear in the ratio: it spans 1 to ~1.2, where a log axis only garbles the tick labels
+    return panels.finish(
+        ax,
+        legend=8,
         xscale="log",
         ylim=(1.0, max(1.2, float(m.max()) * 1.05)),
         xlabel="eps",
         ylabel="energy / OPT",
         title=f"Which eps is the published LAS range? ({_setup(cfg)})",
-    )
-    ax.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def avr_lower_bound_figure(results: dict, cfg: Config):
@@ -330,25 +304,17 @@ def avr_lower_bound_figure(results: dict, cfg: Config):
     lb = results["avr_lb"]
     fig, ax = style.figure(figsize=(7, 4.5))
     ax.plot(lb["curve_kappa"], lb["curve_ratio"], **style.prediction(), label="continuum limit (quadrature)")
-    ax.plot(
-        lb["kappa"],
-        lb["measured"][:, 0],
-        "v",
-        color="tab:orange",
-        ms=7,
-        ls="none",
-        label=f"measured: exact AVR / YDS, n = {cfg.lb_jobs} x 0.4/kappa jobs",
-    )
-    ax.plot(lb["kappa"], lb["measured"][:, 1], "^", color="tab:orange", ms=7, ls="none", label="measured, 2n jobs")
-    ax.plot(
-        lb["kappa"], lb["extrapolated"], "o", color="tab:blue", ms=8, ls="none", label="extrapolated 2 R(2n) - R(n)"
-    )
+    for y, mk, color, ms, label in (
+        (lb["measured"][:, 0], "v", "tab:orange", 7, f"measured: exact AVR / YDS, n = {cfg.lb_jobs} x 0.4/kappa jobs"),
+        (lb["measured"][:, 1], "^", "tab:orange", 7, "measured, 2n jobs"),
+        (lb["extrapolated"], "o", "tab:blue", 8, "extrapolated 2 R(2n) - R(n)"),
+    ):
+        ax.plot(lb["kappa"], y, mk, color=color, ms=ms, ls="none", label=label)
     ax.axhline(4.0, color="tab:red", lw=1, label="alpha^alpha = 4 (kappa -> 0)")
-    ax.set(
+    return panels.finish(
+        ax,
         xscale="log",
         xlabel="kappa (work density t^-gamma, gamma = (1 - kappa) / alpha)",
         ylabel="AVR / OPT",
         title="AVR on its lower-bound family at alpha = 2",
-    )
-    ax.legend()
-    return fig
+    ).figure
