@@ -19,10 +19,16 @@ import numpy as np
 from scipy import stats
 
 from jaxwb.models import diffusion_lm as dl
-from jaxwb.sims.core.claims import Claim, mean_ci
+from jaxwb.sims.core.claims import Claim, agreement, largest_difference, mean_ci
 from jaxwb.sims.sparse_attention import louver
 from jaxwb.sims.sparse_attention import reference as ref
 from jaxwb.sims.sparse_attention.config import Config
+
+
+def near_zero(statement: str, measured, tolerance: float, *, source: str = "paper", wide_reason: str = "") -> Claim:
+    """A deterministic measurement that must be 0 (a count, a largest difference from a reference) within
+    ``tolerance`` (:func:`agreement`, ``"abs"``)."""
+    return agreement(statement, 0.0, measured, tolerance, "abs", source=source, wide_reason=wide_reason)
 
 
 def sign_claim(statement: str, diffs, *, source: str = "paper") -> Claim:
@@ -79,24 +85,13 @@ def band_claims(statement: str, diffs, band: tuple[float, float], *, source: str
     """The band ``lo < mean(diffs) < hi`` the paired per-prompt differences ``diffs [n]`` support, as two one-sided
     claims on their 95% Student-t interval (each passes when the whole interval clears its end; an end at 0 must
     be cleared strictly, as :func:`paired_claim`). ``statement`` names the difference; the ends are appended."""
-    m, h, n = mean_ci(diffs)
+    interval = mean_ci(diffs)
     out = []
     for cmp, end, side in (("ge", band[0], "above"), ("le", band[1], "below")):
         strict = STRICTLY_POSITIVE if cmp == "ge" else -STRICTLY_POSITIVE
-        out.append(
-            Claim(
-                f"{statement} {'>' if cmp == 'ge' else '<'} {end:g} (paired over prompts, 95% t-interval {side})",
-                strict if end == 0 else end,
-                m,
-                0.0,
-                cmp,
-                source=source,
-                kind="check",
-                ci=h,
-                n_seeds=n,
-                is_ordering=True,
-            )
-        )
+        text = f"{statement} {'>' if cmp == 'ge' else '<'} {end:g} (paired over prompts, 95% t-interval {side})"
+        end = strict if end == 0 else end
+        out.append(Claim.from_interval(text, end, interval, 0.0, cmp, kind="check", source=source, is_ordering=True))
     return out
 
 
@@ -114,43 +109,25 @@ def end_to_end_claims(results, cfg: Config) -> list[Claim]:
         for a in ("uniform", "concentration")
         for f in ("kl", "dnll", "dacc")
     }  # [R, N]
-    refresh = f"anchor refresh every {P} steps vs the first-step-only mask (uniform budget rho={rho:g})"
-    adaptive = f"the head-adaptive vs the uniform budget at equal density (refresh every {P}, rho={rho:g})"
     tf = "teacher-forced denoising of the held-out continuation along the dense run's unmasking order"
     kl = "KL(dense || sparse) of the denoiser's token distributions at the still-masked positions"
+    quantities = (  # (field, where, what: worse - better for kl and dnll, better - worse for dacc)
+        ("kl", "End to end along the dense trajectory", f"the fall in {kl}"),
+        ("dnll", f"End to end ({tf})", "the fall in the held-out bytes' NLL (rise over dense attention)"),
+        ("dacc", f"End to end ({tf})", "the gain in the held-out bytes' argmax accuracy"),
+    )
     u, c = "uniform", "concentration"
-    return [
-        *band_claims(
-            f"End to end along the dense trajectory, {refresh}: the fall in {kl}",
-            m[(u, "kl")][r_first] - m[(u, "kl")][r_main],
-            cfg.refresh_kl_band,
-        ),
-        *band_claims(
-            f"End to end ({tf}), {refresh}: the fall in the held-out bytes' NLL (rise over dense attention)",
-            m[(u, "dnll")][r_first] - m[(u, "dnll")][r_main],
-            cfg.refresh_nll_band,
-        ),
-        *band_claims(
-            f"End to end ({tf}), {refresh}: the gain in the held-out bytes' argmax accuracy",
-            m[(u, "dacc")][r_main] - m[(u, "dacc")][r_first],
-            cfg.refresh_acc_band,
-        ),
-        *band_claims(
-            f"End to end along the dense trajectory, {adaptive}: the fall in {kl}",
-            m[(u, "kl")][r_main] - m[(c, "kl")][r_main],
-            cfg.adaptive_kl_band,
-        ),
-        *band_claims(
-            f"End to end ({tf}), {adaptive}: the fall in the held-out bytes' NLL (rise over dense attention)",
-            m[(u, "dnll")][r_main] - m[(c, "dnll")][r_main],
-            cfg.adaptive_nll_band,
-        ),
-        *band_claims(
-            f"End to end ({tf}), {adaptive}: the gain in the held-out bytes' argmax accuracy",
-            m[(c, "dacc")][r_main] - m[(u, "dacc")][r_main],
-            cfg.adaptive_acc_band,
-        ),
-    ]
+    refresh = f"anchor refresh every {P} steps vs the first-step-only mask (uniform budget rho={rho:g})"
+    adaptive = f"the head-adaptive vs the uniform budget at equal density (refresh every {P}, rho={rho:g})"
+    # (name, setting, the worse policy and row, the better one)
+    settings = (("refresh", refresh, (u, r_first), (u, r_main)), ("adaptive", adaptive, (u, r_main), (c, r_main)))
+    out = []
+    for name, setting, (a, ra), (b, rb) in settings:
+        for f, where, what in quantities:
+            fall = m[(a, f)][ra] - m[(b, f)][rb]
+            band = getattr(cfg, f"{name}_{f.removeprefix('d')}_band")
+            out += band_claims(f"{where}, {setting}: {what}", -fall if f == "dacc" else fall, band)
+    return out
 
 
 # Known disagreements (statement prefix -> reason), measured on the full preset (docs/papers/sparse_attention.md)
@@ -245,17 +222,15 @@ def map_claims(results, cfg: Config) -> list[Claim]:
             st["within"] - st["across"],
             cfg.transition_band,
         ),
-        Claim(
+        Claim.from_interval(
             f"Heads differ in concentration: the variance over heads of their top-{k} block mass exceeds the 95% "
             "quantile of its head-label permutation null (an ordering against the null: measured = statistic - "
             "null mean, interval = null 95% quantile - null mean; margin in those null half-widths)",
             0.0,
-            hs["stat"] - hs["null_mean"],
+            (hs["stat"] - hs["null_mean"], hs["null_q95"] - hs["null_mean"], cfg.n_prompts),
             0.0,
             "ge",
             kind="check",
-            ci=hs["null_q95"] - hs["null_mean"],
-            n_seeds=cfg.n_prompts,
             is_ordering=True,
         ),
     ]
@@ -341,38 +316,32 @@ def density_claims(results, cfg: Config) -> list[Claim]:
     gap_conc = float(np.max(np.abs(dens["concentration"][main] - dens["uniform"][main])))
     ref_main = dens["uniform"][row(cfg, cfg.main_period, cfg.main_budget)]
     return [
-        Claim(
+        near_zero(
             f"Budgets in blocks: the uniform masks' measured block density equals max(1, round(rho Kb)) / Kb at every "
             f"refresh period and budget rho in {tuple(cfg.budgets)}, and the oracle top-{cfg.main_k} and "
             f"{cfg.far_lag}-step-stale references' equals {cfg.main_k}/{kb} (max |difference|, in blocks of one "
             f"policy's {n_blocks} (prompt, step, layer, head, row, key-block) blocks: <= 0.5, i.e. none off)",
-            0.0,
             gap_closed * n_blocks,
             0.5,
-            "abs",
-            kind="check",
             wide_reason="densities are whole blocks: half a block in the whole trajectory is the finest tolerance that "
             "float32 rounding of the mean does not decide",
         ),
-        Claim(
+        near_zero(
             f"Equal-density premise of the head-adaptive budget: its measured block density equals the uniform "
             f"budget's at rho={cfg.main_budget:g}, every refresh period (max |difference| <= one block per "
             f"query-block row over the {cfg.n_heads} heads, 1/(H Kb))",
-            0.0,
             gap_conc,
             one_per_row,
-            "abs",
-            kind="check",
             wide_reason="budgets are whole blocks: the smallest possible violation is one block in one row",
         ),
-        Claim(
+        agreement(
             f"Equal-density premise of the mass-greedy reference: its density is the uniform budget's at "
             f"rho={cfg.main_budget:g} plus at most the best block of each empty row (difference in [0, 1/Kb])",
             0.5 / kb,
             float(dens["global"][0] - ref_main),
             0.5 / kb,
             "abs",
-            kind="check",
+            source="paper",
             wide_reason="the rule's allowed excess is up to one block per row (1/Kb); the measured excess depends on "
             "how many rows the largest importances miss",
         ),
@@ -382,28 +351,25 @@ def density_claims(results, cfg: Config) -> list[Claim]:
 def louver_claims(results, cfg: Config) -> list[Claim]:
     """Louver's guarantee: zero false negatives against float64 scores."""
     lv = results["louver"]
-    fn = sum(int(np.sum(np.asarray(lv[b][f]))) for b in ("ball", "box") for f in ("fn_block", "fn_key"))
+    fn, excess = (
+        sum(int(np.sum(np.asarray(lv[b][f]))) for b in ("ball", "box") for f in (f"{what}_block", f"{what}_key"))
+        for what in ("fn", "excess")
+    )
     return [
-        Claim(
+        near_zero(
             "Louver retrieval has zero false negatives: no key with q.k >= tau (q.k in float64 from the float32 "
             "inputs) in a skipped block or outside the retrieved keys (ball and box bounds, every tau, layer, "
             "prompt)",
-            0.0,
             fn,
             0.0,
-            "abs",
-            kind="check",
         ),
-        Claim(
+        near_zero(
             "Louver's bounds are tight up to float32 rounding: no block scored whose float64 ball/box bound is below "
             f"tau by more than {louver.TIGHT:g} of the bound's magnitude, no key retrieved with float64 q.k below "
             f"tau by more than {louver.TIGHT:g} |q|.|k| (every tau, layer, prompt; the kernel pads by 4 (D + 2) "
             "eps_32, 10-20x less)",
+            excess,
             0.0,
-            sum(int(np.sum(np.asarray(lv[b][f]))) for b in ("ball", "box") for f in ("excess_block", "excess_key")),
-            0.0,
-            "abs",
-            kind="check",
         ),
     ]
 
@@ -435,71 +401,48 @@ def reference_claims(results, cfg: Config) -> list[Claim]:
     measured_tr = ref.transition_steps(s["states"], s["prompt_and_text"], cfg.prompt_len, cfg.gen_block, dl.MASK)
     at = f"at step {t} of every prompt's dense run, every layer and head"
     return [
-        Claim(
+        near_zero(
             f"The recorded block attention maps are dense softmax(q k^T / sqrt(D)) attention pooled to {cfg.block}x"
             f"{cfg.block} blocks: max |difference| from a float64 NumPy evaluation on the model's q, k {at} "
             f"<= {PROB_TOL:g} (float32 rounding)",
-            0.0,
-            float(np.max(np.abs(r["true"] - ref.block_mass(r["q"], r["k"], cfg.block)))),
+            largest_difference(r["true"], ref.block_mass(r["q"], r["k"], cfg.block), relative=None),
             PROB_TOL,
-            "abs",
-            kind="check",
-            source="paper",
         ),
-        Claim(
+        near_zero(
             f"The top-{cfg.main_k} block mass the head-spread test compares heads by is the mass in the "
             f"{cfg.main_k} largest blocks of each row of the recorded maps, mean over rows: max |difference| from a "
             f"float64 NumPy sort of those maps {at} <= {PROB_TOL:g} (float32 rounding)",
-            0.0,
             tm_gap,
             PROB_TOL,
-            "abs",
-            kind="check",
-            source="paper",
         ),
-        Claim(
+        near_zero(
             "The head concentration the head-adaptive budget splits by is Step-dLLM's: 1 - entropy / log Kb of the "
             f"pooled-Q/K importance softmax(qbar kbar^T / sqrt(D)), mean over rows; max |difference| from a float64 "
             f"NumPy evaluation {at} <= {PROB_TOL:g} (float32 rounding)",
-            0.0,
-            float(np.max(np.abs(conc - ref.concentration(imp64)))),
+            largest_difference(conc, ref.concentration(imp64), relative=None),
             PROB_TOL,
-            "abs",
-            kind="check",
-            source="paper",
         ),
-        Claim(
+        near_zero(
             f"The uniform mask (rho={cfg.main_budget:g}, refreshed every step) keeps exactly the top-{cfg.main_k} "
             f"blocks of every row by the float64 pooled-Q/K importance {at} (rows violating it, ties within "
             f"{IMP_TIE:g} allowed either way)",
-            0.0,
             float(ref.topk_violations(imp64, r["mask"], cfg.main_k, tol=IMP_TIE)),
             0.0,
-            "abs",
-            kind="check",
-            source="paper",
         ),
-        Claim(
+        near_zero(
             "The attention-output error the policies are compared by is ||O_mask - O||_F / ||O||_F of softmax "
             "attention restricted to the mask's blocks: that of the uniform mask above, max |difference| from a "
             f"float64 NumPy evaluation on the model's q, k, v {at.replace(' and head', '')} <= {ERR_TOL:g} "
             "(float32 rounding)",
-            0.0,
-            float(np.max(np.abs(err - err64))),
+            largest_difference(err, err64, relative=None),
             ERR_TOL,
-            "abs",
-            kind="check",
-            source="paper",
         ),
-        Claim(
+        near_zero(
             "Premise of the transition split: the steps the overlap analysis treats as transitions (closed form "
             "from the decoding schedule) are those at which the dense run of prompt 0 starts committing bytes of "
             "the next decoding block (measured from its recorded states; steps in one set and not the other)",
-            0.0,
             len(set(measured_tr) ^ set(cfg.transitions)),
             0.0,
-            "abs",
-            kind="check",
             source="reconstruction",
         ),
     ]
