@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, bootstrap_ci, mean_ci
+from jaxwb.sims.core.claims import Claim, agreement, bootstrap_ci, mean_ci, upper_bound
 from jaxwb.sims.tiny_lm.config import (
     ENGINES,
     FORMATS,
@@ -82,16 +82,14 @@ def _per_size_claims(results: dict, cfg: Config) -> list[Claim]:
                 source="theory",
             )
         )
-        out.append(
-            Claim.ordering(
-                f"{size}: RaZeR (weight variant) perplexity < NVFP4's, weight-only (NVFP4 - RaZeR > {RESOLUTION:g})",
-                p["nvfp4"][s],
-                p["razer"][s],
-                source="theory",
-                at_least=RESOLUTION,
-            )
-        )
+        statement = f"{size}: RaZeR (weight variant) perplexity < NVFP4's, weight-only (NVFP4 - RaZeR > {RESOLUTION:g})"
+        out.append(_beats(statement, p["nvfp4"][s], p["razer"][s]))
     return out
+
+
+def _beats(statement: str, larger, smaller) -> Claim:
+    """``larger - smaller > RESOLUTION`` on the paired models (:meth:`Claim.ordering`; arrays of any shape, pooled)."""
+    return Claim.ordering(statement, larger, smaller, source="theory", at_least=RESOLUTION)
 
 
 def _pooled(a: np.ndarray) -> np.ndarray:
@@ -107,29 +105,23 @@ def _pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
     wa = {f: _a(v) for f, v in results["ppl_wa"].items()}
     ol = {f: _a(v) for f, v in results["ppl_outlier"].items()}
     return [
-        Claim.ordering(
-            f"W4A4: RaZeR (weight + activation variants) perplexity < NVFP4's, all sizes "
-            f"(NVFP4 - RaZeR > {RESOLUTION:g})",
-            _pooled(wa["nvfp4"]),
-            _pooled(wa["razer"]),
-            source="theory",
-            at_least=RESOLUTION,
+        _beats(
+            f"W4A4: RaZeR (weight + activation variants) perplexity < NVFP4's, all sizes (NVFP4 - RaZeR > "
+            f"{RESOLUTION:g})",
+            wa["nvfp4"],
+            wa["razer"],
         ),
-        Claim.ordering(
+        _beats(
             f"W4A4 costs more than W4A16 (NVFP4): ppl_W4A4 - ppl_W4A16 > {RESOLUTION:g}, all sizes",
-            _pooled(wa["nvfp4"]),
-            _pooled(p["nvfp4"]),
-            source="theory",
-            at_least=RESOLUTION,
+            wa["nvfp4"],
+            p["nvfp4"],
         ),
-        Claim.ordering(
+        _beats(
             f"outlier channels (x{cfg.outlier_scale:g} on {cfg.outlier_channels} input channels, "
             f"{cfg.outlier_draws} draws per model): RaZeR perplexity < NVFP4's (NVFP4 - RaZeR > {RESOLUTION:g}), "
             "all sizes",
-            _pooled(ol["nvfp4"]),
-            _pooled(ol["razer"]),
-            source="theory",
-            at_least=RESOLUTION,
+            ol["nvfp4"],
+            ol["razer"],
         ),
         *_band_claims(
             "MXFP4 (power-of-two scales, blocks of 32) - NVFP4 perplexity, all sizes",
@@ -142,18 +134,16 @@ def _pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
 def _band_claims(what: str, diffs, band: tuple[float, float]) -> list[Claim]:
     """``lo < mean(diffs) < hi`` as two one-sided claims on the Student-t interval of the per-model ``diffs``
     (orderings against the band's ends: each passes when the whole interval clears its end)."""
-    m, h, n = mean_ci(_a(diffs))
+    interval = mean_ci(_a(diffs))
     return [
-        Claim(
-            f"{what} {'>' if cmp == 'ge' else '<'} {end:g} (mean over {n} models, t interval)",
+        Claim.from_interval(
+            f"{what} {'>' if cmp == 'ge' else '<'} {end:g} (mean over {interval[2]} models, t interval)",
             end,
-            m,
+            interval,
             0.0,
             cmp,
-            source="theory",
             kind="check",
-            ci=h,
-            n_seeds=n,
+            source="theory",
             is_ordering=True,
         )
         for cmp, end in (("ge", band[0]), ("le", band[1]))
@@ -168,32 +158,26 @@ def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
         ("weight", PAPER_RAZER_REDUCTION, "weight-only"),
         ("wa", PAPER_RAZER_REDUCTION_WA, "weight + activation"),
     ):
-        r = _pooled(_a(red[key]))
-        est, half, k = bootstrap_ci(r)
+        interval = bootstrap_ci(_pooled(_a(red[key])))
+        k = interval[2]
+        statement = (
+            f"RaZeR removes {100 * paper:.1f}% of NVFP4's perplexity loss ({setting}; paper: average over its LLMs; "
+            f"here byte-level models of {'/'.join(map(str, cfg.d_models))} width, {k} models, mean with 95% "
+            f"bootstrap interval, within {100 * PAPER_TOLERANCE:g} points)"
+        )
         out.append(
-            Claim(
-                f"RaZeR removes {100 * paper:.1f}% of NVFP4's perplexity loss ({setting}; paper: average "
-                f"over its LLMs; here byte-level models of {'/'.join(map(str, cfg.d_models))}"
-                f" width, {k} models, mean with 95% bootstrap interval, within {100 * PAPER_TOLERANCE:g} "
-                "points)",
-                paper,
-                est,
-                PAPER_TOLERANCE,
-                "abs",
-                kind="paper",
-                ci=half,
-                n_seeds=k,
-                expected="fail",
-                reason=WHY_PAPER[key],
+            Claim.from_interval(
+                statement, paper, interval, PAPER_TOLERANCE, "abs", kind="paper", expected="fail", reason=WHY_PAPER[key]
             )
         )
-        out.append(  # what is found instead, decided on the same interval (a bug in the share is still seen)
-            Claim(
-                f"found: RaZeR removes a positive share of NVFP4's perplexity loss ({setting}; {k} models, mean "
-                "with 95% bootstrap interval > 0)",
-                0.0, est, 0.0, "ge", kind="check", source="theory", ci=half, n_seeds=k, is_ordering=True,
-            )
-        )  # fmt: skip
+        # what is found instead, decided on the same interval (a bug in the share is still seen)
+        statement = (
+            f"found: RaZeR removes a positive share of NVFP4's perplexity loss ({setting}; {k} models, mean with 95% "
+            "bootstrap interval > 0)"
+        )
+        out.append(
+            Claim.from_interval(statement, 0.0, interval, 0.0, "ge", kind="check", source="theory", is_ordering=True)
+        )
     return out
 
 
@@ -216,7 +200,7 @@ def _loss_reference_claims(results: dict, cfg: Config) -> list[Claim]:
     for v in VARIANTS:
         got, ref = _a(results["loss_check"][v]), _a(results["loss_check_np"][v])
         out.append(
-            Claim(
+            agreement(
                 f"{what[v]}: validation loss of every model on its first {cfg.check_windows} evaluation windows = a "
                 "float64 NumPy forward of the same model"
                 + _reference_how(v)
@@ -225,8 +209,6 @@ def _loss_reference_claims(results: dict, cfg: Config) -> list[Claim]:
                 float(np.max(np.abs(got / ref - 1.0))),
                 W4A4_REFERENCE_RTOL if v.startswith("wa_") else LOSS_REFERENCE_RTOL,
                 "abs",
-                source="theory",
-                kind="check",
                 wide_reason=(
                     "one allowance for the float model and W4A16, set by the bfloat16 rounding of the W4A16 layers' "
                     "inputs (up to 1.8e-5 over 10 models), and one for W4A4, set by a per-token block decision on "
@@ -275,19 +257,12 @@ def _rht_error_claim(results: dict) -> Claim:
     MSE averages this over its groups and the dither; t interval over the first model's block layers."""
     bits = 4
     bound = float(dq.finite_level_factor(bits) * dq.mse_bound(bits))
-    m, h, n = mean_ci(_a(results["layer_rel_mse"]["rht4"]))
-    return Claim(
+    interval = mean_ci(_a(results["layer_rel_mse"]["rht4"]))
+    statement = (
         f"weight error: RHT-4 relative MSE per block layer <= (N/(N-1))^2 (pi sqrt 3/2) 4^-b = {bound:.4g} "
-        f"(dithered RHT, b = {bits}; mean over the first model's {n} layers, t interval)",
-        bound,
-        m,
-        0.0,
-        "le",
-        source="theory",
-        kind="bound",
-        ci=h,
-        n_seeds=n,
+        f"(dithered RHT, b = {bits}; mean over the first model's {interval[2]} layers, t interval)"
     )
+    return Claim.from_interval(statement, bound, interval, 0.0, "le", kind="bound", source="theory")
 
 
 # float32 (the kernel: Chebyshev erfc, float32 sums) against float64 (SciPy): a group's relative reconstruction
@@ -305,7 +280,7 @@ def _what(label: str) -> str:
 
 def _no_mismatch(statement: str, mismatches) -> Claim:
     """A deterministic equality of two implementations: the number of differing elements against 0."""
-    return Claim(statement, 0.0, float(mismatches), 0.0, "abs", source="theory", kind="check")
+    return agreement(statement, 0.0, float(mismatches), 0.0, "abs")
 
 
 def _kernel_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -333,7 +308,7 @@ def _kernel_claims(results: dict, cfg: Config) -> list[Claim]:
     ]
     ties, groups = int(kc["rht4_ties"]), int(kc["rht4_groups"])
     out.append(
-        Claim(
+        agreement(
             "RHT-4 fake-quantized weights = an independent float64 NumPy/SciPy implementation's (same signs and "
             "dithers), group by group: largest ||w_hat - ref|| / ||w|| over the first model's groups of "
             f"{cfg.rht_group}, leaving out the {ties} of {groups} with a coordinate within {RHT_TIE:g} cells of a "
@@ -342,8 +317,6 @@ def _kernel_claims(results: dict, cfg: Config) -> list[Claim]:
             float(kc["rht4_group_error"]),
             RHT_REFERENCE_RTOL,
             "abs",
-            source="theory",
-            kind="check",
             wide_reason=(
                 "a float32 allowance for a group's reconstruction, sums over 64 coordinates through the Hadamard "
                 "transform, erfc and erfinv (a few ulp: 1e-6); the observed difference depends on the installed "
@@ -363,16 +336,9 @@ def _pinsker_claims(results: dict, cfg: Config) -> list[Claim]:
         # Pinsker holds for the exact TV and KL; both are estimates from m sequences. The claim asks for no
         # evidence of a violation: TV's lower 95% end <= the bound at KL's upper 95% end.
         kl_hi = max(kl + 1.96 * float(e[name]["kl_se"]), 0.0)
-        out.append(
-            Claim(
-                f"Pinsker TV <= sqrt(KL/2), float32 vs {name} (no violation: TV - 1.96se vs "
-                "sqrt((KL + 1.96se)/2); first model, seed 0)",
-                float(np.sqrt(kl_hi / 2)),
-                tv - 1.96 * float(e[name]["tv_se"]),
-                0.0,
-                "le",
-                source="theory",
-                kind="bound",
-            )
+        statement = (
+            f"Pinsker TV <= sqrt(KL/2), float32 vs {name} (no violation: TV - 1.96se vs sqrt((KL + 1.96se)/2); first "
+            "model, seed 0)"
         )
+        out.append(upper_bound(statement, float(np.sqrt(kl_hi / 2)), tv - 1.96 * float(e[name]["tv_se"])))
     return out
