@@ -5,12 +5,17 @@ See the package docstring for what each claim measures and why the quadratic one
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
 from jaxwb.models import corpus
-from jaxwb.sims.core.claims import Claim, bootstrap_ci, mean_ci
+from jaxwb.sims.core.claims import (
+    Claim,
+    agreement,
+    array_agreement,
+    bootstrap_ci,
+    largest_difference,
+    mean_ci,
+)
 from jaxwb.sims.river_valley_lm.config import Config
 from jaxwb.sims.river_valley_lm.run import eos_rows
 from jaxwb.theory import river_valley as rv
@@ -49,14 +54,23 @@ def tracker_vs_lanczos(results) -> np.ndarray:
     return np.abs(pw - lz) / np.abs(lz)
 
 
-def seed_edges(results) -> np.ndarray:
-    """Bisected divergence edges [n_beta, n_seeds] in units of 2/lambda_max(init) of each seed: sqrt(lo hi);
-    NaN where the bracket's low end already diverges, +inf where its high end still trains."""
-    e = results["edges"]
-    lo, hi = np.asarray(e["lo"], np.float64), np.asarray(e["hi"], np.float64)
-    edge = np.sqrt(lo * hi)
+def bracket_edges(e: dict) -> np.ndarray:
+    """Bisected divergence edges of the brackets ``e`` (``lo``, ``hi``, ``lo_ok``, ``hi_div``, any shape): sqrt(lo
+    hi); NaN where the bracket's low end already diverges, +inf where its high end still trains."""
+    edge = np.sqrt(np.asarray(e["lo"], np.float64) * np.asarray(e["hi"], np.float64))
     edge = np.where(np.asarray(e["lo_ok"]), edge, np.nan)
     return np.where(np.asarray(e["hi_div"]), edge, np.inf)
+
+
+def seed_edges(results) -> np.ndarray:
+    """Bisected divergence edges [n_beta, n_seeds] in units of 2/lambda_max(init) of each seed (``bracket_edges``
+    of the edge study)."""
+    return bracket_edges(results["edges"])
+
+
+def bracket_octaves(bracket, cfg: Config) -> float:
+    """Width in octaves of a bisection's final bracket, from its starting ``bracket`` (lo, hi)."""
+    return float(np.log2(bracket[1] / bracket[0]) / 2**cfg.edge_iters)
 
 
 def eos_sharpness(results, cfg: Config) -> np.ndarray:
@@ -136,74 +150,63 @@ def log2_edge_ratios(results, cfg: Config) -> dict[float, np.ndarray]:
     return {b: np.log2(ed[j] / ed[j0]) for j, b in enumerate(cfg.betas) if b}
 
 
+def on_interval(statement, predicted, interval, comparison, tolerance=0.0, **kw) -> Claim:
+    """A check on an estimate with its interval ``(estimate, halfwidth, n)`` (``mean_ci``, ``bootstrap_ci``), ``n``
+    reported as at least 2; ``kw``: source, expected, reason, is_ordering of a Claim."""
+    m, h, n = interval
+    return Claim.from_interval(statement, predicted, (m, h, max(n, 2)), tolerance, comparison, kind="check", **kw)
+
+
 def edge_claims(results: dict, cfg: Config) -> list[Claim]:
     """Divergence edges, bisected, over seeds (mini-batch SGD, cfg.steps steps): the raw-lr edge ratio (the
     paper's stability claim) and what was found instead, the effective-lr gain edge(beta)/((1-beta) edge(GD))
     beside the quadratic theory's (1+beta)/(1-beta) (its river-speed claim), and GD's edge beside its quadratic
-    threshold."""
+    threshold. Orderings of two measured edges (paired per seed) are decided on the interval of the per-seed log
+    ratio, widened by the bisection resolution; they report their margin in half-widths, not a slack against 0."""
     out = []
-    ed = seed_edges(results)  # [B, S]
-    lo, hi = cfg.edge_bracket
-    res_oct = np.log2(hi / lo) / 2**cfg.edge_iters  # final bracket width in octaves
+    res_oct = bracket_octaves(cfg.edge_bracket, cfg)  # final bracket width in octaves
     for b, ratio in log2_edge_ratios(results, cfg).items():
         m, h, n = mean_ci(ratio)
         ci = h + res_oct  # seed interval + bisection resolution of the two edges (half a bracket each)
         eff = m - float(np.log2(1.0 - b))  # log2 of the effective-lr gain edge(b)/((1-b) edge(GD))
         raw_theory = float(np.log2(float(rv.hb_threshold(1.0, b)) / float(rv.gd_threshold(1.0))))
         theory = raw_theory - float(np.log2(1.0 - b))
-        common = dict(kind="check", ci=ci, n_seeds=max(n, 2))
-        # orderings of two measured edges (paired per seed): decided on the interval of the per-seed log ratio,
-        # widened by the bisection resolution; they report their margin in half-widths, not a slack against 0
-        out.append(
-            Claim(
-                f"momentum widens the stable raw lr range: edge(beta={b:g}) > edge(GD) (log2 ratio per seed, "
-                f"bisected, {n} seeds)",
-                0.0, m, 0.0, "ge", source="paper", expected="fail", reason=WHY_EDGE_NARROWS, is_ordering=True,
-                **common,
-            )
-        )  # fmt: skip
-        out.append(
-            Claim(
-                f"found: momentum gains less than the quadratic factor on the raw-lr edge: edge(beta={b:g}) < "
-                f"(1+beta) edge(GD) (log2 ratio < {raw_theory:.3g} per seed, bisected, {n} seeds)",
-                raw_theory, m, 0.0, "le", source="reconstruction", is_ordering=True, **common,
-            )
-        )  # fmt: skip
-        if b == max(cfg.betas):  # the effects decided at this power (see n_seeds in config.py); at beta=0.5 not
-            out.append(
-                Claim(
-                    f"found: momentum narrows the stable raw lr range: edge(beta={b:g}) < edge(GD) (log2 ratio "
-                    f"per seed, bisected, {n} seeds)",
-                    0.0, -m, 0.0, "ge", source="reconstruction", is_ordering=True, **common,
-                )
-            )  # fmt: skip
-        out.append(
-            Claim(
-                f"quadratic theory: effective-lr gain at the divergence edge edge(beta={b:g})/((1-beta) edge(GD)) "
-                f"= (1+beta)/(1-beta) = {2**theory:.3g} (raw-lr ratio 1+beta; log2, 25% tolerance)",
-                theory, eff, float(np.log2(1.25)), "abs", source="theory", expected="fail", reason=WHY_EDGE_NARROWS,
-                **common,
-            )
-        )  # fmt: skip
-        if b == max(cfg.betas):
-            out.append(
-                Claim(
-                    f"heavy ball's effective-lr edge exceeds GD's: edge(beta={b:g})/(1-beta) > edge(GD) (log2 "
-                    f"ratio per seed; river speed at the edge; bisected, {n} seeds)",
-                    0.0, eff, 0.0, "ge", source="paper", is_ordering=True, **common,
-                )
-            )  # fmt: skip
-    j0 = cfg.betas.index(0.0)
-    m, h, n = mean_ci(np.log2(ed[j0]))
-    out.append(
-        Claim(
-            "GD's bisected lr edge = quadratic threshold 2/lambda_max(init) (log2 of edge in units of it, "
-            "25% tolerance)",
-            0.0, m, float(np.log2(1.25)), "abs", source="theory", kind="check", ci=h + res_oct / 2,
-            n_seeds=max(n, 2), expected="fail", reason=WHY_GD_EDGE,
+        widens = (
+            f"momentum widens the stable raw lr range: edge(beta={b:g}) > edge(GD) (log2 ratio per seed, bisected, "
+            f"{n} seeds)"
         )
-    )  # fmt: skip
-    return out
+        less = (
+            f"found: momentum gains less than the quadratic factor on the raw-lr edge: edge(beta={b:g}) < "
+            f"(1+beta) edge(GD) (log2 ratio < {raw_theory:.3g} per seed, bisected, {n} seeds)"
+        )
+        narrows = (
+            f"found: momentum narrows the stable raw lr range: edge(beta={b:g}) < edge(GD) (log2 ratio per seed, "
+            f"bisected, {n} seeds)"
+        )
+        gain = (
+            f"quadratic theory: effective-lr gain at the divergence edge edge(beta={b:g})/((1-beta) edge(GD)) "
+            f"= (1+beta)/(1-beta) = {2**theory:.3g} (raw-lr ratio 1+beta; log2, 25% tolerance)"
+        )
+        faster = (
+            f"heavy ball's effective-lr edge exceeds GD's: edge(beta={b:g})/(1-beta) > edge(GD) (log2 ratio per "
+            f"seed; river speed at the edge; bisected, {n} seeds)"
+        )
+        narrowing = {"expected": "fail", "reason": WHY_EDGE_NARROWS}
+        out.append(on_interval(widens, 0.0, (m, ci, n), "ge", source="paper", is_ordering=True, **narrowing))
+        out.append(on_interval(less, raw_theory, (m, ci, n), "le", source="reconstruction", is_ordering=True))
+        if b == max(cfg.betas):  # the effects decided at this power (see n_seeds in config.py); at beta=0.5 not
+            out.append(on_interval(narrows, 0.0, (-m, ci, n), "ge", source="reconstruction", is_ordering=True))
+        out.append(on_interval(gain, theory, (eff, ci, n), "abs", float(np.log2(1.25)), source="theory", **narrowing))
+        if b == max(cfg.betas):
+            out.append(on_interval(faster, 0.0, (eff, ci, n), "ge", source="paper", is_ordering=True))
+    m, h, n = mean_ci(np.log2(seed_edges(results)[cfg.betas.index(0.0)]))
+    text = "GD's bisected lr edge = quadratic threshold 2/lambda_max(init) (log2 of edge in units of it, 25% tolerance)"
+    tol = float(np.log2(1.25))
+    return out + [
+        on_interval(
+            text, 0.0, (m, h + res_oct / 2, n), "abs", tol, source="theory", expected="fail", reason=WHY_GD_EDGE
+        )
+    ]
 
 
 def eos_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -212,64 +215,48 @@ def eos_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     sh = eos_sharpness(results, cfg)  # [R, S]
     rows = eos_rows(cfg)
+    why = {"expected": "fail", "reason": WHY_EOS.format(steps=cfg.eos_steps), "source": "theory"}
     for i, m_ in enumerate(cfg.eos_mults):
         gd, hb = sh[3 * i], sh[3 * i + 1]
         b = rows[3 * i + 1][1]
-        m, h, n = mean_ci(gd)
         what = f"full batch, lr = {m_:g} x 2/lambda_max(init), median of lr * lambda_max(theta_t) over the 2nd half"
-        common = dict(source="theory", kind="check", ci=h, n_seeds=max(n, 2))
-        out.append(
-            Claim(
-                f"edge of stability, GD: {what} hovers at its quadratic edge 2 (20% tolerance)",
-                2.0, m, 0.2, "rel", expected="fail", reason=WHY_EOS.format(steps=cfg.eos_steps), **common,
-            )
-        )  # fmt: skip
-        mr, hr, nr = mean_ci(hb / gd)
-        common = dict(source="theory", kind="check", ci=hr, n_seeds=max(nr, 2))
         q = float(rv.hb_threshold(1.0, b) / rv.gd_threshold(1.0))
-        out.append(
-            Claim(
-                f"edge of stability, HB beta={b:g} at GD's raw lr: its sharpness is (1+beta) = {q:g} times GD's "
-                f"(ratio of the medians per seed, 20% tolerance)",
-                q, mr, 0.2, "rel", expected="fail", reason=WHY_EOS.format(steps=cfg.eos_steps), **common,
-            )
-        )  # fmt: skip
+        text = f"edge of stability, GD: {what} hovers at its quadratic edge 2 (20% tolerance)"
+        out.append(on_interval(text, 2.0, mean_ci(gd), "rel", 0.2, **why))
+        text = (
+            f"edge of stability, HB beta={b:g} at GD's raw lr: its sharpness is (1+beta) = {q:g} times GD's "
+            f"(ratio of the medians per seed, 20% tolerance)"
+        )
+        out.append(on_interval(text, q, mean_ci(hb / gd), "rel", 0.2, **why))
     return out
 
 
 def spectrum_claims(results: dict, cfg: Config) -> list[Claim]:
     """A valley/river gap in the top of the spectrum; the lambda_max tracker against a fresh Lanczos."""
-    out = []
-    m, h, n = mean_ci(largest_gap(results["hessian"]["spectrum"]))
-    out.append(
-        Claim(
-            f"valley/river gap: largest lambda_k/lambda_(k+1) among the top {cfg.spectrum_k} Hessian "
-            f"eigenvalues at init >= {GAP_RATIO:g}",
-            GAP_RATIO, m, 0.0, "ge", source="paper", kind="check", ci=h, n_seeds=max(n, 2), expected="fail",
-            reason=WHY_GAP,
-        )
-    )  # fmt: skip
-
+    gap = (
+        f"valley/river gap: largest lambda_k/lambda_(k+1) among the top {cfg.spectrum_k} Hessian eigenvalues at "
+        f"init >= {GAP_RATIO:g}"
+    )
+    gaps = mean_ci(largest_gap(results["hessian"]["spectrum"]))
     # --- tracker (warm-started Lanczos every eos_every steps) against a fresh Lanczos at two points of each EoS run
     # An agreement of two estimators of one number (two-sided, |gap| = 0): neither a bound nor an ordering. The two
     # agree to ~1e-6 at most points; where the top eigenvector switches between two measurements the warm start
     # lags a fresh Lanczos by up to 0.8% (quick sweep). 2% is ten times below the EoS claims' 20% tolerance: the
     # tracker cannot be the source of their outcome.
-    out.append(
-        Claim(
-            f"lambda_max tracking: {cfg.track_iters} warm-started Lanczos steps every {cfg.eos_every} "
-            f"steps = independent Lanczos ({cfg.lanczos_iters} steps, random start) at mid-run and at the end of "
-            f"every EoS run (largest relative gap, within +-{TRACK_TOL:g})",
-            0.0,
-            float(np.max(tracker_vs_lanczos(results))),
-            TRACK_TOL,
-            "abs",
-            kind="check",
-            wide_reason="the warm start lags a fresh Lanczos by up to 0.8% where the top eigenvector switches "
-            "(~1e-6 elsewhere); 2% is ten times below the edge-of-stability claims' 20% tolerance",
-        )
+    tracking = (
+        f"lambda_max tracking: {cfg.track_iters} warm-started Lanczos steps every {cfg.eos_every} "
+        f"steps = independent Lanczos ({cfg.lanczos_iters} steps, random start) at mid-run and at the end of "
+        f"every EoS run (largest relative gap, within +-{TRACK_TOL:g})"
     )
-    return out
+    why = (
+        "the warm start lags a fresh Lanczos by up to 0.8% where the top eigenvector switches (~1e-6 elsewhere); 2% "
+        "is ten times below the edge-of-stability claims' 20% tolerance"
+    )
+    lag = float(np.max(tracker_vs_lanczos(results)))
+    return [
+        on_interval(gap, GAP_RATIO, gaps, "ge", source="paper", expected="fail", reason=WHY_GAP),
+        agreement(tracking, 0.0, lag, TRACK_TOL, "abs", source="paper", wide_reason=why),
+    ]
 
 
 def largest_gap(spectrum) -> np.ndarray:
@@ -281,19 +268,6 @@ def largest_gap(spectrum) -> np.ndarray:
     return np.max(np.where(np.isfinite(ratios), ratios, 1.0), axis=1)
 
 
-def over_seeds(statement, predicted, samples, comparison, **kw) -> Claim:
-    """A check on the mean over seeds of ``samples`` (95% interval), zero tolerance."""
-    m, h, n = mean_ci(samples)
-    return Claim(statement, predicted, m, 0.0, comparison, kind="check", ci=h, n_seeds=max(n, 2), **kw)
-
-
-def ordering(statement, larger, smaller, **kw) -> Claim:
-    """``larger > smaller`` per seed, decided on the interval of the paired differences (``Claim.ordering``);
-    ``expected`` / ``reason`` / ``source`` as for a Claim."""
-    expect = {k: kw.pop(k) for k in ("expected", "reason") if k in kw}
-    return dataclasses.replace(Claim.ordering(statement, larger, smaller, **kw), **expect)
-
-
 def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
     """Mechanism checks over seeds: full-batch trajectories, loss map, AdamW grid, valley/river split."""
     out = []
@@ -301,76 +275,54 @@ def mechanism_claims(results: dict, cfg: Config) -> list[Claim]:
     loss = np.asarray(d["loss"], np.float64)  # [2 (HB, GD), S, T]
     ms = f"{cfg.map_seeds} seeds"
     if cfg.eos_steps >= HB_AHEAD_STEPS:  # after 40 full-batch steps (quick) the gap is 0.09-0.98 nats over seeds
-        out.append(  # and its interval reached 0 at 1 of 10 keys: decided where the runs are long enough
-            ordering(
-                f"same lr {cfg.decomp_lr_mult:g} x 2/lambda_max, full batch: HB beta={cfg.decomp_beta:g} ends "
-                f"lower than GD (GD - HB final loss per seed, nats; {cfg.n_seeds} seeds, {cfg.eos_steps} steps)",
-                loss[1, :, -1],
-                loss[0, :, -1],
-            )
+        text = (  # and its interval reached 0 at 1 of 10 keys: decided where the runs are long enough
+            f"same lr {cfg.decomp_lr_mult:g} x 2/lambda_max, full batch: HB beta={cfg.decomp_beta:g} ends "
+            f"lower than GD (GD - HB final loss per seed, nats; {cfg.n_seeds} seeds, {cfg.eos_steps} steps)"
         )
-    s = results["sgd"]
-    best = np.nanmin(np.asarray(s["final_loss"], np.float64), axis=0)  # [B, S]: best over the effective-lr grid
+        out.append(Claim.ordering(text, loss[1, :, -1], loss[0, :, -1]))
+    best = np.nanmin(np.asarray(results["sgd"]["final_loss"], np.float64), axis=0)  # [B, S]: best over the lr grid
     j0 = cfg.betas.index(0.0)
     hb = np.min(np.delete(best, j0, axis=0), axis=0)  # per seed, the best momentum beta > 0 at its best lr
-    out.append(
-        ordering(
-            f"SGD grid (effective lr): momentum helps at the best lr: the best beta in "
-            f"{tuple(b for b in cfg.betas if b)} at its best lr ends below GD at its best (GD - HB final val loss "
-            f"per seed, nats; {ms})",
-            best[j0],
-            hb,
-        )
+    helps = (
+        f"SGD grid (effective lr): momentum helps at the best lr: the best beta in "
+        f"{tuple(b for b in cfg.betas if b)} at its best lr ends below GD at its best (GD - HB final val loss "
+        f"per seed, nats; {ms})"
     )
     abest = np.nanmin(np.asarray(results["adam"]["final_loss"], np.float64), axis=0)  # [B1, S]
-    out.append(
-        ordering(
-            f"found: AdamW at its best (lr, beta1) ends below SGD + heavy ball at its best (lr, beta) (difference per "
-            f"seed, nats; {ms})",
-            np.min(best, axis=0),
-            np.min(abest, axis=0),
-            source="reconstruction",
-        )
+    adam = (
+        f"found: AdamW at its best (lr, beta1) ends below SGD + heavy ball at its best (lr, beta) (difference per "
+        f"seed, nats; {ms})"
+    )
+    beta1 = (
+        f"AdamW check: beta1={cfg.adam_beta1s[-1]:g} changes the best final val loss by less than "
+        f"{ADAM_BETA1_BOUND:g} nats against beta1={cfg.adam_beta1s[0]:g} (|difference per seed|, {ms})"
     )
     m, h, n = mean_ci(abest[-1] - abest[0])
-    out.append(
-        Claim(
-            f"AdamW check: beta1={cfg.adam_beta1s[-1]:g} changes the best final val loss by less than "
-            f"{ADAM_BETA1_BOUND:g} nats against beta1={cfg.adam_beta1s[0]:g} (|difference per seed|, {ms})",
-            0.0, abs(m), ADAM_BETA1_BOUND, "le", kind="check", source="reconstruction", ci=h, n_seeds=max(n, 2),
-        )
-    )  # fmt: skip
+    out += [
+        Claim.ordering(helps, best[j0], hb),
+        Claim.ordering(adam, np.min(best, axis=0), np.min(abest, axis=0), source="reconstruction"),
+        on_interval(beta1, 0.0, (abs(m), h, n), "le", ADAM_BETA1_BOUND, source="reconstruction"),
+    ]
     k, n_p = cfg.top_k, int(d["n_params"])
     gfrac = np.asarray(d["grad_frac_top"], np.float64)  # [S]
-    out.append(
-        over_seeds(
-            f"valley: gradient fraction in the top-{k} Hessian directions / random-subspace share k/P >= "
-            f"{GRAD_SHARE:g} ({cfg.n_seeds} seeds)",
-            GRAD_SHARE,
-            gfrac / (k / n_p),
-            "ge",
-            source="reconstruction",
-        )
+    valley = (
+        f"valley: gradient fraction in the top-{k} Hessian directions / random-subspace share k/P >= "
+        f"{GRAD_SHARE:g} ({cfg.n_seeds} seeds)"
     )
-    out.append(
-        ordering(
-            f"river: HB displacement fraction in the top-{k} directions <= the gradient's (difference per seed)",
-            gfrac,
-            np.asarray(d["disp_frac_top"], np.float64)[0],
-            source="reconstruction",
-        )
-    )
+    river = f"river: HB displacement fraction in the top-{k} directions <= the gradient's (difference per seed)"
     lr_only = np.asarray(d["loss_river_only"], np.float64)
     share = (loss[0, :, 0] - lr_only[0, :, -1]) / (loss[0, :, 0] - loss[0, :, -1])
-    med, h, n = bootstrap_ci(share, np.median)
-    out.append(
-        Claim(
-            f"HB: on the median seed the river part of d_T alone keeps >= {RIVER_SHARE:.3g} of the loss decrease "
-            f"(L0-L(river))/(L0-L_T) (bootstrap interval of the median, {n} seeds)",
-            RIVER_SHARE, med, 0.0, "ge", kind="check", source="reconstruction", ci=h, n_seeds=max(n, 2),
-        )
-    )  # fmt: skip
-    return out
+    median = bootstrap_ci(share, np.median)
+    keeps = (
+        f"HB: on the median seed the river part of d_T alone keeps >= {RIVER_SHARE:.3g} of the loss decrease "
+        f"(L0-L(river))/(L0-L_T) (bootstrap interval of the median, {median[2]} seeds)"
+    )
+    disp = np.asarray(d["disp_frac_top"], np.float64)[0]
+    return out + [
+        on_interval(valley, GRAD_SHARE, mean_ci(gfrac / (k / n_p)), "ge", source="reconstruction"),
+        Claim.ordering(river, gfrac, disp, source="reconstruction"),
+        on_interval(keeps, RIVER_SHARE, median, "ge", source="reconstruction"),
+    ]
 
 
 UNIGRAM_TOL = 1e-10  # float64 rounding of two sums over <= 4e4 validation bytes taken in different orders
@@ -380,183 +332,151 @@ DESCENT_MIN = 1e-3  # nats: a decrease float32 evaluation of the loss resolves (
 def baseline_claims(results: dict, cfg: Config) -> list[Claim]:
     """The loss scale the study is read on: the unigram baseline the figures draw (recomputed independently from
     the corpus) and descent from the initial loss below GD's quadratic threshold (mini-batch, every map seed)."""
-    out = []
     train_tok, val_tok = corpus.load_corpus(max_bytes=cfg.corpus_bytes)
     ref = unigram_cross_entropy(train_tok, val_tok, corpus.tokenizer.VOCAB_SIZE)
-    out.append(
-        Claim(
-            f"unigram baseline: the run's cross-entropy of the add-one-smoothed byte unigram model on the validation "
-            f"split = H(q) + KL(q||p) by scipy.stats.entropy from independent counts ({ref:.4f} nats/byte; "
-            f"float64 rounding, +-{UNIGRAM_TOL:g})",
-            ref, float(results["unigram_loss"]), UNIGRAM_TOL, "abs", source="theory", kind="check",
-            wide_reason="two float64 evaluations of one closed form: they agree to rounding (~1e-15), no noise "
-            "sets a scale; the tolerance is the rounding bound of the sums",
-        )
-    )  # fmt: skip
+    unigram = (
+        f"unigram baseline: the run's cross-entropy of the add-one-smoothed byte unigram model on the validation "
+        f"split = H(q) + KL(q||p) by scipy.stats.entropy from independent counts ({ref:.4f} nats/byte; "
+        f"float64 rounding, +-{UNIGRAM_TOL:g})"
+    )
+    why = (
+        "two float64 evaluations of one closed form: they agree to rounding (~1e-15), no noise sets a scale; the "
+        "tolerance is the rounding bound of the sums"
+    )
     s = results["sgd"]
-    j0 = cfg.betas.index(0.0)
     init = np.asarray(results["init_loss"], np.float64)[: cfg.map_seeds]
-    final = np.asarray(s["final_loss"], np.float64)[0, j0]  # smallest grid lr, GD, per seed
+    final = np.asarray(s["final_loss"], np.float64)[0, cfg.betas.index(0.0)]  # smallest grid lr, GD, per seed
     lo = float(np.asarray(s["lr_mult"])[0])
-    out.append(
-        ordering(
-            f"descent below the quadratic threshold: mini-batch GD at lr = {lo:g} x 2/lambda_max(init) lowers the "
-            f"validation loss in {cfg.steps} steps: L(init) - L_T > {DESCENT_MIN:g} nats (per seed, "
-            f"{cfg.map_seeds} seeds)",
-            init, final, source="theory", at_least=DESCENT_MIN,
-        )
-    )  # fmt: skip
-    return out
-
-
-def _rel(a, b) -> float:
-    """Largest |a - b| / |b| (NaN anywhere: inf)."""
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    r = np.abs(a - b) / np.abs(b)
-    return float(np.max(r)) if np.all(np.isfinite(r)) else float("inf")
+    descent = (
+        f"descent below the quadratic threshold: mini-batch GD at lr = {lo:g} x 2/lambda_max(init) lowers the "
+        f"validation loss in {cfg.steps} steps: L(init) - L_T > {DESCENT_MIN:g} nats (per seed, "
+        f"{cfg.map_seeds} seeds)"
+    )
+    return [
+        agreement(unigram, ref, float(results["unigram_loss"]), UNIGRAM_TOL, "abs", wide_reason=why),
+        Claim.ordering(descent, init, final, source="theory", at_least=DESCENT_MIN),
+    ]
 
 
 def reference_claims(results: dict, cfg: Config) -> list[Claim]:
     """The run's own numbers against the float64 NumPy reference of the model (``models/reference_np.py``,
     ``reference.py``): targets, losses, logits, the loss at the river part, the curvature along the Ritz vectors
     and the lr units they set. Deterministic: one number per claim."""
-    out = []
     rf = results["reference"]
     e, d, hs = results["eos"], results["decomposition"], results["hessian"]
     se = np.asarray(e["loss"]).shape[1]
     li = np.asarray(rf["loss_init"], np.float64)
-    out.append(
-        Claim(
-            f"targets: every target byte of the Hessian batch and of the evaluation windows is the corpus byte that "
-            f"follows its input (the stream shifted by one; {int(rf['target_bytes'])} bytes, windows located by "
-            f"search)",
-            0.0, float(rf["target_mismatch"]), 0.0, "abs", kind="check", source="reconstruction",
-        )
-    )  # fmt: skip
-    el, dl = np.asarray(e["loss"], np.float64), np.asarray(d["loss"], np.float64)
-    gap = max(
-        _rel(el[:, :, 0], np.broadcast_to(li[:se], el.shape[:2])),
-        _rel(el[:, :, -1], rf["eos_loss_end"]),
-        _rel(dl[:, :, 0], np.broadcast_to(li, dl.shape[:2])),
-        _rel(dl[:, :, -1], rf["dec_loss_end"]),
+    targets = (
+        f"targets: every target byte of the Hessian batch and of the evaluation windows is the corpus byte that "
+        f"follows its input (the stream shifted by one; {int(rf['target_bytes'])} bytes, windows located by search)"
     )
-    out.append(
-        Claim(
-            f"loss: every full-batch run's loss at theta_0 and theta_T on its batch = the float64 NumPy reference "
-            f"model's on the same weights, with targets cut from the corpus (largest relative gap, float32 "
-            f"rounding, +-{LOSS_TOL:g})",
-            0.0, gap, LOSS_TOL, "abs", kind="check", source="reconstruction",
-        )
-    )  # fmt: skip
-    z, zr = np.asarray(rf["logits_run"], np.float64), np.asarray(rf["logits"], np.float64)
-    out.append(
-        Claim(
-            f"logits: the model's logits on a Hessian-batch window at GD's theta_T (seed 0) = the reference's "
-            f"(largest gap / largest logit, float32 rounding, +-{LOGIT_TOL:g})",
-            0.0, float(np.max(np.abs(z - zr)) / np.max(np.abs(zr))), LOGIT_TOL, "abs", kind="check",
-            source="reconstruction",
-        )
-    )  # fmt: skip
-    out.append(
-        Claim(
-            f"valley/river split: the loss at theta_0 + river part of heavy ball's d_T (every seed) = the "
-            f"reference's at its own projection (I - V V^T) d_T (largest relative gap, +-{RIVER_TOL:g})",
-            0.0, _rel(np.asarray(d["loss_river_only"])[0, :, -1], rf["dec_loss_river"]), RIVER_TOL, "abs",
-            kind="check", source="reconstruction",
-        )
-    )  # fmt: skip
+    el, dl = np.asarray(e["loss"]), np.asarray(d["loss"])
+    gap = max(
+        largest_difference(el[:, :, 0], np.broadcast_to(li[:se], el.shape[:2]), relative="each"),
+        largest_difference(el[:, :, -1], rf["eos_loss_end"], relative="each"),
+        largest_difference(dl[:, :, 0], np.broadcast_to(li, dl.shape[:2]), relative="each"),
+        largest_difference(dl[:, :, -1], rf["dec_loss_end"], relative="each"),
+    )
+    loss = (
+        f"loss: every full-batch run's loss at theta_0 and theta_T on its batch = the float64 NumPy reference "
+        f"model's on the same weights, with targets cut from the corpus (largest relative gap, float32 "
+        f"rounding, +-{LOSS_TOL:g})"
+    )
+    logits = (
+        f"logits: the model's logits on a Hessian-batch window at GD's theta_T (seed 0) = the reference's "
+        f"(largest gap / largest logit, float32 rounding, +-{LOGIT_TOL:g})"
+    )
+    river = (
+        f"valley/river split: the loss at theta_0 + river part of heavy ball's d_T (every seed) = the "
+        f"reference's at its own projection (I - V V^T) d_T (largest relative gap, +-{RIVER_TOL:g})"
+    )
+    river_loss = np.asarray(d["loss_river_only"])[0, :, -1]
     spec0 = np.asarray(hs["spectrum"], np.float64)[0]
     ray0 = np.asarray(rf["rayleigh_seed0"], np.float64)
-    out.append(
-        Claim(
-            f"Hessian: seed 0's top {spec0.size} Ritz values at init = the reference's curvature along their Ritz "
-            f"vectors (central differences of its float64 gradient; largest gap / lambda_max, +-{CURV_TOL:g})",
-            0.0, float(np.max(np.abs(spec0 - ray0)) / spec0[0]), CURV_TOL, "abs", kind="check",
-            source="reconstruction",
-        )
-    )  # fmt: skip
+    ritz = (
+        f"Hessian: seed 0's top {spec0.size} Ritz values at init = the reference's curvature along their Ritz "
+        f"vectors (central differences of its float64 gradient; largest gap / lambda_max, +-{CURV_TOL:g})"
+    )
     top = np.asarray(rf["rayleigh_top"], np.float64)
     lr, mult = np.asarray(e["lr"], np.float64), np.asarray(e["mult"], np.float64)
     units = max(
-        _rel(np.asarray(hs["lambda_max_seeds"], np.float64), top),
-        _rel(lr * top[None, :se] / 2.0, np.broadcast_to(mult[:, None], lr.shape)),
+        largest_difference(hs["lambda_max_seeds"], top, relative="each"),
+        largest_difference(lr * top[None, :se] / 2.0, np.broadcast_to(mult[:, None], lr.shape), relative="each"),
     )
-    out.append(
-        Claim(
-            f"quadratic threshold: every seed's unit 2/lambda_max(init) (edges, loss map, full-batch lr) = 2 / the "
-            f"reference's curvature along its top Ritz vector; lr x that curvature = 2 x mult in every EoS run "
-            f"(largest relative gap, +-{CURV_TOL:g})",
-            0.0, units, CURV_TOL, "abs", kind="check", source="reconstruction",
-        )
-    )  # fmt: skip
-    return out
+    threshold = (
+        f"quadratic threshold: every seed's unit 2/lambda_max(init) (edges, loss map, full-batch lr) = 2 / the "
+        f"reference's curvature along its top Ritz vector; lr x that curvature = 2 x mult in every EoS run "
+        f"(largest relative gap, +-{CURV_TOL:g})"
+    )
+    rec = "reconstruction"
+    return [
+        agreement(targets, 0.0, float(rf["target_mismatch"]), 0.0, "abs", source=rec),
+        agreement(loss, 0.0, gap, LOSS_TOL, "abs", source=rec),
+        array_agreement(logits, rf["logits_run"], rf["logits"], LOGIT_TOL, source=rec),
+        array_agreement(river, river_loss, rf["dec_loss_river"], RIVER_TOL, relative="each", source=rec),
+        array_agreement(ritz, spec0, ray0, CURV_TOL, relative=spec0[0], source=rec),
+        agreement(threshold, 0.0, units, CURV_TOL, "abs", source=rec),
+    ]
 
 
 def reference_run_claims(results: dict, cfg: Config) -> list[Claim]:
     """The reference checks that rerun something: the small model's dense-Hessian spectrum against the study's
     Lanczos, heavy ball simulated on its quadratic model, GD's divergence edge bisected and three mini-batch runs
     repeated on the float64 reference. Deterministic: one number per claim."""
-    out = []
     rf = results["reference"]
     lz, eg = np.asarray(rf["small_lanczos"], np.float64), np.asarray(rf["small_eigh"], np.float64)
     k = cfg.top_k
     # the top Ritz value converges first (it sets every lr unit); the next ones only from below (Cauchy interlacing:
     # Ritz value i <= eigenvalue i): with 20 steps on a clustered top they are not converged, above eigh is a bug
     gap = max(abs(lz[0] - eg[0]), float(np.max(lz[:k] - eg[:k]))) / eg[0]
-    out.append(
-        Claim(
-            f"Hessian spectrum: on a model small enough to form H ({int(rf['small_n_params'])} parameters), the "
-            f"study's Lanczos ({cfg.lanczos_iters} steps on HVPs) finds lambda_max of numpy.linalg.eigh of the "
-            f"reference's dense Hessian and its next {k - 1} Ritz values lie at or below eigh's (largest gap / "
-            f"lambda_max, +-{EIGH_TOL:g})",
-            0.0, gap, EIGH_TOL, "abs", kind="check", source="reconstruction",
-        )
-    )  # fmt: skip
-    qe = np.asarray(rf["small_quadratic_edge"], np.float64)
+    spectrum = (
+        f"Hessian spectrum: on a model small enough to form H ({int(rf['small_n_params'])} parameters), the "
+        f"study's Lanczos ({cfg.lanczos_iters} steps on HVPs) finds lambda_max of numpy.linalg.eigh of the "
+        f"reference's dense Hessian and its next {k - 1} Ritz values lie at or below eigh's (largest gap / "
+        f"lambda_max, +-{EIGH_TOL:g})"
+    )
     pred = np.asarray([float(rv.hb_threshold(eg[0], b)) for b in cfg.betas])
-    out.append(
-        Claim(
-            f"quadratic theory: heavy ball on the quadratic model of that dense Hessian, simulated (2^20 steps, "
-            f"bisected), diverges beyond lr = 2(1+beta)/lambda_max for beta in {cfg.betas} (largest relative gap, "
-            f"+-{QUAD_TOL:g})",
-            0.0, _rel(qe, pred), QUAD_TOL, "abs", kind="check", source="theory",
-        )
-    )  # fmt: skip
+    quadratic = (
+        f"quadratic theory: heavy ball on the quadratic model of that dense Hessian, simulated (2^20 steps, "
+        f"bisected), diverges beyond lr = 2(1+beta)/lambda_max for beta in {cfg.betas} (largest relative gap, "
+        f"+-{QUAD_TOL:g})"
+    )
     j0 = cfg.betas.index(0.0)
     ed, er = results["edges"], rf["edge"]
     run_edge = np.sqrt(float(np.asarray(ed["lo"])[j0, 0]) * float(np.asarray(ed["hi"])[j0, 0]))
     ref_edge = np.sqrt(float(er["lo"]) * float(er["hi"]))
-    same_flags = bool(np.asarray(ed["lo_ok"])[j0, 0]) == bool(er["lo_ok"]) and bool(
-        np.asarray(ed["hi_div"])[j0, 0]
-    ) == bool(er["hi_div"])
-    res_oct = np.log2(cfg.edge_bracket[1] / cfg.edge_bracket[0]) / 2**cfg.edge_iters
-    out.append(
-        Claim(
-            f"divergence edge: GD's bisection (seed 0, {cfg.steps} mini-batch steps) repeated on the float64 "
-            f"reference with its own windows and update lands within {EDGE_BRACKETS} final brackets (|log2 gap| <= "
-            f"{EDGE_BRACKETS * res_oct:.3g} octaves)",
-            0.0, abs(float(np.log2(run_edge / ref_edge))) if same_flags else float("inf"),
-            float(EDGE_BRACKETS * res_oct), "abs", kind="check", source="reconstruction",
-            wide_reason="a bisection's outcome is discrete (whole brackets apart): a float32/float64 rounding "
-            "difference near the edge can flip a halving; measured 0-2 brackets over quick keys 0..9",
-        )
-    )  # fmt: skip
+    same_flags = all(bool(np.asarray(ed[f])[j0, 0]) == bool(er[f]) for f in ("lo_ok", "hi_div"))
+    res_oct = bracket_octaves(cfg.edge_bracket, cfg)
+    edge = (
+        f"divergence edge: GD's bisection (seed 0, {cfg.steps} mini-batch steps) repeated on the float64 "
+        f"reference with its own windows and update lands within {EDGE_BRACKETS} final brackets (|log2 gap| <= "
+        f"{EDGE_BRACKETS * res_oct:.3g} octaves)"
+    )
+    edge_gap = abs(float(np.log2(run_edge / ref_edge))) if same_flags else float("inf")
+    why = (
+        "a bisection's outcome is discrete (whole brackets apart): a float32/float64 rounding difference near the "
+        "edge can flip a halving; measured 0-2 brackets over quick keys 0..9"
+    )
     jb = int(np.argmax(cfg.betas))
     sgd = np.asarray(results["sgd"]["final_loss"], np.float64)[0, [j0, jb], 0]
     adam = float(np.asarray(results["adam"]["final_loss"])[0, -1, 0])
-    gap = max(
+    replay_gap = max(
         abs(sgd[0] - float(rf["sgd_final"])), abs(sgd[1] - float(rf["hb_final"])), abs(adam - float(rf["adam_final"]))
     )
-    out.append(
-        Claim(
-            f"training: mini-batch GD and heavy ball beta={cfg.betas[jb]:g} (the loss map's smallest effective lr, "
-            f"{cfg.lr_mults[0]:g} x 2/lambda_max) and AdamW (beta1={cfg.adam_beta1s[-1]:g}, lr "
-            f"{cfg.adam_lrs[0]:g}), seed 0, repeated on the float64 reference: the same final validation loss "
-            f"(largest gap, nats, +-{REPLAY_TOL:g})",
-            0.0, gap if np.isfinite(gap) else float("inf"), REPLAY_TOL, "abs", kind="check", source="reconstruction",
-        )
-    )  # fmt: skip
-    return out
+    replay = (
+        f"training: mini-batch GD and heavy ball beta={cfg.betas[jb]:g} (the loss map's smallest effective lr, "
+        f"{cfg.lr_mults[0]:g} x 2/lambda_max) and AdamW (beta1={cfg.adam_beta1s[-1]:g}, lr "
+        f"{cfg.adam_lrs[0]:g}), seed 0, repeated on the float64 reference: the same final validation loss "
+        f"(largest gap, nats, +-{REPLAY_TOL:g})"
+    )
+    replay_gap = replay_gap if np.isfinite(replay_gap) else float("inf")
+    rec = "reconstruction"
+    return [
+        agreement(spectrum, 0.0, gap, EIGH_TOL, "abs", source=rec),
+        array_agreement(quadratic, rf["small_quadratic_edge"], pred, QUAD_TOL, relative="each"),
+        agreement(edge, 0.0, edge_gap, float(EDGE_BRACKETS * res_oct), "abs", source=rec, wide_reason=why),
+        agreement(replay, 0.0, replay_gap, REPLAY_TOL, "abs", source=rec),
+    ]
 
 
 def scan_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -564,30 +484,23 @@ def scan_claims(results: dict, cfg: Config) -> list[Claim]:
     times GD's; a gap in the top spectrum)? Claimed as what was found."""
     out = []
     sc = results["scan"]
-    lo, hi = np.asarray(sc["lo"], np.float64), np.asarray(sc["hi"], np.float64)  # [W, 2, S]
-    edge = np.where(np.asarray(sc["lo_ok"]), np.sqrt(lo * hi), np.nan)
-    edge = np.where(np.asarray(sc["hi_div"]), edge, np.inf)
-    res_oct = np.log2(cfg.scan_bracket[1] / cfg.scan_bracket[0]) / 2**cfg.edge_iters
+    edge = bracket_edges(sc)  # [W, 2, S]
+    res_oct = bracket_octaves(cfg.scan_bracket, cfg)
     b = cfg.scan_beta
     q = float(np.log2(float(rv.hb_threshold(1.0, b)) / float(rv.gd_threshold(1.0))))
     for i, w in enumerate(np.asarray(sc["width"])):
         m, h, n = mean_ci(np.log2(edge[i, 1] / edge[i, 0]))
-        out.append(
-            Claim(
-                f"found (width scan): at d_model={int(w)} heavy ball's raw-lr edge stays below (1+beta) = {2**q:g} "
-                f"times GD's: log2 edge(beta={b:g})/edge(GD) < {q:.3g} (per seed, bisected, {n} seeds)",
-                q, m, 0.0, "le", kind="check", source="reconstruction", ci=h + res_oct, n_seeds=max(n, 2),
-                is_ordering=True,
-            )
-        )  # fmt: skip
-        m, h, n = mean_ci(largest_gap(np.asarray(sc["spectrum"])[i]))
-        out.append(
-            Claim(
-                f"found (width scan): at d_model={int(w)} no valley/river gap: largest lambda_k/lambda_(k+1) among "
-                f"the top {cfg.spectrum_k} Hessian eigenvalues at init < {GAP_RATIO:g} ({n} seeds)",
-                GAP_RATIO, m, 0.0, "le", kind="check", source="reconstruction", ci=h, n_seeds=max(n, 2),
-            )
-        )  # fmt: skip
+        below = (
+            f"found (width scan): at d_model={int(w)} heavy ball's raw-lr edge stays below (1+beta) = {2**q:g} "
+            f"times GD's: log2 edge(beta={b:g})/edge(GD) < {q:.3g} (per seed, bisected, {n} seeds)"
+        )
+        gaps = mean_ci(largest_gap(np.asarray(sc["spectrum"])[i]))
+        no_gap = (
+            f"found (width scan): at d_model={int(w)} no valley/river gap: largest lambda_k/lambda_(k+1) among "
+            f"the top {cfg.spectrum_k} Hessian eigenvalues at init < {GAP_RATIO:g} ({gaps[2]} seeds)"
+        )
+        out.append(on_interval(below, q, (m, h + res_oct, n), "le", source="reconstruction", is_ordering=True))
+        out.append(on_interval(no_gap, GAP_RATIO, gaps, "le", source="reconstruction"))
     return out
 
 
