@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import math
-
 import matplotlib.ticker
 import numpy as np
 
-from jaxwb.sims.core import style
-from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.teacher_student.claims import measurements, windows
 from jaxwb.sims.teacher_student.config import RECON, Config
 from jaxwb.sims.teacher_student.reference import asymptotic_eps
 from jaxwb.theory import teacher_student as ts
-
-# ---------------------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------------------
 
 COLORS = {0.75: "tab:green", 1.0: "tab:blue", 1.5: "tab:red"}
 
@@ -41,17 +34,17 @@ def plot_staircase(results: dict, cfg: Config):
         ax.plot(alpha, pred, **style.prediction(linewidth=0.9))
         ax.axvline(float(st["threshold"][i]), color=col, lw=0.6, ls=":")
     ax.axhline(ts.M_JUMP, color="0.4", lw=1, ls="-.", label=f"m+(c_IT) = {ts.M_JUMP:.3f}")
-    ax.plot([], [], **style.PREDICTION, label="closed form m+(c), c = alpha a_i^2/Delta_eff\n(learned iff c >= c_IT)")
-    ax.set(
+    panels.prediction_key(ax, "closed form m+(c), c = alpha a_i^2/Delta_eff\n(learned iff c >= c_IT)")
+    return panels.finish(
+        ax,
+        legend={"loc": "center left", "bbox_to_anchor": (1.01, 0.5), "fontsize": 8},
         xscale="log",
         xlabel="alpha = n/d (samples per input dimension)",
         ylabel="overlap m_i",
         ylim=(-0.03, 1.03),
         title=f"Features learned one by one through jumps (beta=1, k={cfg.k}, Delta={cfg.delta:g})\n"
         f"{RECON}; dotted: bisected thresholds alpha_i",
-    )
-    ax.legend(loc="center left", bbox_to_anchor=(1.01, 0.5), fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_scaling(results: dict, cfg: Config):
@@ -64,37 +57,27 @@ def plot_scaling(results: dict, cfg: Config):
         col = COLORS.get(beta, f"C{b}")
         al, eps = np.asarray(sc["alpha"][b], np.float64), np.asarray(sc["eps"][b], np.float64)
         kc, de_b = np.asarray(sc["k_c"][b]), np.asarray(sc["delta_eff"][b], np.float64)
-        sl_fl, sl_ref = meas["slope_fl"][b], meas["slope_ref"][b]
-        ax.loglog(
-            al,
-            eps,
-            color=col,
-            lw=2.5,
-            alpha=0.75,
-            label=f"beta={beta:g}: eps_BO (fitted slopes {sl_fl:.3f} | {sl_ref:.3f})",
-        )
+        label = f"beta={beta:g}: eps_BO (fitted slopes {meas['slope_fl'][b]:.3f} | {meas['slope_ref'][b]:.3f})"
+        ax.loglog(al, eps, color=col, lw=2.5, alpha=0.75, label=label)
         ax.loglog(al, np.maximum(kc, 1) * de_b / al, color=col, lw=1, ls=":")
         if fl[b].any():
             ax.loglog(al[fl[b]], asymptotic_eps(al[fl[b]], beta, cfg.k, cfg.delta), color="k", lw=1, ls="-.")
         for mask, slope in ((fl[b], 0.5 / beta - 1.0), (ref[b], -1.0)):
-            if mask.any():
-                x = al[mask]
-                x0, y0 = (
-                    np.sqrt(x[0] * x[-1]),
-                    np.exp(np.interp(np.log(np.sqrt(x[0] * x[-1])), np.log(al), np.log(eps))),
-                )
-                xs = np.geomspace(x[0] / 3, x[-1] * 3, 10)
+            if mask.any():  # the predicted slope through the curve's point at the window's geometric centre
+                x0 = np.sqrt(al[mask][0] * al[mask][-1])
+                y0 = np.exp(np.interp(np.log(x0), np.log(al), np.log(eps)))
+                xs = np.geomspace(al[mask][0] / 3, al[mask][-1] * 3, 10)
                 ax.loglog(xs, 1.6 * y0 * (xs / x0) ** slope, **style.prediction(color=col))
-    ax.plot([], [], **style.PREDICTION, label="predicted slopes 1/(2beta)-1, then -1 (offset x1.6)")
+    panels.prediction_key(ax, "predicted slopes 1/(2beta)-1, then -1 (offset x1.6)")
     ax.plot([], [], color="0.3", lw=1, ls=":", label="k_c Delta_eff / alpha  (= k_c d Delta_eff / n)")
     ax.plot([], [], color="k", lw=1, ls="-.", label="continuum finite-k formula (fit window; predicts the slopes)")
-    ax.set(
+    return panels.finish(
+        ax,
+        legend={"fontsize": 8, "loc": "lower left"},
         xlabel="alpha = n/d  (n samples at fixed d)",
         ylabel="Bayes-optimal error eps_BO",
         title=f"Bayes-optimal scaling laws (k={cfg.k}, Delta={cfg.delta:g}); {RECON}",
-    )
-    ax.legend(fontsize=8, loc="lower left")
-    return fig
+    ).figure
 
 
 def plot_effective_width(results: dict, cfg: Config):
@@ -109,16 +92,16 @@ def plot_effective_width(results: dict, cfg: Config):
         ax.loglog(al[pos], kc[pos], color=col, lw=2.5, alpha=0.7, label=f"beta={beta:g}: solver k_c")
         kcf = np.asarray(ts.k_c_closed_form(al, beta, cfg.k, np.asarray(sc["delta_eff"][b], np.float64)))
         ax.loglog(al, np.maximum(kcf, 0.5), **style.prediction(color=col))
-    ax.plot([], [], **style.PREDICTION, label="(alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k")
+    panels.prediction_key(ax, "(alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k")
     ax.axhline(cfg.k, color="0.5", lw=1, label=f"k = {cfg.k} (refinement above)")
-    ax.set(
+    return panels.finish(
+        ax,
+        legend=8,
         xlabel="alpha = n/d",
         ylabel="effective width k_c (features with m_i > 1/2)",
         ylim=(0.7, 2 * cfg.k),
         title=f"Effective width grows as n^(1/(2 beta)) until k_c = k; {RECON}",
-    )
-    ax.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_reference(results: dict, cfg: Config):
@@ -128,32 +111,19 @@ def plot_reference(results: dict, cfg: Config):
     fig, ax = style.figure(figsize=(8, 5))
     ra = np.asarray(rf["alpha"])
     ax.loglog(ra, np.asarray(rf["eps_ref"]), **style.prediction(), label="independent float64 reference (multi-start)")
-    ax.loglog(
-        ra,
-        np.asarray(rf["eps_solver"]),
-        "o",
-        ms=4,
-        mfc="none",
-        color="tab:blue",
-        label=f"ts.solve (float32), max rel diff {meas['ref_err']:.1e}",
-    )
+    label = f"ts.solve (float32), max rel diff {meas['ref_err']:.1e}"
+    ax.loglog(ra, np.asarray(rf["eps_solver"]), "o", ms=4, mfc="none", color="tab:blue", label=label)
     multi = np.asarray(rf["coexist"])
-    ax.loglog(
-        ra[multi],
-        np.asarray(rf["eps_ref"])[multi],
-        "x",
-        color="tab:red",
-        ms=7,
-        label="alphas where the solver found >= 2 self-consistent points (largest Phi kept)",
-    )
-    ax.set(
+    label = "alphas where the solver found >= 2 self-consistent points (largest Phi kept)"
+    ax.loglog(ra[multi], np.asarray(rf["eps_ref"])[multi], "x", color="tab:red", ms=7, label=label)
+    return panels.finish(
+        ax,
+        legend=8,
         xlabel="alpha = n/d",
         ylabel="Bayes error eps_BO",
         title=f"Global maximiser of Phi vs an independent solver (k={cfg.ref_k}, beta={cfg.st_beta:g}, "
         f"Delta={cfg.st_delta:g}; reconstruction)",
-    )
-    ax.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_amp(results: dict, cfg: Config):
@@ -163,35 +133,29 @@ def plot_amp(results: dict, cfg: Config):
     mse = np.asarray(am["mse"], np.float64)
     fig, ax = style.figure(figsize=(8, 5))
     cc = np.geomspace(c[0], c[-1], 300)
-    ax.loglog(
-        cc,
-        np.where(cc >= 4 / 3, 1 - np.asarray(ts.m_plus(cc)), 1.0),
-        **style.prediction(),
-        label="1 - m+(c): learned branch (ends at the spinodal c = 4/3, jump to MSE 1)",
-    )
-    mean = mse.mean(0)
-    half = np.array([math.inf if mse.shape[0] < 2 else mean_ci(mse[:, j])[1] for j in range(c.size)])
-    ax.errorbar(
+    panels.measured_vs_predicted(
+        ax,
         c,
-        mean,
-        yerr=half,
-        fmt="o",
+        mse,
+        np.where(cc >= 4 / 3, 1 - np.asarray(ts.m_plus(cc)), 1.0),
+        pred_x=cc,
         color="tab:blue",
-        capsize=3,
         label=f"AMP on sampled tensors, n={cfg.amp_n}: mean MSE, 95% CI over {mse.shape[0]} seeds",
+        pred_label="1 - m+(c): learned branch (ends at the spinodal c = 4/3, jump to MSE 1)",
     )
-    for s in range(mse.shape[0]):
-        ax.scatter(c, mse[s], s=8, color="tab:blue", alpha=0.3)
+    ax.plot(np.broadcast_to(c, mse.shape).ravel(), mse.ravel(), ".", ms=4, color="tab:blue", alpha=0.3)
     ax.axvline(4 / 3, color="0.5", ls=":", lw=1, label="spinodal c = 4/3")
     ax.axvline(ts.C_IT, color="0.3", ls="-.", lw=1, label=f"c_IT = {ts.C_IT:.4f} (Bayes-optimal jump)")
-    ax.set(
+    return panels.finish(
+        ax,
+        legend=8,
+        xscale="log",
+        yscale="log",
         xlabel="per-feature SNR c = alpha a_i^2 / Delta_eff",
         ylabel="MSE (1 - overlap)",
         title=f"AMP on data (spiked cubic tensor = the reconstruction's per-feature channel), "
         f"{cfg.amp_iters} iterations from overlap {cfg.amp_m0:g}",
-    )
-    ax.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def plot_student(results: dict, cfg: Config):
@@ -204,19 +168,10 @@ def plot_student(results: dict, cfg: Config):
         ("st_random", "random init, early-stopped (validation)", "tab:blue", 0.97),
         ("st_warm", "warm start at the teacher, trained to the end", "tab:orange", 1.03),
     ):
-        r = meas[key_]
-        mc = [mean_ci(r[j]) for j in range(ds.size)]
-        ax.errorbar(
-            ds * off,
-            [x[0] for x in mc],
-            yerr=[x[1] for x in mc],
-            fmt="o-",
-            color=col,
-            capsize=3,
-            label=f"MAP/Adam student, {name} (mean, 95% CI, {r.shape[1]} seeds)",
-        )
-        ax.scatter(np.repeat(ds * off, r.shape[1]), r.ravel(), s=9, color=col, alpha=0.35)
-    ax.axhline(1.0, color="k", lw=1, ls="--", label="eps_BO (reconstruction, d -> infinity)")
+        r = meas[key_]  # (d, seeds)
+        label = f"MAP/Adam student, {name} (mean, 95% CI, {r.shape[1]} seeds)"
+        panels.errorbars(ax, ds * off, r, axis=1, show_seeds={"ms": 4}, fmt="o-", color=col, label=label)
+    ax.axhline(1.0, **style.prediction(linewidth=1), label="eps_BO (reconstruction, d -> infinity)")
     ax.axhline(1.5, color="0.6", lw=0.8, ls=":", label="'small gap' (within 50%)")
     ax.set(
         xscale="log",
