@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import mean_ci
 from jaxwb.sims.zoe_grad.claims import perplexity
 from jaxwb.sims.zoe_grad.config import COLORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
@@ -22,51 +22,26 @@ def plot_estimators(results: dict, cfg: Config):
             ax = axes[r, c]
             ax.plot(xs, np.asarray(g[law]["closed"][:-1]), **style.prediction(), label="closed form (eq. 3)")
             for est, mk, col in (("score", "o", COLORS[law]), ("two_point", "s", "k")):
+                label = f"MC {est.replace('_', '-')} (95% CI, {cfg.mc_seeds} seeds)"
                 mc = np.asarray(g[law][est][:, :-1])
-                stats = [mean_ci(mc[:, j]) for j in range(mc.shape[1])]
-                ax.errorbar(
-                    xs,
-                    [s[0] for s in stats],
-                    yerr=[s[1] for s in stats],
-                    fmt=mk,
-                    ms=3.5,
-                    capsize=2,
-                    color=col,
-                    alpha=0.8,
-                    label=f"MC {est.replace('_', '-')} (95% CI, {cfg.mc_seeds} seeds)",
-                )
+                panels.errorbars(ax, xs, mc, fmt=mk, ms=3.5, capsize=2, color=col, alpha=0.8, label=label)
             for b in np.asarray(zg.boundaries(g["levels"])):
                 ax.axvline(b, color="0.85", lw=0.6, zorder=0)
-            ax.set(
+            panels.finish(
+                ax,
+                legend=7,
                 xlabel=f"x ({'grid steps' if grid == 'int' else 'block-scale units'})",
                 ylabel="surrogate dQ_sigma/dx",
                 title=f"{law}, {grid} grid, sigma={cfg.sigma:g}",
             )
-            ax.legend(fontsize=7)
-        ax = axes[r, 3]
-        ax.plot(
-            xs,
-            np.asarray(g["uniform"]["closed_ste"][:-1]),
-            **style.prediction(),
-            label="uniform closed form, sigma=1/sqrt12",
-        )
-        ax.plot(
-            xs,
-            np.asarray(g["uniform"]["edge_ste"][:-1]),
-            "o",
-            ms=3,
-            color=COLORS["uniform"],
-            label="edge estimator (eq. 6), sigma=1/sqrt12",
-        )
-        ax.plot(
-            xs,
-            np.asarray(g["uniform"]["closed_sigma"][:-1]),
-            color="tab:purple",
-            lw=1,
-            label=f"uniform closed form, sigma={cfg.sigma:g}",
-        )
-        ax.set(xlabel="x", ylabel="surrogate", title=f"uniform law ({grid}): STE as the degenerate case")
-        ax.legend(fontsize=7)
+        ax, u = axes[r, 3], g["uniform"]
+        ax.plot(xs, np.asarray(u["closed_ste"][:-1]), **style.prediction(), label="uniform closed form, sigma=1/sqrt12")
+        label = "edge estimator (eq. 6), sigma=1/sqrt12"
+        ax.plot(xs, np.asarray(u["edge_ste"][:-1]), "o", ms=3, color=COLORS["uniform"], label=label)
+        label = f"uniform closed form, sigma={cfg.sigma:g}"
+        ax.plot(xs, np.asarray(u["closed_sigma"][:-1]), color="tab:purple", lw=1, label=label)
+        title = f"uniform law ({grid}): STE as the degenerate case"
+        panels.finish(ax, legend=7, xlabel="x", ylabel="surrogate", title=title)
     return fig
 
 
@@ -79,33 +54,28 @@ def plot_sigma_sweep(results: dict, cfg: Config):
     for ax, grid in zip(axes[:2], GRIDS, strict=True):
         cu = sw["curves"][grid]
         for i, s in enumerate(sig):
-            ax.plot(
-                np.asarray(cu["x"]),
-                np.asarray(cu["g"][i]),
-                color=cmap(i / max(1, len(sig) - 1)),
-                lw=1,
-                label=f"sigma={s:.3g}",
-            )
+            color = cmap(i / max(1, len(sig) - 1))
+            ax.plot(np.asarray(cu["x"]), np.asarray(cu["g"][i]), color=color, lw=1, label=f"sigma={s:.3g}")
         ax.axhline(1.0, color="0.5", ls=":", lw=1, label="STE (= 1)")
-        ax.set(
+        panels.finish(
+            ax,
+            legend={"fontsize": 6, "ncol": 2},
             xlabel="x",
             ylabel="Gaussian surrogate g_sigma(x)",
             yscale="log",
             ylim=(1e-3, None),
             title=f"sigma sweep, {grid} grid: bumps on the boundaries -> flat",
         )
-        ax.legend(fontsize=6, ncol=2)
     ax = axes[2]
     for law in MC_LAWS:
         for at, mk in (("boundary", "o"), ("level", "s")):
             closed = np.asarray(sw[law][at])
             ax.plot(sig, closed, "-" if at == "boundary" else "--", color=COLORS[law], lw=1)
-            mc = np.asarray(sw[law][f"{at}_mc"])
-            st = [mean_ci(mc[:, j]) for j in range(mc.shape[1])]
+            m, h = panels.mean_ci_columns(sw[law][f"{at}_mc"])
             ax.errorbar(
                 sig,
-                [max(s_[0], 1e-4) for s_ in st],
-                yerr=[s_[1] for s_ in st],
+                np.maximum(m, 1e-4),
+                yerr=h,
                 fmt=mk,
                 ms=4,
                 capsize=2,
@@ -135,26 +105,16 @@ def plot_kernel_check(results: dict, cfg: Config):
     for law in MC_LAWS:
         ax.plot(z, np.asarray(k[law]["vjp"]), "-", color=COLORS[law], lw=1, label=f"fake_quant vjp ({law})")
         ax.plot(z, np.asarray(k[law]["closed"]), **style.prediction(color=COLORS[law]))
-        mc = np.asarray(k[law]["mc"])
-        st = [mean_ci(mc[:, j]) for j in range(mc.shape[1])]
-        ax.errorbar(
-            z,
-            [s[0] for s in st],
-            yerr=[s[1] for s in st],
-            fmt="o",
-            ms=3,
-            capsize=2,
-            color=COLORS[law],
-            label=f"MC through NVFP4 kernels ({law}, 95% CI)",
-        )
-    ax.plot([], [], **style.prediction(), label="theory: bump sum g_sigma(z) on the E2M1 levels (eq. 3)")
-    ax.set(
+        label = f"MC through NVFP4 kernels ({law}, 95% CI)"
+        panels.errorbars(ax, z, k[law]["mc"], fmt="o", ms=3, capsize=2, color=COLORS[law], label=label)
+    panels.prediction_key(ax, "theory: bump sum g_sigma(z) on the E2M1 levels (eq. 3)")
+    return panels.finish(
+        ax,
+        legend=7,
         xlabel="z = x / block scale",
         ylabel="dQ/dx",
         title=f"fake_quant backward vs zeroth-order MC through the kernels (scale {KERNEL_ANCHOR_SCALE})",
-    )
-    ax.legend(fontsize=7)
-    return fig
+    ).figure
 
 
 def plot_convergence(results: dict, cfg: Config):
@@ -165,8 +125,8 @@ def plot_convergence(results: dict, cfg: Config):
     run_mean = np.cumsum(gn, axis=1) / np.arange(1, gn.shape[1] + 1)
     tt = np.arange(1, gn.shape[1] + 1)
     mu, sd = run_mean.mean(0), run_mean.std(0, ddof=1)
-    ax.plot(tt, mu, color="tab:blue", label=f"(1/t) sum |grad F_sigma|^2 (mean of {gn.shape[0]} seeds)")
-    ax.fill_between(tt, mu - 2 * sd, mu + 2 * sd, color="tab:blue", alpha=0.2, label="+-2 sd over seeds")
+    label = f"(1/t) sum |grad F_sigma|^2 (mean of {gn.shape[0]} seeds); +-2 sd over seeds shaded"
+    panels.band(ax, tt, mu, mu - 2 * sd, mu + 2 * sd, color="tab:blue", label=label)
     cst = {kk: float(vv) for kk, vv in t["constants"].items()}
     bound_t = [
         float(
@@ -182,29 +142,22 @@ def plot_convergence(results: dict, cfg: Config):
         for i in tt
     ]
     ax.plot(tt, bound_t, **style.prediction(), label="eq. 10 with sup constants (loose; not a claim)")
-    rb = mean_ci(np.asarray(t["realized_bound"]))
-    ax.errorbar(
-        [tt[-1]],
-        [rb[0]],
-        yerr=[rb[1]],
-        fmt="D",
-        color="tab:red",
-        capsize=4,
-        label="eq. 10 with its proof's realized terms at T (the claim)",
-    )
-    ax.set(
+    label = "eq. 10 with its proof's realized terms at T (the claim)"
+    realized = np.asarray(t["realized_bound"]).reshape(-1, 1)
+    panels.errorbars(ax, [tt[-1]], realized, fmt="D", color="tab:red", capsize=4, label=label)
+    panels.finish(
+        ax,
+        legend=7,
         xscale="log",
         yscale="log",
         xlabel="SGD step t",
         ylabel="average squared gradient of F_sigma",
         title=f"toy: d={cfg.toy_dim}, INT-{cfg.int_bits}, Gaussian sigma={cfg.toy_sigma:g}, eta=1/(4L)",
     )
-    ax.legend(fontsize=7)
     ax2.plot(np.asarray(t["bias_w"]), np.asarray(t["bias"]), color="tab:orange", label="|Q - Q_sigma| g_sigma")
     ax2.axhline(cst["B"], **style.prediction(), label="B = sup|Q - Q_sigma| sup g_sigma (eq. 9)")
-    ax2.set(xlabel="w (grid steps)", ylabel="per-coordinate bias of the surrogate gradient", title="bias bound")
-    ax2.legend(fontsize=7)
-    return fig
+    ylabel = "per-coordinate bias of the surrogate gradient"
+    return panels.finish(ax2, legend=7, xlabel="w (grid steps)", ylabel=ylabel, title="bias bound").figure
 
 
 def plot_qat(results: dict, cfg: Config):
