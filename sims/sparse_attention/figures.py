@@ -7,7 +7,7 @@ import jax
 import numpy as np
 from matplotlib.ticker import NullFormatter
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import mean_ci
 from jaxwb.sims.sparse_attention.claims import row
 from jaxwb.sims.sparse_attention.config import Config
@@ -16,24 +16,13 @@ COLORS = {"uniform": "tab:gray", "concentration": "tab:red"}
 LABELS = {"uniform": "uniform budget", "concentration": "head-adaptive budget (paper)"}
 
 
-def _ci(x, axis=0):
-    """Mean and 95% t half-width along ``axis`` (over prompts)."""
-    x = np.moveaxis(np.asarray(x, np.float64), axis, 0)
-    flat = x.reshape(x.shape[0], -1)
-    res = [mean_ci(flat[:, j]) for j in range(flat.shape[1])]
-    return (np.asarray([r[0] for r in res]).reshape(x.shape[1:]), np.asarray([r[1] for r in res]).reshape(x.shape[1:]))
+_ci = panels.mean_ci_columns  # mean and 95% t half-width along an axis (over prompts)
 
 
 def _transitions(ax, cfg: Config, label=True):
     for i, t in enumerate(cfg.transitions):
-        ax.axvline(
-            t,
-            color="black",
-            lw=0.8,
-            ls=":",
-            alpha=0.7,
-            label="transition (next decoding block)" if label and i == 0 else None,
-        )
+        lab = "transition (next decoding block)" if label and i == 0 else None
+        ax.axvline(t, color="black", lw=0.8, ls=":", alpha=0.7, label=lab)
 
 
 def _shown_periods(cfg: Config) -> list[tuple[int, str, str]]:
@@ -86,61 +75,42 @@ def overlap_figure(r, cfg: Config):
     T, k = cfg.steps, cfg.main_k
     m = r["maps"]
     fig, axes = style.figure(1, 3, figsize=(15, 4.2))
-    mean, half = _ci(m["per_step"])
-    t = np.arange(1, T)
-    axes[0].errorbar(
-        t, mean, yerr=half, marker="o", ms=3, capsize=2, color="tab:blue", label="overlap(step t-1, step t)"
-    )
     nm, _, _ = mean_ci(m["null"])
-    axes[0].axhline(nm, color="gray", ls="--", label="null: next map shuffled over key blocks")
+    for ax, x, key, label, null_label in (
+        (axes[0], np.arange(1, T), "per_step", "overlap(step t-1, step t)", "null: next map shuffled over key blocks"),
+        (axes[1], np.arange(T), "overlap_lag", "overlap(step t, step t + lag)", "shuffled null"),
+    ):
+        panels.errorbars(ax, x, m[key], fmt="-", marker="o", ms=3, capsize=2, color="tab:blue", label=label)
+        ax.axhline(nm, color="gray", ls="--", label=null_label)
     _transitions(axes[0], cfg)
-    axes[0].set(
-        xlabel="denoising step t",
-        ylabel=f"top-{k} block-mask overlap",
-        title="consecutive-step overlap (mean, 95% CI over prompts)",
-        ylim=(0, 1.02),
-    )
-    axes[0].legend(fontsize=7)
-    mean, half = _ci(m["overlap_lag"])
-    axes[1].errorbar(
-        np.arange(T),
-        mean,
-        yerr=half,
-        marker="o",
-        ms=3,
-        capsize=2,
-        color="tab:blue",
-        label="overlap(step t, step t + lag)",
-    )
-    axes[1].axhline(nm, color="gray", ls="--", label="shuffled null")
     axes[1].axvline(cfg.far_lag, color="tab:orange", ls="--", lw=1, label=f"'distant' = lag >= {cfg.far_lag}")
-    axes[1].set(
-        xlabel="lag (steps)", ylabel=f"top-{k} block-mask overlap", title="overlap decays with lag", ylim=(0, 1.02)
-    )
-    axes[1].legend(fontsize=7)
+    ylabel = f"top-{k} block-mask overlap"
+    title = "consecutive-step overlap (mean, 95% CI over prompts)"
+    panels.finish(axes[0], legend=7, xlabel="denoising step t", ylabel=ylabel, title=title, ylim=(0, 1.02))
+    title = "overlap decays with lag"
+    panels.finish(axes[1], legend=7, xlabel="lag (steps)", ylabel=ylabel, title=title, ylim=(0, 1.02))
     tm = m["topk_mass"].mean(axis=1).reshape(m["topk_mass"].shape[0], -1)  # [N, nl*H], mean over steps
     mean, half = _ci(tm)
     order = np.argsort(mean)
     labels = [f"L{i // cfg.n_heads}H{i % cfg.n_heads}" for i in range(tm.shape[1])]
-    axes[2].errorbar(
+    panels.measured_vs_predicted(
+        axes[2],
         np.arange(tm.shape[1]),
         mean[order],
+        k / cfg.num_blocks,
         yerr=half[order],
-        fmt="o",
-        capsize=3,
         color="tab:red",
         label="per head (95% CI over prompts)",
+        pred_label=f"uniform attention: {k}/{cfg.num_blocks}",
     )
-    axes[2].axhline(k / cfg.num_blocks, **style.prediction(label=f"uniform attention: {k}/{cfg.num_blocks}"))
     axes[2].set_xticks(np.arange(tm.shape[1]), [labels[i] for i in order], rotation=60, fontsize=7)
-    hs = r["head_spread"]
-    axes[2].set(
+    return panels.finish(
+        axes[2],
+        legend=7,
         xlabel="layer/head (sorted)",
         ylabel=f"attention mass in top-{k} blocks",
-        title=f"heads differ in concentration (permutation p = {float(hs['p_value']):.3g})",
-    )
-    axes[2].legend(fontsize=7)
-    return fig
+        title=f"heads differ in concentration (permutation p = {float(r['head_spread']['p_value']):.3g})",
+    ).figure
 
 
 def policy_budget_figure(r, cfg: Config):
@@ -262,9 +232,7 @@ def per_step_figure(r, cfg: Config):
         for p, ls, lab in show:
             rr = row(cfg, p, cfg.main_budget)
             axes[0].plot(ts, pol[a]["err"][rr].mean(axis=-1).mean(0), ls, color=COLORS[a], label=f"{LABELS[a]}, {lab}")
-            mu, hw = _ci(pol[a]["kl"][rr], axis=0)  # [T]
-            axes[1].plot(ts, mu, ls, color=COLORS[a])
-            axes[1].fill_between(ts, mu - hw, mu + hw, color=COLORS[a], alpha=0.12, lw=0)
+            panels.ci_band(axes[1], ts, pol[a]["kl"][rr], color=COLORS[a], ls=ls, fill_alpha=0.12)  # [T]
     axes[0].plot(ts, pol["oracle"]["err"][0].mean(axis=-1).mean(0), "k*-", ms=4, lw=0.8, label="oracle top-k")
     axes[1].plot(ts, pol["oracle"]["kl"][0].mean(0), "k*-", ms=4, lw=0.8)
     for ax in axes:
@@ -295,21 +263,17 @@ def louver_figure(r, cfg: Config):
         axes[1].plot(qs, x["touched"].mean(axis=(0, 1)), "o-", color=c, label=f"pairs scored, {bound} index")
     axes[1].plot(qs, lv["ball"]["needed"].mean(axis=(0, 1)), "k--", label="pairs with q.k >= tau (ideal work)")
     axes[0].axhline(1.0, **style.prediction(label="guarantee: recall = 1"))
-    axes[0].set(
+    panels.finish(
+        axes[0],
+        legend=7,
         xlabel="tau (quantile of the layer's q.k scores)",
         ylabel="recall of keys with q.k >= tau (float64)",
         ylim=(0.9, 1.02),
         title="zero false negatives on the model's q, k",
     )
-    axes[1].set(
-        xlabel="tau quantile",
-        ylabel="fraction of (query, key) pairs",
-        yscale="log",
-        title=f"work: flat index of {cfg.block}-key blocks",
-    )
-    for ax in axes:
-        ax.legend(fontsize=7)
-    return fig
+    title = f"work: flat index of {cfg.block}-key blocks"
+    ylabel = "fraction of (query, key) pairs"
+    return panels.finish(axes[1], legend=7, xlabel="tau quantile", ylabel=ylabel, yscale="log", title=title).figure
 
 
 def speed_figure(r, cfg: Config):
@@ -321,28 +285,21 @@ def speed_figure(r, cfg: Config):
     ss = np.linspace(min(0.45, s.min()), max(0.97, s.max()), 60)
     where = "CPU (XLA), process time" if bool(sp["cpu"]) else "accelerator (XLA), process time of the host"
     ax.plot(ss, 1 / (1 - ss), **style.prediction(label="ideal 1/(1-s) (work ratio)"))
-    for m, mk, lab in (("whole", "o-", "whole-sequence call"), ("chunked", "^-", "called per query block")):
-        ax.plot(
-            s,
-            sp[f"{m}_full_list_s"][order] / sp[f"{m}_sparse_s"][order],
-            mk,
-            color="tab:red" if m == "whole" else "tab:blue",
-            label=f"vs the same block-sparse op, every block listed, {lab}: {where}",
-        )
-    ax.plot(
-        s,
-        sp["jaxnn_s"][order] / sp["whole_sparse_s"][order],
-        "s--",
-        color="tab:gray",
-        label=f"whole call vs dense jax.nn.dot_product_attention: {where}",
-    )
-    ax.set(
+    for m, mk, color, lab in (
+        ("whole", "o-", "tab:red", "whole-sequence call"),
+        ("chunked", "^-", "tab:blue", "called per query block"),
+    ):
+        label = f"vs the same block-sparse op, every block listed, {lab}: {where}"
+        ax.plot(s, sp[f"{m}_full_list_s"][order] / sp[f"{m}_sparse_s"][order], mk, color=color, label=label)
+    label = f"whole call vs dense jax.nn.dot_product_attention: {where}"
+    ax.plot(s, sp["jaxnn_s"][order] / sp["whole_sparse_s"][order], "s--", color="tab:gray", label=label)
+    return panels.finish(
+        ax,
+        legend=7,
         yscale="log",
         xlabel="block sparsity s (fraction of key blocks skipped)",
         ylabel="speedup of block-sparse attention (CPU-time ratio)",
         title=f"block-sparse speed, L={cfg.speed_len}, H={cfg.speed_heads}, D={cfg.speed_dim}, "
         f"block {cfg.speed_block}\n(process CPU time, fastest of {cfg.speed_repeats}, baselines re-timed per row; "
         "no GPU numbers drawn)",
-    )
-    ax.legend(fontsize=7)
-    return fig
+    ).figure
