@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.quantization.claims import fresh_worst, worst_ratio
 from jaxwb.sims.quantization.config import Config
 from jaxwb.sims.quantization.run import FORMAT_BITS
 from jaxwb.theory import dithered_quant as dq
-
-# ---------------------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------------------
 
 
 def plot_mse_vs_bits(results: dict, cfg: Config):
@@ -23,44 +19,47 @@ def plot_mse_vs_bits(results: dict, cfg: Config):
 
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.8))
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
-    for (d, r), c in zip(results["rht"].items(), colors, strict=False):
+    series = [
+        (r, "o-", c, {}, f"one RHT, d={d}", f" (worst of {len(r['mse'])} vectors)")
+        for (d, r), c in zip(results["rht"].items(), colors, strict=False)
+    ]
+    series.append((results["dense"], "s--", "tab:red", {"mfc": "none"}, f"dense Haar rotation, d={cfg.dense_d}", ""))
+    for r, fmt, c, kw, label, more in series:
         w, _ = worst_ratio(r, bits)
-        ax.semilogy(bits, w * bound, "o-", color=c, label=f"one RHT, d={d} (worst of {len(r['mse'])} vectors)")
-        ax2.plot(bits, w, "o-", color=c, label=f"one RHT, d={d}")
-    wd, _ = worst_ratio(results["dense"], bits)
-    ax.semilogy(bits, wd * bound, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
-    ax2.plot(bits, wd, "s--", color="tab:red", mfc="none", label=f"dense Haar rotation, d={cfg.dense_d}")
+        ax.semilogy(bits, w * bound, fmt, color=c, label=label + more, **kw)
+        ax2.plot(bits, w, fmt, color=c, label=label, **kw)
     ax.semilogy(bits, bound, **style.prediction(), label="paper: (pi sqrt3 / 2) 4^-b")
     ax.semilogy(bits, fl, **style.prediction(linestyle=":"), label="theory: x (N/(N-1))^2 (finite levels)")
     lm = np.array(sorted(dq.LLOYD_MAX_GAUSSIAN.items()))
     ax.semilogy(lm[:, 0], lm[:, 1], "x", color="0.4", ms=8, label="Lloyd-Max Gaussian (no dither, TurboQuant)")
-    ax.set(
+    panels.finish(
+        ax,
+        legend=8,
         xlabel="bits per coordinate b",
         ylabel="E ||x - x_hat||^2 for unit x (worst of many)",
         title="Dithered quantization after one randomized Hadamard transform",
     )
-    ax.legend(fontsize=8)
     fr, fci, _ = fresh_worst(results, cfg)
-    ax2.errorbar(
+    draws = "/".join(str(cfg.fresh_draws(d)) for d in cfg.dims)
+    panels.ratio_panel(
+        ax2,
         bits + 0.08,
         fr,
-        fci,
+        yerr=fci,
         fmt="D",
-        color="k",
         ms=4,
-        capsize=3,
-        label=f"worst vector re-measured ({'/'.join(str(cfg.fresh_draws(d)) for d in cfg.dims)} fresh draws, 95% CI)",
+        label=f"worst vector re-measured ({draws} fresh draws, 95% CI)",
+        reference_label="paper: ratio -> 1 as b grows",
     )
-    ax2.axhline(1.0, **style.prediction(), label="paper: ratio -> 1 as b grows")
     ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
-    ax2.set(
+    return panels.finish(
+        ax2,
+        legend=8,
         xlabel="bits per coordinate b",
         ylabel="worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)",
         title="The measured o(1) term (lines: first pass, biased up by the max)",
         ylim=(0.6, 1.6),
-    )
-    ax2.legend(fontsize=8)
-    return fig
+    ).figure
 
 
 def format_labels(formats: dict) -> list[str]:
@@ -80,13 +79,14 @@ def plot_format_comparison(results: dict, cfg: Config):
         vals = [float(f[ds][lab]["rel_mse"]) for ds in datasets]
         ax.bar(np.arange(len(datasets)) + i * width, vals, width, label=lab)
     ax.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets)
-    ax.set(
+    ax.axhline(float(dq.mse_bound(4)), **style.prediction(), label="(pi sqrt3/2) 4^-4 (RHT bound)")
+    panels.finish(
+        ax,
+        legend=7,
         yscale="log",
         ylabel="relative MSE ||X - X_hat||^2 / ||X||^2",
         title=f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices",
     )
-    ax.axhline(float(dq.mse_bound(4)), **style.prediction(), label="(pi sqrt3/2) 4^-4 (RHT bound)")
-    ax.legend(fontsize=7)
     rht_bits = 4 + 32 / cfg.rht_block
     cell = [
         [lab, f"{FORMAT_BITS.get(lab, rht_bits):.3g}"] + [f"{float(f[ds][lab]['rel_mse']):.2e}" for ds in datasets]
@@ -125,12 +125,8 @@ def plot_inquant(results: dict, cfg: Config):
     for dn in np.asarray(iq["donors"]):
         ax.plot(dn, float(np.asarray(iq["channel_rmse"]["InQuant (4.0x)"])[dn]), "kv", ms=5)
     ax.plot([], [], "kv", label="donor channels (slot lent to an outlier)")
-    ax.set(
-        xlabel="channel",
-        ylabel="RMS reconstruction error",
-        title=(f"Heavy-tailed KV (t, dof {cfg.kv_dof:g}), outlier channels {list(cfg.kv_outliers)} (grey)"),
-    )
-    ax.legend(fontsize=8)
+    title = f"Heavy-tailed KV (t, dof {cfg.kv_dof:g}), outlier channels {list(cfg.kv_outliers)} (grey)"
+    panels.finish(ax, legend=8, xlabel="channel", ylabel="RMS reconstruction error", title=title)
     names = list(iq["mse"])
     payload = int(iq["input_bytes_per_seed"][0]) / int(iq["payload_bytes_per_seed"][0])
     ax2.bar(names, [float(iq["mse"][n]) for n in names], color=["tab:blue", "tab:orange", "tab:green"])
