@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, bootstrap_ci, mean_ci
+from jaxwb.sims.core.claims import Claim, agreement, bootstrap_ci, lower_bound, mean_ci, seed_mean, upper_bound
 from jaxwb.sims.mpq.config import MPQ_WINS, TINY_SOLVERS, Config
 
 R = "reconstruction"
@@ -17,7 +17,7 @@ def _a(x) -> np.ndarray:
 def se_claims(results: dict, cfg: Config) -> list[Claim]:
     se = results["se"]
     dev = np.mean(_a(se["mse"]) / _a(se["se"]) - 1.0, axis=1)  # per draw, mean over iterations
-    c = Claim.from_samples(
+    c = seed_mean(
         f"VAMP's measured MSE per iteration follows its state evolution (H Wishart n/d={cfg.se_ratio:g}, "
         f"d={cfg.se_d}, beta={cfg.se_beta:g}, {len(cfg.se_levels)} levels): mean over {cfg.se_iters} iterations of "
         "MSE/E1 - 1 per draw (3%: the finite-d bias, O(1/d) to O(d^-1/2), measured 0.5-3% at d = 200-1600)",
@@ -25,8 +25,6 @@ def se_claims(results: dict, cfg: Config) -> list[Claim]:
         dev,
         0.03,
         "abs",
-        kind="check",
-        source="theory",
     )
     return [c]
 
@@ -54,84 +52,67 @@ def tiny_claims(results: dict, cfg: Config) -> list[Claim]:
             source="paper",
         )
     )
-    m, h, n = mean_ci(gap["mpq"])
     out.append(
-        Claim(
+        upper_bound(
             f"MPQ reaches the exact minimum by enumeration within {cfg.mpq_gap_tol:g} on average, {where}: mean over "
             f"{cfg.tiny_problems} problems of objective / exact minimum - 1 (t-interval) <= {cfg.mpq_gap_tol:g} "
             "(the seed abstract: MPQ explores the near-optimal alternatives hard decisions leave; the tolerance is "
             "under half the gap GPTQ leaves on the same problems)",
             0.0,
-            m,
-            cfg.mpq_gap_tol,
-            "le",
+            gap["mpq"],
+            tolerance=cfg.mpq_gap_tol,
+            over_seeds=True,
             kind="paper",
             source="paper",
-            ci=h,
-            n_seeds=n,
         )
     )
     for s in ("bcd", "mpq"):
-        out.append(
-            Claim(
-                f"{s.upper()} ends with exact (block) coordinate descent, which stops only at a coordinate-wise "
-                f"minimum: min over {cfg.tiny_problems} {where} of the best one-coordinate change's objective / the "
-                "objective (float64, direct evaluation)",
-                1.0,
-                float(np.min(_a(t["one_coord"][s]))),
-                1e-5,
-                "ge",
-                kind="bound",
-                source="theory",
-            )
+        statement = (
+            f"{s.upper()} ends with exact (block) coordinate descent, which stops only at a coordinate-wise minimum: "
+            f"min over {cfg.tiny_problems} {where} of the best one-coordinate change's objective / the objective "
+            "(float64, direct evaluation)"
         )
+        out.append(lower_bound(statement, 1.0, t["one_coord"][s], tolerance=1e-5))
     out.append(
-        Claim(
+        agreement(
             f"LDLQ = GPTQ (Chee et al. 2023, QuIP Thm. 6: OPTQ is LDLQ with H = U D U^T) on {where}: max over "
             f"{cfg.tiny_problems} problems of |obj_LDLQ - obj_GPTQ| / exact minimum",
             0.0,
             float(np.max(np.abs(_a(t["objective"]["ldlq"]) - _a(t["objective"]["gptq"])) / exact)),
             1e-4,
             "abs",
-            kind="check",
             source="paper",
             wide_reason="two factorisations of H in float32 (Cholesky of H^-1 vs LDL of H) may round a tie to "
             "different codes: 1e-4 allows that; a wrong factor or feedback term changes whole codes",
         )
     )
-    m, h, n = mean_ci(_exponents(t["marg_err"], t["marg_dist"], cfg.marg_betas))
     out.append(
-        Claim(
+        Claim.from_interval(
             "scalar-precision VAMP (Rangan et al. 2019, Alg. 1) marginals -> the exact posterior as beta -> 0, exact "
             "to first order in beta on H with an equal (unit) diagonal: max |p_VAMP - p_exact| / max |p_exact - "
             f"prior| ~ beta^1, fitted exponent per problem over beta in {list(cfg.marg_betas)}",
             1.0,
-            m,
+            mean_ci(_exponents(t["marg_err"], t["marg_dist"], cfg.marg_betas)),
             0.1,
             "abs",
             kind="check",
             source="theory",
-            ci=h,
-            n_seeds=n,
             wide_reason="the next order in beta biases the fitted exponent up by O(beta_max) (+0.07 measured with "
             "beta up to 0.2); 0.1 allows for it at the largest beta used",
         )
     )
-    m, h, n = mean_ci(_exponents(t["diag_err"], t["diag_dist"], cfg.diag_betas))
     out.append(
-        Claim(
+        Claim.from_interval(
             "diagonal-precision VAMP (one precision per coordinate) marginals -> the exact posterior as beta -> 0 on "
             "H with an UNEQUAL diagonal, exact to first order in beta (its precision of coordinate j is beta H_jj + "
             "O(beta^2)): max |p_VAMP - p_exact| / max |p_exact - prior| ~ beta^p with p >= 1, fitted exponent per "
             f"problem over beta in {list(cfg.diag_betas)} (float64)",
             1.0,
-            m,
+            mean_ci(_exponents(t["diag_err"], t["diag_dist"], cfg.diag_betas)),
             0.0,
             "ge",
             kind="check",
             source="theory",
-            ci=h,
-            n_seeds=n,
         )
     )
     return out
@@ -149,7 +130,7 @@ def ref_claims(results: dict, cfg: Config) -> list[Claim]:
     for bits, v in results["lm" if lm else "synth"]["ref_mismatch"].items():
         worst = max(float(np.max(_a(x))) for x in v.values()) if lm else float(np.max(_a(v)))
         out.append(
-            Claim(
+            agreement(
                 f"GPTQ (JAX, float32) = the independent NumPy port of the published algorithm (float64), {bits}"
                 f"{where}: max over layers and seeds of the fraction of rows with a weight that differs (predicted 0; "
                 "float rounding may flip a tie, which changes its row from there on)",
@@ -157,8 +138,6 @@ def ref_claims(results: dict, cfg: Config) -> list[Claim]:
                 worst,
                 REF_ROWS_TOL,
                 "abs",
-                kind="check",
-                source="theory",
                 wide_reason="an equality of two implementations: 0.05 allows float32-vs-float64 tie flips in up to 3 "
                 "of a 64-row layer's rows (measured: 1 row in 2 of 80 layer solves); a bug in GPTQ changes nearly "
                 "every row",
@@ -178,7 +157,7 @@ def fp_claim(results: dict) -> Claim:
     """The float model every method starts from computes the tiny LM it is described as: its perplexity on the
     evaluation windows equals an independent float64 NumPy forward pass's (``reference_np.lm_logits_np``)."""
     fp, fp_np = _a(results["lm"]["fp_ppl"]), _a(results["lm"]["fp_ppl_np"])
-    return Claim(
+    return agreement(
         "the float tiny LM (JAX, float32) = an independent float64 NumPy forward pass of the same weights "
         f"(pre-norm blocks, RoPE, causal attention, tanh-GELU, tied output): largest relative perplexity "
         f"difference over the {fp.size} models",
@@ -186,8 +165,6 @@ def fp_claim(results: dict) -> Claim:
         float(np.max(np.abs(fp / fp_np - 1.0))),
         FP_FORWARD_RTOL,
         "abs",
-        kind="check",
-        source="theory",
     )
 
 
@@ -209,23 +186,25 @@ def synth_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
-def worst_layer(objective: dict, a: str, b: str):
-    """Per layer, the per-seed mean over rows of (obj_a - obj_b) / mean obj_a; the layer whose t-interval's lower
-    end is lowest: (name, per-seed values)."""
-    best = None
-    for name, oa in objective[a].items():
-        oa, ob = _a(oa), _a(objective[b][name])
-        gain = np.mean(oa - ob, axis=1) / np.mean(oa)
-        m, h, _ = mean_ci(gain)
-        if best is None or m - h < best[0]:
-            best = (m - h, name, gain)
-    return best[1], best[2]
+def weakest_layer(gains: dict) -> tuple[str, np.ndarray]:
+    """Of per-layer per-seed gains ``{name: (seeds,)}``, the layer whose t-interval's lower end is lowest (the first
+    such): (name, its gains)."""
+
+    def lower_end(name: str) -> float:
+        m, h, _ = mean_ci(gains[name])
+        return m - h
+
+    name = min(gains, key=lower_end)
+    return name, gains[name]
 
 
 def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Per setting, on the tiny LM's weakest layer: RTN >= GPTQ, and MPQ's gain over GPTQ beyond what exact
+    coordinate descent alone gains."""
     out = []
     for tag, obj in results["lm"]["objective"].items():
-        name, gain = worst_layer(obj, "rtn", "gptq")
+        rtn, gptq, bcd, mpq = ({n: _a(x) for n, x in obj[k].items()} for k in ("rtn", "gptq", "gptq_bcd", "mpq"))
+        name, gain = weakest_layer({n: np.mean(rtn[n] - gptq[n], axis=1) / np.mean(rtn[n]) for n in rtn})
         out.append(
             beats_claim(
                 f"RTN >= GPTQ in (w - q)^T H (w - q) on {cfg.lm_scope} of the tiny LM, {tag}: worst layer ({name}): "
@@ -233,7 +212,7 @@ def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
                 mean_ci(gain),
             )
         )
-        name, gain = headline_layer(obj)
+        name, gain = weakest_layer({n: np.mean(bcd[n] - mpq[n], axis=1) / np.mean(gptq[n]) for n in gptq})
         out.append(
             beats_claim(
                 f"MPQ beats GPTQ in (w - q)^T H (w - q) by more than exact coordinate descent alone gains from GPTQ's "
@@ -247,24 +226,10 @@ def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
-def headline_layer(objective: dict):
-    """Per layer, the per-seed mean over rows of (obj_gptq_bcd - obj_mpq) / mean obj_gptq; the layer whose
-    t-interval's lower end is lowest: (name, per-seed values)."""
-    best = None
-    for name, og in objective["gptq"].items():
-        og = _a(og)
-        gain = np.mean(_a(objective["gptq_bcd"][name]) - _a(objective["mpq"][name]), axis=1) / np.mean(og)
-        m, h, _ = mean_ci(gain)
-        if best is None or m - h < best[0]:
-            best = (m - h, name, gain)
-    return best[1], best[2]
-
-
 def beats_claim(statement: str, interval: tuple[float, float, int]) -> Claim:
     """A paper ordering "A beats B": the per-seed difference ``(mean, half-width, n)`` above 0, flagged as an
     ordering (no slack against 0)."""
-    m, h, n = interval
-    return Claim(statement, 0.0, m, 0.0, "ge", kind="paper", ci=h, n_seeds=n, is_ordering=True)
+    return Claim.from_interval(statement, 0.0, interval, 0.0, "ge", kind="paper", is_ordering=True)
 
 
 def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -291,20 +256,16 @@ def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
                 )
             )
             continue
-        m, h, n = bootstrap_ci(-diff)
         out.append(
-            Claim(
+            Claim.from_interval(
                 f"MPQ is not worse than GPTQ on perplexity by more than {cfg.ppl_margin:g}, tiny LM {tag}{scope} "
                 f"(where {cfg.lm_seeds} seeds do not resolve the sign of the difference: the bound they support): "
                 f"ppl_mpq - ppl_gptq per seed <= {cfg.ppl_margin:g} (bootstrap interval over seeds)",
                 0.0,
-                m,
+                bootstrap_ci(-diff),
                 cfg.ppl_margin,
                 "le",
                 kind="paper",
-                source="paper",
-                ci=h,
-                n_seeds=n,
             )
         )
     return out
