@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import bootstrap_ci, mean_ci
 from jaxwb.sims.mpq.config import COLORS, METHODS, Config
 
@@ -67,22 +67,19 @@ def state_evolution_figure(results: dict, cfg: Config):
     mse, pred = np.asarray(se["mse"]), np.asarray(se["se"])
     it = np.arange(1, mse.shape[1] + 1)
     fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(19, 4.8))
-    ci = [mean_ci(mse[:, i]) for i in range(mse.shape[1])]
-    ax.errorbar(it, [c[0] for c in ci], yerr=[c[1] for c in ci], fmt="o", color="tab:red", capsize=3,
-                label=f"VAMP measured ({cfg.se_draws} draws, d={cfg.se_d})")  # fmt: skip
+    label = f"VAMP measured ({cfg.se_draws} draws, d={cfg.se_d})"
+    panels.errorbars(ax, it, mse, color="tab:red", label=label)
     ax.plot(it, pred.mean(0), **style.prediction(), label="state evolution (Rangan et al. 2019)")
-    ax.set(xlabel="iteration", ylabel="MSE of x1 vs q0 (per coordinate)",
-           title=f"VAMP vs state evolution, Wishart H, beta={cfg.se_beta:g}")  # fmt: skip
-    ax.legend()
+    title = f"VAMP vs state evolution, Wishart H, beta={cfg.se_beta:g}"
+    panels.finish(ax, xlabel="iteration", ylabel="MSE of x1 vs q0 (per coordinate)", title=title)
     t = results["tiny"]
     exact = np.asarray(t["exact"])
     names = list(t["objective"])
     data = [np.asarray(t["objective"][s]) / exact for s in names]
     ax2.boxplot(data, tick_labels=[s.upper() for s in names])
-    ax2.axhline(1.0, color="k", linestyle="--", label="exact minimum (enumeration)")
-    ax2.set(ylabel="objective / exact minimum", yscale="log",
-            title=f"Tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, {cfg.tiny_problems} rows)")  # fmt: skip
-    ax2.legend()
+    ax2.axhline(1.0, **style.prediction(), label="exact minimum (enumeration)")
+    title = f"Tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, {cfg.tiny_problems} rows)"
+    panels.finish(ax2, ylabel="objective / exact minimum", yscale="log", title=title)
     curves = (
         ("diagonal VAMP, unequal diagonal", "diag_err", "diag_dist", cfg.diag_betas, "tab:red"),
         ("scalar VAMP, unequal diagonal", "scalar_unequal_err", "diag_dist", cfg.diag_betas, "tab:gray"),
@@ -90,10 +87,13 @@ def state_evolution_figure(results: dict, cfg: Config):
     )
     for label, err, dist, betas, color in curves:
         ratio = np.asarray(t[err]) / np.asarray(t[dist])
-        ci = [mean_ci(ratio[:, i]) for i in range(ratio.shape[1])]
-        ax3.errorbar(betas, [c[0] for c in ci], yerr=[c[1] for c in ci], fmt="o-", color=color, capsize=3, label=label)
-    ax3.set(xscale="log", yscale="log", xlabel="beta (absolute; H with unit mean diagonal)",
-            ylabel="max |p_VAMP - p_exact| / max |p_exact - prior|",
-            title=f"VAMP marginals vs enumeration ({cfg.tiny_problems} rows, 95% CI)")  # fmt: skip
-    ax3.legend(fontsize=8)
-    return fig
+        panels.errorbars(ax3, betas, ratio, fmt="o-", color=color, label=label)
+    return panels.finish(
+        ax3,
+        legend=8,
+        xscale="log",
+        yscale="log",
+        xlabel="beta (absolute; H with unit mean diagonal)",
+        ylabel="max |p_VAMP - p_exact| / max |p_exact - prior|",
+        title=f"VAMP marginals vs enumeration ({cfg.tiny_problems} rows, 95% CI)",
+    ).figure

@@ -43,15 +43,14 @@ def perplexity_figure(results: dict, cfg: Config):
         ax = axes[s]
         # excess perplexity over the float32 model of the same seed (the paired difference; the float32 bar is
         # its own perplexity, on the right-hand axis scale of the label)
-        cols = [(f"{f}\nW4A16", np.asarray(results["ppl"][f])[s], COLORS[f]) for f in FORMATS]
-        cols += [(f"{f}\nW4A4", np.asarray(results["ppl_wa"][f])[s], COLORS[f]) for f in results["ppl_wa"]]
         # the outlier transform leaves the float model unchanged: its excess is over the same float32 perplexity
-        cols += [
-            (f"{f}\noutliers", np.asarray(results["ppl_outlier"][f])[s], COLORS[f]) for f in results["ppl_outlier"]
+        cols = [
+            (f"{f}\n{tag}", np.asarray(results[key][f])[s], COLORS[f], hatch)
+            for key, tag, hatch in (("ppl", "W4A16", None), ("ppl_wa", "W4A4", "//"), ("ppl_outlier", "outliers", "xx"))
+            for f in (FORMATS if key == "ppl" else results[key])
         ]
-        for i, (label, v, c) in enumerate(cols):
+        for i, (_, v, c, hatch) in enumerate(cols):
             est, half = _ci(v - fp[s])
-            hatch = "//" if "W4A4" in label else ("xx" if "outliers" in label else None)
             ax.bar(i, est, yerr=half, capsize=4, color=c, hatch=hatch, edgecolor="k", lw=0.5)
         ax.set_xticks(range(len(cols)), [c[0] for c in cols], fontsize=7)
         e_fp, h_fp = _ci(fp[s])
