@@ -128,28 +128,21 @@ def profiles_figure(results: dict, cfg: Config):
     fig, axes = style.figure(2, 1, figsize=(10, 7), sharex=True)
     sigma_show = cfg.noise_levels[min(2, len(cfg.noise_levels) - 1)]
     groups = (
-        (
-            ("avr", "AVR"),
-            ("oa", "OA"),
-            ("qoa", "qOA (commanded)"),
-            ("bkp", "BKP (commanded)"),
-            ("bkp_work", "BKP work done"),
-        ),
-        (
-            ("sp_prediction", f"predicted speed s_hat (sigma = {sigma_show:g})"),
-            ("sp_dynamic", f"SP dynamic with that prediction, eps={eps[len(eps) // 2]:g}"),
-            ("las", f"LAS with exact workloads, eps={eps[0]:g}"),
-        ),
+        {"avr": "AVR", "oa": "OA", "qoa": "qOA (commanded)", "bkp": "BKP (commanded)", "bkp_work": "BKP work done"},
+        {
+            "sp_prediction": f"predicted speed s_hat (sigma = {sigma_show:g})",
+            "sp_dynamic": f"SP dynamic with that prediction, eps={eps[len(eps) // 2]:g}",
+            "las": f"LAS with exact workloads, eps={eps[0]:g}",
+        },
     )
+    line_kw = {"sp_prediction": dict(color="0.6", lw=0.8), "bkp_work": dict(color="tab:red", lw=0.8, ls=":")}
     for ax, names in zip(axes, groups, strict=True):
         ax.stairs(sp["opt"][:k_end], t[: k_end + 1], color="black", lw=2.4, label="OPT (YDS)")
-        for key, label in names:
-            kw = dict(color="0.6", lw=0.8) if key == "sp_prediction" else dict(lw=1.3)
-            if key == "bkp_work":
-                kw = dict(color="tab:red", lw=0.8, ls=":")
-            ax.stairs(sp[key][:k_end], t[: k_end + 1], label=label, **kw)
-        ax.set(ylabel="speed s(t) (work / time)", yscale="log")
-        ax.legend(fontsize=8, loc="upper right", ncol=2)
+        for key, label in names.items():
+            ax.stairs(sp[key][:k_end], t[: k_end + 1], label=label, **line_kw.get(key, dict(lw=1.3)))
+        panels.finish(
+            ax, legend={"fontsize": 8, "loc": "upper right", "ncol": 2}, ylabel="speed s(t) (work / time)", yscale="log"
+        )
     axes[0].set_title(
         f"Speed profiles on one instance (seed 0 of the LAS model, first {t_end:g} time units; "
         f"job i arrives at t = i, due at i + {cfg.window})"
@@ -173,18 +166,10 @@ def robustness_figure(results: dict, cfg: Config):
     xs = np.arange(len(ADVERSARIAL))
     for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
         worst = np.max(np.maximum(np.asarray(adv["dynamic"])[:, :, j], np.asarray(adv["offline"])[:, :, j]), axis=0)
-        ax.bar(
-            xs + (j - (n_bar - 1) / 2) * width,
-            worst,
-            width,
-            color=cmap[j],
-            label=f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)",
-        )
-        ax.axhline(
-            k**a * avr_mean,
-            **style.prediction(color=cmap[j]),
-            label=f"proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)",
-        )
+        label = f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)"
+        ax.bar(xs + (j - (n_bar - 1) / 2) * width, worst, width, color=cmap[j], label=label)
+        label = f"proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)"
+        ax.axhline(k**a * avr_mean, **style.prediction(color=cmap[j]), label=label)
     worst = np.max(np.asarray(adv["follow"]), axis=0)
     ax.bar(xs + (len(eps) - (n_bar - 1) / 2) * width, worst, width, color="0.6", label="pure following (no cap)")
     ax.axhline(ss.oa_bound(a), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
