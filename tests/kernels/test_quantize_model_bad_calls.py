@@ -3,8 +3,8 @@ ValueError (TypeError for a wrong container) whose message starts with the param
 flax.nnx model; the calibration is checked before any layer is solved or replaced (an nnx model is left as it was);
 and the packed bytes do not depend on the scale of the calibration inputs.
 
-``BAD_CALLS`` is the table (call -> error class, message fragment); ``python
-tests/kernels/test_quantize_model_bad_calls.py`` prints it with the full messages.
+``BAD_CALLS`` is the table (call -> error class, message fragment); ``python -m
+tests.kernels.test_quantize_model_bad_calls`` prints it with the full messages.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from jaxwb.pallas_kernels.quant.layers import (
     NnxQuantizedLinear,
     quantize_model,
 )
+from tests.bad_calls import assert_raises_naming, print_table
 
 nan, inf = math.nan, math.inf
 
@@ -196,19 +197,9 @@ BAD_CALLS = [
 # fmt: on
 
 
-def _param(fragment: str) -> str:
-    """The parameter a fragment names: its first word (``calibration['fc']`` -> ``calibration``)."""
-    return re.split(r"[ .:\[(=]", fragment, maxsplit=1)[0]
-
-
 @pytest.mark.parametrize(("call", "cls", "fragment"), BAD_CALLS, ids=[c for c, _, _ in BAD_CALLS])
 def test_bad_call_raises_naming_the_parameter(call, cls, fragment):
-    with pytest.raises(cls) as info:
-        eval(call, _ns())
-    msg = str(info.value)
-    assert type(info.value) is cls, (type(info.value), msg)
-    assert fragment in msg, msg
-    assert msg.startswith(_param(fragment)), msg
+    assert_raises_naming(call, _ns(), cls, fragment)
 
 
 def test_the_table_is_large_and_unique():
@@ -349,11 +340,4 @@ def test_trained_qat_layers_are_packed_by_a_later_quantize_model():
 
 
 if __name__ == "__main__":  # print the table: call -> message
-    print("| call | error |\n| --- | --- |")
-    for call, _, _ in BAD_CALLS:
-        try:
-            eval(call, _ns())
-            msg = "NO ERROR"
-        except (ValueError, TypeError) as e:
-            msg = f"{type(e).__name__}: {e}".replace("\n", " ")
-        print(f"| `{call}` | {msg.replace('|', '/')} |")
+    print_table([call for call, _, _ in BAD_CALLS], _ns)

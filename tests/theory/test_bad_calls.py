@@ -1,8 +1,8 @@
-"""Bad calls into theory/ and models/: each raises a ValueError (or TypeError) that names the parameter (issue 19).
+"""Bad calls into theory/ and models/: each raises a ValueError (or TypeError) that names the parameter.
 
-``BAD_CALLS`` is the table of the issue (call -> message fragment); ``python tests/theory/test_bad_calls.py``
-prints it as markdown with the full message each call raises. Calls are strings evaluated in ``NS`` so the
-table reads as what a user would type. The second half checks the same errors for traced values under
+``BAD_CALLS`` is the table (call -> message fragment); ``python -m tests.theory.test_bad_calls`` prints it as
+markdown with the full message each call raises. Calls are strings evaluated in ``_ns()`` so the table reads as
+what a user would type. The second half checks the same errors for traced values under
 ``jaxwb.theory.checked`` (one function per module at least) and that plain ``jit`` is unaffected.
 """
 
@@ -30,6 +30,7 @@ from jaxwb.theory import speed_scaling as ss
 from jaxwb.theory import teacher_student as ts
 from jaxwb.theory import tv_distance as tv
 from jaxwb.theory import zoe_grad as zg
+from tests.bad_calls import print_table
 
 nan, inf = math.nan, math.inf
 
@@ -682,15 +683,8 @@ def test_checked_and_plain_jit_share_no_trace():
     assert float(f(-1.0)) == -2.0  # and the plain trace does not pick the checks up
 
 
-if __name__ == "__main__":  # print the table of the issue: call -> message
-    print("| call | ValueError |\n| --- | --- |")
-    for call, _ in BAD_CALLS:
-        try:
-            eval(call, _ns())
-            msg = "NO ERROR"
-        except (ValueError, TypeError) as e:
-            msg = str(e).replace("\n", " ")
-        print(f"| `{call}` | {msg.replace('|', '/')} |")
+if __name__ == "__main__":  # print the table: call -> message
+    print_table([call for call, _ in BAD_CALLS], _ns)
 
 
 # ---------------------------------------------------------------------------------------------------------

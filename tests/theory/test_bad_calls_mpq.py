@@ -1,7 +1,7 @@
 """Bad calls into ``jaxwb.theory.mpq``: each raises a ValueError (or TypeError) whose message starts with the
 parameter's name, in the style of ``tests/theory/test_bad_calls.py``.
 
-``BAD_CALLS`` is the table (call -> error class and message fragment); ``python tests/theory/test_bad_calls_mpq.py``
+``BAD_CALLS`` is the table (call -> error class and message fragment); ``python -m tests.theory.test_bad_calls_mpq``
 prints it as markdown with the full message each call raises. Calls are strings evaluated in ``_ns()`` so the table
 reads as what a user would type. Then: the same errors for traced values under ``jaxwb.theory.checked``, the scaled
 forms (overflow refused by name or avoided, power-of-two rescaling exact), and ordinary calls unaffected.
@@ -23,6 +23,7 @@ from jaxwb.theory import mpq as M
 from jaxwb.theory.mpq import codebooks as cb
 from jaxwb.theory.mpq import message_passing as mp
 from jaxwb.theory.mpq import solvers as so
+from tests.bad_calls import assert_raises_naming, print_table
 
 nan, inf = math.nan, math.inf
 
@@ -283,19 +284,9 @@ BAD_CALLS = [
 ]
 
 
-def _param(fragment: str) -> str:
-    """The parameter a fragment names: its first word (``book.grid`` -> ``book``, ``grid:`` -> ``grid``)."""
-    return re.split(r"[ .:\[(]", fragment, maxsplit=1)[0]
-
-
 @pytest.mark.parametrize(("call", "cls", "fragment"), BAD_CALLS, ids=[c for c, _, _ in BAD_CALLS])
 def test_bad_call_raises_naming_the_parameter(call, cls, fragment):
-    with pytest.raises(cls) as info:
-        eval(call, _ns())
-    msg = str(info.value)
-    assert type(info.value) is cls, (type(info.value), msg)
-    assert fragment in msg, msg
-    assert msg.startswith(_param(fragment)), msg  # the message starts with the parameter's name
+    assert_raises_naming(call, _ns(), cls, fragment)
 
 
 def test_the_table_is_large_and_unique():
@@ -410,11 +401,4 @@ def test_degenerate_grid_and_overflowing_energies():
 
 
 if __name__ == "__main__":  # print the table: call -> message
-    print("| call | error |\n| --- | --- |")
-    for call, _, _ in BAD_CALLS:
-        try:
-            eval(call, _ns())
-            msg = "NO ERROR"
-        except (ValueError, TypeError) as e:
-            msg = f"{type(e).__name__}: {e}".replace("\n", " ")
-        print(f"| `{call}` | {msg.replace('|', '/')} |")
+    print_table([call for call, _, _ in BAD_CALLS], _ns)
