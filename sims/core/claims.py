@@ -568,7 +568,30 @@ def _pooled(measured):
     return np.asarray(measured, np.float64)
 
 
-def _one_sided(statement, bound, measured, comparison, tolerance, over_seeds, kind, source, level) -> Claim:
+def one_sided(
+    statement: str,
+    bound: float,
+    measured,
+    comparison: str = "le",
+    *,
+    tolerance: float = 0.0,
+    over_seeds: bool = False,
+    kind: str = "bound",
+    source: str = "theory",
+    level: float = 0.95,
+) -> Claim:
+    """A bound with its slack: ``measured <= bound + tolerance`` (``comparison="le"``) or ``measured >= bound -
+    tolerance`` (``"ge"``), on the worst element of ``measured`` (any shape, or a list of arrays of any shapes: the
+    worst seed, configuration, ...; the largest for ``"le"``, the smallest for ``"ge"``), or with ``over_seeds=True``
+    on the mean of the per-seed samples ``measured`` over its whole Student-t interval (:func:`mean_ci`).
+    :func:`upper_bound` and :func:`lower_bound` name the two comparisons.
+
+    >>> c = one_sided("ratio <= 1 + eps", 1.1, [[1.02, 1.05], [1.03, 1.01]])
+    >>> c.measured, c.kind, round(c.slack, 4)
+    (1.05, 'bound', 1.0476)
+    >>> one_sided("mean ratio <= 1", 1.0, [0.8, 0.9, 0.85, 0.95], over_seeds=True).n_seeds
+    4
+    """
     if over_seeds:
         interval = mean_ci(measured, level=level)
         return Claim.from_interval(
@@ -579,49 +602,23 @@ def _one_sided(statement, bound, measured, comparison, tolerance, over_seeds, ki
     return Claim(statement, bound, worst, tolerance, comparison, kind=kind, source=source)
 
 
-def upper_bound(
-    statement: str,
-    bound: float,
-    measured,
-    *,
-    tolerance: float = 0.0,
-    over_seeds: bool = False,
-    kind: str = "bound",
-    source: str = "theory",
-    level: float = 0.95,
-) -> Claim:
-    """``measured <= bound (+ tolerance)``, with its slack: the largest element of ``measured`` (any shape, or a list
-    of arrays: the worst seed, configuration, ...), or with ``over_seeds=True`` the mean of the per-seed samples
-    ``measured`` over its whole Student-t interval (:func:`mean_ci`).
+def upper_bound(statement: str, bound: float, measured, **options: Any) -> Claim:
+    """``measured <= bound``: :func:`one_sided` with ``comparison="le"`` (``options``: its keywords).
 
-    >>> c = upper_bound("ratio <= 1 + eps", 1.1, [[1.02, 1.05], [1.03, 1.01]])
-    >>> c.measured, c.kind, round(c.slack, 4)
-    (1.05, 'bound', 1.0476)
-    >>> upper_bound("mean ratio <= 1", 1.0, [0.8, 0.9, 0.85, 0.95], over_seeds=True).n_seeds
-    4
+    >>> upper_bound("worst ratio <= 2", 2.0, [1.0, 1.5]).slack
+    1.3333333333333333
     """
-    return _one_sided(statement, bound, measured, "le", tolerance, over_seeds, kind, source, level)
+    return one_sided(statement, bound, measured, "le", **options)
 
 
-def lower_bound(
-    statement: str,
-    bound: float,
-    measured,
-    *,
-    tolerance: float = 0.0,
-    over_seeds: bool = False,
-    kind: str = "bound",
-    source: str = "theory",
-    level: float = 0.95,
-) -> Claim:
-    """``measured >= bound (- tolerance)``, with its slack: the smallest element of ``measured`` (any shape, or a
-    list of arrays), or with ``over_seeds=True`` the mean of the per-seed samples over its whole interval.
+def lower_bound(statement: str, bound: float, measured, **options: Any) -> Claim:
+    """``measured >= bound``: :func:`one_sided` with ``comparison="ge"`` (``options``: its keywords).
 
     >>> c = lower_bound("OPT is a lower bound: ratio >= 1", 1.0, [np.array([1.2, 1.5]), np.array([1.1])])
     >>> c.measured, c.comparison, c.passed
     (1.1, 'ge', True)
     """
-    return _one_sided(statement, bound, measured, "ge", tolerance, over_seeds, kind, source, level)
+    return one_sided(statement, bound, measured, "ge", **options)
 
 
 def seed_mean(
