@@ -40,27 +40,18 @@ PRIOR_SHARE = 0.05  # the e-fold slope is fitted where the prior's share mu0 / (
 def eps_summary(results, cfg):
     """Median evaluations to eps for each method, with the fit statistics used by the claims."""
     e = results["eps"]
-    eps = np.asarray(e["eps"])
-    ald = np.asarray(e["aldrift"]["mean_cost"])
-    ald_ok = np.asarray(e["aldrift"]["mean_reached"]).all(0)
-    ald_med = np.median(ald, 0)
     rs = np.asarray(e["random"]["count"])
-    rs_ok = np.asarray(e["random"]["reached"]).all(0)
-    rs_mean = rs.mean(0)
-    rs_eps = np.asarray(e["random"]["eps"])
-    doo = np.asarray(e["doo"]["count"])
-    doo_ok = np.asarray(e["doo"]["reached"])
-    return dict(
-        eps=eps,
-        ald_med=ald_med,
-        ald_ok=ald_ok,
-        rs_eps=rs_eps,
-        rs_mean=rs_mean,
-        rs_ok=rs_ok,
-        doo=doo,
-        doo_ok=doo_ok,
-        doo_eps=np.asarray(e["doo"]["eps"]),
-    )
+    return {
+        "eps": np.asarray(e["eps"]),
+        "ald_med": np.median(np.asarray(e["aldrift"]["mean_cost"]), 0),
+        "ald_ok": np.asarray(e["aldrift"]["mean_reached"]).all(0),
+        "rs_eps": np.asarray(e["random"]["eps"]),
+        "rs_mean": rs.mean(0),
+        "rs_ok": np.asarray(e["random"]["reached"]).all(0),
+        "doo": np.asarray(e["doo"]["count"]),
+        "doo_ok": np.asarray(e["doo"]["reached"]),
+        "doo_eps": np.asarray(e["doo"]["eps"]),
+    }
 
 
 def settings_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -355,39 +346,28 @@ def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
         pred = 0.0 if holds else predicted[name]
         tol = 3 * math.sqrt(max(pred * (1 - pred), 0.25 / S) / S)  # 3 binomial sd over S seeds
         verdict = "holds" if holds else "fails"
-        extra, rare = {}, RARE_FAILURES.get(name)
+        rare = RARE_FAILURES.get(name)
+        text = (
+            f"coverage {verdict}, {name}: fraction of {S} seeds whose sup p/L still grows R={R[j_mid]:g}->{R[-1]:g} sd"
+        )
+        extra = {"source": "theory" if name.startswith("empirical") else "paper"}
         if rare is not None:  # a boundary prediction with a known rare exception: its rate bound + 3 binomial sd
             rate, why = rare
             tol = rate + 3 * math.sqrt(rate * (1 - rate) / S)
-            extra = {"wide_reason": f"a fraction of {S} seeds, binomial noise (no interval): {why}"}
-        out.append(
-            Claim(
-                f"coverage {verdict}, {name}: fraction of {S} seeds whose sup p/L still grows "
-                f"R={R[j_mid]:g}->{R[-1]:g} sd" + (f" (all but a rate <= {rare[0]:g})" if rare is not None else ""),
-                pred,
-                frac[f],
-                tol if (0 < pred < 1 or rare is not None) else 0.0,
-                "abs",
-                kind="check",
-                n_seeds=S,
-                source="theory" if name.startswith("empirical") else "paper",
-                **extra,
-            )
-        )
+            text += f" (all but a rate <= {rate:g})"
+            extra["wide_reason"] = f"a fraction of {S} seeds, binomial noise (no interval): {why}"
+        tol = tol if (0 < pred < 1 or rare is not None) else 0.0
+        out.append(Claim.from_interval(text, pred, (frac[f], 0.0, S), tol, "abs", kind="check", **extra))
     # the paper: a shrinking bandwidth breaks coarse learnability as m grows: sup p/L over |x| <= R_fixed sd at
     # the largest m above the smallest (unpaired seeds, differences decided on their interval)
     ms = np.asarray(cov["m"])
     supm = np.asarray(cov["log_sup_vs_m"]) / np.log(10.0)  # (S, nm, F)
     f_shr = COVERAGE_FAMILIES.index("KDE h = m^(-1/5) sigma_hat (shrinking)")
-    out.append(
-        Claim.ordering(
-            f"coverage fails as m grows, KDE h = m^(-1/5) sigma_hat: log10 sup p/L over |x| <= {cfg.cov_R_fixed:g} sd "
-            f"at m = {ms[-1]} above m = {ms[0]} ({S} seeds each, 95% interval of the difference above 0)",
-            supm[:, -1, f_shr],
-            supm[:, 0, f_shr],
-            kind="paper",
-        )
+    text = (
+        f"coverage fails as m grows, KDE h = m^(-1/5) sigma_hat: log10 sup p/L over |x| <= {cfg.cov_R_fixed:g} sd "
+        f"at m = {ms[-1]} above m = {ms[0]} ({S} seeds each, 95% interval of the difference above 0)"
     )
+    out.append(Claim.ordering(text, supm[:, -1, f_shr], supm[:, 0, f_shr], kind="paper"))
     cf = np.asarray(cov["mle_closed_form"]) / np.log(10.0)
     text = "grid sup p/L of the inflated MLE = closed form log(s2/s1) + dm^2/(2(s2^2-s1^2)) (max abs error, decades)"
     return out + [array_agreement(text, sup[:, 0, -1], cf, 1e-4, relative=None)]
