@@ -68,8 +68,7 @@ def plot_acceptance(results: dict, cfg: Config):
     panels.finish(
         ax,
         legend=8,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="temperature tau",
         ylabel="IMH acceptance rate",
         title=f"IMH acceptance, m={cfg.m} chains x M={cfg.M} steps per tau\n(median, min-max of runs)",
@@ -77,8 +76,7 @@ def plot_acceptance(results: dict, cfg: Config):
     return panels.finish(
         ax2,
         legend={"fontsize": 7, "loc": "lower left"},
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="temperature tau",
         ylabel="importance ESS / (m M)  of the proposals",
         title="Importance ESS fraction (sum w)^2 / (N sum w^2), w = p_tau / proposal,\nN = m M proposals",
@@ -191,8 +189,7 @@ def plot_coverage(results: dict, cfg: Config):
     return panels.finish(
         a3,
         legend=7,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="samples m",
         ylabel="Pr_{s~p}[p(s)/L(s) > 10] (90% quantile)",
         title="Coarse-learnability tail mass, K = 10 (0 drawn at 1e-12)",
@@ -211,8 +208,7 @@ def plot_quadratic_check(results: dict, cfg: Config):
     return panels.finish(
         ax,
         legend=8,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="temperature tau",
         ylabel="cost d",
         title=f"Pure quadratic check: mu_d={s1[0]:g}, x0={s1[3]:g}*1, mu0={s1[4]:g}, n={cfg.n}",

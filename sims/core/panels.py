@@ -43,9 +43,11 @@ def prediction_key(ax, label: str, **overrides):
     return ax
 
 
-def finish(ax, *, legend: float | dict | None = None, **settings):
+def finish(ax, *, legend: float | dict | None = None, log: str = "", **settings):
     """``ax.set(**settings)`` and a legend: ``legend`` is its font size, or a dict of ``ax.legend`` keywords, or
-    ``None`` for the style's default legend; ``legend=False`` draws none."""
+    ``None`` for the style's default legend; ``legend=False`` draws none. ``log``: the axes on a log scale ("x",
+    "y" or "xy": a power law is a line on "xy")."""
+    settings = {**{f"{a}scale": "log" for a in log}, **settings}  # scales first: limits are set on them
     if settings:
         ax.set(**settings)
     if legend is not False:

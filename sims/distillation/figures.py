@@ -72,8 +72,7 @@ def plot_timescales(results: dict, cfg: Config):
     return panels.finish(
         ax2,
         legend=7,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="training-set size n",
         ylabel="GD steps",
         title="tau_mem ~ n, tau_gen ~ const (95% CI over seeds)",

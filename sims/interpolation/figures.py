@@ -61,8 +61,7 @@ def plot_iterations_vs_batch(results: dict, cfg: Config):
     return panels.finish(
         ax,
         legend={"fontsize": 7.5, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0)},
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="batch size B (rows per step)",
         ylabel=f"iterations until E||e||^2 <= {cfg.eps:g} ||e_0||^2",
         title=f"Iterations to eps vs batch size\n{_header(cfg, c)}",
@@ -128,8 +127,7 @@ def plot_speedup(results: dict, cfg: Config):
     panels.finish(
         ax,
         legend={"fontsize": 7, "loc": "upper left"},
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="batch size B",
         ylabel="speedup T_SGD(B=1) / T(B)  (iterations to eps, Monte Carlo)",
         title=f"Speedup over SGD at B = 1\n{_header(cfg, c)}",
@@ -147,8 +145,7 @@ def plot_speedup(results: dict, cfg: Config):
     return panels.finish(
         ax2,
         legend={"fontsize": 7, "loc": "upper left"},
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="batch size B",
         ylabel="acceleration T_SGD(B) / T(B)  (same B, Monte Carlo)",
         title="Acceleration over SGD at the same batch size",
@@ -187,8 +184,7 @@ def plot_rate_check(results: dict, cfg: Config):
     return panels.finish(
         ax,
         legend={"fontsize": 7, "loc": "upper left"},
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="predicted: exact E||e||^2 recursion, -1/slope of log on the fit window (iterations per e-fold)",
         ylabel="measured: -1/slope of log(Monte-Carlo mean ||e||^2), same window",
         title=f"Exact mean-square decay vs Monte Carlo (95% bootstrap CI)\n(window: {cfg.fit_efolds:g} "

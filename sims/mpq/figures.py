@@ -91,8 +91,7 @@ def state_evolution_figure(results: dict, cfg: Config):
     return panels.finish(
         ax3,
         legend=8,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="beta (absolute; H with unit mean diagonal)",
         ylabel="max |p_VAMP - p_exact| / max |p_exact - prior|",
         title=f"VAMP marginals vs enumeration ({cfg.tiny_problems} rows, 95% CI)",

@@ -197,8 +197,7 @@ def plot_curved_river(results: dict, cfg: Config):
         legend=8,
         xlabel="step",
         ylabel="river distance covered (x units)",
-        yscale="log",
-        xscale="log",
+        log="xy",
         ylim=(1e-2, None),
         title=f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}",
     )

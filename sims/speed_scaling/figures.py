@@ -72,8 +72,7 @@ def ratio_vs_error_figure(results: dict, cfg: Config):
     return panels.finish(
         ax,
         legend={"fontsize": 7, "ncol": 3, "loc": "upper left"},
-        xscale="log",
-        yscale="log",
+        log="xy",
         ylim=(0.9, None),
         xlabel=f"relative prediction error eta = ||s_hat - s*||_a / ||s*||_a  (mean over seeds; eta = 0 drawn "
         f"at {x_floor})",
@@ -107,8 +106,7 @@ def las_smoothness_figure(results: dict, cfg: Config):
     return panels.finish(
         ax,
         legend=8,
-        xscale="log",
-        yscale="log",
+        log="xy",
         ylim=(0.95, None),
         xlabel=f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a (eta = 0 drawn at {x_floor})",
         ylabel="energy / OPT",
@@ -251,8 +249,7 @@ def robust_n_figure(results: dict, cfg: Config):
     return panels.finish(
         ax,
         legend=8,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="number of jobs n",
         ylabel="worst adversarial energy / OPT (mean over seeds, 95% CI)",
         title="SP's robustness does not grow with n (dynamic mode, adversarial predictions)",

@@ -149,8 +149,7 @@ def plot_amp(results: dict, cfg: Config):
     return panels.finish(
         ax,
         legend=8,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="per-feature SNR c = alpha a_i^2 / Delta_eff",
         ylabel="MSE (1 - overlap)",
         title=f"AMP on data (spiked cubic tensor = the reconstruction's per-feature channel), "

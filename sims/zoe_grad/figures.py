@@ -148,8 +148,7 @@ def plot_convergence(results: dict, cfg: Config):
     panels.finish(
         ax,
         legend=7,
-        xscale="log",
-        yscale="log",
+        log="xy",
         xlabel="SGD step t",
         ylabel="average squared gradient of F_sigma",
         title=f"toy: d={cfg.toy_dim}, INT-{cfg.int_bits}, Gaussian sigma={cfg.toy_sigma:g}, eta=1/(4L)",
