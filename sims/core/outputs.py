@@ -269,7 +269,7 @@ def _pid_alive(pid: int) -> bool:
 def remove_stale_temp(out: Path) -> list[Path]:
     """Remove temporary folders ``.<name>.tmp-<pid>-<8 characters>`` beside ``out`` left by a killed run (dead
     pid): exactly the names :func:`write_outputs` makes (``tempfile.mkdtemp``), holding only files."""
-    removed = []
+    removed: list[Path] = []
     if not out.parent.is_dir():
         return removed
     pattern = re.compile(re.escape(f".{out.name}.tmp-") + r"(\d+)-[a-z0-9_]{8}")
