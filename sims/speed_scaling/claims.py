@@ -162,17 +162,14 @@ def reference_claims(results: dict, cfg: Config) -> list[Claim]:
         "oa": ref.oa_python(r, d, w, n_slots, dt),
         "qoa": ref.qoa_python(r, d, w, n_slots, dt, q=q),
     }
-    return [
-        array_agreement(
+    out = []
+    for name, want in refs.items():
+        text = (
             f"{LABELS[name]} speed per slot (seed 0, {len(w)} jobs, {n_slots} slots) = pure-Python "
-            f"{LABELS[name]} reference: largest deviation / peak speed = 0",
-            np.asarray(speeds[name], float),
-            want,
-            1e-5,
-            wide_reason=FLOAT32_REASON,
+            f"{LABELS[name]} reference: largest deviation / peak speed = 0"
         )
-        for name, want in refs.items()
-    ]
+        out.append(array_agreement(text, np.asarray(speeds[name], float), want, 1e-5, wide_reason=FLOAT32_REASON))
+    return out
 
 
 def work_claims(results: dict, cfg: Config) -> list[Claim]:
@@ -185,17 +182,11 @@ def work_claims(results: dict, cfg: Config) -> list[Claim]:
     dt, _ = _grid(cfg)
     names = {"opt": "OPT (YDS on the grid)", "avr": "AVR", "oa": "OA", "las": "LAS", "sp_dynamic": "SP-dynamic"}
     names["bkp_work"] = "BKP's work rate"
-    out = [
-        agreement(
-            f"{label} integrates to the total work (seed 0): int s dt = sum_j w_j = {total:.6g}",
-            total,
-            float(np.sum(np.asarray(speeds[key], float)) * dt),
-            1e-5,
-            source="paper",
-            wide_reason=FLOAT32_REASON,
-        )
-        for key, label in names.items()
-    ]
+    out = []
+    for key, label in names.items():
+        text = f"{label} integrates to the total work (seed 0): int s dt = sum_j w_j = {total:.6g}"
+        got = float(np.sum(np.asarray(speeds[key], float)) * dt)
+        out.append(agreement(text, total, got, 1e-5, source="paper", wide_reason=FLOAT32_REASON))
     for name in ("avr", "oa"):
         text = (
             f"{LABELS[name]} never commands more than the pending work: worst seed of E(work done) / E(commanded) = 1"
@@ -243,16 +234,11 @@ def prediction_claims(results: dict, cfg: Config) -> list[Claim]:
     sigma^2 / 2) = 1) and the expected eta_w^alpha of the noisy workload predictions (``noisy_error_moment``)."""
     a, main = cfg.alpha, results["main"]
     err = np.asarray(main["sp_adv"]["error"])  # (seeds, predictions)
-    out = [
-        worst_agreement(
-            f"relative L_alpha error of the {name} speed prediction (c s* with c = {c:g}) = |1 - c|: worst seed",
-            abs(1.0 - c),
-            err[:, ADVERSARIAL.index(name)],
-            1e-5,
-            wide_reason=FLOAT32_REASON,
-        )
-        for name, c in (("zero", 0.0), ("scaled_up", 10.0), ("scaled_down", 0.1))
-    ]
+    out = []
+    for name, c in (("zero", 0.0), ("scaled_up", 10.0), ("scaled_down", 0.1)):
+        text = f"relative L_alpha error of the {name} speed prediction (c s* with c = {c:g}) = |1 - c|: worst seed"
+        e = err[:, ADVERSARIAL.index(name)]
+        out.append(worst_agreement(text, abs(1.0 - c), e, 1e-5, wide_reason=FLOAT32_REASON))
     w = np.asarray(results["profiles"]["jobs"]["work"], np.float64)  # seed 0's workloads
     lo, hi = LAS_WORK_RANGE
     want = float((np.sum(np.abs(w - (lo + hi - w)) ** a) / np.sum(w**a)) ** (1.0 / a))
@@ -639,8 +625,10 @@ def avr_lower_bound_claims(results: dict, cfg: Config) -> list[Claim]:
     for k, m, c, x, nn in zip(lb["kappa"], lb["measured"], lb["continuum"], lb["extrapolated"], lb["n"], strict=True):
         n1, n2 = (int(v) for v in nn)
         order = float(np.log2((c - m[0]) / (c - m[1])))
-        text = f"AVR/OPT on the lower-bound family (alpha=2, kappa={k:g}): convergence order in the log-spacing, "
-        text += f"{n1} vs {n2} jobs"
+        text = (
+            f"AVR/OPT on the lower-bound family (alpha=2, kappa={k:g}): convergence order in the log-spacing, "
+            f"{n1} vs {n2} jobs"
+        )
         limit = f"AVR/OPT extrapolated 2R({n2}) - R({n1}) = continuum limit (alpha=2, kappa={k:g}; -> 4 as kappa -> 0)"
         out.append(agreement(text, 1.0, order, 0.35, "abs"))
         out.append(agreement(limit, c, x, 0.02))
