@@ -37,7 +37,7 @@ import optax
 from jaxtyping import Array, Bool, Float, Int
 
 from jaxwb.models import train as tr
-from jaxwb.models.tiny_lm import RMSNorm, check_transformer_fields, linear_init, rope
+from jaxwb.models.tiny_lm import RMSNorm, linear_init, rope
 from jaxwb.theory import validate as v
 
 BYTES = 256
@@ -56,7 +56,14 @@ class DLMConfig:
     rope_base: float = 10000.0
 
     def __post_init__(self):
-        check_transformer_fields(self, ("d_model", "n_layers", "n_heads", "ctx", "mlp_ratio"))
+        for name in ("d_model", "n_layers", "n_heads", "ctx", "mlp_ratio"):
+            v.positive_int(name, getattr(self, name))
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                f"d_model must be a multiple of 2*n_heads (even head size), got d_model="
+                f"{self.d_model}, n_heads={self.n_heads}"
+            )
+        v.positive("rope_base", self.rope_base)
 
 
 def dense_attention(

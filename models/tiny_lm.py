@@ -36,21 +36,14 @@ class LMConfig:
     rope_base: float = 10000.0
 
     def __post_init__(self):
-        check_transformer_fields(self, ("vocab", "d_model", "n_layers", "n_heads", "ctx", "mlp_ratio"))
-
-
-def check_transformer_fields(cfg, sizes: tuple[str, ...]) -> None:
-    """A transformer config's checks (this model's and ``jaxwb.models.diffusion_lm``'s), each a ValueError naming
-    the field: the ``sizes`` fields positive integers, ``d_model`` a multiple of ``2 n_heads`` (an even head size,
-    which RoPE rotates in pairs), ``rope_base`` > 0."""
-    for name in sizes:
-        v.positive_int(name, getattr(cfg, name))
-    if cfg.d_model % cfg.n_heads or (cfg.d_model // cfg.n_heads) % 2:
-        raise ValueError(
-            f"d_model must be a multiple of 2*n_heads (even head size), got d_model="
-            f"{cfg.d_model}, n_heads={cfg.n_heads}"
-        )
-    v.positive("rope_base", cfg.rope_base)
+        for name in ("vocab", "d_model", "n_layers", "n_heads", "ctx", "mlp_ratio"):
+            v.positive_int(name, getattr(self, name))
+        if self.d_model % self.n_heads or (self.d_model // self.n_heads) % 2:
+            raise ValueError(
+                f"d_model must be a multiple of 2*n_heads (even head size), got d_model="
+                f"{self.d_model}, n_heads={self.n_heads}"
+            )
+        v.positive("rope_base", self.rope_base)
 
 
 def rope(x: Float[Array, "T H Dh"], base: float) -> Float[Array, "T H Dh"]:
