@@ -8,9 +8,9 @@ from jaxwb.sims.core.claims import (
     Claim,
     agreement,
     largest_difference,
-    loglog_slopes,
     lower_bound,
     memoized,
+    scaling_exponent,
     seed_mean,
     upper_bound,
 )
@@ -78,8 +78,6 @@ def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
         "from the stated one is halfway to the other law (linear vs constant); the finite-n/p value is checked "
         "against the Gaussian-equivalent timescales below"
     )
-    # per-seed least-squares exponents of tau ~ n^a, (seed,)
-    mem, gen = (loglog_slopes(ns, ts[k][ip]) for k in ("tau_mem", "tau_gen"))
     mem_text = (
         f"tau_mem (generalisation gap at {cfg.mem_level:g} x its end-of-training value) grows linearly with n at "
         f"fixed p = {p}: exponent of tau_mem ~ n^a over n = {ns[0]}..{ns[-1]} (per-seed fit) closer to 1 than to 0"
@@ -91,8 +89,10 @@ def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
     ratio = ts["tau_mem"][ip] / ts["tau_gen"][ip]
     window = f"the generalisation window tau_mem / tau_gen widens with n (p = {p}: n = {ns[-1]} vs {ns[0]})"
     out = [
-        Claim.from_samples(mem_text, 1.0, mem, 0.5, "ge", kind="paper"),
-        Claim.from_samples(gen_text, 0.0, gen, 0.5, "abs", kind="paper", wide_reason=why),
+        scaling_exponent(mem_text, 1.0, ns, ts["tau_mem"][ip], 0.5, "ge", kind="paper", source="paper"),
+        scaling_exponent(
+            gen_text, 0.0, ns, ts["tau_gen"][ip], 0.5, "abs", kind="paper", source="paper", wide_reason=why
+        ),
         Claim.ordering(window, ratio[:, -1], ratio[:, 0], kind="paper"),
         *_gaussian_equivalent_claims(ts, cfg, ip),
     ]
