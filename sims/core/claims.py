@@ -48,6 +48,13 @@ Random quantities are decided on a confidence interval over seeds: build the cla
 *whole interval* meets the criterion (for ``rel``/``abs``/``le``/``ge``). For a Monte Carlo mean against its exact
 expectation use ``comparison="ci"``: it passes when the prediction lies inside the interval **and** the interval
 is narrow enough to be informative (half-width <= ``tolerance``), so it fails both on bias and on imprecision.
+
+**Builders.** The shapes claims recur in have a builder each, so that a result's claims read as statements with
+their predictions: :func:`agreement` (a deterministic value), :func:`array_agreement` (two arrays, by
+:func:`largest_difference`), :func:`worst_agreement` (every element), :func:`upper_bound` / :func:`lower_bound` (a
+bound with its slack, on the worst element or a mean over seeds), :func:`seed_mean` (a mean over seeds with its
+interval), :func:`scaling_exponent` (a log-log slope over seeds), :meth:`Claim.ordering` and
+:meth:`Claim.from_interval` (any estimate with its interval).
 """
 
 from __future__ import annotations
