@@ -151,34 +151,47 @@ def slope_panel(
     fit=None,
     predicted: float | None = None,
     anchor: tuple[float, float] | None = None,
+    pred_x=None,
     color=None,
-    label: str = "measured",
+    label: str | None = "measured",
+    fit_label: str = "fit: slope {slope:.3f}",
     pred_label: str | None = None,
+    fit_range_label: str | None = None,
+    pred_style: dict | None = None,
+    points: bool = True,
     fmt: str = "o",
     **kw,
 ):
     """Log-log points of a power law, the fitted line with its exponent in the legend, and the predicted line.
 
-    ``x``, ``y`` (N,) positive; ``yerr`` None, (N,) or (2, N). ``fit``: boolean mask (N,) of the points the line is
-    fitted to (None: all; False: no fitted line). ``predicted``: the predicted exponent, drawn dashed through
-    ``anchor`` (x0, y0) (default: the fitted line's, or the data's, geometric centre of the fit range). Keywords go
-    to ``ax.errorbar``. Sets both axes to log scale.
+    ``x``, ``y`` (N,) positive; ``yerr`` None, (N,) or (2, N); ``points=False`` leaves the points to the caller
+    (drawn already, e.g. by ``measured_vs_predicted``). ``fit``: boolean mask (N,) of the points the least-squares
+    line of log y on log x is fitted to and drawn over (None: all; False: no fitted line); ``fit_label`` formats
+    its ``slope``; ``fit_range_label`` also shades the fit range. ``predicted``: the predicted exponent, drawn
+    dashed through ``anchor`` (x0, y0) (default: the fitted line's point, or the data's geometric mean, at the
+    geometric centre of the fit range) over ``pred_x`` (M,) (default: the whole x range), in the points' colour
+    unless ``pred_style`` (line keywords) says otherwise. Keywords go to ``ax.errorbar``. Sets both axes to log
+    scale.
     """
     x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
     mask = np.ones(x.shape, bool) if fit is None or fit is False else np.asarray(fit, bool)
-    ax.errorbar(x, y, yerr=yerr, fmt=fmt, color=color, capsize=3, label=label, **kw)
-    xs = np.geomspace(x[mask].min(), x[mask].max(), 20)
-    x0 = float(np.sqrt(x[mask].min() * x[mask].max()))
-    y0 = float(np.exp(np.mean(np.log(y[mask]))))
+    if points:
+        color = ax.errorbar(x, y, yerr=yerr, fmt=fmt, color=color, capsize=3, label=label, **kw)[0].get_color()
+    lo, hi = float(x[mask].min()), float(x[mask].max())
+    x0, y0 = float(np.sqrt(lo * hi)), float(np.exp(np.mean(np.log(y[mask]))))
     if fit is not False:
         slope, icpt = power_law_fit(x[mask], y[mask])
-        ax.plot(xs, np.exp(icpt) * xs**slope, color=color, lw=2.5, alpha=0.45, label=f"fit: slope {slope:.3f}")
+        xs = np.geomspace(lo, hi, 20)
+        ax.plot(xs, np.exp(icpt) * xs**slope, color=color, lw=2.5, alpha=0.45, label=fit_label.format(slope=slope))
         y0 = float(np.exp(icpt) * x0**slope)
+        if fit_range_label is not None:
+            ax.axvspan(lo, hi, color="0.9", zorder=0, label=fit_range_label)
     if predicted is not None:
         ax0, ay0 = anchor if anchor is not None else (x0, y0)
+        px = np.geomspace(x.min(), x.max(), 50) if pred_x is None else np.asarray(pred_x, np.float64)
         lab = pred_label if pred_label is not None else f"predicted slope {predicted:g}"
-        pred_kw = style.prediction(**({} if color is None else {"color": color}))
-        ax.plot(xs, ay0 * (xs / ax0) ** predicted, **pred_kw, label=lab)
+        pred_kw = style.prediction(**{**({} if color is None else {"color": color}), **(pred_style or {})})
+        ax.plot(px, ay0 * (px / ax0) ** predicted, **pred_kw, label=lab)
     ax.set(xscale="log", yscale="log")
     return ax
 

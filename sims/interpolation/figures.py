@@ -89,17 +89,24 @@ def _slope_panel(ax, results: dict, cfg: Config):
     lin = Bs <= cfg.linear_fraction * c["sat_shb"]
     x = np.log(Bs[lin])
     slope_of = lambda h: np.polyfit(x, np.log(h[..., :1] / h[..., lin]).T, 1)[0]
-    s_mc, s_ex = float(slope_of(hits[i_hb])), float(slope_of(th[i_hb]))
+    s_ex = float(slope_of(th[i_hb]))
     s_lo, s_hi = np.quantile(slope_of(np.moveaxis(boot[i_hb], -1, 0)), [0.025, 0.975])
-    sp1 = hits[i_sgd, 0] / hits[i_hb, 0]
-    icpt = float(np.polyfit(x, np.log(hits[i_hb, 0] / hits[i_hb, lin]), 1)[1])
-    ax.axvspan(Bs[lin][0], Bs[lin][-1], color="0.9", zorder=0, label=f"slope fit range B <= {Bs[lin][-1]:g}")
-    bb = np.geomspace(Bs[lin][0], Bs[lin][-1], 20)
-    label = (
-        f"heavy ball, Monte-Carlo log-log slope {s_mc:.3f} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion {s_ex:.3f}"
+    speedup = hits[i_sgd, 0] / hits[i_hb]
+    panels.slope_panel(
+        ax,
+        Bs,
+        speedup,
+        fit=lin,
+        points=False,
+        predicted=1.0,
+        anchor=(Bs[0], speedup[0]),
+        color="tab:red",
+        fit_label=f"heavy ball, Monte-Carlo log-log slope {{slope:.3f}} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact "
+        f"recursion {s_ex:.3f}",
+        pred_label="paper: heavy-ball speedup proportional to B (slope 1)",
+        pred_style={"color": "0.3", "linewidth": 1, "linestyle": "-."},
+        fit_range_label=f"slope fit range B <= {Bs[lin][-1]:g}",
     )
-    ax.plot(bb, sp1 * np.exp(icpt) * bb**s_mc, color="tab:red", lw=2.5, alpha=0.45, label=label)
-    ax.plot(Bs, sp1 * Bs, color="0.3", lw=1, ls="-.", label="paper: heavy-ball speedup proportional to B (slope 1)")
     b, lo, hi = _bstar_hb(hits, boot, Bs)
     ax.axvspan(lo, hi, color="tab:red", alpha=0.25, label=f"heavy ball B*_HB, Monte Carlo: {b:.0f} (95% CI)")
 

@@ -67,9 +67,26 @@ def test_slope_panel_fit_and_prediction(ax):
     assert "fit: slope -0.500" in lab and "predicted slope -0.5" in lab and "eps" in lab
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert panels.power_law_fit(x, y)[0] == pytest.approx(-0.5)
+    pred = [line for line in ax.lines if line.get_label() == "predicted slope -0.5"][0]
+    assert np.allclose(pred.get_ydata(), 3.0 * pred.get_xdata() ** -0.5)  # through the fitted line
+
+
+def test_slope_panel_fit_range_anchor_and_caller_points(ax):
+    x = np.geomspace(1, 1000, 10)
+    y = np.minimum(x, 30.0)  # a power law that saturates: fit the first five points only
+    fit = x < 30
+    panels.slope_panel(
+        ax, x, y, fit=fit, points=False, predicted=1.0, anchor=(1.0, 1.0), color="tab:red",
+        fit_label="slope {slope:.2f}", pred_label="paper: slope 1", fit_range_label="fit range",
+    )  # fmt: skip
+    assert sorted(labels(ax)) == ["fit range", "paper: slope 1", "slope 1.00"]
+    assert not ax.containers  # no points drawn
+    fitted = ax.lines[0]
+    assert fitted.get_xdata().max() == pytest.approx(x[fit].max())
     fig, ax2 = style.figure()
-    panels.slope_panel(ax2, x, y, fit=False, predicted=1.0, anchor=(1.0, 1.0), pred_label="slope 1")
-    assert labels(ax2) == ["slope 1", "measured"]
+    panels.slope_panel(ax2, x, y, fit=False, predicted=2.0, pred_x=[1.0, 10.0], pred_label="slope 2")
+    assert labels(ax2) == ["slope 2", "measured"]
+    assert [list(line.get_xdata()) for line in ax2.lines if line.get_label() == "slope 2"] == [[1.0, 10.0]]
     style.plt.close(fig)
 
 
