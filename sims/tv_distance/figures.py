@@ -72,18 +72,18 @@ def plot_queries_vs_n(results: dict, cfg: Config):
         "noisy_plugin": ("tab:brown", f"noisy sigma={cfg.sigma}, plugin"),
         "noisy_simex": ("tab:pink", f"noisy sigma={cfg.sigma}, SIMEX"),
     }
+    predicted = {"rb": (1.0, "slope 1 (n / eps^2)"), "sample_plugin": (2.0, "slope 2 (n^2 K / eps^2)")}
     for name, (c, lab) in styles.items():
         lo, hi = (float(x) for x in sl[name]["slope_ci"])
         label = f"{lab}: slope {float(sl[name]['slope']):.2f} [{lo:.2f}, {hi:.2f}]"
-        ax.loglog(nn, np.asarray(sl[name]["queries"]), "o-", color=c, label=label)
-    ref = np.asarray(sl["rb"]["queries"])
-    ax.loglog(nn, ref[0] * nn / nn[0], **style.prediction(), label="slope 1 (n / eps^2)")
+        q = np.asarray(sl[name]["queries"])
+        slope, pred_label = predicted.get(name, (None, None))  # the predicted slope through the first point
+        panels.slope_panel(ax, nn, q, fit=False, predicted=slope, anchor=(nn[0], q[0]), color=c, fmt="o-",
+                           label=label, pred_label=pred_label)  # fmt: skip
     ex = sl.get("exact")
     for name, c in (("plain", "tab:blue"), ("rb", "tab:green")) if ex is not None else ():
         label = f"{name}: 2 n Var Z(n) / eps^2, exact Var Z (claimed slope)"
         ax.loglog(nn, ex[f"queries_{name}"], ":", color=c, lw=2.5, alpha=0.6, label=label)
-    sref = np.asarray(sl["sample_plugin"]["queries"])
-    ax.loglog(nn, sref[0] * (nn / nn[0]) ** 2, **style.prediction(color="tab:red"), label="slope 2 (n^2 K / eps^2)")
     panels.finish(
         ax,
         legend=7,
