@@ -63,11 +63,12 @@ def plot_scaling(results: dict, cfg: Config):
         if fl[b].any():
             ax.loglog(al[fl[b]], asymptotic_eps(al[fl[b]], beta, cfg.k, cfg.delta), color="k", lw=1, ls="-.")
         for mask, slope in ((fl[b], 0.5 / beta - 1.0), (ref[b], -1.0)):
-            if mask.any():  # the predicted slope through the curve's point at the window's geometric centre
+            if mask.any():  # the predicted slope through the curve's point at the window's geometric centre, x1.6
                 x0 = np.sqrt(al[mask][0] * al[mask][-1])
-                y0 = np.exp(np.interp(np.log(x0), np.log(al), np.log(eps)))
+                anchor = (x0, 1.6 * np.exp(np.interp(np.log(x0), np.log(al), np.log(eps))))
                 xs = np.geomspace(al[mask][0] / 3, al[mask][-1] * 3, 10)
-                ax.loglog(xs, 1.6 * y0 * (xs / x0) ** slope, **style.prediction(color=col))
+                panels.slope_panel(ax, al, eps, fit=False, points=False, predicted=slope, anchor=anchor, pred_x=xs,
+                                   color=col, pred_label="")  # fmt: skip
     panels.prediction_key(ax, "predicted slopes 1/(2beta)-1, then -1 (offset x1.6)")
     ax.plot([], [], color="0.3", lw=1, ls=":", label="k_c Delta_eff / alpha  (= k_c d Delta_eff / n)")
     ax.plot([], [], color="k", lw=1, ls="-.", label="continuum finite-k formula (fit window; predicts the slopes)")
