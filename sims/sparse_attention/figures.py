@@ -128,10 +128,8 @@ def policy_budget_figure(r, cfg: Config):
                 (axes[1], pol[a]["kl"][rows].mean(axis=2)),
                 (axes[2], pol[a]["dnll"][rows].mean(axis=2)),
             ):
-                mu, hw = _ci(val, axis=1)
-                ax.errorbar(
-                    d, mu, yerr=hw, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a], label=f"{LABELS[a]}, {lab}"
-                )
+                label = f"{LABELS[a]}, {lab}"
+                panels.errorbars(ax, d, val, axis=1, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a], label=label)
     refs = {
         "oracle": ("*", "black", "oracle: top-k of the true pooled attention"),
         "stale": ("x", "black", f"mask {cfg.far_lag} steps old (uniform)"),
@@ -139,9 +137,12 @@ def policy_budget_figure(r, cfg: Config):
     }
     for name, (mk, col, lab) in refs.items():
         dens = pol[name]["density"][0]
-        axes[0].errorbar(dens, *_ci(pol[name]["err"][0].mean(axis=(1, 2))[:, None]), fmt=mk, ms=7, color=col, label=lab)
-        for ax, f in ((axes[1], "kl"), (axes[2], "dnll")):
-            ax.errorbar(dens, *_ci(pol[name][f][0].mean(axis=1)[:, None]), fmt=mk, ms=7, color=col)
+        for ax, val, label in (
+            (axes[0], pol[name]["err"][0].mean(axis=(1, 2)), lab),
+            (axes[1], pol[name]["kl"][0].mean(axis=1), None),
+            (axes[2], pol[name]["dnll"][0].mean(axis=1), None),
+        ):
+            panels.errorbars(ax, dens, val[:, None], fmt=mk, ms=7, capsize=0, color=col, label=label)
     axes[2].axhline(0, color="black", lw=0.6)
     axes[0].set(
         xlabel="block density (fraction of blocks kept)",

@@ -9,10 +9,6 @@ from jaxwb.sims.speed_scaling.claims import i0_noise, las_eps_interval
 from jaxwb.sims.speed_scaling.config import ADVERSARIAL, BASELINES, COLORS, LABELS, PUBLISHED, PUBLISHED_LAS, Config
 from jaxwb.theory import speed_scaling as ss
 
-# ---------------------------------------------------------------------------------------------------------
-# Figures
-# ---------------------------------------------------------------------------------------------------------
-
 
 def plot(results: dict, cfg: Config) -> dict:
     figs = {

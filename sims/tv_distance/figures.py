@@ -14,10 +14,6 @@ from jaxwb.sims.tv_distance.pieces import loglog_slope
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
 
-# ---------------------------------------------------------------------------------------------------------
-# figures
-# ---------------------------------------------------------------------------------------------------------
-
 
 def plot_errors_vs_queries(results: dict, cfg: Config):
     """Mean |estimate - TV| vs total queries, three access models, with the guide lines."""
