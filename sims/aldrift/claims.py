@@ -276,13 +276,13 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
         "half-width <= 10%)"
     )
     out.append(seed_mean(text, exact_slope, rslopes, 0.1 * exact_slope, source="paper"))
-    pred = np.asarray(e["random"]["predicted"])
+    ball = np.asarray(e["random"]["predicted"])  # 1/P(ball) per eps
     i = int(np.flatnonzero(s["rs_ok"])[-1]) if s["rs_ok"].any() else -1
     text = (
         f"random search: mean evaluations at eps={rs_eps[i]:.2g} = 1/P(ball of radius sqrt(2 eps/L_d)) "
         f"({cfg.rs_runs} runs; whole CI within 30%: the ball is exact only as eps -> 0)"
     )
-    out.append(seed_mean(text, float(pred[i]), rs[:, i] if s["rs_ok"].any() else [np.nan], 0.3, "rel"))
+    out.append(seed_mean(text, float(ball[i]), rs[:, i] if s["rs_ok"].any() else [np.nan], 0.3, "rel"))
     # where (1/eps)^(n/2) bites: ALDRIFT vs random search at the smallest eps both reached
     common = [j for j, ep in enumerate(rs_eps) if s["rs_ok"][j]]
     ald_ok = s["ald_ok"]
