@@ -188,34 +188,16 @@ class Claim:
 
     @classmethod
     def from_samples(
-        cls,
-        statement: str,
-        predicted: float,
-        samples,
-        tolerance: float,
-        comparison: str = "rel",
-        *,
-        kind: str,
-        level: float = 0.95,
-        source: str = "paper",
-        wide_reason: str = "",
-        expected: str = "pass",
-        reason: str = "",
+        cls, statement: str, predicted: float, samples, tolerance: float, comparison: str = "rel", **options: Any
     ) -> Claim:
-        """A claim on the mean of per-seed ``samples`` with its Student-t interval (:func:`mean_ci`)."""
-        return cls.from_interval(
-            statement,
-            predicted,
-            mean_ci(samples, level=level),
-            tolerance,
-            comparison,
-            kind=kind,
-            level=level,
-            source=source,
-            wide_reason=wide_reason,
-            expected=expected,
-            reason=reason,
-        )
+        """A claim on the mean of per-seed ``samples`` with its Student-t interval (:func:`mean_ci` at ``level``);
+        ``options``: the keywords of :meth:`from_interval` (``kind`` required).
+
+        >>> Claim.from_samples("mean = 1", 1.0, [0.99, 1.01, 1.0], 0.05, kind="check").n_seeds
+        3
+        """
+        interval = mean_ci(samples, level=options.get("level", 0.95))
+        return cls.from_interval(statement, predicted, interval, tolerance, comparison, **options)
 
     @classmethod
     def from_interval(
