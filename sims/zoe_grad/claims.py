@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim
+from jaxwb.sims.core.claims import Claim, agreement, array_agreement, seed_mean, upper_bound
 from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
+
+R = "reconstruction"
 
 
 def _n_point_claims(cfg: Config) -> int:
@@ -18,8 +18,10 @@ def _n_point_claims(cfg: Config) -> int:
     return n_laws * len(ESTIMATORS) * len(GRIDS) + 2 * len(GRIDS) + n_laws * len(GRIDS) + 2 * n_laws + n_laws
 
 
-def _level(cfg: Config) -> float:
-    return 1.0 - 0.05 / _n_point_claims(cfg)  # Bonferroni over the Monte Carlo "ci" claims
+def mc_mean(statement: str, predicted: float, samples, tolerance: float, cfg: Config) -> Claim:
+    """A Monte Carlo mean over seeds, ``samples`` (seeds,), = its closed form ``predicted``: inside its interval at
+    the level Bonferroni gives over :func:`_n_point_claims`, the half-width <= ``tolerance`` (:func:`seed_mean`)."""
+    return seed_mean(statement, predicted, samples, tolerance, level=1.0 - 0.05 / _n_point_claims(cfg), source=R)
 
 
 # the raw score estimator on E2M1 (|Q| up to 6) has ~2x the spread of the two-point one: its interval is
@@ -31,7 +33,6 @@ def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
     """Monte Carlo means of the score and two-point estimators, of the perturbed hard quantizer and the score
     second moments vs eq. 3, 2 and 7 (closed forms built from the laws' densities and distribution functions)."""
     out = []
-    level = _level(cfg)
     e = results["estimators"]
     for grid in GRIDS:
         g = e[grid]
@@ -40,46 +41,23 @@ def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
             pred = float(g[law]["closed"][-1])
             peak = float(np.max(g[law]["closed"]))
             for est in ESTIMATORS:
-                out.append(
-                    Claim.from_samples(
-                        f"E[{est} estimator] = closed-form surrogate sum_k D_k p_sigma(b_k - x), {law}, {grid} grid, "
-                        f"x={x0:.3g}, sigma={cfg.sigma:g} (CI required <= {_PRECISION[est, grid]:g} x the peak)",
-                        pred,
-                        np.asarray(g[law][f"{est}_claim"] if f"{est}_claim" in g[law] else g[law][est][:, -1]),
-                        _PRECISION[est, grid] * peak,
-                        "ci",
-                        kind="check",
-                        level=level,
-                        source="reconstruction",
-                    )
+                statement = (
+                    f"E[{est} estimator] = closed-form surrogate sum_k D_k p_sigma(b_k - x), {law}, {grid} grid, "
+                    f"x={x0:.3g}, sigma={cfg.sigma:g} (CI required <= {_PRECISION[est, grid]:g} x the peak)"
                 )
-            out.append(
-                Claim.from_samples(
-                    f"E[Q(x + sigma u)] = smoothed quantizer Q_sigma(x) = q_0 + sum_k D_k (1 - F((b_k - x)/sigma)) "
-                    f"(eq. 2), {law}, {grid} grid, x={x0:.3g}, sigma={cfg.sigma:g}",
-                    float(g[law]["smoothed"][0]),
-                    np.asarray(g[law]["smoothed_mc"][:, 0]),
-                    0.01 * float(np.max(np.diff(g["levels"]))),  # 1% of the largest step
-                    "ci",
-                    kind="check",
-                    level=level,
-                    source="reconstruction",
-                )
+                samples = np.asarray(g[law][f"{est}_claim"] if f"{est}_claim" in g[law] else g[law][est][:, -1])
+                out.append(mc_mean(statement, pred, samples, _PRECISION[est, grid] * peak, cfg))
+            statement = (
+                f"E[Q(x + sigma u)] = smoothed quantizer Q_sigma(x) = q_0 + sum_k D_k (1 - F((b_k - x)/sigma)) "
+                f"(eq. 2), {law}, {grid} grid, x={x0:.3g}, sigma={cfg.sigma:g}"
             )
+            step = float(np.max(np.diff(g["levels"])))
+            smoothed = float(g[law]["smoothed"][0])
+            out.append(mc_mean(statement, smoothed, np.asarray(g[law]["smoothed_mc"][:, 0]), 0.01 * step, cfg))
         for law in ("gaussian", "logistic"):
             pred = float(g[law]["second_moment"][-1])
-            out.append(
-                Claim.from_samples(
-                    f"E[g1^2] of the score estimator = closed form (eq. 7), {law}, {grid} grid, x={x0:.3g}",
-                    pred,
-                    np.asarray(g[law]["score_m2"][:, -1]),
-                    0.05 * pred,
-                    "ci",
-                    kind="check",
-                    level=level,
-                    source="reconstruction",
-                )
-            )
+            statement = f"E[g1^2] of the score estimator = closed form (eq. 7), {law}, {grid} grid, x={x0:.3g}"
+            out.append(mc_mean(statement, pred, np.asarray(g[law]["score_m2"][:, -1]), 0.05 * pred, cfg))
     return out
 
 
@@ -102,17 +80,16 @@ def ste_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     tol = "float32 rounding of 1/(2 sigma a): a few ulps"
     return [
-        Claim(
+        agreement(
             "uniform law: edge estimator (Q(x + sigma a) - Q(x - sigma a))/(2 sigma a) (eq. 6) = its closed-form "
             f"bump sum, max |difference| over x, both grids, sigma={cfg.sigma:g} and 1/sqrt12 ({tol})",
             0.0,
             err,
             1e-6,
             "abs",
-            kind="check",
-            source="reconstruction",
+            source=R,
         ),
-        Claim(
+        agreement(
             "STE = the uniform law of width one step: at sigma = 1/sqrt12 the edge estimator and the surrogate are "
             f"the clipped STE 1[q_0 < x < q_K] for every x (INT-{cfg.int_bits}; max |difference|, {tol})",
             0.0,
@@ -129,7 +106,6 @@ def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
     """The sigma sweep on a wide INT-8 grid: the two-point estimator's Monte Carlo mean vs the closed-form bump
     sum at the concentration peak (a boundary, smallest sigma) and in the flat limit (a level, largest sigma)."""
     out = []
-    level = _level(cfg)
     sw = results["sweep"]
     sig = np.asarray(sw["sigmas"])
     i_min, i_max = int(np.argmin(sig)), int(np.argmax(sig))
@@ -141,20 +117,13 @@ def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
             pred = float(sw[law][at][i])
             # the triangular score has infinite variance (heavy-tailed per-seed means): 10% precision, else 5%
             prec = 0.1 if law == "triangular" else 0.05
-            out.append(
-                Claim.from_samples(
-                    f"sigma sweep ({what}): E[two-point estimator] at a {at} of a wide INT grid = closed-form "
-                    f"surrogate, {law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1; CI required <= "
-                    f"{prec:g} x it)",
-                    pred,
-                    np.asarray(sw[law][f"{at}_claim"] if f"{at}_claim" in sw[law] else sw[law][f"{at}_mc"][:, i]),
-                    prec * pred,
-                    "ci",
-                    kind="check",
-                    level=level,
-                    source="reconstruction",
-                )
+            statement = (
+                f"sigma sweep ({what}): E[two-point estimator] at a {at} of a wide INT grid = closed-form "
+                f"surrogate, {law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1; CI required <= "
+                f"{prec:g} x it)"
             )
+            samples = np.asarray(sw[law][f"{at}_claim"] if f"{at}_claim" in sw[law] else sw[law][f"{at}_mc"][:, i])
+            out.append(mc_mean(statement, pred, samples, prec * pred, cfg))
     return out
 
 
@@ -162,40 +131,22 @@ def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
     """fake_quant's NVFP4 backward against the theory's bump sum on the E2M1 levels and against the two-point
     estimator's mean through the kernels."""
     out = []
-    level = _level(cfg)
     k = results["kernel"]
     z = np.asarray(k["z"])
     i0 = int(np.argmin(np.abs(z - 2.65)))
     for law in MC_LAWS:
-        closed = np.asarray(k[law]["closed"], np.float64)
-        err = float(np.max(np.abs(np.asarray(k[law]["vjp"], np.float64) - closed)))
-        out.append(
-            Claim(
-                f"fake_quant nvfp4 custom_vjp ({law}) = the bump sum g_sigma(x / scale) on the E2M1 levels (eq. 3; "
-                f"the block scale {KERNEL_ANCHOR_SCALE} cancels), max |difference| over {z.size} points relative to "
-                "the peak (float32)",
-                0.0,
-                err / float(np.max(closed)),
-                1e-5,
-                "abs",
-                kind="check",
-                source="reconstruction",
-            )
+        statement = (
+            f"fake_quant nvfp4 custom_vjp ({law}) = the bump sum g_sigma(x / scale) on the E2M1 levels (eq. 3; the "
+            f"block scale {KERNEL_ANCHOR_SCALE} cancels), max |difference| over {z.size} points relative to the peak "
+            "(float32)"
         )
-        pred = float(k[law]["vjp"][i0])
-        out.append(
-            Claim.from_samples(
-                f"fake_quant nvfp4 custom_vjp ({law}) = E[two-point estimator through the NVFP4 kernels] at "
-                f"z={float(z[i0]):.3g}, block scale {KERNEL_ANCHOR_SCALE}",
-                pred,
-                np.asarray(k[law]["mc"][:, i0]),
-                0.05 * float(np.max(k[law]["vjp"])),
-                "ci",
-                kind="check",
-                level=level,
-                source="reconstruction",
-            )
+        out.append(array_agreement(statement, k[law]["vjp"], k[law]["closed"], 1e-5, source=R))
+        statement = (
+            f"fake_quant nvfp4 custom_vjp ({law}) = E[two-point estimator through the NVFP4 kernels] at "
+            f"z={float(z[i0]):.3g}, block scale {KERNEL_ANCHOR_SCALE}"
         )
+        tolerance = 0.05 * float(np.max(k[law]["vjp"]))
+        out.append(mc_mean(statement, float(k[law]["vjp"][i0]), np.asarray(k[law]["mc"][:, i0]), tolerance, cfg))
     return out
 
 
@@ -221,59 +172,41 @@ def bias_constant_reference(levels, sigma: float, n: int = 4001) -> float:
 
 def toy_claims(results: dict, cfg: Config) -> list[Claim]:
     """The convergence bound (eq. 10), the bias bound (eq. 9) and its constant on the toy objective."""
-    out = []
     t = results["toy"]
-    lhs = np.asarray(np.mean(t["grad_norm_sq"], axis=1))
-    out.append(
-        Claim.from_samples(
+    big_b = float(t["constants"]["B"])
+    lv = np.arange(-(2 ** (cfg.int_bits - 1) - 1), 2 ** (cfg.int_bits - 1))
+    return [
+        upper_bound(
             f"SGD with the ZO surrogate: (1/T) sum E|grad F_sigma|^2 <= 4 (F_0 - E F_T)/(eta T) + 3 mean|b_t|^2 + "
             f"2 L eta mean E|xi_t|^2 (eq. 10, its proof's terms), toy d={cfg.toy_dim}, T={cfg.toy_steps}",
             float(np.mean(t["realized_bound"])),
-            lhs,
-            0.0,
-            "le",
-            kind="bound",
-            source="reconstruction",
-        )
-    )
-    big_b = float(t["constants"]["B"])
-    out.append(
-        Claim(
+            np.asarray(np.mean(t["grad_norm_sq"], axis=1)),
+            over_seeds=True,
+            source=R,
+        ),
+        upper_bound(
             "bias of the surrogate gradient sup_w |Q - Q_sigma| g_sigma <= B = sup|Q - Q_sigma| sup g_sigma (eq. 9)",
             big_b,
             float(t["bias_sup"]),
-            0.0,
-            "le",
-            kind="bound",
-            source="reconstruction",
-        )
-    )
-    lv = np.arange(-(2 ** (cfg.int_bits - 1) - 1), 2 ** (cfg.int_bits - 1))
-    out.append(
-        Claim(
+            source=R,
+        ),
+        agreement(
             f"the bias constant B of eq. 9 (Gaussian, INT-{cfg.int_bits}, sigma={cfg.toy_sigma:g}) = its float64 "
             "recomputation with scipy on a dense grid (relative; float32 sups)",
             bias_constant_reference(lv, cfg.toy_sigma),
             big_b,
             5e-6,
-            "rel",
-            kind="check",
-            source="reconstruction",
-        )
-    )
-    out.append(
-        Claim.from_samples(
+            source=R,
+        ),
+        upper_bound(
             f"per-step bias of SGD with the surrogate: mean_t |b_t|^2 <= d B^2 (eq. 9 summed over d={cfg.toy_dim} "
             "coordinates)",
             cfg.toy_dim * big_b**2,
             np.asarray(np.mean(t["bias_sq"], axis=1)),
-            0.0,
-            "le",
-            kind="bound",
-            source="reconstruction",
-        )
-    )
-    return out
+            over_seeds=True,
+            source=R,
+        ),
+    ]
 
 
 REFERENCE_RTOL = 5e-6  # float32 forward vs float64: per-token errors of a few ulps (1e-7) averaged over the windows
@@ -287,19 +220,12 @@ def reference_claims(q: dict, cfg: Config) -> list[Claim]:
         ("fp", "the pretrained float tiny LM"),
         ("ptq", f"the pretrained tiny LM with INT-{cfg.qat_bits} absmax weights per block of {cfg.qat_block} (PTQ)"),
     ):
-        out.append(
-            Claim(
-                f"validation loss of {what} on its {cfg.eval_windows} evaluation windows (TinyLM, flash attention, "
-                f"evaluate{', fake_quant int' if tag == 'ptq' else ''}) = an independent float64 NumPy forward of "
-                "the same weights (relative; float32 evaluation)",
-                float(q["check"][f"{tag}_np"]),
-                float(q[tag]),
-                REFERENCE_RTOL,
-                "rel",
-                kind="check",
-                source="reconstruction",
-            )
+        statement = (
+            f"validation loss of {what} on its {cfg.eval_windows} evaluation windows (TinyLM, flash attention, "
+            f"evaluate{', fake_quant int' if tag == 'ptq' else ''}) = an independent float64 NumPy forward of the "
+            "same weights (relative; float32 evaluation)"
         )
+        out.append(agreement(statement, float(q["check"][f"{tag}_np"]), float(q[tag]), REFERENCE_RTOL, source=R))
     return out
 
 
@@ -315,32 +241,22 @@ def qat_claims(results: dict, cfg: Config) -> list[Claim]:
     control = perplexity(q["fp_ptq"])
     out += reference_claims(q, cfg)
     for arm in cfg.qat_surrogates:
-        out.append(
-            Claim.ordering(
-                f"QAT ({arm}) beats float fine-tuning + PTQ for the same steps: ppl_fp+PTQ - ppl_QAT > 0 ({fmt}, "
-                "paired seeds)",
-                control,
-                perplexity(q[arm]),
-                kind="paper",
-                source="reconstruction",
-            )
+        statement = (
+            f"QAT ({arm}) beats float fine-tuning + PTQ for the same steps: ppl_fp+PTQ - ppl_QAT > 0 ({fmt}, paired "
+            "seeds)"
         )
+        out.append(Claim.ordering(statement, control, perplexity(q[arm]), kind="paper", source=R))
+    why = "one bound for the three laws, set by the widest law's spread (Config.qat_ste_bound's power note)"
     for arm in cfg.qat_surrogates:
         if arm in ("ste", "uniform"):
             continue
-        claim = Claim.from_samples(
+        statement = (
             f"continuous surrogate ({arm}) vs STE in QAT (paper: continuous surrogates beat STE, on LLMs): "
             f"|ppl_STE - ppl_{arm}| < {cfg.qat_ste_bound:g} perplexity ({fmt}, {cfg.qat_steps} steps, paired "
-            "seeds, the whole 95% interval inside: the difference the seeds support)",
-            0.0,
-            perplexity(q["ste"]) - perplexity(q[arm]),
-            cfg.qat_ste_bound,
-            "abs",
-            kind="check",
-            source="paper",
+            "seeds, the whole 95% interval inside: the difference the seeds support)"
         )
-        why = "one bound for the three laws, set by the widest law's spread (Config.qat_ste_bound's power note)"
-        out.append(dataclasses.replace(claim, wide_reason=why))
+        ste_diff = perplexity(q["ste"]) - perplexity(q[arm])
+        out.append(seed_mean(statement, 0.0, ste_diff, cfg.qat_ste_bound, "abs", source="paper", wide_reason=why))
     return out
 
 
