@@ -68,13 +68,24 @@ def integer_ticks(ax, values, axis: str = "x"):
 
 
 def errorbars(
-    ax, x, samples, *, axis: int = 0, geometric: bool = False, show_seeds=False, fmt: str = "o", capsize=3, **kw
+    ax,
+    x,
+    samples,
+    *,
+    axis: int = 0,
+    geometric: bool = False,
+    show_seeds=False,
+    seed_shift: float = 0.0,
+    fmt: str = "o",
+    capsize=3,
+    **kw,
 ):
     """Mean and 95% Student-t interval over the seeds of ``samples`` at ``x`` (N,).
 
     ``samples``: (S, N) with the S seeds on ``axis``. ``geometric``: the geometric mean and interval (the
     interval of the mean log, exponentiated; positive samples, for log axes). ``show_seeds`` also draws each seed
-    as a small faint dot of the same colour (a dict: ``ax.plot`` keywords for the dots, e.g. a ``label``).
+    as a small faint dot of the same colour (a dict: ``ax.plot`` keywords for the dots, e.g. a ``label``), moved
+    right by ``seed_shift`` (x units) to stand beside the bar.
     Keywords go to ``ax.errorbar`` (``color``, ``label``, ``ms``, ...).
     """
     s = np.moveaxis(np.asarray(samples, np.float64), axis, 0)
@@ -84,7 +95,7 @@ def errorbars(
     else:
         mean, yerr = mean_ci_columns(s)
     if show_seeds is not False:  # under the bars
-        xs = np.broadcast_to(np.asarray(x, np.float64), s.shape)
+        xs = np.broadcast_to(np.asarray(x, np.float64) + seed_shift, s.shape)
         dots = {"marker": ".", "ms": 3, "alpha": 0.35, "color": kw.get("color", "0.5")}
         dots.update(show_seeds if isinstance(show_seeds, dict) else {})
         ax.plot(xs.ravel(), s.ravel(), ls="none", **dots)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import numpy as np
 
 from jaxwb.sims.core import panels, style
-from jaxwb.sims.core.claims import mean_ci
 from jaxwb.sims.zoe_grad.claims import perplexity
 from jaxwb.sims.zoe_grad.config import COLORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
 from jaxwb.theory import zoe_grad as zg
@@ -164,21 +163,20 @@ def plot_qat(results: dict, cfg: Config):
     q = results["qat"]
     arms = ["ptq", "fp_ptq", *cfg.qat_surrogates]
     fig, ax = style.figure(figsize=(9, 4.6))
-    vals, errs = [], []
-    for a in arms:
-        if a == "ptq":
-            vals.append(float(perplexity(q["ptq"])))
-            errs.append(0.0)
-        else:
-            m, h, _ = mean_ci(perplexity(q[a]))
-            vals.append(m)
-            errs.append(h)
     labels = ["PTQ\n(pretrained)", "float fine-tune\n+ PTQ"] + [f"QAT\n{a}" for a in cfg.qat_surrogates]
-    # means as points (the perplexity axis does not start at 0, so bars would exaggerate the gaps)
-    for i, a in enumerate(arms):
-        ax.errorbar(i, vals[i], yerr=errs[i], fmt="o", ms=8, capsize=6, color=COLORS.get(a, "0.5"))
-        if a != "ptq":
-            ax.plot(np.full(cfg.qat_seeds, i + 0.15), perplexity(q[a]), "k.", ms=4, alpha=0.6)
+    # means as points (the perplexity axis does not start at 0, so bars would exaggerate the gaps); PTQ of the
+    # pretrained model is one number, every other arm one per seed
+    ptq = float(perplexity(q["ptq"]))
+    ax.errorbar(0, ptq, yerr=0.0, fmt="o", ms=8, capsize=6, color=COLORS.get("ptq", "0.5"))
+    ppl = np.stack([perplexity(q[a]) for a in arms[1:]], 1)  # (seeds, arms after PTQ)
+    seeds = {"color": "k", "ms": 4, "alpha": 0.6}
+    for i, a in enumerate(arms[1:], start=1):
+        color = COLORS.get(a, "0.5")
+        panels.errorbars(
+            ax, [i], ppl[:, i - 1 : i], show_seeds=seeds, seed_shift=0.15, fmt="o", ms=8, capsize=6, color=color
+        )
+    m, h = panels.mean_ci_columns(ppl)
+    vals, errs = [ptq, *m], [0.0, *h]
     ax.set_xticks(range(len(arms)), labels)
     ax.plot([], [], "k.", ms=4, alpha=0.6, label="one seed")
     ax.axhline(float(perplexity(q["fp"])), color="0.4", ls=":", label=f"float model {float(perplexity(q['fp'])):.3f}")

@@ -35,6 +35,9 @@ def test_errorbars_draws_bars_and_seeds(ax):
     assert labels(ax) == ["measured"]
     assert len(ax.containers) == 1  # the error bars
     assert len(ax.lines[0].get_xdata()) == 20  # one dot per seed and point
+    panels.errorbars(ax, [10.0], s[:, :1], show_seeds=True, seed_shift=0.5)
+    dots = ax.lines[list(ax.lines).index(ax.containers[-1][0]) - 1]  # drawn just before the bar
+    assert set(dots.get_xdata()) == {10.5}  # beside the bar
     panels.errorbars(ax, np.arange(4), s, geometric=True, show_seeds={"label": "seeds"}, label="geometric mean")
     assert labels(ax) == ["seeds", "measured", "geometric mean"]
     lo, hi = ax.containers[-1].lines[2][0].get_segments()[0][:, 1]
