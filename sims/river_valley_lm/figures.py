@@ -15,11 +15,10 @@ def _mean_band(x):
     """Mean and 95% half-width over the last axis (seeds), per leading index; NaN half-width where a seed is
     missing (diverged)."""
     x = np.asarray(x, np.float64)
-    flat = x.reshape(-1, x.shape[-1])
-    stats = [mean_ci(r) for r in flat]
-    m = np.array([np.nanmean(r) if np.isfinite(r).any() else np.nan for r in flat]).reshape(x.shape[:-1])
-    h = np.array([st[1] if np.isfinite(st[1]) else np.nan for st in stats]).reshape(x.shape[:-1])
-    return m, h
+    with np.errstate(invalid="ignore"):
+        m = np.where(np.isfinite(x).any(-1), np.nansum(x, -1) / np.sum(~np.isnan(x), -1), np.nan)
+    h = panels.mean_ci_columns(x, axis=-1)[1]
+    return m, np.where(np.isfinite(h), h, np.nan)
 
 
 def plot_lr_beta_grid(results: dict, cfg: Config):
@@ -240,14 +239,12 @@ def plot_scan(results: dict, cfg: Config):
         ws = sorted(data)
         for w in ws:
             a.plot(np.full(len(data[w]), w), data[w], "o", color="0.6", ms=4)
-        st = [mean_ci(data[w]) for w in ws]
-        a.errorbar(ws, [x[0] for x in st], yerr=[x[1] + widen for x in st], fmt="s-", color="tab:red", capsize=4,
-                   label="mean, 95% CI over seeds" + (" + bisection resolution" if widen else ""))  # fmt: skip
-        a.axhline(pred, **style.PREDICTION, label="the paper's picture")
-        a.set(xscale="log", xlabel="d_model (width)", ylabel=lab)
-        a.set_xticks(ws, [str(w) for w in ws])
-        a.minorticks_off()
-        a.legend(fontsize=7)
+        st = np.array([mean_ci(data[w])[:2] for w in ws])
+        label = "mean, 95% CI over seeds" + (" + bisection resolution" if widen else "")
+        panels.measured_vs_predicted(a, ws, st[:, 0], pred, yerr=st[:, 1] + widen, fmt="s-", color="tab:red",
+                                     capsize=4, label=label, pred_label="the paper's picture")  # fmt: skip
+        panels.finish(a, legend=7, log="x", xlabel="d_model (width)", ylabel=lab)
+        panels.integer_ticks(a, ws)
     ax.axhline(0.0, color="0.5", lw=1)
     ax.set_title(f"raw-lr edge ratio, mini-batch, {cfg.steps} steps ({cfg.d_model}: the main study)")
     ax2.set_title(f"valley/river gap, top {cfg.spectrum_k} eigenvalues")
