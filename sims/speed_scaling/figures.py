@@ -38,25 +38,30 @@ def _eps_colors(results: dict) -> list[str]:
     return [f"C{i}" for i in range(len(np.asarray(results["eps"])))]
 
 
+def _sp_bounds(ax, results: dict, cfg: Config, label: str) -> None:
+    """SP's proved bound kappa^a E(AVR)/OPT per eps (E over the seeds), dashed in the eps colour; ``label`` formats
+    ``e`` (eps) and ``b`` (the bound)."""
+    avr_mean = float(np.mean(np.asarray(results["main"]["avr"])))
+    for j, (e, k) in enumerate(zip(np.asarray(results["eps"]), np.asarray(results["kappas"]), strict=True)):
+        b = k**cfg.alpha * avr_mean
+        ax.axhline(b, **style.prediction(color=f"C{j}"), label=label.format(e=e, b=b))
+
+
 def ratio_vs_error_figure(results: dict, cfg: Config):
     """SP's ratio vs the prediction error (zero error drawn at the left edge of the log axis)."""
     a = cfg.alpha
-    eps = np.asarray(results["eps"])
-    kappas = np.asarray(results["kappas"])
     cmap = _eps_colors(results)
     main = results["main"]
-    avr_mean = float(np.mean(np.asarray(main["avr"])))
     fig, ax = style.figure(figsize=(9, 6))
     eta = np.asarray(main["sp_noise"]["error"]).mean(0)
     x_floor = X_FLOOR
     x = np.where(eta > 0, eta, x_floor)
-    for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
+    for j, (e, k) in enumerate(zip(np.asarray(results["eps"]), np.asarray(results["kappas"]), strict=True)):
         for mode, fmt in (("dynamic", "o-"), ("offline", "s--")):
             label = f"SP {mode}, eps={e:g} (kappa={k:g})"
             samples = np.asarray(main["sp_noise"][mode])[:, :, j]
             panels.errorbars(ax, x, samples, fmt=fmt, color=cmap[j], ms=4, capsize=2, label=label)
-        label = f"bound kappa^a E(AVR)/OPT = {k**a * avr_mean:.3g} (eps={e:g})"
-        ax.axhline(k**a * avr_mean, **style.prediction(color=cmap[j]), label=label)
+    _sp_bounds(ax, results, cfg, "bound kappa^a E(AVR)/OPT = {b:.3g} (eps={e:g})")
     label = "pure prediction-following (no cap)"
     panels.errorbars(ax, x, main["sp_noise"]["follow"], fmt="^:", color="0.4", ms=4, capsize=2, label=label)
     xs = np.geomspace(x_floor, max(x.max(), 1.0), 100)
@@ -147,26 +152,21 @@ def profiles_figure(results: dict, cfg: Config):
 
 def robustness_figure(results: dict, cfg: Config):
     """Worst ratio under adversarial predictions, SP per eps vs pure following, with the proved bound."""
-    a = cfg.alpha
     eps = np.asarray(results["eps"])
-    kappas = np.asarray(results["kappas"])
     cmap = _eps_colors(results)
-    main = results["main"]
-    avr_mean = float(np.mean(np.asarray(main["avr"])))
-    adv = main["sp_adv"]
+    adv = results["main"]["sp_adv"]
     fig, ax = style.figure(figsize=(11, 5.5))
     n_bar = len(eps) + 1
     width = 0.8 / n_bar
     xs = np.arange(len(ADVERSARIAL))
-    for j, (e, k) in enumerate(zip(eps, kappas, strict=True)):
+    for j, (e, k) in enumerate(zip(eps, np.asarray(results["kappas"]), strict=True)):
         worst = np.max(np.maximum(np.asarray(adv["dynamic"])[:, :, j], np.asarray(adv["offline"])[:, :, j]), axis=0)
         label = f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)"
         ax.bar(xs + (j - (n_bar - 1) / 2) * width, worst, width, color=cmap[j], label=label)
-        label = f"proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)"
-        ax.axhline(k**a * avr_mean, **style.prediction(color=cmap[j]), label=label)
+    _sp_bounds(ax, results, cfg, "proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)")
     worst = np.max(np.asarray(adv["follow"]), axis=0)
     ax.bar(xs + (len(eps) - (n_bar - 1) / 2) * width, worst, width, color="0.6", label="pure following (no cap)")
-    ax.axhline(ss.oa_bound(a), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
+    ax.axhline(ss.oa_bound(cfg.alpha), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
     ax.axhline(1.0, color="black", lw=0.8)
     ax.set(
         xticks=xs,
