@@ -17,16 +17,17 @@ def _a(x) -> np.ndarray:
 def se_claims(results: dict, cfg: Config) -> list[Claim]:
     se = results["se"]
     dev = np.mean(_a(se["mse"]) / _a(se["se"]) - 1.0, axis=1)  # per draw, mean over iterations
-    c = seed_mean(
-        f"VAMP's measured MSE per iteration follows its state evolution (H Wishart n/d={cfg.se_ratio:g}, "
-        f"d={cfg.se_d}, beta={cfg.se_beta:g}, {len(cfg.se_levels)} levels): mean over {cfg.se_iters} iterations of "
-        "MSE/E1 - 1 per draw (3%: the finite-d bias, O(1/d) to O(d^-1/2), measured 0.5-3% at d = 200-1600)",
-        0.0,
-        dev,
-        0.03,
-        "abs",
-    )
-    return [c]
+    return [
+        seed_mean(
+            f"VAMP's measured MSE per iteration follows its state evolution (H Wishart n/d={cfg.se_ratio:g}, "
+            f"d={cfg.se_d}, beta={cfg.se_beta:g}, {len(cfg.se_levels)} levels): mean over {cfg.se_iters} iterations of "
+            "MSE/E1 - 1 per draw (3%: the finite-d bias, O(1/d) to O(d^-1/2), measured 0.5-3% at d = 200-1600)",
+            0.0,
+            dev,
+            0.03,
+            "abs",
+        )
+    ]
 
 
 def _exponents(err, dist, betas) -> np.ndarray:
@@ -40,8 +41,8 @@ def tiny_claims(results: dict, cfg: Config) -> list[Claim]:
     exact = _a(t["exact"])
     gap = {s: _a(t["objective"][s]) / exact - 1.0 for s in TINY_SOLVERS}
     where = f"tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, correlated H with an unequal diagonal)"
-    out = []
-    out.append(
+    ldlq_gap = np.max(np.abs(_a(t["objective"]["ldlq"]) - _a(t["objective"]["gptq"])) / exact)
+    return [
         Claim.ordering(
             "GPTQ (= LDLQ) commits to a codeword per coordinate and leaves a gap to the exact minimum by enumeration "
             f"(the seed abstract's premise), {where}: objective / exact minimum - 1 per problem > 0 (t-interval over "
@@ -50,9 +51,7 @@ def tiny_claims(results: dict, cfg: Config) -> list[Claim]:
             np.zeros_like(gap["gptq"]),
             kind="paper",
             source="paper",
-        )
-    )
-    out.append(
+        ),
         upper_bound(
             f"MPQ reaches the exact minimum by enumeration within {cfg.mpq_gap_tol:g} on average, {where}: mean over "
             f"{cfg.tiny_problems} problems of objective / exact minimum - 1 (t-interval) <= {cfg.mpq_gap_tol:g} "
@@ -64,29 +63,29 @@ def tiny_claims(results: dict, cfg: Config) -> list[Claim]:
             over_seeds=True,
             kind="paper",
             source="paper",
-        )
-    )
-    for s in ("bcd", "mpq"):
-        statement = (
-            f"{s.upper()} ends with exact (block) coordinate descent, which stops only at a coordinate-wise minimum: "
-            f"min over {cfg.tiny_problems} {where} of the best one-coordinate change's objective / the objective "
-            "(float64, direct evaluation)"
-        )
-        out.append(lower_bound(statement, 1.0, t["one_coord"][s], tolerance=1e-5))
-    out.append(
+        ),
+        *(
+            lower_bound(
+                f"{s.upper()} ends with exact (block) coordinate descent, which stops only at a coordinate-wise "
+                f"minimum: min over {cfg.tiny_problems} {where} of the best one-coordinate change's objective / the "
+                "objective (float64, direct evaluation)",
+                1.0,
+                t["one_coord"][s],
+                tolerance=1e-5,
+            )
+            for s in ("bcd", "mpq")
+        ),
         agreement(
             f"LDLQ = GPTQ (Chee et al. 2023, QuIP Thm. 6: OPTQ is LDLQ with H = U D U^T) on {where}: max over "
             f"{cfg.tiny_problems} problems of |obj_LDLQ - obj_GPTQ| / exact minimum",
             0.0,
-            float(np.max(np.abs(_a(t["objective"]["ldlq"]) - _a(t["objective"]["gptq"])) / exact)),
+            float(ldlq_gap),
             1e-4,
             "abs",
             source="paper",
             wide_reason="two factorisations of H in float32 (Cholesky of H^-1 vs LDL of H) may round a tie to "
             "different codes: 1e-4 allows that; a wrong factor or feedback term changes whole codes",
-        )
-    )
-    out.append(
+        ),
         Claim.from_interval(
             "scalar-precision VAMP (Rangan et al. 2019, Alg. 1) marginals -> the exact posterior as beta -> 0, exact "
             "to first order in beta on H with an equal (unit) diagonal: max |p_VAMP - p_exact| / max |p_exact - "
@@ -99,9 +98,7 @@ def tiny_claims(results: dict, cfg: Config) -> list[Claim]:
             source="theory",
             wide_reason="the next order in beta biases the fitted exponent up by O(beta_max) (+0.07 measured with "
             "beta up to 0.2); 0.1 allows for it at the largest beta used",
-        )
-    )
-    out.append(
+        ),
         Claim.from_interval(
             "diagonal-precision VAMP (one precision per coordinate) marginals -> the exact posterior as beta -> 0 on "
             "H with an UNEQUAL diagonal, exact to first order in beta (its precision of coordinate j is beta H_jj + "
@@ -113,9 +110,8 @@ def tiny_claims(results: dict, cfg: Config) -> list[Claim]:
             "ge",
             kind="check",
             source="theory",
-        )
-    )
-    return out
+        ),
+    ]
 
 
 # GPTQ vs the NumPy port: the fraction of a layer's rows that may differ (tie flips; the smallest layers have 64 rows)
@@ -205,24 +201,20 @@ def ordering_claims(results: dict, cfg: Config) -> list[Claim]:
     for tag, obj in results["lm"]["objective"].items():
         rtn, gptq, bcd, mpq = ({n: _a(x) for n, x in obj[k].items()} for k in ("rtn", "gptq", "gptq_bcd", "mpq"))
         name, gain = weakest_layer({n: np.mean(rtn[n] - gptq[n], axis=1) / np.mean(rtn[n]) for n in rtn})
-        out.append(
-            beats_claim(
-                f"RTN >= GPTQ in (w - q)^T H (w - q) on {cfg.lm_scope} of the tiny LM, {tag}: worst layer ({name}): "
-                "per-seed mean over rows of (obj_rtn - obj_gptq) / mean obj_rtn > 0",
-                mean_ci(gain),
-            )
+        statement = (
+            f"RTN >= GPTQ in (w - q)^T H (w - q) on {cfg.lm_scope} of the tiny LM, {tag}: worst layer ({name}): "
+            "per-seed mean over rows of (obj_rtn - obj_gptq) / mean obj_rtn > 0"
         )
+        out.append(beats_claim(statement, mean_ci(gain)))
         name, gain = weakest_layer({n: np.mean(bcd[n] - mpq[n], axis=1) / np.mean(gptq[n]) for n in gptq})
-        out.append(
-            beats_claim(
-                f"MPQ beats GPTQ in (w - q)^T H (w - q) by more than exact coordinate descent alone gains from GPTQ's "
-                f"solution, on {cfg.lm_scope} of the tiny LM, {tag} (MPQ <= GPTQ per row by construction of its "
-                "start, so the message-passing start must add to the hard-decision one): worst layer "
-                f"({name}): per-seed mean over rows of [(obj_gptq - obj_mpq) - (obj_gptq - obj_gptq_bcd)] / mean "
-                "obj_gptq > 0",
-                mean_ci(gain),
-            )
+        statement = (
+            f"MPQ beats GPTQ in (w - q)^T H (w - q) by more than exact coordinate descent alone gains from GPTQ's "
+            f"solution, on {cfg.lm_scope} of the tiny LM, {tag} (MPQ <= GPTQ per row by construction of its "
+            "start, so the message-passing start must add to the hard-decision one): worst layer "
+            f"({name}): per-seed mean over rows of [(obj_gptq - obj_mpq) - (obj_gptq - obj_gptq_bcd)] / mean "
+            "obj_gptq > 0"
         )
+        out.append(beats_claim(statement, mean_ci(gain)))
     return out
 
 
@@ -239,35 +231,24 @@ def ppl_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     scope = f" ({cfg.lm_scope} quantized)" if cfg.lm_blocks else ""
     for tag, p in results["lm"]["ppl"].items():
-        out.append(
-            beats_claim(
-                f"GPTQ beats round-to-nearest on perplexity, tiny LM {tag}{scope}: ppl_rtn - ppl_gptq per seed > 0 "
-                "(bootstrap interval over seeds)",
-                bootstrap_ci(_a(p["rtn"]) - _a(p["gptq"])),
-            )
+        statement = (
+            f"GPTQ beats round-to-nearest on perplexity, tiny LM {tag}{scope}: ppl_rtn - ppl_gptq per seed > 0 "
+            "(bootstrap interval over seeds)"
         )
+        out.append(beats_claim(statement, bootstrap_ci(_a(p["rtn"]) - _a(p["gptq"]))))
         diff = _a(p["gptq"]) - _a(p["mpq"])
         if int(tag.split("bit")[0]) in cfg.ppl_ordering_bits:
-            out.append(
-                beats_claim(
-                    f"{MPQ_WINS}, tiny LM {tag}{scope}: ppl_gptq - ppl_mpq per seed > 0 (bootstrap interval over "
-                    "seeds)",
-                    bootstrap_ci(diff),
-                )
+            statement = (
+                f"{MPQ_WINS}, tiny LM {tag}{scope}: ppl_gptq - ppl_mpq per seed > 0 (bootstrap interval over seeds)"
             )
+            out.append(beats_claim(statement, bootstrap_ci(diff)))
             continue
-        out.append(
-            Claim.from_interval(
-                f"MPQ is not worse than GPTQ on perplexity by more than {cfg.ppl_margin:g}, tiny LM {tag}{scope} "
-                f"(where {cfg.lm_seeds} seeds do not resolve the sign of the difference: the bound they support): "
-                f"ppl_mpq - ppl_gptq per seed <= {cfg.ppl_margin:g} (bootstrap interval over seeds)",
-                0.0,
-                bootstrap_ci(-diff),
-                cfg.ppl_margin,
-                "le",
-                kind="paper",
-            )
+        statement = (
+            f"MPQ is not worse than GPTQ on perplexity by more than {cfg.ppl_margin:g}, tiny LM {tag}{scope} "
+            f"(where {cfg.lm_seeds} seeds do not resolve the sign of the difference: the bound they support): "
+            f"ppl_mpq - ppl_gptq per seed <= {cfg.ppl_margin:g} (bootstrap interval over seeds)"
         )
+        out.append(Claim.from_interval(statement, 0.0, bootstrap_ci(-diff), cfg.ppl_margin, "le", kind="paper"))
     return out
 
 

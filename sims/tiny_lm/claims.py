@@ -74,14 +74,8 @@ def _per_size_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     for s, size in enumerate(cfg.size_labels):
         unigram = np.full(n, float(results["unigram_loss"]))
-        out.append(
-            Claim.ordering(
-                f"{size}: the trained model beats the unigram baseline (unigram - model loss, nats/byte; {n} seeds)",
-                unigram,
-                _a(results["fp_loss"])[s],
-                source="theory",
-            )
-        )
+        statement = f"{size}: the trained model beats the unigram baseline (unigram - model loss, nats/byte; {n} seeds)"
+        out.append(Claim.ordering(statement, unigram, _a(results["fp_loss"])[s], source="theory"))
         statement = f"{size}: RaZeR (weight variant) perplexity < NVFP4's, weight-only (NVFP4 - RaZeR > {RESOLUTION:g})"
         out.append(_beats(statement, p["nvfp4"][s], p["razer"][s]))
     return out
