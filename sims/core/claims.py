@@ -65,6 +65,7 @@ import hashlib
 import math
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 
 import numpy as np
@@ -357,21 +358,9 @@ class Claim:
         b = np.asarray(smaller, dtype=np.float64).ravel()
         if a.shape != b.shape:
             raise ValueError(f"ordering needs paired samples of one shape, got {a.shape} and {b.shape}")
-        mean, half, n = mean_ci(a - b, level=level)
-        return cls(
-            statement,
-            at_least,
-            mean,
-            0.0,
-            "ge",
-            kind=kind,
-            ci=half,
-            n_seeds=n,
-            source=source,
-            is_ordering=True,
-            expected=expected,
-            reason=reason,
-        )
+        interval = mean_ci(a - b, level=level)
+        options: dict[str, Any] = {"kind": kind, "source": source, "expected": expected, "reason": reason}
+        return cls.from_interval(statement, at_least, interval, 0.0, "ge", is_ordering=True, **options)
 
     @property
     def loose(self) -> bool:
@@ -431,7 +420,10 @@ def evaluate(module: Any, results: Any, cfg: Any) -> list[Claim]:
 # --- builders: the shapes the results' claims recur in ---------------------------------------------------------------
 #
 # Each returns a Claim (or the number one is decided on). They default to ``kind="check"`` (a bound builder:
-# ``kind="bound"``) and ``source="theory"``; every other field of Claim they take by keyword.
+# ``kind="bound"``) and ``source="theory"`` (CHECK); the fields of Claim they do not compute (kind, source,
+# wide_reason, expected, reason, ...) they take by keyword (``options``).
+
+CHECK = MappingProxyType({"kind": "check", "source": "theory"})  # the builders' defaults (read-only)
 
 
 def largest_difference(measured, reference, *, relative: str | float | None = "max") -> float:
@@ -471,49 +463,20 @@ def farthest(values, target: float) -> float:
 
 
 def agreement(
-    statement: str,
-    predicted: float,
-    measured: float,
-    tolerance: float,
-    comparison: str = "rel",
-    *,
-    kind: str = "check",
-    source: str = "theory",
-    wide_reason: str = "",
-    expected: str = "pass",
-    reason: str = "",
+    statement: str, predicted: float, measured: float, tolerance: float, comparison: str = "rel", **options: Any
 ) -> Claim:
     """A deterministic measurement (no interval) against its prediction, ``comparison`` ``"rel"`` (``|measured -
-    predicted| <= tolerance |predicted|``) or ``"abs"`` (``<= tolerance``).
+    predicted| <= tolerance |predicted|``) or ``"abs"`` (``<= tolerance``); ``options``: Claim's other fields.
 
     >>> c = agreement("energy = closed form", 2.0, 2.0000001, 1e-6)
     >>> c.passed, c.kind, c.source, c.ci
     (True, 'check', 'theory', 0.0)
     """
-    return Claim(
-        statement,
-        predicted,
-        measured,
-        tolerance,
-        comparison,
-        kind=kind,
-        source=source,
-        wide_reason=wide_reason,
-        expected=expected,
-        reason=reason,
-    )
+    return Claim(statement, predicted, measured, tolerance, comparison, **{**CHECK, **options})
 
 
 def array_agreement(
-    statement: str,
-    measured,
-    reference,
-    tolerance: float,
-    *,
-    relative: str | float | None = "max",
-    kind: str = "check",
-    source: str = "theory",
-    wide_reason: str = "",
+    statement: str, measured, reference, tolerance: float, *, relative: str | float | None = "max", **options: Any
 ) -> Claim:
     """Two arrays that must agree (a run's float32 numbers against a float64 NumPy reference): predicted 0, measured
     :func:`largest_difference` ``(measured, reference, relative=relative)``, ``"abs"`` within ``tolerance``.
@@ -523,19 +486,11 @@ def array_agreement(
     (True, 0.0, 0.0, 'abs')
     """
     diff = largest_difference(measured, reference, relative=relative)
-    return agreement(statement, 0.0, diff, tolerance, "abs", kind=kind, source=source, wide_reason=wide_reason)
+    return agreement(statement, 0.0, diff, tolerance, "abs", **options)
 
 
 def worst_agreement(
-    statement: str,
-    predicted: float,
-    values,
-    tolerance: float,
-    comparison: str = "rel",
-    *,
-    kind: str = "check",
-    source: str = "theory",
-    wide_reason: str = "",
+    statement: str, predicted: float, values, tolerance: float, comparison: str = "rel", **options: Any
 ) -> Claim:
     """Every element of ``values`` (one per seed, configuration, ...) equals ``predicted``: the element
     :func:`farthest` from it, against it (``"rel"`` or ``"abs"`` within ``tolerance``).
@@ -544,10 +499,7 @@ def worst_agreement(
     >>> c.passed, c.measured
     (True, 1.00002)
     """
-    worst = farthest(values, predicted)
-    return agreement(
-        statement, predicted, worst, tolerance, comparison, kind=kind, source=source, wide_reason=wide_reason
-    )
+    return agreement(statement, predicted, farthest(values, predicted), tolerance, comparison, **options)
 
 
 def _pooled(measured):
@@ -611,40 +563,18 @@ def lower_bound(statement: str, bound: float, measured, **options: Any) -> Claim
 
 
 def seed_mean(
-    statement: str,
-    predicted: float,
-    samples,
-    tolerance: float,
-    comparison: str = "ci",
-    *,
-    kind: str = "check",
-    source: str = "theory",
-    level: float = 0.95,
-    wide_reason: str = "",
-    expected: str = "pass",
-    reason: str = "",
+    statement: str, predicted: float, samples, tolerance: float, comparison: str = "ci", **options: Any
 ) -> Claim:
-    """The mean over seeds of ``samples`` (one per seed) with its Student-t interval against ``predicted``
-    (:meth:`Claim.from_samples` with a check's defaults): by default an exact expectation inside the interval,
-    half-width <= ``tolerance``.
+    """The mean over seeds of ``samples`` (one per seed) with its Student-t interval against ``predicted``:
+    :meth:`Claim.from_samples` with a check's defaults (``options``: the keywords of :meth:`Claim.from_interval`,
+    such as ``level``, ``wide_reason``, ``expected`` and ``reason``). By default an exact expectation inside the
+    interval, half-width <= ``tolerance``.
 
     >>> c = seed_mean("Monte Carlo mean = exact 0.5", 0.5, [0.49, 0.51, 0.5, 0.52, 0.48], 0.05)
     >>> c.passed, c.comparison, c.n_seeds
     (True, 'ci', 5)
     """
-    return Claim.from_samples(
-        statement,
-        predicted,
-        samples,
-        tolerance,
-        comparison,
-        kind=kind,
-        source=source,
-        level=level,
-        wide_reason=wide_reason,
-        expected=expected,
-        reason=reason,
-    )
+    return Claim.from_samples(statement, predicted, samples, tolerance, comparison, **{**CHECK, **options})
 
 
 def loglog_slopes(x, curves):
@@ -686,15 +616,12 @@ def scaling_exponent(
     comparison: str = "ci",
     *,
     pooled: bool = False,
-    kind: str = "check",
-    source: str = "theory",
-    wide_reason: str = "",
-    expected: str = "pass",
-    reason: str = "",
+    **options: Any,
 ) -> Claim:
     """The exponent ``a`` of ``curve ~ x^a`` against ``predicted``: the mean over seeds of the per-seed log-log
     slopes (:func:`loglog_slopes`, ``curves`` (seeds, k)) with its Student-t interval, or with ``pooled=True`` one
-    fit over every (x, seed) (:func:`pooled_slope`, ``curves`` (k, seeds)) with the slope's interval.
+    fit over every (x, seed) (:func:`pooled_slope`, ``curves`` (k, seeds)) with the slope's interval; ``options``:
+    the keywords of :meth:`Claim.from_interval`.
 
     >>> rng = np.random.default_rng(1)
     >>> n = np.array([10.0, 20.0, 40.0, 80.0])
@@ -706,18 +633,7 @@ def scaling_exponent(
     24
     """
     interval = pooled_slope(x, curves) if pooled else mean_ci(loglog_slopes(x, curves))
-    return Claim.from_interval(
-        statement,
-        predicted,
-        interval,
-        tolerance,
-        comparison,
-        kind=kind,
-        source=source,
-        wide_reason=wide_reason,
-        expected=expected,
-        reason=reason,
-    )
+    return Claim.from_interval(statement, predicted, interval, tolerance, comparison, **{**CHECK, **options})
 
 
 def kind_counts(claims: Sequence[Claim]) -> dict[str, int]:
