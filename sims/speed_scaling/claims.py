@@ -458,34 +458,32 @@ def sp_smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
     seeds (Minkowski: E(s_hat) <= (1 + eta)^a OPT)."""
     sp = results["main"]["sp_noise"]
     eta = np.asarray(sp["error"])  # (seeds, noise)
-    return [
-        upper_bound(
-            f"SP-{mode} smoothness (eps={e:g}, sigma={sig:g}, mean eta={eta[:, i].mean():.2f}): mean over seeds of "
-            "ratio / (1 + eta)^a <= 1",
-            1.0,
-            np.asarray(sp[mode])[:, i, j] / (1 + eta[:, i]) ** cfg.alpha,
-            over_seeds=True,
-        )
-        for i, sig in _smooth_sigmas(cfg)
-        for j, e in enumerate(np.asarray(results["eps"]))
-        for mode in ss.SP_MODES
-    ]
+    out = []
+    for i, sig in _smooth_sigmas(cfg):
+        for j, e in enumerate(np.asarray(results["eps"])):
+            for mode in ss.SP_MODES:
+                text = (
+                    f"SP-{mode} smoothness (eps={e:g}, sigma={sig:g}, mean eta={eta[:, i].mean():.2f}): mean over "
+                    "seeds of ratio / (1 + eta)^a <= 1"
+                )
+                rel = np.asarray(sp[mode])[:, i, j] / (1 + eta[:, i]) ** cfg.alpha
+                out.append(upper_bound(text, 1.0, rel, over_seeds=True))
+    return out
 
 
 def las_smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
     """LAS smoothness with noisy job-workload predictions (smallest eps): ratio <= (1 + eps) (1 + eta_w)^a."""
     eta_w, las_n = np.asarray(results["main"]["las_noise_error"]), np.asarray(results["main"]["las_noise"])
     e0 = float(np.asarray(results["eps"]).min())
-    return [
-        upper_bound(
+    out = []
+    for i, sig in _smooth_sigmas(cfg):
+        text = (
             f"LAS smoothness (eps={e0:g}, workload noise sigma={sig:g}, mean eta_w={eta_w[:, i].mean():.2f}): mean "
-            "over seeds of ratio / ((1 + eps) (1 + eta_w)^a) <= 1",
-            1.0,
-            las_n[:, i] / ((1 + e0) * (1 + eta_w[:, i]) ** cfg.alpha),
-            over_seeds=True,
+            "over seeds of ratio / ((1 + eps) (1 + eta_w)^a) <= 1"
         )
-        for i, sig in _smooth_sigmas(cfg)
-    ]
+        rel = las_n[:, i] / ((1 + e0) * (1 + eta_w[:, i]) ** cfg.alpha)
+        out.append(upper_bound(text, 1.0, rel, over_seeds=True))
+    return out
 
 
 def las_claims(results: dict, cfg: Config) -> list[Claim]:
