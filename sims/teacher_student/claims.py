@@ -140,10 +140,11 @@ R = "reconstruction"
 F32 = "float32 solver vs float64 reference: 1e-5 is ~100 float32 ulps"
 
 
-def check(statement: str, predicted, measured, tolerance: float, comparison: str = "abs", **kw: str) -> Claim:
-    """:func:`agreement` of a reconstruction with its prediction, by default within an absolute ``tolerance``
-    (``kw``: ``wide_reason``)."""
-    return agreement(statement, predicted, measured, tolerance, comparison, source=R, **kw)
+def check(
+    statement: str, predicted, measured, tolerance: float, comparison: str = "abs", wide_reason: str = ""
+) -> Claim:
+    """:func:`agreement` of a reconstruction with its prediction, by default within an absolute ``tolerance``."""
+    return agreement(statement, predicted, measured, tolerance, comparison, source=R, wide_reason=wide_reason)
 
 
 def scaling_claims(m: dict, cfg: Config) -> list[Claim]:
