@@ -65,14 +65,8 @@ def plot_acceptance(results: dict, cfg: Config):
     first = [float(np.asarray(qa["intended_taus"])[0])]
     kish = np.asarray(qa["ess_first_reference"])[:, None]
     panels.errorbars(ax2, first, kish, fmt="*", color="tab:red", ms=10, label=label)
-    panels.finish(
-        ax,
-        legend=8,
-        log="xy",
-        xlabel="temperature tau",
-        ylabel="IMH acceptance rate",
-        title=f"IMH acceptance, m={cfg.m} chains x M={cfg.M} steps per tau\n(median, min-max of runs)",
-    )
+    title = f"IMH acceptance, m={cfg.m} chains x M={cfg.M} steps per tau\n(median, min-max of runs)"
+    panels.finish(ax, legend=8, log="xy", xlabel="temperature tau", ylabel="IMH acceptance rate", title=title)
     return panels.finish(
         ax2,
         legend={"fontsize": 7, "loc": "lower left"},
@@ -106,13 +100,8 @@ def _evaluations_linear(ax, results: dict, cfg: Config, s: dict):
     ref = np.asarray(e["doo"]["reference_count"], float)
     label = "DOO, independent NumPy reference (claim: same counts)"
     ax.plot(np.log10(1 / s["doo_eps"][ref > 0]), ref[ref > 0], "x", color="k", ms=7, label=label)
-    panels.finish(
-        ax,
-        legend=8,
-        xlabel="log10(1/eps)",
-        ylabel="evaluations of d",
-        title=f"Linear scale: evaluations vs log(1/eps), n={cfg.eps_n}, setting {cfg.eps_setting + 1} cost",
-    )
+    title = f"Linear scale: evaluations vs log(1/eps), n={cfg.eps_n}, setting {cfg.eps_setting + 1} cost"
+    panels.finish(ax, legend=8, xlabel="log10(1/eps)", ylabel="evaluations of d", title=title)
 
 
 def plot_evaluations(results: dict, cfg: Config):
@@ -141,13 +130,8 @@ def plot_evaluations(results: dict, cfg: Config):
         fit_eps, prob = np.asarray(e["random"]["fit_eps"]), np.asarray(e["random"]["probability"])
         label = "exact 1/P[d <= eps] (quadrature; the slope claim's fit range)"
         ax2.loglog(1 / fit_eps, 1 / prob, "kx", ms=8, label=label)
-    return panels.finish(
-        ax2,
-        legend=8,
-        xlabel="1/eps",
-        ylabel="evaluations of d",
-        title=f"Log-log: random search slope n/2 = {cfg.eps_n / 2:g}; box [{cfg.box[0]:g}, {cfg.box[1]:g}]^{cfg.eps_n}",
-    ).figure
+    title = f"Log-log: random search slope n/2 = {cfg.eps_n / 2:g}; box [{cfg.box[0]:g}, {cfg.box[1]:g}]^{cfg.eps_n}"
+    return panels.finish(ax2, legend=8, xlabel="1/eps", ylabel="evaluations of d", title=title).figure
 
 
 def plot_coverage(results: dict, cfg: Config):
@@ -169,31 +153,16 @@ def plot_coverage(results: dict, cfg: Config):
             ax.plot(x, np.maximum(np.quantile(y, 0.9, axis=0), floor), ls, marker="o", color=c, label=label)
     mle = np.median(np.asarray(cov["mle_closed_form"])) / np.log(10)
     a1.axhline(mle, **style.prediction(), label="closed form sup for the inflated MLE (median)")
-    panels.finish(
-        a1,
-        legend=7,
-        yscale="symlog",
-        ylim=(-0.1, None),
-        xlabel=f"grid radius R in target sds (sup over |x| <= R sd; target N(0, sd^2), sd = {cfg.cov_sd:g})",
-        ylabel="log10 sup p/L (90% quantile over seeds)",
-        title=f"Coverage ratio vs grid size, m = {cfg.cov_m_main}",
-    )
-    a2.set(
-        xscale="log",
-        yscale="symlog",
-        ylim=(-0.1, None),
-        xlabel="samples m",
-        ylabel="log10 sup_{|x|<=R sd} p/L (90% quantile)",
-        title=f"Coverage ratio vs sample size, R = {cfg.cov_R_fixed:g} sd",
-    )
-    return panels.finish(
-        a3,
-        legend=7,
-        log="xy",
-        xlabel="samples m",
-        ylabel="Pr_{s~p}[p(s)/L(s) > 10] (90% quantile)",
-        title="Coarse-learnability tail mass, K = 10 (0 drawn at 1e-12)",
-    ).figure
+    title = f"Coverage ratio vs grid size, m = {cfg.cov_m_main}"
+    ylabel = "log10 sup p/L (90% quantile over seeds)"
+    xlabel = f"grid radius R in target sds (sup over |x| <= R sd; target N(0, sd^2), sd = {cfg.cov_sd:g})"
+    panels.finish(a1, legend=7, yscale="symlog", ylim=(-0.1, None), xlabel=xlabel, ylabel=ylabel, title=title)
+    title = f"Coverage ratio vs sample size, R = {cfg.cov_R_fixed:g} sd"
+    ylabel = "log10 sup_{|x|<=R sd} p/L (90% quantile)"
+    a2.set(xscale="log", yscale="symlog", ylim=(-0.1, None), xlabel="samples m", ylabel=ylabel, title=title)
+    title = "Coarse-learnability tail mass, K = 10 (0 drawn at 1e-12)"
+    ylabel = "Pr_{s~p}[p(s)/L(s) > 10] (90% quantile)"
+    return panels.finish(a3, legend=7, log="xy", xlabel="samples m", ylabel=ylabel, title=title).figure
 
 
 def plot_quadratic_check(results: dict, cfg: Config):
@@ -205,14 +174,8 @@ def plot_quadratic_check(results: dict, cfg: Config):
     label = "closed form E_{p_tau}[d] = mu_d/2 (n/(mu0+tau mu_d) + |mean|^2)"
     ax.plot(np.asarray(q["intended_taus"]), np.asarray(q["closed_form"]), **style.prediction(), label=label)
     s1 = cfg.settings[0]
-    return panels.finish(
-        ax,
-        legend=8,
-        log="xy",
-        xlabel="temperature tau",
-        ylabel="cost d",
-        title=f"Pure quadratic check: mu_d={s1[0]:g}, x0={s1[3]:g}*1, mu0={s1[4]:g}, n={cfg.n}",
-    ).figure
+    title = f"Pure quadratic check: mu_d={s1[0]:g}, x0={s1[3]:g}*1, mu0={s1[4]:g}, n={cfg.n}"
+    return panels.finish(ax, legend=8, log="xy", xlabel="temperature tau", ylabel="cost d", title=title).figure
 
 
 def plot(results: dict, cfg: Config) -> dict:

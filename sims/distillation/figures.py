@@ -52,14 +52,10 @@ def plot_timescales(results: dict, cfg: Config):
         ax.semilogx(steps, ts["test"][ip, :, j].mean(0), color=COLORS[j], label=f"test (population), n = {n}")
         ax.semilogx(steps, ts["train"][ip, :, j].mean(0), color=COLORS[j], ls=":", label=f"train, n = {n}")
     ax.axhline(float(dm.bayes_loss(cfg.t_fixed)), color="k", lw=1, label="Bayes loss e^(-2t) (true score)")
-    panels.finish(
-        ax,
-        legend={"fontsize": 7, "ncol": 2},
-        xlabel="GD steps k (lr = 1/p)",
-        ylabel="denoising loss per dimension",
-        title=f"Loss curves, p = {cfg.p_grid[ip]}, t = {cfg.t_fixed:g} (mean over seeds)",
-        ylim=(0.0, 1.05),
-    )
+    title = f"Loss curves, p = {cfg.p_grid[ip]}, t = {cfg.t_fixed:g} (mean over seeds)"
+    ylabel = "denoising loss per dimension"
+    xlabel = "GD steps k (lr = 1/p)"
+    panels.finish(ax, legend={"fontsize": 7, "ncol": 2}, xlabel=xlabel, ylabel=ylabel, title=title, ylim=(0.0, 1.05))
     ns = np.asarray(cfg.n_grid, np.float64)
     for i, p in enumerate(cfg.p_grid):
         tg, tm = (np.asarray(a) for a in dm.predicted_timescales(ns, p, cfg.d, cfg.t_fixed, cfg.lr_times_p / p))
@@ -69,14 +65,8 @@ def plot_timescales(results: dict, cfg: Config):
     panels.prediction_key(ax2, "GE: 1/(lr (v^2 p/n + s^2))")
     panels.prediction_key(ax2, "GE: e d (linear bulk)", linestyle=":")
     ax2.plot(ns, 2.0 * ns / ns[0] * np.nanmean(ts["tau_mem"][-1, :, 0]) / 2.0, color="0.6", lw=0.8, label="~ n")
-    return panels.finish(
-        ax2,
-        legend=7,
-        log="xy",
-        xlabel="training-set size n",
-        ylabel="GD steps",
-        title="tau_mem ~ n, tau_gen ~ const (95% CI over seeds)",
-    ).figure
+    title = "tau_mem ~ n, tau_gen ~ const (95% CI over seeds)"
+    return panels.finish(ax2, legend=7, log="xy", xlabel="training-set size n", ylabel="GD steps", title=title).figure
 
 
 def plot_memorisation(results: dict, cfg: Config):
@@ -95,22 +85,12 @@ def plot_memorisation(results: dict, cfg: Config):
         fm = float(np.mean(r["fresh"]["copy"]))
         ax.axhline(fm, color=COLORS[j], lw=0.8, ls=":")
     ax.plot([], [], color="0.4", lw=0.8, ls=":", label="fresh data (a generalising model's level)")
-    panels.finish(
-        ax,
-        legend=7,
-        xscale="log",
-        xlabel="teacher GD steps",
-        ylabel="copy fraction (d1/d2 < 1/3)",
-        title="Memorisation over training; the distilled student at the right (95% CI)",
-    )
-    ax2.set(
-        xscale="log",
-        yscale="log",
-        ylim=(5e-3, 2.0),
-        xlabel="teacher GD steps",
-        ylabel="energy distance to fresh N(0, I) data",
-        title="Sample quality (lower is better; fresh data: 0)",
-    )
+    title = "Memorisation over training; the distilled student at the right (95% CI)"
+    ylabel = "copy fraction (d1/d2 < 1/3)"
+    panels.finish(ax, legend=7, xscale="log", xlabel="teacher GD steps", ylabel=ylabel, title=title)
+    title = "Sample quality (lower is better; fresh data: 0)"
+    ylabel = "energy distance to fresh N(0, I) data"
+    ax2.set(xscale="log", yscale="log", ylim=(5e-3, 2.0), xlabel="teacher GD steps", ylabel=ylabel, title=title)
     return fig
 
 
@@ -161,14 +141,10 @@ def plot_distillation(results: dict, cfg: Config):
                 np.mean(rr[m]["copy"]), np.mean(rr[m]["energy"]), marker, ms=11 if m == "student" else 8,
                 color=COLORS[j], mfc="none" if m != "student" else COLORS[j], label=f"{lab}" if j == 0 else None,
             )  # fmt: skip
-    return panels.finish(
-        ax2,
-        legend=7,
-        yscale="log",
-        xlabel="copy fraction (memorisation)",
-        ylabel="energy distance to fresh data (quality)",
-        title="Memorisation-quality plane (means over seeds)",
-    ).figure
+    title = "Memorisation-quality plane (means over seeds)"
+    ylabel = "energy distance to fresh data (quality)"
+    xlabel = "copy fraction (memorisation)"
+    return panels.finish(ax2, legend=7, yscale="log", xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 
 def plot_samples(results: dict, cfg: Config):

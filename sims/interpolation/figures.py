@@ -131,14 +131,10 @@ def plot_speedup(results: dict, cfg: Config):
     panels.prediction_key(ax, "theory (exact recursion)")
     _slope_panel(ax, results, cfg)
     _sat_lines(ax, c)
-    panels.finish(
-        ax,
-        legend={"fontsize": 7, "loc": "upper left"},
-        log="xy",
-        xlabel="batch size B",
-        ylabel="speedup T_SGD(B=1) / T(B)  (iterations to eps, Monte Carlo)",
-        title=f"Speedup over SGD at B = 1\n{_header(cfg, c)}",
-    )
+    title = f"Speedup over SGD at B = 1\n{_header(cfg, c)}"
+    ylabel = "speedup T_SGD(B=1) / T(B)  (iterations to eps, Monte Carlo)"
+    xlabel = "batch size B"
+    panels.finish(ax, legend={"fontsize": 7, "loc": "upper left"}, log="xy", xlabel=xlabel, ylabel=ylabel, title=title)
     pol, gdh = _full_batch_times(results, cfg)
     label = f"full batch: GD / Polyak heavy ball e-fold times = {gdh / pol:.1f}"
     ax2.axhline(gdh / pol, color="tab:red", lw=0.8, alpha=0.6, label=label)

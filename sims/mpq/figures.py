@@ -52,10 +52,8 @@ def methods_figure(results: dict, cfg: Config):
         title=f"Layer objective, tiny LM ({cfg.lm_seeds} seeds, 95% t-CI)"
         + (f"; {cfg.lm_scope} quantized" if cfg.lm_blocks else ""),
     )
-    ax2.set(
-        ylabel="perplexity - float32's (same model, per seed)",
-        title="Perplexity increase after PTQ (95% bootstrap CI over seeds)",
-    )
+    title = "Perplexity increase after PTQ (95% bootstrap CI over seeds)"
+    ax2.set(ylabel="perplexity - float32's (same model, per seed)", title=title)
     return fig
 
 

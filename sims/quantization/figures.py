@@ -32,13 +32,9 @@ def plot_mse_vs_bits(results: dict, cfg: Config):
     ax.semilogy(bits, fl, **style.prediction(linestyle=":"), label="theory: x (N/(N-1))^2 (finite levels)")
     lm = np.array(sorted(dq.LLOYD_MAX_GAUSSIAN.items()))
     ax.semilogy(lm[:, 0], lm[:, 1], "x", color="0.4", ms=8, label="Lloyd-Max Gaussian (no dither, TurboQuant)")
-    panels.finish(
-        ax,
-        legend=8,
-        xlabel="bits per coordinate b",
-        ylabel="E ||x - x_hat||^2 for unit x (worst of many)",
-        title="Dithered quantization after one randomized Hadamard transform",
-    )
+    title = "Dithered quantization after one randomized Hadamard transform"
+    ylabel = "E ||x - x_hat||^2 for unit x (worst of many)"
+    panels.finish(ax, legend=8, xlabel="bits per coordinate b", ylabel=ylabel, title=title)
     fr, fci, _ = fresh_worst(results, cfg)
     draws = "/".join(str(cfg.fresh_draws(d)) for d in cfg.dims)
     panels.ratio_panel(
@@ -52,14 +48,10 @@ def plot_mse_vs_bits(results: dict, cfg: Config):
         reference_label="paper: ratio -> 1 as b grows",
     )
     ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
-    return panels.finish(
-        ax2,
-        legend=8,
-        xlabel="bits per coordinate b",
-        ylabel="worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)",
-        title="The measured o(1) term (lines: first pass, biased up by the max)",
-        ylim=(0.6, 1.6),
-    ).figure
+    title = "The measured o(1) term (lines: first pass, biased up by the max)"
+    ylabel = "worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)"
+    xlabel = "bits per coordinate b"
+    return panels.finish(ax2, legend=8, xlabel=xlabel, ylabel=ylabel, title=title, ylim=(0.6, 1.6)).figure
 
 
 def format_labels(formats: dict) -> list[str]:
@@ -80,13 +72,8 @@ def plot_format_comparison(results: dict, cfg: Config):
         ax.bar(np.arange(len(datasets)) + i * width, vals, width, label=lab)
     ax.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets)
     ax.axhline(float(dq.mse_bound(4)), **style.prediction(), label="(pi sqrt3/2) 4^-4 (RHT bound)")
-    panels.finish(
-        ax,
-        legend=7,
-        yscale="log",
-        ylabel="relative MSE ||X - X_hat||^2 / ||X||^2",
-        title=f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices",
-    )
+    title = f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices"
+    panels.finish(ax, legend=7, yscale="log", ylabel="relative MSE ||X - X_hat||^2 / ||X||^2", title=title)
     rht_bits = 4 + 32 / cfg.rht_block
     cell = [
         [lab, f"{FORMAT_BITS.get(lab, rht_bits):.3g}"] + [f"{float(f[ds][lab]['rel_mse']):.2e}" for ds in datasets]

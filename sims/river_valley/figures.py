@@ -47,9 +47,8 @@ def plot_trajectories(results: dict, cfg: Config):
         title=f"Curved valley lam={lam:g}, mu={10 * mu:g}, y = {cfg.curved_a:g} sin({cfg.curved_k:g} x)",
     )
     ax2.set_yscale("log")
-    panels.finish(
-        ax2, legend=7, xlabel="step", ylabel="loss", title="Loss (GD at the aggressive lr blows up and stops)"
-    )
+    title = "Loss (GD at the aggressive lr blows up and stops)"
+    panels.finish(ax2, legend=7, xlabel="step", ylabel="loss", title=title)
     return fig
 
 
@@ -100,13 +99,8 @@ def plot_river_progress(results: dict, cfg: Config):
         (line,) = ax.semilogy(np.asarray(pr["distance"][i]), lw=3.5, alpha=0.45, label=label)
         ax.semilogy(np.asarray(pr["theory"][i]), **style.prediction(color=line.get_color()))
     panels.prediction_key(ax, "closed form A r1^t + B r2^t (river mode)")
-    panels.finish(
-        ax,
-        legend=8,
-        xlabel="step",
-        ylabel="distance along the river |x_t - x*|",
-        title=f"Straight valley: progress along the river (lam={lam:g}, mu={mu:g})",
-    )
+    title = f"Straight valley: progress along the river (lam={lam:g}, mu={mu:g})"
+    panels.finish(ax, legend=8, xlabel="step", ylabel="distance along the river |x_t - x*|", title=title)
     hd = results["high_dim"]
     steps = np.arange(np.asarray(hd["gd"]["distance"]).shape[1])
     for label, color, b in (("gd", "tab:blue", 0.0), ("hb", "tab:green", cfg.traj_beta)):
@@ -118,14 +112,8 @@ def plot_river_progress(results: dict, cfg: Config):
         )
         ax2.plot(steps, np.asarray(hd[label]["theory"]), **style.prediction(color=color))
     panels.prediction_key(ax2, "closed form (river mode; decoupled, so seed-independent)")
-    return panels.finish(
-        ax2,
-        legend=8,
-        yscale="log",
-        xlabel="step",
-        ylabel="|x_t - x*|",
-        title=f"High-dimensional valley: {cfg.hd_dim} curvatures in [{cfg.hd_lam_min:g}, {lam:g}]",
-    ).figure
+    title = f"High-dimensional valley: {cfg.hd_dim} curvatures in [{cfg.hd_lam_min:g}, {lam:g}]"
+    return panels.finish(ax2, legend=8, yscale="log", xlabel="step", ylabel="|x_t - x*|", title=title).figure
 
 
 def plot_stability_boundary(results: dict, cfg: Config):
@@ -151,12 +139,8 @@ def plot_stability_boundary(results: dict, cfg: Config):
             pred_label=f"theory {name}: lr lam = {formula}",
         )
     ax.axhline(2.0, color="0.5", lw=1, label="GD: lr lam = 2")
-    panels.finish(
-        ax,
-        xlabel="momentum beta",
-        ylabel="largest stable lr x lam (dimensionless)",
-        title=f"Stability boundary (bisection, {cfg.boundary_steps} steps per test)",
-    )
+    title = f"Stability boundary (bisection, {cfg.boundary_steps} steps per test)"
+    panels.finish(ax, xlabel="momentum beta", ylabel="largest stable lr x lam (dimensionless)", title=title)
     p = results["polyak"]
     norms, cf = np.asarray(p["norms"], np.float64), np.asarray(p["norms_theory"])
     steps = np.arange(len(norms))
@@ -192,15 +176,9 @@ def plot_curved_river(results: dict, cfg: Config):
         v = float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, b, a, k))
         ax.plot(t, v * t, **style.prediction(color=color))
     panels.prediction_key(ax, "t lr/(1-beta)/(1 + a^2 k^2/2) (adiabatic closed form)")
-    panels.finish(
-        ax,
-        legend=8,
-        xlabel="step",
-        ylabel="river distance covered (x units)",
-        log="xy",
-        ylim=(1e-2, None),
-        title=f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}",
-    )
+    title = f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}"
+    ylabel = "river distance covered (x units)"
+    panels.finish(ax, legend=8, xlabel="step", ylabel=ylabel, log="xy", ylim=(1e-2, None), title=title)
     # per start: speed relative to the straight river's lr g / (1 - beta), shape (starts, arms)
     flat = [float(rv.curved_river_speed(float(c[lab]["lr"]), 1.0, b, 0.0, 0.0)) for lab, _, b in arms]
     speeds = np.stack([np.asarray(c[lab]["speed"], np.float64) for lab, _, _ in arms], axis=1)

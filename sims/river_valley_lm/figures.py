@@ -40,14 +40,10 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     ax.axhline(init, color="0.7", lw=1, label=f"loss at init (mean over seeds) {init:.2f}")
     panels.prediction_key(ax, "quadratic edge: effective lr x lambda_max = 2(1+beta)/(1-beta)")
     ax.plot([], [], "x", color="k", label=">= 1 seed diverged (drawn at the init loss)")
-    panels.finish(
-        ax,
-        legend=7,
-        xscale="log",
-        xlabel="effective lr lr/(1-beta), in units of 2 / lambda_max(init) (per seed)",
-        ylabel="validation loss after training (nats/byte)",
-        title=f"SGD+HB, {cfg.steps} steps, {n_s} seeds: mean, 95% CI (trained seeds)",
-    )
+    title = f"SGD+HB, {cfg.steps} steps, {n_s} seeds: mean, 95% CI (trained seeds)"
+    ylabel = "validation loss after training (nats/byte)"
+    xlabel = "effective lr lr/(1-beta), in units of 2 / lambda_max(init) (per seed)"
+    panels.finish(ax, legend=7, xscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
     bf = np.linspace(0, max(betas.max(), 0.01), 50)
     panels.stability_map(
         ax2,
@@ -78,14 +74,9 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     for j, b in enumerate(ab1):
         ax3.errorbar(alr, am[:, j], yerr=ah[:, j], fmt="o-", capsize=3, label=f"AdamW beta1={b:g}")
     ax3.axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
-    return panels.finish(
-        ax3,
-        legend=8,
-        xscale="log",
-        xlabel="AdamW learning rate",
-        ylabel="validation loss (nats/byte)",
-        title=f"AdamW check, {cfg.steps} steps, {n_s} seeds (95% CI; no bar: a seed diverged)",
-    ).figure
+    title = f"AdamW check, {cfg.steps} steps, {n_s} seeds (95% CI; no bar: a seed diverged)"
+    ylabel = "validation loss (nats/byte)"
+    return panels.finish(ax3, legend=8, xscale="log", xlabel="AdamW learning rate", ylabel=ylabel, title=title).figure
 
 
 def plot_decomposition(results: dict, cfg: Config):
@@ -100,27 +91,17 @@ def plot_decomposition(results: dict, cfg: Config):
     for i in range(val.shape[1]):
         axs[0].plot(t, val[:, i], lw=1, label=f"valley coordinate v{i + 1}.d_t (lambda_{i + 1} = {ev[i]:.3g})")
     axs[0].plot(t, np.asarray(d["river"][0, 0]), "k", lw=2, label="river distance |(I - V V^T) d_t|")
-    panels.finish(
-        axs[0],
-        legend=7,
-        xlabel="step",
-        ylabel="displacement from init (parameter norm)",
-        title=f"HB beta={cfg.decomp_beta:g}, lr = {cfg.decomp_lr_mult:g} x 2/lambda_max, seed 0: d_t split",
-    )
+    title = f"HB beta={cfg.decomp_beta:g}, lr = {cfg.decomp_lr_mult:g} x 2/lambda_max, seed 0: d_t split"
+    panels.finish(axs[0], legend=7, xlabel="step", ylabel="displacement from init (parameter norm)", title=title)
     n_s = spec.shape[0]
     for i, (name, c) in enumerate(((f"HB beta={cfg.decomp_beta:g}", "tab:green"), ("GD (beta=0)", "tab:blue"))):
         for key, ls, lab in (("loss", "-", "loss"), ("loss_river_only", ":", "valley part removed")):
             m, h = _mean_band(np.moveaxis(np.asarray(d[key][i]), 0, -1))
             panels.band(axs[1], t, m, m - h, m + h, color=c, ls=ls, label=f"{name}: {lab}")
     axs[1].axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
-    panels.finish(
-        axs[1],
-        legend=7,
-        xlabel="step",
-        ylabel="loss on the Hessian batch (nats/byte)",
-        ylim=(None, init * 1.3),
-        title=f"Full batch, same lr = {cfg.decomp_lr_mult:g} x 2/lambda_max(init): mean, 95% CI, {n_s} seeds",
-    )
+    title = f"Full batch, same lr = {cfg.decomp_lr_mult:g} x 2/lambda_max(init): mean, 95% CI, {n_s} seeds"
+    ylabel = "loss on the Hessian batch (nats/byte)"
+    panels.finish(axs[1], legend=7, xlabel="step", ylabel=ylabel, ylim=(None, init * 1.3), title=title)
     k = np.arange(1, spec.shape[1] + 1)
     axs[2].plot(np.broadcast_to(k, spec.shape).T, spec.T, "o", color="0.6", ms=3)[0].set_label("seeds")
     sm, sh = _mean_band(spec.T)
@@ -128,14 +109,9 @@ def plot_decomposition(results: dict, cfg: Config):
     axs[2].axvline(cfg.top_k + 0.5, color="0.4", ls="--", lw=1, label=f"top-{cfg.top_k} split used (a choice)")
     gm, _ = _mean_band(np.asarray(d["grad_frac_top"])[None])
     dm, _ = _mean_band(np.asarray(d["disp_frac_top"])[:1])
-    return panels.finish(
-        axs[2],
-        legend=7,
-        yscale="log",
-        xlabel="eigenvalue index",
-        ylabel="Hessian eigenvalue at init (Lanczos on HVPs)",
-        title=f"no gap; gradient share in top-{cfg.top_k}: {float(gm[0]):.0%}, HB displacement: {float(dm[0]):.1%}",
-    ).figure
+    title = f"no gap; gradient share in top-{cfg.top_k}: {float(gm[0]):.0%}, HB displacement: {float(dm[0]):.1%}"
+    ylabel = "Hessian eigenvalue at init (Lanczos on HVPs)"
+    return panels.finish(axs[2], legend=7, yscale="log", xlabel="eigenvalue index", ylabel=ylabel, title=title).figure
 
 
 def plot_edges(results: dict, cfg: Config):
@@ -159,14 +135,9 @@ def plot_edges(results: dict, cfg: Config):
         label = "quadratic theory x measured GD edge: (1+beta)" + ("" if a is ax else "/(1-beta)")
         a.plot(bf, e0 * pred, **style.PREDICTION, label=label)
         a.plot(bf, pred, **style.prediction(color="0.4", linestyle=":"), label="quadratic theory from lambda_max(init)")
-        panels.finish(
-            a,
-            legend=7,
-            yscale="log",
-            xlabel="momentum beta",
-            ylabel=f"divergence edge, {which} / (2/lambda_max(init))",
-            title=f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections",
-        )
+        title = f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections"
+        ylabel = f"divergence edge, {which} / (2/lambda_max(init))"
+        panels.finish(a, legend=7, yscale="log", xlabel="momentum beta", ylabel=ylabel, title=title)
     return fig
 
 

@@ -144,11 +144,8 @@ def policy_budget_figure(r, cfg: Config):
         ):
             panels.errorbars(ax, dens, val[:, None], fmt=mk, ms=7, capsize=0, color=col, label=label)
     axes[2].axhline(0, color="black", lw=0.6)
-    axes[0].set(
-        xlabel="block density (fraction of blocks kept)",
-        ylabel="relative attention-output error",
-        title="output error vs density\n(mean over layers, steps; 95% CI over prompts)",
-    )
+    title = "output error vs density\n(mean over layers, steps; 95% CI over prompts)"
+    axes[0].set(xlabel="block density (fraction of blocks kept)", ylabel="relative attention-output error", title=title)
     axes[1].set(
         xlabel="block density",
         ylabel="KL(dense || sparse)  (nats per masked position)",
@@ -156,11 +153,8 @@ def policy_budget_figure(r, cfg: Config):
         title="end to end along the dense trajectory: KL of the\n"
         "token distributions, block_sparse_attention in every layer",
     )
-    axes[2].set(
-        xlabel="block density",
-        ylabel="NLL(sparse) - NLL(dense)  (nats/byte)",
-        title="end to end, teacher-forced on the held-out text:\nNLL of the held-out bytes",
-    )
+    title = "end to end, teacher-forced on the held-out text:\nNLL of the held-out bytes"
+    axes[2].set(xlabel="block density", ylabel="NLL(sparse) - NLL(dense)  (nats/byte)", title=title)
     # one legend under the panels (inside the left panel it covered the first-step-only lines)
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="outside lower center", ncol=3, fontsize=7)
@@ -208,12 +202,8 @@ def refresh_period_figure(r, cfg: Config):
             "REPORTED, not decided: free running, scored by the dense model",
         ),
     ):
-        ax.set(
-            xscale="log",
-            xlabel=f"refresh period P (steps; P={per[-1]} = first-step-only)",
-            ylabel=yl,
-            title=f"{ti}\n(rho={cfg.main_budget:g}; mean, 95% CI over prompts)",
-        )
+        title = f"{ti}\n(rho={cfg.main_budget:g}; mean, 95% CI over prompts)"
+        ax.set(xscale="log", xlabel=f"refresh period P (steps; P={per[-1]} = first-step-only)", ylabel=yl, title=title)
         ax.set_xticks(per, [str(p) for p in per])
         ax.xaxis.set_minor_formatter(NullFormatter())
     # one legend under the panels (per-panel legends covered the error bars)
@@ -238,15 +228,10 @@ def per_step_figure(r, cfg: Config):
     axes[1].plot(ts, pol["oracle"]["kl"][0].mean(0), "k*-", ms=4, lw=0.8)
     for ax in axes:
         _transitions(ax, cfg, label=ax is axes[0])
-    axes[0].set(
-        ylabel="relative attention-output error",
-        title=f"per step (rho={cfg.main_budget:g}): attention-output error (mean over prompts and layers)",
-    )
-    axes[1].set(
-        xlabel="denoising step",
-        ylabel="KL(dense || sparse)  (nats per masked position)",
-        title="end to end along the dense trajectory: KL of the token distributions (mean, 95% CI over prompts)",
-    )
+    title = f"per step (rho={cfg.main_budget:g}): attention-output error (mean over prompts and layers)"
+    axes[0].set(ylabel="relative attention-output error", title=title)
+    title = "end to end along the dense trajectory: KL of the token distributions (mean, 95% CI over prompts)"
+    axes[1].set(xlabel="denoising step", ylabel="KL(dense || sparse)  (nats per masked position)", title=title)
     axes[0].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)
     return fig
 

@@ -104,15 +104,10 @@ def las_smoothness_figure(results: dict, cfg: Config):
         pred_label="(1 + eps)(1 + eta_w)^a",
     )
     ax.axhline(np.mean(np.asarray(main["avr"])), color=COLORS["avr"], lw=2, alpha=0.5, label="AVR, mean")
-    return panels.finish(
-        ax,
-        legend=8,
-        log="xy",
-        ylim=(0.95, None),
-        xlabel=f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a (eta = 0 drawn at {x_floor})",
-        ylabel="energy / OPT",
-        title=f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({_setup(cfg)})",
-    ).figure
+    title = f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({_setup(cfg)})"
+    ylabel = "energy / OPT"
+    xlabel = f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a (eta = 0 drawn at {x_floor})"
+    return panels.finish(ax, legend=8, log="xy", ylim=(0.95, None), xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 
 def profiles_figure(results: dict, cfg: Config):
@@ -139,9 +134,8 @@ def profiles_figure(results: dict, cfg: Config):
         ax.stairs(sp["opt"][:k_end], t[: k_end + 1], color="black", lw=2.4, label="OPT (YDS)")
         for key, label in names.items():
             ax.stairs(sp[key][:k_end], t[: k_end + 1], label=label, **line_kw.get(key, dict(lw=1.3)))
-        panels.finish(
-            ax, legend={"fontsize": 8, "loc": "upper right", "ncol": 2}, ylabel="speed s(t) (work / time)", yscale="log"
-        )
+        ylabel = "speed s(t) (work / time)"
+        panels.finish(ax, legend={"fontsize": 8, "loc": "upper right", "ncol": 2}, ylabel=ylabel, yscale="log")
     axes[0].set_title(
         f"Speed profiles on one instance (seed 0 of the LAS model, first {t_end:g} time units; "
         f"job i arrives at t = i, due at i + {cfg.window})"
@@ -168,12 +162,8 @@ def robustness_figure(results: dict, cfg: Config):
     ax.bar(xs + (len(eps) - (n_bar - 1) / 2) * width, worst, width, color="0.6", label="pure following (no cap)")
     ax.axhline(ss.oa_bound(cfg.alpha), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
     ax.axhline(1.0, color="black", lw=0.8)
-    ax.set(
-        xticks=xs,
-        yscale="log",
-        ylabel="worst energy / OPT over seeds",
-        title=f"Robustness: SP under adversarial speed predictions ({_setup(cfg)})",
-    )
+    title = f"Robustness: SP under adversarial speed predictions ({_setup(cfg)})"
+    ax.set(xticks=xs, yscale="log", ylabel="worst energy / OPT over seeds", title=title)
     ax.set_xticklabels([k.replace("_", "\n") for k in ADVERSARIAL], fontsize=8)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
     ax.set_ylim(0.8, None)
@@ -215,12 +205,8 @@ def las_experiment_figure(results: dict, cfg: Config):
     ax.plot(*np.transpose(published), marker="*", ms=15, color="black", ls="none", label=label)
     ax.axhspan(*PUBLISHED_LAS, color="0.75", zorder=0, label="published LAS-accurate range 1.008-1.026")
     ax.axhline(1.0, **style.prediction(), label="OPT = 1")
-    ax.set(
-        xticks=ticks,
-        yscale="log",
-        ylabel="mean energy / OPT (95% CI over seeds)",
-        title=f"LAS's experiment: {_setup(cfg)} (random-walk workloads in [20, 80]); bars ours, stars published",
-    )
+    title = f"LAS's experiment: {_setup(cfg)} (random-walk workloads in [20, 80]); bars ours, stars published"
+    ax.set(xticks=ticks, yscale="log", ylabel="mean energy / OPT (95% CI over seeds)", title=title)
     ax.set_xticklabels(ticklabels, fontsize=6)
     ax.legend(fontsize=8, loc="upper right")
     return fig
@@ -242,14 +228,9 @@ def robust_n_figure(results: dict, cfg: Config):
         )
         ax.plot(n, m[0] * ROBUST_GROWTH ** (np.log(n / n[0]) / np.log(n[-1] / n[0])), ":", color=f"C{j}")
     ax.plot([], [], "k:", label=f"claim's limit: growth {ROBUST_GROWTH:g} over the range")
-    return panels.finish(
-        ax,
-        legend=8,
-        log="xy",
-        xlabel="number of jobs n",
-        ylabel="worst adversarial energy / OPT (mean over seeds, 95% CI)",
-        title="SP's robustness does not grow with n (dynamic mode, adversarial predictions)",
-    ).figure
+    title = "SP's robustness does not grow with n (dynamic mode, adversarial predictions)"
+    ylabel = "worst adversarial energy / OPT (mean over seeds, 95% CI)"
+    return panels.finish(ax, legend=8, log="xy", xlabel="number of jobs n", ylabel=ylabel, title=title).figure
 
 
 def las_eps_figure(results: dict, cfg: Config):
@@ -289,10 +270,7 @@ def avr_lower_bound_figure(results: dict, cfg: Config):
     ):
         ax.plot(lb["kappa"], y, mk, color=color, ms=ms, ls="none", label=label)
     ax.axhline(4.0, color="tab:red", lw=1, label="alpha^alpha = 4 (kappa -> 0)")
-    return panels.finish(
-        ax,
-        xscale="log",
-        xlabel="kappa (work density t^-gamma, gamma = (1 - kappa) / alpha)",
-        ylabel="AVR / OPT",
-        title="AVR on its lower-bound family at alpha = 2",
-    ).figure
+    title = "AVR on its lower-bound family at alpha = 2"
+    ylabel = "AVR / OPT"
+    xlabel = "kappa (work density t^-gamma, gamma = (1 - kappa) / alpha)"
+    return panels.finish(ax, xscale="log", xlabel=xlabel, ylabel=ylabel, title=title).figure

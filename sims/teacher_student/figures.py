@@ -95,14 +95,9 @@ def plot_effective_width(results: dict, cfg: Config):
         ax.loglog(al, np.maximum(kcf, 0.5), **style.prediction(color=col))
     panels.prediction_key(ax, "(alpha / (c_IT Delta_eff Z))^(1/(2 beta)), capped at k")
     ax.axhline(cfg.k, color="0.5", lw=1, label=f"k = {cfg.k} (refinement above)")
-    return panels.finish(
-        ax,
-        legend=8,
-        xlabel="alpha = n/d",
-        ylabel="effective width k_c (features with m_i > 1/2)",
-        ylim=(0.7, 2 * cfg.k),
-        title=f"Effective width grows as n^(1/(2 beta)) until k_c = k; {RECON}",
-    ).figure
+    title = f"Effective width grows as n^(1/(2 beta)) until k_c = k; {RECON}"
+    ylabel = "effective width k_c (features with m_i > 1/2)"
+    return panels.finish(ax, legend=8, xlabel="alpha = n/d", ylabel=ylabel, ylim=(0.7, 2 * cfg.k), title=title).figure
 
 
 def plot_reference(results: dict, cfg: Config):

@@ -89,10 +89,8 @@ def perplexity_figure(results: dict, cfg: Config):
                 label=f"paper (LLM average): {100 * paper:.1f}%" if i < 2 else None,
             )
     ax.set_xticks(np.arange(len(settings)) + 0.4 - w / 2, [lab for _, lab, _ in settings], fontsize=8)
-    ax.set(
-        ylabel="fraction of NVFP4's perplexity loss removed by RaZeR (%)",
-        title="1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)",
-    )
+    title = "1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)"
+    ax.set(ylabel="fraction of NVFP4's perplexity loss removed by RaZeR (%)", title=title)
     ax.legend(fontsize=7)
     return fig
 
@@ -113,11 +111,8 @@ def layer_errors_figure(results: dict, cfg: Config):
     for a in (ax, ax2):
         a.set_xticks(xs + 0.4 - w / 2, names, rotation=30, ha="right", fontsize=8)
         a.legend(fontsize=8)
-    ax.set(
-        ylabel="relative weight MSE |W - Q(W)|^2 / |W|^2",
-        yscale="log",
-        title=f"Per-layer weight error (d={cfg.d_models[0]}, seed 0)",
-    )
+    title = f"Per-layer weight error (d={cfg.d_models[0]}, seed 0)"
+    ax.set(ylabel="relative weight MSE |W - Q(W)|^2 / |W|^2", yscale="log", title=title)
     top = max(rht_bound, *(float(np.max(results["layer_rel_mse"][f])) for f in FORMATS))
     ax.set_ylim(top=3.0 * top)  # room for the legend above the bars (log scale)
     ax2.set(ylabel="perplexity increase (only this layer quantized)", title="Per-layer perplexity cost (seed 0)")
@@ -142,10 +137,8 @@ def engines_figure(results: dict, cfg: Config):
     pinsker = [np.sqrt(max(k, 0) / 2) for k in kl]
     ax.plot(names, pinsker, "k_", ms=30, mew=2, label="Pinsker bound sqrt(KL/2) (KL point estimate)")
     ax.set_ylim(0, 1.35 * max(max(pinsker), max(tv), 1e-3))
-    ax.set(
-        ylabel="TV(float32 engine, other engine)",
-        title=f"Engine TV over {cfg.tv_n}-byte continuations of {PROMPT!r}, m={cfg.tv_m}",
-    )
+    title = f"Engine TV over {cfg.tv_n}-byte continuations of {PROMPT!r}, m={cfg.tv_m}"
+    ax.set(ylabel="TV(float32 engine, other engine)", title=title)
     ax.legend(fontsize=8, loc="upper left")
     ax2.bar(names, kl, yerr=[2 * float(e[n]["kl_se"]) for n in names], capsize=5, color="tab:orange")
     ax2.set(ylabel="KL(float32 || other) (nats per sequence)", title="KL estimate (+-2 se), same sequences")

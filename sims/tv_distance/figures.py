@@ -80,13 +80,9 @@ def plot_queries_vs_n(results: dict, cfg: Config):
     for name, c in (("plain", "tab:blue"), ("rb", "tab:green")) if ex is not None else ():
         label = f"{name}: 2 n Var Z(n) / eps^2, exact Var Z (claimed slope)"
         ax.loglog(nn, ex[f"queries_{name}"], ":", color=c, lw=2.5, alpha=0.6, label=label)
-    panels.finish(
-        ax,
-        legend=7,
-        xlabel="sequence length n",
-        ylabel=f"queries for RMSE = {cfg.slope_eps} (counted in the run)",
-        title=f"Queries to reach eps = {cfg.slope_eps} (K={K}, per-step perturbation {cfg.slope_delta}/sqrt(n))",
-    )
+    title = f"Queries to reach eps = {cfg.slope_eps} (K={K}, per-step perturbation {cfg.slope_delta}/sqrt(n))"
+    ylabel = f"queries for RMSE = {cfg.slope_eps} (counted in the run)"
+    panels.finish(ax, legend=7, xlabel="sequence length n", ylabel=ylabel, title=title)
     label = f"TV (RB, {cfg.slope_pool * cfg.slope_chunks} sequences, +-2 SE)"
     ax2.errorbar(nn, sl["tv_ref"], 2 * np.asarray(sl["tv_ref_se"]), fmt="o-", color="k", label=label)
     ax2.plot(nn, sl["rb"]["var"], "s-", color="tab:green", label="Var Z (RB)")
@@ -96,14 +92,8 @@ def plot_queries_vs_n(results: dict, cfg: Config):
         ax2.plot(nn, np.stack([ex["var_rb"], ex["var_plain"]], 1), ":", lw=2.5, alpha=0.6)
         ax2.lines[-2].set_color("tab:green")
         ax2.lines[-1].set_color("tab:blue")
-    panels.finish(
-        ax2,
-        xscale="log",
-        xlabel="sequence length n",
-        ylabel="TV or variance",
-        ylim=(0, None),
-        title="The family keeps TV (and Var Z) roughly constant in n",
-    )
+    title = "The family keeps TV (and Var Z) roughly constant in n"
+    panels.finish(ax2, xscale="log", xlabel="sequence length n", ylabel="TV or variance", ylim=(0, None), title=title)
     for a in (ax, ax2):
         panels.integer_ticks(a, nn)
     return fig
@@ -134,11 +124,9 @@ def plot_queries_vs_k(results: dict, cfg: Config):
     ):
         c0 = np.exp(np.mean(np.log(qp) - np.log(x)))  # the level of a slope-1 line through the plugin's points
         ax.loglog(K, c0 * x, **style.prediction(color=c), label=f"{lab}, fitted level")
-    ax.set(
-        xlabel="vocabulary K (next-token support)",
-        ylabel=f"queries for RMSE = {cfg.slope_eps} (counted in the run)",
-        title=f"Sample access vs K (n={cfg.k_n}; geometric mean, 95% CI over {S} seeds)",
-    )
+    title = f"Sample access vs K (n={cfg.k_n}; geometric mean, 95% CI over {S} seeds)"
+    ylabel = f"queries for RMSE = {cfg.slope_eps} (counted in the run)"
+    ax.set(xlabel="vocabulary K (next-token support)", ylabel=ylabel, title=title)
     ax.legend(fontsize=7, loc="lower right", bbox_to_anchor=(1.0, 0.1))
     s = np.asarray(ks["s"], float)
     bias = np.asarray(ks["sample_plugin"]["bias"], float).mean(0)  # (NK, P), mean over the seeds
@@ -147,23 +135,16 @@ def plot_queries_vs_k(results: dict, cfg: Config):
         keep = bias[i] > 0
         ax2.loglog(x[keep], bias[i][keep], "o-", ms=3, label=f"K={int(k)}")
     ax2.axhline(cfg.slope_eps, **style.prediction(color="0.5"), label=f"eps = {cfg.slope_eps}")
-    ax2.set(
-        xlabel="s / (n (K - 1)): samples per position over the noise scale",
-        ylabel="plugin bias E Z - TV (paired with RB, seed mean)",
-        title="Plugin bias vs s / (n (K - 1)) (sample access as noisy logits, sigma^2 ~ (K - 1) / s)",
-    )
+    title = "Plugin bias vs s / (n (K - 1)) (sample access as noisy logits, sigma^2 ~ (K - 1) / s)"
+    ylabel = "plugin bias E Z - TV (paired with RB, seed mean)"
+    ax2.set(xlabel="s / (n (K - 1)): samples per position over the noise scale", ylabel=ylabel, title=title)
     ax2.legend(fontsize=7)
     tvk = np.asarray(ks["tv"], float)
     ax3.errorbar(
         K, tvk.mean(0), tvk.std(0, ddof=1), fmt="o-", color="k", capsize=3, label="TV (RB), mean +- sd over seeds"
     )
-    ax3.set(
-        xscale="log",
-        xlabel="vocabulary K",
-        ylabel="TV",
-        ylim=(0, None),
-        title=f"The family (per-step perturbation {cfg.slope_delta}/sqrt(n)) vs K",
-    )
+    title = f"The family (per-step perturbation {cfg.slope_delta}/sqrt(n)) vs K"
+    ax3.set(xscale="log", xlabel="vocabulary K", ylabel="TV", ylim=(0, None), title=title)
     ax3.legend()
     for a in (ax, ax3):
         panels.integer_ticks(a, K)
@@ -280,12 +261,9 @@ def plot_tv_vs_kl(results: dict, cfg: Config):
         ax2.plot(lam, hi - lo, "o-", color=c, label=f"{lab} estimator")
     hoeffding = 2 * math.sqrt(math.log(20) / (2 * cfg.sep_m))
     ax2.axhline(hoeffding, **style.prediction(), label="TV: Hoeffding 90% width (any lambda)")
-    return panels.finish(
-        ax2,
-        xlabel="separation lambda",
-        ylabel="5-95% spread of the estimate (same units as the value)",
-        title=f"Estimator spread ({cfg.sep_reps} repetitions of m={cfg.sep_m})",
-    ).figure
+    title = f"Estimator spread ({cfg.sep_reps} repetitions of m={cfg.sep_m})"
+    ylabel = "5-95% spread of the estimate (same units as the value)"
+    return panels.finish(ax2, xlabel="separation lambda", ylabel=ylabel, title=title).figure
 
 
 def plot_engines(results: dict, cfg: Config):

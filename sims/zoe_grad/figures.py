@@ -26,13 +26,9 @@ def plot_estimators(results: dict, cfg: Config):
                 panels.errorbars(ax, xs, mc, fmt=mk, ms=3.5, capsize=2, color=col, alpha=0.8, label=label)
             for b in np.asarray(zg.boundaries(g["levels"])):
                 ax.axvline(b, color="0.85", lw=0.6, zorder=0)
-            panels.finish(
-                ax,
-                legend=7,
-                xlabel=f"x ({'grid steps' if grid == 'int' else 'block-scale units'})",
-                ylabel="surrogate dQ_sigma/dx",
-                title=f"{law}, {grid} grid, sigma={cfg.sigma:g}",
-            )
+            ylabel = "surrogate dQ_sigma/dx"
+            xlabel = f"x ({'grid steps' if grid == 'int' else 'block-scale units'})"
+            panels.finish(ax, legend=7, xlabel=xlabel, ylabel=ylabel, title=f"{law}, {grid} grid, sigma={cfg.sigma:g}")
         ax, u = axes[r, 3], g["uniform"]
         ax.plot(xs, np.asarray(u["closed_ste"][:-1]), **style.prediction(), label="uniform closed form, sigma=1/sqrt12")
         label = "edge estimator (eq. 6), sigma=1/sqrt12"
@@ -84,14 +80,9 @@ def plot_sigma_sweep(results: dict, cfg: Config):
             )
     ax.axhline(1.0, color="0.5", ls=":", lw=1, label="STE (= 1)")
     ax.axvline(zg.STE_SIGMA, color="0.5", ls="-.", lw=0.8, label="sigma = 1/sqrt12 (uniform: exact STE)")
-    ax.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sigma (grid steps)",
-        ylabel="surrogate g_sigma (wide INT-8 grid)",
-        ylim=(1e-4, 20),
-        title=f"boundary / level vs sigma: MC ({cfg.mc_seeds} seeds) vs closed form",
-    )
+    title = f"boundary / level vs sigma: MC ({cfg.mc_seeds} seeds) vs closed form"
+    ylabel = "surrogate g_sigma (wide INT-8 grid)"
+    ax.set(xscale="log", yscale="log", xlabel="sigma (grid steps)", ylabel=ylabel, ylim=(1e-4, 20), title=title)
     ax.legend(fontsize=6)
     return fig
 
@@ -107,13 +98,8 @@ def plot_kernel_check(results: dict, cfg: Config):
         label = f"MC through NVFP4 kernels ({law}, 95% CI)"
         panels.errorbars(ax, z, k[law]["mc"], fmt="o", ms=3, capsize=2, color=COLORS[law], label=label)
     panels.prediction_key(ax, "theory: bump sum g_sigma(z) on the E2M1 levels (eq. 3)")
-    return panels.finish(
-        ax,
-        legend=7,
-        xlabel="z = x / block scale",
-        ylabel="dQ/dx",
-        title=f"fake_quant backward vs zeroth-order MC through the kernels (scale {KERNEL_ANCHOR_SCALE})",
-    ).figure
+    title = f"fake_quant backward vs zeroth-order MC through the kernels (scale {KERNEL_ANCHOR_SCALE})"
+    return panels.finish(ax, legend=7, xlabel="z = x / block scale", ylabel="dQ/dx", title=title).figure
 
 
 def plot_convergence(results: dict, cfg: Config):
@@ -144,14 +130,9 @@ def plot_convergence(results: dict, cfg: Config):
     label = "eq. 10 with its proof's realized terms at T (the claim)"
     realized = np.asarray(t["realized_bound"]).reshape(-1, 1)
     panels.errorbars(ax, [tt[-1]], realized, fmt="D", color="tab:red", capsize=4, label=label)
-    panels.finish(
-        ax,
-        legend=7,
-        log="xy",
-        xlabel="SGD step t",
-        ylabel="average squared gradient of F_sigma",
-        title=f"toy: d={cfg.toy_dim}, INT-{cfg.int_bits}, Gaussian sigma={cfg.toy_sigma:g}, eta=1/(4L)",
-    )
+    title = f"toy: d={cfg.toy_dim}, INT-{cfg.int_bits}, Gaussian sigma={cfg.toy_sigma:g}, eta=1/(4L)"
+    xlabel = "SGD step t"
+    panels.finish(ax, legend=7, log="xy", xlabel=xlabel, ylabel="average squared gradient of F_sigma", title=title)
     ax2.plot(np.asarray(t["bias_w"]), np.asarray(t["bias"]), color="tab:orange", label="|Q - Q_sigma| g_sigma")
     ax2.axhline(cst["B"], **style.prediction(), label="B = sup|Q - Q_sigma| sup g_sigma (eq. 9)")
     ylabel = "per-coordinate bias of the surrogate gradient"
