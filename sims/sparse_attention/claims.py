@@ -25,7 +25,9 @@ from jaxwb.sims.sparse_attention import reference as ref
 from jaxwb.sims.sparse_attention.config import Config
 
 
-def near_zero(statement: str, measured, tolerance: float, *, source: str = "paper", wide_reason: str = "") -> Claim:
+def near_zero(
+    statement: str, measured, tolerance: float = 0.0, *, source: str = "paper", wide_reason: str = ""
+) -> Claim:
     """A deterministic measurement that must be 0 (a count, a largest difference from a reference) within
     ``tolerance`` (:func:`agreement`, ``"abs"``)."""
     return agreement(statement, 0.0, measured, tolerance, "abs", source=source, wide_reason=wide_reason)
@@ -361,7 +363,6 @@ def louver_claims(results, cfg: Config) -> list[Claim]:
             "inputs) in a skipped block or outside the retrieved keys (ball and box bounds, every tau, layer, "
             "prompt)",
             fn,
-            0.0,
         ),
         near_zero(
             "Louver's bounds are tight up to float32 rounding: no block scored whose float64 ball/box bound is below "
@@ -369,7 +370,6 @@ def louver_claims(results, cfg: Config) -> list[Claim]:
             f"tau by more than {louver.TIGHT:g} |q|.|k| (every tau, layer, prompt; the kernel pads by 4 (D + 2) "
             "eps_32, 10-20x less)",
             excess,
-            0.0,
         ),
     ]
 
@@ -427,7 +427,6 @@ def reference_claims(results, cfg: Config) -> list[Claim]:
             f"blocks of every row by the float64 pooled-Q/K importance {at} (rows violating it, ties within "
             f"{IMP_TIE:g} allowed either way)",
             float(ref.topk_violations(imp64, r["mask"], cfg.main_k, tol=IMP_TIE)),
-            0.0,
         ),
         near_zero(
             "The attention-output error the policies are compared by is ||O_mask - O||_F / ||O||_F of softmax "
@@ -442,7 +441,6 @@ def reference_claims(results, cfg: Config) -> list[Claim]:
             "from the decoding schedule) are those at which the dense run of prompt 0 starts committing bytes of "
             "the next decoding block (measured from its recorded states; steps in one set and not the other)",
             len(set(measured_tr) ^ set(cfg.transitions)),
-            0.0,
             source="reconstruction",
         ),
     ]
