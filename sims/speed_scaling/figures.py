@@ -223,9 +223,8 @@ def robust_n_figure(results: dict, cfg: Config):
         worst = sp[..., j].max(axis=2)
         m, h = panels.mean_ci_columns(worst, axis=1)
         g, gh = robust_growth(n, worst)
-        ax.errorbar(
-            n, m, yerr=h, fmt="o-", capsize=3, color=f"C{j}", label=f"eps={e:g}: growth {g:.2f} (+{gh:.2f}) over n"
-        )
+        label = f"eps={e:g}: growth {g:.2f} (+{gh:.2f}) over n"
+        ax.errorbar(n, m, yerr=h, fmt="o-", capsize=3, color=f"C{j}", label=label)
         ax.plot(n, m[0] * ROBUST_GROWTH ** (np.log(n / n[0]) / np.log(n[-1] / n[0])), ":", color=f"C{j}")
     ax.plot([], [], "k:", label=f"claim's limit: growth {ROBUST_GROWTH:g} over the range")
     title = "SP's robustness does not grow with n (dynamic mode, adversarial predictions)"
@@ -240,9 +239,8 @@ def las_eps_figure(results: dict, cfg: Config):
     lo, hi = las_eps_interval(grid, m)
     fig, ax = style.figure(figsize=(7, 4.5))
     label = f"LAS, exact workloads ({cfg.las_cal_seeds} calibration instances: mean, 95% CI)"
-    panels.measured_vs_predicted(
-        ax, grid, m, 1 + grid, yerr=h, fmt="o-", label=label, pred_label="consistency bound 1 + eps"
-    )
+    pred_label = "consistency bound 1 + eps"
+    panels.measured_vs_predicted(ax, grid, m, 1 + grid, yerr=h, fmt="o-", label=label, pred_label=pred_label)
     ax.axhspan(*PUBLISHED_LAS, color="0.8", label="published LAS-accurate range")
     if np.isfinite(lo):
         ax.axvspan(lo, hi, color="tab:blue", alpha=0.12, label=f"eps in [{lo:.2f}, {hi:.2f}] maps into it")

@@ -82,12 +82,8 @@ def perplexity_figure(results: dict, cfg: Config):
         )
     for i, (_, _, paper) in enumerate(settings):
         if paper is not None:
-            ax.plot(
-                [i - w / 2, i + (n_sizes - 0.5) * w],
-                [100 * paper] * 2,
-                **style.PREDICTION,
-                label=f"paper (LLM average): {100 * paper:.1f}%" if i < 2 else None,
-            )
+            label = f"paper (LLM average): {100 * paper:.1f}%" if i < 2 else None
+            ax.plot([i - w / 2, i + (n_sizes - 0.5) * w], [100 * paper] * 2, **style.PREDICTION, label=label)
     ax.set_xticks(np.arange(len(settings)) + 0.4 - w / 2, [lab for _, lab, _ in settings], fontsize=8)
     title = "1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)"
     ax.set(ylabel="fraction of NVFP4's perplexity loss removed by RaZeR (%)", title=title)
@@ -126,14 +122,8 @@ def engines_figure(results: dict, cfg: Config):
     names = list(ENGINES[1:])
     tv = [float(e[n]["tv"]) for n in names]
     kl = [float(e[n]["kl"]) for n in names]
-    ax.bar(
-        names,
-        tv,
-        yerr=[2 * float(e[n]["tv_se"]) for n in names],
-        capsize=5,
-        color="tab:blue",
-        label="TV estimate (logit access, +-2 se)",
-    )
+    label = "TV estimate (logit access, +-2 se)"
+    ax.bar(names, tv, yerr=[2 * float(e[n]["tv_se"]) for n in names], capsize=5, color="tab:blue", label=label)
     pinsker = [np.sqrt(max(k, 0) / 2) for k in kl]
     ax.plot(names, pinsker, "k_", ms=30, mew=2, label="Pinsker bound sqrt(KL/2) (KL point estimate)")
     ax.set_ylim(0, 1.35 * max(max(pinsker), max(tv), 1e-3))

@@ -140,9 +140,8 @@ def plot_queries_vs_k(results: dict, cfg: Config):
     ax2.set(xlabel="s / (n (K - 1)): samples per position over the noise scale", ylabel=ylabel, title=title)
     ax2.legend(fontsize=7)
     tvk = np.asarray(ks["tv"], float)
-    ax3.errorbar(
-        K, tvk.mean(0), tvk.std(0, ddof=1), fmt="o-", color="k", capsize=3, label="TV (RB), mean +- sd over seeds"
-    )
+    label = "TV (RB), mean +- sd over seeds"
+    ax3.errorbar(K, tvk.mean(0), tvk.std(0, ddof=1), fmt="o-", color="k", capsize=3, label=label)
     title = f"The family (per-step perturbation {cfg.slope_delta}/sqrt(n)) vs K"
     ax3.set(xscale="log", xlabel="vocabulary K", ylabel="TV", ylim=(0, None), title=title)
     ax3.legend()
