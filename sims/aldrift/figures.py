@@ -42,7 +42,7 @@ def plot_acceptance(results: dict, cfg: Config):
     taus = np.asarray(results["taus"])
     qa = results["quadratic"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12.8, 4.4))
-    series = [
+    series: list[tuple] = [
         (
             results[f"setting{i + 1}"]["aldrift"],
             color,

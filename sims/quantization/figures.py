@@ -19,7 +19,7 @@ def plot_mse_vs_bits(results: dict, cfg: Config):
 
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.8))
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
-    series = [
+    series: list[tuple] = [
         (r, "o-", c, {}, f"one RHT, d={d}", f" (worst of {len(r['mse'])} vectors)")
         for (d, r), c in zip(results["rht"].items(), colors, strict=False)
     ]

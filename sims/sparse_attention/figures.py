@@ -137,12 +137,10 @@ def policy_budget_figure(r, cfg: Config):
     }
     for name, (mk, col, lab) in refs.items():
         dens = pol[name]["density"][0]
-        for ax, val, label in (
-            (axes[0], pol[name]["err"][0].mean(axis=(1, 2)), lab),
-            (axes[1], pol[name]["kl"][0].mean(axis=1), None),
-            (axes[2], pol[name]["dnll"][0].mean(axis=1), None),
-        ):
-            panels.errorbars(ax, dens, val[:, None], fmt=mk, ms=7, capsize=0, color=col, label=label)
+        ref = pol[name]
+        vals = (ref["err"][0].mean(axis=(1, 2)), ref["kl"][0].mean(axis=1), ref["dnll"][0].mean(axis=1))
+        for ax, val, ref_label in zip(axes, vals, (lab, None, None), strict=True):  # one legend entry per reference
+            panels.errorbars(ax, dens, val[:, None], fmt=mk, ms=7, capsize=0, color=col, label=ref_label)
     axes[2].axhline(0, color="black", lw=0.6)
     title = "output error vs density\n(mean over layers, steps; 95% CI over prompts)"
     axes[0].set(xlabel="block density (fraction of blocks kept)", ylabel="relative attention-output error", title=title)

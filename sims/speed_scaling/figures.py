@@ -177,7 +177,7 @@ def las_experiment_figure(results: dict, cfg: Config):
     main = results["main"]
     fig, ax = style.figure(figsize=(13, 5.5))
     # (per-seed ratios, colour, bar keywords, tick label, gap after) for every bar, left to right
-    bars = [(main[name], COLORS[name], {}, LABELS[name], 0.0) for name in BASELINES]
+    bars: list[tuple] = [(main[name], COLORS[name], {}, LABELS[name], 0.0) for name in BASELINES]
     bars.append(
         (main["bkp_work_only"], COLORS["bkp"], {"alpha": 0.35, "hatch": ".."}, "BKP\nwork-only\n(old bug)", 0.5)
     )
