@@ -67,13 +67,10 @@ def plot_acceptance(results: dict, cfg: Config):
     panels.errorbars(ax2, first, kish, fmt="*", color="tab:red", ms=10, label=label)
     title = f"IMH acceptance, m={cfg.m} chains x M={cfg.M} steps per tau\n(median, min-max of runs)"
     panels.finish(ax, legend=8, log="xy", xlabel="temperature tau", ylabel="IMH acceptance rate", title=title)
+    title = "Importance ESS fraction (sum w)^2 / (N sum w^2), w = p_tau / proposal,\nN = m M proposals"
+    ylabel = "importance ESS / (m M)  of the proposals"
     return panels.finish(
-        ax2,
-        legend={"fontsize": 7, "loc": "lower left"},
-        log="xy",
-        xlabel="temperature tau",
-        ylabel="importance ESS / (m M)  of the proposals",
-        title="Importance ESS fraction (sum w)^2 / (N sum w^2), w = p_tau / proposal,\nN = m M proposals",
+        ax2, legend={"fontsize": 7, "loc": "lower left"}, log="xy", xlabel="temperature tau", ylabel=ylabel, title=title
     ).figure
 
 

@@ -145,13 +145,10 @@ def plot_speedup(results: dict, cfg: Config):
     label = f"paper: grows with B; heavy ball log2 A({Bs[-1]:g})/A(1) = {growth:.2f} (95% CI {g_lo:.2f}..{g_hi:.2f})"
     ax2.plot([], [], " ", label=label)
     _sat_lines(ax2, c)
+    title = "Acceleration over SGD at the same batch size"
+    ylabel = "acceleration T_SGD(B) / T(B)  (same B, Monte Carlo)"
     return panels.finish(
-        ax2,
-        legend={"fontsize": 7, "loc": "upper left"},
-        log="xy",
-        xlabel="batch size B",
-        ylabel="acceleration T_SGD(B) / T(B)  (same B, Monte Carlo)",
-        title="Acceleration over SGD at the same batch size",
+        ax2, legend={"fontsize": 7, "loc": "upper left"}, log="xy", xlabel="batch size B", ylabel=ylabel, title=title
     ).figure
 
 

@@ -37,15 +37,9 @@ def plot_mse_vs_bits(results: dict, cfg: Config):
     panels.finish(ax, legend=8, xlabel="bits per coordinate b", ylabel=ylabel, title=title)
     fr, fci, _ = fresh_worst(results, cfg)
     draws = "/".join(str(cfg.fresh_draws(d)) for d in cfg.dims)
+    label = f"worst vector re-measured ({draws} fresh draws, 95% CI)"
     panels.ratio_panel(
-        ax2,
-        bits + 0.08,
-        fr,
-        yerr=fci,
-        fmt="D",
-        ms=4,
-        label=f"worst vector re-measured ({draws} fresh draws, 95% CI)",
-        reference_label="paper: ratio -> 1 as b grows",
+        ax2, bits + 0.08, fr, yerr=fci, fmt="D", ms=4, label=label, reference_label="paper: ratio -> 1 as b grows"
     )
     ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
     title = "The measured o(1) term (lines: first pass, biased up by the max)"
@@ -117,11 +111,8 @@ def plot_inquant(results: dict, cfg: Config):
     names = list(iq["mse"])
     payload = int(iq["input_bytes_per_seed"][0]) / int(iq["payload_bytes_per_seed"][0])
     ax2.bar(names, [float(iq["mse"][n]) for n in names], color=["tab:blue", "tab:orange", "tab:green"])
-    ax2.set(
-        yscale="log",
-        ylabel="MSE",
-        title=f"InQuant payload {payload:.1f}x (with scales {float(iq['total_ratio']):.2f}x)",
-    )
+    title = f"InQuant payload {payload:.1f}x (with scales {float(iq['total_ratio']):.2f}x)"
+    ax2.set(yscale="log", ylabel="MSE", title=title)
     ax2.tick_params(axis="x", labelsize=8)
     return fig
 

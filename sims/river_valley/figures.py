@@ -37,14 +37,11 @@ def plot_trajectories(results: dict, cfg: Config):
     st = np.asarray(tr["starts"])
     ax.plot(st[:, 0], st[:, 1], "k.", ms=5, label=f"{len(st)} random starts (seeded)")
     ax.plot(0, 0, "k*", ms=10, label="minimum x* = 0")
+    title = f"Curved valley lam={lam:g}, mu={10 * mu:g}, y = {cfg.curved_a:g} sin({cfg.curved_k:g} x)"
+    ylabel = "valley coordinate y"
+    xlabel = "river coordinate x"
     panels.finish(
-        ax,
-        legend={"loc": "lower right"},
-        xlim=(-3.5, 1.0),
-        ylim=(-2.0, 2.0),
-        xlabel="river coordinate x",
-        ylabel="valley coordinate y",
-        title=f"Curved valley lam={lam:g}, mu={10 * mu:g}, y = {cfg.curved_a:g} sin({cfg.curved_k:g} x)",
+        ax, legend={"loc": "lower right"}, xlim=(-3.5, 1.0), ylim=(-2.0, 2.0), xlabel=xlabel, ylabel=ylabel, title=title
     )
     ax2.set_yscale("log")
     title = "Loss (GD at the aggressive lr blows up and stops)"
@@ -190,13 +187,10 @@ def plot_curved_river(results: dict, cfg: Config):
     ax2.axhline(1.0, color="tab:red", ls=":", label="straight river (no geometry)")
     ax2.set_xticks(xi, names)
     mean_speed = speeds.mean(0)
+    title = f"Speed relative to lr/(1-beta); HB/GD speed ratio {mean_speed[1] / mean_speed[0]:.3f}"
+    ylabel = "mean speed / (lr g/(1-beta))  (dimensionless)"
     return panels.finish(
-        ax2,
-        legend=8,
-        xlim=(-0.5, len(names) - 0.5),
-        ylim=(geo - 0.03, 1.01),
-        ylabel="mean speed / (lr g/(1-beta))  (dimensionless)",
-        title=f"Speed relative to lr/(1-beta); HB/GD speed ratio {mean_speed[1] / mean_speed[0]:.3f}",
+        ax2, legend=8, xlim=(-0.5, len(names) - 0.5), ylim=(geo - 0.03, 1.01), ylabel=ylabel, title=title
     ).figure
 
 

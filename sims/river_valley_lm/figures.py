@@ -61,13 +61,11 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
         eh = eh if np.isfinite(eh) else 0.0
         ax2.errorbar(b, 2**em, yerr=[[2**em - 2 ** (em - eh)], [2 ** (em + eh) - 2**em]], fmt="w*", ms=12, capsize=4)
     ax2.plot([], [], "k*", label="largest stable grid lr, geo. mean + CI")
+    title = "(lr, beta) map: seed-mean loss; grey = share diverged"
+    ylabel = "effective lr lr/(1-beta) / (2/lambda_max(init))"
+    xlabel = "momentum beta"
     panels.finish(
-        ax2,
-        legend={"fontsize": 7, "loc": "lower right"},
-        yscale="log",
-        xlabel="momentum beta",
-        ylabel="effective lr lr/(1-beta) / (2/lambda_max(init))",
-        title="(lr, beta) map: seed-mean loss; grey = share diverged",
+        ax2, legend={"fontsize": 7, "loc": "lower right"}, yscale="log", xlabel=xlabel, ylabel=ylabel, title=title
     )
     alr, ab1 = np.asarray(a["lr"]), np.asarray(a["beta1"])
     am, ah = _mean_band(a["final_loss"])
@@ -176,14 +174,9 @@ def plot_edge_of_stability(results: dict, cfg: Config):
             title=f"full batch ({cfg.hvp_batch} windows), lr = {cfg.eos_mults[i]:g} x 2/lambda_max(init), "
             f"every {cfg.eos_every} steps",
         )
-        panels.finish(
-            ax2,
-            legend=7,
-            yscale="log",
-            xlabel="step",
-            ylabel="lambda_max(H(theta_t))\n(warm-started Lanczos on HVPs)",
-            title="sharpness; dashed 2(1+beta)/lr (seed-mean lr); + Lanczos",
-        )
+        title = "sharpness; dashed 2(1+beta)/lr (seed-mean lr); + Lanczos"
+        ylabel = "lambda_max(H(theta_t))\n(warm-started Lanczos on HVPs)"
+        panels.finish(ax2, legend=7, yscale="log", xlabel="step", ylabel=ylabel, title=title)
         title = f"{lam.shape[1]} seeds per row"
         panels.finish(ax3, legend=6, xlabel="step", ylabel="full-batch loss (nats/byte)", title=title)
         ax4.set(xlabel="step", ylabel="norm", title="parameter norm (solid), RMSNorm-scale norm (dashed)")

@@ -104,12 +104,9 @@ def overlap_figure(r, cfg: Config):
         pred_label=f"uniform attention: {k}/{cfg.num_blocks}",
     )
     axes[2].set_xticks(np.arange(tm.shape[1]), [labels[i] for i in order], rotation=60, fontsize=7)
+    title = f"heads differ in concentration (permutation p = {float(r['head_spread']['p_value']):.3g})"
     return panels.finish(
-        axes[2],
-        legend=7,
-        xlabel="layer/head (sorted)",
-        ylabel=f"attention mass in top-{k} blocks",
-        title=f"heads differ in concentration (permutation p = {float(r['head_spread']['p_value']):.3g})",
+        axes[2], legend=7, xlabel="layer/head (sorted)", ylabel=f"attention mass in top-{k} blocks", title=title
     ).figure
 
 
@@ -247,14 +244,10 @@ def louver_figure(r, cfg: Config):
         axes[1].plot(qs, x["touched"].mean(axis=(0, 1)), "o-", color=c, label=f"pairs scored, {bound} index")
     axes[1].plot(qs, lv["ball"]["needed"].mean(axis=(0, 1)), "k--", label="pairs with q.k >= tau (ideal work)")
     axes[0].axhline(1.0, **style.prediction(label="guarantee: recall = 1"))
-    panels.finish(
-        axes[0],
-        legend=7,
-        xlabel="tau (quantile of the layer's q.k scores)",
-        ylabel="recall of keys with q.k >= tau (float64)",
-        ylim=(0.9, 1.02),
-        title="zero false negatives on the model's q, k",
-    )
+    title = "zero false negatives on the model's q, k"
+    ylabel = "recall of keys with q.k >= tau (float64)"
+    xlabel = "tau (quantile of the layer's q.k scores)"
+    panels.finish(axes[0], legend=7, xlabel=xlabel, ylabel=ylabel, ylim=(0.9, 1.02), title=title)
     title = f"work: flat index of {cfg.block}-key blocks"
     ylabel = "fraction of (query, key) pairs"
     return panels.finish(axes[1], legend=7, xlabel="tau quantile", ylabel=ylabel, yscale="log", title=title).figure

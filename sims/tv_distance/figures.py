@@ -160,14 +160,8 @@ def plot_coverage(results: dict, cfg: Config):
     m_h = int(cov["m"])
     z_d = float(stats.norm.ppf(1 - cfg.delta / 2))
     xs = np.arange(len(kinds))
-    ax.bar(
-        xs - 0.2,
-        [float(cov[k]["coverage"]) for k in kinds],
-        0.4,
-        color=colors,
-        alpha=0.4,
-        label=f"|T - TV| <= eps = {cfg.eps} (Hoeffding; not claimed: ~1 for any unbiased [0, 1] estimator)",
-    )
+    label = f"|T - TV| <= eps = {cfg.eps} (Hoeffding; not claimed: ~1 for any unbiased [0, 1] estimator)"
+    ax.bar(xs - 0.2, [float(cov[k]["coverage"]) for k in kinds], 0.4, color=colors, alpha=0.4, label=label)
     sds = [np.sqrt(float(results["reference"]["var"][k]) / m_h) for k in kinds]
     clt = np.array(
         [
@@ -179,13 +173,9 @@ def plot_coverage(results: dict, cfg: Config):
     ax.errorbar(xs + 0.2, clt[:, 0], [clt[:, 0] - clt[:, 1], clt[:, 2] - clt[:, 0]], fmt="none", color="k", capsize=4)
     ax.set_xticks(xs, kinds)
     ax.axhline(1 - cfg.delta, **style.prediction(), label=f"1 - delta = {1 - cfg.delta}")
-    panels.finish(
-        ax,
-        legend={"loc": "upper left", "fontsize": 6.5},
-        ylim=(0.5, 1.15),
-        ylabel="fraction of repetitions",
-        title=f"Coverage at the Hoeffding m = {m_h} ({cfg.coverage_reps} repetitions)",
-    )
+    title = f"Coverage at the Hoeffding m = {m_h} ({cfg.coverage_reps} repetitions)"
+    ylabel = "fraction of repetitions"
+    panels.finish(ax, legend={"loc": "upper left", "fontsize": 6.5}, ylim=(0.5, 1.15), ylabel=ylabel, title=title)
     xg = np.linspace(-cfg.eps, cfg.eps, 201)
     for kind, c, sd in zip(kinds, colors, sds, strict=True):
         est = np.asarray(cov[kind]["estimates"])
@@ -224,12 +214,10 @@ def plot_coverage(results: dict, cfg: Config):
         ax3.errorbar(x, f, [f - lo, hi - f], fmt=fmt, color=color, capsize=4, label=label)
     ax3.axhline(0.95, **style.prediction(), label="stated level 0.95")
     ax3.set_xticks(range(len(names)), [lab for _, lab in names], rotation=30, fontsize=8)
+    title = f"95% intervals at m = {int(cov['m'])} (95% Wilson interval)"
+    ylabel = "fraction of intervals covering the exact TV"
     return panels.finish(
-        ax3,
-        legend={"fontsize": 8, "loc": "lower left"},
-        ylim=(0, 1.05),
-        ylabel="fraction of intervals covering the exact TV",
-        title=f"95% intervals at m = {int(cov['m'])} (95% Wilson interval)",
+        ax3, legend={"fontsize": 8, "loc": "lower left"}, ylim=(0, 1.05), ylabel=ylabel, title=title
     ).figure
 
 
