@@ -52,8 +52,9 @@ def test_measured_vs_predicted_curve_and_level(ax):
     assert labels(ax) == ["theory", "level", "m", "ratio"]
     dashed = [line for line in ax.lines if line.get_linestyle() == "--"]
     assert len(dashed) == 2  # both predictions dashed
-    panels.finish(ax, xlabel="x (units)", ylabel="y (units)", legend=7)
+    panels.finish(ax, xlabel="x (units)", ylabel="y (units)", legend=7, log="y", ylim=(0.5, 20))
     assert ax.get_xlabel() == "x (units)" and ax.get_legend() is not None
+    assert (ax.get_xscale(), ax.get_yscale()) == ("linear", "log") and ax.get_ylim() == pytest.approx((0.5, 20))
 
 
 def test_ratio_panel_reference_line(ax):
