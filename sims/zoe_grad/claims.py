@@ -1,4 +1,4 @@
-"""zoe_grad: the claims and the mutants that must make them fail (what is measured: the package docstring)."""
+"""zoe_grad: the claims (what is measured: the package docstring; the mutants that must fail them: mutants.py)."""
 
 from __future__ import annotations
 
