@@ -9,7 +9,8 @@ Each builder draws one kind of panel on a given matplotlib ``Axes`` (made by ``s
   the predicted power law dashed;
 * ``stability_map``: a heat map of a quantity over two parameters, the unstable cells grey and the predicted
   stability edge dashed;
-* ``band`` / ``quantile_band``: a line with a shaded interval (a CI or a spread over seeds);
+* ``grouped_bars``: bars of several series side by side per group (methods x settings), with their intervals;
+* ``band`` / ``quantile_band`` / ``ci_band``: a line with a shaded interval (a CI or a spread over seeds);
 * ``prediction_key``, ``finish``, ``integer_ticks``: the legend entry of dashed predictions, the axis labels and
   legend in one call, and ticks at measured values.
 
@@ -234,6 +235,23 @@ def stability_map(
     if edge is not None:
         ax.plot(*edge, **style.PREDICTION, label=edge_label)
     ax.figure.colorbar(mesh, ax=ax, label=colorbar_label)
+    return ax
+
+
+def grouped_bars(ax, groups, values, *, labels, yerr=None, colors=None, width: float = 0.8, tick_kw=None, **kw):
+    """Bars of K series side by side in each of G groups, the groups' names under them.
+
+    ``groups`` (G,) tick labels; ``values`` (K, G); ``labels`` (K,) legend entries; ``yerr`` None or (K, G) (an
+    interval, e.g. 95% over seeds); ``colors`` (K,) or None (the colour cycle). The K bars of a group share
+    ``width`` (x units, groups 1 apart) centred on the group's tick; ``tick_kw`` goes to ``ax.set_xticks``
+    (``rotation``, ``fontsize``, ...), the rest to ``ax.bar`` (``capsize``, ``hatch``, ``edgecolor``, ...).
+    """
+    x, n = np.arange(len(groups)), len(values)
+    for k, vals in enumerate(values):
+        err = None if yerr is None else yerr[k]
+        color = None if colors is None else colors[k]
+        ax.bar(x + (k - (n - 1) / 2) * width / n, vals, width / n, yerr=err, color=color, label=labels[k], **kw)
+    ax.set_xticks(x, list(groups), **(tick_kw or {}))
     return ax
 
 

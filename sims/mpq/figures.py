@@ -24,28 +24,22 @@ def methods_figure(results: dict, cfg: Config):
     lm = results["lm"]
     tags = list(lm["ppl"])
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
-    width = 0.8 / len(METHODS)
-    x = np.arange(len(tags))
+    rel, pp = np.zeros((2, len(METHODS), len(tags))), np.zeros((2, len(METHODS), len(tags)))  # (mean, half-width)
     for j, m in enumerate(METHODS):
-        rel, rel_h, pp, pp_h = [], [], [], []
-        for t in tags:
+        for i, t in enumerate(tags):
             obj = lm["objective"][t]
             per_seed = np.mean(
                 [np.mean(np.asarray(obj[m][n]), axis=1) / np.mean(np.asarray(obj["rtn"][n])) for n in obj[m]], axis=0
             )
-            mu, h, _ = mean_ci(per_seed)
-            rel.append(mu)
-            rel_h.append(h if np.isfinite(h) else 0.0)
-            mu, h, _ = bootstrap_ci(np.asarray(lm["ppl"][t][m]) - np.asarray(lm["fp_ppl"]))
-            pp.append(mu)
-            pp_h.append(h if np.isfinite(h) else 0.0)
-        at = x + (j - (len(METHODS) - 1) / 2) * width
-        ax.bar(at, rel, width, yerr=rel_h, capsize=3, color=COLORS[m], label=LABELS[m])
-        ax2.bar(at, pp, width, yerr=pp_h, capsize=3, color=COLORS[m], label=LABELS[m])
+            rel[:, j, i] = mean_ci(per_seed)[:2]
+            pp[:, j, i] = bootstrap_ci(np.asarray(lm["ppl"][t][m]) - np.asarray(lm["fp_ppl"]))[:2]
+    names, colors = [LABELS[m] for m in METHODS], [COLORS[m] for m in METHODS]
+    for a, (mean, half) in ((ax, rel), (ax2, pp)):
+        yerr = np.where(np.isfinite(half), half, 0.0)
+        panels.grouped_bars(a, tags, mean, labels=names, yerr=yerr, colors=colors, capsize=3)
     fp = float(np.mean(np.asarray(lm["fp_ppl"])))
     ax2.axhline(0.0, color="k", linestyle="--", label=f"float32 (mean ppl {fp:.3f})")
     for a in (ax, ax2):
-        a.set_xticks(x, tags)
         a.legend(fontsize=8)
     ax.set(
         ylabel="(w - q)^T H (w - q) / RTN's (mean over layers, rows)",

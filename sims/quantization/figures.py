@@ -60,11 +60,9 @@ def plot_format_comparison(results: dict, cfg: Config):
     datasets = list(f)
     labels = format_labels(f)
     fig, (ax, axt) = style.figure(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    width = 0.8 / len(labels)
-    for i, lab in enumerate(labels):
-        vals = [float(f[ds][lab]["rel_mse"]) for ds in datasets]
-        ax.bar(np.arange(len(datasets)) + i * width, vals, width, label=lab)
-    ax.set_xticks(np.arange(len(datasets)) + 0.4 - width / 2, datasets)
+    panels.grouped_bars(
+        ax, datasets, [[float(f[ds][lab]["rel_mse"]) for ds in datasets] for lab in labels], labels=labels
+    )
     ax.axhline(float(dq.mse_bound(4)), **style.prediction(), label="(pi sqrt3/2) 4^-4 (RHT bound)")
     title = f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices"
     panels.finish(ax, legend=7, yscale="log", ylabel="relative MSE ||X - X_hat||^2 / ||X||^2", title=title)

@@ -150,21 +150,25 @@ def robustness_figure(results: dict, cfg: Config):
     cmap = _eps_colors(results)
     adv = results["main"]["sp_adv"]
     fig, ax = style.figure(figsize=(11, 5.5))
-    n_bar = len(eps) + 1
-    width = 0.8 / n_bar
-    xs = np.arange(len(ADVERSARIAL))
-    for j, (e, k) in enumerate(zip(eps, np.asarray(results["kappas"]), strict=True)):
-        worst = np.max(np.maximum(np.asarray(adv["dynamic"])[:, :, j], np.asarray(adv["offline"])[:, :, j]), axis=0)
-        label = f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)"
-        ax.bar(xs + (j - (n_bar - 1) / 2) * width, worst, width, color=cmap[j], label=label)
+    dyn, off = np.asarray(adv["dynamic"]), np.asarray(adv["offline"])  # (seeds, predictions, eps)
+    worst = [np.max(np.maximum(dyn[:, :, j], off[:, :, j]), axis=0) for j in range(len(eps))]
+    labels = [
+        f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)" for e, k in zip(eps, results["kappas"], strict=True)
+    ]
+    groups = [k.replace("_", "\n") for k in ADVERSARIAL]
+    panels.grouped_bars(
+        ax,
+        groups,
+        [*worst, np.max(np.asarray(adv["follow"]), axis=0)],
+        labels=[*labels, "pure following (no cap)"],
+        colors=[*cmap, "0.6"],
+        tick_kw={"fontsize": 8},
+    )
     _sp_bounds(ax, results, cfg, "proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)")
-    worst = np.max(np.asarray(adv["follow"]), axis=0)
-    ax.bar(xs + (len(eps) - (n_bar - 1) / 2) * width, worst, width, color="0.6", label="pure following (no cap)")
     ax.axhline(ss.oa_bound(cfg.alpha), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
     ax.axhline(1.0, color="black", lw=0.8)
     title = f"Robustness: SP under adversarial speed predictions ({_setup(cfg)})"
-    ax.set(xticks=xs, yscale="log", ylabel="worst energy / OPT over seeds", title=title)
-    ax.set_xticklabels([k.replace("_", "\n") for k in ADVERSARIAL], fontsize=8)
+    ax.set(yscale="log", ylabel="worst energy / OPT over seeds", title=title)
     ax.legend(fontsize=7, ncol=2, loc="upper left")
     ax.set_ylim(0.8, None)
     return fig

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core import style
+from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import bootstrap_ci
 from jaxwb.sims.tiny_lm.config import (
     COLORS,
@@ -66,25 +66,23 @@ def perplexity_figure(results: dict, cfg: Config):
         ("wa", "W4A4", PAPER_RAZER_REDUCTION_WA),
         ("outlier", "W4A16, outlier channels", None),
     ]
-    w = 0.8 / n_sizes
-    for s in range(n_sizes):
-        vals = [_ci(np.asarray(results["reduction"][k])[s]) for k, _, _ in settings]
-        ax.bar(
-            np.arange(len(settings)) + s * w,
-            [100 * e for e, _ in vals],
-            w,
-            yerr=[100 * h for _, h in vals],
-            capsize=4,
-            label=f"d={int(np.asarray(results['d_models'])[s])} (mean, 95% bootstrap CI)",
-            color=["tab:green", "tab:olive", "tab:cyan", "tab:gray"][s % 4],
-            edgecolor="k",
-            lw=0.5,
-        )
-    for i, (_, _, paper) in enumerate(settings):
+    ci = 100 * np.array([[_ci(np.asarray(results["reduction"][k])[s]) for k, _, _ in settings] for s in range(n_sizes)])
+    panels.grouped_bars(
+        ax,
+        [lab for _, lab, _ in settings],
+        ci[..., 0],
+        labels=[f"d={int(d)} (mean, 95% bootstrap CI)" for d in np.asarray(results["d_models"])],
+        yerr=ci[..., 1],
+        colors=[["tab:green", "tab:olive", "tab:cyan", "tab:gray"][s % 4] for s in range(n_sizes)],
+        tick_kw={"fontsize": 8},
+        capsize=4,
+        edgecolor="k",
+        lw=0.5,
+    )
+    for i, (_, _, paper) in enumerate(settings):  # the paper's number across its group's bars
         if paper is not None:
             label = f"paper (LLM average): {100 * paper:.1f}%" if i < 2 else None
-            ax.plot([i - w / 2, i + (n_sizes - 0.5) * w], [100 * paper] * 2, **style.PREDICTION, label=label)
-    ax.set_xticks(np.arange(len(settings)) + 0.4 - w / 2, [lab for _, lab, _ in settings], fontsize=8)
+            ax.plot([i - 0.4, i + 0.4], [100 * paper] * 2, **style.PREDICTION, label=label)
     title = "1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)"
     ax.set(ylabel="fraction of NVFP4's perplexity loss removed by RaZeR (%)", title=title)
     ax.legend(fontsize=7)
@@ -97,15 +95,16 @@ def layer_errors_figure(results: dict, cfg: Config):
     fp0 = float(fp[0, 0])
     names = [str(n) for n in np.asarray(results["layer_names"])]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.6))
-    w = 0.8 / len(FORMATS)
-    xs = np.arange(len(names))
-    for i, f in enumerate(FORMATS):
-        ax.bar(xs + i * w, np.asarray(results["layer_rel_mse"][f]), w, label=f, color=COLORS[f])
-        ax2.bar(xs + i * w, np.asarray(results["layer_ppl"][f]) - fp0, w, label=f, color=COLORS[f])
+    ticks = {"rotation": 30, "ha": "right", "fontsize": 8}
+    colors = [COLORS[f] for f in FORMATS]
+    for a, vals in (
+        (ax, [np.asarray(results["layer_rel_mse"][f]) for f in FORMATS]),
+        (ax2, [np.asarray(results["layer_ppl"][f]) - fp0 for f in FORMATS]),
+    ):
+        panels.grouped_bars(a, names, vals, labels=list(FORMATS), colors=colors, tick_kw=ticks)
     rht_bound = float(dq.finite_level_factor(4) * dq.mse_bound(4))  # the claim's bound (dithered-RHT theory)
     ax.axhline(rht_bound, color=COLORS["rht4"], ls="--", lw=1, label="rht4 theory bound (N/(N-1))^2 (pi sqrt3/2) 4^-4")
     for a in (ax, ax2):
-        a.set_xticks(xs + 0.4 - w / 2, names, rotation=30, ha="right", fontsize=8)
         a.legend(fontsize=8)
     title = f"Per-layer weight error (d={cfg.d_models[0]}, seed 0)"
     ax.set(ylabel="relative weight MSE |W - Q(W)|^2 / |W|^2", yscale="log", title=title)

@@ -123,3 +123,14 @@ def test_prediction_key_and_integer_ticks(ax):
     ax.set_xscale("log")
     panels.integer_ticks(ax, [64, 128, 256])
     assert [t.get_text() for t in ax.get_xticklabels()] == ["64", "128", "256"]
+
+
+def test_grouped_bars(ax):
+    vals = np.array([[1.0, 2.0, 3.0], [1.5, 2.5, 3.5]])
+    panels.grouped_bars(ax, ["a", "b", "c"], vals, labels=["x", "y"], yerr=0.1 * vals, colors=["C0", "C1"], capsize=3)
+    assert labels(ax) == ["x", "y"]
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    bars = [b for c in ax.containers if hasattr(c, "patches") for b in c.patches]
+    assert len(bars) == 6
+    centres = sorted(b.get_x() + b.get_width() / 2 for b in bars)
+    assert centres[:2] == pytest.approx([-0.2, 0.2])  # the group's two bars around its tick
