@@ -16,9 +16,6 @@ COLORS = {"uniform": "tab:gray", "concentration": "tab:red"}
 LABELS = {"uniform": "uniform budget", "concentration": "head-adaptive budget (paper)"}
 
 
-_ci = panels.mean_ci_columns  # mean and 95% t half-width along an axis (over prompts)
-
-
 def _transitions(ax, cfg: Config, label=True):
     for i, t in enumerate(cfg.transitions):
         lab = "transition (next decoding block)" if label and i == 0 else None
@@ -90,7 +87,7 @@ def overlap_figure(r, cfg: Config):
     title = "overlap decays with lag"
     panels.finish(axes[1], legend=7, xlabel="lag (steps)", ylabel=ylabel, title=title, ylim=(0, 1.02))
     tm = m["topk_mass"].mean(axis=1).reshape(m["topk_mass"].shape[0], -1)  # [N, nl*H], mean over steps
-    mean, half = _ci(tm)
+    mean, half = panels.mean_ci_columns(tm)  # over prompts
     order = np.argsort(mean)
     labels = [f"L{i // cfg.n_heads}H{i % cfg.n_heads}" for i in range(tm.shape[1])]
     panels.measured_vs_predicted(
@@ -175,8 +172,7 @@ def refresh_period_figure(r, cfg: Config):
         ):
             if val is None:
                 continue
-            mu, hw = _ci(val, axis=1)
-            ax.errorbar(per, mu, yerr=hw, marker="o", capsize=3, color=COLORS[a], label=LABELS[a])
+            panels.errorbars(ax, per, val, axis=1, fmt="-", marker="o", color=COLORS[a], label=LABELS[a])
     axes[2].axhline(0.0, **style.prediction(label="dense attention"))
     axes[3].axhline(0.0, **style.prediction())
     axes[4].plot(per, np.full(per.shape, 1.0), **style.prediction())
