@@ -232,6 +232,7 @@ def plot_tv_vs_kl(results: dict, cfg: Config):
         lo, hi = np.percentile(np.asarray(est), [5, 95], axis=1)
         ax.plot(lam, truth, "o-", color=c, label=f"exact {lab}")
         ax.fill_between(lam, lo, hi, color=c, alpha=0.25, label=f"{lab} estimates, 5-95% (m={cfg.sep_m})")
+        ax2.plot(lam, hi - lo, "o-", color=c, label=f"{lab[:2]} estimator")
     ax.plot(lam, np.sqrt(klx / 2), **style.prediction(), label="Pinsker bound sqrt(KL/2)")
     ax.axhline(1.0, color="0.5", lw=1)
     panels.finish(
@@ -243,9 +244,6 @@ def plot_tv_vs_kl(results: dict, cfg: Config):
         ylabel="distance (nats for KL)",
         title=f"TV saturates at 1, KL grows without bound (K={K}, n={n})",
     )
-    for est, c, lab in ((sep["tv_est"], "tab:blue", "TV"), (sep["kl_est"], "tab:red", "KL")):
-        lo, hi = np.percentile(np.asarray(est), [5, 95], axis=1)
-        ax2.plot(lam, hi - lo, "o-", color=c, label=f"{lab} estimator")
     hoeffding = 2 * math.sqrt(math.log(20) / (2 * cfg.sep_m))
     ax2.axhline(hoeffding, **style.prediction(), label="TV: Hoeffding 90% width (any lambda)")
     title = f"Estimator spread ({cfg.sep_reps} repetitions of m={cfg.sep_m})"
