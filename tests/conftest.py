@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import time
 from pathlib import Path
 
 import jax
@@ -49,6 +51,52 @@ def x64():
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT
+
+
+# Per-test compile profile, off by default: WORKBENCH_TEST_COMPILES=FILE appends one JSON line per test to FILE
+# (nodeid, wall seconds, programs compiled or loaded ("programs", of which "cache_hits" came from the persistent
+# cache) and the seconds tracing, lowering and compiling them),
+# from jax.monitoring's events in the test's own process (a CLI subprocess or notebook kernel is not counted).
+_COMPILE_EVENTS = {
+    "/jax/core/compile/jaxpr_trace_duration": "trace_s",
+    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
+    "/jax/core/compile/backend_compile_duration": "compile_s",
+}
+_COMPILE_LOG = os.environ.get("WORKBENCH_TEST_COMPILES", "")
+_COMPILE_COUNTS: dict[str, float] = {}
+
+
+def _count_duration(event: str, duration: float, **_) -> None:
+    field = _COMPILE_EVENTS.get(event)
+    if field is not None:
+        _COMPILE_COUNTS[field] = _COMPILE_COUNTS.get(field, 0.0) + duration
+        if field == "compile_s":
+            _COMPILE_COUNTS["programs"] = _COMPILE_COUNTS.get("programs", 0) + 1
+
+
+def _count_event(event: str, **_) -> None:
+    if event == "/jax/compilation_cache/cache_hits":
+        _COMPILE_COUNTS["cache_hits"] = _COMPILE_COUNTS.get("cache_hits", 0) + 1
+
+
+if _COMPILE_LOG:
+    jax.monitoring.register_event_duration_secs_listener(_count_duration)
+    jax.monitoring.register_event_listener(_count_event)
+
+
+@pytest.fixture(autouse=True)
+def compile_profile(request):
+    """With WORKBENCH_TEST_COMPILES=FILE, one JSON line per test appended to FILE: what it compiled, and how long."""
+    if not _COMPILE_LOG:
+        yield
+        return
+    _COMPILE_COUNTS.clear()
+    t0 = time.perf_counter()
+    yield
+    row = {"test": request.node.nodeid, "wall_s": round(time.perf_counter() - t0, 2)}
+    row.update({k: round(v, 2) for k, v in sorted(_COMPILE_COUNTS.items())})
+    with open(_COMPILE_LOG, "a") as f:
+        f.write(json.dumps(row) + "\n")
 
 
 def _is_default_audit(item) -> bool:
