@@ -19,8 +19,12 @@ from jaxwb.sims.core.presets import get_config
 # aldrift 23 s, speed_scaling 20 s, sparse_attention 15 s, interpolation 14.5 s in the fresh-clone CI run of
 # b44ebc2; mpq 126 s at 3474a0f, its quick preset now quantizing the tiny LM, whose five models a cold cache
 # trains first; zoe_grad from 2026-12-06, its quick preset now pretraining a tiny LM and fine-tuning it with QAT, +12 to
-# +17 s on a cold cache). Each keeps its committed mechanical audit (figures/audit/random/<name>.json).
+# +17 s on a cold cache; distillation from 2026-12-06: its first mutant changes the random-feature kernels that
+# nearly every program of the quick run compiles, 178 s of a 2-core run under load, 31 programs of which 18 came
+# from the cache, as long as the clean quick run itself). Each keeps its committed mechanical audit
+# (figures/audit/random/<name>.json).
 COSTLY_QUICK = {
+    "distillation",
     "tiny_lm",
     "river_valley_lm",
     "aldrift",
