@@ -8,6 +8,8 @@ import os
 import subprocess
 import sys
 
+import pytest
+
 from benchmarks.workbench_all.driver import compare_claims
 from jaxwb.sims.core.paths import REPO_ROOT
 
@@ -34,6 +36,7 @@ def test_compare_claims_reports_each_changed_status_with_both_measurements():
     assert not compare_claims(new[:1], old)["identical"]  # a missing claim is a difference
 
 
+@pytest.mark.slow  # a subprocess repeating river_valley's quick run (its end-to-end test): 77 s of a 2-core run
 def test_dry_run_writes_a_record_on_the_cpu(tmp_path):
     record = tmp_path / "gpu.json"
     proc = subprocess.run(
