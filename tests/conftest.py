@@ -13,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from jaxwb.sims.core.paths import enable_compilation_cache
+from jaxwb.sims.core.profiling import CACHE_HIT, DURATIONS
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -55,19 +56,15 @@ def repo_root() -> Path:
 
 # Per-test compile profile, off by default: WORKBENCH_TEST_COMPILES=FILE appends one JSON line per test to FILE
 # (nodeid, wall seconds, programs compiled or loaded ("programs", of which "cache_hits" came from the persistent
-# cache) and the seconds tracing, lowering and compiling them),
-# from jax.monitoring's events in the test's own process (a CLI subprocess or notebook kernel is not counted).
-_COMPILE_EVENTS = {
-    "/jax/core/compile/jaxpr_trace_duration": "trace_s",
-    "/jax/core/compile/jaxpr_to_mlir_module_duration": "lower_s",
-    "/jax/core/compile/backend_compile_duration": "compile_s",
-}
+# cache) and the seconds tracing, lowering and compiling them). It counts the jax.monitoring events that
+# `workbench run --profile` reads (jaxwb.sims.core.profiling), in the test's own process only: a CLI subprocess
+# or a notebook kernel is not counted.
 _COMPILE_LOG = os.environ.get("WORKBENCH_TEST_COMPILES", "")
 _COMPILE_COUNTS: dict[str, float] = {}
 
 
 def _count_duration(event: str, duration: float, **_) -> None:
-    field = _COMPILE_EVENTS.get(event)
+    field = DURATIONS.get(event)
     if field is not None:
         _COMPILE_COUNTS[field] = _COMPILE_COUNTS.get(field, 0.0) + duration
         if field == "compile_s":
@@ -75,7 +72,7 @@ def _count_duration(event: str, duration: float, **_) -> None:
 
 
 def _count_event(event: str, **_) -> None:
-    if event == "/jax/compilation_cache/cache_hits":
+    if event == CACHE_HIT:
         _COMPILE_COUNTS["cache_hits"] = _COMPILE_COUNTS.get("cache_hits", 0) + 1
 
 
