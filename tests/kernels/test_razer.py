@@ -242,6 +242,7 @@ def test_xla_weight_exact_where_float_sums_are_not():
         assert np.asarray(q.scales)[-1, -1] >> 6 == tie_index  # -5 (exact sums); all tied -> +5
 
 
+@pytest.mark.filterwarnings("ignore:overflow encountered in multiply:RuntimeWarning")  # the overflow under test
 @pytest.mark.parametrize("variant", ["activation", "weight"])
 def test_xla_codes_where_the_scaled_values_overflow(variant):
     """Pass B's signed window (razer_xla._codes) against the spec where ``x * fl(1/g)`` overflows to +-inf (a
