@@ -48,6 +48,8 @@ def test_no_result_gains_unclaimed_arrays(name):
     assert len(missing) == known, f"{name}: {known - len(missing)} fewer unclaimed arrays: lower KNOWN_UNCLAIMED"
 
 
+# the perturbed arrays are far from any run's data: a fitted slope on them may be poorly conditioned
+@pytest.mark.filterwarnings("ignore:Polyfit may be poorly conditioned")
 @pytest.mark.parametrize("name", registry.result_names())
 def test_no_array_is_read_only_by_expected_failures(name):
     module = registry.get(name)
