@@ -5,7 +5,7 @@
 # wall time per result and each claim's outcome compared with the committed CPU run.
 # Usage on the device machine, from the repository root, after `pip install -e '.[dev]'` and a CUDA jax:
 #   bash .ci/workbench_all_gpu.sh            # the real run
-#   bash .ci/workbench_all_gpu.sh --dry-run  # the smallest quick preset on the CPU (what the suite runs)
+#   bash .ci/workbench_all_gpu.sh --dry-run  # the smallest quick preset on the CPU (`python -m pytest -m slow` runs it)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 exec timeout 540 "${PYTHON:-python}" -m benchmarks.workbench_all --budget-s 480 --per-result-s 300 "$@"

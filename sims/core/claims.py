@@ -438,17 +438,22 @@ def largest_difference(measured, reference, *, relative: str | float | None = "m
     (0.10000000000000009, inf)
     """
     a, b = np.asarray(measured, np.float64), np.asarray(reference, np.float64)
-    if relative == "each":
-        value = np.max(np.abs(a - b) / np.abs(b))
-    elif relative == "max":
-        value = np.max(np.abs(a - b)) / np.max(np.abs(b))
-    elif relative is None:
-        value = np.max(np.abs(a - b))
-    elif isinstance(relative, str):
-        raise ValueError(f"relative must be 'max', 'each', a number or None, got {relative!r}")
-    else:
-        value = np.max(np.abs(a - b)) / relative
+    with np.errstate(divide="ignore", invalid="ignore"):  # a zero or NaN denominator: inf, judged below
+        value = _largest(a, b, relative)
     return float(value) if np.isfinite(value) else float("inf")
+
+
+def _largest(a: np.ndarray, b: np.ndarray, relative: str | float | None):
+    """:func:`largest_difference` before the finiteness check."""
+    if relative == "each":
+        return np.max(np.abs(a - b) / np.abs(b))
+    if relative == "max":
+        return np.max(np.abs(a - b)) / np.max(np.abs(b))
+    if relative is None:
+        return np.max(np.abs(a - b))
+    if isinstance(relative, str):
+        raise ValueError(f"relative must be 'max', 'each', a number or None, got {relative!r}")
+    return np.max(np.abs(a - b)) / relative
 
 
 def farthest(values, target: float) -> float:
