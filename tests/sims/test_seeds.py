@@ -84,6 +84,8 @@ def test_the_committed_file_is_checked_and_a_stale_sweep_is_named(tmp_path):
     fresh = claims_of_run(noisy, noisy.PRESETS["quick"], seed=0)
     assert seeds.stale({"quick": s}, fresh, None) == []
     assert "differ" in seeds.stale({"quick": s}, fresh[:1], None)[0]
+    assert seeds.stale({"quick": s}, fresh[::-1], None) == []  # the order claims are listed in is not an outcome
+    assert "different number of times" in seeds.stale({"quick": s}, fresh + fresh[:1], None)[0]
 
 
 def test_the_cli_sweeps_and_writes_figures_audit_seeds(tmp_path, monkeypatch, capsys):
