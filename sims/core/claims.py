@@ -637,7 +637,8 @@ def scaling_exponent(
     >>> scaling_exponent("tau ~ n^(1/2), pooled", 0.5, n, curves.T, 0.05, pooled=True).n_seeds
     24
     """
-    interval = pooled_slope(x, curves) if pooled else mean_ci(loglog_slopes(x, curves))
+    level = options.get("level", 0.95)  # the interval at the level the claim records
+    interval = pooled_slope(x, curves, level=level) if pooled else mean_ci(loglog_slopes(x, curves), level=level)
     return Claim.from_interval(statement, predicted, interval, tolerance, comparison, **{**CHECK, **options})
 
 
