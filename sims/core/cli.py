@@ -3,7 +3,7 @@
     workbench list
     workbench run NAME [--quick] [--seed N] [--out DIR] [--set FIELD=VALUE ...] [--distributed ...]
     workbench run NAME --help          # the Config fields: types, defaults, one-line docs
-    workbench all [--quick] [--seed N] [--out DIR]
+    workbench all [--quick] [--seed N] [--out DIR] [--jobs N]
     workbench claims [NAME ...]
     workbench audit [NAME ...]
     workbench bench NAME [--quick]
@@ -156,6 +156,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--seed", type=_seed, default=0)
     a.add_argument("--device", choices=DEVICES, default=None, help="where to run (default: the best JAX sees)")
     a.add_argument("--out", default=None, help="parent folder: each result goes to OUT/<name>")
+    a.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=1,
+        help="run N results at once, each in its own process, the longest first (default 1: one after another); "
+        "each result's claims table is printed when it ends",
+    )
     c = sub.add_parser("claims", help="print the claims tables from the committed figures")
     c.add_argument("names", nargs="*")
     c.add_argument(
@@ -258,23 +265,108 @@ def _prepare(names, quick, out, overrides, *, per_result_out: bool):
 
 
 def _cmd_run(
-    names, quick, seed, out, overrides=(), *, per_result_out=False, write=True, profile=False, device=None
+    names, quick, seed, out, overrides=(), *, per_result_out=False, write=True, profile=False, device=None, parallel=1
 ) -> int:
     from jaxwb.sims.core import devices, harness
 
     devices.select_device(device)  # an unavailable device: the one-line error before anything runs
     preset, jobs = _prepare(names, quick, out, overrides, per_result_out=per_result_out)
-    outcomes = []
     t0 = time.perf_counter()
-    for module, cfg, target in jobs:
-        outcomes.append(
+    if parallel > 1 and len(jobs) > 1:
+        outcomes = _run_parallel(jobs, preset, seed, parallel, profile=profile, device=device)
+    else:
+        outcomes = [
             harness.execute(
                 module, preset=preset, seed=seed, out_dir=target, cfg=cfg, write=write, profile=profile, device=device
             )
-        )
+            for module, cfg, target in jobs
+        ]
     if len(jobs) > 1:
         print(f"\n({time.perf_counter() - t0:.0f}s) " + expectation_report(outcomes))
     return 0 if all(o.as_expected for o in outcomes) else 1
+
+
+def longest_first(names, preset: str) -> list[str]:
+    """``names`` ordered by the wall time of their last ``preset`` run (the committed ``figures/<name>`` for the
+    full preset, the quick output in the cache for the quick one), longest first; results never run go first, in
+    the given order. The order in which ``workbench all --jobs N`` starts them, so the long ones do not end last."""
+    from jaxwb.sims.core import paths
+    from jaxwb.sims.core.outputs import load_manifest
+
+    def wall(name: str) -> float:
+        try:
+            return float(load_manifest(paths.default_out_dir(name, preset)).get("wall_time_s", float("inf")))
+        except (OSError, ValueError, TypeError, WorkbenchError):
+            return float("inf")
+
+    return sorted(names, key=lambda n: -wall(n))
+
+
+def run_one(name: str, preset: str, seed: int, target: str, profile: bool, device: str | None):
+    """One result of ``workbench all --jobs N``, in a worker process: returns its claims table and profile as text
+    (printed by the parent when it ends, so two results' tables do not interleave) and its outcome without the
+    arrays (written to ``target``)."""
+    import contextlib
+    import io
+    import types
+
+    from jaxwb.sims.core import harness, paths, registry
+
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _on_sigterm)  # the parent's SIGTERM or Ctrl-C: the temporary folder removed
+    paths.enable_compilation_cache()
+    os.environ["WORKBENCH_PROGRESS"] = "0"  # the parent shows one bar over the results
+    module = registry.get(name)
+    text = io.StringIO()
+    with contextlib.redirect_stdout(text):
+        o = harness.execute(module, preset=preset, seed=seed, out_dir=target, profile=profile, device=device)
+    return text.getvalue(), types.SimpleNamespace(name=o.name, claims=o.claims, as_expected=o.as_expected)
+
+
+def worker_pool(n: int):
+    """The pool of ``workbench all --jobs n``: fresh processes (spawned: JAX does not survive a fork)."""
+    import concurrent.futures
+    import multiprocessing
+
+    return concurrent.futures.ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+
+
+def _run_parallel(jobs, preset: str, seed: int, n: int, *, profile: bool, device: str | None) -> list:
+    """Run ``jobs`` (module, cfg, target) ``n`` at a time in :func:`worker_pool`; the outcomes in ``jobs`` order."""
+    import concurrent.futures
+    import multiprocessing
+
+    from jaxwb.sims.core.progress import progress_enabled
+
+    by_name = {module.NAME: (module, target) for module, _, target in jobs}
+    order = longest_first(list(by_name), preset)
+    done = {}
+    bar = None
+    if progress_enabled():
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(order), desc=f"workbench all ({n} at once)", unit="result")
+    pool = worker_pool(n)
+    try:
+        futures = {
+            pool.submit(run_one, name, preset, seed, str(by_name[name][1]), profile, device): name for name in order
+        }
+        for future in concurrent.futures.as_completed(futures):
+            text, outcome = future.result()  # a simulation's error: its traceback, the other results abandoned
+            done[futures[future]] = outcome
+            print(text, end="", flush=True)
+            if bar is not None:
+                bar.update(1)
+    except BaseException:  # an error, Ctrl-C or SIGTERM: stop the workers (each removes its temporary folder)
+        pool.shutdown(wait=False, cancel_futures=True)
+        for child in multiprocessing.active_children():
+            child.terminate()
+        raise
+    finally:
+        pool.shutdown(wait=True)
+        if bar is not None:
+            bar.close()
+    return [done[module.NAME] for module, _, _ in jobs]
 
 
 def expectation_report(outcomes) -> str:
@@ -669,6 +761,7 @@ def main(argv: list[str] | None = None) -> int:
                 per_result_out=True,
                 profile=args.profile,
                 device=args.device,
+                parallel=args.jobs,
             )
         if args.command == "claims":
             if args.rejudge:

@@ -197,6 +197,8 @@ BAD_INPUTS = [
     ),
     (["all", "--seed", "x"], "seed must be an integer"),
     (["all", "--out", "{file}"], "is not a folder"),
+    (["all", "--jobs", "0"], "expected a positive integer"),
+    (["all", "--jobs", "two"], "expected a positive integer"),
     (["run", "river_valley", "--seed", "+5"], "decimal digits only"),
     (["run", "river_valley", "--seed", "1_000"], "decimal digits only"),
     (["run", "river_valley", "--seed", " 5"], "decimal digits only"),
@@ -568,6 +570,42 @@ def test_all_writes_each_result_under_out(monkeypatch, tmp_path, capsys):
     assert cli.main(["all", "--quick", "--out", str(tmp_path / "all")]) == 0
     assert [n for n, _, _ in seen] == registry.result_names()
     assert all(out == tmp_path / "all" / n and preset == "quick" for n, out, preset in seen)
+
+
+def test_all_with_jobs_runs_each_result_once_longest_first(monkeypatch, tmp_path, capsys):
+    """``workbench all --jobs N``: every result once, in worker processes (a thread here, so the fake execute
+    applies), started longest first by the wall time of its last run, each claims table printed when it ends."""
+    import concurrent.futures
+
+    started = []
+
+    def fake_execute(module, **kw):
+        started.append(module.NAME)
+        print(f"table of {module.NAME}")
+        return harness.Outcome(module.NAME, kw["preset"], {}, [], kw["out_dir"], 0.0)
+
+    monkeypatch.setattr(harness, "execute", fake_execute)
+    monkeypatch.setattr(cli, "worker_pool", lambda n: concurrent.futures.ThreadPoolExecutor(max_workers=1))
+    names = registry.result_names()
+    walls = {name: float(i) for i, name in enumerate(names)}  # the last result took longest
+    monkeypatch.setattr(cli, "longest_first", lambda ns, preset: sorted(ns, key=lambda n: -walls[n]))
+    assert cli.main(["all", "--quick", "--jobs", "2", "--out", str(tmp_path / "all")]) == 0
+    assert started == names[::-1]
+    out = capsys.readouterr().out
+    assert all(f"table of {n}" in out for n in names) and f"{len(names)}/{len(names)} results" in out
+
+
+def test_longest_first_reads_the_last_runs_wall_time(monkeypatch, tmp_path):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    for name, wall in (("aldrift", 5.0), ("river_valley", 50.0)):
+        folder = default_out_dir(name, "quick")
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps({"wall_time_s": wall}))
+    assert cli.longest_first(["aldrift", "river_valley", "quantization"], "quick") == [
+        "quantization",  # never run: first
+        "river_valley",
+        "aldrift",
+    ]
 
 
 def test_quick_outputs_are_git_ignored(monkeypatch):
