@@ -14,7 +14,6 @@ from jaxwb.sims.core.paths import FIGURES_DIR, REPO_ROOT
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.py"))
-FAST_COMPILE_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -24,10 +23,7 @@ def test_notebook_executes(path: Path, monkeypatch):
     monkeypatch.setenv("WORKBENCH_QUICK", "1")
     monkeypatch.setenv("MPLBACKEND", "Agg")
     monkeypatch.setenv("PYTHONPATH", str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    # Headless, a notebook is compile-bound (each cell runs once, on tiny inputs): XLA's CPU backend without its
-    # LLVM optimization passes compiles about twice as fast (quantization: drop_in_demo 16 -> 9 CPU-s); the code
-    # executed is the same, only less optimized machine code. Appended, so a user's XLA_FLAGS are kept.
-    monkeypatch.setenv("XLA_FLAGS", f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_XLA_FLAGS}".strip())
+    # the kernel inherits the suite's fast-compile XLA_FLAGS (tests/conftest.py): a headless notebook is compile-bound
     nb = jupytext.read(path)
     client = nbclient.NotebookClient(
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(ROOT / "notebooks")}}
