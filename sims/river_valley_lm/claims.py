@@ -68,6 +68,13 @@ def seed_edges(results) -> np.ndarray:
     return bracket_edges(results["edges"])
 
 
+def bracket_gap(edge_a: float, edge_b: float, res_oct: float) -> float:
+    """|log2 edge_a/edge_b| in octaves, snapped to whole final brackets of ``res_oct`` octaves: two bisections of
+    one starting bracket end on the same log grid, so their edges lie a whole number of brackets apart (the float
+    rounding of the midpoints would put exactly 3 brackets at 0.28125000000000006 > 3 x 0.09375)."""
+    return float(res_oct * np.round(abs(np.log2(edge_a / edge_b)) / res_oct))
+
+
 def bracket_octaves(bracket, cfg: Config) -> float:
     """Width in octaves of a bisection's final bracket, from its starting ``bracket`` (lo, hi)."""
     return float(np.log2(bracket[1] / bracket[0]) / 2**cfg.edge_iters)
@@ -452,7 +459,7 @@ def reference_run_claims(results: dict, cfg: Config) -> list[Claim]:
         f"reference with its own windows and update lands within {EDGE_BRACKETS} final brackets (|log2 gap| <= "
         f"{EDGE_BRACKETS * res_oct:.3g} octaves)"
     )
-    edge_gap = abs(float(np.log2(run_edge / ref_edge))) if same_flags else float("inf")
+    edge_gap = bracket_gap(run_edge, ref_edge, res_oct) if same_flags else float("inf")
     why = (
         "a bisection's outcome is discrete (whole brackets apart): a float32/float64 rounding difference near the "
         "edge can flip a halving; measured 0-2 brackets over quick keys 0..9"

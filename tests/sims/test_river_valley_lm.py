@@ -14,7 +14,14 @@ import pytest
 from jaxwb.sims import river_valley_lm as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.river_valley_lm import dynamics as dyn
-from jaxwb.sims.river_valley_lm.claims import grid_edge, linear_river_ratio, seed_edges, unigram_cross_entropy
+from jaxwb.sims.river_valley_lm.claims import (
+    bracket_gap,
+    bracket_octaves,
+    grid_edge,
+    linear_river_ratio,
+    seed_edges,
+    unigram_cross_entropy,
+)
 from jaxwb.sims.river_valley_lm.run import eos_rows
 
 
@@ -116,6 +123,16 @@ def test_seed_edges_marks_censored_brackets():
     }
     e = seed_edges(r)
     assert e[0, 0] == pytest.approx(4.0) and e[0, 1] == np.inf and np.isnan(e[0, 2])
+
+
+def test_bracket_gap_counts_whole_brackets():
+    """Two bisections of (1, 64) in 6 halvings end on one log grid (64^(1/64) apart): three brackets apart is
+    exactly 3 x 0.09375 octaves, whatever the rounding of the midpoints sqrt(lo hi)."""
+    res = bracket_octaves((1.0, 64.0), sim.Config(edge_iters=6))
+    lo = 2.0 ** (37 * res)
+    a, b = np.sqrt(lo * lo * 2**res), np.sqrt(lo * 2 ** (3 * res) * lo * 2 ** (4 * res))
+    assert bracket_gap(a, b, res) == 3 * res and bracket_gap(b, a, res) == 3 * res
+    assert bracket_gap(a, a, res) == 0.0
 
 
 def test_unigram_cross_entropy_by_hand():
