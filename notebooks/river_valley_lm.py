@@ -26,8 +26,8 @@
 # **This is a negative replication.** On this model momentum *narrows* the stable raw learning rate (the paper:
 # it widens it by `1+beta`), the river-speed gain at the edge is far below `(1+beta)/(1-beta)`, GD and heavy ball
 # settle at the same `lr * lambda_max` (not `2` and `2(1+beta)`), and the top of the Hessian spectrum has no
-# valley/river gap. In the full preset (15 seeds, 95% intervals) the divergence edges are 10.1 (GD), 7.1 (beta 0.5)
-# and 3.8 (beta 0.9) times `2/lambda_max(init)`; the river-speed gain at the edge is 1.41x and 3.75x (the paper: 3
+# valley/river gap. In the full preset (15 seeds, 95% intervals) the divergence edges are 10.4 (GD), 7.1 (beta 0.5)
+# and 3.8 (beta 0.9) times `2/lambda_max(init)`; the river-speed gain at the edge is 1.37x and 3.65x (the paper: 3
 # and 19); at the edge of stability `lr * lambda_max` is 3.6 +- 0.5 for GD and 3.7 +- 0.6 for heavy ball beta 0.5
 # (quadratic: 2 and 3); the largest ratio of consecutive top-20 eigenvalues is 1.28 +- 0.05 (a gap: >= 2). A width
 # scan (`d_model` 16, 32, 64) finds no regime where the paper's picture appears (heavy ball's edge about half of
