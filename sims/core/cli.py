@@ -338,8 +338,8 @@ def _run_parallel(jobs, preset: str, seed: int, n: int, *, profile: bool, device
 
     from jaxwb.sims.core.progress import progress_enabled
 
-    by_name = {module.NAME: (module, target) for module, _, target in jobs}
-    order = longest_first(list(by_name), preset)
+    targets = {module.NAME: str(target) for module, _, target in jobs}
+    order = longest_first(list(targets), preset)
     done = {}
     bar = None
     if progress_enabled():
@@ -348,9 +348,7 @@ def _run_parallel(jobs, preset: str, seed: int, n: int, *, profile: bool, device
         bar = tqdm(total=len(order), desc=f"workbench all ({n} at once)", unit="result")
     pool = worker_pool(n)
     try:
-        futures = {
-            pool.submit(run_one, name, preset, seed, str(by_name[name][1]), profile, device): name for name in order
-        }
+        futures = {pool.submit(run_one, name, preset, seed, targets[name], profile, device): name for name in order}
         for future in concurrent.futures.as_completed(futures):
             text, outcome = future.result()  # a simulation's error: its traceback, the other results abandoned
             done[futures[future]] = outcome
