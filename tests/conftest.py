@@ -122,14 +122,33 @@ def _is_quick_run(item) -> bool:
     )
 
 
+SLOW_LIST = REPO_ROOT / "tests" / "slow_tests.txt"
+
+
+def slow_node_ids() -> set[str]:
+    """The node ids listed in ``tests/slow_tests.txt`` (comments and blank lines skipped)."""
+    lines = SLOW_LIST.read_text().splitlines()
+    return {ln.strip() for ln in lines if ln.strip() and not ln.lstrip().startswith("#")}
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own `-m` deselection reads the markers
 def pytest_collection_modifyitems(session, config, items):
-    """Order: every result's quick-preset run first, the default audit mutants last, the rest between.
+    """Mark the tests listed in ``tests/slow_tests.txt`` ``slow``; then order: every result's quick-preset run
+    first, the default audit mutants last, the rest between.
 
     Each audit mutant re-runs its result's quick preset with one function patched; the audit clears JAX's
     in-memory caches around the patch, but the persistent compilation cache (shared by the xdist workers) still
     holds every program the mutant leaves unchanged, once the clean quick run has compiled it. Run cold and alone,
     interpolation's default mutant took 52.6 s; right after its clean quick run, 30.5 s (fresh clone, CI=true:
     tests 583 -> 539 s). Only the order changes: every test still runs."""
+    slow = slow_node_ids()
+    for it in items:
+        if it.nodeid in slow:
+            it.add_marker(pytest.mark.slow)
+    if config.args_source == pytest.Config.ArgsSource.TESTPATHS:  # the whole suite collected: no stale entry
+        stale = sorted(slow - {it.nodeid for it in items})
+        if stale:
+            raise pytest.UsageError(f"tests/slow_tests.txt names {len(stale)} tests that do not exist: {stale[:5]}")
     quick = [it for it in items if _is_quick_run(it)]
     audit = [it for it in items if _is_default_audit(it)]
     moved = {id(it) for it in quick + audit}
