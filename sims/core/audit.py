@@ -33,6 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from jaxwb.sims.core.claims import evaluate
+from jaxwb.sims.core.contract import run_result
 
 PROJECT_PACKAGES = ("jaxwb.",)
 
@@ -119,7 +120,7 @@ def claims_of_run(module: ModuleType, cfg, *, seed: int = 0):
     """Claims of one run of ``module`` under ``cfg`` (no output written)."""
     import jax
 
-    results = jax.block_until_ready(module.run(cfg, key=jax.random.key(seed)))
+    results = run_result(module, cfg, key=jax.random.key(seed))
     return evaluate(module, results, cfg)
 
 

@@ -43,6 +43,7 @@ from typing import Any
 import jax
 
 from jaxwb.sims.core.claims import Claim, evaluate, format_claims
+from jaxwb.sims.core.contract import run_result
 from jaxwb.sims.core.devices import describe, on_device
 from jaxwb.sims.core.errors import WorkbenchError
 from jaxwb.sims.core.outputs import write_outputs
@@ -128,7 +129,7 @@ def _execute(module, cfg, preset, seed, out, write, verbose, progress, prof, dev
         seed_model_cache(module.NAME)  # the shipped trained models, so that the run loads instead of training
         phases.start("run")
         t0, c0 = time.perf_counter(), time.process_time()
-        results = jax.block_until_ready(module.run(cfg, key=key))
+        results = run_result(module, cfg, key=key)
         wall, cpu = time.perf_counter() - t0, time.process_time() - c0
         phases.done()
         record = {"device": describe(dev), "cpu_time_s": round(cpu, 3)}

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from jaxwb.sims.core.claims import evaluate
+from jaxwb.sims.core.contract import run_result
 
 MUTATED_PACKAGES = ("jaxwb.theory", "jaxwb.models", "jaxwb.pallas_kernels")
 SKIPPED_MODULES = ("jaxwb.theory.validate", "jaxwb.theory.checking", "jaxwb.pallas_kernels.dispatch")
@@ -401,7 +402,7 @@ def stale_mutants(
     key = jax.random.key(committed.get("seed", 0))
 
     def clean_run():
-        claims = evaluate(module, jax.block_until_ready(module.run(cfg, key=key)), cfg)
+        claims = evaluate(module, run_result(module, cfg, key=key), cfg)
         if on_claims is not None:
             on_claims(claims)
 
@@ -452,7 +453,7 @@ def random_audit(
     holder: dict[str, Any] = {}
 
     def clean_run():  # the run and its claims: a theory function may feed only the predictions
-        holder["results"] = jax.block_until_ready(module.run(cfg, key=key))
+        holder["results"] = run_result(module, cfg, key=key)
         holder["claims"] = evaluate(module, holder["results"], cfg)
 
     t0 = time.perf_counter()
@@ -533,7 +534,6 @@ def judge_site(
 ) -> dict[str, Any]:
     """Run ``module`` under the mutant of ``site`` and judge it against the clean run (see :func:`random_audit`):
     a record with its verdict (caught / missed / equivalent / not_applied) and the claims it made fail."""
-    import jax
 
     from jaxwb.sims.core.audit import Mutant, applied, newly_failed
     from jaxwb.sims.core.outputs import flatten_results
@@ -559,7 +559,7 @@ def judge_site(
             applied(mutant),
             code_started([inspect.unwrap(f).__code__ for f in made[:1]]) as started,
         ):
-            results = jax.block_until_ready(module.run(cfg, key=key))
+            results = run_result(module, cfg, key=key)
             claims = evaluate(module, results, cfg)
         same = results_equal(flatten_results(results), clean_flat, volatile)
         if same and claims_equal(claims, clean_claims, volatile_claims):

@@ -24,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 from jaxwb.sims.core.claims import Claim, evaluate
+from jaxwb.sims.core.contract import run_result
 from jaxwb.sims.core.errors import OutputError, WorkbenchError
 
 PRESETS = ("quick", "full")
@@ -70,7 +71,7 @@ def sweep(
     walls = []
     for seed in seeds:
         t0 = time.perf_counter()
-        results = jax.block_until_ready(module.run(cfg, key=jax.random.key(seed)))
+        results = run_result(module, cfg, key=jax.random.key(seed))
         claims = evaluate(module, results, cfg)
         walls.append(round(time.perf_counter() - t0, 2))
         per_seed.append(claims)

@@ -884,3 +884,18 @@ def test_rejudge_decides_the_claims_again_on_the_committed_data(tmp_path):
     (out / "a_first.png").write_bytes(b"edited")
     with pytest.raises(OutputError, match="a_first.png"):
         rejudge_outputs(mod, out)
+
+
+def test_run_result_orders_every_dict_as_data_npz_keeps_it():
+    """A run's claims and the claims re-judged on its written data see the same arrays in the same order."""
+    import types
+
+    from jaxwb.sims.core.contract import run_result
+    from jaxwb.sims.core.outputs import flatten_results, unflatten_results
+
+    mod = types.SimpleNamespace(run=lambda cfg, *, key: {"nvfp4": {"z": jnp.ones(2), "b": 1.0}, "mxfp4": jnp.zeros(1)})
+    r = run_result(mod, None, key=jax.random.key(0))
+    again = unflatten_results(flatten_results(r))
+    assert list(r) == list(again) == ["mxfp4", "nvfp4"]
+    assert list(r["nvfp4"]) == list(again["nvfp4"]) == ["b", "z"]
+    assert all(type(x) is np.ndarray for x in (r["mxfp4"], r["nvfp4"]["z"], r["nvfp4"]["b"]))
