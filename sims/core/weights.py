@@ -104,9 +104,13 @@ def read_record() -> dict:
 
 
 def seed_model_cache(result: str) -> list[str]:
-    """Copy ``result``'s shipped weights into the model cache where it lacks them; return the file names copied.
+    """Copy ``result``'s shipped weights into the model cache where it lacks them or holds other bytes under their
+    name; return the file names copied.
 
-    Only files trained by the installed JAX version are copied (the cache names carry it). Each copy goes through
+    Only files trained by the installed JAX version are copied (the cache names carry it). A cache entry of the same
+    name but other bytes was trained by this JAX elsewhere or with other XLA flags (the test suite compiles without
+    LLVM's optimizations, which changes trained weights in their last bits; the cache name does not record flags):
+    it is replaced by the shipped file, the model the committed outputs were made with. Each copy goes through
     a temporary file and one ``os.replace`` under the cache entry's own lock (``<name>.lock``, the lock the model
     cache takes), so a process training or loading the same entry never sees half a file. A shipped file whose
     sha256 differs from the record raises ``ValueError``.
@@ -118,14 +122,14 @@ def seed_model_cache(result: str) -> list[str]:
         if result not in rec["results"] or rec["jax_version"] != jax.__version__:
             continue
         dest = tr.weights_dir() / name
-        if dest.exists():
+        if dest.is_file() and sha256(dest) == rec["sha256"]:
             continue
         src = WEIGHTS_DIR / name
         if not src.is_file() or sha256(src) != rec["sha256"]:
             raise ValueError(f"shipped weights {src} are missing or differ from weights.json's sha256 {rec['sha256']}")
         dest.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(dest.with_name(dest.name + ".lock"), thread_local=False):
-            if dest.exists():
+            if dest.is_file() and sha256(dest) == rec["sha256"]:
                 continue
             fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{name}.", suffix=".tmp")
             os.close(fd)

@@ -39,6 +39,10 @@ def test_seed_copies_into_an_empty_cache_once(tmp_path, monkeypatch):
         assert tr.is_cached(m.model, m.train)
         assert m.path.read_bytes() == (w.WEIGHTS_DIR / m.path.name).read_bytes()
     assert w.seed_model_cache("zoe_grad") == []  # present: not copied again
+    m = w.models("zoe_grad", "quick")[0]
+    m.path.write_bytes(b"trained elsewhere")  # same name, other bytes: replaced by the shipped file
+    assert w.seed_model_cache("zoe_grad") == [m.path.name]
+    assert m.path.read_bytes() == (w.WEIGHTS_DIR / m.path.name).read_bytes()
     assert w.seed_model_cache("river_valley") == []  # a result that loads no trained model
     assert [p.name for p in tmp_path.rglob("*.tmp")] == []
 
