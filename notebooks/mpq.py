@@ -109,8 +109,9 @@ notebook.interact(
 # ## Recompute
 # Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (nothing is written
 # to `figures/`), and the figures and claims below are the new run's. `workbench run mpq --help` explains each field.
-# Both presets use the `tiny_lm` result's five trained models (cached outside git; minutes to train on a cold
-# cache); the quick preset quantizes block 0 only, at 3 bits with the rotation (`docs/papers/mpq.md`, "Quick preset").
+# Both presets use the `tiny_lm` result's five trained models (shipped with the workbench, `jaxwb.sims.core.weights`;
+# with another JAX version, minutes to train on a cold cache); the quick preset quantizes block 0 only, at 3 bits
+# with the rotation (`docs/papers/mpq.md`, "Quick preset").
 
 # %%
 nb.controls()

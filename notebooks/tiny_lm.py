@@ -152,7 +152,8 @@ else:
 # %% [markdown]
 # ## Recompute
 # Pick a preset and seed, change Config fields and press **recompute**: the simulation reruns (the quick preset is
-# the full preset's d=64 models alone: about a minute once they are cached, several minutes to train them first;
+# the full preset's d=64 models alone: about a minute with the shipped models, several minutes to train them first
+# under another JAX version;
 # nothing is written to `figures/`), and the figures and claims table below it are the new run's.
 # `workbench run tiny_lm --help` explains each field.
 

@@ -15,7 +15,8 @@ LLMs), the outlier channels (a synthetic transform) and the W4A4 setting's per-t
 
 Models (``jaxwb.models.tiny_lm.TinyLM``: byte-level, RoPE, causal attention through the project's
 ``jaxwb.pallas_kernels.attention.flash_attention``) are trained with AdamW on the shipped stdlib corpus
-(``jaxwb.models.train.trained_model``: trained on demand, cached outside git), ``seeds`` seeds per width in
+(``jaxwb.models.train.trained_model``; shipped for the JAX version that trained them, ``jaxwb.sims.core.weights``,
+else trained on demand and cached outside git), ``seeds`` seeds per width in
 ``d_models`` (full: 5 seeds x d = 64 and d = 128, 2 layers, 800 steps; the d=128 model has 4x the block
 parameters). Perplexity = exp(mean next-byte cross-entropy) on 256 held-out windows of 64 bytes.
 
