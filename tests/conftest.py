@@ -15,8 +15,10 @@ from pathlib import Path
 # Set before JAX starts its backend, so every test, CLI subprocess and notebook kernel of the run inherits it;
 # appended to the user's XLA_FLAGS. WORKBENCH_TEST_FAST_COMPILE=0 compiles as a normal run does.
 FAST_COMPILE_XLA_FLAGS = "--xla_backend_optimization_level=0 --xla_llvm_disable_expensive_passes=true"
+# the user's flags, for subprocesses that compile as a run does (an xdist worker inherits them with ours appended)
+USER_XLA_FLAGS = os.environ.get("XLA_FLAGS", "").replace(FAST_COMPILE_XLA_FLAGS, "").strip()
 if os.environ.get("WORKBENCH_TEST_FAST_COMPILE", "1") != "0":
-    os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {FAST_COMPILE_XLA_FLAGS}".strip()
+    os.environ["XLA_FLAGS"] = f"{USER_XLA_FLAGS} {FAST_COMPILE_XLA_FLAGS}".strip()
 
 import jax  # noqa: E402  (after XLA_FLAGS)
 import pytest  # noqa: E402
@@ -64,6 +66,13 @@ def float64():
 def x64():
     with float64():
         yield
+
+
+@pytest.fixture
+def run_compile_env() -> dict[str, str]:
+    """The environment for a subprocess that must compile as a `workbench` run does: this run's, with the user's
+    XLA_FLAGS instead of the suite's fast-compile ones."""
+    return {**os.environ, "XLA_FLAGS": USER_XLA_FLAGS}
 
 
 @pytest.fixture(scope="session")

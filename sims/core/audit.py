@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any
 
 from jaxwb.sims.core.claims import evaluate
-from jaxwb.sims.core.contract import run_result
+from jaxwb.sims.core.outputs import run_result
 
 PROJECT_PACKAGES = ("jaxwb.",)
 

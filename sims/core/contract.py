@@ -82,15 +82,3 @@ def contract_problems(module: ModuleType) -> list[str]:
     if not isinstance(module, Result):
         problems.append("does not satisfy jaxwb.sims.core.contract.Result")
     return problems
-
-
-def run_result(module: ModuleType, cfg: Any, *, key: Any) -> Any:
-    """``module.run(cfg, key=key)`` computed to the end, its results as ``data.npz`` keeps them: every leaf a NumPy
-    array (``np.asarray``) and every dict in key order. The claims and figures of a fresh run and those made again
-    from its written data (``workbench claims --rejudge``) then see the same arrays in the same order, so they agree
-    bit for bit (a claim's reduction over a JAX array and over the NumPy array it was written as can differ in the
-    last float32 bit)."""
-    import jax
-    import numpy as np
-
-    return jax.tree_util.tree_map(np.asarray, jax.block_until_ready(module.run(cfg, key=key)))

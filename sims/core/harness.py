@@ -43,15 +43,13 @@ from typing import Any
 import jax
 
 from jaxwb.sims.core.claims import Claim, evaluate, format_claims
-from jaxwb.sims.core.contract import run_result
 from jaxwb.sims.core.devices import describe, on_device
 from jaxwb.sims.core.errors import WorkbenchError
-from jaxwb.sims.core.outputs import write_outputs
+from jaxwb.sims.core.outputs import run_result, write_outputs
 from jaxwb.sims.core.paths import check_out_dir, default_out_dir
 from jaxwb.sims.core.presets import get_config
 from jaxwb.sims.core.profiling import Profile, format_profile, profiling
 from jaxwb.sims.core.progress import Phases
-from jaxwb.sims.core.weights import seed_model_cache
 
 __all__ = ["Outcome", "execute"]
 
@@ -126,7 +124,6 @@ def _execute(module, cfg, preset, seed, out, write, verbose, progress, prof, dev
     )
     try:
         key = jax.random.key(seed)
-        seed_model_cache(module.NAME)  # the shipped trained models, so that the run loads instead of training
         phases.start("run")
         t0, c0 = time.perf_counter(), time.process_time()
         results = run_result(module, cfg, key=key)

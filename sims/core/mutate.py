@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from jaxwb.sims.core.claims import evaluate
-from jaxwb.sims.core.contract import run_result
+from jaxwb.sims.core.outputs import run_result
 
 MUTATED_PACKAGES = ("jaxwb.theory", "jaxwb.models", "jaxwb.pallas_kernels")
 SKIPPED_MODULES = ("jaxwb.theory.validate", "jaxwb.theory.checking", "jaxwb.pallas_kernels.dispatch")

@@ -76,6 +76,20 @@ def flatten_results(results: Any) -> dict[str, np.ndarray]:
     return flat
 
 
+def run_result(module: ModuleType, cfg: Any, *, key: Any) -> Any:
+    """``module.run(cfg, key=key)`` computed to the end, its results as ``data.npz`` keeps them: every leaf a NumPy
+    array (``np.asarray``) and every dict in key order. The claims and figures of a fresh run and those made again
+    from its written data (``workbench claims --rejudge``) then see the same arrays in the same order, so they agree
+    bit for bit (a claim's reduction over a JAX array and over the NumPy array it was written as can differ in the
+    last float32 bit). Every run path (the harness, audits, seed sweeps) goes through here, so each first puts the
+    result's shipped trained models into the model cache (:func:`jaxwb.sims.core.weights.seed_model_cache`): the
+    run loads them instead of training."""
+    from jaxwb.sims.core.weights import seed_model_cache  # here: the language models load only when a result runs
+
+    seed_model_cache(module.NAME)
+    return jax.tree_util.tree_map(np.asarray, jax.block_until_ready(module.run(cfg, key=key)))
+
+
 def results_layout(results: Any) -> dict[str, list]:
     """How to rebuild the pytree from the flat keys: {"a/b/0": [["key", "a"], ["key", "b"], ["idx", 0]]}.
 

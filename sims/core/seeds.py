@@ -24,8 +24,8 @@ from types import ModuleType
 from typing import Any
 
 from jaxwb.sims.core.claims import Claim, evaluate
-from jaxwb.sims.core.contract import run_result
 from jaxwb.sims.core.errors import OutputError, WorkbenchError
+from jaxwb.sims.core.outputs import run_result
 
 PRESETS = ("quick", "full")
 

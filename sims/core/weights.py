@@ -7,10 +7,11 @@ version. This package ships the files of every model the quick and full presets 
 the committed runs were made with) and a record of them (``weights/weights.json``: per file its sha256, size,
 configurations, the results and presets that use it, and the JAX version that trained it).
 
-:func:`seed_model_cache` (called by the harness before a result runs) copies a result's shipped files into the
-model cache when the cache lacks them and the installed JAX is the one that trained them; the result then loads
-them instead of training. With another JAX version the cache names differ and the result trains as before. A
-shipped file whose sha256 differs from its record is a ``ValueError``: never a silent retrain from a damaged file.
+:func:`seed_model_cache` (called before every run, by :func:`jaxwb.sims.core.outputs.run_result`) copies a
+result's shipped files into the model cache when the cache lacks them and the installed JAX is the one that trained
+them; the result then loads them instead of training. With another JAX version the cache names differ and the
+result trains as before. A shipped file whose sha256 differs from its record is a ``ValueError``: never a silent
+retrain from a damaged file.
 
 Regenerate the shipped files (training what the cache lacks) with ``python -m jaxwb.sims.core.weights --export``;
 check that training one again reproduces it bit for bit with ``python -m jaxwb.sims.core.weights --retrain NAME``.
@@ -20,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import os
 import shutil
@@ -33,6 +33,7 @@ from filelock import FileLock
 
 from jaxwb.models import diffusion_lm as dl
 from jaxwb.models import train as tr
+from jaxwb.sims.core.paths import sha256_file
 
 WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
 RECORD = WEIGHTS_DIR / "weights.json"
@@ -93,11 +94,6 @@ def models(result: str, preset: str) -> list[Model]:
     return []
 
 
-def sha256(path: Path) -> str:
-    """Hex sha256 of the file at ``path``."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def read_record() -> dict:
     """The shipped record ``{file name: {...}}`` (empty when nothing is shipped)."""
     return json.loads(RECORD.read_text()) if RECORD.is_file() else {}
@@ -122,14 +118,14 @@ def seed_model_cache(result: str) -> list[str]:
         if result not in rec["results"] or rec["jax_version"] != jax.__version__:
             continue
         dest = tr.weights_dir() / name
-        if dest.is_file() and sha256(dest) == rec["sha256"]:
+        if dest.is_file() and sha256_file(dest) == rec["sha256"]:
             continue
         src = WEIGHTS_DIR / name
-        if not src.is_file() or sha256(src) != rec["sha256"]:
+        if not src.is_file() or sha256_file(src) != rec["sha256"]:
             raise ValueError(f"shipped weights {src} are missing or differ from weights.json's sha256 {rec['sha256']}")
         dest.parent.mkdir(parents=True, exist_ok=True)
         with FileLock(dest.with_name(dest.name + ".lock"), thread_local=False):
-            if dest.is_file() and sha256(dest) == rec["sha256"]:
+            if dest.is_file() and sha256_file(dest) == rec["sha256"]:
                 continue
             fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{name}.", suffix=".tmp")
             os.close(fd)
@@ -150,8 +146,9 @@ def export(results=RESULTS, presets=PRESET_NAMES) -> dict:
     for result in results:
         for preset in presets:
             for m in models(result, preset):
-                m.trained()
                 name = m.path.name
+                if name not in record:
+                    m.trained()  # loaded from the cache, or trained into it
                 rec = record.setdefault(
                     name,
                     {
@@ -171,7 +168,7 @@ def export(results=RESULTS, presets=PRESET_NAMES) -> dict:
             old.unlink()
     for name, rec in record.items():
         shutil.copyfile(tr.weights_dir() / name, WEIGHTS_DIR / name)
-        rec["sha256"] = sha256(WEIGHTS_DIR / name)
+        rec["sha256"] = sha256_file(WEIGHTS_DIR / name)
         rec["bytes"] = (WEIGHTS_DIR / name).stat().st_size
     RECORD.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     return record
@@ -192,7 +189,7 @@ def retrain(name: str) -> bool:
         os.environ["WORKBENCH_CACHE"] = d
         try:
             match[0].trained()
-            return sha256(match[0].path) == rec[name]["sha256"]
+            return sha256_file(match[0].path) == rec[name]["sha256"]
         finally:
             if old is None:
                 os.environ.pop("WORKBENCH_CACHE", None)

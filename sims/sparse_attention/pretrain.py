@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 from pathlib import Path
 
@@ -28,6 +27,7 @@ import jax
 import numpy as np
 
 from jaxwb.models import diffusion_lm as dl
+from jaxwb.sims.core.paths import sha256_file
 from jaxwb.sims.sparse_attention.config import PRESETS, Config
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -41,11 +41,6 @@ def weights_path(preset: str) -> Path:
 def record_path(preset: str) -> Path:
     """The record beside them (sha256, configurations, JAX version, losses): ``data/<preset>_denoiser.json``."""
     return DATA_DIR / f"{preset}_denoiser.json"
-
-
-def sha256(path: Path) -> str:
-    """Hex sha256 of the file at ``path``."""
-    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def configs(cfg: Config) -> dict:
@@ -69,7 +64,7 @@ def save(model: dl.DiffusionLM, losses: np.ndarray, cfg: Config, preset: str, *,
     eqx.tree_serialise_leaves(path, model)
     record = {
         "preset": preset,
-        "sha256": sha256(path),
+        "sha256": sha256_file(path),
         "bytes": path.stat().st_size,
         "command": f"python -m jaxwb.sims.sparse_attention.pretrain --preset {preset}",
         **configs(cfg),
@@ -99,7 +94,7 @@ def load_shipped(cfg: Config, preset: str = "quick") -> dl.DiffusionLM:
                 f"cfg.{part} {want[part]} differs from the shipped {preset} denoiser's {record[part]}: retrain it "
                 f"(`python -m jaxwb.sims.sparse_attention.pretrain --preset {preset}`) or use denoiser='train'"
             )
-    digest = sha256(path)
+    digest = sha256_file(path)
     if digest != record["sha256"]:
         raise ValueError(f"{path.name}: sha256 {digest} differs from the recorded {record['sha256']}")
     skeleton = dl.DiffusionLM(cfg.model, key=jax.random.key(cfg.train.seed))
@@ -122,7 +117,7 @@ def main(argv=None) -> None:
     cfg = PRESETS[a.preset]
     model, losses = train(cfg)
     path = save(model, losses, cfg, a.preset, data_dir=a.data_dir)
-    print(f"wrote {path} ({path.stat().st_size} bytes, sha256 {sha256(path)})")
+    print(f"wrote {path} ({path.stat().st_size} bytes, sha256 {sha256_file(path)})")
 
 
 if __name__ == "__main__":

@@ -890,10 +890,11 @@ def test_run_result_orders_every_dict_as_data_npz_keeps_it():
     """A run's claims and the claims re-judged on its written data see the same arrays in the same order."""
     import types
 
-    from jaxwb.sims.core.contract import run_result
-    from jaxwb.sims.core.outputs import flatten_results, unflatten_results
+    from jaxwb.sims.core.outputs import flatten_results, run_result, unflatten_results
 
-    mod = types.SimpleNamespace(run=lambda cfg, *, key: {"nvfp4": {"z": jnp.ones(2), "b": 1.0}, "mxfp4": jnp.zeros(1)})
+    mod = types.SimpleNamespace(
+        NAME="fake", run=lambda cfg, *, key: {"nvfp4": {"z": jnp.ones(2), "b": 1.0}, "mxfp4": jnp.zeros(1)}
+    )
     r = run_result(mod, None, key=jax.random.key(0))
     again = unflatten_results(flatten_results(r))
     assert list(r) == list(again) == ["mxfp4", "nvfp4"]

@@ -11,6 +11,7 @@ import pytest
 
 from jaxwb.sims import sparse_attention
 from jaxwb.sims.core.harness import execute
+from jaxwb.sims.core.paths import sha256_file
 from jaxwb.sims.sparse_attention import Config, policy, pretrain, trajectory
 from jaxwb.sims.sparse_attention.claims import (
     KNOWN_FAILURES,
@@ -151,7 +152,7 @@ def test_shipped_denoiser_loads_and_is_the_quick_presets():
     cfg = sparse_attention.PRESETS["quick"]
     assert cfg.denoiser == "shipped" and sparse_attention.PRESETS["full"].denoiser == "train"
     record = json.loads(pretrain.record_path("quick").read_text())
-    assert record["sha256"] == pretrain.sha256(pretrain.weights_path("quick"))
+    assert record["sha256"] == sha256_file(pretrain.weights_path("quick"))
     assert {"model": record["model"], "train": record["train"]} == pretrain.configs(cfg)
     model = pretrain.load_shipped(cfg)
     assert model.config == cfg.model

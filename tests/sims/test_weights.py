@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 
 from jaxwb.models import train as tr
 from jaxwb.sims.core import weights as w
+from jaxwb.sims.core.paths import sha256_file
 
 
 @pytest.mark.parametrize("result", w.RESULTS)
@@ -24,7 +24,7 @@ def test_every_model_a_preset_loads_is_shipped_with_its_configuration(result, pr
         r = rec[m.path.name]
         assert result in r["results"] and preset in r["presets"]
         assert r["model"] == dataclasses.asdict(m.model) and r["train"] == dataclasses.asdict(m.train)
-        assert w.sha256(w.WEIGHTS_DIR / m.path.name) == r["sha256"]
+        assert sha256_file(w.WEIGHTS_DIR / m.path.name) == r["sha256"]
 
 
 def test_nothing_unrecorded_is_shipped():
@@ -95,18 +95,14 @@ def test_bad_calls_name_the_parameter(call, match):
 
 
 @pytest.mark.slow  # trains two small tiny LMs (~15 s)
-def test_retraining_reproduces_the_shipped_weights_bit_for_bit():
+def test_retraining_reproduces_the_shipped_weights_bit_for_bit(run_compile_env):
     """Retrain zoe_grad's pretrained models from scratch, as a run does (without the suite's fast-compile XLA
     flags, which change the trained weights' last bits), and compare the files byte for byte."""
-    flags = [
-        f for f in os.environ.get("XLA_FLAGS", "").split() if not f.startswith(("--xla_backend_opt", "--xla_llvm"))
-    ]
-    env = dict(os.environ, XLA_FLAGS=" ".join(flags))
     for p in w.PRESET_NAMES:
         name = w.models("zoe_grad", p)[0].path.name
         r = subprocess.run(
             [sys.executable, "-m", "jaxwb.sims.core.weights", "--retrain", name],
-            env=env,
+            env=run_compile_env,
             capture_output=True,
             text=True,
         )
