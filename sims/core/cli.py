@@ -727,6 +727,14 @@ def main(argv: list[str] | None = None) -> int:
             if not getattr(args, "distributed", False):  # jax.distributed must start before any backend
                 devices.check_platforms()
             paths.enable_compilation_cache()
+        if args.command == "audit" and not args.collect:
+            # the shipped trained models, before any audited run: a run loads them instead of training, and the
+            # copying stays outside the runs whose executed code the random audit draws its mutants from
+            from jaxwb.sims.core import registry
+            from jaxwb.sims.core.weights import seed_model_cache
+
+            for name in args.names or registry.result_names():
+                seed_model_cache(name)
         if args.command == "run":
             if args.help:
                 return _run_help(parser, args.name)

@@ -81,12 +81,7 @@ def run_result(module: ModuleType, cfg: Any, *, key: Any) -> Any:
     array (``np.asarray``) and every dict in key order. The claims and figures of a fresh run and those made again
     from its written data (``workbench claims --rejudge``) then see the same arrays in the same order, so they agree
     bit for bit (a claim's reduction over a JAX array and over the NumPy array it was written as can differ in the
-    last float32 bit). Every run path (the harness, audits, seed sweeps) goes through here, so each first puts the
-    result's shipped trained models into the model cache (:func:`jaxwb.sims.core.weights.seed_model_cache`): the
-    run loads them instead of training."""
-    from jaxwb.sims.core.weights import seed_model_cache  # here: the language models load only when a result runs
-
-    seed_model_cache(module.NAME)
+    last float32 bit)."""
     return jax.tree_util.tree_map(np.asarray, jax.block_until_ready(module.run(cfg, key=key)))
 
 

@@ -7,7 +7,7 @@ version. This package ships the files of every model the quick and full presets 
 the committed runs were made with) and a record of them (``weights/weights.json``: per file its sha256, size,
 configurations, the results and presets that use it, and the JAX version that trained it).
 
-:func:`seed_model_cache` (called before every run, by :func:`jaxwb.sims.core.outputs.run_result`) copies a
+:func:`seed_model_cache` (called by the harness before a result runs, and by ``workbench audit``) copies a
 result's shipped files into the model cache when the cache lacks them and the installed JAX is the one that trained
 them; the result then loads them instead of training. With another JAX version the cache names differ and the
 result trains as before. A shipped file whose sha256 differs from its record is a ``ValueError``: never a silent
