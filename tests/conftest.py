@@ -134,7 +134,7 @@ def _is_quick_run(item) -> bool:
     return (
         item.path.parent.name == "sims"
         and item.path.name.startswith("test_")
-        and getattr(item, "originalname", item.name).startswith("test_quick_preset")
+        and getattr(item, "originalname", item.name).startswith(("test_quick_preset", "test_smoke_run"))
     )
 
 
@@ -149,7 +149,7 @@ def slow_node_ids() -> set[str]:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest's own `-m` deselection reads the markers
 def pytest_collection_modifyitems(session, config, items):
-    """Mark the tests listed in ``tests/slow_tests.txt`` ``slow``; then order: every result's quick-preset run
+    """Mark the tests listed in ``tests/slow_tests.txt`` ``slow``; then order: every result's quick-preset or smoke run
     first, the default audit mutants last, the rest between.
 
     Each audit mutant re-runs its result's quick preset with one function patched; the audit clears JAX's

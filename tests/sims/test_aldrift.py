@@ -14,6 +14,7 @@ from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     failed = [c.statement for c in outcome.claims if not c.as_expected]

@@ -19,6 +19,7 @@ from jaxwb.sims.distillation.run import checkpoint_steps, distill_time, generati
 from jaxwb.theory import distillation as dm
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     unexpected = [c.statement for c in outcome.claims if not c.as_expected]

@@ -15,6 +15,7 @@ from jaxwb.sims.interpolation import statistics
 from jaxwb.sims.interpolation.bench import numpy_mc
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = execute(sim, preset="quick", out_dir=tmp_path, verbose=False)
     # Every quick claim meets its expectation on a clean run (seed 0), and none is expected to fail: the paper's

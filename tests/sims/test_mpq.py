@@ -89,6 +89,7 @@ def test_quick_preset_end_to_end(tmp_path):
         assert (tmp_path / fname).stat().st_size > 0, fname
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_without_lm_end_to_end(tmp_path):
     """The run without the tiny LM (synthetic layers in place of its layers): every claim as expected."""
     cfg = dataclasses.replace(sim.PRESETS["quick"], with_lm=False, bits=(4,), rht=(False,))

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 
 import jax
@@ -150,40 +149,7 @@ def test_eos_rows_equal_raw_and_effective_lr():
     assert [(b, m) for _, b, m in rows] == [(0.0, 2.0), (0.5, 2.0), (0.5, 1.0)]
 
 
-# The quick preset at smoke size: every stage, claim and figure runs on 5 seeds of 10-step runs (~4x cheaper than
-# the quick preset, whose every claim is decided by the slow test below and by `workbench all --quick`).
-SMOKE = dataclasses.replace(
-    sim.PRESETS["quick"],
-    corpus_bytes=50_000,
-    steps=10,
-    n_lr=3,
-    n_adam=2,
-    eval_windows=32,
-    lanczos_iters=10,
-    n_seeds=5,
-    eos_seeds=5,
-    map_seeds=5,
-    edge_iters=3,
-    eos_steps=8,
-    track_iters=5,
-    scan_seeds=5,
-)
-
-
-def test_smoke_end_to_end(tmp_path):
-    """The whole pipeline at smoke size: outputs written, every claim evaluated to a finite measurement, the
-    arrays shaped by the config."""
-    outcome = harness.execute(sim, preset="quick", cfg=SMOKE, seed=0, out_dir=tmp_path, verbose=False)
-    for fname in ("data.npz", "claims.json", "manifest.json", "edges.png", "edge_of_stability.png"):
-        assert (tmp_path / fname).stat().st_size > 0, fname
-    assert len(outcome.claims) == 33  # every claim of the quick preset evaluated (the full preset's 36 add a width)
-    assert all(np.isfinite(c.measured) for c in outcome.claims)
-    r = outcome.results
-    assert np.asarray(r["init_loss"]).shape == (SMOKE.n_seeds,)
-    assert np.asarray(r["sgd"]["diverged"]).shape == (SMOKE.n_lr, len(SMOKE.betas), SMOKE.map_seeds)
-
-
-@pytest.mark.slow  # ~70 s on 2 idle cores; `workbench all --quick` decides the same claims
+@pytest.mark.slow  # ~70 s on 2 idle cores; `workbench all --quick` decides the same claims (default run: test_smoke.py)
 def test_quick_preset_end_to_end(tmp_path):
     """One quick-preset run, its outputs and its claims (one test, not two sharing a module fixture: pytest-xdist
     ran the two on different workers, each repeating the ~35 s run)."""

@@ -29,6 +29,7 @@ from jaxwb.sims.sparse_attention.claims import (
 # expected; the small contrasts are claimed as the bands their prompts support, ``Config.*_band``).
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset(tmp_path):
     """The quick preset end to end, then the pipeline's identities on its outputs. One test, not one per check:
     pytest-xdist would run a shared module fixture once per worker that draws one of its tests (14 s twice)."""

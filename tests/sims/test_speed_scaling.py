@@ -17,6 +17,7 @@ from jaxwb.sims.speed_scaling.claims import las_eps_interval, noisy_error_moment
 from jaxwb.sims.speed_scaling.config import KNOWN_MISMATCHES
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", out_dir=tmp_path, verbose=False)
     assert outcome.claims, "no claims"

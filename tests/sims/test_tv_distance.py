@@ -14,6 +14,7 @@ from jaxwb.sims.core.harness import execute
 from jaxwb.sims.tv_distance import reference
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = execute(tv_distance, preset="quick", out_dir=tmp_path, verbose=False)
     unexpected = [c.statement for c in outcome.claims if not c.as_expected]

@@ -54,6 +54,7 @@ def test_kernel_blocks_pin_the_scale():
     np.testing.assert_allclose(np.asarray(scale), sim.KERNEL_ANCHOR_SCALE, rtol=1e-3)
 
 
+@pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
     for fname in (

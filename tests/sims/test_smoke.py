@@ -1,0 +1,43 @@
+"""Every result end to end at smoke size, and one of its mutants caught there (``tests/sims/smoke.py``).
+
+The default suite's end-to-end test and default mutant for the results whose quick preset costs more than a few
+seconds: the run writes its outputs and evaluates every claim to a finite measurement, and the named mutant makes
+a claim that passed in the clean run fail. The quick preset's decisions are tested under ``pytest -m slow`` and
+by ``workbench all --quick``; every mutant runs under ``pytest -m mutation`` (``tests/sims/test_audit.py``).
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from jaxwb.sims.core import audit, harness, paths, registry
+from tests.sims import smoke
+
+
+@pytest.mark.parametrize("name", sorted(smoke.OVERRIDES))
+def test_smoke_run_and_its_mutant(name, tmp_path):
+    module = registry.get(name)
+    cfg = smoke.config(name)
+    outcome = harness.execute(module, preset="quick", cfg=cfg, seed=0, out_dir=tmp_path, verbose=False)
+    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    assert manifest["preset"] == "quick" and manifest["figures"]
+    committed = json.loads((paths.FIGURES_DIR / name / "manifest.json").read_text())["figures"]
+    assert set(manifest["figures"]) <= set(committed), "a figure the full preset does not draw"
+    for fname in (*paths.OUTPUT_FILES, *manifest["figures"]):
+        assert (tmp_path / fname).stat().st_size > 0, fname
+    assert outcome.claims and all(np.isfinite(c.measured) for c in outcome.claims), [
+        c.statement for c in outcome.claims if not np.isfinite(c.measured)
+    ]
+    mutant = module.MUTANTS[smoke.MUTANT[name]]
+    caught = audit.audit_mutant(module, mutant, cfg, clean=outcome.claims)
+    assert caught.error is None, caught.error
+    assert caught.failed_claims, f"{name}: mutant {mutant.name!r} ({mutant.description}) makes no claim fail"
+
+
+def test_every_smoke_result_names_its_mutant():
+    assert set(smoke.MUTANT) == set(smoke.OVERRIDES)
+    for name, index in smoke.MUTANT.items():
+        assert 0 <= index < len(registry.get(name).MUTANTS), name
