@@ -84,11 +84,11 @@ MUTANT: dict[str, int] = {
     "aldrift": 3,  # mle_inflation_dropped: the evaluation-count slope against its closed form
     "distillation": 2,  # gd_filter_off_by_one: GD in closed form against iterated GD
     "interpolation": 0,  # exact_recursion_batch_off_by_one: Monte-Carlo iteration counts against the recursion
-    "mpq": 0,  # onsager_dropped: VAMP's MSE against its state evolution, its marginals against enumeration
-    "river_valley_lm": 0,  # momentum_applied_twice: the training against the float64 NumPy reference
+    "mpq": 1,  # diagonal_precisions_averaged: diagonal VAMP's marginals against exact enumeration
+    "river_valley_lm": 1,  # momentum_sign_flipped: the training against the float64 NumPy reference
     "sparse_attention": 1,  # head_budget_uniform: the budget's rank correlation with head concentration
     "speed_scaling": 0,  # sp_no_robust_fallback: SP's cap against the exact schedule
-    "tiny_lm": 0,  # razer_special_value_dropped: RaZeR's codes against the NumPy decoder, its perplexity
+    "tiny_lm": 1,  # activations_not_quantized: W4A4 against W4A16, the activations' codes against the NumPy decoder
     "tv_distance": 1,  # hoeffding_eps_not_squared: the estimators at Hoeffding's m
     "zoe_grad": 0,  # fake_quant_grad_times_scale: the kernel's custom_vjp against the bump sum
 }
