@@ -18,66 +18,31 @@ from typing import Any
 from jaxwb.sims.core import registry
 
 # per result: the quick preset's fields that change at smoke size
+# fmt: off
 OVERRIDES: dict[str, dict[str, Any]] = {
     "aldrift": dict(
-        m=20,
-        M=20,
-        runs=5,
-        quad_runs=8,
-        eps_m=20,
-        eps_M=5,
-        eps_runs=5,
-        rs_runs=32,
-        rs_budget=60_000,
-        doo_expansions=100,
-        cov_seeds=6,
-        cov_grid=401,
-        kish_reps=20,
+        m=20, M=20, runs=5, quad_runs=8, eps_m=20, eps_M=5, eps_runs=5, rs_runs=32, rs_budget=60000, doo_expansions=100,
+        cov_seeds=6, cov_grid=401, kish_reps=20
     ),
     "interpolation": dict(n_seeds=512, seed_budget=4096, min_seeds=32, aux_seeds=256, n_boot=50, record_points=60),
     "zoe_grad": dict(
-        mc_seeds=5,
-        mc_samples=2_000,
-        n_x=7,
-        kernel_points=15,
-        kernel_samples=1_000,
-        toy_steps=30,
-        toy_seeds=5,
-        pretrain_steps=200,
-        qat_steps=3,
-        qat_seeds=5,
-        eval_windows=16,
+        mc_seeds=5, mc_samples=2000, n_x=7, kernel_points=15, kernel_samples=1000, toy_steps=30, toy_seeds=5,
+        pretrain_steps=200, qat_steps=3, qat_seeds=5, eval_windows=16
     ),
     "distillation": dict(
-        n_seeds=5,
-        timescale_seeds=5,
-        mc_samples=128,
-        n_theta=4,
-        distill_steps=20,
-        distill_batch=32,
-        n_samples=64,
+        n_seeds=5, timescale_seeds=5, mc_samples=128, n_theta=4, distill_steps=20, distill_batch=32, n_samples=64
     ),
     "sparse_attention": dict(eval_windows=8, n_prompts=8, n_perm=50),
     "tv_distance": dict(coverage_reps=40, sep_reps=10, k_seeds=6, tf_m=64),
     "mpq": dict(with_lm=False, bits=(4,), rht=(False,), se_draws=5, se_rows=16),
     "tiny_lm": dict(eval_windows=32, tv_m=64, sample_tokens=40, outlier_draws=2, check_windows=4),
     "river_valley_lm": dict(
-        corpus_bytes=50_000,
-        steps=10,
-        n_lr=3,
-        n_adam=2,
-        eval_windows=32,
-        lanczos_iters=10,
-        n_seeds=5,
-        eos_seeds=5,
-        map_seeds=5,
-        edge_iters=3,
-        eos_steps=8,
-        track_iters=5,
-        scan_seeds=5,
+        corpus_bytes=50000, steps=10, n_lr=3, n_adam=2, eval_windows=32, lanczos_iters=10, n_seeds=5, eos_seeds=5,
+        map_seeds=5, edge_iters=3, eos_steps=8, track_iters=5, scan_seeds=5
     ),
     "speed_scaling": dict(n_seeds=5, las_cal_seeds=5, robust_seeds=5, bound_seeds=5),
 }
+# fmt: on
 
 # per result: the index (in its MUTANTS) of a mutant a deterministic claim catches at smoke size
 MUTANT: dict[str, int] = {
