@@ -6,8 +6,9 @@ samples are too small for the intervals the claims are decided on. The quick pre
 (``workbench all --quick``, and each result's quick-preset test under ``pytest -m slow``).
 
 A smoke run is also small enough to run one mutant against in the default suite
-(``tests/sims/test_smoke.py``): :data:`MUTANT` names, per result, a mutant that a claim decided deterministically
-at smoke size (a comparison with an exact reference, not an interval over seeds) catches.
+(``tests/sims/test_smoke.py``): :data:`MUTANT` names, per result, a mutant that a claim catches at smoke size by
+a wide margin (a comparison with a closed form, an exact recursion or a NumPy reference, or an interval the mutant
+widens several-fold), not by a close call between seeds.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ MUTANT: dict[str, int] = {
     "sparse_attention": 1,  # head_budget_uniform: the budget's rank correlation with head concentration
     "speed_scaling": 0,  # sp_no_robust_fallback: SP's cap against the exact schedule
     "tiny_lm": 1,  # activations_not_quantized: W4A4 against W4A16, the activations' codes against the NumPy decoder
-    "tv_distance": 1,  # hoeffding_eps_not_squared: the estimators at Hoeffding's m
+    "tv_distance": 1,  # hoeffding_eps_not_squared: m 20x too small, the estimators' intervals too wide
     "zoe_grad": 0,  # fake_quant_grad_times_scale: the kernel's custom_vjp against the bump sum
 }
 
