@@ -128,6 +128,12 @@ def _empty_note(ax, result: dict, section: str) -> None:
         ax.text(0.5, 0.5, f"{section}: not measured in this run", ha="center", va="center", transform=ax.transAxes)
 
 
+def legend_if_drawn(ax) -> None:
+    """The panel's legend, unless nothing was drawn (an empty record draws no line)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(fontsize=8)
+
+
 def plot_attention(ax, result: dict) -> None:
     """Dense attention: FLOP/s (or the fraction of the bf16 peak) against L, per implementation."""
     recs = result["records"]
@@ -147,8 +153,7 @@ def plot_attention(ax, result: dict) -> None:
         ylabel="fraction of bf16 peak FLOP/s" if peaks else "TFLOP/s",
         title="dense attention (non-causal)",
     )
-    if ax.get_legend_handles_labels()[0]:  # an empty record draws no line
-        ax.legend(fontsize=8)
+    legend_if_drawn(ax)
 
 
 def plot_block_sparse(ax, result: dict) -> None:
@@ -229,8 +234,7 @@ def plot_fwht(ax, result: dict) -> None:
     ax.set(
         xscale="log", yscale="log", xlabel="transform length d", ylabel="speedup", title="FWHT vs dense rotation x @ H"
     )
-    if ax.get_legend_handles_labels()[0]:  # an empty record draws no line
-        ax.legend(fontsize=8)
+    legend_if_drawn(ax)
 
 
 def plot_matmul(ax, result: dict) -> None:
@@ -248,8 +252,7 @@ def plot_matmul(ax, result: dict) -> None:
         ylabel="time per call (us)",
         title="fp4_matmul (W4A16, NVFP4 weight) vs bf16 dense",
     )
-    if ax.get_legend_handles_labels()[0]:  # an empty record draws no line
-        ax.legend(fontsize=8)
+    legend_if_drawn(ax)
 
 
 def plot_goals(ax, result: dict) -> None:

@@ -45,18 +45,18 @@ OVERRIDES: dict[str, dict[str, Any]] = {
 }
 # fmt: on
 
-# per result: the index (in its MUTANTS) of a mutant a deterministic claim catches at smoke size
-MUTANT: dict[str, int] = {
-    "aldrift": 3,  # mle_inflation_dropped: the evaluation-count slope against its closed form
-    "distillation": 2,  # gd_filter_off_by_one: GD in closed form against iterated GD
-    "interpolation": 0,  # exact_recursion_batch_off_by_one: Monte-Carlo iteration counts against the recursion
-    "mpq": 1,  # diagonal_precisions_averaged: diagonal VAMP's marginals against exact enumeration
-    "river_valley_lm": 1,  # momentum_sign_flipped: the training against the float64 NumPy reference
-    "sparse_attention": 1,  # head_budget_uniform: the budget's rank correlation with head concentration
-    "speed_scaling": 0,  # sp_no_robust_fallback: SP's cap against the exact schedule
-    "tiny_lm": 1,  # activations_not_quantized: W4A4 against W4A16, the activations' codes against the NumPy decoder
-    "tv_distance": 1,  # hoeffding_eps_not_squared: m 20x too small, the estimators' intervals too wide
-    "zoe_grad": 0,  # fake_quant_grad_times_scale: the kernel's custom_vjp against the bump sum
+# per result: the mutant (its name in the result's MUTANTS) that a claim catches at smoke size, and the claim
+MUTANT: dict[str, str] = {
+    "aldrift": "mle_inflation_dropped",  # the evaluation-count slope against its closed form
+    "distillation": "gd_filter_off_by_one",  # GD in closed form against iterated GD
+    "interpolation": "exact_recursion_batch_off_by_one",  # Monte-Carlo iteration counts against the recursion
+    "mpq": "diagonal_precisions_averaged",  # diagonal VAMP's marginals against exact enumeration
+    "river_valley_lm": "momentum_sign_flipped",  # the training against the float64 NumPy reference
+    "sparse_attention": "head_budget_uniform",  # the budget's rank correlation with head concentration
+    "speed_scaling": "sp_no_robust_fallback",  # SP's cap against the exact schedule
+    "tiny_lm": "activations_not_quantized",  # W4A4 against W4A16, the activations' codes against the NumPy decoder
+    "tv_distance": "hoeffding_eps_not_squared",  # m 20x too small, the estimators' intervals too wide
+    "zoe_grad": "fake_quant_grad_times_scale",  # the kernel's custom_vjp against the bump sum
 }
 
 
@@ -64,3 +64,8 @@ def config(name: str):
     """The smoke-sized configuration of result ``name`` (its quick preset with :data:`OVERRIDES` applied)."""
     module = registry.get(name)
     return dataclasses.replace(module.PRESETS["quick"], **OVERRIDES.get(name, {}))
+
+
+def mutant(name: str):
+    """The :data:`MUTANT` of result ``name``, from its ``MUTANTS``."""
+    return next(m for m in registry.get(name).MUTANTS if m.name == MUTANT[name])
