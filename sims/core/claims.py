@@ -417,6 +417,36 @@ def evaluate(module: Any, results: Any, cfg: Any) -> list[Claim]:
     return decide_family(list(module.claims(results, cfg)))
 
 
+class ClaimGroups:
+    """A result's claims as groups, in the order they are registered: its claims module reads top to bottom as the
+    statements it checks.
+
+    ``CLAIMS = ClaimGroups()``; each group ``@CLAIMS.add`` above ``def some_claims(results, cfg) -> list[Claim]``;
+    ``claims = CLAIMS.claims`` is the result's ``claims(results, cfg)``: every group's claims, concatenated.
+
+    >>> groups = ClaimGroups()
+    >>> @groups.add
+    ... def exact(results, cfg):
+    ...     return [agreement("two = 1 + 1", 2.0, results["one"] + 1.0, 1e-12)]
+    >>> [c.passed for c in groups.claims({"one": 1.0}, None)]
+    [True]
+    """
+
+    def __init__(self) -> None:
+        self.groups: list[Callable[[Any, Any], Sequence[Claim]]] = []
+
+    def add(self, group: Callable[[Any, Any], Sequence[Claim]]) -> Callable[[Any, Any], Sequence[Claim]]:
+        """Register ``group(results, cfg) -> [Claim, ...]`` after the groups already registered; returns it."""
+        if group in self.groups:
+            raise ValueError(f"group: {group.__name__} is registered twice")
+        self.groups.append(group)
+        return group
+
+    def claims(self, results: Any, cfg: Any) -> list[Claim]:
+        """Every registered group's claims on ``results``, in registration order."""
+        return [c for group in self.groups for c in group(results, cfg)]
+
+
 # --- builders: the shapes the results' claims recur in ---------------------------------------------------------------
 #
 # Each returns a Claim (or the number one is decided on). They default to ``kind="check"`` (a bound builder:

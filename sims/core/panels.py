@@ -12,7 +12,8 @@ Each builder draws one kind of panel on a given matplotlib ``Axes`` (made by ``s
 * ``grouped_bars``: bars of several series side by side per group (methods x settings), with their intervals;
 * ``band`` / ``quantile_band`` / ``ci_band``: a line with a shaded interval (a CI or a spread over seeds);
 * ``prediction_key``, ``finish``, ``integer_ticks``: the legend entry of dashed predictions, the axis labels and
-  legend in one call, and ticks at measured values.
+  legend in one call, and ticks at measured values;
+* ``Figures``: a result's figures by name (its ``plot``), each builder registered where it is defined.
 
 Predictions are drawn with ``style.prediction`` (dashed), measurements solid or as markers, so a reader tells them
 apart in every figure. Shapes are NumPy conventions: ``(N,)`` for N points along the x axis, ``(S, N)`` for S seeds
@@ -20,6 +21,9 @@ apart in every figure. Shapes are NumPy conventions: ``(N,)`` for N points along
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -275,3 +279,42 @@ def ci_band(ax, x, samples, *, axis: int = 0, **kw):
     ``band``."""
     mean, half = mean_ci_columns(samples, axis)
     return band(ax, x, mean, mean - half, mean + half, **kw)
+
+
+class Figures:
+    """A result's figures by name, in the order they are registered.
+
+    ``FIGURES = panels.Figures()``; each figure ``@FIGURES.add`` above ``def plot_spectrum(results, cfg) -> Figure``
+    (saved as ``spectrum.png``: the name without ``plot_``; ``@FIGURES.add(name="...")`` to name it otherwise);
+    ``plot = FIGURES.plot`` is the result's ``plot(results, cfg) -> {name: Figure}``. A builder that returns ``None``
+    draws nothing (a figure the config does not make, e.g. one that needs a trained model).
+
+    >>> figs = Figures()
+    >>> @figs.add
+    ... def plot_line(results, cfg):
+    ...     return "a figure"
+    >>> figs.plot(None, None)
+    {'line': 'a figure'}
+    """
+
+    def __init__(self) -> None:
+        self.builders: dict[str, Callable[[Any, Any], Any]] = {}
+
+    def add(self, builder: Callable[[Any, Any], Any] | None = None, *, name: str | None = None):
+        """Register ``builder(results, cfg) -> Figure`` under ``name`` (default: its name without ``plot_``); as
+        ``@add`` or ``@add(name=...)``. Returns the builder (or, without one, the decorator)."""
+
+        def register(fn: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+            key = name or fn.__name__.removeprefix("plot_")
+            if key in self.builders:
+                raise ValueError(f"name: a figure {key!r} is already registered")
+            self.builders[key] = fn
+            return fn
+
+        return register if builder is None else register(builder)
+
+    def plot(self, results: Any, cfg: Any) -> dict[str, Any]:
+        """Every registered figure drawn from ``results``: ``{name: Figure}`` in registration order, without the
+        builders that returned ``None``."""
+        figs = {key: build(results, cfg) for key, build in self.builders.items()}
+        return {key: fig for key, fig in figs.items() if fig is not None}
