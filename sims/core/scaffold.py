@@ -124,7 +124,10 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     return sweep(partial(sample_mean, n=cfg.n_draws, loc=cfg.loc, scale=cfg.scale), keys)
 '''
 
-CLAIMS = '''"""__NAME__: the claims (what is measured: the package docstring)."""
+CLAIMS = '''"""__NAME__: the claims (what is measured: the package docstring).
+
+One registered group per kind of statement, decided in the order they are registered.
+"""
 
 from __future__ import annotations
 
@@ -132,8 +135,12 @@ import numpy as np
 
 __IMPORTS__
 
+CLAIMS = ClaimGroups()
+claims = CLAIMS.claims
 
-def claims(results: dict, cfg: Config) -> list[Claim]:
+
+@CLAIMS.add
+def mean_claims(results: dict, cfg: Config) -> list[Claim]:
     """E[sample mean] = loc, on the per-seed sample means (``results["mean"]``, shape (n_seeds,)): the prediction
     inside their interval (Student t; the family's level, ``claims.decide_family``) and the 95% half-width no
     wider than a tenth of the draws' scale (else the seeds are too few to decide anything)."""
@@ -151,7 +158,10 @@ def claims(results: dict, cfg: Config) -> list[Claim]:
     ]
 '''
 
-FIGURES = '''"""__NAME__: the figures, drawn only from ``results`` and ``cfg``."""
+FIGURES = '''"""__NAME__: the figures, drawn only from ``results`` and ``cfg``.
+
+One registered function per figure, saved as ``<name>.png`` (the function's name without ``plot_``).
+"""
 
 from __future__ import annotations
 
@@ -159,8 +169,12 @@ import numpy as np
 
 __IMPORTS__
 
+FIGURES = panels.Figures()
+plot = FIGURES.plot
 
-def sample_means_figure(results: dict, cfg: Config):
+
+@FIGURES.add
+def plot_sample_means(results: dict, cfg: Config):
     """Each seed's sample mean with its standard error std / sqrt(n_draws), the mean over the seeds with its 95%
     interval (the claim's), and the prediction loc dashed. ``results["mean"]``, ``results["std"]``: (n_seeds,)."""
     means = np.asarray(results["mean"], np.float64)
@@ -186,11 +200,6 @@ def sample_means_figure(results: dict, cfg: Config):
     )
     fig.legend(loc="outside lower center", ncols=2)
     return fig
-
-
-def plot(results: dict, cfg: Config) -> dict:
-    """``{figure name: Figure}``, one function per figure."""
-    return {"sample_means": sample_means_figure(results, cfg)}
 '''
 
 MUTANTS = '''"""__NAME__: the mutants, plausible bugs each of which must make a claim fail
@@ -349,8 +358,10 @@ def files(name: str) -> dict[str, str]:
     config = ("jaxwb.sims.__NAME__.config", "Config")
     imports = {
         "run": _first_party(name, config, ("jaxwb.sims.core.sweep", "sweep")),
-        "claims": _first_party(name, config, ("jaxwb.sims.core.claims", "Claim")),
-        "figures": _first_party(name, config, ("jaxwb.sims.core", "style"), ("jaxwb.sims.core.claims", "mean_ci")),
+        "claims": _first_party(name, config, ("jaxwb.sims.core.claims", "Claim, ClaimGroups")),
+        "figures": _first_party(
+            name, config, ("jaxwb.sims.core", "panels, style"), ("jaxwb.sims.core.claims", "mean_ci")
+        ),
     }
     templates = {"__init__": INIT, "config": CONFIG, "run": RUN, "claims": CLAIMS, "figures": FIGURES}
     templates["mutants"] = MUTANTS
