@@ -72,8 +72,11 @@ def test_wheel_holds_one_top_level_package(installed):
     wheel, _ = installed
     tops = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist() if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"jaxwb"}, tops
-    # package data the runs need: the shipped quick-preset denoiser of sparse_attention
-    assert "jaxwb/sims/sparse_attention/data/quick_denoiser.eqx" in zipfile.ZipFile(wheel).namelist()
+    # package data the runs need: the shipped quick-preset denoiser of sparse_attention, every result's presets
+    names = set(zipfile.ZipFile(wheel).namelist())
+    assert "jaxwb/sims/sparse_attention/data/quick_denoiser.eqx" in names
+    presets = {f"jaxwb/{p.relative_to(REPO_ROOT).as_posix()}" for p in REPO_ROOT.glob("sims/*/presets.toml")}
+    assert presets and presets <= names, sorted(presets - names)
 
 
 def test_installed_workbench_beside_the_users_own_theory_and_models(installed, tmp_path):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
+
+from jaxwb.sims.core.presets import load_presets
 
 PAPER_INFLATION = 2.0  # the paper's proposal variance 2/mu_tau (written here, not read from theory.aldrift)
 NAME = "aldrift"
@@ -154,50 +157,7 @@ DISPLAY_ONLY = (
     "coverage/tail_mass_K10_vs_m",
 )
 
-PRESETS = {
-    "full": Config(),
-    "quick": Config(
-        m=40,
-        M=50,
-        # Power of "setting 2: TOPIFT trapped outside x*'s basin" (whole 95% interval of the mean distance over runs
-        # >= pi/w = 0.79): TOPIFT ends ~2.1 from x* (per-run sd ~0.3) but escapes into x*'s basin in ~1% of runs
-        # (seed sweep: 1 of 100 runs, seed 13, distance 0.20). With 5 runs one escape fails it (mean 1.9, half-width
-        # 1.24: 5% of seeds); with 8 one escape passes (half-width ~0.57) and two (P ~ 0.3%) are needed; +1 CPU-s
-        runs=8,
-        # Power of "pure quadratic: mean sample cost / E_{p_tau}[d] = 1 along the schedule, whole CI within 1%"
-        # (rel: passes when |mean - 1| + half-width <= tolerance). Over seeds 0-9 at 100 runs the per-run mean sits at
-        # 1.0048 (the IMH lag at M = 50, a bias; seed-to-seed sd 0.0008 = the interval's sd, half-width 0.0017).
-        # The former tolerance 0.8% passed while the mean <= 1.0063: 1.7 sd, 96% per seed (it failed at seed 4:
-        # 1.0066 + 0.0018); deciding 0.8% needs 200 runs (3.3 sd) at +7 CPU-s, +45% of this preset. 1% is the bound
-        # these 100 runs decide: it passes while the mean <= 1.0083, 4.1 sd (P(fail) ~ 2e-5 per seed)
-        quad_runs=100,
-        eps_T=1e3,
-        eps_m=40,
-        eps_M=10,
-        eps_runs=5,
-        eps_grid=(1.0, 1e-2, 9),
-        # random search's per-run slope against the exact first-hit law ("ci": prediction inside the 95% interval
-        # at the family's level, half-width <= 10% = 0.205): the per-run slopes have sd ~1.4 over eps in [0.1, 0.32],
-        # half-width 0.16-0.19 at 256 runs (seeds 0-9: a 1.1-1.3x margin to 0.205), 0.14 at 384 (1.4x); +0.5 CPU-s
-        rs_runs=384,
-        rs_budget=600_000,
-        rs_eps_min=0.1,
-        rs_eps_max=0.32,
-        doo_expansions=300,
-        cov_m=(30, 300),
-        cov_m_main=300,
-        # Power of "coverage fails as m grows, KDE h = m^(-1/5) sigma_hat: log10 sup p/L at m = 300 above m = 30"
-        # (an ordering: the whole 95% interval of the difference above 0). Over seeds 0-9 at 12 seeds each the
-        # difference is 7.2 decades on average with a per-pair sd of ~7.9 (the farthest sample sets the KDE's tail):
-        # effect/sd 0.9, so the interval's lower end mean - t sd/sqrt(S) cleared 0 at 8/10 seeds. At S = 48,
-        # t sd/sqrt(S) = 2.3 and the mean 7.2 has sd 1.1: 4.3 sd above the threshold. The other coverage claims
-        # are fractions of these seeds (tolerance 3 binomial sd); the coverage study costs ~0.1 CPU-s per 12 seeds
-        cov_seeds=48,
-        cov_R=(2.0, 4.0, 8.0, 16.0),
-        cov_grid=1601,
-        kish_reps=200,
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
 
 
 COVERAGE_FAMILIES = (

@@ -1,10 +1,16 @@
-"""A result's presets: the named Configs (``quick`` for CI, ``full`` for the paper) and typed overrides."""
+"""A result's presets: the named Configs (``quick`` for CI, ``full`` for the paper) and typed overrides.
+
+A result keeps its presets as data, in ``sims/NAME/presets.toml`` beside its ``config.py``: one table per preset
+with the fields that differ from the Config's defaults, each commented with why it has its value (the seeds a
+claim's power needs, the size a claim is decided at). ``config.py`` reads them with :func:`load_presets`.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import os
 from collections.abc import Sequence
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
@@ -53,3 +59,38 @@ def parse_overrides(items: Sequence[str]) -> dict[str, Any]:
             value = text.strip()
         out[name.strip()] = tuple(value) if isinstance(value, list) else value
     return out
+
+
+def tuples(value: Any) -> Any:
+    """``value`` with every list, at any depth, turned into a tuple (TOML arrays -> the frozen Configs' tuples).
+
+    >>> tuples([1, [2.0, 3], "a"])
+    (1, (2.0, 3), 'a')
+    """
+    return tuple(tuples(v) for v in value) if isinstance(value, list) else value
+
+
+def load_presets(config: type, path: str | Path) -> dict[str, Any]:
+    """A result's presets from the TOML file ``path``: one table per preset (``[quick]``, ``[full]``, ...), each
+    holding the fields that differ from ``config``'s defaults (the full preset is usually an empty table).
+
+    Returns ``{preset name: config(**table)}`` in the file's order, arrays as tuples (:func:`tuples`); each Config
+    validates its fields in its ``__post_init__``. ``ValueError`` names the file and the problem when ``path`` is
+    not valid TOML, lacks ``[quick]`` or ``[full]``, or sets a field ``config`` does not have.
+    """
+    import tomllib
+
+    path = Path(path)
+    try:
+        tables = tomllib.loads(path.read_text())
+    except tomllib.TOMLDecodeError as e:
+        raise ValueError(f"path: {path} is not valid TOML ({e})") from None
+    missing = [p for p in PRESET_NAMES if not isinstance(tables.get(p), dict)]
+    if missing:
+        raise ValueError(f"path: {path} has no [{missing[0]}] table (a result needs {' and '.join(PRESET_NAMES)})")
+    fields = {f.name for f in dataclasses.fields(config)}
+    for preset, table in tables.items():
+        unknown = sorted(set(table) - fields) if isinstance(table, dict) else [preset]
+        if unknown:
+            raise ValueError(f"path: {path} [{preset}] sets {unknown}, not fields of {config.__name__}")
+    return {preset: config(**{k: tuples(v) for k, v in table.items()}) for preset, table in tables.items()}

@@ -3,7 +3,8 @@
 :func:`write_result` writes, under a root folder (the repository for the CLI, a temporary tree in the tests):
 
     sims/NAME/__init__.py      the docstring to fill in (paper, figures, what agrees and what does not); the exports
-    sims/NAME/config.py        NAME, TITLE, DISPLAY_ONLY, a frozen Config validating its fields, quick and full PRESETS
+    sims/NAME/config.py        NAME, TITLE, DISPLAY_ONLY, a frozen Config validating its fields, PRESETS read from
+    sims/NAME/presets.toml     the quick and full presets: the fields each sets, with why
     sims/NAME/run.py           run(cfg, *, key): the sample mean of n Gaussian draws per seed, vmapped over the seeds
     sims/NAME/claims.py        one claim against a closed form (E[sample mean] = loc), decided on the seeds' interval
     sims/NAME/figures.py       one labelled figure: per-seed measurements with error bars beside the prediction
@@ -62,9 +63,11 @@ CONFIG = '''"""__NAME__: the Config and its presets (what is measured: the packa
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import validate as v
 
 NAME = "__NAME__"
@@ -92,11 +95,20 @@ class Config:
             raise ValueError(f"n_seeds must be >= 5 (the claim's interval over seeds), got {self.n_seeds}")
 
 
-PRESETS = {
-    "full": Config(),
-    "quick": Config(n_seeds=64),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
 '''
+
+PRESETS_TOML = """# __NAME__: the presets, each the fields it sets over the Config's defaults (config.py, whose field
+# comments say what each is); read by config.py with jaxwb.sims.core.presets.load_presets.
+
+# the paper's scale: the Config's defaults
+[full]
+
+# seconds, for the tests and `workbench all --quick`; each value that differs says why it suffices
+[quick]
+# 64 seeds: the claim's 95% half-width ~ 1.96 scale / sqrt(n_draws n_seeds) = 0.077 scale, inside its 0.1 scale
+n_seeds = 64
+"""
 
 RUN = '''"""__NAME__: the simulation (what is measured: the package docstring)."""
 
@@ -369,6 +381,7 @@ def files(name: str) -> dict[str, str]:
         f"sims/{name}/{part}.py": text.replace("__IMPORTS__", imports.get(part, "")).replace("__NAME__", name)
         for part, text in templates.items()
     }
+    out[f"sims/{name}/presets.toml"] = PRESETS_TOML.replace("__NAME__", name)
     out[f"tests/sims/test_{name}.py"] = TEST.replace("__NAME__", name)
     out[f"notebooks/{name}.py"] = NOTEBOOK.replace("__NAME__", name)
     return out

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import validate as v
 
 NAME = "distillation"
@@ -145,26 +147,4 @@ class Config:
 #   around its centre, which the measured times exceed on the slow side (failed at 1 of 20 seeds; full preset:
 #   617 of the 629 allowed at n = 64). Worst |log tau_mem - log centre| + half-width over 20 seeds: 0.28, 0.29, 0.48
 #   against the allowed 0.36, 0.51, 0.74 (n = 8, 16, 32).
-PRESETS = {
-    "full": Config(),
-    "quick": Config(
-        n_seeds=5,
-        timescale_seeds=10,
-        n_grid=(8, 16, 32),
-        p_grid=(64, 256),
-        log10_steps_max=6.0,
-        n_checkpoints=25,
-        mc_samples=512,
-        p=128,
-        p_small=32,
-        n_gen=(8, 32),
-        n_theta=8,
-        teacher_checkpoints=(10.0, 100.0, 200.0, 1e3, 1e5),
-        distill_steps=200,
-        # the full preset's batch: at 32 the SGD noise of the student (per-seed sd of its energy distance minus the
-        # expected student's ~0.008 at n = 8, ~0.004 at n = 32) put the claims "student copy / energy = the expected
-        # student's" at the edge of their tolerances (3 of 10 seeds failed one); 128 draws per step halve it (~+1 CPU-s)
-        distill_batch=128,
-        n_samples=256,
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

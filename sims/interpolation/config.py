@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import interpolation as ip
 from jaxwb.theory import validate as v
 
@@ -209,74 +211,4 @@ class Config:
         return max(5, round(base * f))
 
 
-# Full preset (the same claims as before the speed-up, CIs no wider): independent streams, 2x the per-B seed count
-# for every (method, B) that a claim reads and 1x for the ones only the figures show (SGD and Nesterov at B = 2-8
-# and 32-128, heavy ball at 32-128, the rule at 4-8 and 32-128), aux_seeds 2048: claim half-widths 0.82x the
-# pre-speed-up run's (ebcedd7) on average, 0.79x geometric (docs/papers/interpolation.md, "Intervals")
-_FIGURE_ONLY = {
-    *(("sgd", b) for b in (2, 4, 8, 32, 64, 128)),
-    *(("nesterov", b) for b in (2, 4, 8, 32, 64, 128)),
-    *(("hb", b) for b in (32, 64, 128)),
-    *(("hb_rule", b) for b in (32, 64, 128)),  # the rule at 4 and 8: read by the perfect-parallelization claim
-}
-_FULL_SEED_SCALE = tuple(
-    (m, b, 2.0) for m in METHODS for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 1024) if (m, b) not in _FIGURE_ONLY
-)
-
-PRESETS = {
-    "full": Config(
-        common_random_numbers=False,
-        seed_scale=_FULL_SEED_SCALE,
-        aux_seeds=2048,
-        problem_seed=0,
-        tail_bounds=(("sgd", 16, "decay", 0.05), ("hb", 16, "hits", 0.2)),
-        unclaimed=(("hb", 16, "decay"),),
-    ),
-    "quick": Config(
-        n=80,
-        d=5,
-        # cond 100 (was 400): every e-fold time is shorter (SGD and Kaczmarz ~ cond, heavy ball ~ sqrt(cond)), so
-        # the Monte Carlo needs ~3.4x fewer steps (Kaczmarz / coordinate-descent panels 984 vs 3388) at the same
-        # seed counts; the batch sizes are re-chosen for it: tr H / sqrt(L mu) = 14.6, so B = 1, 2 lie below
-        # linear_fraction x saturation = 3.6 and B = 32 beyond saturation (at cond 400: 25.7, B = 1, 4, 32)
-        cond=100.0,
-        batch_sizes=(1, 2, 32),
-        # a coarse optimiser (6 points, 2 zoom rounds: final step 0.69 in log of the effective step lr/(1 - beta)).
-        # The full preset's (12, 4 rounds) puts SGD's B = 1 optimum on the edge of mean-square stability here (its
-        # iterations to eps then carry a 20% interval: the heavy tail of the package docstring) and halves B*_HB
-        n_grid=6,
-        n_zoom=2,
-        zoom_points=5,
-        eps=1e-3,
-        fit_efolds=3.0,
-        n_seeds=4096,
-        # 4096 seeds at every B (seed 0: the closest checks are SGD's saturation batch 2.652 +- 0.110 vs 2.761
-        # and the rule's B = 32 decay 0.2293 +- 0.0039 vs 0.2330; at cond 400 and 2048 seeds Nesterov's B = 32
-        # iterations to eps fell outside their interval: the heavy tail of the module docstring)
-        seed_budget=131072,
-        min_seeds=32,
-        record_points=150,
-        rate_check_batches=(32,),
-        linear_fraction=0.25,
-        block=4,
-        # coordinate descent, single, needs the most: its iterations-to-eps interval is 5.6 at 2560 seeds (184.8 vs
-        # 182.3; 4.6 at 5120) against the 5% tolerance 9.1 (at cond 400 it needed 5120: 13.3 at 4096 vs 14.5)
-        aux_seeds=2560,
-        # Power (the precision half of the "ci" claims: 95% half-width <= 5% of the exact value). Over the problems of
-        # seeds 0-19, with 2560 / 5120 / 10240 seeds (max relative half-width; number of problems above 5%):
-        #   coordinate descent, single: iterations 5.7% (1) / 3.5% (0) / 2.8% (0); decay 10.0% (1) / 6.6% (1) / 4.1% (0)
-        #   coordinate descent, block + momentum: decay 5.7% (2) / 5.1% (1) / 3.3% (0)
-        #   Kaczmarz, block + momentum: decay 6.4% (1) / 4.5% (0) / 2.3% (0)
-        # every other configuration <= 3.5% at 2560. The half-width falls like 1/sqrt(seeds) only on average (heavy
-        # tails: one problem's 10.0% -> 4.1% at 4x), so these three run 4x (10240 seeds: worst 4.1%, a margin of
-        # 1.2 in the half-width at the worst of 20 problems); their location was never the issue (|exact - mean|
-        # <= 1.4 half-widths at every problem and count: the seed-sweep flips at seeds 1 and 3 were half-widths of
-        # 5.7% and 5.1%)
-        aux_seed_scale=(("cd", "single", 4.0), ("cd", "block_hb", 4.0), ("kaczmarz", "block_hb", 4.0)),
-        aux_eps=1e-3,
-        n_boot=200,
-        tail_configs=(),
-        tail_bounds=(),
-        unclaimed=(),
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

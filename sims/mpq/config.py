@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.sims.tiny_lm.config import PRESETS as TINY_LM_PRESETS
 from jaxwb.theory import validate as v
 from jaxwb.theory.mpq.message_passing import ANNEAL, BETA, ITERS, PRECISIONS, RHO, STARTS
@@ -136,27 +138,7 @@ class Config:
         return not self.lm_blocks or int(layer.split(".")[0].removeprefix("block")) in self.lm_blocks
 
 
-PRESETS = {
-    "full": Config(),
-    # The quick preset runs the tiny LM on the full preset's five models (the same cache entries as the tiny_lm
-    # result's quick and full presets: nothing more to train where that result ran), with one setting (3 bits, with
-    # the rotation; GPTQ vs the NumPy port runs the unrotated branch), block 0's four Linears (64 and 256 inputs:
-    # GPTQ's lazy batches of 128 columns): +9.6 s of CPU over the run without the LM (docs/papers/mpq.md), where all
-    # 8 layers and the 4 settings cost ~10 s per seed (32 evaluation windows cut little and tripled the perplexity CI)
-    "quick": Config(
-        se_d=200,
-        se_rows=32,
-        # the state-evolution claim: |mean over draws of MSE/E1 - 1| + its 95% half-width <= 3%. Per-draw sd 0.024
-        # at d = 200 and a bias within +-0.01 (keys 0..9): 6 draws gave 0.017-0.048 (6 of 10 keys over 3%), 12
-        # draws 0.011-0.025; 16 draws: half-width 2.13 * 0.024 / 4 = 0.013, worst expected 0.023
-        se_draws=16,
-        bits=(3,),
-        rht=(True,),
-        lm_blocks=(0,),
-        se_iters=4,
-        marg_betas=(0.02, 0.05),
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
 
 # arrays shown in the figures only (the float model's perplexity, methods.png's reference line, is claimed against
 # the NumPy forward pass): the tiny problems' RTN and BCD-from-RTN objectives (state_evolution.png's box plot), the

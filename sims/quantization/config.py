@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
+
+from jaxwb.sims.core.presets import load_presets
 
 NAME = "quantization"
 TITLE = "Dithered RHT quantization meets (pi sqrt3/2) 4^-b; NVFP4/MXFP4/RaZeR/RHT at equal bits; InQuant 4.0x KV"
@@ -116,22 +119,4 @@ DISPLAY_ONLY = (
     "inquant/true_outliers",  # the planted channels (cfg.kv_outliers) for the figure; recovery: recovered_per_seed
 )
 
-PRESETS = {
-    # the dense comparison at d = 64 (as quick): the finite-d moment ratio it is claimed against is largest and
-    # resolvable there; at d = 256 the b = 8 dense MSE is heavy-tailed over rotations (48 rotations: +-14%)
-    "full": Config(dense_d=64, dense_rotations=48),
-    "quick": Config(
-        dims=(64,),
-        vectors_per_family=1,
-        n_signs=48,  # e_1's closed form: one draw's MSE has sd 5.6% (the dither), the CI must be < 3% at every seed
-        n_dither=4,
-        dense_d=64,
-        dense_rotations=24,
-        fresh_factor=4,
-        chunk=48,
-        fmt_rows=32,
-        fmt_cols=128,
-        kv_tokens=256,
-        kv_samples=64,
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 import numpy as np
 
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import validate as v
 
 NAME = "river_valley"
@@ -122,23 +124,4 @@ class Config:
             )
 
 
-PRESETS = {
-    "full": Config(),
-    "quick": Config(
-        n_lr=16,
-        n_beta=12,
-        phase_steps=300,
-        boundary_betas=(0.0, 0.5, 0.9),
-        boundary_steps=1500,
-        bisection_iters=22,
-        speed_betas=(0.9,),
-        speed_steps=600,
-        progress_betas=(0.9,),
-        progress_steps=400,
-        traj_steps=200,
-        hd_dim=8,
-        n_seeds=8,
-        polyak_steps=600,
-        curve_steps=1800,
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from jaxwb.models.tiny_lm import LMConfig
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import validate as v
 
 NAME = "river_valley_lm"
@@ -178,39 +180,4 @@ class Config:
         )
 
 
-PRESETS = {
-    "full": Config(),
-    # CI-sized, same physics as the full preset on fewer grid points and shorter runs: 15 seeds, every beta of the
-    # full preset (every edge claim's branch runs), 6 bisection halvings, lambda_max tracked every 2 steps by 10
-    # warm-started Lanczos steps as in the full preset over 40 full-batch steps on 6 seeds (20 steps: GD's sharpness
-    # has not risen yet and its edge-of-stability claim flipped; every 4 steps: the warm start lost the top
-    # eigenvector, 11% low, at one seed of ten), a 5-point loss map, the width scan at d=16; every claim is decided as
-    # in the full preset (tests/sims/test_river_valley_lm.py, the seed sweep)
-    "quick": Config(
-        n_layers=1,
-        corpus_bytes=100_000,
-        batch_size=8,
-        steps=20,
-        n_lr=5,
-        lr_mults=(0.5, 32.0),
-        betas=(0.0, 0.5, 0.9),
-        n_adam=3,
-        adam_lrs=(3e-3, 3e-2),
-        eval_windows=64,
-        hvp_batch=8,
-        lanczos_iters=20,
-        top_k=3,
-        spectrum_k=6,
-        n_seeds=15,
-        eos_seeds=6,
-        map_seeds=15,
-        edge_iters=6,
-        edge_bracket=(2.0, 64.0),  # never censored in the quick seed sweep (10 seeds x 15)
-        eos_steps=40,
-        eos_every=2,
-        track_iters=10,
-        small_d=4,
-        scan_widths=(16,),
-        scan_seeds=10,
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

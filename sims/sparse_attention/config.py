@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 from jaxwb.models import diffusion_lm as dl
 from jaxwb.models import train as tr
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import validate as v
 
 NAME = "sparse_attention"
@@ -211,49 +213,4 @@ DISPLAY_ONLY = (
     "policy/global/dacc",
 )
 
-PRESETS = {
-    "full": Config(),
-    "quick": Config(
-        d_model=32,
-        n_layers=2,
-        n_heads=4,
-        seq_len=64,
-        # trained with the full preset's recipe (train_steps, batch_size, lr, warmup), once, and shipped
-        denoiser="shipped",
-        eval_windows=24,
-        # 24 prompts: the refresh contrast end to end (KL) is not resolved even so (+0.010 +- 0.010 over keys 0..9,
-        # one key's mean sd 0.005: ~75 prompts would resolve it at 95% of keys, 3x the quick run's policy cost);
-        # it is claimed as the band below
-        n_prompts=24,
-        prompt_len=16,
-        gen_block=24,
-        steps=8,
-        # random remasking, as the full preset
-        block=8,
-        periods=(1, 2, 8),
-        budgets=(0.25, 0.5),
-        main_budget=0.25,
-        main_period=2,
-        far_lag=4,
-        n_perm=500,
-        # free running is reported, not decided on: the quick run decodes with the uniform budget only (one
-        # compilation of the sparse decoder less)
-        online_allocs=("uniform",),
-        # the bands its 24 prompts support on the shipped model (keys 0..9: per key mean +- half-width inside
-        # each band with >= 1.2 half-widths to spare; the head-adaptive KL is resolved, -0.015 +- 0.006)
-        transition_band=(-0.03, 0.04),
-        refresh_kl_band=(-0.025, 0.05),
-        refresh_nll_band=(-0.09, 0.12),
-        refresh_acc_band=(-0.035, 0.035),
-        adaptive_kl_band=(-0.045, 0.0),
-        adaptive_nll_band=(-0.07, 0.04),
-        adaptive_acc_band=(-0.03, 0.03),
-        tau_quantiles=(0.0, 0.9, 0.99),
-        speed_len=256,
-        speed_heads=2,
-        speed_dim=32,
-        speed_block=32,
-        speed_sparsities=(0.75,),
-        speed_repeats=1,
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import speed_scaling as ss
 
 NAME = "speed_scaling"
@@ -122,27 +124,7 @@ class Config:
             bad("eps_values", "leave no window after LAS's shrink")
 
 
-PRESETS = {
-    "full": Config(),
-    "quick": Config(
-        eps_values=(0.1, 2.0),
-        n_jobs=40,
-        n_seeds=5,
-        substeps=2,
-        noise_levels=(0.0, 0.4, 0.8),
-        las_eps_grid=(0.1, 0.5, 2.0),
-        las_cal_seeds=5,
-        bkp_check_jobs=24,
-        robust_n=(20, 60),
-        robust_seeds=5,
-        robust_shared_shape=True,
-        bound_seeds=5,
-        lb_jobs=50,
-        lb_kappas=(0.4,),
-        chunk=5,
-    ),  # every branch of the full preset at a smaller size: the LAS eps calibration, the random bound
-    # instances (5 per alpha) and the AVR family at one kappa (50 vs 100 jobs)
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
 
 
 def delta_reference(eps, alpha):

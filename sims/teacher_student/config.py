@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
+
+from jaxwb.sims.core.presets import load_presets
 
 NAME = "teacher_student"
 TITLE = (
@@ -112,25 +115,7 @@ class Config:
             bad("amp_seeds" if self.amp_seeds < 5 else "st_seeds", "must be >= 5 (claims use CIs over seeds)")
 
 
-PRESETS = {
-    "full": Config(),
-    "quick": Config(
-        k=400,
-        n_alpha=48,
-        k_lo=5,
-        k_hi_div=8,
-        stair_features=5,
-        n_stair=80,
-        jump_features=(16, 32, 64),
-        ref_n_alpha=32,
-        amp_n=64,
-        amp_seeds=6,
-        amp_iters=20,
-        st_ds=(16, 32),
-        st_seeds=5,
-        st_steps=100,
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
 
 # arrays shown in the figures only (each with why no claim reads it):
 #   scaling/beta, student/d, student/k: the config's betas, input dimensions and widths echoed for the plots;

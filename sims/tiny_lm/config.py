@@ -4,9 +4,11 @@ constants (formats, engines, the paper's numbers)."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import LMConfig
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import validate as v
 
 NAME = "tiny_lm"
@@ -156,13 +158,4 @@ class Config:
         return [f"d={d}" for d in self.d_models]
 
 
-PRESETS = {
-    "full": Config(),
-    # The full preset's first size alone (d = 64, 2 layers, 800 steps, 5 seeds: the same models, one cache entry):
-    # smaller or shorter-trained models are not in the regime: over 5 seeds, NVFP4 - RaZeR perplexity measured
-    # 0.026 +- 0.052 (d = 32, 1 layer, 150 steps) and -0.007 +- 0.039 (d = 64, 1 layer, 300 steps), against
-    # 0.069 +- 0.033 for these models. The cost: training the 5 models once (cached outside git), then evaluation
-    # the MXFP4 - NVFP4 band the 5 models support: +0.015 +- 0.065, i.e. [-0.050, 0.080] (>= 1.8 half-widths to
-    # each end; the full preset's 10 models narrow it)
-    "quick": Config(d_models=(64,), lrs=(3e-3,), mxfp4_band=(-0.1, 0.15)),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import tv_distance as tv
 
 NAME = "tv_distance"
@@ -130,56 +132,7 @@ class Config:
             )
 
 
-PRESETS = {
-    "full": Config(),
-    # quick: one noisy r and two sample s at the Hoeffding m (``coverage_reps`` unrolls a block per r and per s:
-    # its compilation was the largest single cost of the quick run); r = 1 and s = 4 are where the bias terms
-    # matter most (s = 4: the plugin branch of "auto", its mean against the exact expectation); s = 64 =
-    # INTERVAL_MIN_S, the smallest s whose stated interval (SIMEX on counts, "auto" at s >= 8, its bias estimate
-    # against the plugin) is claimed to cover TV (200 repetitions, Wilson interval); was 16, whose interval
-    # covered 0.81 on two of quick seeds 0..9 (above)
-    "quick": Config(
-        pool_chunks=1,
-        sample_s=(4, 64),
-        noisy_r=(1,),
-        coverage_reps=200,
-        slope_n=(8, 16, 32),
-        # power of the n^2 slope claims (half-width <= 0.4 on a 95% bootstrap interval): at 2048 sequences per n
-        # the half-widths of the four n^2 slopes over quick seeds 0..9 had median 0.29 and reached 0.46 (4 of 40
-        # above 0.4: each claim failed at 1 of 10 seeds for width, not location); the half-width goes like
-        # 1/sqrt(sequences) and its upper tail (max / median ~1.6 over 40) must stay below 0.4 at 20 seeds x 4
-        # claims, so the median must be <= 0.4 / 1.6 = 0.25 -> 2048 x (0.29 / 0.25)^2 ~ 2760; 4096 gives a
-        # median of ~0.2. Measured at 4096 (with slope_r to 256, below), quick seeds 0..19: medians 0.165-0.228,
-        # largest 0.327 of the 80 half-widths, every claim decided. The bootstrap draws one resample for all six
-        # estimators (pieces.bootstrap_slopes), so the doubled pool costs no more CPU than the old
-        # per-estimator bootstrap of half the pool did (whole quick run: 23.5-24.2 user+sys CPU-s before and after)
-        slope_pool=1 << 12,
-        slope_chunks=1,
-        slope_s=(4, 16, 64, 256, 1024, 4096),
-        # r to 256: on quick seed 16's pair the noisy plugin at n = 32 resolved its bias below eps only at the grid's
-        # last r = 64 (bias 0.043 + 2 se = 0.047 < 0.05), where queries = cost var / (eps^2 - bias^2) blows up: slope
-        # 2.47 [1.92, 2.79], half-width 0.55 > 0.4 (the one flip of quick seeds 0..19 at 4096 sequences)
-        slope_r=(1, 4, 16, 64, 256),
-        sep_lambda=(0.0, 2.0, 8.0),
-        sep_m=128,
-        sep_reps=40,
-        tf_n=(2, 4),
-        tf_exact_n=2,
-        tf_m=256,
-        tf_d=16,
-        tf_layers=1,
-        # the K sweep: K = 2 and 16 padded to 16 tokens (k_pad: one compiled program), n = 4,
-        # 24 seeds x 512 sequences, s = 4..8192 (s / (n (K - 1)) reaches 100 at K = 16); the same two claims as the
-        # full preset, decided over 12 base keys with the same outcomes (docs/papers/tv_distance.md); ~0.5 CPU-s
-        # beside the program's trace and compilation
-        k_grid=(2, 16),
-        k_pad=True,
-        k_n=4,
-        k_seeds=24,
-        k_pool=1 << 9,
-        k_s=tuple(1 << j for j in range(2, 14)),
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
 
 
 def display_only() -> tuple[str, ...]:

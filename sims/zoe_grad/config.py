@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import LMConfig
+from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import validate as v
 from jaxwb.theory import zoe_grad as zg
 
@@ -192,24 +194,4 @@ class Config:
         )
 
 
-PRESETS = {
-    "full": Config(),
-    # quick: parts 1-4 at smaller sizes; part 5 (QAT) short: INT-2, every surrogate, 5 paired seeds, 10 fine-tuning
-    # steps (full: 80) from a model pretrained for 200 steps (full: 300; 200 is one jitted chunk of
-    # models.train.fit, one compilation on a cold cache)
-    "quick": Config(
-        mc_samples=20_000,
-        n_x=13,
-        kernel_points=15,
-        kernel_samples=10_000,  # the kernel round trips dominate the quick run; intervals stay < 1/2 the tolerance
-        toy_steps=150,
-        pretrain_steps=200,
-        qat_steps=10,
-        # after 10 steps the arms differ from STE by a per-seed sd of 0.013 (Gaussian, logistic) and 0.033
-        # (triangular), means within +-0.005 (40 seeds, two keys): with 5 seeds |mean| + half-width reaches 0.12 at
-        # 3e-4 of keys (simulated, triangular); one bound for the three laws, set by the triangular law's spread
-        qat_seeds=5,
-        qat_ste_bound=0.12,
-        sweep_sigmas=(0.08, 0.15, 0.2887, 0.5, 1.0),
-    ),
-}
+PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
