@@ -6,6 +6,7 @@ import numpy as np
 
 from jaxwb.sims.core.claims import (
     Claim,
+    ClaimGroups,
     agreement,
     largest_difference,
     lower_bound,
@@ -18,55 +19,20 @@ from jaxwb.sims.distillation.config import MC_RESOLUTION, NULL_RESOLUTION, Confi
 from jaxwb.sims.distillation.run import checkpoint_steps, generation_configs, grid_angles
 from jaxwb.theory import distillation as dm
 
-ROUNDING = "float64 rounding; a wrong {} is off by {}"  # why a recomputation's tolerance is 1e-9
+CLAIMS = ClaimGroups()
+claims = CLAIMS.claims
 
 
-def claims(results: dict, cfg: Config) -> list[Claim]:
-    return [
-        *timescale_claims(results, cfg),
-        *exactness_claims(results, cfg),
-        *memorisation_claims(results, cfg),
-        *distillation_claims(results, cfg),
-        *measurement_claims(results, cfg),
-    ]
+def recomputed(statement: str, difference: float, why: str, tolerance: float = 1e-9) -> Claim:
+    """A value against its independent float64 recomputation: ``difference`` between them, 0 within ``tolerance``
+    (float64 rounding is far below it, a wrong implementation far above: ``why``)."""
+    return agreement(statement, 0.0, difference, tolerance, "abs", wide_reason=why)
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Timescales at one diffusion time (Bonnaire et al. section 4)
-# ---------------------------------------------------------------------------------------------------------
+# --- Timescales at one diffusion time (Bonnaire et al. section 4) ---------------------------------------------------
 
 
-def _gaussian_equivalent_claims(ts: dict, cfg: Config, ip: int) -> list[Claim]:
-    """tau_mem (each n) and tau_gen at p = p_grid[ip] against the Gaussian-equivalent spectrum (check)."""
-    p, ns = cfg.p_grid[ip], cfg.n_grid
-    out = []
-    lr = cfg.lr_times_p / p
-    tau_gen_ge, tau_mem_ge = (np.asarray(a) for a in dm.predicted_timescales(np.asarray(ns), p, cfg.d, cfg.t_fixed, lr))
-    bulk = "the prediction is a bulk; its slowest and fastest directions bound the relaxation"
-    for j, n in enumerate(ns):
-        # the bulk's Marchenko-Pastur edges lam_+- = c (1 +- sqrt(n/p))^2 around its centre c relax at
-        # 1/(lr lam_+-): tau_mem is claimed between them, i.e. log tau_mem within log((1 + r)/(1 - r)), r = sqrt(n/p),
-        # of their geometric mean 1/(lr c (1 - n/p)). (The former symmetric tolerance, the upper spread alone, left
-        # the slow side short: tau_mem sits above the centre, by 1.3x at n/p = 1/8, and it failed 1 of 20 quick seeds)
-        r = np.sqrt(n / p)
-        half = float(np.log((1.0 + r) / (1.0 - r)))
-        text = (
-            f"tau_mem at n = {n}, p = {p} lies between the relaxation times of the Gaussian-equivalent training-set "
-            f"bulk's edges, 1/(lr c (1 +- sqrt(n/p))^2) with c = v_t^2 p/n + s_t^2 (log tau_mem within {half:.2f} of "
-            f"log {float(tau_mem_ge[j]) / (1.0 - n / p):.0f}, the edges' geometric mean)"
-        )
-        centre = float(np.log(tau_mem_ge[j] / (1.0 - n / p)))
-        out.append(seed_mean(text, centre, np.log(ts["tau_mem"][ip, :, j]), half, "abs", wide_reason=bulk))
-    spread = (1.0 + np.sqrt(cfg.d / p)) ** 2 - 1.0
-    text = (
-        f"tau_gen at p = {p} (all n) = d/(lr a^2 p) = e d, the relaxation time of the d linear population "
-        f"directions (tolerance: their Marchenko-Pastur spread (1 + sqrt(d/p))^2 - 1 = {spread:.2f})"
-    )
-    centre_why = "the prediction is the bulk's centre (as for tau_mem)"
-    out.append(seed_mean(text, float(tau_gen_ge[0]), ts["tau_gen"][ip].ravel(), spread, "rel", wide_reason=centre_why))
-    return out
-
-
+@CLAIMS.add
 def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
     """tau_mem ~ n and tau_gen ~ const (paper); tau_mem and tau_gen against the Gaussian-equivalent spectrum
     (check); the Bayes bound on the test loss and the training loss below it (memorisation)."""
@@ -88,14 +54,7 @@ def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     ratio = ts["tau_mem"][ip] / ts["tau_gen"][ip]
     window = f"the generalisation window tau_mem / tau_gen widens with n (p = {p}: n = {ns[-1]} vs {ns[0]})"
-    out = [
-        scaling_exponent(mem_text, 1.0, ns, ts["tau_mem"][ip], 0.5, "ge", kind="paper", source="paper"),
-        scaling_exponent(
-            gen_text, 0.0, ns, ts["tau_gen"][ip], 0.5, "abs", kind="paper", source="paper", wide_reason=why
-        ),
-        Claim.ordering(window, ratio[:, -1], ratio[:, 0], kind="paper"),
-        *_gaussian_equivalent_claims(ts, cfg, ip),
-    ]
+    paper = {"kind": "paper", "source": "paper"}
     bayes = float(dm.bayes_loss(cfg.t_fixed))
     never = (
         f"the test loss never goes below the Bayes (MMSE) loss e^(-2t) = {bayes:.4f} at t = {cfg.t_fixed:g} "
@@ -115,12 +74,46 @@ def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
         f"the end-of-training generalisation gap grows with p (n = {ns[-1]}: p = {p} vs {cfg.p_grid[0]}; more "
         "features memorise more)"
     )
-    return out + [
+    return [
+        scaling_exponent(mem_text, 1.0, ns, ts["tau_mem"][ip], 0.5, "ge", **paper),
+        scaling_exponent(gen_text, 0.0, ns, ts["tau_gen"][ip], 0.5, "abs", **paper, wide_reason=why),
+        Claim.ordering(window, ratio[:, -1], ratio[:, 0], kind="paper"),
+        *_gaussian_equivalent_claims(ts, cfg, ip),
         lower_bound(never, bayes, ts["test"]),
         upper_bound(memorised, bayes, ts["train"][..., -1], kind="check", source="paper"),
         Claim.ordering(shrinks, gap[ip, :, 0], gap[ip, :, -1], kind="paper"),
         Claim.ordering(grows, gap[ip, :, -1], gap[0, :, -1], kind="paper"),
     ]
+
+
+def _gaussian_equivalent_claims(ts: dict, cfg: Config, ip: int) -> list[Claim]:
+    """tau_mem (each n) and tau_gen at p = p_grid[ip] against the Gaussian-equivalent spectrum (check)."""
+    p, ns = cfg.p_grid[ip], cfg.n_grid
+    lr = cfg.lr_times_p / p
+    tau_gen_ge, tau_mem_ge = (np.asarray(a) for a in dm.predicted_timescales(np.asarray(ns), p, cfg.d, cfg.t_fixed, lr))
+    bulk = "the prediction is a bulk; its slowest and fastest directions bound the relaxation"
+    out = []
+    for j, n in enumerate(ns):
+        # the bulk's Marchenko-Pastur edges lam_+- = c (1 +- sqrt(n/p))^2 around its centre c relax at 1/(lr lam_+-):
+        # log tau_mem is claimed within log((1 + r)/(1 - r)), r = sqrt(n/p), of their geometric mean 1/(lr c (1 - n/p));
+        # tau_mem sits above the centre (1.3x at n/p = 1/8): the upper spread alone failed 1 of 20 quick seeds
+        r = np.sqrt(n / p)
+        half = float(np.log((1.0 + r) / (1.0 - r)))
+        text = (
+            f"tau_mem at n = {n}, p = {p} lies between the relaxation times of the Gaussian-equivalent training-set "
+            f"bulk's edges, 1/(lr c (1 +- sqrt(n/p))^2) with c = v_t^2 p/n + s_t^2 (log tau_mem within {half:.2f} of "
+            f"log {float(tau_mem_ge[j]) / (1.0 - n / p):.0f}, the edges' geometric mean)"
+        )
+        centre = float(np.log(tau_mem_ge[j] / (1.0 - n / p)))
+        out.append(seed_mean(text, centre, np.log(ts["tau_mem"][ip, :, j]), half, "abs", wide_reason=bulk))
+    spread = (1.0 + np.sqrt(cfg.d / p)) ** 2 - 1.0
+    text = (
+        f"tau_gen at p = {p} (all n) = d/(lr a^2 p) = e d, the relaxation time of the d linear population "
+        f"directions (tolerance: their Marchenko-Pastur spread (1 + sqrt(d/p))^2 - 1 = {spread:.2f})"
+    )
+    centre_why = "the prediction is the bulk's centre (as for tau_mem)"
+    out.append(seed_mean(text, float(tau_gen_ge[0]), ts["tau_gen"][ip].ravel(), spread, "rel", wide_reason=centre_why))
+    return out
 
 
 def _numpy_crossing(steps, curve, level):
@@ -133,6 +126,7 @@ def _numpy_crossing(steps, curve, level):
     return float(np.exp(np.log(steps[i - 1]) + frac * (np.log(steps[i]) - np.log(steps[i - 1]))))
 
 
+@CLAIMS.add
 def crossing_claims(results: dict, cfg: Config) -> list[Claim]:
     """tau_gen and tau_mem recomputed in NumPy from the stored loss curves."""
     ts = results["timescales"]
@@ -149,20 +143,19 @@ def crossing_claims(results: dict, cfg: Config) -> list[Claim]:
         "tau_gen and tau_mem = a NumPy recomputation of the crossing times from the stored loss curves (every p, "
         "n, seed; max relative difference)"
     )
-    why = ROUNDING.format("crossing", "a fraction of a checkpoint (~1e-1)")
-    return [agreement(text, 0.0, worst, 1e-9, "abs", wide_reason=why)]
+    return [recomputed(text, worst, "float64 rounding; a wrong crossing is off by a fraction of a checkpoint (~1e-1)")]
 
 
+@CLAIMS.add
 def exactness_claims(results: dict, cfg: Config) -> list[Claim]:
     """Closed forms against Monte Carlo and iteration: moments, losses, GD; the spectra's traces."""
     ts = results["timescales"]
-    out = crossing_claims(results, cfg)
-    what = {
-        "gram": "u^T U u (random unit u)",
-        "cross": "u^T V e_1 (in units of sqrt(u^T U u))",
-        "loss": "the loss of the GD readout",
-    }
-    for key, text in what.items():
+    out = []
+    for key, text in (
+        ("gram", "u^T U u (random unit u)"),
+        ("cross", "u^T V e_1 (in units of sqrt(u^T U u))"),
+        ("loss", "the loss of the GD readout"),
+    ):
         for where, data in (("train", "the training set, fresh noise"), ("pop", "fresh data and noise")):
             # one value per seed (the mean over p and n): a seed's p values share its data and noise and its n
             # values its features, so its deviations are correlated (up to 0.97 between p): not independent draws
@@ -177,10 +170,9 @@ def exactness_claims(results: dict, cfg: Config) -> list[Claim]:
         "difference of the readout, float64)"
     )
     why = "float64 rounding of the iteration (~1e-13); a wrong closed form is off by O(1)"
-    out.append(agreement(text, 0.0, float(np.max(ts["iterate_error"])), 1e-9, "abs", wide_reason=why))
+    out.append(recomputed(text, float(np.max(ts["iterate_error"])), why))
     for p in cfg.p_grid:
-        lt = ts["lam_train"][f"p{p}"]  # (seed, n, p)
-        lp = ts["lam_pop"][f"p{p}"]  # (seed, p)
+        lt, lp = ts["lam_train"][f"p{p}"], ts["lam_pop"][f"p{p}"]  # (seed, n, p), (seed, p)
         # one value per seed: the training sets of one seed are nested, so their n values are not independent
         rel = (lt.sum(-1) / lp.sum(-1)[:, None] - 1.0).mean(axis=1)
         text = (
@@ -189,8 +181,7 @@ def exactness_claims(results: dict, cfg: Config) -> list[Claim]:
         )
         out.append(seed_mean(text, 0.0, rel, 0.05))
     p, n = cfg.p_grid[-1], cfg.n_grid[-1]
-    lt = ts["lam_train"][f"p{p}"][:, -1]  # (seed, p) ascending
-    floor = np.median(lt[:, : p - n - cfg.d - 1], axis=1)
+    floor = np.median(ts["lam_train"][f"p{p}"][:, -1, : p - n - cfg.d - 1], axis=1)  # eigenvalues ascending
     s_sq = float(dm.gaussian_equivalent(cfg.t_fixed)["s_sq"])
     text = (
         f"the training Gram's floor (median of its p - n - d - 1 smallest eigenvalues, n = {n}, p = {p}) sits at "
@@ -204,11 +195,10 @@ def exactness_claims(results: dict, cfg: Config) -> list[Claim]:
     return out + [seed_mean(text, s_sq, floor, 0.5, "rel", expected="fail", reason=reason)]
 
 
-# ---------------------------------------------------------------------------------------------------------
-# Generation and distillation
-# ---------------------------------------------------------------------------------------------------------
+# --- Generation and distillation -------------------------------------------------------------------------------------
 
 
+@CLAIMS.add
 def memorisation_claims(results: dict, cfg: Config) -> list[Claim]:
     """The teacher: memorisation emerges late, less with more data, more with more features (paper)."""
     g = results["generation"]
@@ -238,21 +228,19 @@ def memorisation_claims(results: dict, cfg: Config) -> list[Claim]:
     ]
 
 
+@CLAIMS.add
 def distillation_claims(results: dict, cfg: Config) -> list[Claim]:
     """The student: memorisation reduced, quality preserved (paper); retention of each direction class and the
     student's measures against the expected student (check); the linear bound on the retention (bound)."""
-    g = results["generation"]
     out = []
-    K = cfg.distill_steps
     for key, (n, p) in generation_configs(cfg).items():
-        r = g[key]
+        r = results["generation"][key]
         where = f"n = {n}, p = {p}"
-        teacher = {m: r["teacher"][m][:, -1] for m in ("copy", "energy", "nn_median")}
-        student = r["student"]
+        teacher, student = {m: r["teacher"][m][:, -1] for m in ("copy", "energy", "nn_median")}, r["student"]
         if p == cfg.p:
             reduces = (
                 f"consistency distillation reduces transferred memorisation: copy fraction teacher > student "
-                f"({where}, K = {K} distillation steps)"
+                f"({where}, K = {cfg.distill_steps} distillation steps)"
             )
             quality = (
                 f"... and preserves (here improves) sample quality: energy distance to fresh data, teacher > "
@@ -281,77 +269,28 @@ def distillation_claims(results: dict, cfg: Config) -> list[Claim]:
             "seed, retention / bound)"
         )
         out.append(upper_bound(text, 1.0, ratio, over_seeds=True, source="reconstruction"))
-        out += _student_vs_expected(r, where, cfg)
+        for m, tol, why in (
+            ("copy", 3.0 / cfg.n_samples, "copy fractions count samples: 3 of them is the resolution"),
+            ("energy", 0.1, "a fixed relative tolerance; the SGD noise is smaller"),
+            ("nn_median", 0.05, "a fixed relative tolerance; the SGD noise is smaller"),
+        ):
+            text = (
+                f"student {m} = that of the expected student A_T Q diag(r) Q^T ({where}; SGD noise only, measured - "
+                "predicted)"
+            )
+            if m != "copy":
+                text += f" within {tol:g} relative"
+                tol = tol * float(np.mean(np.abs(r["student_pred"][m])))
+            diff = r["student"][m] - r["student_pred"][m]
+            out.append(seed_mean(text, 0.0, diff, tol, "abs", source="reconstruction", wide_reason=why))
     return out
-
-
-def _student_vs_expected(r: dict, where: str, cfg: Config) -> list[Claim]:
-    """The stochastic student's measures against the expected student of eq. student (same noise z)."""
-    out = []
-    for m, tol, why in (
-        ("copy", 3.0 / cfg.n_samples, "copy fractions count samples: 3 of them is the resolution"),
-        ("energy", 0.1, "a fixed relative tolerance; the SGD noise is smaller"),
-        ("nn_median", 0.05, "a fixed relative tolerance; the SGD noise is smaller"),
-    ):
-        text = (
-            f"student {m} = that of the expected student A_T Q diag(r) Q^T ({where}; SGD noise only, measured - "
-            "predicted)"
-        )
-        if m != "copy":
-            text += f" within {tol:g} relative"
-            tol = tol * float(np.mean(np.abs(r["student_pred"][m])))
-        diff = r["student"][m] - r["student_pred"][m]
-        out.append(seed_mean(text, 0.0, diff, tol, "abs", source="reconstruction", wide_reason=why))
-    return out
-
-
-def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
-    """The measures recomputed with NumPy from the stored samples; the estimator's null; the sampler's Euler
-    product."""
-    g = results["generation"]
-    key = "small_n"
-    s = g[key]["samples"]
-    worst_copy, worst_energy = 0.0, 0.0
-    for who in ("teacher", "student"):
-        for i in range(s["train"].shape[0]):
-            copy, e = _numpy_measures(*(np.asarray(a[i], np.float64) for a in (s[who], s["train"], s["ref"])))
-            measured = g[key][who]["copy"] if who == "student" else g[key]["teacher"]["copy"][:, -1]
-            worst_copy = max(worst_copy, abs(copy - float(measured[i])))
-            measured_e = g[key][who]["energy"] if who == "student" else g[key]["teacher"]["energy"][:, -1]
-            worst_energy = max(worst_energy, abs(e - float(measured_e[i])))
-    where = f"(n = {cfg.n_gen[0]}, p = {cfg.p}, every seed; max |difference|)"
-    copies = f"copy fractions of the teacher and student samples = a NumPy recount of d1/d2 < 1/3 {where}"
-    copies_why = "a count: any miscounted sample is 1/n_samples, twice the tolerance"
-    energies = f"energy distances of the teacher and student samples = a NumPy recomputation of the U-statistic {where}"
-    energies_why = "float64 rounding (~1e-15); a wrong estimator is off by O(0.01)"
-    null = g["small_n"]["fresh"]["energy"]  # the fresh and reference draws are the same in every configuration
-    unbiased = (
-        "the energy-distance estimator is unbiased: fresh data against the reference sample has mean 0 "
-        f"({cfg.n_samples} draws each, every seed)"
-    )
-    out = [
-        agreement(copies, 0.0, worst_copy, 0.5 / cfg.n_samples, "abs", wide_reason=copies_why),
-        agreement(energies, 0.0, worst_energy, 1e-9, "abs", wide_reason=energies_why),
-        seed_mean(unbiased, 0.0, null, NULL_RESOLUTION / cfg.n_samples),
-    ]
-    th = grid_angles(cfg)
-    out += _sampler_and_class_claims(results, cfg, th)
-    gain = np.prod(1.0 + np.diff(th) * np.tan(th[1:])) / np.cos(th[0])
-    measured = np.concatenate([g[k]["zero_readout_gain"].ravel() for k in generation_configs(cfg)])
-    text = (
-        f"the probability-flow sampler with a zero score multiplies the noise by the Euler product "
-        f"prod(1 + h tan theta)/cos theta_1 = {gain:.4f} (max relative error)"
-    )
-    why = ROUNDING.format("step or grid", "O(0.1)")
-    return out + [agreement(text, 0.0, float(np.max(np.abs(measured / gain - 1.0))), 1e-9, "abs", wide_reason=why)]
 
 
 @memoized
 def _numpy_measures(x, X, ref) -> tuple[float, float]:
     """NumPy float64 recount of one seed's copy fraction (d1/d2 < 1/3 against the training set ``X``) and energy
     distance (the U-statistic against the reference samples ``ref``) of samples ``x``."""
-    dist = np.sqrt(((x[:, None, :] - X[None]) ** 2).sum(-1))
-    d = np.sort(dist, axis=1)
+    d = np.sort(np.sqrt(((x[:, None, :] - X[None]) ** 2).sum(-1)), axis=1)
     copy = float(np.mean(d[:, 0] < d[:, 1] / 3.0))
 
     def mean_pair(a, b, same):
@@ -359,6 +298,34 @@ def _numpy_measures(x, X, ref) -> tuple[float, float]:
         return (dd.sum() - np.trace(dd)) / (len(a) * (len(a) - 1)) if same else dd.mean()
 
     return copy, float(2 * mean_pair(x, ref, False) - mean_pair(x, x, True) - mean_pair(ref, ref, True))
+
+
+@CLAIMS.add
+def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The measures recomputed with NumPy from the stored samples; the estimator's null."""
+    g = results["generation"]["small_n"]
+    s = g["samples"]
+    recount, stored = [], []  # (copy, energy) of each seed's teacher and student samples
+    for w in ("teacher", "student"):
+        for i in range(s["train"].shape[0]):
+            recount.append(_numpy_measures(*(np.asarray(a[i], np.float64) for a in (s[w], s["train"], s["ref"]))))
+            stored.append([np.reshape(g[w][m], (len(s["train"]), -1))[i, -1] for m in ("copy", "energy")])
+    worst_copy, worst_energy = (float(d) for d in np.max(np.abs(np.subtract(recount, stored)), axis=0))
+    where = f"(n = {cfg.n_gen[0]}, p = {cfg.p}, every seed; max |difference|)"
+    copies = f"copy fractions of the teacher and student samples = a NumPy recount of d1/d2 < 1/3 {where}"
+    copies_why = "a count: any miscounted sample is 1/n_samples, twice the tolerance"
+    energies = f"energy distances of the teacher and student samples = a NumPy recomputation of the U-statistic {where}"
+    energies_why = "float64 rounding (~1e-15); a wrong estimator is off by O(0.01)"
+    unbiased = (
+        "the energy-distance estimator is unbiased: fresh data against the reference sample has mean 0 "
+        f"({cfg.n_samples} draws each, every seed)"
+    )
+    return [
+        recomputed(copies, worst_copy, copies_why, 0.5 / cfg.n_samples),
+        recomputed(energies, worst_energy, energies_why),
+        # the fresh and reference draws are the same in every configuration
+        seed_mean(unbiased, 0.0, g["fresh"]["energy"], NULL_RESOLUTION / cfg.n_samples),
+    ]
 
 
 @memoized
@@ -375,15 +342,17 @@ def _numpy_sampler(A, W, b, th, z):
     return (x + np.sin(th[0]) ** 2 * score(0, x)) / np.cos(th[0])
 
 
-def _sampler_and_class_claims(results: dict, cfg: Config, th: np.ndarray) -> list[Claim]:
-    """The teacher's samples re-run in NumPy from its stored readouts; the direction classes recounted."""
+@CLAIMS.add
+def sampler_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The teacher's samples re-run in NumPy from its stored readouts; the direction classes recounted; the
+    sampler's Euler product."""
     g = results["generation"]
     s = g["small_n"]["samples"]
+    th = grid_angles(cfg)
     worst = 0.0
     for i in range(s["z"].shape[0]):
         A, W, b, z = (np.asarray(s[k][i], np.float64) for k in ("teacher_readouts", "W", "b", "z"))
-        ref = _numpy_sampler(A, W, b, th, z)
-        worst = max(worst, largest_difference(s["teacher"][i], ref))
+        worst = max(worst, largest_difference(s["teacher"][i], _numpy_sampler(A, W, b, th, z)))
     miscount = 0
     for name in generation_configs(cfg):
         ret = g[name]["retention"]
@@ -396,13 +365,20 @@ def _sampler_and_class_claims(results: dict, cfg: Config, th: np.ndarray) -> lis
         f"the teacher's samples = a NumPy float64 re-run of the Euler probability-flow sampler and denoiser from its "
         f"stored readouts and noise (n = {cfg.n_gen[0]}, p = {cfg.p}, every seed; max relative difference)"
     )
-    why = "float64 rounding over the grid (~1e-14); a wrong step or score is off by O(0.1)"
     classes = (
         f"the direction classes (generalising: lr lam tau_gen >= 1; memorised: lr lam tau_gen < 1 <= lr lam x "
         f"{cfg.teacher_steps:.0e}) = a NumPy recount from the stored eigenvalues (every configuration, grid time "
         "and seed; directions miscounted)"
     )
+    gain = np.prod(1.0 + np.diff(th) * np.tan(th[1:])) / np.cos(th[0])
+    measured = np.concatenate([g[k]["zero_readout_gain"].ravel() for k in generation_configs(cfg)])
+    euler = (
+        f"the probability-flow sampler with a zero score multiplies the noise by the Euler product "
+        f"prod(1 + h tan theta)/cos theta_1 = {gain:.4f} (max relative error)"
+    )
+    euler_why = "float64 rounding; a wrong step or grid is off by O(0.1)"
     return [
-        agreement(rerun, 0.0, worst, 1e-9, "abs", wide_reason=why),
+        recomputed(rerun, worst, "float64 rounding over the grid (~1e-14); a wrong step or score is off by O(0.1)"),
         agreement(classes, 0.0, float(miscount), 0.0, "abs", source="reconstruction"),
+        recomputed(euler, float(np.max(np.abs(measured / gain - 1.0))), euler_why),
     ]

@@ -10,8 +10,11 @@ from jaxwb.sims.distillation.run import generation_configs
 from jaxwb.theory import distillation as dm
 
 COLORS = ("tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown")
+FIGURES = panels.Figures()
+plot = FIGURES.plot
 
 
+@FIGURES.add
 def plot_spectrum(results: dict, cfg: Config):
     """Eigenvalues of the training Gram (each n) and of the population Gram, with the Gaussian-equivalent bulks."""
     ts = results["timescales"]
@@ -32,29 +35,26 @@ def plot_spectrum(results: dict, cfg: Config):
     ax.axvline(np.log10(a_sq * p / cfg.d), **style.prediction(color="k"), label="GE: linear bulk a^2 p/d")
     ax.axvline(np.log10(s_sq), color="0.5", ls=":", label="GE: floor s_t^2 (d -> inf)")
     panels.prediction_key(ax, "GE: training-set bulk v_t^2 p/n + s_t^2", color="0.3", linewidth=1)
-    return panels.finish(
-        ax,
-        legend={"fontsize": 7, "loc": "lower left", "framealpha": 0.9},
-        xlabel="log10 eigenvalue of the feature Gram U (dimensionless)",
-        ylabel="fraction of the p eigenvalues per bin",
-        yscale="log",
-        title=f"Feature Gram spectrum at t = {cfg.t_fixed:g}, p = {p}, d = {cfg.d} ({lam_t.shape[0]} seeds pooled)",
-    ).figure
+    legend = {"fontsize": 7, "loc": "lower left", "framealpha": 0.9}
+    xlabel = "log10 eigenvalue of the feature Gram U (dimensionless)"
+    ylabel = "fraction of the p eigenvalues per bin"
+    title = f"Feature Gram spectrum at t = {cfg.t_fixed:g}, p = {p}, d = {cfg.d} ({lam_t.shape[0]} seeds pooled)"
+    panels.finish(ax, legend=legend, log="y", xlabel=xlabel, ylabel=ylabel, title=title)
+    return fig
 
 
+@FIGURES.add
 def plot_timescales(results: dict, cfg: Config):
     """Loss curves over GD steps (p max) and tau_gen, tau_mem against n with the Gaussian-equivalent predictions."""
     ts = results["timescales"]
     steps = np.asarray(ts["steps"])
-    ip = len(cfg.p_grid) - 1
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
     for j, n in enumerate(cfg.n_grid):
-        ax.semilogx(steps, ts["test"][ip, :, j].mean(0), color=COLORS[j], label=f"test (population), n = {n}")
-        ax.semilogx(steps, ts["train"][ip, :, j].mean(0), color=COLORS[j], ls=":", label=f"train, n = {n}")
+        ax.semilogx(steps, ts["test"][-1, :, j].mean(0), color=COLORS[j], label=f"test (population), n = {n}")
+        ax.semilogx(steps, ts["train"][-1, :, j].mean(0), color=COLORS[j], ls=":", label=f"train, n = {n}")
     ax.axhline(float(dm.bayes_loss(cfg.t_fixed)), color="k", lw=1, label="Bayes loss e^(-2t) (true score)")
-    title = f"Loss curves, p = {cfg.p_grid[ip]}, t = {cfg.t_fixed:g} (mean over seeds)"
-    ylabel = "denoising loss per dimension"
-    xlabel = "GD steps k (lr = 1/p)"
+    title = f"Loss curves, p = {cfg.p_grid[-1]}, t = {cfg.t_fixed:g} (mean over seeds)"
+    xlabel, ylabel = "GD steps k (lr = 1/p)", "denoising loss per dimension"
     panels.finish(ax, legend={"fontsize": 7, "ncol": 2}, xlabel=xlabel, ylabel=ylabel, title=title, ylim=(0.0, 1.05))
     ns = np.asarray(cfg.n_grid, np.float64)
     for i, p in enumerate(cfg.p_grid):
@@ -69,6 +69,7 @@ def plot_timescales(results: dict, cfg: Config):
     return panels.finish(ax2, legend=7, log="xy", xlabel="training-set size n", ylabel="GD steps", title=title).figure
 
 
+@FIGURES.add
 def plot_memorisation(results: dict, cfg: Config):
     """Copy fraction and energy distance of the teacher over training, the student beside it."""
     g = results["generation"]
@@ -82,18 +83,17 @@ def plot_memorisation(results: dict, cfg: Config):
             student = np.asarray(r["student"][m]).reshape(-1, 1)
             lab = f"student (K = {cfg.distill_steps} from the last teacher), {label}"
             panels.errorbars(a, [ck[-1] * 1.6], student, fmt="*", ms=13, color=COLORS[j], label=lab)
-        fm = float(np.mean(r["fresh"]["copy"]))
-        ax.axhline(fm, color=COLORS[j], lw=0.8, ls=":")
+        ax.axhline(float(np.mean(r["fresh"]["copy"])), color=COLORS[j], lw=0.8, ls=":")
     ax.plot([], [], color="0.4", lw=0.8, ls=":", label="fresh data (a generalising model's level)")
     title = "Memorisation over training; the distilled student at the right (95% CI)"
     ylabel = "copy fraction (d1/d2 < 1/3)"
     panels.finish(ax, legend=7, xscale="log", xlabel="teacher GD steps", ylabel=ylabel, title=title)
-    title = "Sample quality (lower is better; fresh data: 0)"
-    ylabel = "energy distance to fresh N(0, I) data"
+    title, ylabel = "Sample quality (lower is better; fresh data: 0)", "energy distance to fresh N(0, I) data"
     ax2.set(xscale="log", yscale="log", ylim=(5e-3, 2.0), xlabel="teacher GD steps", ylabel=ylabel, title=title)
     return fig
 
 
+@FIGURES.add
 def plot_distillation(results: dict, cfg: Config):
     """Which directions the student keeps: per-direction retention against lr lam, with eq. retention; and the
     memorisation-quality plane."""
@@ -101,52 +101,44 @@ def plot_distillation(results: dict, cfg: Config):
     r = g["small_n"]
     n, p = generation_configs(cfg)["small_n"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
-    x = np.asarray(r["retention"]["lr_lam"]).ravel()
-    y = np.asarray(r["retention"]["per_direction"]).ravel()
+    x, y = (np.asarray(r["retention"][k]).ravel() for k in ("lr_lam", "per_direction"))
     keep = x > 0
     ax.semilogx(x[keep], y[keep], ".", ms=2, alpha=0.25, color="tab:blue", label="measured, each direction")
     xs = np.logspace(np.log10(max(x[keep].min(), 1e-9)), 0, 200)
-    ax.semilogx(
-        xs, np.asarray(dm.predicted_retention(xs * p, steps=cfg.distill_steps, lr=1.0 / p)), **style.prediction(),
-        label=f"eq. retention 1 - (1 - lr lam)^K, K = {cfg.distill_steps}",
-    )  # fmt: skip
+    retention = np.asarray(dm.predicted_retention(xs * p, steps=cfg.distill_steps, lr=1.0 / p))
+    label = f"eq. retention 1 - (1 - lr lam)^K, K = {cfg.distill_steps}"
+    ax.semilogx(xs, retention, **style.prediction(), label=label)
     for xv, text in ((1.0 / cfg.tau_gen, "1/tau_gen"), (1.0 / cfg.teacher_steps, "1/teacher steps")):
         ax.axvline(xv, color="0.5", lw=0.8, ls=":")
         ax.text(xv * 1.3, 1.22, text, fontsize=7, ha="left")
+    title = (
+        f"Student vs teacher per eigen-direction (n = {n}, p = {p}, all grid times and seeds)\n"
+        "left of 1/tau_gen: memorised directions; right: generalising"
+    )
+    xlabel, ylabel = "lr x eigenvalue of the teacher's Gram (per GD step)", "fraction of the teacher's component kept"
     panels.finish(
-        ax,
-        legend={"fontsize": 8, "loc": "upper left"},
-        ylim=(-0.3, 1.3),
-        xlabel="lr x eigenvalue of the teacher's Gram (per GD step)",
-        ylabel="fraction of the teacher's component kept",
-        title=f"Student vs teacher per eigen-direction (n = {n}, p = {p}, all grid times and seeds)\n"
-        "left of 1/tau_gen: memorised directions; right: generalising",
+        ax, legend={"fontsize": 8, "loc": "upper left"}, ylim=(-0.3, 1.3), xlabel=xlabel, ylabel=ylabel, title=title
     )
     first = list(cfg.teacher_checkpoints).index(cfg.tau_gen)
     for j, (name, (nn, pp)) in enumerate(generation_configs(cfg).items()):
         rr = g[name]
-        cx, _ = panels.mean_ci_columns(rr["teacher"]["copy"][:, first:])
-        ey, _ = panels.mean_ci_columns(rr["teacher"]["energy"][:, first:])
+        cx, ey = (panels.mean_ci_columns(rr["teacher"][m][:, first:])[0] for m in ("copy", "energy"))
         ax2.plot(cx, ey, "-o", ms=3, color=COLORS[j], label=f"teacher from tau_gen on, n = {nn}, p = {pp}")
-        ax2.annotate("tau_gen", (cx[0], ey[0]), fontsize=7, xytext=(4, -10), textcoords="offset points")
-        ax2.annotate(
-            f"{cfg.teacher_steps:.0e}", (cx[-1], ey[-1]), fontsize=7, xytext=(-10, 6), textcoords="offset points"
-        )
-        for m, marker, lab in (
-            ("student", "*", "student"),
-            ("student_pred", "P", "expected student (eq. student)"),
-            ("teacher_projected", "X", "teacher without memorised directions"),
+        for text, xy, xytext in (("tau_gen", 0, (4, -10)), (f"{cfg.teacher_steps:.0e}", -1, (-10, 6))):
+            ax2.annotate(text, (cx[xy], ey[xy]), fontsize=7, xytext=xytext, textcoords="offset points")
+        for m, marker, ms, mfc, lab in (
+            ("student", "*", 11, COLORS[j], "student"),
+            ("student_pred", "P", 8, "none", "expected student (eq. student)"),
+            ("teacher_projected", "X", 8, "none", "teacher without memorised directions"),
         ):
-            ax2.plot(
-                np.mean(rr[m]["copy"]), np.mean(rr[m]["energy"]), marker, ms=11 if m == "student" else 8,
-                color=COLORS[j], mfc="none" if m != "student" else COLORS[j], label=f"{lab}" if j == 0 else None,
-            )  # fmt: skip
+            copy, energy = np.mean(rr[m]["copy"]), np.mean(rr[m]["energy"])
+            ax2.plot(copy, energy, marker, ms=ms, color=COLORS[j], mfc=mfc, label=lab if j == 0 else None)
     title = "Memorisation-quality plane (means over seeds)"
-    ylabel = "energy distance to fresh data (quality)"
-    xlabel = "copy fraction (memorisation)"
+    xlabel, ylabel = "copy fraction (memorisation)", "energy distance to fresh data (quality)"
     return panels.finish(ax2, legend=7, yscale="log", xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 
+@FIGURES.add
 def plot_samples(results: dict, cfg: Config):
     """Samples of the teacher and the student (first two coordinates) beside the training points, one seed."""
     s = results["generation"]["small_n"]["samples"]
@@ -165,13 +157,3 @@ def plot_samples(results: dict, cfg: Config):
             ax, legend={"fontsize": 8, "loc": "upper right"}, xlabel="coordinate 1", ylabel="coordinate 2", title=title
         )
     return fig
-
-
-def plot(results: dict, cfg: Config) -> dict:
-    return {
-        "spectrum": plot_spectrum(results, cfg),
-        "timescales": plot_timescales(results, cfg),
-        "memorisation": plot_memorisation(results, cfg),
-        "distillation": plot_distillation(results, cfg),
-        "samples": plot_samples(results, cfg),
-    }

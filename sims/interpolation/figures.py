@@ -11,6 +11,10 @@ from jaxwb.sims.core import panels, style
 from jaxwb.sims.interpolation.config import COLORS, LABELS, METHODS, Config
 from jaxwb.theory import interpolation as ip
 
+FIGURES = panels.Figures()
+UPPER_LEFT = {"fontsize": 7, "loc": "upper left"}
+I_SGD, I_HB = METHODS.index("sgd"), METHODS.index("hb")
+
 
 def _sat_lines(ax, c):
     ax.axvline(c["sat_sgd"], color="tab:blue", ls=":", lw=1.2, label=f"SGD saturation L_max/L = {c['sat_sgd']:.1f}")
@@ -28,10 +32,8 @@ def _err(point, boot):
 
 def _header(cfg: Config, c) -> str:
     """The problem line of every figure title."""
-    return (
-        f"n={cfg.n}, d={cfg.d}, kappa={cfg.cond:g}, {cfg.sampling} sampling, tr H/L={c['eff_rank']:.2f}, "
-        f"eps={cfg.eps:g}"
-    )
+    rank = f"tr H/L={c['eff_rank']:.2f}"
+    return f"n={cfg.n}, d={cfg.d}, kappa={cfg.cond:g}, {cfg.sampling} sampling, {rank}, eps={cfg.eps:g}"
 
 
 def _full_batch_times(results: dict, cfg: Config) -> tuple[float, float]:
@@ -40,12 +42,17 @@ def _full_batch_times(results: dict, cfg: Config) -> tuple[float, float]:
     return lg * float(ip.efold_time(det["polyak_rate_sq"])), lg * float(ip.efold_time(det["gd_rho"]))
 
 
+def _hits(results: dict):
+    """Batch sizes, constants, and iterations to eps: Monte Carlo, the exact recursion's, bootstrap replicates."""
+    mc, th = results["mc"], np.asarray(results["theory"]["hits"])
+    Bs = np.asarray(results["batch_sizes"], dtype=float)
+    return Bs, results["constants"], np.asarray(mc["hits"]), th, np.asarray(mc["hits_boot"])
+
+
+@FIGURES.add
 def plot_iterations_vs_batch(results: dict, cfg: Config):
     """Iterations to eps vs B."""
-    Bs = np.asarray(results["batch_sizes"], dtype=float)
-    c = results["constants"]
-    hits, th = np.asarray(results["mc"]["hits"]), np.asarray(results["theory"]["hits"])
-    boot = np.asarray(results["mc"]["hits_boot"])
+    Bs, c, hits, th, boot = _hits(results)
     fig, ax = style.figure(figsize=(11.5, 5.6))
     for i, m in enumerate(METHODS):
         label = f"{LABELS[m]}: Monte Carlo (95% bootstrap CI)"
@@ -58,109 +65,73 @@ def plot_iterations_vs_batch(results: dict, cfg: Config):
         ax.axhline(y, color=color, lw=0.8, alpha=0.6, label=label)
     ax.plot(Bs, th[1, 0] / Bs, color="0.5", lw=1, ls="-.", label="perfect parallelization T(1)/B")
     _sat_lines(ax, c)
-    return panels.finish(
-        ax,
-        legend={"fontsize": 7.5, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0)},
-        log="xy",
-        xlabel="batch size B (rows per step)",
-        ylabel=f"iterations until E||e||^2 <= {cfg.eps:g} ||e_0||^2",
-        title=f"Iterations to eps vs batch size\n{_header(cfg, c)}",
-        ylim=(max(1, 0.5 * np.nanmin(hits)), None),
-    ).figure
-
-
-def _bstar_hb(hits, boot, Bs):
-    """Heavy ball's saturation batch B*_HB = (r - 1)/(1 - r/B_max), r = T_HB(1)/T_HB(B_max), point and 95% range."""
-    i = METHODS.index("hb")
-    f = lambda h: (h[i, 0] / h[i, -1] - 1.0) / (1.0 - h[i, 0] / h[i, -1] / Bs[-1])
-    lo, hi = np.nanquantile(f(boot), [0.025, 0.975])
-    return float(f(hits)), float(lo), float(hi)
+    legend = {"fontsize": 7.5, "loc": "upper left", "bbox_to_anchor": (1.01, 1.0)}
+    labels = {"xlabel": "batch size B (rows per step)", "ylabel": f"iterations until E||e||^2 <= {cfg.eps:g} ||e_0||^2"}
+    title, ylim = f"Iterations to eps vs batch size\n{_header(cfg, c)}", (max(1, 0.5 * np.nanmin(hits)), None)
+    return panels.finish(ax, legend=legend, log="xy", **labels, title=title, ylim=ylim).figure
 
 
 def _slope_panel(ax, results: dict, cfg: Config):
     """What the speedup claims read, on the speedup panel: heavy ball's Monte-Carlo log-log slope over the fit
     range (with its 95% bootstrap CI and the exact recursion's slope), the paper's proportionality (slope 1)
     through heavy ball's B = 1 point, and the measured saturation batch B*_HB beside the paper's tr H/sqrt(L mu)."""
-    Bs = np.asarray(results["batch_sizes"], dtype=float)
-    c = results["constants"]
-    hits, th = np.asarray(results["mc"]["hits"]), np.asarray(results["theory"]["hits"])
-    boot = np.asarray(results["mc"]["hits_boot"])
-    i_sgd, i_hb = METHODS.index("sgd"), METHODS.index("hb")
+    Bs, c, hits, th, boot = _hits(results)
     lin = Bs <= cfg.linear_fraction * c["sat_shb"]
     x = np.log(Bs[lin])
     slope_of = lambda h: np.polyfit(x, np.log(h[..., :1] / h[..., lin]).T, 1)[0]
-    s_ex = float(slope_of(th[i_hb]))
-    s_lo, s_hi = np.quantile(slope_of(np.moveaxis(boot[i_hb], -1, 0)), [0.025, 0.975])
-    speedup = hits[i_sgd, 0] / hits[i_hb]
-    panels.slope_panel(
-        ax,
-        Bs,
-        speedup,
-        fit=lin,
-        points=False,
-        predicted=1.0,
-        anchor=(Bs[0], speedup[0]),
-        color="tab:red",
-        fit_label=f"heavy ball, Monte-Carlo log-log slope {{slope:.3f}} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact "
-        f"recursion {s_ex:.3f}",
-        pred_label="paper: heavy-ball speedup proportional to B (slope 1)",
-        pred_style={"color": "0.3", "linewidth": 1, "linestyle": "-."},
-        fit_range_label=f"slope fit range B <= {Bs[lin][-1]:g}",
-    )
-    b, lo, hi = _bstar_hb(hits, boot, Bs)
-    ax.axvspan(lo, hi, color="tab:red", alpha=0.25, label=f"heavy ball B*_HB, Monte Carlo: {b:.0f} (95% CI)")
+    s_ex = float(slope_of(th[I_HB]))
+    s_lo, s_hi = np.quantile(slope_of(np.moveaxis(boot[I_HB], -1, 0)), [0.025, 0.975])
+    speedup = hits[I_SGD, 0] / hits[I_HB]
+    fit = f"heavy ball, Monte-Carlo log-log slope {{slope:.3f}} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion "
+    labels = {"fit_label": fit + f"{s_ex:.3f}", "pred_label": "paper: heavy-ball speedup proportional to B (slope 1)"}
+    labels["fit_range_label"] = f"slope fit range B <= {Bs[lin][-1]:g}"
+    pred_style = {"color": "0.3", "linewidth": 1, "linestyle": "-."}
+    kw = {"fit": lin, "points": False, "predicted": 1.0, "anchor": (Bs[0], speedup[0]), "color": "tab:red"}
+    panels.slope_panel(ax, Bs, speedup, **kw, pred_style=pred_style, **labels)
+    # heavy ball's saturation batch B*_HB = (r - 1)/(1 - r/B_max), r = T_HB(1)/T_HB(B_max), and its 95% range
+    bstar = lambda h: (h[I_HB, 0] / h[I_HB, -1] - 1.0) / (1.0 - h[I_HB, 0] / h[I_HB, -1] / Bs[-1])
+    lo, hi = np.nanquantile(bstar(boot), [0.025, 0.975])
+    ax.axvspan(lo, hi, color="tab:red", alpha=0.25, label=f"heavy ball B*_HB, Monte Carlo: {bstar(hits):.0f} (95% CI)")
 
 
+@FIGURES.add
 def plot_speedup(results: dict, cfg: Config):
     """Speedup: against SGD at B = 1 (perfect parallelization), and against SGD at the same B."""
-    Bs = np.asarray(results["batch_sizes"], dtype=float)
-    c = results["constants"]
-    hits, th = np.asarray(results["mc"]["hits"]), np.asarray(results["theory"]["hits"])
-    boot = np.asarray(results["mc"]["hits_boot"])
+    Bs, c, hits, th, boot = _hits(results)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(14, 5.4))
-    i_sgd = METHODS.index("sgd")
     for i, m in enumerate(METHODS):
-        for a, ref, ref_boot, ref_th in ((ax, hits[i_sgd, 0], boot[i_sgd, :1], th[i_sgd, 0]),
-                                         (ax2, hits[i_sgd], boot[i_sgd], th[i_sgd])):  # fmt: skip
+        for a, ref, ref_boot, ref_th in ((ax, hits[I_SGD, 0], boot[I_SGD, :1], th[I_SGD, 0]),
+                                         (ax2, hits[I_SGD], boot[I_SGD], th[I_SGD])):  # fmt: skip
             if a is ax2 and m == "sgd":
                 continue
-            yerr = _err(ref / hits[i], ref_boot / boot[i])
-            panels.measured_vs_predicted(
-                a, Bs, ref / hits[i], ref_th / th[i], yerr=yerr, color=COLORS[m], label=LABELS[m]
-            )
+            y, yerr = ref / hits[i], _err(ref / hits[i], ref_boot / boot[i])
+            panels.measured_vs_predicted(a, Bs, y, ref_th / th[i], yerr=yerr, color=COLORS[m], label=LABELS[m])
     panels.prediction_key(ax, "theory (exact recursion)")
     _slope_panel(ax, results, cfg)
     _sat_lines(ax, c)
     title = f"Speedup over SGD at B = 1\n{_header(cfg, c)}"
     ylabel = "speedup T_SGD(B=1) / T(B)  (iterations to eps, Monte Carlo)"
-    xlabel = "batch size B"
-    panels.finish(ax, legend={"fontsize": 7, "loc": "upper left"}, log="xy", xlabel=xlabel, ylabel=ylabel, title=title)
+    panels.finish(ax, legend=UPPER_LEFT, log="xy", xlabel="batch size B", ylabel=ylabel, title=title)
     pol, gdh = _full_batch_times(results, cfg)
     label = f"full batch: GD / Polyak heavy ball e-fold times = {gdh / pol:.1f}"
     ax2.axhline(gdh / pol, color="tab:red", lw=0.8, alpha=0.6, label=label)
     panels.prediction_key(ax2, "theory (exact recursion)")
-    growth = np.log2((hits[i_sgd, -1] / hits[1, -1]) / (hits[i_sgd, 0] / hits[1, 0]))
-    g_b = np.log2((boot[i_sgd, -1] / boot[1, -1]) / (boot[i_sgd, 0] / boot[1, 0]))
-    g_lo, g_hi = np.quantile(g_b, [0.025, 0.975])
-    label = f"paper: grows with B; heavy ball log2 A({Bs[-1]:g})/A(1) = {growth:.2f} (95% CI {g_lo:.2f}..{g_hi:.2f})"
+    growth = lambda h: np.log2((h[I_SGD, -1] / h[I_HB, -1]) / (h[I_SGD, 0] / h[I_HB, 0]))  # log2 A(B_max)/A(1)
+    g, (g_lo, g_hi) = growth(hits), np.quantile(growth(boot), [0.025, 0.975])
+    label = f"paper: grows with B; heavy ball log2 A({Bs[-1]:g})/A(1) = {g:.2f} (95% CI {g_lo:.2f}..{g_hi:.2f})"
     ax2.plot([], [], " ", label=label)
     _sat_lines(ax2, c)
     title = "Acceleration over SGD at the same batch size"
     ylabel = "acceleration T_SGD(B) / T(B)  (same B, Monte Carlo)"
-    return panels.finish(
-        ax2, legend={"fontsize": 7, "loc": "upper left"}, log="xy", xlabel="batch size B", ylabel=ylabel, title=title
-    ).figure
+    return panels.finish(ax2, legend=UPPER_LEFT, log="xy", xlabel="batch size B", ylabel=ylabel, title=title).figure
 
 
+@FIGURES.add
 def plot_rate_check(results: dict, cfg: Config):
     """Predicted vs measured rate: Monte-Carlo fit against the exact curve's fit on the same window."""
     fig, ax = style.figure(figsize=(7.0, 5.8))
     efold = lambda r: -1 / np.log(np.asarray(r))
-    pe, me, me_b = (
-        efold(results["theory"]["rates_fit"]),
-        efold(results["mc"]["rates"]),
-        efold(results["mc"]["rates_boot"]),
-    )
+    pe, me, me_b = map(efold, (results["theory"]["rates_fit"], results["mc"]["rates"], results["mc"]["rates_boot"]))
     lo, hi = np.nanmin([np.nanmin(pe), np.nanmin(me)]) * 0.7, np.nanmax([np.nanmax(pe), np.nanmax(me)]) * 1.4
     xx = np.geomspace(lo, hi, 10)
     ax.plot(xx, xx, **style.prediction(), label="measured = predicted")
@@ -169,40 +140,29 @@ def plot_rate_check(results: dict, cfg: Config):
         ax.errorbar(pe[i], me[i], yerr=_err(me[i], me_b[i]), fmt="o", color=COLORS[m], capsize=2, label=LABELS[m])
     for k, name in (("kaczmarz", "Kaczmarz"), ("cd", "coord. descent")):
         for cname, mk in (("single", "s"), ("block", "^"), ("block_hb", "D")):
-            r = results[k][cname]
-            m_ = efold(r["rate_mc"])
-            ax.errorbar(
-                efold(r["rate_exact_fit"]),
-                m_,
-                yerr=_err(np.atleast_1d(m_), efold(r["rate_boot"])[None]),
-                fmt=mk,
-                mfc="none",
-                color="tab:orange" if k == "kaczmarz" else "tab:brown",
-                capsize=2,
-                label=f"{name}, {cname}",
-            )
-    return panels.finish(
-        ax,
-        legend={"fontsize": 7, "loc": "upper left"},
-        log="xy",
-        xlabel="predicted: exact E||e||^2 recursion, -1/slope of log on the fit window (iterations per e-fold)",
-        ylabel="measured: -1/slope of log(Monte-Carlo mean ||e||^2), same window",
-        title=f"Exact mean-square decay vs Monte Carlo (95% bootstrap CI)\n(window: {cfg.fit_efolds:g} "
-        "e-folds once the exact slope is within 1% of log rho(T))",
-    ).figure
+            r, color = results[k][cname], "tab:orange" if k == "kaczmarz" else "tab:brown"
+            x, m_ = efold(r["rate_exact_fit"]), efold(r["rate_mc"])
+            yerr = _err(np.atleast_1d(m_), efold(r["rate_boot"])[None])
+            ax.errorbar(x, m_, yerr=yerr, fmt=mk, mfc="none", color=color, capsize=2, label=f"{name}, {cname}")
+    title = (
+        f"Exact mean-square decay vs Monte Carlo (95% bootstrap CI)\n(window: {cfg.fit_efolds:g} e-folds once the "
+        "exact slope is within 1% of log rho(T))"
+    )
+    labels = {
+        "xlabel": "predicted: exact E||e||^2 recursion, -1/slope of log on the fit window (iterations per e-fold)",
+        "ylabel": "measured: -1/slope of log(Monte-Carlo mean ||e||^2), same window",
+    }
+    return panels.finish(ax, legend=UPPER_LEFT, log="xy", **labels, title=title).figure
 
 
+@FIGURES.add
 def plot_momentum_rule(results: dict, cfg: Config):
     """Momentum rule vs grid."""
-    Bs = np.asarray(results["batch_sizes"], dtype=float)
-    c = results["constants"]
-    p = results["params"]
+    Bs, c, p = np.asarray(results["batch_sizes"], dtype=float), results["constants"], results["params"]
     fig, (ax1, ax2, ax3) = style.figure(1, 3, figsize=(14, 4.4))
     series = [(p[m], mk, COLORS[m], LABELS[m]) for m, mk in (("hb", "o-"), ("nesterov", "s-"), ("hb_rule", "D--"))]
-    series += [
-        (results["nesterov_rule"], "s:", "tab:olive", "Nesterov rule"),
-        (p["sgd"], "o-", COLORS["sgd"], LABELS["sgd"]),
-    ]
+    nesterov_rule = (results["nesterov_rule"], "s:", "tab:olive", "Nesterov rule")
+    series += [nesterov_rule, (p["sgd"], "o-", COLORS["sgd"], LABELS["sgd"])]
     for d, mk, color, label in series:
         if d is not p["sgd"]:
             ax1.loglog(Bs, 1 - np.asarray(d["beta"]), mk, color=color, label=label)
@@ -218,9 +178,11 @@ def plot_momentum_rule(results: dict, cfg: Config):
     return panels.finish(ax3, legend=6.5, xlabel="batch size B", ylabel=ylabel, title=title).figure
 
 
+@FIGURES.add
 def plot_kaczmarz_cd(results: dict, cfg: Config):
     """Kaczmarz and coordinate descent."""
     fig, axes = style.figure(1, 2, figsize=(12.5, 4.8))
+    ylim = (cfg.aux_eps * 0.05, 2)
     for ax, k, title, ylab, bound in (
         (axes[0], "kaczmarz", "Randomized Kaczmarz (rows ~ ||a_i||^2)", "E||x_t - x*||^2 / ||x_0 - x*||^2",
          "bound (1 - sigma_min^2/||A||_F^2)^t"),
@@ -243,17 +205,8 @@ def plot_kaczmarz_cd(results: dict, cfg: Config):
         tb = np.asarray(r["single"]["t"])
         ax.plot(tb, r["bound_rate"] ** tb, color="k", ls=":", lw=1.5, label=bound)
         panels.prediction_key(ax, "exact recursion (eq. MS)")
-        panels.finish(
-            ax, legend=7, yscale="log", xlabel="iteration t", ylabel=ylab, title=title, ylim=(cfg.aux_eps * 0.05, 2)
-        )
+        panels.finish(ax, legend=7, log="y", xlabel="iteration t", ylabel=ylab, title=title, ylim=ylim)
     return fig
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    return {
-        "iterations_vs_batch": plot_iterations_vs_batch(results, cfg),
-        "speedup": plot_speedup(results, cfg),
-        "rate_check": plot_rate_check(results, cfg),
-        "momentum_rule": plot_momentum_rule(results, cfg),
-        "kaczmarz_cd": plot_kaczmarz_cd(results, cfg),
-    }
+plot = FIGURES.plot

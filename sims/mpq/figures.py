@@ -9,20 +9,47 @@ from jaxwb.sims.core.claims import bootstrap_ci, mean_ci
 from jaxwb.sims.mpq.config import COLORS, METHODS, Config
 
 LABELS = {"rtn": "RTN", "gptq": "GPTQ", "gptq_bcd": "GPTQ+BCD", "mpq": "MPQ"}
+FIGURES = panels.Figures()
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    """methods.png (the tiny LM: only with ``cfg.with_lm``) and state_evolution.png."""
-    figs = {"state_evolution": state_evolution_figure(results, cfg)}
-    if cfg.with_lm:
-        figs["methods"] = methods_figure(results, cfg)
-    return figs
+@FIGURES.add
+def plot_state_evolution(results: dict, cfg: Config):
+    """Measured per-iteration MSE of VAMP (mean and 95% CI over draws) beside its state evolution; tiny problems:
+    every solver's objective over the exact minimum, and VAMP's marginal error against the exact posterior by
+    beta (scalar and diagonal precisions, equal and unequal diagonal of H)."""
+    se, t = results["se"], results["tiny"]
+    mse = np.asarray(se["mse"])
+    it = np.arange(1, mse.shape[1] + 1)
+    fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(19, 4.8))
+    panels.errorbars(ax, it, mse, color="tab:red", label=f"VAMP measured ({cfg.se_draws} draws, d={cfg.se_d})")
+    ax.plot(it, np.asarray(se["se"]).mean(0), **style.prediction(), label="state evolution (Rangan et al. 2019)")
+    title = f"VAMP vs state evolution, Wishart H, beta={cfg.se_beta:g}"
+    panels.finish(ax, xlabel="iteration", ylabel="MSE of x1 vs q0 (per coordinate)", title=title)
+    exact, names = np.asarray(t["exact"]), list(t["objective"])
+    ax2.boxplot([np.asarray(t["objective"][s]) / exact for s in names], tick_labels=[s.upper() for s in names])
+    ax2.axhline(1.0, **style.prediction(), label="exact minimum (enumeration)")
+    title = f"Tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, {cfg.tiny_problems} rows)"
+    panels.finish(ax2, ylabel="objective / exact minimum", yscale="log", title=title)
+    for label, err, dist, betas, color in (
+        ("diagonal VAMP, unequal diagonal", "diag_err", "diag_dist", cfg.diag_betas, "tab:red"),
+        ("scalar VAMP, unequal diagonal", "scalar_unequal_err", "diag_dist", cfg.diag_betas, "tab:gray"),
+        ("scalar VAMP, unit diagonal", "marg_err", "marg_dist", cfg.marg_betas, "tab:blue"),
+    ):
+        panels.errorbars(ax3, betas, np.asarray(t[err]) / np.asarray(t[dist]), fmt="o-", color=color, label=label)
+    title = f"VAMP marginals vs enumeration ({cfg.tiny_problems} rows, 95% CI)"
+    ylabel = "max |p_VAMP - p_exact| / max |p_exact - prior|"
+    return panels.finish(
+        ax3, legend=8, log="xy", xlabel="beta (absolute; H with unit mean diagonal)", ylabel=ylabel, title=title
+    ).figure
 
 
-def methods_figure(results: dict, cfg: Config):
-    """Layer objective (relative to RTN, all layers pooled) and perplexity by method, bits and rotation."""
-    lm = results["lm"]
-    tags = list(lm["ppl"])
+@FIGURES.add
+def plot_methods(results: dict, cfg: Config):
+    """Layer objective (relative to RTN, all layers pooled) and perplexity by method, bits and rotation (the tiny
+    LM: only with ``cfg.with_lm``)."""
+    if not cfg.with_lm:
+        return None
+    lm, tags = results["lm"], list(results["lm"]["ppl"])
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
     rel, pp = np.zeros((2, len(METHODS), len(tags))), np.zeros((2, len(METHODS), len(tags)))  # (mean, half-width)
     for j, m in enumerate(METHODS):
@@ -37,51 +64,13 @@ def methods_figure(results: dict, cfg: Config):
     for a, (mean, half) in ((ax, rel), (ax2, pp)):
         yerr = np.where(np.isfinite(half), half, 0.0)
         panels.grouped_bars(a, tags, mean, labels=names, yerr=yerr, colors=colors, capsize=3)
-    fp = float(np.mean(np.asarray(lm["fp_ppl"])))
-    ax2.axhline(0.0, color="k", linestyle="--", label=f"float32 (mean ppl {fp:.3f})")
-    for a in (ax, ax2):
-        a.legend(fontsize=8)
-    ax.set(
-        ylabel="(w - q)^T H (w - q) / RTN's (mean over layers, rows)",
-        title=f"Layer objective, tiny LM ({cfg.lm_seeds} seeds, 95% t-CI)"
-        + (f"; {cfg.lm_scope} quantized" if cfg.lm_blocks else ""),
-    )
+    ax2.axhline(0.0, color="k", linestyle="--", label=f"float32 (mean ppl {float(np.mean(lm['fp_ppl'])):.3f})")
+    scope = f"; {cfg.lm_scope} quantized" if cfg.lm_blocks else ""
+    title = f"Layer objective, tiny LM ({cfg.lm_seeds} seeds, 95% t-CI){scope}"
+    panels.finish(ax, legend=8, ylabel="(w - q)^T H (w - q) / RTN's (mean over layers, rows)", title=title)
     title = "Perplexity increase after PTQ (95% bootstrap CI over seeds)"
-    ax2.set(ylabel="perplexity - float32's (same model, per seed)", title=title)
+    panels.finish(ax2, legend=8, ylabel="perplexity - float32's (same model, per seed)", title=title)
     return fig
 
 
-def state_evolution_figure(results: dict, cfg: Config):
-    """Measured per-iteration MSE of VAMP (mean and 95% CI over draws) beside its state evolution; tiny problems:
-    every solver's objective over the exact minimum, and VAMP's marginal error against the exact posterior by
-    beta (scalar and diagonal precisions, equal and unequal diagonal of H)."""
-    se = results["se"]
-    mse, pred = np.asarray(se["mse"]), np.asarray(se["se"])
-    it = np.arange(1, mse.shape[1] + 1)
-    fig, (ax, ax2, ax3) = style.figure(1, 3, figsize=(19, 4.8))
-    label = f"VAMP measured ({cfg.se_draws} draws, d={cfg.se_d})"
-    panels.errorbars(ax, it, mse, color="tab:red", label=label)
-    ax.plot(it, pred.mean(0), **style.prediction(), label="state evolution (Rangan et al. 2019)")
-    title = f"VAMP vs state evolution, Wishart H, beta={cfg.se_beta:g}"
-    panels.finish(ax, xlabel="iteration", ylabel="MSE of x1 vs q0 (per coordinate)", title=title)
-    t = results["tiny"]
-    exact = np.asarray(t["exact"])
-    names = list(t["objective"])
-    data = [np.asarray(t["objective"][s]) / exact for s in names]
-    ax2.boxplot(data, tick_labels=[s.upper() for s in names])
-    ax2.axhline(1.0, **style.prediction(), label="exact minimum (enumeration)")
-    title = f"Tiny problems (d={cfg.tiny_d}, INT-{cfg.tiny_bits}, {cfg.tiny_problems} rows)"
-    panels.finish(ax2, ylabel="objective / exact minimum", yscale="log", title=title)
-    curves = (
-        ("diagonal VAMP, unequal diagonal", "diag_err", "diag_dist", cfg.diag_betas, "tab:red"),
-        ("scalar VAMP, unequal diagonal", "scalar_unequal_err", "diag_dist", cfg.diag_betas, "tab:gray"),
-        ("scalar VAMP, unit diagonal", "marg_err", "marg_dist", cfg.marg_betas, "tab:blue"),
-    )
-    for label, err, dist, betas, color in curves:
-        ratio = np.asarray(t[err]) / np.asarray(t[dist])
-        panels.errorbars(ax3, betas, ratio, fmt="o-", color=color, label=label)
-    title = f"VAMP marginals vs enumeration ({cfg.tiny_problems} rows, 95% CI)"
-    ylabel = "max |p_VAMP - p_exact| / max |p_exact - prior|"
-    return panels.finish(
-        ax3, legend=8, log="xy", xlabel="beta (absolute; H with unit mean diagonal)", ylabel=ylabel, title=title
-    ).figure
+plot = FIGURES.plot

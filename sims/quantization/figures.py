@@ -10,13 +10,14 @@ from jaxwb.sims.quantization.config import Config
 from jaxwb.sims.quantization.run import FORMAT_BITS
 from jaxwb.theory import dithered_quant as dq
 
+FIGURES = panels.Figures()
+plot = FIGURES.plot  # the figures below, in this order
 
+
+@FIGURES.add
 def plot_mse_vs_bits(results: dict, cfg: Config):
     """Worst-of-many MSE vs bits for one RHT and a dense rotation against the bound; the measured 1 + o(1)."""
-    bits = np.asarray(results["bits"])
-    bound = np.asarray(results["bound"])
-    fl = np.asarray(results["finite_level"])
-
+    bits, bound, fl = (np.asarray(results[key]) for key in ("bits", "bound", "finite_level"))
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.8))
     colors = ["tab:blue", "tab:orange", "tab:green", "tab:purple"]
     series: list[tuple] = [
@@ -32,19 +33,15 @@ def plot_mse_vs_bits(results: dict, cfg: Config):
     ax.semilogy(bits, fl, **style.prediction(linestyle=":"), label="theory: x (N/(N-1))^2 (finite levels)")
     lm = np.array(sorted(dq.LLOYD_MAX_GAUSSIAN.items()))
     ax.semilogy(lm[:, 0], lm[:, 1], "x", color="0.4", ms=8, label="Lloyd-Max Gaussian (no dither, TurboQuant)")
-    title = "Dithered quantization after one randomized Hadamard transform"
-    ylabel = "E ||x - x_hat||^2 for unit x (worst of many)"
-    panels.finish(ax, legend=8, xlabel="bits per coordinate b", ylabel=ylabel, title=title)
+    title, xlabel = "Dithered quantization after one randomized Hadamard transform", "bits per coordinate b"
+    panels.finish(ax, legend=8, xlabel=xlabel, ylabel="E ||x - x_hat||^2 for unit x (worst of many)", title=title)
     fr, fci, _ = fresh_worst(results, cfg)
-    draws = "/".join(str(cfg.fresh_draws(d)) for d in cfg.dims)
-    label = f"worst vector re-measured ({draws} fresh draws, 95% CI)"
-    panels.ratio_panel(
-        ax2, bits + 0.08, fr, yerr=fci, fmt="D", ms=4, label=label, reference_label="paper: ratio -> 1 as b grows"
-    )
+    label = f"worst vector re-measured ({'/'.join(str(cfg.fresh_draws(d)) for d in cfg.dims)} fresh draws, 95% CI)"
+    reference_label = "paper: ratio -> 1 as b grows"
+    panels.ratio_panel(ax2, bits + 0.08, fr, yerr=fci, fmt="D", ms=4, label=label, reference_label=reference_label)
     ax2.plot(bits, fl / bound, **style.prediction(linestyle=":"), label="theory: (N/(N-1))^2")
     title = "The measured o(1) term (lines: first pass, biased up by the max)"
     ylabel = "worst MSE / ((pi sqrt3/2) 4^-b)  = 1 + o(1)"
-    xlabel = "bits per coordinate b"
     return panels.finish(ax2, legend=8, xlabel=xlabel, ylabel=ylabel, title=title, ylim=(0.6, 1.6)).figure
 
 
@@ -54,22 +51,21 @@ def format_labels(formats: dict) -> list[str]:
     return [k for k in first if isinstance(first[k], dict)]
 
 
+@FIGURES.add
 def plot_format_comparison(results: dict, cfg: Config):
     """Relative MSE of the 4-bit formats per dataset, bars and a table."""
     f = results["formats"]
-    datasets = list(f)
-    labels = format_labels(f)
+    datasets, labels = list(f), format_labels(f)
+    rel_mse = [[float(f[ds][lab]["rel_mse"]) for ds in datasets] for lab in labels]
     fig, (ax, axt) = style.figure(1, 2, figsize=(13, 4.8), gridspec_kw={"width_ratios": [1.2, 1]})
-    panels.grouped_bars(
-        ax, datasets, [[float(f[ds][lab]["rel_mse"]) for ds in datasets] for lab in labels], labels=labels
-    )
+    panels.grouped_bars(ax, datasets, rel_mse, labels=labels)
     ax.axhline(float(dq.mse_bound(4)), **style.prediction(), label="(pi sqrt3/2) 4^-4 (RHT bound)")
     title = f"4-bit formats on {cfg.fmt_rows}x{cfg.fmt_cols} matrices"
     panels.finish(ax, legend=7, yscale="log", ylabel="relative MSE ||X - X_hat||^2 / ||X||^2", title=title)
     rht_bits = 4 + 32 / cfg.rht_block
     cell = [
-        [lab, f"{FORMAT_BITS.get(lab, rht_bits):.3g}"] + [f"{float(f[ds][lab]['rel_mse']):.2e}" for ds in datasets]
-        for lab in labels
+        [lab, f"{FORMAT_BITS.get(lab, rht_bits):.3g}"] + [f"{v:.2e}" for v in row]
+        for lab, row in zip(labels, rel_mse, strict=True)
     ]
     axt.axis("off")
     tab = axt.table(cellText=cell, colLabels=["format", "bits/elt"] + datasets, loc="center")
@@ -80,6 +76,7 @@ def plot_format_comparison(results: dict, cfg: Config):
     return fig
 
 
+@FIGURES.add
 def plot_error_histograms(results: dict, cfg: Config):
     """Per-element error distributions of the formats on Gaussian data."""
     f = results["formats"]
@@ -93,6 +90,7 @@ def plot_error_histograms(results: dict, cfg: Config):
     return fig
 
 
+@FIGURES.add
 def plot_inquant(results: dict, cfg: Config):
     """InQuant vs plain 4-bit vs 8-bit on heavy-tailed KV: per-channel error and total MSE."""
     iq = results["inquant"]
@@ -106,19 +104,9 @@ def plot_inquant(results: dict, cfg: Config):
     ax.plot([], [], "kv", label="donor channels (slot lent to an outlier)")
     title = f"Heavy-tailed KV (t, dof {cfg.kv_dof:g}), outlier channels {list(cfg.kv_outliers)} (grey)"
     panels.finish(ax, legend=8, xlabel="channel", ylabel="RMS reconstruction error", title=title)
-    names = list(iq["mse"])
     payload = int(iq["input_bytes_per_seed"][0]) / int(iq["payload_bytes_per_seed"][0])
-    ax2.bar(names, [float(iq["mse"][n]) for n in names], color=["tab:blue", "tab:orange", "tab:green"])
+    ax2.bar(list(iq["mse"]), [float(v) for v in iq["mse"].values()], color=["tab:blue", "tab:orange", "tab:green"])
     title = f"InQuant payload {payload:.1f}x (with scales {float(iq['total_ratio']):.2f}x)"
     ax2.set(yscale="log", ylabel="MSE", title=title)
     ax2.tick_params(axis="x", labelsize=8)
     return fig
-
-
-def plot(results: dict, cfg: Config) -> dict:
-    return {
-        "mse_vs_bits": plot_mse_vs_bits(results, cfg),
-        "format_comparison": plot_format_comparison(results, cfg),
-        "error_histograms": plot_error_histograms(results, cfg),
-        "inquant": plot_inquant(results, cfg),
-    }

@@ -4,25 +4,32 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, agreement, array_agreement, lower_bound
+from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, array_agreement, lower_bound
 from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
 
 # float32 positions: adding a constant step to |x| rounds the same way every step, a bias up to ulp(|x|)/2 per step
 # (~2.5e-5 of GD's step at |x| ~ 11, ~2e-5 of HB's at |x| ~ 230); measured 8e-7 and 5e-6 at seed 0
 WHY_STEADY = "float32 rounding bias of a constant step, up to ~2.5e-5 relative; the exact-arithmetic error is 0"
+CLAIMS = ClaimGroups()
 
 
 def every(statement: str, flags, *, source: str = "paper", n_seeds: int = 1) -> Claim:
     """Every one of the boolean ``flags`` holds: their mean = 1 exactly (kind check)."""
-    return Claim(statement, 1.0, float(np.mean(flags)), 0.0, "abs", kind="check", source=source, n_seeds=n_seeds)
+    return agreement(statement, 1.0, float(np.mean(flags)), 0.0, "abs", source=source, n_seeds=n_seeds)
 
 
+def _unless_diverged(values, diverged) -> np.ndarray:
+    """``values`` in float64, all NaN (failing the claim) when any run ``diverged``."""
+    values = np.asarray(values, np.float64)
+    return np.full_like(values, np.nan) if bool(np.any(diverged)) else values
+
+
+@CLAIMS.add
 def boundary_claims(results: dict, cfg: Config) -> list[Claim]:
     """Measured HB and Nesterov stability edges: never below the closed-form asymptotic edge (a bound), and equal
     to the finite-horizon edge the closed-form iterate predicts for the bisection's divergence test (a check)."""
-    out = []
-    b = results["boundary"]
+    out, b = [], results["boundary"]
     # relative resolution of the measured bisection (log-bisection of [1e-4, 1]) plus float32 lr rounding
     res = np.log(1e4) / 2**cfg.bisection_iters / 2 + 2e-7
     why = "the measurement's resolution (bisection step, float32 lr); rounding often lands far closer"
@@ -42,17 +49,16 @@ def boundary_claims(results: dict, cfg: Config) -> list[Claim]:
                 f"iterate first exceeds the divergence scale 1e6 (1 + max|theta0|) within {cfg.boundary_steps} "
                 f"steps (relative; tolerance 10 x the bisection resolution {res:.1g})"
             )
-            horizon = float(b[f"{method}_horizon"][i])
-            out.append(agreement(statement, horizon, meas, 10 * res, wide_reason=why))
+            out.append(agreement(statement, float(b[f"{method}_horizon"][i]), meas, 10 * res, wide_reason=why))
     return out
 
 
+@CLAIMS.add
 def speed_claims(results: dict, cfg: Config) -> list[Claim]:
     """Largest stable river speed HB/GD vs (1+beta)/(1-beta); each speed vs lr g/(1-beta) at its lr."""
     s = results["river_speed"]
     statement = "steady GD speed on a linear river (slope 1) = lr at 0.95 x the measured edge (last 100 steps)"
-    lr_gd, v_gd = float(s["lr_gd"]), float(s["speed_gd"])
-    out = [agreement(statement, lr_gd, v_gd, 1e-4, wide_reason=WHY_STEADY)]
+    out = [agreement(statement, float(s["lr_gd"]), float(s["speed_gd"]), 1e-4, wide_reason=WHY_STEADY)]
     for i, (beta, gain) in enumerate(zip(np.asarray(s["beta"]), np.asarray(s["gain"]), strict=True)):
         statement = (
             f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f} (simulated "
@@ -64,16 +70,14 @@ def speed_claims(results: dict, cfg: Config) -> list[Claim]:
             "lr = 0.95 x the measured edge (last 100 steps)"
         )
         lr_eff = float(rv.effective_river_lr(float(s["lr_hb"][i]), float(beta)))
-        speed = float(s["speed_hb"][i])
-        out.append(agreement(statement, lr_eff, speed, 1e-4, source="paper", wide_reason=WHY_STEADY))
+        out.append(agreement(statement, lr_eff, float(s["speed_hb"][i]), 1e-4, source="paper", wide_reason=WHY_STEADY))
     return out
 
 
+@CLAIMS.add
 def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
     """Speed along a curved river, GD and HB, over random starts, vs the adiabatic closed form."""
-    out = []
-    c = results["curved_river"]
-    a, k = cfg.curved_a, cfg.curved_k
+    c, a, k = results["curved_river"], cfg.curved_a, cfg.curved_k
     # the starts differ only in the floor phase and the valley offset, which whole periods average out: the
     # interval over starts is ~1e-6 relative while the measurement is float32 (|x| ~ 800 after 3000 steps:
     # ~6e-5 relative measured on the full preset) and the prediction is the adiabatic limit
@@ -81,13 +85,10 @@ def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
         "float32 positions (measured error up to 6e-5) and the adiabatic limit set the tolerance; the geometry "
         "factor 1 + a^2 k^2/2 it tests is 150x larger"
     )
-    for label, beta, what in (
-        ("gd", 0.0, "GD at 0.9 x 2/lam_eff"),
-        ("hb", cfg.traj_beta, "HB at 0.8 x 2(1+beta)/lam_eff"),
-    ):
-        speed = np.asarray(c[label]["speed"], np.float64)
-        if bool(np.any(c[label]["diverged"])):
-            speed = np.full_like(speed, np.nan)  # a diverged start fails the claim
+    out = []
+    arms = (("gd", 0.0, "GD at 0.9 x 2/lam_eff"), ("hb", cfg.traj_beta, "HB at 0.8 x 2(1+beta)/lam_eff"))
+    for label, beta, what in arms:
+        speed = _unless_diverged(c[label]["speed"], c[label]["diverged"])
         statement = (
             f"speed along a curved river (slope 1, floor {a:g} sin({k:g} x)), {what} (beta={beta:g}): "
             f"lr/(1-beta) / (1 + a^2 k^2/2) per step, over whole floor periods ({speed.size} random starts)"
@@ -97,110 +98,77 @@ def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+@CLAIMS.add
 def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
     """Linear-river transient, straight-valley progress and Polyak's rate vs the closed forms."""
     t, pr, ph, p = results["transient"], results["progress"], results["phase"], results["polyak"]
-    formula = np.asarray(t["formula"])
+    transient = (
+        "exact linear-river transient x_t = x0 - lr g/(1-b)[t - b(1-b^t)/(1-b)] (max rel. error, float32 simulation)"
+    )
+    distance = (
+        "straight-valley river distance |x_t| = closed-form eigen-solution |A r1^t + B r2^t| for GD and HB at 0.9 x "
+        "threshold (max |error| / |x0|, float32 simulation)"
+    )
+    formula = np.asarray(t["formula"])  # the error in the simulation's float32
+    error = np.max(np.abs(np.asarray(t["simulated"]) - formula)) / np.max(np.abs(formula))
     out = [
-        agreement(  # the difference in the simulation's float32
-            "exact linear-river transient x_t = x0 - lr g/(1-b)[t - b(1-b^t)/(1-b)] (max rel. error, "
-            "float32 simulation)",
-            0.0,
-            np.max(np.abs(np.asarray(t["simulated"]) - formula)) / np.max(np.abs(formula)),
-            1e-4,
-            "abs",
-        ),
-        array_agreement(
-            "straight-valley river distance |x_t| = closed-form eigen-solution |A r1^t + B r2^t| for GD "
-            "and HB at 0.9 x threshold (max |error| / |x0|, float32 simulation)",
-            pr["distance"],
-            pr["theory"],
-            1e-4,
-            relative=abs(cfg.x0),
-        ),
+        agreement(transient, 0.0, error, 1e-4, "abs"),
+        array_agreement(distance, pr["distance"], pr["theory"], 1e-4, relative=abs(cfg.x0)),
     ]
     # float32 rounding: HB's momentum accumulates it (~5e-6 measured), GD's stays < 1e-6
     for label, tol in (("gd", 1e-5), ("hb", 1e-4)):
         h = results["high_dim"][label]
-        dist = np.asarray(h["distance"], np.float64)
-        if bool(np.any(h["diverged"])):
-            dist = np.full_like(dist, np.nan)  # a diverged offset fails the claim
+        dist = _unless_diverged(h["distance"], h["diverged"])
         statement = (
             f"high-dimensional valley (d={cfg.hd_dim}, valley curvatures {cfg.hd_lam_min:g}..{cfg.lam:g}), "
             f"{label.upper()} at 0.9 x threshold: river distance = closed-form |x_t| of the mu mode for every "
             f"random valley offset (max |error| / |x0| over {dist.shape[0]} offsets, float32 simulation)"
         )
         out.append(array_agreement(statement, dist, np.asarray(h["theory"])[None, :], tol, relative=None))
-    flags = np.asarray(ph["diverged"], bool)
-    ok = ~flags
+    flags, ok = np.asarray(ph["diverged"], bool), ~np.asarray(ph["diverged"], bool)
     prog_err = np.abs(np.asarray(ph["progress"], np.float64) - np.asarray(ph["progress_theory"]))
-    out += [
-        every(
-            f"phase diagram ({flags.size} (lr, beta) cells, lr {float(ph['lr'][0]):.3g}..{float(ph['lr'][-1]):.3g}, "
-            f"beta 0..{float(ph['beta'][-1]):.2f}): divergence flag = closed-form valley iterate beyond the "
-            "divergence scale within the horizon (fraction of cells that agree)",
-            flags == np.asarray(ph["diverged_theory"], bool),
-            source="theory",
-        ),
-        agreement(
-            "phase diagram: river progress 1 - max_{last 10%} |x_t| / |x0| = closed form in every cell that does not "
-            "diverge (max |error|, float32 simulation)",
-            0.0,
-            np.max(prog_err[ok]) if ok.any() else np.nan,
-            1e-4,
-            "abs",
-        ),
-        array_agreement(
-            f"Polyak-optimal HB (lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}): ||theta_t|| = closed form of "
-            "both double-root modes at every step (max relative error, float32 simulation)",
-            p["norms"],
-            p["norms_theory"],
-            2e-3,
-            relative="each",
-        ),
-        agreement(
-            "Polyak-optimal HB on [mu, lam]: per-step decay 1 - rate over [T/2, T] = closed form "
-            "(double roots r = (sqrt k-1)/(sqrt k+1): x_t = x0 r^t (1 + (1-r) t))",
-            1.0 - float(p["rate_closed_form"]),
-            1.0 - float(p["rate_measured"]),
-            1e-3,
-        ),
+    phase = (
+        f"phase diagram ({flags.size} (lr, beta) cells, lr {float(ph['lr'][0]):.3g}..{float(ph['lr'][-1]):.3g}, "
+        f"beta 0..{float(ph['beta'][-1]):.2f}): divergence flag = closed-form valley iterate beyond the "
+        "divergence scale within the horizon (fraction of cells that agree)"
+    )
+    progress = (
+        "phase diagram: river progress 1 - max_{last 10%} |x_t| / |x0| = closed form in every cell that does not "
+        "diverge (max |error|, float32 simulation)"
+    )
+    polyak = (
+        f"Polyak-optimal HB (lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}): ||theta_t|| = closed form of "
+        "both double-root modes at every step (max relative error, float32 simulation)"
+    )
+    rate = (
+        "Polyak-optimal HB on [mu, lam]: per-step decay 1 - rate over [T/2, T] = closed form "
+        "(double roots r = (sqrt k-1)/(sqrt k+1): x_t = x0 r^t (1 + (1-r) t))"
+    )
+    return out + [
+        every(phase, flags == np.asarray(ph["diverged_theory"], bool), source="theory"),
+        agreement(progress, 0.0, np.max(prog_err[ok]) if ok.any() else np.nan, 1e-4, "abs"),
+        array_agreement(polyak, p["norms"], p["norms_theory"], 2e-3, relative="each"),
+        agreement(rate, 1.0 - float(p["rate_closed_form"]), 1.0 - float(p["rate_measured"]), 1e-3),
     ]
-    return out
 
 
+@CLAIMS.add
 def curved_valley_claims(results: dict, cfg: Config) -> list[Claim]:
     """Divergence / convergence fractions over random curved-valley starts vs linear stability."""
     tr = results["trajectories"]
     n = int(np.asarray(tr["gd_aggressive"]["diverged"]).size)
     loss = np.asarray(tr["hb_aggressive"]["loss"], np.float64)
-    return [
-        every(
-            f"GD diverges at the aggressive lr = 0.8 x 2(1+beta)/lam_eff > 2/lam_eff (fraction of {n} "
-            "random curved-valley starts)",
-            tr["gd_aggressive"]["diverged"],
-            n_seeds=n,
-        ),
-        every(
-            f"GD does not diverge at the safe lr = 0.9 x 2/lam_eff = {float(tr['gd_safe']['lr']):.4g} (fraction of {n} "
-            "random curved-valley starts that stay bounded)",
-            ~np.asarray(tr["gd_safe"]["diverged"]),
-            n_seeds=n,
-        ),
-        every(
-            f"HB (beta={cfg.traj_beta:g}) converges at the same lr < 2(1+beta)/lam_eff (fraction of {n} "
-            "random starts with final loss < 1e-3 x initial)",
-            (~np.asarray(tr["hb_aggressive"]["diverged"])) & (loss[:, -1] < 1e-3 * loss[:, 0]),
-            n_seeds=n,
-        ),
-    ]
+    statements = (
+        f"GD diverges at the aggressive lr = 0.8 x 2(1+beta)/lam_eff > 2/lam_eff (fraction of {n} random "
+        "curved-valley starts)",
+        f"GD does not diverge at the safe lr = 0.9 x 2/lam_eff = {float(tr['gd_safe']['lr']):.4g} (fraction of {n} "
+        "random curved-valley starts that stay bounded)",
+        f"HB (beta={cfg.traj_beta:g}) converges at the same lr < 2(1+beta)/lam_eff (fraction of {n} random starts "
+        "with final loss < 1e-3 x initial)",
+    )
+    gd, safe, hb = (np.asarray(tr[name]["diverged"]) for name in ("gd_aggressive", "gd_safe", "hb_aggressive"))
+    flags = (gd, ~safe, ~hb & (loss[:, -1] < 1e-3 * loss[:, 0]))
+    return [every(text, f, n_seeds=n) for text, f in zip(statements, flags, strict=True)]
 
 
-def claims(results: dict, cfg: Config) -> list[Claim]:
-    return [
-        *boundary_claims(results, cfg),
-        *speed_claims(results, cfg),
-        *curved_river_claims(results, cfg),
-        *closed_form_claims(results, cfg),
-        *curved_valley_claims(results, cfg),
-    ]
+claims = CLAIMS.claims

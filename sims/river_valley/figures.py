@@ -10,11 +10,15 @@ from jaxwb.sims.core import panels, style
 from jaxwb.sims.river_valley.config import Config
 from jaxwb.theory import river_valley as rv
 
+FIGURES = panels.Figures()
+THICK = {"lw": 3.5, "alpha": 0.45}  # a measured curve under its dashed closed form
+EDGES = (("hb", "o", "tab:blue", "HB", "2(1+beta)"), ("nesterov", "s", "tab:red", "Nesterov", "2(1+beta)/(1+2beta)"))
 
+
+@FIGURES.add
 def plot_trajectories(results: dict, cfg: Config):
     """GD vs HB on the curved valley from random starts, and their losses."""
-    lam, mu = cfg.lam, cfg.mu
-    tr = results["trajectories"]
+    lam, mu, tr = cfg.lam, cfg.mu, results["trajectories"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     X, Y = np.meshgrid(np.linspace(-3.5, 1.0, 300), np.linspace(-2.0, 2.0, 240))
     curved = rv.curved_valley(mu * 10, lam, cfg.curved_a, cfg.curved_k)
@@ -38,62 +42,46 @@ def plot_trajectories(results: dict, cfg: Config):
     ax.plot(st[:, 0], st[:, 1], "k.", ms=5, label=f"{len(st)} random starts (seeded)")
     ax.plot(0, 0, "k*", ms=10, label="minimum x* = 0")
     title = f"Curved valley lam={lam:g}, mu={10 * mu:g}, y = {cfg.curved_a:g} sin({cfg.curved_k:g} x)"
-    ylabel = "valley coordinate y"
-    xlabel = "river coordinate x"
-    panels.finish(
-        ax, legend={"loc": "lower right"}, xlim=(-3.5, 1.0), ylim=(-2.0, 2.0), xlabel=xlabel, ylabel=ylabel, title=title
-    )
-    ax2.set_yscale("log")
+    labels = {"xlabel": "river coordinate x", "ylabel": "valley coordinate y", "title": title}
+    panels.finish(ax, legend={"loc": "lower right"}, xlim=(-3.5, 1.0), ylim=(-2.0, 2.0), **labels)
     title = "Loss (GD at the aggressive lr blows up and stops)"
-    panels.finish(ax2, legend=7, xlabel="step", ylabel="loss", title=title)
-    return fig
+    return panels.finish(ax2, legend=7, log="y", xlabel="step", ylabel="loss", title=title).figure
 
 
+@FIGURES.add
 def plot_phase_diagram(results: dict, cfg: Config):
     """(lr, beta) map of river progress and divergence, with the theory boundary."""
-    lam, mu = cfg.lam, cfg.mu
-    ph = results["phase"]
+    lam, mu, ph = cfg.lam, cfg.mu, results["phase"]
     lrs, betas = np.asarray(ph["lr"]), np.asarray(ph["beta"])
     fig, ax = style.figure(figsize=(7.6, 5.2))
     bfine = np.linspace(0, cfg.beta_max, 200)
-    panels.stability_map(
-        ax,
-        betas,
-        lrs,
-        np.asarray(ph["progress"]),
-        unstable=np.asarray(ph["diverged"]),
-        edge=(bfine, np.asarray(rv.hb_threshold(lam, bfine))),
-        edge_label="theory: divergence at lr = 2(1+beta)/lam",
-        colorbar_label="river progress 1 - |x_T - x*| / |x_0 - x*|",
-        vmin=0,
-        vmax=1,
-    )
+    edge = (bfine, np.asarray(rv.hb_threshold(lam, bfine)))
+    labels = {"edge_label": "theory: divergence at lr = 2(1+beta)/lam"}
+    labels["colorbar_label"] = "river progress 1 - |x_T - x*| / |x_0 - x*|"
+    progress, unstable = np.asarray(ph["progress"]), np.asarray(ph["diverged"])
+    panels.stability_map(ax, betas, lrs, progress, unstable=unstable, edge=edge, vmin=0, vmax=1, **labels)
     label = "river mode overdamped below lr = (1-sqrt beta)^2/mu"
     ax.plot(bfine, (1 - np.sqrt(bfine)) ** 2 / mu, color="white", ls=":", lw=1.4, label=label)
     gd = rv.hb_guidance(lam, mu)
     label = f"guidance: beta={float(gd.beta):.2f}, lr={float(gd.lr):.3f}"
     ax.plot(float(gd.beta), float(gd.lr), marker="*", color="orange", ms=14, ls="none", label=label)
-    return panels.finish(
-        ax,
-        legend={"loc": "lower left", "fontsize": 8},
-        yscale="log",
-        ylim=(lrs[0], lrs[-1]),
-        xlabel="momentum beta",
-        ylabel="learning rate lr",
-        title=f"Heavy ball on a straight valley (lam={lam:g}, mu={mu:g}): river progress after "
-        f"{cfg.phase_steps} steps\n(grey = diverged; progress uses the max distance over the last 10%)",
-    ).figure
+    title = (
+        f"Heavy ball on a straight valley (lam={lam:g}, mu={mu:g}): river progress after {cfg.phase_steps} steps\n"
+        "(grey = diverged; progress uses the max distance over the last 10%)"
+    )
+    labels, legend = {"xlabel": "momentum beta", "ylabel": "learning rate lr"}, {"loc": "lower left", "fontsize": 8}
+    return panels.finish(ax, legend=legend, log="y", ylim=(lrs[0], lrs[-1]), **labels, title=title).figure
 
 
+@FIGURES.add
 def plot_river_progress(results: dict, cfg: Config):
     """Distance along the river vs steps, straight and high-dimensional valleys, closed forms dashed."""
-    lam, mu = cfg.lam, cfg.mu
-    pr = results["progress"]
+    lam, mu, pr = cfg.lam, cfg.mu, results["progress"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     for i, (b, lr) in enumerate(zip(np.asarray(pr["beta"]), np.asarray(pr["lr"]), strict=True)):
         name = "GD" if b == 0 else f"HB beta={b:g}"
         label = f"{name}, lr={lr:.4f} (0.9 x threshold)"
-        (line,) = ax.semilogy(np.asarray(pr["distance"][i]), lw=3.5, alpha=0.45, label=label)
+        (line,) = ax.semilogy(np.asarray(pr["distance"][i]), **THICK, label=label)
         ax.semilogy(np.asarray(pr["theory"][i]), **style.prediction(color=line.get_color()))
     panels.prediction_key(ax, "closed form A r1^t + B r2^t (river mode)")
     title = f"Straight valley: progress along the river (lam={lam:g}, mu={mu:g})"
@@ -104,65 +92,45 @@ def plot_river_progress(results: dict, cfg: Config):
         d = np.asarray(hd[label]["distance"])
         name = "GD" if label == "gd" else f"HB beta={b:g}"
         lab = f"{name} (median of {d.shape[0]} seeds, 10-90% band)"
-        panels.quantile_band(
-            ax2, steps, d, (0.1, 0.5, 0.9), color=color, lw=3.5, alpha=0.45, fill_alpha=0.25, label=lab
-        )
+        panels.quantile_band(ax2, steps, d, (0.1, 0.5, 0.9), color=color, **THICK, fill_alpha=0.25, label=lab)
         ax2.plot(steps, np.asarray(hd[label]["theory"]), **style.prediction(color=color))
     panels.prediction_key(ax2, "closed form (river mode; decoupled, so seed-independent)")
     title = f"High-dimensional valley: {cfg.hd_dim} curvatures in [{cfg.hd_lam_min:g}, {lam:g}]"
     return panels.finish(ax2, legend=8, yscale="log", xlabel="step", ylabel="|x_t - x*|", title=title).figure
 
 
+@FIGURES.add
 def plot_stability_boundary(results: dict, cfg: Config):
     """Measured stable lr vs beta for HB and Nesterov against the closed forms; Polyak's rate."""
-    lam = cfg.lam
-    b = results["boundary"]
+    lam, b = cfg.lam, results["boundary"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12.5, 4.6))
     bfine = np.linspace(0, 0.99, 200)
-    for key, fmt, color, name, formula in (
-        ("hb", "o", "tab:blue", "HB", "2(1+beta)"),
-        ("nesterov", "s", "tab:red", "Nesterov", "2(1+beta)/(1+2beta)"),
-    ):
+    for key, fmt, color, name, formula in EDGES:
         threshold = lam * np.asarray(getattr(rv, f"{key}_threshold")(lam, bfine))
-        panels.measured_vs_predicted(
-            ax,
-            np.asarray(b["beta"]),
-            lam * np.asarray(b[key]),
-            threshold,
-            pred_x=bfine,
-            fmt=fmt,
-            color=color,
-            label=f"measured {name}",
-            pred_label=f"theory {name}: lr lam = {formula}",
-        )
+        labels = {"label": f"measured {name}", "pred_label": f"theory {name}: lr lam = {formula}"}
+        beta, edge = np.asarray(b["beta"]), lam * np.asarray(b[key])
+        panels.measured_vs_predicted(ax, beta, edge, threshold, pred_x=bfine, fmt=fmt, color=color, **labels)
     ax.axhline(2.0, color="0.5", lw=1, label="GD: lr lam = 2")
     title = f"Stability boundary (bisection, {cfg.boundary_steps} steps per test)"
     panels.finish(ax, xlabel="momentum beta", ylabel="largest stable lr x lam (dimensionless)", title=title)
     p = results["polyak"]
     norms, cf = np.asarray(p["norms"], np.float64), np.asarray(p["norms_theory"])
-    steps = np.arange(len(norms))
-    r = float(p["rate_theory"])
-    ax2.plot(steps, norms, lw=3.5, alpha=0.45, color="tab:purple", label="simulated ||theta_t|| (float32)")
-    label = "closed form: double roots, r^t (1 + (1 -+ r) t)"
-    ax2.plot(steps, cf, **style.prediction(color="tab:purple"), label=label)
-    label = f"r^t, r = (sqrt k-1)/(sqrt k+1) = {r:.4f}"
-    ax2.plot(steps, cf[0] * r**steps, color="0.5", ls=":", lw=1.2, label=label)
-    return panels.finish(
-        ax2,
-        legend=8,
-        yscale="log",
-        xlabel="step",
-        ylabel="||theta_t - theta*||",
-        title=f"Polyak-optimal HB on [mu, lam]: lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}\n"
-        f"1 - rate over [T/2, T]: measured {1 - float(p['rate_measured']):.5f}, closed form "
-        f"{1 - float(p['rate_closed_form']):.5f}, 1 - r = {1 - r:.5f}",
-    ).figure
+    steps, r = np.arange(len(norms)), float(p["rate_theory"])
+    ax2.plot(steps, norms, **THICK, color="tab:purple", label="simulated ||theta_t|| (float32)")
+    ax2.plot(steps, cf, **style.prediction(color="tab:purple"), label="closed form: double roots, r^t (1 + (1 -+ r) t)")
+    ax2.plot(steps, cf[0] * r**steps, color="0.5", ls=":", lw=1.2, label=f"r^t, r = (sqrt k-1)/(sqrt k+1) = {r:.4f}")
+    title = (
+        f"Polyak-optimal HB on [mu, lam]: lr={float(p['lr']):.4g}, beta={float(p['beta']):.4f}\n1 - rate over "
+        f"[T/2, T]: measured {1 - float(p['rate_measured']):.5f}, closed form {1 - float(p['rate_closed_form']):.5f}, "
+        f"1 - r = {1 - r:.5f}"
+    )
+    return panels.finish(ax2, legend=8, log="y", xlabel="step", ylabel="||theta_t - theta*||", title=title).figure
 
 
+@FIGURES.add
 def plot_curved_river(results: dict, cfg: Config):
     """Distance covered along a curved river vs steps (every start), and the mean speed vs the closed form."""
-    c = results["curved_river"]
-    a, k = cfg.curved_a, cfg.curved_k
+    c, a, k = results["curved_river"], cfg.curved_a, cfg.curved_k
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.4))
     arms = (("gd", "tab:blue", 0.0), ("hb", "tab:green", cfg.traj_beta))
     for label, color, b in arms:
@@ -174,31 +142,21 @@ def plot_curved_river(results: dict, cfg: Config):
         ax.plot(t, v * t, **style.prediction(color=color))
     panels.prediction_key(ax, "t lr/(1-beta)/(1 + a^2 k^2/2) (adiabatic closed form)")
     title = f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}"
-    ylabel = "river distance covered (x units)"
-    panels.finish(ax, legend=8, xlabel="step", ylabel=ylabel, log="xy", ylim=(1e-2, None), title=title)
+    labels = {"xlabel": "step", "ylabel": "river distance covered (x units)"}
+    panels.finish(ax, legend=8, **labels, log="xy", ylim=(1e-2, None), title=title)
     # per start: speed relative to the straight river's lr g / (1 - beta), shape (starts, arms)
     flat = [float(rv.curved_river_speed(float(c[lab]["lr"]), 1.0, b, 0.0, 0.0)) for lab, _, b in arms]
     speeds = np.stack([np.asarray(c[lab]["speed"], np.float64) for lab, _, _ in arms], axis=1)
     names = [f"{lab.upper()}\nlr={float(c[lab]['lr']):.4g}, beta={b:g}" for lab, _, b in arms]
-    geo = float(rv.curved_river_speed(1.0, 1.0, 0.0, a, k))
-    xi = np.arange(len(names))
-    label, ref_label = "measured (95% CI over starts)", f"closed form 1/(1 + a^2 k^2/2) = {geo:.4f}"
-    panels.ratio_panel(ax2, xi, speeds / flat, reference=geo, reference_label=ref_label, label=label, ms=8, capsize=6)
+    geo, xi = float(rv.curved_river_speed(1.0, 1.0, 0.0, a, k)), np.arange(len(names))
+    labels = {"label": "measured (95% CI over starts)", "reference_label": f"closed form 1/(1 + a^2 k^2/2) = {geo:.4f}"}
+    panels.ratio_panel(ax2, xi, speeds / flat, reference=geo, ms=8, capsize=6, **labels)
     ax2.axhline(1.0, color="tab:red", ls=":", label="straight river (no geometry)")
     ax2.set_xticks(xi, names)
     mean_speed = speeds.mean(0)
     title = f"Speed relative to lr/(1-beta); HB/GD speed ratio {mean_speed[1] / mean_speed[0]:.3f}"
-    ylabel = "mean speed / (lr g/(1-beta))  (dimensionless)"
-    return panels.finish(
-        ax2, legend=8, xlim=(-0.5, len(names) - 0.5), ylim=(geo - 0.03, 1.01), ylabel=ylabel, title=title
-    ).figure
+    labels = {"ylabel": "mean speed / (lr g/(1-beta))  (dimensionless)", "title": title}
+    return panels.finish(ax2, legend=8, xlim=(-0.5, len(names) - 0.5), ylim=(geo - 0.03, 1.01), **labels).figure
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    return {
-        "trajectories": plot_trajectories(results, cfg),
-        "phase_diagram": plot_phase_diagram(results, cfg),
-        "river_progress": plot_river_progress(results, cfg),
-        "stability_boundary": plot_stability_boundary(results, cfg),
-        "curved_river": plot_curved_river(results, cfg),
-    }
+plot = FIGURES.plot

@@ -6,9 +6,42 @@ import numpy as np
 
 from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.river_valley_lm.claims import GAP_RATIO, edges, largest_gap, log2_edge_ratios, seed_edges
+from jaxwb.sims.river_valley_lm.claims import GAP_RATIO, bracket_edges, edges, largest_gap, log2_edge_ratios, seed_edges
 from jaxwb.sims.river_valley_lm.config import Config
 from jaxwb.sims.river_valley_lm.run import eos_rows
+
+FIGURES = panels.Figures()
+
+
+@FIGURES.add
+def plot_scan(results: dict, cfg: Config):
+    """The width scan: heavy ball's raw-lr edge over GD's and the largest consecutive eigenvalue ratio at init, per
+    width (the study's own width from its main parts), against the paper's picture (1+beta; a gap >= 2)."""
+    sc, b = results["scan"], cfg.scan_beta
+    edge, widths = bracket_edges(sc), np.asarray(sc["width"])  # edge: [W, 2, S]
+    ratios = {int(w): np.log2(edge[i, 1] / edge[i, 0]) for i, w in enumerate(widths)}
+    gaps = {int(w): largest_gap(np.asarray(sc["spectrum"])[i]) for i, w in enumerate(widths)}
+    ratios[cfg.d_model] = log2_edge_ratios(results, cfg)[b]
+    gaps[cfg.d_model] = largest_gap(results["hessian"]["spectrum"])
+    res_oct = np.log2(cfg.edge_bracket[1] / cfg.edge_bracket[0]) / 2**cfg.edge_iters
+    fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
+    for a, data, widen, pred, lab in (
+        (ax, ratios, res_oct, float(np.log2(1 + b)), f"log2 edge(beta={b:g}) / edge(GD)"),
+        (ax2, gaps, 0.0, GAP_RATIO, "largest lambda_k / lambda_(k+1), top of the spectrum at init"),
+    ):
+        ws = sorted(data)
+        for w in ws:
+            a.plot(np.full(len(data[w]), w), data[w], "o", color="0.6", ms=4)
+        st = np.array([mean_ci(data[w])[:2] for w in ws])
+        label = "mean, 95% CI over seeds" + (" + bisection resolution" if widen else "")
+        panels.measured_vs_predicted(a, ws, st[:, 0], pred, yerr=st[:, 1] + widen, fmt="s-", color="tab:red",
+                                     capsize=4, label=label, pred_label="the paper's picture")  # fmt: skip
+        panels.finish(a, legend=7, log="x", xlabel="d_model (width)", ylabel=lab)
+        panels.integer_ticks(a, ws)
+    ax.axhline(0.0, color="0.5", lw=1)
+    ax.set_title(f"raw-lr edge ratio, mini-batch, {cfg.steps} steps ({cfg.d_model}: the main study)")
+    ax2.set_title(f"valley/river gap, top {cfg.spectrum_k} eigenvalues")
+    return fig
 
 
 def _mean_band(x):
@@ -21,6 +54,7 @@ def _mean_band(x):
     return m, np.where(np.isfinite(h), h, np.nan)
 
 
+@FIGURES.add
 def plot_lr_beta_grid(results: dict, cfg: Config):
     """Final validation loss over (lr, beta) for SGD+HB and (lr, beta1) for AdamW, mean and CI."""
     s, a = results["sgd"], results["adam"]
@@ -45,15 +79,10 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     xlabel = "effective lr lr/(1-beta), in units of 2 / lambda_max(init) (per seed)"
     panels.finish(ax, legend=7, xscale="log", xlabel=xlabel, ylabel=ylabel, title=title)
     bf = np.linspace(0, max(betas.max(), 0.01), 50)
+    edge, quad = (bf, (1 + bf) / (1 - bf)), "quadratic: lr/(1-beta) = 2(1+beta)/((1-beta) lambda_max)"
+    cbar = "final loss (mean over seeds)"
     panels.stability_map(
-        ax2,
-        betas,
-        mults,
-        m,
-        unstable=div.mean(axis=-1),
-        edge=(bf, (1 + bf) / (1 - bf)),
-        edge_label="quadratic: lr/(1-beta) = 2(1+beta)/((1-beta) lambda_max)",
-        colorbar_label="final loss (mean over seeds)",
+        ax2, betas, mults, m, unstable=div.mean(axis=-1), edge=edge, edge_label=quad, colorbar_label=cbar
     )
     ge = np.log2(edges(results))  # [B, S]
     for j, b in enumerate(betas):
@@ -77,12 +106,11 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     return panels.finish(ax3, legend=8, xscale="log", xlabel="AdamW learning rate", ylabel=ylabel, title=title).figure
 
 
+@FIGURES.add
 def plot_decomposition(results: dict, cfg: Config):
     """Valley coordinates (seed 0), river distance, losses over seeds; the spectrum over seeds."""
-    d = results["decomposition"]
-    t = np.asarray(d["step"])
-    spec = np.asarray(results["hessian"]["spectrum"])  # [S, K]
-    ev = spec[0, : cfg.top_k]
+    d, spec = results["decomposition"], np.asarray(results["hessian"]["spectrum"])  # spec: [S, K]
+    t, ev = np.asarray(d["step"]), spec[0, : cfg.top_k]
     uni, init = float(results["unigram_loss"]), float(np.mean(results["init_loss"]))
     fig, axs = style.figure(1, 3, figsize=(16, 4.6))
     val = np.asarray(d["valley"][0, 0])  # HB, seed 0: [T, k]
@@ -91,13 +119,12 @@ def plot_decomposition(results: dict, cfg: Config):
     axs[0].plot(t, np.asarray(d["river"][0, 0]), "k", lw=2, label="river distance |(I - V V^T) d_t|")
     title = f"HB beta={cfg.decomp_beta:g}, lr = {cfg.decomp_lr_mult:g} x 2/lambda_max, seed 0: d_t split"
     panels.finish(axs[0], legend=7, xlabel="step", ylabel="displacement from init (parameter norm)", title=title)
-    n_s = spec.shape[0]
     for i, (name, c) in enumerate(((f"HB beta={cfg.decomp_beta:g}", "tab:green"), ("GD (beta=0)", "tab:blue"))):
         for key, ls, lab in (("loss", "-", "loss"), ("loss_river_only", ":", "valley part removed")):
             m, h = _mean_band(np.moveaxis(np.asarray(d[key][i]), 0, -1))
             panels.band(axs[1], t, m, m - h, m + h, color=c, ls=ls, label=f"{name}: {lab}")
     axs[1].axhline(uni, color="0.5", lw=1, ls=":", label="unigram baseline")
-    title = f"Full batch, same lr = {cfg.decomp_lr_mult:g} x 2/lambda_max(init): mean, 95% CI, {n_s} seeds"
+    title = f"Full batch, same lr = {cfg.decomp_lr_mult:g} x 2/lambda_max(init): mean, 95% CI, {spec.shape[0]} seeds"
     ylabel = "loss on the Hessian batch (nats/byte)"
     panels.finish(axs[1], legend=7, xlabel="step", ylabel=ylabel, ylim=(None, init * 1.3), title=title)
     k = np.arange(1, spec.shape[1] + 1)
@@ -112,17 +139,15 @@ def plot_decomposition(results: dict, cfg: Config):
     return panels.finish(axs[2], legend=7, yscale="log", xlabel="eigenvalue index", ylabel=ylabel, title=title).figure
 
 
+@FIGURES.add
 def plot_edges(results: dict, cfg: Config):
     """Bisected edges per seed, geometric mean and interval, raw and effective lr, theory lines."""
     ed = seed_edges(results)  # [B, S]
     betas = np.asarray(cfg.betas)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
-    for which, scale, a in (
-        ("raw lr", np.ones_like(betas), ax),
-        ("effective lr lr/(1-beta)", 1.0 / (1.0 - betas), ax2),
-    ):
+    seeds = {"marker": "o", "color": "0.6", "ms": 4, "alpha": 1.0, "label": "seeds (bisected edge)"}
+    for which, scale, a in (("raw lr", np.ones_like(betas), ax), ("effective lr lr/(1-beta)", 1 / (1 - betas), ax2)):
         e = ed * scale[:, None]
-        seeds = {"marker": "o", "color": "0.6", "ms": 4, "alpha": 1.0, "label": "seeds (bisected edge)"}
         label = "geometric mean, 95% CI over seeds"
         panels.errorbars(
             a, betas, e.T, geometric=True, show_seeds=seeds, fmt="s-", color="tab:red", capsize=4, label=label
@@ -139,17 +164,16 @@ def plot_edges(results: dict, cfg: Config):
     return fig
 
 
+@FIGURES.add
 def plot_edge_of_stability(results: dict, cfg: Config):
     """lambda_max(t) against 2/lr and 2(1+beta)/lr, lr * lambda_max(t), loss, parameter/RMSNorm norms."""
-    e = results["eos"]
-    rows = eos_rows(cfg)
-    lam = np.asarray(e["lam"])  # [R, S, T]
-    lr = np.asarray(e["lr"])  # [R, S]
+    e, rows = results["eos"], eos_rows(cfg)
+    lam, lr = np.asarray(e["lam"]), np.asarray(e["lr"])  # [R, S, T], [R, S]
     t = np.arange(lam.shape[-1]) * cfg.eos_every
     colors = {0: "tab:blue", 1: "tab:green", 2: "tab:orange"}
     n_m = len(cfg.eos_mults)
     fig, axs = style.figure(n_m, 4, figsize=(20, 4.4 * n_m), squeeze=False)
-    for i in range(n_m):
+    for i, mult in enumerate(cfg.eos_mults):
         ax, ax2, ax3, ax4 = axs[i]
         for c in range(3):
             r = 3 * i + c
@@ -166,14 +190,8 @@ def plot_edge_of_stability(results: dict, cfg: Config):
         ax.axhline(2.0, **style.prediction(color=colors[0]), label="2 (GD's quadratic edge)")
         label = f"2(1+beta) = {2 * (1 + cfg.eos_beta):g} (HB's)"
         ax.axhline(2.0 * (1 + cfg.eos_beta), **style.prediction(color=colors[1], linestyle="-."), label=label)
-        panels.finish(
-            ax,
-            legend=6,
-            xlabel="step",
-            ylabel="lr * lambda_max(H(theta_t))",
-            title=f"full batch ({cfg.hvp_batch} windows), lr = {cfg.eos_mults[i]:g} x 2/lambda_max(init), "
-            f"every {cfg.eos_every} steps",
-        )
+        title = f"full batch ({cfg.hvp_batch} windows), lr = {mult:g} x 2/lambda_max(init), every {cfg.eos_every} steps"
+        panels.finish(ax, legend=6, xlabel="step", ylabel="lr * lambda_max(H(theta_t))", title=title)
         title = "sharpness; dashed 2(1+beta)/lr (seed-mean lr); + Lanczos"
         ylabel = "lambda_max(H(theta_t))\n(warm-started Lanczos on HVPs)"
         panels.finish(ax2, legend=7, yscale="log", xlabel="step", ylabel=ylabel, title=title)
@@ -183,43 +201,4 @@ def plot_edge_of_stability(results: dict, cfg: Config):
     return fig
 
 
-def plot_scan(results: dict, cfg: Config):
-    """The width scan: heavy ball's raw-lr edge over GD's and the largest consecutive eigenvalue ratio at init, per
-    width (the study's own width from its main parts), against the paper's picture (1+beta; a gap >= 2)."""
-    sc = results["scan"]
-    lo, hi = np.asarray(sc["lo"], np.float64), np.asarray(sc["hi"], np.float64)
-    edge = np.where(np.asarray(sc["lo_ok"]), np.sqrt(lo * hi), np.nan)
-    edge = np.where(np.asarray(sc["hi_div"]), edge, np.inf)
-    ratios = {int(w): np.log2(edge[i, 1] / edge[i, 0]) for i, w in enumerate(np.asarray(sc["width"]))}
-    gaps = {int(w): largest_gap(np.asarray(sc["spectrum"])[i]) for i, w in enumerate(np.asarray(sc["width"]))}
-    ratios[cfg.d_model] = log2_edge_ratios(results, cfg)[cfg.scan_beta]
-    gaps[cfg.d_model] = largest_gap(results["hessian"]["spectrum"])
-    res_oct = np.log2(cfg.edge_bracket[1] / cfg.edge_bracket[0]) / 2**cfg.edge_iters
-    fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
-    for a, data, widen, pred, lab in (
-        (ax, ratios, res_oct, float(np.log2(1 + cfg.scan_beta)), f"log2 edge(beta={cfg.scan_beta:g}) / edge(GD)"),
-        (ax2, gaps, 0.0, GAP_RATIO, "largest lambda_k / lambda_(k+1), top of the spectrum at init"),
-    ):
-        ws = sorted(data)
-        for w in ws:
-            a.plot(np.full(len(data[w]), w), data[w], "o", color="0.6", ms=4)
-        st = np.array([mean_ci(data[w])[:2] for w in ws])
-        label = "mean, 95% CI over seeds" + (" + bisection resolution" if widen else "")
-        panels.measured_vs_predicted(a, ws, st[:, 0], pred, yerr=st[:, 1] + widen, fmt="s-", color="tab:red",
-                                     capsize=4, label=label, pred_label="the paper's picture")  # fmt: skip
-        panels.finish(a, legend=7, log="x", xlabel="d_model (width)", ylabel=lab)
-        panels.integer_ticks(a, ws)
-    ax.axhline(0.0, color="0.5", lw=1)
-    ax.set_title(f"raw-lr edge ratio, mini-batch, {cfg.steps} steps ({cfg.d_model}: the main study)")
-    ax2.set_title(f"valley/river gap, top {cfg.spectrum_k} eigenvalues")
-    return fig
-
-
-def plot(results: dict, cfg: Config) -> dict:
-    return {
-        "scan": plot_scan(results, cfg),
-        "lr_beta_grid": plot_lr_beta_grid(results, cfg),
-        "decomposition": plot_decomposition(results, cfg),
-        "edges": plot_edges(results, cfg),
-        "edge_of_stability": plot_edge_of_stability(results, cfg),
-    }
+plot = FIGURES.plot

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, agreement, bootstrap_ci, mean_ci, upper_bound
+from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, bootstrap_ci, mean_ci, upper_bound
 from jaxwb.sims.tiny_lm.config import (
     ENGINES,
     FORMATS,
@@ -15,6 +15,8 @@ from jaxwb.sims.tiny_lm.config import (
 )
 from jaxwb.sims.tiny_lm.reference import RHT_TIE, VARIANTS
 from jaxwb.theory import dithered_quant as dq
+
+CLAIMS = ClaimGroups()
 
 PAPER_TOLERANCE = 0.10  # absolute, in fraction of NVFP4's loss: the whole interval within 10 points of the paper
 
@@ -47,38 +49,13 @@ LOSS_REFERENCE_RTOL = 1e-4
 # Measured: 3e-7 to 1e-6 on 9 of the full preset's 10 models, 2.2e-4 on one d=128 model (RaZeR); W4A4 costs 3-6e-2
 # of the loss, forgetting to quantize the activations moves it by > 1e-2
 W4A4_REFERENCE_RTOL = 1e-3
+# float32 (the kernel: Chebyshev erfc, float32 sums) against float64 (SciPy): a group's relative reconstruction
+# difference measured at <= 4.3e-7 away from level ties (the quick models, 8 keys); one level off moves it by > 1e-2
+RHT_REFERENCE_RTOL = 1e-5
 
 
 def _a(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
-
-
-def claims(results: dict, cfg: Config) -> list[Claim]:
-    return [
-        *_per_size_claims(results, cfg),
-        *_pooled_ordering_claims(results, cfg),
-        *_paper_claims(results, cfg),
-        *_loss_reference_claims(results, cfg),
-        *_layer_error_claims(results),
-        _rht_error_claim(results),
-        *_kernel_claims(results, cfg),
-        *_pinsker_claims(results, cfg),
-    ]
-
-
-def _per_size_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Per model size: the trained model beats the unigram baseline, RaZeR beats NVFP4 weight-only."""
-    fp = _a(results["fp_ppl"])  # [sizes, seeds]
-    p = {f: _a(results["ppl"][f]) for f in FORMATS}
-    n = fp.shape[1]
-    out = []
-    for s, size in enumerate(cfg.size_labels):
-        unigram = np.full(n, float(results["unigram_loss"]))
-        statement = f"{size}: the trained model beats the unigram baseline (unigram - model loss, nats/byte; {n} seeds)"
-        out.append(Claim.ordering(statement, unigram, _a(results["fp_loss"])[s], source="theory"))
-        statement = f"{size}: RaZeR (weight variant) perplexity < NVFP4's, weight-only (NVFP4 - RaZeR > {RESOLUTION:g})"
-        out.append(_beats(statement, p["nvfp4"][s], p["razer"][s]))
-    return out
 
 
 def _beats(statement: str, larger, smaller) -> Claim:
@@ -86,146 +63,117 @@ def _beats(statement: str, larger, smaller) -> Claim:
     return Claim.ordering(statement, larger, smaller, source="theory", at_least=RESOLUTION)
 
 
-def _pooled(a: np.ndarray) -> np.ndarray:
-    """Every model of every size: [sizes, seeds] -> [sizes * seeds]."""
-    return a.reshape(-1)
+def _clears(statement: str, end: float, interval, cmp: str = "ge") -> Claim:
+    """An ordering against ``end``: the whole ``interval`` (estimate, half-width, n) above it (``"ge"``) or below."""
+    return Claim.from_interval(statement, end, interval, 0.0, cmp, kind="check", source="theory", is_ordering=True)
 
 
-def _pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
+@CLAIMS.add
+def per_size_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Per model size: the trained model beats the unigram baseline, RaZeR beats NVFP4 weight-only."""
+    fp_loss, p = _a(results["fp_loss"]), {f: _a(results["ppl"][f]) for f in FORMATS}
+    n = fp_loss.shape[1]
+    unigram = np.full(n, float(results["unigram_loss"]))
+    out = []
+    for s, size in enumerate(cfg.size_labels):
+        statement = f"{size}: the trained model beats the unigram baseline (unigram - model loss, nats/byte; {n} seeds)"
+        out.append(Claim.ordering(statement, unigram, fp_loss[s], source="theory"))
+        statement = f"{size}: RaZeR (weight variant) perplexity < NVFP4's, weight-only (NVFP4 - RaZeR > {RESOLUTION:g})"
+        out.append(_beats(statement, p["nvfp4"][s], p["razer"][s]))
+    return out
+
+
+@CLAIMS.add
+def pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
     """The orderings decided over every model of every size: W4A4 RaZeR < NVFP4, W4A4 costs more than W4A16,
     RaZeR < NVFP4 with outlier channels; and MXFP4 - NVFP4 inside the band the models resolve
     (``Config.mxfp4_band``: the ordering itself is not resolved, see there)."""
-    p = {f: _a(results["ppl"][f]) for f in FORMATS}
-    wa = {f: _a(v) for f, v in results["ppl_wa"].items()}
-    ol = {f: _a(v) for f, v in results["ppl_outlier"].items()}
-    return [
-        _beats(
-            f"W4A4: RaZeR (weight + activation variants) perplexity < NVFP4's, all sizes (NVFP4 - RaZeR > "
-            f"{RESOLUTION:g})",
-            wa["nvfp4"],
-            wa["razer"],
-        ),
-        _beats(
-            f"W4A4 costs more than W4A16 (NVFP4): ppl_W4A4 - ppl_W4A16 > {RESOLUTION:g}, all sizes",
-            wa["nvfp4"],
-            p["nvfp4"],
-        ),
-        _beats(
-            f"outlier channels (x{cfg.outlier_scale:g} on {cfg.outlier_channels} input channels, "
-            f"{cfg.outlier_draws} draws per model): RaZeR perplexity < NVFP4's (NVFP4 - RaZeR > {RESOLUTION:g}), "
-            "all sizes",
-            ol["nvfp4"],
-            ol["razer"],
-        ),
-        *_band_claims(
-            "MXFP4 (power-of-two scales, blocks of 32) - NVFP4 perplexity, all sizes",
-            _pooled(p["mxfp4"]) - _pooled(p["nvfp4"]),
-            cfg.mxfp4_band,
-        ),
-    ]
-
-
-def _band_claims(what: str, diffs, band: tuple[float, float]) -> list[Claim]:
-    """``lo < mean(diffs) < hi`` as two one-sided claims on the Student-t interval of the per-model ``diffs``
-    (orderings against the band's ends: each passes when the whole interval clears its end)."""
-    interval = mean_ci(_a(diffs))
-    return [
-        Claim.from_interval(
-            f"{what} {'>' if cmp == 'ge' else '<'} {end:g} (mean over {interval[2]} models, t interval)",
-            end,
-            interval,
-            0.0,
-            cmp,
-            kind="check",
-            source="theory",
-            is_ordering=True,
+    p, wa, ol = ({f: _a(v) for f, v in results[key].items()} for key in ("ppl", "ppl_wa", "ppl_outlier"))
+    res = f"(NVFP4 - RaZeR > {RESOLUTION:g})"
+    w4a4_razer = f"W4A4: RaZeR (weight + activation variants) perplexity < NVFP4's, all sizes {res}"
+    w4a4 = f"W4A4 costs more than W4A16 (NVFP4): ppl_W4A4 - ppl_W4A16 > {RESOLUTION:g}, all sizes"
+    outliers = f"x{cfg.outlier_scale:g} on {cfg.outlier_channels} input channels, {cfg.outlier_draws} draws per model"
+    out = [
+        _beats(statement, larger, smaller)
+        for statement, larger, smaller in (
+            (w4a4_razer, wa["nvfp4"], wa["razer"]),
+            (w4a4, wa["nvfp4"], p["nvfp4"]),
+            (f"outlier channels ({outliers}): RaZeR perplexity < NVFP4's {res}, all sizes", ol["nvfp4"], ol["razer"]),
         )
-        for cmp, end in (("ge", band[0]), ("le", band[1]))
     ]
+    mxfp4 = "MXFP4 (power-of-two scales, blocks of 32) - NVFP4 perplexity, all sizes"
+    interval = mean_ci(p["mxfp4"] - p["nvfp4"])
+    for cmp, end in (("ge", cfg.mxfp4_band[0]), ("le", cfg.mxfp4_band[1])):
+        statement = f"{mxfp4} {'>' if cmp == 'ge' else '<'} {end:g} (mean over {interval[2]} models, t interval)"
+        out.append(_clears(statement, end, interval, cmp))
+    return out
 
 
-def _paper_claims(results: dict, cfg: Config) -> list[Claim]:
+@CLAIMS.add
+def paper_claims(results: dict, cfg: Config) -> list[Claim]:
     """The fraction of NVFP4's perplexity loss RaZeR removes, weight-only and W4A4, beside the paper's."""
-    red = results["reduction"]
     out = []
     for key, paper, setting in (
         ("weight", PAPER_RAZER_REDUCTION, "weight-only"),
         ("wa", PAPER_RAZER_REDUCTION_WA, "weight + activation"),
     ):
-        interval = bootstrap_ci(_pooled(_a(red[key])))
+        interval = bootstrap_ci(_a(results["reduction"][key]).reshape(-1))  # every model of every size
         k = interval[2]
         statement = (
             f"RaZeR removes {100 * paper:.1f}% of NVFP4's perplexity loss ({setting}; paper: average over its LLMs; "
             f"here byte-level models of {'/'.join(map(str, cfg.d_models))} width, {k} models, mean with 95% "
             f"bootstrap interval, within {100 * PAPER_TOLERANCE:g} points)"
         )
-        out.append(
-            Claim.from_interval(
-                statement, paper, interval, PAPER_TOLERANCE, "abs", kind="paper", expected="fail", reason=WHY_PAPER[key]
-            )
-        )
+        options = {"kind": "paper", "expected": "fail", "reason": WHY_PAPER[key]}
+        out.append(Claim.from_interval(statement, paper, interval, PAPER_TOLERANCE, "abs", **options))
         # what is found instead, decided on the same interval (a bug in the share is still seen)
         statement = (
             f"found: RaZeR removes a positive share of NVFP4's perplexity loss ({setting}; {k} models, mean with 95% "
             "bootstrap interval > 0)"
         )
-        out.append(
-            Claim.from_interval(statement, 0.0, interval, 0.0, "ge", kind="check", source="theory", is_ordering=True)
-        )
+        out.append(_clears(statement, 0.0, interval))
     return out
 
 
-def _loss_reference_claims(results: dict, cfg: Config) -> list[Claim]:
+@CLAIMS.add
+def loss_reference_claims(results: dict, cfg: Config) -> list[Claim]:
     """Every perplexity the study reports against an independent computation of it (``reference.variant_loss_np``):
-    per variant (float, weight-only per format, W4A4), each trained model's loss on the first ``check_windows``
-    evaluation windows from the study's own run (the model, the kernels' drop-in layers, the activation quantizer,
-    RHT-4's fake quantizer) against a float64 NumPy forward of the same weights round-tripped by
-    ``theory.quantization.fp4_formats`` (RHT-4: by the float64 RHT reference with the run's signs and dithers)."""
-    what = {
-        "fp": "float32 model",
-        "nvfp4": "NVFP4 weights (W4A16)",
-        "razer": "RaZeR weights (W4A16)",
-        "mxfp4": "MXFP4 weights (W4A16)",
-        "rht4": "RHT-4 weights",
-        "wa_nvfp4": "NVFP4 weights and activations (W4A4)",
-        "wa_razer": "RaZeR weights and activations (W4A4)",
+    per variant, each trained model's loss on the first ``check_windows`` evaluation windows from the study's own
+    run against a float64 NumPy forward of the same weights, round-tripped by ``theory.quantization.fp4_formats``
+    (RHT-4: by the float64 RHT reference with the run's signs and dithers)."""
+    fp4 = "round-tripped by theory.quantization.fp4_formats (bf16 inputs, as the drop-in layers)"
+    w, wa = f" with its weights {fp4}", f" with its weights and each token's activations {fp4}"
+    rht = " with its weights through the float64 RHT-4 reference (the run's signs and dithers)"
+    what = {  # the variant, and how the NumPy reference builds it
+        "fp": ("float32 model", ""),
+        "nvfp4": ("NVFP4 weights (W4A16)", w),
+        "razer": ("RaZeR weights (W4A16)", w),
+        "mxfp4": ("MXFP4 weights (W4A16)", w),
+        "rht4": ("RHT-4 weights", rht),
+        "wa_nvfp4": ("NVFP4 weights and activations (W4A4)", wa),
+        "wa_razer": ("RaZeR weights and activations (W4A4)", wa),
     }
+    wide_reason = (
+        "one allowance for the float model and W4A16, set by the bfloat16 rounding of the W4A16 layers' inputs (up "
+        "to 1.8e-5 over 10 models), and one for W4A4, set by a per-token block decision on either side of its "
+        "boundary (2.2e-4 on one model); the others differ by 1e-7 to 1e-6"
+    )
     out = []
     for v in VARIANTS:
         got, ref = _a(results["loss_check"][v]), _a(results["loss_check_np"][v])
-        out.append(
-            agreement(
-                f"{what[v]}: validation loss of every model on its first {cfg.check_windows} evaluation windows = a "
-                "float64 NumPy forward of the same model"
-                + _reference_how(v)
-                + f": largest relative difference over the {got.size} models (float32 vs float64)",
-                0.0,
-                float(np.max(np.abs(got / ref - 1.0))),
-                W4A4_REFERENCE_RTOL if v.startswith("wa_") else LOSS_REFERENCE_RTOL,
-                "abs",
-                wide_reason=(
-                    "one allowance for the float model and W4A16, set by the bfloat16 rounding of the W4A16 layers' "
-                    "inputs (up to 1.8e-5 over 10 models), and one for W4A4, set by a per-token block decision on "
-                    "either side of its boundary (2.2e-4 on one model); the others differ by 1e-7 to 1e-6"
-                ),
-            )
+        statement = (
+            f"{what[v][0]}: validation loss of every model on its first {cfg.check_windows} evaluation windows = a "
+            f"float64 NumPy forward of the same model{what[v][1]}: largest relative difference over the {got.size} "
+            "models (float32 vs float64)"
         )
+        tolerance = W4A4_REFERENCE_RTOL if v.startswith("wa_") else LOSS_REFERENCE_RTOL
+        gap = float(np.max(np.abs(got / ref - 1.0)))
+        out.append(agreement(statement, 0.0, gap, tolerance, "abs", wide_reason=wide_reason))
     return out
 
 
-def _reference_how(variant: str) -> str:
-    """How the NumPy reference builds ``variant`` (for the claim's statement)."""
-    if variant == "fp":
-        return ""
-    if variant == "rht4":
-        return " with its weights through the float64 RHT-4 reference (the run's signs and dithers)"
-    acts = " and each token's activations" if variant.startswith("wa_") else ""
-    return (
-        f" with its weights{acts} round-tripped by theory.quantization.fp4_formats (bf16 inputs, as the drop-in layers)"
-    )
-
-
-def _layer_error_claims(results: dict) -> list[Claim]:
+@CLAIMS.add
+def layer_error_claims(results: dict, cfg: Config) -> list[Claim]:
     """The formats' weight error itself (a bit-level property, not through perplexity): per block layer of the first
     model, relative MSE of RaZeR < NVFP4 (RaZeR's extra special values, same E2M1 grid otherwise) and NVFP4 <
     MXFP4 (power-of-two scales over 32 vs E4M3 scales over 16); log ratio, t interval over the layers."""
@@ -244,95 +192,72 @@ def _layer_error_claims(results: dict) -> list[Claim]:
     ]
 
 
-def _rht_error_claim(results: dict) -> Claim:
+@CLAIMS.add
+def rht_error_claims(results: dict, cfg: Config) -> list[Claim]:
     """RHT-4's weight error beside the dithered-RHT theory (``jaxwb.theory.dithered_quant``, eq. 3-4): per group of
     ``rht_group`` weights, E||x - x_hat||^2 <= (N/(N-1))^2 (pi sqrt(3)/2) 4^-b ||x||^2 for every x (the Gaussian
     moment E exp(t^2/3) = sqrt 3 is the largest); the "mse" scale (the study's) only lowers it. A layer's relative
     MSE averages this over its groups and the dither; t interval over the first model's block layers."""
     bits = 4
     bound = float(dq.finite_level_factor(bits) * dq.mse_bound(bits))
-    interval = mean_ci(_a(results["layer_rel_mse"]["rht4"]))
+    mse = results["layer_rel_mse"]["rht4"]
     statement = (
         f"weight error: RHT-4 relative MSE per block layer <= (N/(N-1))^2 (pi sqrt 3/2) 4^-b = {bound:.4g} "
-        f"(dithered RHT, b = {bits}; mean over the first model's {interval[2]} layers, t interval)"
+        f"(dithered RHT, b = {bits}; mean over the first model's {mean_ci(mse)[2]} layers, t interval)"
     )
-    return Claim.from_interval(statement, bound, interval, 0.0, "le", kind="bound", source="theory")
+    return [upper_bound(statement, bound, mse, over_seeds=True)]
 
 
-# float32 (the kernel: Chebyshev erfc, float32 sums) against float64 (SciPy): a group's relative reconstruction
-# difference measured at <= 4.3e-7 away from level ties (the quick models, 8 keys); one level off moves it by > 1e-2
-RHT_REFERENCE_RTOL = 1e-5
-
-
-def _tensors(fmt: str) -> str:
-    return "first attention input, per token" if "activations" in fmt else "block weights"
-
-
-def _what(label: str) -> str:
-    return "activations (first attention input, per token)" if "activations" in label else "layers' weights"
-
-
-def _no_mismatch(statement: str, mismatches) -> Claim:
-    """A deterministic equality of two implementations: the number of differing elements against 0."""
-    return agreement(statement, 0.0, float(mismatches), 0.0, "abs")
-
-
-def _kernel_claims(results: dict, cfg: Config) -> list[Claim]:
+@CLAIMS.add
+def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
     """The study's quantizers are the formats they name, on the first model's own tensors (``reference``): the
     fast paths' codes and scale bytes equal the pure-jnp specification's, bit for bit (their docstrings'
     promise), the values the quantized layers compute equal an independent decoder's round trip, and RHT-4's
     fake-quantized weights equal a float64 NumPy implementation's given the same randomness, group by group (away
     from level ties, ``reference.RHT_TIE``)."""
     kc = results["kernel_check"]
-    out = [
-        _no_mismatch(
-            f"{fmt}: the fast quantizer's codes and scale bytes = the specification's "
-            f"(pallas_kernels.quant.reference; the first model's {_tensors(fmt)}): mismatches",
-            m,
-        )
-        for fmt, m in kc["mismatches"].items()
-    ]
-    out += [
-        _no_mismatch(
-            f"{label}: the values the study's quantized {_what(label)} compute = the independent round trip "
-            "(theory.quantization.fp4_formats: the formats' published rules in NumPy/ml_dtypes): mismatches",
-            m,
-        )
-        for label, m in kc["decoded_mismatches"].items()
-    ]
+    act = "first attention input, per token"
+    spec = "the fast quantizer's codes and scale bytes = the specification's (pallas_kernels.quant.reference"
+    ref = "independent round trip (theory.quantization.fp4_formats: the formats' published rules in NumPy/ml_dtypes)"
+    out = []  # deterministic equalities of two implementations: the number of differing elements against 0
+    for fmt, m in kc["mismatches"].items():
+        tensors = act if "activations" in fmt else "block weights"
+        out.append(agreement(f"{fmt}: {spec}; the first model's {tensors}): mismatches", 0.0, float(m), 0.0, "abs"))
+    for label, m in kc["decoded_mismatches"].items():
+        tensors = f"activations ({act})" if "activations" in label else "layers' weights"
+        statement = f"{label}: the values the study's quantized {tensors} compute = the {ref}: mismatches"
+        out.append(agreement(statement, 0.0, float(m), 0.0, "abs"))
     ties, groups = int(kc["rht4_ties"]), int(kc["rht4_groups"])
-    out.append(
-        agreement(
-            "RHT-4 fake-quantized weights = an independent float64 NumPy/SciPy implementation's (same signs and "
-            "dithers), group by group: largest ||w_hat - ref|| / ||w|| over the first model's groups of "
-            f"{cfg.rht_group}, leaving out the {ties} of {groups} with a coordinate within {RHT_TIE:g} cells of a "
-            "level boundary (float32 may give it either level; float32 vs float64 rounding)",
-            0.0,
-            float(kc["rht4_group_error"]),
-            RHT_REFERENCE_RTOL,
-            "abs",
-            wide_reason=(
-                "a float32 allowance for a group's reconstruction, sums over 64 coordinates through the Hadamard "
-                "transform, erfc and erfinv (a few ulp: 1e-6); the observed difference depends on the installed "
-                "jax's rounding while a wrong level, cell or scale moves a group by > 1e-2"
-            ),
-        )
+    statement = (
+        "RHT-4 fake-quantized weights = an independent float64 NumPy/SciPy implementation's (same signs and "
+        "dithers), group by group: largest ||w_hat - ref|| / ||w|| over the first model's groups of "
+        f"{cfg.rht_group}, leaving out the {ties} of {groups} with a coordinate within {RHT_TIE:g} cells of a "
+        "level boundary (float32 may give it either level; float32 vs float64 rounding)"
     )
-    return out
+    wide_reason = (
+        "a float32 allowance for a group's reconstruction, sums over 64 coordinates through the Hadamard transform, "
+        "erfc and erfinv (a few ulp: 1e-6); the observed difference depends on the installed jax's rounding while a "
+        "wrong level, cell or scale moves a group by > 1e-2"
+    )
+    error = float(kc["rht4_group_error"])
+    return [*out, agreement(statement, 0.0, error, RHT_REFERENCE_RTOL, "abs", wide_reason=wide_reason)]
 
 
-def _pinsker_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Pinsker between the float32 engine and each other engine: no evidence of a violation."""
-    e = results["engines"]
+@CLAIMS.add
+def pinsker_claims(results: dict, cfg: Config) -> list[Claim]:
+    """Pinsker between the float32 engine and each other engine: no evidence of a violation. Pinsker holds for the
+    exact TV and KL; both are estimates from m sequences, so the claim asks for TV's lower 95% end <= the bound at
+    KL's upper 95% end."""
     out = []
     for name in ENGINES[1:]:
-        tv, kl = float(e[name]["tv"]), float(e[name]["kl"])
-        # Pinsker holds for the exact TV and KL; both are estimates from m sequences. The claim asks for no
-        # evidence of a violation: TV's lower 95% end <= the bound at KL's upper 95% end.
-        kl_hi = max(kl + 1.96 * float(e[name]["kl_se"]), 0.0)
+        tv, kl, tv_se, kl_se = (float(results["engines"][name][k]) for k in ("tv", "kl", "tv_se", "kl_se"))
         statement = (
             f"Pinsker TV <= sqrt(KL/2), float32 vs {name} (no violation: TV - 1.96se vs sqrt((KL + 1.96se)/2); first "
             "model, seed 0)"
         )
-        out.append(upper_bound(statement, float(np.sqrt(kl_hi / 2)), tv - 1.96 * float(e[name]["tv_se"])))
+        bound = float(np.sqrt(max(kl + 1.96 * kl_se, 0.0) / 2))
+        out.append(upper_bound(statement, bound, tv - 1.96 * tv_se))
     return out
+
+
+claims = CLAIMS.claims

@@ -1,5 +1,5 @@
-"""Figures of the tiny-LM quantization study, one function per figure (``plot`` collects them); error bars are 95%
-bootstrap intervals over training seeds."""
+"""Figures of the tiny-LM quantization study, one function per figure; error bars are 95% bootstrap intervals over
+training seeds."""
 
 from __future__ import annotations
 
@@ -18,32 +18,25 @@ from jaxwb.sims.tiny_lm.config import (
 )
 from jaxwb.theory import dithered_quant as dq
 
+FIGURES = panels.Figures()
+
 
 def _ci(v):
     est, half, _ = bootstrap_ci(np.asarray(v, dtype=np.float64))
     return est, half
 
 
-def plot(results: dict, cfg: Config) -> dict:
-    return {
-        "perplexity": perplexity_figure(results, cfg),
-        "layer_errors": layer_errors_figure(results, cfg),
-        "engines": engines_figure(results, cfg),
-    }
-
-
-def perplexity_figure(results: dict, cfg: Config):
+@FIGURES.add
+def plot_perplexity(results: dict, cfg: Config):
     """Per size: perplexity above float32 per format and setting; the RaZeR fractions per setting and size beside
     the paper's."""
-    fp = np.asarray(results["fp_ppl"])
+    fp, d_models = np.asarray(results["fp_ppl"]), np.asarray(results["d_models"])
     n_sizes, n_seeds = fp.shape
     fig, axes = style.figure(1, n_sizes + 1, figsize=(5.2 * (n_sizes + 1), 4.6))
     axes = np.atleast_1d(axes)
-    for s in range(n_sizes):
-        ax = axes[s]
-        # excess perplexity over the float32 model of the same seed (the paired difference; the float32 bar is
-        # its own perplexity, on the right-hand axis scale of the label)
-        # the outlier transform leaves the float model unchanged: its excess is over the same float32 perplexity
+    for s, ax in enumerate(axes[:-1]):
+        # excess perplexity over the float32 model of the same seed (the paired difference); the outlier transform
+        # leaves the float model unchanged: its excess is over the same float32 perplexity
         cols = [
             (f"{f}\n{tag}", np.asarray(results[key][f])[s], COLORS[f], hatch)
             for key, tag, hatch in (("ppl", "W4A16", None), ("ppl_wa", "W4A4", "//"), ("ppl_outlier", "outliers", "xx"))
@@ -55,23 +48,16 @@ def perplexity_figure(results: dict, cfg: Config):
         ax.set_xticks(range(len(cols)), [c[0] for c in cols], fontsize=7)
         e_fp, h_fp = _ci(fp[s])
         ax.axhline(0.0, color="0.3", lw=0.8)
-        ax.set(
-            ylabel="perplexity - float32 perplexity (same seed)",
-            title=f"d={int(np.asarray(results['d_models'])[s])}, {cfg.n_layers} layers: float32 ppl "
-            f"{e_fp:.3f}+-{h_fp:.3f} ({n_seeds} seeds)",
-        )
+        title = f"d={int(d_models[s])}, {cfg.n_layers} layers: float32 ppl {e_fp:.3f}+-{h_fp:.3f} ({n_seeds} seeds)"
+        ax.set(ylabel="perplexity - float32 perplexity (same seed)", title=title)
     ax = axes[-1]
-    settings = [
-        ("weight", "W4A16", PAPER_RAZER_REDUCTION),
-        ("wa", "W4A4", PAPER_RAZER_REDUCTION_WA),
-        ("outlier", "W4A16, outlier channels", None),
-    ]
-    ci = 100 * np.array([[_ci(np.asarray(results["reduction"][k])[s]) for k, _, _ in settings] for s in range(n_sizes)])
+    settings = (("weight", "W4A16"), ("wa", "W4A4"), ("outlier", "W4A16, outlier channels"))
+    ci = 100 * np.array([[_ci(np.asarray(results["reduction"][k])[s]) for k, _ in settings] for s in range(n_sizes)])
     panels.grouped_bars(
         ax,
-        [lab for _, lab, _ in settings],
+        [lab for _, lab in settings],
         ci[..., 0],
-        labels=[f"d={int(d)} (mean, 95% bootstrap CI)" for d in np.asarray(results["d_models"])],
+        labels=[f"d={int(d)} (mean, 95% bootstrap CI)" for d in d_models],
         yerr=ci[..., 1],
         colors=[["tab:green", "tab:olive", "tab:cyan", "tab:gray"][s % 4] for s in range(n_sizes)],
         tick_kw={"fontsize": 8},
@@ -79,29 +65,27 @@ def perplexity_figure(results: dict, cfg: Config):
         edgecolor="k",
         lw=0.5,
     )
-    for i, (_, _, paper) in enumerate(settings):  # the paper's number across its group's bars
-        if paper is not None:
-            label = f"paper (LLM average): {100 * paper:.1f}%" if i < 2 else None
-            ax.plot([i - 0.4, i + 0.4], [100 * paper] * 2, **style.PREDICTION, label=label)
+    for i, paper in enumerate((PAPER_RAZER_REDUCTION, PAPER_RAZER_REDUCTION_WA)):  # across the group's bars
+        label = f"paper (LLM average): {100 * paper:.1f}%"
+        ax.plot([i - 0.4, i + 0.4], [100 * paper] * 2, **style.PREDICTION, label=label)
     title = "1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)"
     ax.set(ylabel="fraction of NVFP4's perplexity loss removed by RaZeR (%)", title=title)
     ax.legend(fontsize=7)
     return fig
 
 
-def layer_errors_figure(results: dict, cfg: Config):
+@FIGURES.add
+def plot_layer_errors(results: dict, cfg: Config):
     """Per-layer relative weight MSE and the perplexity increase when only that layer is quantized (seed 0)."""
-    fp = np.asarray(results["fp_ppl"])
-    fp0 = float(fp[0, 0])
+    fp0 = float(np.asarray(results["fp_ppl"])[0, 0])
     names = [str(n) for n in np.asarray(results["layer_names"])]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.6))
-    ticks = {"rotation": 30, "ha": "right", "fontsize": 8}
-    colors = [COLORS[f] for f in FORMATS]
     for a, vals in (
         (ax, [np.asarray(results["layer_rel_mse"][f]) for f in FORMATS]),
         (ax2, [np.asarray(results["layer_ppl"][f]) - fp0 for f in FORMATS]),
     ):
-        panels.grouped_bars(a, names, vals, labels=list(FORMATS), colors=colors, tick_kw=ticks)
+        ticks = {"rotation": 30, "ha": "right", "fontsize": 8}
+        panels.grouped_bars(a, names, vals, labels=list(FORMATS), colors=[COLORS[f] for f in FORMATS], tick_kw=ticks)
     rht_bound = float(dq.finite_level_factor(4) * dq.mse_bound(4))  # the claim's bound (dithered-RHT theory)
     ax.axhline(rht_bound, color=COLORS["rht4"], ls="--", lw=1, label="rht4 theory bound (N/(N-1))^2 (pi sqrt3/2) 4^-4")
     for a in (ax, ax2):
@@ -114,21 +98,23 @@ def layer_errors_figure(results: dict, cfg: Config):
     return fig
 
 
-def engines_figure(results: dict, cfg: Config):
+@FIGURES.add
+def plot_engines(results: dict, cfg: Config):
     """TV and KL between the float32 engine and the bf16 / NVFP4-weight / RaZeR-weight engines."""
-    e = results["engines"]
+    e, names = results["engines"], list(ENGINES[1:])
+    tv, kl, tv_se, kl_se = ([float(e[n][k]) for n in names] for k in ("tv", "kl", "tv_se", "kl_se"))
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.2))
-    names = list(ENGINES[1:])
-    tv = [float(e[n]["tv"]) for n in names]
-    kl = [float(e[n]["kl"]) for n in names]
     label = "TV estimate (logit access, +-2 se)"
-    ax.bar(names, tv, yerr=[2 * float(e[n]["tv_se"]) for n in names], capsize=5, color="tab:blue", label=label)
+    ax.bar(names, tv, yerr=[2 * s for s in tv_se], capsize=5, color="tab:blue", label=label)
     pinsker = [np.sqrt(max(k, 0) / 2) for k in kl]
     ax.plot(names, pinsker, "k_", ms=30, mew=2, label="Pinsker bound sqrt(KL/2) (KL point estimate)")
     ax.set_ylim(0, 1.35 * max(max(pinsker), max(tv), 1e-3))
     title = f"Engine TV over {cfg.tv_n}-byte continuations of {PROMPT!r}, m={cfg.tv_m}"
     ax.set(ylabel="TV(float32 engine, other engine)", title=title)
     ax.legend(fontsize=8, loc="upper left")
-    ax2.bar(names, kl, yerr=[2 * float(e[n]["kl_se"]) for n in names], capsize=5, color="tab:orange")
+    ax2.bar(names, kl, yerr=[2 * s for s in kl_se], capsize=5, color="tab:orange")
     ax2.set(ylabel="KL(float32 || other) (nats per sequence)", title="KL estimate (+-2 se), same sequences")
     return fig
+
+
+plot = FIGURES.plot

@@ -4,24 +4,23 @@ from __future__ import annotations
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, agreement, array_agreement, seed_mean, upper_bound
+from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, array_agreement, seed_mean, upper_bound
 from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
 
 R = "reconstruction"
-
-
-def _n_point_claims(cfg: Config) -> int:
-    """How many Monte Carlo "ci" claims share the Bonferroni correction: estimator means (score and two-point
-    on both grids), second moments (2 laws x 2 grids), the smoothed quantizer (per law and grid), the sweep
-    (2 per law) and the kernel check (per law)."""
-    n_laws = len(MC_LAWS)
-    return n_laws * len(ESTIMATORS) * len(GRIDS) + 2 * len(GRIDS) + n_laws * len(GRIDS) + 2 * n_laws + n_laws
+REFERENCE_RTOL = 5e-6  # float32 forward vs float64: per-token errors of a few ulps (1e-7) averaged over the windows
+CLAIMS = ClaimGroups()
+claims = CLAIMS.claims
 
 
 def mc_mean(statement: str, predicted: float, samples, tolerance: float, cfg: Config) -> Claim:
-    """A Monte Carlo mean over seeds, ``samples`` (seeds,), = its closed form ``predicted``: inside its interval at
-    the level Bonferroni gives over :func:`_n_point_claims`, the half-width <= ``tolerance`` (:func:`seed_mean`)."""
-    return seed_mean(statement, predicted, samples, tolerance, level=1.0 - 0.05 / _n_point_claims(cfg), source=R)
+    """A Monte Carlo mean over seeds, ``samples`` (seeds,), = its closed form ``predicted``, the half-width <=
+    ``tolerance`` (:func:`seed_mean`), inside its interval at the level Bonferroni gives over every Monte Carlo "ci"
+    claim: estimator means (score and two-point on both grids), second moments (2 laws x 2 grids), the smoothed
+    quantizer (per law and grid), the sweep (2 per law) and the kernel check (per law)."""
+    n_laws = len(MC_LAWS)
+    n_claims = n_laws * len(ESTIMATORS) * len(GRIDS) + 2 * len(GRIDS) + n_laws * len(GRIDS) + 2 * n_laws + n_laws
+    return seed_mean(statement, predicted, samples, tolerance, level=1.0 - 0.05 / n_claims, source=R)
 
 
 # the raw score estimator on E2M1 (|Q| up to 6) has ~2x the spread of the two-point one: its interval is
@@ -29,17 +28,16 @@ def mc_mean(statement: str, predicted: float, samples, tolerance: float, cfg: Co
 _PRECISION = {("score", "int"): 0.05, ("two_point", "int"): 0.05, ("score", "e2m1"): 0.1, ("two_point", "e2m1"): 0.05}
 
 
+@CLAIMS.add
 def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
     """Monte Carlo means of the score and two-point estimators, of the perturbed hard quantizer and the score
     second moments vs eq. 3, 2 and 7 (closed forms built from the laws' densities and distribution functions)."""
     out = []
-    e = results["estimators"]
     for grid in GRIDS:
-        g = e[grid]
-        x0 = float(g["x"][-1])
+        g = results["estimators"][grid]
+        x0, step = float(g["x"][-1]), float(np.max(np.diff(g["levels"])))
         for law in MC_LAWS:
-            pred = float(g[law]["closed"][-1])
-            peak = float(np.max(g[law]["closed"]))
+            pred, peak = float(g[law]["closed"][-1]), float(np.max(g[law]["closed"]))
             for est in ESTIMATORS:
                 statement = (
                     f"E[{est} estimator] = closed-form surrogate sum_k D_k p_sigma(b_k - x), {law}, {grid} grid, "
@@ -51,68 +49,54 @@ def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
                 f"E[Q(x + sigma u)] = smoothed quantizer Q_sigma(x) = q_0 + sum_k D_k (1 - F((b_k - x)/sigma)) "
                 f"(eq. 2), {law}, {grid} grid, x={x0:.3g}, sigma={cfg.sigma:g}"
             )
-            step = float(np.max(np.diff(g["levels"])))
-            smoothed = float(g[law]["smoothed"][0])
-            out.append(mc_mean(statement, smoothed, np.asarray(g[law]["smoothed_mc"][:, 0]), 0.01 * step, cfg))
+            out.append(mc_mean(statement, float(g[law]["smoothed"][0]), g[law]["smoothed_mc"][:, 0], 0.01 * step, cfg))
         for law in ("gaussian", "logistic"):
             pred = float(g[law]["second_moment"][-1])
             statement = f"E[g1^2] of the score estimator = closed form (eq. 7), {law}, {grid} grid, x={x0:.3g}"
-            out.append(mc_mean(statement, pred, np.asarray(g[law]["score_m2"][:, -1]), 0.05 * pred, cfg))
+            out.append(mc_mean(statement, pred, g[law]["score_m2"][:, -1], 0.05 * pred, cfg))
     return out
 
 
+@CLAIMS.add
 def ste_claims(results: dict, cfg: Config) -> list[Claim]:
     """The uniform law (eq. 6): its deterministic edge estimator (hard quantizer) equals its closed-form bump sum
     (densities) on both grids and at both widths, and at sigma = 1/sqrt 12 on the INT grid both are the clipped
     STE 1[q_0 < x < q_K] (the abstract's "STE = a degenerate perturbation")."""
     e = results["estimators"]
-    err = 0.0
-    for grid in GRIDS:
-        u = e[grid]["uniform"]
-        for tag in ("sigma", "ste"):
-            err = max(err, float(np.max(np.abs(np.asarray(u[f"edge_{tag}"]) - np.asarray(u[f"closed_{tag}"])))))
-    g = e["int"]
-    x = np.asarray(g["x"], np.float64)
-    lv = np.asarray(g["levels"], np.float64)
-    ste = ((x > lv[0]) & (x < lv[-1])).astype(np.float64)  # the clipped straight-through estimator
-    err_ste = max(
-        float(np.max(np.abs(np.asarray(g["uniform"][k], np.float64) - ste))) for k in ("edge_ste", "closed_ste")
+    edges, closed = (
+        np.concatenate([e[grid]["uniform"][f"{side}_{tag}"] for grid in GRIDS for tag in ("sigma", "ste")])
+        for side in ("edge", "closed")
     )
+    g = e["int"]
+    x, lv = np.asarray(g["x"], np.float64), np.asarray(g["levels"], np.float64)
+    ste = ((x > lv[0]) & (x < lv[-1])).astype(np.float64)  # the clipped straight-through estimator
     tol = "float32 rounding of 1/(2 sigma a): a few ulps"
+    edge = (
+        "uniform law: edge estimator (Q(x + sigma a) - Q(x - sigma a))/(2 sigma a) (eq. 6) = its closed-form "
+        f"bump sum, max |difference| over x, both grids, sigma={cfg.sigma:g} and 1/sqrt12 ({tol})"
+    )
+    degenerate = (
+        "STE = the uniform law of width one step: at sigma = 1/sqrt12 the edge estimator and the surrogate are "
+        f"the clipped STE 1[q_0 < x < q_K] for every x (INT-{cfg.int_bits}; max |difference|, {tol})"
+    )
+    both = [g["uniform"]["edge_ste"], g["uniform"]["closed_ste"]]
     return [
-        agreement(
-            "uniform law: edge estimator (Q(x + sigma a) - Q(x - sigma a))/(2 sigma a) (eq. 6) = its closed-form "
-            f"bump sum, max |difference| over x, both grids, sigma={cfg.sigma:g} and 1/sqrt12 ({tol})",
-            0.0,
-            err,
-            1e-6,
-            "abs",
-            source=R,
-        ),
-        agreement(
-            "STE = the uniform law of width one step: at sigma = 1/sqrt12 the edge estimator and the surrogate are "
-            f"the clipped STE 1[q_0 < x < q_K] for every x (INT-{cfg.int_bits}; max |difference|, {tol})",
-            0.0,
-            err_ste,
-            1e-6,
-            "abs",
-            kind="paper",
-            source="paper",
-        ),
+        array_agreement(edge, edges, closed, 1e-6, relative=None, source=R),
+        array_agreement(degenerate, both, ste, 1e-6, relative=None, kind="paper", source="paper"),
     ]
 
 
+@CLAIMS.add
 def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
     """The sigma sweep on a wide INT-8 grid: the two-point estimator's Monte Carlo mean vs the closed-form bump
     sum at the concentration peak (a boundary, smallest sigma) and in the flat limit (a level, largest sigma)."""
     out = []
     sw = results["sweep"]
     sig = np.asarray(sw["sigmas"])
-    i_min, i_max = int(np.argmin(sig)), int(np.argmax(sig))
     for law in MC_LAWS:
         for at, i, what in (
-            ("boundary", i_min, "concentrates on the boundaries as sigma -> 0"),
-            ("level", i_max, "flat, STE-like, as sigma grows"),
+            ("boundary", int(np.argmin(sig)), "concentrates on the boundaries as sigma -> 0"),
+            ("level", int(np.argmax(sig)), "flat, STE-like, as sigma grows"),
         ):
             pred = float(sw[law][at][i])
             # the triangular score has infinite variance (heavy-tailed per-seed means): 10% precision, else 5%
@@ -127,6 +111,7 @@ def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
+@CLAIMS.add
 def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
     """fake_quant's NVFP4 backward against the theory's bump sum on the E2M1 levels and against the two-point
     estimator's mean through the kernels."""
@@ -151,12 +136,10 @@ def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
 
 
 def bias_constant_reference(levels, sigma: float, n: int = 4001) -> float:
-    """B = sup_w |Q(w) - Q_sigma(w)| * sup_w g_sigma(w) (eq. 9, L_f = 1) for the Gaussian law, recomputed in float64
-    with ``scipy.special.ndtr`` and the normal density on a grid of [q_0 - 3, q_K + 3] plus the boundaries (where
-    |Q - Q_sigma| takes its one-sided limits and g_sigma peaks): independent of ``theory.zoe_grad``'s sup,
-    densities and CDFs.
-
-    ``levels``: (L,) ascending quantization levels (grid units); returns a float."""
+    """B = sup_w |Q(w) - Q_sigma(w)| * sup_w g_sigma(w) (eq. 9, L_f = 1) for the Gaussian law and the ascending
+    ``levels`` (L,) (grid units), in float64 with ``scipy.special.ndtr`` and the normal density on a grid of [q_0 - 3,
+    q_K + 3] plus the boundaries (where |Q - Q_sigma| takes its one-sided limits and g_sigma peaks): independent of
+    ``theory.zoe_grad``'s sup, densities and CDFs."""
     from scipy import special
 
     lv = np.asarray(levels, np.float64)
@@ -170,51 +153,45 @@ def bias_constant_reference(levels, sigma: float, n: int = 4001) -> float:
     return float(eps * np.max(g))
 
 
+@CLAIMS.add
 def toy_claims(results: dict, cfg: Config) -> list[Claim]:
     """The convergence bound (eq. 10), the bias bound (eq. 9) and its constant on the toy objective."""
     t = results["toy"]
     big_b = float(t["constants"]["B"])
     lv = np.arange(-(2 ** (cfg.int_bits - 1) - 1), 2 ** (cfg.int_bits - 1))
+    convergence = (
+        f"SGD with the ZO surrogate: (1/T) sum E|grad F_sigma|^2 <= 4 (F_0 - E F_T)/(eta T) + 3 mean|b_t|^2 + "
+        f"2 L eta mean E|xi_t|^2 (eq. 10, its proof's terms), toy d={cfg.toy_dim}, T={cfg.toy_steps}"
+    )
+    bias = "bias of the surrogate gradient sup_w |Q - Q_sigma| g_sigma <= B = sup|Q - Q_sigma| sup g_sigma (eq. 9)"
+    constant = (
+        f"the bias constant B of eq. 9 (Gaussian, INT-{cfg.int_bits}, sigma={cfg.toy_sigma:g}) = its float64 "
+        "recomputation with scipy on a dense grid (relative; float32 sups)"
+    )
+    per_step = (
+        f"per-step bias of SGD with the surrogate: mean_t |b_t|^2 <= d B^2 (eq. 9 summed over d={cfg.toy_dim} "
+        "coordinates)"
+    )
+    realized = float(np.mean(t["realized_bound"]))
+    per_seed = {key: np.mean(t[key], axis=1) for key in ("grad_norm_sq", "bias_sq")}
     return [
-        upper_bound(
-            f"SGD with the ZO surrogate: (1/T) sum E|grad F_sigma|^2 <= 4 (F_0 - E F_T)/(eta T) + 3 mean|b_t|^2 + "
-            f"2 L eta mean E|xi_t|^2 (eq. 10, its proof's terms), toy d={cfg.toy_dim}, T={cfg.toy_steps}",
-            float(np.mean(t["realized_bound"])),
-            np.asarray(np.mean(t["grad_norm_sq"], axis=1)),
-            over_seeds=True,
-            source=R,
-        ),
-        upper_bound(
-            "bias of the surrogate gradient sup_w |Q - Q_sigma| g_sigma <= B = sup|Q - Q_sigma| sup g_sigma (eq. 9)",
-            big_b,
-            float(t["bias_sup"]),
-            source=R,
-        ),
-        agreement(
-            f"the bias constant B of eq. 9 (Gaussian, INT-{cfg.int_bits}, sigma={cfg.toy_sigma:g}) = its float64 "
-            "recomputation with scipy on a dense grid (relative; float32 sups)",
-            bias_constant_reference(lv, cfg.toy_sigma),
-            big_b,
-            5e-6,
-            source=R,
-        ),
-        upper_bound(
-            f"per-step bias of SGD with the surrogate: mean_t |b_t|^2 <= d B^2 (eq. 9 summed over d={cfg.toy_dim} "
-            "coordinates)",
-            cfg.toy_dim * big_b**2,
-            np.asarray(np.mean(t["bias_sq"], axis=1)),
-            over_seeds=True,
-            source=R,
-        ),
+        upper_bound(convergence, realized, per_seed["grad_norm_sq"], over_seeds=True, source=R),
+        upper_bound(bias, big_b, float(t["bias_sup"]), source=R),
+        agreement(constant, bias_constant_reference(lv, cfg.toy_sigma), big_b, 5e-6, source=R),
+        upper_bound(per_step, cfg.toy_dim * big_b**2, per_seed["bias_sq"], over_seeds=True, source=R),
     ]
 
 
-REFERENCE_RTOL = 5e-6  # float32 forward vs float64: per-token errors of a few ulps (1e-7) averaged over the windows
-
-
-def reference_claims(q: dict, cfg: Config) -> list[Claim]:
-    """The QAT study's evaluation (the tiny LM's forward, the attention op, the loss, the INT fake quantizer)
-    against the independent NumPy forward of ``reference`` on the same weights and windows."""
+@CLAIMS.add
+def qat_claims(results: dict, cfg: Config) -> list[Claim]:
+    """QAT of the tiny LM: its evaluation against the independent NumPy forward of ``reference``; QAT beats float
+    fine-tuning + PTQ for every surrogate; and, per continuous law, the bound the paired seeds support on its
+    difference from STE (the paper's "continuous surrogates beat STE" is not resolved at this scale:
+    ``Config.qat_ste_bound``)."""
+    if "qat" not in results:
+        return []
+    q = results["qat"]
+    fmt = f"{cfg.qat_format}{cfg.qat_bits if cfg.qat_format == 'int' else ''}"
     out = []
     for tag, what in (
         ("fp", "the pretrained float tiny LM"),
@@ -226,30 +203,14 @@ def reference_claims(q: dict, cfg: Config) -> list[Claim]:
             "same weights (relative; float32 evaluation)"
         )
         out.append(agreement(statement, float(q["check"][f"{tag}_np"]), float(q[tag]), REFERENCE_RTOL, source=R))
-    return out
-
-
-def qat_claims(results: dict, cfg: Config) -> list[Claim]:
-    """QAT of the tiny LM: QAT beats float fine-tuning + PTQ for every surrogate; and, per continuous law, the bound
-    the paired seeds support on its difference from STE (the paper's "continuous surrogates beat STE" is not
-    resolved at this scale: ``Config.qat_ste_bound``)."""
-    out = []
-    if "qat" not in results:
-        return out
-    q = results["qat"]
-    fmt = f"{cfg.qat_format}{cfg.qat_bits if cfg.qat_format == 'int' else ''}"
-    control = perplexity(q["fp_ptq"])
-    out += reference_claims(q, cfg)
     for arm in cfg.qat_surrogates:
         statement = (
             f"QAT ({arm}) beats float fine-tuning + PTQ for the same steps: ppl_fp+PTQ - ppl_QAT > 0 ({fmt}, paired "
             "seeds)"
         )
-        out.append(Claim.ordering(statement, control, perplexity(q[arm]), kind="paper", source=R))
+        out.append(Claim.ordering(statement, perplexity(q["fp_ptq"]), perplexity(q[arm]), kind="paper", source=R))
     why = "one bound for the three laws, set by the widest law's spread (Config.qat_ste_bound's power note)"
-    for arm in cfg.qat_surrogates:
-        if arm in ("ste", "uniform"):
-            continue
+    for arm in (a for a in cfg.qat_surrogates if a not in ("ste", "uniform")):
         statement = (
             f"continuous surrogate ({arm}) vs STE in QAT (paper: continuous surrogates beat STE, on LLMs): "
             f"|ppl_STE - ppl_{arm}| < {cfg.qat_ste_bound:g} perplexity ({fmt}, {cfg.qat_steps} steps, paired "
@@ -258,17 +219,6 @@ def qat_claims(results: dict, cfg: Config) -> list[Claim]:
         ste_diff = perplexity(q["ste"]) - perplexity(q[arm])
         out.append(seed_mean(statement, 0.0, ste_diff, cfg.qat_ste_bound, "abs", source="paper", wide_reason=why))
     return out
-
-
-def claims(results: dict, cfg: Config) -> list[Claim]:
-    return [
-        *estimator_claims(results, cfg),
-        *ste_claims(results, cfg),
-        *sweep_claims(results, cfg),
-        *kernel_claims(results, cfg),
-        *toy_claims(results, cfg),
-        *qat_claims(results, cfg),
-    ]
 
 
 def perplexity(a):
