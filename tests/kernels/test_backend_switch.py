@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxwb.pallas_kernels import dispatch
+from jaxwb.pallas_kernels import dispatch, quant
 from jaxwb.pallas_kernels.attention import (
     AttentionBlockSizes,
     block_sparse_attention,
@@ -31,16 +31,8 @@ from jaxwb.pallas_kernels.quant import (
     fwht,
     inquant_pack,
     inquant_unpack,
-    mxfp4_dequantize,
-    mxfp4_quantize,
-    nvfp4_dequantize,
-    nvfp4_quantize,
-    razer_dequantize,
-    razer_quantize,
-    rht_dequantize,
-    rht_quantize,
 )
-from jaxwb.pallas_kernels.quant import reference as ref
+from tests.kernels.formats import quantized_spec
 from tests.kernels.lowering import MESHES, kernel_calls, lower_text
 
 SD = jax.ShapeDtypeStruct
@@ -54,15 +46,7 @@ BS = AttentionBlockSizes(64, 64)
 
 
 def _q(fmt):
-    return jax.eval_shape(
-        {
-            "nvfp4": ref.nvfp4_quantize,
-            "mxfp4": ref.mxfp4_quantize,
-            "razer_activation": lambda x: ref.razer_quantize(x, "activation"),
-            "razer_weight": lambda x: ref.razer_quantize(x, "weight"),
-        }[fmt],
-        X,
-    )
+    return quantized_spec(fmt, X.shape)
 
 
 def _inq():
@@ -70,29 +54,32 @@ def _inq():
 
 
 def _rhtq():
-    return jax.eval_shape(lambda x: rht_quantize(x, key=KEY, bits=4), SD((3, 64), jnp.bfloat16))
+    return jax.eval_shape(lambda x: quant.rht_quantize(x, key=KEY, bits=4), SD((3, 64), jnp.bfloat16))
 
 
 # name -> (kernel backends, impl -> (function of arrays, their specs)). Specs are shapes every backend takes.
 OPS = {
-    "nvfp4_quantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda x: nvfp4_quantize(x, implementation=i).codes, (X,))),
-    "nvfp4_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: nvfp4_dequantize(q, implementation=i),
+    "nvfp4_quantize": (dispatch.QUANT_BACKENDS, lambda i: (
+        lambda x: quant.nvfp4_quantize(x, implementation=i).codes, (X,))),
+    "nvfp4_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: quant.nvfp4_dequantize(q, implementation=i),
                                                              (_q("nvfp4"),))),
-    "mxfp4_quantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda x: mxfp4_quantize(x, implementation=i).codes, (X,))),
-    "mxfp4_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: mxfp4_dequantize(q, implementation=i),
+    "mxfp4_quantize": (dispatch.QUANT_BACKENDS, lambda i: (
+        lambda x: quant.mxfp4_quantize(x, implementation=i).codes, (X,))),
+    "mxfp4_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: quant.mxfp4_dequantize(q, implementation=i),
                                                              (_q("mxfp4"),))),
     "razer_quantize activation": (dispatch.QUANT_BACKENDS, lambda i: (
-        lambda x: razer_quantize(x, implementation=i).codes, (X,))),
+        lambda x: quant.razer_quantize(x, implementation=i).codes, (X,))),
     "razer_quantize weight": (dispatch.QUANT_BACKENDS, lambda i: (
-        lambda x: razer_quantize(x, variant="weight", implementation=i).codes, (X,))),
-    "razer_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: razer_dequantize(q, implementation=i),
+        lambda x: quant.razer_quantize(x, variant="weight", implementation=i).codes, (X,))),
+    "razer_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: quant.razer_dequantize(q, implementation=i),
                                                              (_q("razer_weight"),))),
     "fp4_matmul": (dispatch.QUANT_BACKENDS, lambda i: (lambda x, w: fp4_matmul(x, w, implementation=i),
                                                        (SD((8, 512), jnp.bfloat16), _q("nvfp4")))),
     "fwht": (dispatch.QUANT_BACKENDS, lambda i: (lambda x: fwht(x, implementation=i), (SD((4, 128), jnp.float32),))),
     "rht_quantize": (dispatch.QUANT_BACKENDS, lambda i: (
-        lambda x: rht_quantize(x, key=KEY, bits=4, implementation=i).codes, (SD((3, 64), jnp.bfloat16),))),
-    "rht_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: rht_dequantize(q, implementation=i), (_rhtq(),))),
+        lambda x: quant.rht_quantize(x, key=KEY, bits=4, implementation=i).codes, (SD((3, 64), jnp.bfloat16),))),
+    "rht_dequantize": (dispatch.QUANT_BACKENDS, lambda i: (
+        lambda q: quant.rht_dequantize(q, implementation=i), (_rhtq(),))),
     "inquant_pack": (dispatch.QUANT_BACKENDS, lambda i: (
         lambda x: inquant_pack(x, key=KEY, n_outliers=4, implementation=i).packed, (SD((64, 128), jnp.bfloat16),))),
     "inquant_unpack": (dispatch.QUANT_BACKENDS, lambda i: (lambda q: inquant_unpack(q, implementation=i), (_inq(),))),
@@ -121,15 +108,15 @@ def _concrete(spec, seed=0):
 
 def _args(name, specs):
     if name == "nvfp4_dequantize":
-        return (nvfp4_quantize(_concrete(X)),)
+        return (quant.nvfp4_quantize(_concrete(X)),)
     if name == "mxfp4_dequantize":
-        return (mxfp4_quantize(_concrete(X)),)
+        return (quant.mxfp4_quantize(_concrete(X)),)
     if name == "razer_dequantize":
-        return (razer_quantize(_concrete(X), variant="weight"),)
+        return (quant.razer_quantize(_concrete(X), variant="weight"),)
     if name == "fp4_matmul":
-        return _concrete(specs[0]), nvfp4_quantize(_concrete(X, 1))
+        return _concrete(specs[0]), quant.nvfp4_quantize(_concrete(X, 1))
     if name == "rht_dequantize":
-        return (rht_quantize(_concrete(SD((3, 64), jnp.bfloat16)), key=KEY, bits=4),)
+        return (quant.rht_quantize(_concrete(SD((3, 64), jnp.bfloat16)), key=KEY, bits=4),)
     if name == "inquant_unpack":
         return (inquant_pack(_concrete(SD((64, 128), jnp.bfloat16)), key=KEY, n_outliers=4),)
     return tuple(_concrete(s, i) for i, s in enumerate(specs))
@@ -143,7 +130,7 @@ def test_every_op_is_listed():
     """The registry above holds every public op with an ``implementation`` parameter (the layers forward it)."""
     import inspect
 
-    from jaxwb.pallas_kernels import attention, quant
+    from jaxwb.pallas_kernels import attention
 
     public = {
         n

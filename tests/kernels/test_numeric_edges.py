@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
-from jaxwb.pallas_kernels import checked
+from jaxwb.pallas_kernels import checked, quant
 from jaxwb.pallas_kernels.quant import (
     HadamardBlockSizes,
     MatmulBlockSizes,
@@ -34,14 +34,6 @@ from jaxwb.pallas_kernels.quant import (
     hadamard,
     inquant_pack,
     inquant_unpack,
-    mxfp4_dequantize,
-    mxfp4_quantize,
-    nvfp4_dequantize,
-    nvfp4_quantize,
-    razer_dequantize,
-    razer_quantize,
-    rht_dequantize,
-    rht_quantize,
 )
 from jaxwb.pallas_kernels.quant import matmul as mm
 from jaxwb.pallas_kernels.quant import reference as ref
@@ -52,8 +44,8 @@ F16_BIG = jnp.full((2, 256), 6e4, jnp.float16)  # fwht output: 6e4 * 256 / 16 = 
 F32_HUGE = jnp.full((2, 256), 3e38, jnp.float32)  # fwht output 4.8e39: no float32 holds it
 SIGNS = RNG.choice([-1.0, 1.0], (2, 256))
 F32_HUGE_SIGNS = jnp.asarray(SIGNS * 3e37, jnp.float32)  # intermediate sums overflow, the outputs fit
-W1 = nvfp4_quantize(jnp.ones((32, 64), jnp.float32))
-WTINY = nvfp4_quantize(jnp.asarray(RNG.standard_normal((32, 64)) * 1e-30, jnp.float32))
+W1 = quant.nvfp4_quantize(jnp.ones((32, 64), jnp.float32))
+WTINY = quant.nvfp4_quantize(jnp.asarray(RNG.standard_normal((32, 64)) * 1e-30, jnp.float32))
 X_F16_BIG = jnp.full((4, 64), 6e4, jnp.float16)  # x @ W1.T = 3.84e6 > 65504
 X_HUGE = jnp.asarray(RNG.standard_normal((4, 64)) * 1e36, jnp.float32)  # acc ~1e39 overflows, result ~1e7
 X64 = RNG.standard_normal((4, 64))  # NumPy float64
@@ -127,12 +119,12 @@ REFUSED = [
     ),
     (
         "matmul bitplace on MXFP4",
-        lambda: fp4_matmul(XQ, mxfp4_quantize(jnp.ones((32, 64))), decode="bitplace"),
+        lambda: fp4_matmul(XQ, quant.mxfp4_quantize(jnp.ones((32, 64))), decode="bitplace"),
         "^decode='bitplace' supports w.format",
     ),
     (
         "matmul bitplace on RaZeR weight",
-        lambda: fp4_matmul(XQ, razer_quantize(jnp.ones((32, 64)), variant="weight"), decode="bitplace"),
+        lambda: fp4_matmul(XQ, quant.razer_quantize(jnp.ones((32, 64)), variant="weight"), decode="bitplace"),
         "^decode='bitplace' supports w.format",
     ),
     ("matmul decode marlin", lambda: fp4_matmul(XQ, W1, decode="marlin"), "^decode must be one of"),
@@ -164,37 +156,53 @@ REFUSED = [
     # --- block quantizers: values, global scales, block sizes, output dtypes --------------------------------
     (
         "nvfp4 interpret inf",
-        lambda: nvfp4_quantize(XQ.at[2, 3].set(jnp.inf), implementation="interpret"),
+        lambda: quant.nvfp4_quantize(XQ.at[2, 3].set(jnp.inf), implementation="interpret"),
         "^x contains 1 non-finite",
     ),
     (
         "mxfp4 interpret -inf float16",
-        lambda: mxfp4_quantize(XQ.at[0, 0].set(-jnp.inf).astype(jnp.float16), implementation="interpret"),
+        lambda: quant.mxfp4_quantize(XQ.at[0, 0].set(-jnp.inf).astype(jnp.float16), implementation="interpret"),
         "^x contains 1 non-finite",
     ),
     (
         "razer weight interpret NaN bfloat16",
-        lambda: razer_quantize(XQ.at[3, 9].set(jnp.nan).astype(jnp.bfloat16), variant="weight"),
+        lambda: quant.razer_quantize(XQ.at[3, 9].set(jnp.nan).astype(jnp.bfloat16), variant="weight"),
         "^x contains 1 non-finite",
     ),
-    ("nvfp4 subnormal global_scale", lambda: nvfp4_quantize(XQ, global_scale=SUB), "^global_scale must be a finite"),
-    ("nvfp4 zero global_scale", lambda: nvfp4_quantize(XQ, global_scale=0.0), "^global_scale must be a finite"),
-    ("nvfp4 negative global_scale", lambda: nvfp4_quantize(XQ, global_scale=-1.0), "^global_scale must be a finite"),
-    ("razer NaN global_scale", lambda: razer_quantize(XQ, global_scale=np.nan), "^global_scale must be a finite"),
+    (
+        "nvfp4 subnormal global_scale",
+        lambda: quant.nvfp4_quantize(XQ, global_scale=SUB),
+        "^global_scale must be a finite",
+    ),
+    ("nvfp4 zero global_scale", lambda: quant.nvfp4_quantize(XQ, global_scale=0.0), "^global_scale must be a finite"),
+    (
+        "nvfp4 negative global_scale",
+        lambda: quant.nvfp4_quantize(XQ, global_scale=-1.0),
+        "^global_scale must be a finite",
+    ),
+    ("razer NaN global_scale", lambda: quant.razer_quantize(XQ, global_scale=np.nan), "^global_scale must be a finite"),
     (
         "razer weight vector global_scale",
-        lambda: razer_quantize(XQ, variant="weight", global_scale=np.ones(3, np.float32)),
+        lambda: quant.razer_quantize(XQ, variant="weight", global_scale=np.ones(3, np.float32)),
         "^global_scale must be a scalar",
     ),
     ("QuantBlockSizes(edge='clip')", lambda: QuantBlockSizes(edge="clip"), "^edge must be one of"),
     ("QuantBlockSizes(num_warps=3)", lambda: QuantBlockSizes(num_warps=3), "^num_warps must be a power of two"),
     ("QuantBlockSizes(16, 16)", lambda: QuantBlockSizes(16, 16), "^block_cols must be >= 32"),
     ("QuantBlockSizes(True, 512)", lambda: QuantBlockSizes(True, 512), "^block_rows must be a positive"),
-    ("nvfp4 dequantize complex dtype", lambda: nvfp4_dequantize(W1, dtype=jnp.complex64), "^dtype must be a float"),
-    ("rht dequantize bool dtype", lambda: rht_dequantize(rht_quantize(XQ, key=KEY, bits=4), dtype=bool), "^dtype"),
+    (
+        "nvfp4 dequantize complex dtype",
+        lambda: quant.nvfp4_dequantize(W1, dtype=jnp.complex64),
+        "^dtype must be a float",
+    ),
+    (
+        "rht dequantize bool dtype",
+        lambda: quant.rht_dequantize(quant.rht_quantize(XQ, key=KEY, bits=4), dtype=bool),
+        "^dtype",
+    ),
     (
         "mxfp4 interpret K = 48 (not a block multiple)",
-        lambda: mxfp4_quantize(jnp.ones((2, 48)), implementation="interpret"),
+        lambda: quant.mxfp4_quantize(jnp.ones((2, 48)), implementation="interpret"),
         r"^x.shape\[-1\] must be a multiple of the block size 32",
     ),
 ]
@@ -230,7 +238,7 @@ def _equal(got, want):
 
 # MXFP4 (no global scale): products 1e10 * 1e30 overflow float32, but the first block's +-1e10 pairs meet a
 # constant weight block and cancel exactly; the second block's products are ~1e30: the result fits
-MX_BIG = mxfp4_quantize(
+MX_BIG = quant.mxfp4_quantize(
     jnp.asarray(np.concatenate([np.ones((32, 32)), RNG.standard_normal((32, 32))], 1) * 1e30, jnp.float32)
 )
 X_MX = jnp.asarray(np.concatenate([np.tile([1e10, -1e10], (4, 16)), RNG.standard_normal((4, 32))], 1), jnp.float32)
@@ -277,26 +285,30 @@ COMPUTED = [  # (id, call, expected (thunk), check)
      lambda: fp4_matmul(XQ, W1, implementation="interpret"), _equal),
     ("matmul bitplace subnormal x", lambda: fp4_matmul(XQ * SUB, W1, implementation="interpret", decode="bitplace"),
      lambda: jnp.zeros((4, 32), jnp.float32), _equal),
-    ("nvfp4 dequantize float64 interpret", lambda: nvfp4_dequantize(W1, dtype=np.float64, implementation="interpret"),
-     lambda: nvfp4_dequantize(W1, implementation="xla"), _equal),
-    ("mxfp4 dequantize float64 interpret", lambda: mxfp4_dequantize(mxfp4_quantize(XQ), dtype=np.float64,
-     implementation="interpret"), lambda: mxfp4_dequantize(mxfp4_quantize(XQ), implementation="xla"), _equal),
-    ("razer dequantize float64 interpret", lambda: razer_dequantize(razer_quantize(XQ), dtype=np.float64,
-     implementation="interpret"), lambda: razer_dequantize(razer_quantize(XQ), implementation="xla"), _equal),
-    ("rht dequantize float64 interpret", lambda: rht_dequantize(rht_quantize(XQ, key=KEY, bits=4), dtype=np.float64,
-     implementation="interpret"), lambda: rht_dequantize(rht_quantize(XQ, key=KEY, bits=4), implementation="interpret"),
-     _equal),
+    ("nvfp4 dequantize float64 interpret",
+     lambda: quant.nvfp4_dequantize(W1, dtype=np.float64, implementation="interpret"),
+     lambda: quant.nvfp4_dequantize(W1, implementation="xla"), _equal),
+    ("mxfp4 dequantize float64 interpret",
+     lambda: quant.mxfp4_dequantize(quant.mxfp4_quantize(XQ), dtype=np.float64, implementation="interpret"),
+     lambda: quant.mxfp4_dequantize(quant.mxfp4_quantize(XQ), implementation="xla"), _equal),
+    ("razer dequantize float64 interpret",
+     lambda: quant.razer_dequantize(quant.razer_quantize(XQ), dtype=np.float64, implementation="interpret"),
+     lambda: quant.razer_dequantize(quant.razer_quantize(XQ), implementation="xla"), _equal),
+    ("rht dequantize float64 interpret",
+     lambda: quant.rht_dequantize(quant.rht_quantize(XQ, key=KEY, bits=4), dtype=np.float64,
+                                  implementation="interpret"),
+     lambda: quant.rht_dequantize(quant.rht_quantize(XQ, key=KEY, bits=4), implementation="interpret"), _equal),
     ("inquant unpack float64 interpret", lambda: inquant_unpack(inquant_pack(XQ, key=KEY), dtype=np.float64,
      implementation="interpret"), lambda: inquant_unpack(inquant_pack(XQ, key=KEY), implementation="interpret"),
      _equal),
-    ("nvfp4 interpret float64 NumPy x", lambda: nvfp4_quantize(X64, implementation="interpret").codes,
-     lambda: nvfp4_quantize(jnp.asarray(X64, jnp.float32), implementation="xla").codes, _equal),
-    ("nvfp4 interpret subnormals + normals", lambda: nvfp4_quantize(XQ.at[:, :8].set(SUB),
-     implementation="interpret").codes, lambda: nvfp4_quantize(XQ.at[:, :8].set(SUB), implementation="xla").codes,
+    ("nvfp4 interpret float64 NumPy x", lambda: quant.nvfp4_quantize(X64, implementation="interpret").codes,
+     lambda: quant.nvfp4_quantize(jnp.asarray(X64, jnp.float32), implementation="xla").codes, _equal),
+    ("nvfp4 interpret subnormals + normals", lambda: quant.nvfp4_quantize(XQ.at[:, :8].set(SUB),
+     implementation="interpret").codes, lambda: quant.nvfp4_quantize(XQ.at[:, :8].set(SUB), implementation="xla").codes,
      _equal),
-    ("razer weight masked edge 3-D", lambda: razer_quantize(MASK_X, variant="weight", implementation="interpret",
+    ("razer weight masked edge 3-D", lambda: quant.razer_quantize(MASK_X, variant="weight", implementation="interpret",
      block_sizes=QuantBlockSizes(4, 32, edge="mask")).codes,
-     lambda: razer_quantize(MASK_X, variant="weight", implementation="xla").codes, _equal),
+     lambda: quant.razer_quantize(MASK_X, variant="weight", implementation="xla").codes, _equal),
 ]  # fmt: skip
 
 
@@ -327,7 +339,7 @@ def test_scaled_forms_leave_ordinary_calls_bit_identical():
     for method, fn in (("kron", hadamard.fwht_kron_xla), ("butterfly", hadamard.fwht_reference)):
         _equal(fwht(x, xla_method=method), fn(x))
         _equal(jax.jit(lambda a, m=method: fwht(a, xla_method=m))(x), fn(x))
-    w = nvfp4_quantize(jax.random.normal(KEY, (32, 64)))
+    w = quant.nvfp4_quantize(jax.random.normal(KEY, (32, 64)))
     for decode in ("interleaved", "bitplace"):
         want = mm.fp4_matmul_pallas(XQ, w, interpret=True, decode=decode)
         _equal(fp4_matmul(XQ, w, implementation="interpret", decode=decode), want)

@@ -26,9 +26,9 @@ from jaxwb.pallas_kernels.attention import (
     threshold_retrieve,
 )
 from jaxwb.pallas_kernels.quant import blockwise, inquant_pack, inquant_unpack, rht_dequantize, rht_quantize
-from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.hadamard import fwht
 from jaxwb.pallas_kernels.quant.matmul import fp4_matmul_pallas
+from tests.kernels.formats import quantized_spec
 from tests.kernels.opcount import per_element
 
 SD = jax.ShapeDtypeStruct
@@ -84,18 +84,8 @@ BUDGET: dict[str, tuple[float, float, float]] = {
 }
 
 
-def _quantized(fmt, shape):
-    fn = {
-        "nvfp4": ref.nvfp4_quantize,
-        "mxfp4": ref.mxfp4_quantize,
-        "razer_activation": lambda x: ref.razer_quantize(x, "activation"),
-        "razer_weight": lambda x: ref.razer_quantize(x, "weight"),
-    }[fmt]
-    return jax.eval_shape(fn, SD(shape, jnp.float32))
-
-
 def _matmul(fmt, decode="interleaved"):
-    a, w = SD((16, 512), jnp.bfloat16), _quantized(fmt, (64, 512))
+    a, w = SD((16, 512), jnp.bfloat16), quantized_spec(fmt, (64, 512))
     return (lambda a, w: fp4_matmul_pallas(a, w, platform="gpu", decode=decode)), (a, w), 64 * 512
 
 
@@ -105,7 +95,7 @@ def _quantize(fmt):
 
 
 def _dequantize(fmt):
-    q = _quantized(fmt, (16, 512))
+    q = quantized_spec(fmt, (16, 512))
     return (lambda q: blockwise.dequantize_pallas(q, dtype=jnp.bfloat16, platform="gpu")), (q,), 16 * 512
 
 

@@ -14,19 +14,10 @@ import pytest
 from jaxwb.pallas_kernels.quant import blockwise
 from jaxwb.pallas_kernels.quant import reference as ref
 from jaxwb.pallas_kernels.quant.matmul import fp4_matmul_pallas
+from tests.kernels.formats import quantized_spec
 from tests.kernels.lowering import kernel_calls, lower_text
 
 FORMATS = ["nvfp4", "mxfp4", "razer_activation", "razer_weight"]
-
-
-def _quantized_spec(fmt, shape):
-    fn = {
-        "nvfp4": ref.nvfp4_quantize,
-        "mxfp4": ref.mxfp4_quantize,
-        "razer_activation": lambda x: ref.razer_quantize(x, "activation"),
-        "razer_weight": lambda x: ref.razer_quantize(x, "weight"),
-    }[fmt]
-    return jax.eval_shape(fn, jax.ShapeDtypeStruct(shape, jnp.float32))
 
 
 @pytest.mark.parametrize("platform", ["cuda", "tpu"])
@@ -43,7 +34,7 @@ def test_quantize_dequantize_matmul_lower(fmt, platform):
         )
         == 1
     )
-    q = _quantized_spec(fmt, (64, 512))
+    q = quantized_spec(fmt, (64, 512))
     assert (
         kernel_calls(
             lower_text(
@@ -54,7 +45,7 @@ def test_quantize_dequantize_matmul_lower(fmt, platform):
         == 1
     )
     a = jax.ShapeDtypeStruct((8, 512), jnp.bfloat16)
-    w = _quantized_spec(fmt, (128, 512))
+    w = quantized_spec(fmt, (128, 512))
     assert (
         kernel_calls(
             lower_text(lambda a, w: fp4_matmul_pallas(a, w, platform=platform), a, w, platform=platform), platform
@@ -102,7 +93,7 @@ def test_default_on_gpu_follows_the_measurements(fmt):
     quantize = lambda x, g: blockwise.quantize(x, g, fmt=fmt, implementation=None).codes
     assert kernel_calls(lower_text(quantize, x, g, platform="cuda"), "cuda") == want
     dequantize = lambda q: blockwise.dequantize(q, dtype=jnp.float32, implementation=None)
-    assert kernel_calls(lower_text(dequantize, _quantized_spec(fmt, (64, 512)), platform="cuda"), "cuda") == 1
+    assert kernel_calls(lower_text(dequantize, quantized_spec(fmt, (64, 512)), platform="cuda"), "cuda") == 1
 
 
 @pytest.mark.filterwarnings("ignore:The Pallas Triton backend is deprecated:DeprecationWarning")
@@ -111,7 +102,7 @@ def test_fp4_matmul_default_on_gpu_is_xla_for_one_row():
     dispatch.MEASURED[("fp4_matmul", "triton")]), the kernel from M = 16 on; "triton" always the kernel."""
     from jaxwb.pallas_kernels.quant import fp4_matmul
 
-    w = _quantized_spec("nvfp4", (128, 256))
+    w = quantized_spec("nvfp4", (128, 256))
     for lead, impl, count in (((1,), None, 0), ((2, 8), None, 1), ((1,), "triton", 1)):
         x = jax.ShapeDtypeStruct((*lead, 256), jnp.bfloat16)
         text = lower_text(lambda x, w: fp4_matmul(x, w, implementation=impl), x, w, platform="cuda")  # noqa: B023

@@ -23,26 +23,22 @@ R = importlib.import_module("jaxwb.sims.mpq.run")
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="lm_seeds"):
-        sim.Config(lm_seeds=3)
-    with pytest.raises(ValueError, match="tiny_d"):
-        sim.Config(tiny_d=20)
-    with pytest.raises(ValueError, match="marg_betas"):
-        sim.Config(marg_betas=(0.1,))
-    with pytest.raises(ValueError, match="diag_betas"):
-        sim.Config(diag_betas=(0.2, 0.1))
-    with pytest.raises(ValueError, match="precision"):
-        sim.Config(precision="full")
-    with pytest.raises(ValueError, match="mpq_start"):
-        sim.Config(mpq_start="gptq")
-    with pytest.raises(ValueError, match="anneal"):
-        sim.Config(anneal=2.0)
-    with pytest.raises(ValueError, match="synth_d"):
-        sim.Config(synth_d=48)
-    with pytest.raises(ValueError, match="lm_blocks"):
-        sim.Config(lm_blocks=(2,))
-    with pytest.raises(ValueError, match="lm_blocks"):
-        sim.Config(lm_blocks=(0, 0))
+    bad = [  # each refused with a ValueError naming the field
+        {"lm_seeds": 3},
+        {"tiny_d": 20},
+        {"marg_betas": (0.1,)},
+        {"diag_betas": (0.2, 0.1)},
+        {"precision": "full"},
+        {"mpq_start": "gptq"},
+        {"anneal": 2.0},
+        {"synth_d": 48},
+        {"lm_blocks": (2,)},
+        {"lm_blocks": (0, 0)},
+    ]
+    for kw in bad:
+        (field,) = kw
+        with pytest.raises(ValueError, match=field):
+            sim.Config(**kw)
     assert sim.Config().quantizes("block1.mlp_out") and sim.Config().lm_scope == "every layer"
     quick = sim.PRESETS["quick"]
     assert quick.quantizes("block0.attn.qkv") and not quick.quantizes("block1.attn.qkv")

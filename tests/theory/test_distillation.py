@@ -41,6 +41,21 @@ def _phi_np(x, W, b):
     return np.sqrt(2.0) * np.sin(x @ W.T / np.sqrt(W.shape[1]) + b)
 
 
+def _quadrature_moments(rf, t, x0s, x0_weights, order):
+    """U = E[phi(x_t) phi(x_t)^T], V = E[phi(x_t) xi^T] with x_t = alpha x_0 + sqrt(Delta) xi: the weighted sum over
+    the data points x_0 of Gauss-Hermite quadrature (of ``order``) over the noise xi ~ N(0, I_2)."""
+    W, b = _np(rf)
+    alpha, delta = math.exp(-t), -math.expm1(-2 * t)
+    nodes, wts = _gauss_hermite_2d(order)
+    U = np.zeros((P, P))
+    V = np.zeros((P, D))
+    for x0, w0 in zip(x0s, x0_weights, strict=True):
+        phi = _phi_np(alpha * x0 + math.sqrt(delta) * nodes, W, b)
+        U += w0 * (phi * wts[:, None]).T @ phi
+        V += w0 * (phi * wts[:, None]).T @ nodes
+    return U, V
+
+
 def test_features_and_score_match_numpy(x64):
     rf = _rf(0, d=3, p=5)
     W, b = _np(rf)
@@ -53,16 +68,8 @@ def test_features_and_score_match_numpy(x64):
 @given(t=times, seed=seeds)
 def test_train_moments_match_quadrature_over_the_noise(t, seed, x64):
     rf = _rf(seed)
-    W, b = _np(rf)
     X = np.random.default_rng(seed).standard_normal((3, D))
-    alpha, delta = math.exp(-t), -math.expm1(-2 * t)
-    nodes, wts = _gauss_hermite_2d()
-    U = np.zeros((P, P))
-    V = np.zeros((P, D))
-    for x0 in X:
-        phi = _phi_np(alpha * x0 + math.sqrt(delta) * nodes, W, b)
-        U += (phi * wts[:, None]).T @ phi / len(X)
-        V += (phi * wts[:, None]).T @ nodes / len(X)
+    U, V = _quadrature_moments(rf, t, X, np.full(len(X), 1 / len(X)), order=40)
     Uc, Vc = dm.train_moments(rf, X, t)
     np.testing.assert_allclose(np.asarray(Uc), U, atol=1e-10)
     np.testing.assert_allclose(np.asarray(Vc), V, atol=1e-10)
@@ -72,15 +79,7 @@ def test_train_moments_match_quadrature_over_the_noise(t, seed, x64):
 def test_population_moments_match_quadrature_over_data_and_noise(t, seed, x64):
     """x_t = alpha x_0 + sqrt(Delta) xi with x_0, xi ~ N(0, I_2): quadrature over (x_0, xi) in 4 dimensions."""
     rf = _rf(seed)
-    W, b = _np(rf)
-    alpha, delta = math.exp(-t), -math.expm1(-2 * t)
-    nodes, wts = _gauss_hermite_2d(24)
-    U = np.zeros((P, P))
-    V = np.zeros((P, D))
-    for x0, w0 in zip(nodes, wts, strict=True):
-        phi = _phi_np(alpha * x0 + math.sqrt(delta) * nodes, W, b)
-        U += w0 * (phi * wts[:, None]).T @ phi
-        V += w0 * (phi * wts[:, None]).T @ nodes
+    U, V = _quadrature_moments(rf, t, *_gauss_hermite_2d(24), order=24)
     Uc, Vc = dm.population_moments(rf, t)
     np.testing.assert_allclose(np.asarray(Uc), U, atol=1e-9)
     np.testing.assert_allclose(np.asarray(Vc), V, atol=1e-9)

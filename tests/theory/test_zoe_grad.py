@@ -59,6 +59,19 @@ def test_uniform_has_no_density_score():
 levels_st = st.sampled_from(["int2", "int3", "int4", "e2m1", "random"])
 
 
+def given_levels_point_width_law(min_sigma, laws, **more):
+    """Hypothesis over a level set (``kind``, ``seed``), a point ``x``, a width ``sigma`` in [min_sigma, 1.5], a law
+    of ``laws`` (and the strategies in ``more``)."""
+    return given(
+        kind=levels_st,
+        seed=st.integers(0, 10),
+        x=st.floats(-5.0, 5.0),
+        sigma=st.floats(min_sigma, 1.5),
+        law=st.sampled_from(laws),
+        **more,
+    )
+
+
 def _levels(kind, seed):
     if kind == "e2m1":
         return zg.e2m1_levels()
@@ -68,14 +81,7 @@ def _levels(kind, seed):
     return zg.int_levels(int(kind[3:]))
 
 
-@given(
-    kind=levels_st,
-    seed=st.integers(0, 10),
-    x=st.floats(-5.0, 5.0),
-    sigma=st.floats(0.15, 1.5),
-    law=st.sampled_from(zg.SCORE_LAWS),
-    est=st.sampled_from(["score", "two_point"]),
-)
+@given_levels_point_width_law(0.15, zg.SCORE_LAWS, est=st.sampled_from(["score", "two_point"]))
 def test_estimator_mean_matches_closed_form(kind, seed, x, sigma, law, est):
     lv = _levels(kind, seed)
     q_fn = lambda z: zg.quantize(z, lv)
@@ -90,13 +96,7 @@ def test_estimator_mean_matches_closed_form(kind, seed, x, sigma, law, est):
     assert abs(g.mean() - pred) <= k * se + 1e-4, (g.mean(), pred, se)
 
 
-@given(
-    kind=levels_st,
-    seed=st.integers(0, 10),
-    x=st.floats(-5.0, 5.0),
-    sigma=st.floats(0.1, 1.5),
-    law=st.sampled_from(zg.LAWS),
-)
+@given_levels_point_width_law(0.1, zg.LAWS)
 def test_surrogate_is_derivative_of_smoothed(kind, seed, x, sigma, law):
     lv = _levels(kind, seed)
     g = float(zg.surrogate_grad(x, lv, sigma, law=law))
