@@ -100,8 +100,10 @@ def plot_speedup(results: dict, cfg: Config):
     Bs, c, hits, th, boot = _hits(results)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(14, 5.4))
     for i, m in enumerate(METHODS):
-        for a, ref, ref_boot, ref_th in ((ax, hits[I_SGD, 0], boot[I_SGD, :1], th[I_SGD, 0]),
-                                         (ax2, hits[I_SGD], boot[I_SGD], th[I_SGD])):  # fmt: skip
+        for a, ref, ref_boot, ref_th in (
+            (ax, hits[I_SGD, 0], boot[I_SGD, :1], th[I_SGD, 0]),
+            (ax2, hits[I_SGD], boot[I_SGD], th[I_SGD]),
+        ):
             if a is ax2 and m == "sgd":
                 continue
             y, yerr = ref / hits[i], _err(ref / hits[i], ref_boot / boot[i])
@@ -184,11 +186,21 @@ def plot_kaczmarz_cd(results: dict, cfg: Config):
     fig, axes = style.figure(1, 2, figsize=(12.5, 4.8))
     ylim = (cfg.aux_eps * 0.05, 2)
     for ax, k, title, ylab, bound in (
-        (axes[0], "kaczmarz", "Randomized Kaczmarz (rows ~ ||a_i||^2)", "E||x_t - x*||^2 / ||x_0 - x*||^2",
-         "bound (1 - sigma_min^2/||A||_F^2)^t"),
-        (axes[1], "cd", "Randomized coordinate descent (coordinates ~ G_jj)", "E[f(x_t) - f*] / (f(x_0) - f*)",
-         "bound (1 - lambda_min(G)/tr G)^t (Leventhal-Lewis)"),
-    ):  # fmt: skip
+        (
+            axes[0],
+            "kaczmarz",
+            "Randomized Kaczmarz (rows ~ ||a_i||^2)",
+            "E||x_t - x*||^2 / ||x_0 - x*||^2",
+            "bound (1 - sigma_min^2/||A||_F^2)^t",
+        ),
+        (
+            axes[1],
+            "cd",
+            "Randomized coordinate descent (coordinates ~ G_jj)",
+            "E[f(x_t) - f*] / (f(x_0) - f*)",
+            "bound (1 - lambda_min(G)/tr G)^t (Leventhal-Lewis)",
+        ),
+    ):
         r = results[k]
         for cname, col in (("single", "tab:blue"), ("block", "tab:green"), ("block_hb", "tab:red")):
             d = r[cname]

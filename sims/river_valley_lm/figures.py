@@ -34,8 +34,18 @@ def plot_scan(results: dict, cfg: Config):
             a.plot(np.full(len(data[w]), w), data[w], "o", color="0.6", ms=4)
         st = np.array([mean_ci(data[w])[:2] for w in ws])
         label = "mean, 95% CI over seeds" + (" + bisection resolution" if widen else "")
-        panels.measured_vs_predicted(a, ws, st[:, 0], pred, yerr=st[:, 1] + widen, fmt="s-", color="tab:red",
-                                     capsize=4, label=label, pred_label="the paper's picture")  # fmt: skip
+        panels.measured_vs_predicted(
+            a,
+            ws,
+            st[:, 0],
+            pred,
+            yerr=st[:, 1] + widen,
+            fmt="s-",
+            color="tab:red",
+            capsize=4,
+            label=label,
+            pred_label="the paper's picture",
+        )
         panels.finish(a, legend=7, log="x", xlabel="d_model (width)", ylabel=lab)
         panels.integer_ticks(a, ws)
     ax.axhline(0.0, color="0.5", lw=1)

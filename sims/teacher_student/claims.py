@@ -145,13 +145,22 @@ def threshold_claims(results: dict, cfg: Config) -> list[Claim]:
     rule = f"#{{i: alpha a2_i / Delta_eff >= c_IT}}, c_IT = {C_IT_REF:.6f} from scipy (not the solver's constant)"
     specs = (
         ("kc_scaling", f"effective width k_c (m_i > 1/2) = {rule}: max |difference| over every beta and alpha"),
-        ("kc_reference", f"k_c on the reference grid (k={cfg.ref_k}) = {rule} with the float64 reference's own "
-         "Delta_eff: max |difference| over alphas"),
-        ("stair_m", f"staircase (beta=1): m_i > 1/2 exactly where alpha a2_i / Delta_eff >= c_IT: number of (alpha, "
-         f"i <= {cfg.stair_features}) where they disagree"),
-        ("stair_detected", f"jumps of m_1..m_{cfg.stair_features} detected at the first grid alpha where alpha a2_i / "
-         "Delta_eff >= c_IT: max |grid-index difference|"),
-    )  # fmt: skip
+        (
+            "kc_reference",
+            f"k_c on the reference grid (k={cfg.ref_k}) = {rule} with the float64 reference's own "
+            "Delta_eff: max |difference| over alphas",
+        ),
+        (
+            "stair_m",
+            f"staircase (beta=1): m_i > 1/2 exactly where alpha a2_i / Delta_eff >= c_IT: number of (alpha, "
+            f"i <= {cfg.stair_features}) where they disagree",
+        ),
+        (
+            "stair_detected",
+            f"jumps of m_1..m_{cfg.stair_features} detected at the first grid alpha where alpha a2_i / "
+            "Delta_eff >= c_IT: max |grid-index difference|",
+        ),
+    )
     return [check(text, 0.0, m[key], 0.5, wide_reason=count) for key, text in specs]
 
 
