@@ -38,3 +38,19 @@ def print_table(calls: Iterable[str], ns: Callable[[], dict]) -> None:
         except (ValueError, TypeError) as e:
             msg = f"{type(e).__name__}: {e}".replace("\n", " ")
         print(f"| `{call}` | {msg.replace('|', '/')} |")
+
+
+def table_tests(table: list[tuple[str, type[Exception], str]], ns: Callable[[], dict], *, at_least: int):
+    """The two tests of a ``(call, error class, fragment)`` table: each row raises naming its parameter
+    (:func:`assert_raises_naming`, in a fresh ``ns()``), and the table holds ``at_least`` distinct calls. A test
+    module binds them to its own ``test_*`` names so that pytest collects them there."""
+
+    @pytest.mark.parametrize(("call", "cls", "fragment"), table, ids=[c for c, _, _ in table])
+    def raises_naming_the_parameter(call, cls, fragment):
+        assert_raises_naming(call, ns(), cls, fragment)
+
+    def large_and_unique():
+        calls = [c for c, _, _ in table]
+        assert len(calls) == len(set(calls)) and len(calls) >= at_least
+
+    return raises_naming_the_parameter, large_and_unique

@@ -26,7 +26,7 @@ from jaxwb.pallas_kernels.quant.layers import (
     NnxQuantizedLinear,
     quantize_model,
 )
-from tests.bad_calls import assert_raises_naming, print_table
+from tests.bad_calls import print_table, table_tests
 
 nan, inf = math.nan, math.inf
 
@@ -197,14 +197,7 @@ BAD_CALLS = [
 # fmt: on
 
 
-@pytest.mark.parametrize(("call", "cls", "fragment"), BAD_CALLS, ids=[c for c, _, _ in BAD_CALLS])
-def test_bad_call_raises_naming_the_parameter(call, cls, fragment):
-    assert_raises_naming(call, _ns(), cls, fragment)
-
-
-def test_the_table_is_large_and_unique():
-    calls = [c for c, _, _ in BAD_CALLS]
-    assert len(calls) == len(set(calls)) and len(calls) >= 60
+test_bad_call_raises_naming_the_parameter, test_the_table_is_large_and_unique = table_tests(BAD_CALLS, _ns, at_least=60)
 
 
 # ---------------------------------------------------------------------------------------------------------

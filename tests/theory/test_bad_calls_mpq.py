@@ -23,7 +23,7 @@ from jaxwb.theory import mpq as M
 from jaxwb.theory.mpq import codebooks as cb
 from jaxwb.theory.mpq import message_passing as mp
 from jaxwb.theory.mpq import solvers as so
-from tests.bad_calls import assert_raises_naming, print_table
+from tests.bad_calls import print_table, table_tests
 
 nan, inf = math.nan, math.inf
 
@@ -284,14 +284,9 @@ BAD_CALLS = [
 ]
 
 
-@pytest.mark.parametrize(("call", "cls", "fragment"), BAD_CALLS, ids=[c for c, _, _ in BAD_CALLS])
-def test_bad_call_raises_naming_the_parameter(call, cls, fragment):
-    assert_raises_naming(call, _ns(), cls, fragment)
-
-
-def test_the_table_is_large_and_unique():
-    calls = [c for c, _, _ in BAD_CALLS]
-    assert len(calls) == len(set(calls)) and len(calls) >= 110
+test_bad_call_raises_naming_the_parameter, test_the_table_is_large_and_unique = table_tests(
+    BAD_CALLS, _ns, at_least=110
+)
 
 
 # ---------------------------------------------------------------------------------------------------------
