@@ -63,7 +63,7 @@ from jaxwb.models.tiny_lm import TinyLM
 from jaxwb.sims import river_valley_lm as sim
 from jaxwb.sims.core import notebook, style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.river_valley_lm.claims import eos_sharpness, largest_gap, log2_edge_ratios, seed_edges
+from jaxwb.sims.river_valley_lm.measures import eos_sharpness, largest_gap, log2_edge_ratios, seed_edges
 from jaxwb.sims.river_valley_lm.run import eos_rows
 
 # %% [markdown]

@@ -106,7 +106,7 @@ nb.show("louver", "speed")
 # ## Try it: per-step output error or KL of one policy on the committed trajectories
 
 # %%
-from jaxwb.sims.sparse_attention.claims import row
+from jaxwb.sims.sparse_attention.measures import row
 
 
 def show(period=cfg.main_period, budget=cfg.main_budget, allocation="concentration", measure="err"):

@@ -66,13 +66,14 @@ Findings worth knowing (full preset):
 
 Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, presets,
 constants), ``pieces`` (the sweepable per-run functions and the coverage study), ``run`` (``run``, one stage per
-study), ``claims``, ``figures`` (``plot``, one function per figure), ``mutants`` (MUTANTS), ``bench``.
+study), ``claims``, ``measures`` (the measurements over the stored results the claims and figures read),
+``figures`` (``plot``, one function per figure), ``mutants`` (MUTANTS), ``bench``.
 """
 
 from __future__ import annotations
 
 from jaxwb.sims.aldrift.bench import bench
-from jaxwb.sims.aldrift.claims import claims, eps_summary
+from jaxwb.sims.aldrift.claims import claims
 from jaxwb.sims.aldrift.config import (
     COVERAGE_FAMILIES,
     COVERAGE_HOLDS,
@@ -84,6 +85,7 @@ from jaxwb.sims.aldrift.config import (
     Config,
 )
 from jaxwb.sims.aldrift.figures import plot
+from jaxwb.sims.aldrift.measures import eps_summary
 from jaxwb.sims.aldrift.mutants import MUTANTS
 from jaxwb.sims.aldrift.pieces import coverage
 from jaxwb.sims.aldrift.run import run

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
+from jaxwb.sims.aldrift.measures import covered_temperatures, eps_summary, final_distance, line_fit
 from jaxwb.sims.aldrift.pieces import empirical_growth_probability
 from jaxwb.sims.core.claims import (
     Claim,
@@ -23,34 +24,6 @@ CLAIMS = ClaimGroups()
 PRIOR_SHARE = 0.05  # the e-fold slope is fitted where the prior's share mu0 / (tau mu_d) of mu_tau is <= this
 
 
-def _final_distance(res, name):
-    return np.linalg.norm(np.asarray(res[name]["mean"])[:, -1], axis=-1)  # (runs,)
-
-
-def _line_fit(x, y):
-    """Least-squares (slope, intercept) of y on x (both (k,))."""
-    A = np.stack([np.ones_like(x), x], 1)
-    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
-    return coef[1], coef[0]
-
-
-def eps_summary(results, cfg):
-    """Median evaluations to eps for each method, with the fit statistics used by the claims."""
-    e = results["eps"]
-    rs = np.asarray(e["random"]["count"])
-    return {
-        "eps": np.asarray(e["eps"]),
-        "ald_med": np.median(np.asarray(e["aldrift"]["mean_cost"]), 0),
-        "ald_ok": np.asarray(e["aldrift"]["mean_reached"]).all(0),
-        "rs_eps": np.asarray(e["random"]["eps"]),
-        "rs_mean": rs.mean(0),
-        "rs_ok": np.asarray(e["random"]["reached"]).all(0),
-        "doo": np.asarray(e["doo"]["count"]),
-        "doo_ok": np.asarray(e["doo"]["reached"]),
-        "doo_eps": np.asarray(e["doo"]["eps"]),
-    }
-
-
 @CLAIMS.add
 def settings_claims(results: dict, cfg: Config) -> list[Claim]:
     """Setting 1: ALDRIFT ends in x*'s basin, TOPIFT is trapped outside it. Setting 2: x0 = 1.35 lies in the
@@ -63,8 +36,8 @@ def settings_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     trapped = f"setting 1: TOPIFT trapped outside x*'s basin, ||mean - x*|| >= pi/w (whole 95% CI over {cfg.runs} runs)"
     out = [
-        upper_bound(ends, basin, _final_distance(r1, "aldrift"), over_seeds=True, source="paper"),
-        lower_bound(trapped, basin, _final_distance(r1, "topift"), over_seeds=True, source="paper"),
+        upper_bound(ends, basin, final_distance(r1, "aldrift"), over_seeds=True, source="paper"),
+        lower_bound(trapped, basin, final_distance(r1, "topift"), over_seeds=True, source="paper"),
     ]
     if len(cfg.settings) > 1:
         basin2 = math.pi / cfg.settings[1][2]
@@ -72,7 +45,7 @@ def settings_claims(results: dict, cfg: Config) -> list[Claim]:
             f"setting 2: TOPIFT trapped outside x*'s basin, ||mean - x*|| >= pi/w = {basin2:.2f} (whole 95% CI over "
             f"{cfg.runs} runs)"
         )
-        topift2 = _final_distance(results["setting2"], "topift")
+        topift2 = final_distance(results["setting2"], "topift")
         out.append(lower_bound(text, basin2, topift2, over_seeds=True, source="paper"))
     for i in range(len(cfg.settings)):
         text = (
@@ -82,16 +55,6 @@ def settings_claims(results: dict, cfg: Config) -> list[Claim]:
         best = (np.asarray(results[f"setting{i + 1}"][who]["best"])[:, -1] for who in ("topift", "aldrift"))
         out.append(Claim.ordering(text, *best, kind="paper"))
     return out
-
-
-def covered_temperatures(setting, taus) -> np.ndarray:
-    """Mask of the temperatures at which the paper's inflated proposal variance 2/mu_tau, mu_tau = mu0 + tau mu_d,
-    is at least p_tau's variance at its steepest curvature, 1/(mu0 + tau L_d), L_d = mu_d + A w^2: there the
-    proposal covers p_tau and M IMH steps suffice. (mu0 + tau L_d) <= 2 (mu0 + tau mu_d), i.e.
-    tau <= mu0 / (L_d - 2 mu_d)."""
-    mu_d, A, w, _, mu0 = setting
-    taus = np.asarray(taus)
-    return (mu0 + taus * (mu_d + A * w**2)) <= PAPER_INFLATION * (mu0 + taus * mu_d)
 
 
 @CLAIMS.add
@@ -235,7 +198,7 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
     tau_min = mu0 / (PRIOR_SHARE * mu_d)
     ok = s["ald_ok"] & (np.asarray(e["taus"])[k].min(0) >= tau_min)
     L = np.log(1.0 / s["eps"])
-    slopes = [_line_fit(L[ok], ald[r, ok])[0] for r in range(ald.shape[0])] if ok.sum() >= 3 else [np.nan]
+    slopes = [line_fit(L[ok], ald[r, ok])[0] for r in range(ald.shape[0])] if ok.sum() >= 3 else [np.nan]
     pred = float(e["aldrift_slope_predicted"])
     text = (
         f"ALDRIFT (n={cfg.eps_n}): slope d evals / d ln(1/eps) = m(M+1)/ln(1+1/n) (E[d] ~ 1/tau; per-run fits "
@@ -251,10 +214,10 @@ def eps_claims(results: dict, cfg: Config) -> list[Claim]:
     rs, rs_eps, rs_ok = np.asarray(e["random"]["count"], float), s["rs_eps"], s["rs_ok"]
     okr = rs_ok & (rs_eps <= cfg.rs_eps_max * 1.0001) & (rs_eps >= cfg.rs_eps_min * 0.9999)
     x = np.log(1 / rs_eps[okr])
-    rslopes = [_line_fit(x, np.log(rs[r, okr]))[0] for r in range(rs.shape[0])] if okr.sum() >= 2 else [np.nan]
+    rslopes = [line_fit(x, np.log(rs[r, okr]))[0] for r in range(rs.shape[0])] if okr.sum() >= 2 else [np.nan]
     fit_eps, prob = (np.asarray(e["random"][key], float) for key in ("fit_eps", "probability"))
     sel = np.isclose(fit_eps[:, None], np.asarray(rs_eps[okr], float)[None], rtol=1e-6).any(axis=1)
-    exact_slope = _line_fit(np.log(1 / fit_eps[sel]), np.log(1 / prob[sel]))[0] if sel.sum() >= 2 else np.nan
+    exact_slope = line_fit(np.log(1 / fit_eps[sel]), np.log(1 / prob[sel]))[0] if sel.sum() >= 2 else np.nan
     text = (
         f"random search: evaluations ~ (1/eps)^(n/2) (n={cfg.eps_n}): per-run log-log slope = that of 1/P[d <= eps]"
         f" for uniform draws on the box (NumPy quadrature, {exact_slope:.3f}; n/2 = {cfg.eps_n / 2:g} as eps -> 0)"

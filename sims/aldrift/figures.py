@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from jaxwb.sims.aldrift.claims import eps_summary
 from jaxwb.sims.aldrift.config import COVERAGE_FAMILIES, COVERAGE_HOLDS, PAPER_INFLATION, Config
+from jaxwb.sims.aldrift.measures import eps_summary
 from jaxwb.sims.core import panels, style
 from jaxwb.theory import aldrift as al
 

@@ -10,12 +10,12 @@ from jaxwb.sims.core.claims import (
     agreement,
     largest_difference,
     lower_bound,
-    memoized,
     scaling_exponent,
     seed_mean,
     upper_bound,
 )
 from jaxwb.sims.distillation.config import MC_RESOLUTION, NULL_RESOLUTION, Config
+from jaxwb.sims.distillation.reference import class_miscount, crossing_difference, numpy_measures, numpy_sampler
 from jaxwb.sims.distillation.run import checkpoint_steps, generation_configs, grid_angles
 from jaxwb.theory import distillation as dm
 
@@ -116,29 +116,11 @@ def _gaussian_equivalent_claims(ts: dict, cfg: Config, ip: int) -> list[Claim]:
     return out
 
 
-def _numpy_crossing(steps, curve, level):
-    """First step where ``curve`` >= ``level``, linear in log(step) between checkpoints (NaN if never)."""
-    above = np.nonzero(curve >= level)[0]
-    if not above.size or above[0] == 0:
-        return np.nan
-    i = above[0]
-    frac = (level - curve[i - 1]) / (curve[i] - curve[i - 1])
-    return float(np.exp(np.log(steps[i - 1]) + frac * (np.log(steps[i]) - np.log(steps[i - 1]))))
-
-
 @CLAIMS.add
 def crossing_claims(results: dict, cfg: Config) -> list[Claim]:
     """tau_gen and tau_mem recomputed in NumPy from the stored loss curves."""
     ts = results["timescales"]
-    steps = checkpoint_steps(cfg)
-    worst = 0.0
-    for idx in np.ndindex(ts["tau_mem"].shape):
-        test, train = np.asarray(ts["test"][idx], np.float64), np.asarray(ts["train"][idx], np.float64)
-        gap = test - train
-        ref_gen = _numpy_crossing(steps, -test, -(test.min() + cfg.gen_level * (1.0 - test.min())))
-        ref_mem = _numpy_crossing(steps, gap, cfg.mem_level * gap[-1])
-        for ref, got in ((ref_gen, ts["tau_gen"][idx]), (ref_mem, ts["tau_mem"][idx])):
-            worst = max(worst, abs(float(got) / ref - 1.0)) if np.isfinite(ref) else np.inf
+    worst = crossing_difference(ts, checkpoint_steps(cfg), cfg.gen_level, cfg.mem_level)
     text = (
         "tau_gen and tau_mem = a NumPy recomputation of the crossing times from the stored loss curves (every p, "
         "n, seed; max relative difference)"
@@ -286,20 +268,6 @@ def distillation_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
-@memoized
-def _numpy_measures(x, X, ref) -> tuple[float, float]:
-    """NumPy float64 recount of one seed's copy fraction (d1/d2 < 1/3 against the training set ``X``) and energy
-    distance (the U-statistic against the reference samples ``ref``) of samples ``x``."""
-    d = np.sort(np.sqrt(((x[:, None, :] - X[None]) ** 2).sum(-1)), axis=1)
-    copy = float(np.mean(d[:, 0] < d[:, 1] / 3.0))
-
-    def mean_pair(a, b, same):
-        dd = np.sqrt(((a[:, None, :] - b[None]) ** 2).sum(-1))
-        return (dd.sum() - np.trace(dd)) / (len(a) * (len(a) - 1)) if same else dd.mean()
-
-    return copy, float(2 * mean_pair(x, ref, False) - mean_pair(x, x, True) - mean_pair(ref, ref, True))
-
-
 @CLAIMS.add
 def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
     """The measures recomputed with NumPy from the stored samples; the estimator's null."""
@@ -308,7 +276,7 @@ def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
     recount, stored = [], []  # (copy, energy) of each seed's teacher and student samples
     for w in ("teacher", "student"):
         for i in range(s["train"].shape[0]):
-            recount.append(_numpy_measures(*(np.asarray(a[i], np.float64) for a in (s[w], s["train"], s["ref"]))))
+            recount.append(numpy_measures(*(np.asarray(a[i], np.float64) for a in (s[w], s["train"], s["ref"]))))
             stored.append([np.reshape(g[w][m], (len(s["train"]), -1))[i, -1] for m in ("copy", "energy")])
     worst_copy, worst_energy = (float(d) for d in np.max(np.abs(np.subtract(recount, stored)), axis=0))
     where = f"(n = {cfg.n_gen[0]}, p = {cfg.p}, every seed; max |difference|)"
@@ -328,20 +296,6 @@ def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
     ]
 
 
-@memoized
-def _numpy_sampler(A, W, b, th, z):
-    """The probability-flow Euler sampler and the final denoiser in NumPy float64 (theory.distillation.sampling)."""
-    p, d = W.shape
-
-    def score(k, x):
-        return np.sqrt(2.0) * np.sin(x @ W.T / np.sqrt(d) + b) @ A[k].T / np.sqrt(p)
-
-    x = z.copy()
-    for k in range(len(th) - 1, 0, -1):
-        x = x + (th[k] - th[k - 1]) * np.tan(th[k]) * (x + score(k, x))
-    return (x + np.sin(th[0]) ** 2 * score(0, x)) / np.cos(th[0])
-
-
 @CLAIMS.add
 def sampler_claims(results: dict, cfg: Config) -> list[Claim]:
     """The teacher's samples re-run in NumPy from its stored readouts; the direction classes recounted; the
@@ -352,15 +306,10 @@ def sampler_claims(results: dict, cfg: Config) -> list[Claim]:
     worst = 0.0
     for i in range(s["z"].shape[0]):
         A, W, b, z = (np.asarray(s[k][i], np.float64) for k in ("teacher_readouts", "W", "b", "z"))
-        worst = max(worst, largest_difference(s["teacher"][i], _numpy_sampler(A, W, b, th, z)))
-    miscount = 0
-    for name in generation_configs(cfg):
-        ret = g[name]["retention"]
-        x = np.asarray(ret["lr_lam"], np.float64)  # (seed, K, p)
-        fast = x * cfg.tau_gen >= 1.0
-        slow = ~fast & (x * cfg.teacher_steps >= 1.0)
-        miscount += int(np.sum(np.abs(fast.sum(-1) - ret["generalising_count"])))
-        miscount += int(np.sum(np.abs(slow.sum(-1) - ret["memorised_count"])))
+        worst = max(worst, largest_difference(s["teacher"][i], numpy_sampler(A, W, b, th, z)))
+    miscount = sum(
+        class_miscount(g[name]["retention"], cfg.tau_gen, cfg.teacher_steps) for name in generation_configs(cfg)
+    )
     rerun = (
         f"the teacher's samples = a NumPy float64 re-run of the Euler probability-flow sampler and denoiser from its "
         f"stored readouts and noise (n = {cfg.n_gen[0]}, p = {cfg.p}, every seed; max relative difference)"

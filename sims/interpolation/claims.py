@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import dataclasses
 import math
 
 import numpy as np
 
 from jaxwb.sims.core.claims import CHECK, Claim, ClaimGroups, agreement
 from jaxwb.sims.interpolation.config import METHODS, TAIL_BOUNDS, TAIL_COVERAGE, Config
+from jaxwb.sims.interpolation.measures import Measured, measured, slope, with_boot
 from jaxwb.sims.interpolation.statistics import boot_halfwidth
 from jaxwb.theory import interpolation as ip
 
@@ -31,39 +31,6 @@ ROUNDING = (
 CLAIMS = ClaimGroups()
 
 
-def _with_boot(point, boot):
-    """Stack a point estimate (...,) and its bootstrap replicates (..., n_boot) into (..., 1 + n_boot)."""
-    return np.concatenate([np.asarray(point, np.float64)[..., None], np.asarray(boot, np.float64)], -1)
-
-
-@dataclasses.dataclass(frozen=True)
-class Measured:
-    """The Monte-Carlo statistics per (method, B) with their bootstrap replicates, (nM, nB, 1 + n_boot), and the
-    exact recursion's iterations to eps, (nM, nB)."""
-
-    Bs: np.ndarray  # (nB,) batch sizes
-    seeds: np.ndarray  # (nM, nB) seeds behind each statistic
-    hits: np.ndarray  # iterations to eps
-    decay: np.ndarray  # per-step decay -log(rate) of E||e||^2 on the fit window
-    efold: np.ndarray  # iterations per e-fold, 1 / decay
-    exact_hits: np.ndarray
-    note: str  # what the interval is
-    checked: list  # (B, its index) of each rate-check batch size
-
-
-def measured(results: dict, cfg: Config) -> Measured:
-    """The Monte-Carlo statistics and exact iterations of ``results``."""
-    mc = results["mc"]
-    # seeds per (method, B); outputs written before seeds were per configuration hold one count per B
-    seeds = np.asarray(mc["seeds"])
-    seeds = np.broadcast_to(seeds, (len(METHODS), seeds.shape[-1])) if seeds.ndim == 1 else seeds
-    decay = -np.log(_with_boot(mc["rates"], mc["rates_boot"]))
-    Bs, hits = np.asarray(results["batch_sizes"], dtype=float), _with_boot(mc["hits"], mc["hits_boot"])
-    note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
-    checked = [(B, list(cfg.batch_sizes).index(B)) for B in cfg.rate_check_batches]
-    return Measured(Bs, seeds, hits, decay, 1.0 / decay, np.asarray(results["theory"]["hits"]), note, checked)
-
-
 def _claim(statement, predicted, stat, tolerance, comparison="ci", *, n_seeds, **options) -> Claim:
     """A claim on a statistic given as (1 + n_boot,) = (point, bootstrap replicates...), with its 95% percentile
     half-width; ``options``: kind (default check), source (default theory), expected, reason, wide_reason,
@@ -82,12 +49,6 @@ def _tail(cfg: Config, *pairs, what="hits") -> dict:
     measured = "; ".join(f"{m} at B={B}: {TAIL_COVERAGE[(m, B, w)]}" for m, B, w in keys if (m, B, w) in TAIL_COVERAGE)
     hit = ", ".join(f"{m} at B={B}" for m, B, _ in keys)
     return {"expected": "fail", "reason": TAIL_REASON.format(hit) + (f" Measured: {measured}." if measured else "")}
-
-
-def _slope(x, Y):
-    """Least-squares slope of Y (k, m) against x (k,), per column."""
-    xc = x - x.mean()
-    return (xc[:, None] * (Y - Y.mean(0))).sum(0) / (xc**2).sum()
 
 
 def _ratio(cfg: Config, s: Measured, statement: str, num, den) -> Claim:
@@ -154,8 +115,8 @@ def speedup_claims(results: dict, cfg: Config) -> list[Claim]:
 
     def speedup_slope(i):
         """Monte-Carlo (1 + n_boot,) and exact log-log slopes of T(1)/T(B) for method i, and its seeds."""
-        exact = float(_slope(x, np.log(T[i, :1, None] / T[i, lin, None]))[0])
-        return _slope(x, np.log(s.hits[i, :1] / s.hits[i, lin])), exact, int(s.seeds[i, lin].min())
+        exact = float(slope(x, np.log(T[i, :1, None] / T[i, lin, None]))[0])
+        return slope(x, np.log(s.hits[i, :1] / s.hits[i, lin])), exact, int(s.seeds[i, lin].min())
 
     rng_note = f"B <= {cfg.linear_fraction:g} tr H/sqrt(L mu) = {cfg.linear_fraction * sat:.1f}"
     checks = [
@@ -167,7 +128,7 @@ def speedup_claims(results: dict, cfg: Config) -> list[Claim]:
     # mode, step ~ B^2 up to 2/L): the grid optimum's slope above bends below 1 (0.83-0.98 exact over the quick
     # preset's problems, 0.945 full) because the grid finds a relatively better optimum at B = 1, while the rule's
     # exact slope is 1.003-1.007 (quick) and 0.996 (full)
-    (slope, exact_slope, n_lin), (rule_slope, rule_exact, n_rule) = speedup_slope(I_HB), speedup_slope(I_RULE)
+    (hb_slope, exact_slope, n_lin), (rule_slope, rule_exact, n_rule) = speedup_slope(I_HB), speedup_slope(I_RULE)
     paper = (
         f"paper: perfect parallelization with a simple momentum choice, speedup directly proportional to B below "
         f"saturation: the heavy-ball rule's log-log slope of T_rule(1)/T_rule(B) = 1 for {rng_note} (1 inside "
@@ -180,7 +141,7 @@ def speedup_claims(results: dict, cfg: Config) -> list[Claim]:
         "CI, CI <= 5%)"
     )
     return [
-        _claim(checks[0], exact_slope, slope, 0.05, n_seeds=n_lin),
+        _claim(checks[0], exact_slope, hb_slope, 0.05, n_seeds=n_lin),
         _claim(checks[1], rule_exact, rule_slope, 0.05, n_seeds=n_rule),
         _claim(paper, 1.0, rule_slope, 0.05, kind="paper", n_seeds=n_rule, source="paper"),
         _ratio(cfg, s, over_sgd, (I_SGD, 0), (I_HB, b_hi)),
@@ -340,7 +301,7 @@ def kaczmarz_claims(results: dict, cfg: Config) -> list[Claim]:
         r = results[name]
         # seeds of each configuration (outputs written before per-configuration counts: the preset's aux_seeds)
         seeds = {c: int(r[c]["seeds"]) if "seeds" in r[c] else cfg.aux_seeds for c in ("single", "block", "block_hb")}
-        hit, rate = ({c: _with_boot(r[c][f"{k}_mc"], r[c][f"{k}_boot"]) for c in seeds} for k in ("hit", "rate"))
+        hit, rate = ({c: with_boot(r[c][f"{k}_mc"], r[c][f"{k}_boot"]) for c in seeds} for k in ("hit", "rate"))
         text = f"{what}: Monte-Carlo decay per step >= bound -log(1 - sigma_min^2/||A||_F^2) (single row)"
         bound, single = -math.log(r["bound_rate"]), -np.log(rate["single"])
         out.append(_claim(text, bound, single, 0.0, "ge", kind="bound", n_seeds=seeds["single"], source="paper"))

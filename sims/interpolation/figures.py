@@ -3,12 +3,11 @@ docstring)."""
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from jaxwb.sims.core import panels, style
 from jaxwb.sims.interpolation.config import COLORS, LABELS, METHODS, Config
+from jaxwb.sims.interpolation.measures import full_batch_times
 from jaxwb.theory import interpolation as ip
 
 FIGURES = panels.Figures()
@@ -36,12 +35,6 @@ def _header(cfg: Config, c) -> str:
     return f"n={cfg.n}, d={cfg.d}, kappa={cfg.cond:g}, {cfg.sampling} sampling, {rank}, eps={cfg.eps:g}"
 
 
-def _full_batch_times(results: dict, cfg: Config) -> tuple[float, float]:
-    """Iterations to eps of full-batch Polyak heavy ball and of GD: ln(1/eps) x their e-fold times."""
-    lg, det = math.log(1 / cfg.eps), results["deterministic"]
-    return lg * float(ip.efold_time(det["polyak_rate_sq"])), lg * float(ip.efold_time(det["gd_rho"]))
-
-
 def _hits(results: dict):
     """Batch sizes, constants, and iterations to eps: Monte Carlo, the exact recursion's, bootstrap replicates."""
     mc, th = results["mc"], np.asarray(results["theory"]["hits"])
@@ -59,7 +52,7 @@ def plot_iterations_vs_batch(results: dict, cfg: Config):
         yerr = _err(hits[i], boot[i])
         panels.measured_vs_predicted(ax, Bs, hits[i], th[i], yerr=yerr, color=COLORS[m], ms=6, label=label)
     panels.prediction_key(ax, "exact E||e_t||^2 recursion (theory, eq. MS)")
-    det, gd = _full_batch_times(results, cfg)
+    det, gd = full_batch_times(results, cfg)
     for y, color, name in ((det, "tab:red", "heavy ball (Polyak)"), (gd, "tab:blue", "GD (lr = 2/(L+mu))")):
         label = f"full-batch {name}, ln(1/eps) x e-fold time: {y:.0f}"
         ax.axhline(y, color=color, lw=0.8, alpha=0.6, label=label)
@@ -114,7 +107,7 @@ def plot_speedup(results: dict, cfg: Config):
     title = f"Speedup over SGD at B = 1\n{_header(cfg, c)}"
     ylabel = "speedup T_SGD(B=1) / T(B)  (iterations to eps, Monte Carlo)"
     panels.finish(ax, legend=UPPER_LEFT, log="xy", xlabel="batch size B", ylabel=ylabel, title=title)
-    pol, gdh = _full_batch_times(results, cfg)
+    pol, gdh = full_batch_times(results, cfg)
     label = f"full batch: GD / Polyak heavy ball e-fold times = {gdh / pol:.1f}"
     ax2.axhline(gdh / pol, color="tab:red", lw=0.8, alpha=0.6, label=label)
     panels.prediction_key(ax2, "theory (exact recursion)")

@@ -1,4 +1,5 @@
-"""mpq: the claims (kinds check / bound / paper) on the results of ``run``."""
+"""mpq: the claims (kinds check / bound / paper) on the results of ``run`` (the measurements over them: ``measures``;
+the independent references: ``reference_np``)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import numpy as np
 
 from jaxwb.sims.core.claims import CHECK, Claim, ClaimGroups, agreement, bootstrap_ci, mean_ci, one_sided, seed_mean
 from jaxwb.sims.mpq.config import MPQ_WINS, TINY_SOLVERS, Config
+from jaxwb.sims.mpq.measures import fitted_exponents, weakest_layer
 
 PAPER = {"kind": "paper", "source": "paper"}
 CLAIMS = ClaimGroups()
@@ -29,10 +31,9 @@ def se_claims(results: dict, cfg: Config) -> list[Claim]:
 
 def exponent_claim(statement: str, tiny: dict, which: str, betas, tolerance: float, comparison: str, **kw) -> Claim:
     """The exponent p of max |p_VAMP - p_exact| / max |p_exact - prior| ~ beta^p against 1: fitted per problem on
-    ``tiny``'s ``{which}_err`` / ``{which}_dist`` (problems, betas), t interval over the problems; ``kw``: a Claim's
-    wide_reason."""
-    ratios = _a(tiny[f"{which}_err"]) / _a(tiny[f"{which}_dist"])
-    interval = mean_ci(np.array([np.polyfit(np.log(np.asarray(betas)), np.log(r), 1)[0] for r in ratios]))
+    ``tiny``'s ``{which}_err`` / ``{which}_dist`` (problems, betas) (``measures.fitted_exponents``), t interval over
+    the problems; ``kw``: a Claim's wide_reason."""
+    interval = mean_ci(fitted_exponents(tiny, which, betas))
     return Claim.from_interval(statement, 1.0, interval, tolerance, comparison, **CHECK, **kw)
 
 
@@ -131,13 +132,6 @@ def fp_claim(results: dict) -> Claim:
         f"difference over the {fp.size} models"
     )
     return agreement(statement, 0.0, float(np.max(np.abs(fp / fp_np - 1.0))), FP_FORWARD_RTOL, "abs")
-
-
-def weakest_layer(gains: dict) -> tuple[str, np.ndarray]:
-    """Of per-layer per-seed gains ``{name: (seeds,)}``, the layer whose t-interval's lower end is lowest (the first
-    such): (name, its gains)."""
-    name = min(gains, key=lambda n: mean_ci(gains[n])[0] - mean_ci(gains[n])[1])
-    return name, gains[name]
 
 
 def beats_claim(statement: str, interval: tuple[float, float, int]) -> Claim:

@@ -1,59 +1,22 @@
-"""quantization: the claims (what is measured: the package docstring)."""
+"""quantization: the claims (what is measured: the package docstring; the measurements over the results:
+``measures``; the independent references: ``reference``)."""
 
 from __future__ import annotations
 
 import math
 
 import numpy as np
-import scipy.stats
 
 from jaxwb.sims.core.claims import CHECK, Claim, ClaimGroups, agreement, mean_ci, seed_mean, upper_bound
 from jaxwb.sims.quantization.config import FAMILIES, Config
+from jaxwb.sims.quantization.measures import bit_index, dense_fresh, fresh_worst, t_halfwidth
+from jaxwb.sims.quantization.reference import moment_ratio, nearest_free_violations
 from jaxwb.theory import dithered_quant as dq
 
 R = "reconstruction"
 HALF_STEP_ALLOWANCE = 2.0**-10  # (1 + 2^-11)(1 + 2^-20) - 1 < 2^-10: the stored float16 scale, float32 division
 CLAIMS = ClaimGroups()
 claims = CLAIMS.claims  # the groups below, in this order
-
-
-def bit_index(results: dict, b: int) -> int:
-    """Where ``b`` bits stand in ``results["bits"]``."""
-    return int(np.nonzero(np.asarray(results["bits"]) == b)[0][0])
-
-
-def worst_ratio(res, bits):
-    """(worst over vectors of MSE / bound, its standard error) per b, for one {"mse", "se"} entry (first pass:
-    biased up by the selection; plots only)."""
-    bound = np.asarray(dq.mse_bound(np.asarray(bits)))[None]
-    ratio = np.asarray(res["mse"]) / bound
-    i, cols = np.argmax(ratio, axis=0), np.arange(ratio.shape[1])
-    return ratio[i, cols], (np.asarray(res["se"]) / bound)[i, cols]
-
-
-def t_halfwidth(se, n: int):
-    """95% Student-t half-width from ``se`` = std (ddof 0) / sqrt(n) of n independent draws."""
-    return scipy.stats.t.ppf(0.975, n - 1) * np.asarray(se) * math.sqrt(n / (n - 1))
-
-
-def fresh_worst(results, cfg):
-    """Per b: the fresh (held-out) estimate of MSE / bound for the worst vector of the d whose first-pass worst
-    ratio is largest, its 95% CI half-width, and that d. Returns (ratio (B,), ci (B,), d (B,))."""
-    bits, rht = np.asarray(results["bits"]), results["rht"]
-    bound, dims = np.asarray(dq.mse_bound(bits)), list(rht)
-    first = np.stack([worst_ratio(rht[d], bits)[0] for d in dims])  # (dims, B)
-    worst = [dims[j] for j in np.argmax(first, axis=0)]  # per b: the d whose first-pass worst ratio is largest
-    ratio = np.array([np.asarray(rht[d]["fresh_mse"])[bi] / bound[bi] for bi, d in enumerate(worst)])
-    se = [np.asarray(rht[d]["fresh_se"])[bi] / bound[bi] for bi, d in enumerate(worst)]
-    ci = np.array([t_halfwidth(s, cfg.fresh_draws(int(d))) for s, d in zip(se, worst, strict=True)])
-    return ratio, ci, np.array([int(d) for d in worst])
-
-
-def dense_fresh(results: dict, cfg: Config, name: str, b: int) -> tuple[float, float]:
-    """The re-measured MSE at d = dense_d of ``name`` ("rht" or "dense") at ``b`` bits, its 95% t half-width."""
-    df, bi = results["dense_fresh"], bit_index(results, b)
-    se = float(np.asarray(df[f"{name}_se"])[bi])
-    return float(np.asarray(df[f"{name}_mse"])[bi]), t_halfwidth(se, cfg.fresh_draws(cfg.dense_d))
 
 
 @CLAIMS.add
@@ -85,14 +48,6 @@ def bound_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     interval = (ratio[b3] - ratio[b8], math.hypot(ci[b3], ci[b8]), min(fresh[b3][2], fresh[b8][2]))
     return [*out, Claim.from_interval(statement, 0.0, interval, 0.0, "ge", **CHECK, is_ordering=True)]
-
-
-def moment_ratio(x, d: int) -> float:
-    """High-resolution prediction of the RHT / dense-Haar MSE ratio for the unit vector ``x`` (d,): E exp(t^2/3)
-    under the Rademacher law of the RHT's coordinates (Gauss-Hermite quadrature) over the same moment under a
-    Haar rotation (1F1(1/2; d/2; d/3)); eq. (1)-(3), everything else (the factor (N/(N-1))^2 (pi/2) 4^-b) cancels.
-    Computed in float64 from x alone: it shares no code with either quantizer."""
-    return dq.rademacher_exp_moment_quadrature(np.asarray(x, np.float64)) / dq.sphere_exp_moment(int(d))
 
 
 @CLAIMS.add
@@ -175,18 +130,6 @@ def rht_gaussian_claim(results: dict, cfg: Config) -> Claim:
         "narrower than 10% of the dense MSE"
     )
     return Claim.from_interval(statement, 0.0, interval, 0.1 * d_m, "ci", **CHECK)
-
-
-def nearest_free_violations(outliers, donors, channels: int) -> int:
-    """Donors that are not the nearest channel still free (not an outlier, not an earlier outlier's donor) to their
-    outlier, outliers taken in the kernel's order (decreasing saliency): InQuant's stride rule, ties aside."""
-    outliers, donors = np.asarray(outliers).tolist(), np.asarray(donors).tolist()
-    taken, bad = set(outliers), 0
-    for o, dn in zip(outliers, donors, strict=True):
-        free = [c for c in range(channels) if c not in taken]
-        bad += dn in taken or abs(dn - o) != min(abs(c - o) for c in free)
-        taken.add(dn)
-    return bad
 
 
 @CLAIMS.add

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from jaxwb.sims.core import panels, style
-from jaxwb.sims.quantization.claims import fresh_worst, worst_ratio
 from jaxwb.sims.quantization.config import Config
+from jaxwb.sims.quantization.measures import fresh_worst, worst_ratio
 from jaxwb.sims.quantization.run import FORMAT_BITS
 from jaxwb.theory import dithered_quant as dq
 

@@ -1,4 +1,5 @@
-"""river_valley_lm's claims and the summaries they are decided on (bisected edges, edge-of-stability sharpness).
+"""river_valley_lm's claims: statements with their predictions, decided on the summaries of ``measures.py``
+(bisected edges, edge-of-stability sharpness) and the independent values of ``reference.py``.
 
 See the package docstring for what each claim measures and why the quadratic ones are expected to fail.
 """
@@ -18,95 +19,19 @@ from jaxwb.sims.core.claims import (
     mean_ci,
 )
 from jaxwb.sims.river_valley_lm.config import Config
+from jaxwb.sims.river_valley_lm.measures import (
+    bracket_edges,
+    bracket_gap,
+    bracket_octaves,
+    eos_sharpness,
+    largest_gap,
+    log2_edge_ratios,
+    seed_edges,
+    tracker_vs_lanczos,
+)
+from jaxwb.sims.river_valley_lm.reference import unigram_cross_entropy
 from jaxwb.sims.river_valley_lm.run import eos_rows
 from jaxwb.theory import river_valley as rv
-
-
-def grid_edge(lrs, ok):
-    """Largest lr of the contiguous run of ``ok`` grid points starting at the smallest lr (NaN if none)."""
-    ok = np.asarray(ok)
-    if not ok[0]:
-        return float("nan")
-    n = np.argmin(ok) if not ok.all() else len(ok)
-    return float(lrs[n - 1])
-
-
-def linear_river_ratio(beta: float, steps: int) -> float:
-    """HB / GD displacement after ``steps`` steps on a linear river (constant gradient g, v_0 = 0): from
-    x_t = x_0 - (lr g/(1-beta)) [t - beta(1-beta^t)/(1-beta)] (the heavy-ball recursion summed) and GD's lr g t."""
-    return (steps - beta * (1.0 - beta**steps) / (1.0 - beta)) / ((1.0 - beta) * steps)
-
-
-def edges(results) -> np.ndarray:
-    """Loss map: per beta and seed, the largest grid lr (units of 2/lambda_max(init)) before the first divergence
-    [n_beta, map_seeds] (NaN if the smallest grid lr already diverges)."""
-    mults, div = np.asarray(results["sgd"]["lr_mult"]), np.asarray(results["sgd"]["diverged"])  # [L], [L, B, S]
-    return np.array([[grid_edge(mults, ~div[:, j, k]) for k in range(div.shape[2])] for j in range(div.shape[1])])
-
-
-def bracket_edges(e: dict) -> np.ndarray:
-    """Bisected divergence edges of the brackets ``e`` (``lo``, ``hi``, ``lo_ok``, ``hi_div``, any shape): sqrt(lo
-    hi); NaN where the bracket's low end already diverges, +inf where its high end still trains."""
-    edge = np.sqrt(np.asarray(e["lo"], np.float64) * np.asarray(e["hi"], np.float64))
-    edge = np.where(np.asarray(e["lo_ok"]), edge, np.nan)
-    return np.where(np.asarray(e["hi_div"]), edge, np.inf)
-
-
-def seed_edges(results) -> np.ndarray:
-    """Bisected divergence edges [n_beta, n_seeds] in units of 2/lambda_max(init) of each seed."""
-    return bracket_edges(results["edges"])
-
-
-def bracket_gap(edge_a: float, edge_b: float, res_oct: float) -> float:
-    """|log2 edge_a/edge_b| in octaves, snapped to whole final brackets of ``res_oct`` octaves: two bisections of
-    one starting bracket end on the same log grid, so their edges lie a whole number of brackets apart (the float
-    rounding of the midpoints would put exactly 3 brackets at 0.28125000000000006 > 3 x 0.09375)."""
-    return float(res_oct * np.round(abs(np.log2(edge_a / edge_b)) / res_oct))
-
-
-def bracket_octaves(bracket, cfg: Config) -> float:
-    """Width in octaves of a bisection's final bracket, from its starting ``bracket`` (lo, hi)."""
-    return float(np.log2(bracket[1] / bracket[0]) / 2**cfg.edge_iters)
-
-
-def log2_edge_ratios(results, cfg: Config) -> dict[float, np.ndarray]:
-    """Per momentum beta > 0: log2 edge(beta)/edge(GD) per seed (bisected edges)."""
-    ed = seed_edges(results)
-    j0 = cfg.betas.index(0.0)
-    return {b: np.log2(ed[j] / ed[j0]) for j, b in enumerate(cfg.betas) if b}
-
-
-def eos_sharpness(results, cfg: Config) -> np.ndarray:
-    """lr * lambda_max(H(theta_t)) per EoS row and seed: median over the second half of the tracked points
-    [n_rows, n_seeds] (NaN if the run's loss went non-finite)."""
-    e = results["eos"]
-    x = np.asarray(e["lr"], np.float64)[..., None] * np.asarray(e["lam"], np.float64)  # [R, S, T]
-    med = np.median(x[..., x.shape[-1] // 2 :], axis=-1)
-    return np.where(np.all(np.isfinite(np.asarray(e["loss"])), axis=-1), med, np.nan)
-
-
-def largest_gap(spectrum) -> np.ndarray:
-    """Per seed, the largest ratio lambda_k / lambda_(k+1) of consecutive eigenvalues of ``spectrum`` [S, K]
-    (descending; a pair reaching lambda <= 0 is not a valley gap: ratio 1)."""
-    spec = np.asarray(spectrum, np.float64)
-    pos = spec[:, 1:] > 0
-    ratios = np.where(pos, spec[:, :-1] / np.where(pos, spec[:, 1:], 1.0), np.nan)
-    return np.max(np.where(np.isfinite(ratios), ratios, 1.0), axis=1)
-
-
-def unigram_cross_entropy(train_tok, eval_tok, vocab: int) -> float:
-    """Cross-entropy (nats/token) on ``eval_tok`` of the add-one-smoothed unigram model fitted on ``train_tok``,
-    computed as H(q) + KL(q || p) with ``scipy.stats.entropy`` (q: the empirical distribution of ``eval_tok``, p:
-    (count + 1) / (N + vocab)); shares no code with ``jaxwb.models.corpus.unigram_entropy``."""
-    from scipy import stats
-
-    n_tr, q = np.zeros(vocab), np.zeros(vocab)
-    for counts, tok in ((n_tr, train_tok), (q, eval_tok)):
-        u, c = np.unique(np.asarray(tok), return_counts=True)
-        counts[u] = c
-    p = (n_tr + 1.0) / (n_tr.sum() + vocab)
-    return float(stats.entropy(q) + stats.entropy(q, p))
-
 
 EDGE_BRACKETS = 3  # the reference's bisected edge: within this many final brackets of the run's (measured <= 2)
 HB_AHEAD_STEPS = 100  # heavy ball ahead of GD at the same lr is claimed from this many full-batch steps
@@ -371,16 +296,6 @@ def eos_claims(results: dict, cfg: Config) -> list[Claim]:
         )
         out.append(on_interval(text, q, mean_ci(hb / gd), "rel", 0.2, **why))
     return out
-
-
-def tracker_vs_lanczos(results) -> np.ndarray:
-    """|tracked (warm-started Lanczos) - fresh Lanczos| / fresh Lanczos for lambda_max at the middle and the end of
-    every EoS run [2, n_rows, n_seeds]."""
-    e = results["eos"]
-    lam = np.asarray(e["lam"], np.float64)  # [R, S, T]
-    pw = np.stack([lam[..., int(e["mid"])], lam[..., -1]])
-    lz = np.stack([np.asarray(e["lanczos_mid"], np.float64), np.asarray(e["lanczos_end"], np.float64)])
-    return np.abs(pw - lz) / np.abs(lz)
 
 
 @CLAIMS.add

@@ -6,8 +6,16 @@ import numpy as np
 
 from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.river_valley_lm.claims import GAP_RATIO, bracket_edges, edges, largest_gap, log2_edge_ratios, seed_edges
+from jaxwb.sims.river_valley_lm.claims import GAP_RATIO
 from jaxwb.sims.river_valley_lm.config import Config
+from jaxwb.sims.river_valley_lm.measures import (
+    bracket_edges,
+    bracket_octaves,
+    edges,
+    largest_gap,
+    log2_edge_ratios,
+    seed_edges,
+)
 from jaxwb.sims.river_valley_lm.run import eos_rows
 
 FIGURES = panels.Figures()
@@ -23,7 +31,7 @@ def plot_scan(results: dict, cfg: Config):
     gaps = {int(w): largest_gap(np.asarray(sc["spectrum"])[i]) for i, w in enumerate(widths)}
     ratios[cfg.d_model] = log2_edge_ratios(results, cfg)[b]
     gaps[cfg.d_model] = largest_gap(results["hessian"]["spectrum"])
-    res_oct = np.log2(cfg.edge_bracket[1] / cfg.edge_bracket[0]) / 2**cfg.edge_iters
+    res_oct = bracket_octaves(cfg.edge_bracket, cfg)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     for a, data, widen, pred, lab in (
         (ax, ratios, res_oct, float(np.log2(1 + b)), f"log2 edge(beta={b:g}) / edge(GD)"),

@@ -11,6 +11,9 @@ training loop or ``jaxwb.theory.hessian``).
 * :func:`train`: heavy-ball or Adam training on the reference (its own batches from the window starts of the run's
   random stream, its own update rules, the run's divergence rule) and :func:`bisect_edge`, one divergence edge
   bisected as the run does it.
+* :func:`unigram_cross_entropy`: the unigram baseline by ``scipy.stats.entropy`` from counts of its own;
+  :func:`linear_river_ratio`: heavy ball's displacement over GD's on a linear river, the recursion summed in closed
+  form.
 """
 
 from __future__ import annotations
@@ -207,3 +210,28 @@ def bisect_edge(diverges, lo: float, hi: float, iters: int) -> tuple[float, floa
         else:
             lo = mid
     return lo, hi, lo_ok, hi_div
+
+
+# ---------------------------------------------------------------------------------------------------------
+# closed forms: the unigram baseline, heavy ball on a linear river
+# ---------------------------------------------------------------------------------------------------------
+
+
+def linear_river_ratio(beta: float, steps: int) -> float:
+    """HB / GD displacement after ``steps`` steps on a linear river (constant gradient g, v_0 = 0): from
+    x_t = x_0 - (lr g/(1-beta)) [t - beta(1-beta^t)/(1-beta)] (the heavy-ball recursion summed) and GD's lr g t."""
+    return (steps - beta * (1.0 - beta**steps) / (1.0 - beta)) / ((1.0 - beta) * steps)
+
+
+def unigram_cross_entropy(train_tok, eval_tok, vocab: int) -> float:
+    """Cross-entropy (nats/token) on ``eval_tok`` of the add-one-smoothed unigram model fitted on ``train_tok``,
+    computed as H(q) + KL(q || p) with ``scipy.stats.entropy`` (q: the empirical distribution of ``eval_tok``, p:
+    (count + 1) / (N + vocab)); shares no code with ``jaxwb.models.corpus.unigram_entropy``."""
+    from scipy import stats
+
+    n_tr, q = np.zeros(vocab), np.zeros(vocab)
+    for counts, tok in ((n_tr, train_tok), (q, eval_tok)):
+        u, c = np.unique(np.asarray(tok), return_counts=True)
+        counts[u] = c
+    p = (n_tr + 1.0) / (n_tr.sum() + vocab)
+    return float(stats.entropy(q) + stats.entropy(q, p))

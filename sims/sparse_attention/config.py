@@ -211,6 +211,13 @@ DISPLAY_ONLY = (
     "policy/global/kl",
     "policy/global/dnll",
     "policy/global/dacc",
+    # distinct bytes and longest run of each decoder's text (trajectory.text_stats): kept in data.npz to inspect
+    # what the text looks like; the whitespace fraction beside them is what the sampling claim decides on
+    *(
+        f"quality/text/{who}/{stat}"
+        for who in ("argmax", "held_out", "sampled")
+        for stat in ("distinct", "longest_run")
+    ),
 )
 
 PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))

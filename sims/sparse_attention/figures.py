@@ -9,8 +9,8 @@ from matplotlib.ticker import NullFormatter
 
 from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import mean_ci
-from jaxwb.sims.sparse_attention.claims import row
 from jaxwb.sims.sparse_attention.config import Config
+from jaxwb.sims.sparse_attention.measures import row
 
 FIGURES = panels.Figures()
 COLORS = {"uniform": "tab:gray", "concentration": "tab:red"}

@@ -1,4 +1,5 @@
-"""Speed-scaling sim: the claims (ratios vs YDS = OPT, bounds with their slack, published numbers)."""
+"""Speed-scaling sim: the claims (ratios vs YDS = OPT, bounds with their slack, published numbers), decided on the
+fits of ``measures.py`` and the independent values of ``reference.py``."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from jaxwb.sims.core.claims import (
     array_agreement,
     mean_ci,
     one_sided,
-    pooled_slope,
     seed_mean,
     upper_bound,
     worst_agreement,
@@ -26,6 +26,7 @@ from jaxwb.sims.speed_scaling.config import (
     Config,
     delta_reference,
 )
+from jaxwb.sims.speed_scaling.measures import las_eps_interval, robust_growth
 from jaxwb.theory import speed_scaling as ss
 
 FLOAT32_REASON = (
@@ -49,15 +50,6 @@ def paper_setup(cfg: Config) -> bool:
     return (cfg.n_jobs, cfg.window, cfg.alpha, cfg.n_seeds) == (200, 20, 3.0, 20)
 
 
-def las_eps_interval(eps_grid, means, lo=PUBLISHED_LAS[0], hi=PUBLISHED_LAS[1]):
-    """The eps interval whose LAS-accurate mean ratio lies in [lo, hi], by linear interpolation of the mean
-    ratio (increasing in eps) on the grid; (nan, nan) when the curve misses the range."""
-    x, y = np.asarray(eps_grid, float), np.asarray(means, float)
-    if y[0] > hi or y[-1] < lo:
-        return float("nan"), float("nan")
-    return float(np.interp(lo, y, x)), float(np.interp(hi, y, x))
-
-
 def i0_noise(cfg: Config) -> int:
     """Index of the zero-noise level (exact prediction s_hat = s*)."""
     return int(np.argmin(np.abs(np.asarray(cfg.noise_levels))))
@@ -71,26 +63,6 @@ def eps_kappas(results: dict):
 def _smooth_sigmas(cfg: Config):
     """(index, sigma) of the noise levels at which smoothness is claimed: 0 < sigma <= SMOOTH_MAX_SIGMA."""
     return [(i, sig) for i, sig in enumerate(cfg.noise_levels) if 0 < sig <= SMOOTH_MAX_SIGMA]
-
-
-def noisy_error_moment(sigma: float, alpha: float) -> float:
-    """E|max(sigma z, -1)|^alpha, z ~ N(0, 1) (scipy quadrature): the expected eta_w^alpha of the workload
-    prediction max(w (1 + sigma z), 0) (every job's relative error is max(sigma z, -1); the weights w_j^alpha
-    cancel in expectation)."""
-    from scipy import integrate, stats
-
-    f = lambda z: abs(max(sigma * z, -1.0)) ** alpha * stats.norm.pdf(z)
-    return float(sum(integrate.quad(f, lo, hi, limit=200)[0] for lo, hi in ((-12.0, -1 / sigma), (-1 / sigma, 12.0))))
-
-
-def robust_growth(n, worst) -> tuple[float, float]:
-    """Fitted growth factor G = (n_max / n_min)^b of the worst adversarial ratio ``worst`` (N, seeds) over ``n``
-    (N,) and its 95% half-width, b the pooled log-log slope (``pooled_slope``). G = 1: flat; ln(n) growth over
-    20..400 gives G ~ 2."""
-    slope, half, _ = pooled_slope(n, worst)
-    span = float(np.log(np.max(n) / np.min(n)))
-    g = float(np.exp(slope * span))
-    return g, float(np.exp((slope + half) * span) - g)
 
 
 def unit_ratio(statement: str, ratios, tolerance: float, *, source="theory", wide_reason=FLOAT32_REASON) -> Claim:
@@ -204,7 +176,7 @@ def prediction_claims(results: dict, cfg: Config) -> list[Claim]:
             "its total work / OPT's = 1 (interval half-width <= 0.25; dropping the -sigma^2/2 biases it by "
             "exp(sigma^2/2) - 1)"
         )
-        m = noisy_error_moment(float(sig), a)
+        m = ref.noisy_error_moment(float(sig), a)
         moment = (
             f"noisy workload prediction (sigma={sig:g}): mean over seeds of eta_w^alpha (per seed the mean over "
             f"{cfg.noise_law_draws} independent predictions of its instance's workloads) = E|max(sigma z, "

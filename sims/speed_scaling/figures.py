@@ -5,8 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from jaxwb.sims.core import panels, style
-from jaxwb.sims.speed_scaling.claims import ROBUST_GROWTH, eps_kappas, i0_noise, las_eps_interval, robust_growth
+from jaxwb.sims.speed_scaling.claims import ROBUST_GROWTH, eps_kappas, i0_noise
 from jaxwb.sims.speed_scaling.config import ADVERSARIAL, BASELINES, COLORS, LABELS, PUBLISHED, PUBLISHED_LAS, Config
+from jaxwb.sims.speed_scaling.measures import las_eps_interval, robust_growth
 from jaxwb.theory import speed_scaling as ss
 
 FIGURES = panels.Figures()

@@ -1,5 +1,6 @@
-"""Pure-Python reference implementations for speed scaling: the independent oracle of the BKP claim, of the
-theory tests (``tests/theory/test_speed_scaling.py``) and the benchmark baseline (``bench``).
+"""Pure-Python reference implementations for speed scaling (and one SciPy quadrature): the independent oracles of
+the reference, BKP and noisy-workload claims, of the theory tests (``tests/theory/test_speed_scaling.py``) and the
+benchmark baseline (``bench``).
 
 Deliberately naive and independent of ``theory/speed_scaling/``:
   yds_python             the textbook O(n^3)-per-round YDS: every interval [r_i, d_k], the work of the jobs
@@ -8,6 +9,7 @@ Deliberately naive and independent of ``theory/speed_scaling/``:
   avr_python, oa_python  slot-by-slot loops on the grid with EDF by a Python sort
   qoa_python             qOA's commanded speed (q x OA's plan), slot by slot
   bkp_python             BKP's commanded speed, slot by slot
+  noisy_error_moment     E|max(sigma z, -1)|^alpha of the noisy workload prediction, by SciPy quadrature
 """
 
 from __future__ import annotations
@@ -149,3 +151,13 @@ def bkp_python(release, deadline, work, n_slots, dt=1.0):
         _edf_slot(rem, order, s * dt)
         out.append(s)
     return out
+
+
+def noisy_error_moment(sigma: float, alpha: float) -> float:
+    """E|max(sigma z, -1)|^alpha, z ~ N(0, 1) (scipy quadrature): the expected eta_w^alpha of the workload
+    prediction max(w (1 + sigma z), 0) (every job's relative error is max(sigma z, -1); the weights w_j^alpha
+    cancel in expectation)."""
+    from scipy import integrate, stats
+
+    f = lambda z: abs(max(sigma * z, -1.0)) ** alpha * stats.norm.pdf(z)
+    return float(sum(integrate.quad(f, lo, hi, limit=200)[0] for lo, hi in ((-12.0, -1 / sigma), (-1 / sigma, 12.0))))

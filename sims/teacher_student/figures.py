@@ -7,8 +7,8 @@ import numpy as np
 
 from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import largest_difference
-from jaxwb.sims.teacher_student.claims import measurements, student_errors, windows
 from jaxwb.sims.teacher_student.config import RECON, Config
+from jaxwb.sims.teacher_student.measures import measurements, student_errors, windows
 from jaxwb.sims.teacher_student.reference import asymptotic_eps
 from jaxwb.theory import teacher_student as ts
 

@@ -1,4 +1,6 @@
-"""Teacher-student: the independent float64 NumPy reference solver and the continuum finite-k formula."""
+"""Teacher-student: independent references and measurements the claims and figures compare with the run; pure
+NumPy/SciPy, no code shared with run.py: the float64 reference solver, the continuum finite-k formula, the
+information-theoretic threshold rule, the exact test error of a Hermite network and the MAP/Adam student."""
 
 from __future__ import annotations
 
@@ -106,6 +108,24 @@ def asymptotic_eps(alpha, beta: float, k: int, delta: float, c_it: float = C_IT_
         eps = d / alpha * kc * (k1 + c_it / (2 * beta - 1) * (1 - (kc / k) ** (2 * beta - 1)))
         d = delta + eps
     return eps
+
+
+# ---------------------------------------------------------------------------------------------------------
+# The information-theoretic threshold rule: feature i learned iff alpha a2_i / Delta_eff >= c_IT (C_IT_REF)
+# ---------------------------------------------------------------------------------------------------------
+
+
+def amplitudes_np(k: int, beta: float) -> np.ndarray:
+    """a2_i = i^(-2 beta) / sum_j j^(-2 beta), i = 1..k (eq. A), float64 NumPy (not the theory's ``amplitudes``)."""
+    w = np.arange(1, k + 1, dtype=np.float64) ** (-2.0 * beta)
+    return w / w.sum()
+
+
+def learned_by_threshold(alpha, a2, delta_eff) -> np.ndarray:
+    """(A, k) bool: feature i is learned at alpha iff c_i = alpha a2_i / Delta_eff >= c_IT, with c_IT = C_IT_REF from
+    scipy on the potential's definition (not the solver's constant). ``alpha``, ``delta_eff`` (A,), ``a2`` (k,)."""
+    alpha = np.asarray(alpha, np.float64)[:, None]
+    return alpha * np.asarray(a2, np.float64)[None, :] / np.asarray(delta_eff, np.float64)[:, None] >= C_IT_REF
 
 
 # ---------------------------------------------------------------------------------------------------------

@@ -34,6 +34,7 @@ DISPLAY_ONLY = (
     "bits",
     "d_models",
     "engines/float32",
+    "fp_ppl",  # the float models' perplexity, exp(fp_loss): shown; the claims decide on fp_loss
     "layer_names",
     "layer_ppl",
     "ppl/rht4",

@@ -10,6 +10,7 @@ from scipy import stats
 from jaxwb.sims.core import claims as core
 from jaxwb.sims.core.claims import CHECK, Claim, ClaimGroups, agreement, bootstrap_ci, mean_ci, seed_mean, upper_bound
 from jaxwb.sims.tv_distance.config import INTERVAL_MIN_S, Config
+from jaxwb.sims.tv_distance.measures import bootstrap_slope, interval_rep
 from jaxwb.sims.tv_distance.pieces import loglog_slope
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
@@ -40,14 +41,6 @@ def worst_paired_zero(statement, b, se, n: int, *, source: str = "theory") -> Cl
     i = int(np.argmax(np.abs(b) / se))
     crit = float(stats.norm.ppf(1 - 0.025 / len(b)))
     return mean_check(statement(i), 0.0, b[i], se[i], 0.01, n, crit=crit, source=source)
-
-
-def bootstrap_slope(fit: dict, n: int) -> tuple[float, float, int]:
-    """(slope, half-width, n) of a fitted log-log slope with its 95% bootstrap interval ``fit["slope_ci"]``: the
-    larger distance from the slope to an end (inf when an end is not finite)."""
-    slope = float(fit["slope"])
-    lo, hi = (float(x) for x in fit["slope_ci"])
-    return slope, max(slope - lo, hi - slope) if np.isfinite(lo + hi) else float("inf"), n
 
 
 @CLAIMS.add
@@ -120,11 +113,6 @@ def noisy_claims(results: dict, cfg: Config) -> list[Claim]:
         "resolution, their CI half-width bound)"
     )
     return out + [bias_bound(text, bound, cov[f"noisy_r{r0}"]["value"], tv_true, source="reconstruction")]
-
-
-def interval_rep(cov: dict, name: str) -> dict:
-    """The repetitions of ``cov[name]`` as ``ci_hits`` reads them (a logit kind's estimates are its values)."""
-    return cov[name] if name not in tv.LOGIT_KINDS else {"value": cov[name]["estimates"], "se": cov[name]["se"]}
 
 
 @CLAIMS.add

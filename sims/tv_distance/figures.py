@@ -9,8 +9,8 @@ from scipy import stats
 
 from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import bootstrap_ci
-from jaxwb.sims.tv_distance.claims import interval_rep
 from jaxwb.sims.tv_distance.config import INTERVAL_MIN_S, Config
+from jaxwb.sims.tv_distance.measures import interval_rep
 from jaxwb.sims.tv_distance.pieces import loglog_slope
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv

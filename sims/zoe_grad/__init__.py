@@ -59,8 +59,9 @@ float64 NumPy forward of the same weights (``reference``).
 
 Package layout (the template of ``jaxwb.sims.core.contract``): ``config`` (NAME, TITLE, Config, PRESETS,
 constants), ``estimators`` (hard quantizers, the Monte Carlo of the estimators, the sigma sweep: 1-2),
-``kernel_check`` (3), ``toy`` (4), ``qat`` (5), ``reference`` (the NumPy forward of 5's check), ``run`` (the five
-in turn), ``claims``, ``figures`` (``plot``, one function per figure), ``mutants``.
+``kernel_check`` (3), ``toy`` (4), ``qat`` (5), ``reference`` (the NumPy forward of 5's check, the bias constant of
+4's check, perplexity), ``run`` (the five in turn), ``claims``, ``figures`` (``plot``, one function per figure),
+``mutants``.
 """
 
 from __future__ import annotations

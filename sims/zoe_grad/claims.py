@@ -6,6 +6,7 @@ import numpy as np
 
 from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, array_agreement, seed_mean, upper_bound
 from jaxwb.sims.zoe_grad.config import ESTIMATORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
+from jaxwb.sims.zoe_grad.reference import bias_constant_reference, perplexity
 
 R = "reconstruction"
 REFERENCE_RTOL = 5e-6  # float32 forward vs float64: per-token errors of a few ulps (1e-7) averaged over the windows
@@ -135,24 +136,6 @@ def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
     return out
 
 
-def bias_constant_reference(levels, sigma: float, n: int = 4001) -> float:
-    """B = sup_w |Q(w) - Q_sigma(w)| * sup_w g_sigma(w) (eq. 9, L_f = 1) for the Gaussian law and the ascending
-    ``levels`` (L,) (grid units), in float64 with ``scipy.special.ndtr`` and the normal density on a grid of [q_0 - 3,
-    q_K + 3] plus the boundaries (where |Q - Q_sigma| takes its one-sided limits and g_sigma peaks): independent of
-    ``theory.zoe_grad``'s sup, densities and CDFs."""
-    from scipy import special
-
-    lv = np.asarray(levels, np.float64)
-    b, d = 0.5 * (lv[1:] + lv[:-1]), np.diff(lv)
-    w = np.concatenate([np.linspace(lv[0] - 3.0, lv[-1] + 3.0, n), b])
-    t = (b - w[:, None]) / sigma
-    qs = lv[0] + np.sum(d * special.ndtr(-t), axis=1)
-    g = np.sum(d * np.exp(-0.5 * t * t), axis=1) / (sigma * np.sqrt(2 * np.pi))
-    q = lv[0] + np.sum(d * (w[:, None] > b), axis=1)  # at a boundary: the lower one-sided limit ...
-    eps = max(np.max(np.abs(q - qs)), np.max(np.abs(q[-b.size :] + d - qs[-b.size :])))  # ... and the upper
-    return float(eps * np.max(g))
-
-
 @CLAIMS.add
 def toy_claims(results: dict, cfg: Config) -> list[Claim]:
     """The convergence bound (eq. 10), the bias bound (eq. 9) and its constant on the toy objective."""
@@ -219,8 +202,3 @@ def qat_claims(results: dict, cfg: Config) -> list[Claim]:
         ste_diff = perplexity(q["ste"]) - perplexity(q[arm])
         out.append(seed_mean(statement, 0.0, ste_diff, cfg.qat_ste_bound, "abs", source="paper", wide_reason=why))
     return out
-
-
-def perplexity(a):
-    """exp of a mean log-loss, in float64."""
-    return np.exp(np.asarray(a, np.float64))

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from jaxwb.sims.core import panels, style
-from jaxwb.sims.zoe_grad.claims import perplexity
 from jaxwb.sims.zoe_grad.config import COLORS, GRIDS, KERNEL_ANCHOR_SCALE, MC_LAWS, Config
+from jaxwb.sims.zoe_grad.reference import perplexity
 from jaxwb.theory import zoe_grad as zg
 
 FIGURES = panels.Figures()

@@ -1,6 +1,12 @@
-"""zoe_grad: an independent float64 NumPy evaluation of the QAT study's tiny LM (5), for its check claims.
+"""zoe_grad: the independent references and measurements the claims and figures compare with the run; pure
+NumPy/SciPy, float64, no code shared with run.py.
 
-The forward pass is mpq's float64 NumPy one (``jaxwb.sims.mpq.reference_np.lm_logits_np``, written from
+  bias_constant_reference  the bias constant B of eq. 9 on a dense grid (SciPy's ndtr, not ``theory.zoe_grad``)
+  int_absmax_np, quantized_arrays, eval_loss_np
+                           the QAT study's tiny LM (5) evaluated in NumPy (below)
+  perplexity               exp of a mean log-loss (the QAT claims and figure)
+
+The tiny LM's forward pass is mpq's float64 NumPy one (``jaxwb.sims.mpq.reference_np.lm_logits_np``, written from
 ``models/tiny_lm.py``'s docstrings, sharing no code with ``jaxwb.models``), on the trained weights read as plain
 arrays (``reference_np.float64_params``). What is zoe_grad's own: the INT absmax quantizer in NumPy (sharing no
 code with ``jaxwb.pallas_kernels``' fake quantizer) and the evaluation windows (not ``jaxwb.models.train``'s): the
@@ -15,6 +21,24 @@ from jaxtyping import Float, Int
 from jaxwb.models.reference_np import cross_entropy
 
 MATMULS = ("attn.qkv", "attn.out", "mlp_in", "mlp_out")  # the block weights QAT quantizes (the embedding stays float)
+
+
+def bias_constant_reference(levels, sigma: float, n: int = 4001) -> float:
+    """B = sup_w |Q(w) - Q_sigma(w)| * sup_w g_sigma(w) (eq. 9, L_f = 1) for the Gaussian law and the ascending
+    ``levels`` (L,) (grid units), in float64 with ``scipy.special.ndtr`` and the normal density on a grid of [q_0 - 3,
+    q_K + 3] plus the boundaries (where |Q - Q_sigma| takes its one-sided limits and g_sigma peaks): independent of
+    ``theory.zoe_grad``'s sup, densities and CDFs."""
+    from scipy import special
+
+    lv = np.asarray(levels, np.float64)
+    b, d = 0.5 * (lv[1:] + lv[:-1]), np.diff(lv)
+    w = np.concatenate([np.linspace(lv[0] - 3.0, lv[-1] + 3.0, n), b])
+    t = (b - w[:, None]) / sigma
+    qs = lv[0] + np.sum(d * special.ndtr(-t), axis=1)
+    g = np.sum(d * np.exp(-0.5 * t * t), axis=1) / (sigma * np.sqrt(2 * np.pi))
+    q = lv[0] + np.sum(d * (w[:, None] > b), axis=1)  # at a boundary: the lower one-sided limit ...
+    eps = max(np.max(np.abs(q - qs)), np.max(np.abs(q[-b.size :] + d - qs[-b.size :])))  # ... and the upper
+    return float(eps * np.max(g))
 
 
 def int_absmax_np(w: Float[np.ndarray, "out K"], bits: int, block: int) -> Float[np.ndarray, "out K"]:
@@ -45,3 +69,8 @@ def eval_loss_np(
         raise ValueError(f"tokens must hold at least ctx + 1 = {ctx + 1} tokens, got {tok.size}")
     x, y = tok[: n * ctx].reshape(n, ctx), tok[1 : n * ctx + 1].reshape(n, ctx)
     return cross_entropy(p, x, y, n_heads=n_heads, rope_base=rope_base)
+
+
+def perplexity(a):
+    """exp of a mean log-loss, in float64."""
+    return np.exp(np.asarray(a, np.float64))
