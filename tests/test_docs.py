@@ -255,12 +255,14 @@ WORK_WORDS = re.compile(r"issue[- ][0-9]+|issue #|#[0-9]{2}\b|\bdeliver [0-9]|th
 
 
 def _project_text_files() -> list[Path]:
-    """The docs (but the changelog), the README, the notebooks and the code's docstrings and comments."""
+    """The docs (but the changelog), the README, the notebooks, the code's and the tests' docstrings and comments,
+    and the results' presets (their comments say why each value)."""
     files = [p for p in DOCS.rglob("*") if p.suffix in (".md", ".py") and p != DOCS / "changelog.md"]
-    files += [README, *(ROOT / "notebooks").glob("*.py")]
-    for tree in ("sims", "theory", "models", "pallas_kernels", "benchmarks"):
+    files += [README, *(ROOT / "notebooks").glob("*.py"), *(ROOT / "sims").glob("*/presets.toml")]
+    for tree in ("sims", "theory", "models", "pallas_kernels", "benchmarks", "tests"):
         files += (ROOT / tree).rglob("*.py")
-    return sorted(p for p in files if p.is_file() and "__pycache__" not in p.parts)
+    here = Path(__file__).resolve()  # this test states the words it looks for
+    return sorted(p for p in files if p.is_file() and "__pycache__" not in p.parts and p.resolve() != here)
 
 
 def test_docs_speak_of_the_project():

@@ -1,4 +1,4 @@
-"""Bad inputs to every public kernel op and what each raises (eagerly; the table in the issue-18 report).
+"""Bad inputs to every public kernel op and what each raises (eagerly).
 
 Each case is ``(id, call, message regex)``; every one must raise ``ValueError`` (or ``TypeError``) with that
 message, before any kernel runs (or, for an overflow that only the result shows, instead of returning it).

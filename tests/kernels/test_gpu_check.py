@@ -78,7 +78,7 @@ def _block_sparse_record(L, sparsity, *, ideal, got):
 
 
 def test_goals_met_and_missed():
-    """The goals of issue 39 against the measured ceilings: the best W4A16 variant against bf16 (<= 0.6x at
+    """The kernels' performance goals against the measured ceilings: the best W4A16 variant against bf16 (<= 0.6x at
     decode, <= 1.2x from M = 128), quantize >= 70% / dequantize >= 85% of the ceiling, RaZeR activation at least
     as fast as XLA, FWHT >= 75% and error <= 1e-6, block-sparse against ideal and against the best dense,
     attention against cuDNN; not measured -> met None."""

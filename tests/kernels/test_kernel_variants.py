@@ -1,4 +1,4 @@
-"""The selectable variants of issue 39 besides W4A16 (each default off, defaults unchanged bit for bit):
+"""The kernels' selectable variants besides W4A16 (each default off, defaults unchanged bit for bit):
 FWHT ``xla_method="kron"`` (Kronecker einsum), block-sparse ``xla_keep_dtype=True`` (K/V in their dtype, float32
 accumulation), quantize/dequantize ``QuantBlockSizes(num_warps=..., edge="mask")``."""
 
@@ -44,7 +44,7 @@ def test_fwht_kron_equals_scipy_in_float64(n):
 
 @pytest.mark.parametrize("d", [16, 256, pytest.param(4096, marks=pytest.mark.slow)])
 def test_fwht_kron_float32_error_against_float64(d):
-    """Issue 39's accuracy goal for float32 FWHT, d <= 4096: max error <= 1e-6 of the largest output against
+    """The accuracy goal for float32 FWHT, d <= 4096: max error <= 1e-6 of the largest output against
     float64 (both XLA formulations)."""
     x = np.random.default_rng(d).standard_normal((8, d)).astype(np.float32)
     exact = x.astype(np.float64) @ scipy.linalg.hadamard(d) / np.sqrt(d)

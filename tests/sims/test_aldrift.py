@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 import pytest
 
@@ -12,6 +10,7 @@ from jaxwb.sims.aldrift import pieces
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
+from tests.sims.expected import assert_config_refuses, assert_outputs
 
 
 @pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
@@ -20,20 +19,8 @@ def test_quick_preset_end_to_end(tmp_path):
     failed = [c.statement for c in outcome.claims if not c.as_expected]
     assert not failed, failed
     assert sum(c.expected == "fail" for c in outcome.claims) == 2  # ALDRIFT vs p_T in both settings (docs page)
-    for fname in (
-        "data.npz",
-        "claims.json",
-        "manifest.json",
-        "mean_distance.png",
-        "acceptance.png",
-        "evaluations.png",
-        "coverage.png",
-        "quadratic_check.png",
-    ):
-        assert (tmp_path / fname).stat().st_size > 0, fname
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["preset"] == "quick" and manifest["claims_as_expected"]
-    assert manifest["nonfinite_arrays"] == []
+    manifest = assert_outputs(tmp_path, sim.NAME)
+    assert manifest["claims_as_expected"] and manifest["nonfinite_arrays"] == []
     # mechanism: ALDRIFT's fitted mean moves towards x* monotonically on the whole, TOPIFT's stalls early
     r = outcome.results["setting1"]
     d_al = np.linalg.norm(np.asarray(r["aldrift"]["mean"]), axis=-1).mean(0)
@@ -63,20 +50,9 @@ def test_full_preset_claims():
 
 
 def test_config_validation():
-    cfg = sim.PRESETS["quick"]
-    for field, bad in (
-        ("m", 0),
-        ("runs", 3),
-        ("tau1", float("nan")),
-        ("box", (0.5, 1.0)),
-        ("cov_m_main", 7),
-        ("eps_setting", 5),
-        ("rs_eps_min", 1.0),
-        ("cov_sd", 0.0),
-        ("kish_reps", 0),
-    ):
-        with pytest.raises(ValueError, match=field):
-            type(cfg)(**{**cfg.__dict__, field: bad})
+    bad = [("m", 0), ("runs", 3), ("tau1", float("nan")), ("box", (0.5, 1.0)), ("cov_m_main", 7)]
+    bad += [("eps_setting", 5), ("rs_eps_min", 1.0), ("cov_sd", 0.0), ("kish_reps", 0)]
+    assert_config_refuses(sim.PRESETS["quick"], bad)
 
 
 def test_intended_schedule_matches_theory():
@@ -143,7 +119,7 @@ def test_kish_reference():
 
 
 def test_covered_temperatures():
-    from jaxwb.sims.aldrift.claims import covered_temperatures
+    from jaxwb.sims.aldrift.measures import covered_temperatures
 
     # (mu0 + tau L_d) <= 2 (mu0 + tau mu_d)  <=>  tau <= mu0 / (L_d - 2 mu_d): setting 2 (L_d = 9): tau <= 2/7
     taus = np.array([0.1, 0.28, 0.29, 1.0])

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 
 import jax
 import jax.numpy as jnp
@@ -14,23 +13,18 @@ import pytest
 
 from jaxwb.sims import distillation as sim
 from jaxwb.sims.core import harness
-from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.distillation.run import checkpoint_steps, distill_time, generation_configs, grid_angles, timescale_seed
 from jaxwb.theory import distillation as dm
+from tests.sims.expected import assert_as_expected, assert_outputs
 
 
 @pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
-    unexpected = [c.statement for c in outcome.claims if not c.as_expected]
-    assert not unexpected, format_claims(sim.NAME, outcome.claims)
+    assert_as_expected(sim.NAME, outcome.claims)
     assert {c.kind for c in outcome.claims} == {"check", "bound", "paper"}
     assert any(c.expected == "fail" for c in outcome.claims)
-    figures = ("spectrum", "timescales", "memorisation", "distillation", "samples")
-    for name in ("data.npz", "claims.json", "manifest.json", *(f"{f}.png" for f in figures)):
-        assert (tmp_path / name).stat().st_size > 0, name
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["preset"] == "quick" and manifest["nonfinite_arrays"] == []
+    assert assert_outputs(tmp_path, sim.NAME)["nonfinite_arrays"] == []
     g = outcome.results["generation"]
     # the mechanism at a glance: the memorising teacher copies, its distilled student far less
     assert g["small_n"]["teacher"]["copy"][:, -1].mean() > 5 * g["small_n"]["student"]["copy"].mean()
@@ -110,5 +104,4 @@ def test_config_validation_names_the_field(field, value, match):
 
 @pytest.mark.slow
 def test_full_preset_claims():
-    outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
-    assert all(c.as_expected for c in outcome.claims), format_claims(sim.NAME, outcome.claims)
+    assert_as_expected(sim.NAME, harness.execute(sim, preset="full", seed=0, write=False, verbose=False).claims)

@@ -4,7 +4,6 @@ NumPy baseline."""
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -13,6 +12,7 @@ from jaxwb.sims import interpolation as sim
 from jaxwb.sims.core.harness import execute
 from jaxwb.sims.interpolation import statistics
 from jaxwb.sims.interpolation.bench import numpy_mc
+from tests.sims.expected import assert_outputs
 
 
 @pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
@@ -38,9 +38,7 @@ def test_quick_preset_end_to_end(tmp_path):
     # (the divergence claim is a count, the largest diverged fraction, compared with 0)
     mc_claims = [c for c in outcome.claims if "Monte-Carlo" in c.statement and "diverges" not in c.statement]
     assert all(c.n_seeds >= 5 and c.ci > 0 for c in mc_claims)
-    for name in ("iterations_vs_batch", "speedup", "rate_check", "momentum_rule", "kaczmarz_cd"):
-        assert (tmp_path / f"{name}.png").exists()
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest = assert_outputs(tmp_path, sim.NAME)
     assert manifest["claims_passed"] == manifest["claims_total"]
     assert np.all(np.asarray(outcome.results["mc"]["diverged_fraction"]) == 0)
 

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import json
-
 import numpy as np
 
 from jaxwb.sims import quantization as sim
 from jaxwb.sims.core import harness
-from jaxwb.sims.quantization.claims import t_halfwidth
+from jaxwb.sims.quantization.measures import t_halfwidth
 from jaxwb.sims.quantization.run import format_datasets, format_stats, synthetic_kv
+from tests.sims.expected import assert_outputs
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -17,17 +16,7 @@ def test_quick_preset_end_to_end(tmp_path):
     # every claim passes: the RHT/dense ratio at b=8 is claimed against the finite-d moment ratio (docs)
     failed = [(c.statement, c.predicted, c.measured) for c in outcome.claims if not c.as_expected]
     assert not failed, failed
-    for fname in (
-        "data.npz",
-        "claims.json",
-        "manifest.json",
-        "mse_vs_bits.png",
-        "format_comparison.png",
-        "error_histograms.png",
-        "inquant.png",
-    ):
-        assert (tmp_path / fname).stat().st_size > 0, fname
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest = assert_outputs(tmp_path, sim.NAME)
     assert manifest["claims_passed"] == manifest["claims_total"] and manifest["nonfinite_arrays"] == []
     r = outcome.results
     # the measured MSE really falls ~4x per bit at high b (not only the claims' ratios)
@@ -45,7 +34,7 @@ def test_bench_quick_runs():
     assert all(r.ours_s > 0 and r.baseline_s > 0 for r in rows)
 
 
-# identities moved out of the claims (issue 13): they hold by construction, so they are unit tests
+# identities (not claims): they hold by construction, so they are unit tests
 
 
 def ties_and_edges(rows: int, cols: int):

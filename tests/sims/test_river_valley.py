@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import jax
 import numpy as np
@@ -14,6 +13,7 @@ from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
 from jaxwb.sims.river_valley.run import curved_starts
+from tests.sims.expected import assert_outputs
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -21,19 +21,8 @@ def test_quick_preset_end_to_end(tmp_path):
     failed = [c.statement for c in outcome.claims if not c.passed]
     assert not failed, failed
     assert {c.kind for c in outcome.claims} == {"check", "bound", "paper"}
-    for fname in (
-        "data.npz",
-        "claims.json",
-        "manifest.json",
-        "trajectories.png",
-        "phase_diagram.png",
-        "river_progress.png",
-        "stability_boundary.png",
-        "curved_river.png",
-    ):
-        assert (tmp_path / fname).stat().st_size > 0, fname
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["preset"] == "quick" and manifest["claims_passed"] == manifest["claims_total"]
+    manifest = assert_outputs(tmp_path, sim.NAME)
+    assert manifest["claims_passed"] == manifest["claims_total"]
     assert manifest["nonfinite_arrays"] == []
     # the phase diagram shows the mechanism: HB near beta=0.9 at lr > 2/lam stays stable, GD there diverges
     ph = outcome.results["phase"]

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import json
-
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -14,15 +12,10 @@ import pytest
 from jaxwb.sims import river_valley_lm as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.river_valley_lm import dynamics as dyn
-from jaxwb.sims.river_valley_lm.claims import (
-    bracket_gap,
-    bracket_octaves,
-    grid_edge,
-    linear_river_ratio,
-    seed_edges,
-    unigram_cross_entropy,
-)
+from jaxwb.sims.river_valley_lm.measures import bracket_gap, bracket_octaves, grid_edge, seed_edges
+from jaxwb.sims.river_valley_lm.reference import linear_river_ratio, unigram_cross_entropy
 from jaxwb.sims.river_valley_lm.run import eos_rows
+from tests.sims.expected import assert_as_expected, assert_outputs
 
 
 def test_heavy_ball_matches_optax_sgd_momentum():
@@ -153,22 +146,11 @@ def test_eos_rows_equal_raw_and_effective_lr():
 def test_quick_preset_end_to_end(tmp_path):
     """One quick-preset run, its outputs and its claims (one test, not two sharing a module fixture: pytest-xdist
     ran the two on different workers, each repeating the ~35 s run)."""
-    out = tmp_path
-    outcome = harness.execute(sim, preset="quick", seed=0, out_dir=out, verbose=False)
-    for fname in (
-        "data.npz",
-        "claims.json",
-        "manifest.json",
-        "lr_beta_grid.png",
-        "decomposition.png",
-        "edges.png",
-        "edge_of_stability.png",
-    ):
-        assert (out / fname).stat().st_size > 0, fname
-    assert json.loads((out / "manifest.json").read_text())["preset"] == "quick"
+    outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
+    assert_outputs(tmp_path, sim.NAME)
     cfg = sim.PRESETS["quick"]
     # the clean quick run decides every claim as the full preset does: passes, and known disagreements fail
-    assert all(c.as_expected for c in outcome.claims), [c.statement for c in outcome.claims if not c.as_expected]
+    assert_as_expected(sim.NAME, outcome.claims)
     assert all(c.n_seeds >= 5 for c in outcome.claims if c.ci > 0)
     assert all(np.isfinite(c.measured) for c in outcome.claims)
     r = outcome.results

@@ -13,15 +13,8 @@ from jaxwb.sims import sparse_attention
 from jaxwb.sims.core.harness import execute
 from jaxwb.sims.core.paths import sha256_file
 from jaxwb.sims.sparse_attention import Config, policy, pretrain, trajectory
-from jaxwb.sims.sparse_attention.claims import (
-    KNOWN_FAILURES,
-    band_claims,
-    paired_claim,
-    row,
-    sign_claim,
-    spearman,
-    spearman_rows,
-)
+from jaxwb.sims.sparse_attention.claims import KNOWN_FAILURES, band_claims, paired_claim, sign_claim
+from jaxwb.sims.sparse_attention.measures import row, spearman, spearman_rows
 
 # The quick preset loads the denoiser shipped in the package (``Config.denoiser == "shipped"``, trained once by
 # ``python -m jaxwb.sims.sparse_attention.pretrain --preset quick``) and makes every claim the full preset makes;

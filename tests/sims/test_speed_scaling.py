@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -13,8 +12,10 @@ from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
 from jaxwb.sims.speed_scaling import reference as ref
-from jaxwb.sims.speed_scaling.claims import las_eps_interval, noisy_error_moment, paper_setup
+from jaxwb.sims.speed_scaling.claims import paper_setup
 from jaxwb.sims.speed_scaling.config import KNOWN_MISMATCHES
+from jaxwb.sims.speed_scaling.measures import las_eps_interval
+from tests.sims.expected import assert_outputs
 
 
 @pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
@@ -24,10 +25,7 @@ def test_quick_preset_end_to_end(tmp_path):
     failed = [c.statement for c in outcome.claims if not c.as_expected]
     assert not failed, failed
     assert all(c.kind in ("check", "bound", "paper") for c in outcome.claims)
-    figures = ("ratio_vs_error", "profiles", "robustness", "las_experiment", "robust_n", "las_eps", "avr_lower_bound")
-    for name in figures:
-        assert (tmp_path / f"{name}.png").stat().st_size > 10_000
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
+    manifest = assert_outputs(tmp_path, sim.NAME)
     assert manifest["claims_as_expected"] and manifest["nonfinite_arrays"] == []
     data = np.load(tmp_path / "data.npz")
     assert data["main/oa"].shape == (sim.PRESETS["quick"].n_seeds,)
@@ -35,7 +33,7 @@ def test_quick_preset_end_to_end(tmp_path):
     # counterparts are: the published order of the baselines, the calibration's consistency and rise)
     assert not paper_setup(sim.PRESETS["quick"]) and paper_setup(sim.PRESETS["full"])
     assert not any(c.kind == "paper" for c in outcome.claims)
-    # every branch of the full preset is reached (issue #38): its optional outputs and their claims
+    # every branch of the full preset is reached: its optional outputs and their claims
     for key in ("robust_n", "las_calibration", "bounds", "avr_lb"):
         assert key in outcome.results, key
     statements = " ".join(c.statement for c in outcome.claims)
@@ -89,7 +87,7 @@ def test_noisy_error_moment_matches_monte_carlo():
     z = np.random.default_rng(0).standard_normal(400_000)
     for sigma in (0.4, 0.8):
         mc = np.abs(np.maximum(sigma * z, -1.0)) ** 3
-        assert abs(noisy_error_moment(sigma, 3.0) - mc.mean()) < 4 * mc.std() / np.sqrt(z.size)
+        assert abs(ref.noisy_error_moment(sigma, 3.0) - mc.mean()) < 4 * mc.std() / np.sqrt(z.size)
 
 
 def test_qoa_reference_with_q_one_is_oa():

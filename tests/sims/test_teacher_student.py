@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
 import numpy as np
 import pytest
@@ -12,11 +11,12 @@ from jaxwb.sims import teacher_student as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.teacher_student.bench import numpy_solve
-from jaxwb.sims.teacher_student.claims import measurements
 from jaxwb.sims.teacher_student.config import SMALL_GAP
+from jaxwb.sims.teacher_student.measures import measurements
 from jaxwb.sims.teacher_student.reference import C_IT_REF, asymptotic_eps
 from jaxwb.sims.teacher_student.run import alpha_grid
 from jaxwb.theory import teacher_student as ts
+from tests.sims.expected import assert_outputs
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -30,21 +30,7 @@ def test_quick_preset_end_to_end(tmp_path):
     assert not failed, failed
     kinds = [c.kind for c in outcome.claims]
     assert kinds.count("check") >= 3 and "unclassified" not in kinds
-    for fname in (
-        "data.npz",
-        "claims.json",
-        "manifest.json",
-        "staircase.png",
-        "scaling.png",
-        "effective_width.png",
-        "reference.png",
-        "amp.png",
-        "student.png",
-    ):
-        assert (tmp_path / fname).stat().st_size > 0, fname
-    manifest = json.loads((tmp_path / "manifest.json").read_text())
-    assert manifest["preset"] == "quick"
-    assert manifest["nonfinite_arrays"] == []
+    assert assert_outputs(tmp_path, sim.NAME)["nonfinite_arrays"] == []
     # refinement (k_c = k, alpha >= 10x the all-learned point): eps_BO ~ n^-1 holds by construction of the law
     # (every feature learned, each error (Delta_eff/alpha)(1 + O(1/c^2))), so it is a unit test, not a claim
     meas = measurements(outcome.results, sim.PRESETS["quick"])
@@ -139,8 +125,7 @@ def test_hermite_sq_distance_matches_monte_carlo():
 
 def test_threshold_counts_see_a_shifted_learned_set():
     """The count claims' measurement: 0 on a consistent learned set, > 0 when one feature too many is learned."""
-    from jaxwb.sims.teacher_student.claims import amplitudes_np, learned_by_threshold
-    from jaxwb.sims.teacher_student.reference import C_IT_REF
+    from jaxwb.sims.teacher_student.reference import C_IT_REF, amplitudes_np, learned_by_threshold
 
     a2 = amplitudes_np(50, 1.0)
     alpha = np.geomspace(5, 500, 20)

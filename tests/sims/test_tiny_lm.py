@@ -12,6 +12,7 @@ from jaxwb.sims.core import harness
 from jaxwb.sims.tiny_lm.config import FORMATS
 from jaxwb.sims.tiny_lm.quant import bits_per_weight, fake_quantize
 from jaxwb.sims.tiny_lm.tables import layer_table, summary
+from tests.sims.expected import assert_as_expected, assert_outputs
 
 
 @pytest.fixture(scope="module")
@@ -69,11 +70,10 @@ def test_outlier_channels_keep_the_float_model_and_w4a4_quantizes_activations():
 @pytest.mark.slow  # five 800-step trainings on a cold model cache (docs/papers/tiny_lm.md, "Presets")
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
-    for fname in ("data.npz", "claims.json", "manifest.json", "perplexity.png", "layer_errors.png", "engines.png"):
-        assert (tmp_path / fname).stat().st_size > 0, fname
+    assert_outputs(tmp_path, sim.NAME)
     cfg = sim.PRESETS["quick"]
     # the clean quick run decides every claim as the full preset does: passes, and known disagreements fail
-    assert all(c.as_expected for c in outcome.claims), [c.statement for c in outcome.claims if not c.as_expected]
+    assert_as_expected(sim.NAME, outcome.claims)
     per_layer = lambda c: c.statement.startswith("weight error")  # an interval over layers, not seeds
     assert all(c.n_seeds >= 5 for c in outcome.claims if c.ci > 0 and not per_layer(c))
     assert all(np.isfinite(c.measured) for c in outcome.claims)

@@ -11,6 +11,7 @@ import pytest
 from jaxwb.sims import zoe_grad as sim
 from jaxwb.sims.core import harness
 from jaxwb.theory import zoe_grad as zg
+from tests.sims.expected import assert_outputs
 
 
 @pytest.mark.parametrize(
@@ -57,16 +58,7 @@ def test_kernel_blocks_pin_the_scale():
 @pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
 def test_quick_preset_end_to_end(tmp_path):
     outcome = harness.execute(sim, preset="quick", seed=0, out_dir=tmp_path, verbose=False)
-    for fname in (
-        "estimators.png",
-        "sigma_sweep.png",
-        "kernel_check.png",
-        "convergence.png",
-        "qat.png",
-        "claims.json",
-        "data.npz",
-    ):
-        assert (tmp_path / fname).stat().st_size > 0, fname
+    assert_outputs(tmp_path, sim.NAME)
     assert {c.kind for c in outcome.claims} == {"check", "bound", "paper"}
     # the quick preset runs part 5 (QAT) short: every arm beats float fine-tuning + PTQ; the continuous laws'
     # differences from STE are claimed as the bound the seeds support (Config.qat_ste_bound)

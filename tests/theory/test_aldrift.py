@@ -445,7 +445,7 @@ def test_imh_chains_ess_matches_the_closed_form(inflation):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# API (issue 19): Gaussian.from_cov / from_chol, chains from given initial states
+# API: Gaussian.from_cov / from_chol, chains from given initial states
 # ---------------------------------------------------------------------------------------------------------
 
 

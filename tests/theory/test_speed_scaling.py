@@ -421,7 +421,7 @@ def test_bkp_matches_the_pure_python_reference_and_pays_for_its_commanded_speed(
 
 
 def test_bkp_idles_once_nothing_is_pending():
-    """Issue #38: after the last job finishes BKP's speed is 0, so its energy does not depend on the grid's length
+    """After the last job finishes BKP's speed is 0, so its energy does not depend on the grid's length
     (one job of work 1 on [0, 1) at alpha = 2 cost 1.0 / 3.95 / 5.85 with 1 / 2 / 1024 slots before)."""
     for n_slots in (1, 2, 8, 64):
         assert float(ss.energy(ss.bkp([0.0], [1.0], [1.0], n_slots=n_slots, dt=1.0).profile, 2.0)) == pytest.approx(1.0)
@@ -494,7 +494,7 @@ def test_bad_instances_raise_value_error():
 
 def test_one_n_slots_convention():
     """Every grid function takes ``n_slots`` the same way: inferred (from the grid array, else the deadlines) or
-    given; an explicit value that matches gives the same schedule (issue 19)."""
+    given; an explicit value that matches gives the same schedule."""
     r, d, w = ss.las_instance(12, 4, key=jax.random.key(0))
     last = int(np.max(np.asarray(d)))
     assert ss.resolve_n_slots(d, None, 1.0) == last

@@ -296,7 +296,7 @@ def test_no_recompilation_across_models(seed):
 
 
 # ---------------------------------------------------------------------------------------------------------
-# identities moved out of the claims (issue 13), the interval estimate and the default sample kind
+# identities (not claims), the interval estimate and the default sample kind
 # ---------------------------------------------------------------------------------------------------------
 
 
