@@ -10,7 +10,7 @@ from scipy import stats
 from jaxwb.sims.core import claims as core
 from jaxwb.sims.core.claims import CHECK, Claim, ClaimGroups, agreement, bootstrap_ci, mean_ci, seed_mean, upper_bound
 from jaxwb.sims.tv_distance.config import INTERVAL_MIN_S, Config
-from jaxwb.sims.tv_distance.measures import bootstrap_slope, interval_rep
+from jaxwb.sims.tv_distance.measures import interval_rep, slope_interval
 from jaxwb.sims.tv_distance.pieces import loglog_slope
 from jaxwb.sims.tv_distance.statistics import binomial_ci, ci_hits
 from jaxwb.theory import tv_distance as tv
@@ -232,7 +232,7 @@ def slope_claims(results: dict, cfg: Config) -> list[Claim]:
             f"the 1 of the paper's O(n / eps^2), an upper bound claimed below) (log-log slope over {where}; "
             "half-width <= 0.15)"
         )
-        out.append(Claim.from_interval(text, pred, bootstrap_slope(sl[nm], pool), 0.15, "ci", **CHECK))
+        out.append(Claim.from_interval(text, pred, slope_interval(sl[nm], pool), 0.15, "ci", **CHECK))
     sample_why = "the paper's O~(n^2 K / eps^2) at fixed K"
     noisy_why = "the n^2 sigma^2 term of the paper's O~((n + n^2 sigma^2) / eps^2)"
     repeats = "the bias needs r > 1 repeats at every n, so the cost n r grows like n^2"
@@ -246,7 +246,7 @@ def slope_claims(results: dict, cfg: Config) -> list[Claim]:
             f"{lab}: queries to reach RMSE {cfg.slope_eps} grow like n^2 ({why}; log-log slope over {where}; "
             "half-width <= 0.4)"
         )
-        out.append(Claim.from_interval(text, 2.0, bootstrap_slope(sl[nm], pool), 0.4, "ci", kind="paper"))
+        out.append(Claim.from_interval(text, 2.0, slope_interval(sl[nm], pool), 0.4, "ci", kind="paper"))
     nn = np.asarray(sl["n"], float)[:, None]
     s2, r2 = 2 * np.asarray(sl["s"], float)[None] + 1, 2 * np.asarray(sl["r"], float)[None]
     # the access models' query counts per sequence and n (the paper; s samples or r repeats)

@@ -9,7 +9,7 @@ import numpy as np
 from jaxwb.theory import tv_distance as tv
 
 
-def bootstrap_slope(fit: dict, n: int) -> tuple[float, float, int]:
+def slope_interval(fit: dict, n: int) -> tuple[float, float, int]:
     """(slope, half-width, n) of a fitted log-log slope with its 95% bootstrap interval ``fit["slope_ci"]``: the
     larger distance from the slope to an end (inf when an end is not finite)."""
     slope = float(fit["slope"])
