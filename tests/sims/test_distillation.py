@@ -3,7 +3,6 @@ validation."""
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 
 import jax
@@ -15,7 +14,7 @@ from jaxwb.sims import distillation as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.distillation.run import checkpoint_steps, distill_time, generation_configs, grid_angles, timescale_seed
 from jaxwb.theory import distillation as dm
-from tests.sims.expected import assert_as_expected, assert_outputs
+from tests.sims.expected import assert_as_expected, assert_config_refuses, assert_outputs
 
 
 @pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
@@ -98,8 +97,7 @@ def test_seed_changes_the_draws():
     ],
 )
 def test_config_validation_names_the_field(field, value, match):
-    with pytest.raises(ValueError, match=match):
-        dataclasses.replace(sim.PRESETS["quick"], **{field: value})
+    assert_config_refuses(sim.PRESETS["quick"], [(field, value, match)])
 
 
 @pytest.mark.slow

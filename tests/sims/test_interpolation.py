@@ -12,7 +12,7 @@ from jaxwb.sims import interpolation as sim
 from jaxwb.sims.core.harness import execute
 from jaxwb.sims.interpolation import statistics
 from jaxwb.sims.interpolation.bench import numpy_mc
-from tests.sims.expected import assert_outputs
+from tests.sims.expected import assert_config_refuses, assert_outputs
 
 
 @pytest.mark.slow  # the quick preset's decisions (and `workbench all --quick`); default run: test_smoke.py
@@ -96,8 +96,7 @@ def test_bootstrap_halfwidth_of_a_known_mean():
     ],
 )
 def test_config_validation_names_the_field(field, value, match):
-    with pytest.raises(ValueError, match=match):
-        dataclasses.replace(sim.PRESETS["quick"], **{field: value})
+    assert_config_refuses(sim.PRESETS["quick"], [(field, value, match)])
 
 
 def test_heavy_tail_marks_are_exclusive():

@@ -18,6 +18,7 @@ from jaxwb.sims import mpq as sim
 from jaxwb.sims.core import harness
 from jaxwb.sims.mpq.claims import se_claims, tiny_claims
 from jaxwb.sims.mpq.config import METHODS
+from tests.sims.expected import assert_config_refuses
 
 R = importlib.import_module("jaxwb.sims.mpq.run")
 
@@ -35,10 +36,7 @@ def test_config_validation():
         {"lm_blocks": (2,)},
         {"lm_blocks": (0, 0)},
     ]
-    for kw in bad:
-        (field,) = kw
-        with pytest.raises(ValueError, match=field):
-            sim.Config(**kw)
+    assert_config_refuses(sim.Config(), [(field, value) for kw in bad for field, value in kw.items()])
     assert sim.Config().quantizes("block1.mlp_out") and sim.Config().lm_scope == "every layer"
     quick = sim.PRESETS["quick"]
     assert quick.quantizes("block0.attn.qkv") and not quick.quantizes("block1.attn.qkv")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax
 import numpy as np
 import pytest
@@ -13,7 +11,7 @@ from jaxwb.sims.core import harness
 from jaxwb.sims.core.claims import format_claims
 from jaxwb.sims.core.timing import format_bench
 from jaxwb.sims.river_valley.run import curved_starts
-from tests.sims.expected import assert_outputs
+from tests.sims.expected import assert_config_refuses, assert_outputs
 
 
 def test_quick_preset_end_to_end(tmp_path):
@@ -60,8 +58,7 @@ def test_bench_meets_target():
     ],
 )
 def test_config_validation_names_the_field(field, value, match):
-    with pytest.raises(ValueError, match=match):
-        dataclasses.replace(sim.PRESETS["quick"], **{field: value})
+    assert_config_refuses(sim.PRESETS["quick"], [(field, value, match)])
 
 
 @pytest.mark.slow

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
-
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -11,7 +9,7 @@ import pytest
 from jaxwb.sims import zoe_grad as sim
 from jaxwb.sims.core import harness
 from jaxwb.theory import zoe_grad as zg
-from tests.sims.expected import assert_outputs
+from tests.sims.expected import assert_config_refuses, assert_outputs
 
 
 @pytest.mark.parametrize(
@@ -36,8 +34,7 @@ from tests.sims.expected import assert_outputs
     ],
 )
 def test_config_validation_names_the_field(field, value):
-    with pytest.raises(ValueError, match=field.split("_")[0]):
-        dataclasses.replace(sim.PRESETS["quick"], **{field: value})
+    assert_config_refuses(sim.PRESETS["quick"], [(field, value, field.split("_")[0])])
 
 
 def test_hard_quantizers_agree_with_theory_levels():
