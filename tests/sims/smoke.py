@@ -13,10 +13,10 @@ widens several-fold), not by a close call between seeds.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 from jaxwb.sims.core import registry
+from jaxwb.sims.core.presets import get_config
 
 # per result: the quick preset's fields that change at smoke size
 # fmt: off
@@ -61,9 +61,9 @@ MUTANT: dict[str, str] = {
 
 
 def config(name: str):
-    """The smoke-sized configuration of result ``name`` (its quick preset with :data:`OVERRIDES` applied)."""
-    module = registry.get(name)
-    return dataclasses.replace(module.PRESETS["quick"], **OVERRIDES.get(name, {}))
+    """The smoke-sized configuration of result ``name``: its quick preset with :data:`OVERRIDES` applied
+    (``get_config``, which refuses a field the Config lacks)."""
+    return get_config(registry.get(name), "quick", **OVERRIDES.get(name, {}))
 
 
 def mutant(name: str):
