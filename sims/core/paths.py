@@ -29,13 +29,15 @@ def enable_compilation_cache(path: str | Path | None = None, *, min_compile_time
     result, an audit's mutant runs and the test suite's repeated quick runs skip most of their compile time.
 
     The folder is ``path``, else the one already configured in JAX (``$JAX_COMPILATION_CACHE_DIR`` or
-    ``jax.config``), else ``cache_dir()/jax`` (git-ignored). ``WORKBENCH_JAX_CACHE=0`` turns it off. Compilations
-    that take longer than ``min_compile_time_s`` are written (notebooks pass 0: their many small eager
+    ``jax.config``), else ``cache_dir()/jax`` (git-ignored). ``WORKBENCH_JAX_CACHE=0`` turns it off, a folder
+    configured through ``$JAX_COMPILATION_CACHE_DIR`` (as the test suite shares it with subprocesses) included.
+    Compilations that take longer than ``min_compile_time_s`` are written (notebooks pass 0: their many small eager
     compilations are most of an opening). Entries are keyed by the HLO, the jax/jaxlib versions,
     the backend and the compile options, so a changed function (a mutant included) never reuses a stale entry.
     Returns the folder in use, or None when off.
     """
     if os.environ.get("WORKBENCH_JAX_CACHE", "1").strip().lower() in ("0", "false", "no", "off"):
+        jax.config.update("jax_enable_compilation_cache", False)  # JAX would otherwise use $JAX_COMPILATION_CACHE_DIR
         return None
     configured = os.environ.get("JAX_COMPILATION_CACHE_DIR") or jax.config.jax_compilation_cache_dir
     folder = Path(path or configured or cache_dir() / "jax").expanduser()

@@ -16,6 +16,7 @@ import shutil
 import signal
 import stat
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -155,8 +156,7 @@ def test_a_file_size_limit_during_the_write_is_one_line_exit_1(tmp_path):
         resource.setrlimit(resource.RLIMIT_FSIZE, (2048, 2048))
 
     # no compilation cache: under the limit JAX would leave truncated entries in the suite's shared one
-    no_cache = {"WORKBENCH_JAX_CACHE": "0", "JAX_ENABLE_COMPILATION_CACHE": "false"}
-    rc, _, err = fake_cli(["run", "atomic_fake", "--out", str(out)], no_cache, preexec_fn=limit)
+    rc, _, err = fake_cli(["run", "atomic_fake", "--out", str(out)], {"WORKBENCH_JAX_CACHE": "0"}, preexec_fn=limit)
     assert rc == 1, err
     assert err.strip().count("\n") == 0 and "File too large" in err and str(out) in err, err
     assert _tree(out) == before
@@ -350,3 +350,19 @@ def test_out_at_a_link_to_a_folder_writes_into_the_folder_and_keeps_the_link(tmp
     assert link.is_symlink() and (target / "manifest.json").is_file()
     harness.execute(mod, out_dir=link, cfg=mod.Config(2.0), verbose=False)  # a previous output: replaced
     assert link.is_symlink() and json.loads((target / "manifest.json").read_text())["config"]["value"] == 2.0
+
+
+def test_workbench_jax_cache_0_turns_off_a_cache_set_through_the_environment(tmp_path):
+    """``WORKBENCH_JAX_CACHE=0`` turns the compilation cache off even where ``$JAX_COMPILATION_CACHE_DIR`` names one
+    (the suite shares its cache with subprocesses that way): nothing is written there."""
+    folder = tmp_path / "jax_cache"
+    script = (
+        "import jax, jax.numpy as jnp\n"
+        "from jaxwb.sims.core.paths import enable_compilation_cache\n"
+        "assert enable_compilation_cache() is None\n"
+        "jax.jit(lambda x: jnp.sin(x) * 3.0)(jnp.arange(7.0)).block_until_ready()\n"
+    )
+    env = {**os.environ, "JAX_PLATFORMS": "cpu", "WORKBENCH_JAX_CACHE": "0", "JAX_COMPILATION_CACHE_DIR": str(folder)}
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=120)
+    assert not folder.exists() or not any(folder.iterdir())
