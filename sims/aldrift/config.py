@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from jaxwb.sims.core.presets import load_presets
 
@@ -157,7 +156,7 @@ DISPLAY_ONLY = (
     "coverage/tail_mass_K10_vs_m",
 )
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)
 
 
 COVERAGE_FAMILIES = (

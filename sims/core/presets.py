@@ -70,17 +70,21 @@ def tuples(value: Any) -> Any:
     return tuple(tuples(v) for v in value) if isinstance(value, list) else value
 
 
-def load_presets(config: type, path: str | Path) -> dict[str, Any]:
-    """A result's presets from the TOML file ``path``: one table per preset (``[quick]``, ``[full]``, ...), each
-    holding the fields that differ from ``config``'s defaults (the full preset is usually an empty table).
+def load_presets(config: type, path: str | Path | None = None) -> dict[str, Any]:
+    """A result's presets from the TOML file ``path`` (default: ``presets.toml`` beside the module that defines
+    ``config``): one table per preset (``[quick]``, ``[full]``, ...), each holding the fields that differ from
+    ``config``'s defaults (the full preset is usually an empty table).
 
     Returns ``{preset name: config(**table)}`` in the file's order, arrays as tuples (:func:`tuples`); each Config
     validates its fields in its ``__post_init__``. ``ValueError`` names the file and the problem when ``path`` is
-    not valid TOML, lacks ``[quick]`` or ``[full]``, or sets a field ``config`` does not have.
+    not a file, not valid TOML, lacks ``[quick]`` or ``[full]``, or sets a field ``config`` does not have.
     """
+    import inspect
     import tomllib
 
-    path = Path(path)
+    path = Path(path) if path is not None else Path(inspect.getfile(config)).with_name("presets.toml")
+    if not path.is_file():
+        raise ValueError(f"path: {path} is not a file (a result's presets are sims/NAME/presets.toml)")
     try:
         tables = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as e:

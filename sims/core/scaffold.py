@@ -63,7 +63,6 @@ CONFIG = '''"""__NAME__: the Config and its presets (what is measured: the packa
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
@@ -95,7 +94,7 @@ class Config:
             raise ValueError(f"n_seeds must be >= 5 (the claim's interval over seeds), got {self.n_seeds}")
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)
 '''
 
 PRESETS_TOML = """# __NAME__: the presets, each the fields it sets over the Config's defaults (config.py, whose field

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import numpy as np
 
@@ -147,4 +146,4 @@ class Config:
 #   around its centre, which the measured times exceed on the slow side (failed at 1 of 20 seeds; full preset:
 #   617 of the 629 allowed at n = 64). Worst |log tau_mem - log centre| + half-width over 20 seeds: 0.28, 0.29, 0.48
 #   against the allowed 0.36, 0.51, 0.74 (n = 8, 16, 32).
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from jaxwb.sims.core.presets import load_presets
 from jaxwb.sims.tiny_lm.config import PRESETS as TINY_LM_PRESETS
@@ -138,7 +137,7 @@ class Config:
         return not self.lm_blocks or int(layer.split(".")[0].removeprefix("block")) in self.lm_blocks
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)
 
 # arrays shown in the figures only (the float model's perplexity, methods.png's reference line, is claimed against
 # the NumPy forward pass): the tiny problems' RTN and BCD-from-RTN objectives (state_evolution.png's box plot), the

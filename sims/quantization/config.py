@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from jaxwb.sims.core.presets import load_presets
 
@@ -119,4 +118,4 @@ DISPLAY_ONLY = (
     "inquant/true_outliers",  # the planted channels (cfg.kv_outliers) for the figure; recovery: recovered_per_seed
 )
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)

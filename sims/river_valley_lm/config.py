@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from jaxwb.models.tiny_lm import LMConfig
 from jaxwb.sims.core.presets import load_presets
@@ -180,4 +179,4 @@ class Config:
         )
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from jaxwb.models import diffusion_lm as dl
 from jaxwb.models import train as tr
@@ -220,4 +219,4 @@ DISPLAY_ONLY = (
     ),
 )
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import speed_scaling as ss
@@ -124,7 +123,7 @@ class Config:
             bad("eps_values", "leave no window after LAS's shrink")
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)
 
 
 def delta_reference(eps, alpha):

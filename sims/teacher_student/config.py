@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from jaxwb.sims.core.presets import load_presets
 
@@ -115,7 +114,7 @@ class Config:
             bad("amp_seeds" if self.amp_seeds < 5 else "st_seeds", "must be >= 5 (claims use CIs over seeds)")
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)
 
 # arrays shown in the figures only (each with why no claim reads it):
 #   scaling/beta, student/d, student/k: the config's betas, input dimensions and widths echoed for the plots;

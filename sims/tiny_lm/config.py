@@ -4,7 +4,6 @@ constants (formats, engines, the paper's numbers)."""
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import LMConfig
@@ -159,4 +158,4 @@ class Config:
         return [f"d={d}" for d in self.d_models]
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from jaxwb.sims.core.presets import load_presets
 from jaxwb.theory import tv_distance as tv
@@ -132,7 +131,7 @@ class Config:
             )
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)
 
 
 def display_only() -> tuple[str, ...]:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from pathlib import Path
 
 from jaxwb.models import train as tr
 from jaxwb.models.tiny_lm import LMConfig
@@ -194,4 +193,4 @@ class Config:
         )
 
 
-PRESETS = load_presets(Config, Path(__file__).with_name("presets.toml"))
+PRESETS = load_presets(Config)

@@ -67,3 +67,10 @@ def test_every_result_reads_its_presets_from_its_toml(name):
     assert path.is_file()
     assert set(PRESET_NAMES) <= set(module.PRESETS)
     assert module.PRESETS == load_presets(module.Config, path)
+
+
+def test_a_missing_presets_file_is_refused_naming_it(tmp_path):
+    with pytest.raises(ValueError, match="path: .* is not a file"):
+        load_presets(Toy, tmp_path / "presets.toml")
+    with pytest.raises(ValueError, match="presets.toml is not a file"):  # beside this module: there is none
+        load_presets(Toy)
