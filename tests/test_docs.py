@@ -204,6 +204,22 @@ def test_every_result_has_a_page_in_the_site():
         assert f"(papers/{name}.md)" in index, f"docs/index.md does not link docs/papers/{name}.md"
 
 
+_CLAIM_COUNT = re.compile(r"(\d+) claims \((\d+) check, (\d+) bound, (\d+) paper\)")
+
+
+def test_result_pages_count_the_committed_claims():
+    """A page's "N claims (a check, b bound, c paper)" is its committed ``claims.json``'s count, kind by kind."""
+    from jaxwb.sims.core.outputs import load_claims
+
+    for name in _result_names():
+        page = (DOCS / "papers" / f"{name}.md").read_text()
+        kinds = [c.kind for c in load_claims(name)]
+        committed = (len(kinds), kinds.count("check"), kinds.count("bound"), kinds.count("paper"))
+        for m in _CLAIM_COUNT.finditer(page):
+            stated = tuple(int(g) for g in m.groups())
+            assert stated == committed, f"docs/papers/{name}.md: {m.group(0)!r}, claims.json has {committed}"
+
+
 def test_license_and_citation():
     license_text = (ROOT / "LICENSE").read_text()
     assert "Apache License" in license_text and "Version 2.0, January 2004" in license_text
