@@ -132,7 +132,7 @@ def crossing_claims(results: dict, cfg: Config) -> list[Claim]:
 def exactness_claims(results: dict, cfg: Config) -> list[Claim]:
     """Closed forms against Monte Carlo and iteration: moments, losses, GD; the spectra's traces."""
     ts = results["timescales"]
-    out = []
+    out, resolution = [], MC_RESOLUTION / np.sqrt(cfg.mc_samples)
     for key, text in (
         ("gram", "u^T U u (random unit u)"),
         ("cross", "u^T V e_1 (in units of sqrt(u^T U u))"),
@@ -145,7 +145,6 @@ def exactness_claims(results: dict, cfg: Config) -> list[Claim]:
                 f"closed-form {text} = Monte Carlo over {data} ({cfg.mc_samples} draws per seed, p and n; relative "
                 "deviation averaged over p and n, one value per seed)"
             )
-            resolution = MC_RESOLUTION / np.sqrt(cfg.mc_samples)
             out.append(seed_mean(statement, 0.0, np.mean(ts[f"{key}_{where}"], axis=(0, 2)), resolution))
     text = (
         f"GD in closed form through the eigenbasis = {cfg.iterate_steps} iterated GD steps (max relative "

@@ -64,7 +64,7 @@ def plot_timescales(results: dict, cfg: Config):
             ax2.plot(ns, pred, **style.prediction(color=COLORS[i], linestyle="--" if key == "tau_mem" else ":"))
     panels.prediction_key(ax2, "GE: 1/(lr (v^2 p/n + s^2))")
     panels.prediction_key(ax2, "GE: e d (linear bulk)", linestyle=":")
-    ax2.plot(ns, 2.0 * ns / ns[0] * np.nanmean(ts["tau_mem"][-1, :, 0]) / 2.0, color="0.6", lw=0.8, label="~ n")
+    ax2.plot(ns, ns / ns[0] * np.nanmean(ts["tau_mem"][-1, :, 0]), color="0.6", lw=0.8, label="~ n")
     title = "tau_mem ~ n, tau_gen ~ const (95% CI over seeds)"
     return panels.finish(ax2, legend=7, log="xy", xlabel="training-set size n", ylabel="GD steps", title=title).figure
 
@@ -143,6 +143,7 @@ def plot_samples(results: dict, cfg: Config):
     """Samples of the teacher and the student (first two coordinates) beside the training points, one seed."""
     s = results["generation"]["small_n"]["samples"]
     n, p = generation_configs(cfg)["small_n"]
+    X = np.asarray(s["train"][0])
     fig, axes = style.figure(1, 2, figsize=(11, 5.0), sharex=True, sharey=True)
     for ax, who, title in (
         (axes[0], "teacher", f"teacher after {cfg.teacher_steps:.0e} GD steps"),
@@ -150,7 +151,6 @@ def plot_samples(results: dict, cfg: Config):
     ):
         x = np.asarray(s[who][0])
         ax.plot(x[:, 0], x[:, 1], ".", ms=3, alpha=0.5, color="tab:blue", label=f"{len(x)} samples")
-        X = np.asarray(s["train"][0])
         ax.plot(X[:, 0], X[:, 1], "x", ms=9, mew=2, color="tab:red", label=f"the n = {n} training points")
         title = f"{title} (n = {n}, p = {p}, seed 0)"
         panels.finish(

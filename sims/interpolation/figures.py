@@ -64,29 +64,6 @@ def plot_iterations_vs_batch(results: dict, cfg: Config):
     return panels.finish(ax, legend=legend, log="xy", **labels, title=title, ylim=ylim).figure
 
 
-def _slope_panel(ax, results: dict, cfg: Config):
-    """What the speedup claims read, on the speedup panel: heavy ball's Monte-Carlo log-log slope over the fit
-    range (with its 95% bootstrap CI and the exact recursion's slope), the paper's proportionality (slope 1)
-    through heavy ball's B = 1 point, and the measured saturation batch B*_HB beside the paper's tr H/sqrt(L mu)."""
-    Bs, c, hits, th, boot = _hits(results)
-    lin = Bs <= cfg.linear_fraction * c["sat_shb"]
-    x = np.log(Bs[lin])
-    slope_of = lambda h: np.polyfit(x, np.log(h[..., :1] / h[..., lin]).T, 1)[0]
-    s_ex = float(slope_of(th[I_HB]))
-    s_lo, s_hi = np.quantile(slope_of(np.moveaxis(boot[I_HB], -1, 0)), [0.025, 0.975])
-    speedup = hits[I_SGD, 0] / hits[I_HB]
-    fit = f"heavy ball, Monte-Carlo log-log slope {{slope:.3f}} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion "
-    labels = {"fit_label": fit + f"{s_ex:.3f}", "pred_label": "paper: heavy-ball speedup proportional to B (slope 1)"}
-    labels["fit_range_label"] = f"slope fit range B <= {Bs[lin][-1]:g}"
-    pred_style = {"color": "0.3", "linewidth": 1, "linestyle": "-."}
-    kw = {"fit": lin, "points": False, "predicted": 1.0, "anchor": (Bs[0], speedup[0]), "color": "tab:red"}
-    panels.slope_panel(ax, Bs, speedup, **kw, pred_style=pred_style, **labels)
-    # heavy ball's saturation batch B*_HB = (r - 1)/(1 - r/B_max), r = T_HB(1)/T_HB(B_max), and its 95% range
-    bstar = lambda h: (h[I_HB, 0] / h[I_HB, -1] - 1.0) / (1.0 - h[I_HB, 0] / h[I_HB, -1] / Bs[-1])
-    lo, hi = np.nanquantile(bstar(boot), [0.025, 0.975])
-    ax.axvspan(lo, hi, color="tab:red", alpha=0.25, label=f"heavy ball B*_HB, Monte Carlo: {bstar(hits):.0f} (95% CI)")
-
-
 @FIGURES.add
 def plot_speedup(results: dict, cfg: Config):
     """Speedup: against SGD at B = 1 (perfect parallelization), and against SGD at the same B."""
@@ -102,7 +79,25 @@ def plot_speedup(results: dict, cfg: Config):
             y, yerr = ref / hits[i], _err(ref / hits[i], ref_boot / boot[i])
             panels.measured_vs_predicted(a, Bs, y, ref_th / th[i], yerr=yerr, color=COLORS[m], label=LABELS[m])
     panels.prediction_key(ax, "theory (exact recursion)")
-    _slope_panel(ax, results, cfg)
+    # what the speedup claims read: heavy ball's Monte-Carlo log-log slope over the fit range (with its 95% bootstrap
+    # CI and the exact recursion's slope), the paper's proportionality (slope 1) through heavy ball's B = 1 point
+    lin = Bs <= cfg.linear_fraction * c["sat_shb"]
+    x = np.log(Bs[lin])
+    slope_of = lambda h: np.polyfit(x, np.log(h[..., :1] / h[..., lin]).T, 1)[0]
+    s_ex = float(slope_of(th[I_HB]))
+    s_lo, s_hi = np.quantile(slope_of(np.moveaxis(boot[I_HB], -1, 0)), [0.025, 0.975])
+    speedup = hits[I_SGD, 0] / hits[I_HB]
+    fit = f"heavy ball, Monte-Carlo log-log slope {{slope:.3f}} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion "
+    labels = {"fit_label": fit + f"{s_ex:.3f}", "pred_label": "paper: heavy-ball speedup proportional to B (slope 1)"}
+    labels["fit_range_label"] = f"slope fit range B <= {Bs[lin][-1]:g}"
+    pred_style = {"color": "0.3", "linewidth": 1, "linestyle": "-."}
+    kw = {"fit": lin, "points": False, "predicted": 1.0, "anchor": (Bs[0], speedup[0]), "color": "tab:red"}
+    panels.slope_panel(ax, Bs, speedup, **kw, pred_style=pred_style, **labels)
+    # heavy ball's saturation batch B*_HB = (r - 1)/(1 - r/B_max), r = T_HB(1)/T_HB(B_max), and its 95% range, beside
+    # the paper's tr H/sqrt(L mu)
+    bstar = lambda h: (h[I_HB, 0] / h[I_HB, -1] - 1.0) / (1.0 - h[I_HB, 0] / h[I_HB, -1] / Bs[-1])
+    lo, hi = np.nanquantile(bstar(boot), [0.025, 0.975])
+    ax.axvspan(lo, hi, color="tab:red", alpha=0.25, label=f"heavy ball B*_HB, Monte Carlo: {bstar(hits):.0f} (95% CI)")
     _sat_lines(ax, c)
     title = f"Speedup over SGD at B = 1\n{_header(cfg, c)}"
     ylabel = "speedup T_SGD(B=1) / T(B)  (iterations to eps, Monte Carlo)"
@@ -133,9 +128,9 @@ def plot_rate_check(results: dict, cfg: Config):
     ax.fill_between(xx, xx / 1.05, xx * 1.05, color="0.8", alpha=0.7, label="+-5%")
     for i, m in enumerate(METHODS):
         ax.errorbar(pe[i], me[i], yerr=_err(me[i], me_b[i]), fmt="o", color=COLORS[m], capsize=2, label=LABELS[m])
-    for k, name in (("kaczmarz", "Kaczmarz"), ("cd", "coord. descent")):
+    for k, name, color in (("kaczmarz", "Kaczmarz", "tab:orange"), ("cd", "coord. descent", "tab:brown")):
         for cname, mk in (("single", "s"), ("block", "^"), ("block_hb", "D")):
-            r, color = results[k][cname], "tab:orange" if k == "kaczmarz" else "tab:brown"
+            r = results[k][cname]
             x, m_ = efold(r["rate_exact_fit"]), efold(r["rate_mc"])
             yerr = _err(np.atleast_1d(m_), efold(r["rate_boot"])[None])
             ax.errorbar(x, m_, yerr=yerr, fmt=mk, mfc="none", color=color, capsize=2, label=f"{name}, {cname}")
@@ -143,11 +138,9 @@ def plot_rate_check(results: dict, cfg: Config):
         f"Exact mean-square decay vs Monte Carlo (95% bootstrap CI)\n(window: {cfg.fit_efolds:g} e-folds once the "
         "exact slope is within 1% of log rho(T))"
     )
-    labels = {
-        "xlabel": "predicted: exact E||e||^2 recursion, -1/slope of log on the fit window (iterations per e-fold)",
-        "ylabel": "measured: -1/slope of log(Monte-Carlo mean ||e||^2), same window",
-    }
-    return panels.finish(ax, legend=UPPER_LEFT, log="xy", **labels, title=title).figure
+    xlabel = "predicted: exact E||e||^2 recursion, -1/slope of log on the fit window (iterations per e-fold)"
+    ylabel = "measured: -1/slope of log(Monte-Carlo mean ||e||^2), same window"
+    return panels.finish(ax, legend=UPPER_LEFT, log="xy", xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 
 @FIGURES.add
@@ -195,15 +188,14 @@ def plot_kaczmarz_cd(results: dict, cfg: Config):
         ),
     ):
         r = results[k]
-        for cname, col in (("single", "tab:blue"), ("block", "tab:green"), ("block_hb", "tab:red")):
+        block, block_hb = r["block"], r["block_hb"]
+        for cname, col, lab in (
+            ("single", "tab:blue", "single row/coordinate, exact projection"),
+            ("block", "tab:green", f"block of {block['B']} (averaged), lr from the SGD rule"),
+            ("block_hb", "tab:red", f"block of {block_hb['B']} + heavy ball (rule, beta={block_hb['beta']:.3f})"),
+        ):
             d = r[cname]
-            t = np.asarray(d["t"])
-            lab = {
-                "single": "single row/coordinate, exact projection",
-                "block": f"block of {d['B']} (averaged), lr from the SGD rule",
-                "block_hb": f"block of {d['B']} + heavy ball (rule, beta={d['beta']:.3f})",
-            }[cname]
-            mc = np.asarray(d["mc_mean"])
+            t, mc = np.asarray(d["t"]), np.asarray(d["mc_mean"])
             label = f"{lab}: Monte Carlo ({int(d['seeds']) if 'seeds' in d else cfg.aux_seeds} seeds)"
             panels.band(ax, t, mc / mc[0], d["mc_lo"], d["mc_hi"], color=col, lw=3, alpha=0.45, label=label)
             ax.plot(t, np.asarray(d["exact"]) / np.asarray(d["exact"])[0], **style.prediction(color=col))

@@ -37,10 +37,8 @@ def plot_state_evolution(results: dict, cfg: Config):
     ):
         panels.errorbars(ax3, betas, np.asarray(t[err]) / np.asarray(t[dist]), fmt="o-", color=color, label=label)
     title = f"VAMP marginals vs enumeration ({cfg.tiny_problems} rows, 95% CI)"
-    ylabel = "max |p_VAMP - p_exact| / max |p_exact - prior|"
-    return panels.finish(
-        ax3, legend=8, log="xy", xlabel="beta (absolute; H with unit mean diagonal)", ylabel=ylabel, title=title
-    ).figure
+    xlabel, ylabel = "beta (absolute; H with unit mean diagonal)", "max |p_VAMP - p_exact| / max |p_exact - prior|"
+    return panels.finish(ax3, legend=8, log="xy", xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 
 @FIGURES.add

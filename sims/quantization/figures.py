@@ -81,12 +81,12 @@ def plot_error_histograms(results: dict, cfg: Config):
     """Per-element error distributions of the formats on Gaussian data."""
     f = results["formats"]
     labels = format_labels(f)
-    fig, axes = style.figure(1, len(labels), figsize=(3 * len(labels), 3.4), sharey=True)
-    for axh, lab in zip(np.atleast_1d(axes), labels, strict=True):
+    fig, axes = style.figure(1, len(labels), figsize=(3 * len(labels), 3.4), sharey=True, squeeze=False)
+    for axh, lab in zip(axes[0], labels, strict=True):
         e = np.asarray(f["gaussian"][lab]["err"])
         axh.hist(e, bins=101, range=(-0.4, 0.4), color="tab:blue", alpha=0.8)
         axh.set(title=f"{lab}\nrms {np.sqrt(np.mean(e**2)):.3f}", xlabel="error / rms(x)", yscale="log")
-    np.atleast_1d(axes)[0].set_ylabel("count (Gaussian data)")
+    axes[0, 0].set_ylabel("count (Gaussian data)")
     return fig
 
 

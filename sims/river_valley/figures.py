@@ -33,9 +33,9 @@ def plot_trajectories(results: dict, cfg: Config):
         d = tr[name]
         losses = np.maximum(np.asarray(d["loss"], np.float64), 1e-12)
         for i, (th, dv) in enumerate(zip(np.asarray(d["theta"]), np.asarray(d["diverged"]), strict=True)):
-            n_show = len(th) if not bool(dv) else min(len(th), 12)
+            shown = th[:12] if dv else th
             label = f"{labels[name]} (lr={float(d['lr']):.4f})" if i == 0 else None
-            ax.plot(th[:n_show, 0], th[:n_show, 1], "-", color=color, lw=0.7, alpha=0.6, label=label)
+            ax.plot(shown[:, 0], shown[:, 1], "-", color=color, lw=0.7, alpha=0.6, label=label)
         label = f"{labels[name]}: median, min-max band over {len(losses)} starts"
         panels.quantile_band(ax2, np.arange(losses.shape[1]), losses, color=color, label=label)
     st = np.asarray(tr["starts"])
@@ -58,8 +58,7 @@ def plot_phase_diagram(results: dict, cfg: Config):
     edge = (bfine, np.asarray(rv.hb_threshold(lam, bfine)))
     labels = {"edge_label": "theory: divergence at lr = 2(1+beta)/lam"}
     labels["colorbar_label"] = "river progress 1 - |x_T - x*| / |x_0 - x*|"
-    progress, unstable = np.asarray(ph["progress"]), np.asarray(ph["diverged"])
-    panels.stability_map(ax, betas, lrs, progress, unstable=unstable, edge=edge, vmin=0, vmax=1, **labels)
+    panels.stability_map(ax, betas, lrs, ph["progress"], unstable=ph["diverged"], edge=edge, vmin=0, vmax=1, **labels)
     label = "river mode overdamped below lr = (1-sqrt beta)^2/mu"
     ax.plot(bfine, (1 - np.sqrt(bfine)) ** 2 / mu, color="white", ls=":", lw=1.4, label=label)
     gd = rv.hb_guidance(lam, mu)
@@ -104,11 +103,11 @@ def plot_stability_boundary(results: dict, cfg: Config):
     """Measured stable lr vs beta for HB and Nesterov against the closed forms; Polyak's rate."""
     lam, b = cfg.lam, results["boundary"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12.5, 4.6))
-    bfine = np.linspace(0, 0.99, 200)
+    bfine, beta = np.linspace(0, 0.99, 200), np.asarray(b["beta"])
     for key, fmt, color, name, formula in EDGES:
         threshold = lam * np.asarray(getattr(rv, f"{key}_threshold")(lam, bfine))
         labels = {"label": f"measured {name}", "pred_label": f"theory {name}: lr lam = {formula}"}
-        beta, edge = np.asarray(b["beta"]), lam * np.asarray(b[key])
+        edge = lam * np.asarray(b[key])
         panels.measured_vs_predicted(ax, beta, edge, threshold, pred_x=bfine, fmt=fmt, color=color, **labels)
     ax.axhline(2.0, color="0.5", lw=1, label="GD: lr lam = 2")
     title = f"Stability boundary (bisection, {cfg.boundary_steps} steps per test)"

@@ -217,7 +217,7 @@ def reference_run_claims(results: dict, cfg: Config) -> list[Claim]:
     jb = int(np.argmax(cfg.betas))
     sgd = np.asarray(results["sgd"]["final_loss"], np.float64)[0, [j0, jb], 0]
     adam = float(np.asarray(results["adam"]["final_loss"])[0, -1, 0])
-    ref = [float(rf[k]) for k in ("sgd_final", "hb_final", "adam_final")]
+    ref = [float(rf[key]) for key in ("sgd_final", "hb_final", "adam_final")]
     replay = (
         f"training: mini-batch GD and heavy ball beta={cfg.betas[jb]:g} (the loss map's smallest effective lr, "
         f"{cfg.lr_mults[0]:g} x 2/lambda_max) and AdamW (beta1={cfg.adam_beta1s[-1]:g}, lr "

@@ -33,6 +33,7 @@ def plot_scan(results: dict, cfg: Config):
     gaps[cfg.d_model] = largest_gap(results["hessian"]["spectrum"])
     res_oct = bracket_octaves(cfg.edge_bracket, cfg)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
+    mean_kw = {"fmt": "s-", "color": "tab:red", "capsize": 4, "pred_label": "the paper's picture"}
     for a, data, widen, pred, lab in (
         (ax, ratios, res_oct, float(np.log2(1 + b)), f"log2 edge(beta={b:g}) / edge(GD)"),
         (ax2, gaps, 0.0, GAP_RATIO, "largest lambda_k / lambda_(k+1), top of the spectrum at init"),
@@ -42,18 +43,7 @@ def plot_scan(results: dict, cfg: Config):
             a.plot(np.full(len(data[w]), w), data[w], "o", color="0.6", ms=4)
         st = np.array([mean_ci(data[w])[:2] for w in ws])
         label = "mean, 95% CI over seeds" + (" + bisection resolution" if widen else "")
-        panels.measured_vs_predicted(
-            a,
-            ws,
-            st[:, 0],
-            pred,
-            yerr=st[:, 1] + widen,
-            fmt="s-",
-            color="tab:red",
-            capsize=4,
-            label=label,
-            pred_label="the paper's picture",
-        )
+        panels.measured_vs_predicted(a, ws, st[:, 0], pred, yerr=st[:, 1] + widen, label=label, **mean_kw)
         panels.finish(a, legend=7, log="x", xlabel="d_model (width)", ylabel=lab)
         panels.integer_ticks(a, ws)
     ax.axhline(0.0, color="0.5", lw=1)
@@ -110,10 +100,8 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     ax2.plot([], [], "k*", label="largest stable grid lr, geo. mean + CI")
     title = "(lr, beta) map: seed-mean loss; grey = share diverged"
     ylabel = "effective lr lr/(1-beta) / (2/lambda_max(init))"
-    xlabel = "momentum beta"
-    panels.finish(
-        ax2, legend={"fontsize": 7, "loc": "lower right"}, yscale="log", xlabel=xlabel, ylabel=ylabel, title=title
-    )
+    legend = {"fontsize": 7, "loc": "lower right"}
+    panels.finish(ax2, legend=legend, yscale="log", xlabel="momentum beta", ylabel=ylabel, title=title)
     alr, ab1 = np.asarray(a["lr"]), np.asarray(a["beta1"])
     am, ah = _mean_band(a["final_loss"])
     for j, b in enumerate(ab1):
@@ -164,19 +152,17 @@ def plot_edges(results: dict, cfg: Config):
     betas = np.asarray(cfg.betas)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     seeds = {"marker": "o", "color": "0.6", "ms": 4, "alpha": 1.0, "label": "seeds (bisected edge)"}
+    mean_kw = {"fmt": "s-", "color": "tab:red", "capsize": 4, "label": "geometric mean, 95% CI over seeds"}
+    bf = np.linspace(0, betas.max(), 50)
+    title = f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections"
     for which, scale, a in (("raw lr", np.ones_like(betas), ax), ("effective lr lr/(1-beta)", 1 / (1 - betas), ax2)):
         e = ed * scale[:, None]
-        label = "geometric mean, 95% CI over seeds"
-        panels.errorbars(
-            a, betas, e.T, geometric=True, show_seeds=seeds, fmt="s-", color="tab:red", capsize=4, label=label
-        )
-        bf = np.linspace(0, betas.max(), 50)
+        panels.errorbars(a, betas, e.T, geometric=True, show_seeds=seeds, **mean_kw)
         e0 = np.exp(np.mean(np.log(e[list(cfg.betas).index(0.0)])))
         pred = (1 + bf) * (1.0 if a is ax else 1.0 / (1.0 - bf))
         label = "quadratic theory x measured GD edge: (1+beta)" + ("" if a is ax else "/(1-beta)")
         a.plot(bf, e0 * pred, **style.PREDICTION, label=label)
         a.plot(bf, pred, **style.prediction(color="0.4", linestyle=":"), label="quadratic theory from lambda_max(init)")
-        title = f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections"
         ylabel = f"divergence edge, {which} / (2/lambda_max(init))"
         panels.finish(a, legend=7, yscale="log", xlabel="momentum beta", ylabel=ylabel, title=title)
     return fig
@@ -188,15 +174,15 @@ def plot_edge_of_stability(results: dict, cfg: Config):
     e, rows = results["eos"], eos_rows(cfg)
     lam, lr = np.asarray(e["lam"]), np.asarray(e["lr"])  # [R, S, T], [R, S]
     t = np.arange(lam.shape[-1]) * cfg.eos_every
-    colors = {0: "tab:blue", 1: "tab:green", 2: "tab:orange"}
+    colors = ("tab:blue", "tab:green", "tab:orange")
     n_m = len(cfg.eos_mults)
     fig, axs = style.figure(n_m, 4, figsize=(20, 4.4 * n_m), squeeze=False)
     for i, mult in enumerate(cfg.eos_mults):
         ax, ax2, ax3, ax4 = axs[i]
-        for c in range(3):
+        for c, color in enumerate(colors):
             r = 3 * i + c
             label, beta, _ = rows[r]
-            kw = dict(color=colors[c], lw=0.8, alpha=0.6)
+            kw = dict(color=color, lw=0.8, alpha=0.6)
             for a, y in ((ax, lr[r][:, None] * lam[r]), (ax3, e["loss"][r]), (ax4, e["param_norm"][r])):
                 a.plot(t, np.asarray(y).T, **kw)[0].set_label(label)
             ax2.plot(t, lam[r].T, **kw)
@@ -204,7 +190,7 @@ def plot_edge_of_stability(results: dict, cfg: Config):
             lz = np.stack([np.asarray(e["lanczos_mid"][r]), np.asarray(e["lanczos_end"][r])])  # [2, S]
             lz_lines = ax2.plot([int(e["mid"]) * cfg.eos_every, t[-1]], lz, "k+", ms=8)
             lz_lines[0].set_label("Lanczos check" if c == 0 else None)
-            ax2.axhline(2 * (1 + beta) / float(np.mean(lr[r])), **style.prediction(color=colors[c]))
+            ax2.axhline(2 * (1 + beta) / float(np.mean(lr[r])), **style.prediction(color=color))
         ax.axhline(2.0, **style.prediction(color=colors[0]), label="2 (GD's quadratic edge)")
         label = f"2(1+beta) = {2 * (1 + cfg.eos_beta):g} (HB's)"
         ax.axhline(2.0 * (1 + cfg.eos_beta), **style.prediction(color=colors[1], linestyle="-."), label=label)

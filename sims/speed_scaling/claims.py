@@ -357,11 +357,11 @@ def sp_fallback_claims(results: dict, cfg: Config) -> list[Claim]:
 def smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
     """Smoothness, mean over seeds per noise level: SP's ratio <= (1 + eta)^a per eps and mode (Minkowski:
     E(s_hat) <= (1 + eta)^a OPT), LAS's with noisy workloads <= (1 + eps) (1 + eta_w)^a at the smallest eps."""
-    sp = results["main"]["sp_noise"]
+    sp, eps = results["main"]["sp_noise"], np.asarray(results["eps"])
     eta = np.asarray(sp["error"])  # (seeds, noise)
     out = []
     for i, sig in _smooth_sigmas(cfg):
-        for j, e in enumerate(np.asarray(results["eps"])):
+        for j, e in enumerate(eps):
             for mode in ss.SP_MODES:
                 text = (
                     f"SP-{mode} smoothness (eps={e:g}, sigma={sig:g}, mean eta={eta[:, i].mean():.2f}): mean over "
@@ -370,7 +370,7 @@ def smoothness_claims(results: dict, cfg: Config) -> list[Claim]:
                 rel = np.asarray(sp[mode])[:, i, j] / (1 + eta[:, i]) ** cfg.alpha
                 out.append(upper_bound(text, 1.0, rel, over_seeds=True))
     eta_w, las_n = np.asarray(results["main"]["las_noise_error"]), np.asarray(results["main"]["las_noise"])
-    e0 = float(np.asarray(results["eps"]).min())
+    e0 = float(eps.min())
     for i, sig in _smooth_sigmas(cfg):
         text = (
             f"LAS smoothness (eps={e0:g}, workload noise sigma={sig:g}, mean eta_w={eta_w[:, i].mean():.2f}): mean "

@@ -96,12 +96,12 @@ def plot_profiles(results: dict, cfg: Config):
         },
     )
     line_kw = {"sp_prediction": dict(color="0.6", lw=0.8), "bkp_work": dict(color="tab:red", lw=0.8, ls=":")}
+    legend, ylabel = {"fontsize": 8, "loc": "upper right", "ncol": 2}, "speed s(t) (work / time)"
     for ax, names in zip(axes, groups, strict=True):
         ax.stairs(sp["opt"][:k_end], t[: k_end + 1], color="black", lw=2.4, label="OPT (YDS)")
         for key, label in names.items():
             ax.stairs(sp[key][:k_end], t[: k_end + 1], label=label, **line_kw.get(key, dict(lw=1.3)))
-        ylabel = "speed s(t) (work / time)"
-        panels.finish(ax, legend={"fontsize": 8, "loc": "upper right", "ncol": 2}, ylabel=ylabel, yscale="log")
+        panels.finish(ax, legend=legend, ylabel=ylabel, yscale="log")
     axes[0].set_title(
         f"Speed profiles on one instance (seed 0 of the LAS model, first {t_end:g} time units; "
         f"job i arrives at t = i, due at i + {cfg.window})"
@@ -115,15 +115,14 @@ def plot_robustness(results: dict, cfg: Config):
     """Worst ratio under adversarial predictions, SP per eps vs pure following, with the proved bound."""
     adv = results["main"]["sp_adv"]
     fig, ax = style.figure(figsize=(11, 5.5))
-    dyn, off = np.asarray(adv["dynamic"]), np.asarray(adv["offline"])  # (seeds, predictions, eps)
-    worst = [np.max(np.maximum(dyn[:, :, j], off[:, :, j]), axis=0) for j, _ in eps_kappas(results)]
+    worst = np.maximum(np.asarray(adv["dynamic"]), np.asarray(adv["offline"])).max(axis=0)  # (predictions, eps)
     labels = [f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)" for _, (e, k) in eps_kappas(results)]
     panels.grouped_bars(
         ax,
         [k.replace("_", "\n") for k in ADVERSARIAL],
-        [*worst, np.max(np.asarray(adv["follow"]), axis=0)],
+        [*worst.T, np.max(np.asarray(adv["follow"]), axis=0)],
         labels=[*labels, "pure following (no cap)"],
-        colors=[*(f"C{j}" for j in range(len(worst))), "0.6"],
+        colors=[*(f"C{j}" for j in range(len(labels))), "0.6"],
         tick_kw={"fontsize": 8},
     )
     _sp_bounds(ax, results, cfg, "proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)")
@@ -145,8 +144,8 @@ def plot_las_experiment(results: dict, cfg: Config):
     bkp_work = (main["bkp_work_only"], COLORS["bkp"], {"alpha": 0.35, "hatch": ".."}, "BKP\nwork-only\n(old bug)", 0.5)
     bars.append(bkp_work)
     per_eps: list[tuple] = [(np.asarray(main[f"las_{kind}"]), {}, f"LAS\n{kind}") for kind in ss.WORK_PREDICTIONS]
-    sp = [np.asarray(main["sp_noise"][mode])[:, i0_noise(cfg), :] for mode in ss.SP_MODES]
-    per_eps += [(v, {"hatch": "//"}, f"SP\n{mode}\ns_hat=s*") for v, mode in zip(sp, ss.SP_MODES, strict=True)]
+    i0 = i0_noise(cfg)
+    per_eps += [(np.asarray(main["sp_noise"][m])[:, i0, :], {"hatch": "//"}, f"SP\n{m}\ns_hat=s*") for m in ss.SP_MODES]
     for vals, kw, name in per_eps:
         bars += [(vals[:, j], f"C{j}", kw, f"{name}\neps={e:g}", 0.5 * (j == len(eps) - 1)) for j, e in enumerate(eps)]
     ticks = np.cumsum([0.0] + [1 + gap for *_, gap in bars[:-1]])

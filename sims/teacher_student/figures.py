@@ -23,7 +23,7 @@ def plot_staircase(results: dict, cfg: Config):
     alpha, m, de = (np.asarray(st[f]) for f in ("alpha", "m", "delta_eff"))
     a2 = np.asarray(ts.amplitudes(cfg.k, 1.0))
     fig, ax = style.figure(figsize=(11, 5))
-    cmap = __import__("matplotlib").colormaps["viridis"]
+    cmap = matplotlib.colormaps["viridis"]
     F = m.shape[1]
     for i in range(F):
         col = cmap(i / max(F - 1, 1))
@@ -55,6 +55,7 @@ def plot_scaling(results: dict, cfg: Config):
     fig, ax = style.figure(figsize=(8.5, 5.6))
     for b, beta in enumerate(cfg.betas):
         col = COLORS.get(beta, f"C{b}")
+        predicted_line = {"fit": False, "points": False, "color": col, "pred_label": ""}  # the predicted line alone
         al, eps = np.asarray(sc["alpha"][b], np.float64), np.asarray(sc["eps"][b], np.float64)
         kc, de_b = np.asarray(sc["k_c"][b]), np.asarray(sc["delta_eff"][b], np.float64)
         label = f"beta={beta:g}: eps_BO (fitted slopes {meas['slope_fl'][b]:.3f} | {meas['slope_ref'][b]:.3f})"
@@ -67,16 +68,14 @@ def plot_scaling(results: dict, cfg: Config):
                 x0 = np.sqrt(al[mask][0] * al[mask][-1])
                 anchor = (x0, 1.6 * np.exp(np.interp(np.log(x0), np.log(al), np.log(eps))))
                 xs = np.geomspace(al[mask][0] / 3, al[mask][-1] * 3, 10)
-                panels.slope_panel(ax, al, eps, fit=False, points=False, predicted=slope, anchor=anchor, pred_x=xs,
-                                   color=col, pred_label="")  # fmt: skip
+                panels.slope_panel(ax, al, eps, predicted=slope, anchor=anchor, pred_x=xs, **predicted_line)
     panels.prediction_key(ax, "predicted slopes 1/(2beta)-1, then -1 (offset x1.6)")
     ax.plot([], [], color="0.3", lw=1, ls=":", label="k_c Delta_eff / alpha  (= k_c d Delta_eff / n)")
     ax.plot([], [], color="k", lw=1, ls="-.", label="continuum finite-k formula (fit window; predicts the slopes)")
     title = f"Bayes-optimal scaling laws (k={cfg.k}, Delta={cfg.delta:g}); {RECON}"
     xlabel, ylabel = "alpha = n/d  (n samples at fixed d)", "Bayes-optimal error eps_BO"
-    return panels.finish(
-        ax, legend={"fontsize": 8, "loc": "lower left"}, xlabel=xlabel, ylabel=ylabel, title=title
-    ).figure
+    legend = {"fontsize": 8, "loc": "lower left"}
+    return panels.finish(ax, legend=legend, xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 
 @FIGURES.add

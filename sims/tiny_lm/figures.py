@@ -33,7 +33,6 @@ def plot_perplexity(results: dict, cfg: Config):
     fp, d_models = np.asarray(results["fp_ppl"]), np.asarray(results["d_models"])
     n_sizes, n_seeds = fp.shape
     fig, axes = style.figure(1, n_sizes + 1, figsize=(5.2 * (n_sizes + 1), 4.6))
-    axes = np.atleast_1d(axes)
     for s, ax in enumerate(axes[:-1]):
         # excess perplexity over the float32 model of the same seed (the paired difference); the outlier transform
         # leaves the float model unchanged: its excess is over the same float32 perplexity
@@ -69,9 +68,8 @@ def plot_perplexity(results: dict, cfg: Config):
         label = f"paper (LLM average): {100 * paper:.1f}%"
         ax.plot([i - 0.4, i + 0.4], [100 * paper] * 2, **style.PREDICTION, label=label)
     title = "1 - (ppl_RaZeR - ppl_fp) / (ppl_NVFP4 - ppl_fp)"
-    ax.set(ylabel="fraction of NVFP4's perplexity loss removed by RaZeR (%)", title=title)
-    ax.legend(fontsize=7)
-    return fig
+    ylabel = "fraction of NVFP4's perplexity loss removed by RaZeR (%)"
+    return panels.finish(ax, legend=7, ylabel=ylabel, title=title).figure
 
 
 @FIGURES.add
@@ -80,22 +78,20 @@ def plot_layer_errors(results: dict, cfg: Config):
     fp0 = float(np.asarray(results["fp_ppl"])[0, 0])
     names = [str(n) for n in np.asarray(results["layer_names"])]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.6))
+    ticks = {"rotation": 30, "ha": "right", "fontsize": 8}
     for a, vals in (
         (ax, [np.asarray(results["layer_rel_mse"][f]) for f in FORMATS]),
         (ax2, [np.asarray(results["layer_ppl"][f]) - fp0 for f in FORMATS]),
     ):
-        ticks = {"rotation": 30, "ha": "right", "fontsize": 8}
         panels.grouped_bars(a, names, vals, labels=list(FORMATS), colors=[COLORS[f] for f in FORMATS], tick_kw=ticks)
     rht_bound = float(dq.finite_level_factor(4) * dq.mse_bound(4))  # the claim's bound (dithered-RHT theory)
     ax.axhline(rht_bound, color=COLORS["rht4"], ls="--", lw=1, label="rht4 theory bound (N/(N-1))^2 (pi sqrt3/2) 4^-4")
-    for a in (ax, ax2):
-        a.legend(fontsize=8)
     title = f"Per-layer weight error (d={cfg.d_models[0]}, seed 0)"
-    ax.set(ylabel="relative weight MSE |W - Q(W)|^2 / |W|^2", yscale="log", title=title)
+    panels.finish(ax, legend=8, ylabel="relative weight MSE |W - Q(W)|^2 / |W|^2", yscale="log", title=title)
     top = max(rht_bound, *(float(np.max(results["layer_rel_mse"][f])) for f in FORMATS))
     ax.set_ylim(top=3.0 * top)  # room for the legend above the bars (log scale)
-    ax2.set(ylabel="perplexity increase (only this layer quantized)", title="Per-layer perplexity cost (seed 0)")
-    return fig
+    ylabel, title = "perplexity increase (only this layer quantized)", "Per-layer perplexity cost (seed 0)"
+    return panels.finish(ax2, legend=8, ylabel=ylabel, title=title).figure
 
 
 @FIGURES.add

@@ -29,7 +29,7 @@ def mean_check(statement: str, predicted, mean, se, tol: float, n: int, *, crit:
 
 def bias_bound(statement: str, bound, samples, truth: float, *, source: str = "paper") -> Claim:
     """|mean of ``samples`` - ``truth``| <= ``bound`` over the whole Student-t interval of the mean, a bound."""
-    mean, half, n = mean_ci(np.asarray(samples, np.float64))
+    mean, half, n = mean_ci(samples)
     return Claim.from_interval(statement, bound, (abs(mean - truth), half, n), 0.0, "le", kind="bound", source=source)
 
 
@@ -51,12 +51,11 @@ def logit_claims(results: dict, cfg: Config) -> list[Claim]:
     # the paper's Hoeffding m, written out here (the run takes it from jaxwb.theory.tv_distance.hoeffding_m)
     m_paper = math.ceil(math.log(2 / cfg.delta) / (2 * cfg.eps**2))
     z_d = float(stats.norm.ppf(1 - cfg.delta / 2))
-    est = {kind: np.asarray(cov[kind]["estimates"], np.float64) for kind in tv.LOGIT_KINDS}
     coverage, unbiased, var_z, stated_se = [], [], [], []  # each list: one claim per kind
     for kind in tv.LOGIT_KINDS:
-        v = float(var[kind])
+        v, est = float(var[kind]), np.asarray(cov[kind]["estimates"], np.float64)
         eps_clt = z_d * math.sqrt(v / m_paper)
-        frac = float(np.mean(np.abs(est[kind] - tv_true) <= eps_clt))
+        frac = float(np.mean(np.abs(est - tv_true) <= eps_clt))
         says = {
             "coverage": "Hoeffding's m, sharper: at the paper's m = ceil(ln(2/delta) / (2 eps^2)) = "
             f"{m_paper} sequences the {kind} estimate lies within eps' = z_(1-delta/2) sqrt(Var Z / m) of the exact TV "
@@ -71,10 +70,10 @@ def logit_claims(results: dict, cfg: Config) -> list[Claim]:
             "se": f"{kind}: the stated standard error is right: m se^2 (sample variance, ddof 1) averaged over {R} "
             "repetitions = exact Var Z (enumeration, float64); CI half-width <= 5% of it",
         }
-        interval = (frac, 1.96 * math.sqrt(p0 * (1 - p0) / len(est[kind])), len(est[kind]))
+        interval = (frac, 1.96 * math.sqrt(p0 * (1 - p0) / len(est)), len(est))
         coverage.append(Claim.from_interval(says["coverage"], p0, interval, 0.05, "ci", **CHECK))
-        unbiased.append(seed_mean(says["unbiased"], tv_true, est[kind], 0.01))
-        var_z.append(seed_mean(says["var"], v, m_h * (est[kind] - tv_true) ** 2, 0.35 * v))
+        unbiased.append(seed_mean(says["unbiased"], tv_true, est, 0.01))
+        var_z.append(seed_mean(says["var"], v, m_h * (est - tv_true) ** 2, 0.35 * v))
         stated_se.append(seed_mean(says["se"], v, m_h * np.asarray(cov[kind]["se"], np.float64) ** 2, 0.05 * v))
     gain, pred = results["errors"]["rb_var_gain"], float(var["plain"]) - float(var["rb"])
     N = cfg.slope_pool * cfg.pool_chunks
@@ -97,7 +96,7 @@ def noisy_claims(results: dict, cfg: Config) -> list[Claim]:
                 f"noisy logits (sigma={cfg.sigma}, r={r}): mean {kind} estimate over {cfg.coverage_reps} repetitions "
                 "= its exact expectation (enumeration x Gaussian smoothing, float64); CI half-width <= 0.01"
             )
-            out.append(seed_mean(text, float(ref[f"noisy_r{r}"][exact]), np.asarray(rep[key], np.float64), 0.01))
+            out.append(seed_mean(text, float(ref[f"noisy_r{r}"][exact]), rep[key], 0.01))
         text = (
             f"noisy-logit plugin |bias| <= sigma sqrt(2n/r) (sigma={cfg.sigma}, r={r}; the spec's worst-case bound, "
             "loose here: the check above is the sharp test)"
@@ -122,9 +121,8 @@ def interval_claims(results: dict, cfg: Config) -> list[Claim]:
     tv_true, cov, R = float(results["exact"]["tv"]), results["coverage"], cfg.coverage_reps
     # logit: z stderr; noisy and sample: z stderr + |bias estimate|
     cov_names = [("rb", "logit rb")] + [(f"noisy_r{r}", f"noisy SIMEX-2 r={r}") for r in cfg.noisy_r]
-    for s in cfg.sample_s:
-        if s >= INTERVAL_MIN_S:
-            cov_names.append((f"sample_s{s}", f"sample s={s} ({tv.resolve_sample_kind('auto', s)})"))
+    claimed = [s for s in cfg.sample_s if s >= INTERVAL_MIN_S]
+    cov_names += [(f"sample_s{s}", f"sample s={s} ({tv.resolve_sample_kind('auto', s)})") for s in claimed]
     # decided together, as the family of exact-expectation claims is: a correct interval (coverage 0.95) fails one
     # of these k claims at no more than RESULT_ALPHA of seeds (each Wilson interval's upper end below 0.95 with
     # probability RESULT_ALPHA / k); at the 95% level each failed at ~2.5% of seeds
@@ -140,7 +138,7 @@ def interval_claims(results: dict, cfg: Config) -> list[Claim]:
             "together; tolerance = the interval's width, so the claim fails exactly when its upper end is below 0.95)"
         )
         out.append(Claim.from_interval(text, 0.95, (frac, frac - lo, N), hi - lo, "ge", kind="check", level=level))
-    for i, s in enumerate(cfg.sample_s):
+    for s, exact in zip(cfg.sample_s, cov["sample_plugin_exact"], strict=True):
         text = (
             f"sample access, s={s}: the plugin estimate (1 - exp(-L_hat))_+ from counts, mean over {R} "
             "repetitions = its exact expectation (float64 NumPy: the law of the count log-ratio along the "
@@ -152,8 +150,7 @@ def interval_claims(results: dict, cfg: Config) -> list[Claim]:
                 f" (below s = {INTERVAL_MIN_S} the stated interval is not claimed: the count log-ratio's "
                 "shrinkage toward 0 is a bias neither correction sees, docs/papers/tv_distance.md)"
             )
-        plugin = np.asarray(cov[f"sample_s{s}"]["plugin"], np.float64)
-        out.append(seed_mean(text, float(cov["sample_plugin_exact"][i]), plugin, 0.01))
+        out.append(seed_mean(text, float(exact), cov[f"sample_s{s}"]["plugin"], 0.01))
     text = (
         f"sample access from counts (sample_z_from_counts, float32) = its float64 NumPy re-implementation "
         f"(reference.sample_z_np: log-ratio of counts + 1/2, delta-method variance, plugin / SIMEX-2) on the "
@@ -329,7 +326,7 @@ def separation_and_engine_claims(results: dict, cfg: Config) -> list[Claim]:
             f"95% CI over the {L} separations"
             + (f" <= {tol})" if tol else " <= max(10% of the exact KL, 0.01 nats); the KL estimator is unbounded)")
         )
-        tol = tol if tol else max(0.1 * float(exact[i]), 0.01)
+        tol = tol or max(0.1 * float(exact[i]), 0.01)
         out.append(mean_check(text, float(exact[i]), est[i].mean(), se[i], tol, cfg.sep_reps, crit=crit))
     tvx, klx = (np.append(np.asarray(sep[key], float), float(results["exact"][key])) for key in ("tv", "kl"))
     keep = tvx > 1e-6  # P = Q (lambda = 0): 0 <= 0, float32 rounding aside

@@ -29,10 +29,11 @@ def plot_errors_vs_queries(results: dict, cfg: Config):
     guide_logit = np.sqrt(n / qq)
     ax = axes[0]
     for kind, c in zip(tv.LOGIT_KINDS, ("tab:blue", "tab:orange", "tab:green"), strict=True):
-        ax.loglog(e[f"logit_{kind}"]["queries"], e[f"logit_{kind}"]["error"], "o-", color=c, ms=3, label=f"{kind}")
+        ax.loglog(e[f"logit_{kind}"]["queries"], e[f"logit_{kind}"]["error"], "o-", color=c, ms=3, label=kind)
     ax.loglog(qq, guide_logit, **style.prediction(), label="n / eps^2 (eps = sqrt(n/Q))")
     title = f"Logit access (K={K}, n={n}, TV={tv_true:.3f})"
-    panels.finish(ax, title=title, xlabel="total queries Q (both models)", ylabel="mean |estimate - TV|")
+    ylabel = "mean |estimate - TV|"
+    panels.finish(ax, ylim=(1e-3, 1), title=title, xlabel="total queries Q (both models)", ylabel=ylabel)
     colors = ("tab:purple", "tab:red", "tab:brown", "tab:pink", "tab:olive", "tab:cyan")
     for ax, access, param, values, guide, guide_label, title, xlabel in (
         (axes[1], "sample", "s", cfg.sample_s, np.sqrt(n * n * K / qq), "n^2 K / eps^2",
@@ -47,9 +48,7 @@ def plot_errors_vs_queries(results: dict, cfg: Config):
                 ax.loglog(d["queries"], d["error"], fmt, color=c, ms=3, alpha=alpha, label=label)
         ax.loglog(qq, guide, **style.prediction(), label=guide_label)
         ax.loglog(qq, guide_logit, **style.prediction(color="0.6"), label="n / eps^2")
-        panels.finish(ax, legend={"fontsize": 7, "ncol": 2}, title=title, xlabel=xlabel)
-    for ax in axes:
-        ax.set_ylim(1e-3, 1)
+        panels.finish(ax, legend={"fontsize": 7, "ncol": 2}, ylim=(1e-3, 1), title=title, xlabel=xlabel)
     fig.suptitle(
         "Error vs queries (error = mean over groups of m sequences from one pool; plateaus = bias). "
         "Guide lines: eps = sqrt(rate / Q)"
@@ -61,7 +60,7 @@ def plot_errors_vs_queries(results: dict, cfg: Config):
 def plot_queries_vs_n(results: dict, cfg: Config):
     """Queries needed for RMSE eps vs n, with the fitted log-log slopes."""
     sl = results["slopes"]
-    nn, ex = np.asarray(sl["n"], float), sl.get("exact")
+    nn, ex = np.asarray(sl["n"], float), sl["exact"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
     for name, c, lab, slope, pred_label in (  # the predicted slope drawn through the first point
         ("plain", "tab:blue", "logit plain", None, None),
@@ -76,7 +75,7 @@ def plot_queries_vs_n(results: dict, cfg: Config):
         q = np.asarray(sl[name]["queries"])
         panels.slope_panel(ax, nn, q, fit=False, predicted=slope, anchor=(nn[0], q[0]), color=c, fmt="o-",
                            label=label, pred_label=pred_label)  # fmt: skip
-    for name, c in (("plain", "tab:blue"), ("rb", "tab:green")) if ex is not None else ():
+    for name, c in (("plain", "tab:blue"), ("rb", "tab:green")):
         label = f"{name}: 2 n Var Z(n) / eps^2, exact Var Z (claimed slope)"
         ax.loglog(nn, ex[f"queries_{name}"], ":", color=c, lw=2.5, alpha=0.6, label=label)
     title = f"Queries to reach eps = {cfg.slope_eps} (K={cfg.K}, per-step perturbation {cfg.slope_delta}/sqrt(n))"
@@ -86,10 +85,9 @@ def plot_queries_vs_n(results: dict, cfg: Config):
     ax2.errorbar(nn, sl["tv_ref"], 2 * np.asarray(sl["tv_ref_se"]), fmt="o-", color="k", label=label)
     ax2.plot(nn, sl["rb"]["var"], "s-", color="tab:green", label="Var Z (RB)")
     ax2.plot(nn, sl["plain"]["var"], "^-", color="tab:blue", label="Var Z (plain)")
-    if ex is not None:
-        ax2.plot(nn, ex["tv"], "k:", lw=2.5, alpha=0.6, label="exact TV, Var Z (law of L on a grid)")
-        ax2.plot(nn, ex["var_rb"], ":", color="tab:green", lw=2.5, alpha=0.6)
-        ax2.plot(nn, ex["var_plain"], ":", color="tab:blue", lw=2.5, alpha=0.6)
+    ax2.plot(nn, ex["tv"], "k:", lw=2.5, alpha=0.6, label="exact TV, Var Z (law of L on a grid)")
+    ax2.plot(nn, ex["var_rb"], ":", color="tab:green", lw=2.5, alpha=0.6)
+    ax2.plot(nn, ex["var_plain"], ":", color="tab:blue", lw=2.5, alpha=0.6)
     title = "The family keeps TV (and Var Z) roughly constant in n"
     panels.finish(ax2, xscale="log", xlabel="sequence length n", ylabel="TV or variance", ylim=(0, None), title=title)
     for a in (ax, ax2):
@@ -141,7 +139,7 @@ def plot_coverage(results: dict, cfg: Config):
         ax3.errorbar(x, f, [f - lo, hi - f], fmt=fmt, color=color, capsize=4, label=label)
     ax3.axhline(0.95, **style.prediction(), label="stated level 0.95")
     ax3.set_xticks(range(len(names)), [lab for _, lab in names], rotation=30, fontsize=8)
-    title = f"95% intervals at m = {int(cov['m'])} (95% Wilson interval)"
+    title = f"95% intervals at m = {m_h} (95% Wilson interval)"
     ylabel, legend = "fraction of intervals covering the exact TV", {"fontsize": 8, "loc": "lower left"}
     return panels.finish(ax3, legend=legend, ylim=(0, 1.05), ylabel=ylabel, title=title).figure
 

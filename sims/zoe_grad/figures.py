@@ -17,9 +17,11 @@ plot = FIGURES.plot
 def plot_estimators(results: dict, cfg: Config):
     """Monte Carlo means of the estimators vs the closed-form surrogate, both grids, every law."""
     fig, axes = style.figure(2, 4, figsize=(17, 7.5))
+    ylabel = "surrogate dQ_sigma/dx"
     for r, grid in enumerate(GRIDS):
         g = results["estimators"][grid]
         xs = np.asarray(g["x"][:-1])
+        xlabel = f"x ({'grid steps' if grid == 'int' else 'block-scale units'})"
         for ax, law in zip(axes[r, :3], MC_LAWS, strict=True):
             ax.plot(xs, np.asarray(g[law]["closed"][:-1]), **style.prediction(), label="closed form (eq. 3)")
             for est, mk, col in (("score", "o", COLORS[law]), ("two_point", "s", "k")):
@@ -28,8 +30,6 @@ def plot_estimators(results: dict, cfg: Config):
                 panels.errorbars(ax, xs, mc, fmt=mk, ms=3.5, capsize=2, color=col, alpha=0.8, label=label)
             for b in np.asarray(zg.boundaries(g["levels"])):
                 ax.axvline(b, color="0.85", lw=0.6, zorder=0)
-            ylabel = "surrogate dQ_sigma/dx"
-            xlabel = f"x ({'grid steps' if grid == 'int' else 'block-scale units'})"
             panels.finish(ax, legend=7, xlabel=xlabel, ylabel=ylabel, title=f"{law}, {grid} grid, sigma={cfg.sigma:g}")
         ax, u = axes[r, 3], g["uniform"]
         ax.plot(xs, np.asarray(u["closed_ste"][:-1]), **style.prediction(), label="uniform closed form, sigma=1/sqrt12")
@@ -54,20 +54,16 @@ def plot_sigma_sweep(results: dict, cfg: Config):
             ax.plot(cu["x"], cu["g"][i], color=cmap(i / max(1, len(sig) - 1)), lw=1, label=f"sigma={s:.3g}")
         ax.axhline(1.0, color="0.5", ls=":", lw=1, label="STE (= 1)")
         title = f"sigma sweep, {grid} grid: bumps on the boundaries -> flat"
-        ylabel = "Gaussian surrogate g_sigma(x)"
-        panels.finish(
-            ax, legend={"fontsize": 6, "ncol": 2}, log="y", xlabel="x", ylabel=ylabel, ylim=(1e-3, None), title=title
-        )
+        legend, ylabel = {"fontsize": 6, "ncol": 2}, "Gaussian surrogate g_sigma(x)"
+        panels.finish(ax, legend=legend, log="y", xlabel="x", ylabel=ylabel, ylim=(1e-3, None), title=title)
     ax = axes[2]
     for law in MC_LAWS:
-        for at, mk in (("boundary", "o"), ("level", "s")):
-            ax.plot(sig, np.asarray(sw[law][at]), "-" if at == "boundary" else "--", color=COLORS[law], lw=1)
+        for at, ls, mk, mfc in (("boundary", "-", "o", COLORS[law]), ("level", "--", "s", "none")):
+            ax.plot(sig, np.asarray(sw[law][at]), ls, color=COLORS[law], lw=1)
             m, h = panels.mean_ci_columns(sw[law][f"{at}_mc"])
-            mfc = "none" if at == "level" else COLORS[law]
             label = f"{law} at a {at}: MC two-point (95% CI) / closed form (line)"
-            ax.errorbar(
-                sig, np.maximum(m, 1e-4), yerr=h, fmt=mk, ms=4, capsize=2, color=COLORS[law], mfc=mfc, label=label
-            )
+            marker = {"fmt": mk, "ms": 4, "capsize": 2, "color": COLORS[law], "mfc": mfc}
+            ax.errorbar(sig, np.maximum(m, 1e-4), yerr=h, **marker, label=label)
     ax.axhline(1.0, color="0.5", ls=":", lw=1, label="STE (= 1)")
     ax.axvline(zg.STE_SIGMA, color="0.5", ls="-.", lw=0.8, label="sigma = 1/sqrt12 (uniform: exact STE)")
     title = f"boundary / level vs sigma: MC ({cfg.mc_seeds} seeds) vs closed form"
