@@ -24,6 +24,7 @@ from jaxwb.sims.sparse_attention import louver
 from jaxwb.sims.sparse_attention import reference as ref
 from jaxwb.sims.sparse_attention.config import Config
 from jaxwb.sims.sparse_attention.measures import row, spearman_rows
+from jaxwb.sims.sparse_attention.run import greedy_step
 
 CLAIMS = ClaimGroups()
 
@@ -357,6 +358,14 @@ def reference_claims(results, cfg: Config) -> list[Claim]:
             f"blocks of every row by the float64 pooled-Q/K importance {at} (rows violating it, ties within "
             f"{IMP_TIE:g} allowed either way)",
             float(ref.topk_violations(imp64, r["mask"], cfg.main_k, tol=IMP_TIE)),
+        ),
+        near_zero(
+            f"The mass-greedy reference mask (rho={cfg.main_budget:g}, refreshed every {cfg.main_period} steps) keeps "
+            f"the round(rho H Qb Kb) largest pooled importances over all heads and rows of a layer plus every row's "
+            f"largest block, at step {greedy_step(cfg)} of every prompt's dense run, every layer: a float64 NumPy "
+            f"selection from the importances it was chosen from (blocks off, ties within {IMP_TIE:g} allowed either "
+            "way)",
+            float(ref.greedy_violations(r["greedy_importance"], r["greedy_mask"], cfg.main_budget, tol=IMP_TIE)),
         ),
         near_zero(
             "The attention-output error the policies are compared by is ||O_mask - O||_F / ||O||_F of softmax "

@@ -1,8 +1,8 @@
 """Independent float64 NumPy references for what the run measures at one denoising step (the ``reference`` part of
 ``run`` and the claims on it): the quantities every policy comparison rests on, recomputed from the model's own
 q, k, v with none of ``jaxwb.theory.sparse_attention``'s code, so that a bug in the measured pipeline (the pooled
-maps, Step-dLLM's pooled-Q/K importance, the head concentration, the top-k selection, the masked attention's
-output error) shows up as a disagreement with its definition in the papers.
+maps, Step-dLLM's pooled-Q/K importance, the head concentration, the top-k and mass-greedy selections, the masked
+attention's output error) shows up as a disagreement with its definition in the papers.
 
 Shapes: heads first, any leading axes: q, k, v [..., H, L, D]; block maps and masks [..., H, Qb, Kb].
 """
@@ -84,6 +84,32 @@ def topk_violations(
     kept_min = np.where(m, a, np.inf).min(axis=-1)
     dropped_max = np.where(m, -np.inf, a).max(axis=-1)
     return np.asarray(np.sum(count | (kept_min < dropped_max - tol)))
+
+
+def greedy_violations(
+    importance: Float[np.ndarray, "*lead H Qb Kb"],
+    mask: Bool[np.ndarray, "*lead H Qb Kb"],
+    budget: float,
+    *,
+    tol: float,
+) -> Int[np.ndarray, ""]:
+    """Blocks where ``mask`` departs from the mass-greedy allocation of one layer: the K = round(rho H Qb Kb)
+    largest importances over all heads and rows (K clipped to [1, H Qb Kb]), united with every row's largest
+    block. Counted: a kept block below both the K-th largest importance and its row's maximum by more than ``tol``,
+    a dropped block above the K-th largest by more than ``tol``, and a row keeping no block within ``tol`` of its
+    maximum (ties within ``tol``, float32 rounding, may go either way)."""
+    a, m = np.asarray(importance, np.float64), np.asarray(mask, bool)
+    if a.shape != m.shape or a.ndim < 3:
+        raise ValueError(f"mask must have the importance's shape [..., H, Qb, Kb], got {m.shape} and {a.shape}")
+    flat = a.reshape(*a.shape[:-3], -1)
+    n = flat.shape[-1]
+    kth = -np.sort(-flat, axis=-1)[..., min(max(int(np.round(budget * n)), 1), n) - 1]
+    kth = kth.reshape(*kth.shape, 1, 1, 1)
+    row_max = a.max(axis=-1, keepdims=True)
+    extra = m & (a < kth - tol) & (a < row_max - tol)
+    missing = ~m & (a > kth + tol)
+    no_best = ~np.any(m & (a >= row_max - tol), axis=-1)
+    return np.asarray(extra.sum() + missing.sum() + no_best.sum())
 
 
 def masked_output_error(

@@ -32,7 +32,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     head_spread = trajectory.head_spread_test(maps["topk_mass"].mean(axis=1), cfg.n_perm)  # per head: mean over steps
     pol = policy_results(model, states, truth, true, imp, cfg)
     mid_qkv = trajectory.step_qkv(model, states[:, mid_step(cfg)])  # [N, nl, 3, H, L, Dh]
-    reference = reference_inputs(mid_qkv, true, pol.pop("mid_mask"), cfg)
+    reference = reference_inputs(mid_qkv, true, pol.pop("mid_mask"), pol.pop("mid_greedy"), cfg)
     online = online_results(model, truth, keys, final, states, cfg)
     n_show = min(3, cfg.n_prompts)
     return {
@@ -79,6 +79,8 @@ def policy_results(model, states, truth, true, imp, cfg: Config) -> dict:
     pol["mid_mask"] = np.asarray(masks["uniform"])[
         r_one, :, mid_step(cfg)
     ]  # [N, nl, H, Qb, Kb], for ``reference_inputs``
+    a = greedy_step(cfg)  # the mass-greedy reference's mask at that anchor and the importance it was selected from
+    pol["mid_greedy"] = {"mask": np.asarray(masks["global"])[0, :, a], "importance": np.asarray(imp)[:, a]}
     return pol
 
 
@@ -87,12 +89,20 @@ def mid_step(cfg: Config) -> int:
     return cfg.steps // 2
 
 
-def reference_inputs(qkv, true, mask, cfg: Config) -> dict:
+def greedy_step(cfg: Config) -> int:
+    """The anchor step of the main refresh period at or before :func:`mid_step`: the mass-greedy reference's mask
+    there is selected from that step's own importance."""
+    return mid_step(cfg) // cfg.main_period * cfg.main_period
+
+
+def reference_inputs(qkv, true, mask, greedy, cfg: Config) -> dict:
     """What the float64 references (``jaxwb.sims.sparse_attention.reference``) are checked on, at the middle step
     of every prompt's dense run: every layer's q, k, v (heads first, [N, nl, H, L, Dh]), the recorded block
     attention maps there (``true [N, nl, H, Qb, Kb]``) and the uniform-budget mask refreshed at every step at the
     main budget (``mask``, bool, same shape: the mask behind ``policy/uniform/err`` of that row and step), from
-    ``qkv`` [N, nl, 3, H, L, Dh] (``trajectory.step_qkv`` at that step)."""
+    ``qkv`` [N, nl, 3, H, L, Dh] (``trajectory.step_qkv`` at that step); and, at :func:`greedy_step`, the
+    mass-greedy reference's mask behind ``policy/global`` (``greedy_mask``) with the pooled importance it was
+    selected from (``greedy_importance``, both [N, nl, H, Qb, Kb])."""
     qkv = np.asarray(qkv)  # numpy slices: no eager jax op (each one compiles)
     return {
         "q": qkv[:, :, 0],
@@ -100,6 +110,8 @@ def reference_inputs(qkv, true, mask, cfg: Config) -> dict:
         "v": qkv[:, :, 2],
         "true": np.asarray(true)[:, mid_step(cfg)],
         "mask": mask,
+        "greedy_mask": greedy["mask"],
+        "greedy_importance": greedy["importance"],
     }
 
 

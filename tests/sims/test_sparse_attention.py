@@ -233,3 +233,26 @@ def test_float64_references_agree_with_the_pipeline_on_random_inputs():
         states[t, lo + done : lo + done + count[t - 1]] = 1
     final = np.ones(L, int)
     assert ref.transition_steps(states, final, P, G, dl.MASK) == dl.transitions(L, P, T, G)
+
+
+def test_greedy_reference_selection_is_select_blocks_global_and_sees_a_wrong_best_block():
+    """``reference.greedy_violations`` finds no departure in ``select_blocks(allocation="global")`` at any budget,
+    and finds the rows' best blocks taken along the wrong axis (argmax over query blocks, which broadcasts when
+    Qb = Kb) and a dropped best block."""
+    from jaxwb.sims.sparse_attention import reference as ref
+    from jaxwb.theory import sparse_attention as sa
+
+    rng = np.random.default_rng(1)
+    q, k = (rng.normal(size=(4, 64, 8)).astype(np.float32) for _ in range(2))
+    imp = np.asarray(sa.block_importance(q, k, block_q=8, block_k=8))  # [H, Qb, Kb] = [4, 8, 8]
+    for budget in (0.02, 0.125, 0.25, 0.5, 1.0):
+        mask = np.asarray(sa.select_blocks(imp, budget, allocation="global"))
+        assert int(ref.greedy_violations(imp, mask, budget, tol=1e-6)) == 0, budget
+    budget = 0.125
+    flat = imp.reshape(-1)
+    top = (np.argsort(np.argsort(-flat, kind="stable"), kind="stable") < round(budget * flat.size)).reshape(imp.shape)
+    wrong_axis = top | np.eye(8, dtype=bool)[imp.argmax(-2)]  # [H, Kb, Kb] broadcast over rows
+    assert int(ref.greedy_violations(imp, wrong_axis, budget, tol=1e-6)) > 0
+    assert int(ref.greedy_violations(imp, top, budget, tol=1e-6)) > 0  # rows outside the top K keep no block
+    with pytest.raises(ValueError, match="mask"):
+        ref.greedy_violations(imp, top[0], budget, tol=1e-6)
