@@ -204,9 +204,9 @@ def _batch_loss(model, data, key, batch_size):
 def trained_diffusion_lm(mc: DLMConfig, tc: tr.TrainConfig, *, use_cache: bool = True, desc: str | None = None):
     """``DiffusionLM(mc)`` trained with the masked-diffusion loss by the project's loop (``jaxwb.models.train``,
     AdamW + warmup-cosine, ``lax.scan`` chunks), cached outside git like the tiny LM. Returns (model, losses)."""
-    return tr.trained_model(
-        mc, tc, use_cache=use_cache, desc=desc, model_cls=DiffusionLM, batch_loss=_batch_loss, tag=CACHE_TAG
-    )
+    # trained_model's `mc` is typed for its default TinyLM; the diffusion LM passes its own config
+    kw = dict(use_cache=use_cache, desc=desc, model_cls=DiffusionLM, batch_loss=_batch_loss, tag=CACHE_TAG)
+    return tr.trained_model(mc, tc, **kw)  # type: ignore[arg-type]
 
 
 def masked_accuracy(model: DiffusionLM, x: Int[Array, "B L"], ratio: float, *, key: jax.Array):
@@ -288,9 +288,9 @@ def unmask_step(
     if (temperature > 0 or remasking == "random") and key is None:
         raise ValueError("key is required when temperature > 0 or remasking='random'")
     if remasking == "random":
-        key, k_rank = jax.random.split(key)
+        key, k_rank = jax.random.split(key)  # type: ignore[arg-type]  # not None: checked above
     if temperature > 0:
-        pred = jax.random.categorical(key, logits / temperature)
+        pred = jax.random.categorical(key, logits / temperature)  # type: ignore[arg-type]  # checked above
     else:
         pred = jnp.argmax(logits, axis=-1)
     if remasking == "random":

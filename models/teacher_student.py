@@ -23,7 +23,7 @@ from jaxwb.theory import validate as V
 SQRT6 = 6.0**0.5
 
 
-def he3(z: Float[ArrayLike, "*shape"]) -> Float[Array, "*shape"]:
+def he3(z: Float[Array, "*shape"]) -> Float[Array, "*shape"]:
     """Normalised third Hermite polynomial He_3(z)/sqrt 6 = (z^3 - 3 z)/sqrt 6 (unit variance under N(0,1))."""
     return (z**3 - 3.0 * z) / SQRT6
 
@@ -265,7 +265,7 @@ def symmetric_noise(n: int, *, key: PRNGKeyArray) -> Float[Array, "n n n"]:
 
 def amp_onsager(
     theta: Float[ArrayLike, ""],
-    eta_prime: Float[ArrayLike, "*b 1"],
+    eta_prime: Float[Array, "*b 1"],
     xhat_prev: Float[Array, "*b n"],
     xhat: Float[Array, "*b n"],
 ) -> Float[Array, "*b n"]:

@@ -168,8 +168,8 @@ def fit(
         done = 0
         while done < steps:
             n = min(chunk, steps - done)
-            state, ls = run(state, n)
-            losses.append(ls)
+            state, ls = run(state, n)  # type: ignore[call-arg, arg-type, misc]  # eqx.filter_jit under partial: stub
+            losses.append(ls)  # type: ignore[has-type]  # (the same)
             done += n
             bar.update(n)
     return state[0], jnp.concatenate(losses), bool(state[2])

@@ -72,9 +72,12 @@ def test_wheel_holds_one_top_level_package(installed):
     wheel, _ = installed
     tops = {n.split("/")[0] for n in zipfile.ZipFile(wheel).namelist() if not n.split("/")[0].endswith(".dist-info")}
     assert tops == {"jaxwb"}, tops
-    # package data the runs need: the shipped quick-preset denoiser of sparse_attention, every result's presets
+    # package data the runs need: the shipped quick-preset denoiser of sparse_attention, the shipped trained models
+    # with their record, every result's presets
     names = set(zipfile.ZipFile(wheel).namelist())
     assert "jaxwb/sims/sparse_attention/data/quick_denoiser.eqx" in names
+    shipped = {f"jaxwb/{p.relative_to(REPO_ROOT).as_posix()}" for p in REPO_ROOT.glob("sims/core/shipped_models/*")}
+    assert len(shipped) > 1 and shipped <= names, sorted(shipped - names)
     presets = {f"jaxwb/{p.relative_to(REPO_ROOT).as_posix()}" for p in REPO_ROOT.glob("sims/*/presets.toml")}
     assert presets and presets <= names, sorted(presets - names)
 

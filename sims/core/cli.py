@@ -130,6 +130,7 @@ def _parser() -> argparse.ArgumentParser:
     r = sub.add_parser(
         "run", add_help=False, help="run one result and write figures/<name>/ (quick runs: a git-ignored cache)"
     )
+    r.set_defaults(run_parser=r)  # for `workbench run --help`, which prints this parser's help
     r.add_argument("name", nargs="?")
     r.add_argument("-h", "--help", action="store_true", help="show this help (with NAME: its Config fields)")
     r.add_argument("--quick", action="store_true", help="the CI-sized preset (seconds)")
@@ -509,9 +510,10 @@ def _cmd_check_audits(names) -> int:
         else:
             from jaxwb.sims.core import mutate
 
-            lines += mutate.stale_mutants(
-                module, summary, on_claims=lambda c, s=summary, q=quick_claims: q.setdefault(s.get("seed", 0), c)
-            )
+            def remember(claims: list, seed: int = summary.get("seed", 0), found=quick_claims) -> None:
+                found.setdefault(seed, claims)  # the quick run's claims, for the seed sweep's check below
+
+            lines += mutate.stale_mutants(module, summary, on_claims=remember)
         if sweep is None:
             lines.append(f"no committed seed sweep ({_seeds_path(name)})")
         else:
@@ -674,8 +676,7 @@ def _cmd_new(name: str) -> int:
     return 0
 
 
-def _run_help(parser: argparse.ArgumentParser, name) -> int:
-    run_parser = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["run"]
+def _run_help(run_parser: argparse.ArgumentParser, name) -> int:
     print(run_parser.format_help())
     if name is None:
         print("`workbench run NAME --help` lists NAME's Config fields (types, defaults, docs).")
@@ -737,7 +738,7 @@ def main(argv: list[str] | None = None) -> int:
                 seed_model_cache(name)
         if args.command == "run":
             if args.help:
-                return _run_help(parser, args.name)
+                return _run_help(args.run_parser, args.name)
             if args.name is None:
                 raise WorkbenchError("run needs a result NAME (see `workbench list`)")
             if args.distributed:

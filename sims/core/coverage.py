@@ -77,10 +77,13 @@ def _track(value: Any, path: str, rec: _Recorder) -> Any:
     return value
 
 
+def _unflatten(keys, children) -> Any:
+    """A plain dict: what a tree map over tracked results builds is not read by a claim, so it is not tracked."""
+    return dict(zip(keys, children, strict=True))
+
+
 jax.tree_util.register_pytree_with_keys(
-    TrackedDict,
-    lambda d: ([(jax.tree_util.DictKey(k), d[k]) for k in sorted(d)], sorted(d)),
-    lambda keys, children: dict(zip(keys, children, strict=True)),
+    TrackedDict, lambda d: ([(jax.tree_util.DictKey(k), d[k]) for k in sorted(d)], sorted(d)), _unflatten
 )
 
 

@@ -11,6 +11,7 @@ process 0 (:func:`is_writer`) writes figures and data.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from jaxwb.sims.core.errors import WorkbenchError
 
@@ -19,7 +20,7 @@ ENV = {"coordinator": "JAX_COORDINATOR_ADDRESS", "num_processes": "JAX_NUM_PROCE
 
 def settings(coordinator=None, num_processes=None, process_id=None) -> dict:
     """The keyword arguments for ``jax.distributed.initialize`` from flags, else the environment (None: auto)."""
-    out = {"coordinator_address": coordinator or os.environ.get(ENV["coordinator"]) or None}
+    out: dict[str, Any] = {"coordinator_address": coordinator or os.environ.get(ENV["coordinator"]) or None}
     for key, value in (("num_processes", num_processes), ("process_id", process_id)):
         if value is None and os.environ.get(ENV[key], "").strip():
             text = os.environ[ENV[key]].strip()

@@ -29,6 +29,7 @@ import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from types import CodeType, FunctionType, ModuleType
 from typing import Any
 
@@ -74,7 +75,7 @@ class Site:
         return f"{self.module.removeprefix('jaxwb.')}:{self.qualname}:{self.line}:{self.op}:{self.detail}"
 
 
-def _candidates(tree: ast.AST, op: str) -> Iterator[tuple[ast.AST, str]]:
+def _candidates(tree: ast.AST, op: str) -> Iterator[tuple[ast.expr | ast.stmt, str]]:
     """Nodes of ``tree`` that operator ``op`` can change, with a short description of the change."""
     for node in ast.walk(tree):
         if op == "arith" and isinstance(node, (ast.BinOp, ast.AugAssign)) and type(node.op) in _ARITH:
@@ -104,10 +105,10 @@ def _candidates(tree: ast.AST, op: str) -> Iterator[tuple[ast.AST, str]]:
 
 
 class _Apply(ast.NodeTransformer):
-    def __init__(self, target: ast.AST, op: str):
+    def __init__(self, target: Any, op: str):  # an ast node whose fields depend on op
         self.target, self.op = target, op
 
-    def visit(self, node):
+    def visit(self, node: Any) -> Any:  # the target's fields depend on its operator (checked by _candidates)
         if node is not self.target:
             return self.generic_visit(node)
         op = self.op
@@ -290,12 +291,12 @@ def differing_arrays(a: dict[str, np.ndarray], b: dict[str, np.ndarray]) -> set[
     }
 
 
-def results_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray], volatile: set[str] = frozenset()) -> bool:
+def results_equal(a: dict[str, np.ndarray], b: dict[str, np.ndarray], volatile: AbstractSet[str] = frozenset()) -> bool:
     """Bitwise equality of two flattened results, arrays in ``volatile`` (wall-clock timings) aside."""
     return not (differing_arrays(a, b) - set(volatile))
 
 
-def claims_key(claims, volatile: set[str] = frozenset()) -> list[tuple]:
+def claims_key(claims, volatile: AbstractSet[str] = frozenset()) -> list[tuple]:
     """Each claim's statement, prediction, measurement, interval and tolerance (the statement alone for a claim
     in ``volatile``: one that differs between two clean runs, a timing)."""
     return [
@@ -304,7 +305,7 @@ def claims_key(claims, volatile: set[str] = frozenset()) -> list[tuple]:
     ]
 
 
-def claims_equal(a, b, volatile: set[str] = frozenset()) -> bool:
+def claims_equal(a, b, volatile: AbstractSet[str] = frozenset()) -> bool:
     """The same claims with bitwise the same predictions, measurements and intervals (``volatile`` ones aside)."""
     return claims_key(a, volatile) == claims_key(b, volatile)
 

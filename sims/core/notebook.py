@@ -122,7 +122,7 @@ class Result:
         self.sim = sim
         self.folder = Path(folder) if folder is not None else paths.FIGURES_DIR / sim.NAME
         self._figures: dict[str, Any] | None = None
-        self._claims = None
+        self._claims: list[core_claims.Claim] | None = None
         self._recomputed = False
         t0 = time.perf_counter()
         self.results, self.cfg, self.manifest = outputs.load_results(sim, self.folder)

@@ -416,7 +416,7 @@ def _write_into(
         phases.done()
 
 
-def read_json(path: Path) -> Any:
+def read_json(path: str | Path) -> Any:
     """The JSON in ``path``; :class:`OutputError` naming the file when it cannot be read or parsed."""
     try:
         return json.loads(Path(path).read_text(encoding="utf-8"))

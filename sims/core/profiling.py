@@ -74,12 +74,12 @@ _ACTIVE: list[Profile] = []
 _REGISTERED = False
 
 
-def _on_duration(event: str, duration: float, **_) -> None:
+def _on_duration(event: str, duration_secs: float, **_) -> None:
     field = DURATIONS.get(event)
     if field is None or not _ACTIVE or _ACTIVE[-1].current is None:
         return
     phase = _ACTIVE[-1].phases[_ACTIVE[-1].current]
-    setattr(phase, field, getattr(phase, field) + duration)
+    setattr(phase, field, getattr(phase, field) + duration_secs)
     if field == "compile_s":
         phase.compiled += 1
 

@@ -33,18 +33,18 @@ class Phases:
 
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(
+        self.bar = bar = tqdm(
             total=len(phases),
             desc=name,
             unit="phase",
             leave=False,
             bar_format="{desc}: {n_fmt}/{total_fmt} phases [{elapsed}]{postfix}",
         )
-        self._stop = threading.Event()
+        self._stop = stop = threading.Event()
 
         def tick():
-            while not self._stop.wait(1.0):
-                self.bar.refresh()
+            while not stop.wait(1.0):
+                bar.refresh()
 
         threading.Thread(target=tick, daemon=True).start()
 
@@ -61,7 +61,8 @@ class Phases:
             self.bar.update(1)
 
     def close(self) -> None:
-        if self.bar is not None:
+        if self._stop is not None:
             self._stop.set()
+        if self.bar is not None:
             self.bar.close()
             self.bar = None

@@ -87,6 +87,7 @@ def tabulate(
 
     Claims are matched by position when every seed has the same number of them (a statement may quote a number
     that moves with the seed), else by statement (one absent at a seed is ``None`` there)."""
+    rows: list[list[Claim | None]]
     if per_seed and all(len(c) == len(per_seed[0]) for c in per_seed):
         rows = [[claims[i] for claims in per_seed] for i in range(len(per_seed[0]))]
     else:

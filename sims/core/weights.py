@@ -3,9 +3,9 @@
 tiny_lm, mpq, zoe_grad and sparse_attention study language models trained by the project's own loop
 (:func:`jaxwb.models.train.trained_model`), which keeps each trained model in the model cache
 (``jaxwb.models.train.weights_dir()``) under a name made from its model and training configuration and the JAX
-version. This package ships the files of every model the quick and full presets use (``weights/*.eqx``, the ones
-the committed runs were made with) and a record of them (``weights/weights.json``: per file its sha256, size,
-configurations, the results and presets that use it, and the JAX version that trained it).
+version. This package ships the files of every model the quick and full presets use (``shipped_models/*.eqx``, the
+ones the committed runs were made with) and a record of them (``shipped_models/weights.json``: per file its sha256,
+size, configurations, the results and presets that use it, and the JAX version that trained it).
 
 :func:`seed_model_cache` (called by the harness before a result runs, and by ``workbench audit``) copies a
 result's shipped files into the model cache when the cache lacks them and the installed JAX is the one that trained
@@ -35,7 +35,7 @@ from jaxwb.models import diffusion_lm as dl
 from jaxwb.models import train as tr
 from jaxwb.sims.core.paths import sha256_file
 
-WEIGHTS_DIR = Path(__file__).resolve().parent / "weights"
+WEIGHTS_DIR = Path(__file__).resolve().parent / "shipped_models"
 RECORD = WEIGHTS_DIR / "weights.json"
 RESULTS = ("tiny_lm", "mpq", "zoe_grad", "sparse_attention")
 PRESET_NAMES = ("quick", "full")
