@@ -1,8 +1,9 @@
-"""theory/ and pallas_kernels/ type-check clean with mypy (config: ``[tool.mypy]`` in pyproject.toml).
+"""The whole package type-checks clean with mypy (config: ``[tool.mypy]`` in pyproject.toml).
 
 The folders are mapped under the ``jaxwb`` namespace by setup.py, which a type checker cannot follow through the
 editable install's import hook; the test assembles the namespace from symlinks in a temporary folder and checks
-``jaxwb.theory`` and ``jaxwb.pallas_kernels`` there, with mypy's cache in the repository's git-ignored cache."""
+``jaxwb.theory``, ``jaxwb.pallas_kernels``, ``jaxwb.models`` and ``jaxwb.sims`` there, with mypy's cache in the
+repository's git-ignored cache."""
 
 from __future__ import annotations
 
@@ -14,10 +15,10 @@ import pytest
 
 from jaxwb.sims.core.paths import REPO_ROOT, cache_dir
 
-CHECKED = ("theory", "pallas_kernels")
+CHECKED = ("theory", "pallas_kernels", "models", "sims")
 
 
-def test_theory_and_kernels_type_check(tmp_path):
+def test_package_type_checks(tmp_path):
     if shutil.which("mypy", path=str(REPO_ROOT / ".venv" / "bin")) is None and shutil.which("mypy") is None:
         pytest.skip("mypy not installed (pip install -e '.[dev]')")
     ns = tmp_path / "jaxwb"

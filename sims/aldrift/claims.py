@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -291,7 +292,7 @@ def coverage_claims(results: dict, cfg: Config) -> list[Claim]:
         text = (
             f"coverage {verdict}, {name}: fraction of {S} seeds whose sup p/L still grows R={R[j_mid]:g}->{R[-1]:g} sd"
         )
-        extra = {"source": "theory" if name.startswith("empirical") else "paper"}
+        extra: dict[str, Any] = {"source": "theory" if name.startswith("empirical") else "paper"}
         if name in RARE_FAILURES:
             rate, why = RARE_FAILURES[name]
             tol = rate + 3 * math.sqrt(rate * (1 - rate) / S)

@@ -95,7 +95,7 @@ def coverage_seed(key, *, m, xs, sep, sd):
     s = sd * jax.random.normal(k1, (m, 1))
     logp = jax.scipy.stats.norm.logpdf(xs, scale=sd)
     grid = xs[:, None]
-    fams = [al.fit_gaussian_fixed(s, 2.0 * sd**2), al.fit_kde(s, 1.0), al.fit_kde(s, 2.0)]
+    fams: list[al.Gaussian | al.KDE] = [al.fit_gaussian_fixed(s, 2.0 * sd**2), al.fit_kde(s, 1.0), al.fit_kde(s, 2.0)]
     out = [logp - al.log_prob(f, grid) for f in fams]
     # two-mode mixture target, single Gaussian MLE (mean, empirical variance)
     signs = jnp.where(jax.random.bernoulli(k2, 0.5, (m, 1)), sep, -sep)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -160,14 +161,16 @@ def quadratic_predictions(cfg: Config, quad_res: dict, key) -> dict:
     ess_pred = np.concatenate(
         [
             [float(al.gaussian_importance_ess(mean_k[0], 1.0 / mu_k[0], s1[3], 1.0 / s1[4], n))],
+            # per-temperature variances (K-1,): gaussian_importance_ess broadcasts var_p, var_q and mean_var over
+            # the batch axes (theory/aldrift/coverage.py annotates them float)
             np.asarray(
                 al.gaussian_importance_ess(
                     mean_k[1:, None],
-                    1.0 / mu_k[1:],
+                    1.0 / mu_k[1:],  # type: ignore[arg-type]
                     mean_k[:-1, None],
-                    PAPER_INFLATION / mu_k[:-1],
+                    PAPER_INFLATION / mu_k[:-1],  # type: ignore[arg-type]
                     n,
-                    mean_var=1.0 / (cfg.m * mu_k[:-1]),
+                    mean_var=1.0 / (cfg.m * mu_k[:-1]),  # type: ignore[arg-type]
                 )
             ),
         ]
@@ -201,7 +204,7 @@ def quadratic_predictions(cfg: Config, quad_res: dict, key) -> dict:
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
-    out = {}
+    out: dict[str, Any] = {}
     k_set, k_eps, k_rs, k_cov = jax.random.split(key, 4)
     k_kish = jax.random.fold_in(key, 5)
     taus = al.temperature_schedule("geometric", cfg.T, tau1=cfg.tau1, n=cfg.n)

@@ -454,7 +454,7 @@ class ClaimGroups:
 # ``kind="bound"``) and ``source="theory"`` (CHECK); the fields of Claim they do not compute (kind, source,
 # wide_reason, expected, reason, ...) they take by keyword (``options``).
 
-CHECK = MappingProxyType({"kind": "check", "source": "theory"})  # the builders' defaults (read-only)
+CHECK: Mapping[str, Any] = MappingProxyType({"kind": "check", "source": "theory"})  # the builders' defaults (read-only)
 
 
 def largest_difference(measured, reference, *, relative: str | float | None = "max") -> float:

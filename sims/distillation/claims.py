@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxwb.sims.core.claims import (
@@ -54,7 +56,7 @@ def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     ratio = ts["tau_mem"][ip] / ts["tau_gen"][ip]
     window = f"the generalisation window tau_mem / tau_gen widens with n (p = {p}: n = {ns[-1]} vs {ns[0]})"
-    paper = {"kind": "paper", "source": "paper"}
+    paper: dict[str, Any] = {"kind": "paper", "source": "paper"}
     bayes = float(dm.bayes_loss(cfg.t_fixed))
     never = (
         f"the test loss never goes below the Bayes (MMSE) loss e^(-2t) = {bayes:.4f} at t = {cfg.t_fixed:g} "

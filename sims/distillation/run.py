@@ -17,6 +17,7 @@ Two studies, each one jitted program vmapped over seeds (``core.sweep``), everyt
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -113,7 +114,9 @@ def timescales(cfg: Config, key: jax.Array) -> dict:
     """The timescale study for every p of ``cfg.p_grid``: arrays (p, seed, n, ...) and the checkpoint steps."""
     keys = jax.random.split(key, cfg.timescale_seeds)
     per_p = [sweep(partial(timescale_seed, p=p, cfg=cfg), keys) for p in cfg.p_grid]
-    res = {k: np.stack([np.asarray(r[k]) for r in per_p]) for k in per_p[0] if k not in ("lam_train", "lam_pop")}
+    res: dict[str, Any] = {
+        k: np.stack([np.asarray(r[k]) for r in per_p]) for k in per_p[0] if k not in ("lam_train", "lam_pop")
+    }
     # spectra differ in length between p values: keep them per p
     res["lam_train"] = {f"p{p}": np.asarray(r["lam_train"]) for p, r in zip(cfg.p_grid, per_p, strict=True)}
     res["lam_pop"] = {f"p{p}": np.asarray(r["lam_pop"]) for p, r in zip(cfg.p_grid, per_p, strict=True)}

@@ -4,6 +4,7 @@ interpolation``)."""
 from __future__ import annotations
 
 from functools import partial
+from typing import cast
 
 import jax
 import jax.numpy as jnp
@@ -48,8 +49,8 @@ def bench(quick: bool = False) -> list[BenchRow]:
     seeds, steps, B = (64, 300, 4) if quick else (256, 1000, 8)
     problem = _to32(ip.random_problem(cfg.n, cfg.d, cond=cfg.cond, sampling=cfg.sampling, key=jax.random.key(0)))
     c = ip.constants(problem)
-    lr, beta = ip.momentum_rule(float(c.mu), float(c.L), float(c.L_max), B, "hb")
-    lr, beta = float(lr), float(beta)
+    lr_a, beta_a = cast(tuple[jax.Array, jax.Array], ip.momentum_rule(float(c.mu), float(c.L), float(c.L_max), B, "hb"))
+    lr, beta = float(lr_a), float(beta_a)
     rows = {
         "lr": np.full(seeds, lr, np.float32),
         "beta": np.full(seeds, beta, np.float32),
@@ -58,8 +59,11 @@ def bench(quick: bool = False) -> list[BenchRow]:
     }
     fn = partial(mc_row, problem=problem, batch_size=B, steps=steps, record_every=1)
     ours = time_call(lambda: sweep(fn, rows)[0], repeats=3)
-    npp = [np.asarray(a, np.float64) for a in (problem.A, problem.b, problem.x_star, problem.probs, problem.weights)]
-    npp[3] = npp[3] / npp[3].sum()
+    A, b, x_star, probs, weights = (
+        np.asarray(a, np.float64) for a in (problem.A, problem.b, problem.x_star, problem.probs, problem.weights)
+    )
+    probs = probs / probs.sum()
+    npp = (A, b, x_star, probs, weights)
     base_seeds = max(4, seeds // 8)
     base = (
         time_call(

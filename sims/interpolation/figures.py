@@ -3,6 +3,8 @@ docstring)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxwb.sims.core import panels, style
@@ -88,7 +90,10 @@ def plot_speedup(results: dict, cfg: Config):
     s_lo, s_hi = np.quantile(slope_of(np.moveaxis(boot[I_HB], -1, 0)), [0.025, 0.975])
     speedup = hits[I_SGD, 0] / hits[I_HB]
     fit = f"heavy ball, Monte-Carlo log-log slope {{slope:.3f}} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion "
-    labels = {"fit_label": fit + f"{s_ex:.3f}", "pred_label": "paper: heavy-ball speedup proportional to B (slope 1)"}
+    labels: dict[str, Any] = {
+        "fit_label": fit + f"{s_ex:.3f}",
+        "pred_label": "paper: heavy-ball speedup proportional to B (slope 1)",
+    }
     labels["fit_range_label"] = f"slope fit range B <= {Bs[lin][-1]:g}"
     pred_style = {"color": "0.3", "linewidth": 1, "linestyle": "-."}
     kw = {"fit": lin, "points": False, "predicted": 1.0, "anchor": (Bs[0], speedup[0]), "color": "tab:red"}

@@ -75,5 +75,6 @@ def grid_optimise(kernel, batch_sizes, method, *, n_grid, n_zoom, zoom_points, L
         U = best[0][:, None] + ou.ravel()[None]
         W = np.minimum(best[1][:, None] + ow.ravel()[None], -1e-12) if not sgd else np.zeros_like(U)
         du, dw = du * 2.0 / (zoom_points - 1), dw * 2.0 / (zoom_points - 1)
+    assert best is not None  # the loop above runs n_zoom + 1 >= 1 times
     lr, beta = np.exp(best[0] + best[1]), (np.zeros(len(B)) if sgd else 1.0 - np.exp(best[1]))
     return lr, beta, rates(kernel, lr, beta, method, B[:, 0])

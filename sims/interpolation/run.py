@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from functools import partial
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -107,8 +108,15 @@ def aux_theory(cfg: Config, problem) -> tuple:
     aux = {}
     for name, pr_ in (("kaczmarz", kz), ("cd", cdp)):
         kern, cc = ip.noise_kernel(pr_), ip.constants(pr_)
-        lr_sgd_b, _ = ip.momentum_rule(float(cc.mu), float(cc.L), float(cc.L_max), cfg.block, "sgd")
-        lr_hb_b, beta_hb_b = ip.momentum_rule(float(cc.mu), float(cc.L), float(cc.L_max), cfg.block, "hb")
+        # momentum_rule's returns: "sgd" (float, Array) on these float arguments, "hb" (Array, Array)
+        lr_sgd_b, _ = cast(
+            tuple[float, jax.Array],
+            ip.momentum_rule(float(cc.mu), float(cc.L), float(cc.L_max), cfg.block, "sgd"),
+        )
+        lr_hb_b, beta_hb_b = cast(
+            tuple[jax.Array, jax.Array],
+            ip.momentum_rule(float(cc.mu), float(cc.L), float(cc.L_max), cfg.block, "hb"),
+        )
         confs = {
             "single": (1.0 / float(cc.tr_H), 0.0, 1),
             "block": (float(lr_sgd_b), 0.0, cfg.block),
@@ -170,7 +178,8 @@ def theory(cfg: Config, key) -> dict:
         e0 = -problem.x_star
         theory_curves = exact_curves(cfg, kernel, e0, params)
         kz, aux = aux_theory(cfg, problem)
-        sat_rule = float(ip.rule_saturation(mu, L, L_max))  # float64 (outside x64 it rounds to float32)
+        # float64 (outside x64 it rounds to float32)
+        sat_rule = float(cast(jax.Array, ip.rule_saturation(mu, L, L_max)))
     constants = {
         "mu": mu,
         "L": L,
@@ -350,7 +359,7 @@ def problem_key(cfg: Config, key: jax.Array) -> jax.Array:
 def run(cfg: Config, *, key: jax.Array) -> dict:
     _, kmc, kaux, kboot = run_keys(key)
     kp = problem_key(cfg, key)
-    out = {"batch_sizes": np.asarray(list(cfg.batch_sizes))}
+    out: dict[str, Any] = {"batch_sizes": np.asarray(list(cfg.batch_sizes))}
     th = theory(cfg, kp)
     out["constants"] = th["constants"]
     out["reference"] = th["reference"]

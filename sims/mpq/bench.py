@@ -37,6 +37,8 @@ def _jax_temp(w, h, book) -> float:
     try:
         lowered = M.solvers.gptq_from_factor.lower(w, M.solvers.gptq_factor(h), book.grid, 128)
         ma = lowered.compile().memory_analysis()
+        if ma is None:  # unavailable on this backend
+            return float("nan")
         return float(ma.temp_size_in_bytes + ma.output_size_in_bytes) / 2**20
     except Exception:
         return float("nan")

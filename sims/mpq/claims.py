@@ -3,13 +3,15 @@ the independent references: ``reference_np``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, bootstrap_ci, mean_ci, one_sided, seed_mean
 from jaxwb.sims.mpq.config import MPQ_WINS, TINY_SOLVERS, Config
 from jaxwb.sims.mpq.measures import fitted_exponents, weakest_layer
 
-PAPER = {"kind": "paper", "source": "paper"}
+PAPER: dict[str, Any] = {"kind": "paper", "source": "paper"}  # Any: the claim builders' ** keywords
 CLAIMS = ClaimGroups()
 
 

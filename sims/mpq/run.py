@@ -4,6 +4,8 @@ on tiny problems, VAMP marginals vs the exact posterior, GPTQ vs the NumPy port,
 
 from __future__ import annotations
 
+from typing import Any
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -25,13 +27,14 @@ from jaxwb.theory import mpq as M
 def state_evolution_part(cfg: Config, *, key: jax.Array) -> dict:
     """Measured per-iteration MSE of VAMP's x1 against q0 (draws, iters) and the state evolution's E1 per draw."""
     mse, se = [], []
+    levels = np.asarray(cfg.se_levels, np.float64)  # the tuple as an array (exact; theory types levels ArrayLike)
     for i in range(cfg.se_draws):
         p = M.planted_problem(
-            cfg.se_d, cfg.se_ratio, cfg.se_levels, beta=cfg.se_beta, rows=cfg.se_rows, key=jax.random.fold_in(key, i)
+            cfg.se_d, cfg.se_ratio, levels, beta=cfg.se_beta, rows=cfg.se_rows, key=jax.random.fold_in(key, i)
         )
         out = M.vamp(p["w"], p["h"], p["grid"], beta=cfg.se_beta, iters=cfg.se_iters, precision="scalar")
         mse.append(np.asarray(jnp.mean((out["x1"] - p["q0"][None]) ** 2, axis=(1, 2))))
-        se.append(M.state_evolution(np.asarray(p["lam"]), cfg.se_levels, beta=cfg.se_beta, iters=cfg.se_iters))
+        se.append(M.state_evolution(np.asarray(p["lam"]), levels, beta=cfg.se_beta, iters=cfg.se_iters))
     return {"mse": jnp.asarray(np.array(mse)), "se": jnp.asarray(np.array(se))}
 
 
@@ -92,8 +95,12 @@ def tiny_part(cfg: Config, *, key: jax.Array) -> dict:
     ``marg_*`` the scalar form on the unit-diagonal version of H (float32, ``marg_betas``), ``diag_*`` the diagonal
     form on H itself (unequal diagonal; float64, ``diag_betas``), ``scalar_unequal_*`` the scalar form on H itself
     (``diag_betas``; shown, not claimed)."""
+    objs: dict[str, list[float]]
+    one: dict[str, list[float]]
     exact, objs, one = [], {s: [] for s in TINY_SOLVERS}, {"bcd": [], "mpq": []}
-    marg = {k: [] for k in ("marg_err", "marg_dist", "diag_err", "diag_dist", "scalar_unequal_err")}
+    marg: dict[str, list[list[float]]] = {
+        k: [] for k in ("marg_err", "marg_dist", "diag_err", "diag_dist", "scalar_unequal_err")
+    }
     for i in range(cfg.tiny_problems):
         w, h, book = tiny_problem(cfg, key=jax.random.fold_in(key, i))
         exact.append(M.exact_minimum(w[0], h, book.grid[0])[0])
@@ -176,10 +183,11 @@ def solve_layer(w, h, rot, bits: int, methods, cfg: Config) -> dict:
     prepared layer: with a rotation, that of the rotated layer, whose sum over rows is the layer's own). "rtn",
     "gptq", "mpq" through ``jaxwb.theory.mpq.quantize_layer`` (what ``quantize_model`` calls); "gptq_bcd": GPTQ's
     codes (solved first) refined by exact coordinate descent."""
-    opts = dict(
+    opts: dict[str, Any] = dict(
         bits=bits, group=cfg.group, beta=cfg.beta, iters=cfg.vamp_iters, rho=cfg.rho, anneal=cfg.anneal,
         precision=cfg.precision, start=cfg.mpq_start, block=cfg.bcd_block,
     )  # fmt: skip
+    codes: dict[str, tuple[jax.Array, M.Codebook]]
     codes, out = {}, {}
     for m in methods:
         if m == "gptq_bcd":
@@ -227,6 +235,9 @@ def lm_seed(model, cfg: Config, tok, x_ev, y_ev, *, key: jax.Array) -> dict:
     acts = layer_inputs(model, tok)
     weights = {k: w for k, w in linear_weights(model).items() if k != "embed" and cfg.quantizes(k)}
     tags = [(b, r, f"{b}bit_{'rht' if r else 'plain'}") for b in cfg.bits for r in cfg.rht]
+    obj: dict[str, Any]
+    ppl: dict[str, Any]
+    ref: dict[str, dict[str, float]]
     obj, ppl, ref = dict.fromkeys(t for *_, t in tags), dict.fromkeys(t for *_, t in tags), {}  # the claims' order
     for rot_on in cfg.rht:  # the proxy Hessians and rotations once per layer, for every bit width
         prep = {
@@ -295,8 +306,8 @@ def synth_part(cfg: Config, *, key: jax.Array) -> dict:
     """Per seed (a fresh synthetic layer) and bit width: the per-row objectives of RTN and GPTQ
     ``objective[bits][method]`` (seeds, rows) and ``ref_mismatch[bits]`` (seeds,): the fraction of rows where
     the JAX GPTQ (through :func:`quantize_lm_layer`, as on the LM) and the NumPy port differ."""
-    obj = {f"{b}bit": {m: [] for m in ("rtn", "gptq")} for b in cfg.bits}
-    ref = {f"{b}bit": [] for b in cfg.bits}
+    obj: dict[str, dict[str, list[np.ndarray]]] = {f"{b}bit": {m: [] for m in ("rtn", "gptq")} for b in cfg.bits}
+    ref: dict[str, list[float]] = {f"{b}bit": [] for b in cfg.bits}
     for s in range(cfg.synth_seeds):
         w, x = synthetic_layer(cfg, key=jax.random.fold_in(key, s))
         for b in cfg.bits:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -187,7 +188,7 @@ def format_stats(x, key, rht_block: int) -> tuple[dict, dict]:
     rt = format_roundtrips(x, key, rht_block)
     xb = x.reshape(rows, -1, rht_block)
     xh_unbiased = rt.pop("RHT b=4, unbiased").reshape(xb.shape)
-    stats = {
+    stats: dict[str, Any] = {
         label: {
             "rel_mse": jnp.sum((xh - x) ** 2) / jnp.sum(x * x),
             "err": ((xh - x) / jnp.sqrt(jnp.mean(x * x))).reshape(-1)[:20000],
@@ -206,6 +207,7 @@ def format_comparison(cfg: Config, k_fmt: jax.Array, k_rht: jax.Array) -> tuple[
     the independent decoder ``theory.quantization.fp4_formats`` (NumPy + ml_dtypes). Returns (stats per dataset,
     per FP4 format: {"mismatch": elements whose value differs, summed over the datasets, "elements"}, and
     "RHT b=4 gaussian": the relative error ||x_hat - x||^2 / ||x||^2 of each rht_block vector of the Gaussian data)."""
+    check: dict[str, dict[str, Any]]  # int counts, then (below) the arrays stored
     stats, check = {}, {label: {"mismatch": 0, "elements": 0} for label in fp4_formats.ROUNDTRIPS}
     for name, x in format_datasets(k_fmt, cfg.fmt_rows, cfg.fmt_cols).items():
         stats[name], xhat = format_stats(x, k_rht, cfg.rht_block)

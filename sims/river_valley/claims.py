@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, array_agreement, lower_bound
@@ -41,7 +43,7 @@ def boundary_claims(results: dict, cfg: Config) -> list[Claim]:
         for method, (threshold, name) in edges.items():
             if method == "nesterov" and beta == 0:
                 continue  # Nesterov at beta = 0 is GD, the same edge
-            edge, meas = float(threshold(cfg.lam, float(beta))), float(b[method][i])
+            edge, meas = float(cast(float, threshold(cfg.lam, float(beta)))), float(b[method][i])
             statement = f"{name} at beta={beta:.2f}: no smaller lr diverges (bisection edge >= the closed form)"
             out.append(lower_bound(statement, edge, meas, source="paper"))
             statement = (
@@ -64,12 +66,12 @@ def speed_claims(results: dict, cfg: Config) -> list[Claim]:
             f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f} (simulated "
             "at 0.95 x each measured edge)"
         )
-        out.append(agreement(statement, rv.river_speed_gain(float(beta)), gain, 0.03, source="paper"))
+        out.append(agreement(statement, cast(float, rv.river_speed_gain(float(beta))), gain, 0.03, source="paper"))
         statement = (
             f"steady HB speed on a linear river (slope 1) = effective lr lr/(1-beta) at beta={beta:.2f}, "
             "lr = 0.95 x the measured edge (last 100 steps)"
         )
-        lr_eff = float(rv.effective_river_lr(float(s["lr_hb"][i]), float(beta)))
+        lr_eff = float(cast(float, rv.effective_river_lr(float(s["lr_hb"][i]), float(beta))))
         out.append(agreement(statement, lr_eff, float(s["speed_hb"][i]), 1e-4, source="paper", wide_reason=WHY_STEADY))
     return out
 
@@ -93,7 +95,7 @@ def curved_river_claims(results: dict, cfg: Config) -> list[Claim]:
             f"speed along a curved river (slope 1, floor {a:g} sin({k:g} x)), {what} (beta={beta:g}): "
             f"lr/(1-beta) / (1 + a^2 k^2/2) per step, over whole floor periods ({speed.size} random starts)"
         )
-        pred = float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, beta, a, k))
+        pred = float(cast(float, rv.curved_river_speed(float(c[label]["lr"]), 1.0, beta, a, k)))
         out.append(Claim.from_samples(statement, pred, speed, 3e-4, kind="paper", wide_reason=why))
     return out
 

@@ -123,4 +123,4 @@ class Config:
             )
 
 
-PRESETS = load_presets(Config)
+PRESETS: dict[str, Config] = load_presets(Config)

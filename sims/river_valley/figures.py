@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -137,17 +139,17 @@ def plot_curved_river(results: dict, cfg: Config):
         t = np.arange(d.shape[1])
         lines = ax.plot(t, d.T, color=color, lw=2.5, alpha=0.35)
         lines[0].set_label(f"{label.upper()} (beta={b:g}), {d.shape[0]} starts")
-        v = float(rv.curved_river_speed(float(c[label]["lr"]), 1.0, b, a, k))
+        v = float(cast(float, rv.curved_river_speed(float(c[label]["lr"]), 1.0, b, a, k)))
         ax.plot(t, v * t, **style.prediction(color=color))
     panels.prediction_key(ax, "t lr/(1-beta)/(1 + a^2 k^2/2) (adiabatic closed form)")
     title = f"Curved river: slope 1, floor y = {a:g} sin({k:g} x), lam = {cfg.lam:g}"
     labels = {"xlabel": "step", "ylabel": "river distance covered (x units)"}
     panels.finish(ax, legend=8, **labels, log="xy", ylim=(1e-2, None), title=title)
     # per start: speed relative to the straight river's lr g / (1 - beta), shape (starts, arms)
-    flat = [float(rv.curved_river_speed(float(c[lab]["lr"]), 1.0, b, 0.0, 0.0)) for lab, _, b in arms]
+    flat = [float(cast(float, rv.curved_river_speed(float(c[lab]["lr"]), 1.0, b, 0.0, 0.0))) for lab, _, b in arms]
     speeds = np.stack([np.asarray(c[lab]["speed"], np.float64) for lab, _, _ in arms], axis=1)
     names = [f"{lab.upper()}\nlr={float(c[lab]['lr']):.4g}, beta={b:g}" for lab, _, b in arms]
-    geo, xi = float(rv.curved_river_speed(1.0, 1.0, 0.0, a, k)), np.arange(len(names))
+    geo, xi = float(cast(float, rv.curved_river_speed(1.0, 1.0, 0.0, a, k))), np.arange(len(names))
     labels = {"label": "measured (95% CI over starts)", "reference_label": f"closed form 1/(1 + a^2 k^2/2) = {geo:.4f}"}
     panels.ratio_panel(ax2, xi, speeds / flat, reference=geo, ms=8, capsize=6, **labels)
     ax2.axhline(1.0, color="tab:red", ls=":", label="straight river (no geometry)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -210,7 +211,7 @@ def curved_trajectories(cfg: Config, key: jax.Array) -> dict:
     lam_eff = lam * (1.0 + (cfg.curved_a * cfg.curved_k) ** 2)  # largest curvature across the curved floor
     lr_aggr = 0.8 * rv.hb_threshold(lam_eff, cfg.traj_beta)
     starts = curved_starts(cfg, key)
-    tr = {"starts": starts}
+    tr: dict[str, Any] = {"starts": starts}
     for label, lr, b in (
         ("gd_safe", 0.9 * rv.gd_threshold(lam_eff), 0.0),
         ("gd_aggressive", lr_aggr, 0.0),
@@ -239,7 +240,7 @@ def curved_river_speed(cfg: Config, key: jax.Array) -> dict:
     x0 = jax.random.uniform(kx, (cfg.n_seeds,), minval=0.0, maxval=period)
     y0 = a * jnp.sin(k * x0) + 0.05 + cfg.start_y_sd * jax.random.normal(ky, (cfg.n_seeds,))
     starts = jnp.stack([x0, y0], -1)
-    out = {"period": jnp.asarray(period)}
+    out: dict[str, Any] = {"period": jnp.asarray(period)}
     for label, lr, b in (
         ("gd", 0.9 * rv.gd_threshold(lam_eff), 0.0),
         ("hb", 0.8 * rv.hb_threshold(lam_eff, cfg.traj_beta), cfg.traj_beta),

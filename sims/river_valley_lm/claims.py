@@ -6,6 +6,8 @@ See the package docstring for what each claim measures and why the quadratic one
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from jaxwb.models import corpus
@@ -193,7 +195,7 @@ def reference_run_claims(results: dict, cfg: Config) -> list[Claim]:
         f"reference's dense Hessian and its next {k - 1} Ritz values lie at or below eigh's (largest gap / "
         f"lambda_max, +-{EIGH_TOL:g})"
     )
-    pred = np.asarray([float(rv.hb_threshold(eg[0], b)) for b in cfg.betas])
+    pred = np.asarray([float(cast(float, rv.hb_threshold(eg[0], b))) for b in cfg.betas])
     quadratic = (
         f"quadratic theory: heavy ball on the quadratic model of that dense Hessian, simulated (2^20 steps, "
         f"bisected), diverges beyond lr = 2(1+beta)/lambda_max for beta in {cfg.betas} (largest relative gap, "
@@ -246,7 +248,9 @@ def edge_claims(results: dict, cfg: Config) -> list[Claim]:
         m, h, n = mean_ci(ratio)
         ci = h + res_oct  # seed interval + bisection resolution of the two edges (half a bracket each)
         eff = m - float(np.log2(1.0 - b))  # log2 of the effective-lr gain edge(b)/((1-b) edge(GD))
-        raw_theory = float(np.log2(float(rv.hb_threshold(1.0, b)) / float(rv.gd_threshold(1.0))))
+        raw_theory = float(
+            np.log2(float(cast(float, rv.hb_threshold(1.0, b))) / float(cast(float, rv.gd_threshold(1.0))))
+        )
         theory = raw_theory - float(np.log2(1.0 - b))
         seeds = f"bisected, {n} seeds"
         per_seed = f"log2 ratio per seed, {seeds}"
@@ -287,7 +291,7 @@ def eos_claims(results: dict, cfg: Config) -> list[Claim]:
     for i, m_ in enumerate(cfg.eos_mults):
         gd, hb, b = sh[3 * i], sh[3 * i + 1], rows[3 * i + 1][1]
         what = f"full batch, lr = {m_:g} x 2/lambda_max(init), median of lr * lambda_max(theta_t) over the 2nd half"
-        q = float(rv.hb_threshold(1.0, b) / rv.gd_threshold(1.0))
+        q = float(cast(float, rv.hb_threshold(1.0, b)) / cast(float, rv.gd_threshold(1.0)))
         text = f"edge of stability, GD: {what} hovers at its quadratic edge 2 (20% tolerance)"
         out.append(on_interval(text, 2.0, mean_ci(gd), "rel", 0.2, **why))
         text = (
@@ -388,7 +392,7 @@ def scan_claims(results: dict, cfg: Config) -> list[Claim]:
     sc, b = results["scan"], cfg.scan_beta
     edge = bracket_edges(sc)  # [W, 2, S]
     res_oct = bracket_octaves(cfg.scan_bracket, cfg)
-    q = float(np.log2(float(rv.hb_threshold(1.0, b)) / float(rv.gd_threshold(1.0))))
+    q = float(np.log2(float(cast(float, rv.hb_threshold(1.0, b))) / float(cast(float, rv.gd_threshold(1.0)))))
     for i, w in enumerate(np.asarray(sc["width"])):
         m, h, n = mean_ci(np.log2(edge[i, 1] / edge[i, 0]))
         below = (

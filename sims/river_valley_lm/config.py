@@ -179,4 +179,4 @@ class Config:
         )
 
 
-PRESETS = load_presets(Config)
+PRESETS: dict[str, Config] = load_presets(Config)

@@ -10,6 +10,7 @@ arrays) so that runs for several initialisation seeds stack into ``float32[S, P]
 from __future__ import annotations
 
 import functools
+from typing import cast
 
 import equinox as eqx
 import jax
@@ -168,7 +169,10 @@ def fullbatch_run(row, *, unravel, static, x, y, steps, every, track_iters, mid)
             (loss, g), (_, w) = jax.jvp(grad, (theta,), (q,))
             return w, (loss, g)
 
-        lam, vec, (loss, g) = hs.lanczos_warm(op, u, iters=track_iters, k=1, has_aux=True)
+        # has_aux=True: the 3-tuple of lanczos_warm's annotated union, aux = op's (loss, gradient) at u
+        lam, vec, (loss, g) = cast(
+            tuple[Array, Array, tuple[Array, Array]], hs.lanczos_warm(op, u, iters=track_iters, k=1, has_aux=True)
+        )
         return vec[:, 0], lam[0], loss, g
 
     def measure(theta, u, d):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxwb.sims.core import panels, style
@@ -33,7 +35,7 @@ def plot_scan(results: dict, cfg: Config):
     gaps[cfg.d_model] = largest_gap(results["hessian"]["spectrum"])
     res_oct = bracket_octaves(cfg.edge_bracket, cfg)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
-    mean_kw = {"fmt": "s-", "color": "tab:red", "capsize": 4, "pred_label": "the paper's picture"}
+    mean_kw: dict[str, Any] = {"fmt": "s-", "color": "tab:red", "capsize": 4, "pred_label": "the paper's picture"}
     for a, data, widen, pred, lab in (
         (ax, ratios, res_oct, float(np.log2(1 + b)), f"log2 edge(beta={b:g}) / edge(GD)"),
         (ax2, gaps, 0.0, GAP_RATIO, "largest lambda_k / lambda_(k+1), top of the spectrum at init"),
@@ -152,7 +154,12 @@ def plot_edges(results: dict, cfg: Config):
     betas = np.asarray(cfg.betas)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     seeds = {"marker": "o", "color": "0.6", "ms": 4, "alpha": 1.0, "label": "seeds (bisected edge)"}
-    mean_kw = {"fmt": "s-", "color": "tab:red", "capsize": 4, "label": "geometric mean, 95% CI over seeds"}
+    mean_kw: dict[str, Any] = {
+        "fmt": "s-",
+        "color": "tab:red",
+        "capsize": 4,
+        "label": "geometric mean, 95% CI over seeds",
+    }
     bf = np.linspace(0, betas.max(), 50)
     title = f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections"
     for which, scale, a in (("raw lr", np.ones_like(betas), ax), ("effective lr lr/(1-beta)", 1 / (1 - betas), ax2)):

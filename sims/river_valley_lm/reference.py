@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import numpy as np
 
@@ -88,7 +89,7 @@ FD_STEP = 1e-4  # central differences of the float64 gradient: error ~ h^2 |g'''
 
 def fd_hvp(params: dict, direction: dict, x, y, *, n_heads: int, rope_base: float, h: float = FD_STEP) -> dict:
     """H(params) v by central differences of the reference gradient along ``direction`` (a dict like params)."""
-    kw = {"n_heads": n_heads, "rope_base": rope_base}
+    kw: dict[str, Any] = {"n_heads": n_heads, "rope_base": rope_base}
     plus = {k: params[k] + h * direction[k] for k in params}
     minus = {k: params[k] - h * direction[k] for k in params}
     gp, gm = ref.loss_and_grad(plus, x, y, **kw)[1], ref.loss_and_grad(minus, x, y, **kw)[1]
@@ -107,7 +108,7 @@ def dense_hessian(params: dict, x, y, *, n_heads: int, rope_base: float, h: floa
     in the :class:`Flat` order of ``params``."""
     fl = Flat.of(params)
     th = fl.flat(params)
-    kw = {"n_heads": n_heads, "rope_base": rope_base}
+    kw: dict[str, Any] = {"n_heads": n_heads, "rope_base": rope_base}
     cols = np.empty((fl.size, fl.size))
     for i in range(fl.size):
         e = np.zeros(fl.size)
@@ -175,7 +176,7 @@ def train(
     theta <- theta - lr v) or Adam with beta1 = ``beta`` (bias-corrected m / (sqrt(v) + eps), no weight decay).
     Divergence as in the run: at the first step whose loss is non-finite or above ``blowup`` x the first loss the
     run stops (its parameters are those before that step). Returns (diverged, parameters)."""
-    kw = {"n_heads": n_heads, "rope_base": rope_base}
+    kw: dict[str, Any] = {"n_heads": n_heads, "rope_base": rope_base}
     p = {k: np.array(v, np.float64) for k, v in params.items()}
     vel = {k: np.zeros_like(v) for k, v in p.items()}
     sq = {k: np.zeros_like(v) for k, v in p.items()}

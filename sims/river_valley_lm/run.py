@@ -282,7 +282,7 @@ def reference_part(
     reference (GD, seed 0) and three mini-batch runs repeated (GD, heavy ball at the largest beta and Adam at their
     grids' smallest lr, seed 0)."""
     mc = cfg.model
-    kw = {"n_heads": mc.n_heads, "rope_base": mc.rope_base}
+    kw: dict[str, Any] = {"n_heads": mc.n_heads, "rope_base": mc.rope_base}
     train_tok, val_tok = tokens
     S, se = cfg.n_seeds, cfg.eos_seeds
 
@@ -299,7 +299,7 @@ def reference_part(
     def loss(theta, x=hx, y=hy_ref):
         return rnp.cross_entropy(params(theta), x, y, per_window=False, **kw)
 
-    out = {
+    out: dict[str, Any] = {
         "target_mismatch": np.asarray(h_bad + e_bad),
         "target_bytes": np.asarray(hy.size + ey.size),
         "loss_init": np.asarray([loss(st.flat0s[s]) for s in range(S)]),
@@ -411,7 +411,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     k_init, k_data, k_hess, k_lanczos, k_extra = jax.random.split(key, 5)
     k_small, k_scan = jax.random.split(k_extra)
     st, train_tok, val_tok = setup(cfg, k_init, k_hess)
-    out = {
+    out: dict[str, Any] = {
         "unigram_loss": np.asarray(corpus.unigram_entropy(train_tok, val_tok)),
         # validation loss at init, every seed [S] (the mini-batch runs' starting point)
         "init_loss": np.asarray(jax.jit(jax.vmap(dyn.flat_loss(st.unravel, st.static, st.ex, st.ey)))(st.flat0s)),

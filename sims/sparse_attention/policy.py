@@ -167,7 +167,12 @@ def score_offline(model, states, truth, masks, masks_tf, cfg: Config) -> dict:
         xs, xt = states.reshape(N * T, -1), tf_states.reshape(N * T, -1)
         tr = jnp.repeat(truth, T, axis=0)
         flat = lambda a: jnp.moveaxis(a, 0, 2).reshape(N * T, *a.shape[:1], *a.shape[3:])
-        out = jax.lax.map(lambda a: _score_step(m, *a, cfg.block), (xs, xt, tr, flat(masks), flat(masks_tf)))
+
+        def step(a):  # a's five arrays by name: mypy rejects a positional argument after *a of unknown length
+            x, x_tf, tr_x, mk, mk_tf = a
+            return _score_step(m, x, x_tf, tr_x, mk, mk_tf, cfg.block)
+
+        out = jax.lax.map(step, (xs, xt, tr, flat(masks), flat(masks_tf)))
         err, kl, dnll, dacc, nll_d, acc_d = out
         P = masks.shape[0]
         per = lambda a: jnp.moveaxis(a.reshape(N, T, P, *a.shape[2:]), 2, 0)

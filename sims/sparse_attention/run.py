@@ -4,6 +4,8 @@ block-sparse speed study (``speed``)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -67,7 +69,8 @@ def policy_results(model, states, truth, true, imp, cfg: Config) -> dict:
     sizes = [masks[n].shape[0] for n in POLICIES]
     cat = lambda m: jnp.concatenate([m[n] for n in POLICIES])
     scores = policy.score_offline(model, states, truth, cat(masks), cat(masks_tf), cfg)
-    pol, start = {}, 0
+    pol: dict[str, Any] = {}
+    start = 0
     for n, s in zip(POLICIES, sizes, strict=True):
         pol[n] = {f: scores[f][start : start + s] for f in ("err", "kl", "dnll", "dacc")}
         pol[n]["density"] = jnp.mean(masks[n], axis=(1, 2, 3, 4, 5, 6))

@@ -20,7 +20,9 @@ D] gathered keys and values and [H, L, L] scores, tens of MB whole, ~2 MB per qu
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -78,7 +80,9 @@ def speed_study(cfg: Config, *, key) -> dict:
     caps = sorted({max(1, round((1 - s) * n)) for s in cfg.speed_sparsities} - {n})
     lists = {c: mask_to_block_lists(rank < c, c) for c in [*caps, n]}
     dense_fn = jax.jit(partial(flash_attention, implementation="xla"))
-    calls = {(m, c): partial(fn, q, k, v, *lists[c]) for m, fn in fns.items() for c in lists}
+    calls: dict[tuple[str, int] | str, Callable[[], Any]] = {
+        (m, c): partial(fn, q, k, v, *lists[c]) for m, fn in fns.items() for c in lists
+    }
     calls["jaxnn"] = partial(dense_fn, q, k, v)
     for f in calls.values():  # compile and warm up outside the timings
         jax.block_until_ready(f())

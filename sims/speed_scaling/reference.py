@@ -24,7 +24,7 @@ def yds_python(release, deadline, work):
     jobs = {j: [float(r), float(d), float(w)] for j, (r, d, w) in enumerate(triples) if w > 0}
     rounds = []
     while jobs:
-        best = None
+        best: tuple[float, float, float, list[int]] | None = None
         starts = sorted({v[0] for v in jobs.values()})
         ends = sorted({v[1] for v in jobs.values()})
         for a in starts:
@@ -36,6 +36,7 @@ def yds_python(release, deadline, work):
                 g = wsum / (b - a)
                 if best is None or g > best[0] + 1e-12 * max(1.0, abs(g)):
                     best = (g, a, b, inside)
+        assert best is not None  # some interval [a, b] holds a whole pending job (r < d)
         g, a, b, inside = best
         rounds.append((g, b - a, inside))
         for j in inside:

@@ -4,6 +4,7 @@ family and the BKP check against the pure-Python reference (``reference``)."""
 from __future__ import annotations
 
 from functools import partial
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -50,7 +51,8 @@ def _row(key, *, cfg: Config):
     # the exact AVR profile on the grid (offline.avr_profile: no SP code) for the clip's predicted slots
     avr_exact = ss.profile_on_grid(ss.avr_profile(r, d, w), n_slots, dt)
     busy = avr_exact > 0
-    out, speeds = {}, {"opt": s_opt}
+    out: dict[str, Any] = {}
+    speeds = {"opt": s_opt}
     for name, sched in ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots, dt=dt).items():
         out[name] = ss.energy(sched.profile, a) / opt
         out[f"{name}_work_only"] = ss.energy(ss.grid_profile(sched.work_rate, dt), a) / opt
@@ -117,7 +119,8 @@ def _row(key, *, cfg: Config):
         per_cap = jax.vmap(one)(kappas)
         for mode in ss.SP_MODES:
             res[mode], res[f"{mode}_feasible"], res[f"{mode}_speed"], res[f"{mode}_capped"] = per_cap[mode]
-        follow = ss.speed_prediction_schedule(r, d, w, s_hat, alpha=a, robust=False, dt=dt)
+        # return_envelope=False: a Schedule alone
+        follow = cast(ss.Schedule, ss.speed_prediction_schedule(r, d, w, s_hat, alpha=a, robust=False, dt=dt))
         res["follow"], res["follow_feasible"] = ss.energy(follow.profile, a) / opt, follow.feasible
         return res
 
@@ -187,7 +190,10 @@ def _robust_n_row(batch, *, n_pad: int, cfg: Config):
 
     def per_prediction(s_hat):
         def one(c):
-            sched = ss.speed_prediction_schedule(r, d, w, s_hat, alpha=a, kappa=c, mode="dynamic", dt=dt)
+            sched = cast(
+                ss.Schedule,  # return_envelope=False: a Schedule alone
+                ss.speed_prediction_schedule(r, d, w, s_hat, alpha=a, kappa=c, mode="dynamic", dt=dt),
+            )
             return ss.energy(sched.profile, a) / opt
 
         return jax.vmap(one)(kappas)
@@ -266,15 +272,15 @@ def _bkp_check(key, cfg: Config):
     r, d, w = ss.las_instance(nj, cfg.window, step=cfg.walk_step, key=key)
     sched = ss.online_schedules(r, d, w, alpha=a, n_slots=n_slots + tail, dt=dt)["bkp"]
     e_jax = float(ss.energy(sched.profile, a))
-    lists = [np.asarray(x, dtype=float).tolist() for x in (r, d, w)]
-    e_ref = ref.energy_python(ref.bkp_python(*lists, n_slots, dt), dt, a)
+    r_l, d_l, w_l = (np.asarray(x, dtype=float).tolist() for x in (r, d, w))
+    e_ref = ref.energy_python(ref.bkp_python(r_l, d_l, w_l, n_slots, dt), dt, a)
     tail_speed = float(np.max(np.asarray(sched.profile.speed)[n_slots:]))
     return {"jax": np.asarray(e_jax), "python": np.asarray(e_ref), "tail_speed": np.asarray(tail_speed)}
 
 
 def run(cfg: Config, *, key: jax.Array) -> dict:
     k_main, k_bnd, k_bkp, k_rob, k_cal = jax.random.split(key, 5)
-    out = {
+    out: dict[str, Any] = {
         "eps": jnp.asarray(cfg.eps_values),
         "kappas": jnp.asarray([ss.sp_kappa(e, cfg.alpha) for e in cfg.eps_values]),
     }

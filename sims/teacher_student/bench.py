@@ -109,7 +109,8 @@ def _interleaved(ours, base, rounds: int, block: tuple[int, int] = (1, 1)):
     only the calls after a block's first are timed: back-to-back (warm) calls, what a loop of solves sees."""
     jax.block_until_ready(ours())
     base()
-    wall, cpu = {0: [], 1: []}, {0: [], 1: []}
+    wall: dict[int, list[float]] = {0: [], 1: []}
+    cpu: dict[int, list[float]] = {0: [], 1: []}
     for _ in range(rounds):
         for i, fn in ((0, ours), (1, base)):
             for j in range(block[i]):

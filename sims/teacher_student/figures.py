@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import matplotlib.ticker
 import numpy as np
 
@@ -55,7 +57,8 @@ def plot_scaling(results: dict, cfg: Config):
     fig, ax = style.figure(figsize=(8.5, 5.6))
     for b, beta in enumerate(cfg.betas):
         col = COLORS.get(beta, f"C{b}")
-        predicted_line = {"fit": False, "points": False, "color": col, "pred_label": ""}  # the predicted line alone
+        # the predicted line alone
+        predicted_line: dict[str, Any] = {"fit": False, "points": False, "color": col, "pred_label": ""}
         al, eps = np.asarray(sc["alpha"][b], np.float64), np.asarray(sc["eps"][b], np.float64)
         kc, de_b = np.asarray(sc["k_c"][b]), np.asarray(sc["delta_eff"][b], np.float64)
         label = f"beta={beta:g}: eps_BO (fitted slopes {meas['slope_fl'][b]:.3f} | {meas['slope_ref'][b]:.3f})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
+from typing import Any, cast
 
 import jax
 import jax.numpy as jnp
@@ -52,7 +53,9 @@ def _solve_rows(alphas, a2s, deltas, k: int, *, check: bool = True) -> dict:
     out = dict(sweep(_solve_row, {"alpha": alpha, "a2": rows, "delta": delta}, chunk_size=ROWS))
     out = {f: np.asarray(x)[:n] for f, x in out.items()}  # host arrays: slicing them compiles nothing
     if check:
-        ts.check_converged(_Conv(out["converged"], out["residual"], out["complete"]), alpha[:n])
+        conv = _Conv(out["converged"], out["residual"], out["complete"])
+        # check_converged reads only .converged/.residual/.complete; theory annotates the full Solution
+        ts.check_converged(conv, alpha[:n])  # type: ignore[arg-type]
     return out
 
 
@@ -76,7 +79,7 @@ def _thresholds(idx, a2, delta: float, k: int, lo: float = 1e-3, hi: float = 1e1
 
 def alpha_grid(cfg: Config, beta: float) -> np.ndarray:
     """log grid from alpha_lo to refine_factor x the closed-form threshold of the last feature (Delta_eff=Delta)."""
-    top = float(ts.threshold_closed_form(cfg.k, beta, cfg.k, cfg.delta)) * cfg.refine_factor
+    top = float(cast(jax.Array, ts.threshold_closed_form(cfg.k, beta, cfg.k, cfg.delta))) * cfg.refine_factor
     return np.geomspace(cfg.alpha_lo, top, cfg.n_alpha)
 
 
@@ -112,7 +115,7 @@ def solve_all(cfg: Config) -> tuple[dict, dict]:
 
 def scaling(cfg: Config, grids: dict, part: dict) -> dict:
     """eps_BO and k_c vs alpha for every beta."""
-    sc = {"beta": jnp.asarray(cfg.betas), "alpha": [], "eps": [], "k_c": [], "delta_eff": []}
+    sc: dict[str, Any] = {"beta": jnp.asarray(cfg.betas), "alpha": [], "eps": [], "k_c": [], "delta_eff": []}
     for b in range(len(cfg.betas)):
         sc["alpha"].append(jnp.asarray(grids[f"scaling{b}"][0], jnp.float32))
         for f in ("eps", "k_c", "delta_eff"):
@@ -181,7 +184,7 @@ def amp_on_data(cfg: Config, key: jax.Array) -> dict:
 
 def students(cfg: Config, key: jax.Array, part: dict) -> dict:
     """MAP students: d grows at fixed alpha and k/d; random init vs warm start at the teacher."""
-    st = {
+    st: dict[str, Any] = {
         "d": jnp.asarray(cfg.st_ds),
         "k": [],
         "eps_bo": [],

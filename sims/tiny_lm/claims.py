@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, bootstrap_ci, mean_ci, upper_bound
@@ -124,7 +126,7 @@ def paper_claims(results: dict, cfg: Config) -> list[Claim]:
             f"here byte-level models of {'/'.join(map(str, cfg.d_models))} width, {k} models, mean with 95% "
             f"bootstrap interval, within {100 * PAPER_TOLERANCE:g} points)"
         )
-        options = {"kind": "paper", "expected": "fail", "reason": WHY_PAPER[key]}
+        options: dict[str, Any] = {"kind": "paper", "expected": "fail", "reason": WHY_PAPER[key]}
         out.append(Claim.from_interval(statement, paper, interval, PAPER_TOLERANCE, "abs", **options))
         # what is found instead, decided on the same interval (a bug in the share is still seen)
         statement = (

@@ -16,6 +16,8 @@ outlier-channel transform.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import equinox as eqx
 import jax
 import jax.numpy as jnp
@@ -94,7 +96,7 @@ def quantized_weights(model: TinyLM, fmt: str, *, key: jax.Array, rht_group: int
 class ActQuantLinear(eqx.Module):
     """``inner(Q_a(x))``: a (quantized) linear layer whose input is fake-quantized in ``fmt`` first."""
 
-    inner: eqx.Module
+    inner: Callable[..., jax.Array]  # an eqx.Module layer (eqx.nn.Linear or a drop-in quantized one)
     fmt: str = eqx.field(static=True)
 
     def __call__(self, x, *, key=None):

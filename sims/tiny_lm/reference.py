@@ -22,6 +22,7 @@ kernels or the layers.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -78,9 +79,9 @@ def by_width(ws: dict[str, Float[Array, "out K"]]) -> list[Float[Array, "rows K"
     return [jnp.concatenate([w for w in ws.values() if w.shape[-1] == k]) for k in widths]
 
 
-def block_layers(model) -> dict[str, object]:
+def block_layers(model) -> dict[str, Callable[..., jax.Array]]:
     """The block matmul layers of a (quantized) TinyLM by the names of ``models.tiny_lm.linear_weights``."""
-    out = {}
+    out: dict[str, Callable[..., jax.Array]] = {}
     for i, b in enumerate(model.blocks):
         out |= {f"block{i}.attn.qkv": b.attn.qkv, f"block{i}.attn.out": b.attn.out}
         out |= {f"block{i}.mlp_in": b.mlp_in, f"block{i}.mlp_out": b.mlp_out}

@@ -115,7 +115,7 @@ def outlier_ppl(model: TinyLM, cfg: Config, xs, ys, *, key: jax.Array) -> dict:
     the windows (every window once: the perplexity over the whole set, each share under its own draw). The float
     model with outlier channels is the float model (a unit test), so its perplexity is ``fp``."""
     n = cfg.outlier_draws
-    losses = {fmt: [] for fmt in WA_FORMATS}
+    losses: dict[str, list[np.ndarray]] = {fmt: [] for fmt in WA_FORMATS}
     for j in range(n):
         ch = quant.outlier_channels(model.config.d_model, cfg.outlier_channels, key=jax.random.fold_in(key, j))
         mo = quant.with_outlier_channels(model, ch, cfg.outlier_scale)
@@ -157,9 +157,9 @@ def kernel_check(model: TinyLM, cfg: Config, x, *, key: jax.Array) -> dict:
     for fmt, label in (("nvfp4", "NVFP4"), ("razer_activation", "RaZeR (act.)")):
         fq = functools.partial(quant.quantize_activations, fmt=fmt)
         decoded[f"{label} activations"] = reference.activation_decode_mismatches(h, fq, label)
-    keys = format_key(key, "rht4")  # the layer study's RHT-4 randomness
-    w_hat = quant.quantized_weights(model, "rht4", key=keys, rht_group=cfg.rht_group)
-    keys = quant.layer_keys(model, keys)
+    k_rht = format_key(key, "rht4")  # the layer study's RHT-4 randomness
+    w_hat = quant.quantized_weights(model, "rht4", key=k_rht, rht_group=cfg.rht_group)
+    keys = quant.layer_keys(model, k_rht)
     rht = [reference.rht_group_errors(w, w_hat[n], keys[n], group=cfg.rht_group) for n, w in ws.items()]
     return {
         "mismatches": {f: jnp.asarray(m) for f, m in mism.items()},
@@ -175,7 +175,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
     x, y = tr.eval_windows(val_tok, cfg.ctx, cfg.eval_windows)
     xs, ys = chunked(x, y, cfg.check_windows)
     rows, fp_loss, train_losses = [], [], []
-    first = None
+    first: TinyLM | None = None
     for s, mc in enumerate(cfg.models):
         per_size, losses_s, fpl = [], [], []
         for seed in range(cfg.seeds):
@@ -210,6 +210,7 @@ def run(cfg: Config, *, key: jax.Array) -> dict:
         "outlier": jnp.asarray(reduction(table["fp"], table["outlier_nvfp4"], table["outlier_razer"])),
     }
     out["bits"] = {f: jnp.asarray(quant.bits_per_weight(f, cfg.d_models[0], cfg.rht_group)) for f in FORMATS}
+    assert first is not None  # cfg.models is non-empty (rows[0] above)
     model = first
     out.update(layer_study(model, cfg, xs, ys, key=key))
     out["kernel_check"] = kernel_check(model, cfg, x, key=key)

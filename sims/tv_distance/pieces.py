@@ -142,15 +142,15 @@ def bootstrap_slopes(zs: dict, rb, costs: dict, eps, n, *, seed, n_resamples=999
             parts += [z, z**2, d, d**2]
         feats.append(np.concatenate(parts).T)  # (M, 4 sum P)
     rng = np.random.default_rng(seed)
-    slopes = {nm: [] for nm in names}
+    slopes: dict[str, list[np.ndarray]] = {nm: [] for nm in names}
     for b0 in range(0, n_resamples, batch):
         B = min(batch, n_resamples - b0)
-        S = []
+        S_rows = []
         for i in range(N):
             idx = rng.integers(0, M, (B, M)) + M * np.arange(B)[:, None]
             counts = np.bincount(idx.ravel(), minlength=B * M).reshape(B, M).astype(np.float64)
-            S.append(counts @ feats[i] / M)  # (B, 4 sum P)
-        S = np.stack(S, axis=1)  # (B, N, 4 sum P)
+            S_rows.append(counts @ feats[i] / M)  # (B, 4 sum P)
+        S = np.stack(S_rows, axis=1)  # (B, N, 4 sum P)
         off = 0
         for nm, P in zip(names, widths, strict=True):
             mean, m2, b, b2 = (S[..., off + k * P : off + (k + 1) * P] for k in range(4))
@@ -182,6 +182,7 @@ def pool_logit_noisy(p, q, r_grid, sigma, length, *, key, n, m):
     dm = tv.decode(p, q, jax.random.bernoulli(k_src, 0.5, (m,)), key=k_mix, n=n, m=m)
     out = {kind: tv.logit_z_from_decoded(d if kind != "mixture" else dm, kind, length) for kind in tv.LOGIT_KINDS}
     mask = jnp.arange(n) < length
+    assert d.queries is not None  # decode always counts the queries
     out["logit_queries"] = jnp.sum(jnp.where(mask, d.queries, 0), axis=1).astype(jnp.float32)
     for kind in tv.NOISY_KINDS:
         out[f"noisy_{kind}"] = jax.vmap(

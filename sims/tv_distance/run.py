@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -47,7 +48,7 @@ def run_errors(cfg: Config, p, q, tv_true, key) -> dict:
     pool = cfg.slope_pool * cfg.pool_chunks
     ms = 2 ** np.arange(0, int(math.log2(pool)) - 3)
     z = pooled(p, q, cfg, n, key, cfg.pool_chunks)
-    err = {"m": ms}
+    err: dict[str, Any] = {"m": ms}
     per_seq = {"logit": z["logit_queries"].mean(), "sample": z["sample_queries"].mean(-1)}
     per_seq["noisy"] = z["noisy_queries"].mean(-1)
     sq = math.sqrt(z["rb"].size)
@@ -91,7 +92,7 @@ def run_coverage(cfg: Config, p, q, tv_true, key) -> dict:
     rng = np.random.default_rng(np.asarray(jax.random.key_data(k_s)).ravel().tolist())
     c, _ = sample_counts_np(lp, lq, cfg.sample_s, cfg.n, rng)
     est.update(coverage_sample(jnp.asarray(c), m=m_h, reps=cfg.coverage_reps, ss=cfg.sample_s))
-    cov = {"m": np.asarray(m_h), "sample_ref_err": sample_reference_error(est, c, cfg.sample_s)}
+    cov: dict[str, Any] = {"m": np.asarray(m_h), "sample_ref_err": sample_reference_error(est, c, cfg.sample_s)}
     lp, lq = np.asarray(p.params, np.float64), np.asarray(q.params, np.float64)
     # the plugin's exact expectation under sample access at each s (float64 NumPy, the law along the chain)
     cov["sample_plugin_exact"] = np.asarray([sample_plugin_mean_np(lp, lq, cfg.n, s_) for s_ in cfg.sample_s])
@@ -130,9 +131,9 @@ def run_slopes(cfg: Config, key) -> dict:
     kp, k_dir, k_stats = jax.random.split(key, 3)
     base = tv.random_ngram(cfg.K, 1, cfg.scale, key=kp)
     direction = jax.random.normal(k_dir, base.params.shape)
-    sl = {"n": np.asarray(cfg.slope_n), "s": np.asarray(cfg.slope_s), "r": np.asarray(cfg.slope_r)}
-    z = {nm: [] for nm in SLOPE_NAMES}
-    cost = {nm: [] for nm in SLOPE_NAMES}
+    sl: dict[str, Any] = {"n": np.asarray(cfg.slope_n), "s": np.asarray(cfg.slope_s), "r": np.asarray(cfg.slope_r)}
+    z: dict[str, list[np.ndarray]] = {nm: [] for nm in SLOPE_NAMES}
+    cost: dict[str, list[np.ndarray]] = {nm: [] for nm in SLOPE_NAMES}
     for nn in cfg.slope_n:
         qn = tv.perturb(base, cfg.slope_delta / math.sqrt(nn), direction)
         zc = pooled(base, qn, cfg, nn, jax.random.fold_in(k_stats, nn), cfg.slope_chunks)
@@ -160,17 +161,17 @@ def slope_reference(base, direction, cfg: Config) -> dict:
     the law of L along the chain on a grid): TV, Var Z of the plain and RB estimators (N,) each, and the
     queries to reach RMSE slope_eps they imply for logit access, 2 n Var Z / eps^2 (2n counted queries per
     sequence, no bias)."""
-    out = {"tv": [], "var_plain": [], "var_rb": []}
+    per_n: dict[str, list[Any]] = {"tv": [], "var_plain": [], "var_rb": []}
     lp = np.asarray(base.params, np.float64)
     for nn in cfg.slope_n:
         qn = tv.perturb(base, cfg.slope_delta / math.sqrt(nn), direction)
         mom = logit_moments_np(lp, np.asarray(qn.params, np.float64), nn)
-        for k in out:
-            out[k].append(mom[k])
-    out = {k: np.asarray(v) for k, v in out.items()}
-    nn = np.asarray(cfg.slope_n, float)
+        for k in per_n:
+            per_n[k].append(mom[k])
+    out = {k: np.asarray(v) for k, v in per_n.items()}
+    ns = np.asarray(cfg.slope_n, float)
     for kind in ("plain", "rb"):
-        out[f"queries_{kind}"] = 2 * nn * out[f"var_{kind}"] / cfg.slope_eps**2
+        out[f"queries_{kind}"] = 2 * ns * out[f"var_{kind}"] / cfg.slope_eps**2
     return out
 
 
@@ -187,9 +188,9 @@ def run_ksweep(cfg: Config, key) -> dict:
         cfg, slope_s=cfg.k_s, sample_s=cfg.k_s[:1], slope_r=(1,), noisy_r=(1,), slope_pool=cfg.k_pool
     )
     names = ("rb", "sample_plugin", "sample_simex")
-    rows = {nm: [] for nm in (*names, "tv", "bias")}
+    rows: dict[str, list[np.ndarray]] = {nm: [] for nm in (*names, "tv", "bias")}
     for j in range(cfg.k_seeds):
-        row = {nm: [] for nm in rows}
+        row: dict[str, list[Any]] = {nm: [] for nm in rows}
         for K in cfg.k_grid:
             kp, kq, kz = jax.random.split(jax.random.fold_in(jax.random.fold_in(key, j), K), 3)
             p = tv.random_ngram(K, 1, cfg.scale, key=kp)
@@ -207,7 +208,7 @@ def run_ksweep(cfg: Config, key) -> dict:
             row["tv"].append(z["rb"].mean())
         for nm in rows:
             rows[nm].append(np.stack(row[nm]))
-    out = {"K": np.asarray(cfg.k_grid), "s": np.asarray(cfg.k_s), "tv": np.stack(rows["tv"])}
+    out: dict[str, Any] = {"K": np.asarray(cfg.k_grid), "s": np.asarray(cfg.k_s), "tv": np.stack(rows["tv"])}
     out.update({nm: {"queries": np.stack(rows[nm])} for nm in names})
     out["sample_plugin"]["bias"] = np.stack(rows["bias"])
     return out
@@ -216,7 +217,7 @@ def run_ksweep(cfg: Config, key) -> dict:
 def run_separation(cfg: Config, key) -> dict:
     """TV vs KL as the supports separate (exact by enumeration, and the estimators' spread)."""
     k_base, k_rep = jax.random.split(key)
-    sep = {"lam": np.asarray(cfg.sep_lambda), "tv": [], "kl": [], "tv_est": [], "kl_est": []}
+    sep: dict[str, Any] = {"lam": np.asarray(cfg.sep_lambda), "tv": [], "kl": [], "tv_est": [], "kl_est": []}
     rep = jax.random.split(k_rep, cfg.sep_reps)
     for lam in cfg.sep_lambda:
         ps, qs = separated_pair(k_base, cfg.K, cfg.scale, lam)

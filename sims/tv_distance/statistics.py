@@ -23,5 +23,7 @@ def binomial_ci(hits, level: float = 0.95) -> tuple[float, float, float, int]:
 
 def ci_hits(rep: dict, truth: float, level: float = 0.95) -> np.ndarray:
     """Does the stated interval ``value +- Estimate.halfwidth(level)`` of each repetition cover ``truth``?"""
-    e = tv.Estimate(np.asarray(rep["value"]), np.asarray(rep["se"]), 0, np.asarray(rep.get("bias", 0.0)))
+    value, se, bias = np.asarray(rep["value"]), np.asarray(rep["se"]), np.asarray(rep.get("bias", 0.0))
+    # theory's Estimate annotates its fields jax.Array; halfwidth (z * stderr + |bias|) takes NumPy arrays as well
+    e = tv.Estimate(value, se, 0, bias)  # type: ignore[arg-type]  # NumPy fields, see the line above
     return np.abs(np.asarray(rep["value"]) - truth) <= np.asarray(e.halfwidth(level))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -115,7 +116,7 @@ def run_sweep(cfg: Config, key) -> dict:
     sig = jnp.asarray(cfg.sweep_sigmas, jnp.float32)
     xs = jnp.asarray([0.0, 0.5], jnp.float32)  # a level, a boundary
     n = max(1, cfg.mc_samples // 4)
-    out = {"sigmas": sig}
+    out: dict[str, Any] = {"sigmas": sig}
     for li, law in enumerate(MC_LAWS):
         closed = jax.vmap(lambda s, law=law: zg.surrogate_grad(xs, lv, s, law=law))(sig)  # (n_sigma, 2)
 

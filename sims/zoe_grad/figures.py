@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 import numpy as np
 
 from jaxwb.sims.core import panels, style
@@ -101,7 +103,8 @@ def plot_convergence(results: dict, cfg: Config):
     panels.band(ax, tt, mu, mu - 2 * sd, mu + 2 * sd, color="tab:blue", label=label)
     cst = {kk: float(vv) for kk, vv in t["constants"].items()}
     sup = {"eta": cst["eta"], "smooth": cst["L"], "bias_sq": cfg.toy_dim * cst["B"] ** 2, "var": cst["V"]}
-    bound_t = [float(zg.convergence_bound(float(t["f0"]), steps_t=int(i), **sup)) for i in tt]
+    # convergence_bound on float arguments returns a float
+    bound_t = [float(cast(float, zg.convergence_bound(float(t["f0"]), steps_t=int(i), **sup))) for i in tt]
     ax.plot(tt, bound_t, **style.prediction(), label="eq. 10 with sup constants (loose; not a claim)")
     label = "eq. 10 with its proof's realized terms at T (the claim)"
     realized = np.asarray(t["realized_bound"]).reshape(-1, 1)
@@ -126,7 +129,7 @@ def plot_qat(results: dict, cfg: Config):
     fig, ax = style.figure(figsize=(9, 4.6))
     # means as points: the perplexity axis does not start at 0, so bars would exaggerate the gaps
     ptq, fp = float(perplexity(q["ptq"])), float(perplexity(q["fp"]))
-    marker = {"fmt": "o", "ms": 8, "capsize": 6}
+    marker: dict[str, Any] = {"fmt": "o", "ms": 8, "capsize": 6}
     ax.errorbar(0, ptq, yerr=0.0, color=COLORS.get("ptq", "0.5"), **marker)
     ppl = np.stack([perplexity(q[a]) for a in arms], 1)  # (seeds, arms)
     seeds = {"color": "k", "ms": 4, "alpha": 0.6}

@@ -100,9 +100,12 @@ def run_qat(cfg: Config, key) -> dict:
     opt = optax.adam(cfg.qat_lr)
     arms = qat_arms(cfg)
     out = {"pretrain_losses": pre_losses, "check": reference_check(model, cfg, val)}
-    out["fp"], out["ptq"] = eqx.filter_jit(lambda m: tuple(tr.evaluate(a, x, y) for a in (m, qat_wrap(m, cfg, "ptq"))))(
-        model
+    # tr.evaluate (models/train.py) is annotated TinyLM but only calls model(tokens): a QATModel is accepted
+    fp_and_ptq = lambda m: tuple(
+        tr.evaluate(a, x, y)  # type: ignore[arg-type]
+        for a in (m, qat_wrap(m, cfg, "ptq"))
     )
+    out["fp"], out["ptq"] = eqx.filter_jit(fp_and_ptq)(model)
     keys = jax.random.split(key, cfg.qat_seeds)  # the same data order for every arm (paired comparison)
     wrapped = QATModel(
         model, jnp.asarray(0, jnp.int32), arms, cfg.qat_format, cfg.qat_bits, cfg.qat_block, cfg.qat_sigma
@@ -116,7 +119,8 @@ def run_qat(cfg: Config, key) -> dict:
 
         def one(k):
             state = tr.train_scan(start, opt, data, key=k, steps=cfg.qat_steps, batch_size=cfg.qat_batch)[0]
-            return tr.evaluate(qat_wrap(state[0].inner, cfg, "ptq"), x, y), state[2]
+            ptq_model = qat_wrap(state[0].inner, cfg, "ptq")
+            return tr.evaluate(ptq_model, x, y), state[2]  # type: ignore[arg-type]  # QATModel: as for fp_and_ptq
 
         return jax.lax.map(one, keys)
 

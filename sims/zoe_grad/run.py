@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -16,7 +18,7 @@ from jaxwb.sims.zoe_grad.toy import run_toy
 
 def run(cfg: Config, *, key) -> dict:
     k1, k2, k3, k4 = jax.random.split(key, 4)
-    parts = (
+    parts: tuple[tuple[str, Callable[[], Any]], ...] = (
         ("estimators", lambda: run_estimators(cfg, k1)),
         ("sweep", lambda: run_sweep(cfg, jax.random.fold_in(key, 5))),
         ("kernel", lambda: run_kernel_check(cfg, k2)),
