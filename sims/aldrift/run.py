@@ -161,16 +161,14 @@ def quadratic_predictions(cfg: Config, quad_res: dict, key) -> dict:
     ess_pred = np.concatenate(
         [
             [float(al.gaussian_importance_ess(mean_k[0], 1.0 / mu_k[0], s1[3], 1.0 / s1[4], n))],
-            # per-temperature variances (K-1,): gaussian_importance_ess broadcasts var_p, var_q and mean_var over
-            # the batch axes (theory/aldrift/coverage.py annotates them float)
             np.asarray(
                 al.gaussian_importance_ess(
                     mean_k[1:, None],
-                    1.0 / mu_k[1:],  # type: ignore[arg-type]
+                    1.0 / mu_k[1:],
                     mean_k[:-1, None],
-                    PAPER_INFLATION / mu_k[:-1],  # type: ignore[arg-type]
+                    PAPER_INFLATION / mu_k[:-1],
                     n,
-                    mean_var=1.0 / (cfg.m * mu_k[:-1]),  # type: ignore[arg-type]
+                    mean_var=1.0 / (cfg.m * mu_k[:-1]),
                 )
             ),
         ]

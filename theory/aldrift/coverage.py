@@ -60,11 +60,11 @@ def gaussian_log_sup_ratio(
 
 def gaussian_importance_ess(
     mean_p: Float[ArrayLike, "*b n"],
-    var_p: float,
+    var_p: Float[ArrayLike, "*b"],
     mean_q: Float[ArrayLike, "*b n"],
-    var_q: float,
+    var_q: Float[ArrayLike, "*b"],
     n: int,
-    mean_var: float = 0.0,
+    mean_var: Float[ArrayLike, "*b"] = 0.0,
 ) -> Float[Array, "*b"]:
     """Population importance ESS fraction 1/E_q[(p/q)^2] (eq. ESS) for target p = N(mean_p, var_p I_n) and
     proposal q = N(mean_q, var_q I_n): the limit of ``importance_ess`` over N -> inf proposals. Per coordinate
