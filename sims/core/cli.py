@@ -23,6 +23,7 @@ is a bug, not a user error: it keeps its traceback.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import signal
 import sys
@@ -30,6 +31,7 @@ import threading
 import time
 
 from jaxwb.sims.core.errors import OutputError, Terminated, WorkbenchError
+from jaxwb.sims.core.progress import ResultsBar
 
 DEVICES = ("cpu", "gpu", "tpu")  # = devices.PLATFORMS (not imported here: it imports jax, slow for --help)
 
@@ -276,21 +278,25 @@ def _cmd_run(
     if parallel > 1 and len(jobs) > 1:
         outcomes = _run_parallel(jobs, preset, seed, parallel, profile=profile, device=device)
     else:
-        outcomes = [
-            harness.execute(
-                module, preset=preset, seed=seed, out_dir=target, cfg=cfg, write=write, profile=profile, device=device
-            )
-            for module, cfg, target in jobs
-        ]
+        bar = ResultsBar(last_wall_times([module.NAME for module, _, _ in jobs], preset))
+        execute = functools.partial(
+            harness.execute, preset=preset, seed=seed, write=write, profile=profile, device=device
+        )
+        outcomes = []
+        try:
+            for module, cfg, target in jobs:
+                outcomes.append(execute(module, out_dir=target, cfg=cfg))
+                bar.done(module.NAME)
+        finally:
+            bar.close()
     if len(jobs) > 1:
         print(f"\n({time.perf_counter() - t0:.0f}s) " + expectation_report(outcomes))
     return 0 if all(o.as_expected for o in outcomes) else 1
 
 
-def longest_first(names, preset: str) -> list[str]:
-    """``names`` ordered by the wall time of their last ``preset`` run (the committed ``figures/<name>`` for the
-    full preset, the quick output in the cache for the quick one), longest first; results never run go first, in
-    the given order. The order in which ``workbench all --jobs N`` starts them, so the long ones do not end last."""
+def last_wall_times(names, preset: str) -> dict[str, float]:
+    """The wall time (s) of each result's last ``preset`` run: the committed ``figures/<name>`` for the full preset,
+    the quick output in the cache for the quick one; ``inf`` for a result never run."""
     from jaxwb.sims.core import paths
     from jaxwb.sims.core.outputs import load_manifest
 
@@ -300,7 +306,14 @@ def longest_first(names, preset: str) -> list[str]:
         except (OSError, ValueError, TypeError, WorkbenchError):
             return float("inf")
 
-    return sorted(names, key=lambda n: -wall(n))
+    return {name: wall(name) for name in names}
+
+
+def longest_first(names, preset: str) -> list[str]:
+    """``names`` ordered by :func:`last_wall_times`, longest first; results never run go first, in the given
+    order. The order in which ``workbench all --jobs N`` starts them, so the long ones do not end last."""
+    walls = last_wall_times(names, preset)
+    return sorted(names, key=lambda n: -walls[n])
 
 
 def run_one(name: str, preset: str, seed: int, target: str, profile: bool, device: str | None):
@@ -337,16 +350,10 @@ def _run_parallel(jobs, preset: str, seed: int, n: int, *, profile: bool, device
     import concurrent.futures
     import multiprocessing
 
-    from jaxwb.sims.core.progress import progress_enabled
-
     targets = {module.NAME: str(target) for module, _, target in jobs}
     order = longest_first(list(targets), preset)
     done = {}
-    bar = None
-    if progress_enabled():
-        from tqdm.auto import tqdm
-
-        bar = tqdm(total=len(order), desc=f"workbench all ({n} at once)", unit="result")
+    bar = ResultsBar(last_wall_times(order, preset), jobs=n)
     pool = worker_pool(n)
     try:
         futures = {pool.submit(run_one, name, preset, seed, targets[name], profile, device): name for name in order}
@@ -354,8 +361,7 @@ def _run_parallel(jobs, preset: str, seed: int, n: int, *, profile: bool, device
             text, outcome = future.result()  # a simulation's error: its traceback, the other results abandoned
             done[futures[future]] = outcome
             print(text, end="", flush=True)
-            if bar is not None:
-                bar.update(1)
+            bar.done(futures[future])
     except BaseException:  # an error, Ctrl-C or SIGTERM: stop the workers (each removes its temporary folder)
         pool.shutdown(wait=False, cancel_futures=True)
         for child in multiprocessing.active_children():
@@ -363,8 +369,7 @@ def _run_parallel(jobs, preset: str, seed: int, n: int, *, profile: bool, device
         raise
     finally:
         pool.shutdown(wait=True)
-        if bar is not None:
-            bar.close()
+        bar.close()
     return [done[module.NAME] for module, _, _ in jobs]
 
 

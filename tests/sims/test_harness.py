@@ -628,6 +628,36 @@ def test_phase_progress_only_on_a_terminal(monkeypatch):
     assert phases.enabled
 
 
+def test_results_bar_weighs_each_result_by_its_last_wall_time(monkeypatch):
+    """The ``workbench all`` bar: a result advances it by its last run's wall time (the others' mean when it never
+    ran), so the time left is in the machine's own speed; one result or no terminal: no bar."""
+    import doctest
+    import io
+
+    from jaxwb.sims.core import progress
+
+    assert doctest.testmod(progress).failed == 0
+    monkeypatch.delenv("WORKBENCH_PROGRESS", raising=False)
+    assert not progress.ResultsBar({"a": 1.0, "b": 2.0}).enabled  # pytest captures stderr: not a TTY
+    assert not progress.ResultsBar({"a": 1.0}, enabled=True).enabled  # one result: its phases bar is enough
+    out = io.StringIO()
+    bar = progress.ResultsBar({"a": 10.0, "b": float("inf"), "c": 30.0}, jobs=2, enabled=True, file=out)
+    assert bar.bar is not None and bar.bar.total == 60.0
+    bar.done("c")
+    bar.done("b")
+    assert bar.bar.n == 50.0
+    bar.close()
+    assert "workbench all (2 at once): 2/3 results" in out.getvalue()
+
+
+def test_last_wall_times_of_results_never_run_are_infinite(monkeypatch, tmp_path):
+    monkeypatch.setenv("WORKBENCH_CACHE", str(tmp_path))
+    folder = default_out_dir("aldrift", "quick")
+    folder.mkdir(parents=True)
+    (folder / "manifest.json").write_text(json.dumps({"wall_time_s": 5.0}))
+    assert cli.last_wall_times(["aldrift", "river_valley"], "quick") == {"aldrift": 5.0, "river_valley": float("inf")}
+
+
 def _free_port() -> int:
     import socket
 
