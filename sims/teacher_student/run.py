@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import partial
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import jax
 import jax.numpy as jnp
@@ -54,14 +54,16 @@ def _solve_rows(alphas, a2s, deltas, k: int, *, check: bool = True) -> dict:
     out = {f: np.asarray(x)[:n] for f, x in out.items()}  # host arrays: slicing them compiles nothing
     if check:
         conv = _Conv(out["converged"], out["residual"], out["complete"])
-        # check_converged reads only .converged/.residual/.complete; theory annotates the full Solution
-        ts.check_converged(conv, alpha[:n])  # type: ignore[arg-type]
+        ts.check_converged(conv, alpha[:n])
     return out
 
 
-class _Conv:
-    def __init__(self, converged, residual, complete):
-        self.converged, self.residual, self.complete = converged, residual, complete
+class _Conv(NamedTuple):
+    """The convergence fields of the run's solver rows (``jaxwb.theory.teacher_student.Converged``)."""
+
+    converged: np.ndarray
+    residual: np.ndarray
+    complete: np.ndarray
 
 
 def _thresholds(idx, a2, delta: float, k: int, lo: float = 1e-3, hi: float = 1e12, iters: int = 44) -> np.ndarray:

@@ -5,7 +5,7 @@ Why it is global, and the numerics, are in the package docstring and in ``solve`
 from __future__ import annotations
 
 from functools import partial
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -240,7 +240,7 @@ def check_solver_params(alpha, a2, delta, tol, max_iter, *, alpha_name: str = "a
     v.check("a2", a2, lambda a: np.all(np.diff(np.asarray(a)) <= 0), "non-increasing (features sorted by amplitude)")
 
 
-def check_converged(sol: Solution, alpha: Float[ArrayLike, "*b"] | None = None) -> Solution:
+def check_converged[S: Converged](sol: S, alpha: Float[ArrayLike, "*b"] | None = None) -> S:
     """Raise ``NotConvergedError`` (naming the offending alphas) unless every entry of ``sol`` converged."""
     if not v.is_concrete(sol.converged):
         return sol
@@ -414,3 +414,16 @@ def solve_grid(
     else:
         sol = solve_fixed_point_grid(alphas, a2, delta, kern, tol, jnp.asarray(max_iter), cubic=cubic)
     return check_converged(sol, alphas) if check else sol
+
+
+class Converged(Protocol):
+    """What :func:`check_converged` reads of a solution: a :class:`Solution`, or any record with these fields."""
+
+    @property
+    def converged(self) -> Bool[ArrayLike, "*b"]: ...
+
+    @property
+    def residual(self) -> Float[ArrayLike, "*b"]: ...
+
+    @property
+    def complete(self) -> Bool[ArrayLike, "*b"]: ...
