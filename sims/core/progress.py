@@ -8,6 +8,7 @@ import statistics
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 
 def progress_enabled() -> bool:
@@ -21,15 +22,27 @@ def progress_enabled() -> bool:
         return False
 
 
-class Phases:
+class _Ticking:
+    """A tqdm bar (``None`` when disabled) that :func:`ticking` refreshes every second until :meth:`close`."""
+
+    bar: Any = None
+    _stop: threading.Event | None = None
+
+    def close(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+
+class Phases(_Ticking):
     """A one-line tqdm bar over the phases of a run (run -> claims -> plot -> write) whose elapsed time ticks
     every second, so a long ``run`` shows it is alive. Disabled when stderr is not a terminal."""
 
     def __init__(self, name: str, phases: Sequence[str], enabled: bool | None = None, profile=None):
         self.enabled = progress_enabled() if enabled is None else enabled
         self.profile = profile  # a jaxwb.sims.core.profiling.Profile, told when each phase starts and ends
-        self.bar = None
-        self._stop = None
         if not self.enabled:
             return
         from tqdm.auto import tqdm
@@ -54,13 +67,6 @@ class Phases:
             self.profile.leave()
         if self.bar is not None:
             self.bar.update(1)
-
-    def close(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
 
 
 def ticking(bar) -> threading.Event:
@@ -89,7 +95,7 @@ def result_weights(last_wall_s: Mapping[str, float]) -> dict[str, float]:
     return {n: (w if math.isfinite(w) and w > 0 else fill) for n, w in last_wall_s.items()}
 
 
-class ResultsBar:
+class ResultsBar(_Ticking):
     """One bar over the results of ``workbench all``: it advances by each result's :func:`result_weights` when the
     result ends and shows the results done, the elapsed time and the time left. Shown for two results or more,
     and only on a terminal (``WORKBENCH_PROGRESS`` as for :func:`progress_enabled`)."""
@@ -99,8 +105,6 @@ class ResultsBar:
         self.weights = result_weights(last_wall_s)
         self.n_done = 0
         self.name = "workbench all" + (f" ({jobs} at once)" if jobs > 1 else "")
-        self.bar = None
-        self._stop: threading.Event | None = None
         if not self.enabled:
             return
         from tqdm.auto import tqdm
@@ -122,10 +126,3 @@ class ResultsBar:
         if self.bar is not None:
             self.bar.set_description_str(self._desc(), refresh=False)
             self.bar.update(self.weights[name])
-
-    def close(self) -> None:
-        if self._stop is not None:
-            self._stop.set()
-        if self.bar is not None:
-            self.bar.close()
-            self.bar = None
