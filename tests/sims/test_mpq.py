@@ -75,8 +75,8 @@ def test_quick_preset_end_to_end(tmp_path):
     failed = [c.statement for c in outcome.claims if not c.as_expected]
     assert not failed, failed
     assert all(c.expected == "pass" for c in outcome.claims)
-    lm = [c for c in outcome.claims if "tiny LM" in c.statement]
-    assert len(lm) == 4, [c.statement for c in lm]
+    lm = [c for c in outcome.claims if "tiny LM" in c.statement]  # the float model vs NumPy; RTN/GPTQ, GPTQ/MPQ x 2
+    assert len(lm) == 5 and lm[0].statement.startswith("the float tiny LM"), [c.statement for c in lm]
     assert sum(c.statement.startswith("MPQ beats") for c in lm) == 2
     assert any("NumPy port" in c.statement and "synthetic" not in c.statement for c in outcome.claims)
     for fname in ("data.npz", "claims.json", "manifest.json", "state_evolution.png", "methods.png"):

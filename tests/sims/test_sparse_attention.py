@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
+import sys
 
 import jax.numpy as jnp
 import numpy as np
@@ -37,7 +39,7 @@ def _check_outputs(out, out_dir):
     unexpected = [c.statement for c in out.claims if not c.as_expected]
     assert not unexpected, unexpected
     # the quick run makes every claim the full run makes (the same statements up to the preset's numbers)
-    assert len(out.claims) == 39
+    assert len(out.claims) == 40
     assert any(c.statement.startswith("The diffusion LM denoises at every step") and c.passed for c in out.claims)
     xfail = {c.statement for c in out.claims if c.expected == "fail"}
     prefixes = tuple(KNOWN_FAILURES)
@@ -168,16 +170,26 @@ def test_shipped_denoiser_sha256_is_checked(tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
-def test_retraining_reproduces_the_shipped_denoiser(tmp_path, monkeypatch):
-    """``python -m jaxwb.sims.sparse_attention.pretrain --preset quick`` (into a temporary folder) reproduces the
-    shipped weights: bitwise on the machine that trained them (measured: two trainings, max |difference| 0.0);
-    another CPU's float32 reductions may differ in the last digits over 2500 steps, hence the stated tolerance,
-    1e-3 absolute on weights of magnitude ~0.1-1."""
+def test_retraining_reproduces_the_shipped_denoiser(tmp_path, monkeypatch, run_compile_env):
+    """``python -m jaxwb.sims.sparse_attention.pretrain --preset quick`` (into a temporary folder), compiled as a run
+    compiles it (not with the suite's fast-compile XLA flags), reproduces the shipped denoiser's training: its first
+    loss to float32 rounding and its mean loss over the last 100 steps within 1%. The weights themselves are chaotic
+    in the arithmetic: under another jax version (the shipped file's record names the one that trained it) the first
+    loss differs in its 7th digit and 2500 steps carry that to weights 0.3-0.4 apart, while the final loss moves by
+    4e-4 (measured: jax 0.12.1 against the shipped 0.12.0.1). Under the recording version the file must be identical,
+    as the tiny LMs' are (``tests/sims/test_weights.py``)."""
     cfg = sparse_attention.PRESETS["quick"]
-    shipped = pretrain.load_shipped(cfg)
-    pretrain.main(["--preset", "quick", "--data-dir", str(tmp_path)])
+    shipped = json.loads(pretrain.record_path("quick").read_text())
+    cli = [sys.executable, "-m", "jaxwb.sims.sparse_attention.pretrain", "--preset", "quick"]
+    r = subprocess.run([*cli, "--data-dir", str(tmp_path)], env=run_compile_env, capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
     monkeypatch.setattr(pretrain, "DATA_DIR", tmp_path)
-    assert pretrain.max_weight_difference(pretrain.load_shipped(cfg), shipped) <= 1e-3
+    again = json.loads(pretrain.record_path("quick").read_text())
+    assert again["loss_first"] == pytest.approx(shipped["loss_first"], rel=1e-6)
+    assert again["loss_last_100_mean"] == pytest.approx(shipped["loss_last_100_mean"], rel=0.01)
+    pretrain.load_shipped(cfg)  # the retrained file loads as the shipped one does
+    if again["jax_version"] == shipped["jax_version"]:
+        assert again["sha256"] == shipped["sha256"]
 
 
 def test_config_validation():
