@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import json
 from pathlib import Path
 
 import pytest
@@ -24,6 +25,9 @@ def test_every_result_follows_the_template(name):
         assert (folder / f"{part}.py").is_file(), f"sims/{name}/{part}.py is missing"
     module = importlib.import_module(f"jaxwb.sims.{name}")
     assert contract.contract_problems(module) == []
+    # the committed outputs were made by committed code: their manifest names a clean revision
+    revision = json.loads((REPO_ROOT / "figures" / name / "manifest.json").read_text())["git_revision"]
+    assert not revision.endswith("-dirty"), f"figures/{name} was made by uncommitted code ({revision})"
 
 
 def _sources():
