@@ -29,6 +29,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Mapping
 
 from jaxwb.sims.core.errors import OutputError, Terminated, WorkbenchError
 from jaxwb.sims.core.progress import ResultsBar
@@ -278,7 +279,7 @@ def _cmd_run(
     if parallel > 1 and len(jobs) > 1:
         outcomes = _run_parallel(jobs, preset, seed, parallel, profile=profile, device=device)
     else:
-        bar = ResultsBar(last_wall_times([module.NAME for module, _, _ in jobs], preset))
+        bar = ResultsBar(last_wall_times([module.NAME for module, _, _ in jobs], preset) if len(jobs) > 1 else {})
         execute = functools.partial(
             harness.execute, preset=preset, seed=seed, write=write, profile=profile, device=device
         )
@@ -309,11 +310,10 @@ def last_wall_times(names, preset: str) -> dict[str, float]:
     return {name: wall(name) for name in names}
 
 
-def longest_first(names, preset: str) -> list[str]:
-    """``names`` ordered by :func:`last_wall_times`, longest first; results never run go first, in the given
+def longest_first(walls: Mapping[str, float]) -> list[str]:
+    """The results of ``walls`` (:func:`last_wall_times`) longest first; results never run go first, in the given
     order. The order in which ``workbench all --jobs N`` starts them, so the long ones do not end last."""
-    walls = last_wall_times(names, preset)
-    return sorted(names, key=lambda n: -walls[n])
+    return sorted(walls, key=lambda n: -walls[n])
 
 
 def run_one(name: str, preset: str, seed: int, target: str, profile: bool, device: str | None):
@@ -351,9 +351,10 @@ def _run_parallel(jobs, preset: str, seed: int, n: int, *, profile: bool, device
     import multiprocessing
 
     targets = {module.NAME: str(target) for module, _, target in jobs}
-    order = longest_first(list(targets), preset)
+    walls = last_wall_times(list(targets), preset)
+    order = longest_first(walls)
     done = {}
-    bar = ResultsBar(last_wall_times(order, preset), jobs=n)
+    bar = ResultsBar(walls, jobs=n)
     pool = worker_pool(n)
     try:
         futures = {pool.submit(run_one, name, preset, seed, targets[name], profile, device): name for name in order}

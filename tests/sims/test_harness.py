@@ -588,7 +588,7 @@ def test_all_with_jobs_runs_each_result_once_longest_first(monkeypatch, tmp_path
     monkeypatch.setattr(cli, "worker_pool", lambda n: concurrent.futures.ThreadPoolExecutor(max_workers=1))
     names = registry.result_names()
     walls = {name: float(i) for i, name in enumerate(names)}  # the last result took longest
-    monkeypatch.setattr(cli, "longest_first", lambda ns, preset: sorted(ns, key=lambda n: -walls[n]))
+    monkeypatch.setattr(cli, "last_wall_times", lambda ns, preset: {n: walls[n] for n in ns})
     assert cli.main(["all", "--quick", "--jobs", "2", "--out", str(tmp_path / "all")]) == 0
     assert started == names[::-1]
     out = capsys.readouterr().out
@@ -601,7 +601,7 @@ def test_longest_first_reads_the_last_runs_wall_time(monkeypatch, tmp_path):
         folder = default_out_dir(name, "quick")
         folder.mkdir(parents=True)
         (folder / "manifest.json").write_text(json.dumps({"wall_time_s": wall}))
-    assert cli.longest_first(["aldrift", "river_valley", "quantization"], "quick") == [
+    assert cli.longest_first(cli.last_wall_times(["aldrift", "river_valley", "quantization"], "quick")) == [
         "quantization",  # never run: first
         "river_valley",
         "aldrift",
