@@ -53,8 +53,7 @@ def _solve_rows(alphas, a2s, deltas, k: int, *, check: bool = True) -> dict:
     out = dict(sweep(_solve_row, {"alpha": alpha, "a2": rows, "delta": delta}, chunk_size=ROWS))
     out = {f: np.asarray(x)[:n] for f, x in out.items()}  # host arrays: slicing them compiles nothing
     if check:
-        conv = _Conv(out["converged"], out["residual"], out["complete"])
-        ts.check_converged(conv, alpha[:n])
+        ts.check_converged(_Conv(out["converged"], out["residual"], out["complete"]), alpha[:n])
     return out
 
 
