@@ -65,3 +65,14 @@ def test_config_validation_names_the_field(field, value, match):
 def test_full_preset_claims():
     outcome = harness.execute(sim, preset="full", seed=0, write=False, verbose=False)
     assert outcome.passed, format_claims(sim.NAME, outcome.claims)
+
+
+def test_steady_tolerance_is_one_ulp_of_the_final_position_per_step_over_1_minus_beta():
+    import doctest
+    import importlib
+
+    claims = importlib.import_module("jaxwb.sims.river_valley.claims")
+    assert doctest.testmod(claims).failed == 0
+    # |x_T| = 0.361 x 2000 = 722 lies in [512, 1024), where float32's spacing is 2^-14
+    assert claims.steady_tolerance(0.361, 0.9, 2000) == pytest.approx(2.0**-14 / (0.361 * 0.1))
+    assert claims.steady_tolerance(-0.361, 0.9, 2000) == claims.steady_tolerance(0.361, 0.9, 2000)
