@@ -613,6 +613,19 @@ def seed_mean(
     return Claim.from_samples(statement, predicted, samples, tolerance, comparison, **{**CHECK, **options})
 
 
+def clears(statement: str, end: float, interval, comparison: str = "ge", **options: Any) -> Claim:
+    """An ordering against a fixed ``end``: the whole ``interval = (estimate, halfwidth, n)`` (:func:`mean_ci`,
+    :func:`bootstrap_ci`, or one combined by hand) above ``end`` (``"ge"``) or below it (``"le"``), reported with its
+    margin in half-widths and no slack (``is_ordering``); ``options``: the keywords of :meth:`Claim.from_interval`.
+    :meth:`Claim.ordering` is the same on paired samples.
+
+    >>> c = clears("MPQ beats GPTQ: the per-seed gain clears 0", 0.0, (0.3, 0.1, 8))
+    >>> c.passed, c.is_ordering, round(c.margin, 6)
+    (True, True, 3.0)
+    """
+    return Claim.from_interval(statement, end, interval, 0.0, comparison, is_ordering=True, **{**CHECK, **options})
+
+
 def loglog_slopes(x, curves):
     """Per-curve least-squares slope of ``log curves`` against ``log x``: ``x`` (k,), ``curves`` (..., k) ->
     (...,), the exponent ``a`` of ``curve ~ x^a`` fitted on each seed's curve.

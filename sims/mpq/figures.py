@@ -53,9 +53,7 @@ def plot_methods(results: dict, cfg: Config):
     for j, m in enumerate(METHODS):
         for i, t in enumerate(tags):
             obj = lm["objective"][t]
-            per_seed = np.mean(
-                [np.mean(np.asarray(obj[m][n]), axis=1) / np.mean(np.asarray(obj["rtn"][n])) for n in obj[m]], axis=0
-            )
+            per_seed = np.mean([np.mean(obj[m][n], axis=1) / np.mean(obj["rtn"][n]) for n in obj[m]], axis=0)
             rel[:, j, i] = mean_ci(per_seed)[:2]
             pp[:, j, i] = bootstrap_ci(np.asarray(lm["ppl"][t][m]) - np.asarray(lm["fp_ppl"]))[:2]
     names, colors = [LABELS[m] for m in METHODS], [COLORS[m] for m in METHODS]

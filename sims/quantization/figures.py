@@ -68,9 +68,8 @@ def plot_format_comparison(results: dict, cfg: Config):
         for lab, row in zip(labels, rel_mse, strict=True)
     ]
     axt.axis("off")
-    tab = axt.table(cellText=cell, colLabels=["format", "bits/elt"] + datasets, loc="center")
+    tab = axt.table(cellText=cell, colLabels=["format", "bits/elt"] + datasets, loc="center", fontsize=8)
     tab.auto_set_font_size(False)
-    tab.set_fontsize(8)
     tab.scale(1, 1.5)
     axt.set_title(f"Relative MSE at ~4.5 bits/element (RHT: b=4 on {cfg.rht_block}-vectors + fp32 scale)", fontsize=9)
     return fig
@@ -99,8 +98,8 @@ def plot_inquant(results: dict, cfg: Config):
         ax.semilogy(np.asarray(v), label=k, lw=1.2)
     for o in np.asarray(iq["true_outliers"]):
         ax.axvline(o, color="0.8", lw=0.8, zorder=0)
-    for dn in np.asarray(iq["donors"]):
-        ax.plot(dn, float(np.asarray(iq["channel_rmse"]["InQuant (4.0x)"])[dn]), "kv", ms=5)
+    donors = np.asarray(iq["donors"])
+    ax.plot(donors, np.asarray(iq["channel_rmse"]["InQuant (4.0x)"])[donors], "kv", ms=5)
     ax.plot([], [], "kv", label="donor channels (slot lent to an outlier)")
     title = f"Heavy-tailed KV (t, dof {cfg.kv_dof:g}), outlier channels {list(cfg.kv_outliers)} (grey)"
     panels.finish(ax, legend=8, xlabel="channel", ylabel="RMS reconstruction error", title=title)

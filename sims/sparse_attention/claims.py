@@ -19,7 +19,7 @@ import numpy as np
 from scipy import stats
 
 from jaxwb.models import diffusion_lm as dl
-from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, largest_difference, mean_ci
+from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, clears, largest_difference, mean_ci
 from jaxwb.sims.sparse_attention import louver
 from jaxwb.sims.sparse_attention import reference as ref
 from jaxwb.sims.sparse_attention.config import Config
@@ -63,8 +63,7 @@ def near_zero(statement: str, measured, tolerance: float = 0.0, **options) -> Cl
 def sign_claim(statement: str, diffs, *, source: str = "paper") -> Claim:
     """Sign test: ``diffs [n] > 0`` strictly on more than half of the prompts, at one-sided 95%."""
     d = np.asarray(diffs, np.float64).ravel()
-    n = d.size
-    wins = int(np.sum(d > 0))
+    n, wins = d.size, int(np.sum(d > 0))
     frac = wins / n if n else float("nan")
     lower = float(stats.beta.ppf(0.05, wins, n - wins + 1)) if wins > 0 else 0.0
     return Claim(statement, 0.5, frac, 0.0, "ge", source=source, kind="check", ci=max(frac - lower, 0.0), n_seeds=n)
@@ -86,17 +85,14 @@ def band_claims(statement: str, diffs, band: tuple[float, float], *, source: str
     for cmp, end, side in (("ge", band[0], "above"), ("le", band[1], "below")):
         text = f"{statement} {'>' if cmp == 'ge' else '<'} {end:g} (paired over prompts, 95% t-interval {side})"
         end = (STRICTLY_POSITIVE if cmp == "ge" else -STRICTLY_POSITIVE) if end == 0 else end
-        out.append(Claim.from_interval(text, end, interval, 0.0, cmp, kind="check", source=source, is_ordering=True))
+        out.append(clears(text, end, interval, cmp, source=source))
     return out
 
 
 def with_expectations(out: list[Claim]) -> list[Claim]:
     """Mark the known disagreements (``KNOWN_FAILURES``) as expected to fail, with their reasons."""
-    marked = []
-    for c in out:
-        reason = next((r for prefix, r in KNOWN_FAILURES.items() if c.statement.startswith(prefix)), None)
-        marked.append(dataclasses.replace(c, expected="fail", reason=reason) if reason else c)
-    return marked
+    reasons = [next((r for prefix, r in KNOWN_FAILURES.items() if c.statement.startswith(prefix)), "") for c in out]
+    return [dataclasses.replace(c, expected="fail", reason=r) if r else c for c, r in zip(out, reasons, strict=True)]
 
 
 @CLAIMS.add
@@ -159,7 +155,7 @@ def map_claims(results, cfg: Config) -> list[Claim]:
             st["within"] - st["across"],
             cfg.transition_band,
         ),
-        Claim.from_interval(spread, 0.0, null, 0.0, "ge", kind="check", is_ordering=True),
+        clears(spread, 0.0, null, source="paper"),
     ]
 
 
@@ -169,18 +165,17 @@ def output_error_claims(results, cfg: Config) -> list[Claim]:
     the head-adaptive allocation's blocks against the heads' concentration."""
     pol = results["policy"]
     first, P, rho, far = max(cfg.periods), cfg.main_period, cfg.main_budget, cfg.far_lag
-    err = {a: np.asarray(pol[a]["err"]).mean(axis=-1) for a in ("uniform", "concentration")}  # [R, N, T]
-    one = err["uniform"][row(cfg, 1, rho)]  # [N, T]
-    stale = np.asarray(pol["stale"]["err"]).mean(axis=-1)[0]  # [N, T]
+    err = {a: np.asarray(pol[a]["err"]).mean(axis=-1) for a in ("uniform", "concentration", "stale", "global")}
+    one, stale = err["uniform"][row(cfg, 1, rho)], err["stale"][0]  # [N, T]
     m = {  # per prompt, mean over steps
         "first": err["uniform"][row(cfg, first, rho)].mean(-1),
         "uniform": err["uniform"][row(cfg, P, rho)].mean(-1),
         "adaptive": err["concentration"][row(cfg, P, rho)].mean(-1),
-        "greedy": np.asarray(pol["global"]["err"]).mean(axis=-1)[0].mean(-1),
+        "greedy": err["global"][0].mean(-1),
     }
-    blocks = np.asarray(pol["blocks_per_head"])  # [N, T, nl, H] (concentration policy, P=1, main rho)
-    conc = np.asarray(pol["head_concentration"])  # [N, T, nl, H]
-    rho_s = spearman_rows(conc, blocks)[:, : cfg.steps, : cfg.n_layers].mean(axis=(1, 2))  # per prompt
+    # Spearman(head concentration, blocks per head) [N, T, nl, H] of the concentration policy (P=1, main rho)
+    rho_s = spearman_rows(np.asarray(pol["head_concentration"]), np.asarray(pol["blocks_per_head"]))
+    rho_s = rho_s[:, : cfg.steps, : cfg.n_layers].mean(axis=(1, 2))  # per prompt
     tail = "; paired over prompts, 95% t-interval above 0)"
     setting = f"(refresh every {P}, rho={rho:g}{tail}"
     than_first = f"has lower attention-output error than the first-step-only mask (mean over steps{tail}"
@@ -235,12 +230,9 @@ def end_to_end_claims(results, cfg: Config) -> list[Claim]:
     support (``Config.*_band``; positive: the paper's direction)."""
     pol = results["policy"]
     first, P, rho = max(cfg.periods), cfg.main_period, cfg.main_budget
+    u, c = "uniform", "concentration"
     r_first, r_main = row(cfg, first, rho), row(cfg, P, rho)
-    m = {
-        (a, f): np.asarray(pol[a][f], np.float64).mean(-1)
-        for a in ("uniform", "concentration")
-        for f in ("kl", "dnll", "dacc")
-    }  # [R, N]
+    m = {(a, f): np.asarray(pol[a][f], np.float64).mean(-1) for a in (u, c) for f in ("kl", "dnll", "dacc")}  # [R, N]
     tf = "teacher-forced denoising of the held-out continuation along the dense run's unmasking order"
     kl = "KL(dense || sparse) of the denoiser's token distributions at the still-masked positions"
     quantities = (  # (field, where, what: worse - better for kl and dnll, better - worse for dacc)
@@ -248,7 +240,6 @@ def end_to_end_claims(results, cfg: Config) -> list[Claim]:
         ("dnll", f"End to end ({tf})", "the fall in the held-out bytes' NLL (rise over dense attention)"),
         ("dacc", f"End to end ({tf})", "the gain in the held-out bytes' argmax accuracy"),
     )
-    u, c = "uniform", "concentration"
     refresh = f"anchor refresh every {P} steps vs the first-step-only mask (uniform budget rho={rho:g})"
     adaptive = f"the head-adaptive vs the uniform budget at equal density (refresh every {P}, rho={rho:g})"
     # (name, setting, the worse policy and row, the better one)
@@ -267,10 +258,8 @@ def density_claims(results, cfg: Config) -> list[Claim]:
     """The premise of every comparison "at equal density": the masks' measured block densities (fraction of
     (layer, head, query-block, key-block) kept, mean over prompts and steps) against the closed form of the uniform
     budget, k = max(1, round(rho Kb)) blocks per row, and against each other."""
-    pol = results["policy"]
-    dens = {
-        n: np.asarray(pol[n]["density"], np.float64) for n in ("uniform", "concentration", "oracle", "stale", "global")
-    }
+    policies = ("uniform", "concentration", "oracle", "stale", "global")
+    dens = {n: np.asarray(results["policy"][n]["density"], np.float64) for n in policies}
     kb = cfg.num_blocks
     closed = np.asarray([max(1, round(b * kb)) / kb for _ in cfg.periods for b in cfg.budgets])  # row order
     n_blocks = cfg.n_prompts * cfg.steps * cfg.n_layers * cfg.n_heads * kb * kb  # blocks in one policy's masks

@@ -37,9 +37,15 @@ def _shown_periods(cfg: Config) -> list[tuple[int, str, str]]:
 
 
 def _legend_below(fig, ax, **kw):
-    """One legend under the panels, of ``ax``'s entries (inside a panel it covered the lines)."""
+    """One legend under the panels of ``ax``'s entries, one row by default (inside a panel it covered the lines)."""
     handles, labels = ax.get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", **kw)
+    fig.legend(handles, labels, loc="outside lower center", **{"ncol": len(handles), **kw})
+
+
+def _per_prompt(p, rows, fields=("err", "kl", "dnll")) -> list[np.ndarray]:
+    """``fields`` of one policy's results at ``rows``, per row and prompt [R, N]: the attention-output error
+    averaged over steps and layers, the end-to-end scores over steps."""
+    return [p[f][rows].mean(axis=(2, 3) if f == "err" else 2) for f in fields]
 
 
 @FIGURES.add
@@ -53,8 +59,7 @@ def plot_maps(results, cfg: Config):
     for (h, j), ax in np.ndenumerate(np.asarray(axes).reshape(H, len(steps))):
         t = steps[j]
         ax.imshow(ex[t, h], cmap="viridis", vmin=0, vmax=max(float(ex[:, h].max()), 1e-6))
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set(xticks=[], yticks=[])
         if h == 0:
             ax.set_title(f"step {t}" + (" (transition)" if t in cfg.transitions else ""), fontsize=8)
         if j == 0:
@@ -87,15 +92,13 @@ def plot_overlap(results, cfg: Config):
     ):
         panels.finish(ax, legend=7, xlabel=xlabel, ylabel=ylabel, title=title, ylim=(0, 1.02))
     tm = m["topk_mass"].mean(axis=1).reshape(m["topk_mass"].shape[0], -1)  # [N, nl*H], mean over steps
-    mean, half = panels.mean_ci_columns(tm)  # over prompts
-    order = np.argsort(mean)
-    labels = [f"L{i // cfg.n_heads}H{i % cfg.n_heads}" for i in range(tm.shape[1])]
+    order = np.argsort(panels.mean_ci_columns(tm)[0])  # heads by their mean over prompts
     x, label = np.arange(tm.shape[1]), "per head (95% CI over prompts)"
     pred = f"uniform attention: {k}/{cfg.num_blocks}"
     panels.measured_vs_predicted(
-        axes[2], x, mean[order], k / cfg.num_blocks, yerr=half[order], color="tab:red", label=label, pred_label=pred
+        axes[2], x, tm[:, order], k / cfg.num_blocks, color="tab:red", label=label, pred_label=pred
     )
-    axes[2].set_xticks(x, [labels[i] for i in order], rotation=60, fontsize=7)
+    axes[2].set_xticks(x, [f"L{i // cfg.n_heads}H{i % cfg.n_heads}" for i in order], rotation=60, fontsize=7)
     title = f"heads differ in concentration (permutation p = {float(results['head_spread']['p_value']):.3g})"
     ylabel = f"attention mass in top-{k} blocks"
     return panels.finish(axes[2], legend=7, xlabel="layer/head (sorted)", ylabel=ylabel, title=title).figure
@@ -110,11 +113,7 @@ def plot_policy_budget(results, cfg: Config):
         for per, ls, lab in _shown_periods(cfg):
             rows = [row(cfg, per, b) for b in cfg.budgets]
             d = pol[a]["density"][rows]
-            for ax, val in (
-                (axes[0], pol[a]["err"][rows].mean(axis=(2, 3))),  # [B, N]
-                (axes[1], pol[a]["kl"][rows].mean(axis=2)),
-                (axes[2], pol[a]["dnll"][rows].mean(axis=2)),
-            ):
+            for ax, val in zip(axes, _per_prompt(pol[a], rows), strict=True):  # [B, N]
                 label = f"{LABELS[a]}, {lab}"
                 panels.errorbars(ax, d, val, axis=1, fmt=ls, marker="o", ms=3, capsize=2, color=COLORS[a], label=label)
     for name, mk, col, lab in (
@@ -123,9 +122,8 @@ def plot_policy_budget(results, cfg: Config):
         ("global", "D", "tab:blue", f"mass-greedy global allocation, refresh every {cfg.main_period}"),
     ):
         p = pol[name]
-        vals = (p["err"][0].mean(axis=(1, 2)), p["kl"][0].mean(axis=1), p["dnll"][0].mean(axis=1))
-        for ax, val, ref_label in zip(axes, vals, (lab, None, None), strict=True):  # one legend entry per reference
-            panels.errorbars(ax, p["density"][0], val[:, None], fmt=mk, ms=7, capsize=0, color=col, label=ref_label)
+        for ax, val, ref_label in zip(axes, _per_prompt(p, [0]), (lab, None, None), strict=True):  # one legend entry
+            panels.errorbars(ax, p["density"][0], val.T, fmt=mk, ms=7, capsize=0, color=col, label=ref_label)
     axes[2].axhline(0, color="black", lw=0.6)
     title = "output error vs density\n(mean over layers, steps; 95% CI over prompts)"
     axes[0].set(xlabel="block density (fraction of blocks kept)", ylabel="relative attention-output error", title=title)
@@ -148,39 +146,34 @@ def plot_refresh_period(results, cfg: Config):
     per = np.asarray(cfg.periods)
     for a in ("uniform", "concentration"):
         rows = [row(cfg, p, cfg.main_budget) for p in cfg.periods]
-        vals = [pol[a]["err"][rows].mean(axis=(2, 3)), *(pol[a][f][rows].mean(2) for f in ("kl", "dnll", "dacc"))]
+        vals = _per_prompt(pol[a], rows, ("err", "kl", "dnll", "dacc"))
         vals += [on[a]["agreement"], on[a]["dpath_nll"]] if a in on else []
         for ax, val in zip(axes, vals, strict=False):
             panels.errorbars(ax, per, val, axis=1, fmt="-", marker="o", color=COLORS[a], label=LABELS[a])
-    axes[2].axhline(0.0, **style.prediction(label="dense attention"))
-    axes[3].axhline(0.0, **style.prediction())
+    for i in (2, 3, 5):  # the differences from dense attention
+        axes[i].axhline(0.0, **style.prediction(label="dense attention" if i == 2 else None))
     axes[4].plot(per, np.full(per.shape, 1.0), **style.prediction())
-    axes[5].axhline(0.0, **style.prediction())
     reported = "REPORTED, not decided: free running"
-    for ax, (yl, ti) in zip(
-        axes,
-        (  # (y label, title) per panel
-            ("relative attention-output error", "output error"),
-            (KL_LABEL, "end to end along the dense trajectory"),
-            (NLL_LABEL, "teacher-forced on the held-out text: NLL"),
-            ("accuracy(sparse) - accuracy(dense)", "teacher-forced on the held-out text: accuracy"),
-            (
-                "generated bytes equal to the dense decoder's",
-                f"{reported}, same sampling key\n(diverges after the first differing sample)",
-            ),
-            (
-                "dense NLL of sparse output - of dense output\n(nats/byte, along each run's own order)",
-                f"{reported}, scored by the dense model",
-            ),
+    texts = (  # (y label, title) per panel
+        ("relative attention-output error", "output error"),
+        (KL_LABEL, "end to end along the dense trajectory"),
+        (NLL_LABEL, "teacher-forced on the held-out text: NLL"),
+        ("accuracy(sparse) - accuracy(dense)", "teacher-forced on the held-out text: accuracy"),
+        (
+            "generated bytes equal to the dense decoder's",
+            f"{reported}, same sampling key\n(diverges after the first differing sample)",
         ),
-        strict=True,
-    ):
+        (
+            "dense NLL of sparse output - of dense output\n(nats/byte, along each run's own order)",
+            f"{reported}, scored by the dense model",
+        ),
+    )
+    for ax, (yl, ti) in zip(axes, texts, strict=True):
         title = f"{ti}\n(rho={cfg.main_budget:g}; mean, 95% CI over prompts)"
         ax.set(xscale="log", xlabel=f"refresh period P (steps; P={per[-1]} = first-step-only)", ylabel=yl, title=title)
         ax.set_xticks(per, [str(p) for p in per])
         ax.xaxis.set_minor_formatter(NullFormatter())
-    handles, _ = axes[2].get_legend_handles_labels()
-    _legend_below(fig, axes[2], ncol=len(handles), fontsize=8)
+    _legend_below(fig, axes[2], fontsize=8)
     return fig
 
 
@@ -238,22 +231,19 @@ def plot_speed(results, cfg: Config):
     ss = np.linspace(min(0.45, s.min()), max(0.97, s.max()), 60)
     where = "CPU (XLA), process time" if bool(sp["cpu"]) else "accelerator (XLA), process time of the host"
     ax.plot(ss, 1 / (1 - ss), **style.prediction(label="ideal 1/(1-s) (work ratio)"))
-    for m, mk, color, lab in (
-        ("whole", "o-", "tab:red", "whole-sequence call"),
-        ("chunked", "^-", "tab:blue", "called per query block"),
+    listed = "vs the same block-sparse op, every block listed"
+    for baseline, sparse, mk, color, lab in (  # the speedup: the baseline's time over the sparse call's
+        ("whole_full_list_s", "whole_sparse_s", "o-", "tab:red", f"{listed}, whole-sequence call"),
+        ("chunked_full_list_s", "chunked_sparse_s", "^-", "tab:blue", f"{listed}, called per query block"),
+        ("jaxnn_s", "whole_sparse_s", "s--", "tab:gray", "whole call vs dense jax.nn.dot_product_attention"),
     ):
-        label = f"vs the same block-sparse op, every block listed, {lab}: {where}"
-        ax.plot(s, sp[f"{m}_full_list_s"][order] / sp[f"{m}_sparse_s"][order], mk, color=color, label=label)
-    label = f"whole call vs dense jax.nn.dot_product_attention: {where}"
-    ax.plot(s, sp["jaxnn_s"][order] / sp["whole_sparse_s"][order], "s--", color="tab:gray", label=label)
+        ax.plot(s, sp[baseline][order] / sp[sparse][order], mk, color=color, label=f"{lab}: {where}")
     title = (
         f"block-sparse speed, L={cfg.speed_len}, H={cfg.speed_heads}, D={cfg.speed_dim}, block {cfg.speed_block}\n"
         f"(process CPU time, fastest of {cfg.speed_repeats}, baselines re-timed per row; no GPU numbers drawn)"
     )
-    xlabel, ylabel = (
-        "block sparsity s (fraction of key blocks skipped)",
-        "speedup of block-sparse attention (CPU-time ratio)",
-    )
+    xlabel = "block sparsity s (fraction of key blocks skipped)"
+    ylabel = "speedup of block-sparse attention (CPU-time ratio)"
     return panels.finish(ax, legend=7, yscale="log", xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 

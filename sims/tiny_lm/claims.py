@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, bootstrap_ci, mean_ci, upper_bound
+from jaxwb.sims.core.claims import Claim, ClaimGroups, agreement, bootstrap_ci, clears, mean_ci, upper_bound
 from jaxwb.sims.tiny_lm.config import (
     ENGINES,
     FORMATS,
@@ -60,14 +60,9 @@ def _a(x) -> np.ndarray:
     return np.asarray(x, dtype=np.float64)
 
 
-def _beats(statement: str, larger, smaller) -> Claim:
-    """``larger - smaller > RESOLUTION`` on the paired models (:meth:`Claim.ordering`; arrays of any shape, pooled)."""
-    return Claim.ordering(statement, larger, smaller, source="theory", at_least=RESOLUTION)
-
-
-def _clears(statement: str, end: float, interval, cmp: str = "ge") -> Claim:
-    """An ordering against ``end``: the whole ``interval`` (estimate, half-width, n) above it (``"ge"``) or below."""
-    return Claim.from_interval(statement, end, interval, 0.0, cmp, kind="check", source="theory", is_ordering=True)
+def _beats(statement: str, larger, smaller, at_least: float = RESOLUTION) -> Claim:
+    """``larger - smaller > at_least`` on the paired models (:meth:`Claim.ordering`; arrays of any shape, pooled)."""
+    return Claim.ordering(statement, larger, smaller, source="theory", at_least=at_least)
 
 
 @CLAIMS.add
@@ -79,7 +74,7 @@ def per_size_claims(results: dict, cfg: Config) -> list[Claim]:
     out = []
     for s, size in enumerate(cfg.size_labels):
         statement = f"{size}: the trained model beats the unigram baseline (unigram - model loss, nats/byte; {n} seeds)"
-        out.append(Claim.ordering(statement, unigram, fp_loss[s], source="theory"))
+        out.append(_beats(statement, unigram, fp_loss[s], at_least=0.0))
         statement = f"{size}: RaZeR (weight variant) perplexity < NVFP4's, weight-only (NVFP4 - RaZeR > {RESOLUTION:g})"
         out.append(_beats(statement, p["nvfp4"][s], p["razer"][s]))
     return out
@@ -87,8 +82,7 @@ def per_size_claims(results: dict, cfg: Config) -> list[Claim]:
 
 @CLAIMS.add
 def pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
-    """The orderings decided over every model of every size: W4A4 RaZeR < NVFP4, W4A4 costs more than W4A16,
-    RaZeR < NVFP4 with outlier channels; and MXFP4 - NVFP4 inside the band the models resolve
+    """The orderings decided over every model of every size; MXFP4 - NVFP4 inside the band the models resolve
     (``Config.mxfp4_band``: the ordering itself is not resolved, see there)."""
     p, wa, ol = ({f: _a(v) for f, v in results[key].items()} for key in ("ppl", "ppl_wa", "ppl_outlier"))
     res = f"(NVFP4 - RaZeR > {RESOLUTION:g})"
@@ -107,7 +101,7 @@ def pooled_ordering_claims(results: dict, cfg: Config) -> list[Claim]:
     interval = mean_ci(p["mxfp4"] - p["nvfp4"])
     for cmp, end in (("ge", cfg.mxfp4_band[0]), ("le", cfg.mxfp4_band[1])):
         statement = f"{mxfp4} {'>' if cmp == 'ge' else '<'} {end:g} (mean over {interval[2]} models, t interval)"
-        out.append(_clears(statement, end, interval, cmp))
+        out.append(clears(statement, end, interval, cmp))
     return out
 
 
@@ -133,16 +127,14 @@ def paper_claims(results: dict, cfg: Config) -> list[Claim]:
             f"found: RaZeR removes a positive share of NVFP4's perplexity loss ({setting}; {k} models, mean with 95% "
             "bootstrap interval > 0)"
         )
-        out.append(_clears(statement, 0.0, interval))
+        out.append(clears(statement, 0.0, interval))
     return out
 
 
 @CLAIMS.add
 def loss_reference_claims(results: dict, cfg: Config) -> list[Claim]:
     """Every perplexity the study reports against an independent computation of it (``reference.variant_loss_np``):
-    per variant, each trained model's loss on the first ``check_windows`` evaluation windows from the study's own
-    run against a float64 NumPy forward of the same weights, round-tripped by ``theory.quantization.fp4_formats``
-    (RHT-4: by the float64 RHT reference with the run's signs and dithers)."""
+    per variant, each model's loss from the study's own run against a float64 NumPy forward of the same weights."""
     fp4 = "round-tripped by theory.quantization.fp4_formats (bf16 inputs, as the drop-in layers)"
     w, wa = f" with its weights {fp4}", f" with its weights and each token's activations {fp4}"
     rht = " with its weights through the float64 RHT-4 reference (the run's signs and dithers)"
@@ -178,28 +170,18 @@ def loss_reference_claims(results: dict, cfg: Config) -> list[Claim]:
 def layer_error_claims(results: dict, cfg: Config) -> list[Claim]:
     """The formats' weight error itself (a bit-level property, not through perplexity): per block layer of the first
     model, relative MSE of RaZeR < NVFP4 (RaZeR's extra special values, same E2M1 grid otherwise) and NVFP4 <
-    MXFP4 (power-of-two scales over 32 vs E4M3 scales over 16); log ratio, t interval over the layers."""
-    mse = {f: _a(results["layer_rel_mse"][f]) for f in ("razer", "nvfp4", "mxfp4")}
-    n = mse["nvfp4"].size
-    return [
-        Claim.ordering(
-            f"weight error: relative MSE of {hi} > {lo}'s per block layer (log ratio over the first model's {n} "
-            f"layers > {LOG_MSE_RESOLUTION:g})",
-            np.log(mse[hi]),
-            np.log(mse[lo]),
-            source="theory",
-            at_least=LOG_MSE_RESOLUTION,
-        )
-        for lo, hi in (("razer", "nvfp4"), ("nvfp4", "mxfp4"))
-    ]
+    MXFP4 (power-of-two scales over 32 vs E4M3 scales over 16); log ratio, t interval over the layers.
 
-
-@CLAIMS.add
-def rht_error_claims(results: dict, cfg: Config) -> list[Claim]:
-    """RHT-4's weight error beside the dithered-RHT theory (``jaxwb.theory.dithered_quant``, eq. 3-4): per group of
+    RHT-4's weight error beside the dithered-RHT theory (``jaxwb.theory.dithered_quant``, eq. 3-4): per group of
     ``rht_group`` weights, E||x - x_hat||^2 <= (N/(N-1))^2 (pi sqrt(3)/2) 4^-b ||x||^2 for every x (the Gaussian
     moment E exp(t^2/3) = sqrt 3 is the largest); the "mse" scale (the study's) only lowers it. A layer's relative
     MSE averages this over its groups and the dither; t interval over the first model's block layers."""
+    log_mse = {f: np.log(_a(results["layer_rel_mse"][f])) for f in ("razer", "nvfp4", "mxfp4")}
+    over = f"log ratio over the first model's {log_mse['nvfp4'].size} layers > {LOG_MSE_RESOLUTION:g}"
+    out = []
+    for lo, hi in (("razer", "nvfp4"), ("nvfp4", "mxfp4")):
+        statement = f"weight error: relative MSE of {hi} > {lo}'s per block layer ({over})"
+        out.append(_beats(statement, log_mse[hi], log_mse[lo], LOG_MSE_RESOLUTION))
     bits = 4
     bound = float(dq.finite_level_factor(bits) * dq.mse_bound(bits))
     mse = results["layer_rel_mse"]["rht4"]
@@ -207,16 +189,14 @@ def rht_error_claims(results: dict, cfg: Config) -> list[Claim]:
         f"weight error: RHT-4 relative MSE per block layer <= (N/(N-1))^2 (pi sqrt 3/2) 4^-b = {bound:.4g} "
         f"(dithered RHT, b = {bits}; mean over the first model's {mean_ci(mse)[2]} layers, t interval)"
     )
-    return [upper_bound(statement, bound, mse, over_seeds=True)]
+    return [*out, upper_bound(statement, bound, mse, over_seeds=True)]
 
 
 @CLAIMS.add
 def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
-    """The study's quantizers are the formats they name, on the first model's own tensors (``reference``): the
-    fast paths' codes and scale bytes equal the pure-jnp specification's, bit for bit (their docstrings'
-    promise), the values the quantized layers compute equal an independent decoder's round trip, and RHT-4's
-    fake-quantized weights equal a float64 NumPy implementation's given the same randomness, group by group (away
-    from level ties, ``reference.RHT_TIE``)."""
+    """The study's quantizers are the formats they name, on the first model's own tensors (``reference``): codes and
+    scale bytes bit for bit the pure-jnp specification's (their docstrings' promise), decoded values an independent
+    decoder's, RHT-4's weights a float64 NumPy implementation's given the same randomness."""
     kc = results["kernel_check"]
     act = "first attention input, per token"
     spec = "the fast quantizer's codes and scale bytes = the specification's (pallas_kernels.quant.reference"
