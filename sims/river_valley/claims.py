@@ -38,8 +38,7 @@ def every(statement: str, flags, *, source: str = "paper", n_seeds: int = 1) -> 
 
 def _unless_diverged(values, diverged) -> np.ndarray:
     """``values`` in float64, all NaN (failing the claim) when any run ``diverged``."""
-    values = np.asarray(values, np.float64)
-    return np.full_like(values, np.nan) if bool(np.any(diverged)) else values
+    return np.where(np.any(diverged), np.nan, np.asarray(values, np.float64))
 
 
 @CLAIMS.add
@@ -77,7 +76,7 @@ def speed_claims(results: dict, cfg: Config) -> list[Claim]:
     statement = "steady GD speed on a linear river (slope 1) = lr at 0.95 x the measured edge (last 100 steps)"
     tol = steady_tolerance(float(s["lr_gd"]), 0.0, cfg.speed_steps)
     out = [agreement(statement, float(s["lr_gd"]), float(s["speed_gd"]), tol, wide_reason=WHY_STEADY)]
-    for i, (beta, gain) in enumerate(zip(np.asarray(s["beta"]), np.asarray(s["gain"]), strict=True)):
+    for beta, gain, lr_hb, speed_hb in zip(s["beta"], s["gain"], s["lr_hb"], s["speed_hb"], strict=True):
         statement = (
             f"largest stable river speed, HB/GD = (1+beta)/(1-beta) at beta={beta:.2f} (simulated "
             "at 0.95 x each measured edge)"
@@ -87,9 +86,9 @@ def speed_claims(results: dict, cfg: Config) -> list[Claim]:
             f"steady HB speed on a linear river (slope 1) = effective lr lr/(1-beta) at beta={beta:.2f}, "
             "lr = 0.95 x the measured edge (last 100 steps)"
         )
-        lr_eff = float(cast(float, rv.effective_river_lr(float(s["lr_hb"][i]), float(beta))))
+        lr_eff = float(cast(float, rv.effective_river_lr(float(lr_hb), float(beta))))
         tol = steady_tolerance(lr_eff, float(beta), cfg.speed_steps)
-        out.append(agreement(statement, lr_eff, float(s["speed_hb"][i]), tol, source="paper", wide_reason=WHY_STEADY))
+        out.append(agreement(statement, lr_eff, float(speed_hb), tol, source="paper", wide_reason=WHY_STEADY))
     return out
 
 
@@ -128,8 +127,7 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
         "straight-valley river distance |x_t| = closed-form eigen-solution |A r1^t + B r2^t| for GD and HB at 0.9 x "
         "threshold (max |error| / |x0|, float32 simulation)"
     )
-    formula = np.asarray(t["formula"])  # the error in the simulation's float32
-    error = np.max(np.abs(np.asarray(t["simulated"]) - formula)) / np.max(np.abs(formula))
+    error = np.max(np.abs(t["simulated"] - t["formula"])) / np.max(np.abs(t["formula"]))  # in the simulation's float32
     out = [
         agreement(transient, 0.0, error, 1e-4, "abs"),
         array_agreement(distance, pr["distance"], pr["theory"], 1e-4, relative=abs(cfg.x0)),
@@ -143,9 +141,9 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
             f"{label.upper()} at 0.9 x threshold: river distance = closed-form |x_t| of the mu mode for every "
             f"random valley offset (max |error| / |x0| over {dist.shape[0]} offsets, float32 simulation)"
         )
-        out.append(array_agreement(statement, dist, np.asarray(h["theory"])[None, :], tol, relative=None))
-    flags, ok = np.asarray(ph["diverged"], bool), ~np.asarray(ph["diverged"], bool)
-    prog_err = np.abs(np.asarray(ph["progress"], np.float64) - np.asarray(ph["progress_theory"]))
+        out.append(array_agreement(statement, dist, h["theory"], tol, relative=None))
+    flags = ph["diverged"]
+    prog_err = np.abs(np.asarray(ph["progress"], np.float64) - ph["progress_theory"])[~flags]
     phase = (
         f"phase diagram ({flags.size} (lr, beta) cells, lr {float(ph['lr'][0]):.3g}..{float(ph['lr'][-1]):.3g}, "
         f"beta 0..{float(ph['beta'][-1]):.2f}): divergence flag = closed-form valley iterate beyond the "
@@ -164,8 +162,8 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
         "(double roots r = (sqrt k-1)/(sqrt k+1): x_t = x0 r^t (1 + (1-r) t))"
     )
     return out + [
-        every(phase, flags == np.asarray(ph["diverged_theory"], bool), source="theory"),
-        agreement(progress, 0.0, np.max(prog_err[ok]) if ok.any() else np.nan, 1e-4, "abs"),
+        every(phase, flags == ph["diverged_theory"], source="theory"),
+        agreement(progress, 0.0, np.max(prog_err) if prog_err.size else np.nan, 1e-4, "abs"),
         array_agreement(polyak, p["norms"], p["norms_theory"], 2e-3, relative="each"),
         agreement(rate, 1.0 - float(p["rate_closed_form"]), 1.0 - float(p["rate_measured"]), 1e-3),
     ]
@@ -175,8 +173,8 @@ def closed_form_claims(results: dict, cfg: Config) -> list[Claim]:
 def curved_valley_claims(results: dict, cfg: Config) -> list[Claim]:
     """Divergence / convergence fractions over random curved-valley starts vs linear stability."""
     tr = results["trajectories"]
-    n = int(np.asarray(tr["gd_aggressive"]["diverged"]).size)
-    loss = np.asarray(tr["hb_aggressive"]["loss"], np.float64)
+    gd, safe, hb = (tr[name]["diverged"] for name in ("gd_aggressive", "gd_safe", "hb_aggressive"))
+    loss, n = np.asarray(tr["hb_aggressive"]["loss"], np.float64), gd.size
     statements = (
         f"GD diverges at the aggressive lr = 0.8 x 2(1+beta)/lam_eff > 2/lam_eff (fraction of {n} random "
         "curved-valley starts)",
@@ -185,7 +183,6 @@ def curved_valley_claims(results: dict, cfg: Config) -> list[Claim]:
         f"HB (beta={cfg.traj_beta:g}) converges at the same lr < 2(1+beta)/lam_eff (fraction of {n} random starts "
         "with final loss < 1e-3 x initial)",
     )
-    gd, safe, hb = (np.asarray(tr[name]["diverged"]) for name in ("gd_aggressive", "gd_safe", "hb_aggressive"))
     flags = (gd, ~safe, ~hb & (loss[:, -1] < 1e-3 * loss[:, 0]))
     return [every(text, f, n_seeds=n) for text, f in zip(statements, flags, strict=True)]
 

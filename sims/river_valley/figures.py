@@ -26,22 +26,20 @@ def plot_trajectories(results: dict, cfg: Config):
     curved = rv.curved_valley(mu * 10, lam, cfg.curved_a, cfg.curved_k)
     Z = jax.vmap(rv.valley_loss, (0, None))(jnp.stack([X.ravel(), Y.ravel()], -1), curved).reshape(X.shape)
     ax.contour(X, Y, np.log10(np.asarray(Z) + 1e-3), levels=18, colors="0.75", linewidths=0.6)
-    labels = {
-        "gd_safe": "GD, lr = 0.9 x 2/lam (stable)",
-        "gd_aggressive": "GD, aggressive lr (diverges)",
-        "hb_aggressive": f"heavy ball beta={cfg.traj_beta}, same aggressive lr",
+    arms = {
+        "gd_safe": ("tab:blue", "GD, lr = 0.9 x 2/lam (stable)"),
+        "gd_aggressive": ("tab:red", "GD, aggressive lr (diverges)"),
+        "hb_aggressive": ("tab:green", f"heavy ball beta={cfg.traj_beta}, same aggressive lr"),
     }
-    for name, color in zip(labels, ("tab:blue", "tab:red", "tab:green"), strict=True):
+    for name, (color, what) in arms.items():
         d = tr[name]
         losses = np.maximum(np.asarray(d["loss"], np.float64), 1e-12)
-        for i, (th, dv) in enumerate(zip(np.asarray(d["theta"]), np.asarray(d["diverged"]), strict=True)):
-            shown = th[:12] if dv else th
-            label = f"{labels[name]} (lr={float(d['lr']):.4f})" if i == 0 else None
-            ax.plot(shown[:, 0], shown[:, 1], "-", color=color, lw=0.7, alpha=0.6, label=label)
-        label = f"{labels[name]}: median, min-max band over {len(losses)} starts"
+        for i, (th, dv) in enumerate(zip(d["theta"], d["diverged"], strict=True)):
+            label = f"{what} (lr={float(d['lr']):.4f})" if i == 0 else None
+            ax.plot(*(th[:12] if dv else th).T, "-", color=color, lw=0.7, alpha=0.6, label=label)
+        label = f"{what}: median, min-max band over {len(losses)} starts"
         panels.quantile_band(ax2, np.arange(losses.shape[1]), losses, color=color, label=label)
-    st = np.asarray(tr["starts"])
-    ax.plot(st[:, 0], st[:, 1], "k.", ms=5, label=f"{len(st)} random starts (seeded)")
+    ax.plot(*tr["starts"].T, "k.", ms=5, label=f"{len(tr['starts'])} random starts (seeded)")
     ax.plot(0, 0, "k*", ms=10, label="minimum x* = 0")
     title = f"Curved valley lam={lam:g}, mu={10 * mu:g}, y = {cfg.curved_a:g} sin({cfg.curved_k:g} x)"
     labels = {"xlabel": "river coordinate x", "ylabel": "valley coordinate y", "title": title}
@@ -54,7 +52,7 @@ def plot_trajectories(results: dict, cfg: Config):
 def plot_phase_diagram(results: dict, cfg: Config):
     """(lr, beta) map of river progress and divergence, with the theory boundary."""
     lam, mu, ph = cfg.lam, cfg.mu, results["phase"]
-    lrs, betas = np.asarray(ph["lr"]), np.asarray(ph["beta"])
+    lrs, betas = ph["lr"], ph["beta"]
     fig, ax = style.figure(figsize=(7.6, 5.2))
     bfine = np.linspace(0, cfg.beta_max, 200)
     edge = (bfine, np.asarray(rv.hb_threshold(lam, bfine)))
@@ -79,22 +77,20 @@ def plot_river_progress(results: dict, cfg: Config):
     """Distance along the river vs steps, straight and high-dimensional valleys, closed forms dashed."""
     lam, mu, pr = cfg.lam, cfg.mu, results["progress"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
-    for i, (b, lr) in enumerate(zip(np.asarray(pr["beta"]), np.asarray(pr["lr"]), strict=True)):
+    for b, lr, distance, theory in zip(pr["beta"], pr["lr"], pr["distance"], pr["theory"], strict=True):
         name = "GD" if b == 0 else f"HB beta={b:g}"
-        label = f"{name}, lr={lr:.4f} (0.9 x threshold)"
-        (line,) = ax.semilogy(np.asarray(pr["distance"][i]), **THICK, label=label)
-        ax.semilogy(np.asarray(pr["theory"][i]), **style.prediction(color=line.get_color()))
+        (line,) = ax.semilogy(distance, **THICK, label=f"{name}, lr={lr:.4f} (0.9 x threshold)")
+        ax.semilogy(theory, **style.prediction(color=line.get_color()))
     panels.prediction_key(ax, "closed form A r1^t + B r2^t (river mode)")
     title = f"Straight valley: progress along the river (lam={lam:g}, mu={mu:g})"
     panels.finish(ax, legend=8, xlabel="step", ylabel="distance along the river |x_t - x*|", title=title)
     hd = results["high_dim"]
-    steps = np.arange(np.asarray(hd["gd"]["distance"]).shape[1])
-    for label, color, b in (("gd", "tab:blue", 0.0), ("hb", "tab:green", cfg.traj_beta)):
-        d = np.asarray(hd[label]["distance"])
-        name = "GD" if label == "gd" else f"HB beta={b:g}"
+    for label, color, name in (("gd", "tab:blue", "GD"), ("hb", "tab:green", f"HB beta={cfg.traj_beta:g}")):
+        d = hd[label]["distance"]
+        steps = np.arange(d.shape[1])
         lab = f"{name} (median of {d.shape[0]} seeds, 10-90% band)"
         panels.quantile_band(ax2, steps, d, (0.1, 0.5, 0.9), color=color, **THICK, fill_alpha=0.25, label=lab)
-        ax2.plot(steps, np.asarray(hd[label]["theory"]), **style.prediction(color=color))
+        ax2.plot(steps, hd[label]["theory"], **style.prediction(color=color))
     panels.prediction_key(ax2, "closed form (river mode; decoupled, so seed-independent)")
     title = f"High-dimensional valley: {cfg.hd_dim} curvatures in [{cfg.hd_lam_min:g}, {lam:g}]"
     return panels.finish(ax2, legend=8, yscale="log", xlabel="step", ylabel="|x_t - x*|", title=title).figure
@@ -105,12 +101,11 @@ def plot_stability_boundary(results: dict, cfg: Config):
     """Measured stable lr vs beta for HB and Nesterov against the closed forms; Polyak's rate."""
     lam, b = cfg.lam, results["boundary"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12.5, 4.6))
-    bfine, beta = np.linspace(0, 0.99, 200), np.asarray(b["beta"])
+    bfine, beta = np.linspace(0, 0.99, 200), b["beta"]
     for key, fmt, color, name, formula in EDGES:
         threshold = lam * np.asarray(getattr(rv, f"{key}_threshold")(lam, bfine))
         labels = {"label": f"measured {name}", "pred_label": f"theory {name}: lr lam = {formula}"}
-        edge = lam * np.asarray(b[key])
-        panels.measured_vs_predicted(ax, beta, edge, threshold, pred_x=bfine, fmt=fmt, color=color, **labels)
+        panels.measured_vs_predicted(ax, beta, lam * b[key], threshold, pred_x=bfine, fmt=fmt, color=color, **labels)
     ax.axhline(2.0, color="0.5", lw=1, label="GD: lr lam = 2")
     title = f"Stability boundary (bisection, {cfg.boundary_steps} steps per test)"
     panels.finish(ax, xlabel="momentum beta", ylabel="largest stable lr x lam (dimensionless)", title=title)
@@ -135,7 +130,7 @@ def plot_curved_river(results: dict, cfg: Config):
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.4))
     arms = (("gd", "tab:blue", 0.0), ("hb", "tab:green", cfg.traj_beta))
     for label, color, b in arms:
-        d = np.asarray(c[label]["distance"])
+        d = c[label]["distance"]
         t = np.arange(d.shape[1])
         lines = ax.plot(t, d.T, color=color, lw=2.5, alpha=0.35)
         lines[0].set_label(f"{label.upper()} (beta={b:g}), {d.shape[0]} starts")

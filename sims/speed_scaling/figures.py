@@ -28,7 +28,7 @@ def _error_axis(eta) -> tuple[np.ndarray, np.ndarray]:
 def _sp_bounds(ax, results: dict, cfg: Config, label: str) -> None:
     """SP's proved bound kappa^a E(AVR)/OPT per eps (E over the seeds), dashed in the eps colour; ``label`` formats
     ``e`` (eps) and ``b`` (the bound)."""
-    avr_mean = float(np.mean(np.asarray(results["main"]["avr"])))
+    avr_mean = float(np.mean(results["main"]["avr"]))
     for j, (e, k) in eps_kappas(results):
         b = k**cfg.alpha * avr_mean
         ax.axhline(b, **style.prediction(color=f"C{j}"), label=label.format(e=e, b=b))
@@ -39,19 +39,18 @@ def plot_ratio_vs_error(results: dict, cfg: Config):
     """SP's ratio vs the prediction error (zero error drawn at the left edge of the log axis)."""
     main, noise = results["main"], results["main"]["sp_noise"]
     fig, ax = style.figure(figsize=(9, 6))
-    x, xs = _error_axis(np.asarray(noise["error"]).mean(0))
+    x, xs = _error_axis(noise["error"].mean(0))
     for j, (e, k) in eps_kappas(results):
         for mode, fmt in (("dynamic", "o-"), ("offline", "s--")):
             label = f"SP {mode}, eps={e:g} (kappa={k:g})"
-            samples = np.asarray(noise[mode])[:, :, j]
-            panels.errorbars(ax, x, samples, fmt=fmt, color=f"C{j}", ms=4, capsize=2, label=label)
+            panels.errorbars(ax, x, noise[mode][:, :, j], fmt=fmt, color=f"C{j}", ms=4, capsize=2, label=label)
     _sp_bounds(ax, results, cfg, "bound kappa^a E(AVR)/OPT = {b:.3g} (eps={e:g})")
     label = "pure prediction-following (no cap)"
     panels.errorbars(ax, x, noise["follow"], fmt="^:", color="0.4", ms=4, capsize=2, label=label)
     ax.plot(xs, (1 + xs) ** cfg.alpha, color="black", lw=1.2, ls="-.", label="smoothness function (1 + eta)^a")
     for name in BASELINES:
         label = f"{LABELS[name]} (no prediction), mean"
-        ax.axhline(np.mean(np.asarray(main[name])), color=COLORS[name], lw=2, alpha=0.5, label=label)
+        ax.axhline(np.mean(main[name]), color=COLORS[name], lw=2, alpha=0.5, label=label)
     ax.axhline(1.0, color="black", lw=0.8)
     xlabel = f"relative prediction error eta = ||s_hat - s*||_a / ||s*||_a  (mean over seeds; {AT_FLOOR})"
     title = f"SP with noisy speed predictions s_hat = s* exp(sigma z - sigma^2/2)  ({_setup(cfg)})"
@@ -63,14 +62,13 @@ def plot_ratio_vs_error(results: dict, cfg: Config):
 @FIGURES.add
 def plot_las_smoothness(results: dict, cfg: Config):
     """LAS with noisy job-workload predictions."""
-    eps, main = np.asarray(results["eps"]), results["main"]
+    eps, main = results["eps"], results["main"]
     fig, ax = style.figure(figsize=(7, 4.5))
-    xw, xs = _error_axis(np.asarray(main["las_noise_error"]).mean(0))
-    label, pred_label = f"LAS, eps={eps.min():g} (mean, 95% CI)", "(1 + eps)(1 + eta_w)^a"
+    xw, xs = _error_axis(main["las_noise_error"].mean(0))
+    labels = {"label": f"LAS, eps={eps.min():g} (mean, 95% CI)", "pred_label": "(1 + eps)(1 + eta_w)^a"}
     pred = (1 + eps.min()) * (1 + xs) ** cfg.alpha
-    las = np.asarray(main["las_noise"])
-    panels.measured_vs_predicted(ax, xw, las, pred, pred_x=xs, fmt="o-", color="C0", label=label, pred_label=pred_label)
-    ax.axhline(np.mean(np.asarray(main["avr"])), color=COLORS["avr"], lw=2, alpha=0.5, label="AVR, mean")
+    panels.measured_vs_predicted(ax, xw, main["las_noise"], pred, pred_x=xs, fmt="o-", color="C0", **labels)
+    ax.axhline(np.mean(main["avr"]), color=COLORS["avr"], lw=2, alpha=0.5, label="AVR, mean")
     title = f"LAS with noisy workloads w_hat = w (1 + sigma z)^+ ({_setup(cfg)})"
     xlabel = f"relative workload error eta_w = ||w_hat - w||_a / ||w||_a ({AT_FLOOR})"
     ylim, ylabel = (0.95, None), "energy / OPT"
@@ -80,11 +78,9 @@ def plot_las_smoothness(results: dict, cfg: Config):
 @FIGURES.add
 def plot_profiles(results: dict, cfg: Config):
     """Speed profiles (seed 0, first 60 time units)."""
-    eps = np.asarray(results["eps"])
-    sp = {k: np.asarray(v) for k, v in results["profiles"]["speeds"].items()}
-    t = np.arange(sp["opt"].shape[0] + 1) / cfg.substeps
-    t_end = min(60.0, t[-1])
-    k_end = int(t_end * cfg.substeps)
+    eps, sp = results["eps"], results["profiles"]["speeds"]
+    k_end = min(60 * cfg.substeps, sp["opt"].shape[0])  # the first 60 time units
+    t = np.arange(k_end + 1) / cfg.substeps
     fig, axes = style.figure(2, 1, figsize=(10, 7), sharex=True)
     sigma_show = cfg.noise_levels[min(2, len(cfg.noise_levels) - 1)]
     groups = (
@@ -98,12 +94,12 @@ def plot_profiles(results: dict, cfg: Config):
     line_kw = {"sp_prediction": dict(color="0.6", lw=0.8), "bkp_work": dict(color="tab:red", lw=0.8, ls=":")}
     legend, ylabel = {"fontsize": 8, "loc": "upper right", "ncol": 2}, "speed s(t) (work / time)"
     for ax, names in zip(axes, groups, strict=True):
-        ax.stairs(sp["opt"][:k_end], t[: k_end + 1], color="black", lw=2.4, label="OPT (YDS)")
+        ax.stairs(sp["opt"][:k_end], t, color="black", lw=2.4, label="OPT (YDS)")
         for key, label in names.items():
-            ax.stairs(sp[key][:k_end], t[: k_end + 1], label=label, **line_kw.get(key, dict(lw=1.3)))
+            ax.stairs(sp[key][:k_end], t, label=label, **line_kw.get(key, dict(lw=1.3)))
         panels.finish(ax, legend=legend, ylabel=ylabel, yscale="log")
     axes[0].set_title(
-        f"Speed profiles on one instance (seed 0 of the LAS model, first {t_end:g} time units; "
+        f"Speed profiles on one instance (seed 0 of the LAS model, first {t[-1]:g} time units; "
         f"job i arrives at t = i, due at i + {cfg.window})"
     )
     axes[1].set(xlabel="time t")
@@ -115,16 +111,13 @@ def plot_robustness(results: dict, cfg: Config):
     """Worst ratio under adversarial predictions, SP per eps vs pure following, with the proved bound."""
     adv = results["main"]["sp_adv"]
     fig, ax = style.figure(figsize=(11, 5.5))
-    worst = np.maximum(np.asarray(adv["dynamic"]), np.asarray(adv["offline"])).max(axis=0)  # (predictions, eps)
+    worst = np.maximum(adv["dynamic"], adv["offline"]).max(axis=0)  # (predictions, eps)
+    values = [*worst.T, adv["follow"].max(axis=0)]  # SP per eps, then pure following
     labels = [f"SP eps={e:g}, kappa={k:g} (worst over seeds and modes)" for _, (e, k) in eps_kappas(results)]
-    panels.grouped_bars(
-        ax,
-        [k.replace("_", "\n") for k in ADVERSARIAL],
-        [*worst.T, np.max(np.asarray(adv["follow"]), axis=0)],
-        labels=[*labels, "pure following (no cap)"],
-        colors=[*(f"C{j}" for j in range(len(labels))), "0.6"],
-        tick_kw={"fontsize": 8},
-    )
+    colors = [f"C{j}" for j in range(len(labels))] + ["0.6"]
+    labels.append("pure following (no cap)")
+    groups = [k.replace("_", "\n") for k in ADVERSARIAL]
+    panels.grouped_bars(ax, groups, values, labels=labels, colors=colors, tick_kw={"fontsize": 8})
     _sp_bounds(ax, results, cfg, "proved bound kappa^a E(AVR)/OPT (eps={e:g}, mean over seeds)")
     ax.axhline(ss.oa_bound(cfg.alpha), color="0.35", lw=1, ls="-.", label="OA's bound a^a")
     ax.axhline(1.0, color="black", lw=0.8)
@@ -137,30 +130,28 @@ def plot_robustness(results: dict, cfg: Config):
 @FIGURES.add
 def plot_las_experiment(results: dict, cfg: Config):
     """LAS's experiment: mean ratios of the baselines, LAS and SP beside the published ones."""
-    eps, main = np.asarray(results["eps"]), results["main"]
+    eps, main = results["eps"], results["main"]
     fig, ax = style.figure(figsize=(13, 5.5))
     # (per-seed ratios, colour, bar keywords, tick label, gap after) for every bar, left to right
     bars: list[tuple] = [(main[name], COLORS[name], {}, LABELS[name], 0.0) for name in BASELINES]
     bkp_work = (main["bkp_work_only"], COLORS["bkp"], {"alpha": 0.35, "hatch": ".."}, "BKP\nwork-only\n(old bug)", 0.5)
     bars.append(bkp_work)
-    per_eps: list[tuple] = [(np.asarray(main[f"las_{kind}"]), {}, f"LAS\n{kind}") for kind in ss.WORK_PREDICTIONS]
-    i0 = i0_noise(cfg)
-    per_eps += [(np.asarray(main["sp_noise"][m])[:, i0, :], {"hatch": "//"}, f"SP\n{m}\ns_hat=s*") for m in ss.SP_MODES]
+    per_eps: list[tuple] = [(main[f"las_{kind}"], {}, f"LAS\n{kind}") for kind in ss.WORK_PREDICTIONS]
+    per_eps += [(main["sp_noise"][m][:, i0_noise(cfg)], {"hatch": "//"}, f"SP\n{m}\ns_hat=s*") for m in ss.SP_MODES]
     for vals, kw, name in per_eps:
         bars += [(vals[:, j], f"C{j}", kw, f"{name}\neps={e:g}", 0.5 * (j == len(eps) - 1)) for j, e in enumerate(eps)]
     ticks = np.cumsum([0.0] + [1 + gap for *_, gap in bars[:-1]])
     for pos, (vals, color, kw, _, _) in zip(ticks, bars, strict=True):
-        m, h = panels.mean_ci_columns(np.asarray(vals))
+        m, h = panels.mean_ci_columns(vals)
         ax.bar(pos, m, yerr=h, color=color, capsize=3, **kw)
-    published = [(ticks[BASELINES.index(name)], pub) for name, pub in PUBLISHED.items()]
-    label = "published mean (Bamas et al. 2020)"
-    ax.plot(*np.transpose(published), marker="*", ms=15, color="black", ls="none", label=label)
+    published = [ticks[BASELINES.index(name)] for name in PUBLISHED]
+    ax.plot(published, list(PUBLISHED.values()), "k*", ms=15, label="published mean (Bamas et al. 2020)")
     ax.axhspan(*PUBLISHED_LAS, color="0.75", zorder=0, label="published LAS-accurate range 1.008-1.026")
     ax.axhline(1.0, **style.prediction(), label="OPT = 1")
+    ax.set_xticks(ticks, [b[3] for b in bars], fontsize=6)
     title = f"LAS's experiment: {_setup(cfg)} (random-walk workloads in [20, 80]); bars ours, stars published"
-    ax.set(xticks=ticks, yscale="log", ylabel="mean energy / OPT (95% CI over seeds)", title=title)
-    ax.set_xticklabels([b[3] for b in bars], fontsize=6)
-    return panels.finish(ax, legend={"fontsize": 8, "loc": "upper right"}).figure
+    ylabel, legend = "mean energy / OPT (95% CI over seeds)", {"fontsize": 8, "loc": "upper right"}
+    return panels.finish(ax, legend=legend, log="y", ylabel=ylabel, title=title).figure
 
 
 @FIGURES.add
@@ -168,9 +159,9 @@ def plot_robust_n(results: dict, cfg: Config):
     """SP's worst adversarial ratio vs the number of jobs, per eps, with the fitted growth (claim: <= 2)."""
     if "robust_n" not in results:
         return None
-    n, sp = np.asarray(results["robust_n"]["n"]), np.asarray(results["robust_n"]["sp"])  # sp (N, seeds, pred, eps)
+    n, sp = results["robust_n"]["n"], results["robust_n"]["sp"]  # sp (N, seeds, pred, eps)
     fig, ax = style.figure(figsize=(7, 4.5))
-    for j, e in enumerate(np.asarray(results["eps"])):
+    for j, e in enumerate(results["eps"]):
         worst = sp[..., j].max(axis=2)
         m, h = panels.mean_ci_columns(worst, axis=1)
         g, gh = robust_growth(n, worst)
@@ -189,7 +180,7 @@ def plot_las_eps(results: dict, cfg: Config):
     if "las_calibration" not in results:
         return None
     grid = np.asarray(cfg.las_eps_grid)
-    m, h = panels.mean_ci_columns(np.asarray(results["las_calibration"]))
+    m, h = panels.mean_ci_columns(results["las_calibration"])
     lo, hi = las_eps_interval(grid, m)
     fig, ax = style.figure(figsize=(7, 4.5))
     label = f"LAS, exact workloads ({cfg.las_cal_seeds} calibration instances: mean, 95% CI)"

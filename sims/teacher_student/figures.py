@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-import matplotlib.ticker
+import matplotlib
 import numpy as np
 
 from jaxwb.sims.core import panels, style
@@ -25,10 +23,9 @@ def plot_staircase(results: dict, cfg: Config):
     alpha, m, de = (np.asarray(st[f]) for f in ("alpha", "m", "delta_eff"))
     a2 = np.asarray(ts.amplitudes(cfg.k, 1.0))
     fig, ax = style.figure(figsize=(11, 5))
-    cmap = matplotlib.colormaps["viridis"]
     F = m.shape[1]
     for i in range(F):
-        col = cmap(i / max(F - 1, 1))
+        col = matplotlib.colormaps["viridis"](i / max(F - 1, 1))
         labelled = F <= 10 or i < 6 or i == F - 1  # every feature up to 10, else the first six and the last
         ax.plot(alpha, m[:, i], color=col, lw=2.2, alpha=0.8, label=f"m_{i + 1}" if labelled else None)
         # closed form on the learned branch, with the solver's Delta_eff: m+(alpha a_i^2 / Delta_eff)
@@ -42,10 +39,8 @@ def plot_staircase(results: dict, cfg: Config):
         f"{RECON}; dotted: bisected thresholds alpha_i"
     )
     legend = {"loc": "center left", "bbox_to_anchor": (1.01, 0.5), "fontsize": 8}
-    xlabel = "alpha = n/d (samples per input dimension)"
-    return panels.finish(
-        ax, legend=legend, xscale="log", xlabel=xlabel, ylabel="overlap m_i", ylim=(-0.03, 1.03), title=title
-    ).figure
+    labels = {"xlabel": "alpha = n/d (samples per input dimension)", "ylabel": "overlap m_i"}
+    return panels.finish(ax, legend=legend, log="x", ylim=(-0.03, 1.03), title=title, **labels).figure
 
 
 @FIGURES.add
@@ -57,21 +52,18 @@ def plot_scaling(results: dict, cfg: Config):
     fig, ax = style.figure(figsize=(8.5, 5.6))
     for b, beta in enumerate(cfg.betas):
         col = COLORS.get(beta, f"C{b}")
-        # the predicted line alone
-        predicted_line: dict[str, Any] = {"fit": False, "points": False, "color": col, "pred_label": ""}
-        al, eps = np.asarray(sc["alpha"][b], np.float64), np.asarray(sc["eps"][b], np.float64)
-        kc, de_b = np.asarray(sc["k_c"][b]), np.asarray(sc["delta_eff"][b], np.float64)
+        al, eps, de = (np.asarray(sc[f][b], np.float64) for f in ("alpha", "eps", "delta_eff"))
         label = f"beta={beta:g}: eps_BO (fitted slopes {meas['slope_fl'][b]:.3f} | {meas['slope_ref'][b]:.3f})"
         ax.loglog(al, eps, color=col, lw=2.5, alpha=0.75, label=label)
-        ax.loglog(al, np.maximum(kc, 1) * de_b / al, color=col, lw=1, ls=":")
+        ax.loglog(al, np.maximum(sc["k_c"][b], 1) * de / al, color=col, lw=1, ls=":")
         if fl[b].any():
             ax.loglog(al[fl[b]], asymptotic_eps(al[fl[b]], beta, cfg.k, cfg.delta), color="k", lw=1, ls="-.")
         for mask, slope in ((fl[b], 0.5 / beta - 1.0), (ref[b], -1.0)):
             if mask.any():  # the predicted slope through the curve's point at the window's geometric centre, x1.6
                 x0 = np.sqrt(al[mask][0] * al[mask][-1])
-                anchor = (x0, 1.6 * np.exp(np.interp(np.log(x0), np.log(al), np.log(eps))))
+                y0 = 1.6 * np.exp(np.interp(np.log(x0), np.log(al), np.log(eps)))
                 xs = np.geomspace(al[mask][0] / 3, al[mask][-1] * 3, 10)
-                panels.slope_panel(ax, al, eps, predicted=slope, anchor=anchor, pred_x=xs, **predicted_line)
+                ax.plot(xs, y0 * (xs / x0) ** slope, **style.prediction(color=col))
     panels.prediction_key(ax, "predicted slopes 1/(2beta)-1, then -1 (offset x1.6)")
     ax.plot([], [], color="0.3", lw=1, ls=":", label="k_c Delta_eff / alpha  (= k_c d Delta_eff / n)")
     ax.plot([], [], color="k", lw=1, ls="-.", label="continuum finite-k formula (fit window; predicts the slopes)")
@@ -104,11 +96,10 @@ def plot_reference(results: dict, cfg: Config):
     """The solver against the independent float64 multi-start reference."""
     rf = results["reference"]
     fig, ax = style.figure(figsize=(8, 5))
-    ra, eps_ref, eps_solver = (np.asarray(rf[f]) for f in ("alpha", "eps_ref", "eps_solver"))
+    ra, eps_ref, eps_solver, multi = (np.asarray(rf[f]) for f in ("alpha", "eps_ref", "eps_solver", "coexist"))
     ax.loglog(ra, eps_ref, **style.prediction(), label="independent float64 reference (multi-start)")
     label = f"ts.solve (float32), max rel diff {largest_difference(eps_solver, eps_ref, relative='each'):.1e}"
     ax.loglog(ra, eps_solver, "o", ms=4, mfc="none", color="tab:blue", label=label)
-    multi = np.asarray(rf["coexist"])
     label = "alphas where the solver found >= 2 self-consistent points (largest Phi kept)"
     ax.loglog(ra[multi], eps_ref[multi], "x", color="tab:red", ms=7, label=label)
     title = (
@@ -121,8 +112,7 @@ def plot_reference(results: dict, cfg: Config):
 @FIGURES.add
 def plot_amp(results: dict, cfg: Config):
     """AMP on sampled spiked cubic tensors: MSE vs c over seeds against 1 - m+(c)."""
-    am = results["amp"]
-    c, mse = np.asarray(am["c"], np.float64), np.asarray(am["mse"], np.float64)
+    c, mse = (np.asarray(results["amp"][f], np.float64) for f in ("c", "mse"))
     fig, ax = style.figure(figsize=(8, 5))
     cc = np.geomspace(c[0], c[-1], 300)
     label = f"AMP on sampled tensors, n={cfg.amp_n}: mean MSE, 95% CI over {mse.shape[0]} seeds"
@@ -157,10 +147,8 @@ def plot_student(results: dict, cfg: Config):
     )
     xlabel = "input dimension d (k = d/4 features, n = alpha d)"
     legend = {"fontsize": 8, "loc": "upper center", "bbox_to_anchor": (0.5, -0.12), "ncol": 2}  # below: off the data
-    ticks = {"xticks": ds, "xticklabels": [str(x) for x in ds]}
-    panels.finish(ax, legend=legend, log="xy", xlabel=xlabel, ylabel="test error / eps_BO", title=title, **ticks)
-    ax.xaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())  # only the measured d are labelled
-    return fig
+    panels.finish(ax, legend=legend, log="xy", xlabel=xlabel, ylabel="test error / eps_BO", title=title)
+    return panels.integer_ticks(ax, ds).figure  # only the measured d are labelled
 
 
 plot = FIGURES.plot
