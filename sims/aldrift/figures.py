@@ -70,9 +70,8 @@ def plot_evaluations(results: dict, cfg: Config):
     e = results["eps"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(12, 4.6))
     L10, ok, okd, okr = np.log10(1 / s["eps"]), s["ald_ok"], s["doo_ok"], s["rs_ok"]
-    ald_all = np.asarray(e["aldrift"]["mean_cost"], float)
     label = f"ALDRIFT: mean sample cost <= eps (mean +- 95% CI of {cfg.eps_runs} runs)"
-    panels.errorbars(ax, L10[ok], ald_all[:, ok], fmt="o-", color="tab:blue", label=label)
+    panels.errorbars(ax, L10[ok], np.asarray(e["aldrift"]["mean_cost"])[:, ok], fmt="o-", color="tab:blue", label=label)
     k_lap = 1 + np.ceil(np.log(np.maximum(cfg.eps_n / (2 * s["eps"] * cfg.tau1), 1.0)) / math.log1p(1 / cfg.eps_n))
     label = "if E[d] were the Laplace n/(2 tau) (the gap = IMH lag)"
     ax.plot(L10, cfg.eps_m * (cfg.eps_M + 1) * k_lap, color="0.5", ls="--", lw=1, label=label)
@@ -122,8 +121,7 @@ def plot_coverage(results: dict, cfg: Config):
             ax.plot(x, np.maximum(np.quantile(y, 0.9, axis=0), floor), ls, marker="o", color=c, label=label)
     mle = np.median(np.asarray(cov["mle_closed_form"])) / np.log(10)
     a1.axhline(mle, **style.prediction(), label="closed form sup for the inflated MLE (median)")
-    title = f"Coverage ratio vs grid size, m = {cfg.cov_m_main}"
-    ylabel = "log10 sup p/L (90% quantile over seeds)"
+    title, ylabel = f"Coverage ratio vs grid size, m = {cfg.cov_m_main}", "log10 sup p/L (90% quantile over seeds)"
     xlabel = f"grid radius R in target sds (sup over |x| <= R sd; target N(0, sd^2), sd = {cfg.cov_sd:g})"
     panels.finish(a1, legend=7, yscale="symlog", ylim=(-0.1, None), xlabel=xlabel, ylabel=ylabel, title=title)
     title = f"Coverage ratio vs sample size, R = {cfg.cov_R_fixed:g} sd"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from jaxwb.sims.core.claims import (
@@ -36,65 +34,33 @@ def recomputed(statement: str, difference: float, why: str, tolerance: float = 1
 
 @CLAIMS.add
 def timescale_claims(results: dict, cfg: Config) -> list[Claim]:
-    """tau_mem ~ n and tau_gen ~ const (paper); tau_mem and tau_gen against the Gaussian-equivalent spectrum
-    (check); the Bayes bound on the test loss and the training loss below it (memorisation)."""
+    """tau_mem ~ n and tau_gen ~ const (paper), and both against the Gaussian-equivalent spectrum (check), at the
+    largest p (n << p)."""
     ts = results["timescales"]
-    ip = len(cfg.p_grid) - 1  # the largest p: n << p
-    p, ns = cfg.p_grid[ip], cfg.n_grid
+    p, ns = cfg.p_grid[-1], cfg.n_grid
     why = (
         "the abstract's statement is qualitative and asymptotic (n << p, n, p, d -> inf): an exponent 1/2 away "
         "from the stated one is halfway to the other law (linear vs constant); the finite-n/p value is checked "
         "against the Gaussian-equivalent timescales below"
     )
-    mem_text = (
+    mem = (
         f"tau_mem (generalisation gap at {cfg.mem_level:g} x its end-of-training value) grows linearly with n at "
         f"fixed p = {p}: exponent of tau_mem ~ n^a over n = {ns[0]}..{ns[-1]} (per-seed fit) closer to 1 than to 0"
     )
-    gen_text = (
+    gen = (
         f"tau_gen (test loss within {cfg.gen_level:g} of its total decrease) is constant in n at p = {p}: "
         f"exponent of tau_gen ~ n^a over n = {ns[0]}..{ns[-1]} (per-seed fit) closer to 0 than to 1"
     )
-    ratio = ts["tau_mem"][ip] / ts["tau_gen"][ip]
+    ratio = ts["tau_mem"][-1] / ts["tau_gen"][-1]
     window = f"the generalisation window tau_mem / tau_gen widens with n (p = {p}: n = {ns[-1]} vs {ns[0]})"
-    paper: dict[str, Any] = {"kind": "paper", "source": "paper"}
-    bayes = float(dm.bayes_loss(cfg.t_fixed))
-    never = (
-        f"the test loss never goes below the Bayes (MMSE) loss e^(-2t) = {bayes:.4f} at t = {cfg.t_fixed:g} "
-        f"(minimum over p, n, seeds and {cfg.n_checkpoints} checkpoints)"
-    )
-    memorised = (
-        f"memorisation: at the end of training (10^{cfg.log10_steps_max:g} steps) the training loss is below the "
-        "Bayes loss for every p, n and seed (n <= p/2: the model fits the training set better than the true score "
-        "can)"
-    )
-    gap = ts["test"][..., -1] - ts["train"][..., -1]  # (p, seed, n)
-    shrinks = (
-        f"the end-of-training generalisation gap shrinks as n grows (p = {p}: n = {ns[0]} vs {ns[-1]}; "
-        "memorisation disappears for n beyond a threshold ~ p)"
-    )
-    grows = (
-        f"the end-of-training generalisation gap grows with p (n = {ns[-1]}: p = {p} vs {cfg.p_grid[0]}; more "
-        "features memorise more)"
-    )
-    return [
-        scaling_exponent(mem_text, 1.0, ns, ts["tau_mem"][ip], 0.5, "ge", **paper),
-        scaling_exponent(gen_text, 0.0, ns, ts["tau_gen"][ip], 0.5, "abs", **paper, wide_reason=why),
+    out = [
+        scaling_exponent(mem, 1.0, ns, ts["tau_mem"][-1], 0.5, "ge", kind="paper", source="paper"),
+        scaling_exponent(gen, 0.0, ns, ts["tau_gen"][-1], 0.5, "abs", kind="paper", source="paper", wide_reason=why),
         Claim.ordering(window, ratio[:, -1], ratio[:, 0], kind="paper"),
-        *_gaussian_equivalent_claims(ts, cfg, ip),
-        lower_bound(never, bayes, ts["test"]),
-        upper_bound(memorised, bayes, ts["train"][..., -1], kind="check", source="paper"),
-        Claim.ordering(shrinks, gap[ip, :, 0], gap[ip, :, -1], kind="paper"),
-        Claim.ordering(grows, gap[ip, :, -1], gap[0, :, -1], kind="paper"),
     ]
-
-
-def _gaussian_equivalent_claims(ts: dict, cfg: Config, ip: int) -> list[Claim]:
-    """tau_mem (each n) and tau_gen at p = p_grid[ip] against the Gaussian-equivalent spectrum (check)."""
-    p, ns = cfg.p_grid[ip], cfg.n_grid
     lr = cfg.lr_times_p / p
     tau_gen_ge, tau_mem_ge = (np.asarray(a) for a in dm.predicted_timescales(np.asarray(ns), p, cfg.d, cfg.t_fixed, lr))
     bulk = "the prediction is a bulk; its slowest and fastest directions bound the relaxation"
-    out = []
     for j, n in enumerate(ns):
         # the bulk's Marchenko-Pastur edges lam_+- = c (1 +- sqrt(n/p))^2 around its centre c relax at 1/(lr lam_+-):
         # log tau_mem is claimed within log((1 + r)/(1 - r)), r = sqrt(n/p), of their geometric mean 1/(lr c (1 - n/p));
@@ -107,34 +73,61 @@ def _gaussian_equivalent_claims(ts: dict, cfg: Config, ip: int) -> list[Claim]:
             f"log {float(tau_mem_ge[j]) / (1.0 - n / p):.0f}, the edges' geometric mean)"
         )
         centre = float(np.log(tau_mem_ge[j] / (1.0 - n / p)))
-        out.append(seed_mean(text, centre, np.log(ts["tau_mem"][ip, :, j]), half, "abs", wide_reason=bulk))
+        out.append(seed_mean(text, centre, np.log(ts["tau_mem"][-1, :, j]), half, "abs", wide_reason=bulk))
     spread = (1.0 + np.sqrt(cfg.d / p)) ** 2 - 1.0
     text = (
         f"tau_gen at p = {p} (all n) = d/(lr a^2 p) = e d, the relaxation time of the d linear population "
         f"directions (tolerance: their Marchenko-Pastur spread (1 + sqrt(d/p))^2 - 1 = {spread:.2f})"
     )
     centre_why = "the prediction is the bulk's centre (as for tau_mem)"
-    out.append(seed_mean(text, float(tau_gen_ge[0]), ts["tau_gen"][ip].ravel(), spread, "rel", wide_reason=centre_why))
+    out.append(seed_mean(text, float(tau_gen_ge[0]), ts["tau_gen"][-1].ravel(), spread, "rel", wide_reason=centre_why))
     return out
 
 
 @CLAIMS.add
-def crossing_claims(results: dict, cfg: Config) -> list[Claim]:
-    """tau_gen and tau_mem recomputed in NumPy from the stored loss curves."""
+def bayes_claims(results: dict, cfg: Config) -> list[Claim]:
+    """The Bayes bound on the test loss, the training loss below it (memorisation), and the end-of-training
+    generalisation gap against n and p."""
     ts = results["timescales"]
-    worst = crossing_difference(ts, checkpoint_steps(cfg), cfg.gen_level, cfg.mem_level)
-    text = (
-        "tau_gen and tau_mem = a NumPy recomputation of the crossing times from the stored loss curves (every p, "
-        "n, seed; max relative difference)"
+    p, ns = cfg.p_grid[-1], cfg.n_grid
+    bayes = float(dm.bayes_loss(cfg.t_fixed))
+    never = (
+        f"the test loss never goes below the Bayes (MMSE) loss e^(-2t) = {bayes:.4f} at t = {cfg.t_fixed:g} "
+        f"(minimum over p, n, seeds and {cfg.n_checkpoints} checkpoints)"
     )
-    return [recomputed(text, worst, "float64 rounding; a wrong crossing is off by a fraction of a checkpoint (~1e-1)")]
+    memorised = (
+        f"memorisation: at the end of training (10^{cfg.log10_steps_max:g} steps) the training loss is below the Bayes "
+        "loss for every p, n and seed (n <= p/2: the model fits the training set better than the true score can)"
+    )
+    gap = ts["test"][..., -1] - ts["train"][..., -1]  # (p, seed, n)
+    shrinks = (
+        f"the end-of-training generalisation gap shrinks as n grows (p = {p}: n = {ns[0]} vs {ns[-1]}; "
+        "memorisation disappears for n beyond a threshold ~ p)"
+    )
+    grows = (
+        f"the end-of-training generalisation gap grows with p (n = {ns[-1]}: p = {p} vs {cfg.p_grid[0]}; more "
+        "features memorise more)"
+    )
+    return [
+        lower_bound(never, bayes, ts["test"]),
+        upper_bound(memorised, bayes, ts["train"][..., -1], kind="check", source="paper"),
+        Claim.ordering(shrinks, gap[-1, :, 0], gap[-1, :, -1], kind="paper"),
+        Claim.ordering(grows, gap[-1, :, -1], gap[0, :, -1], kind="paper"),
+    ]
 
 
 @CLAIMS.add
 def exactness_claims(results: dict, cfg: Config) -> list[Claim]:
-    """Closed forms against Monte Carlo and iteration: moments, losses, GD; the spectra's traces."""
+    """tau_gen and tau_mem recomputed in NumPy from the stored loss curves; closed forms against Monte Carlo and
+    iteration: moments, losses, GD; the spectra's traces."""
     ts = results["timescales"]
-    out, resolution = [], MC_RESOLUTION / np.sqrt(cfg.mc_samples)
+    text = (
+        "tau_gen and tau_mem = a NumPy recomputation of the crossing times from the stored loss curves (every p, "
+        "n, seed; max relative difference)"
+    )
+    why = "float64 rounding; a wrong crossing is off by a fraction of a checkpoint (~1e-1)"
+    out = [recomputed(text, crossing_difference(ts, checkpoint_steps(cfg), cfg.gen_level, cfg.mem_level), why)]
+    resolution = MC_RESOLUTION / np.sqrt(cfg.mc_samples)
     for key, text in (
         ("gram", "u^T U u (random unit u)"),
         ("cross", "u^T V e_1 (in units of sqrt(u^T U u))"),
@@ -284,14 +277,13 @@ def measurement_claims(results: dict, cfg: Config) -> list[Claim]:
     copies = f"copy fractions of the teacher and student samples = a NumPy recount of d1/d2 < 1/3 {where}"
     copies_why = "a count: any miscounted sample is 1/n_samples, twice the tolerance"
     energies = f"energy distances of the teacher and student samples = a NumPy recomputation of the U-statistic {where}"
-    energies_why = "float64 rounding (~1e-15); a wrong estimator is off by O(0.01)"
     unbiased = (
         "the energy-distance estimator is unbiased: fresh data against the reference sample has mean 0 "
         f"({cfg.n_samples} draws each, every seed)"
     )
     return [
         recomputed(copies, worst_copy, copies_why, 0.5 / cfg.n_samples),
-        recomputed(energies, worst_energy, energies_why),
+        recomputed(energies, worst_energy, "float64 rounding (~1e-15); a wrong estimator is off by O(0.01)"),
         # the fresh and reference draws are the same in every configuration
         seed_mean(unbiased, 0.0, g["fresh"]["energy"], NULL_RESOLUTION / cfg.n_samples),
     ]
@@ -308,9 +300,8 @@ def sampler_claims(results: dict, cfg: Config) -> list[Claim]:
     for i in range(s["z"].shape[0]):
         A, W, b, z = (np.asarray(s[k][i], np.float64) for k in ("teacher_readouts", "W", "b", "z"))
         worst = max(worst, largest_difference(s["teacher"][i], numpy_sampler(A, W, b, th, z)))
-    miscount = sum(
-        class_miscount(g[name]["retention"], cfg.tau_gen, cfg.teacher_steps) for name in generation_configs(cfg)
-    )
+    configs = generation_configs(cfg)
+    miscount = sum(class_miscount(g[k]["retention"], cfg.tau_gen, cfg.teacher_steps) for k in configs)
     rerun = (
         f"the teacher's samples = a NumPy float64 re-run of the Euler probability-flow sampler and denoiser from its "
         f"stored readouts and noise (n = {cfg.n_gen[0]}, p = {cfg.p}, every seed; max relative difference)"
@@ -321,14 +312,13 @@ def sampler_claims(results: dict, cfg: Config) -> list[Claim]:
         "and seed; directions miscounted)"
     )
     gain = np.prod(1.0 + np.diff(th) * np.tan(th[1:])) / np.cos(th[0])
-    measured = np.concatenate([g[k]["zero_readout_gain"].ravel() for k in generation_configs(cfg)])
+    error = max(float(np.max(np.abs(np.asarray(g[k]["zero_readout_gain"]) / gain - 1.0))) for k in configs)
     euler = (
         f"the probability-flow sampler with a zero score multiplies the noise by the Euler product "
         f"prod(1 + h tan theta)/cos theta_1 = {gain:.4f} (max relative error)"
     )
-    euler_why = "float64 rounding; a wrong step or grid is off by O(0.1)"
     return [
         recomputed(rerun, worst, "float64 rounding over the grid (~1e-14); a wrong step or score is off by O(0.1)"),
         agreement(classes, 0.0, float(miscount), 0.0, "abs", source="reconstruction"),
-        recomputed(euler, float(np.max(np.abs(measured / gain - 1.0))), euler_why),
+        recomputed(euler, error, "float64 rounding; a wrong step or grid is off by O(0.1)"),
     ]

@@ -17,30 +17,26 @@ plot = FIGURES.plot
 @FIGURES.add
 def plot_spectrum(results: dict, cfg: Config):
     """Eigenvalues of the training Gram (each n) and of the population Gram, with the Gaussian-equivalent bulks."""
-    ts = results["timescales"]
     p = cfg.p_grid[-1]
-    lam_t, lam_p = ts["lam_train"][f"p{p}"], ts["lam_pop"][f"p{p}"]  # (seed, n, p), (seed, p)
+    lam_t, lam_p = (results["timescales"][k][f"p{p}"] for k in ("lam_train", "lam_pop"))  # (seed, n, p), (seed, p)
     fig, ax = style.figure(figsize=(8.6, 4.8))
     lo = np.log10(max(min(lam_t[lam_t > 0].min(), lam_p[lam_p > 0].min()), 1e-12))
     bins = np.linspace(np.floor(lo), np.log10(max(lam_t.max(), lam_p.max())) + 0.2, 70)
-    for j, n in enumerate(cfg.n_grid):
-        h, _ = np.histogram(np.log10(np.maximum(lam_t[:, j].ravel(), 1e-12)), bins)
-        ax.stairs(h / lam_t[:, j].size, bins, color=COLORS[j], label=f"training Gram, n = {n}")
-    h, _ = np.histogram(np.log10(np.maximum(lam_p.ravel(), 1e-12)), bins)
-    ax.stairs(h / lam_p.size, bins, color="k", lw=2, label="population Gram (n = inf)")
     ge = dm.gaussian_equivalent(cfg.t_fixed)
     v_sq, s_sq, a_sq = (float(ge[k]) for k in ("v_sq", "s_sq", "a_sq"))
     for j, n in enumerate(cfg.n_grid):
+        h, _ = np.histogram(np.log10(np.maximum(lam_t[:, j].ravel(), 1e-12)), bins)
+        ax.stairs(h / lam_t[:, j].size, bins, color=COLORS[j], label=f"training Gram, n = {n}")
         ax.axvline(np.log10(v_sq * p / n + s_sq), **style.prediction(color=COLORS[j], linewidth=1))
+    h, _ = np.histogram(np.log10(np.maximum(lam_p.ravel(), 1e-12)), bins)
+    ax.stairs(h / lam_p.size, bins, color="k", lw=2, label="population Gram (n = inf)")
     ax.axvline(np.log10(a_sq * p / cfg.d), **style.prediction(color="k"), label="GE: linear bulk a^2 p/d")
     ax.axvline(np.log10(s_sq), color="0.5", ls=":", label="GE: floor s_t^2 (d -> inf)")
     panels.prediction_key(ax, "GE: training-set bulk v_t^2 p/n + s_t^2", color="0.3", linewidth=1)
     legend = {"fontsize": 7, "loc": "lower left", "framealpha": 0.9}
-    xlabel = "log10 eigenvalue of the feature Gram U (dimensionless)"
-    ylabel = "fraction of the p eigenvalues per bin"
+    xlabel, ylabel = "log10 eigenvalue of the feature Gram U (dimensionless)", "fraction of the p eigenvalues per bin"
     title = f"Feature Gram spectrum at t = {cfg.t_fixed:g}, p = {p}, d = {cfg.d} ({lam_t.shape[0]} seeds pooled)"
-    panels.finish(ax, legend=legend, log="y", xlabel=xlabel, ylabel=ylabel, title=title)
-    return fig
+    return panels.finish(ax, legend=legend, log="y", xlabel=xlabel, ylabel=ylabel, title=title).figure
 
 
 @FIGURES.add
@@ -98,10 +94,9 @@ def plot_distillation(results: dict, cfg: Config):
     """Which directions the student keeps: per-direction retention against lr lam, with eq. retention; and the
     memorisation-quality plane."""
     g = results["generation"]
-    r = g["small_n"]
     n, p = generation_configs(cfg)["small_n"]
     fig, (ax, ax2) = style.figure(1, 2, figsize=(13, 4.8))
-    x, y = (np.asarray(r["retention"][k]).ravel() for k in ("lr_lam", "per_direction"))
+    x, y = (np.asarray(g["small_n"]["retention"][k]).ravel() for k in ("lr_lam", "per_direction"))
     keep = x > 0
     ax.semilogx(x[keep], y[keep], ".", ms=2, alpha=0.25, color="tab:blue", label="measured, each direction")
     xs = np.logspace(np.log10(max(x[keep].min(), 1e-9)), 0, 200)
@@ -145,6 +140,7 @@ def plot_samples(results: dict, cfg: Config):
     n, p = generation_configs(cfg)["small_n"]
     X = np.asarray(s["train"][0])
     fig, axes = style.figure(1, 2, figsize=(11, 5.0), sharex=True, sharey=True)
+    legend = {"fontsize": 8, "loc": "upper right"}
     for ax, who, title in (
         (axes[0], "teacher", f"teacher after {cfg.teacher_steps:.0e} GD steps"),
         (axes[1], "student", f"student, {cfg.distill_steps} consistency-distillation steps"),
@@ -153,7 +149,5 @@ def plot_samples(results: dict, cfg: Config):
         ax.plot(x[:, 0], x[:, 1], ".", ms=3, alpha=0.5, color="tab:blue", label=f"{len(x)} samples")
         ax.plot(X[:, 0], X[:, 1], "x", ms=9, mew=2, color="tab:red", label=f"the n = {n} training points")
         title = f"{title} (n = {n}, p = {p}, seed 0)"
-        panels.finish(
-            ax, legend={"fontsize": 8, "loc": "upper right"}, xlabel="coordinate 1", ylabel="coordinate 2", title=title
-        )
+        panels.finish(ax, legend=legend, xlabel="coordinate 1", ylabel="coordinate 2", title=title)
     return fig

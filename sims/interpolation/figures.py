@@ -3,8 +3,6 @@ docstring)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from jaxwb.sims.core import panels, style
@@ -71,33 +69,26 @@ def plot_speedup(results: dict, cfg: Config):
     """Speedup: against SGD at B = 1 (perfect parallelization), and against SGD at the same B."""
     Bs, c, hits, th, boot = _hits(results)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(14, 5.4))
-    for i, m in enumerate(METHODS):
-        for a, ref, ref_boot, ref_th in (
-            (ax, hits[I_SGD, 0], boot[I_SGD, :1], th[I_SGD, 0]),
-            (ax2, hits[I_SGD], boot[I_SGD], th[I_SGD]),
-        ):
+    for a, ref in ((ax, np.s_[:1]), (ax2, np.s_[:])):  # over SGD at B = 1, and at the same B (SGD not)
+        for i, m in enumerate(METHODS):
             if a is ax2 and m == "sgd":
                 continue
-            y, yerr = ref / hits[i], _err(ref / hits[i], ref_boot / boot[i])
-            panels.measured_vs_predicted(a, Bs, y, ref_th / th[i], yerr=yerr, color=COLORS[m], label=LABELS[m])
+            y, yerr = hits[I_SGD, ref] / hits[i], _err(hits[I_SGD, ref] / hits[i], boot[I_SGD, ref] / boot[i])
+            panels.measured_vs_predicted(a, Bs, y, th[I_SGD, ref] / th[i], yerr=yerr, color=COLORS[m], label=LABELS[m])
     panels.prediction_key(ax, "theory (exact recursion)")
     # what the speedup claims read: heavy ball's Monte-Carlo log-log slope over the fit range (with its 95% bootstrap
     # CI and the exact recursion's slope), the paper's proportionality (slope 1) through heavy ball's B = 1 point
     lin = Bs <= cfg.linear_fraction * c["sat_shb"]
-    x = np.log(Bs[lin])
-    slope_of = lambda h: np.polyfit(x, np.log(h[..., :1] / h[..., lin]).T, 1)[0]
+    slope_of = lambda h: np.polyfit(np.log(Bs[lin]), np.log(h[..., :1] / h[..., lin]).T, 1)[0]
     s_ex = float(slope_of(th[I_HB]))
     s_lo, s_hi = np.quantile(slope_of(np.moveaxis(boot[I_HB], -1, 0)), [0.025, 0.975])
     speedup = hits[I_SGD, 0] / hits[I_HB]
     fit = f"heavy ball, Monte-Carlo log-log slope {{slope:.3f}} (95% CI {s_lo:.3f}..{s_hi:.3f}); exact recursion "
-    labels: dict[str, Any] = {
-        "fit_label": fit + f"{s_ex:.3f}",
-        "pred_label": "paper: heavy-ball speedup proportional to B (slope 1)",
-    }
-    labels["fit_range_label"] = f"slope fit range B <= {Bs[lin][-1]:g}"
     pred_style = {"color": "0.3", "linewidth": 1, "linestyle": "-."}
     kw = {"fit": lin, "points": False, "predicted": 1.0, "anchor": (Bs[0], speedup[0]), "color": "tab:red"}
-    panels.slope_panel(ax, Bs, speedup, **kw, pred_style=pred_style, **labels)
+    kw |= {"fit_label": fit + f"{s_ex:.3f}", "fit_range_label": f"slope fit range B <= {Bs[lin][-1]:g}"}
+    kw |= {"pred_label": "paper: heavy-ball speedup proportional to B (slope 1)", "pred_style": pred_style}
+    panels.slope_panel(ax, Bs, speedup, **kw)
     # heavy ball's saturation batch B*_HB = (r - 1)/(1 - r/B_max), r = T_HB(1)/T_HB(B_max), and its 95% range, beside
     # the paper's tr H/sqrt(L mu)
     bstar = lambda h: (h[I_HB, 0] / h[I_HB, -1] - 1.0) / (1.0 - h[I_HB, 0] / h[I_HB, -1] / Bs[-1])

@@ -20,17 +20,8 @@ from jaxwb.sims.core.claims import (
     largest_difference,
     mean_ci,
 )
+from jaxwb.sims.river_valley_lm import measures
 from jaxwb.sims.river_valley_lm.config import Config
-from jaxwb.sims.river_valley_lm.measures import (
-    bracket_edges,
-    bracket_gap,
-    bracket_octaves,
-    eos_sharpness,
-    largest_gap,
-    log2_edge_ratios,
-    seed_edges,
-    tracker_vs_lanczos,
-)
 from jaxwb.sims.river_valley_lm.reference import unigram_cross_entropy
 from jaxwb.sims.river_valley_lm.run import eos_rows
 from jaxwb.theory import river_valley as rv
@@ -87,6 +78,11 @@ def on_interval(statement, predicted, interval, comparison, tolerance=0.0, sourc
     return Claim.from_interval(
         statement, predicted, (m, h, max(n, 2)), tolerance, comparison, kind="check", source=source, **kw
     )
+
+
+def _quadratic_gain(beta: float) -> float:
+    """The quadratic theory's raw-lr edge of heavy ball over GD's, 2(1+beta)/lambda / (2/lambda) = 1+beta."""
+    return float(cast(float, rv.hb_threshold(1.0, beta))) / float(cast(float, rv.gd_threshold(1.0)))
 
 
 CLAIMS = ClaimGroups()
@@ -204,14 +200,14 @@ def reference_run_claims(results: dict, cfg: Config) -> list[Claim]:
     ed, er = results["edges"], rf["edge"]
     run_edge = np.sqrt(float(np.asarray(ed["lo"])[j0, 0]) * float(np.asarray(ed["hi"])[j0, 0]))
     same_flags = all(bool(np.asarray(ed[f])[j0, 0]) == bool(er[f]) for f in ("lo_ok", "hi_div"))
-    res_oct = bracket_octaves(cfg.edge_bracket, cfg)
+    res_oct = measures.bracket_octaves(cfg.edge_bracket, cfg)
     edge = (
         f"divergence edge: GD's bisection (seed 0, {cfg.steps} mini-batch steps) repeated on the float64 "
         f"reference with its own windows and update lands within {EDGE_BRACKETS} final brackets (|log2 gap| <= "
         f"{EDGE_BRACKETS * res_oct:.3g} octaves)"
     )
     ref_edge = np.sqrt(float(er["lo"]) * float(er["hi"]))
-    edge_gap = bracket_gap(run_edge, ref_edge, res_oct) if same_flags else float("inf")
+    edge_gap = measures.bracket_gap(run_edge, ref_edge, res_oct) if same_flags else float("inf")
     why = (
         "a bisection's outcome is discrete (whole brackets apart): a float32/float64 rounding difference near the "
         "edge can flip a halving; measured 0-2 brackets over quick keys 0..9"
@@ -242,15 +238,13 @@ def edge_claims(results: dict, cfg: Config) -> list[Claim]:
     threshold. Orderings of two measured edges (paired per seed) are decided on the interval of the per-seed log
     ratio, widened by the bisection resolution; they report their margin in half-widths, not a slack against 0."""
     out = []
-    res_oct = bracket_octaves(cfg.edge_bracket, cfg)  # final bracket width in octaves
+    res_oct = measures.bracket_octaves(cfg.edge_bracket, cfg)  # final bracket width in octaves
     narrowing = {"expected": "fail", "reason": WHY_EDGE_NARROWS}
-    for b, ratio in log2_edge_ratios(results, cfg).items():
+    for b, ratio in measures.log2_edge_ratios(results, cfg).items():
         m, h, n = mean_ci(ratio)
         ci = h + res_oct  # seed interval + bisection resolution of the two edges (half a bracket each)
         eff = m - float(np.log2(1.0 - b))  # log2 of the effective-lr gain edge(b)/((1-b) edge(GD))
-        raw_theory = float(
-            np.log2(float(cast(float, rv.hb_threshold(1.0, b))) / float(cast(float, rv.gd_threshold(1.0))))
-        )
+        raw_theory = float(np.log2(_quadratic_gain(b)))
         theory = raw_theory - float(np.log2(1.0 - b))
         seeds = f"bisected, {n} seeds"
         per_seed = f"log2 ratio per seed, {seeds}"
@@ -275,7 +269,7 @@ def edge_claims(results: dict, cfg: Config) -> list[Claim]:
         out.append(on_interval(gain, theory, (eff, ci, n), "abs", float(np.log2(1.25)), source="theory", **narrowing))
         if b == max(cfg.betas):
             out.append(on_interval(faster, 0.0, (eff, ci, n), "ge", source="paper", is_ordering=True))
-    m, h, n = mean_ci(np.log2(seed_edges(results)[cfg.betas.index(0.0)]))
+    m, h, n = mean_ci(np.log2(measures.seed_edges(results)[cfg.betas.index(0.0)]))
     text = "GD's bisected lr edge = quadratic threshold 2/lambda_max(init) (log2 of edge in units of it, 25% tolerance)"
     why = {"source": "theory", "expected": "fail", "reason": WHY_GD_EDGE}
     return [*out, on_interval(text, 0.0, (m, h + res_oct / 2, n), "abs", float(np.log2(1.25)), **why)]
@@ -286,12 +280,12 @@ def eos_claims(results: dict, cfg: Config) -> list[Claim]:
     """Edge of stability: lr * lambda_max(theta_t) in the second half of full-batch runs, GD against its quadratic
     edge 2, heavy ball at the same raw lr against (1+beta) times GD's (paired per seed)."""
     out = []
-    sh, rows = eos_sharpness(results, cfg), eos_rows(cfg)  # sh: [R, S]
+    sh, rows = measures.eos_sharpness(results, cfg), eos_rows(cfg)  # sh: [R, S]
     why = {"expected": "fail", "reason": WHY_EOS.format(steps=cfg.eos_steps), "source": "theory"}
     for i, m_ in enumerate(cfg.eos_mults):
         gd, hb, b = sh[3 * i], sh[3 * i + 1], rows[3 * i + 1][1]
         what = f"full batch, lr = {m_:g} x 2/lambda_max(init), median of lr * lambda_max(theta_t) over the 2nd half"
-        q = float(cast(float, rv.hb_threshold(1.0, b)) / cast(float, rv.gd_threshold(1.0)))
+        q = _quadratic_gain(b)
         text = f"edge of stability, GD: {what} hovers at its quadratic edge 2 (20% tolerance)"
         out.append(on_interval(text, 2.0, mean_ci(gd), "rel", 0.2, **why))
         text = (
@@ -320,7 +314,8 @@ def spectrum_claims(results: dict, cfg: Config) -> list[Claim]:
         "the warm start lags a fresh Lanczos by up to 0.8% where the top eigenvector switches (~1e-6 elsewhere); 2% "
         "is ten times below the edge-of-stability claims' 20% tolerance"
     )
-    gaps, lag = mean_ci(largest_gap(results["hessian"]["spectrum"])), float(np.max(tracker_vs_lanczos(results)))
+    gaps = mean_ci(measures.largest_gap(results["hessian"]["spectrum"]))
+    lag = float(np.max(measures.tracker_vs_lanczos(results)))
     return [
         on_interval(gap, GAP_RATIO, gaps, "ge", source="paper", expected="fail", reason=WHY_GAP),
         agreement(tracking, 0.0, lag, TRACK_TOL, "abs", source="paper", wide_reason=why),
@@ -390,16 +385,16 @@ def scan_claims(results: dict, cfg: Config) -> list[Claim]:
     times GD's; a gap in the top spectrum)? Claimed as what was found."""
     out = []
     sc, b = results["scan"], cfg.scan_beta
-    edge = bracket_edges(sc)  # [W, 2, S]
-    res_oct = bracket_octaves(cfg.scan_bracket, cfg)
-    q = float(np.log2(float(cast(float, rv.hb_threshold(1.0, b))) / float(cast(float, rv.gd_threshold(1.0)))))
+    edge = measures.bracket_edges(sc)  # [W, 2, S]
+    res_oct = measures.bracket_octaves(cfg.scan_bracket, cfg)
+    q = float(np.log2(_quadratic_gain(b)))
     for i, w in enumerate(np.asarray(sc["width"])):
         m, h, n = mean_ci(np.log2(edge[i, 1] / edge[i, 0]))
         below = (
             f"found (width scan): at d_model={int(w)} heavy ball's raw-lr edge stays below (1+beta) = {2**q:g} "
             f"times GD's: log2 edge(beta={b:g})/edge(GD) < {q:.3g} (per seed, bisected, {n} seeds)"
         )
-        gaps = mean_ci(largest_gap(np.asarray(sc["spectrum"])[i]))
+        gaps = mean_ci(measures.largest_gap(np.asarray(sc["spectrum"])[i]))
         no_gap = (
             f"found (width scan): at d_model={int(w)} no valley/river gap: largest lambda_k/lambda_(k+1) among "
             f"the top {cfg.spectrum_k} Hessian eigenvalues at init < {GAP_RATIO:g} ({gaps[2]} seeds)"

@@ -8,19 +8,13 @@ import numpy as np
 
 from jaxwb.sims.core import panels, style
 from jaxwb.sims.core.claims import mean_ci
+from jaxwb.sims.river_valley_lm import measures
 from jaxwb.sims.river_valley_lm.claims import GAP_RATIO
 from jaxwb.sims.river_valley_lm.config import Config
-from jaxwb.sims.river_valley_lm.measures import (
-    bracket_edges,
-    bracket_octaves,
-    edges,
-    largest_gap,
-    log2_edge_ratios,
-    seed_edges,
-)
 from jaxwb.sims.river_valley_lm.run import eos_rows
 
 FIGURES = panels.Figures()
+MEAN: dict[str, Any] = {"fmt": "s-", "color": "tab:red", "capsize": 4}  # a mean over seeds with its interval
 
 
 @FIGURES.add
@@ -28,14 +22,14 @@ def plot_scan(results: dict, cfg: Config):
     """The width scan: heavy ball's raw-lr edge over GD's and the largest consecutive eigenvalue ratio at init, per
     width (the study's own width from its main parts), against the paper's picture (1+beta; a gap >= 2)."""
     sc, b = results["scan"], cfg.scan_beta
-    edge, widths = bracket_edges(sc), np.asarray(sc["width"])  # edge: [W, 2, S]
+    edge, widths = measures.bracket_edges(sc), np.asarray(sc["width"])  # edge: [W, 2, S]
     ratios = {int(w): np.log2(edge[i, 1] / edge[i, 0]) for i, w in enumerate(widths)}
-    gaps = {int(w): largest_gap(np.asarray(sc["spectrum"])[i]) for i, w in enumerate(widths)}
-    ratios[cfg.d_model] = log2_edge_ratios(results, cfg)[b]
-    gaps[cfg.d_model] = largest_gap(results["hessian"]["spectrum"])
-    res_oct = bracket_octaves(cfg.edge_bracket, cfg)
+    gaps = {int(w): measures.largest_gap(np.asarray(sc["spectrum"])[i]) for i, w in enumerate(widths)}
+    ratios[cfg.d_model] = measures.log2_edge_ratios(results, cfg)[b]
+    gaps[cfg.d_model] = measures.largest_gap(results["hessian"]["spectrum"])
+    res_oct = measures.bracket_octaves(cfg.edge_bracket, cfg)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
-    mean_kw: dict[str, Any] = {"fmt": "s-", "color": "tab:red", "capsize": 4, "pred_label": "the paper's picture"}
+    mean_kw: dict[str, Any] = {**MEAN, "pred_label": "the paper's picture"}
     for a, data, widen, pred, lab in (
         (ax, ratios, res_oct, float(np.log2(1 + b)), f"log2 edge(beta={b:g}) / edge(GD)"),
         (ax2, gaps, 0.0, GAP_RATIO, "largest lambda_k / lambda_(k+1), top of the spectrum at init"),
@@ -94,7 +88,7 @@ def plot_lr_beta_grid(results: dict, cfg: Config):
     panels.stability_map(
         ax2, betas, mults, m, unstable=div.mean(axis=-1), edge=edge, edge_label=quad, colorbar_label=cbar
     )
-    ge = np.log2(edges(results))  # [B, S]
+    ge = np.log2(measures.edges(results))  # [B, S]
     for j, b in enumerate(betas):
         em, eh, _ = mean_ci(ge[j])
         eh = eh if np.isfinite(eh) else 0.0
@@ -150,16 +144,11 @@ def plot_decomposition(results: dict, cfg: Config):
 @FIGURES.add
 def plot_edges(results: dict, cfg: Config):
     """Bisected edges per seed, geometric mean and interval, raw and effective lr, theory lines."""
-    ed = seed_edges(results)  # [B, S]
+    ed = measures.seed_edges(results)  # [B, S]
     betas = np.asarray(cfg.betas)
     fig, (ax, ax2) = style.figure(1, 2, figsize=(11, 4.4))
     seeds = {"marker": "o", "color": "0.6", "ms": 4, "alpha": 1.0, "label": "seeds (bisected edge)"}
-    mean_kw: dict[str, Any] = {
-        "fmt": "s-",
-        "color": "tab:red",
-        "capsize": 4,
-        "label": "geometric mean, 95% CI over seeds",
-    }
+    mean_kw: dict[str, Any] = {**MEAN, "label": "geometric mean, 95% CI over seeds"}
     bf = np.linspace(0, betas.max(), 50)
     title = f"mini-batch SGD+HB, {cfg.steps} steps, bracket {cfg.edge_bracket}, {cfg.edge_iters} bisections"
     for which, scale, a in (("raw lr", np.ones_like(betas), ax), ("effective lr lr/(1-beta)", 1 / (1 - betas), ax2)):

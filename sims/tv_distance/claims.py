@@ -189,21 +189,16 @@ def prefix_claims(results: dict, cfg: Config) -> list[Claim]:
             source = "theory" if kind == "plugin" else "reconstruction"
             out.append(mean_check(text, float(ref[f"noisy_r{r}"][kind]), e["mean"], e["se"], 0.03, N, source=source))
     sl, n_slope = results["slopes"], cfg.slope_pool * cfg.slope_chunks
-
-    def consistent(i):
-        return (
-            f"sample access is consistent: SIMEX at s = {cfg.slope_s[-1]} agrees with RB at every prefix "
-            f"length n={cfg.slope_n} (paired mean difference = 0 at the worst n, n={cfg.slope_n[i]}; "
-            "Bonferroni 95% CI over the lengths <= 0.01; its bias is O((nK/s)^3))"
-        )
-
-    def agree(i):
-        return (
-            f"plain and RB agree at every prefix length n={cfg.slope_n} (both unbiased): paired mean "
-            f"difference = 0 at the worst n (n={cfg.slope_n[i]}; Bonferroni 95% CI over the {len(cfg.slope_n)} lengths "
-            "<= 0.01)"
-        )
-
+    consistent = lambda i: (  # the statement naming the worst length, slope_n[i]
+        f"sample access is consistent: SIMEX at s = {cfg.slope_s[-1]} agrees with RB at every prefix "
+        f"length n={cfg.slope_n} (paired mean difference = 0 at the worst n, n={cfg.slope_n[i]}; "
+        "Bonferroni 95% CI over the lengths <= 0.01; its bias is O((nK/s)^3))"
+    )
+    agree = lambda i: (
+        f"plain and RB agree at every prefix length n={cfg.slope_n} (both unbiased): paired mean "
+        f"difference = 0 at the worst n (n={cfg.slope_n[i]}; Bonferroni 95% CI over the {len(cfg.slope_n)} lengths "
+        "<= 0.01)"
+    )
     # mean(SIMEX - RB) at the largest s and mean(plain - RB) per n, paired on the same sequences
     simex = {key: np.asarray(sl["sample_simex"][key], float)[:, -1] for key in ("bias", "se_bias")}
     return out + [

@@ -14,7 +14,7 @@ CLAIMS = ClaimGroups()
 claims = CLAIMS.claims
 
 
-def mc_mean(statement: str, predicted: float, samples, tolerance: float, cfg: Config) -> Claim:
+def mc_mean(statement: str, predicted: float, samples, tolerance: float) -> Claim:
     """A Monte Carlo mean over seeds, ``samples`` (seeds,), = its closed form ``predicted``, the half-width <=
     ``tolerance`` (:func:`seed_mean`), inside its interval at the level Bonferroni gives over every Monte Carlo "ci"
     claim: estimator means (score and two-point on both grids), second moments (2 laws x 2 grids), the smoothed
@@ -44,17 +44,17 @@ def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
                     f"E[{est} estimator] = closed-form surrogate sum_k D_k p_sigma(b_k - x), {law}, {grid} grid, "
                     f"x={x0:.3g}, sigma={cfg.sigma:g} (CI required <= {_PRECISION[est, grid]:g} x the peak)"
                 )
-                samples = np.asarray(g[law][f"{est}_claim"] if f"{est}_claim" in g[law] else g[law][est][:, -1])
-                out.append(mc_mean(statement, pred, samples, _PRECISION[est, grid] * peak, cfg))
+                samples = g[law].get(f"{est}_claim", g[law][est][:, -1])
+                out.append(mc_mean(statement, pred, samples, _PRECISION[est, grid] * peak))
             statement = (
                 f"E[Q(x + sigma u)] = smoothed quantizer Q_sigma(x) = q_0 + sum_k D_k (1 - F((b_k - x)/sigma)) "
                 f"(eq. 2), {law}, {grid} grid, x={x0:.3g}, sigma={cfg.sigma:g}"
             )
-            out.append(mc_mean(statement, float(g[law]["smoothed"][0]), g[law]["smoothed_mc"][:, 0], 0.01 * step, cfg))
+            out.append(mc_mean(statement, float(g[law]["smoothed"][0]), g[law]["smoothed_mc"][:, 0], 0.01 * step))
         for law in ("gaussian", "logistic"):
             pred = float(g[law]["second_moment"][-1])
             statement = f"E[g1^2] of the score estimator = closed form (eq. 7), {law}, {grid} grid, x={x0:.3g}"
-            out.append(mc_mean(statement, pred, g[law]["score_m2"][:, -1], 0.05 * pred, cfg))
+            out.append(mc_mean(statement, pred, g[law]["score_m2"][:, -1], 0.05 * pred))
     return out
 
 
@@ -103,12 +103,10 @@ def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
         ):
             pred = float(sw[law][at][i])
             statement = (
-                f"sigma sweep ({what}): E[two-point estimator] at a {at} of a wide INT grid = closed-form "
-                f"surrogate, {law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1; CI required <= "
-                f"{prec:g} x it)"
+                f"sigma sweep ({what}): E[two-point estimator] at a {at} of a wide INT grid = closed-form surrogate, "
+                f"{law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1; CI required <= {prec:g} x it)"
             )
-            samples = np.asarray(sw[law][f"{at}_claim"] if f"{at}_claim" in sw[law] else sw[law][f"{at}_mc"][:, i])
-            out.append(mc_mean(statement, pred, samples, prec * pred, cfg))
+            out.append(mc_mean(statement, pred, sw[law].get(f"{at}_claim", sw[law][f"{at}_mc"][:, i]), prec * pred))
     return out
 
 
@@ -132,7 +130,7 @@ def kernel_claims(results: dict, cfg: Config) -> list[Claim]:
             f"z={float(z[i0]):.3g}, block scale {KERNEL_ANCHOR_SCALE}"
         )
         tolerance = 0.05 * float(np.max(k[law]["vjp"]))
-        out.append(mc_mean(statement, float(k[law]["vjp"][i0]), np.asarray(k[law]["mc"][:, i0]), tolerance, cfg))
+        out.append(mc_mean(statement, float(k[law]["vjp"][i0]), k[law]["mc"][:, i0], tolerance))
     return out
 
 
