@@ -61,36 +61,21 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
             )
             return jax.jit(f), args
 
-        r = rec.measure(
-            "attention",
-            "flash_attention",
-            "triton",
-            shape,
-            make_kernel,
-            [c for c in grid if c[0] <= L and c[1] <= L],
-            flops=flops,
-            check=check,
-            L=L,
-        )
-        tp = r.get("time_s")
-        # exp2 with log2(e) folded into the scale, warps and stages retuned (AttentionBlockSizes)
+        # the default kernel, then exp2 with log2(e) folded into the scale, warps and stages retuned
+        # (AttentionBlockSizes)
         egrid = (
             [(64, 64, 4, 2, True)]
             if s.dry_run
             else [(128, 64, 4, 2, True), (128, 64, 8, 3, True), (64, 128, 4, 3, True), (128, 128, 8, 2, True)]
         )
-        r = rec.measure(
-            "attention",
-            "flash_attention",
-            "triton_exp2",
-            shape,
-            make_kernel,
-            [c for c in egrid if c[0] <= L and c[1] <= L],
-            flops=flops,
-            check=check,
-            L=L,
-        )
-        # tp stays the default kernel's time: the block-sparse kernel (exp, default warps) is compared with it
+        times = {}
+        for impl, configs in (("triton", grid), ("triton_exp2", egrid)):
+            fitting = [c for c in configs if c[0] <= L and c[1] <= L]
+            r = rec.measure(
+                "attention", "flash_attention", impl, shape, make_kernel, fitting, flops=flops, check=check, L=L
+            )
+            times[impl] = r.get("time_s")
+        tp = times["triton"]  # the block-sparse kernel (exp, default warps) is compared with the default kernel
 
         tm = None
         if on_gpu or n == 0:  # Mosaic GPU interpret mode is slow: one shape in a dry run

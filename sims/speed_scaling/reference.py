@@ -65,6 +65,11 @@ def _grid(release, deadline, dt):
     return rs, ds
 
 
+def _pending(k, rs, ds, rem, tol):
+    """The jobs released by slot ``k``, due after it and with more than ``tol`` work left, earliest deadline first."""
+    return sorted((j for j in range(len(rem)) if rs[j] <= k < ds[j] and rem[j] > tol), key=lambda j: ds[j])
+
+
 def avr_python(release, deadline, work, n_slots, dt=1.0):
     """AVR speeds per slot with EDF; returns the list of effective speeds."""
     rs, ds = _grid(release, deadline, dt)
@@ -74,7 +79,7 @@ def avr_python(release, deadline, work, n_slots, dt=1.0):
     out = []
     for k in range(n_slots):
         s = sum(dens[j] for j in range(n) if rs[j] <= k < ds[j])
-        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > 0), key=lambda j: ds[j])
+        order = _pending(k, rs, ds, rem, 0.0)
         out.append(_edf_slot(rem, order, s * dt) / dt)
     return out
 
@@ -82,12 +87,11 @@ def avr_python(release, deadline, work, n_slots, dt=1.0):
 def oa_python(release, deadline, work, n_slots, dt=1.0):
     """OA speeds per slot (max over deadlines of remaining work due by it / time left) with EDF."""
     rs, ds = _grid(release, deadline, dt)
-    n = len(work)
     rem = [float(w) for w in work]
     out = []
     for k in range(n_slots):
         t = k * dt
-        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > 1e-12), key=lambda j: ds[j])
+        order = _pending(k, rs, ds, rem, 1e-12)
         s, cum = 0.0, 0.0
         for j in order:
             cum += rem[j]
@@ -100,13 +104,12 @@ def qoa_python(release, deadline, work, n_slots, dt=1.0, q=1.0):
     """qOA's COMMANDED speed per slot: q times OA's plan (max over deadlines of the remaining work due by it / time
     left), raised to finish the jobs due at the end of the slot; EDF. q = 1 is OA."""
     rs, ds = _grid(release, deadline, dt)
-    n = len(work)
     rem = [float(w) for w in work]
     tol = 1e-6 * max(work)  # work below this counts as done (the grid functions' tolerance)
     out = []
     for k in range(n_slots):
         t = k * dt
-        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > tol), key=lambda j: ds[j])
+        order = _pending(k, rs, ds, rem, tol)
         s, cum = 0.0, 0.0
         for j in order:
             cum += rem[j]
@@ -146,7 +149,7 @@ def bkp_python(release, deadline, work, n_slots, dt=1.0):
                 if release[j] <= t + 1e-6 * dt and release[j] >= t1 - 1e-4 * dt and deadline[j] <= tp + 1e-4 * dt
             )
             s = max(s, wsum / (tp - t))
-        order = sorted((j for j in range(n) if rs[j] <= k < ds[j] and rem[j] > tol), key=lambda j: ds[j])
+        order = _pending(k, rs, ds, rem, tol)
         need = sum(rem[j] for j in order if ds[j] == k + 1) / dt
         s = max(s, need) if order else 0.0  # idle while nothing is pending
         _edf_slot(rem, order, s * dt)
