@@ -42,3 +42,14 @@ def test_builders_pass_expectations_through():
     assert o.status == "XFAIL" and o.is_ordering
     w = core.worst_agreement("ratios = 1", 1.0, np.float32([1.0, 1.5]), 0.1, wide_reason="float32")
     assert w.measured == 1.5 and not w.passed and w.wide_reason == "float32"
+
+
+def test_clears_needs_the_whole_interval_past_its_end():
+    assert core.clears("gain > 0", 0.0, (0.3, 0.29, 6)).passed
+    assert not core.clears("gain > 0", 0.0, (0.3, 0.31, 6)).passed  # the interval reaches below 0
+    below = core.clears("loss < 1", 1.0, (0.8, 0.1, 6), "le")
+    assert below.passed and below.is_ordering and below.slack is None and below.margin == pytest.approx(2.0)
+    c = core.clears("paper: A beats B", 0.0, (0.3, 0.1, 8), kind="paper", source="paper")
+    assert (c.kind, c.source, c.tolerance) == ("paper", "paper", 0.0)
+    with pytest.raises(ValueError, match="ordering"):
+        core.clears("an ordering is no bound", 0.0, (0.3, 0.1, 8), kind="bound")
