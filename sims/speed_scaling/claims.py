@@ -505,13 +505,13 @@ def baseline_bound_claims(results: dict, cfg: Config) -> list[Claim]:
     the papers' formulas evaluated by hand) and OPT as a lower bound, on general random instances."""
     out = []
     for name, (formula, want) in PUBLISHED_BOUNDS.items() if "bounds" in results else ():
-        bound = {"avr": ss.avr_bound, "oa": ss.oa_bound, "bkp": ss.bkp_bound}[name]
+        bound_of = {"avr": ss.avr_bound, "oa": ss.oa_bound, "bkp": ss.bkp_bound}[name]
         text = (
             f"{LABELS[name]}'s competitive bound as the bound claims below use it = the published {formula} at "
             f"alpha = 2 and 3 ({', '.join(f'{w:.6g}' for w in want.values())}, evaluated by hand): largest "
             "relative difference = 0"
         )
-        got = [bound(al) for al in want]
+        got = [bound_of(al) for al in want]
         out.append(array_agreement(text, got, list(want.values()), 0.0, relative="each", source="paper"))
     for label, al in (("alpha2", 2.0), ("alpha3", 3.0)) if "bounds" in results else ():
         b = results["bounds"][label]
