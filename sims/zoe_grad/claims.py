@@ -44,7 +44,7 @@ def estimator_claims(results: dict, cfg: Config) -> list[Claim]:
                     f"E[{est} estimator] = closed-form surrogate sum_k D_k p_sigma(b_k - x), {law}, {grid} grid, "
                     f"x={x0:.3g}, sigma={cfg.sigma:g} (CI required <= {_PRECISION[est, grid]:g} x the peak)"
                 )
-                samples = g[law].get(f"{est}_claim", g[law][est][:, -1])
+                samples = g[law][f"{est}_claim"] if f"{est}_claim" in g[law] else g[law][est][:, -1]
                 out.append(mc_mean(statement, pred, samples, _PRECISION[est, grid] * peak))
             statement = (
                 f"E[Q(x + sigma u)] = smoothed quantizer Q_sigma(x) = q_0 + sum_k D_k (1 - F((b_k - x)/sigma)) "
@@ -106,7 +106,8 @@ def sweep_claims(results: dict, cfg: Config) -> list[Claim]:
                 f"sigma sweep ({what}): E[two-point estimator] at a {at} of a wide INT grid = closed-form surrogate, "
                 f"{law}, sigma={sig[i]:.3g} (closed form {pred:.3g}, STE = 1; CI required <= {prec:g} x it)"
             )
-            out.append(mc_mean(statement, pred, sw[law].get(f"{at}_claim", sw[law][f"{at}_mc"][:, i]), prec * pred))
+            samples = sw[law][f"{at}_claim"] if f"{at}_claim" in sw[law] else sw[law][f"{at}_mc"][:, i]
+            out.append(mc_mean(statement, pred, samples, prec * pred))
     return out
 
 
