@@ -4,6 +4,7 @@ section's share of the budget lasts, keeps the best and checks it against the XL
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import sys
 import time
@@ -170,6 +171,13 @@ def max_abs_diff(a, b) -> float:
     import numpy as np
 
     return float(np.max(np.abs(np.asarray(a, np.float32) - np.asarray(b, np.float32))))
+
+
+def jitted(fn, *args, **kwargs):
+    """``fn`` with ``args`` and ``kwargs`` bound (a kernel and its settings), jitted."""
+    import jax
+
+    return jax.jit(functools.partial(fn, *args, **kwargs))
 
 
 def fixed(fn, *args):

@@ -4,10 +4,8 @@ flash kernel at the same L, against the ideal 1/(1-s)."""
 
 from __future__ import annotations
 
-import functools
-
 from benchmarks.gpu_check import adapters
-from benchmarks.gpu_check.autotune import Recorder, Settings, against, error_line, fixed
+from benchmarks.gpu_check.autotune import Recorder, Settings, against, error_line, fixed, jitted
 
 SPARSITIES = (0.5, 0.75, 0.9, 0.95)
 DRY_SPARSITIES = (0.5,)
@@ -44,7 +42,7 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
         want = None
         xla_bytes = 3 * B * H * L * L * 4  # scores, probabilities, a temporary (float32)
         if xla_bytes < (24e9 if on_gpu else 1e9):
-            want_fn = jax.jit(functools.partial(adapters.flash, causal=False, implementation="xla"))
+            want_fn = jitted(adapters.flash, causal=False, implementation="xla")
             r = rec.measure(
                 "attention", "flash_attention", "xla", shape, fixed(want_fn, *qkv), [None], flops=flops, L=L
             )
@@ -56,10 +54,9 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
         grid = [(64, 64), (128, 64)] if s.dry_run else [(128, 64), (64, 64), (64, 128), (128, 128)]  # winner first
 
         def make_kernel(cfg, *, args=qkv):
-            f = functools.partial(
+            return jitted(
                 adapters.flash, causal=False, implementation=s.kernel, block_sizes=adapters.attention_block_sizes(*cfg)
-            )
-            return jax.jit(f), args
+            ), args
 
         # the default kernel, then exp2 with log2(e) folded into the scale, warps and stages retuned
         # (AttentionBlockSizes)
@@ -84,15 +81,14 @@ def bench_attention(rec: Recorder, s: Settings, on_gpu: bool) -> dict:
             mgrid = [(64, 128, 2)] if s.dry_run else [(64, 64, 2), (64, 128, 2), (64, 128, 3), (64, 256, 2)]
 
             def make_mosaic(cfg, *, args=qkv):
-                f = functools.partial(
+                return jitted(
                     adapters.mosaic_flash,
                     causal=False,
                     block_q=cfg[0],
                     block_k=cfg[1],
                     steps=cfg[2],
                     interpret=not on_gpu,
-                )
-                return jax.jit(f), args
+                ), args
 
             r = rec.measure(
                 "attention",
@@ -120,7 +116,7 @@ def _gpu_peers(rec: Recorder, qkv, shape, flops, check, L):
     """The best peers on a GPU: cuDNN's fused attention and JAX's FA3 Mosaic GPU kernel (``attention_mgpu``)."""
     import jax
 
-    cudnn = jax.jit(functools.partial(jax.nn.dot_product_attention, implementation="cudnn"))
+    cudnn = jitted(jax.nn.dot_product_attention, implementation="cudnn")
     rec.measure(
         "attention", "flash_attention", "cudnn", shape, fixed(cudnn, *qkv), [None], flops=flops, check=check, L=L
     )
@@ -134,7 +130,7 @@ def _gpu_peers(rec: Recorder, qkv, shape, flops, check, L):
 
         def make_fa3(cfg):
             tc = fa3.TuningConfig(block_q=64, block_kv=cfg, max_concurrent_steps=2)
-            return jax.jit(functools.partial(fa3.attention, config=tc)), qkv16
+            return jitted(fa3.attention, config=tc), qkv16
 
         rec.measure(
             "attention",
@@ -186,18 +182,15 @@ def bench_block_sparse(rec: Recorder, s: Settings, on_gpu: bool, dense: dict):
             flops = 4 * B * H * L * keep * bk * D
             want = None
             if n == 0 and m == len(sps) - 1:  # one XLA check (the gathering path is memory hungry)
-                xla = jax.jit(
-                    functools.partial(adapters.block_sparse, block_q=bq, block_k=bk, causal=False, implementation="xla")
-                )
+                xla = jitted(adapters.block_sparse, block_q=bq, block_k=bk, causal=False, implementation="xla")
                 want = xla(*args)
             check = against(want)
             extra = dict(L=L, sparsity=sp, sparsity_effective=s_eff, ideal_speedup=1 / (1 - s_eff))
 
             def make_kernel(cfg, *, args=args):
-                f = functools.partial(
+                return jitted(
                     adapters.block_sparse, block_q=bq, block_k=bk, causal=False, implementation=s.kernel
-                )
-                return jax.jit(f), args
+                ), args
 
             r = rec.measure(
                 "block_sparse",
@@ -215,15 +208,14 @@ def bench_block_sparse(rec: Recorder, s: Settings, on_gpu: bool, dense: dict):
             if on_gpu or (n == 0 and m == 0):
 
                 def make_mosaic(cfg, *, args=args):
-                    f = functools.partial(
+                    return jitted(
                         adapters.mosaic_block_sparse,
                         block_q=bq,
                         block_k=bk,
                         steps=cfg,
                         causal=False,
                         interpret=not on_gpu,
-                    )
-                    return jax.jit(f), args
+                    ), args
 
                 r = rec.measure(
                     "block_sparse",

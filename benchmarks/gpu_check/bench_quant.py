@@ -11,11 +11,10 @@ float64 reference (``rel_err_f64``)."""
 
 from __future__ import annotations
 
-import functools
 import math
 
 from benchmarks.gpu_check import adapters
-from benchmarks.gpu_check.autotune import Recorder, Settings, against, fixed, max_abs_diff
+from benchmarks.gpu_check.autotune import Recorder, Settings, against, fixed, jitted, max_abs_diff
 
 
 def _quant_grid(s: Settings):
@@ -36,26 +35,24 @@ def bench_quant(rec: Recorder, s: Settings):
         g = jnp.float32(float(jnp.max(jnp.abs(x.astype(jnp.float32)))) / (448 * 6))  # fixed: time the kernel
         q_bytes = M * K * 2 + M * K // 2 + M * K // block
         d_bytes = M * K // 2 + M * K // block + M * K * 2
-        xla_q = jax.jit(functools.partial(adapters.quantize, fmt, implementation="xla"))
+        xla_q = jitted(adapters.quantize, fmt, implementation="xla")
         ref_q = xla_q(x, g)
-        xla_d = jax.jit(functools.partial(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation="xla"))
+        xla_d = jitted(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation="xla")
         want = xla_d(ref_q)
 
         def make_q(cfg, *, fmt=fmt, g=g):
-            f = functools.partial(
+            return jitted(
                 adapters.quantize, fmt, implementation=s.kernel, block_sizes=adapters.quant_block_sizes(*cfg)
-            )
-            return jax.jit(f), (x, g)
+            ), (x, g)
 
         def make_d(cfg, *, fmt=fmt, ref_q=ref_q):
-            f = functools.partial(
+            return jitted(
                 adapters.dequantize,
                 fmt,
                 dtype=jnp.bfloat16,
                 implementation=s.kernel,
                 block_sizes=adapters.quant_block_sizes(*cfg),
-            )
-            return jax.jit(f), (ref_q,)
+            ), (ref_q,)
 
         for impl in ("xla", "triton"):
             kernel = impl == "triton"
@@ -80,10 +77,8 @@ def bench_quant(rec: Recorder, s: Settings):
                 check=against(want) if kernel else None,
             )
         masked = adapters.quant_block_sizes(16, 512, edge="mask")
-        mq = jax.jit(functools.partial(adapters.quantize, fmt, implementation=s.kernel, block_sizes=masked))
-        md = jax.jit(
-            functools.partial(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation=s.kernel, block_sizes=masked)
-        )
+        mq = jitted(adapters.quantize, fmt, implementation=s.kernel, block_sizes=masked)
+        md = jitted(adapters.dequantize, fmt, dtype=jnp.bfloat16, implementation=s.kernel, block_sizes=masked)
         rec.measure("quant", f"{fmt}_quantize", "triton_masked", shape, fixed(mq, x, g), [None], bytes_moved=q_bytes)
         rec.measure("quant", f"{fmt}_dequantize", "triton_masked", shape, fixed(md, ref_q), [None], bytes_moved=d_bytes)
 
@@ -111,29 +106,24 @@ def bench_fwht(rec: Recorder, s: Settings):
         x = jax.random.normal(jax.random.key(d), (n, d), jnp.float32)
         shape = f"{n}x{d} f32"
         nbytes = 2 * n * d * 4
-        xla = jax.jit(functools.partial(adapters.fwht, implementation="xla"))
+        xla = jitted(adapters.fwht, implementation="xla")
         want = xla(x)
         extra = dict(d=d, goal_speedup=d / (4 * math.log2(d)))
         rec.measure("fwht", "fwht", "xla", shape, fixed(xla, x), [None], bytes_moved=nbytes, **extra)
-        kron = jax.jit(functools.partial(adapters.fwht, implementation="xla", xla_method="kron"))
+        kron = jitted(adapters.fwht, implementation="xla", xla_method="kron")
         rec.measure(
             "fwht", "fwht", "xla_kron", shape, fixed(kron, x), [None], bytes_moved=nbytes, check=against(want), **extra
         )
 
         def make(cfg, *, x=x):
-            f = functools.partial(
-                adapters.fwht, implementation=s.kernel, block_sizes=adapters.hadamard_block_sizes(*cfg)
-            )
-            return jax.jit(f), (x,)
+            return jitted(adapters.fwht, implementation=s.kernel, block_sizes=adapters.hadamard_block_sizes(*cfg)), (x,)
 
         r = rec.measure("fwht", "fwht", "triton", shape, make, grid, bytes_moved=nbytes, check=against(want), **extra)
         r["rel_err_f64"] = _rel_err_f64(x, lambda v: adapters.fwht(v, implementation=s.kernel))
         if d > DENSE_ROTATION_MAX_D:
             rec.add("fwht", "fwht", "dense_rotation", shape, note=DENSE_ROTATION_SKIP, **extra)
             continue
-        h = jax.jit(functools.partial(adapters.fwht, implementation="xla"))(
-            jnp.eye(d, dtype=jnp.float32)
-        )  # H (symmetric)
+        h = jitted(adapters.fwht, implementation="xla")(jnp.eye(d, dtype=jnp.float32))  # H (symmetric)
         # the default precision: what a user's x @ H runs (TF32 on a GPU); HIGHEST would be six bf16 passes
         dense = jax.jit(lambda x, h: jnp.dot(x, h))
         rec.measure(
@@ -176,13 +166,12 @@ def bench_inquant(rec: Recorder, s: Settings):
     packed = adapters.inquant_pack(x, key=jax.random.key(8))
     shape = f"T{T} C{C} bf16"
     nbytes = T * C // 2 + T * 2 * 2 + T * C * 2
-    xla = jax.jit(functools.partial(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation="xla"))
+    xla = jitted(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation="xla")
     want = xla(packed)
     rec.measure("inquant", "inquant_unpack", "xla", shape, fixed(xla, packed), [None], bytes_moved=nbytes)
 
     def make(rows):
-        f = functools.partial(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation=s.kernel, block_rows=rows)
-        return jax.jit(f), (packed,)
+        return jitted(adapters.inquant_unpack, dtype=jnp.bfloat16, implementation=s.kernel, block_rows=rows), (packed,)
 
     rec.measure(
         "inquant",
@@ -221,7 +210,7 @@ def bench_matmul(rec: Recorder, s: Settings):
         shape = f"M{M} N{N} K{K} nvfp4"
         flops = 2 * M * N * K
         io = M * K * 2 + M * N * 2
-        xla = jax.jit(functools.partial(adapters.fp4_matmul, implementation="xla"))
+        xla = jitted(adapters.fp4_matmul, implementation="xla")
         want = xla(x, wq)
         rec.measure(
             "matmul",
@@ -236,10 +225,9 @@ def bench_matmul(rec: Recorder, s: Settings):
         )
 
         def make(cfg, *, x=x):
-            f = functools.partial(
+            return jitted(
                 adapters.fp4_matmul, implementation=s.kernel, block_sizes=adapters.matmul_block_sizes(*cfg)
-            )
-            return jax.jit(f), (x, wq)
+            ), (x, wq)
 
         rec.measure(
             "matmul",
@@ -255,20 +243,19 @@ def bench_matmul(rec: Recorder, s: Settings):
         )
 
         def make_bitplace(cfg, *, x=x):
-            f = functools.partial(
+            return jitted(
                 adapters.fp4_matmul,
                 implementation=s.kernel,
                 block_sizes=adapters.matmul_block_sizes(*cfg),
                 decode="bitplace",
-            )
-            return jax.jit(f), (x, wq)
+            ), (x, wq)
 
         common = dict(flops=flops, bytes_moved=w_bytes_fp4 + io, check=against(want), M=M)
         r = rec.measure("matmul", "fp4_matmul", "triton_bitplace", shape, make_bitplace, _matmul_grid(s, M), **common)
         if s.dry_run:  # matmul.py, "Variants": the CPU interpreter flushes bfloat16 subnormals
             r["note"] = "dry run: XLA:CPU flushes bf16 subnormals, so codes +-0.5 decode to 0 (error expected)"
         if M > 16 or s.dry_run:
-            f = jax.jit(functools.partial(adapters.fp4_matmul, implementation=s.kernel, dequantize_above_m=0))
+            f = jitted(adapters.fp4_matmul, implementation=s.kernel, dequantize_above_m=0)
             rec.measure("matmul", "fp4_matmul", "triton_dequant_dot", shape, fixed(f, x, wq), [None], **common)
         dense = jax.jit(lambda x, w: jnp.dot(x, w.T, preferred_element_type=jnp.float32).astype(jnp.bfloat16))
         rec.measure(
