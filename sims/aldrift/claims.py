@@ -15,6 +15,7 @@ from jaxwb.sims.core.claims import (
     ClaimGroups,
     agreement,
     array_agreement,
+    largest_difference,
     lower_bound,
     mean_ci,
     seed_mean,
@@ -50,6 +51,19 @@ def settings_claims(results: dict, cfg: Config) -> list[Claim]:
         )
         best = (np.asarray(results[f"setting{i + 1}"][who]["best"])[:, -1] for who in ("topift", "aldrift"))
         out.append(Claim.ordering(text, *best, kind="paper"))
+    # the budget both comparisons and the e-fold slope count: evaluations of d per temperature (round), by hand
+    per = {"aldrift": cfg.m * (cfg.M + 1), "topift": cfg.m * cfg.M}
+    gaps = []
+    for i in range(len(cfg.settings)):
+        for who, k in per.items():
+            evals = np.asarray(results[f"setting{i + 1}"][who]["evals"])  # (runs, temperatures), cumulative
+            gaps.append(largest_difference(evals, k * np.arange(1, evals.shape[-1] + 1), relative=None))
+    budget = (
+        f"evaluation budget: after k temperatures ALDRIFT has evaluated d k m (M+1) = {per['aldrift']} k times (m "
+        f"initial states and m M = {cfg.m} x {cfg.M} IMH proposals each) and TOPIFT k m M = {per['topift']} k, in "
+        "every run of both settings (exact: integer counts, below 2^24 in float32)"
+    )
+    out.append(agreement(budget, 0.0, max(gaps), 0.0, "abs"))
     return out
 
 

@@ -130,11 +130,6 @@ DISPLAY_ONLY = (
     "setting1/aldrift/ess",
     "setting2/aldrift/ess",
     "eps/aldrift/ess",
-    # evaluation counts k m (M + 1) and k m M: by construction (the e-fold slope claim reads ALDRIFT's in the panel)
-    "setting1/aldrift/evals",
-    "setting2/aldrift/evals",
-    "setting1/topift/evals",
-    "setting2/topift/evals",
     # TOPIFT records acceptance 1/M and ESS 1 by construction (it keeps the m cheapest, it does not weight)
     "setting1/topift/acceptance",
     "setting2/topift/acceptance",
