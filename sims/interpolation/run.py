@@ -154,6 +154,22 @@ def reference_constants(A) -> dict:
     return {"row_spread": float(r.max() / r.mean()), "tr_H": float(np.linalg.norm(A, "fro") ** 2 / A.shape[0])}
 
 
+def dense_radii(cfg: Config, problem, params: dict) -> dict:
+    """The spectral radius of eq. MS's dense operator (``numpy.linalg.eigvals`` of ``operator_matrix``, built from A
+    by Kronecker products: no noise kernel, no reduced basis, no root finding) at each method's parameters, at the
+    rate checks' batch sizes: {method: (len(rate_check_batches),)}."""
+    js = [cfg.batch_sizes.index(B) for B in cfg.rate_check_batches]
+    out = {}
+    for m, p in params.items():
+        method = "hb" if m == "hb_rule" else m
+        ops = (
+            ip.operator_matrix(problem, lr=p["lr"][j], beta=p["beta"][j], batch_size=cfg.batch_sizes[j], method=method)
+            for j in js
+        )
+        out[m] = np.asarray([np.max(np.abs(np.linalg.eigvals(np.asarray(T)))) for T in ops])
+    return out
+
+
 def theory(cfg: Config, key) -> dict:
     """Everything exact, in float64: the problem, its constants, the parameters, the exact curves, the
     deterministic (full-batch) references and the Kaczmarz / coordinate-descent theory."""
@@ -180,6 +196,7 @@ def theory(cfg: Config, key) -> dict:
         kz, aux = aux_theory(cfg, problem)
         # float64 (outside x64 it rounds to float32)
         sat_rule = float(cast(jax.Array, ip.rule_saturation(mu, L, L_max)))
+        rho_dense = dense_radii(cfg, problem, params)
     constants = {
         "mu": mu,
         "L": L,
@@ -195,7 +212,7 @@ def theory(cfg: Config, key) -> dict:
     return {
         "problem": problem,
         "constants": constants,
-        "reference": reference_constants(problem.A),
+        "reference": {**reference_constants(problem.A), "rho_dense": rho_dense},
         "deterministic": {"hb_rho": float(rho_det), "polyak_rate_sq": float(r_p) ** 2, "gd_rho": gd_rho},
         "params": params,
         "nesterov_rule": nesterov_rule,

@@ -157,7 +157,9 @@ def test_rate_equals_dense_spectral_radius(seed, lr, beta, B, method):
     if dense >= 2.0:
         assert fast == 2.0
     else:
-        assert fast == pytest.approx(dense, rel=1e-8, abs=1e-10)
+        # the root finder resolves rho(T) to ~1e-12 (measured <= 4e-12 on 1,410 configurations, grid edges
+        # included); a broken regula-falsi step still converges by bisection, but only to ~3e-8
+        assert fast == pytest.approx(dense, rel=1e-9, abs=1e-12)
 
 
 def _max_stable_lr(beta, B, h, L_max):
