@@ -278,3 +278,26 @@ def kish_reference(seed: int, *, mean_p, var_p, mean_q, var_q, n: int, N: int, r
         w = np.exp(lw - lw.max())
         out[r] = w.sum() ** 2 / (N * np.sum(w**2))
     return out
+
+
+def ess_quadrature(*, mean_p: float, var_p: float, mean_q: float, var_q: float, n: int, mean_var: float = 0.0) -> float:
+    """The population importance ESS fraction 1/E_q[(p/q)^2] of p = N(mean_p, var_p I_n) under q = N(mean_q, var_q
+    I_n), by quadrature (the closed form ``theory.aldrift.gaussian_importance_ess`` is not used): per coordinate
+    E_q[(p/q)^2] = int p(x)^2 / q(x) dx (``scipy.integrate.quad``); with ``mean_var`` > 0 the fraction is averaged
+    over a random proposal mean mean_q + N(0, mean_var) per coordinate (Gauss-Hermite, 60 nodes). The coordinates
+    are independent, so the fraction is the per-coordinate one to the power n."""
+    from scipy import integrate
+
+    sp, sq = math.sqrt(var_p), math.sqrt(var_q)
+    norm = sq / (sp * sp * math.sqrt(2 * math.pi))  # p(x)^2 / q(x) = norm exp(-(x-a)^2/var_p + (x-b)^2/(2 var_q))
+
+    def per_coordinate(b: float) -> float:
+        f = lambda x: norm * math.exp((x - b) ** 2 / (2 * var_q) - (x - mean_p) ** 2 / var_p)
+        lo, hi = min(mean_p, b) - 12 * max(sp, sq), max(mean_p, b) + 12 * max(sp, sq)
+        return 1.0 / integrate.quad(f, lo, hi, epsabs=0.0, epsrel=1e-12, limit=200)[0]
+
+    if mean_var == 0.0:
+        return per_coordinate(mean_q) ** n
+    nodes, weights = np.polynomial.hermite_e.hermegauss(60)  # E[g(Z)], Z ~ N(0, 1): sum w g(z) / sqrt(2 pi)
+    values = [per_coordinate(mean_q + math.sqrt(mean_var) * z) for z in nodes]
+    return float(np.dot(weights, values) / math.sqrt(2 * math.pi)) ** n

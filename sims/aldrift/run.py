@@ -18,6 +18,7 @@ from jaxwb.sims.aldrift.pieces import (
     doo_reference,
     eps_aldrift,
     eps_random,
+    ess_quadrature,
     exact_path,
     kish_reference,
     problem,
@@ -173,6 +174,19 @@ def quadratic_predictions(cfg: Config, quad_res: dict, key) -> dict:
             ),
         ]
     )
+    # the same expectation by quadrature, without the closed form (pieces.ess_quadrature)
+    ess_quad = [ess_quadrature(mean_p=mean_k[0], var_p=1.0 / mu_k[0], mean_q=s1[3], var_q=1.0 / s1[4], n=n)]
+    ess_quad += [
+        ess_quadrature(
+            mean_p=mean_k[k],
+            var_p=1.0 / mu_k[k],
+            mean_q=mean_k[k - 1],
+            var_q=PAPER_INFLATION / mu_k[k - 1],
+            n=n,
+            mean_var=1.0 / (cfg.m * mu_k[k - 1]),
+        )
+        for k in range(1, len(mu_k))
+    ]
     # first temperature: the proposals are m M iid prior draws N(x0, 1/mu0) against p_tau1 = N(mean_1, 1/mu_1); the
     # Kish fraction over them, sampled exactly (finite-N bias included: ~3% ESS over a few thousand draws)
     kish_first = kish_reference(
@@ -196,6 +210,7 @@ def quadratic_predictions(cfg: Config, quad_res: dict, key) -> dict:
         )(jnp.asarray(intended)),
         "closed_form_T": 0.5 * s1[0] * (n / mu_T + n * mean_T**2),
         "ess_predicted": ess_pred,
+        "ess_predicted_quadrature": np.asarray(ess_quad),
         "mean_sq_T": n * mean_T**2 + n / (cfg.m * mu_T),
         "ess_first_reference": kish_first,
     }
