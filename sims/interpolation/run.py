@@ -154,19 +154,47 @@ def reference_constants(A) -> dict:
     return {"row_spread": float(r.max() / r.mean()), "tr_H": float(np.linalg.norm(A, "fro") ** 2 / A.shape[0])}
 
 
+def dense_operator(A, probs, weights, lr: float, beta: float, B: float, method: str) -> np.ndarray:
+    """Eq. MS's dense (2d)^2 x (2d)^2 operator on row-major vec(S), S the second moment of the stacked errors
+    (e_t, e_{t-1}), in NumPy float64 and written here from the iteration (the theory module is not called): the
+    mean step M (heavy ball [[(1+beta) I - lr H, -beta I], [I, 0]], Nesterov's top row (1+beta, -beta) x (I - lr H),
+    SGD beta = 0) and the sampling noise of X = w_i a_i a_i^T (row i with probability p_i) on the gradient point
+    C e: T = M (x) M + lr^2/B (E1 (x) E1) (sum_i p_i w_i^2 vec(a_i a_i^T) vec(a_i a_i^T)^T - H (x) H) (C (x) C)."""
+    A = np.asarray(A, np.float64)
+    lr, beta, B = float(lr), float(beta), float(B)
+    n, d = A.shape
+    H = A.T @ A / n
+    eye, zero = np.eye(d), np.zeros((d, d))
+    beta = 0.0 if method == "sgd" else beta
+    if method == "nesterov":
+        G = eye - lr * H
+        M = np.block([[(1 + beta) * G, -beta * G], [eye, zero]])
+        C = np.hstack([(1 + beta) * eye, -beta * eye])
+    else:
+        M = np.block([[(1 + beta) * eye - lr * H, -beta * eye], [eye, zero]])
+        C = np.hstack([eye, zero])
+    aa = np.einsum("ij,ik->ijk", A, A).reshape(n, d * d)  # vec(a_i a_i^T)
+    c = np.asarray(probs, np.float64) * np.asarray(weights, np.float64) ** 2
+    N = (aa * c[:, None]).T @ aa - np.kron(H, H)
+    E1 = np.vstack([eye, zero])
+    return np.kron(M, M) + lr**2 / B * np.kron(E1, E1) @ N @ np.kron(C, C)
+
+
 def dense_radii(cfg: Config, problem, params: dict) -> dict:
-    """The spectral radius of eq. MS's dense operator (``numpy.linalg.eigvals`` of ``operator_matrix``, built from A
-    by Kronecker products: no noise kernel, no reduced basis, no root finding) at each method's parameters, at the
-    rate checks' batch sizes: {method: (len(rate_check_batches),)}."""
+    """The spectral radius of eq. MS's dense operator (:func:`dense_operator`, ``numpy.linalg.eigvals``: no noise
+    kernel, no reduced basis, no root finding) at each method's parameters, at the rate checks' batch sizes:
+    {method: (len(rate_check_batches),)}."""
     js = [cfg.batch_sizes.index(B) for B in cfg.rate_check_batches]
     out = {}
     for m, p in params.items():
         method = "hb" if m == "hb_rule" else m
-        ops = (
-            ip.operator_matrix(problem, lr=p["lr"][j], beta=p["beta"][j], batch_size=cfg.batch_sizes[j], method=method)
-            for j in js
-        )
-        out[m] = np.asarray([np.max(np.abs(np.linalg.eigvals(np.asarray(T)))) for T in ops])
+        radii = []
+        for j in js:
+            T = dense_operator(
+                problem.A, problem.probs, problem.weights, p["lr"][j], p["beta"][j], cfg.batch_sizes[j], method
+            )
+            radii.append(np.max(np.abs(np.linalg.eigvals(T))))
+        out[m] = np.asarray(radii)
     return out
 
 
