@@ -333,7 +333,7 @@ def constants_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     why = (
         "the root finder resolves rho(T) to ~1e-12; the dense eigenvalues of the near-defective operator (critically "
-        "damped modes) lose accuracy, measured up to 1.7e-11; a wrong regula-falsi step still converges by bisection, "
+        "damped modes) lose accuracy, measured up to 2.3e-11; a wrong regula-falsi step still converges by bisection, "
         "off by ~1e-8"
     )
     out.append(agreement(rates, 0.0, gap, 1e-9, "abs", wide_reason=why))
