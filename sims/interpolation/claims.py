@@ -323,7 +323,7 @@ def constants_claims(results: dict, cfg: Config) -> list[Claim]:
     # the exact rates every Monte-Carlo comparison and the grid optimisation read, against the dense operator
     js = [list(results["batch_sizes"]).index(B) for B in cfg.rate_check_batches]
     params = results["params"]
-    gap = max(
+    rate_gap = max(
         largest_difference(np.asarray(params[m]["rho"])[js], ref["rho_dense"][m], relative="each") for m in params
     )
     rates = (
@@ -336,7 +336,7 @@ def constants_claims(results: dict, cfg: Config) -> list[Claim]:
         "damped modes) lose accuracy, measured up to 2.3e-11; a wrong regula-falsi step still converges by bisection, "
         "off by ~1e-8"
     )
-    out.append(agreement(rates, 0.0, gap, 1e-9, "abs", wide_reason=why))
+    out.append(agreement(rates, 0.0, rate_gap, 1e-9, "abs", wide_reason=why))
     if cfg.sampling == "norm":  # p_i ~ ||a_i||^2, w_i = 1/(n p_i): E[X^2] = (||A||_F^2/n) H, so L_max = tr H
         text = (
             "rows sampled ~ ||a_i||^2 with weights 1/(n p_i): E[X^2] = tr(H) H, so L_max = lambda_max(H^-1/2 E[X^2]"
