@@ -159,3 +159,17 @@ def test_random_search_probability():
         pieces.random_search_probability(setting, n=3, lo=lo, hi=hi, eps=[0.1])
     with pytest.raises(ValueError, match="eps must stay below"):
         pieces.random_search_probability(setting, n=4, lo=lo, hi=hi, eps=[1.3])
+
+
+@pytest.mark.parametrize(
+    ("mean_p", "var_p", "mean_q", "var_q", "n", "mean_var"),
+    [(0.3, 1.0, 0.3, 1.0, 5, 0.0), (0.3, 0.5, 0.0, 1.0, 10, 0.0), (1.0, 0.3, 1.1, 0.7, 4, 0.01)],
+)
+def test_ess_quadrature_equals_the_gaussian_integral(mean_p, var_p, mean_q, var_q, n, mean_var):
+    # per coordinate E_q[(p/q)^2] = var_q / sqrt(var_p D) exp(dm^2 / D), D = 2 var_q - var_p; a proposal mean with
+    # N(0, mean_var) noise averages exp(-dm^2/D) to (1 + 2 mean_var/D)^(-1/2) exp(-dm^2/(D + 2 mean_var))
+    D = 2 * var_q - var_p
+    shift = np.exp(-((mean_p - mean_q) ** 2) / (D + 2 * mean_var)) / np.sqrt(1 + 2 * mean_var / D)
+    want = (np.sqrt(var_p * D) / var_q * shift) ** n
+    got = pieces.ess_quadrature(mean_p=mean_p, var_p=var_p, mean_q=mean_q, var_q=var_q, n=n, mean_var=mean_var)
+    assert got == pytest.approx(want, rel=1e-10)

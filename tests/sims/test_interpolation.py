@@ -172,3 +172,17 @@ def test_coverage_study_reproduces_the_documented_replicate():
     r = coverage.replicate(th, cfg, "sgd", 256, 128, 0)
     assert abs(r["hits"][0] - 1343.4) < 0.1 and abs(r["exact"]["hits"] - 1717.5) < 0.1
     assert abs(r["hits"][0] - r["exact"]["hits"]) > r["hits"][1]  # not covered
+
+
+@pytest.mark.parametrize("method", ["sgd", "hb", "nesterov"])
+def test_dense_operator_is_the_theory_operator(method):
+    import jax
+
+    from jaxwb.sims.interpolation.run import dense_operator
+    from jaxwb.theory import interpolation as ip
+
+    with jax.enable_x64(True):
+        pr = ip.random_problem(12, 3, cond=10.0, key=jax.random.key(3))
+        want = np.asarray(ip.operator_matrix(pr, lr=0.3, beta=0.6, batch_size=2.0, method=method))
+    got = dense_operator(pr.A, pr.probs, pr.weights, 0.3, 0.6, 2.0, method)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-14)
