@@ -159,33 +159,24 @@ def quadratic_predictions(cfg: Config, quad_res: dict, key) -> dict:
     # if the m chains ended at exact draws of p_tau_{k-1}; at k = 1 it is the prior N(x0, 1/mu0).
     mu_k = s1[4] + intended * s1[0]
     mean_k = s1[4] * s1[3] / mu_k
+    # the proposal at each temperature: the prior, then the fitted model with its mean's noise
+    mean_q = np.concatenate([[s1[3]], mean_k[:-1]])
+    var_q = np.concatenate([[1.0 / s1[4]], PAPER_INFLATION / mu_k[:-1]])
+    mean_var = np.concatenate([[0.0], 1.0 / (cfg.m * mu_k[:-1])])
     ess_pred = np.concatenate(
         [
-            [float(al.gaussian_importance_ess(mean_k[0], 1.0 / mu_k[0], s1[3], 1.0 / s1[4], n))],
+            [float(al.gaussian_importance_ess(mean_k[0], 1.0 / mu_k[0], float(mean_q[0]), float(var_q[0]), n))],
             np.asarray(
                 al.gaussian_importance_ess(
-                    mean_k[1:, None],
-                    1.0 / mu_k[1:],
-                    mean_k[:-1, None],
-                    PAPER_INFLATION / mu_k[:-1],
-                    n,
-                    mean_var=1.0 / (cfg.m * mu_k[:-1]),
+                    mean_k[1:, None], 1.0 / mu_k[1:], mean_q[1:, None], var_q[1:], n, mean_var=mean_var[1:]
                 )
             ),
         ]
     )
     # the same expectation by quadrature, without the closed form (pieces.ess_quadrature)
-    ess_quad = [ess_quadrature(mean_p=mean_k[0], var_p=1.0 / mu_k[0], mean_q=s1[3], var_q=1.0 / s1[4], n=n)]
-    ess_quad += [
-        ess_quadrature(
-            mean_p=mean_k[k],
-            var_p=1.0 / mu_k[k],
-            mean_q=mean_k[k - 1],
-            var_q=PAPER_INFLATION / mu_k[k - 1],
-            n=n,
-            mean_var=1.0 / (cfg.m * mu_k[k - 1]),
-        )
-        for k in range(1, len(mu_k))
+    ess_quad = [
+        ess_quadrature(mean_p=a, var_p=1.0 / mu, mean_q=b, var_q=v, n=n, mean_var=w)
+        for a, mu, b, v, w in zip(mean_k, mu_k, mean_q, var_q, mean_var, strict=True)
     ]
     # first temperature: the proposals are m M iid prior draws N(x0, 1/mu0) against p_tau1 = N(mean_1, 1/mu_1); the
     # Kish fraction over them, sampled exactly (finite-N bias included: ~3% ESS over a few thousand draws)
