@@ -321,7 +321,7 @@ def constants_claims(results: dict, cfg: Config) -> list[Claim]:
     )
     out = [agreement(spread, ref["row_spread"], float(c["row_spread"]), 1e-9, wide_reason=ROUNDING)]
     # the exact rates every Monte-Carlo comparison and the grid optimisation read, against the dense operator
-    js = [list(results["batch_sizes"]).index(B) for B in cfg.rate_check_batches]
+    js = cfg.rate_check_indices
     params = results["params"]
     rate_gap = max(
         largest_difference(np.asarray(params[m]["rho"])[js], ref["rho_dense"][m], relative="each") for m in params

@@ -196,6 +196,11 @@ class Config:
         if self.common_random_numbers and self.seed_scale:
             raise ValueError("seed_scale needs independent streams (common_random_numbers=False): one seed set per B")
 
+    @property
+    def rate_check_indices(self) -> list[int]:
+        """The positions of ``rate_check_batches`` in ``batch_sizes`` (the per-B arrays the rate checks read)."""
+        return [self.batch_sizes.index(B) for B in self.rate_check_batches]
+
     def aux_seeds_of(self, panel: str, conf: str) -> int:
         """Monte-Carlo seeds of a Kaczmarz / coordinate-descent configuration: aux_seeds x its ``aux_seed_scale``
         factor (rounded, at least 5)."""

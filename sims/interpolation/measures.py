@@ -43,7 +43,7 @@ def measured(results: dict, cfg: Config) -> Measured:
     decay = -np.log(with_boot(mc["rates"], mc["rates_boot"]))
     Bs, hits = np.asarray(results["batch_sizes"], dtype=float), with_boot(mc["hits"], mc["hits_boot"])
     note = f"95% bootstrap CI over seeds ({cfg.n_boot} resamples)"
-    checked = [(B, list(cfg.batch_sizes).index(B)) for B in cfg.rate_check_batches]
+    checked = list(zip(cfg.rate_check_batches, cfg.rate_check_indices, strict=True))
     return Measured(Bs, seeds, hits, decay, 1.0 / decay, np.asarray(results["theory"]["hits"]), note, checked)
 
 

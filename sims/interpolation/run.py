@@ -184,12 +184,11 @@ def dense_radii(cfg: Config, problem, params: dict) -> dict:
     """The spectral radius of eq. MS's dense operator (:func:`dense_operator`, ``numpy.linalg.eigvals``: no noise
     kernel, no reduced basis, no root finding) at each method's parameters, at the rate checks' batch sizes:
     {method: (len(rate_check_batches),)}."""
-    js = [cfg.batch_sizes.index(B) for B in cfg.rate_check_batches]
     out = {}
     for m, p in params.items():
         method = "hb" if m == "hb_rule" else m
         radii = []
-        for j in js:
+        for j in cfg.rate_check_indices:
             T = dense_operator(
                 problem.A, problem.probs, problem.weights, p["lr"][j], p["beta"][j], cfg.batch_sizes[j], method
             )
